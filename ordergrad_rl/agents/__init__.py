@@ -1,0 +1,1 @@
+"""Stable-Baselines3-compatible OrderGrad agents."""
