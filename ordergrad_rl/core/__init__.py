@@ -1,9 +1,27 @@
-"""The OrderGrad estimator mathematics (no RL in here). Placeholder while the core is written."""
+"""The OrderGrad estimator mathematics: objectives, weight tables, batch and known-distribution regimes.
 
+No RL in here; NumPy and torch inputs alike (see :mod:`ordergrad_rl.core.batch`).
+"""
 
-def _todo(*args, **kwargs):
-    raise NotImplementedError("ordergrad_rl.core is being written")
+from ordergrad_rl.core.batch import OrderStatTransform, get_transform, lstat_advantage, lstat_value
+from ordergrad_rl.core.known import (
+    known_lstat_advantage,
+    known_lstat_inclusion,
+    known_lstat_value,
+    known_orderstats,
+)
+from ordergrad_rl.core.objectives import Objective, resolve_objective, valid_names
 
-
-Objective = OrderStatTransform = lstat_value = lstat_advantage = _todo
-known_lstat_value = known_lstat_advantage = known_lstat_inclusion = known_orderstats = _todo
+__all__ = [
+    "Objective",
+    "OrderStatTransform",
+    "get_transform",
+    "known_lstat_advantage",
+    "known_lstat_inclusion",
+    "known_lstat_value",
+    "known_orderstats",
+    "lstat_advantage",
+    "lstat_value",
+    "resolve_objective",
+    "valid_names",
+]

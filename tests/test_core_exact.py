@@ -1,0 +1,196 @@
+"""Exactness of the estimator core against brute-force enumeration (no self-comparison).
+
+Batch regime: every size-k subset of N <= 9 rewards (with ties), every objective family and random alpha,
+both table-building routes. Known regime: every k-tuple of arms. Large N: an independent hypergeometric
+implementation (Boost, via scipy) and exact identities.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ordergrad_rl import (
+    Objective,
+    OrderStatTransform,
+    known_lstat_advantage,
+    known_lstat_inclusion,
+    known_lstat_value,
+    known_orderstats,
+    lstat_advantage,
+    lstat_value,
+)
+from ordergrad_rl.core.weights import hypergeom_cdf_all_n, hypergeom_expectation
+
+FAMILIES = [
+    "mean", "cvar0.3", "uppertail0.5", "quantile0.1", "quantile0.77", "median", "top2", "bot2",
+    "max", "min", "rank2", "trim1", "winsor1", "topbot1", "gmd",
+]  # fmt: skip
+
+
+def brute_force_batch(rewards: np.ndarray, k: int):
+    """``v_j``, ``q_{i,j}``, ``v_j^(-i)`` by enumerating every size-k subset (paper eqs. method-vj/qij/vloo-def)."""
+    n = rewards.size
+    v = np.zeros(k)
+    q = np.zeros((n, k))
+    loo = np.zeros((n, k))
+    subsets = list(itertools.combinations(range(n), k))
+    for subset in subsets:
+        ordered = np.sort(rewards[list(subset)])
+        v += ordered
+        inside = np.zeros(n, dtype=bool)
+        inside[list(subset)] = True
+        q[inside] += ordered
+        loo[~inside] += ordered
+    count_with = len(subsets) * k / n  # C(N-1, k-1)
+    count_without = len(subsets) - count_with  # C(N-1, k)
+    return v / len(subsets), q / count_with, loo / max(count_without, 1)
+
+
+def _objectives(k: int, rng: np.random.Generator):
+    for spec in FAMILIES:
+        try:
+            obj = Objective.parse(spec, k=k)
+        except ValueError:  # e.g. trim1 needs k >= 3
+            continue
+        if obj.k == k:
+            yield obj
+    yield Objective.from_weights(rng.normal(size=k))
+
+
+@pytest.mark.parametrize("n", range(2, 10))
+def test_batch_regime_matches_enumeration(n):
+    rng = np.random.default_rng(n)
+    for k in range(1, n + 1):
+        for rewards in (
+            rng.normal(size=n),
+            rng.integers(0, 3, size=n).astype(float),
+        ):  # continuous / heavy ties
+            v, q, loo = brute_force_batch(rewards, k)
+            for obj in _objectives(k, rng):
+                alpha = obj.weights
+                for method in ("dense", "runs"):
+                    t = OrderStatTransform(n, obj, method=method)
+                    np.testing.assert_allclose(t.value(rewards), v @ alpha, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(t.orderstats(rewards), v, rtol=0, atol=1e-12)
+                    if k == n:
+                        continue
+                    np.testing.assert_allclose(t.inclusion(rewards), q @ alpha, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(t.leave_one_out(rewards), loo @ alpha, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(t.advantage(rewards), (q - loo) @ alpha, rtol=0, atol=1e-12)
+                if k < n:
+                    np.testing.assert_allclose(t.inclusion(rewards, rankwise=True), q, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(t.leave_one_out(rewards, rankwise=True), loo, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(t.rank_advantage(rewards), q - loo, rtol=0, atol=1e-12)
+
+
+def test_batched_groups_match_each_group():
+    rng = np.random.default_rng(0)
+    rewards = rng.normal(size=(3, 4, 7))
+    adv = lstat_advantage(rewards, "top2@4")
+    val = lstat_value(rewards, "top2@4")
+    assert adv.shape == (3, 4, 7) and val.shape == (3, 4)
+    for idx in np.ndindex(3, 4):
+        _, q, loo = brute_force_batch(rewards[idx], 4)
+        alpha = Objective.parse("top2@4").weights
+        np.testing.assert_allclose(adv[idx], (q - loo) @ alpha, atol=1e-12)
+
+
+def test_ties_get_identical_advantages():
+    rewards = np.array([1.0, 3.0, 1.0, 2.0, 3.0, 1.0, 0.5, 3.0])
+    for spec in ("cvar0.25@4", "top2@4", "gmd@5", "median@3"):
+        adv = lstat_advantage(rewards, spec)
+        for value in (1.0, 3.0):
+            tied = adv[rewards == value]
+            assert np.all(tied == tied[0]), spec  # exactly equal, not just close
+
+
+def brute_force_known(r: np.ndarray, p: np.ndarray, k: int):
+    """``vbar_j`` and ``qbar_{b,j}`` by enumerating every k-tuple of arms (App. D definitions)."""
+    m = r.size
+    v = np.zeros(k)
+    q = np.zeros((m, k))
+    for draw in itertools.product(range(m), repeat=k):
+        prob = np.prod(p[list(draw)])
+        ordered = np.sort(r[list(draw)])
+        v += prob * ordered
+        q[draw[0]] += np.prod(p[list(draw[1:])]) * ordered  # conditional on A_1 = draw[0]
+    return v, q
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_known_regime_matches_enumeration(m):
+    rng = np.random.default_rng(10 + m)
+    for k in range(1, 6):
+        for r in (rng.normal(size=m), rng.integers(0, 2, size=m).astype(float)):
+            p = rng.dirichlet(np.ones(m))
+            if m >= 3:
+                p[1] = 0.0  # an arm that is never drawn
+                p /= p.sum()
+            v, q = brute_force_known(r, p, k)
+            np.testing.assert_allclose(known_orderstats(r, p, k), v, atol=1e-12)
+            for alpha in (np.full(k, 1 / k), rng.normal(size=k), Objective.parse("max", k=k).weights):
+                np.testing.assert_allclose(known_lstat_value(r, p, alpha), v @ alpha, atol=1e-12)
+                np.testing.assert_allclose(known_lstat_inclusion(r, p, alpha), q @ alpha, atol=1e-12)
+                adv = known_lstat_advantage(r, p, alpha)
+                np.testing.assert_allclose(adv, q @ alpha - v @ alpha, atol=1e-12)
+                np.testing.assert_allclose(known_lstat_advantage(r, p, alpha, rankwise=True), q - v, atol=1e-12)
+                np.testing.assert_allclose(known_lstat_inclusion(r, p, alpha, rankwise=True), q, atol=1e-12)
+                # mixture identity (Prop. D.2) and its consequence sum_b p_b abar_b = 0
+                np.testing.assert_allclose(p @ known_lstat_inclusion(r, p, alpha), v @ alpha, atol=1e-12)
+                assert abs(p @ adv) < 1e-12
+
+
+def test_known_regime_unnormalized_p_and_batched_states():
+    rng = np.random.default_rng(3)
+    r = rng.normal(size=(5, 6, 4))
+    p = rng.uniform(0.1, 2.0, size=(5, 6, 4))
+    adv = known_lstat_advantage(r, p, "top2@5")
+    assert adv.shape == (5, 6, 4)
+    for idx in np.ndindex(5, 6):
+        pn = p[idx] / p[idx].sum()
+        v, q = brute_force_known(r[idx], pn, 5)
+        alpha = Objective.parse("top2@5").weights
+        np.testing.assert_allclose(adv[idx], (q - v) @ alpha, atol=1e-12)
+
+
+def test_value_identities():
+    rng = np.random.default_rng(4)
+    for spec in ("cvar0.2@50", "gmd@50", "quantile0.3@50", "winsor5@50"):
+        t = OrderStatTransform(200, spec)
+        # each rank j is supplied by exactly one sorted position: sum_m W[m, j] = 1
+        np.testing.assert_allclose(t.value_weights.sum(), t.alpha.sum(), atol=1e-12)
+        np.testing.assert_allclose(t.value(np.full(200, 2.5)), 2.5 * t.alpha.sum(), atol=1e-12)
+        np.testing.assert_allclose(t.advantage(np.full(200, 2.5)), 0.0, atol=1e-12)
+        x = rng.normal(size=200)
+        # a_i = q_i - v^(-i) by definition
+        np.testing.assert_allclose(t.advantage(x), t.inclusion(x) - t.leave_one_out(x), atol=1e-12)
+
+
+def test_large_batch_against_independent_hypergeometric():
+    """N = 10^5, k = N/2: the O(N) CDF scan against Boost's hypergeometric CDF, and the estimator's identities."""
+    n, k = 100_000, 50_000
+    m, d = n - 2, k - 2
+    for x in (9_999, 24_999):
+        cdf = hypergeom_cdf_all_n(x, m, d)
+        rows = np.linspace(0, m, 25).astype(int)
+        rows = np.unique(np.concatenate([rows, np.arange(2 * x - 300, 2 * x + 300, 25)]))
+        np.testing.assert_allclose(cdf[rows], stats.hypergeom.cdf(x, m, rows, d), rtol=0, atol=1e-9)
+    t = OrderStatTransform(n, "cvar0.2", k=k)
+    x = np.random.default_rng(5).normal(size=n)
+    adv = t.advantage(x)
+    assert np.isfinite(adv).all() and np.isfinite(t.value(x))
+    np.testing.assert_allclose(t.value_weights.sum(), 1.0, atol=1e-9)
+    np.testing.assert_allclose(t.advantage(x + 100.0), adv, atol=1e-8)
+    # The lower-tail objective only rewards the bottom: the top half of the batch gets the same advantage.
+    top = adv[x > np.quantile(x, 0.6)]
+    np.testing.assert_allclose(top, top[0], atol=1e-9)
+
+
+def test_dense_and_runs_routes_agree_at_medium_size():
+    alpha = np.zeros(2000)
+    alpha[:400] = 1 / 400
+    dense = hypergeom_expectation(alpha, 9_998, 1_999, "dense")
+    runs = hypergeom_expectation(alpha, 9_998, 1_999, "runs")
+    np.testing.assert_allclose(runs, dense, rtol=0, atol=1e-11)
