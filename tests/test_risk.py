@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+
+from ordergrad_rl import Objective, lstat_value
+from ordergrad_rl.risk import lower_tail_mean, risk_profile
+
+
+def test_profile_keys_and_values():
+    returns = np.arange(1.0, 21.0)  # 1..20
+    profile = risk_profile(returns)
+    assert set(profile) == {
+        "mean", "std", "min", "max", "cvar_0.05", "cvar_0.1", "cvar_0.2",
+        "quantile_0.05", "quantile_0.25", "quantile_0.5", "quantile_0.75", "quantile_0.95",
+    }  # fmt: skip
+    assert profile["mean"] == 10.5 and profile["min"] == 1.0 and profile["max"] == 20.0
+    assert profile["cvar_0.05"] == 1.0  # worst ceil(1) = 1 value
+    assert profile["cvar_0.2"] == 2.5  # worst 4 values: 1, 2, 3, 4
+    assert profile["quantile_0.5"] == 10.5
+    assert profile["quantile_0.05"] == 1.5  # Hazen position 0.05 * 20 + 0.5 = 1.5: halfway between 1 and 2
+    np.testing.assert_allclose(profile["std"], np.std(returns))
+
+
+def test_cvar_matches_the_objective_with_k_equal_n():
+    # The batch value of cvar<a>@n on n samples is the lower-tail mean of all n: the two definitions agree.
+    x = np.random.default_rng(0).normal(size=50)
+    for level in (0.05, 0.1, 0.2, 0.33):
+        np.testing.assert_allclose(lower_tail_mean(x, level), lstat_value(x, Objective.parse(f"cvar{level}", k=50)))
+    np.testing.assert_allclose(
+        risk_profile(x, quantile_levels=[0.3])["quantile_0.3"], lstat_value(x, Objective.parse("quantile0.3", k=50))
+    )
+
+
+def test_bad_returns():
+    with pytest.raises(ValueError, match="at least one"):
+        risk_profile([])
+    with pytest.raises(ValueError, match="NaN or inf"):
+        risk_profile([1.0, np.nan])
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        risk_profile([1.0], cvar_levels=[0.0])
