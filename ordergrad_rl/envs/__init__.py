@@ -1,5 +1,95 @@
-"""Gymnasium environments of ordergrad-rl. Importing ``ordergrad_rl`` registers them."""
+"""Gymnasium environments of ordergrad-rl. Importing ``ordergrad_rl`` registers them.
+
+=============================== ===========================================================
+id                              environment
+=============================== ===========================================================
+``SyntheticTailRisk-v0``        the paper's tail-risk portfolio, p=0.10, 80 traded days
+``SyntheticTailRiskDeploy-v0``  its deployment setting, p=0.35, 160 traded days
+``RiskyBandit-v0``              one-step bandit: mean, CVaR and max@K prefer different arms
+``RiskyLavaGrid-v0``            slippery gridworld: shortcut along lava vs. safe path
+=============================== ===========================================================
+
+The classes are imported on first access, so ``import ordergrad_rl`` stays light (no SB3).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ordergrad_rl.envs.bandit import RiskyBanditEnv
+    from ordergrad_rl.envs.lava_grid import RiskyLavaGridEnv
+    from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env
+    from ordergrad_rl.envs.tailrisk import TailRiskSimulator, cash_capped_weights, default_event_window
+    from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv, SyntheticTailRiskVectorEnv
+
+_TAILRISK = "ordergrad_rl.envs.tailrisk_gym"
+
+# name -> module that defines it (PEP 562 lazy attributes).
+_LAZY = {
+    "TailRiskSimulator": "ordergrad_rl.envs.tailrisk",
+    "cash_capped_weights": "ordergrad_rl.envs.tailrisk",
+    "default_event_window": "ordergrad_rl.envs.tailrisk",
+    "SyntheticTailRiskEnv": _TAILRISK,
+    "SyntheticTailRiskVectorEnv": _TAILRISK,
+    "TailRiskVecEnv": "ordergrad_rl.envs.sb3_vec_env",
+    "make_sb3_vec_env": "ordergrad_rl.envs.sb3_vec_env",
+    "RiskyBanditEnv": "ordergrad_rl.envs.bandit",
+    "RiskyLavaGridEnv": "ordergrad_rl.envs.lava_grid",
+}
+
+_SPECS: tuple[dict[str, Any], ...] = (
+    {
+        "id": "SyntheticTailRisk-v0",
+        "entry_point": f"{_TAILRISK}:SyntheticTailRiskEnv",
+        "vector_entry_point": f"{_TAILRISK}:SyntheticTailRiskVectorEnv",
+        "kwargs": {"p": 0.10, "traded_days": 80},
+    },
+    {
+        "id": "SyntheticTailRiskDeploy-v0",
+        "entry_point": f"{_TAILRISK}:SyntheticTailRiskEnv",
+        "vector_entry_point": f"{_TAILRISK}:SyntheticTailRiskVectorEnv",
+        "kwargs": {"p": 0.35, "traded_days": 160},
+    },
+    {"id": "RiskyBandit-v0", "entry_point": "ordergrad_rl.envs.bandit:RiskyBanditEnv"},
+    {
+        "id": "RiskyLavaGrid-v0",
+        "entry_point": "ordergrad_rl.envs.lava_grid:RiskyLavaGridEnv",
+        "max_episode_steps": 30,
+    },
+)
 
 
 def register_envs() -> None:
     """Register the ordergrad-rl environments with Gymnasium (idempotent)."""
+    for spec in _SPECS:
+        if spec["id"] not in gym.registry:
+            gym.register(**spec)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ordergrad_rl.envs' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_LAZY))
+
+
+__all__ = [
+    "register_envs",
+    "TailRiskSimulator",
+    "cash_capped_weights",
+    "default_event_window",
+    "SyntheticTailRiskEnv",
+    "SyntheticTailRiskVectorEnv",
+    "TailRiskVecEnv",
+    "make_sb3_vec_env",
+    "RiskyBanditEnv",
+    "RiskyLavaGridEnv",
+]
+assert sorted(__all__[1:]) == sorted(_LAZY)
