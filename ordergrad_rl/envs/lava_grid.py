@@ -1,0 +1,156 @@
+"""RiskyLavaGrid: a slippery gridworld where the short path runs along lava."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+#: Rows of the grid: S start, G goal, L lava, . floor.
+LAYOUT: tuple[str, ...] = (
+    ".....",
+    "S...G",
+    ".LLL.",
+)
+#: Moves of the actions 0-3: up, right, down, left (row, column deltas).
+MOVES: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
+UP, RIGHT, DOWN, LEFT = range(4)
+#: The mean-optimal policy: along row 1, right over the lava (state = row * 5 + column).
+SHORTCUT_POLICY = np.array([RIGHT] * 4 + [DOWN] + [RIGHT] * 5 + [UP] * 5)
+#: The safe policy: up to row 0, along it, then down to the goal.
+SAFE_POLICY = np.array([RIGHT] * 4 + [DOWN] + [UP] * 5 + [UP] * 5)
+
+Transition = tuple[float, int, float, bool]
+
+
+class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
+    """A 3x5 slippery gridworld: the short path to the goal runs along lava.
+
+    ## Description
+
+    The classic demonstration that the risk-neutral and the CVaR-optimal policies differ (Chow et
+    al., 2015)::
+
+        row 0   .  .  .  .  .
+        row 1   S  .  .  .  G
+        row 2   .  L  L  L  .
+
+    The agent starts at S. Reaching G or stepping into lava L ends the episode. Each move slips
+    with probability ``slip``: the intended move is replaced by one of the four moves drawn
+    uniformly (possibly the intended one). Moves into the border leave the agent in place.
+
+    Two stationary policies (``SHORTCUT_POLICY``, ``SAFE_POLICY`` in this module) go right along
+    row 0 and down to G from row 0; from row 1 the shortcut goes right (4 moves, 3 of them next
+    to the lava) while the safe path goes up first (6 moves, lava only after two slips). Exact
+    return distributions with the defaults and the 30-step time limit:
+
+    | Policy   | Mean   | CVaR_0.1 | CVaR_0.2 | P(lava) |
+    |----------|--------|----------|----------|---------|
+    | shortcut | 3.793  | -12.800  | -4.446   | 0.0732  |
+    | safe     | 3.207  | -0.098   | 0.951    | 0.0037  |
+
+    The shortcut is the mean-optimal policy (value iteration), the safe path has the far better
+    lower tail: ``mean`` training should take the shortcut, ``cvar0.1``/``cvar0.2`` the safe path.
+
+    ## Action Space
+
+    ``Discrete(4)``: 0 up, 1 right, 2 down, 3 left. Anything else raises ``ValueError``.
+
+    ## Observation Space
+
+    ``Discrete(15)``: the cell, ``row * 5 + column``.
+
+    ## Rewards
+
+    ``step_reward`` (-1) per move, plus ``goal_reward`` (+10) on reaching G, plus
+    ``lava_reward`` (-15) on entering lava. The fastest shortcut scores 6, the safe path 4.
+
+    ## Starting State
+
+    Cell S (state 5).
+
+    ## Episode End
+
+    Terminated on reaching G or lava; truncated after 30 steps by the registered ``TimeLimit``.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    import ordergrad_rl
+
+    env = gym.make("RiskyLavaGrid-v0", slip=0.1)
+    ```
+
+    ``slip=0.1``, ``step_reward=-1.0``, ``goal_reward=10.0``, ``lava_reward=-15.0``.
+    ``env.unwrapped.P[s][a]`` lists the ``(probability, next_state, reward, terminated)``
+    outcomes (as in Gymnasium's FrozenLake). Each step draws one uniform.
+
+    ## Version History
+
+    * v0: Initial version.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        slip: float = 0.1,
+        step_reward: float = -1.0,
+        goal_reward: float = 10.0,
+        lava_reward: float = -15.0,
+    ) -> None:
+        if not 0.0 <= slip <= 1.0:
+            raise ValueError(f"slip must be a probability in [0, 1], got {slip!r}")
+        self.slip = float(slip)
+        self.cells = "".join(LAYOUT)
+        self.n_rows, self.n_cols = len(LAYOUT), len(LAYOUT[0])
+        self.start_state = self.cells.index("S")
+        self.observation_space = spaces.Discrete(len(self.cells))
+        self.action_space = spaces.Discrete(len(MOVES))
+        bonus = {"G": goal_reward, "L": lava_reward}
+        self.P: dict[int, dict[int, list[Transition]]] = {}
+        for state, cell in enumerate(self.cells):
+            self.P[state] = {}
+            for action in range(len(MOVES)):
+                if cell in bonus:  # absorbing, as in FrozenLake
+                    self.P[state][action] = [(1.0, state, 0.0, True)]
+                    continue
+                probs: dict[int, float] = {}
+                for move in range(len(MOVES)):
+                    target = self._move(state, move)
+                    probs[target] = (
+                        probs.get(target, 0.0) + self.slip / len(MOVES) + (1.0 - self.slip) * (move == action)
+                    )
+                self.P[state][action] = [
+                    (prob, nxt, step_reward + bonus.get(self.cells[nxt], 0.0), self.cells[nxt] in bonus)
+                    for nxt, prob in probs.items()
+                ]
+        self._state = self.start_state
+        self._done = True
+
+    def _move(self, state: int, move: int) -> int:
+        row, col = divmod(state, self.n_cols)
+        d_row, d_col = MOVES[move]
+        row = min(max(row + d_row, 0), self.n_rows - 1)
+        col = min(max(col + d_col, 0), self.n_cols - 1)
+        return row * self.n_cols + col
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._state = self.start_state
+        self._done = False
+        return self._state, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be a move in {{0, 1, 2, 3}}, got {action!r}")
+        if self._done:
+            raise RuntimeError("step() called on a finished episode: reset the env first")
+        outcomes = self.P[self._state][int(action)]
+        cumulative = np.cumsum([outcome[0] for outcome in outcomes])
+        pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
+        _, self._state, reward, self._done = outcomes[pick]
+        return self._state, reward, self._done, False, {}
