@@ -1,0 +1,41 @@
+"""Every registered environment passes the Gymnasium and Stable-Baselines3 env checkers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from ordergrad_rl.envs import register_envs
+
+ENV_IDS = ["SyntheticTailRisk-v0", "SyntheticTailRiskDeploy-v0", "RiskyBandit-v0", "RiskyLavaGrid-v0"]
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.filterwarnings("ignore:.*symmetric and normalized")  # the paper's logits live in [-10, 10]
+def test_env_checkers(env_id: str) -> None:
+    check_env(gym.make(env_id).unwrapped)
+    sb3_check_env(gym.make(env_id))
+
+
+def test_registration_is_idempotent() -> None:
+    spec = gym.spec("SyntheticTailRisk-v0")
+    register_envs()
+    register_envs()
+    assert gym.spec("SyntheticTailRisk-v0") is spec
+    assert spec.vector_entry_point == "ordergrad_rl.envs.tailrisk_gym:SyntheticTailRiskVectorEnv"
+    assert gym.spec("RiskyLavaGrid-v0").max_episode_steps == 30
+
+
+def test_import_stays_light() -> None:
+    code = (
+        "import sys, gymnasium as gym, ordergrad_rl; gym.spec('SyntheticTailRisk-v0'); "
+        "heavy = [m for m in ('stable_baselines3', 'torch', 'ordergrad_rl.envs.sb3_vec_env') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
