@@ -350,6 +350,7 @@ def test_step_before_reset_raises() -> None:
         ({"event_window": (50, 100)}, "event_window"),
         ({"event_window": (60, 50)}, "event_window"),
         ({"event_window": (20,)}, "event_window"),
+        ({"event_window": 30}, "event_window"),
         ({"ema_rate": 1.5}, "ema_rate"),
     ],
 )

@@ -182,7 +182,7 @@ class TailRiskSimulator:
         self.num_decisions = self.traded_days // self.rebalance_every
         if event_window is None:
             event_window = default_event_window(self.lookback, self.traded_days)
-        if len(event_window) != 2:
+        if not isinstance(event_window, (tuple, list, np.ndarray)) or len(event_window) != 2:
             raise ValueError(f"event_window must be a pair (first, last), got {event_window!r}")
         first, last = (_check_int("event_window day", day, 0) for day in event_window)
         if not self.lookback <= first <= last < self.num_days:

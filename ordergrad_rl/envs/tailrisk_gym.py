@@ -125,6 +125,8 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
     envs = gym.make_vec("SyntheticTailRisk-v0", num_envs=256)  # native batch
     ```
 
+    All keyword arguments are forwarded to :class:`~ordergrad_rl.envs.tailrisk.TailRiskSimulator`:
+
     * ``p=0.10``: disaster probability per episode, in [0, 1].
     * ``traded_days=80``: traded days per episode, a multiple of ``rebalance_every``.
     * ``rebalance_every=5``: traded days per decision.
