@@ -1,1 +1,44 @@
-"""Stable-Baselines3-compatible OrderGrad agents."""
+"""Stable-Baselines3-compatible OrderGrad agents.
+
+* :class:`OrderGradREINFORCE`, :class:`OrderGradPPO` — SB3 algorithms whose advantages are OrderGrad weights of an
+  order-statistic objective of the episode return, collected as complete i.i.d. episodes;
+* :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
+  ``learn_log_std`` and ``zero_init_action_net``;
+* :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``;
+* :mod:`~ordergrad_rl.agents.risk_logging` — the ``risk/*`` tags and the TensorBoard custom-scalars layout.
+"""
+
+from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
+from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.policies import (
+    CnnPolicy,
+    MlpPolicy,
+    MultiInputPolicy,
+    OrderGradActorCriticCnnPolicy,
+    OrderGradActorCriticPolicy,
+    OrderGradMultiInputPolicy,
+    OrderGradPolicyMixin,
+)
+from ordergrad_rl.agents.ppo import OrderGradPPO
+from ordergrad_rl.agents.reinforce import OrderGradREINFORCE
+from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, write_risk_layout
+
+__all__ = [
+    "CnnPolicy",
+    "EpisodeInfoAggregator",
+    "EpisodicAlgorithmMixin",
+    "EpisodicRolloutBuffer",
+    "MlpPolicy",
+    "MultiInputPolicy",
+    "OrderGradActorCriticCnnPolicy",
+    "OrderGradActorCriticPolicy",
+    "OrderGradMultiInputPolicy",
+    "OrderGradPPO",
+    "OrderGradPolicyMixin",
+    "OrderGradREINFORCE",
+    "RiskEvalCallback",
+    "record_risk_profile",
+    "risk_layout",
+    "write_risk_layout",
+]

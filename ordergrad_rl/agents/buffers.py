@@ -1,0 +1,208 @@
+"""The episodic rollout buffer: a fixed number of complete, i.i.d. episodes per rollout.
+
+SB3's ``RolloutBuffer`` holds ``n_steps`` steps of every env. OrderGrad's trajectory-level estimator (paper
+Sec. 3, eq. og-batch-estimator) needs something else: ``N`` complete episodes drawn i.i.d. from the current
+policy, so that their returns can be ranked. The buffer gives every env a quota of ``episodes_per_env``
+episodes: env ``e`` contributes the first ``episodes_per_env`` episodes it *starts* after the rollout begins
+(the rollout starts with every env at an episode start). Keeping "whichever episodes finish first" instead
+would over-sample short episodes. Envs that met their quota keep stepping (a ``VecEnv`` steps all envs) but
+their transitions are not stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import BaseBuffer
+from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
+from stable_baselines3.common.vec_env import VecNormalize
+
+TensorObs = th.Tensor | dict[str, th.Tensor]
+
+
+def _select(obs: TensorObs, mask: th.Tensor) -> TensorObs:
+    if isinstance(obs, dict):
+        return {key: value[mask] for key, value in obs.items()}
+    return obs[mask]
+
+
+def _concat(chunks: list[TensorObs]) -> TensorObs:
+    if isinstance(chunks[0], dict):
+        return {key: th.cat([chunk[key] for chunk in chunks]) for key in chunks[0]}  # type: ignore[index]
+    return th.cat(chunks)  # type: ignore[arg-type]
+
+
+class EpisodicRolloutBuffer(BaseBuffer):
+    """Steps of ``n_envs * episodes_per_env`` complete episodes, with per-episode returns and per-step advantages.
+
+    Filled by :meth:`add` once per vectorized step (every array has a leading ``n_envs`` axis; the buffer keeps
+    the rows of envs still within quota), closed by :meth:`finalize`. Observations, actions and log-probs stay
+    torch tensors on the policy's device (the collector already has them there), so minibatches are plain
+    tensor indexing. After :meth:`finalize` (``T`` stored steps, ``N`` episodes):
+
+    * ``observations`` ``[T, *obs_shape]`` (or a dict of such), ``actions`` ``[T, action_dim]`` (float32,
+      unclipped, as SB3 stores them), ``log_probs`` ``[T]``;
+    * ``episode_index`` ``[T]`` in ``0..N-1`` (env ``e``'s ``c``-th episode is ``e * episodes_per_env + c``),
+      ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
+    * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
+    * ``advantages``, ``values``, ``returns`` ``[T]`` (zeros until set: with no critic, ``values`` and
+      ``returns`` stay zero, which makes SB3's PPO value loss a constant 0).
+
+    :param buffer_size: episodes per env per rollout (SB3's ``buffer_size * n_envs`` is the episode count ``N``).
+    :param observation_space: observation space.
+    :param action_space: action space.
+    :param device: torch device of the stored tensors.
+    :param gae_lambda: unused by episodic weights (kept for SB3's buffer signature).
+    :param gamma: discount of the episode return, 1.0 = undiscounted.
+    :param n_envs: number of parallel envs.
+    """
+
+    observations: TensorObs
+    actions: th.Tensor
+    log_probs: th.Tensor
+    advantages: th.Tensor
+    values: np.ndarray
+    returns: np.ndarray
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        gae_lambda: float = 1.0,
+        gamma: float = 1.0,
+        n_envs: int = 1,
+    ) -> None:
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        self.gae_lambda = gae_lambda
+        self.gamma = gamma
+        self.episodes_per_env = buffer_size
+        self.n_episodes = buffer_size * n_envs
+        # Index of env e's first episode; episode id = offset + count.
+        self._episode_offset = np.arange(n_envs) * buffer_size
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self._chunks: dict[str, list] = {
+            name: [] for name in ("obs", "actions", "log_probs", "rewards", "episode", "t")
+        }
+        self._episode_count = np.zeros(self.n_envs, dtype=np.int64)
+        self._episode_step = np.zeros(self.n_envs, dtype=np.int64)
+        self.generator_ready = False
+
+    @property
+    def full(self) -> bool:  # type: ignore[override]
+        """True once every env has completed its quota of episodes."""
+        return bool(np.all(self._episode_count >= self.episodes_per_env))
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        # BaseBuffer.reset() assigns ``full``; the state is derived from the episode counts instead.
+        pass
+
+    def add(  # type: ignore[override]
+        self,
+        obs: TensorObs,
+        actions: th.Tensor,
+        log_probs: th.Tensor,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+    ) -> np.ndarray:
+        """Store one vectorized step; return the mask of envs whose step was stored.
+
+        :param obs: observations the actions were taken in, ``[n_envs, ...]`` tensors (or a dict of them).
+        :param actions: the policy's (unclipped) actions, ``[n_envs, ...]``.
+        :param log_probs: their log-likelihoods, ``[n_envs]``.
+        :param rewards: rewards of the step, ``[n_envs]``.
+        :param dones: episode ends (termination or truncation), ``[n_envs]``.
+        :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
+        """
+        keep = self._episode_count < self.episodes_per_env
+        n_keep = int(keep.sum())
+        if n_keep:
+            # Boolean indexing copies, so VecEnvs that reuse their observation buffers cannot alter stored steps.
+            mask = th.as_tensor(keep, device=log_probs.device)
+            chunks = self._chunks
+            chunks["obs"].append(_select(obs, mask))
+            chunks["actions"].append(actions.reshape(self.n_envs, -1)[mask])
+            chunks["log_probs"].append(log_probs.reshape(self.n_envs)[mask])
+            chunks["rewards"].append(np.asarray(rewards, dtype=np.float64)[keep])
+            chunks["episode"].append((self._episode_offset + self._episode_count)[keep])
+            chunks["t"].append(self._episode_step[keep])
+            self.pos += n_keep
+        dones = np.asarray(dones, dtype=bool)
+        self._episode_count += dones
+        self._episode_step = np.where(dones, 0, self._episode_step + 1)
+        return keep
+
+    def finalize(self) -> None:
+        """Concatenate the stored steps and compute the episode returns and lengths (call when :attr:`full`)."""
+        if not self.full:
+            raise RuntimeError(
+                f"episodic rollout incomplete: episode counts {self._episode_count.tolist()}, "
+                f"quota {self.episodes_per_env} per env"
+            )
+        chunks = self._chunks
+        self.observations = _concat(chunks["obs"])
+        self.actions = th.cat(chunks["actions"]).float()
+        self.log_probs = th.cat(chunks["log_probs"])
+        self.rewards = np.concatenate(chunks["rewards"])
+        self.episode_index = np.concatenate(chunks["episode"])
+        self.episode_step = np.concatenate(chunks["t"])
+        discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
+        self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
+        self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)
+        n_steps = self.rewards.shape[0]
+        self.advantages = th.zeros(n_steps, device=self.device)
+        self.values = np.zeros(n_steps, dtype=np.float32)
+        self.returns = np.zeros(n_steps, dtype=np.float32)
+        self._values_t = th.zeros(n_steps, device=self.device)
+        self._returns_t = self._values_t
+        self.generator_ready = True
+
+    def set_episode_weights(self, weights: np.ndarray) -> None:
+        """Give every step of episode ``i`` the weight ``weights[i]`` (its policy-gradient advantage).
+
+        :param weights: ``[N]`` per-episode weights.
+        """
+        weights_t = th.as_tensor(np.asarray(weights, dtype=np.float32), device=self.device)
+        self.advantages = weights_t[th.as_tensor(self.episode_index, device=self.device)]
+
+    def size(self) -> int:
+        """Number of stored steps."""
+        return self.pos
+
+    def get(
+        self, batch_size: int | None = None
+    ) -> Generator[RolloutBufferSamples | DictRolloutBufferSamples, None, None]:
+        """Shuffled minibatches of ``batch_size`` steps (the last one may be smaller), like SB3's ``RolloutBuffer``.
+
+        :param batch_size: steps per minibatch; ``None`` yields the whole rollout once, in storage order.
+        """
+        if not self.generator_ready:
+            raise RuntimeError("call finalize() before get()")
+        n_steps = self.pos
+        if batch_size is None or batch_size >= n_steps:
+            yield self._get_samples(slice(None))
+            return
+        indices = th.randperm(n_steps, device=self.device)
+        for start in range(0, n_steps, batch_size):
+            yield self._get_samples(indices[start : start + batch_size])
+
+    def _get_samples(  # type: ignore[override]
+        self, batch_inds: th.Tensor | slice, env: VecNormalize | None = None
+    ) -> RolloutBufferSamples | DictRolloutBufferSamples:
+        samples_class = DictRolloutBufferSamples if isinstance(self.observations, dict) else RolloutBufferSamples
+        return samples_class(
+            _select(self.observations, batch_inds),  # type: ignore[arg-type]
+            self.actions[batch_inds],
+            self._values_t[batch_inds],
+            self.log_probs[batch_inds],
+            self.advantages[batch_inds],
+            self._returns_t[batch_inds],
+        )

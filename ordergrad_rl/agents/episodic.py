@@ -1,0 +1,261 @@
+"""Episodic collection and OrderGrad episode weights, shared by :class:`OrderGradREINFORCE` and :class:`OrderGradPPO`.
+
+One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for the quota rule).
+Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
+:func:`~ordergrad_rl.core.lstat_advantage` (paper eq. og-batch-estimator), given to every step of the episode; the
+algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_i a_i grad log p(tau_i)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
+from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
+from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
+from ordergrad_rl.core.objectives import ObjectiveLike
+
+#: Advantage modes: ``"episodic"`` = trajectory-level OrderGrad weights from complete episodes (no critic).
+ADVANTAGES: tuple[str, ...] = ("episodic",)
+#: The critic each advantage mode needs in the policy (see :data:`ordergrad_rl.agents.policies.CRITICS`).
+_CRITIC_OF: dict[str, str] = {"episodic": "none"}
+
+
+def build_env(env: GymEnv | str, n_envs: int, seed: int | None) -> GymEnv:
+    """An env id becomes ``make_sb3_vec_env(env, n_envs, seed)`` (the native batch for the tail-risk ids).
+
+    :raises ValueError: ``n_envs`` given for an env object with a different number of envs.
+    """
+    if isinstance(n_envs, bool) or int(n_envs) != n_envs or n_envs < 1:
+        raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
+    if isinstance(env, str):
+        from ordergrad_rl.envs import make_sb3_vec_env  # imports SB3 glue only when an id is given
+
+        return make_sb3_vec_env(env, int(n_envs), seed=seed)
+    if n_envs != 1 and getattr(env, "num_envs", 1) != n_envs:
+        raise ValueError(
+            f"n_envs={n_envs} only builds envs from an env id; the env passed has num_envs="
+            f"{getattr(env, 'num_envs', 1)}"
+        )
+    return env
+
+
+def check_n_episodes(n_episodes: int) -> int:
+    """``n_episodes`` as an int, or a ``ValueError`` if it is not an integer >= 2."""
+    if isinstance(n_episodes, bool) or int(n_episodes) != n_episodes or n_episodes < 2:
+        raise ValueError(f"n_episodes must be an integer >= 2 (episodes ranked per update), got {n_episodes!r}")
+    return int(n_episodes)
+
+
+def _walk(callback: BaseCallback | None) -> Iterator[BaseCallback]:
+    """The callback and all callbacks nested in it (``CallbackList``, ``EventCallback``)."""
+    if callback is None:
+        return
+    yield callback
+    for child in getattr(callback, "callbacks", []):
+        yield from _walk(child)
+    yield from _walk(getattr(callback, "callback", None))
+
+
+class EpisodicAlgorithmMixin:
+    """Episode-quota collection, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
+
+    Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``); call :meth:`_init_episodic` in ``__init__`` after the SB3
+    constructor and before ``_setup_model``. Overridable hooks: :meth:`_compute_advantages` (per-step advantages
+    from the finished buffer) and :meth:`_record_rollout_logs`.
+    """
+
+    policy_aliases = POLICY_ALIASES
+
+    # Provided by SB3's OnPolicyAlgorithm.
+    n_envs: int
+    num_timesteps: int
+    rollout_buffer: EpisodicRolloutBuffer
+    rollout_buffer_class: type | None
+    policy_class: type
+    policy_kwargs: dict[str, Any]
+    use_sde: bool
+    sde_sample_freq: int
+    action_space: spaces.Space
+    gamma: float
+
+    def _init_episodic(
+        self,
+        objective: ObjectiveLike,
+        k: int | None,
+        n_episodes: int,
+        normalize_advantage: bool,
+        advantage: str = "episodic",
+    ) -> None:
+        """Parse and check the OrderGrad arguments; set ``objective``, ``k``, ``n_episodes``, ``advantage``.
+
+        :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``, ``gamma``
+            outside (0, 1], or ``policy_kwargs["critic"]`` inconsistent with the advantage mode.
+        """
+        if advantage not in ADVANTAGES:
+            raise ValueError(f"unknown advantage {advantage!r}; expected one of {ADVANTAGES}")
+        n_episodes = check_n_episodes(n_episodes)
+        parsed = Objective.parse(objective, k)
+        if not parsed.is_bound:
+            parsed = parsed.bind(n_episodes // 2)
+        if parsed.k >= n_episodes:  # type: ignore[operator]
+            raise ValueError(
+                f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
+                f"k < n_episodes={n_episodes} (paper Sec. 3.2): raise n_episodes or lower k"
+            )
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        critic = _CRITIC_OF[advantage]
+        if self.policy_kwargs.get("critic", critic) != critic:
+            raise ValueError(
+                f"advantage={advantage!r} needs policy critic={critic!r}, got {self.policy_kwargs['critic']!r}"
+            )
+        self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
+        self.objective: Objective = parsed
+        self.k: int = int(parsed.k)  # type: ignore[arg-type]
+        self.n_episodes = n_episodes
+        self.normalize_advantage = bool(normalize_advantage)
+        self.advantage = advantage
+
+    def _setup_model(self) -> None:
+        if self.n_episodes % self.n_envs:
+            multiple = -(-self.n_episodes // self.n_envs) * self.n_envs
+            raise ValueError(
+                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: every env runs the same "
+                f"number of episodes per rollout (so that no episode length is favoured); use e.g. "
+                f"n_episodes={multiple}"
+            )
+        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
+            raise ValueError(
+                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
+                "'MultiInputPolicy' or a subclass of ordergrad_rl.agents.policies.OrderGradPolicyMixin"
+            )
+        if self.rollout_buffer_class is None:
+            self.rollout_buffer_class = EpisodicRolloutBuffer
+        elif not issubclass(self.rollout_buffer_class, EpisodicRolloutBuffer):
+            raise ValueError(
+                f"rollout_buffer_class must subclass EpisodicRolloutBuffer, got {self.rollout_buffer_class}"
+            )
+        # SB3 sizes the buffer as n_steps per env: here the unit is an episode.
+        self.n_steps = self.n_episodes // self.n_envs
+        super()._setup_model()  # type: ignore[misc]
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
+        from ordergrad_rl.agents.callbacks import RiskEvalCallback
+
+        prefixes = [TRAIN_PREFIX] + [cb.risk_prefix for cb in _walk(callback) if isinstance(cb, RiskEvalCallback)]
+        write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
+        return total_timesteps, callback
+
+    # ------------------------------------------------------------------ collection
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the env receives: Gaussian actions unscaled (squashed policies) or clipped to the box, as SB3 does."""
+        if isinstance(self.action_space, spaces.Box):
+            if self.policy.squash_output:  # type: ignore[attr-defined]
+                return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
+            return np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: EpisodicRolloutBuffer,  # type: ignore[override]
+        n_rollout_steps: int,
+    ) -> bool:
+        """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
+
+        :param env: the training VecEnv.
+        :param callback: called at every vectorized step, like SB3.
+        :param rollout_buffer: the episodic buffer to fill.
+        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until every env met its episode quota.
+        :return: False if a callback stopped training.
+        """
+        assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
+        self.policy.set_training_mode(False)  # type: ignore[attr-defined]
+        if not np.all(self._last_episode_starts):  # type: ignore[has-type]
+            # Some env is inside an episode that began before this rollout: restart all envs so that each
+            # env's counted episodes are the first ones it starts under the current policy.
+            self._last_obs = env.reset()
+            self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
+        rollout_buffer.reset()
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+        callback.on_rollout_start()
+
+        n_steps = 0
+        while not rollout_buffer.full:
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+            with th.no_grad():
+                obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
+                # The distribution only: no value head is evaluated while collecting.
+                distribution = self.policy.get_distribution(obs_tensor)  # type: ignore[attr-defined]
+                actions = distribution.get_actions()
+                log_probs = distribution.log_prob(actions)
+            new_obs, rewards, dones, infos = env.step(self._env_actions(actions.cpu().numpy()))
+            self.num_timesteps += env.num_envs
+
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+
+            kept = rollout_buffer.add(obs_tensor, actions, log_probs, rewards, dones)
+            finished = np.flatnonzero(kept & dones)
+            if finished.size:
+                # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
+                self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
+            n_steps += 1
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
+
+        rollout_buffer.finalize()
+        self._compute_advantages()
+        self._record_rollout_logs()
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    # ------------------------------------------------------------------ hooks
+    def episode_weights(self, episode_returns: np.ndarray) -> np.ndarray:
+        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``).
+
+        :param episode_returns: ``[N]`` returns of one rollout.
+        :return: ``[N]`` float64 weights.
+        """
+        weights = self.k * lstat_advantage(np.asarray(episode_returns, dtype=np.float64), self.objective)
+        if self.normalize_advantage:
+            # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
+            weights = weights / (weights.std() + 1e-8)
+        return weights
+
+    def _compute_advantages(self) -> None:
+        """Fill ``rollout_buffer.advantages`` once the rollout is finalized (hook for other advantage modes)."""
+        self.rollout_buffer.set_episode_weights(self.episode_weights(self.rollout_buffer.episode_returns))
+
+    def _record_rollout_logs(self) -> None:
+        """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``)."""
+        returns = self.rollout_buffer.episode_returns
+        logger = self.logger  # type: ignore[attr-defined]
+        record_risk_profile(logger, TRAIN_PREFIX, returns)
+        logger.record(f"{TRAIN_PREFIX}/objective", float(lstat_value(returns, self.objective)))

@@ -1,0 +1,184 @@
+"""OrderGradPPO: SB3's clipped-surrogate PPO update on OrderGrad episode weights."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, check_n_episodes
+from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
+from ordergrad_rl.core.objectives import ObjectiveLike
+
+SelfOrderGradPPO = TypeVar("SelfOrderGradPPO", bound="OrderGradPPO")
+
+#: Logged by SB3's PPO update although there is no critic in episodic mode.
+_CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
+
+
+class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
+    """PPO whose advantages are OrderGrad weights of an order-statistic objective of the episode return.
+
+    Every rollout collects ``n_episodes`` complete i.i.d. episodes; episode ``i``'s return becomes the weight
+    ``w_i = k * a_i`` (paper eq. og-batch-estimator), given to each of its steps as the advantage. The update is
+    SB3's ``PPO.train`` unchanged: ``n_epochs`` passes of shuffled ``batch_size``-step minibatches of the clipped
+    surrogate, entropy bonus, ``max_grad_norm`` clipping, ``target_kl`` early stop, ``clip_range`` schedules. At
+    ratio 1 (the first minibatch) its gradient is ``(1/T) sum_t w_t grad log pi = (N/T) (k/N) sum_i a_i grad log
+    p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
+
+    In episodic mode no value network is evaluated or trained: the value branch is empty (``vf=[]``), the value
+    loss is a constant 0 and ``train/value_loss`` / ``train/explained_variance`` are not logged. Unlike SB3, which
+    centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
+    per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the
+    estimator towards long episodes).
+
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
+        :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin`.
+    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``.
+    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...).
+        ``model.objective`` is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
+    :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
+    :param n_episodes: episodes per rollout ``N`` (needs ``k < N``, ``N`` divisible by the number of envs).
+        Default 64: enough episodes to rank (k = 32, so ``cvar0.2`` weights the worst 7 of 32) while keeping
+        rollouts of ~ SB3's 2048 steps for episodes of a few dozen steps.
+    :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic). The extension
+        point for critic-based modes.
+    :param n_envs: number of envs to build when ``env`` is an id.
+    :param learning_rate: as in SB3's PPO.
+    :param n_steps: not used in episodic mode (a rollout is ``n_episodes`` episodes); must stay ``None``.
+    :param batch_size: minibatch size in steps.
+    :param n_epochs: passes over the rollout per update.
+    :param gamma: discount of the episode return; 1.0 (undiscounted) by default.
+    :param gae_lambda: unused in episodic mode.
+    :param clip_range: surrogate clipping parameter (or schedule).
+    :param clip_range_vf: value clipping (no effect without a critic).
+    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
+    :param ent_coef: entropy coefficient.
+    :param vf_coef: value loss coefficient (no effect without a critic).
+    :param max_grad_norm: gradient-norm clipping threshold.
+    :param use_sde: gSDE exploration, as in SB3.
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
+    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`.
+    :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
+    :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
+    :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
+    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see :mod:`ordergrad_rl.agents.risk_logging`).
+    :param policy_kwargs: keyword arguments of the policy (see :mod:`ordergrad_rl.agents.policies`).
+    :param verbose: 0 silent, 1 info, 2 debug.
+    :param seed: random seed.
+    :param device: torch device.
+    :param _init_setup_model: build the networks at construction.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        policy: str | type[OrderGradActorCriticPolicy],
+        env: GymEnv | str,
+        objective: ObjectiveLike = "cvar0.2",
+        k: int | None = None,
+        n_episodes: int = 64,
+        advantage: str = "episodic",
+        n_envs: int = 1,
+        learning_rate: float | Schedule = 3e-4,
+        n_steps: int | None = None,
+        batch_size: int = 64,
+        n_epochs: int = 10,
+        gamma: float = 1.0,
+        gae_lambda: float = 0.95,
+        clip_range: float | Schedule = 0.2,
+        clip_range_vf: float | Schedule | None = None,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[EpisodicRolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        if n_steps is not None and advantage == "episodic":
+            raise ValueError(
+                "episodic OrderGradPPO collects whole episodes: set n_episodes (episodes per rollout), not n_steps"
+            )
+        with warnings.catch_warnings():
+            # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
+            warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
+            super().__init__(
+                policy,
+                build_env(env, n_envs, seed),
+                learning_rate=learning_rate,
+                n_steps=check_n_episodes(n_episodes),  # replaced by episodes per env in _setup_model
+                batch_size=batch_size,
+                n_epochs=n_epochs,
+                gamma=gamma,
+                gae_lambda=gae_lambda,
+                clip_range=clip_range,
+                clip_range_vf=clip_range_vf,
+                normalize_advantage=normalize_advantage,
+                ent_coef=ent_coef,
+                vf_coef=vf_coef,
+                max_grad_norm=max_grad_norm,
+                use_sde=use_sde,
+                sde_sample_freq=sde_sample_freq,
+                rollout_buffer_class=rollout_buffer_class,
+                rollout_buffer_kwargs=rollout_buffer_kwargs,
+                target_kl=target_kl,
+                stats_window_size=stats_window_size,
+                tensorboard_log=tensorboard_log,
+                policy_kwargs=policy_kwargs,
+                verbose=verbose,
+                seed=seed,
+                device=device,
+                _init_setup_model=False,
+            )
+        self._init_episodic(objective, k, n_episodes, normalize_advantage, advantage)
+        if _init_setup_model:
+            self._setup_model()
+
+    def train(self) -> None:
+        """SB3's PPO update on the episode weights stored as advantages."""
+        # PPO.train would centre and rescale each minibatch of steps; the weights are already normalized per
+        # episode (see episode_weights), so switch its normalization off for the duration of the update.
+        normalize, self.normalize_advantage = self.normalize_advantage, False
+        try:
+            super().train()
+        finally:
+            self.normalize_advantage = normalize
+        logger = self.logger
+        for key in _CRITIC_LOG_KEYS:
+            for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+                table.pop(key, None)
+
+    def learn(
+        self: SelfOrderGradPPO,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "OrderGradPPO",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfOrderGradPPO:
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )

@@ -1,0 +1,173 @@
+"""OrderGradREINFORCE: one likelihood-ratio gradient step per batch of complete episodes."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+
+from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
+from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
+from ordergrad_rl.core.objectives import ObjectiveLike
+
+SelfOrderGradREINFORCE = TypeVar("SelfOrderGradREINFORCE", bound="OrderGradREINFORCE")
+
+
+class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
+    """REINFORCE on an order-statistic objective of the episode return (paper Sec. 3, eq. og-batch-estimator).
+
+    Every update collects ``n_episodes`` complete episodes, turns their returns ``G_i`` into the OrderGrad weights
+    ``w_i = k * a_i`` and takes one gradient step on
+
+        loss = -(1/N) sum_i w_i sum_t log pi(a_t | s_t)  -  ent_coef * mean_t H(pi(. | s_t)),
+
+    with the gradient norm clipped at ``max_grad_norm``. With ``normalize_advantage=False`` the gradient is exactly
+    the unbiased estimator ``(k/N) sum_i a_i grad log p(tau_i)``; the default divides the weights by their
+    standard deviation over the episodes (the paper's practice; a positive rescaling per batch). With
+    ``objective="mean"`` this is REINFORCE with a leave-one-out baseline. No value function is used.
+
+    The paper's portfolio protocol::
+
+        model = OrderGradREINFORCE(
+            "MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2@128", n_episodes=256, n_envs=256,
+            learning_rate=3e-3, max_grad_norm=1.0,
+            policy_kwargs=dict(net_arch=dict(pi=[], vf=[]), zero_init_action_net=True,
+                               log_std_init=math.log(0.35), learn_log_std=False))
+        model.learn(750 * 256 * 16)   # 750 updates of 256 episodes x 16 decisions
+
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
+        :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin` (see :mod:`ordergrad_rl.agents.policies` for
+        ``learn_log_std``, ``zero_init_action_net``).
+    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``.
+    :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
+        see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
+    :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
+    :param n_episodes: episodes per update ``N`` (needs ``k < N`` and ``N`` divisible by the number of envs).
+    :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
+    :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
+    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
+    :param ent_coef: entropy bonus coefficient.
+    :param max_grad_norm: gradient-norm clipping threshold.
+    :param n_envs: number of envs to build when ``env`` is an id.
+    :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
+    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`.
+    :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
+    :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
+    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see :mod:`ordergrad_rl.agents.risk_logging`).
+    :param monitor_wrapper: wrap a ``gym.Env`` in ``Monitor``.
+    :param policy_kwargs: keyword arguments of the policy.
+    :param verbose: 0 silent, 1 info, 2 debug.
+    :param seed: random seed.
+    :param device: torch device.
+    :param _init_setup_model: build the networks at construction.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        policy: str | type[OrderGradActorCriticPolicy],
+        env: GymEnv | str,
+        objective: ObjectiveLike = "mean",
+        k: int | None = None,
+        n_episodes: int = 256,
+        learning_rate: float | Schedule = 3e-3,
+        gamma: float = 1.0,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        max_grad_norm: float = 1.0,
+        n_envs: int = 1,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[EpisodicRolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        monitor_wrapper: bool = True,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        super().__init__(
+            policy,
+            build_env(env, n_envs, seed),
+            learning_rate=learning_rate,
+            n_steps=n_episodes,  # replaced by episodes per env in _setup_model
+            gamma=gamma,
+            gae_lambda=1.0,
+            ent_coef=ent_coef,
+            vf_coef=0.0,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            monitor_wrapper=monitor_wrapper,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=False,
+            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
+        )
+        self._init_episodic(objective, k, n_episodes, normalize_advantage)
+        if _init_setup_model:
+            self._setup_model()
+
+    def train(self) -> None:
+        """One gradient step on the whole batch of episodes."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        # batch_size=None: the whole rollout as one sample.
+        data = next(self.rollout_buffer.get(batch_size=None))
+        actions = data.actions
+        if isinstance(self.action_space, spaces.Discrete):
+            actions = actions.long().flatten()
+        _, log_prob, entropy = self.policy.evaluate_actions(data.observations, actions)
+        # sum over steps / N = (1/N) sum_i w_i sum_t log pi: the episode, not the step, is the sample.
+        policy_loss = -(data.advantages * log_prob).sum() / self.rollout_buffer.n_episodes
+        entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+        loss = policy_loss + self.ent_coef * entropy_loss
+
+        self.policy.optimizer.zero_grad()
+        loss.backward()
+        grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+        self.policy.optimizer.step()
+        self._n_updates += 1
+
+        self.logger.record("train/policy_gradient_loss", policy_loss.item())
+        self.logger.record("train/entropy_loss", entropy_loss.item())
+        self.logger.record("train/loss", loss.item())
+        self.logger.record("train/grad_norm", grad_norm.item())
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def learn(
+        self: SelfOrderGradREINFORCE,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "OrderGradREINFORCE",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfOrderGradREINFORCE:
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )

@@ -1,0 +1,86 @@
+"""Risk dashboards: the risk profile of a batch of returns in SB3's logger, and a TensorBoard custom-scalars layout.
+
+Tags (``<prefix>`` is ``risk`` for training batches, ``eval_risk`` for :class:`~ordergrad_rl.agents.RiskEvalCallback`):
+
+* ``<prefix>/<key>`` for every key of :func:`ordergrad_rl.risk.risk_profile`: ``mean``, ``std``, ``min``, ``max``,
+  ``cvar_0.05``, ``cvar_0.1``, ``cvar_0.2``, ``quantile_0.05`` ... ``quantile_0.95``;
+* ``<prefix>/episode_returns``: histogram of the returns (TensorBoard only; not written to stdout/csv/json);
+* ``risk/objective``: the batch L-statistic value ``v^alpha`` of the training objective (training only).
+
+The layout (TensorBoard's "Custom Scalars" tab) has one category per prefix with four charts: the quantile bands
+5/50/95 and 25/50/75 (margin charts: the median with a shaded band), the CVaRs, and the mean with min/max (and
+the objective). Several runs written to one log dir merge into the same charts, so mean vs CVaR vs top-M runs
+sit side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+
+from ordergrad_rl.risk import risk_profile
+
+TRAIN_PREFIX = "risk"
+EVAL_PREFIX = "eval_risk"
+#: Histogram values are tensors: only TensorBoard can show them.
+HISTOGRAM_EXCLUDE: tuple[str, ...] = ("stdout", "log", "json", "csv")
+
+_CATEGORY_TITLES = {TRAIN_PREFIX: "risk (training batches)", EVAL_PREFIX: "eval_risk (evaluation)"}
+
+
+def record_risk_profile(logger: Logger, prefix: str, returns: np.ndarray) -> dict[str, float]:
+    """Record ``<prefix>/<key>`` for the risk profile of ``returns`` and the histogram ``<prefix>/episode_returns``.
+
+    :param logger: SB3 logger (values are written at its next ``dump``).
+    :param prefix: tag prefix, ``"risk"`` or ``"eval_risk"``.
+    :param returns: ``[n]`` episode returns.
+    :return: the profile.
+    """
+    profile = risk_profile(returns)
+    for key, value in profile.items():
+        logger.record(f"{prefix}/{key}", value)
+    logger.record(
+        f"{prefix}/episode_returns", th.as_tensor(np.asarray(returns, dtype=np.float64)), exclude=HISTOGRAM_EXCLUDE
+    )
+    return profile
+
+
+def risk_layout(prefixes: Iterable[str] = (TRAIN_PREFIX, EVAL_PREFIX)) -> dict[str, dict[str, list]]:
+    """The custom-scalars layout (``SummaryWriter.add_custom_scalars`` format) for the given tag prefixes.
+
+    Multiline entries are regular expressions; margin entries are ``[value, lower, upper]`` tags.
+    """
+    layout = {}
+    for prefix in prefixes:
+        # Only training batches have an objective value.
+        mean_chart = "mean, min, max, objective" if prefix == TRAIN_PREFIX else "mean, min, max"
+        layout[_CATEGORY_TITLES.get(prefix, prefix)] = {
+            f"{prefix}: return quantiles 5% / 50% / 95%": [
+                "Margin",
+                [f"{prefix}/quantile_0.5", f"{prefix}/quantile_0.05", f"{prefix}/quantile_0.95"],
+            ],
+            f"{prefix}: return quantiles 25% / 50% / 75%": [
+                "Margin",
+                [f"{prefix}/quantile_0.5", f"{prefix}/quantile_0.25", f"{prefix}/quantile_0.75"],
+            ],
+            f"{prefix}: CVaR (lower-tail means)": ["Multiline", [rf"^{prefix}/cvar_"]],
+            f"{prefix}: {mean_chart}": ["Multiline", [rf"^{prefix}/(mean|min|max|objective)$"]],
+        }
+    return layout
+
+
+def write_risk_layout(logger: Logger, prefixes: Iterable[str] = (TRAIN_PREFIX, EVAL_PREFIX)) -> bool:
+    """Write :func:`risk_layout` to every TensorBoard output of ``logger``.
+
+    :return: whether the logger had a TensorBoard output.
+    """
+    written = False
+    layout = risk_layout(prefixes)
+    for output in logger.output_formats:
+        if isinstance(output, TensorBoardOutputFormat):
+            output.writer.add_custom_scalars(layout)
+            written = True
+    return written

@@ -1,0 +1,239 @@
+"""OrderGradREINFORCE / OrderGradPPO: learning on RiskyBandit, SB3 conventions, policy options, construction errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import ordergrad_rl
+from ordergrad_rl.agents import (
+    EpisodicRolloutBuffer,
+    OrderGradActorCriticPolicy,
+    OrderGradMultiInputPolicy,
+    OrderGradPPO,
+    OrderGradREINFORCE,
+)
+from ordergrad_rl.core import Objective
+from ordergrad_rl.envs import make_sb3_vec_env
+
+SAFE, RISKY, LOTTERY = 0, 1, 2
+# Each objective prefers a different arm of RiskyBandit-v0 (see its docstring).
+PREFERRED_ARM = {"mean": RISKY, "cvar0.1": SAFE, "max@8": LOTTERY}
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*render_mode.*:UserWarning")
+
+
+def arm_probabilities(model) -> np.ndarray:
+    with th.no_grad():
+        return model.policy.get_distribution(th.zeros(1, 1)).distribution.probs.numpy()[0]
+
+
+@pytest.mark.parametrize("objective", list(PREFERRED_ARM))
+def test_reinforce_learns_the_objectives_arm(objective: str) -> None:
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", objective=objective, n_episodes=128, n_envs=8, learning_rate=0.02, seed=1
+    )
+    model.learn(128 * 40)
+    probs = arm_probabilities(model)
+    assert probs.argmax() == PREFERRED_ARM[objective] and probs.max() > 0.8, probs
+
+
+@pytest.mark.parametrize("objective", list(PREFERRED_ARM))
+def test_ppo_learns_the_objectives_arm(objective: str) -> None:
+    model = OrderGradPPO(
+        "MlpPolicy",
+        "RiskyBandit-v0",
+        objective=objective,
+        n_episodes=256,
+        n_envs=16,
+        learning_rate=0.002,
+        n_epochs=5,
+        seed=1,
+    )
+    model.learn(256 * 15)
+    probs = arm_probabilities(model)
+    assert probs.argmax() == PREFERRED_ARM[objective] and probs.max() > 0.8, probs
+
+
+# ---------------------------------------------------------------------------------------------- objective and k
+@pytest.mark.parametrize(
+    ("objective", "k", "n_episodes", "expected"),
+    [
+        ("cvar0.2", None, 256, "cvar0.2@128"),  # default k = n_episodes // 2 (the paper's 128 of 256)
+        ("cvar0.2", 100, 256, "cvar0.2@100"),
+        ("cvar0.2@16", None, 64, "cvar0.2@16"),
+        ("mean", None, 64, "mean"),
+        ("mean", 10, 64, "mean"),  # mean always has k = 1
+        ("TopM:2", 4, 16, "top2@4"),
+    ],
+)
+def test_objective_binding(objective: str, k: int | None, n_episodes: int, expected: str) -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective=objective, k=k, n_episodes=n_episodes)
+    assert isinstance(model.objective, Objective)
+    assert str(model.objective) == expected
+    assert model.k == model.objective.k == (1 if expected == "mean" else int(expected.split("@")[1]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(objective="max@8", n_episodes=8), "k < n_episodes"),
+        (dict(objective="cvar0.2", k=64, n_episodes=64), "k < n_episodes"),
+        (dict(objective="cvarr0.2"), "unknown objective"),
+        (dict(objective="cvar0.2@8", k=4), "fixes k=8"),
+        (dict(n_episodes=10, n_envs=4), "not divisible by n_envs=4"),
+        (dict(n_episodes=1), "n_episodes must be an integer >= 2"),
+        (dict(gamma=0.0), "gamma must be in"),
+        (dict(policy=ActorCriticPolicy), "no episodic mode"),
+        (dict(policy_kwargs=dict(critic="value")), "needs policy critic='none'"),
+        (dict(rollout_buffer_class=object), "EpisodicRolloutBuffer"),
+    ],
+)
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_construction_errors(cls, kwargs: dict, message: str) -> None:
+    kwargs = {"policy": "MlpPolicy", "env": "CartPole-v1", "n_episodes": 16, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        cls(**kwargs)
+
+
+def test_ppo_specific_construction_errors() -> None:
+    with pytest.raises(ValueError, match="not n_steps"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)
+    with pytest.raises(ValueError, match="unknown advantage"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="gae")
+    with pytest.raises(ValueError, match="n_envs=4 only builds envs from an env id"):
+        OrderGradPPO("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), n_envs=4)
+
+
+def test_divisibility_is_checked_again_on_load(tmp_path) -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=8, n_envs=2)
+    model.save(tmp_path / "model")
+    with pytest.raises(ValueError, match="not divisible by n_envs=3"):
+        OrderGradREINFORCE.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3))
+
+
+# ---------------------------------------------------------------------------------------------- SB3 conventions
+def test_package_exports_the_agents_lazily() -> None:
+    assert ordergrad_rl.OrderGradPPO is OrderGradPPO
+    assert ordergrad_rl.OrderGradREINFORCE is OrderGradREINFORCE
+
+
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_save_load_round_trip(cls, tmp_path) -> None:
+    policy_kwargs = dict(net_arch=[16], log_std_init=math.log(0.35), learn_log_std=False, zero_init_action_net=True)
+    model = cls(
+        "MlpPolicy", "Pendulum-v1", objective="quantile0.1", n_episodes=8, n_envs=2, seed=3, policy_kwargs=policy_kwargs
+    )
+    model.learn(8 * 200)  # one update (Pendulum episodes are 200 steps)
+    model.save(tmp_path / "agent.zip")
+    loaded = cls.load(tmp_path / "agent.zip", device="cpu")
+    assert loaded.objective == model.objective and str(loaded.objective) == "quantile0.1@4"
+    assert (loaded.k, loaded.n_episodes, loaded.normalize_advantage) == (4, 8, True)
+    assert not loaded.policy.log_std.requires_grad
+    assert th.allclose(loaded.policy.log_std, th.full((1,), math.log(0.35)))
+    obs = np.random.default_rng(0).uniform(-1, 1, size=(5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    # The loaded model trains on a new env.
+    loaded.set_env(make_vec_env("Pendulum-v1", n_envs=2, seed=4))
+    loaded.learn(8 * 200, reset_num_timesteps=False)
+    assert loaded.num_timesteps >= 2 * 8 * 200
+
+
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_vecenv_with_several_envs_gives_each_env_its_quota(cls) -> None:
+    venv = make_sb3_vec_env("RiskyBandit-v0", n_envs=4, seed=0)
+    model = cls("MlpPolicy", venv, objective="cvar0.25", n_episodes=12, seed=0)
+    model.learn(12 * 3)
+    buffer = model.rollout_buffer
+    assert model.n_envs == 4 and buffer.episodes_per_env == 3
+    np.testing.assert_array_equal(buffer.episode_lengths, np.ones(12))  # one-step episodes, all 12 present
+    np.testing.assert_array_equal(np.bincount(buffer.episode_index // 3), [3, 3, 3, 3])  # 3 from each env
+    assert buffer.size() == 12 and model.num_timesteps == 36
+
+
+def test_episodes_of_a_multistep_env_are_complete_and_ordered() -> None:
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=8, n_envs=2, seed=0, batch_size=32, n_epochs=1)
+    model.learn(1)
+    buffer: EpisodicRolloutBuffer = model.rollout_buffer
+    assert buffer.size() == buffer.episode_lengths.sum()
+    for episode in range(8):
+        steps = buffer.episode_step[buffer.episode_index == episode]
+        np.testing.assert_array_equal(steps, np.arange(buffer.episode_lengths[episode]))
+    # CartPole gives +1 per step: the undiscounted return is the length.
+    np.testing.assert_array_equal(buffer.episode_returns, buffer.episode_lengths)
+    # Every env step is counted, including those of envs that had met their quota.
+    assert model.num_timesteps >= buffer.size() and model.num_timesteps % 2 == 0
+
+
+def test_discounted_returns() -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4, gamma=0.9, seed=0)
+    model.learn(1)
+    buffer = model.rollout_buffer
+    expected = (1 - 0.9**buffer.episode_lengths) / (1 - 0.9)
+    np.testing.assert_allclose(buffer.episode_returns, expected)
+
+
+def test_dict_observations_and_multi_input_policy() -> None:
+    class DictObs(gym.ObservationWrapper):
+        def __init__(self, env: gym.Env) -> None:
+            super().__init__(env)
+            self.observation_space = gym.spaces.Dict({"x": env.observation_space, "bias": gym.spaces.Box(0, 1, (2,))})
+
+        def observation(self, observation):
+            return {"x": observation, "bias": np.ones(2, dtype=np.float32)}
+
+    venv = DummyVecEnv([lambda: DictObs(gym.make("CartPole-v1"))] * 2)
+    model = OrderGradPPO("MultiInputPolicy", venv, n_episodes=4, batch_size=16, n_epochs=2, seed=0)
+    assert isinstance(model.policy, OrderGradMultiInputPolicy)
+    model.learn(1)
+    assert set(model.rollout_buffer.observations) == {"x", "bias"}
+
+
+def test_progress_bar_and_predict() -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.learn(50, progress_bar=True)
+    action, state = model.predict(np.zeros(4, dtype=np.float32), deterministic=True)
+    assert action in (0, 1) and state is None
+
+
+# ---------------------------------------------------------------------------------------------- policies
+def test_policy_aliases_and_episodic_value_branch() -> None:
+    model = OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=dict(net_arch=[32, 32]))
+    policy = model.policy
+    assert isinstance(policy, OrderGradActorCriticPolicy) and policy.critic == "none"
+    assert policy.net_arch == dict(pi=[32, 32], vf=[])  # the value branch is minimal
+    obs = th.zeros(3, 3)
+    values, log_prob, entropy = policy.evaluate_actions(obs, th.zeros(3, 1))
+    assert values.shape == (3, 1) and not values.any() and not values.requires_grad
+    assert log_prob.shape == (3,) and entropy is not None
+
+
+def test_paper_portfolio_policy_options() -> None:
+    policy_kwargs = dict(
+        net_arch=dict(pi=[], vf=[]), zero_init_action_net=True, log_std_init=math.log(0.35), learn_log_std=False
+    )
+    model = OrderGradREINFORCE(
+        "MlpPolicy",
+        "SyntheticTailRisk-v0",
+        objective="cvar0.2@8",
+        n_episodes=16,
+        n_envs=16,
+        seed=0,
+        policy_kwargs=policy_kwargs,
+    )
+    policy = model.policy
+    assert isinstance(policy.action_net, th.nn.Linear) and policy.action_net.in_features == 14
+    assert not policy.action_net.weight.any() and not policy.action_net.bias.any()  # equal logits at start
+    model.learn(16 * 16 * 2)
+    assert policy.action_net.weight.any()  # the linear policy trains ...
+    np.testing.assert_allclose(th.exp(policy.log_std).detach().numpy(), 0.35, rtol=1e-6)  # ... the noise does not
