@@ -1,0 +1,142 @@
+"""The ``ordergrad-rl`` command.
+
+    ordergrad-rl --help
+    ordergrad-rl reproduce --help
+    ordergrad-rl reproduce robust-regression --seeds 10 --out results/robust_regression --json rr.json
+
+Adding a command
+----------------
+A command is a module with
+
+* a docstring (shown as the command's ``--help`` description),
+* ``add_arguments(parser: argparse.ArgumentParser) -> None`` declaring its options, and
+* ``run(args: argparse.Namespace) -> int | None`` doing the work (``None`` means exit status 0).
+
+Register it with one :class:`Command` entry (module path and one-line help) in :data:`COMMANDS`
+(``ordergrad-rl <name>``) or :data:`REPRODUCTIONS` (``ordergrad-rl reproduce <name>``). A module is imported
+only when its command runs or shows its help, so commands do not slow down or break each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command implemented by ``module`` (imported only when the command is parsed or its help shown)."""
+
+    module: str
+    help: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """A command with sub-commands (``reproduce <name>``)."""
+
+    help: str
+    description: str
+    commands: dict[str, Command] = field(default_factory=dict)
+
+
+#: ``ordergrad-rl reproduce <name>``: the paper's experiments, one module each.
+REPRODUCTIONS: dict[str, Command] = {
+    "weights": Command(
+        "ordergrad_rl.experiments.weights",
+        "rank-weight profiles W alpha of the objective families (App. weight schemes)",
+    ),
+}
+
+#: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.
+COMMANDS: dict[str, Command | Group] = {
+    "reproduce": Group(
+        help="reproduce one of the paper's experiments with the toolkit",
+        description="Reproduce one of the OrderGrad paper's experiments: prints the table next to the paper's "
+        "numbers and writes the figures to --out (and the numbers to --json).",
+        commands=REPRODUCTIONS,
+    ),
+}
+
+
+class _LazyParser(argparse.ArgumentParser):
+    """A sub-command parser that imports its module and declares its options only when it is used.
+
+    So ``ordergrad-rl reproduce weights`` never imports the other commands' modules (or their dependencies), and
+    one broken command cannot break the others.
+    """
+
+    def __init__(self, *args, module: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+
+    def _load(self) -> None:
+        if self._module is None:
+            return
+        module: ModuleType = importlib.import_module(self._module)
+        self._module = None
+        if module.__doc__:
+            self.description = module.__doc__.strip()
+        module.add_arguments(self)
+        self.set_defaults(_run=module.run)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._load()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._load()
+        return super().format_help()
+
+
+def _add_command(subparsers: argparse._SubParsersAction, name: str, command: Command) -> None:
+    subparsers.add_parser(
+        name, help=command.help, module=command.module, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ordergrad-rl`` parser; command modules are imported lazily (see :class:`_LazyParser`)."""
+    from ordergrad_rl import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="ordergrad-rl",
+        description="Risk-sensitive RL with OrderGrad: order-statistic objectives (CVaR, quantiles, trimmed "
+        "means, Top-M@K, best-of-K) and the paper's experiments.",
+        epilog="Run 'ordergrad-rl <command> --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(_run=None, _parser=parser)
+    subparsers = parser.add_subparsers(title="commands", metavar="<command>", parser_class=_LazyParser)
+    for name, entry in COMMANDS.items():
+        if isinstance(entry, Group):
+            group = subparsers.add_parser(name, help=entry.help, description=entry.description)
+            group.set_defaults(_run=None, _parser=group)
+            children = group.add_subparsers(title=f"{name} commands", metavar="<name>", parser_class=_LazyParser)
+            for child, command in entry.commands.items():
+                _add_command(children, child, command)
+        else:
+            _add_command(subparsers, name, entry)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ordergrad-rl`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
+
+    A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
+    returns 2, like a usage error.
+    """
+    args = build_parser().parse_args(argv)
+    if args._run is None:
+        args._parser.print_help(sys.stderr)
+        return 2
+    status = args._run(args)
+    return 0 if status is None else int(status)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

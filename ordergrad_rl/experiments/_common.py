@@ -1,0 +1,119 @@
+"""Plumbing shared by the reproductions: standard options, progress bars, figures, JSON and tables.
+
+Heavy imports (matplotlib) happen inside the functions that need them, so building the command-line parser
+(and ``--help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+T = TypeVar("T")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add ``--out DIR`` (figures, default ``results/<name>``) and ``--json PATH`` (numbers) to ``parser``."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results") / name,
+        metavar="DIR",
+        help="directory for the figures (created if missing; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the measured numbers to this JSON file",
+    )
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def progress(iterable: Iterable[T], desc: str, total: int | None = None, quiet: bool = False) -> Iterator[T]:
+    """``iterable`` with a tqdm progress bar on stderr (none when ``quiet``)."""
+    from tqdm.auto import tqdm
+
+    yield from tqdm(iterable, desc=desc, total=total, disable=quiet, dynamic_ncols=True, leave=False)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only: the reproductions never open a window)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (parent directories created), close it, and return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    pyplot().close(fig)
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    """NumPy scalars/arrays and paths -> plain JSON types; non-finite floats -> ``None`` (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` as indented JSON to ``path`` (parent directories created) and return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    return path
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-markdown table (readable in a terminal, pasteable into the README).
+
+    Floats get 3 significant digits, positional down to 1e-5 (``0.0000526``, like the paper's tables), scientific below.
+    """
+
+    def cell(value: Any) -> str:
+        if isinstance(value, (float, np.floating)):
+            if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):
+                return f"{value:.2e}"
+            return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+        return str(value)
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The ``ordergrad-rl`` command: help everywhere, group behaviour, registry, lazy imports."""
+
+import subprocess
+import sys
+
+import pytest
+
+from ordergrad_rl import cli
+
+
+def _help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*argv, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_top_level_help_lists_commands(capsys):
+    out = _help([], capsys)
+    assert "ordergrad-rl" in out
+    for name in cli.COMMANDS:
+        assert name in out
+
+
+def test_reproduce_help_lists_every_reproduction(capsys):
+    out = _help(["reproduce"], capsys)
+    for name in cli.REPRODUCTIONS:
+        assert name in out
+
+
+@pytest.mark.parametrize("name", list(cli.REPRODUCTIONS))
+def test_each_reproduction_has_help_with_standard_options(name, capsys):
+    out = _help(["reproduce", name], capsys)
+    assert "--out" in out and "--json" in out
+    assert out.count("\n") > 10  # the module docstring is the description
+
+
+def test_group_without_subcommand_prints_help_and_returns_2(capsys):
+    assert cli.main([]) == 2
+    assert "reproduce" in capsys.readouterr().err
+    assert cli.main(["reproduce"]) == 2
+    err = capsys.readouterr().err
+    assert all(name in err for name in cli.REPRODUCTIONS)
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "no-such-experiment"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert "ordergrad-rl" in capsys.readouterr().out
+
+
+def test_registered_modules_implement_the_command_protocol():
+    import importlib
+
+    commands = [c for c in cli.COMMANDS.values() if isinstance(c, cli.Command)]
+    commands += [c for g in cli.COMMANDS.values() if isinstance(g, cli.Group) for c in g.commands.values()]
+    for command in commands:
+        module = importlib.import_module(command.module)
+        assert callable(module.add_arguments) and callable(module.run) and module.__doc__
+
+
+def test_command_modules_load_lazily_and_help_needs_no_torch():
+    # In a fresh interpreter: building the parser imports no command module, and every command's --help
+    # imports neither torch nor matplotlib.
+    code = """
+import contextlib, io, sys
+from ordergrad_rl import cli
+cli.build_parser()
+print(any(c.module in sys.modules for c in cli.REPRODUCTIONS.values()))
+for name in cli.REPRODUCTIONS:
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["reproduce", name, "--help"])
+loaded = all(c.module in sys.modules for c in cli.REPRODUCTIONS.values())
+print(loaded, "torch" in sys.modules, "matplotlib" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "False", "False"]
+    run = subprocess.run([sys.executable, "-m", "ordergrad_rl.cli", "--help"], capture_output=True, text=True)
+    assert run.returncode == 0 and "reproduce" in run.stdout
