@@ -46,6 +46,10 @@ class Group:
 
 #: ``ordergrad-rl reproduce <name>``: the paper's experiments, one module each.
 REPRODUCTIONS: dict[str, Command] = {
+    "robust-regression": Command(
+        "ordergrad_rl.experiments.robust_regression",
+        "Mean vs Median vs TrimM:4 line fits with 12%% corrupted labels (App. robust regression)",
+    ),
     "weights": Command(
         "ordergrad_rl.experiments.weights",
         "rank-weight profiles W alpha of the objective families (App. weight schemes)",
