@@ -50,6 +50,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.robust_regression",
         "Mean vs Median vs TrimM:4 line fits with 12%% corrupted labels (App. robust regression)",
     ),
+    "diagnostics": Command(
+        "ordergrad_rl.experiments.diagnostics",
+        "runtime, LR/RP gradient bias and variance, Top-M@K SNR (Sec. 4)",
+    ),
     "weights": Command(
         "ordergrad_rl.experiments.weights",
         "rank-weight profiles W alpha of the objective families (App. weight schemes)",
