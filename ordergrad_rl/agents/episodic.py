@@ -9,7 +9,7 @@ algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch as th
@@ -24,6 +24,8 @@ from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.objectives import ObjectiveLike
+
+SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
 
 #: Advantage modes: ``"episodic"`` = trajectory-level OrderGrad weights from complete episodes (no critic).
 ADVANTAGES: tuple[str, ...] = ("episodic",)
@@ -149,6 +151,29 @@ class EpisodicAlgorithmMixin:
         # SB3 sizes the buffer as n_steps per env: here the unit is an episode.
         self.n_steps = self.n_episodes // self.n_envs
         super()._setup_model()  # type: ignore[misc]
+
+    def learn(
+        self: SelfEpisodic,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfEpisodic:
+        """SB3's ``learn``; ``tb_log_name`` defaults to the class name (``OrderGradPPO_1``, ...).
+
+        ``total_timesteps`` counts env steps, like SB3: a rollout of ``n_episodes`` episodes of length ``L`` costs at
+        least ``n_episodes * L`` of them (e.g. 750 updates of 256 tail-risk episodes = 750 * 256 * 16 steps).
+        """
+        return super().learn(  # type: ignore[misc]
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name or type(self).__name__,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
 
     def _setup_learn(
         self,

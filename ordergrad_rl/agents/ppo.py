@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, check_n_episodes
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
-
-SelfOrderGradPPO = TypeVar("SelfOrderGradPPO", bound="OrderGradPPO")
 
 #: Logged by SB3's PPO update although there is no critic in episodic mode.
 _CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
@@ -164,21 +162,3 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         for key in _CRITIC_LOG_KEYS:
             for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
                 table.pop(key, None)
-
-    def learn(
-        self: SelfOrderGradPPO,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str = "OrderGradPPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfOrderGradPPO:
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-        )

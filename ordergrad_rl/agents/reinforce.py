@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
-
-SelfOrderGradREINFORCE = TypeVar("SelfOrderGradREINFORCE", bound="OrderGradREINFORCE")
 
 
 class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
@@ -153,21 +151,3 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         if hasattr(self.policy, "log_std"):
             self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-
-    def learn(
-        self: SelfOrderGradREINFORCE,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 1,
-        tb_log_name: str = "OrderGradREINFORCE",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfOrderGradREINFORCE:
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-        )

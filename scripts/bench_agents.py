@@ -1,0 +1,125 @@
+"""Benchmark of the agents on SyntheticTailRisk-v0, each against a baseline timed in the same run.
+
+    python scripts/bench_agents.py [--updates 10] [--repeats 3] [--threads 1]
+
+1. OrderGradPPO vs SB3's PPO with the same rollout size (256 envs x 16 steps: one 16-decision episode per env),
+   ``n_epochs``, ``batch_size`` and number of timesteps, both on ``make_sb3_vec_env`` with SB3's default
+   ``MlpPolicy`` (OrderGradPPO's has no value branch). Target: wall-time ratio <= 1.10.
+2. One OrderGradREINFORCE update at the paper's portfolio size (256 episodes x 16 decisions, linear policy with
+   fixed noise) and the projection to 750 updates and to the reproduction (5 seeds x 2 methods x 750 updates,
+   target <= 10 minutes), against the cost of the 4096 environment steps alone (random actions).
+
+Best of ``--repeats`` runs (the least noisy location statistic); machines are noisy, the ratios are the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.envs import make_sb3_vec_env
+
+ENV_ID = "SyntheticTailRisk-v0"
+N_ENVS = 256  # one episode per env per rollout
+EPISODE_STEPS = 16  # 80 traded days, rebalanced every 5
+ROLLOUT_STEPS = N_ENVS * EPISODE_STEPS
+PAPER_POLICY = dict(
+    net_arch=dict(pi=[], vf=[]), zero_init_action_net=True, log_std_init=math.log(0.35), learn_log_std=False
+)
+
+
+def best_time(make: Callable[[], Callable[[], object]], repeats: int) -> float:
+    """Best wall time of ``repeats`` runs, each on a freshly built model (construction is not timed)."""
+    times = []
+    for _ in range(repeats):
+        run = make()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def ppo_run(cls: type, updates: int, seed: int, **kwargs: object) -> Callable[[], object]:
+    model = cls("MlpPolicy", make_sb3_vec_env(ENV_ID, N_ENVS, seed=seed), seed=seed, device="cpu", **kwargs)
+    return lambda: model.learn(updates * ROLLOUT_STEPS)
+
+
+def env_steps_only(updates: int, seed: int) -> Callable[[], object]:
+    """The environment's share: ``updates`` rollouts of random actions, no policy."""
+    venv = make_sb3_vec_env(ENV_ID, N_ENVS, seed=seed)
+    rng = np.random.default_rng(seed)
+
+    def run() -> None:
+        for _ in range(updates):
+            venv.reset()
+            for _ in range(EPISODE_STEPS):
+                venv.step(rng.normal(size=(N_ENVS, 4)).astype(np.float32))
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--updates", type=int, default=10, help="rollouts + updates per timed PPO run")
+    parser.add_argument("--reinforce-updates", type=int, default=50, help="updates per timed REINFORCE run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--n-epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one core per run)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    ppo_kwargs = dict(n_epochs=args.n_epochs, batch_size=args.batch_size)
+    print(
+        f"{ENV_ID}: {N_ENVS} envs x {EPISODE_STEPS} steps = {ROLLOUT_STEPS} steps per rollout, "
+        f"n_epochs={args.n_epochs}, batch_size={args.batch_size}, torch threads={args.threads}, "
+        f"best of {args.repeats}"
+    )
+
+    sb3 = best_time(lambda: ppo_run(PPO, args.updates, 0, n_steps=EPISODE_STEPS, **ppo_kwargs), args.repeats)
+    ours = best_time(
+        lambda: ppo_run(OrderGradPPO, args.updates, 0, objective="cvar0.2", n_episodes=N_ENVS, **ppo_kwargs),
+        args.repeats,
+    )
+    print(f"\n{'measurement':<52} {'time':>10}  {'ratio':>7}")
+    print(f"{'SB3 PPO, ' + str(args.updates) + ' updates (baseline)':<52} {sb3:9.3f}s  {1.0:7.2f}")
+    print(f"{'OrderGradPPO cvar0.2, same':<52} {ours:9.3f}s  {ours / sb3:7.2f}   target <= 1.10")
+
+    n = args.reinforce_updates
+    env_only = best_time(lambda: env_steps_only(n, 1), args.repeats) / n
+
+    def reinforce(objective: str) -> Callable[[], object]:
+        model = OrderGradREINFORCE(
+            "MlpPolicy",
+            make_sb3_vec_env(ENV_ID, N_ENVS, seed=1),
+            objective=objective,
+            n_episodes=N_ENVS,
+            learning_rate=3e-3,
+            max_grad_norm=1.0,
+            policy_kwargs=PAPER_POLICY,
+            seed=1,
+            device="cpu",
+        )
+        return lambda: model.learn(n * ROLLOUT_STEPS)
+
+    print(f"\nOrderGradREINFORCE at the paper's size ({N_ENVS} episodes x {EPISODE_STEPS} decisions, linear policy)")
+    print(f"{'env steps alone, per rollout (baseline)':<52} {env_only * 1e3:9.2f}ms  {1.0:7.2f}")
+    per_update = {}
+    for objective in ("mean", "cvar0.2@128"):
+        per_update[objective] = best_time(lambda objective=objective: reinforce(objective), args.repeats) / n
+        label = f"one update, {objective}"
+        print(f"{label:<52} {per_update[objective] * 1e3:9.2f}ms  {per_update[objective] / env_only:7.2f}")
+    worst = max(per_update.values())
+    print(f"{'750 updates (projected, slower objective)':<52} {750 * worst:9.1f}s")
+    total = 5 * sum(750 * t for t in per_update.values())
+    print(f"{'5 seeds x 2 methods x 750 updates (projected)':<52} {total:9.1f}s   target <= 600 s")
+
+
+if __name__ == "__main__":
+    main()
