@@ -237,3 +237,33 @@ def test_paper_portfolio_policy_options() -> None:
     model.learn(16 * 16 * 2)
     assert policy.action_net.weight.any()  # the linear policy trains ...
     np.testing.assert_allclose(th.exp(policy.log_std).detach().numpy(), 0.35, rtol=1e-6)  # ... the noise does not
+
+
+def test_seed_makes_training_reproducible() -> None:
+    first, second = (
+        OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, n_epochs=2, seed=7).learn(300) for _ in "ab"
+    )
+    np.testing.assert_array_equal(first.rollout_buffer.episode_returns, second.rollout_buffer.episode_returns)
+    for p, q in zip(first.policy.parameters(), second.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+
+
+def test_cnn_policy_on_image_observations() -> None:
+    class ImageEnv(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros((36, 36, 3), np.uint8), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.full((36, 36, 3), 10 * self.t, np.uint8), float(action), self.t >= 3, False, {}
+
+    model = OrderGradREINFORCE("CnnPolicy", ImageEnv(), n_episodes=4, seed=0)
+    assert type(model.policy).__name__ == "OrderGradActorCriticCnnPolicy"
+    model.learn(12)
+    observations = model.rollout_buffer.observations
+    assert observations.shape == (12, 3, 36, 36) and observations.dtype == th.uint8  # stored raw, as SB3 does

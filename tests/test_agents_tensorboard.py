@@ -150,3 +150,15 @@ def test_info_aggregator_skips_wrapper_and_non_numeric_entries() -> None:
     chosen = EpisodeInfoAggregator(n_envs=1, keys=["weights"])
     chosen({"i": 0, "info": info, "done": True}, {})
     assert len(chosen.summary()) == 60  # explicitly requested vectors are kept whatever their size
+
+
+def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) -> None:
+    from stable_baselines3 import PPO
+
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=4, eval_freq=8, log_name="deploy")
+    PPO("MlpPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, n_epochs=1, tensorboard_log=str(tmp_path)).learn(
+        16, callback=callback, tb_log_name="sb3"
+    )
+    run = read_run(tmp_path / "sb3_1")
+    assert [category.title for category in read_layout(run).category] == ["deploy_risk"]
+    assert {"deploy_risk/cvar_0.1", "deploy/mean_reward"} <= set(run.Tags()["scalars"])

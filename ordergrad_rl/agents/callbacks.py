@@ -27,7 +27,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
 
-from ordergrad_rl.agents.risk_logging import record_risk_profile
+from ordergrad_rl.agents.risk_logging import record_risk_profile, write_risk_layout
 
 #: Info entries written by SB3 / Gymnasium wrappers, not by the env.
 _WRAPPER_INFO_KEYS = frozenset(
@@ -158,6 +158,13 @@ class RiskEvalCallback(EventCallback):
     def risk_prefix(self) -> str:
         """Prefix of the risk-profile tags (``eval_risk`` by default)."""
         return f"{self.log_name}_risk"
+
+    def _init_callback(self) -> None:
+        from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin  # (episodic imports this module)
+
+        # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
+        if not isinstance(self.model, EpisodicAlgorithmMixin):
+            write_risk_layout(self.logger, [self.risk_prefix])
 
     def _on_step(self) -> bool:
         if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:

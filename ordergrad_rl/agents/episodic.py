@@ -20,6 +20,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.callbacks import RiskEvalCallback
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
@@ -186,8 +187,6 @@ class EpisodicAlgorithmMixin:
         total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
             total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
-        from ordergrad_rl.agents.callbacks import RiskEvalCallback
-
         prefixes = [TRAIN_PREFIX] + [cb.risk_prefix for cb in _walk(callback) if isinstance(cb, RiskEvalCallback)]
         write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
         return total_timesteps, callback
