@@ -209,6 +209,9 @@ class EpisodicAlgorithmMixin:
     ) -> bool:
         """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
 
+        Episodes must end (terminate or be truncated, e.g. by a ``TimeLimit``). If some env is mid-episode when
+        the rollout starts, the VecEnv is reset, so ``Monitor(allow_early_resets=False)`` wrappers cannot be used.
+
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3.
         :param rollout_buffer: the episodic buffer to fill.
