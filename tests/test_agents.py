@@ -28,7 +28,6 @@ SAFE, RISKY, LOTTERY = 0, 1, 2
 # Each objective prefers a different arm of RiskyBandit-v0 (see its docstring).
 PREFERRED_ARM = {"mean": RISKY, "cvar0.1": SAFE, "max@8": LOTTERY}
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*render_mode.*:UserWarning")
 
 
 def arm_probabilities(model) -> np.ndarray:

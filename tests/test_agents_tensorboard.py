@@ -6,7 +6,6 @@ import csv
 from pathlib import Path
 
 import numpy as np
-import pytest
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -16,8 +15,6 @@ from test_agents_estimator import LONG, SHORT, RandomLengthEnv  # tests/ is on s
 from ordergrad_rl.agents import EpisodeInfoAggregator, OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
 from ordergrad_rl.core import lstat_value
 from ordergrad_rl.risk import risk_profile
-
-pytestmark = pytest.mark.filterwarnings("ignore:.*render_mode.*:UserWarning")
 
 PROFILE_KEYS = sorted(risk_profile([0.0, 1.0]))
 

@@ -10,6 +10,7 @@ import pytest
 from scipy import integrate, optimize, stats
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
+from ordergrad_rl.envs import make_sb3_vec_env
 from ordergrad_rl.envs.bandit import ARMS, RiskyBanditEnv, sample_rewards
 from ordergrad_rl.envs.lava_grid import SAFE_POLICY, SHORTCUT_POLICY, RiskyLavaGridEnv
 
@@ -178,3 +179,29 @@ def test_lava_grid_bad_input() -> None:
     for bad in (4, -1, 1.5):
         with pytest.raises(ValueError, match="action"):
             env.step(bad)
+
+
+@pytest.mark.parametrize("env_id", ["RiskyBandit-v0", "RiskyLavaGrid-v0", "SyntheticTailRisk-v0"])
+def test_sb3_factory_builds_without_warnings(env_id, recwarn):
+    venv = make_sb3_vec_env(env_id, 2, seed=0)
+    venv.reset()
+    assert not [w for w in recwarn if "render" in str(w.message)]
+
+
+def test_renders():
+    env = gym.make("RiskyLavaGrid-v0", render_mode="ansi")
+    env.reset(seed=0)
+    assert env.render() == ".....\nA...G\n.LLL."
+    grid = gym.make("RiskyLavaGrid-v0", render_mode="rgb_array")
+    grid.reset(seed=0)
+    frame = grid.render()
+    assert frame.shape == (48, 80, 3) and frame.dtype == np.uint8
+    np.testing.assert_array_equal(frame[24, 8], (30, 60, 160))  # the agent on the start cell
+    bandit = gym.make("RiskyBandit-v0", render_mode="rgb_array")
+    bandit.reset(seed=0)
+    bandit.step(2)
+    frame = bandit.render()
+    assert frame.shape == (32, 96, 3)
+    np.testing.assert_array_equal(frame[16, 80], (30, 90, 200))  # the lottery arm was pulled
+    with pytest.raises(ValueError, match="render_mode"):
+        RiskyBanditEnv(render_mode="human")

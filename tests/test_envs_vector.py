@@ -196,7 +196,6 @@ def test_sb3_vec_env_equals_dummy_vec_env() -> None:
             assert all(info["TimeLimit.truncated"] is False and "terminal_observation" in info for info in infos)
 
 
-@pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array'")  # make_vec_env tries rgb_array first
 def test_make_sb3_vec_env() -> None:
     venv = make_sb3_vec_env("SyntheticTailRisk-v0", n_envs=8, seed=3, env_kwargs={"p": 0.5})
     assert isinstance(venv, VecMonitor) and isinstance(venv.unwrapped, TailRiskVecEnv)

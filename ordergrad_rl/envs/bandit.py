@@ -72,17 +72,22 @@ class RiskyBanditEnv(gym.Env[np.ndarray, np.integer]):
     env = gym.make("RiskyBandit-v0")
     ```
 
-    No arguments. Each step draws a uniform (the mixture component) then a standard normal.
+    ``render_mode``: ``None`` or ``"rgb_array"`` (the three arms, the one just pulled highlighted). Each step
+    draws a uniform (the mixture component) then a standard normal.
 
     ## Version History
 
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 4}
     arm_names: tuple[str, ...] = tuple(ARMS)
 
-    def __init__(self) -> None:
+    def __init__(self, render_mode: str | None = None) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self._last_arm: int | None = None
         self.observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
         self.action_space = spaces.Discrete(len(ARMS))
         self._done = True
@@ -92,6 +97,7 @@ class RiskyBanditEnv(gym.Env[np.ndarray, np.integer]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._done = False
+        self._last_arm = None
         return np.zeros(1, dtype=np.float32), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -101,4 +107,15 @@ class RiskyBanditEnv(gym.Env[np.ndarray, np.integer]):
             raise RuntimeError("step() called on a finished episode: reset the env first")
         reward = sample_rewards(int(action), 1, self.np_random)[0]
         self._done = True
+        self._last_arm = int(action)
         return np.zeros(1, dtype=np.float32), float(reward), True, False, {"arm": self.arm_names[int(action)]}
+
+    def render(self) -> np.ndarray | None:
+        """``"rgb_array"``: one column per arm (safe, risky, lottery); the arm just pulled is highlighted."""
+        if self.render_mode != "rgb_array":
+            return None
+        image = np.full((32, 32 * len(ARMS), 3), 255, dtype=np.uint8)
+        for arm in range(len(ARMS)):
+            color = (30, 90, 200) if arm == self._last_arm else (200, 200, 200)
+            image[4:28, 32 * arm + 4 : 32 * arm + 28] = color
+        return image

@@ -93,7 +93,7 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -101,7 +101,11 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         step_reward: float = -1.0,
         goal_reward: float = 10.0,
         lava_reward: float = -15.0,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
         if not 0.0 <= slip <= 1.0:
             raise ValueError(f"slip must be a probability in [0, 1], got {slip!r}")
         self.slip = float(slip)
@@ -154,3 +158,20 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
         _, self._state, reward, self._done = outcomes[pick]
         return self._state, reward, self._done, False, {}
+
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the layout with the agent's cell shown as ``A``; ``"rgb_array"``: 16-pixel cells (floor grey,
+        lava orange, goal green, start light blue, agent dark blue), ``uint8 [rows*16, cols*16, 3]``."""
+        if self.render_mode == "ansi":
+            cells = list(self.cells)
+            cells[self._state] = "A"
+            return "\n".join("".join(cells[row * self.n_cols : (row + 1) * self.n_cols]) for row in range(self.n_rows))
+        if self.render_mode == "rgb_array":
+            colors = {".": (220, 220, 220), "L": (240, 110, 30), "G": (60, 170, 70), "S": (170, 200, 240)}
+            image = np.zeros((self.n_rows * 16, self.n_cols * 16, 3), dtype=np.uint8)
+            for state, cell in enumerate(self.cells):
+                row, col = divmod(state, self.n_cols)
+                color = (30, 60, 160) if state == self._state else colors[cell]
+                image[row * 16 + 1 : row * 16 + 15, col * 16 + 1 : col * 16 + 15] = color
+            return image
+        return None
