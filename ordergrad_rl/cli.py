@@ -46,6 +46,10 @@ class Group:
 
 #: ``ordergrad-rl reproduce <name>``: the paper's experiments, one module each.
 REPRODUCTIONS: dict[str, Command] = {
+    "tailrisk": Command(
+        "ordergrad_rl.experiments.tailrisk",
+        "REINFORCE vs OrderGrad-CVaR on the high-yield tail-risk portfolio (App. portfolio example)",
+    ),
     "robust-regression": Command(
         "ordergrad_rl.experiments.robust_regression",
         "Mean vs Median vs TrimM:4 line fits with 12%% corrupted labels (App. robust regression)",

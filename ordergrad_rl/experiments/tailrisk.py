@@ -1,0 +1,684 @@
+"""High-yield tail-risk portfolio: REINFORCE vs OrderGrad-CVaR (paper App. portfolio example, Fig. tailrisk-toy,
+Table tailrisk-toy-metrics).
+
+Training: OrderGradREINFORCE on SyntheticTailRisk-v0 (disaster probability p = 0.10, 80 traded days, 16 decisions),
+N = 256 episodes per update (256 batched envs, one episode each), 750 updates, Adam lr 0.003, gradient-norm clip
+1.0, a linear policy (14 features -> 4 logits) whose output layer starts at zero, fixed Gaussian logit noise
+sigma = 0.35. Score of an episode: terminal log wealth log W_T.
+  * REINFORCE: objective "mean", the episode weights standardized within the batch;
+  * OrderGrad-CVaR: objective LowerTailMean:0.2 with K = 128 (the mean of the worst 20% of 128 of the 256 returns,
+    in expectation over subsets), the OrderGrad advantages divided by their batch standard deviation.
+Deployment: SyntheticTailRiskDeploy-v0 (p = 0.35, 160 traded days) with the deterministic (mean-logit) policy,
+256 paths per seed; both methods of a seed see the same 256 paths. --stress also deploys at the disaster
+probabilities p in {0, 0.1, 0.2, 0.35, 0.5, 0.65} (the same paths: a path's disaster switches on as p grows).
+
+Metrics (over the 256 x seeds paths of a method): mean return = mean(W_T - 1); profitable = P(W_T > 1); P(W_T < 0.9);
+P(MDD > 20%) and mean MDD (maximum daily drawdown, <= 0); the average applied weight of each asset over decisions
+and paths; the 10th percentile (Hazen) of log W_T; daily 5% CVaR = the mean of the worst 5% of all daily portfolio
+returns (net of costs).
+
+Seeds: seed s trains with model/env seed s * 10^6 (env i of the batch is seeded s * 10^6 + i, SB3's convention),
+evaluates during training on s * 10^6 + 700000 + i and deploys on s * 10^6 + 500000 + i, so different seeds never
+share episodes. The (method, seed) runs are independent jobs spread over the available cores (one torch thread
+each); the results do not depend on the number of workers.
+
+Outputs: the table beside the paper's numbers, tailrisk.png (the 4-panel figure), tailrisk_stress.png (--stress),
+the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate / compare), TensorBoard runs
+<tensorboard>/<method>_seed<s>_1 (risk/* of the training batches, eval_risk/* and eval_info/* of 64 deterministic
+deployment episodes every 50 updates) with --tensorboard, and the numbers with --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ordergrad_rl.envs.tailrisk import ASSET_NAMES
+from ordergrad_rl.experiments._common import (
+    add_output_arguments,
+    markdown_table,
+    positive_int,
+    progress,
+    pyplot,
+    save_figure,
+    write_json,
+)
+from ordergrad_rl.risk import risk_profile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+TRAIN_ENV = "SyntheticTailRisk-v0"
+DEPLOY_ENV = "SyntheticTailRiskDeploy-v0"
+STRESS_P: tuple[float, ...] = (0.0, 0.10, 0.20, 0.35, 0.50, 0.65)
+#: Seed s uses the seed block [s * SEED_STRIDE, (s + 1) * SEED_STRIDE): training, deployment and evaluation envs.
+SEED_STRIDE = 1_000_000
+DEPLOY_OFFSET = 500_000
+EVAL_OFFSET = 700_000
+
+
+@dataclass(frozen=True)
+class Method:
+    """A training objective of the comparison."""
+
+    label: str
+    objective: str
+    color: str
+
+
+METHODS: dict[str, Method] = {
+    "reinforce": Method("REINFORCE", "mean", "tab:red"),
+    "ordergrad_cvar": Method("OrderGrad-CVaR", "LowerTailMean:0.2", "tab:blue"),
+}
+
+#: The paper's numbers (Table tailrisk-toy-metrics and the "Result" paragraph), as fractions. The paper does not
+#: state the balanced weight.
+PAPER: dict[str, dict[str, Any]] = {
+    "reinforce": {
+        "mean_return": 0.146,
+        "profitable": 0.647,
+        "below_0.9": 0.342,
+        "mdd_over_20": 0.354,
+        "mean_mdd": -0.189,
+        "p10_log_return": -0.429,
+        "daily_cvar_5": -0.0321,
+        "weights": {"high_yield_tailrisk": 0.702, "defensive_hedge": 0.151, "cash": 0.016},
+    },
+    "ordergrad_cvar": {
+        "mean_return": 0.107,
+        "profitable": 0.995,
+        "below_0.9": 0.0,
+        "mdd_over_20": 0.0,
+        "mean_mdd": -0.022,
+        "p10_log_return": 0.046,
+        "daily_cvar_5": -0.0057,
+        "weights": {"high_yield_tailrisk": 0.160, "defensive_hedge": 0.592, "cash": 0.022},
+    },
+}
+
+#: Scalar metrics of a deployment, in table order.
+METRICS: tuple[str, ...] = (
+    "mean_return",
+    "profitable",
+    "below_0.9",
+    "mdd_over_20",
+    "mean_mdd",
+    "p10_log_return",
+    "daily_cvar_5",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of one reproduction (defaults: the paper's protocol)."""
+
+    seeds: int = 5
+    updates: int = 750
+    n_episodes: int = 256
+    k: int = 128
+    learning_rate: float = 3e-3
+    max_grad_norm: float = 1.0
+    sigma: float = 0.35
+    deploy_paths: int = 256
+    stress: bool = False
+    #: Evaluation on the deployment env during training (TensorBoard eval_risk/*), every this many updates.
+    eval_every: int = 50
+    eval_episodes: int = 64
+    #: Parallel jobs; None = the cores this process may use.
+    workers: int | None = None
+
+    def objective_kwargs(self, method: str) -> dict[str, Any]:
+        """``objective`` (and ``k``) of a method for :class:`~ordergrad_rl.agents.OrderGradREINFORCE`."""
+        objective = METHODS[method].objective
+        return {"objective": objective} if objective == "mean" else {"objective": objective, "k": self.k}
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        """Linear policy, zero-initialized output layer, fixed logit noise ``sigma``."""
+        return dict(
+            net_arch=dict(pi=[], vf=[]),
+            zero_init_action_net=True,
+            log_std_init=math.log(self.sigma),
+            learn_log_std=False,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- deployment
+@dataclass(frozen=True)
+class Deployment:
+    """Deterministic deployment paths of a policy (``n`` paths of ``D`` traded days).
+
+    :param wealth: ``[n, D + 1]`` daily wealth, ``W_0 = 1``.
+    :param max_drawdown: ``[n]`` maximum daily drawdown of each path (<= 0).
+    :param weights: ``[n, 4]`` average applied weights of each path over its decisions (columns: ``ASSET_NAMES``).
+    :param daily_returns: ``[n, D]`` daily portfolio returns, net of costs.
+    """
+
+    wealth: np.ndarray
+    max_drawdown: np.ndarray
+    weights: np.ndarray
+    daily_returns: np.ndarray
+
+    @staticmethod
+    def concat(deployments: list[Deployment]) -> Deployment:
+        """The paths of several deployments as one."""
+        return Deployment(
+            *(np.concatenate([getattr(d, f.name) for d in deployments]) for f in dataclasses.fields(Deployment))
+        )
+
+
+def deploy(model: Any, n_paths: int, seed: int, p: float | None = None, env_id: str = DEPLOY_ENV) -> Deployment:
+    """Run ``n_paths`` episodes of ``env_id`` (disaster probability ``p``, default the env's) with the deterministic
+    policy of ``model`` on the batched simulator (``make_sb3_vec_env``); env ``i`` is seeded ``seed + i``.
+    """
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(env_id, n_paths, seed=seed, env_kwargs=None if p is None else {"p": p})
+    obs = venv.reset()
+    weights, daily = [], []
+    while True:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, _, dones, infos = venv.step(action)
+        weights.append(np.stack([info["weights"] for info in infos]))
+        daily.append(np.stack([info["daily_returns"] for info in infos]))
+        if dones.any():
+            # Every path has the same horizon, so all of them end on this step.
+            assert dones.all(), "tail-risk episodes have a fixed horizon"
+            break
+    venv.close()
+    daily_returns = np.concatenate(daily, axis=1)
+    wealth = np.exp(np.cumsum(np.log1p(daily_returns), axis=1))  # the simulator's own accumulation
+    return Deployment(
+        wealth=np.concatenate([np.ones((n_paths, 1)), wealth], axis=1),
+        max_drawdown=np.array([info["max_drawdown"] for info in infos]),
+        weights=np.mean(weights, axis=0),
+        daily_returns=daily_returns,
+    )
+
+
+def deployment_metrics(deployment: Deployment) -> dict[str, Any]:
+    """The paper's deployment metrics of a set of paths (all fractions; see the module docstring)."""
+    terminal = deployment.wealth[:, -1]
+    log_profile = risk_profile(np.log(terminal), cvar_levels=(), quantile_levels=(0.1,))
+    daily_profile = risk_profile(deployment.daily_returns, cvar_levels=(0.05,), quantile_levels=())
+    return {
+        "mean_return": float(np.mean(terminal - 1.0)),
+        "profitable": float(np.mean(terminal > 1.0)),
+        "below_0.9": float(np.mean(terminal < 0.9)),
+        "mdd_over_20": float(np.mean(deployment.max_drawdown < -0.2)),
+        "mean_mdd": float(np.mean(deployment.max_drawdown)),
+        "p10_log_return": log_profile["quantile_0.1"],
+        "daily_cvar_5": daily_profile["cvar_0.05"],
+        "weights": dict(zip(ASSET_NAMES, np.mean(deployment.weights, axis=0).tolist(), strict=True)),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- training
+def train_method(
+    method: str,
+    seed: int,
+    config: Config,
+    tensorboard: Path | None = None,
+    on_update: Callable[[], None] | None = None,
+) -> OrderGradREINFORCE:
+    """Train one method on one seed with the paper's protocol.
+
+    :param tensorboard: log dir of the run ``<method>_seed<seed>``; also evaluates on the deployment env every
+        ``config.eval_every`` updates (``eval_risk/*``).
+    :param on_update: called after every collected batch (progress reporting).
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from ordergrad_rl.agents import OrderGradREINFORCE, RiskEvalCallback
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    class UpdateHook(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if on_update is not None:
+                on_update()
+
+    base = seed * SEED_STRIDE
+    model = OrderGradREINFORCE(
+        "MlpPolicy",
+        # One episode per env per update: the whole batch of N episodes is one NumPy step.
+        make_sb3_vec_env(TRAIN_ENV, config.n_episodes, seed=base),
+        n_episodes=config.n_episodes,
+        n_envs=config.n_episodes,
+        learning_rate=config.learning_rate,
+        max_grad_norm=config.max_grad_norm,
+        normalize_advantage=True,
+        policy_kwargs=config.policy_kwargs(),
+        tensorboard_log=None if tensorboard is None else str(tensorboard),
+        seed=base,
+        device="cpu",
+        **config.objective_kwargs(method),
+    )
+    decisions = int(model.get_env().get_attr("num_decisions")[0])
+    callbacks: list[BaseCallback] = [UpdateHook()]
+    if tensorboard is not None:
+        callbacks.append(
+            RiskEvalCallback(
+                make_sb3_vec_env(DEPLOY_ENV, config.eval_episodes, seed=base + EVAL_OFFSET),
+                n_eval_episodes=config.eval_episodes,
+                # The callback counts vectorized steps: one update is `decisions` of them.
+                eval_freq=config.eval_every * decisions,
+                deterministic=True,
+            )
+        )
+    model.learn(config.updates * config.n_episodes * decisions, callback=callbacks, tb_log_name=f"{method}_seed{seed}")
+    return model
+
+
+# Progress counter of the worker processes (set by _init_worker).
+_COUNTER: Any = None
+
+
+def _init_worker(counter: Any) -> None:
+    global _COUNTER
+    _COUNTER = counter
+    import torch
+
+    # One core per job: the policy is tiny, and threads of concurrent jobs would only contend.
+    torch.set_num_threads(1)
+
+
+def _count_update() -> None:
+    with _COUNTER.get_lock():
+        _COUNTER.value += 1
+
+
+def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, models: Path | None) -> dict[str, Any]:
+    """Train ``method`` on ``seed``, deploy it (and stress it), save the model; the unit of parallel work.
+
+    :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
+    """
+    start = time.perf_counter()
+    model = train_method(method, seed, config, tensorboard, on_update=None if _COUNTER is None else _count_update)
+    train_seconds = time.perf_counter() - start
+    deploy_seed = seed * SEED_STRIDE + DEPLOY_OFFSET
+    stress = {p: deploy(model, config.deploy_paths, deploy_seed, p=p) for p in STRESS_P} if config.stress else {}
+    path = None
+    if models is not None:
+        models.mkdir(parents=True, exist_ok=True)
+        path = models / f"{method}_seed{seed}.zip"
+        model.save(path)
+    return {
+        "method": method,
+        "seed": seed,
+        "train_seconds": train_seconds,
+        "deployment": deploy(model, config.deploy_paths, deploy_seed),
+        "stress": stress,
+        "model": path,
+    }
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _executor(workers: int, counter: Any) -> Executor:
+    """Worker processes (spawned: no inherited torch/threads state), or one thread in this process."""
+    if workers > 1:
+        return ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(counter,)
+        )
+    return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
+
+
+def _ticks(futures: list[Future], counter: Any) -> Iterator[None]:
+    """One item per finished update of any job, until every job is done (or one failed)."""
+    seen, pending = 0, set(futures)
+    while True:
+        done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+        now = counter.value
+        yield from (None for _ in range(now - seen))
+        seen = now
+        if not pending or any(f.exception() is not None for f in done):
+            return
+
+
+def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quiet: bool) -> list[dict[str, Any]]:
+    """Every (method, seed) job, in parallel over ``config.workers`` (default: the available cores)."""
+    import torch
+
+    jobs = [(method, seed) for seed in range(config.seeds) for method in METHODS]
+    workers = max(1, min(config.workers or available_cores(), len(jobs)))
+    counter = multiprocessing.get_context("spawn").Value("i", 0)
+    threads = torch.get_num_threads()
+    executor = _executor(workers, counter)
+    try:
+        futures = [executor.submit(run_job, m, s, config, tensorboard, models) for m, s in jobs]
+        desc = f"training {len(jobs)} runs on {workers} worker{'s' if workers > 1 else ''}"
+        for _ in progress(_ticks(futures, counter), desc, total=len(jobs) * config.updates, quiet=quiet):
+            pass
+        return [future.result() for future in futures]
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        torch.set_num_threads(threads)  # the thread executor's initializer set it for this process
+
+
+# ---------------------------------------------------------------------------------------------------- experiment
+def _summarize(deployments: list[Deployment]) -> dict[str, Any]:
+    """Pooled metrics over the seeds' deployments, and the per-seed values."""
+    per_seed = [deployment_metrics(d) for d in deployments]
+    summary = deployment_metrics(Deployment.concat(deployments))
+    summary["per_seed"] = {key: [m[key] for m in per_seed] for key in (*METRICS, "weights")}
+    summary["n_paths"] = sum(len(d.max_drawdown) for d in deployments)
+    return summary
+
+
+def run_experiment(
+    config: Config, tensorboard: Path | None = None, models: Path | None = None, quiet: bool = False
+) -> dict[str, Any]:
+    """Train, deploy and summarize both methods on ``config.seeds`` seeds.
+
+    :return: ``{"config", "methods": {method: metrics + "per_seed", "n_paths"}, "stress": {"p": [...], method:
+        [metrics per p]}, "train_seconds": {method: [...]}, "models", "deployments": {method: Deployment}}``.
+    """
+    results = run_jobs(config, tensorboard, models, quiet)
+    by_method = {method: [r for r in results if r["method"] == method] for method in METHODS}
+    out: dict[str, Any] = {
+        "config": dataclasses.asdict(config),
+        "methods": {m: _summarize([r["deployment"] for r in runs]) for m, runs in by_method.items()},
+        "train_seconds": {m: [r["train_seconds"] for r in runs] for m, runs in by_method.items()},
+        "models": [r["model"] for r in results if r["model"] is not None],
+        "deployments": {m: Deployment.concat([r["deployment"] for r in runs]) for m, runs in by_method.items()},
+    }
+    if config.stress:
+        out["stress"] = {"p": list(STRESS_P)}
+        for method, runs in by_method.items():
+            out["stress"][method] = [
+                deployment_metrics(Deployment.concat([r["stress"][p] for r in runs])) for p in STRESS_P
+            ]
+    return out
+
+
+def checks(results: dict[str, Any]) -> dict[str, bool]:
+    """The effect the reproduction must show (issue 5)."""
+    cvar, mean = results["methods"]["ordergrad_cvar"], results["methods"]["reinforce"]
+    return {
+        "OrderGrad-CVaR profitable >= 95%": cvar["profitable"] >= 0.95,
+        "OrderGrad-CVaR W_T < 0.9 <= 2%": cvar["below_0.9"] <= 0.02,
+        "OrderGrad-CVaR MDD > 20% <= 2%": cvar["mdd_over_20"] <= 0.02,
+        "OrderGrad-CVaR high-yield weight <= 25%": cvar["weights"]["high_yield_tailrisk"] <= 0.25,
+        "OrderGrad-CVaR hedge weight >= 45%": cvar["weights"]["defensive_hedge"] >= 0.45,
+        "REINFORCE high-yield weight >= 55%": mean["weights"]["high_yield_tailrisk"] >= 0.55,
+        "REINFORCE W_T < 0.9 >= 20%": mean["below_0.9"] >= 0.20,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- reporting
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+#: (row label, getter, formatter) of the main table.
+_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], float | None], Callable[[float | None], str]], ...] = (
+    ("mean return E[W_T - 1]", lambda m: m["mean_return"], _pct),
+    ("profitable P(W_T > 1)", lambda m: m["profitable"], _pct),
+    ("P(W_T < 0.9)", lambda m: m["below_0.9"], _pct),
+    ("P(MDD > 20%)", lambda m: m["mdd_over_20"], _pct),
+    ("mean MDD", lambda m: m["mean_mdd"], _pct),
+    *(
+        (f"weight {asset}", (lambda m, a=asset: m["weights"].get(a)), _pct)  # type: ignore[misc]
+        for asset in ASSET_NAMES
+    ),
+    ("p10 of log W_T", lambda m: m["p10_log_return"], lambda v: "-" if v is None else f"{v:.3f}"),
+    ("daily 5% CVaR", lambda m: m["daily_cvar_5"], lambda v: _pct(v, 2)),
+)
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Rows: the metrics; columns: each method's measured value, then the paper's."""
+    headers = ["metric"]
+    for method in METHODS.values():
+        headers += [method.label, "paper"]
+    rows = []
+    for label, get, fmt in _ROWS:
+        row = [label]
+        for method in METHODS:
+            row += [fmt(get(results["methods"][method])), fmt(get(PAPER[method]))]
+        rows.append(row)
+    return markdown_table(headers, rows)
+
+
+def format_per_seed(results: dict[str, Any]) -> str:
+    """One row per (method, seed): the headline metrics of its 256 deployment paths."""
+    rows = []
+    for key, method in METHODS.items():
+        per_seed = results["methods"][key]["per_seed"]
+        for seed in range(len(per_seed["mean_return"])):
+            weights = per_seed["weights"][seed]
+            rows.append(
+                [method.label, seed]
+                + [_pct(per_seed[name][seed]) for name in ("mean_return", "profitable", "below_0.9", "mdd_over_20")]
+                + [_pct(weights["high_yield_tailrisk"]), _pct(weights["defensive_hedge"])]
+            )
+    headers = ["method", "seed", "mean return", "profitable", "W_T < 0.9", "MDD > 20%", "high-yield", "hedge"]
+    return markdown_table(headers, rows)
+
+
+def format_stress(results: dict[str, Any]) -> str:
+    """Rows: disaster probability p; columns: the bad-outcome metrics of each method."""
+    stress = results["stress"]
+    headers = ["p"]
+    for method in METHODS.values():
+        headers += [f"{method.label}: {name}" for name in ("mean return", "profitable", "W_T < 0.9", "MDD > 20%")]
+    rows = []
+    for i, p in enumerate(stress["p"]):
+        row: list[Any] = [f"{p:g}"]
+        for method in METHODS:
+            m = stress[method][i]
+            row += [_pct(m[name]) for name in ("mean_return", "profitable", "below_0.9", "mdd_over_20")]
+        rows.append(row)
+    return markdown_table(headers, rows)
+
+
+def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
+    """The paper's 4-panel figure: bad-outcome probabilities, weights, log-return distribution, wealth paths."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9.5))
+    (ax_bad, ax_weights), (ax_dist, ax_wealth) = axes
+    width = 0.38
+    offsets = {key: (i - 0.5) * width for i, key in enumerate(METHODS)}
+
+    outcomes = ("loses money\nW_T < 1", "W_T < 0.9", "max drawdown\n> 20%")
+    for key, method in METHODS.items():
+        m = results["methods"][key]
+        values = [1.0 - m["profitable"], m["below_0.9"], m["mdd_over_20"]]
+        bars = ax_bad.bar(np.arange(3) + offsets[key], values, width, color=method.color, label=method.label)
+        ax_bad.bar_label(bars, labels=[_pct(v) for v in values], fontsize=8, padding=2)
+    ax_bad.set_xticks(np.arange(3), list(outcomes))
+    ax_bad.set(ylabel="fraction of deployment paths", title="(a) Bad deployment outcomes")
+    ax_bad.set_ylim(0, max(0.1, ax_bad.get_ylim()[1] * 1.3))  # room for the legend above the bars
+    ax_bad.legend(loc="upper left")
+
+    for key, method in METHODS.items():
+        values = [results["methods"][key]["weights"][asset] for asset in ASSET_NAMES]
+        bars = ax_weights.bar(np.arange(4) + offsets[key], values, width, color=method.color, label=method.label)
+        ax_weights.bar_label(bars, labels=[_pct(v) for v in values], fontsize=8, padding=2)
+    ax_weights.set_xticks(np.arange(4), ["high-yield\ntail-risk", "defensive\nhedge", "balanced", "cash"])
+    ax_weights.set(ylabel="average weight", title="(b) Average deployment weights")
+    ax_weights.set_ylim(0, 1)
+    ax_weights.legend()
+
+    deployments: dict[str, Deployment] = results["deployments"]
+    log_returns = {key: np.log(d.wealth[:, -1]) for key, d in deployments.items()}
+    edges = np.histogram_bin_edges(np.concatenate(list(log_returns.values())), bins=60)
+    for key, method in METHODS.items():
+        ax_dist.hist(log_returns[key], bins=edges, color=method.color, alpha=0.45, label=method.label)
+        p10 = results["methods"][key]["p10_log_return"]
+        ax_dist.axvline(p10, color=method.color, ls="--", lw=1.2, label=f"{method.label} 10th pct: {p10:.3f}")
+    ax_dist.axvline(0.0, color="k", lw=0.8)
+    ax_dist.set(xlabel="terminal log return log W_T", ylabel="paths", title="(c) Terminal log-return distribution")
+    ax_dist.legend(fontsize=8)
+
+    rng = np.random.default_rng(0)
+    for key, method in METHODS.items():
+        wealth = deployments[key].wealth
+        days = np.arange(wealth.shape[1])
+        low, high = np.quantile(wealth, [0.1, 0.9], axis=0)
+        ax_wealth.fill_between(days, low, high, color=method.color, alpha=0.18, lw=0)
+        ax_wealth.plot(days, wealth.mean(axis=0), color=method.color, lw=2.2, label=f"{method.label} mean, 10-90%")
+        for i in rng.choice(len(wealth), size=min(n_sample_paths, len(wealth)), replace=False):
+            ax_wealth.plot(days, wealth[i], color=method.color, lw=0.6, alpha=0.55)
+    ax_wealth.axhline(1.0, color="k", lw=0.8)
+    ax_wealth.set(xlabel="traded day", ylabel="wealth W_t", title="(d) Deployment wealth (thin: sample paths)")
+    ax_wealth.legend(fontsize=8, loc="upper left")
+
+    n = results["methods"]["reinforce"]["n_paths"]
+    fig.suptitle(
+        f"High-yield tail-risk portfolio: deployment at p = 0.35, {n} deterministic paths per method "
+        f"({results['config']['seeds']} seeds)"
+    )
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_stress(results: dict[str, Any], path: Path) -> Path:
+    """Deployment metrics against the disaster probability p, one line per method."""
+    plt = pyplot()
+    stress = results["stress"]
+    panels = (
+        ("mean_return", "mean return E[W_T - 1]"),
+        ("profitable", "profitable P(W_T > 1)"),
+        ("below_0.9", "P(W_T < 0.9)"),
+        ("mdd_over_20", "P(max drawdown > 20%)"),
+    )
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    for ax, (name, title) in zip(axes, panels, strict=True):
+        for key, method in METHODS.items():
+            ax.plot(stress["p"], [m[name] for m in stress[key]], "o-", color=method.color, label=method.label)
+        ax.axvline(0.10, color="0.6", ls=":", lw=1)
+        ax.axvline(0.35, color="0.6", ls="--", lw=1)
+        ax.set(xlabel="disaster probability p", title=title)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Stress grid (dotted: training p = 0.10, dashed: deployment p = 0.35)")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------- command
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl reproduce tailrisk``."""
+    default = Config()
+    parser.add_argument(
+        "--seeds", type=positive_int, default=default.seeds, metavar="S", help="training seeds (default: %(default)s)"
+    )
+    parser.add_argument("--updates", type=positive_int, default=default.updates, help="updates (default: %(default)s)")
+    parser.add_argument(
+        "--n-episodes",
+        type=positive_int,
+        default=default.n_episodes,
+        metavar="N",
+        help="episodes per update (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--k", type=positive_int, default=default.k, help="K of OrderGrad-CVaR, < N (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--deploy-paths",
+        type=positive_int,
+        default=default.deploy_paths,
+        metavar="P",
+        help="deployment paths per seed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--stress",
+        action="store_true",
+        help=f"also deploy at the disaster probabilities p in {list(STRESS_P)} (table and tailrisk_stress.png)",
+    )
+    parser.add_argument(
+        "--tensorboard",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the TensorBoard runs of both methods to DIR (tensorboard --logdir DIR)",
+    )
+    parser.add_argument(
+        "--eval-every",
+        type=positive_int,
+        default=default.eval_every,
+        metavar="U",
+        help="with --tensorboard: evaluate on the deployment env every U updates (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eval-episodes",
+        type=positive_int,
+        default=default.eval_episodes,
+        metavar="E",
+        help="with --tensorboard: deterministic episodes per evaluation (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help=f"parallel training runs (default: the available cores, here {available_cores()})",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_output_arguments(parser, "tailrisk")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
+    start = time.perf_counter()
+    config = Config(
+        seeds=args.seeds,
+        updates=args.updates,
+        n_episodes=args.n_episodes,
+        k=args.k,
+        deploy_paths=args.deploy_paths,
+        stress=args.stress,
+        eval_every=args.eval_every,
+        eval_episodes=args.eval_episodes,
+        workers=args.workers,
+    )
+    results = run_experiment(config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet)
+    train = results["train_seconds"]
+    print(
+        f"High-yield tail-risk portfolio: {config.seeds} seeds x {config.updates} updates of {config.n_episodes} "
+        f"episodes on {TRAIN_ENV} (p = 0.10); deployment on {DEPLOY_ENV} (p = 0.35), {config.deploy_paths} "
+        f"deterministic paths per seed. OrderGrad-CVaR: LowerTailMean:0.2, K = {config.k}."
+    )
+    print("Measured value first, the paper's value after it.\n")
+    print(format_table(results))
+    print("\nPer seed:\n")
+    print(format_per_seed(results))
+    if config.stress:
+        print("\nStress grid (deployment paths at each disaster probability p):\n")
+        print(format_stress(results))
+    results["checks"] = checks(results)
+    print()
+    for name, ok in results["checks"].items():
+        print(f"[{'ok' if ok else 'FAILED'}] {name}")
+    results["figures"] = {"tailrisk": plot(results, args.out / "tailrisk.png")}
+    if config.stress:
+        results["figures"]["stress"] = plot_stress(results, args.out / "tailrisk_stress.png")
+    results["wall_seconds"] = time.perf_counter() - start
+    runs = [t for times in train.values() for t in times]
+    print(f"\ntime: {results['wall_seconds']:.0f} s in total; training runs {min(runs):.1f}-{max(runs):.1f} s each")
+    print("figures:\n" + "\n".join(f"  {path}" for path in results["figures"].values()))
+    print(f"models: {args.out / 'models'}")
+    if args.tensorboard is not None:
+        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}")
+    if args.json is not None:
+        payload = {key: value for key, value in results.items() if key != "deployments"}
+        payload["paper"] = PAPER
+        print(f"json: {write_json(args.json, payload)}")
+    return 0

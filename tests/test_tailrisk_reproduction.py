@@ -1,0 +1,120 @@
+"""``reproduce tailrisk``: deployment rollouts, the metrics, the checks, and a tiny end-to-end run."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from ordergrad_rl.cli import main
+from ordergrad_rl.envs.tailrisk import ASSET_NAMES, TailRiskSimulator, cash_capped_weights
+from ordergrad_rl.experiments import tailrisk as tr
+
+
+class ConstantPolicy:
+    """A stand-in for a model: the same logits for every observation."""
+
+    def __init__(self, logits):
+        self.logits = np.asarray(logits, dtype=np.float32)
+
+    def predict(self, obs, deterministic=False):
+        assert deterministic
+        return np.tile(self.logits, (len(obs), 1)), None
+
+
+def test_deploy_replays_the_simulator():
+    logits = [2.0, -1.0, 0.0, 0.5]
+    deployment = tr.deploy(ConstantPolicy(logits), n_paths=8, seed=123)
+    sim = TailRiskSimulator(8, p=0.35, traded_days=160)
+    sim.reset(seed=123)
+    max_drawdown = None
+    for _ in range(sim.num_decisions):
+        _, _, _, info = sim.step(np.tile(logits, (8, 1)))
+        max_drawdown = info["max_drawdown"]
+    assert deployment.wealth.shape == (8, 161) and deployment.daily_returns.shape == (8, 160)
+    assert np.all(deployment.wealth[:, 0] == 1.0)
+    np.testing.assert_allclose(deployment.wealth[:, -1], sim.wealth, rtol=1e-12)
+    np.testing.assert_allclose(deployment.max_drawdown, max_drawdown)
+    # Constant logits: after the first decision the weights never change.
+    np.testing.assert_allclose(deployment.weights, np.tile(cash_capped_weights(np.array(logits), 0.1), (8, 1)))
+
+
+def test_deploy_p_switches_disasters_on_the_same_paths():
+    policy = ConstantPolicy([0.0, 0.0, 0.0, 0.0])
+    calm, stormy = (tr.deploy(policy, n_paths=64, seed=5, p=p) for p in (0.0, 1.0))
+    # Same normal-period draws; every path of p = 1 has a disaster, which costs the balanced/tail assets.
+    assert np.all(stormy.wealth[:, -1] < calm.wealth[:, -1])
+    assert stormy.max_drawdown.min() < -0.1 < calm.max_drawdown.min()
+
+
+def test_deployment_metrics_by_hand():
+    wealth = np.array([[1.0, 1.2, 1.1], [1.0, 0.8, 0.85], [1.0, 1.0, 0.95], [1.0, 1.05, 1.3]])
+    daily = wealth[:, 1:] / wealth[:, :-1] - 1.0
+    weights = np.array([[0.5, 0.2, 0.2, 0.1], [0.3, 0.3, 0.3, 0.1], [0.4, 0.4, 0.2, 0.0], [0.2, 0.2, 0.6, 0.0]])
+    deployment = tr.Deployment(wealth, np.array([-0.0833, -0.2, -0.05, 0.0]), weights, daily)
+    m = tr.deployment_metrics(deployment)
+    assert m["mean_return"] == pytest.approx(np.mean([0.1, -0.15, -0.05, 0.3]))
+    assert m["profitable"] == 0.5 and m["below_0.9"] == 0.25 and m["mdd_over_20"] == 0.0  # -0.2 is not > 20%
+    assert m["mean_mdd"] == pytest.approx(-0.3333 / 4)
+    # Hazen 10th percentile of 4 values: position 0.1 * 4 + 0.5 = 0.9 -> the minimum.
+    assert m["p10_log_return"] == pytest.approx(np.log(0.85))
+    assert m["daily_cvar_5"] == pytest.approx(daily.min())  # ceil(0.05 * 8) = 1 worst day
+    assert m["weights"] == pytest.approx(dict(zip(ASSET_NAMES, weights.mean(0), strict=True)))
+
+
+def test_checks_accept_the_papers_numbers_and_reject_swapped_methods():
+    paper = {key: {**value, "weights": {**value["weights"]}} for key, value in tr.PAPER.items()}
+    assert all(tr.checks({"methods": paper}).values())
+    swapped = {"reinforce": paper["ordergrad_cvar"], "ordergrad_cvar": paper["reinforce"]}
+    assert not any(tr.checks({"methods": swapped}).values())
+
+
+def test_cli_smoke_run(tmp_path, capsys):
+    out, tb, out_json = tmp_path / "results", tmp_path / "runs", tmp_path / "tailrisk.json"
+    argv = ["reproduce", "tailrisk", "--seeds", "1", "--updates", "3", "--n-episodes", "16", "--k", "8",
+            "--deploy-paths", "16", "--stress", "--eval-every", "1", "--eval-episodes", "4", "--workers", "1",
+            "--out", str(out), "--tensorboard", str(tb), "--json", str(out_json), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    for label, _, _ in tr._ROWS:
+        assert label in printed
+    assert "70.2%" in printed and "-0.429" in printed and "Stress grid" in printed  # the paper's numbers
+    assert (out / "tailrisk.png").stat().st_size > 20_000 and (out / "tailrisk_stress.png").stat().st_size > 10_000
+    assert sorted(p.name for p in (out / "models").iterdir()) == ["ordergrad_cvar_seed0.zip", "reinforce_seed0.zip"]
+    assert sorted(p.name for p in tb.iterdir()) == ["ordergrad_cvar_seed0_1", "reinforce_seed0_1"]
+
+    results = json.loads(out_json.read_text())
+    assert set(results["methods"]) == {"reinforce", "ordergrad_cvar"}
+    for method in results["methods"].values():
+        assert set(tr.METRICS) | {"weights", "per_seed", "n_paths"} == set(method)
+        assert set(method["weights"]) == set(ASSET_NAMES)
+        assert sum(method["weights"].values()) == pytest.approx(1.0)
+        assert 0.0 <= method["profitable"] <= 1.0 and method["n_paths"] == 16
+        assert len(method["per_seed"]["mean_return"]) == 1
+    assert results["stress"]["p"] == list(tr.STRESS_P)
+    assert len(results["stress"]["reinforce"]) == len(tr.STRESS_P)
+    assert set(results["checks"]) == set(tr.checks({"methods": tr.PAPER}))
+    assert results["paper"]["reinforce"]["profitable"] == 0.647
+
+
+def test_tensorboard_run_has_deployment_evaluations(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = tr.Config(seeds=1, updates=2, n_episodes=16, k=8, eval_every=1, eval_episodes=4)
+    tr.train_method("ordergrad_cvar", 0, config, tensorboard=tmp_path)
+    (run,) = tmp_path.iterdir()
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    scalars = accumulator.Tags()["scalars"]
+    assert {"risk/cvar_0.2", "risk/objective", "eval_risk/cvar_0.2", "eval_info/weights_0_mean"} <= set(scalars)
+    assert len(accumulator.Scalars("eval_risk/mean")) == 2  # one evaluation per update
+    assert len(accumulator.Scalars("eval/mean_ep_length")) == 2
+    assert accumulator.Scalars("eval/mean_ep_length")[0].value == 32  # deployment episodes: 160 days / 5
+
+
+@pytest.mark.slow
+def test_results_do_not_depend_on_the_number_of_workers():
+    config = tr.Config(seeds=1, updates=4, n_episodes=16, k=8, deploy_paths=16)
+    one = tr.run_experiment(dataclasses.replace(config, workers=1), quiet=True)
+    two = tr.run_experiment(dataclasses.replace(config, workers=2), quiet=True)
+    assert one["methods"] == two["methods"]
