@@ -117,11 +117,13 @@ def lgamma(x: Array) -> Array:
     return x.lgamma() if is_torch(x) else special.gammaln(x)
 
 
-def xlogy(x: Array, y: Array) -> Array:
-    """``x * log(y)`` with ``0 * log(0) = 0``."""
-    if is_torch(y):
-        return sys.modules["torch"].xlogy(x, y)
-    return special.xlogy(x, y)
+def log_clamped(x: Array, floor: float = -1e4) -> Array:
+    """``log(x)`` for ``x >= 0`` with ``log(0)`` replaced by ``floor``: then ``0 * log(0) = 0`` and
+    ``exp(s * log(0) + c) = 0`` for ``s >= 1`` and moderate ``c`` (``floor`` is far below any log of a float)."""
+    if is_torch(x):
+        return x.log().clamp_min(floor)
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(x), floor)
 
 
 def exp(x: Array) -> Array:

@@ -50,43 +50,54 @@ def _prepare(r, p):
     return r_sorted, B.take_last(p, perm), perm
 
 
-def _binomial_tails(p_sorted, draws: int):
-    """``P(Bin(draws, F_t) >= s)`` for the stable-rank CDF grid ``t = 0..m`` and ``s = 0..draws``.
+def _cdf_grid(p_sorted):
+    """Stable-rank CDF ``F_t`` and ``1 - F_t`` on the grid ``t = 0..m``, each ``[..., m + 1]``.
 
-    :return: shape ``[..., m + 1, draws + 1]``.
+    ``1 - F_t`` is taken as a suffix sum, so it keeps its relative accuracy when ``F_t`` is close to 1.
     """
     zero = B.zeros_like(p_sorted[..., :1])
-    cdf = B.concat([zero, B.cumsum(p_sorted, axis=-1)], axis=-1)[..., None]  # F_t
-    # 1 - F_t as a suffix sum keeps its relative accuracy when F_t is close to 1.
-    survival = B.concat([B.flip_cumsum(p_sorted, axis=-1), zero], axis=-1)[..., None]
-    s = B.arange_like(draws + 1, p_sorted)
+    cdf = B.concat([zero, B.cumsum(p_sorted, axis=-1)], axis=-1)
+    survival = B.concat([B.flip_cumsum(p_sorted, axis=-1), zero], axis=-1)
+    return cdf, survival
+
+
+def _binomial_tails(cdf, survival, draws: int):
+    """``P(Bin(draws, F_t) >= s)`` for every grid point ``t`` and ``s = 0..draws``, shape ``[..., m + 1, draws + 1]``.
+
+    The pmf is ``C(draws, s) F^s (1-F)^(draws-s)`` in log space; ``log F`` is taken once per grid point, and
+    ``log 0`` becomes a large negative number so that ``0 * log 0 = 0`` and ``exp`` of a positive power of 0 is 0.
+    """
+    s = B.arange_like(draws + 1, cdf)
     log_comb = math.lgamma(draws + 1) - B.lgamma(s + 1) - B.lgamma(draws - s + 1)
-    pmf = B.exp(log_comb + B.xlogy(s, cdf) + B.xlogy(draws - s, survival))
-    return B.flip_cumsum(pmf, axis=-1)
+    log_pmf = log_comb + s * B.log_clamped(cdf)[..., None] + (draws - s) * B.log_clamped(survival)[..., None]
+    return B.flip_cumsum(B.exp(log_pmf), axis=-1)
 
 
 def _orderstat_tables(p_sorted, k: int):
-    """Rankwise tables of App. D for ranks ``j = 1..k`` over the grid ``t = 0..m``.
+    """Tables of App. D for ranks ``j = 1..k`` over the grid ``t = 0..m``.
 
-    :return: ``(T, G0, G1)``, each ``[..., m + 1, k]``: ``T_{t,j} = P(Bin(k, F_t) >= j)`` (unconditional),
-        ``G0_{t,j} = P(Bin(k-1, F_t) >= j)`` and ``G1_{t,j} = P(Bin(k-1, F_t) >= j - 1)`` (conditional on the
-        pinned draw lying above / at-or-below threshold ``t``).
+    :return: ``(F, 1 - F, G0, G1)``: the CDF grid ``[..., m + 1]`` and the conditional tails ``[..., m + 1, k]``,
+        ``G0_{t,j} = P(Bin(k-1, F_t) >= j)`` and ``G1_{t,j} = P(Bin(k-1, F_t) >= j - 1)`` (the pinned draw lies
+        above / at-or-below threshold ``t``). The unconditional ``T_{t,j} = P(Bin(k, F_t) >= j)`` follows from
+        Pascal's rule on the last draw: ``T = F G1 + (1 - F) G0``.
     """
-    tails_k = _binomial_tails(p_sorted, k)
-    tails = _binomial_tails(p_sorted, k - 1)  # [..., m+1, k]: s = 0..k-1
-    g1 = tails
-    g0 = B.concat([tails[..., 1:], B.zeros_like(tails[..., :1])], axis=-1)  # P(Bin(k-1) >= k) = 0
-    return tails_k[..., 1:], g0, g1
+    cdf, survival = _cdf_grid(p_sorted)
+    g1 = _binomial_tails(cdf, survival, k - 1)  # s = 0..k-1 <-> j = 1..k
+    g0 = B.concat([g1[..., 1:], B.zeros_like(g1[..., :1])], axis=-1)  # P(Bin(k-1) >= k) = 0
+    return cdf, survival, g0, g1
 
 
 def _known(r, p, k: int, alpha: np.ndarray | None, quantity: str):
     """``quantity`` in {value, inclusion, advantage}; collapsed by ``alpha``, or rankwise when ``alpha`` is None."""
     r_sorted, p_sorted, perm = _prepare(r, p)
-    t_k, g0, g1 = _orderstat_tables(p_sorted, k)
+    cdf, survival, g0, g1 = _orderstat_tables(p_sorted, k)
     rankwise = alpha is None
-    if not rankwise:
+    if rankwise:
+        cdf, survival = cdf[..., None], survival[..., None]
+    else:
         alpha = B.constant(alpha, r_sorted, {})
-        t_k, g0, g1 = t_k @ alpha, g0 @ alpha, g1 @ alpha
+        g0, g1 = g0 @ alpha, g1 @ alpha  # collapse first: Pascal's rule is linear in the tables
+    t_k = cdf * g1 + survival * g0
     axis = -2 if rankwise else -1
 
     def diff(table):  # mass of sorted arm t: table[t] - table[t-1], t = 1..m
