@@ -66,6 +66,11 @@ REPRODUCTIONS: dict[str, Command] = {
 
 #: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.
 COMMANDS: dict[str, Command | Group] = {
+    "train": Command("ordergrad_rl.commands.train", "train an OrderGrad agent (ppo or reinforce) on an objective"),
+    "evaluate": Command("ordergrad_rl.commands.evaluate", "risk profile of a saved model's episode returns"),
+    "compare": Command(
+        "ordergrad_rl.commands.compare", "side-by-side risk table and return distributions of models and runs"
+    ),
     "reproduce": Group(
         help="reproduce one of the paper's experiments with the toolkit",
         description="Reproduce one of the OrderGrad paper's experiments: prints the table next to the paper's "

@@ -1,0 +1,224 @@
+"""Saved models and evaluation episodes, shared by ``train``, ``evaluate`` and ``compare``.
+
+Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the commands' ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class CommandError(Exception):
+    """A user error a command reports as ``ordergrad-rl <command>: error: <message>`` (exit status 2)."""
+
+
+def report_error(command: str, error: Exception) -> int:
+    """Print ``error`` like argparse prints usage errors and return the exit status 2."""
+    print(f"ordergrad-rl {command}: error: {error}", file=sys.stderr)
+    return 2
+
+
+# ---------------------------------------------------------------------------------------------------- envs
+def is_batched(env_id: str) -> bool:
+    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the tail-risk ids): then many envs cost
+    about as much as one.
+
+    :raises CommandError: unknown env id.
+    """
+    import gymnasium as gym
+
+    from ordergrad_rl.envs.sb3_vec_env import TAILRISK_ENTRY_POINT
+
+    try:
+        return gym.spec(env_id).entry_point == TAILRISK_ENTRY_POINT
+    except gym.error.Error as err:
+        raise CommandError(f"unknown env id {env_id!r}: {err}") from err
+
+
+def eval_n_envs(env_id: str, episodes: int) -> int:
+    """Envs for ``episodes`` evaluation episodes: all at once on a batched env, else up to 8 (fewer policy calls;
+    ``evaluate_policy`` still runs exactly ``episodes`` episodes, spread evenly)."""
+    return episodes if is_batched(env_id) else min(episodes, 8)
+
+
+# ---------------------------------------------------------------------------------------------------- saved models
+@dataclass(frozen=True)
+class Algorithm:
+    """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file."""
+
+    name: str
+    module: str
+    #: Attributes the algorithm saves.
+    required: frozenset[str]
+    #: Attributes it never saves (they tell it from its relatives).
+    absent: frozenset[str] = frozenset()
+    #: Policy modules it never uses (sb3-contrib's PPO variants save the same attributes as PPO).
+    foreign_policy_modules: tuple[str, ...] = ()
+
+    def load_class(self) -> type:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def matches(self, data: Mapping[str, Any]) -> bool:
+        policy = data.get("policy_class")
+        policy_module = policy.get("__module__", "") if isinstance(policy, dict) else ""
+        return (
+            self.required <= data.keys()
+            and not (self.absent & data.keys())
+            and not policy_module.startswith(self.foreign_policy_modules)
+        )
+
+
+_CONTRIB = ("sb3_contrib",)
+#: The algorithms ``evaluate`` and ``compare`` load, most specific first.
+ALGORITHMS: tuple[Algorithm, ...] = (
+    Algorithm("OrderGradPPO", "ordergrad_rl.agents", frozenset({"objective", "n_episodes", "n_epochs", "clip_range"})),
+    Algorithm(
+        "OrderGradREINFORCE", "ordergrad_rl.agents", frozenset({"objective", "n_episodes"}), frozenset({"n_epochs"})
+    ),
+    Algorithm(
+        "PPO",
+        "stable_baselines3",
+        frozenset({"n_steps", "n_epochs", "clip_range", "gae_lambda"}),
+        frozenset({"objective"}),
+        _CONTRIB,
+    ),
+    Algorithm(
+        "A2C",
+        "stable_baselines3",
+        frozenset({"n_steps", "gae_lambda", "normalize_advantage"}),
+        frozenset({"objective", "n_epochs", "clip_range", "batch_size", "buffer_size"}),
+        _CONTRIB,
+    ),
+)
+
+
+def model_path(path: str | Path) -> Path:
+    """The zip file of a saved model, accepting the path without ``.zip`` as SB3's ``load`` does.
+
+    :raises CommandError: no such file.
+    """
+    path = Path(path)
+    for candidate in (path, path.with_name(path.name + ".zip")):
+        if candidate.is_file():
+            return candidate
+    raise CommandError(f"no saved model at {path}")
+
+
+def detect_algorithm(path: str | Path) -> Algorithm:
+    """The algorithm that saved the model at ``path`` (an SB3 ``model.save`` zip).
+
+    :raises CommandError: not a saved SB3 model, or one of an algorithm other than those of :data:`ALGORITHMS`.
+    """
+    path = model_path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
+        raise CommandError(f"{path} is not a model saved by Stable-Baselines3's model.save ({err})") from err
+    for algorithm in ALGORITHMS:
+        if algorithm.matches(data):
+            return algorithm
+    names = ", ".join(a.name for a in ALGORITHMS)
+    raise CommandError(f"cannot tell which algorithm saved {path}; supported: {names}")
+
+
+def load_model(path: str | Path, device: str = "cpu") -> tuple[Any, Algorithm]:
+    """Load a saved model for inference with the algorithm that saved it (see :func:`detect_algorithm`).
+
+    :return: ``(model, algorithm)``.
+    """
+    algorithm = detect_algorithm(path)
+    # Schedules are pickled functions that may not load in another Python; inference does not need them.
+    inference_only = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    model = algorithm.load_class().load(model_path(path), device=device, custom_objects=inference_only)
+    return model, algorithm
+
+
+# ---------------------------------------------------------------------------------------------------- evaluation
+@dataclass
+class Evaluation:
+    """Episodes of a policy on an env.
+
+    :param returns: ``[E]`` undiscounted episode returns (the ``Monitor``'s).
+    :param lengths: ``[E]`` episode lengths.
+    :param info: numeric step-info summaries, keyed like TensorBoard's ``eval_info/`` tags (``<key>_mean``: mean
+        over an episode's steps, ``<key>_final``: value at its last step, averaged over episodes; vector entries
+        ``<key>_<j>_...``).
+    :param component_names: names of vector info entries' components (``{"weights": ASSET_NAMES}`` on the
+        tail-risk envs).
+    """
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    info: dict[str, float] = field(default_factory=dict)
+    component_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def profile(self) -> dict[str, float]:
+        """:func:`ordergrad_rl.risk.risk_profile` of the returns."""
+        from ordergrad_rl.risk import risk_profile
+
+        return risk_profile(self.returns)
+
+    def info_rows(self) -> list[tuple[str, float | None, float | None]]:
+        """``(entry, mean over steps, value at the episode end)`` per info entry, components named when known."""
+        rows: dict[str, list[float | None]] = {}
+        for key, value in self.info.items():
+            base, suffix = key.rsplit("_", 1)
+            match = re.fullmatch(r"(.+)_(\d+)", base)
+            if match and match.group(1) in self.component_names:
+                names = self.component_names[match.group(1)]
+                base = f"{match.group(1)}[{names[int(match.group(2))]}]"
+            rows.setdefault(base, [None, None])[0 if suffix == "mean" else 1] = value
+        return [(name, mean, final) for name, (mean, final) in rows.items()]
+
+
+def evaluate_model(
+    model: Any, env_id: str, episodes: int, deterministic: bool, seed: int | None = 0, quiet: bool = False
+) -> Evaluation:
+    """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed)`` (SB3's ``evaluate_policy``).
+
+    :raises CommandError: the model's observation or action space differs from the env's.
+    """
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.utils import check_for_correct_spaces, set_random_seed
+    from tqdm.auto import tqdm
+
+    from ordergrad_rl.agents import EpisodeInfoAggregator
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(env_id, eval_n_envs(env_id, episodes), seed=seed)
+    try:
+        check_for_correct_spaces(venv, model.observation_space, model.action_space)
+    except ValueError as err:
+        raise CommandError(f"the model does not fit {env_id}: {err}") from err
+    if seed is not None:
+        set_random_seed(seed)  # the policy's own sampling (without --deterministic)
+    aggregator = EpisodeInfoAggregator(venv.num_envs)
+    with tqdm(total=episodes, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
+
+        def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+            aggregator(locals_, globals_)
+            if locals_["done"]:
+                bar.update(1)
+
+        returns, lengths = evaluate_policy(
+            model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,
+            callback=callback,
+        )  # fmt: skip
+    components = {}
+    try:
+        components["weights"] = tuple(venv.get_attr("asset_names")[0])
+    except AttributeError:
+        pass
+    venv.close()
+    return Evaluation(np.asarray(returns, dtype=np.float64), np.asarray(lengths), aggregator.summary(), components)

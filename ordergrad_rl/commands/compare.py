@@ -1,0 +1,254 @@
+"""Compare the return distributions of saved models and TensorBoard runs side by side.
+
+    ordergrad-rl compare results/tailrisk/models/reinforce_seed0.zip results/tailrisk/models/ordergrad_cvar_seed0.zip \\
+        --env SyntheticTailRiskDeploy-v0 --episodes 1000 --out results/compare
+    ordergrad-rl compare runs/tailrisk            # every run of a TensorBoard log dir
+
+Each argument is either
+  * a saved model (.zip; OrderGradPPO, OrderGradREINFORCE, SB3 PPO or A2C): --episodes deterministic episodes on
+    --env, the risk profile of their returns, exact quantile function and histogram; or
+  * a TensorBoard run directory written by the OrderGrad agents: the last logged eval_risk/* scalars (the
+    evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
+    <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir
+    whose subdirectories are runs stands for all of them.
+Prints one risk table (a row per entry) and writes compare.png: the quantile functions (return against
+probability level) and the return histograms.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ordergrad_rl.commands._models import CommandError, evaluate_model, load_model, model_path, report_error
+from ordergrad_rl.experiments._common import (
+    add_output_arguments,
+    markdown_table,
+    positive_int,
+    pyplot,
+    save_figure,
+    write_json,
+)
+
+
+@dataclass
+class Entry:
+    """One compared distribution of returns.
+
+    :param path: the model file or run directory.
+    :param label: legend / table name.
+    :param source: where the numbers come from.
+    :param profile: risk profile (``risk_profile`` keys).
+    :param returns: the episode returns when known exactly (models), else ``None``.
+    :param edges: histogram bin edges ``[B + 1]`` (TensorBoard runs; models use shared bins).
+    :param counts: histogram counts ``[B]``.
+    """
+
+    path: Path
+    label: str
+    source: str
+    profile: dict[str, float]
+    returns: np.ndarray | None = None
+    edges: np.ndarray | None = None
+    counts: np.ndarray | None = None
+
+    def quantile_function(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(levels u, Q(u))``: the sorted returns at the Hazen levels ``(j - 0.5) / n``, or the histogram's
+        piecewise-linear inverse CDF."""
+        if self.returns is not None:
+            n = self.returns.size
+            return (np.arange(n) + 0.5) / n, np.sort(self.returns)
+        assert self.edges is not None and self.counts is not None
+        cdf = np.concatenate([[0.0], np.cumsum(self.counts)]) / self.counts.sum()
+        return cdf, self.edges
+
+
+# ---------------------------------------------------------------------------------------------------- TensorBoard
+def is_run(path: Path) -> bool:
+    """Whether ``path`` is a directory holding TensorBoard event files."""
+    return path.is_dir() and any(path.glob("events.out.tfevents.*"))
+
+
+def histogram_arrays(histogram: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous ``(edges [B + 1], counts [B])`` of a TensorBoard ``HistogramValue``.
+
+    TensorBoard stores right bucket limits only: bucket ``i`` covers ``(limit[i-1], limit[i]]`` and the first one
+    everything up to ``limit[0]``. The edges are clamped to the histogram's [min, max]: SB3's histograms use
+    TensorBoard's fixed exponential buckets (10% wide), which would otherwise stretch the support.
+    """
+    limits = np.asarray(histogram.bucket_limit, dtype=np.float64)
+    counts = np.asarray(histogram.bucket, dtype=np.float64)
+    edges = np.concatenate([[histogram.min], limits])
+    return np.clip(edges, histogram.min, histogram.max), counts
+
+
+def read_run(path: Path) -> Entry:
+    """The last ``eval_risk/*`` (else ``risk/*``) scalars and ``episode_returns`` histogram of a run.
+
+    :raises CommandError: the run has no risk scalars.
+    """
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    from ordergrad_rl.risk import risk_profile
+
+    accumulator = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+    accumulator.Reload()
+    tags = accumulator.Tags()
+    scalars, histograms = set(tags[ea.SCALARS]), set(tags[ea.HISTOGRAMS])
+    keys = list(risk_profile([0.0]))
+    for prefix in ("eval_risk", "risk"):
+        if f"{prefix}/mean" in scalars:
+            break
+    else:
+        raise CommandError(f"{path} has no eval_risk/* or risk/* scalars (not a run of an OrderGrad agent?)")
+
+    def last(events: list) -> Any:
+        return max(events, key=lambda e: (e.step, e.wall_time))
+
+    profile = {key: last(accumulator.Scalars(f"{prefix}/{key}")).value for key in keys if f"{prefix}/{key}" in scalars}
+    step = last(accumulator.Scalars(f"{prefix}/mean")).step
+    entry = Entry(path, path.name, f"TensorBoard {prefix}/* at step {step}", profile)
+    histogram_tag = f"{prefix}/episode_returns"
+    if histogram_tag in histograms:
+        entry.edges, entry.counts = histogram_arrays(last(accumulator.Histograms(histogram_tag)).histogram_value)
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------------- entries
+def expand(paths: list[Path]) -> list[Path]:
+    """Arguments -> entries: a log dir whose subdirectories are runs stands for those runs (sorted)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir() and not is_run(path):
+            runs = sorted(child for child in path.iterdir() if is_run(child))
+            if not runs:
+                raise CommandError(f"{path} is a directory without TensorBoard runs")
+            out.extend(runs)
+        else:
+            out.append(path)
+    return out
+
+
+def load_entries(args: argparse.Namespace) -> list[Entry]:
+    """Evaluate the models and read the runs named on the command line.
+
+    :raises CommandError: a model without --env, or an argument that is neither a model nor a run.
+    """
+    entries = []
+    for path in expand(args.entries):
+        if is_run(path):
+            entries.append(read_run(path))
+            continue
+        file = model_path(path)  # raises if there is no such file
+        if args.env is None:
+            raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
+        model, algorithm = load_model(file)
+        evaluation = evaluate_model(
+            model, args.env, args.episodes, deterministic=True, seed=args.seed, quiet=args.quiet
+        )
+        source = f"{algorithm.name}, {args.episodes} deterministic episodes on {args.env}"
+        entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
+    labels = [e.label for e in entries]
+    for entry in entries:
+        if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the parent's name
+            entry.label = f"{entry.path.parent.name}/{entry.label}"
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------------- output
+TABLE_KEYS: tuple[str, ...] = (
+    "mean",
+    "std",
+    "cvar_0.05",
+    "cvar_0.1",
+    "cvar_0.2",
+    "quantile_0.05",
+    "quantile_0.25",
+    "quantile_0.5",
+    "quantile_0.75",
+    "quantile_0.95",
+    "min",
+    "max",
+)
+
+
+def format_table(entries: list[Entry]) -> str:
+    """One row per entry; ``-`` where a run did not log a statistic."""
+    rows = [[e.label, *(e.profile.get(key, "-") for key in TABLE_KEYS)] for e in entries]
+    return markdown_table(["entry", *TABLE_KEYS], rows)
+
+
+def plot(entries: list[Entry], path: Path) -> Path:
+    """Quantile functions (left) and return histograms as densities (right), one colour per entry."""
+    plt = pyplot()
+    fig, (ax_q, ax_h) = plt.subplots(1, 2, figsize=(14, 5.2))
+    exact = [e.returns for e in entries if e.returns is not None]
+    shared_edges = np.histogram_bin_edges(np.concatenate(exact), bins=40) if exact else None
+    for i, entry in enumerate(entries):
+        color = f"C{i % 10}"
+        style = "-" if entry.returns is not None else "--"  # dashed: reconstructed from a TensorBoard histogram
+        if entry.returns is None and entry.edges is None:
+            continue  # a run without a histogram: table only
+        levels, quantiles = entry.quantile_function()
+        ax_q.plot(levels, quantiles, style, color=color, lw=1.6, label=entry.label)
+        if entry.returns is not None:
+            density, edges = np.histogram(entry.returns, bins=shared_edges, density=True)
+        else:
+            edges, widths = entry.edges, np.diff(entry.edges)
+            density = np.divide(entry.counts, entry.counts.sum() * widths, out=np.zeros_like(widths), where=widths > 0)
+        ax_h.stairs(density, edges, color=color, lw=1.6, ls=style, label=entry.label)
+    for level in (0.05, 0.2):
+        ax_q.axvline(level, color="0.7", lw=0.8, ls=":")
+    ax_q.set(xlabel="probability level u", ylabel="return quantile Q(u)", title="Quantile functions of the return")
+    ax_h.set(xlabel="episode return", ylabel="density", title="Return distributions")
+    ax_q.legend(fontsize=8)
+    ax_h.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------- command
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl compare``."""
+    parser.add_argument(
+        "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
+    )
+    parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
+    parser.add_argument(
+        "--episodes",
+        type=positive_int,
+        default=256,
+        metavar="E",
+        help="evaluation episodes per saved model (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation envs (default: 0)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_output_arguments(parser, "compare")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read/evaluate every entry, print the table, write the figure (and JSON)."""
+    try:
+        entries = load_entries(args)
+    except CommandError as err:
+        return report_error("compare", err)
+    for entry in entries:
+        print(f"{entry.label}: {entry.source}")
+    print()
+    print(format_table(entries))
+    figure = plot(entries, args.out / "compare.png")
+    print(f"\nfigure: {figure}")
+    if args.json is not None:
+        payload = {
+            "entries": [
+                {"label": e.label, "path": e.path, "source": e.source, "profile": e.profile}
+                | ({} if e.returns is None else {"returns": e.returns})
+                for e in entries
+            ]
+        }
+        print(f"json: {write_json(args.json, payload)}")
+    return 0

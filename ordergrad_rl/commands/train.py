@@ -1,0 +1,201 @@
+"""Train an OrderGrad agent on an order-statistic objective of the episode return.
+
+    ordergrad-rl train --algo reinforce --env SyntheticTailRisk-v0 --objective cvar0.2 --k 128 \\
+        --timesteps 1000000 --tensorboard runs/ --save models/cvar --eval-env SyntheticTailRiskDeploy-v0
+    ordergrad-rl train --algo ppo --env RiskyLavaGrid-v0 --objective mean --timesteps 200000 \\
+        --hparams learning_rate=0.001 n_epochs=4 "policy_kwargs={'net_arch': [32]}"
+
+--algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE (ordergrad_rl.agents). Objectives: mean, cvar<a>,
+quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or the paper's names
+(LowerTailMean:0.2, TopM:2, ...); "@K" in the spec or --k sets the order-statistic size k (< --n-episodes).
+
+Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
+literals read with ast.literal_eval; a value that is not a literal is taken as a string). TensorBoard logs the
+risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
+(eval_risk/*, eval_info/*).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import time
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.commands._models import CommandError, is_batched, report_error
+from ordergrad_rl.experiments._common import markdown_table, positive_int
+
+ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
+#: Constructor arguments that have their own option.
+OPTION_OF: dict[str, str] = {
+    "policy": "--policy",
+    "env": "--env",
+    "objective": "--objective",
+    "k": "--k",
+    "n_episodes": "--n-episodes",
+    "n_envs": "--n-envs",
+    "seed": "--seed",
+    "tensorboard_log": "--tensorboard",
+    "verbose": "--verbose",
+    "device": "--device",
+}
+#: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
+EVAL_SEED_OFFSET = 1_000_000
+
+
+def algorithm_class(algo: str) -> type:
+    """``OrderGradPPO`` or ``OrderGradREINFORCE``."""
+    import ordergrad_rl.agents
+
+    return getattr(ordergrad_rl.agents, ALGOS[algo])
+
+
+def hyperparameter_names(cls: type) -> list[str]:
+    """Constructor arguments of ``cls`` that ``--hparams`` may set."""
+    names = inspect.signature(cls).parameters
+    return sorted(name for name in names if name not in OPTION_OF and not name.startswith("_"))
+
+
+def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
+    """``["key=value", ...]`` -> ``{key: ast.literal_eval(value)}`` (the raw string if it is not a literal).
+
+    :raises CommandError: malformed item, a key with its own option, or a key ``cls`` does not accept.
+    """
+    valid = hyperparameter_names(cls)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CommandError(f"--hparams expects key=value items, got {item!r}")
+        if key in OPTION_OF:
+            raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
+        if key not in valid:
+            raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
+        try:
+            out[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[key] = text  # e.g. activation names, device strings
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl train``."""
+    parser.add_argument("--algo", required=True, choices=sorted(ALGOS), help="OrderGradPPO or OrderGradREINFORCE")
+    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    parser.add_argument(
+        "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
+    )
+    parser.add_argument("--k", type=positive_int, default=None, help="order-statistic size (default: N // 2)")
+    parser.add_argument(
+        "--n-episodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="episodes per update (default: the algorithm's, 64 for ppo, 256 for reinforce)",
+    )
+    parser.add_argument(
+        "--n-envs",
+        type=positive_int,
+        default=None,
+        metavar="E",
+        help="parallel envs, a divisor of N (default: N on the batched tail-risk envs, else 1)",
+    )
+    parser.add_argument("--timesteps", type=positive_int, required=True, metavar="T", help="env steps to train for")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
+    )
+    parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
+    parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
+    parser.add_argument(
+        "--eval-freq",
+        type=positive_int,
+        default=10_000,
+        metavar="F",
+        help="evaluate every F env steps (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eval-episodes", type=positive_int, default=100, metavar="E", help="episodes per evaluation (default: 100)"
+    )
+    parser.add_argument(
+        "--hparams",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\"",
+    )
+    parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    parser.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2), help="SB3 verbosity (default: 0)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_model(args: argparse.Namespace) -> Any:
+    """The algorithm, configured from the options.
+
+    :raises CommandError: unknown env, bad --hparams, or arguments the algorithm rejects.
+    """
+    cls = algorithm_class(args.algo)
+    hparams = parse_hparams(args.hparams, cls)
+    n_episodes = args.n_episodes or inspect.signature(cls).parameters["n_episodes"].default
+    n_envs = args.n_envs or (n_episodes if is_batched(args.env) else 1)
+    try:
+        return cls(
+            args.policy,
+            args.env,
+            objective=args.objective,
+            k=args.k,
+            n_episodes=n_episodes,
+            n_envs=n_envs,
+            seed=args.seed,
+            tensorboard_log=None if args.tensorboard is None else str(args.tensorboard),
+            verbose=args.verbose,
+            device=args.device,
+            **hparams,
+        )
+    except (ValueError, TypeError, KeyError) as err:
+        # Objective specs, k >= N, N not divisible by n_envs, wrong hparam types, unknown policy names ...
+        raise CommandError(f"{cls.__name__}: {err}") from err
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build, train (with a progress bar), print the last risk profiles, save."""
+    from ordergrad_rl.agents import RiskEvalCallback
+    from ordergrad_rl.risk import risk_profile
+
+    try:
+        model = build_model(args)
+        callback = None
+        if args.eval_env is not None:
+            callback = RiskEvalCallback(
+                args.eval_env,
+                n_eval_episodes=args.eval_episodes,
+                # The callback counts vectorized steps (n_envs env steps each).
+                eval_freq=max(1, args.eval_freq // model.n_envs),
+                n_eval_envs=args.eval_episodes if is_batched(args.eval_env) else 1,
+                seed=args.seed + EVAL_SEED_OFFSET,
+            )
+    except CommandError as err:
+        return report_error("train", err)
+    print(
+        f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
+        f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {args.timesteps} timesteps"
+    )
+    start = time.perf_counter()
+    model.learn(args.timesteps, callback=callback, progress_bar=not args.quiet)
+    print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
+
+    columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
+    if callback is not None and callback.last_returns is not None:
+        columns[f"last evaluation ({args.eval_env})"] = callback.last_profile
+    keys = list(next(iter(columns.values())))
+    print(markdown_table(["return statistic", *columns], [[key, *(c[key] for c in columns.values())] for key in keys]))
+    if args.save is not None:
+        model.save(args.save)
+        print(f"model: {args.save}")
+    if args.tensorboard is not None:
+        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}")
+    return 0

@@ -1,0 +1,200 @@
+"""``ordergrad-rl train / evaluate / compare``: model detection, --hparams, TensorBoard reading, a round trip."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ordergrad_rl.cli import COMMANDS, Command, main
+from ordergrad_rl.commands import _models, compare, train
+from ordergrad_rl.risk import risk_profile
+
+OWN_COMMANDS = ["train", "evaluate", "compare"]
+
+
+@pytest.mark.parametrize("name", OWN_COMMANDS)
+def test_help(name, capsys):
+    assert isinstance(COMMANDS[name], Command)
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--env" in out and "ordergrad-rl" in out  # options and the module docstring's examples
+
+
+def test_help_imports_no_torch():
+    code = """
+import contextlib, io, sys
+from ordergrad_rl import cli
+for name in ("train", "evaluate", "compare"):
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+        cli.main([name, "--help"])
+print("torch" in sys.modules, "matplotlib" in sys.modules, "stable_baselines3" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "False"]
+
+
+# ---------------------------------------------------------------------------------------------------- --hparams
+def test_parse_hparams_literals_and_strings():
+    from ordergrad_rl.agents import OrderGradPPO
+
+    items = ["learning_rate=0.003", "policy_kwargs={'net_arch': [8]}", "normalize_advantage=False", "gamma=1"]
+    parsed = train.parse_hparams([*items, "rollout_buffer_class=name"], OrderGradPPO)
+    assert parsed == {
+        "learning_rate": 0.003,
+        "policy_kwargs": {"net_arch": [8]},
+        "normalize_advantage": False,
+        "gamma": 1,
+        "rollout_buffer_class": "name",  # not a literal: kept as a string
+    }
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("lr=3", "no hyperparameter 'lr'; valid keys: "),
+        ("k=3", "set k with --k"),
+        ("tensorboard_log=x", "set tensorboard_log with --tensorboard"),
+        ("n_epochs", "expects key=value"),
+    ],
+)
+def test_parse_hparams_errors(item, message):
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    with pytest.raises(_models.CommandError, match=message) as err:
+        train.parse_hparams([item], OrderGradREINFORCE)
+    if item.startswith("lr"):
+        assert "learning_rate" in str(err.value) and "n_epochs" not in str(err.value)  # REINFORCE has no epochs
+
+
+def test_train_reports_bad_arguments_as_usage_errors(capsys):
+    base = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--timesteps", "10", "--quiet"]
+    assert main([*base, "--objective", "cvarx"]) == 2
+    assert "unknown objective 'cvarx'" in capsys.readouterr().err
+    assert main([*base, "--objective", "cvar0.2", "--n-episodes", "8", "--k", "8"]) == 2
+    assert "k < n_episodes" in capsys.readouterr().err
+    assert main([*base, "--objective", "mean", "--hparams", "clip_range=0.1"]) == 2
+    assert "no hyperparameter 'clip_range'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- saved models
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory):
+    """One tiny saved model per supported algorithm, and one unsupported (DQN)."""
+    from stable_baselines3 import A2C, DQN, PPO
+
+    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+
+    root = tmp_path_factory.mktemp("models")
+    models = {
+        "OrderGradPPO": OrderGradPPO("MlpPolicy", "RiskyBandit-v0", n_episodes=4, device="cpu"),
+        "OrderGradREINFORCE": OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, device="cpu"),
+        "PPO": PPO("MlpPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, device="cpu"),
+        "A2C": A2C("MlpPolicy", "RiskyBandit-v0", device="cpu"),
+        "DQN": DQN("MlpPolicy", "RiskyBandit-v0", buffer_size=10, device="cpu"),
+    }
+    for name, model in models.items():
+        model.save(root / name)
+    return root
+
+
+@pytest.mark.parametrize("name", ["OrderGradPPO", "OrderGradREINFORCE", "PPO", "A2C"])
+def test_detect_and_load(saved_models, name):
+    assert _models.detect_algorithm(saved_models / f"{name}.zip").name == name
+    model, algorithm = _models.load_model(saved_models / name)  # the path without .zip works too
+    assert type(model).__name__ == name == algorithm.name
+
+
+def test_detect_rejects_other_files(saved_models, tmp_path):
+    with pytest.raises(_models.CommandError, match="cannot tell which algorithm saved .*DQN.zip; supported: Order"):
+        _models.detect_algorithm(saved_models / "DQN.zip")
+    (tmp_path / "junk.zip").write_text("not a zip")
+    with pytest.raises(_models.CommandError, match="not a model saved by Stable-Baselines3"):
+        _models.detect_algorithm(tmp_path / "junk.zip")
+    with pytest.raises(_models.CommandError, match="no saved model at"):
+        _models.detect_algorithm(tmp_path / "missing")
+
+
+def test_evaluate_rejects_a_model_of_another_env(saved_models, capsys):
+    argv = ["evaluate", str(saved_models / "PPO.zip"), "--env", "SyntheticTailRisk-v0", "--quiet"]
+    assert main(argv) == 2
+    assert "does not fit SyntheticTailRisk-v0: Observation spaces do not match" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- TensorBoard
+def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
+    from stable_baselines3.common.logger import configure
+
+    from ordergrad_rl.agents import record_risk_profile
+
+    rng = np.random.default_rng(0)
+    logger = configure(str(tmp_path / "run"), ["tensorboard"])
+    for step, scale in ((1, 5.0), (2, 1.0)):  # the reader must take the last step
+        returns = rng.normal(3.0, scale, 500)
+        record_risk_profile(logger, "risk", returns)
+        logger.dump(step)
+    logger.close()
+    entry = compare.read_run(tmp_path / "run")
+    assert entry.source == "TensorBoard risk/* at step 2"
+    for key, value in risk_profile(returns).items():
+        assert entry.profile[key] == pytest.approx(value, rel=1e-6)
+    assert entry.counts.sum() == 500 and entry.edges[0] == pytest.approx(returns.min())
+    assert entry.edges[-1] == pytest.approx(returns.max())
+    levels, quantiles = entry.quantile_function()
+    # TensorBoard's buckets are 10% wide: the interpolated quantiles are close, not exact.
+    for level in (0.1, 0.5, 0.9):
+        assert np.interp(level, levels, quantiles) == pytest.approx(np.quantile(returns, level), abs=0.3)
+
+
+def test_expand_log_dir_and_errors(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(_models.CommandError, match="without TensorBoard runs"):
+        compare.expand([tmp_path / "empty"])
+    for run in ("b_1", "a_1"):
+        (tmp_path / "log" / run).mkdir(parents=True)
+        (tmp_path / "log" / run / "events.out.tfevents.1.host").write_bytes(b"")
+    assert [p.name for p in compare.expand([tmp_path / "log"])] == ["a_1", "b_1"]
+
+
+# ---------------------------------------------------------------------------------------------------- round trip
+def test_train_evaluate_compare_round_trip(tmp_path, capsys):
+    model, tb = tmp_path / "cvar.zip", tmp_path / "tb"
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.1", "--n-episodes", "16",
+            "--k", "8", "--timesteps", "96", "--tensorboard", str(tb), "--save", str(model), "--eval-env",
+            "RiskyBandit-v0", "--eval-freq", "32", "--eval-episodes", "20", "--quiet", "--hparams",
+            "learning_rate=0.05", "policy_kwargs={'net_arch': []}"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "objective cvar0.1@8, 16 episodes per update on 1 env" in out
+    assert "last evaluation (RiskyBandit-v0)" in out and "cvar_0.1" in out
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    loaded = OrderGradREINFORCE.load(model)
+    assert loaded.learning_rate == 0.05 and loaded.k == 8
+    assert len(loaded.policy.mlp_extractor.policy_net) == 0  # policy_kwargs reached the policy
+    (run,) = tb.iterdir()
+
+    assert main(["evaluate", str(model), "--env", "RiskyBandit-v0", "--episodes", "30", "--json",
+                 str(tmp_path / "eval.json"), "--quiet"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.startswith(f"OrderGradREINFORCE model {model} on RiskyBandit-v0: 30 episodes, stochastic policy")
+    evaluation = json.loads((tmp_path / "eval.json").read_text())
+    assert len(evaluation["returns"]) == 30 and evaluation["algorithm"] == "OrderGradREINFORCE"
+    assert evaluation["profile"] == pytest.approx(risk_profile(evaluation["returns"]))
+
+    assert main(["compare", str(model)]) == 2
+    assert "give --env" in capsys.readouterr().err
+    argv = ["compare", str(model), str(tb), "--env", "RiskyBandit-v0", "--episodes", "40", "--out",
+            str(tmp_path / "cmp"), "--json", str(tmp_path / "cmp.json"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + 2 and "cvar_0.2" in rows[0]  # header, rule, the model, the log dir's run
+    assert f"{run.name}: TensorBoard eval_risk/* at step 96" in out
+    assert (tmp_path / "cmp" / "compare.png").stat().st_size > 20_000
+    entries = json.loads((tmp_path / "cmp.json").read_text())["entries"]
+    assert [e["label"] for e in entries] == ["cvar", run.name]
+    assert len(entries[0]["returns"]) == 40 and "returns" not in entries[1]
