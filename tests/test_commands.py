@@ -147,6 +147,11 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
     # TensorBoard's buckets are 10% wide: the interpolated quantiles are close, not exact.
     for level in (0.1, 0.5, 0.9):
         assert np.interp(level, levels, quantiles) == pytest.approx(np.quantile(returns, level), abs=0.3)
+    # The histogram's CDF re-binned on the figure's shared grid agrees with the exact returns' CDF.
+    exact = compare.Entry(tmp_path, "exact", "", risk_profile(returns), returns=returns)
+    grid = np.linspace(returns.min() - 1, returns.max() + 1, 21)
+    assert entry.cdf(grid)[[0, -1]].tolist() == [0.0, 1.0]
+    np.testing.assert_allclose(entry.cdf(grid), exact.cdf(grid), atol=0.03)
 
 
 def test_expand_log_dir_and_errors(tmp_path):

@@ -56,6 +56,18 @@ class Entry:
     edges: np.ndarray | None = None
     counts: np.ndarray | None = None
 
+    @property
+    def has_distribution(self) -> bool:
+        """Whether the returns or a histogram of them are known (a run may have logged scalars only)."""
+        return self.returns is not None or self.edges is not None
+
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        """``P(return <= x)``: the empirical CDF of the returns, or the histogram's piecewise-linear one."""
+        if self.returns is not None:
+            return np.searchsorted(np.sort(self.returns), x, side="right") / self.returns.size
+        levels, edges = self.quantile_function()
+        return np.interp(x, edges, levels)
+
     def quantile_function(self) -> tuple[np.ndarray, np.ndarray]:
         """``(levels u, Q(u))``: the sorted returns at the Hazen levels ``(j - 0.5) / n``, or the histogram's
         piecewise-linear inverse CDF."""
@@ -182,31 +194,33 @@ def format_table(entries: list[Entry]) -> str:
     return markdown_table(["entry", *TABLE_KEYS], rows)
 
 
-def plot(entries: list[Entry], path: Path) -> Path:
-    """Quantile functions (left) and return histograms as densities (right), one colour per entry."""
+def plot(entries: list[Entry], path: Path, bins: int = 40) -> Path:
+    """Quantile functions (left) and return densities on shared bins (right), one colour per entry.
+
+    Densities come from each entry's CDF at the shared bin edges, so a TensorBoard histogram (whose buckets are
+    10% wide, hence tiny near 0) is re-binned like the exact returns of a model.
+    """
     plt = pyplot()
     fig, (ax_q, ax_h) = plt.subplots(1, 2, figsize=(14, 5.2))
-    exact = [e.returns for e in entries if e.returns is not None]
-    shared_edges = np.histogram_bin_edges(np.concatenate(exact), bins=40) if exact else None
-    for i, entry in enumerate(entries):
-        color = f"C{i % 10}"
+    shown = [(f"C{i % 10}", e) for i, e in enumerate(entries) if e.has_distribution]
+    if shown:
+        low = min(e.quantile_function()[1][0] for _, e in shown)
+        high = max(e.quantile_function()[1][-1] for _, e in shown)
+        edges = np.linspace(low, high, bins + 1) if high > low else np.array([low - 0.5, low + 0.5])
+    for color, entry in shown:
         style = "-" if entry.returns is not None else "--"  # dashed: reconstructed from a TensorBoard histogram
-        if entry.returns is None and entry.edges is None:
-            continue  # a run without a histogram: table only
         levels, quantiles = entry.quantile_function()
         ax_q.plot(levels, quantiles, style, color=color, lw=1.6, label=entry.label)
-        if entry.returns is not None:
-            density, edges = np.histogram(entry.returns, bins=shared_edges, density=True)
-        else:
-            edges, widths = entry.edges, np.diff(entry.edges)
-            density = np.divide(entry.counts, entry.counts.sum() * widths, out=np.zeros_like(widths), where=widths > 0)
-        ax_h.stairs(density, edges, color=color, lw=1.6, ls=style, label=entry.label)
+        cdf = entry.cdf(edges)
+        cdf[0] = 0.0  # the first bin includes the minimum
+        ax_h.stairs(np.diff(cdf) / np.diff(edges), edges, color=color, lw=1.6, ls=style, label=entry.label)
     for level in (0.05, 0.2):
         ax_q.axvline(level, color="0.7", lw=0.8, ls=":")
     ax_q.set(xlabel="probability level u", ylabel="return quantile Q(u)", title="Quantile functions of the return")
-    ax_h.set(xlabel="episode return", ylabel="density", title="Return distributions")
-    ax_q.legend(fontsize=8)
-    ax_h.legend(fontsize=8)
+    ax_h.set(xlabel="episode return", ylabel="density", title="Return distributions (dashed: TensorBoard histograms)")
+    for ax in (ax_q, ax_h):
+        if shown:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, path)
 
