@@ -253,9 +253,9 @@ def train_method(
     base = seed * SEED_STRIDE
     model = OrderGradREINFORCE(
         "MlpPolicy",
-        # One episode per env per update: the whole batch of N episodes is one NumPy step.
-        make_sb3_vec_env(TRAIN_ENV, config.n_episodes, seed=base),
+        TRAIN_ENV,
         n_episodes=config.n_episodes,
+        # One episode per env per update: the whole batch of N episodes is one NumPy step.
         n_envs=config.n_episodes,
         learning_rate=config.learning_rate,
         max_grad_norm=config.max_grad_norm,
