@@ -2,6 +2,8 @@
 
 * :class:`OrderGradREINFORCE`, :class:`OrderGradPPO` — SB3 algorithms whose advantages are OrderGrad weights of an
   order-statistic objective of the episode return, collected as complete i.i.d. episodes;
+* ``OrderGradPPO(advantage="q_critic")`` — per-state known-regime advantages with a per-action Q critic
+  (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
   ``learn_log_std`` and ``zero_init_action_net``;
 * :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``;
@@ -21,14 +23,17 @@ from ordergrad_rl.agents.policies import (
     OrderGradPolicyMixin,
 )
 from ordergrad_rl.agents.ppo import OrderGradPPO
+from ordergrad_rl.agents.qcritic import QCriticMixin, q_critic_advantages
 from ordergrad_rl.agents.reinforce import OrderGradREINFORCE
 from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, write_risk_layout
+from ordergrad_rl.agents.torch_layers import GridCNN
 
 __all__ = [
     "CnnPolicy",
     "EpisodeInfoAggregator",
     "EpisodicAlgorithmMixin",
     "EpisodicRolloutBuffer",
+    "GridCNN",
     "MlpPolicy",
     "MultiInputPolicy",
     "OrderGradActorCriticCnnPolicy",
@@ -37,7 +42,9 @@ __all__ = [
     "OrderGradPPO",
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
+    "QCriticMixin",
     "RiskEvalCallback",
+    "q_critic_advantages",
     "record_risk_profile",
     "risk_layout",
     "write_risk_layout",

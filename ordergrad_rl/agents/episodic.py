@@ -116,19 +116,25 @@ class EpisodicAlgorithmMixin:
                 f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
                 f"k < n_episodes={n_episodes} (paper Sec. 3.2): raise n_episodes or lower k"
             )
-        if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
-        critic = _CRITIC_OF[advantage]
-        if self.policy_kwargs.get("critic", critic) != critic:
-            raise ValueError(
-                f"advantage={advantage!r} needs policy critic={critic!r}, got {self.policy_kwargs['critic']!r}"
-            )
-        self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
+        self._check_gamma()
+        self._set_policy_critic(advantage, _CRITIC_OF[advantage])
         self.objective: Objective = parsed
         self.k: int = int(parsed.k)  # type: ignore[arg-type]
         self.n_episodes = n_episodes
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = advantage
+
+    def _check_gamma(self) -> None:
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+
+    def _set_policy_critic(self, advantage: str, critic: str) -> None:
+        """Put ``critic`` (the one ``advantage`` needs) into ``policy_kwargs``; refuse a conflicting user value."""
+        if self.policy_kwargs.get("critic", critic) != critic:
+            raise ValueError(
+                f"advantage={advantage!r} needs policy critic={critic!r}, got {self.policy_kwargs['critic']!r}"
+            )
+        self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
 
     def _setup_model(self) -> None:
         if self.n_episodes % self.n_envs:

@@ -9,7 +9,8 @@
 * ``zero_init_action_net=True`` initializes the last (action) layer at zero, so training starts from equal
   logits / zero means instead of a random corner;
 * ``critic`` is set by the algorithm, not by users: ``"none"`` in episodic mode, where the policy is trained on
-  whole-episode weights and has no use for a value function.
+  whole-episode weights and has no use for a value function; ``"q"`` in Q-critic mode (``Discrete`` actions), where
+  the value head outputs one Q-value per action (see :class:`OrderGradPolicyMixin`).
 
 The paper's portfolio protocol (linear policy, zero-initialized output, fixed logit noise sigma = 0.35)::
 
@@ -19,10 +20,13 @@ The paper's portfolio protocol (linear policy, zero-initialized output, fixed lo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import (
     ActorCriticCnnPolicy,
     ActorCriticPolicy,
@@ -31,8 +35,8 @@ from stable_baselines3.common.policies import (
 from stable_baselines3.common.type_aliases import Schedule
 
 #: Critic kinds a policy can carry. ``"none"``: episodic mode, the value branch is minimal and never evaluated;
-#: ``"value"``: SB3's state-value head (plain SB3 behaviour).
-CRITICS: tuple[str, ...] = ("none", "value")
+#: ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action Q head (Q-critic mode).
+CRITICS: tuple[str, ...] = ("none", "value", "q")
 
 #: SB3's default actor when ``net_arch`` is not given.
 _DEFAULT_PI: list[int] = [64, 64]
@@ -57,7 +61,10 @@ class OrderGradPolicyMixin:
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
     :param critic: ``"none"`` (episodic mode: ``evaluate_actions`` returns zero values and never runs the value
-        branch, whose ``net_arch`` is forced to ``vf=[]``) or ``"value"`` (SB3's value head).
+        branch, whose ``net_arch`` is forced to ``vf=[]``), ``"value"`` (SB3's value head) or ``"q"`` (``Discrete``
+        actions only: the value branch ends in ``|A|`` outputs ``Q(s, .)``; :meth:`q_values` returns them with the
+        action distribution, ``forward`` / ``predict_values`` give ``V(s) = sum_a pi(a|s) Q(s, a)`` and
+        ``evaluate_actions`` gives ``Q(s, a)`` as the "values", so SB3's PPO value loss becomes the Q loss).
     :param learn_log_std: if False, the Gaussian log-std stays at ``log_std_init`` (it gets no gradient, so the
         optimizer never moves it). Only meaningful for ``Box`` action spaces.
     :param zero_init_action_net: initialize the action layer's weights and bias at zero (applied after SB3's
@@ -66,6 +73,8 @@ class OrderGradPolicyMixin:
 
     action_net: th.nn.Module
     log_std: th.nn.Parameter
+    #: Inside :meth:`recording_q_values`: the list ``forward`` appends its ``(Q(s, .), pi(.|s))`` to.
+    _q_records: list[tuple[th.Tensor, th.Tensor]] | None = None
 
     def __init__(
         self,
@@ -80,6 +89,8 @@ class OrderGradPolicyMixin:
     ) -> None:
         if critic not in CRITICS:
             raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
+        if critic == "q" and not isinstance(action_space, spaces.Discrete):
+            raise ValueError(f"a per-action Q critic needs a Discrete action space, got {action_space}")
         if args:
             raise TypeError("pass the policy options by keyword (as SB3's policy_kwargs do)")
         # Set before super().__init__, which calls _build().
@@ -92,6 +103,17 @@ class OrderGradPolicyMixin:
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]
+        if self.critic == "q":
+            # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
+            # and rebuild the optimizer (still stateless) so that it holds the new layer.
+            self.value_net = th.nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))  # type: ignore[attr-defined]
+            if self.ortho_init:  # type: ignore[attr-defined]
+                self.init_weights(self.value_net, gain=1)  # type: ignore[attr-defined]
+            self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
+                self.parameters(),  # type: ignore[attr-defined]
+                lr=lr_schedule(1),
+                **self.optimizer_kwargs,  # type: ignore[attr-defined]
+            )
         if self.zero_init_action_net:
             with th.no_grad():
                 for param in self.action_net.parameters():
@@ -100,12 +122,70 @@ class OrderGradPolicyMixin:
             # No gradient -> Adam and clip_grad_norm_ skip it: the noise level stays exactly log_std_init.
             self.log_std.requires_grad_(False)
 
+    def q_values(self, obs: th.Tensor) -> tuple[th.Tensor, Distribution]:
+        """``Q(s, .)`` ``[batch, |A|]`` and the action distribution ``pi(.|s)``, from one pass of the shared trunk.
+
+        Only for ``critic="q"``.
+        """
+        if self.critic != "q":
+            raise RuntimeError(f"q_values needs critic='q', this policy has critic={self.critic!r}")
+        features = self.extract_features(obs)  # type: ignore[attr-defined]
+        if self.share_features_extractor:  # type: ignore[attr-defined]
+            latent_pi, latent_vf = self.mlp_extractor(features)  # type: ignore[attr-defined]
+        else:
+            pi_features, vf_features = features
+            latent_pi = self.mlp_extractor.forward_actor(pi_features)  # type: ignore[attr-defined]
+            latent_vf = self.mlp_extractor.forward_critic(vf_features)  # type: ignore[attr-defined]
+        return self.value_net(latent_vf), self._get_action_dist_from_latent(latent_pi)  # type: ignore[attr-defined]
+
+    @contextmanager
+    def recording_q_values(self) -> Iterator[list[tuple[th.Tensor, th.Tensor]]]:
+        """Within the block, every ``forward`` call appends its ``(Q(s, .), pi(.|s))`` to the yielded list.
+
+        The Q-critic collector acts with ``forward`` once per step: recording its outputs spares a second pass of
+        the network over the rollout to compute the advantages.
+        """
+        self._q_records = []
+        try:
+            yield self._q_records
+        finally:
+            self._q_records = None
+
+    @staticmethod
+    def _state_value(q: th.Tensor, distribution: Distribution) -> th.Tensor:
+        """``V(s) = sum_a pi(a|s) Q(s, a)``, shape ``[batch, 1]``."""
+        return (distribution.distribution.probs * q).sum(dim=-1, keepdim=True)  # type: ignore[attr-defined]
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """Actions, values and log-likelihoods (SB3's contract); with a Q critic the values are ``V(s)``."""
+        if self.critic != "q":
+            return super().forward(obs, deterministic)  # type: ignore[misc]
+        q, distribution = self.q_values(obs)
+        if self._q_records is not None:
+            self._q_records.append((q, distribution.distribution.probs))  # type: ignore[attr-defined]
+        actions = distribution.get_actions(deterministic=deterministic)
+        log_prob = distribution.log_prob(actions)
+        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[attr-defined]
+        return actions, self._state_value(q, distribution), log_prob
+
+    def predict_values(self, obs: th.Tensor) -> th.Tensor:
+        """State values ``[batch, 1]``; with a Q critic ``V(s) = sum_a pi(a|s) Q(s, a)`` (SB3 bootstraps with it)."""
+        if self.critic != "q":
+            return super().predict_values(obs)  # type: ignore[misc]
+        return self._state_value(*self.q_values(obs))
+
     def evaluate_actions(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
         """Values, log-likelihood and entropy of ``actions`` (SB3's contract).
 
         Without a critic the values are zeros of shape ``(batch, 1)`` and the value branch is not run, so SB3's
-        PPO update can be reused as is: its value loss is a constant 0 with no gradient.
+        PPO update can be reused as is: its value loss is a constant 0 with no gradient. With a Q critic the values
+        are ``Q(s, a)`` of the given actions, so PPO's value loss regresses them to the stored returns.
         """
+        if self.critic == "q":
+            q, distribution = self.q_values(obs)
+            actions = actions.long().reshape(-1)
+            q_taken = q.gather(-1, actions[:, None])
+            return q_taken, distribution.log_prob(actions), distribution.entropy()
         if self.critic != "none":
             return super().evaluate_actions(obs, actions)  # type: ignore[misc]
         distribution = self.get_distribution(obs)  # type: ignore[attr-defined]

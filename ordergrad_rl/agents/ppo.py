@@ -1,4 +1,4 @@
-"""OrderGradPPO: SB3's clipped-surrogate PPO update on OrderGrad episode weights."""
+"""OrderGradPPO: SB3's clipped-surrogate PPO update on OrderGrad episode weights or Q-critic advantages."""
 
 from __future__ import annotations
 
@@ -13,14 +13,37 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, check_n_episodes
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
+from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 #: Logged by SB3's PPO update although there is no critic in episodic mode.
 _CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
+#: Default rollout length per env in Q-critic mode (SB3's PPO default).
+_Q_CRITIC_N_STEPS = 2048
 
 
-class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
-    """PPO whose advantages are OrderGrad weights of an order-statistic objective of the episode return.
+class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
+    """PPO whose advantages are OrderGrad weights of an order-statistic objective.
+
+    Two modes, chosen by ``advantage``:
+
+    * ``"episodic"`` (default): the objective is an L-statistic of the *episode return*; no critic (below).
+    * ``"q_critic"`` (paper appendix "RL Experiments", Algorithm 1; ``Discrete`` actions): SB3's step-based
+      rollout of ``n_steps`` per env; per state, the objective is an L-statistic of ``k`` action draws from
+      ``pi(.|s)`` valued by a learned per-action critic, and the advantage of the sampled action is the exact
+      known-(r, p) advantage with the critic's ``Q(s, .)`` whose sampled entry is replaced by the lambda-return
+      (see :mod:`ordergrad_rl.agents.qcritic`). The objective must fix ``k`` (``"top9@10"``); ``"mean"`` gives the
+      PPO-Q baseline. The Q head is trained by PPO's value loss (``vf_coef``) toward the lambda-returns, and SB3's
+      per-minibatch advantage normalization applies. ``gamma`` defaults to 0.99 and ``n_steps`` to 2048 here.
+      Logged: ``train/q_loss`` (in place of ``train/value_loss``), ``rollout/entropy`` (mean policy entropy over
+      the rollout's states) and ``risk/*`` of the returns of the episodes finished during the rollout. The
+      paper's MinAtar setup::
+
+          OrderGradPPO("MlpPolicy", env, advantage="q_critic", objective="top9@10", n_steps=128, n_epochs=3,
+                       gamma=0.99, gae_lambda=0.8, learning_rate=3e-4, ent_coef=0.0,
+                       policy_kwargs=dict(features_extractor_class=GridCNN, net_arch=dict(pi=[64, 64], vf=[64, 64])))
+
+    Episodic mode:
 
     Every rollout collects ``n_episodes`` complete i.i.d. episodes; episode ``i``'s return becomes the weight
     ``w_i = k * a_i`` (paper eq. og-batch-estimator), given to each of its steps as the advantage. The update is
@@ -38,30 +61,35 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
         :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin`.
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``.
-    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...).
+    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"``, ``"top9@10"`` ...).
         ``model.objective`` is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
-    :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
-    :param n_episodes: episodes per rollout ``N`` (needs ``k < N``, ``N`` divisible by the number of envs).
-        Default 64: enough episodes to rank (k = 32, so ``cvar0.2`` weights the worst 7 of 32) while keeping
-        rollouts of ~ SB3's 2048 steps for episodes of a few dozen steps.
-    :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic). The extension
-        point for critic-based modes.
+    :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
+        Q-critic mode (the number of action draws). ``mean`` has k = 1.
+    :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``, ``N`` divisible by the number of
+        envs), default 64: enough episodes to rank (k = 32, so ``cvar0.2`` weights the worst 7 of 32) while
+        keeping rollouts of ~ SB3's 2048 steps for episodes of a few dozen steps. Must stay ``None`` in Q-critic
+        mode.
+    :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
+        ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
     :param n_envs: number of envs to build when ``env`` is an id.
     :param learning_rate: as in SB3's PPO.
-    :param n_steps: not used in episodic mode (a rollout is ``n_episodes`` episodes); must stay ``None``.
+    :param n_steps: Q-critic mode: steps per env per rollout (default 2048). Not used in episodic mode (a rollout is
+        ``n_episodes`` episodes); must stay ``None`` there.
     :param batch_size: minibatch size in steps.
     :param n_epochs: passes over the rollout per update.
-    :param gamma: discount of the episode return; 1.0 (undiscounted) by default.
-    :param gae_lambda: unused in episodic mode.
+    :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
+    :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode.
     :param clip_range: surrogate clipping parameter (or schedule).
-    :param clip_range_vf: value clipping (no effect without a critic).
-    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
+    :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
+    :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8);
+        Q-critic mode: SB3's centring and scaling of each minibatch's advantages.
     :param ent_coef: entropy coefficient.
-    :param vf_coef: value loss coefficient (no effect without a critic).
+    :param vf_coef: value (Q-critic mode: Q) loss coefficient (no effect without a critic).
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
-    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`.
+    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`
+        (Q-critic mode: of SB3's ``RolloutBuffer``).
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
@@ -82,14 +110,14 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         env: GymEnv | str,
         objective: ObjectiveLike = "cvar0.2",
         k: int | None = None,
-        n_episodes: int = 64,
+        n_episodes: int | None = None,
         advantage: str = "episodic",
         n_envs: int = 1,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int | None = None,
         batch_size: int = 64,
         n_epochs: int = 10,
-        gamma: float = 1.0,
+        gamma: float | None = None,
         gae_lambda: float = 0.95,
         clip_range: float | Schedule = 0.2,
         clip_range_vf: float | Schedule | None = None,
@@ -110,21 +138,28 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        if n_steps is not None and advantage == "episodic":
+        q_critic = advantage == Q_CRITIC
+        if n_steps is not None and not q_critic:
             raise ValueError(
                 "episodic OrderGradPPO collects whole episodes: set n_episodes (episodes per rollout), not n_steps"
             )
+        if q_critic:
+            rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
+        else:
+            n_episodes = 64 if n_episodes is None else n_episodes
+            rollout_length = check_n_episodes(n_episodes)  # replaced by episodes per env in _setup_model
         with warnings.catch_warnings():
-            # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
-            warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
+            if not q_critic:
+                # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
+                warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             super().__init__(
                 policy,
                 build_env(env, n_envs, seed),
                 learning_rate=learning_rate,
-                n_steps=check_n_episodes(n_episodes),  # replaced by episodes per env in _setup_model
+                n_steps=rollout_length,
                 batch_size=batch_size,
                 n_epochs=n_epochs,
-                gamma=gamma,
+                gamma=(0.99 if q_critic else 1.0) if gamma is None else gamma,
                 gae_lambda=gae_lambda,
                 clip_range=clip_range,
                 clip_range_vf=clip_range_vf,
@@ -150,7 +185,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             self._setup_model()
 
     def train(self) -> None:
-        """SB3's PPO update on the episode weights stored as advantages."""
+        """SB3's PPO update on the advantages of the rollout (episode weights, or Q-critic advantages)."""
+        if self.advantage == Q_CRITIC:
+            super().train()  # per-minibatch normalization and the value loss = the Q loss, as in SB3
+            logger = self.logger
+            if "train/value_loss" in logger.name_to_value:
+                logger.record("train/q_loss", logger.name_to_value.pop("train/value_loss"))
+                logger.name_to_count.pop("train/value_loss", None)
+                logger.name_to_excluded.pop("train/value_loss", None)
+            return
         # PPO.train would centre and rescale each minibatch of steps; the weights are already normalized per
         # episode (see episode_weights), so switch its normalization off for the duration of the update.
         normalize, self.normalize_advantage = self.normalize_advantage, False
