@@ -62,6 +62,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.weights",
         "rank-weight profiles W alpha of the objective families (App. weight schemes)",
     ),
+    "minatar": Command(
+        "ordergrad_rl.experiments.minatar",
+        "PPO-V vs PPO-Q vs OrderGrad PPO Top-M@K on MinAtar (App. RL experiments; needs the [minatar] extra)",
+    ),
 }
 
 #: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.

@@ -1,0 +1,574 @@
+"""OrderGrad PPO on MinAtar (paper appendix "RL Experiments": Figs. minatar_main, minatar_m_ablation, minatar_entropy).
+
+Methods, all with the pgx MinAtar network (shared trunk :class:`~ordergrad_rl.agents.GridCNN`: 2x2 conv, ReLU, 2x2
+average pooling, dense 64 + ReLU; actor and critic heads of two hidden layers of 64, Tanh):
+
+* PPO-V: SB3's ``PPO`` with a scalar value head, GAE lambda 0.95;
+* PPO-Q: ``OrderGradPPO(advantage="q_critic", objective="mean")``, a per-action Q head, lambda 0.95;
+* OrderGrad PPO Top-M@K: ``OrderGradPPO(advantage="q_critic", objective="topM@K")``, lambda 0.8.
+
+The paper's tables: rollout 128 steps, learning rate 3e-4, 3 epochs, gamma 0.99, clip 0.2, max grad norm 0.5, value
+coefficient 0.5, entropy coefficient 0 (the runs here), with 1024 envs, minibatches of 1024 and 1e7 steps over 10
+seeds. A CPU runs a few thousand steps per second, so the env count, minibatch, steps and seeds are scaled down
+(``--n-envs``, ``--batch-size``, ``--steps``, ``--seeds``; the defaults are stated in ``--help``): with 16 envs a
+rollout is 2048 steps and a minibatch of 256 gives 8 updates per epoch.
+
+Games are MinAtar's own Gymnasium envs (``MinAtar/<Game>-v1``: minimal action sets as in pgx, sticky actions 0.1),
+observations converted from bool to float32 (10x10xC, channels last). Scores are normalized by the paper's
+maxima (Breakout 251.15, Asterix 64.95, SpaceInvaders 880.91); Freeway and Seaquest can be trained but have no
+maximum there, so they are reported raw and left out of the aggregates.
+
+Measures: the final score of a run is the mean return of ``--eval-episodes`` episodes of the final stochastic
+policy (the policy as trained, with its exploration); curves use the returns of the training episodes, binned over
+the steps. Aggregates over games and seeds with rliable (Agarwal et al. 2021): median, interquartile mean (IQM)
+and mean of the normalized scores with stratified-bootstrap 95% CIs. Entropy is the mean entropy of the policy over
+the states of each rollout.
+
+Figures (``--out``): ``minatar_aggregate.png`` (IQM normalized score over steps, and the final median/IQM/mean
+with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, PPO-Q and PPO-V as lines), ``minatar_entropy.png``
+(policy entropy over steps for each M, per game). Each run is cached as JSON under ``<out>/runs`` and reused by a
+later invocation with the same settings, so an interrupted reproduction resumes.
+
+Needs the extra ``pip install "ordergrad-rl[minatar]"`` (MinAtar and rliable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ordergrad_rl.experiments._common import (
+    add_output_arguments,
+    markdown_table,
+    positive_int,
+    progress,
+    pyplot,
+    save_figure,
+    write_json,
+)
+
+#: Game key -> MinAtar's Gymnasium name.
+GAMES: dict[str, str] = {
+    "breakout": "Breakout",
+    "asterix": "Asterix",
+    "space_invaders": "SpaceInvaders",
+    "freeway": "Freeway",
+    "seaquest": "Seaquest",
+}
+#: Normalization maxima of the paper (from Nishimori et al. 2026).
+MAX_SCORES: dict[str, float] = {"breakout": 251.15, "asterix": 64.95, "space_invaders": 880.91}
+DEFAULT_GAMES: tuple[str, ...] = ("breakout", "asterix", "space_invaders")
+#: Safety net for evaluation and training: MinAtar's games have no time limit of their own (except Freeway).
+MAX_EPISODE_STEPS = 10_000
+PAPER_CLAIMS = (
+    "paper (1e7 steps, 10 seeds, 1024 envs): OrderGrad PPO Top-9@10 beats PPO-V and PPO-Q in normalized score; "
+    "the best aggregate is around M = 9; smaller M slows the entropy decay (more exploration), larger M decays faster"
+)
+
+
+# ---------------------------------------------------------------------------------------------------------- envs
+def minatar_env_id(game: str) -> str:
+    """``MinAtar/<Game>-v1`` (minimal action set) for a game key of :data:`GAMES`."""
+    if game not in GAMES:
+        raise ValueError(f"unknown MinAtar game {game!r}; expected one of {sorted(GAMES)}")
+    return f"MinAtar/{GAMES[game]}-v1"
+
+
+def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEPS, **kwargs: Any):
+    """One MinAtar game as a Gymnasium env with float32 observations ``Box(0, 1, (10, 10, C))``.
+
+    :param game: key of :data:`GAMES` (``"breakout"``, ``"asterix"``, ``"space_invaders"``, ...).
+    :param max_episode_steps: ``TimeLimit`` (truncation) or ``None``.
+    :param kwargs: forwarded to MinAtar's ``Environment`` (``sticky_action_prob``, ``difficulty_ramping``).
+    :raises ImportError: MinAtar is not installed.
+    """
+    import gymnasium as gym
+
+    try:
+        import minatar.gym as minatar_gym
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError('MinAtar is not installed: pip install "ordergrad-rl[minatar]"') from error
+    env_id = minatar_env_id(game)
+    if env_id not in gym.registry:
+        minatar_gym.register_envs()  # MinAtar registers its ids only when asked
+    env = gym.make(env_id, max_episode_steps=max_episode_steps, **kwargs)
+    return gym.wrappers.DtypeObservation(env, np.float32)
+
+
+def make_minatar_vec_env(game: str, n_envs: int, seed: int | None = None, **kwargs: Any):
+    """SB3 ``DummyVecEnv`` of ``n_envs`` monitored :func:`make_minatar_env` copies (env ``i`` seeded ``seed + i``)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    return make_vec_env(make_minatar_env, n_envs=n_envs, seed=seed, env_kwargs=dict(game=game, **kwargs))
+
+
+# ---------------------------------------------------------------------------------------------------------- config
+@dataclass(frozen=True)
+class Config:
+    """Settings of one reproduction (defaults: the paper's hyperparameters, scaled to a CPU)."""
+
+    games: tuple[str, ...] = DEFAULT_GAMES
+    steps: int = 300_000
+    seeds: int = 2
+    m: tuple[int, ...] = (1, 5, 9)
+    k: int = 10
+    n_envs: int = 16
+    n_steps: int = 128
+    batch_size: int = 256
+    n_epochs: int = 3
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda_ppo: float = 0.95
+    gae_lambda_ordergrad: float = 0.8
+    clip_range: float = 0.2
+    max_grad_norm: float = 0.5
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    eval_episodes: int = 32
+    curve_bins: int = 20
+    reps: int = 2000
+
+    def methods(self) -> list[str]:
+        """Method keys: ``ppo_v``, ``ppo_q``, ``top<M>@<K>`` for each M."""
+        return ["ppo_v", "ppo_q", *(f"top{m}@{self.k}" for m in self.m)]
+
+    def run_key(self) -> dict[str, Any]:
+        """The settings a cached run depends on."""
+        skip = {"games", "seeds", "m", "eval_episodes", "curve_bins", "reps"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip} | {
+            "eval_episodes": self.eval_episodes
+        }
+
+
+def method_label(method: str) -> str:
+    if method == "ppo_v":
+        return "PPO-V"
+    if method == "ppo_q":
+        return "PPO-Q"
+    m, k = method[3:].split("@")
+    return f"OrderGrad Top-{m}@{k}"
+
+
+def policy_kwargs() -> dict[str, Any]:
+    """The pgx MinAtar network for SB3's actor-critic policies (the same for all methods)."""
+    from ordergrad_rl.agents import GridCNN
+
+    return dict(features_extractor_class=GridCNN, net_arch=dict(pi=[64, 64], vf=[64, 64]))
+
+
+def build_model(method: str, env, config: Config, seed: int, tensorboard_log: str | None = None):
+    """PPO-V (SB3 ``PPO``), PPO-Q or OrderGrad Top-M@K (``OrderGradPPO(advantage="q_critic")``) on ``env``."""
+    common = dict(
+        n_steps=config.n_steps,
+        batch_size=config.batch_size,
+        n_epochs=config.n_epochs,
+        learning_rate=config.learning_rate,
+        gamma=config.gamma,
+        clip_range=config.clip_range,
+        max_grad_norm=config.max_grad_norm,
+        vf_coef=config.vf_coef,
+        ent_coef=config.ent_coef,
+        policy_kwargs=policy_kwargs(),
+        seed=seed,
+        device="cpu",
+        tensorboard_log=tensorboard_log,
+    )
+    if method == "ppo_v":
+        from stable_baselines3 import PPO
+
+        return PPO("MlpPolicy", env, gae_lambda=config.gae_lambda_ppo, **common)
+    from ordergrad_rl.agents import OrderGradPPO
+
+    objective = "mean" if method == "ppo_q" else method
+    lam = config.gae_lambda_ppo if method == "ppo_q" else config.gae_lambda_ordergrad
+    return OrderGradPPO("MlpPolicy", env, advantage="q_critic", objective=objective, gae_lambda=lam, **common)
+
+
+# ---------------------------------------------------------------------------------------------------------- one run
+def _recorder(max_states: int = 2048):
+    """A callback recording (step, return) of finished training episodes and the policy entropy of each rollout."""
+    import torch as th
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class CurveRecorder(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.episodes: list[tuple[int, float]] = []
+            self.entropy: list[tuple[int, float]] = []
+
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.episodes.append((self.num_timesteps, float(info["episode"]["r"])))
+            return True
+
+        def _on_rollout_end(self) -> None:
+            obs = self.model.rollout_buffer.observations
+            obs = obs.reshape(-1, *obs.shape[2:])
+            if obs.shape[0] > max_states:
+                obs = obs[np.linspace(0, obs.shape[0] - 1, max_states).astype(np.int64)]
+            with th.no_grad():
+                entropy = self.model.policy.get_distribution(th.as_tensor(obs)).entropy().mean()
+            self.entropy.append((self.num_timesteps, float(entropy)))
+
+    return CurveRecorder()
+
+
+def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log: str | None = None) -> dict[str, Any]:
+    """Train one method on one game with one seed; return its curves and final evaluation (JSON-able)."""
+    import torch as th
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    th.set_num_threads(1)  # one core per run; runs go in parallel processes
+    env = make_minatar_vec_env(game, config.n_envs, seed=seed)
+    model = build_model(method, env, config, seed, tensorboard_log)
+    recorder = _recorder()
+    start = time.perf_counter()
+    model.learn(config.steps, callback=recorder, tb_log_name=f"{game}_{method}_s{seed}")
+    train_seconds = time.perf_counter() - start
+    eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=10_000 + seed)
+    returns, _ = evaluate_policy(
+        model, eval_env, n_eval_episodes=config.eval_episodes, deterministic=False, return_episode_rewards=True
+    )
+    env.close()
+    eval_env.close()
+    return dict(
+        game=game,
+        method=method,
+        seed=seed,
+        steps=int(model.num_timesteps),
+        train_seconds=train_seconds,
+        steps_per_second=model.num_timesteps / train_seconds,
+        eval_returns=[float(r) for r in returns],
+        episodes=recorder.episodes,
+        entropy=recorder.entropy,
+        config=config.run_key(),
+    )
+
+
+def _run_path(out: Path, game: str, method: str, seed: int) -> Path:
+    return out / "runs" / f"{game}_{method.replace('@', 'at')}_s{seed}.json"
+
+
+def _load_cached(path: Path, config: Config) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    run = json.loads(path.read_text())
+    return run if run.get("config") == json.loads(json.dumps(config.run_key())) else None
+
+
+def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, Any]:
+    game, method, seed, config, path, tensorboard_log = job
+    run = train_run(game, method, seed, config, tensorboard_log)
+    write_json(Path(path), run)
+    return run
+
+
+def run_experiment(
+    config: Config, out: Path, workers: int = 1, tensorboard_log: str | None = None, quiet: bool = False
+) -> list[dict[str, Any]]:
+    """All (game, method, seed) runs, cached under ``out/runs``; ``workers`` runs in parallel processes."""
+    runs, jobs = [], []
+    for seed in range(config.seeds):
+        for game in config.games:
+            for method in config.methods():
+                path = _run_path(out, game, method, seed)
+                cached = _load_cached(path, config)
+                if cached is None:
+                    jobs.append((game, method, seed, config, str(path), tensorboard_log))
+                else:
+                    runs.append(cached)
+    if not jobs:
+        return runs
+    desc = f"MinAtar runs ({len(runs)} cached)"
+    if workers <= 1:
+        runs += [_run_job(job) for job in progress(jobs, desc, quiet=quiet)]
+        return runs
+    import multiprocessing
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_run_job, job) for job in jobs]
+        runs += list(progress((f.result() for f in as_completed(futures)), desc, total=len(jobs), quiet=quiet))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------------------- analysis
+def _normalize(game: str, value: np.ndarray | float) -> np.ndarray | float:
+    return np.asarray(value) / MAX_SCORES[game]
+
+
+def _binned(points: list[list[float]] | list[tuple[int, float]], steps: int, bins: int) -> np.ndarray:
+    """Mean of the values whose step falls in each of ``bins`` equal windows of ``[0, steps]`` (carried forward
+    into empty windows; NaN before the first value)."""
+    out = np.full(bins, np.nan)
+    if len(points):
+        arr = np.asarray(points, dtype=np.float64)
+        index = np.minimum((arr[:, 0] - 1) * bins // steps, bins - 1).astype(np.int64)
+        sums = np.bincount(index, weights=arr[:, 1], minlength=bins)
+        counts = np.bincount(index, minlength=bins)
+        out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        for i in range(1, bins):
+            if np.isnan(out[i]):
+                out[i] = out[i - 1]
+    return out
+
+
+def _score_matrix(runs: list[dict[str, Any]], method: str, games: list[str], seeds: int, value) -> np.ndarray:
+    """``[seeds, games, ...]`` of ``value(run)`` (normalized) for one method."""
+    table = {(r["seed"], r["game"]): r for r in runs if r["method"] == method}
+    return np.stack([np.stack([_normalize(g, value(table[(s, g)])) for g in games]) for s in range(seeds)]).astype(
+        np.float64
+    )
+
+
+def aggregate(runs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
+    """Per-method rliable aggregates of the final normalized scores, IQM curves, entropy curves, raw per-game."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    games = [g for g in config.games if g in MAX_SCORES]
+    methods = config.methods()
+    rng = np.random.RandomState(0)
+    with warnings.catch_warnings():
+        # arch (rliable's bootstrap) deprecates the RandomState that rliable passes; empty early bins are NaN.
+        warnings.filterwarnings("ignore", category=FutureWarning, module="arch")
+        warnings.filterwarnings("ignore", message="Mean of empty slice", category=RuntimeWarning)
+        return _aggregate(runs, config, games, methods, rng, rly, metrics)
+
+
+def _aggregate(runs, config, games, methods, rng, rly, metrics) -> dict[str, Any]:
+
+    def final(run):
+        return np.mean(run["eval_returns"])
+
+    def curve(run):
+        return _binned(run["episodes"], config.steps, config.curve_bins)
+
+    summary: dict[str, Any] = {"methods": {}, "games": games, "steps": config.steps, "seeds": config.seeds}
+    if games:
+        finals = {m: _score_matrix(runs, m, games, config.seeds, final) for m in methods}
+        point, ci = rly.get_interval_estimates(
+            finals,
+            lambda x: np.array([metrics.aggregate_median(x), metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]),
+            reps=config.reps,
+            random_state=rng,
+        )
+        curves = {m: _score_matrix(runs, m, games, config.seeds, curve) for m in methods}
+        curve_point, curve_ci = rly.get_interval_estimates(
+            {m: np.nan_to_num(c, nan=0.0) for m, c in curves.items()},
+            lambda x: np.array([metrics.aggregate_iqm(x[..., i]) for i in range(x.shape[-1])]),
+            reps=max(config.reps // 4, 200),
+            random_state=rng,
+        )
+        for m in methods:
+            summary["methods"][m] = dict(
+                label=method_label(m),
+                median=point[m][0],
+                iqm=point[m][1],
+                mean=point[m][2],
+                median_ci=ci[m][:, 0],
+                iqm_ci=ci[m][:, 1],
+                mean_ci=ci[m][:, 2],
+                iqm_curve=curve_point[m],
+                iqm_curve_ci=curve_ci[m],
+            )
+    summary["curve_steps"] = (np.arange(config.curve_bins) + 1) * config.steps / config.curve_bins
+    per_game: dict[str, Any] = {}
+    for game in config.games:
+        per_game[game] = {}
+        for m in methods:
+            game_runs = [r for r in runs if r["method"] == m and r["game"] == game]
+            finals_raw = [float(np.mean(r["eval_returns"])) for r in game_runs]
+            entropy = np.stack([_binned(r["entropy"], config.steps, config.curve_bins) for r in game_runs])
+            per_game[game][m] = dict(
+                final_returns=finals_raw,
+                final_mean=float(np.mean(finals_raw)),
+                entropy_curve=np.nanmean(entropy, axis=0),
+                steps_per_second=float(np.mean([r["steps_per_second"] for r in game_runs])),
+            )
+    summary["per_game"] = per_game
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------------------- output
+_COLORS = {"ppo_v": "tab:gray", "ppo_q": "black"}
+
+
+def _color(method: str, ms: tuple[int, ...], k: int):
+    if method in _COLORS:
+        return _COLORS[method]
+    cmap = pyplot().get_cmap("viridis")
+    m = int(method[3:].split("@")[0])
+    return cmap(0.1 + 0.8 * (m - 1) / max(k - 1, 1))
+
+
+def plot_aggregate(summary: dict[str, Any], config: Config, path: Path) -> Path:
+    plt = pyplot()
+    fig, (ax_curve, ax_bar) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw=dict(width_ratios=[1.3, 1]))
+    steps = np.asarray(summary["curve_steps"])
+    methods = config.methods()
+    for m in methods:
+        agg = summary["methods"][m]
+        color = _color(m, config.m, config.k)
+        ax_curve.plot(steps, agg["iqm_curve"], color=color, label=agg["label"])
+        ax_curve.fill_between(steps, *np.asarray(agg["iqm_curve_ci"]), color=color, alpha=0.15)
+    ax_curve.set(xlabel="environment steps", ylabel="IQM normalized training return", title="Aggregate curves")
+    ax_curve.legend(fontsize=8)
+    width = 0.8 / len(methods)
+    for i, m in enumerate(methods):
+        agg = summary["methods"][m]
+        values = np.array([agg["median"], agg["iqm"], agg["mean"]])
+        cis = np.array([agg["median_ci"], agg["iqm_ci"], agg["mean_ci"]]).T
+        x = np.arange(3) + (i - (len(methods) - 1) / 2) * width
+        ax_bar.bar(x, values, width, color=_color(m, config.m, config.k), label=agg["label"])
+        ax_bar.errorbar(x, values, yerr=[values - cis[0], cis[1] - values], fmt="none", ecolor="k", capsize=2)
+    ax_bar.set_xticks(range(3), ["median", "IQM", "mean"])
+    ax_bar.set(ylabel="final normalized score (95% CI)", title="Final score")
+    fig.suptitle(
+        f"MinAtar {', '.join(summary['games'])}: {config.steps:,} steps x {config.seeds} seeds, {config.n_envs} envs"
+    )
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_effect_of_m(summary: dict[str, Any], config: Config, path: Path) -> Path:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ms = list(config.m)
+    iqm = [summary["methods"][f"top{m}@{config.k}"]["iqm"] for m in ms]
+    ci = np.array([summary["methods"][f"top{m}@{config.k}"]["iqm_ci"] for m in ms]).T
+    ax.errorbar(
+        ms,
+        iqm,
+        yerr=[np.asarray(iqm) - ci[0], ci[1] - np.asarray(iqm)],
+        marker="o",
+        capsize=3,
+        label=f"OrderGrad Top-M@{config.k}",
+    )
+    for m in ("ppo_q", "ppo_v"):
+        ax.axhline(summary["methods"][m]["iqm"], color=_COLORS[m], ls="--", label=method_label(m))
+    ax.set(xlabel="M", ylabel="final IQM normalized score (95% CI)", title="Effect of M (entropy coefficient 0)")
+    ax.set_xticks(ms)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def plot_entropy(summary: dict[str, Any], config: Config, path: Path) -> Path:
+    plt = pyplot()
+    games = list(config.games)
+    fig, axes = plt.subplots(1, len(games), figsize=(4.2 * len(games), 3.6), squeeze=False)
+    steps = np.asarray(summary["curve_steps"])
+    for ax, game in zip(axes[0], games, strict=True):
+        for m in config.methods():
+            ax.plot(
+                steps,
+                summary["per_game"][game][m]["entropy_curve"],
+                color=_color(m, config.m, config.k),
+                label=method_label(m),
+            )
+        ax.set(title=GAMES[game], xlabel="environment steps", ylabel="policy entropy (nats)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Policy entropy (entropy coefficient 0; mean of {config.seeds} seeds)")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def format_table(summary: dict[str, Any], config: Config) -> str:
+    headers = ["method", "median", "IQM", "IQM 95% CI", "mean", *(f"{GAMES[g]} return" for g in config.games)]
+    rows = []
+    for m in config.methods():
+        agg = summary["methods"].get(m, {})
+        lo, hi = agg.get("iqm_ci", (float("nan"), float("nan")))
+        rows.append(
+            [
+                method_label(m),
+                float(agg.get("median", np.nan)),
+                float(agg.get("iqm", np.nan)),
+                f"[{lo:.3f}, {hi:.3f}]",
+                float(agg.get("mean", np.nan)),
+                *(float(summary["per_game"][g][m]["final_mean"]) for g in config.games),
+            ]
+        )
+    return markdown_table(headers, rows)
+
+
+# ---------------------------------------------------------------------------------------------------------- CLI
+#: Integer options: (flag, Config field or None, help). Defaults come from :class:`Config`.
+_INT_OPTIONS: tuple[tuple[str, str | None, str], ...] = (
+    ("--steps", "steps", "environment steps per run (paper: 1e7)"),
+    ("--seeds", "seeds", "seeds per (game, method) (paper: 10)"),
+    ("--k", "k", "K of Top-M@K"),
+    ("--n-envs", "n_envs", "parallel envs per run (paper: 1024)"),
+    ("--batch-size", "batch_size", "minibatch size (paper: 1024 of 131072-step rollouts)"),
+    ("--eval-episodes", "eval_episodes", "final-evaluation episodes per run"),
+    ("--workers", None, "runs trained in parallel processes, one torch thread each"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    default = Config()
+    parser.add_argument(
+        "--games",
+        nargs="+",
+        choices=sorted(GAMES),
+        default=list(default.games),
+        help="MinAtar games (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--m",
+        type=positive_int,
+        nargs="+",
+        default=list(default.m),
+        help="M values of OrderGrad Top-M@K (paper: 1 3 5 7 8 9 10; default: %(default)s)",
+    )
+    for flag, field, text in _INT_OPTIONS:
+        value = 1 if field is None else getattr(default, field)
+        parser.add_argument(flag, type=positive_int, default=value, help=f"{text} (default: %(default)s)")
+    parser.add_argument("--tensorboard", type=str, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_output_arguments(parser, "minatar")
+
+
+def run(args: argparse.Namespace) -> int:
+    bad = [m for m in args.m if m > args.k]
+    if bad:
+        raise SystemExit(f"--m values must be <= --k={args.k}, got {bad}")
+    config = Config(
+        games=tuple(dict.fromkeys(args.games)),
+        steps=args.steps,
+        seeds=args.seeds,
+        m=tuple(sorted(set(args.m))),
+        k=args.k,
+        n_envs=args.n_envs,
+        batch_size=args.batch_size,
+        eval_episodes=args.eval_episodes,
+    )
+    start = time.perf_counter()
+    runs = run_experiment(config, args.out, workers=args.workers, tensorboard_log=args.tensorboard, quiet=args.quiet)
+    summary = aggregate(runs, config)
+    print(
+        f"MinAtar ({', '.join(GAMES[g] for g in config.games)}): {config.steps:,} steps x {config.seeds} seeds per "
+        f"method, {config.n_envs} envs x {config.n_steps} steps per rollout, minibatch {config.batch_size}, "
+        f"{config.n_epochs} epochs, entropy coefficient {config.ent_coef}"
+    )
+    print(format_table(summary, config))
+    print(PAPER_CLAIMS)
+    if summary["games"]:
+        print(f"figure: {plot_aggregate(summary, config, args.out / 'minatar_aggregate.png')}")
+        if config.m:
+            print(f"figure: {plot_effect_of_m(summary, config, args.out / 'minatar_effect_of_m.png')}")
+    print(f"figure: {plot_entropy(summary, config, args.out / 'minatar_entropy.png')}")
+    if args.json is not None:
+        payload = dict(config=dataclasses.asdict(config), wall_seconds=time.perf_counter() - start, **summary)
+        print(f"json: {write_json(args.json, payload)}")
+    return 0

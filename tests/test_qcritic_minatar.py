@@ -1,0 +1,82 @@
+"""MinAtar wrapper, the pgx network, a short Q-critic run on Breakout, and the reproduction's aggregation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_qcritic import one_torch_thread  # noqa: F401  (autouse fixture: one torch thread)
+
+from ordergrad_rl.experiments import minatar as exp
+
+pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'ordergrad-rl[minatar]')")
+
+
+@pytest.mark.parametrize(("game", "channels", "actions"), [("breakout", 4, 3), ("space_invaders", 6, 4)])
+def test_env_has_float_grid_observations(game: str, channels: int, actions: int) -> None:
+    env = exp.make_minatar_env(game)
+    assert env.spec.id == f"MinAtar/{exp.GAMES[game]}-v1" and env.action_space.n == actions
+    assert env.observation_space.shape == (10, 10, channels) and env.observation_space.dtype == np.float32
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == np.float32 and set(np.unique(obs)) <= {0.0, 1.0} and obs.sum() > 0
+    obs, reward, terminated, truncated, _ = env.step(0)
+    assert env.observation_space.contains(obs) and isinstance(terminated, bool)
+    with pytest.raises(ValueError, match="unknown MinAtar game"):
+        exp.make_minatar_env("pong")
+
+
+def test_seeded_vec_env_is_reproducible() -> None:
+    first, second = (exp.make_minatar_vec_env("asterix", 2, seed=5) for _ in range(2))
+    a, b = first.reset(), second.reset()
+    for _ in range(20):
+        actions = np.array([1, 3])
+        a, *_ = first.step(actions)
+        b, *_ = second.step(actions)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("method", ["ppo_v", "ppo_q", "top9@10"])
+def test_methods_train_on_breakout(method: str) -> None:
+    config = exp.Config(n_envs=2, n_steps=16, batch_size=16)
+    model = exp.build_model(method, exp.make_minatar_vec_env("breakout", 2, seed=0), config, seed=0)
+    assert isinstance(model.policy.features_extractor, exp.policy_kwargs()["features_extractor_class"])
+    model.learn(64)
+    if method != "ppo_v":
+        assert model.advantage == "q_critic" and model.policy.value_net.out_features == 3
+        assert model.gae_lambda == (0.95 if method == "ppo_q" else 0.8)
+        assert str(model.objective) == ("mean" if method == "ppo_q" else "top9@10")
+
+
+def _fake_run(game: str, method: str, seed: int, score: float) -> dict:
+    return dict(
+        game=game,
+        method=method,
+        seed=seed,
+        steps=1000,
+        train_seconds=1.0,
+        steps_per_second=1000.0,
+        eval_returns=[score, score],
+        episodes=[[100 * (i + 1), score * i / 9] for i in range(10)],
+        entropy=[[250, 1.0], [500, 0.8], [1000, 0.5]],
+    )
+
+
+def test_aggregate_and_figures(tmp_path) -> None:
+    try:
+        import rliable.library  # noqa: F401
+    except Exception as error:  # arch 7 (rliable's bootstrap) fails to import under pandas 3: a TypeError
+        pytest.skip(f"rliable unusable here: {error!r}")
+    config = exp.Config(games=("breakout", "asterix"), steps=1000, seeds=2, m=(1, 9), curve_bins=5, reps=100)
+    scores = {"ppo_v": 0.1, "ppo_q": 0.2, "top1@10": 0.3, "top9@10": 0.4}
+    runs = [
+        _fake_run(g, m, s, s_ * exp.MAX_SCORES[g]) for g in config.games for m, s_ in scores.items() for s in range(2)
+    ]
+    summary = exp.aggregate(runs, config)
+    for method, score in scores.items():
+        agg = summary["methods"][method]
+        assert agg["median"] == pytest.approx(score) and agg["iqm"] == pytest.approx(score)
+        # The last of 5 bins holds the episodes ending at steps 900 and 1000 (returns 8/9 and 9/9 of the score).
+        assert agg["iqm_curve"][-1] == pytest.approx(score * 17 / 18)
+    assert summary["per_game"]["asterix"]["top9@10"]["entropy_curve"][-1] == pytest.approx(0.5)
+    for plot, name in [(exp.plot_aggregate, "a.png"), (exp.plot_effect_of_m, "m.png"), (exp.plot_entropy, "e.png")]:
+        assert plot(summary, config, tmp_path / name).stat().st_size > 1000
+    assert "OrderGrad Top-9@10" in exp.format_table(summary, config)
