@@ -506,8 +506,8 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
         ax_bad.bar_label(bars, labels=[_pct(v) for v in values], fontsize=8, padding=2)
     ax_bad.set_xticks(np.arange(3), list(outcomes))
     ax_bad.set(ylabel="fraction of deployment paths", title="(a) Bad deployment outcomes")
-    ax_bad.set_ylim(0, max(0.1, ax_bad.get_ylim()[1] * 1.3))  # room for the legend above the bars
-    ax_bad.legend(loc="upper left")
+    ax_bad.set_ylim(0, max(0.1, ax_bad.get_ylim()[1] * 1.35))  # room for the legend above the bars
+    ax_bad.legend(loc="upper center", ncols=2)
 
     for key, method in METHODS.items():
         values = [results["methods"][key]["weights"][asset] for asset in ASSET_NAMES]
@@ -543,9 +543,10 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
     ax_wealth.legend(fontsize=8, loc="upper left")
 
     n = results["methods"]["reinforce"]["n_paths"]
+    seeds = results["config"]["seeds"]
     fig.suptitle(
         f"High-yield tail-risk portfolio: deployment at p = 0.35, {n} deterministic paths per method "
-        f"({results['config']['seeds']} seeds)"
+        f"({seeds} seed{'s' if seeds != 1 else ''})"
     )
     fig.tight_layout()
     return save_figure(fig, path)
