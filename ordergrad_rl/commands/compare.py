@@ -217,7 +217,9 @@ def plot(entries: list[Entry], path: Path, bins: int = 40) -> Path:
     for level in (0.05, 0.2):
         ax_q.axvline(level, color="0.7", lw=0.8, ls=":")
     ax_q.set(xlabel="probability level u", ylabel="return quantile Q(u)", title="Quantile functions of the return")
-    ax_h.set(xlabel="episode return", ylabel="density", title="Return distributions (dashed: TensorBoard histograms)")
+    from_runs = any(entry.returns is None for _, entry in shown)
+    title = "Return distributions" + (" (dashed: TensorBoard histograms)" if from_runs else "")
+    ax_h.set(xlabel="episode return", ylabel="density", title=title)
     for ax in (ax_q, ax_h):
         if shown:
             ax.legend(fontsize=8)
