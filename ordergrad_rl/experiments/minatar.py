@@ -434,7 +434,8 @@ def plot_aggregate(summary: dict[str, Any], config: Config, path: Path) -> Path:
     ax_bar.set_xticks(range(3), ["median", "IQM", "mean"])
     ax_bar.set(ylabel="final normalized score (95% CI)", title="Final score")
     fig.suptitle(
-        f"MinAtar {', '.join(summary['games'])}: {config.steps:,} steps x {config.seeds} seeds, {config.n_envs} envs"
+        f"MinAtar {', '.join(GAMES[g] for g in summary['games'])}: "
+        f"{config.steps:,} steps x {config.seeds} seeds, {config.n_envs} envs"
     )
     fig.tight_layout()
     return save_figure(fig, path)
@@ -569,6 +570,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"figure: {plot_effect_of_m(summary, config, args.out / 'minatar_effect_of_m.png')}")
     print(f"figure: {plot_entropy(summary, config, args.out / 'minatar_entropy.png')}")
     if args.json is not None:
-        payload = dict(config=dataclasses.asdict(config), wall_seconds=time.perf_counter() - start, **summary)
+        payload = dict(
+            config=dataclasses.asdict(config),
+            wall_seconds=time.perf_counter() - start,  # this invocation (cached runs cost nothing)
+            train_seconds_total=sum(r["train_seconds"] for r in runs),  # all runs, one process each
+            **summary,
+        )
         print(f"json: {write_json(args.json, payload)}")
     return 0
