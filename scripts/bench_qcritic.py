@@ -22,7 +22,8 @@ import torch
 
 from ordergrad_rl.agents import OrderGradPPO, q_critic_advantages
 from ordergrad_rl.core import Objective, known_lstat_advantage
-from ordergrad_rl.experiments.minatar import Config, build_model, make_minatar_vec_env
+from ordergrad_rl.envs.minatar import make_minatar_vec_env
+from ordergrad_rl.experiments.minatar import Config, build_model
 
 OBJECTIVE = "top9@10"
 

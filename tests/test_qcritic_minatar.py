@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from test_qcritic import one_torch_thread  # noqa: F401  (autouse fixture: one torch thread)
 
+from ordergrad_rl.envs import minatar as envs
 from ordergrad_rl.experiments import minatar as exp
 
 pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'ordergrad-rl[minatar]')")
@@ -13,19 +14,19 @@ pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'or
 
 @pytest.mark.parametrize(("game", "channels", "actions"), [("breakout", 4, 3), ("space_invaders", 6, 4)])
 def test_env_has_float_grid_observations(game: str, channels: int, actions: int) -> None:
-    env = exp.make_minatar_env(game)
-    assert env.spec.id == f"MinAtar/{exp.GAMES[game]}-v1" and env.action_space.n == actions
+    env = envs.make_minatar_env(game)
+    assert env.spec.id == f"MinAtar/{envs.GAMES[game]}-v1" and env.action_space.n == actions
     assert env.observation_space.shape == (10, 10, channels) and env.observation_space.dtype == np.float32
     obs, _ = env.reset(seed=0)
     assert obs.dtype == np.float32 and set(np.unique(obs)) <= {0.0, 1.0} and obs.sum() > 0
     obs, reward, terminated, truncated, _ = env.step(0)
     assert env.observation_space.contains(obs) and isinstance(terminated, bool)
     with pytest.raises(ValueError, match="unknown MinAtar game"):
-        exp.make_minatar_env("pong")
+        envs.make_minatar_env("pong")
 
 
 def test_seeded_vec_env_is_reproducible() -> None:
-    first, second = (exp.make_minatar_vec_env("asterix", 2, seed=5) for _ in range(2))
+    first, second = (envs.make_minatar_vec_env("asterix", 2, seed=5) for _ in range(2))
     a, b = first.reset(), second.reset()
     for _ in range(20):
         actions = np.array([1, 3])
@@ -37,7 +38,7 @@ def test_seeded_vec_env_is_reproducible() -> None:
 @pytest.mark.parametrize("method", ["ppo_v", "ppo_q", "top9@10"])
 def test_methods_train_on_breakout(method: str) -> None:
     config = exp.Config(n_envs=2, n_steps=16, batch_size=16)
-    model = exp.build_model(method, exp.make_minatar_vec_env("breakout", 2, seed=0), config, seed=0)
+    model = exp.build_model(method, envs.make_minatar_vec_env("breakout", 2, seed=0), config, seed=0)
     assert isinstance(model.policy.features_extractor, exp.policy_kwargs()["features_extractor_class"])
     model.learn(64)
     if method != "ppo_v":

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
@@ -56,59 +57,13 @@ from ordergrad_rl.experiments._common import (
     write_json,
 )
 
-#: Game key -> MinAtar's Gymnasium name.
-GAMES: dict[str, str] = {
-    "breakout": "Breakout",
-    "asterix": "Asterix",
-    "space_invaders": "SpaceInvaders",
-    "freeway": "Freeway",
-    "seaquest": "Seaquest",
-}
 #: Normalization maxima of the paper (from Nishimori et al. 2026).
 MAX_SCORES: dict[str, float] = {"breakout": 251.15, "asterix": 64.95, "space_invaders": 880.91}
 DEFAULT_GAMES: tuple[str, ...] = ("breakout", "asterix", "space_invaders")
-#: Safety net for evaluation and training: MinAtar's games have no time limit of their own (except Freeway).
-MAX_EPISODE_STEPS = 10_000
 PAPER_CLAIMS = (
     "paper (1e7 steps, 10 seeds, 1024 envs): OrderGrad PPO Top-9@10 beats PPO-V and PPO-Q in normalized score; "
     "the best aggregate is around M = 9; smaller M slows the entropy decay (more exploration), larger M decays faster"
 )
-
-
-# ---------------------------------------------------------------------------------------------------------- envs
-def minatar_env_id(game: str) -> str:
-    """``MinAtar/<Game>-v1`` (minimal action set) for a game key of :data:`GAMES`."""
-    if game not in GAMES:
-        raise ValueError(f"unknown MinAtar game {game!r}; expected one of {sorted(GAMES)}")
-    return f"MinAtar/{GAMES[game]}-v1"
-
-
-def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEPS, **kwargs: Any):
-    """One MinAtar game as a Gymnasium env with float32 observations ``Box(0, 1, (10, 10, C))``.
-
-    :param game: key of :data:`GAMES` (``"breakout"``, ``"asterix"``, ``"space_invaders"``, ...).
-    :param max_episode_steps: ``TimeLimit`` (truncation) or ``None``.
-    :param kwargs: forwarded to MinAtar's ``Environment`` (``sticky_action_prob``, ``difficulty_ramping``).
-    :raises ImportError: MinAtar is not installed.
-    """
-    import gymnasium as gym
-
-    try:
-        import minatar.gym as minatar_gym
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError('MinAtar is not installed: pip install "ordergrad-rl[minatar]"') from error
-    env_id = minatar_env_id(game)
-    if env_id not in gym.registry:
-        minatar_gym.register_envs()  # MinAtar registers its ids only when asked
-    env = gym.make(env_id, max_episode_steps=max_episode_steps, **kwargs)
-    return gym.wrappers.DtypeObservation(env, np.float32)
-
-
-def make_minatar_vec_env(game: str, n_envs: int, seed: int | None = None, **kwargs: Any):
-    """SB3 ``DummyVecEnv`` of ``n_envs`` monitored :func:`make_minatar_env` copies (env ``i`` seeded ``seed + i``)."""
-    from stable_baselines3.common.env_util import make_vec_env
-
-    return make_vec_env(make_minatar_env, n_envs=n_envs, seed=seed, env_kwargs=dict(game=game, **kwargs))
 
 
 # ---------------------------------------------------------------------------------------------------------- config
