@@ -29,7 +29,6 @@ SAFE, RISKY, LOTTERY = 0, 1, 2
 PREFERRED_ARM = {"mean": RISKY, "cvar0.1": SAFE, "max@8": LOTTERY}
 
 
-
 def arm_probabilities(model) -> np.ndarray:
     with th.no_grad():
         return model.policy.get_distribution(th.zeros(1, 1)).distribution.probs.numpy()[0]
