@@ -19,17 +19,7 @@ import torch
 
 from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
 from ordergrad_rl.core import weights
-
-
-def best_time(fn: Callable[[], object], repeats: int) -> float:
-    """Best wall time of ``repeats`` calls after a warm-up (the least noisy location statistic)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from ordergrad_rl.experiments._common import best_time
 
 
 def fresh_build(n: int, spec: str, x: np.ndarray) -> Callable[[], object]:

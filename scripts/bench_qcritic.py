@@ -23,6 +23,7 @@ import torch
 from ordergrad_rl.agents import OrderGradPPO, q_critic_advantages
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.envs.minatar import make_minatar_vec_env
+from ordergrad_rl.experiments._common import best_time
 from ordergrad_rl.experiments.minatar import Config, build_model
 
 OBJECTIVE = "top9@10"
@@ -50,15 +51,6 @@ def timed_learn(method: str, config: Config, updates: int, seed: int) -> tuple[f
     start = time.perf_counter()
     model.learn(updates * rollout, reset_num_timesteps=False)
     return time.perf_counter() - start, model
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -98,7 +90,7 @@ def main() -> None:
         probs = torch.softmax(torch.randn(states, actions, generator=gen), -1)
         a = torch.randint(0, actions, (states,), generator=gen)
         r = torch.randn(states, generator=gen)
-        return best_of(lambda: q_critic_advantages(q, probs, a, r, objective), 5)
+        return best_time(lambda: q_critic_advantages(q, probs, a, r, objective), 5)
 
     per_rollout = ours / args.updates
     advantage = min(advantage_times)
@@ -112,7 +104,7 @@ def main() -> None:
         print(f"  {label:<52} {seconds * 1e3:8.1f} ms  {seconds / per_rollout:6.1%}")
     q = torch.randn(4096, 18, dtype=torch.float64, generator=gen)
     p = torch.softmax(torch.randn(4096, 18, dtype=torch.float64, generator=gen), -1)
-    big = best_of(lambda: known_lstat_advantage(q, p, objective), 5)
+    big = best_time(lambda: known_lstat_advantage(q, p, objective), 5)
     print(f"  {'known_lstat_advantage at 4096 states x 18 actions':<52} {big * 1e3:8.1f} ms  (float64)")
 
 

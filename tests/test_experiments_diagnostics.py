@@ -2,6 +2,7 @@
 estimators against the exact finite-k gradient and the explicit RP formula, and a ``--quick`` run."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from scipy import integrate, stats
 from ordergrad_rl.cli import main
 from ordergrad_rl.core import Objective, OrderStatTransform
 from ordergrad_rl.experiments import diagnostics as dg
+from ordergrad_rl.experiments._common import best_time
 
 
 def test_cvar_threshold_and_value_against_quadrature():
@@ -68,8 +70,11 @@ def test_estimators_are_unbiased_for_the_finite_k_objective(estimator):
 
 def test_best_time_is_a_minimum():
     calls = []
-    best = dg.best_time(lambda: calls.append(1), budget=0.0, min_repeats=5)
+    best = best_time(lambda: calls.append(1), repeats=5)
     assert len(calls) == 6 and 0 < best < 0.01  # warm-up + 5 timed calls
+    calls.clear()
+    best_time(lambda: (calls.append(1), time.sleep(0.002)), repeats=1, budget=0.02)
+    assert len(calls) >= 8  # keeps calling until the budget is spent
 
 
 def test_quick_cli_run(tmp_path, capsys):

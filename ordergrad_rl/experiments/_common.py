@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -117,3 +118,16 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     ]
     lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
     return "\n".join(lines)
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3, budget: float = 0.0) -> float:
+    """Best wall time of ``fn`` after one warm-up call: at least ``repeats`` calls, and more until ``budget`` seconds
+    of timed calls are spent. The minimum is the least noisy statistic on a shared machine."""
+    fn()
+    best, spent, calls = math.inf, 0.0, 0
+    while calls < repeats or spent < budget:
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        best, spent, calls = min(best, elapsed), spent + elapsed, calls + 1
+    return best

@@ -32,6 +32,7 @@ from scipy import integrate, optimize, stats
 from ordergrad_rl.core import Objective, OrderStatTransform, lstat_advantage, lstat_value
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
+    best_time,
     markdown_table,
     positive_int,
     progress,
@@ -193,18 +194,6 @@ def rp_estimates(objective: Objective, n: int, reps: int, rng: np.random.Generat
 
 
 # ---------------------------------------------------------------------------------------------------- experiments
-def best_time(fn: Callable[[], object], budget: float, min_repeats: int = 3) -> float:
-    """Best wall time of repeated calls of ``fn`` (after a warm-up) within about ``budget`` seconds."""
-    fn()
-    best, spent, repeats = math.inf, 0.0, 0
-    while repeats < min_repeats or spent < budget:
-        start = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - start
-        best, spent, repeats = min(best, elapsed), spent + elapsed, repeats + 1
-    return best
-
-
 def _first_call(n: int, objective: Objective, x: np.ndarray, rankwise: bool) -> float:
     """Time of a first advantage call on a fresh transform: table build included."""
     start = time.perf_counter()
@@ -220,11 +209,13 @@ def runtime_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
     by_n["first_call"] = {s: [] for s in config.runtime_specs}
     for n in progress(config.runtime_ns, "runtime vs N", quiet=quiet):
         x = rng.standard_normal(n)
-        by_n["argsort"].append(best_time(lambda x=x: np.argsort(x, kind="stable"), config.time_budget))
+        by_n["argsort"].append(best_time(lambda x=x: np.argsort(x, kind="stable"), budget=config.time_budget))
         for spec in config.runtime_specs:
             objective = Objective.parse(spec)
             by_n["first_call"][spec].append(_first_call(n, objective, x, rankwise=False))
-            by_n["calls"][spec].append(best_time(lambda x=x, o=objective: lstat_advantage(x, o), config.time_budget))
+            by_n["calls"][spec].append(
+                best_time(lambda x=x, o=objective: lstat_advantage(x, o), budget=config.time_budget)
+            )
     n = config.runtime_n_for_k
     x = rng.standard_normal(n)
     by_k: dict[str, Any] = {"n": n, "k": list(config.runtime_ks), "collapsed": [], "rankwise": []}
@@ -234,8 +225,8 @@ def runtime_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
         transform = OrderStatTransform(n, objective)
         by_k["first_call_collapsed"].append(_first_call(n, objective, x, rankwise=False))
         by_k["first_call_rankwise"].append(_first_call(n, objective, x, rankwise=True))
-        by_k["collapsed"].append(best_time(lambda t=transform: t.advantage(x), config.time_budget))
-        by_k["rankwise"].append(best_time(lambda t=transform: t.rank_advantage(x), config.time_budget))
+        by_k["collapsed"].append(best_time(lambda t=transform: t.advantage(x), budget=config.time_budget))
+        by_k["rankwise"].append(best_time(lambda t=transform: t.rank_advantage(x), budget=config.time_budget))
     return {"vs_n": by_n, "vs_k": by_k}
 
 
