@@ -131,3 +131,10 @@ def best_time(fn: Callable[[], object], repeats: int = 3, budget: float = 0.0) -
         elapsed = time.perf_counter() - start
         best, spent, calls = min(best, elapsed), spent + elapsed, calls + 1
     return best
+
+
+def print_checks(checks: dict[str, bool]) -> None:
+    """Print each acceptance check of a reproduction as ``[ok] name`` or ``[FAILED] name``."""
+    print()
+    for name, ok in checks.items():
+        print(f"[{'ok' if ok else 'FAILED'}] {name}")

@@ -35,6 +35,7 @@ from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
     positive_int,
+    print_checks,
     progress,
     pyplot,
     save_figure,
@@ -394,9 +395,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nk sweep (P = chance a k-subset holds enough outliers for one to be weighted):\n")
         print(format_sweep(results["k_sweep"]))
     results["checks"] = checks(results)
-    print()
-    for name, ok in results["checks"].items():
-        print(f"[{'ok' if ok else 'FAILED'}] {name}")
+    print_checks(results["checks"])
     results["figure"] = plot(results, args.out / "robust_regression_fit.png")
     print(f"\nfigure: {results['figure']}")
     if args.json is not None:

@@ -49,6 +49,7 @@ from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
     positive_int,
+    print_checks,
     progress,
     pyplot,
     save_figure,
@@ -665,9 +666,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nStress grid (deployment paths at each disaster probability p):\n")
         print(format_stress(results))
     results["checks"] = checks(results)
-    print()
-    for name, ok in results["checks"].items():
-        print(f"[{'ok' if ok else 'FAILED'}] {name}")
+    print_checks(results["checks"])
     results["figures"] = {"tailrisk": plot(results, args.out / "tailrisk.png")}
     if config.stress:
         results["figures"]["stress"] = plot_stress(results, args.out / "tailrisk_stress.png")
