@@ -119,7 +119,7 @@ def test_eval_callback_info_aggregation() -> None:
     venv = DummyVecEnv([RandomLengthEnv] * 3)
     venv.seed(0)
     model = OrderGradREINFORCE("MlpPolicy", venv, n_episodes=6, seed=0)
-    callback = RiskEvalCallback(DummyVecEnv([RandomLengthEnv] * 3), n_eval_episodes=30, eval_freq=0, warn=False)
+    callback = RiskEvalCallback(DummyVecEnv([RandomLengthEnv] * 3), n_eval_episodes=30, eval_freq=None, warn=False)
     model.learn(1, callback=callback)
     callback.evaluate()
     lengths = callback.last_returns  # reward 1 per step: the return is the length

@@ -7,6 +7,10 @@ episodes: env ``e`` contributes the first ``episodes_per_env`` episodes it *star
 (the rollout starts with every env at an episode start). Keeping "whichever episodes finish first" instead
 would over-sample short episodes. Envs that met their quota keep stepping (a ``VecEnv`` steps all envs) but
 their transitions are not stored.
+
+Episodes must end. An episode still running after ``max_episode_steps`` steps (default
+:data:`MAX_EPISODE_STEPS`) stops the rollout with a ``ValueError`` naming the fix (a ``TimeLimit``), instead of
+collecting forever.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Roll
 from stable_baselines3.common.vec_env import VecNormalize
 
 TensorObs = th.Tensor | dict[str, th.Tensor]
+
+#: Default bound on an episode's length in an episodic rollout: far above the episodes an episodic estimator is
+#: used with (Atari's 108k-frame limit is 27k agent steps), low enough to stop an env that never ends within seconds.
+MAX_EPISODE_STEPS = 100_000
 
 
 def _select(obs: TensorObs, mask: th.Tensor) -> TensorObs:
@@ -58,6 +66,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
     :param gae_lambda: unused by episodic weights (kept for SB3's buffer signature).
     :param gamma: discount of the episode return, 1.0 = undiscounted.
     :param n_envs: number of parallel envs.
+    :param max_episode_steps: an episode longer than this raises a ``ValueError`` (an env that never ends would
+        make the rollout run forever).
     """
 
     observations: TensorObs
@@ -76,8 +86,10 @@ class EpisodicRolloutBuffer(BaseBuffer):
         gae_lambda: float = 1.0,
         gamma: float = 1.0,
         n_envs: int = 1,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
     ) -> None:
         super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        self.max_episode_steps = max_episode_steps
         self.gae_lambda = gae_lambda
         self.gamma = gamma
         self.episodes_per_env = buffer_size
@@ -138,6 +150,14 @@ class EpisodicRolloutBuffer(BaseBuffer):
         dones = np.asarray(dones, dtype=bool)
         self._episode_count += dones
         self._episode_step = np.where(dones, 0, self._episode_step + 1)
+        endless = np.flatnonzero(keep & (self._episode_step >= self.max_episode_steps))
+        if endless.size:
+            raise ValueError(
+                f"env {int(endless[0])}'s episode has run {self.max_episode_steps:,} steps without terminating or "
+                "being truncated: episodic OrderGrad needs complete episodes. Give the env a time limit "
+                "(gymnasium.wrappers.TimeLimit(env, max_episode_steps=...), or max_episode_steps= when registering "
+                "it); if its episodes really are longer, raise rollout_buffer_kwargs['max_episode_steps']"
+            )
         return keep
 
     def finalize(self) -> None:

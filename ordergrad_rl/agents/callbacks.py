@@ -27,6 +27,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
 
+from ordergrad_rl.agents.checks import check_int
 from ordergrad_rl.agents.risk_logging import record_risk_profile, write_risk_layout
 
 #: Info entries written by SB3 / Gymnasium wrappers, not by the env.
@@ -108,7 +109,7 @@ class RiskEvalCallback(EventCallback):
         in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
     :param n_eval_episodes: episodes per evaluation.
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
-        ``<= 0`` disables periodic evaluation (call :meth:`evaluate` yourself).
+        ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
     :param n_eval_envs: number of envs built when ``eval_env`` is an id.
     :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
@@ -123,7 +124,7 @@ class RiskEvalCallback(EventCallback):
         self,
         eval_env: gym.Env | VecEnv | str,
         n_eval_episodes: int = 100,
-        eval_freq: int = 10_000,
+        eval_freq: int | None = 10_000,
         deterministic: bool = True,
         n_eval_envs: int = 1,
         log_name: str = "eval",
@@ -134,6 +135,9 @@ class RiskEvalCallback(EventCallback):
         warn: bool = True,
     ) -> None:
         super().__init__(callback_after_eval, verbose=verbose)
+        check_int("n_eval_episodes", n_eval_episodes, 1)
+        if eval_freq is not None:
+            check_int("eval_freq", eval_freq, 1)
         if isinstance(eval_env, str):
             from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -167,7 +171,7 @@ class RiskEvalCallback(EventCallback):
             write_risk_layout(self.logger, [self.risk_prefix])
 
     def _on_step(self) -> bool:
-        if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
+        if self.eval_freq is not None and self.n_calls % self.eval_freq == 0:
             self.evaluate()
             return self._on_event()
         return True

@@ -8,9 +8,11 @@ algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
@@ -21,30 +23,47 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import RiskEvalCallback
+from ordergrad_rl.agents.checks import check_finite_step, check_int
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
+from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
 
-#: Advantage modes: ``"episodic"`` = trajectory-level OrderGrad weights from complete episodes (no critic).
-ADVANTAGES: tuple[str, ...] = ("episodic",)
-#: The critic each advantage mode needs in the policy (see :data:`ordergrad_rl.agents.policies.CRITICS`).
-_CRITIC_OF: dict[str, str] = {"episodic": "none"}
+#: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
+EPISODIC = "episodic"
 
 
-def build_env(env: GymEnv | str, n_envs: int, seed: int | None) -> GymEnv:
-    """An env id becomes ``make_sb3_vec_env(env, n_envs, seed)`` (the native batch for the tail-risk ids).
+def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
+    """The training env of an algorithm.
 
-    :raises ValueError: ``n_envs`` given for an env object with a different number of envs.
+    * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has
+      a native batch (the tail-risk ids: one NumPy batch steps all episodes of a rollout at once), else 1.
+    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added, and ``n_envs=None``
+      becomes that batch of ``n_episodes`` envs with the same kwargs (the same episode distribution, about
+      ``n_episodes`` times fewer Python steps). Pass ``n_envs=1`` to train on the env object itself.
+    * Any other env is returned as is (SB3 wraps it).
+
+    :param n_episodes: episodes per rollout (episodic mode), ``None`` in step-based modes.
+    :raises ValueError: ``n_envs`` not a positive integer, or given for an env object with a different number of
+        envs.
     """
-    if isinstance(n_envs, bool) or int(n_envs) != n_envs or n_envs < 1:
-        raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
-    if isinstance(env, str):
-        from ordergrad_rl.envs import make_sb3_vec_env  # imports SB3 glue only when an id is given
+    if n_envs is not None and (isinstance(n_envs, bool) or not isinstance(n_envs, int | np.integer) or n_envs < 1):
+        raise ValueError(f"n_envs must be a positive integer or None, got {n_envs!r}")
+    # Imported here: the SB3 glue of the envs is only needed once an env is built.
+    from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec
 
+    if isinstance(env, str):
+        if n_envs is None:
+            n_envs = n_episodes if n_episodes is not None and has_native_batch(env) else 1
         return make_sb3_vec_env(env, int(n_envs), seed=seed)
+    if n_envs is None:
+        spec = native_batch_spec(env) if isinstance(env, gym.Env) and n_episodes is not None else None
+        if spec is not None:
+            return make_sb3_vec_env(spec.id, n_episodes, seed=seed, env_kwargs=spec.kwargs)  # type: ignore[arg-type]
+        return env
     if n_envs != 1 and getattr(env, "num_envs", 1) != n_envs:
         raise ValueError(
             f"n_envs={n_envs} only builds envs from an env id; the env passed has num_envs="
@@ -54,10 +73,17 @@ def build_env(env: GymEnv | str, n_envs: int, seed: int | None) -> GymEnv:
 
 
 def check_n_episodes(n_episodes: int) -> int:
-    """``n_episodes`` as an int, or a ``ValueError`` if it is not an integer >= 2."""
-    if isinstance(n_episodes, bool) or int(n_episodes) != n_episodes or n_episodes < 2:
-        raise ValueError(f"n_episodes must be an integer >= 2 (episodes ranked per update), got {n_episodes!r}")
-    return int(n_episodes)
+    """``n_episodes`` as an int, or a ``ValueError`` if it is not an integer >= 2 (episodes ranked per update)."""
+    return check_int("n_episodes", n_episodes, 2)
+
+
+def check_advantage(advantage: str, supported: tuple[str, ...]) -> None:
+    """``ValueError`` naming the supported modes (and the closest one) if ``advantage`` is not one of them."""
+    if advantage in supported:
+        return
+    close = difflib.get_close_matches(str(advantage), supported, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(f"unknown advantage {advantage!r}{hint}; expected one of {supported}")
 
 
 def _walk(callback: BaseCallback | None) -> Iterator[BaseCallback]:
@@ -79,6 +105,8 @@ class EpisodicAlgorithmMixin:
     """
 
     policy_aliases = POLICY_ALIASES
+    #: Advantage modes of the algorithm (:class:`~ordergrad_rl.agents.qcritic.QCriticMixin` adds ``"q_critic"``).
+    advantages: tuple[str, ...] = (EPISODIC,)
 
     # Provided by SB3's OnPolicyAlgorithm.
     n_envs: int
@@ -105,8 +133,7 @@ class EpisodicAlgorithmMixin:
         :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``, ``gamma``
             outside (0, 1], or ``policy_kwargs["critic"]`` inconsistent with the advantage mode.
         """
-        if advantage not in ADVANTAGES:
-            raise ValueError(f"unknown advantage {advantage!r}; expected one of {ADVANTAGES}")
+        check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
         parsed = Objective.parse(objective, k)
         if not parsed.is_bound:
@@ -116,17 +143,47 @@ class EpisodicAlgorithmMixin:
                 f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
                 f"k < n_episodes={n_episodes} (paper Sec. 3.2): raise n_episodes or lower k"
             )
-        self._check_gamma()
-        self._set_policy_critic(advantage, _CRITIC_OF[advantage])
-        self.objective: Objective = parsed
-        self.k: int = int(parsed.k)  # type: ignore[arg-type]
+        self._set_policy_critic(advantage, "none")
+        self._set_objective(parsed)
         self.n_episodes = n_episodes
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = advantage
 
-    def _check_gamma(self) -> None:
-        if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+    def _set_objective(self, objective: Objective) -> None:
+        """Set ``objective`` (bound), ``k`` and ``objective_spec`` (what ``save`` stores) and the algorithm's name."""
+        self.objective: Objective = objective
+        self.k: int = int(objective.k)  # type: ignore[arg-type]
+        self.objective_spec = str(objective)
+        self.ordergrad_algorithm = algorithm_family(type(self))
+
+    def _restore_objective(self) -> None:
+        """Parse ``objective_spec`` strictly (after ``load``, it is the saved one; older saves hold the objective
+        itself), so a damaged file fails here instead of training the default objective.
+
+        :raises ValueError: not a valid objective spec, or inconsistent with the saved ``k``.
+        """
+        spec = getattr(self, "objective_spec", None) or self.objective
+        try:
+            objective = spec if isinstance(spec, Objective) else Objective.parse(spec)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"the model's objective {spec!r} is not a valid objective: {err}") from err
+        if objective.k != self.k:
+            raise ValueError(f"the model's objective {str(objective)!r} has k={objective.k}, but its k is {self.k}")
+        self._set_objective(objective)
+
+    @classmethod
+    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+        """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
+        :mod:`ordergrad_rl.agents.saving`); the saved objective is re-parsed strictly.
+
+        :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
+        """
+        check_saved_algorithm(path, cls)
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
+    def _excluded_save_params(self) -> list[str]:
+        # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
+        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
 
     def _set_policy_critic(self, advantage: str, critic: str) -> None:
         """Put ``critic`` (the one ``advantage`` needs) into ``policy_kwargs``; refuse a conflicting user value."""
@@ -137,6 +194,7 @@ class EpisodicAlgorithmMixin:
         self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
 
     def _setup_model(self) -> None:
+        self._restore_objective()
         if self.n_episodes % self.n_envs:
             multiple = -(-self.n_episodes // self.n_envs) * self.n_envs
             raise ValueError(
@@ -231,6 +289,7 @@ class EpisodicAlgorithmMixin:
             # env's counted episodes are the first ones it starts under the current policy.
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         rollout_buffer.reset()
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
@@ -248,6 +307,7 @@ class EpisodicAlgorithmMixin:
                 log_probs = distribution.log_prob(actions)
             new_obs, rewards, dones, infos = env.step(self._env_actions(actions.cpu().numpy()))
             self.num_timesteps += env.num_envs
+            check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
             callback.update_locals(locals())
             if not callback.on_step():

@@ -45,9 +45,11 @@ _DEFAULT_PI: list[int] = [64, 64]
 def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]] | None) -> dict[str, list[int]]:
     """``net_arch`` with an empty value branch (``vf=[]``): without a critic, hidden value layers are dead weight.
 
-    :param net_arch: SB3 ``net_arch``: ``None`` (default actor ``[64, 64]``), a list (the actor's hidden layers)
-        or ``dict(pi=[...], vf=[...])`` (``vf`` is dropped).
+    :param net_arch: SB3 ``net_arch``: ``None`` (default actor ``[64, 64]``), a list (the actor's hidden layers),
+        ``dict(pi=[...], vf=[...])`` (``vf`` is dropped) or SB3's older ``[dict(pi=[...], vf=[...])]``.
     """
+    if isinstance(net_arch, list | tuple) and len(net_arch) == 1 and isinstance(net_arch[0], dict):
+        net_arch = net_arch[0]  # SB3's older format, which SB3 still accepts (with a warning)
     if net_arch is None:
         return dict(pi=list(_DEFAULT_PI), vf=[])
     if isinstance(net_arch, dict):

@@ -11,6 +11,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.checks import check_common_arguments, check_int, check_schedule
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, check_n_episodes
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
@@ -60,7 +61,9 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
 
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
         :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin`.
-    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``.
+    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodic
+        mode needs episodes that end: an episode running past ``rollout_buffer_kwargs["max_episode_steps"]``
+        (default 100,000) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
     :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"``, ``"top9@10"`` ...).
         ``model.objective`` is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
@@ -71,7 +74,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
-    :param n_envs: number of envs to build when ``env`` is an id.
+    :param n_envs: number of envs. ``None`` (default): for an env id, or a ``gym.Env`` made by ``gym.make`` without
+        further wrappers, whose env has a native batch (the tail-risk ids), episodic mode runs ``n_episodes`` envs as
+        one NumPy batch (about ``n_episodes`` times fewer Python steps, the same episodes in distribution); other
+        ids get 1 env and other env objects are used as they are. An integer builds that many envs from an id.
     :param learning_rate: as in SB3's PPO.
     :param n_steps: Q-critic mode: steps per env per rollout (default 2048). Not used in episodic mode (a rollout is
         ``n_episodes`` episodes); must stay ``None`` there.
@@ -112,7 +118,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         k: int | None = None,
         n_episodes: int | None = None,
         advantage: str = "episodic",
-        n_envs: int = 1,
+        n_envs: int | None = None,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int | None = None,
         batch_size: int = 64,
@@ -138,6 +144,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
+        check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
+        check_int("n_epochs", n_epochs, 1)
+        check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
+        check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
         q_critic = advantage == Q_CRITIC
         if n_steps is not None and not q_critic:
             raise ValueError(
@@ -154,7 +164,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             super().__init__(
                 policy,
-                build_env(env, n_envs, seed),
+                build_env(env, n_envs, seed, None if q_critic else n_episodes),
                 learning_rate=learning_rate,
                 n_steps=rollout_length,
                 batch_size=batch_size,

@@ -32,7 +32,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.checks import FiniteStepCheckVecEnv, check_finite_step
+from ordergrad_rl.agents.episodic import EPISODIC, EpisodicAlgorithmMixin
 from ordergrad_rl.agents.policies import OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.core import Objective, known_lstat_advantage
@@ -88,6 +89,8 @@ class QCriticMixin:
     prediction the Q loss regresses), so ``clip_range_vf`` and ``train/explained_variance`` refer to the Q head.
     """
 
+    advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
+
     # Provided by SB3 and the episodic mixin.
     advantage: str
     action_space: spaces.Space
@@ -129,10 +132,8 @@ class QCriticMixin:
                 f"advantage='q_critic' needs the number of action draws k of {str(parsed)!r}: write it in the spec "
                 "(e.g. 'top9@10') or pass k"
             )
-        self._check_gamma()  # type: ignore[attr-defined]
         self._set_policy_critic(advantage, "q")  # type: ignore[attr-defined]
-        self.objective: Objective = parsed
-        self.k: int = int(parsed.k)  # type: ignore[arg-type]
+        self._set_objective(parsed)  # type: ignore[attr-defined]
         self.n_episodes = None
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = advantage
@@ -148,6 +149,7 @@ class QCriticMixin:
         if self.advantage != Q_CRITIC:
             super()._setup_model()  # type: ignore[misc]
             return
+        self._restore_objective()  # type: ignore[attr-defined]
         self._check_discrete()
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
             raise ValueError(
@@ -182,8 +184,10 @@ class QCriticMixin:
         if self.advantage != Q_CRITIC:
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)  # type: ignore[misc]
         self._rollout_episode_returns = []
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
+        checked = FiniteStepCheckVecEnv(env, lambda: self.num_timesteps)  # type: ignore[attr-defined]
         with self.policy.recording_q_values() as records:  # type: ignore[attr-defined]
-            if not self._sb3().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps):
+            if not self._sb3().collect_rollouts(checked, callback, rollout_buffer, n_rollout_steps):
                 return False
         # The collector's own Q(s, .) and pi(.|s), one record per step: no second pass over the rollout.
         self._collected_q = records

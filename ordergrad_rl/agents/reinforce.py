@@ -11,6 +11,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.checks import check_common_arguments
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
@@ -41,7 +42,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
         :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin` (see :mod:`ordergrad_rl.agents.policies` for
         ``learn_log_std``, ``zero_init_action_net``).
-    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``.
+    :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodes
+        must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000) steps raises a
+        ``ValueError`` (give the env a ``TimeLimit``).
     :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
         see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
@@ -51,7 +54,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
     :param ent_coef: entropy bonus coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
-    :param n_envs: number of envs to build when ``env`` is an id.
+    :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
+        ``gym.make`` env without further wrappers) with a native batch (the tail-risk ids), else 1 env from an id and
+        env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
     :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`.
@@ -81,7 +86,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         normalize_advantage: bool = True,
         ent_coef: float = 0.0,
         max_grad_norm: float = 1.0,
-        n_envs: int = 1,
+        n_envs: int | None = None,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         rollout_buffer_class: type[EpisodicRolloutBuffer] | None = None,
@@ -95,9 +100,10 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
+        check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         super().__init__(
             policy,
-            build_env(env, n_envs, seed),
+            build_env(env, n_envs, seed, n_episodes),
             learning_rate=learning_rate,
             n_steps=n_episodes,  # replaced by episodes per env in _setup_model
             gamma=gamma,

@@ -131,3 +131,28 @@ def make_sb3_vec_env(
     if seed is not None:
         venv.seed(seed)
     return VecMonitor(venv)
+
+
+def has_native_batch(env_id: str) -> bool:
+    """Whether :func:`make_sb3_vec_env` runs ``env_id`` as one NumPy batch (the tail-risk ids), so that many envs
+    cost about as much as one.
+
+    :raises gymnasium.error.Error: unknown env id.
+    """
+    return gym.spec(env_id).entry_point == TAILRISK_ENTRY_POINT
+
+
+def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
+    """The spec of ``env`` if it can be rebuilt as a native batch: made by ``gym.make(id, **kwargs)`` from an id with
+    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make``; else ``None``.
+
+    ``make_sb3_vec_env(spec.id, n, env_kwargs=spec.kwargs)`` then gives ``n`` envs with the same episode
+    distribution as ``env``.
+    """
+    try:
+        spec = env.spec
+    except Exception:  # noqa: BLE001 - a user wrapper whose kwargs cannot be recorded: not rebuildable
+        return None
+    if spec is None or spec.additional_wrappers or not has_native_batch(spec.id):
+        return None
+    return spec

@@ -1,0 +1,189 @@
+"""Clear errors for what new users get wrong: bad arguments, envs that never end or return NaN, foreign saves."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import ordergrad_rl  # noqa: F401  (registers the envs)
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents.buffers import MAX_EPISODE_STEPS
+
+
+class EndlessEnv(gym.Env):
+    """Never terminates or truncates."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 1.0, False, False, {}
+
+
+class BadValueEnv(gym.Env):
+    """Returns ``bad`` as the observation's second entry or as the reward at step ``at``; episodes of 5 steps."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, where: str, bad: float = np.nan, at: int = 3) -> None:
+        self.where, self.bad, self.at, self.t = where, bad, at, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = np.zeros(2, np.float32)
+        reward = 0.0
+        if self.t == self.at:
+            if self.where == "obs":
+                obs[1] = self.bad
+            elif self.where == "reward":
+                reward = self.bad
+        return obs, reward, self.t >= 5, False, {}
+
+
+# ---------------------------------------------------------------------------------------------- arguments
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"advantage": "qcritic"}, r"advantage 'qcritic' \(did you mean 'q_critic'\?\).*'episodic', 'q_critic'"),
+        ({"learning_rate": "1e-2x"}, "learning_rate must be a number or a schedule"),
+        ({"learning_rate": -1.0}, "learning_rate must be a finite number >= 0"),
+        ({"clip_range": float("nan")}, "clip_range must be a finite number"),
+        ({"clip_range": 0}, "clip_range must be a finite number >= 1e-12"),
+        ({"n_epochs": 0}, "n_epochs must be an integer >= 1"),
+        ({"batch_size": 1}, "batch_size must be an integer >= 2"),
+        ({"n_episodes": 2.5}, "n_episodes must be an integer >= 2"),
+        ({"n_envs": 0}, "n_envs must be a positive integer"),
+        ({"gamma": 1.5}, r"gamma must be in \(0, 1\]"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
+        ({"policy_kwargs": "net_arch=[64]"}, "policy_kwargs must be a dict"),
+        ({"policy_kwargs": {"net_arch": [64, "x"]}}, r"policy_kwargs\['net_arch'\] must be a list of positive"),
+        ({"policy_kwargs": {"net_arch": {"pi": [8], "critic": [8]}}}, r"net_arch'\] keys are 'pi' and 'vf'"),
+    ],
+)
+def test_ppo_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"learning_rate": "fast"}, "learning_rate must be a number or a schedule"),
+        ({"ent_coef": float("inf")}, "ent_coef must be a finite number"),
+        ({"policy_kwargs": ["net_arch"]}, "policy_kwargs must be a dict"),
+    ],
+)
+def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+def test_q_critic_on_a_box_env_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="q_critic' needs a Discrete action space"):
+        OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", advantage="q_critic", objective="top2@4")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"eval_freq": 0}, "eval_freq must be an integer >= 1"),
+        ({"eval_freq": -5}, "eval_freq must be an integer >= 1"),
+        ({"n_eval_episodes": 0}, "n_eval_episodes must be an integer >= 1"),
+    ],
+)
+def test_risk_eval_callback_refuses_bad_arguments(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        RiskEvalCallback("CartPole-v1", **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------- envs
+def test_endless_episode_stops_with_the_fix_named() -> None:
+    model = OrderGradPPO(
+        "MlpPolicy", DummyVecEnv([EndlessEnv]), n_episodes=4, rollout_buffer_kwargs={"max_episode_steps": 300}
+    )
+    with pytest.raises(ValueError, match=r"env 0's episode has run 300 steps.*TimeLimit"):
+        model.learn(1000)
+    assert model.num_timesteps == 300  # stopped at the bound, not later
+
+
+def test_endless_episode_default_bound_is_documented() -> None:
+    assert MAX_EPISODE_STEPS == 100_000
+    assert "max_episode_steps" in OrderGradPPO.__doc__ and "max_episode_steps" in OrderGradREINFORCE.__doc__
+
+
+@pytest.mark.parametrize("where", ["obs", "reward"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_env_output_names_env_and_step(where: str, bad: float) -> None:
+    envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv(where, bad, at=3)]
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv(envs), n_episodes=4)
+    what = "an observation with" if where == "obs" else "the reward"
+    with pytest.raises(ValueError, match=rf"env 1 returned {what} .*at num_timesteps=6"):
+        model.learn(100)
+
+
+def test_non_finite_env_output_in_q_critic_mode() -> None:
+    envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv("obs", np.nan, at=2)]
+    model = OrderGradPPO("MlpPolicy", DummyVecEnv(envs), advantage="q_critic", objective="top2@4", n_steps=8)
+    with pytest.raises(ValueError, match=r"env 1 returned an observation with nan .*at num_timesteps=4"):
+        model.learn(100)
+
+
+# ---------------------------------------------------------------------------------------------- saved models
+def _rewrite_data(path: Path, **changes) -> None:
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(entries["data"])
+    data.update(changes)
+    entries["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+
+
+def test_load_refuses_another_algorithms_file(tmp_path: Path) -> None:
+    OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "reinforce")
+    with pytest.raises(ValueError, match="saved by OrderGradREINFORCE, not OrderGradPPO"):
+        OrderGradPPO.load(tmp_path / "reinforce")
+    OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "ppo.zip")
+    with pytest.raises(ValueError, match="saved by OrderGradPPO, not OrderGradREINFORCE"):
+        OrderGradREINFORCE.load(tmp_path / "ppo.zip")
+    PPO("MlpPolicy", "CartPole-v1", n_steps=64).save(tmp_path / "sb3")
+    with pytest.raises(ValueError, match="not saved by an OrderGrad algorithm"):
+        OrderGradPPO.load(tmp_path / "sb3.zip")
+
+
+@pytest.mark.parametrize("garbage", ["garbage", 5, "cvar0.2@99"])
+def test_load_refuses_a_damaged_objective(tmp_path: Path, garbage) -> None:
+    path = tmp_path / "model.zip"
+    OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
+    _rewrite_data(path, objective_spec=garbage)
+    with pytest.raises(ValueError, match="the model's objective"):
+        OrderGradPPO.load(path)
+
+
+def test_saved_objective_is_a_readable_spec(tmp_path: Path) -> None:
+    path = tmp_path / "model.zip"
+    OrderGradPPO("MlpPolicy", "CartPole-v1", objective="top2@4", n_episodes=8).save(path)
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data"))
+    assert data["objective_spec"] == "top2@4" and data["ordergrad_algorithm"] == "OrderGradPPO"
+    assert "objective" not in data
+    assert str(OrderGradPPO.load(path).objective) == "top2@4"
