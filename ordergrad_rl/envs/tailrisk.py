@@ -210,9 +210,10 @@ class TailRiskSimulator:
         self.rngs: list[np.random.Generator] = [np_random(None)[0] for _ in range(B)]
         self._uniforms = np.zeros((B, _N_UNIFORMS))
         self._normals = np.zeros((B, T, _N_NORMALS))
+        # The episode tensor is the only array of asset returns; no attribute may hold a view of it
+        # (copy.deepcopy and pickle turn a view into an independent array, so a clone would keep
+        # stepping the episode the view saw when it was copied).
         self._returns = np.zeros((B, T, 3))
-        # [B, decisions, R, 3] view of the traded days, one block per decision.
-        self._blocks = self._returns[:, L:].reshape(B, self.num_decisions, R, 3)
         self._moments = np.zeros((B, self.num_decisions + 1, 6))
         self._event_day = np.full(B, -1, dtype=np.int64)
         self._jumps = np.zeros((B, 3))
@@ -378,7 +379,9 @@ class TailRiskSimulator:
             raise RuntimeError("step() called on a finished episode: reset the env first")
         weights = cash_capped_weights(logits[sel], self.cash_cap)
 
-        block = self._blocks[self._rows[sel], decision]  # [n, R, 3]
+        # [B, decisions, R, 3] view of the traded days (one block per decision), taken afresh here.
+        blocks = self._returns[:, self.lookback :].reshape(self.num_envs, self.num_decisions, self.rebalance_every, 3)
+        block = blocks[self._rows[sel], decision]  # [n, R, 3]
         # Cash earns zero; elementwise products keep results identical for any batch size.
         daily = block[..., 0] * weights[:, :1] + block[..., 1] * weights[:, 1:2] + block[..., 2] * weights[:, 2:3]
         daily[:, 0] -= self.cost * np.abs(weights - self._prev_weights[sel]).sum(axis=1)
