@@ -31,6 +31,7 @@ from ordergrad_rl.experiments._common import (
     positive_int,
     pyplot,
     save_figure,
+    seed_int,
     write_json,
 )
 
@@ -241,7 +242,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="E",
         help="evaluation episodes per saved model (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation envs (default: 0)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the evaluation envs (default: 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "compare")
 

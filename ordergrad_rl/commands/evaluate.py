@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.commands._models import CommandError, Evaluation, evaluate_model, load_model, report_error
-from ordergrad_rl.experiments._common import markdown_table, positive_int, write_json
+from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deterministic", action="store_true", help="act with the mean / most likely action (default: sample)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the env and the policy's sampling (default: 0)")
+    parser.add_argument(
+        "--seed", type=seed_int, default=0, help="seed of the env and the policy's sampling (default: 0)"
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 

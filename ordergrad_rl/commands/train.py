@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError, is_batched, report_error
-from ordergrad_rl.experiments._common import markdown_table, positive_int
+from ordergrad_rl.commands._checks import check_device
+from ordergrad_rl.commands._models import CommandError, is_batched
+from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int
 
 ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
 #: Constructor arguments that have their own option.
@@ -104,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="parallel envs, a divisor of N (default: N on the batched tail-risk envs, else 1)",
     )
     parser.add_argument("--timesteps", type=positive_int, required=True, metavar="T", help="env steps to train for")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument(
         "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
     )
@@ -136,10 +137,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_model(args: argparse.Namespace) -> Any:
     """The algorithm, configured from the options.
 
-    :raises CommandError: unknown env, bad --hparams, or arguments the algorithm rejects.
+    :raises CommandError: unknown env or device, bad --hparams, or arguments the algorithm rejects.
     """
     cls = algorithm_class(args.algo)
     hparams = parse_hparams(args.hparams, cls)
+    is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
+    check_device(args.device)
     n_episodes = args.n_episodes or inspect.signature(cls).parameters["n_episodes"].default
     n_envs = args.n_envs or (n_episodes if is_batched(args.env) else 1)
     try:
@@ -148,38 +151,52 @@ def build_model(args: argparse.Namespace) -> Any:
             args.env,
             objective=args.objective,
             k=args.k,
-            n_episodes=n_episodes,
-            n_envs=n_envs,
             seed=args.seed,
             tensorboard_log=None if args.tensorboard is None else str(args.tensorboard),
             verbose=args.verbose,
             device=args.device,
+            n_episodes=n_episodes,
+            n_envs=n_envs,
             **hparams,
         )
     except (ValueError, TypeError, KeyError) as err:
-        # Objective specs, k >= N, N not divisible by n_envs, wrong hparam types, unknown policy names ...
+        # Objective specs, k >= N, N not divisible by n_envs, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
+
+
+def eval_callback(args: argparse.Namespace, model: Any) -> Any:
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``.
+
+    :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
+        first evaluation).
+    """
+    if args.eval_env is None:
+        return None
+    from stable_baselines3.common.utils import check_for_correct_spaces
+
+    from ordergrad_rl.agents import RiskEvalCallback
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    n_eval_envs = args.eval_episodes if is_batched(args.eval_env) else 1
+    eval_env = make_sb3_vec_env(args.eval_env, n_eval_envs, seed=args.seed + EVAL_SEED_OFFSET)
+    try:
+        check_for_correct_spaces(eval_env, model.observation_space, model.action_space)
+    except ValueError as err:
+        raise CommandError(f"--eval-env {args.eval_env} does not fit the model trained on {args.env}: {err}") from err
+    return RiskEvalCallback(
+        eval_env,
+        n_eval_episodes=args.eval_episodes,
+        # The callback counts vectorized steps (n_envs env steps each).
+        eval_freq=max(1, args.eval_freq // model.n_envs),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Build, train (with a progress bar), print the last risk profiles, save."""
-    from ordergrad_rl.agents import RiskEvalCallback
     from ordergrad_rl.risk import risk_profile
 
-    try:
-        model = build_model(args)
-        callback = None
-        if args.eval_env is not None:
-            callback = RiskEvalCallback(
-                args.eval_env,
-                n_eval_episodes=args.eval_episodes,
-                # The callback counts vectorized steps (n_envs env steps each).
-                eval_freq=max(1, args.eval_freq // model.n_envs),
-                n_eval_envs=args.eval_episodes if is_batched(args.eval_env) else 1,
-                seed=args.seed + EVAL_SEED_OFFSET,
-            )
-    except CommandError as err:
-        return report_error("train", err)
+    model = build_model(args)
+    callback = eval_callback(args, model)
     print(
         f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {args.timesteps} timesteps"

@@ -48,6 +48,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_int(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (NumPy and Gymnasium refuse negative seeds)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a seed >= 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (learning rates)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
 def progress(iterable: Iterable[T], desc: str, total: int | None = None, quiet: bool = False) -> Iterator[T]:
     """``iterable`` with a tqdm progress bar on stderr (none when ``quiet``)."""
     from tqdm.auto import tqdm

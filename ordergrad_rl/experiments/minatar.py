@@ -496,9 +496,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ordergrad_rl.commands._models import CommandError
+
     bad = [m for m in args.m if m > args.k]
     if bad:
-        raise SystemExit(f"--m values must be <= --k={args.k}, got {bad}")
+        raise CommandError(f"--m values must be <= --k={args.k}, got {bad}")
+
     config = Config(
         games=tuple(dict.fromkeys(args.games)),
         steps=args.steps,
