@@ -4,6 +4,7 @@ a traceback after it (issue 9, defect 10)."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,27 @@ def test_eval_env_with_other_spaces_fails_before_training(monkeypatch, capsys):
     assert main([*TRAIN, "--eval-env", "CartPole-v1"]) == 2
     err = capsys.readouterr().err
     assert "--eval-env CartPole-v1 does not fit the model trained on RiskyBandit-v0: Observation spaces" in err
+
+
+@pytest.mark.parametrize("module", ["minatar", "rliable.library"])
+def test_minatar_without_the_extra_names_it_before_training(module, tmp_path, monkeypatch, capsys):
+    """Issue 9, defect 8: a missing MinAtar or rliable ended in a raw ModuleNotFoundError (rliable: after training)."""
+    from ordergrad_rl.experiments import minatar
+
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if the package were not installed
+    monkeypatch.setattr(minatar, "run_experiment", _no_work)
+    assert main(["reproduce", "minatar", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"ordergrad-rl reproduce minatar: error: reproduce minatar needs the [minatar] extra ({module}"
+    )
+    assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[minatar]"')
+
+
+def test_diagnostics_refuses_seeds_and_says_why(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "diagnostics", "--seeds", "2"])
+    assert exc.value.code == 2
+    assert (
+        "--seeds does not apply here: diagnostics is one Monte-Carlo run: its seed is --seed" in capsys.readouterr().err
+    )

@@ -40,6 +40,17 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     )
 
 
+def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
+    """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
+    ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""
+
+    class Refuse(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None) -> None:
+            parser.error(f"{option_string} does not apply here: {reason}")
+
+    parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     value = int(text)

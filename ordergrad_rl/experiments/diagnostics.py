@@ -37,6 +37,7 @@ from ordergrad_rl.experiments._common import (
     positive_int,
     progress,
     pyplot,
+    refuse_option,
     save_figure,
     seed_int,
     write_json,
@@ -447,6 +448,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl reproduce diagnostics``."""
     parser.add_argument("--quick", action="store_true", help="tiny grids and repeat counts (a smoke test, seconds)")
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
+    refuse_option(parser, "--seeds", "diagnostics is one Monte-Carlo run: its seed is --seed, its repeats --reps")
     parser.add_argument(
         "--reps",
         type=positive_int,
