@@ -1,9 +1,11 @@
 """``ordergrad-rl train / evaluate / compare``: model detection, --hparams, TensorBoard reading, a round trip."""
 
+import argparse
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -221,6 +223,23 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
     np.testing.assert_allclose(entry.cdf(grid), exact.cdf(grid), atol=0.03)
 
 
+def test_figure_is_named_after_the_inputs():
+    """Issue 9, defect 9: both README compare examples wrote results/compare/compare.png."""
+    models = [Path("results/tailrisk/models/reinforce_seed0.zip"), Path("results/tailrisk/models/ordergrad_cvar_seed0")]
+    assert compare.figure_name(models) == "compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png"
+    assert compare.figure_name([Path("runs/tailrisk/")]) == "compare_tailrisk.png"
+    same_name = [Path("a/PPO_1"), Path("b/PPO_1"), Path("my runs/x.zip")]
+    assert compare.figure_name(same_name) == "compare_a-PPO_1_vs_b-PPO_1_vs_x.png"
+    many = [Path(f"model_{i}.zip") for i in range(40)]
+    long, other = compare.figure_name(many), compare.figure_name(many[:-1] + [Path("other.zip")])
+    assert len(long) == compare.MAX_FIGURE_NAME + len(".png") and long != other  # cut, then told apart by a hash
+    out = Path("results/compare")
+    chosen = argparse.Namespace(entries=models, out=out, figure=Path("figs/mine.png"))
+    assert compare.figure_path(chosen) == Path("figs/mine.png")
+    default = argparse.Namespace(entries=models, out=out, figure=None)
+    assert compare.figure_path(default) == out / "compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png"
+
+
 def test_expand_log_dir_and_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(_models.CommandError, match="without TensorBoard runs"):
@@ -266,7 +285,7 @@ def test_train_evaluate_compare_round_trip(tmp_path, capsys):
     rows = [line for line in out.splitlines() if line.startswith("|")]
     assert len(rows) == 2 + 2 and "cvar_0.2" in rows[0]  # header, rule, the model, the log dir's run
     assert f"{run.name}: TensorBoard eval_risk/* at step 96" in out
-    assert (tmp_path / "cmp" / "compare.png").stat().st_size > 20_000
+    assert (tmp_path / "cmp" / "compare_cvar_vs_tb.png").stat().st_size > 20_000  # named after the inputs
     entries = json.loads((tmp_path / "cmp.json").read_text())["entries"]
     assert [e["label"] for e in entries] == ["cvar", run.name]
     assert len(entries[0]["returns"]) == 40 and "returns" not in entries[1]
