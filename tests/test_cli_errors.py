@@ -123,6 +123,18 @@ def test_numbers_argparse_can_check_are_usage_errors(argv, capsys):
     assert f"error: argument {argv[-2]}: expected" in capsys.readouterr().err
 
 
+def test_compare_checks_every_model_before_evaluating_any(tmp_path, monkeypatch, capsys):
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4).save(tmp_path / "bandit")
+    monkeypatch.setattr(compare, "evaluate_model", _no_work)
+    model, out = str(tmp_path / "bandit.zip"), ["--out", str(tmp_path)]
+    assert main(["compare", model, "missing.zip", "--env", "RiskyBandit-v0", *out]) == 2
+    assert "error: no saved model at missing.zip" in capsys.readouterr().err
+    assert main(["compare", model, "--env", "CartPole-v1", *out]) == 2
+    assert f"error: the model does not fit CartPole-v1 ({model}): Observation spaces" in capsys.readouterr().err
+
+
 def test_bad_device_is_named(monkeypatch, capsys):
     monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
     assert main([*TRAIN, "--device", "bogus"]) == 2
@@ -133,7 +145,7 @@ def test_eval_env_with_other_spaces_fails_before_training(monkeypatch, capsys):
     monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
     assert main([*TRAIN, "--eval-env", "CartPole-v1"]) == 2
     err = capsys.readouterr().err
-    assert "--eval-env CartPole-v1 does not fit the model trained on RiskyBandit-v0: Observation spaces" in err
+    assert "error: the model does not fit --eval-env CartPole-v1: Observation spaces do not match" in err
 
 
 @pytest.mark.parametrize("module", ["minatar", "rliable.library"])

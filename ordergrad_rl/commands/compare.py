@@ -28,7 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.commands._models import CommandError, evaluate_model, load_model, model_path, report_error
+from ordergrad_rl.commands._models import (
+    CommandError,
+    check_fits,
+    evaluate_model,
+    is_batched,
+    load_model,
+    model_path,
+)
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
@@ -153,17 +160,35 @@ def expand(paths: list[Path]) -> list[Path]:
 def load_entries(args: argparse.Namespace) -> list[Entry]:
     """Evaluate the models and read the runs named on the command line.
 
-    :raises CommandError: a model without --env, or an argument that is neither a model nor a run.
+    Every model is loaded and checked against ``--env`` before the first evaluation, so a bad argument fails
+    before the work.
+
+    :raises CommandError: a model without --env, one that does not fit --env, or an argument that is neither a
+        model nor a run.
     """
-    entries = []
-    for path in expand(args.entries):
+    paths = expand(args.entries)
+    models = {}
+    for path in paths:
         if is_run(path):
-            entries.append(read_run(path))
             continue
         file = model_path(path)  # raises if there is no such file
         if args.env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        model, algorithm = load_model(file)
+        models[path] = (file, *load_model(file))
+    if models:
+        from ordergrad_rl.envs import make_sb3_vec_env
+
+        is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
+        venv = make_sb3_vec_env(args.env, 1)
+        for file, model, _ in models.values():
+            check_fits(model, venv, f"{args.env} ({file})")
+        venv.close()
+    entries = []
+    for path in paths:
+        if path not in models:
+            entries.append(read_run(path))
+            continue
+        file, model, algorithm = models[path]
         evaluation = evaluate_model(
             model, args.env, args.episodes, deterministic=True, seed=args.seed, quiet=args.quiet
         )
@@ -284,10 +309,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read/evaluate every entry, print the table, write the figure (and JSON)."""
-    try:
-        entries = load_entries(args)
-    except CommandError as err:
-        return report_error("compare", err)
+    entries = load_entries(args)
     for entry in entries:
         print(f"{entry.label}: {entry.source}")
     print()

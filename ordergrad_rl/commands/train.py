@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.commands._checks import check_device
-from ordergrad_rl.commands._models import CommandError, is_batched
+from ordergrad_rl.commands._models import CommandError, check_fits, is_batched
 from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int
 
 ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
@@ -266,17 +266,12 @@ def eval_callback(args: argparse.Namespace, model: Any) -> Any:
     """
     if args.eval_env is None:
         return None
-    from stable_baselines3.common.utils import check_for_correct_spaces
-
     from ordergrad_rl.agents import RiskEvalCallback
     from ordergrad_rl.envs import make_sb3_vec_env
 
     n_eval_envs = args.eval_episodes if is_batched(args.eval_env) else 1
     eval_env = make_sb3_vec_env(args.eval_env, n_eval_envs, seed=args.seed + EVAL_SEED_OFFSET)
-    try:
-        check_for_correct_spaces(eval_env, model.observation_space, model.action_space)
-    except ValueError as err:
-        raise CommandError(f"--eval-env {args.eval_env} does not fit the model trained on {args.env}: {err}") from err
+    check_fits(model, eval_env, f"--eval-env {args.eval_env}")
     return RiskEvalCallback(
         eval_env,
         n_eval_episodes=args.eval_episodes,
