@@ -85,13 +85,20 @@ def assert_same(a: list[tuple[Any, Any]], b: list[tuple[Any, Any]]) -> None:
         np.testing.assert_array_equal(rew_a, rew_b, err_msg=f"reward at step {t}")
 
 
-@pytest.mark.parametrize("clone", CLONES)
-@pytest.mark.parametrize("face", FACES)
+EVERY_FACE_AND_CLONE = pytest.mark.parametrize(("face", "clone"), [(f, c) for f in FACES for c in CLONES])
+
+
+def two_envs(face: str, n_actions: int) -> tuple[Any, Any, list[Any]]:
+    """Two fresh envs of ``face`` and a fixed sequence of ``n_actions`` actions."""
+    spec = FACES[face]
+    first, second = spec.make(), spec.make()
+    return first, second, spec.actions(first, n_actions)
+
+
+@EVERY_FACE_AND_CLONE
 def test_clone_taken_mid_episode_continues_like_the_original(face: str, clone: str) -> None:
     """Original and clone, stepped alternately after the copy, both replay an uncopied reference run."""
-    spec = FACES[face]
-    reference, env = spec.make(), spec.make()
-    actions = spec.actions(reference, 15)
+    reference, env, actions = two_envs(face, 15)
     reset(reference, 0)
     reset(env, 0)
     expected = [step(reference, action) for action in actions]
@@ -105,13 +112,10 @@ def test_clone_taken_mid_episode_continues_like_the_original(face: str, clone: s
     assert_same(head + tail_twin, expected)
 
 
-@pytest.mark.parametrize("clone", CLONES)
-@pytest.mark.parametrize("face", FACES)
+@EVERY_FACE_AND_CLONE
 def test_reseeded_clone_replays_a_fresh_env(face: str, clone: str) -> None:
     """``reset(seed=s)`` on a clone starts the episode that a fresh env seeded ``s`` starts, not the old one."""
-    spec = FACES[face]
-    fresh, env = spec.make(), spec.make()
-    actions = spec.actions(fresh, 13)
+    fresh, env, actions = two_envs(face, 13)
     reset(env, 0)
     for action in actions[:2]:
         step(env, action)
