@@ -10,7 +10,11 @@ A command is a module with
 
 * a docstring (shown as the command's ``--help`` description),
 * ``add_arguments(parser: argparse.ArgumentParser) -> None`` declaring its options, and
-* ``run(args: argparse.Namespace) -> int | None`` doing the work (``None`` means exit status 0).
+* ``run(args: argparse.Namespace) -> int | None`` doing the work (``None`` means exit status 0). It checks its
+  arguments before any long work and raises :class:`~ordergrad_rl.commands._models.CommandError` for a user
+  error: ``main`` prints it like a usage error (exit status 2). Output options named like the standard ones
+  (``--out DIR``, ``--json PATH``, ``--tensorboard DIR``, ``--save PATH``, ``--figure PATH``; see
+  :data:`ordergrad_rl.commands._checks.OUTPUT_OPTIONS`) are checked by ``main`` before ``run``.
 
 Register it with one :class:`Command` entry (module path and one-line help) in :data:`COMMANDS`
 (``ordergrad-rl <name>``) or :data:`REPRODUCTIONS` (``ordergrad-rl reproduce <name>``). A module is imported
@@ -103,7 +107,7 @@ class _LazyParser(argparse.ArgumentParser):
         if module.__doc__:
             self.description = module.__doc__.strip()
         module.add_arguments(self)
-        self.set_defaults(_run=module.run)
+        self.set_defaults(_run=module.run, _prog=self.prog)
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         self._load()
@@ -149,13 +153,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ordergrad-rl`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
 
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
-    returns 2, like a usage error.
+    returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
+    ``--save``, ``--figure``) are checked before the command runs, and a ``CommandError`` raised by a command is
+    printed like a usage error (status 2) instead of a traceback.
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args._run is None:
         args._parser.print_help(sys.stderr)
         return 2
-    status = args._run(args)
+    from ordergrad_rl.commands._checks import check_output_arguments
+    from ordergrad_rl.commands._models import CommandError, report_error
+
+    try:
+        check_output_arguments(args)
+        status = args._run(args)
+    except CommandError as err:
+        return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
     return 0 if status is None else int(status)
 
 

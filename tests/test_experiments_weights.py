@@ -63,8 +63,42 @@ def test_median_of_k_minus_1_equals_trimmed_middle_pair_of_k():
 
 
 def test_summary():
-    assert wt.profile_summary(np.full(10, 0.1)) == {"total": 1.0, "peak_rank": 1, "effective_n": pytest.approx(10)}
-    assert np.isnan(wt.profile_summary(np.array([-0.5, 0.0, 0.5]))["effective_n"])
+    mean = wt.profile_summary(np.full(10, 0.1), np.ones(1))
+    assert mean == {"total": 1.0, "peak_rank": 1, "effective_n": pytest.approx(10)}
+    single = wt.profile_summary(np.eye(5)[3], np.array([0.0, 1.0]))
+    assert single == {"total": 1.0, "peak_rank": 4, "effective_n": 1.0}
+    signed = wt.profile_summary(np.array([-0.5, 0.0, 0.5]), np.array([-1.0, 1.0]))
+    assert signed == {"total": 0.0, "peak_rank": 1, "effective_n": pytest.approx(2.0)}  # two ranks carry weight
+
+
+def test_totals_are_exact_and_gmd_row_has_no_negative_zero_or_nan(tmp_path, capsys):
+    """Issue 9, defect 8: the GMD row printed ``-0`` (float dust of sum(W alpha)) and ``nan`` (the effective sample
+    size of a signed profile)."""
+    results = wt.run_experiment()
+    for figure in wt.FIGURES:
+        for scheme in figure.schemes:
+            summary = results[figure.name]["schemes"][scheme.label]
+            # sum_m (W alpha)_m = sum_j alpha_j: every order statistic's weights over the ranks sum to 1.
+            assert summary["weights"].sum() == pytest.approx(summary["total"], abs=1e-12)
+            assert summary["total"] in (0.0, 1.0) and np.copysign(1.0, summary["total"]) == 1.0
+            assert 1.0 - 1e-12 <= summary["effective_n"] <= figure.n * (1 + 1e-12)
+    gmd = results["robust"]["schemes"]["GiniMeanDifference"]
+    assert gmd["total"] == 0.0 and gmd["effective_n"] == pytest.approx(75.0, rel=0.01)  # |w| ~ uniform: n * 3/4
+    assert main(["reproduce", "weights", "--out", str(tmp_path)]) == 0
+    cells = {
+        cell.strip()
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("|")
+        for cell in line.split("|")
+    }
+    assert not cells & {"-0", "nan", "-0.0"}
+
+
+def test_weights_refuses_seeds_and_says_why(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "weights", "--seeds", "2"])
+    assert exc.value.code == 2
+    assert "--seeds does not apply here: the weight profiles are exact" in capsys.readouterr().err
 
 
 def test_cli_run_writes_every_figure(tmp_path, capsys):

@@ -182,6 +182,19 @@ class Evaluation:
         return [(name, mean, final) for name, (mean, final) in rows.items()]
 
 
+def check_fits(model: Any, venv: Any, env_id: str) -> None:
+    """SB3's ``check_for_correct_spaces`` of ``model`` on ``venv`` (made from ``env_id``).
+
+    :raises CommandError: the observation or action spaces differ.
+    """
+    from stable_baselines3.common.utils import check_for_correct_spaces
+
+    try:
+        check_for_correct_spaces(venv, model.observation_space, model.action_space)
+    except ValueError as err:
+        raise CommandError(f"the model does not fit {env_id}: {err}") from err
+
+
 def evaluate_model(
     model: Any, env_id: str, episodes: int, deterministic: bool, seed: int | None = 0, quiet: bool = False
 ) -> Evaluation:
@@ -190,17 +203,14 @@ def evaluate_model(
     :raises CommandError: the model's observation or action space differs from the env's.
     """
     from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.utils import check_for_correct_spaces, set_random_seed
+    from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
     from ordergrad_rl.agents import EpisodeInfoAggregator
     from ordergrad_rl.envs import make_sb3_vec_env
 
     venv = make_sb3_vec_env(env_id, eval_n_envs(env_id, episodes), seed=seed)
-    try:
-        check_for_correct_spaces(venv, model.observation_space, model.action_space)
-    except ValueError as err:
-        raise CommandError(f"the model does not fit {env_id}: {err}") from err
+    check_fits(model, venv, env_id)
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
     aggregator = EpisodeInfoAggregator(venv.num_envs)

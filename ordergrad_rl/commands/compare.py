@@ -11,26 +11,38 @@ Each argument is either
     evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
     <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir
     whose subdirectories are runs stands for all of them.
-Prints one risk table (a row per entry) and writes compare.png: the quantile functions (return against
-probability level) and the return histograms.
+Prints one risk table (a row per entry) and writes a figure of the quantile functions (return against probability
+level) and the return histograms: --figure PATH, else <--out>/compare_<inputs>.png named after the arguments
+(compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png, compare_tailrisk.png), so comparisons of different inputs
+do not overwrite each other.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.commands._models import CommandError, evaluate_model, load_model, model_path, report_error
+from ordergrad_rl.commands._models import (
+    CommandError,
+    check_fits,
+    evaluate_model,
+    is_batched,
+    load_model,
+    model_path,
+)
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
     positive_int,
     pyplot,
     save_figure,
+    seed_int,
     write_json,
 )
 
@@ -148,17 +160,35 @@ def expand(paths: list[Path]) -> list[Path]:
 def load_entries(args: argparse.Namespace) -> list[Entry]:
     """Evaluate the models and read the runs named on the command line.
 
-    :raises CommandError: a model without --env, or an argument that is neither a model nor a run.
+    Every model is loaded and checked against ``--env`` before the first evaluation, so a bad argument fails
+    before the work.
+
+    :raises CommandError: a model without --env, one that does not fit --env, or an argument that is neither a
+        model nor a run.
     """
-    entries = []
-    for path in expand(args.entries):
+    paths = expand(args.entries)
+    models = {}
+    for path in paths:
         if is_run(path):
-            entries.append(read_run(path))
             continue
         file = model_path(path)  # raises if there is no such file
         if args.env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        model, algorithm = load_model(file)
+        models[path] = (file, *load_model(file))
+    if models:
+        from ordergrad_rl.envs import make_sb3_vec_env
+
+        is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
+        venv = make_sb3_vec_env(args.env, 1)
+        for file, model, _ in models.values():
+            check_fits(model, venv, f"{args.env} ({file})")
+        venv.close()
+    entries = []
+    for path in paths:
+        if path not in models:
+            entries.append(read_run(path))
+            continue
+        file, model, algorithm = models[path]
         evaluation = evaluate_model(
             model, args.env, args.episodes, deterministic=True, seed=args.seed, quiet=args.quiet
         )
@@ -172,6 +202,30 @@ def load_entries(args: argparse.Namespace) -> list[Entry]:
 
 
 # ---------------------------------------------------------------------------------------------------- output
+#: Longest figure file name built from the inputs; longer ones are cut and end in a hash of all inputs.
+MAX_FIGURE_NAME = 120
+
+
+def figure_name(paths: list[Path]) -> str:
+    """``compare_<a>_vs_<b>....png`` from the command-line arguments: a model's file stem, a run's or log dir's name
+    (with its parent's name when two arguments share a name); characters other than letters, digits and ``._-``
+    become ``-``."""
+    names = [path.stem if path.suffix == ".zip" else path.name for path in paths]
+    names = [
+        f"{path.parent.name}-{name}" if names.count(name) > 1 else name for path, name in zip(paths, names, strict=True)
+    ]
+    stem = re.sub(r"[^\w.-]+", "-", "compare_" + "_vs_".join(names))
+    if len(stem) > MAX_FIGURE_NAME:
+        digest = hashlib.sha1("\0".join(map(str, paths)).encode()).hexdigest()[:8]
+        stem = f"{stem[: MAX_FIGURE_NAME - 9]}-{digest}"
+    return stem + ".png"
+
+
+def figure_path(args: argparse.Namespace) -> Path:
+    """``--figure``, else ``<--out>/`` :func:`figure_name` of the arguments."""
+    return args.figure if args.figure is not None else args.out / figure_name(args.entries)
+
+
 TABLE_KEYS: tuple[str, ...] = (
     "mean",
     "std",
@@ -241,22 +295,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="E",
         help="evaluation episodes per saved model (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation envs (default: 0)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the evaluation envs (default: 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "compare")
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write the figure to PATH (default: <--out>/compare_<inputs>.png, named after the arguments)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Read/evaluate every entry, print the table, write the figure (and JSON)."""
-    try:
-        entries = load_entries(args)
-    except CommandError as err:
-        return report_error("compare", err)
+    entries = load_entries(args)
     for entry in entries:
         print(f"{entry.label}: {entry.source}")
     print()
     print(format_table(entries))
-    figure = plot(entries, args.out / "compare.png")
+    figure = plot(entries, figure_path(args))
     print(f"\nfigure: {figure}")
     if args.json is not None:
         payload = {

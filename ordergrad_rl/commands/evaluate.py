@@ -16,8 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError, Evaluation, evaluate_model, load_model, report_error
-from ordergrad_rl.experiments._common import markdown_table, positive_int, write_json
+from ordergrad_rl.commands._models import Evaluation, evaluate_model, load_model
+from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deterministic", action="store_true", help="act with the mean / most likely action (default: sample)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the env and the policy's sampling (default: 0)")
+    parser.add_argument(
+        "--seed", type=seed_int, default=0, help="seed of the env and the policy's sampling (default: 0)"
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -47,11 +49,8 @@ def format_evaluation(evaluation: Evaluation) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
-    try:
-        model, algorithm = load_model(args.model)
-        evaluation = evaluate_model(model, args.env, args.episodes, args.deterministic, args.seed, args.quiet)
-    except CommandError as err:
-        return report_error("evaluate", err)
+    model, algorithm = load_model(args.model)
+    evaluation = evaluate_model(model, args.env, args.episodes, args.deterministic, args.seed, args.quiet)
     policy = "deterministic" if args.deterministic else "stochastic"
     print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")
     print(format_evaluation(evaluation))

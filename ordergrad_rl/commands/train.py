@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections.abc
 import inspect
+import sys
 import time
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError, is_batched, report_error
-from ordergrad_rl.experiments._common import markdown_table, positive_int
+from ordergrad_rl.commands._checks import check_device
+from ordergrad_rl.commands._models import CommandError, check_fits, is_batched
+from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int
 
 ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
 #: Constructor arguments that have their own option.
@@ -58,10 +63,93 @@ def hyperparameter_names(cls: type) -> list[str]:
     return sorted(name for name in names if name not in OPTION_OF and not name.startswith("_"))
 
 
+def _annotation(cls: type, name: str) -> Any:
+    """The evaluated annotation of constructor argument ``name``, or ``None`` if it has none or cannot be evaluated.
+
+    Annotations are evaluated one by one: ``typing.get_type_hints`` fails as a whole on names imported under
+    ``TYPE_CHECKING`` (``VecEnv`` in SB3's signatures).
+    """
+    annotation = inspect.signature(cls).parameters[name].annotation
+    if annotation is inspect.Parameter.empty:
+        return None
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, vars(sys.modules[cls.__module__]), {})  # the class's own source text, not user input
+    except Exception:
+        return None
+
+
+def _matches(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` (a Python literal) fits ``annotation``; unknown annotations accept anything.
+
+    Shallow: ``dict[str, Any]`` checks that ``value`` is a dict. A literal is never a class or a callable, so
+    ``type[...]`` and ``Callable`` (SB3's ``Schedule``) refuse it. ``int`` fits ``float`` (PEP 484), ``bool`` fits
+    only ``bool``.
+    """
+    origin = typing.get_origin(annotation)
+    if annotation is Any:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return value in typing.get_args(annotation)
+    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+        return False
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(origin, type):
+        return isinstance(value, origin)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True
+
+
+_LITERAL_KINDS: dict[Any, str] = {
+    float: "a number",
+    int: "an integer",
+    bool: "True or False",
+    str: "a string",
+    type(None): "None",
+    dict: "a dict such as {'key': 1}",
+    list: "a list",
+    tuple: "a tuple",
+}
+
+
+def _describe(annotation: Any) -> str:
+    """What a command-line literal must be to fit ``annotation``, in words (``""`` for classes and functions)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(part for part in map(_describe, typing.get_args(annotation)) if part)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(annotation))
+    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+        return ""
+    return _LITERAL_KINDS.get(origin or annotation, str(annotation))
+
+
+def _expected(cls: type, name: str) -> Any:
+    """What ``name`` accepts: its annotation, else the type of its default (``None``: anything)."""
+    annotation = _annotation(cls, name)
+    if annotation is not None:
+        return annotation
+    default = inspect.signature(cls).parameters[name].default
+    return None if default is None or default is inspect.Parameter.empty else type(default)
+
+
 def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     """``["key=value", ...]`` -> ``{key: ast.literal_eval(value)}`` (the raw string if it is not a literal).
 
-    :raises CommandError: malformed item, a key with its own option, or a key ``cls`` does not accept.
+    Each value must fit the constructor argument's annotation (or its default's type, when unannotated), so
+    ``learning_rate=1e-2x`` (a string, not a number) is refused here rather than deep inside the algorithm.
+
+    :raises CommandError: malformed item, a key with its own option, a key ``cls`` does not accept, or a value of
+        the wrong type.
     """
     valid = hyperparameter_names(cls)
     out: dict[str, Any] = {}
@@ -75,9 +163,15 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
         if key not in valid:
             raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
         try:
-            out[key] = ast.literal_eval(text)
+            value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            out[key] = text  # e.g. activation names, device strings
+            value = text  # e.g. activation names, device strings
+        expected = _expected(cls, key)
+        if expected is not None and not _matches(value, expected):
+            got = "text that is not a Python literal" if value is text else f"{type(value).__name__} {value!r}"
+            accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
+            raise CommandError(f"--hparams {key}={text}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+        out[key] = value
     return out
 
 
@@ -94,17 +188,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="episodes per update (default: the algorithm's, 64 for ppo, 256 for reinforce)",
+        help="episodes per update (default: the algorithm's n_episodes)",
     )
     parser.add_argument(
         "--n-envs",
         type=positive_int,
         default=None,
         metavar="E",
-        help="parallel envs, a divisor of N (default: N on the batched tail-risk envs, else 1)",
+        help="parallel envs, a divisor of N (default: the algorithm's n_envs)",
     )
     parser.add_argument("--timesteps", type=positive_int, required=True, metavar="T", help="env steps to train for")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument(
         "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
     )
@@ -136,50 +230,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_model(args: argparse.Namespace) -> Any:
     """The algorithm, configured from the options.
 
-    :raises CommandError: unknown env, bad --hparams, or arguments the algorithm rejects.
+    ``n_episodes`` and ``n_envs`` are passed only when given: otherwise the algorithm's defaults apply (they know
+    which envs have a native vector form).
+
+    :raises CommandError: unknown env or device, bad --hparams, or arguments the algorithm rejects.
     """
     cls = algorithm_class(args.algo)
     hparams = parse_hparams(args.hparams, cls)
-    n_episodes = args.n_episodes or inspect.signature(cls).parameters["n_episodes"].default
-    n_envs = args.n_envs or (n_episodes if is_batched(args.env) else 1)
+    is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
+    check_device(args.device)
+    given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
     try:
         return cls(
             args.policy,
             args.env,
             objective=args.objective,
             k=args.k,
-            n_episodes=n_episodes,
-            n_envs=n_envs,
             seed=args.seed,
             tensorboard_log=None if args.tensorboard is None else str(args.tensorboard),
             verbose=args.verbose,
             device=args.device,
+            **{key: value for key, value in given.items() if value is not None},
             **hparams,
         )
     except (ValueError, TypeError, KeyError) as err:
-        # Objective specs, k >= N, N not divisible by n_envs, wrong hparam types, unknown policy names ...
+        # Objective specs, k >= N, N not divisible by n_envs, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
+
+
+def eval_callback(args: argparse.Namespace, model: Any) -> Any:
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``.
+
+    :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
+        first evaluation).
+    """
+    if args.eval_env is None:
+        return None
+    from ordergrad_rl.agents import RiskEvalCallback
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    n_eval_envs = args.eval_episodes if is_batched(args.eval_env) else 1
+    eval_env = make_sb3_vec_env(args.eval_env, n_eval_envs, seed=args.seed + EVAL_SEED_OFFSET)
+    check_fits(model, eval_env, f"--eval-env {args.eval_env}")
+    return RiskEvalCallback(
+        eval_env,
+        n_eval_episodes=args.eval_episodes,
+        # The callback counts vectorized steps (n_envs env steps each).
+        eval_freq=max(1, args.eval_freq // model.n_envs),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Build, train (with a progress bar), print the last risk profiles, save."""
-    from ordergrad_rl.agents import RiskEvalCallback
     from ordergrad_rl.risk import risk_profile
 
-    try:
-        model = build_model(args)
-        callback = None
-        if args.eval_env is not None:
-            callback = RiskEvalCallback(
-                args.eval_env,
-                n_eval_episodes=args.eval_episodes,
-                # The callback counts vectorized steps (n_envs env steps each).
-                eval_freq=max(1, args.eval_freq // model.n_envs),
-                n_eval_envs=args.eval_episodes if is_batched(args.eval_env) else 1,
-                seed=args.seed + EVAL_SEED_OFFSET,
-            )
-    except CommandError as err:
-        return report_error("train", err)
+    model = build_model(args)
+    callback = eval_callback(args, model)
     print(
         f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {args.timesteps} timesteps"

@@ -8,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ordergrad_rl.envs._checks import check_float
+
 #: Rows of the grid: S start, G goal, L lava, . floor.
 LAYOUT: tuple[str, ...] = (
     ".....",
@@ -84,7 +86,8 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
     env = gym.make("RiskyLavaGrid-v0", slip=0.1)
     ```
 
-    ``slip=0.1``, ``step_reward=-1.0``, ``goal_reward=10.0``, ``lava_reward=-15.0``.
+    ``slip=0.1`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=10.0``, ``lava_reward=-15.0``
+    (finite numbers; anything else raises ``ValueError`` naming the argument).
     ``env.unwrapped.P[s][a]`` lists the ``(probability, next_state, reward, terminated)``
     outcomes (as in Gymnasium's FrozenLake). Each step draws one uniform.
 
@@ -106,9 +109,13 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        if not 0.0 <= slip <= 1.0:
-            raise ValueError(f"slip must be a probability in [0, 1], got {slip!r}")
-        self.slip = float(slip)
+        self.slip = check_float("slip", slip, 0.0, 1.0)
+        step_reward = check_float("step_reward", step_reward)
+        goal_reward = check_float("goal_reward", goal_reward)
+        lava_reward = check_float("lava_reward", lava_reward)
+        for name, bonus_reward in (("goal_reward", goal_reward), ("lava_reward", lava_reward)):
+            if not np.isfinite(step_reward + bonus_reward):  # the reward of the last step
+                raise ValueError(f"step_reward + {name} overflows: {step_reward!r} + {bonus_reward!r}")
         self.cells = "".join(LAYOUT)
         self.n_rows, self.n_cols = len(LAYOUT), len(LAYOUT[0])
         self.start_state = self.cells.index("S")

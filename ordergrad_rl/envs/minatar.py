@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.envs._checks import check_int
+
 #: Game key -> MinAtar's Gymnasium name.
 GAMES: dict[str, str] = {
     "breakout": "Breakout",
@@ -35,9 +37,12 @@ def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEP
     :param max_episode_steps: ``TimeLimit`` (truncation) or ``None``.
     :param kwargs: forwarded to MinAtar's ``Environment`` (``sticky_action_prob``, ``difficulty_ramping``).
     :raises ImportError: MinAtar is not installed.
+    :raises ValueError: ``max_episode_steps`` is not ``None`` or an integer >= 1.
     """
     import gymnasium as gym
 
+    if max_episode_steps is not None:
+        check_int("max_episode_steps", max_episode_steps, 1)
     try:
         import minatar.gym as minatar_gym
     except ImportError as error:  # pragma: no cover - depends on the install
@@ -53,4 +58,5 @@ def make_minatar_vec_env(game: str, n_envs: int, seed: int | None = None, **kwar
     """SB3 ``DummyVecEnv`` of ``n_envs`` monitored :func:`make_minatar_env` copies (env ``i`` seeded ``seed + i``)."""
     from stable_baselines3.common.env_util import make_vec_env
 
+    check_int("n_envs", n_envs, 1)
     return make_vec_env(make_minatar_env, n_envs=n_envs, seed=seed, env_kwargs=dict(game=game, **kwargs))

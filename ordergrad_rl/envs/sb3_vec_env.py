@@ -14,6 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
+from ordergrad_rl.envs._checks import check_int
 from ordergrad_rl.envs.tailrisk import TailRiskSimulator
 from ordergrad_rl.envs.tailrisk_gym import tailrisk_spaces
 
@@ -123,6 +124,7 @@ def make_sb3_vec_env(
     :param env_kwargs: keyword arguments of the env (override the registered ones).
     :return: the vectorized env.
     """
+    check_int("n_envs", n_envs, 1)
     spec = gym.spec(env_id)
     if spec.entry_point != TAILRISK_ENTRY_POINT:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from gymnasium.utils.seeding import np_random
 
+from ordergrad_rl.envs._checks import check_float, check_int
+
 #: Column order of the action logits, of the applied weights and of ``info["weights"]``.
 ASSET_NAMES: tuple[str, ...] = ("high_yield_tailrisk", "defensive_hedge", "balanced", "cash")
 #: Names of the 14 observation features, in order.
@@ -90,23 +92,6 @@ def as_logits(action: Any, shape: tuple[int, ...], bound: float) -> np.ndarray:
     return np.clip(a, -bound, bound)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_float(name: str, value: Any, low: float, high: float, *, open_high: bool = False) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if ok:
-        value = float(value)
-        ok = low <= value < high if open_high else low <= value <= high
-    if not ok:
-        interval = f"[{low}, {high})" if open_high else f"[{low}, {high}]"
-        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
-    return value
-
-
 class TailRiskSimulator:
     """``num_envs`` independent SyntheticTailRisk episodes stepped together.
 
@@ -167,24 +152,24 @@ class TailRiskSimulator:
         event_window: tuple[int, int] | None = None,
         ema_rate: float = 0.1,
     ) -> None:
-        self.num_envs = _check_int("num_envs", num_envs, 1)
-        self.p = _check_float("p", p, 0.0, 1.0)
-        self.traded_days = _check_int("traded_days", traded_days, 1)
-        self.rebalance_every = _check_int("rebalance_every", rebalance_every, 1)
+        self.num_envs = check_int("num_envs", num_envs, 1)
+        self.p = check_float("p", p, 0.0, 1.0)
+        self.traded_days = check_int("traded_days", traded_days, 1)
+        self.rebalance_every = check_int("rebalance_every", rebalance_every, 1)
         if self.traded_days % self.rebalance_every:
             raise ValueError(f"traded_days ({traded_days}) must be a multiple of rebalance_every ({rebalance_every})")
         # Wealth stays positive iff the worst daily portfolio return, clip_low - 2 * cost, exceeds -1.
-        self.cost = _check_float("cost", cost, 0.0, (1.0 + self.return_clip[0]) / 2, open_high=True)
-        self.cash_cap = _check_float("cash_cap", cash_cap, 0.0, 1.0)
-        self.lookback = _check_int("lookback", lookback, 2)
-        self.ema_rate = _check_float("ema_rate", ema_rate, 0.0, 1.0)
+        self.cost = check_float("cost", cost, 0.0, (1.0 + self.return_clip[0]) / 2, open_high=True)
+        self.cash_cap = check_float("cash_cap", cash_cap, 0.0, 1.0)
+        self.lookback = check_int("lookback", lookback, 2)
+        self.ema_rate = check_float("ema_rate", ema_rate, 0.0, 1.0)
         self.num_days = self.lookback + self.traded_days
         self.num_decisions = self.traded_days // self.rebalance_every
         if event_window is None:
             event_window = default_event_window(self.lookback, self.traded_days)
         if not isinstance(event_window, (tuple, list, np.ndarray)) or len(event_window) != 2:
             raise ValueError(f"event_window must be a pair (first, last), got {event_window!r}")
-        first, last = (_check_int("event_window day", day, 0) for day in event_window)
+        first, last = (check_int("event_window day", day, 0) for day in event_window)
         if not self.lookback <= first <= last < self.num_days:
             raise ValueError(
                 f"event_window must satisfy lookback ({self.lookback}) <= first <= last < "
@@ -210,9 +195,10 @@ class TailRiskSimulator:
         self.rngs: list[np.random.Generator] = [np_random(None)[0] for _ in range(B)]
         self._uniforms = np.zeros((B, _N_UNIFORMS))
         self._normals = np.zeros((B, T, _N_NORMALS))
+        # The episode tensor is the only array of asset returns; no attribute may hold a view of it
+        # (copy.deepcopy and pickle turn a view into an independent array, so a clone would keep
+        # stepping the episode the view saw when it was copied).
         self._returns = np.zeros((B, T, 3))
-        # [B, decisions, R, 3] view of the traded days, one block per decision.
-        self._blocks = self._returns[:, L:].reshape(B, self.num_decisions, R, 3)
         self._moments = np.zeros((B, self.num_decisions + 1, 6))
         self._event_day = np.full(B, -1, dtype=np.int64)
         self._jumps = np.zeros((B, 3))
@@ -378,7 +364,9 @@ class TailRiskSimulator:
             raise RuntimeError("step() called on a finished episode: reset the env first")
         weights = cash_capped_weights(logits[sel], self.cash_cap)
 
-        block = self._blocks[self._rows[sel], decision]  # [n, R, 3]
+        # [B, decisions, R, 3] view of the traded days (one block per decision), taken afresh here.
+        blocks = self._returns[:, self.lookback :].reshape(self.num_envs, self.num_decisions, self.rebalance_every, 3)
+        block = blocks[self._rows[sel], decision]  # [n, R, 3]
         # Cash earns zero; elementwise products keep results identical for any batch size.
         daily = block[..., 0] * weights[:, :1] + block[..., 1] * weights[:, 1:2] + block[..., 2] * weights[:, 2:3]
         daily[:, 0] -= self.cost * np.abs(weights - self._prev_weights[sel]).sum(axis=1)

@@ -40,11 +40,38 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     )
 
 
+def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
+    """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
+    ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""
+
+    class Refuse(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None) -> None:
+            parser.error(f"{option_string} does not apply here: {reason}")
+
+    parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (NumPy and Gymnasium refuse negative seeds)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a seed >= 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (learning rates)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 

@@ -37,7 +37,9 @@ from ordergrad_rl.experiments._common import (
     positive_int,
     progress,
     pyplot,
+    refuse_option,
     save_figure,
+    seed_int,
     write_json,
 )
 from ordergrad_rl.experiments.weights import Scheme, plot_profiles
@@ -445,7 +447,8 @@ def format_tables(results: dict[str, Any]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl reproduce diagnostics``."""
     parser.add_argument("--quick", action="store_true", help="tiny grids and repeat counts (a smoke test, seconds)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
+    refuse_option(parser, "--seeds", "diagnostics is one Monte-Carlo run: its seed is --seed, its repeats --reps")
     parser.add_argument(
         "--reps",
         type=positive_int,

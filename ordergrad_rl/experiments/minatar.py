@@ -496,9 +496,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ordergrad_rl.commands._checks import require_extra
+    from ordergrad_rl.commands._models import CommandError
+
     bad = [m for m in args.m if m > args.k]
     if bad:
-        raise SystemExit(f"--m values must be <= --k={args.k}, got {bad}")
+        raise CommandError(f"--m values must be <= --k={args.k}, got {bad}")
+    # Before any training: the games (MinAtar) and the aggregates (rliable) come with the extra.
+    require_extra("minatar", ("minatar", "rliable.library"), "reproduce minatar")
     config = Config(
         games=tuple(dict.fromkeys(args.games)),
         steps=args.steps,

@@ -34,6 +34,7 @@ from ordergrad_rl.core import Objective
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
     markdown_table,
+    positive_float,
     positive_int,
     print_checks,
     progress,
@@ -343,7 +344,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seeds", type=positive_int, default=default.seeds, metavar="S", help="number of seeds (default: %(default)s)"
     )
     parser.add_argument("--steps", type=positive_int, default=default.steps, help="Adam steps (default: %(default)s)")
-    parser.add_argument("--lr", type=float, default=default.lr, help="Adam learning rate (default: %(default)s)")
+    parser.add_argument(
+        "--lr", type=positive_float, default=default.lr, help="Adam learning rate (default: %(default)s)"
+    )
     parser.add_argument(
         "--batch-size", type=positive_int, default=default.batch_size, help="minibatch size N (default: %(default)s)"
     )
@@ -372,6 +375,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "robust_regression")
 
 
+def check_config(config: Config) -> None:
+    """Refuse settings that cannot run, before any training, naming the option.
+
+    :raises CommandError: a minibatch larger than the training set, an objective that does not exist at its k
+        (``TrimM:4`` needs k > 8), or a k above the minibatch size (the batch value needs k <= N).
+    """
+    from ordergrad_rl.commands._models import CommandError
+
+    if config.batch_size > config.n_train:
+        raise CommandError(f"--batch-size ({config.batch_size}) must be <= --n-train ({config.n_train})")
+    ks = {"--median-k": ("median", [config.median_k]), "--trim-k": ("TrimM:4", [config.trim_k])}
+    if config.sweep:
+        ks["--median-k"][1].extend(config.median_sweep_k)
+        ks["--trim-k"][1].extend(config.trim_sweep_k)
+    for flag, (spec, values) in ks.items():
+        for i, k in enumerate(values):
+            where = flag if i == 0 else f"--sweep (its grid of {flag})"
+            try:
+                Objective.parse(spec, k)
+            except ValueError as err:
+                raise CommandError(f"{where}, k = {k}: {err}") from err
+            if k > config.batch_size:
+                raise CommandError(f"{where}: k = {k} must be <= --batch-size ({config.batch_size})")
+
+
 def run(args: argparse.Namespace) -> int:
     """Train, print the table beside the paper's, write the figure (and JSON)."""
     config = Config(
@@ -384,6 +412,7 @@ def run(args: argparse.Namespace) -> int:
         trim_k=args.trim_k,
         sweep=args.sweep,
     )
+    check_config(config)
     results = run_experiment(config, quiet=args.quiet)
     print(
         f"Robust regression: {config.seeds} seeds, {config.steps} Adam steps (lr {config.lr}, init w = b = 0), "

@@ -639,6 +639,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
+    from ordergrad_rl.commands._models import CommandError
+
+    if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
+        raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")
     start = time.perf_counter()
     config = Config(
         seeds=args.seeds,

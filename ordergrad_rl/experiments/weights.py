@@ -11,12 +11,15 @@ the m-th smallest sample (also its reparameterization gradient). One figure per 
   robust     Median, TrimM, WinsorizedM, GiniMeanDifference, N = 100, k = 20
 
 plus weights_overview.png with all six panels. The printed table gives each profile's total weight, peak rank
-and effective sample size (sum w)^2 / sum w^2 (how many batch samples the value effectively averages).
+and effective sample size (sum |w|)^2 / sum w^2 (how many batch samples the value effectively averages).
+
+The profiles are exact (no sampling), so this reproduction takes no --seeds.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ordergrad_rl.core import Objective, OrderStatTransform
-from ordergrad_rl.experiments._common import add_output_arguments, markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.experiments._common import (
+    add_output_arguments,
+    markdown_table,
+    pyplot,
+    refuse_option,
+    save_figure,
+    write_json,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -108,18 +118,22 @@ def profile(n: int, scheme: Scheme) -> np.ndarray:
     return OrderStatTransform(n, scheme.objective).value_weights
 
 
-def profile_summary(weights: np.ndarray) -> dict[str, float]:
+def profile_summary(weights: np.ndarray, alpha: np.ndarray) -> dict[str, float]:
     """Total weight, 1-based peak rank (of the largest ``|w|``) and effective sample size of a profile.
 
-    The effective sample size ``(sum w)^2 / sum w^2`` is ``n`` for the mean and 1 for a single rank; it is NaN for
-    signed profiles (their total weight is 0 for the Gini mean difference).
+    The total is ``sum_j alpha_j`` (each order statistic's weights over the ranks sum to 1), summed exactly: 1
+    for the location schemes and exactly 0 for the Gini mean difference, whose float sum of ``W alpha`` is only
+    dust of either sign. The effective sample size ``(sum |w|)^2 / sum w^2`` (Kish's, with absolute weights so
+    that it is defined for signed profiles) is ``n`` for the mean and 1 for a single rank.
+
+    :param weights: ``W alpha``, shape ``(n,)``.
+    :param alpha: the rank weights ``alpha``, shape ``(k,)``.
     """
-    total = float(np.round(weights.sum(), 12))  # the Gini mean difference's 0 without the float dust
-    signed = bool(np.any(weights < -1e-15))
+    magnitude = np.abs(weights)
     return {
-        "total": total,
-        "peak_rank": int(np.argmax(np.abs(weights))) + 1,
-        "effective_n": float("nan") if signed else total**2 / float(np.sum(weights**2)),
+        "total": math.fsum(alpha),
+        "peak_rank": int(np.argmax(magnitude)) + 1,
+        "effective_n": float(magnitude.sum() ** 2 / np.sum(weights**2)),
     }
 
 
@@ -145,7 +159,8 @@ def run_experiment() -> dict[str, Any]:
         schemes = {}
         for scheme in figure.schemes:
             weights = profile(figure.n, scheme)
-            schemes[scheme.label] = {"objective": str(scheme.objective), "weights": weights, **profile_summary(weights)}
+            summary = profile_summary(weights, scheme.objective.weights)
+            schemes[scheme.label] = {"objective": str(scheme.objective), "weights": weights, **summary}
         results[figure.name] = {"n": figure.n, "title": figure.title, "schemes": schemes}
     return results
 
@@ -180,6 +195,7 @@ def format_table(results: dict[str, Any]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl reproduce weights``."""
     add_output_arguments(parser, "weights")
+    refuse_option(parser, "--seeds", "the weight profiles are exact, nothing is random")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,172 @@
+"""Bad command-line input ends in ``ordergrad-rl <command>: error: ...`` (exit status 2) *before* any work, never in
+a traceback after it (issue 9, defect 10)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import ordergrad_rl.agents
+from ordergrad_rl.cli import REPRODUCTIONS, main
+from ordergrad_rl.commands import compare, evaluate, train
+from ordergrad_rl.experiments import robust_regression, tailrisk
+
+BANDIT = ["--env", "RiskyBandit-v0", "--quiet"]
+TRAIN = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", *BANDIT]
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("the command started its work despite a bad argument")
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a_file"
+    path.write_text("")
+    return path
+
+
+def _output_cases(a_file: Path, a_dir: Path) -> list[tuple[list[str], str]]:
+    """(argv, option named in the error): a directory under a file, or a directory where a file is needed."""
+    under_file = str(a_file / "sub")
+    cases = [
+        ([*TRAIN, "--save", under_file], "--save"),
+        ([*TRAIN, "--save", str(a_dir)], None),  # a directory without suffix: SB3 writes <dir>.zip, which is fine
+        ([*TRAIN, "--tensorboard", str(a_file)], "--tensorboard"),
+        (["evaluate", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
+        (["compare", "m.zip", *BANDIT, "--out", under_file], "--out"),
+        (["compare", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
+    ]
+    for name in REPRODUCTIONS:
+        cases.append((["reproduce", name, "--json", str(a_dir)], "--json"))
+        cases.append((["reproduce", name, "--out", under_file], "--out"))
+    cases += [(["reproduce", name, "--tensorboard", under_file], "--tensorboard") for name in ("tailrisk", "minatar")]
+    return cases
+
+
+def _modules() -> list:
+    import importlib
+
+    return [train, evaluate, compare, *(importlib.import_module(c.module) for c in REPRODUCTIONS.values())]
+
+
+def test_output_options_are_checked_before_the_work(tmp_path, a_file, monkeypatch, capsys):
+    for module in _modules():
+        monkeypatch.setattr(module, "run", _no_work)
+    a_dir = tmp_path / "a_dir"
+    a_dir.mkdir()
+    for argv, option in _output_cases(a_file, a_dir):
+        if option is None:
+            with pytest.raises(AssertionError, match="started its work"):  # the check passed: run was reached
+                main(argv)
+            continue
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        command = " ".join(argv[:2]) if argv[0] == "reproduce" else argv[0]
+        assert err.startswith(f"ordergrad-rl {command}: error: {option} "), (argv, err)
+        assert "Traceback" not in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
+def test_unwritable_directory_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(train, "run", _no_work)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert main([*TRAIN, "--tensorboard", str(locked / "tb")]) == 2
+        assert f"{locked} is not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_tailrisk_k_is_checked_before_the_workers(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tailrisk, "run_experiment", _no_work)
+    assert main(["reproduce", "tailrisk", "--k", "300", "--quiet", "--out", str(tmp_path)]) == 2
+    assert "--k (300) must be < --n-episodes (256)" in capsys.readouterr().err
+    assert main(["reproduce", "tailrisk", "--k", "8", "--n-episodes", "8", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--trim-k", "8"], "--trim-k, k = 8: objective trim4@8 needs 2m < k"),
+        (["--median-k", "300"], "--median-k: k = 300 must be <= --batch-size (256)"),
+        (["--batch-size", "300", "--n-train", "200"], "--batch-size (300) must be <= --n-train (200)"),
+        (["--sweep", "--batch-size", "40"], "--sweep (its grid of --median-k): k = 63 must be <= --batch-size (40)"),
+    ],
+)
+def test_robust_regression_settings_are_checked_first(options, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(robust_regression, "run_experiment", _no_work)
+    assert main(["reproduce", "robust-regression", *options, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*TRAIN, "--seed", "-1"],
+        ["evaluate", "m.zip", *BANDIT, "--seed", "-1"],
+        ["compare", "m.zip", *BANDIT, "--seed", "-1"],
+        ["reproduce", "diagnostics", "--seed", "-1"],
+        ["reproduce", "robust-regression", "--lr", "nan"],
+        ["reproduce", "robust-regression", "--lr", "-0.1"],
+    ],
+)
+def test_numbers_argparse_can_check_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert f"error: argument {argv[-2]}: expected" in capsys.readouterr().err
+
+
+def test_compare_checks_every_model_before_evaluating_any(tmp_path, monkeypatch, capsys):
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4).save(tmp_path / "bandit")
+    monkeypatch.setattr(compare, "evaluate_model", _no_work)
+    model, out = str(tmp_path / "bandit.zip"), ["--out", str(tmp_path)]
+    assert main(["compare", model, "missing.zip", "--env", "RiskyBandit-v0", *out]) == 2
+    assert "error: no saved model at missing.zip" in capsys.readouterr().err
+    assert main(["compare", model, "--env", "CartPole-v1", *out]) == 2
+    assert f"error: the model does not fit CartPole-v1 ({model}): Observation spaces" in capsys.readouterr().err
+
+
+def test_bad_device_is_named(monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
+    assert main([*TRAIN, "--device", "bogus"]) == 2
+    assert "--device 'bogus' is not a torch device" in capsys.readouterr().err
+
+
+def test_eval_env_with_other_spaces_fails_before_training(monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    assert main([*TRAIN, "--eval-env", "CartPole-v1"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the model does not fit --eval-env CartPole-v1: Observation spaces do not match" in err
+
+
+@pytest.mark.parametrize("module", ["minatar", "rliable.library"])
+def test_minatar_without_the_extra_names_it_before_training(module, tmp_path, monkeypatch, capsys):
+    """Issue 9, defect 8: a missing MinAtar or rliable ended in a raw ModuleNotFoundError (rliable: after training)."""
+    from ordergrad_rl.experiments import minatar
+
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if the package were not installed
+    monkeypatch.setattr(minatar, "run_experiment", _no_work)
+    assert main(["reproduce", "minatar", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"ordergrad-rl reproduce minatar: error: reproduce minatar needs the [minatar] extra ({module}"
+    )
+    assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[minatar]"')
+
+
+def test_diagnostics_refuses_seeds_and_says_why(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "diagnostics", "--seeds", "2"])
+    assert exc.value.code == 2
+    assert (
+        "--seeds does not apply here: diagnostics is one Monte-Carlo run: its seed is --seed" in capsys.readouterr().err
+    )
