@@ -30,17 +30,17 @@ def report_error(command: str, error: Exception) -> int:
 
 # ---------------------------------------------------------------------------------------------------- envs
 def is_batched(env_id: str) -> bool:
-    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the tail-risk ids): then many envs cost
-    about as much as one.
+    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
+    many envs cost about as much as one.
 
     :raises CommandError: unknown env id.
     """
     import gymnasium as gym
 
-    from ordergrad_rl.envs.sb3_vec_env import TAILRISK_ENTRY_POINT
+    from ordergrad_rl.envs.sb3_vec_env import native_vector_class
 
     try:
-        return gym.spec(env_id).entry_point == TAILRISK_ENTRY_POINT
+        return native_vector_class(env_id) is not None
     except gym.error.Error as err:
         raise CommandError(f"unknown env id {env_id!r}: {err}") from err
 

@@ -427,19 +427,3 @@ class TailRiskSimulator:
             return out
 
         return full(reward), full(done), {key: full(value) for key, value in info.items()}
-
-    def step_autoreset(
-        self, logits: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-        """Step every env and reset the ones that finished, in the same call.
-
-        :return: ``(obs, reward, done, info, final_obs)`` as in :meth:`step`, except that ``obs``
-            holds the first observation of the new episode for done envs; ``final_obs [B, 14]`` is
-            the pre-reset observation (``None`` if no env finished).
-        """
-        obs, reward, done, info = self.step(logits)
-        final_obs = None
-        if done.any():
-            final_obs = obs
-            obs = self.reset(env_ids=np.flatnonzero(done))
-        return obs, reward, done, info, final_obs
