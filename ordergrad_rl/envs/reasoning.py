@@ -54,6 +54,20 @@ def total_token(total: int | np.ndarray) -> int | np.ndarray:
     return MAX_VALUE + total
 
 
+def answer_tokens(picks: Any) -> np.ndarray:
+    """Tokens of the answer that picks the numbers ``picks`` in this order, with correct running totals and
+    ``<eos>``: ``answer_tokens([5, 7])`` is ``5 =5 7 =12 <eos>``.
+
+    :return: int64 array of ``2 * len(picks) + 1`` token ids.
+    """
+    values = np.asarray(picks, dtype=np.int64).ravel()
+    tokens = np.empty(2 * len(values) + 1, dtype=np.int64)
+    tokens[0:-1:2] = number_token(values)
+    tokens[1:-1:2] = total_token(np.cumsum(values))
+    tokens[-1] = EOS
+    return tokens
+
+
 def describe_tokens(tokens: Any) -> str:
     """Human-readable answer tokens, e.g. ``"5 =5 7 =12 <eos>"``."""
     words = []
