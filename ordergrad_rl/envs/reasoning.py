@@ -271,12 +271,19 @@ class TargetSumBatch:
         self.num_envs = num_envs
         self.problems = problems
         self.max_answer_length = max_answer_length
-        self.rngs: list[np.random.Generator] = [np_random(None)[0] for _ in range(num_envs)]
+        # Created on first use: a batch whose problems are always posed never pays for num_envs generators.
+        self.rngs: list[np.random.Generator | None] = [None] * num_envs
         self.problem = np.zeros(num_envs, dtype=np.int64)
         self.length = np.zeros(num_envs, dtype=np.int64)
         self.answers = np.zeros((num_envs, max_answer_length), dtype=np.int64)
         self.obs = np.zeros((num_envs, PROMPT_LENGTH + max_answer_length), dtype=np.int64)
         self.finished = np.ones(num_envs, dtype=bool)  # until the first reset
+
+    def _rng(self, i: int) -> np.random.Generator:
+        """Env ``i``'s generator (an unseeded one if it has none yet)."""
+        if self.rngs[i] is None:
+            self.rngs[i] = np_random(None)[0]
+        return self.rngs[i]  # type: ignore[return-value]
 
     def seed(self, seed: int | list[int | None] | None, env_ids: np.ndarray) -> None:
         """Re-seed the generators of ``env_ids``: an int gives env ``i`` the seed ``seed + i``; a list one seed
@@ -297,7 +304,7 @@ class TargetSumBatch:
         """Start new episodes in ``env_ids`` on ``problem`` (an index or ``[B]`` indices; ``None``: each env draws
         one with its generator). Returns the observations ``[B, obs]`` (a copy)."""
         if problem is None:
-            chosen = np.array([self.rngs[i].integers(len(self.problems)) for i in env_ids], dtype=np.int64)
+            chosen = np.array([self._rng(i).integers(len(self.problems)) for i in env_ids], dtype=np.int64)
         else:
             chosen = _check_problem_index(problem, len(self.problems), (self.num_envs,))[env_ids]
         self.problem[env_ids] = chosen
@@ -500,6 +507,7 @@ class TargetSumVectorEnv(NativeVectorEnv):
     with seed ``s`` being seeded ``s + i``. ``reset(options={"problem": p})`` takes an int (every reset env) or an
     int array ``[n]`` (one problem per env; with ``reset_mask``, only the masked entries are used), so that
     ``n_groups * G`` envs can pose ``n_groups`` problems to ``G`` envs each. Autoresets draw problems at random.
+    The :class:`TargetSumBatch` it steps is its ``batch`` attribute (it can step a subset of the envs).
 
     :param num_envs: number of parallel episodes.
     :param autoreset_mode: an ``AutoresetMode`` or its string value.
