@@ -51,7 +51,8 @@ class BaseModelConfig:
     """How the base model is built. Every field enters the cache key.
 
     The defaults were chosen on the test split's base-model profile and build time alone (before any RL run):
-    8 epochs over 20 demonstrations per train problem is where the imitation loss flattens (1.43 nats per token).
+    8 epochs over 20 demonstrations per train problem is where the imitation loss flattens (1.465 then 1.457 nats
+    per token in the last two epochs), in about a minute on one thread of this machine.
 
     :param problem_seed: seed of the TargetSum problem set (``TargetSum-v0``'s ``problem_seed``).
     :param n_train: train problems (demonstrations are drawn on them).

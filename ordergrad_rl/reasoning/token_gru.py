@@ -9,8 +9,9 @@ token codes with 0 as padding (``TargetSum-v0``'s prompt-then-answer layout)::
 The GRU reads the codes left to right; the features of an observation are the GRU output at its last non-padding
 code, concatenated with the sum of a second (bag) embedding over all its codes. The bag gives the policy an
 order-free count of what the prompt and the answer contain (which listed numbers are still unused), which a small
-GRU would otherwise have to carry in its state; measured on TargetSum, it brought the imitation loss of the base
-model from 1.61 to 1.43 nats per token and cut its use of unlisted or used-up numbers from 22% to 4% of samples.
+GRU would otherwise have to carry in its state. Measured on the default TargetSum base-model build (same data,
+same schedule), removing the bag raises the final imitation loss from 1.46 to 1.85 nats per token and drops the
+test pass@1 from 0.139 to 0.019 (pass@256 from 0.89 to 0.49).
 """
 
 from __future__ import annotations
