@@ -39,13 +39,7 @@ SMALL = BaseModelConfig(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny networks: one thread is faster, and immune to OpenMP spinning when other processes load the cores."""
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,37 @@ A subclass implements two hooks over the batch, :meth:`NativeVectorEnv._reset_en
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 #: Per-env arrays, one row per env: ``(obs, reward, terminated, truncated, info)`` of a batch step.
 BatchStep = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+
+
+def reseed(rngs: list[Any], seed: int | Sequence[int | None] | None, env_ids: Sequence[int] | np.ndarray) -> None:
+    """Re-seed the per-env generators ``rngs[i]`` of ``env_ids`` with Gymnasium's vector conventions.
+
+    :param seed: ``None`` keeps the generators; an int gives env ``i`` the seed ``seed + i`` (as ``SyncVectorEnv``
+        and SB3's ``VecEnv.seed`` do); a sequence of one seed per env gives env ``i`` the seed ``seed[i]`` (``None``
+        entries keep the generator).
+    :raises ValueError: a sequence whose length is not the number of envs.
+    """
+    if seed is None:
+        return
+    if isinstance(seed, (int, np.integer)):
+        seeds: Sequence[int | None] = [int(seed) + i for i in range(len(rngs))]
+    else:
+        seeds = list(seed)
+        if len(seeds) != len(rngs):
+            raise ValueError(f"expected {len(rngs)} seeds (one per env), got {len(seeds)}")
+    for i in env_ids:
+        if seeds[i] is not None:
+            rngs[i] = np_random(seeds[i])[0]
 
 
 def add_masked_info(infos: dict[str, Any], values: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from gymnasium import spaces
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode
 
-from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv
+from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv, reseed
 
 #: Numbers of a problem are integers in ``1 .. MAX_VALUE``.
 MAX_VALUE = 12
@@ -285,21 +285,6 @@ class TargetSumBatch:
             self.rngs[i] = np_random(None)[0]
         return self.rngs[i]  # type: ignore[return-value]
 
-    def seed(self, seed: int | list[int | None] | None, env_ids: np.ndarray) -> None:
-        """Re-seed the generators of ``env_ids``: an int gives env ``i`` the seed ``seed + i``; a list one seed
-        per env (``None`` keeps the generator); ``None`` keeps them all."""
-        if seed is None:
-            return
-        if isinstance(seed, (int, np.integer)):
-            seeds: list[int | None] = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"expected {self.num_envs} seeds (one per env), got {len(seeds)}")
-        for i in env_ids:
-            if seeds[i] is not None:
-                self.rngs[i] = np_random(seeds[i])[0]
-
     def reset(self, env_ids: np.ndarray, problem: Any = None) -> np.ndarray:
         """Start new episodes in ``env_ids`` on ``problem`` (an index or ``[B]`` indices; ``None``: each env draws
         one with its generator). Returns the observations ``[B, obs]`` (a copy)."""
@@ -529,7 +514,7 @@ class TargetSumVectorEnv(NativeVectorEnv):
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         problem = _problem_option(options)
         ids = np.arange(self.num_envs) if env_ids is None else env_ids
-        self.batch.seed(seed, ids)
+        reseed(self.batch.rngs, seed, ids)
         obs = self.batch.reset(ids, problem)
         return obs, {"problem": self.batch.problem.copy()}
 

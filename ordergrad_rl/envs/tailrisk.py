@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from gymnasium.utils.seeding import np_random
 
+from ordergrad_rl.envs.native_vector import reseed
+
 #: Column order of the action logits, of the applied weights and of ``info["weights"]``.
 ASSET_NAMES: tuple[str, ...] = ("high_yield_tailrisk", "defensive_hedge", "balanced", "cash")
 #: Names of the 14 observation features, in order.
@@ -260,18 +262,7 @@ class TailRiskSimulator:
         :param seed: ``None`` keeps the generators; an int gives env ``i`` the seed ``seed + i``; a
             sequence of length ``B`` gives env ``i`` the seed ``seed[i]`` (``None`` entries keep it).
         """
-        if seed is None:
-            return
-        ids = self._rows if env_ids is None else env_ids
-        if isinstance(seed, (int, np.integer)):
-            seeds: Sequence[int | None] = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"expected {self.num_envs} seeds (one per env), got {len(seeds)}")
-        for i in ids:
-            if seeds[i] is not None:
-                self.rngs[i] = np_random(seeds[i])[0]
+        reseed(self.rngs, seed, self._rows if env_ids is None else env_ids)
 
     def reset(self, seed: int | Sequence[int | None] | None = None, env_ids: np.ndarray | None = None) -> np.ndarray:
         """Start new episodes in ``env_ids`` (all envs by default).
