@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+from test_envs_vector import assert_tree_equal  # tests/ is on sys.path under pytest
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.envs.reasoning import (
@@ -27,7 +28,6 @@ from ordergrad_rl.envs.reasoning import (
     verify_answers,
 )
 from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, make_sb3_vec_env
-from tests.test_envs_vector import assert_tree_equal
 
 PROBLEMS = TargetSumProblems(
     numbers=np.array([[0, 0, 0, 2, 3, 5, 7, 9], [0, 0, 0, 0, 0, 4, 4, 6], [0, 0, 0, 0, 0, 4, 6, 12]]),
@@ -149,6 +149,8 @@ def test_verifier_bad_input() -> None:
         verify_answers(PROBLEMS, [0], np.zeros((2, 4)), [1, 1])
     with pytest.raises(ValueError, match="lengths must be in"):
         verify_answers(PROBLEMS, [0], np.zeros((1, 4)), [5])
+    with pytest.raises(ValueError, match="problem_ids must be in"):
+        verify_answers(PROBLEMS, [3], np.zeros((1, 4)), [1])
 
 
 # ---------------------------------------------------------------------------------------------------- problems

@@ -218,6 +218,8 @@ def verify_answers(problems: TargetSumProblems, problem_ids: Any, answers: Any, 
         )
     if np.any((lengths < 1) | (lengths > tokens.shape[1])):
         raise ValueError(f"lengths must be in [1, {tokens.shape[1]}]")
+    if np.any((ids < 0) | (ids >= len(problems))):
+        raise ValueError(f"problem_ids must be in [0, {len(problems)})")
     position = np.arange(tokens.shape[1])
     body = lengths - 1  # tokens before <eos>
     in_body = position < body[:, None]
