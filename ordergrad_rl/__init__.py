@@ -32,10 +32,13 @@ _LAZY = {
     "OrderGradREINFORCE": "ordergrad_rl.agents",
     "RiskEvalCallback": "ordergrad_rl.agents",
     "risk_profile": "ordergrad_rl.risk",
+    "pass_at_k": "ordergrad_rl.passk",
+    "pass_at_k_curve": "ordergrad_rl.passk",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+    from ordergrad_rl.passk import pass_at_k, pass_at_k_curve
     from ordergrad_rl.risk import risk_profile
 
 
@@ -62,5 +65,7 @@ __all__ = [
     "OrderGradREINFORCE",
     "RiskEvalCallback",
     "risk_profile",
+    "pass_at_k",
+    "pass_at_k_curve",
     "register_envs",
 ]

@@ -1,4 +1,4 @@
-"""Environment throughput: SyntheticTailRisk faces vs. Gymnasium's CartPole-v1, in one run.
+"""Environment throughput: SyntheticTailRisk and TargetSum faces vs. Gymnasium's CartPole-v1, in one run.
 
 Every face is stepped the same way (fixed pre-drawn actions, reset on episode end) and timed with
 ``time.perf_counter`` after a warmup, best of several repeats. Single-threaded by construction.
@@ -25,6 +25,15 @@ import ordergrad_rl  # noqa: E402, F401  (registers the envs)
 from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env  # noqa: E402
 
 TAILRISK = "SyntheticTailRisk-v0"
+TARGETSUM = "TargetSum-v0"
+
+
+def answer_like_tokens(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """TargetSum actions shaped like answers: <eos> 15%, a number 45%, a running total 40% (mean length ~6)."""
+    kind = rng.choice(3, size=shape, p=[0.15, 0.45, 0.40])
+    numbers = rng.integers(1, 13, size=shape)
+    totals = rng.integers(13, 73, size=shape)
+    return np.where(kind == 0, 0, np.where(kind == 1, numbers, totals))
 
 
 def best_rate(run: Callable[[], int], repeats: int) -> float:
@@ -97,6 +106,8 @@ def main() -> None:
     cartpole_single = rng.integers(0, 2, size=16 * 300)
     cartpole_vec = rng.integers(0, 2, size=(17 * 20, n))
     dummy_logits = vec_logits[: 16 * 2]  # DummyVecEnv of 256 python envs is slow: 2 episodes
+    tokens_vec = answer_like_tokens(rng, (300, n))
+    tokens_single = answer_like_tokens(rng, (5000,))
 
     rates = {
         "tailrisk gym.make_vec native": best_rate(
@@ -109,6 +120,13 @@ def main() -> None:
         ),
         "tailrisk SB3 DummyVecEnv (python loop)": best_rate(
             sb3_vec_runner(DummyVecEnv([lambda: gym.make(TAILRISK)] * n), dummy_logits), max(1, args.repeats // 2)
+        ),
+        "targetsum gym.make_vec native": best_rate(
+            gym_vector_runner(gym.make_vec(TARGETSUM, num_envs=n), tokens_vec, step_key="length"), args.repeats
+        ),
+        "targetsum gym.make (single)": best_rate(single_env_runner(gym.make(TARGETSUM), tokens_single), args.repeats),
+        "targetsum make_sb3_vec_env (VecMonitor)": best_rate(
+            sb3_vec_runner(make_sb3_vec_env(TARGETSUM, n, seed=0), tokens_vec), args.repeats
         ),
         "CartPole-v1 gym.make (single)": best_rate(
             single_env_runner(gym.make("CartPole-v1"), cartpole_single), args.repeats
@@ -136,6 +154,15 @@ def main() -> None:
             "CartPole-v1 gym.make_vec native",
         ),
         "tailrisk single / CartPole single": ("tailrisk gym.make (single)", "CartPole-v1 gym.make (single)"),
+        "targetsum native vector / CartPole native vector": (
+            "targetsum gym.make_vec native",
+            "CartPole-v1 gym.make_vec native",
+        ),
+        "targetsum native vector / CartPole sync vector": (
+            "targetsum gym.make_vec native",
+            "CartPole-v1 gym.make_vec sync",
+        ),
+        "targetsum single / CartPole single": ("targetsum gym.make (single)", "CartPole-v1 gym.make (single)"),
         "tailrisk native vector / tailrisk single": ("tailrisk gym.make_vec native", "tailrisk gym.make (single)"),
         "SB3 TailRiskVecEnv / SB3 DummyVecEnv": (
             "tailrisk SB3 TailRiskVecEnv",

@@ -123,7 +123,6 @@ def test_train_ppo_without_n_episodes_uses_the_algorithms_default(capsys):
     assert "objective cvar0.2@32, 64 episodes per update" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(reason="needs n_envs=None in the agents (lead's branch)", strict=False)
 def test_train_default_n_envs_is_the_native_batch_on_tailrisk(capsys):
     assert main([*TAILRISK_PPO, "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0
     assert "64 episodes per update on 64 envs" in capsys.readouterr().out

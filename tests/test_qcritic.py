@@ -21,14 +21,7 @@ from ordergrad_rl.agents import (
 )
 from ordergrad_rl.core import Objective, known_lstat_advantage
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny networks: one thread is faster, and immune to OpenMP spinning when other processes load the cores."""
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 class CounterEnv(gym.Env):

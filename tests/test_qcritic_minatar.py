@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_qcritic import one_torch_thread  # noqa: F401  (autouse fixture: one torch thread)
 
 from ordergrad_rl.envs import minatar as envs
 from ordergrad_rl.experiments import minatar as exp
 
 pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'ordergrad-rl[minatar]')")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 @pytest.mark.parametrize(("game", "channels", "actions"), [("breakout", 4, 3), ("space_invaders", 6, 4)])

@@ -6,10 +6,8 @@ Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the com
 from __future__ import annotations
 
 import importlib
-import json
 import re
 import sys
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,17 +28,17 @@ def report_error(command: str, error: Exception) -> int:
 
 # ---------------------------------------------------------------------------------------------------- envs
 def is_batched(env_id: str) -> bool:
-    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the tail-risk ids): then many envs cost
-    about as much as one.
+    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
+    many envs cost about as much as one.
 
     :raises CommandError: unknown env id.
     """
     import gymnasium as gym
 
-    from ordergrad_rl.envs.sb3_vec_env import TAILRISK_ENTRY_POINT
+    from ordergrad_rl.envs.sb3_vec_env import has_native_batch
 
     try:
-        return gym.spec(env_id).entry_point == TAILRISK_ENTRY_POINT
+        return has_native_batch(env_id)
     except gym.error.Error as err:
         raise CommandError(f"unknown env id {env_id!r}: {err}") from err
 
@@ -54,12 +52,16 @@ def eval_n_envs(env_id: str, episodes: int) -> int:
 # ---------------------------------------------------------------------------------------------------- saved models
 @dataclass(frozen=True)
 class Algorithm:
-    """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file."""
+    """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file.
+
+    ordergrad-rl's algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the others by
+    the attributes they save.
+    """
 
     name: str
     module: str
-    #: Attributes the algorithm saves.
-    required: frozenset[str]
+    #: Attributes the algorithm saves (not used for ordergrad-rl's algorithms).
+    required: frozenset[str] = frozenset()
     #: Attributes it never saves (they tell it from its relatives).
     absent: frozenset[str] = frozenset()
     #: Policy modules it never uses (sb3-contrib's PPO variants save the same attributes as PPO).
@@ -69,10 +71,16 @@ class Algorithm:
         return getattr(importlib.import_module(self.module), self.name)
 
     def matches(self, data: Mapping[str, Any]) -> bool:
+        from ordergrad_rl.agents.saving import saved_algorithm
+
+        ordergrad = saved_algorithm(dict(data))
+        if self.module.startswith("ordergrad_rl"):
+            return ordergrad == self.name
         policy = data.get("policy_class")
         policy_module = policy.get("__module__", "") if isinstance(policy, dict) else ""
         return (
-            self.required <= data.keys()
+            ordergrad is None
+            and self.required <= data.keys()
             and not (self.absent & data.keys())
             and not policy_module.startswith(self.foreign_policy_modules)
         )
@@ -81,22 +89,20 @@ class Algorithm:
 _CONTRIB = ("sb3_contrib",)
 #: The algorithms ``evaluate`` and ``compare`` load, most specific first.
 ALGORITHMS: tuple[Algorithm, ...] = (
-    Algorithm("OrderGradPPO", "ordergrad_rl.agents", frozenset({"objective", "n_episodes", "n_epochs", "clip_range"})),
-    Algorithm(
-        "OrderGradREINFORCE", "ordergrad_rl.agents", frozenset({"objective", "n_episodes"}), frozenset({"n_epochs"})
-    ),
+    Algorithm("OrderGradPPO", "ordergrad_rl.agents"),
+    Algorithm("OrderGradREINFORCE", "ordergrad_rl.agents"),
     Algorithm(
         "PPO",
         "stable_baselines3",
         frozenset({"n_steps", "n_epochs", "clip_range", "gae_lambda"}),
-        frozenset({"objective"}),
+        frozenset(),
         _CONTRIB,
     ),
     Algorithm(
         "A2C",
         "stable_baselines3",
         frozenset({"n_steps", "gae_lambda", "normalize_advantage"}),
-        frozenset({"objective", "n_epochs", "clip_range", "batch_size", "buffer_size"}),
+        frozenset({"n_epochs", "clip_range", "batch_size", "buffer_size"}),
         _CONTRIB,
     ),
 )
@@ -119,12 +125,13 @@ def detect_algorithm(path: str | Path) -> Algorithm:
 
     :raises CommandError: not a saved SB3 model, or one of an algorithm other than those of :data:`ALGORITHMS`.
     """
+    from ordergrad_rl.agents.saving import read_saved_data
+
     path = model_path(path)
     try:
-        with zipfile.ZipFile(path) as archive:
-            data = json.loads(archive.read("data"))
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
-        raise CommandError(f"{path} is not a model saved by Stable-Baselines3's model.save ({err})") from err
+        data = read_saved_data(path)
+    except ValueError as err:
+        raise CommandError(str(err)) from err
     for algorithm in ALGORITHMS:
         if algorithm.matches(data):
             return algorithm

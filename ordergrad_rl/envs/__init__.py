@@ -7,6 +7,8 @@ id                              environment
 ``SyntheticTailRiskDeploy-v0``  its deployment setting, p=0.35, 160 traded days
 ``RiskyBandit-v0``              one-step bandit: mean, CVaR and max@K prefer different arms
 ``RiskyLavaGrid-v0``            slippery gridworld: shortcut along lava vs. safe path
+``TargetSum-v0``                verifiable reasoning: pick numbers adding up to a target,
+                                token by token, with running totals (train/test splits)
 =============================== ===========================================================
 
 The classes are imported on first access, so ``import ordergrad_rl`` stays light (no SB3).
@@ -22,11 +24,13 @@ import gymnasium as gym
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
     from ordergrad_rl.envs.lava_grid import RiskyLavaGridEnv
-    from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env
+    from ordergrad_rl.envs.reasoning import TargetSumEnv, TargetSumVectorEnv, target_sum_problems, verify_answers
+    from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, TailRiskVecEnv, make_sb3_vec_env
     from ordergrad_rl.envs.tailrisk import TailRiskSimulator, cash_capped_weights, default_event_window
     from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv, SyntheticTailRiskVectorEnv
 
 _TAILRISK = "ordergrad_rl.envs.tailrisk_gym"
+_REASONING = "ordergrad_rl.envs.reasoning"
 
 # name -> module that defines it (PEP 562 lazy attributes).
 _LAZY = {
@@ -36,9 +40,14 @@ _LAZY = {
     "SyntheticTailRiskEnv": _TAILRISK,
     "SyntheticTailRiskVectorEnv": _TAILRISK,
     "TailRiskVecEnv": "ordergrad_rl.envs.sb3_vec_env",
+    "NativeVecEnv": "ordergrad_rl.envs.sb3_vec_env",
     "make_sb3_vec_env": "ordergrad_rl.envs.sb3_vec_env",
     "RiskyBanditEnv": "ordergrad_rl.envs.bandit",
     "RiskyLavaGridEnv": "ordergrad_rl.envs.lava_grid",
+    "TargetSumEnv": _REASONING,
+    "TargetSumVectorEnv": _REASONING,
+    "target_sum_problems": _REASONING,
+    "verify_answers": _REASONING,
 }
 
 _SPECS: tuple[dict[str, Any], ...] = (
@@ -59,6 +68,11 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "id": "RiskyLavaGrid-v0",
         "entry_point": "ordergrad_rl.envs.lava_grid:RiskyLavaGridEnv",
         "max_episode_steps": 30,
+    },
+    {
+        "id": "TargetSum-v0",
+        "entry_point": f"{_REASONING}:TargetSumEnv",
+        "vector_entry_point": f"{_REASONING}:TargetSumVectorEnv",
     },
 )
 
@@ -88,8 +102,13 @@ __all__ = [
     "SyntheticTailRiskEnv",
     "SyntheticTailRiskVectorEnv",
     "TailRiskVecEnv",
+    "NativeVecEnv",
     "make_sb3_vec_env",
     "RiskyBanditEnv",
     "RiskyLavaGridEnv",
+    "TargetSumEnv",
+    "TargetSumVectorEnv",
+    "target_sum_problems",
+    "verify_answers",
 ]
 assert sorted(__all__[1:]) == sorted(_LAZY)

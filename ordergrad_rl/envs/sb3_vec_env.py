@@ -1,4 +1,4 @@
-"""Stable-Baselines3 face of the tail-risk simulator, and the VecEnv factory used by the agents.
+"""Stable-Baselines3 face of the native batch environments, and the VecEnv factory used by the agents.
 
 Imports SB3, so :mod:`ordergrad_rl.envs` loads this module only on first use.
 """
@@ -10,50 +10,67 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from ordergrad_rl.envs._checks import check_int
-from ordergrad_rl.envs.tailrisk import TailRiskSimulator
-from ordergrad_rl.envs.tailrisk_gym import tailrisk_spaces
-
-#: Entry point of the ids that :func:`make_sb3_vec_env` runs on the native batch.
-TAILRISK_ENTRY_POINT = "ordergrad_rl.envs.tailrisk_gym:SyntheticTailRiskEnv"
+from ordergrad_rl.envs.native_vector import NativeVectorEnv
+from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskVectorEnv
 
 
-class TailRiskVecEnv(VecEnv):
-    """SB3 ``VecEnv`` running ``num_envs`` SyntheticTailRisk episodes as one NumPy batch.
+def _rows(info: dict[str, np.ndarray], ids: np.ndarray | None, num_envs: int) -> list[dict[str, Any]]:
+    """One info dict per env of ``ids`` (all ``num_envs`` envs if ``None``) from batch arrays.
 
-    Same results as ``DummyVecEnv`` over :class:`~ordergrad_rl.envs.tailrisk_gym.SyntheticTailRiskEnv`
-    instances (env ``i`` seeded ``seed + i`` by :meth:`seed`), without a Python loop per env in
-    the dynamics. SB3 semantics: a finished env is reset within the step that ends it; its info
-    then carries ``terminal_observation``. Every info has the env's keys (``weights``,
-    ``wealth``, ``drawdown``, ``max_drawdown``, ``disaster``, ``daily_returns``) and
-    ``TimeLimit.truncated`` (always False: the fixed horizon is a termination). Rewards are
-    float64 (``DummyVecEnv`` uses float32) so that they sum to ``log W_T`` exactly.
+    1-D columns become Python scalars, the others one array row per env.
+    """
+    if not info:
+        return [{} for _ in range(num_envs if ids is None else len(ids))]
+    picked = info.values() if ids is None else [value[ids] for value in info.values()]
+    # C-level tolist()/list() calls transpose the columns (no Python loop per key and env).
+    columns = [value.tolist() if value.ndim == 1 else list(value) for value in picked]
+    return [dict(zip(info, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+class NativeVecEnv(VecEnv):
+    """SB3 ``VecEnv`` over a :class:`~ordergrad_rl.envs.native_vector.NativeVectorEnv`: the batch steps as NumPy.
+
+    Same results as ``DummyVecEnv`` over the single envs (env ``i`` seeded ``seed + i`` by :meth:`seed`), without
+    a Python loop per env in the dynamics. SB3 semantics: a finished env is reset within the step that ends it; its
+    info then carries ``terminal_observation``, ``TimeLimit.truncated`` (truncated and not terminated) and the
+    env's final-step keys (``final_step_info_keys``, e.g. ``is_success``). Rewards are float64 (``DummyVecEnv``
+    uses float32). Options set with :meth:`set_options` apply at the next :meth:`reset` (as in ``DummyVecEnv``):
+    one dict for all envs, or one per env with the same keys (passed to the batch as per-env arrays).
 
     Wrap it in ``VecMonitor`` for SB3's ``episode`` info (:func:`make_sb3_vec_env` does).
 
-    :param num_envs: number of parallel episodes.
-    :param simulator_kwargs: the arguments of ``SyntheticTailRiskEnv``.
+    :param vector_env: the native batch (its autoreset mode is not used: this face resets finished envs itself).
     """
 
     render_mode = None
 
-    def __init__(self, num_envs: int, **simulator_kwargs: Any) -> None:
-        self.simulator = TailRiskSimulator(num_envs, **simulator_kwargs)
-        observation_space, action_space = tailrisk_spaces(self.simulator)
-        super().__init__(self.simulator.num_envs, observation_space, action_space)
+    def __init__(self, vector_env: NativeVectorEnv) -> None:
+        self.vector_env = vector_env
+        super().__init__(vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space)
         self.spec: gym.envs.registration.EnvSpec | None = None
         self._actions: np.ndarray | None = None
-        self._not_truncated = [False] * self.num_envs
+
+    def _batch_options(self) -> dict[str, Any] | None:
+        """SB3's per-env option dicts as one batch dict of per-env arrays (``None`` if no env has options)."""
+        if not any(self._options):
+            return None
+        keys = set(self._options[0])
+        if any(set(options) != keys for options in self._options):
+            raise ValueError("set_options: every env needs the same option keys (the batch resets together)")
+        return {key: np.array([options[key] for options in self._options]) for key in keys}
 
     def reset(self) -> VecEnvObs:
-        obs = self.simulator.reset(seed=self._seeds)
+        seeds = self._seeds if any(seed is not None for seed in self._seeds) else None
+        obs, info = self.vector_env._reset_envs(seeds, None, self._batch_options())
         self._reset_seeds()
         self._reset_options()
-        self.reset_infos = [{} for _ in range(self.num_envs)]
+        self.reset_infos = _rows(info, None, self.num_envs)
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -62,33 +79,46 @@ class TailRiskVecEnv(VecEnv):
     def step_wait(self) -> VecEnvStepReturn:
         if self._actions is None:
             raise RuntimeError("step_wait() called without step_async()")
-        obs, reward, done, info, final_obs = self.simulator.step_autoreset(self._actions)
+        obs, reward, terminated, truncated, info = self.vector_env._step_envs(self._actions, None)
         self._actions = None
-        # SB3 wants one dict per env: transpose the columns with C-level tolist()/list() calls.
-        keys = [*info, "TimeLimit.truncated"]
-        columns = [value.tolist() if value.ndim == 1 else list(value) for value in info.values()]
-        infos = [dict(zip(keys, row, strict=True)) for row in zip(*columns, self._not_truncated, strict=True)]
-        if final_obs is not None:
-            for i in np.flatnonzero(done):  # once per episode end
-                infos[i]["terminal_observation"] = final_obs[i]
+        done = terminated | truncated
+        final = set(self.vector_env.final_step_info_keys)
+        infos = _rows({key: value for key, value in info.items() if key not in final}, None, self.num_envs)
+        for i, time_limit in enumerate((truncated & ~terminated).tolist()):
+            infos[i]["TimeLimit.truncated"] = time_limit
+        ended = np.flatnonzero(done)
+        if ended.size:
+            final_rows = _rows({key: value for key, value in info.items() if key in final}, ended, self.num_envs)
+            for i, row in zip(ended, final_rows, strict=True):  # once per episode end
+                infos[i].update(row, terminal_observation=obs[i])
+            obs, reset_info = self.vector_env._reset_envs(None, ended, None)
+            for i, row in zip(ended, _rows(reset_info, ended, self.num_envs), strict=True):
+                self.reset_infos[i] = row
         return obs, reward, done, infos
 
     def close(self) -> None:
         pass
 
+    def _lookup(self, attr_name: str) -> Any:
+        """An attribute of this adapter, else of the batch, else of the batch's ``simulator``."""
+        for owner in (self, self.vector_env, getattr(self.vector_env, "simulator", None)):
+            if owner is not None and hasattr(owner, attr_name):
+                return getattr(owner, attr_name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {attr_name!r}")
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """The attribute, looked up on this adapter then on the simulator, once per index."""
-        value = getattr(self, attr_name) if hasattr(self, attr_name) else getattr(self.simulator, attr_name)
+        """The attribute, looked up on this adapter, the batch then its simulator, once per index."""
+        value = self._lookup(attr_name)
         return [value for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         """Set an attribute of the adapter; the batch shares it, so ``indices`` must cover all envs.
 
-        Simulator parameters are fixed at construction: make a new env to change them.
+        Environment parameters are fixed at construction: make a new env to change them.
         """
         if sorted(self._get_indices(indices)) != list(range(self.num_envs)):
-            raise ValueError("TailRiskVecEnv is one batch: set_attr must address all envs")
-        if hasattr(self.simulator, attr_name):
+            raise ValueError(f"{type(self).__name__} is one batch: set_attr must address all envs")
+        if hasattr(self.vector_env, attr_name) or hasattr(getattr(self.vector_env, "simulator", None), attr_name):
             raise ValueError(f"{attr_name!r} is a simulator parameter; create a new env to change it")
         setattr(self, attr_name, value)
 
@@ -106,14 +136,40 @@ class TailRiskVecEnv(VecEnv):
         return [None for _ in range(self.num_envs)]
 
 
+class TailRiskVecEnv(NativeVecEnv):
+    """SB3 ``VecEnv`` running ``num_envs`` SyntheticTailRisk episodes as one NumPy batch.
+
+    Same results as ``DummyVecEnv`` over :class:`~ordergrad_rl.envs.tailrisk_gym.SyntheticTailRiskEnv`
+    instances. Every info has the env's keys (``weights``, ``wealth``, ``drawdown``, ``max_drawdown``,
+    ``disaster``, ``daily_returns``) and ``TimeLimit.truncated`` (always False: the fixed horizon is a
+    termination). Rewards are float64 so that they sum to ``log W_T`` exactly.
+
+    :param num_envs: number of parallel episodes.
+    :param simulator_kwargs: the arguments of ``SyntheticTailRiskEnv``.
+    """
+
+    def __init__(self, num_envs: int, **simulator_kwargs: Any) -> None:
+        super().__init__(SyntheticTailRiskVectorEnv(num_envs, **simulator_kwargs))
+        self.simulator = self.vector_env.simulator
+
+
+def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
+    """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point``, if any."""
+    spec = gym.spec(env_id)
+    if spec.vector_entry_point is None or spec.max_episode_steps is not None:
+        return None
+    creator = load_env_creator(spec.vector_entry_point) if isinstance(spec.vector_entry_point, str) else None
+    return creator if isinstance(creator, type) and issubclass(creator, NativeVectorEnv) else None
+
+
 def make_sb3_vec_env(
     env_id: str, n_envs: int, seed: int | None = None, env_kwargs: dict[str, Any] | None = None
 ) -> VecEnv:
     """An SB3 ``VecEnv`` of ``n_envs`` copies of a registered Gymnasium env, monitored.
 
-    Ids whose entry point is ``SyntheticTailRiskEnv`` (``SyntheticTailRisk-v0``,
-    ``SyntheticTailRiskDeploy-v0``, user variants) get the native batch
-    ``VecMonitor(TailRiskVecEnv(...))``; any other id gets SB3's
+    Ids whose ``vector_entry_point`` is a :class:`NativeVectorEnv` (``SyntheticTailRisk-v0``,
+    ``SyntheticTailRiskDeploy-v0``, ``TargetSum-v0``, user variants) get the native batch
+    ``VecMonitor(NativeVecEnv(...))``; any other id gets SB3's
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
     finished episodes carry ``info["episode"]``.
@@ -125,10 +181,15 @@ def make_sb3_vec_env(
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
-    spec = gym.spec(env_id)
-    if spec.entry_point != TAILRISK_ENTRY_POINT:
+    vector_class = native_vector_class(env_id)
+    if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
-    venv = TailRiskVecEnv(n_envs, **{**spec.kwargs, **(env_kwargs or {})})
+    spec = gym.spec(env_id)
+    kwargs = {**spec.kwargs, **(env_kwargs or {})}
+    if issubclass(vector_class, SyntheticTailRiskVectorEnv):
+        venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)
+    else:
+        venv = NativeVecEnv(vector_class(n_envs, **kwargs))
     venv.spec = spec
     if seed is not None:
         venv.seed(seed)
@@ -136,12 +197,12 @@ def make_sb3_vec_env(
 
 
 def has_native_batch(env_id: str) -> bool:
-    """Whether :func:`make_sb3_vec_env` runs ``env_id`` as one NumPy batch (the tail-risk ids), so that many envs
-    cost about as much as one.
+    """Whether :func:`make_sb3_vec_env` runs ``env_id`` as one NumPy batch (a :class:`NativeVectorEnv`: the tail-risk
+    and TargetSum ids), so that many envs cost about as much as one.
 
     :raises gymnasium.error.Error: unknown env id.
     """
-    return gym.spec(env_id).entry_point == TAILRISK_ENTRY_POINT
+    return native_vector_class(env_id) is not None
 
 
 def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:

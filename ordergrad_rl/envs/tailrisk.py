@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium.utils.seeding import np_random
 
 from ordergrad_rl.envs._checks import check_float, check_int
+from ordergrad_rl.envs.native_vector import reseed
 
 #: Column order of the action logits, of the applied weights and of ``info["weights"]``.
 ASSET_NAMES: tuple[str, ...] = ("high_yield_tailrisk", "defensive_hedge", "balanced", "cash")
@@ -246,18 +247,7 @@ class TailRiskSimulator:
         :param seed: ``None`` keeps the generators; an int gives env ``i`` the seed ``seed + i``; a
             sequence of length ``B`` gives env ``i`` the seed ``seed[i]`` (``None`` entries keep it).
         """
-        if seed is None:
-            return
-        ids = self._rows if env_ids is None else env_ids
-        if isinstance(seed, (int, np.integer)):
-            seeds: Sequence[int | None] = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"expected {self.num_envs} seeds (one per env), got {len(seeds)}")
-        for i in ids:
-            if seeds[i] is not None:
-                self.rngs[i] = np_random(seeds[i])[0]
+        reseed(self.rngs, seed, self._rows if env_ids is None else env_ids)
 
     def reset(self, seed: int | Sequence[int | None] | None = None, env_ids: np.ndarray | None = None) -> np.ndarray:
         """Start new episodes in ``env_ids`` (all envs by default).
@@ -415,19 +405,3 @@ class TailRiskSimulator:
             return out
 
         return full(reward), full(done), {key: full(value) for key, value in info.items()}
-
-    def step_autoreset(
-        self, logits: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-        """Step every env and reset the ones that finished, in the same call.
-
-        :return: ``(obs, reward, done, info, final_obs)`` as in :meth:`step`, except that ``obs``
-            holds the first observation of the new episode for done envs; ``final_obs [B, 14]`` is
-            the pre-reset observation (``None`` if no env finished).
-        """
-        obs, reward, done, info = self.step(logits)
-        final_obs = None
-        if done.any():
-            final_obs = obs
-            obs = self.reset(env_ids=np.flatnonzero(done))
-        return obs, reward, done, info, final_obs

@@ -10,9 +10,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector import AutoresetMode
 
+from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv
 from ordergrad_rl.envs.tailrisk import TailRiskSimulator, as_logits
 
 
@@ -178,44 +178,16 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
         )
 
 
-def _with_masks(info: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
-    """Gymnasium vector info: every key ``k`` gets a boolean ``_k`` saying which envs carry it."""
-    out: dict[str, np.ndarray] = {}
-    for key, value in info.items():
-        out[key] = value
-        out[f"_{key}"] = mask.copy()
-    return out
-
-
-def _zero_rows(info: dict[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Copy of ``info`` with ``rows`` zeroed (Gymnasium fills envs without the key with zeros)."""
-    out = {}
-    for key, value in info.items():
-        out[key] = value.copy()
-        out[key][rows] = 0
-    return out
-
-
-class SyntheticTailRiskVectorEnv(VectorEnv):
+class SyntheticTailRiskVectorEnv(NativeVectorEnv):
     """``num_envs`` SyntheticTailRisk episodes stepped as one NumPy batch.
 
     The ``vector_entry_point`` of the SyntheticTailRisk ids: ``gym.make_vec(id, num_envs=n)``
     builds it, and ``gym.make_vec(id, num_envs=n, autoreset_mode="SameStep")`` selects another
-    autoreset mode. The dynamics, spaces and info keys are those of :class:`SyntheticTailRiskEnv`,
-    batched: rewards ``[n]`` float64, observations ``[n, 14]`` float32, info arrays with their
-    Gymnasium ``_key`` masks. Env ``i`` reset with seed ``s`` (an int) is seeded ``s + i``; a list
-    of seeds gives one per env. Results equal ``SyncVectorEnv`` over single envs, bit for bit.
-
-    Autoreset modes (``gymnasium.vector.AutoresetMode``):
-
-    * ``NEXT_STEP`` (default, as Gymnasium's own vector envs): the step after an episode ends
-      resets that env, ignores its action and returns reward 0, ``terminated=False`` and an info
-      without the step keys (their masks are False).
-    * ``SAME_STEP``: finished envs are reset within the step that ends them; the returned
-      observation is the new episode's first one, ``info["final_obs"]`` (object array) and
-      ``info["final_info"]`` hold the last observation and step info (masks ``_final_obs``,
-      ``_final_info``).
-    * ``DISABLED``: finished envs must be reset with ``reset(options={"reset_mask": mask})``.
+    autoreset mode (see :class:`~ordergrad_rl.envs.native_vector.NativeVectorEnv`). The dynamics,
+    spaces and info keys are those of :class:`SyntheticTailRiskEnv`, batched: rewards ``[n]``
+    float64, observations ``[n, 14]`` float32, info arrays with their Gymnasium ``_key`` masks.
+    Env ``i`` reset with seed ``s`` (an int) is seeded ``s + i``; a list of seeds gives one per
+    env. Results equal ``SyncVectorEnv`` over single envs, bit for bit.
 
     Every episode has the same length, so envs reset together stay in lockstep.
 
@@ -232,83 +204,14 @@ class SyntheticTailRiskVectorEnv(VectorEnv):
         **simulator_kwargs: Any,
     ) -> None:
         self.simulator = TailRiskSimulator(num_envs, **simulator_kwargs)
-        self.num_envs = self.simulator.num_envs
         self.single_observation_space, self.single_action_space = tailrisk_spaces(self.simulator)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        try:
-            mode = AutoresetMode(autoreset_mode)
-        except ValueError as err:
-            valid = [m.value for m in AutoresetMode]
-            raise ValueError(f"autoreset_mode must be one of {valid}, got {autoreset_mode!r}") from err
-        self.metadata = {"render_modes": [], "autoreset_mode": mode}
-        self.render_mode = None
-        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._init_vector(self.simulator.num_envs, autoreset_mode)
 
-    def reset(
-        self,
-        *,
-        seed: int | list[int | None] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset all envs, or those of ``options["reset_mask"]`` (bool array ``[n]``)."""
-        env_ids = None
-        mask = (options or {}).get("reset_mask")
-        if mask is not None:
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
-            if not mask.any():
-                raise ValueError("options['reset_mask'] must select at least one env")
-            env_ids = np.flatnonzero(mask)
-        obs = self.simulator.reset(seed=seed, env_ids=env_ids)
-        self._needs_reset[slice(None) if env_ids is None else env_ids] = False
-        return obs, {}
+    def _reset_envs(
+        self, seed: int | list[int | None] | None, env_ids: np.ndarray | None, options: dict[str, Any] | None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return self.simulator.reset(seed=seed, env_ids=env_ids), {}
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step all envs with logits ``[n, 4]``; see the class docstring for autoreset."""
-        mode = self.metadata["autoreset_mode"]
-        truncated = np.zeros(self.num_envs, dtype=bool)
-        if mode is AutoresetMode.SAME_STEP:
-            obs, reward, done, info, final_obs = self.simulator.step_autoreset(actions)
-            return obs, reward, done, truncated, self._same_step_info(info, done, final_obs)
-
-        waiting = np.flatnonzero(self._needs_reset)
-        if waiting.size == 0:
-            obs, reward, done, info = self.simulator.step(actions)
-            infos = _with_masks(info, np.ones(self.num_envs, dtype=bool))
-        elif mode is AutoresetMode.DISABLED:
-            raise RuntimeError(
-                f"envs {waiting.tolist()} finished their episode; with autoreset_mode DISABLED reset "
-                "them with reset(options={'reset_mask': mask}) before stepping"
-            )
-        else:  # NEXT_STEP: the finished envs restart now, the others take their step.
-            obs = self.simulator.reset(env_ids=waiting)
-            active = ~self._needs_reset
-            if active.any():
-                obs, reward, done, info = self.simulator.step(actions, env_ids=np.flatnonzero(active))
-                infos = _with_masks(info, active)
-            else:
-                reward, done, infos = np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool), {}
-        self._needs_reset = done.copy()
-        return obs, reward, done, truncated, infos
-
-    def _same_step_info(
-        self, info: dict[str, np.ndarray], done: np.ndarray, final_obs: np.ndarray | None
-    ) -> dict[str, Any]:
-        """Info of a SAME_STEP step, laid out as ``SyncVectorEnv`` lays it out."""
-        if final_obs is None:
-            return _with_masks(info, np.ones(self.num_envs, dtype=bool))
-        alive = ~done
-        infos: dict[str, Any] = {}
-        if alive.any():  # the reset envs carry the (empty) reset info, not the step keys
-            infos.update(_with_masks(_zero_rows(info, done), alive))
-        final = np.full(self.num_envs, None, dtype=object)
-        for i in np.flatnonzero(done):  # once per episode end
-            final[i] = final_obs[i]
-        infos.update(
-            final_obs=final,
-            _final_obs=done.copy(),
-            final_info=_with_masks(_zero_rows(info, alive), done),
-            _final_info=done.copy(),
-        )
-        return infos
+    def _step_envs(self, actions: Any, env_ids: np.ndarray | None) -> BatchStep:
+        obs, reward, done, info = self.simulator.step(actions, env_ids=env_ids)
+        return obs, reward, done, np.zeros(self.num_envs, dtype=bool), info
