@@ -264,4 +264,4 @@ def test_cnn_policy_on_image_observations() -> None:
     assert type(model.policy).__name__ == "OrderGradActorCriticCnnPolicy"
     model.learn(12)
     observations = model.rollout_buffer.observations
-    assert observations.shape == (12, 3, 36, 36) and observations.dtype == th.uint8  # stored raw, as SB3 does
+    assert observations.shape == (12, 3, 36, 36) and observations.dtype == np.uint8  # stored raw, as SB3 does

@@ -50,7 +50,8 @@ def hand_gradient(model, scale: float) -> list[th.Tensor | None]:
     returns = np.array([buffer.rewards[buffer.episode_index == i].sum() for i in range(n)])
     np.testing.assert_allclose(returns, buffer.episode_returns)
     advantages = lstat_advantage(returns, model.objective)
-    log_prob = model.policy.get_distribution(buffer.observations).log_prob(buffer.actions.long().flatten())
+    observations, actions = th.as_tensor(buffer.observations), th.as_tensor(buffer.actions).long().flatten()
+    log_prob = model.policy.get_distribution(observations).log_prob(actions)
     episode_index = th.as_tensor(buffer.episode_index)
     objective = sum(float(advantages[i]) * log_prob[episode_index == i].sum() for i in range(n))
     params = list(model.policy.parameters())
@@ -98,7 +99,7 @@ def test_normalized_weights(cls) -> None:
     # With objective "mean" the normalized weights are the paper's REINFORCE baseline (Z - mean) / std.
     expected = (returns - returns.mean()) / returns.std()
     np.testing.assert_allclose(model.episode_weights(returns), expected, rtol=1e-6)
-    np.testing.assert_allclose(buffer.advantages.numpy(), expected[buffer.episode_index], rtol=1e-5)
+    np.testing.assert_allclose(buffer.advantages, expected[buffer.episode_index], rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- no length bias

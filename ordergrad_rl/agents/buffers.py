@@ -16,6 +16,7 @@ collecting forever.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -24,45 +25,46 @@ from stable_baselines3.common.buffers import BaseBuffer
 from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
-TensorObs = th.Tensor | dict[str, th.Tensor]
+Obs = np.ndarray | dict[str, np.ndarray]
 
 #: Default bound on an episode's length in an episodic rollout: far above the episodes an episodic estimator is
 #: used with (Atari's 108k-frame limit is 27k agent steps), low enough to stop an env that never ends within seconds.
 MAX_EPISODE_STEPS = 100_000
 
 
-def _select(obs: TensorObs, mask: th.Tensor) -> TensorObs:
+def _rows(obs: Obs, keep: np.ndarray | None) -> Obs:
+    """A copy of the kept rows (all rows if ``keep`` is None): VecEnvs may reuse their observation arrays."""
     if isinstance(obs, dict):
-        return {key: value[mask] for key, value in obs.items()}
-    return obs[mask]
+        return {key: _rows(value, keep) for key, value in obs.items()}  # type: ignore[misc]
+    return np.array(obs) if keep is None else obs[keep]
 
 
-def _concat(chunks: list[TensorObs]) -> TensorObs:
+def _concat(chunks: list[Obs]) -> Obs:
     if isinstance(chunks[0], dict):
-        return {key: th.cat([chunk[key] for chunk in chunks]) for key in chunks[0]}  # type: ignore[index]
-    return th.cat(chunks)  # type: ignore[arg-type]
+        return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}  # type: ignore[index]
+    return np.concatenate(chunks)  # type: ignore[arg-type]
 
 
 class EpisodicRolloutBuffer(BaseBuffer):
     """Steps of ``n_envs * episodes_per_env`` complete episodes, with per-episode returns and per-step advantages.
 
     Filled by :meth:`add` once per vectorized step (every array has a leading ``n_envs`` axis; the buffer keeps
-    the rows of envs still within quota), closed by :meth:`finalize`. Observations, actions and log-probs stay
-    torch tensors on the policy's device (the collector already has them there), so minibatches are plain
-    tensor indexing. After :meth:`finalize` (``T`` stored steps, ``N`` episodes):
+    the rows of envs still within quota), closed by :meth:`finalize`. Like SB3's ``RolloutBuffer`` it holds NumPy
+    arrays and converts minibatches to tensors in :meth:`get`. After :meth:`finalize` (``T`` stored steps, ``N``
+    episodes):
 
     * ``observations`` ``[T, *obs_shape]`` (or a dict of such), ``actions`` ``[T, action_dim]`` (float32,
-      unclipped, as SB3 stores them), ``log_probs`` ``[T]``;
+      unclipped, as SB3 stores them), ``log_probs`` ``[T]`` float32;
     * ``episode_index`` ``[T]`` in ``0..N-1`` (env ``e``'s ``c``-th episode is ``e * episodes_per_env + c``),
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
-    * ``advantages``, ``values``, ``returns`` ``[T]`` (zeros until set: with no critic, ``values`` and
+    * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
       ``returns`` stay zero, which makes SB3's PPO value loss a constant 0).
 
     :param buffer_size: episodes per env per rollout (SB3's ``buffer_size * n_envs`` is the episode count ``N``).
     :param observation_space: observation space.
     :param action_space: action space.
-    :param device: torch device of the stored tensors.
+    :param device: torch device of the minibatches.
     :param gae_lambda: unused by episodic weights (kept for SB3's buffer signature).
     :param gamma: discount of the episode return, 1.0 = undiscounted.
     :param n_envs: number of parallel envs.
@@ -70,10 +72,10 @@ class EpisodicRolloutBuffer(BaseBuffer):
         make the rollout run forever).
     """
 
-    observations: TensorObs
-    actions: th.Tensor
-    log_probs: th.Tensor
-    advantages: th.Tensor
+    observations: Obs
+    actions: np.ndarray
+    log_probs: np.ndarray
+    advantages: np.ndarray
     values: np.ndarray
     returns: np.ndarray
 
@@ -119,33 +121,33 @@ class EpisodicRolloutBuffer(BaseBuffer):
 
     def add(  # type: ignore[override]
         self,
-        obs: TensorObs,
-        actions: th.Tensor,
-        log_probs: th.Tensor,
+        obs: Obs,
+        actions: np.ndarray,
+        log_probs: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
     ) -> np.ndarray:
         """Store one vectorized step; return the mask of envs whose step was stored.
 
-        :param obs: observations the actions were taken in, ``[n_envs, ...]`` tensors (or a dict of them).
+        :param obs: observations the actions were taken in, ``[n_envs, ...]`` (or a dict of such).
         :param actions: the policy's (unclipped) actions, ``[n_envs, ...]``.
         :param log_probs: their log-likelihoods, ``[n_envs]``.
         :param rewards: rewards of the step, ``[n_envs]``.
         :param dones: episode ends (termination or truncation), ``[n_envs]``.
         :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
+        :raises ValueError: an env's episode ran past ``max_episode_steps``.
         """
         keep = self._episode_count < self.episodes_per_env
         n_keep = int(keep.sum())
         if n_keep:
-            # Boolean indexing copies, so VecEnvs that reuse their observation buffers cannot alter stored steps.
-            mask = th.as_tensor(keep, device=log_probs.device)
+            rows = None if n_keep == self.n_envs else keep  # all envs within quota: no masking
             chunks = self._chunks
-            chunks["obs"].append(_select(obs, mask))
-            chunks["actions"].append(actions.reshape(self.n_envs, -1)[mask])
-            chunks["log_probs"].append(log_probs.reshape(self.n_envs)[mask])
-            chunks["rewards"].append(np.asarray(rewards, dtype=np.float64)[keep])
-            chunks["episode"].append((self._episode_offset + self._episode_count)[keep])
-            chunks["t"].append(self._episode_step[keep])
+            chunks["obs"].append(_rows(obs, rows))
+            chunks["actions"].append(_rows(np.asarray(actions, dtype=np.float32).reshape(self.n_envs, -1), rows))
+            chunks["log_probs"].append(_rows(np.asarray(log_probs, dtype=np.float32).reshape(self.n_envs), rows))
+            chunks["rewards"].append(_rows(np.asarray(rewards, dtype=np.float64), rows))
+            chunks["episode"].append(_rows(self._episode_offset + self._episode_count, rows))
+            chunks["t"].append(_rows(self._episode_step, rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
         self._episode_count += dones
@@ -169,20 +171,19 @@ class EpisodicRolloutBuffer(BaseBuffer):
             )
         chunks = self._chunks
         self.observations = _concat(chunks["obs"])
-        self.actions = th.cat(chunks["actions"]).float()
-        self.log_probs = th.cat(chunks["log_probs"])
+        self.actions = np.concatenate(chunks["actions"])
+        self.log_probs = np.concatenate(chunks["log_probs"])
         self.rewards = np.concatenate(chunks["rewards"])
         self.episode_index = np.concatenate(chunks["episode"])
         self.episode_step = np.concatenate(chunks["t"])
+        self._chunks = {name: [] for name in chunks}
         discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)
         n_steps = self.rewards.shape[0]
-        self.advantages = th.zeros(n_steps, device=self.device)
+        self.advantages = np.zeros(n_steps, dtype=np.float32)
         self.values = np.zeros(n_steps, dtype=np.float32)
         self.returns = np.zeros(n_steps, dtype=np.float32)
-        self._values_t = th.zeros(n_steps, device=self.device)
-        self._returns_t = self._values_t
         self.generator_ready = True
 
     def set_episode_weights(self, weights: np.ndarray) -> None:
@@ -190,8 +191,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
 
         :param weights: ``[N]`` per-episode weights.
         """
-        weights_t = th.as_tensor(np.asarray(weights, dtype=np.float32), device=self.device)
-        self.advantages = weights_t[th.as_tensor(self.episode_index, device=self.device)]
+        self.advantages = np.asarray(weights, dtype=np.float32)[self.episode_index]
 
     def size(self) -> int:
         """Number of stored steps."""
@@ -208,21 +208,25 @@ class EpisodicRolloutBuffer(BaseBuffer):
             raise RuntimeError("call finalize() before get()")
         n_steps = self.pos
         if batch_size is None or batch_size >= n_steps:
-            yield self._get_samples(slice(None))
+            yield self._get_samples(np.arange(n_steps))
             return
-        indices = th.randperm(n_steps, device=self.device)
+        indices = np.random.permutation(n_steps)
         for start in range(0, n_steps, batch_size):
             yield self._get_samples(indices[start : start + batch_size])
 
     def _get_samples(  # type: ignore[override]
-        self, batch_inds: th.Tensor | slice, env: VecNormalize | None = None
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None
     ) -> RolloutBufferSamples | DictRolloutBufferSamples:
-        samples_class = DictRolloutBufferSamples if isinstance(self.observations, dict) else RolloutBufferSamples
+        if isinstance(self.observations, dict):
+            observations: Any = {key: self.to_torch(value[batch_inds]) for key, value in self.observations.items()}
+            samples_class: type = DictRolloutBufferSamples
+        else:
+            observations = self.to_torch(self.observations[batch_inds])
+            samples_class = RolloutBufferSamples
         return samples_class(
-            _select(self.observations, batch_inds),  # type: ignore[arg-type]
-            self.actions[batch_inds],
-            self._values_t[batch_inds],
-            self.log_probs[batch_inds],
-            self.advantages[batch_inds],
-            self._returns_t[batch_inds],
+            observations,
+            *(
+                self.to_torch(array[batch_inds])
+                for array in (self.actions, self.values, self.log_probs, self.advantages, self.returns)
+            ),
         )

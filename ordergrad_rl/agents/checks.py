@@ -79,6 +79,11 @@ def _check_net_arch(net_arch: Any) -> None:
     layers(net_arch, "")
 
 
+def _all_finite(obs: Any) -> bool:
+    arrays = obs.values() if isinstance(obs, Mapping) else (obs,)
+    return all(np.asarray(a).dtype.kind not in "fc" or np.isfinite(a).all() for a in arrays)
+
+
 def finite_step_error(obs: Any, rewards: np.ndarray, where: str) -> str | None:
     """A message naming the first env whose observation or reward is NaN or infinite, or ``None``.
 
@@ -86,6 +91,8 @@ def finite_step_error(obs: Any, rewards: np.ndarray, where: str) -> str | None:
     :param rewards: ``[n_envs]`` rewards, or ``None`` at a reset.
     :param where: when it happened, e.g. ``"at num_timesteps=1024"``.
     """
+    if _all_finite(obs) and (rewards is None or np.isfinite(rewards).all()):
+        return None  # the common case, one vectorized test per array
     if rewards is not None:
         bad = np.flatnonzero(~np.isfinite(np.asarray(rewards, dtype=np.float64)))
         if bad.size:

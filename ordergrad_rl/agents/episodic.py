@@ -257,7 +257,9 @@ class EpisodicAlgorithmMixin:
 
     # ------------------------------------------------------------------ collection
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
-        """What the env receives: Gaussian actions unscaled (squashed policies) or clipped to the box, as SB3 does."""
+        """What the env receives, as in SB3: actions in the space's shape; Gaussian ones unscaled (squashed policies)
+        or clipped to the box."""
+        actions = actions.reshape((-1, *self.action_space.shape))
         if isinstance(self.action_space, spaces.Box):
             if self.policy.squash_output:  # type: ignore[attr-defined]
                 return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
@@ -303,9 +305,10 @@ class EpisodicAlgorithmMixin:
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
                 # The distribution only: no value head is evaluated while collecting.
                 distribution = self.policy.get_distribution(obs_tensor)  # type: ignore[attr-defined]
-                actions = distribution.get_actions()
-                log_probs = distribution.log_prob(actions)
-            new_obs, rewards, dones, infos = env.step(self._env_actions(actions.cpu().numpy()))
+                actions_t = distribution.get_actions()
+                log_probs = distribution.log_prob(actions_t).cpu().numpy()
+            actions = actions_t.cpu().numpy()
+            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
             self.num_timesteps += env.num_envs
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
@@ -313,7 +316,7 @@ class EpisodicAlgorithmMixin:
             if not callback.on_step():
                 return False
 
-            kept = rollout_buffer.add(obs_tensor, actions, log_probs, rewards, dones)
+            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones)  # type: ignore[has-type]
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
