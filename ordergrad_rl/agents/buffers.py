@@ -210,7 +210,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
         if batch_size is None or batch_size >= n_steps:
             yield self._get_samples(np.arange(n_steps))
             return
-        indices = np.random.permutation(n_steps)
+        # NumPy's global generator, as SB3's RolloutBuffer: seeded by the algorithm's set_random_seed.
+        indices = np.random.permutation(n_steps)  # noqa: NPY002
         for start in range(0, n_steps, batch_size):
             yield self._get_samples(indices[start : start + batch_size])
 
