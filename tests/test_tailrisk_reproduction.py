@@ -71,7 +71,7 @@ def test_checks_accept_the_papers_numbers_and_reject_swapped_methods():
 
 def test_cli_smoke_run(tmp_path, capsys):
     out, tb, out_json = tmp_path / "results", tmp_path / "runs", tmp_path / "tailrisk.json"
-    argv = ["reproduce", "tailrisk", "--seeds", "1", "--updates", "3", "--n-episodes", "16", "--k", "8",
+    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "1", "--updates", "3", "--n-episodes", "16", "--k", "8",
             "--deploy-paths", "16", "--stress", "--eval-every", "1", "--eval-episodes", "4", "--workers", "1",
             "--out", str(out), "--tensorboard", str(tb), "--json", str(out_json), "--quiet"]  # fmt: skip
     assert main(argv) == 0
@@ -95,6 +95,28 @@ def test_cli_smoke_run(tmp_path, capsys):
     assert len(results["stress"]["reinforce"]) == len(tr.STRESS_P)
     assert set(results["checks"]) == set(tr.checks({"methods": tr.PAPER}))
     assert results["paper"]["reinforce"]["profitable"] == 0.647
+
+
+def test_cli_both_algorithms_smoke_run(tmp_path, capsys):
+    out_json = tmp_path / "tailrisk.json"
+    argv = ["reproduce", "tailrisk", "--algo", "both", "--seeds", "1", "--updates", "2", "--n-episodes", "16",
+            "--k", "8", "--ppo-timesteps", "2000", "--deploy-paths", "16", "--workers", "1",
+            "--out", str(tmp_path / "results"), "--json", str(out_json), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "OrderGradPPO-CVaR" in printed and "PPO mean" in printed and 'OrderGradPPO("MlpPolicy"' in printed
+    results = json.loads(out_json.read_text())
+    assert set(results["methods"]) == {"reinforce", "ordergrad_cvar", "ppo_mean", "ppo_cvar"}
+    assert "OrderGradPPO-CVaR profitable >= 95%" in results["checks"]
+    models = sorted(p.name for p in (tmp_path / "results" / "models").iterdir())
+    assert models == ["ordergrad_cvar_seed0.zip", "ppo_cvar_seed0.zip", "ppo_mean_seed0.zip", "reinforce_seed0.zip"]
+    # The PPO runs are the usage line: every argument at its default but the objective.
+    from ordergrad_rl.agents import OrderGradPPO
+
+    model = OrderGradPPO.load(tmp_path / "results" / "models" / "ppo_cvar_seed0.zip")
+    reference = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2")
+    for name in ("n_episodes", "batch_size", "n_epochs", "learning_rate", "objective_spec", "n_envs"):
+        assert getattr(model, name) == getattr(reference, name), name
 
 
 def test_tensorboard_run_has_deployment_evaluations(tmp_path):

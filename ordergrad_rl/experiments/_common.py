@@ -77,9 +77,19 @@ def positive_float(text: str) -> float:
 
 def progress(iterable: Iterable[T], desc: str, total: int | None = None, quiet: bool = False) -> Iterator[T]:
     """``iterable`` with a tqdm progress bar on stderr (none when ``quiet``)."""
+    with progress_bar(desc, total, quiet=quiet) as bar:
+        for item in iterable:
+            yield item
+            bar.update(1)
+
+
+def progress_bar(desc: str, total: int | None, unit: str = "it", quiet: bool = False) -> Any:
+    """A tqdm bar on stderr to ``update(n)`` by hand (disabled when ``quiet``); large counts get SI prefixes."""
     from tqdm.auto import tqdm
 
-    yield from tqdm(iterable, desc=desc, total=total, disable=quiet, dynamic_ncols=True, leave=False)
+    return tqdm(
+        desc=desc, total=total, unit=unit, unit_scale=unit != "it", disable=quiet, dynamic_ncols=True, leave=False
+    )
 
 
 def pyplot():

@@ -1,5 +1,5 @@
 """High-yield tail-risk portfolio: REINFORCE vs OrderGrad-CVaR (paper App. portfolio example, Fig. tailrisk-toy,
-Table tailrisk-toy-metrics).
+Table tailrisk-toy-metrics), and the same comparison with OrderGradPPO at its defaults (--algo ppo or both).
 
 Training: OrderGradREINFORCE on SyntheticTailRisk-v0 (disaster probability p = 0.10, 80 traded days, 16 decisions),
 N = 256 episodes per update (256 batched envs, one episode each), 750 updates, Adam lr 0.003, gradient-norm clip
@@ -8,6 +8,9 @@ sigma = 0.35. Score of an episode: terminal log wealth log W_T.
   * REINFORCE: objective "mean", the episode weights standardized within the batch;
   * OrderGrad-CVaR: objective LowerTailMean:0.2 with K = 128 (the mean of the worst 20% of 128 of the 256 returns,
     in expectation over subsets), the OrderGrad advantages divided by their batch standard deviation.
+With --algo ppo (or both): OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective=...) with every other
+argument at its default, learn(200_000) (--ppo-timesteps): the usage line of the README, objectives "mean" and
+"cvar0.2".
 Deployment: SyntheticTailRiskDeploy-v0 (p = 0.35, 160 traded days) with the deterministic (mean-logit) policy,
 256 paths per seed; both methods of a seed see the same 256 paths. --stress also deploys at the disaster
 probabilities p in {0, 0.1, 0.2, 0.35, 0.5, 0.65} (the same paths: a path's disaster switches on as p grows).
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
 
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
@@ -50,7 +54,7 @@ from ordergrad_rl.experiments._common import (
     markdown_table,
     positive_int,
     print_checks,
-    progress,
+    progress_bar,
     pyplot,
     save_figure,
     write_json,
@@ -58,7 +62,7 @@ from ordergrad_rl.experiments._common import (
 from ordergrad_rl.risk import risk_profile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ordergrad_rl.agents import OrderGradREINFORCE
+    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 
 TRAIN_ENV = "SyntheticTailRisk-v0"
 DEPLOY_ENV = "SyntheticTailRiskDeploy-v0"
@@ -71,16 +75,26 @@ EVAL_OFFSET = 700_000
 
 @dataclass(frozen=True)
 class Method:
-    """A training objective of the comparison."""
+    """A training objective and algorithm of the comparison."""
 
     label: str
     objective: str
     color: str
+    #: ``"reinforce"``: OrderGradREINFORCE with the paper's protocol; ``"ppo"``: OrderGradPPO at its defaults.
+    algo: str = "reinforce"
 
 
 METHODS: dict[str, Method] = {
     "reinforce": Method("REINFORCE", "mean", "tab:red"),
     "ordergrad_cvar": Method("OrderGrad-CVaR", "LowerTailMean:0.2", "tab:blue"),
+    "ppo_mean": Method("PPO mean", "mean", "tab:orange", "ppo"),
+    "ppo_cvar": Method("OrderGradPPO-CVaR", "cvar0.2", "tab:cyan", "ppo"),
+}
+#: ``--algo`` choices: the methods each one runs.
+ALGO_METHODS: dict[str, tuple[str, ...]] = {
+    "reinforce": ("reinforce", "ordergrad_cvar"),
+    "ppo": ("ppo_mean", "ppo_cvar"),
+    "both": tuple(METHODS),
 }
 
 #: The paper's numbers (Table tailrisk-toy-metrics and the "Result" paragraph), as fractions. The paper does not
@@ -125,7 +139,11 @@ class Config:
     """Settings of one reproduction (defaults: the paper's protocol)."""
 
     seeds: int = 5
+    #: Methods to run (keys of METHODS).
+    methods: tuple[str, ...] = ALGO_METHODS["reinforce"]
     updates: int = 750
+    #: Env steps of each OrderGradPPO run (the README's usage line).
+    ppo_timesteps: int = 200_000
     n_episodes: int = 256
     k: int = 128
     learning_rate: float = 3e-3
@@ -230,43 +248,58 @@ def train_method(
     seed: int,
     config: Config,
     tensorboard: Path | None = None,
-    on_update: Callable[[], None] | None = None,
-) -> OrderGradREINFORCE:
-    """Train one method on one seed with the paper's protocol.
+    on_update: Callable[[int], None] | None = None,
+) -> OrderGradREINFORCE | OrderGradPPO:
+    """Train one method on one seed: the paper's protocol (REINFORCE methods) or OrderGradPPO's defaults.
 
     :param tensorboard: log dir of the run ``<method>_seed<seed>``; also evaluates on the deployment env every
         ``config.eval_every`` updates (``eval_risk/*``).
-    :param on_update: called after every collected batch (progress reporting).
+    :param on_update: called after every collected batch with the env steps done since the last call, up to
+        :func:`planned_steps` in all (progress reporting).
     """
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from ordergrad_rl.agents import OrderGradREINFORCE, RiskEvalCallback
+    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
     from ordergrad_rl.envs import make_sb3_vec_env
 
+    planned = planned_steps(method, config)
+
     class UpdateHook(BaseCallback):
+        reported = 0
+
         def _on_step(self) -> bool:
             return True
 
         def _on_rollout_end(self) -> None:
-            if on_update is not None:
-                on_update()
+            done = min(self.num_timesteps, planned)
+            if on_update is not None and done > self.reported:
+                on_update(done - self.reported)
+                self.reported = done
 
     base = seed * SEED_STRIDE
-    model = OrderGradREINFORCE(
-        "MlpPolicy",
-        TRAIN_ENV,
-        n_episodes=config.n_episodes,
-        # One episode per env per update: the whole batch of N episodes is one NumPy step.
-        n_envs=config.n_episodes,
-        learning_rate=config.learning_rate,
-        max_grad_norm=config.max_grad_norm,
-        normalize_advantage=True,
-        policy_kwargs=config.policy_kwargs(),
-        tensorboard_log=None if tensorboard is None else str(tensorboard),
-        seed=base,
-        device="cpu",
-        **config.objective_kwargs(method),
-    )
+    tensorboard_log = None if tensorboard is None else str(tensorboard)
+    if METHODS[method].algo == "ppo":
+        # The usage line: every argument but the objective at its default.
+        model: Any = OrderGradPPO(
+            "MlpPolicy", TRAIN_ENV, objective=METHODS[method].objective, tensorboard_log=tensorboard_log, seed=base
+        )
+    else:
+        model = OrderGradREINFORCE(
+            "MlpPolicy",
+            TRAIN_ENV,
+            n_episodes=config.n_episodes,
+            # One episode per env per update: the whole batch of N episodes is one NumPy step.
+            n_envs=config.n_episodes,
+            learning_rate=config.learning_rate,
+            max_grad_norm=config.max_grad_norm,
+            normalize_advantage=True,
+            policy_kwargs=config.policy_kwargs(),
+            tensorboard_log=tensorboard_log,
+            seed=base,
+            device="cpu",
+            **config.objective_kwargs(method),
+        )
+    timesteps = planned
     decisions = int(model.get_env().get_attr("num_decisions")[0])
     callbacks: list[BaseCallback] = [UpdateHook()]
     if tensorboard is not None:
@@ -279,8 +312,18 @@ def train_method(
                 deterministic=True,
             )
         )
-    model.learn(config.updates * config.n_episodes * decisions, callback=callbacks, tb_log_name=f"{method}_seed{seed}")
+    model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}_seed{seed}")
     return model
+
+
+def planned_steps(method: str, config: Config) -> int:
+    """Env steps a method trains for: ``ppo_timesteps``, or ``updates`` batches of ``n_episodes`` episodes."""
+    if METHODS[method].algo == "ppo":
+        return config.ppo_timesteps
+    from ordergrad_rl.envs import TailRiskSimulator
+
+    decisions = TailRiskSimulator(1, **gym.spec(TRAIN_ENV).kwargs).num_decisions
+    return config.updates * config.n_episodes * decisions
 
 
 # Progress counter of the worker processes (set by _init_worker).
@@ -296,9 +339,9 @@ def _init_worker(counter: Any) -> None:
     torch.set_num_threads(1)
 
 
-def _count_update() -> None:
+def _count_steps(steps: int) -> None:
     with _COUNTER.get_lock():
-        _COUNTER.value += 1
+        _COUNTER.value += steps
 
 
 def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, models: Path | None) -> dict[str, Any]:
@@ -307,7 +350,7 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
     :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
     """
     start = time.perf_counter()
-    model = train_method(method, seed, config, tensorboard, on_update=None if _COUNTER is None else _count_update)
+    model = train_method(method, seed, config, tensorboard, on_update=None if _COUNTER is None else _count_steps)
     train_seconds = time.perf_counter() - start
     deploy_seed = seed * SEED_STRIDE + DEPLOY_OFFSET
     stress = {p: deploy(model, config.deploy_paths, deploy_seed, p=p) for p in STRESS_P} if config.stress else {}
@@ -342,13 +385,13 @@ def _executor(workers: int, counter: Any) -> Executor:
     return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
 
 
-def _ticks(futures: list[Future], counter: Any) -> Iterator[None]:
-    """One item per finished update of any job, until every job is done (or one failed)."""
+def _ticks(futures: list[Future], counter: Any) -> Iterator[int]:
+    """The env steps trained since the last item, by all jobs, until every job is done (or one failed)."""
     seen, pending = 0, set(futures)
     while True:
         done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
         now = counter.value
-        yield from (None for _ in range(now - seen))
+        yield now - seen
         seen = now
         if not pending or any(f.exception() is not None for f in done):
             return
@@ -358,7 +401,7 @@ def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quie
     """Every (method, seed) job, in parallel over ``config.workers`` (default: the available cores)."""
     import torch
 
-    jobs = [(method, seed) for seed in range(config.seeds) for method in METHODS]
+    jobs = [(method, seed) for seed in range(config.seeds) for method in config.methods]
     workers = max(1, min(config.workers or available_cores(), len(jobs)))
     counter = multiprocessing.get_context("spawn").Value("i", 0)
     threads = torch.get_num_threads()
@@ -366,8 +409,10 @@ def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quie
     try:
         futures = [executor.submit(run_job, m, s, config, tensorboard, models) for m, s in jobs]
         desc = f"training {len(jobs)} runs on {workers} worker{'s' if workers > 1 else ''}"
-        for _ in progress(_ticks(futures, counter), desc, total=len(jobs) * config.updates, quiet=quiet):
-            pass
+        total = sum(planned_steps(method, config) for method, _ in jobs)
+        with progress_bar(desc, total, unit="step", quiet=quiet) as bar:
+            for steps in _ticks(futures, counter):
+                bar.update(steps)
         return [future.result() for future in futures]
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -393,7 +438,7 @@ def run_experiment(
         [metrics per p]}, "train_seconds": {method: [...]}, "models", "deployments": {method: Deployment}}``.
     """
     results = run_jobs(config, tensorboard, models, quiet)
-    by_method = {method: [r for r in results if r["method"] == method] for method in METHODS}
+    by_method = {method: [r for r in results if r["method"] == method] for method in config.methods}
     out: dict[str, Any] = {
         "config": dataclasses.asdict(config),
         "methods": {m: _summarize([r["deployment"] for r in runs]) for m, runs in by_method.items()},
@@ -411,17 +456,25 @@ def run_experiment(
 
 
 def checks(results: dict[str, Any]) -> dict[str, bool]:
-    """The effect the reproduction must show (issue 5)."""
-    cvar, mean = results["methods"]["ordergrad_cvar"], results["methods"]["reinforce"]
-    return {
-        "OrderGrad-CVaR profitable >= 95%": cvar["profitable"] >= 0.95,
-        "OrderGrad-CVaR W_T < 0.9 <= 2%": cvar["below_0.9"] <= 0.02,
-        "OrderGrad-CVaR MDD > 20% <= 2%": cvar["mdd_over_20"] <= 0.02,
-        "OrderGrad-CVaR high-yield weight <= 25%": cvar["weights"]["high_yield_tailrisk"] <= 0.25,
-        "OrderGrad-CVaR hedge weight >= 45%": cvar["weights"]["defensive_hedge"] >= 0.45,
-        "REINFORCE high-yield weight >= 55%": mean["weights"]["high_yield_tailrisk"] >= 0.55,
-        "REINFORCE W_T < 0.9 >= 20%": mean["below_0.9"] >= 0.20,
-    }
+    """The effect the reproduction must show (issue 5 for the paper's protocol, issue 9 for OrderGradPPO's
+    defaults), for the methods that ran."""
+    methods = results["methods"]
+    out: dict[str, bool] = {}
+    for cvar_key, mean_key in (("ordergrad_cvar", "reinforce"), ("ppo_cvar", "ppo_mean")):
+        if cvar_key in methods:
+            cvar, label = methods[cvar_key], METHODS[cvar_key].label
+            out[f"{label} profitable >= 95%"] = cvar["profitable"] >= 0.95
+            out[f"{label} W_T < 0.9 <= 2%"] = cvar["below_0.9"] <= 0.02
+            out[f"{label} MDD > 20% <= 2%"] = cvar["mdd_over_20"] <= 0.02
+            out[f"{label} high-yield weight <= 25%"] = cvar["weights"]["high_yield_tailrisk"] <= 0.25
+            if cvar_key == "ordergrad_cvar":
+                out[f"{label} hedge weight >= 45%"] = cvar["weights"]["defensive_hedge"] >= 0.45
+        if mean_key in methods:
+            mean, label = methods[mean_key], METHODS[mean_key].label
+            out[f"{label} high-yield weight >= 55%"] = mean["weights"]["high_yield_tailrisk"] >= 0.55
+            if mean_key == "reinforce":
+                out[f"{label} W_T < 0.9 >= 20%"] = mean["below_0.9"] >= 0.20
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
@@ -446,28 +499,29 @@ _ROWS: tuple[tuple[str, Callable[[dict[str, Any]], float | None], Callable[[floa
 
 
 def format_table(results: dict[str, Any]) -> str:
-    """Rows: the metrics; columns: each method's measured value, then the paper's."""
+    """Rows: the metrics; columns: each method's measured value, then the paper's where the paper has the method."""
+    methods = list(results["methods"])
     headers = ["metric"]
-    for method in METHODS.values():
-        headers += [method.label, "paper"]
+    for key in methods:
+        headers += [METHODS[key].label] + (["paper"] if key in PAPER else [])
     rows = []
     for label, get, fmt in _ROWS:
         row = [label]
-        for method in METHODS:
-            row += [fmt(get(results["methods"][method])), fmt(get(PAPER[method]))]
+        for key in methods:
+            row += [fmt(get(results["methods"][key]))] + ([fmt(get(PAPER[key]))] if key in PAPER else [])
         rows.append(row)
     return markdown_table(headers, rows)
 
 
 def format_per_seed(results: dict[str, Any]) -> str:
-    """One row per (method, seed): the headline metrics of its 256 deployment paths."""
+    """One row per (method, seed): the headline metrics of its deployment paths."""
     rows = []
-    for key, method in METHODS.items():
-        per_seed = results["methods"][key]["per_seed"]
+    for key, summary in results["methods"].items():
+        per_seed = summary["per_seed"]
         for seed in range(len(per_seed["mean_return"])):
             weights = per_seed["weights"][seed]
             rows.append(
-                [method.label, seed]
+                [METHODS[key].label, seed]
                 + [_pct(per_seed[name][seed]) for name in ("mean_return", "profitable", "below_0.9", "mdd_over_20")]
                 + [_pct(weights["high_yield_tailrisk"]), _pct(weights["defensive_hedge"])]
             )
@@ -478,14 +532,15 @@ def format_per_seed(results: dict[str, Any]) -> str:
 def format_stress(results: dict[str, Any]) -> str:
     """Rows: disaster probability p; columns: the bad-outcome metrics of each method."""
     stress = results["stress"]
+    methods = [key for key in stress if key != "p"]
     headers = ["p"]
-    for method in METHODS.values():
-        headers += [f"{method.label}: {name}" for name in ("mean return", "profitable", "W_T < 0.9", "MDD > 20%")]
+    for key in methods:
+        headers += [f"{METHODS[key].label}: {name}" for name in ("mean return", "profitable", "W_T < 0.9", "MDD > 20%")]
     rows = []
     for i, p in enumerate(stress["p"]):
         row: list[Any] = [f"{p:g}"]
-        for method in METHODS:
-            m = stress[method][i]
+        for key in methods:
+            m = stress[key][i]
             row += [_pct(m[name]) for name in ("mean_return", "profitable", "below_0.9", "mdd_over_20")]
         rows.append(row)
     return markdown_table(headers, rows)
@@ -496,24 +551,26 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(13, 9.5))
     (ax_bad, ax_weights), (ax_dist, ax_wealth) = axes
-    width = 0.38
-    offsets = {key: (i - 0.5) * width for i, key in enumerate(METHODS)}
+    present = {key: METHODS[key] for key in results["methods"]}
+    width = 0.76 / len(present)
+    offsets = {key: (i - (len(present) - 1) / 2) * width for i, key in enumerate(present)}
+    label_size = 8 if len(present) <= 2 else 6
 
     outcomes = ("loses money\nW_T < 1", "W_T < 0.9", "max drawdown\n> 20%")
-    for key, method in METHODS.items():
+    for key, method in present.items():
         m = results["methods"][key]
         values = [1.0 - m["profitable"], m["below_0.9"], m["mdd_over_20"]]
         bars = ax_bad.bar(np.arange(3) + offsets[key], values, width, color=method.color, label=method.label)
-        ax_bad.bar_label(bars, labels=[_pct(v) for v in values], fontsize=8, padding=2)
+        ax_bad.bar_label(bars, labels=[_pct(v) for v in values], fontsize=label_size, padding=2)
     ax_bad.set_xticks(np.arange(3), list(outcomes))
     ax_bad.set(ylabel="fraction of deployment paths", title="(a) Bad deployment outcomes")
     ax_bad.set_ylim(0, max(0.1, ax_bad.get_ylim()[1] * 1.35))  # room for the legend above the bars
     ax_bad.legend(loc="upper center", ncols=2)
 
-    for key, method in METHODS.items():
+    for key, method in present.items():
         values = [results["methods"][key]["weights"][asset] for asset in ASSET_NAMES]
         bars = ax_weights.bar(np.arange(4) + offsets[key], values, width, color=method.color, label=method.label)
-        ax_weights.bar_label(bars, labels=[_pct(v) for v in values], fontsize=8, padding=2)
+        ax_weights.bar_label(bars, labels=[_pct(v) for v in values], fontsize=label_size, padding=2)
     ax_weights.set_xticks(np.arange(4), ["high-yield\ntail-risk", "defensive\nhedge", "balanced", "cash"])
     ax_weights.set(ylabel="average weight", title="(b) Average deployment weights")
     ax_weights.set_ylim(0, 1)
@@ -522,7 +579,7 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
     deployments: dict[str, Deployment] = results["deployments"]
     log_returns = {key: np.log(d.wealth[:, -1]) for key, d in deployments.items()}
     edges = np.histogram_bin_edges(np.concatenate(list(log_returns.values())), bins=60)
-    for key, method in METHODS.items():
+    for key, method in present.items():
         ax_dist.hist(log_returns[key], bins=edges, color=method.color, alpha=0.45, label=method.label)
         p10 = results["methods"][key]["p10_log_return"]
         ax_dist.axvline(p10, color=method.color, ls="--", lw=1.2, label=f"{method.label} 10th pct: {p10:.3f}")
@@ -531,7 +588,7 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
     ax_dist.legend(fontsize=8)
 
     rng = np.random.default_rng(0)
-    for key, method in METHODS.items():
+    for key, method in present.items():
         wealth = deployments[key].wealth
         days = np.arange(wealth.shape[1])
         low, high = np.quantile(wealth, [0.1, 0.9], axis=0)
@@ -543,7 +600,7 @@ def plot(results: dict[str, Any], path: Path, n_sample_paths: int = 6) -> Path:
     ax_wealth.set(xlabel="traded day", ylabel="wealth W_t", title="(d) Deployment wealth (thin: sample paths)")
     ax_wealth.legend(fontsize=8, loc="upper left")
 
-    n = results["methods"]["reinforce"]["n_paths"]
+    n = next(iter(results["methods"].values()))["n_paths"]
     seeds = results["config"]["seeds"]
     fig.suptitle(
         f"High-yield tail-risk portfolio: deployment at p = 0.35, {n} deterministic paths per method "
@@ -565,7 +622,8 @@ def plot_stress(results: dict[str, Any], path: Path) -> Path:
     )
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
     for ax, (name, title) in zip(axes, panels, strict=True):
-        for key, method in METHODS.items():
+        for key in (key for key in stress if key != "p"):
+            method = METHODS[key]
             ax.plot(stress["p"], [m[name] for m in stress[key]], "o-", color=method.color, label=method.label)
         ax.axvline(0.10, color="0.6", ls=":", lw=1)
         ax.axvline(0.35, color="0.6", ls="--", lw=1)
@@ -583,16 +641,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seeds", type=positive_int, default=default.seeds, metavar="S", help="training seeds (default: %(default)s)"
     )
-    parser.add_argument("--updates", type=positive_int, default=default.updates, help="updates (default: %(default)s)")
+    parser.add_argument(
+        "--algo",
+        choices=sorted(ALGO_METHODS),
+        default="both",
+        help="reinforce: the paper's REINFORCE protocol (REINFORCE vs OrderGrad-CVaR); ppo: OrderGradPPO at its "
+        "defaults (objectives mean and cvar0.2); both (default)",
+    )
+    parser.add_argument(
+        "--updates", type=positive_int, default=default.updates, help="REINFORCE updates (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--ppo-timesteps",
+        type=positive_int,
+        default=default.ppo_timesteps,
+        metavar="T",
+        help="env steps of each OrderGradPPO run (default: %(default)s)",
+    )
     parser.add_argument(
         "--n-episodes",
         type=positive_int,
         default=default.n_episodes,
         metavar="N",
-        help="episodes per update (default: %(default)s)",
+        help="REINFORCE episodes per update (default: %(default)s)",
     )
     parser.add_argument(
-        "--k", type=positive_int, default=default.k, help="K of OrderGrad-CVaR, < N (default: %(default)s)"
+        "--k", type=positive_int, default=default.k, help="K of REINFORCE's OrderGrad-CVaR, < N (default: %(default)s)"
     )
     parser.add_argument(
         "--deploy-paths",
@@ -646,7 +720,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     config = Config(
         seeds=args.seeds,
+        methods=ALGO_METHODS[args.algo],
         updates=args.updates,
+        ppo_timesteps=args.ppo_timesteps,
         n_episodes=args.n_episodes,
         k=args.k,
         deploy_paths=args.deploy_paths,
@@ -657,10 +733,20 @@ def run(args: argparse.Namespace) -> int:
     )
     results = run_experiment(config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet)
     train = results["train_seconds"]
+    protocols = []
+    if "reinforce" in args.algo or args.algo == "both":
+        protocols.append(
+            f"REINFORCE protocol: {config.updates} updates of {config.n_episodes} episodes, OrderGrad-CVaR = "
+            f"LowerTailMean:0.2 with K = {config.k}"
+        )
+    if args.algo in ("ppo", "both"):
+        protocols.append(
+            f'OrderGradPPO("MlpPolicy", "{TRAIN_ENV}", objective=...) at its defaults, learn({config.ppo_timesteps})'
+        )
     print(
-        f"High-yield tail-risk portfolio: {config.seeds} seeds x {config.updates} updates of {config.n_episodes} "
-        f"episodes on {TRAIN_ENV} (p = 0.10); deployment on {DEPLOY_ENV} (p = 0.35), {config.deploy_paths} "
-        f"deterministic paths per seed. OrderGrad-CVaR: LowerTailMean:0.2, K = {config.k}."
+        f"High-yield tail-risk portfolio, {config.seeds} seeds, trained on {TRAIN_ENV} (p = 0.10), deployed on "
+        f"{DEPLOY_ENV} (p = 0.35), {config.deploy_paths} deterministic paths per seed.\n"
+        + "\n".join(f"  {line}." for line in protocols)
     )
     print("Measured value first, the paper's value after it.\n")
     print(format_table(results))
