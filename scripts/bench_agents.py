@@ -1,7 +1,10 @@
-"""Benchmark of the agents on SyntheticTailRisk-v0, each against a baseline timed in the same run.
+"""Benchmark of the agents, each against a baseline timed in the same run.
 
-    python scripts/bench_agents.py [--updates 10] [--repeats 3] [--threads 1]
+    python scripts/bench_agents.py [--cartpole-steps 20000] [--updates 10] [--repeats 3] [--threads 1]
 
+0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
+   ``OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean")`` for the same total env steps (one env each).
+   Target: wall-time ratio <= 1.10.
 1. OrderGradPPO vs SB3's PPO with the same rollout size (256 envs x 16 steps: one 16-decision episode per env),
    ``n_epochs``, ``batch_size`` and number of timesteps, both on ``make_sb3_vec_env`` with SB3's default
    ``MlpPolicy`` (OrderGradPPO's has no value branch). Target: wall-time ratio <= 1.10.
@@ -46,6 +49,11 @@ def best_time(make: Callable[[], Callable[[], object]], repeats: int) -> float:
     return min(times)
 
 
+def cartpole_run(cls: type, steps: int, seed: int, **kwargs: object) -> Callable[[], object]:
+    model = cls("MlpPolicy", "CartPole-v1", seed=seed, device="cpu", **kwargs)
+    return lambda: model.learn(steps)
+
+
 def ppo_run(cls: type, updates: int, seed: int, **kwargs: object) -> Callable[[], object]:
     model = cls("MlpPolicy", make_sb3_vec_env(ENV_ID, N_ENVS, seed=seed), seed=seed, device="cpu", **kwargs)
     return lambda: model.learn(updates * ROLLOUT_STEPS)
@@ -67,6 +75,7 @@ def env_steps_only(updates: int, seed: int) -> Callable[[], object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cartpole-steps", type=int, default=20_000, help="env steps per timed CartPole run")
     parser.add_argument("--updates", type=int, default=10, help="rollouts + updates per timed PPO run")
     parser.add_argument("--reinforce-updates", type=int, default=50, help="updates per timed REINFORCE run")
     parser.add_argument("--repeats", type=int, default=3)
@@ -75,6 +84,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one core per run)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    steps = args.cartpole_steps
+    print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")
+    sb3 = best_time(lambda: cartpole_run(PPO, steps, 0), args.repeats)
+    ours = best_time(lambda: cartpole_run(OrderGradPPO, steps, 0, objective="mean"), args.repeats)
+    print(f"{'SB3 PPO (baseline)':<52} {sb3:9.3f}s  {1.0:7.2f}")
+    print(f"{'OrderGradPPO mean':<52} {ours:9.3f}s  {ours / sb3:7.2f}   target <= 1.10\n")
+
     ppo_kwargs = dict(n_epochs=args.n_epochs, batch_size=args.batch_size)
     print(
         f"{ENV_ID}: {N_ENVS} envs x {EPISODE_STEPS} steps = {ROLLOUT_STEPS} steps per rollout, "

@@ -80,7 +80,7 @@ def test_parse_hparams_errors(item, message):
         ("learning_rate=1e-2x", "learning_rate expects a number, got text that is not a Python literal"),
         ("learning_rate='0.1'", "learning_rate expects a number, got str '0.1'"),
         ("n_epochs=2.5", "n_epochs expects an integer, got float 2.5"),
-        ("batch_size=None", "batch_size expects an integer, got NoneType None"),
+        ("batch_size=64.5", "batch_size expects an integer or None, got float 64.5"),
         ("normalize_advantage=yes", "normalize_advantage expects True or False, got text"),
         ("normalize_advantage=1", "normalize_advantage expects True or False, got int 1"),
         ("policy_kwargs=5", "policy_kwargs expects a dict such as {'key': 1} or None, got int 5"),
@@ -120,12 +120,12 @@ TAILRISK_PPO = ["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--ob
 def test_train_ppo_without_n_episodes_uses_the_algorithms_default(capsys):
     """Issue 9, defect 1: crashed with "int() argument must be ... not 'NoneType'" unless --n-episodes was given."""
     assert main([*TAILRISK_PPO, "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0  # one rollout, one epoch
-    assert "objective cvar0.2@32, 64 episodes per update" in capsys.readouterr().out
+    assert "objective cvar0.2@128, 256 episodes per update" in capsys.readouterr().out
 
 
 def test_train_default_n_envs_is_the_native_batch_on_tailrisk(capsys):
     assert main([*TAILRISK_PPO, "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0
-    assert "64 episodes per update on 64 envs" in capsys.readouterr().out
+    assert "256 episodes per update on 256 envs" in capsys.readouterr().out
 
 
 def test_train_constructor_errors_are_usage_errors(capsys):

@@ -71,9 +71,10 @@ def test_checks_accept_the_papers_numbers_and_reject_swapped_methods():
 
 def test_cli_smoke_run(tmp_path, capsys):
     out, tb, out_json = tmp_path / "results", tmp_path / "runs", tmp_path / "tailrisk.json"
-    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "1", "--updates", "3", "--n-episodes", "16", "--k", "8",
-            "--deploy-paths", "16", "--stress", "--eval-every", "1", "--eval-episodes", "4", "--workers", "1",
-            "--out", str(out), "--tensorboard", str(tb), "--json", str(out_json), "--quiet"]  # fmt: skip
+    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "1", "--updates", "3", "--n-episodes", "16",
+            "--k", "8", "--deploy-paths", "16", "--stress", "--eval-every", "1", "--eval-episodes", "4",
+            "--workers", "1", "--out", str(out), "--tensorboard", str(tb), "--json", str(out_json),
+            "--quiet"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     for label, _, _ in tr._ROWS:

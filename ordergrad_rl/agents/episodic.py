@@ -72,6 +72,37 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
     return env
 
 
+#: Default episodes per rollout of OrderGradPPO for the mean (measured, issue 9): the mean ranks nothing, so every
+#: episode carries signal and frequent updates win (CartPole-v1 solved in about SB3 PPO's steps at 16, several times
+#: more steps at 64).
+MEAN_N_EPISODES = 16
+#: ... and for a ranked objective: its signal sits in part of the batch (cvar0.2@128: the worst ~26 of each
+#: 128-subset), which must hold enough episodes: the paper's tail-risk batch (measured: 87% profitable deployments
+#: at 64 episodes, 95-96% at 256).
+RANKED_N_EPISODES = 256
+#: Smallest default minibatch, SB3's PPO default.
+MIN_BATCH_SIZE = 64
+
+
+def default_n_episodes(objective: ObjectiveLike, k: int | None = None) -> int:
+    """OrderGradPPO's episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
+    :data:`RANKED_N_EPISODES` (at least ``2 k`` if the objective fixes ``k``) for any ranked objective.
+
+    :raises ValueError: an invalid objective.
+    """
+    parsed = Objective.parse(objective, k)
+    if parsed.k == 1:  # the mean (k = 1 ranks nothing)
+        return MEAN_N_EPISODES
+    return max(RANKED_N_EPISODES, 2 * parsed.k) if parsed.is_bound else RANKED_N_EPISODES  # type: ignore[operator]
+
+
+def default_batch_size(n_episodes: int) -> int:
+    """``max(64, n_episodes)``: SB3's 64, raised so that a minibatch of random steps spans about as many episodes as
+    the rollout holds (each episode's weight is one unit of signal in episodic mode; measured on the tail-risk task:
+    at 128 episodes, 87% profitable deployments with 64-step minibatches, 95% with 128)."""
+    return max(MIN_BATCH_SIZE, n_episodes)
+
+
 def check_n_episodes(n_episodes: int) -> int:
     """``n_episodes`` as an int, or a ``ValueError`` if it is not an integer >= 2 (episodes ranked per update)."""
     return check_int("n_episodes", n_episodes, 2)

@@ -12,7 +12,14 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.checks import check_common_arguments, check_int, check_schedule
-from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, check_n_episodes
+from ordergrad_rl.agents.episodic import (
+    MIN_BATCH_SIZE,
+    EpisodicAlgorithmMixin,
+    build_env,
+    check_n_episodes,
+    default_batch_size,
+    default_n_episodes,
+)
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
 from ordergrad_rl.core.objectives import ObjectiveLike
@@ -69,9 +76,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
         Q-critic mode (the number of action draws). ``mean`` has k = 1.
     :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``, ``N`` divisible by the number of
-        envs), default 64: enough episodes to rank (k = 32, so ``cvar0.2`` weights the worst 7 of 32) while
-        keeping rollouts of ~ SB3's 2048 steps for episodes of a few dozen steps. Must stay ``None`` in Q-critic
-        mode.
+        envs). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and 256 (at least ``2 k``) for
+        ranked objectives (their signal sits in part of the batch, e.g. the worst ~26 episodes of each 128-subset
+        for ``cvar0.2``), see :func:`~ordergrad_rl.agents.episodic.default_n_episodes`. Must stay ``None`` in
+        Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
     :param n_envs: number of envs. ``None`` (default): for an env id, or a ``gym.Env`` made by ``gym.make`` without
@@ -81,7 +89,9 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param learning_rate: as in SB3's PPO.
     :param n_steps: Q-critic mode: steps per env per rollout (default 2048). Not used in episodic mode (a rollout is
         ``n_episodes`` episodes); must stay ``None`` there.
-    :param batch_size: minibatch size in steps.
+    :param batch_size: minibatch size in steps. Default: episodic mode ``max(64, n_episodes)`` (a minibatch spans
+        about as many episodes as the rollout holds, see :func:`~ordergrad_rl.agents.episodic.default_batch_size`);
+        Q-critic mode 64 (SB3's).
     :param n_epochs: passes over the rollout per update.
     :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
     :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode.
@@ -121,7 +131,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         n_envs: int | None = None,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         n_epochs: int = 10,
         gamma: float | None = None,
         gae_lambda: float = 0.95,
@@ -146,7 +156,6 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     ) -> None:
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         check_int("n_epochs", n_epochs, 1)
-        check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
         check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
         q_critic = advantage == Q_CRITIC
         if n_steps is not None and not q_critic:
@@ -156,8 +165,11 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         if q_critic:
             rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
         else:
-            n_episodes = 64 if n_episodes is None else n_episodes
+            n_episodes = default_n_episodes(objective, k) if n_episodes is None else n_episodes
             rollout_length = check_n_episodes(n_episodes)  # replaced by episodes per env in _setup_model
+        if batch_size is None:
+            batch_size = MIN_BATCH_SIZE if q_critic else default_batch_size(rollout_length)
+        check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
         with warnings.catch_warnings():
             if not q_critic:
                 # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
