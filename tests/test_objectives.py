@@ -120,7 +120,7 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("winsor2@4", "2m < k"),
         ("top5@4", "m <= k"),
         ("rank5@4", "r <= k"),
-        ("topbot3@5", "2m <= k"),
+        ("topbot6@5", "m <= k"),
         ("gmd@1", "k >= 2"),
         ("cvar1.5@8", r"in \(0, 1\]"),
         ("cvar0@8", r"in \(0, 1\]"),

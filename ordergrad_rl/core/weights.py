@@ -1,4 +1,4 @@
-"""Subset-counting weight tables of the batch regime (paper Sec. 3.3, App. F), in log space, float64.
+"""Subset-counting weight tables of the batch regime (paper Sec. 3.3, App. F), float64 NumPy, built once and cached.
 
 Every table of the paper is a scaled hypergeometric probability. Write ``h(x; M, n, d)`` for the
 probability of ``x`` successes when ``d`` items are drawn without replacement from ``M`` items of which
@@ -14,33 +14,47 @@ table                 paper                                              hyperge
 ``W-[l, j]``, l < N   C(l-1,j-1) C(N-1-l,k-j) / C(N-1,k)                (k/(N-1)) h(j-1; N-2, l-1, k-1)
 ====================  =================================================  ============================
 
-Collapsing a table with ``alpha`` (App. F.1) is therefore a hypergeometric expectation
-``E[alpha[X]]`` evaluated for every success count ``n`` (:func:`hypergeom_expectation`). Two exact
-routes compute it:
+Collapsing a table with ``alpha`` (App. F.1) is a hypergeometric expectation ``E[alpha[X_n]]`` for every
+success count ``n`` (:func:`hypergeom_expectation`). Three exact routes compute it:
 
-* **dense**: sum ``alpha[x] h(x; M, n, d)`` over the support of ``alpha``, with ``log h`` from a
-  log-factorial table, in row chunks — cost ``O(M * |support|)``;
-* **runs**: by Abel summation ``E[alpha[X]] = alpha[d] + sum_x (alpha[x] - alpha[x+1]) P(X <= x)``,
-  only the ``x`` where ``alpha`` changes contribute, and each CDF ``P(X_n <= x)`` for *all* ``n`` is
-  one O(M) scan: adding one success to the population lowers it by ``h(x; M, n, d) (d - x) / (M - n)``
-  (the added item is drawn while exactly ``x`` earlier successes are). Objectives with long constant
-  runs (cvar, trimmed means, top-M, quantiles) cost ``O(M * #changes)`` instead of ``O(M * k)``:
-  N = 10^5, k = 5 * 10^4 cvar tables take well under a second.
+* **poly** — polynomial weights (``gmd``, L-moments): ``alpha[x] = sum_i c_i (x)_i`` in falling factorials, and
+  the factorial moments of the hypergeometric are closed-form, ``E[(X)_i] = (d)_i (n)_i / (M)_i``: O(M deg).
+* **runs** — by Abel summation ``E[alpha[X]] = alpha[d] + sum_x (alpha[x] - alpha[x+1]) P(X <= x)`` only the
+  ``x`` where ``alpha`` changes contribute, and each CDF ``P(X_n <= x)`` for *all* ``n`` is one O(M) scan
+  (adding one success lowers it by ``h(x; M, n, d) (d - x) / (M - n)``): O(M #changes) for cvar, trimmed means,
+  top-M, quantiles, range means.
+* **dense** — any weights: each row ``h(.; M, n, d)`` is summed over the window outside which a Bernstein /
+  Serfling tail bound leaves less than ``e^-43`` of its mass (O(sqrt(M)) wide), and only for the rows whose
+  window meets the support of ``alpha``: O(M sqrt(M)) at worst instead of the O(M k) full table.
 
-No table larger than ``N x k`` is ever built, and ``N x k`` only for the rankwise API.
+The pmf comes from a log-factorial table; every row (dense) or CDF scan (runs) is divided by its exact total
+(1), which removes the rounding of the large log-factorials common to it. Relative accuracy is ~1e-11 at
+N = 10^5 (``scripts/check_accuracy.py``).
+
+Advantages use one table only (:func:`advantage_tables`): writing the sorted rewards through their gaps
+``D_l = R_(l+1) - R_(l)``, ``a_t = [sum_{l<t} l K_l D_l - sum_{l>=t} (N-l) K_l D_l] / (N-1)`` with
+``K_l = E[alpha[X]]``, ``X ~ Hypergeom(N-2, l-1, k-1)`` (the leave-one-out kernel). Replacing one of the
+other samples by sample ``t`` changes the L-statistic by the integral of the weight of the rank it passes
+through; averaging over subsets gives ``K``. Only non-negative gaps are summed, the result is exactly invariant
+to a shift of the rewards, and tied rewards (zero gaps) get bit-identical advantages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.special import gammaln
 
-# Rows per chunk of the dense route: bounds peak memory at ~ _CHUNK_ELEMENTS * 8 bytes per temporary.
+# Elements per temporary block of the dense route (~32 MB of float64).
 _CHUNK_ELEMENTS = 1 << 22
+# log(1 / tail mass) cut from each side of a pmf row: e^-43 = 2e-19, far below float64 resolution of the row sum.
+_TAIL_LOG = 43.0
+# The rankwise API (N x k tables) refuses to build more than this many bytes of tables; see check_table_memory.
+RANKWISE_MAX_BYTES = 1 << 30
 
 
 @lru_cache(maxsize=8)
@@ -49,6 +63,12 @@ def _log_factorials(n_max: int) -> np.ndarray:
     table = gammaln(np.arange(n_max + 1, dtype=np.float64) + 1.0)
     table.flags.writeable = False
     return table
+
+
+def clear_caches() -> None:
+    """Forget every cached table (benchmarks time first calls with this)."""
+    _log_factorials.cache_clear()
+    rankwise_table.cache_clear()
 
 
 def _masked(values_at, index: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -83,94 +103,238 @@ def hypergeom_pmf_table(M: int, d: int, rows: range, cols: range) -> np.ndarray:
     return np.exp(hypergeom_log_pmf(M, d, rows, cols))
 
 
+# ---------------------------------------------------------------------------------------------- dense rows
+def row_windows(M: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row ``n = 0..M``: the inclusive range ``[lo_n, hi_n]`` of ``x`` outside which ``h(.; M, n, d)`` has less
+    than ``2 e^-43`` of its mass.
+
+    Two bounds on ``P(|X - nd/M| >= t)``, each valid for the hypergeometric and symmetric in ``(n, d)``: Bernstein's
+    with the binomial variance (the hypergeometric is a convex contraction of the binomial, Hoeffding 1963) and
+    Serfling's (1974) finite-population bound; the smaller ``t`` is used.
+    """
+    n = np.arange(M + 1, dtype=np.float64)
+    support_lo = np.maximum(0, d - (M - n)).astype(np.int64)
+    support_hi = np.minimum(n, d).astype(np.int64)
+    if M == 0 or d == 0:
+        return support_lo, support_hi
+    big_l = _TAIL_LOG
+
+    def bernstein(v: np.ndarray) -> np.ndarray:
+        return big_l / 3 + np.sqrt((big_l / 3) ** 2 + 2 * big_l * v)
+
+    def serfling(draws: np.ndarray | float) -> np.ndarray:
+        return np.sqrt(big_l * draws * np.maximum(1.0 - (draws - 1.0) / M, 0.0) / 2.0)
+
+    p, q = n / M, d / M
+    t = np.minimum.reduce(
+        [bernstein(d * p * (1 - p)), bernstein(n * q * (1 - q)), serfling(float(d)) + 0 * n, serfling(n)]
+    )
+    mean = n * q
+    lo = np.maximum(np.floor(mean - t - 1).astype(np.int64), support_lo)
+    hi = np.minimum(np.ceil(mean + t + 1).astype(np.int64), support_hi)
+    return lo, hi
+
+
+def _row_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, np.ndarray]]:
+    """Yield ``(rows, cols, block)`` with ``block[i, c] = h(cols[c]; M, rows[i], d)`` over ``rows``, each row
+    divided by its sum over its window (the exact total is 1: this cancels the shared log-factorial rounding)."""
+    lo, hi = row_windows(M, d)
+    width = int((hi - lo).max()) + 1
+    # Rows per block: the rectangle spans about one window plus the drift of the window centre (d/M per row).
+    step = max(1, min(_CHUNK_ELEMENTS // (2 * width), math.ceil(width * M / max(d, 1))))
+    for start in range(rows.start, rows.stop, step):
+        block_rows = range(start, min(rows.stop, start + step))
+        cols = range(
+            int(lo[block_rows.start : block_rows.stop].min()), int(hi[block_rows.start : block_rows.stop].max()) + 1
+        )
+        block = hypergeom_pmf_table(M, d, block_rows, cols)
+        block /= block.sum(axis=1, keepdims=True)
+        yield block_rows, cols, block
+
+
 def _expectation_dense(a: np.ndarray, M: int, d: int) -> np.ndarray:
-    support = np.flatnonzero(a[: d + 1])
+    """``E[a[X_n]]`` by windowed, normalized rows; rows whose window misses the support of ``a`` are 0."""
     out = np.zeros(M + 1)
+    support = np.flatnonzero(a)
     if support.size == 0:
         return out
-    cols = range(int(support[0]), int(support[-1]) + 1)
-    weights = a[cols.start : cols.stop]
-    step = max(1, _CHUNK_ELEMENTS // len(cols))
-    for start in range(0, M + 1, step):
-        rows = range(start, min(M + 1, start + step))
-        out[start : rows.stop] = hypergeom_pmf_table(M, d, rows, cols) @ weights
+    lo, hi = row_windows(M, d)
+    needed = np.flatnonzero((hi >= support[0]) & (lo <= support[-1]))
+    if needed.size == 0:
+        return out
+    padded = np.concatenate((a, np.zeros(1)))  # windows never pass x = d, but keep indexing safe
+    for rows, cols, block in _row_blocks(M, d, range(int(needed[0]), int(needed[-1]) + 1)):
+        out[rows.start : rows.stop] = block @ padded[cols.start : cols.stop]
     return out
 
 
+def _dense_cost(a: np.ndarray, M: int, d: int) -> float:
+    """Entries the dense route evaluates (its rectangles are about twice the summed windows)."""
+    support = np.flatnonzero(a)
+    if support.size == 0:
+        return 0.0
+    lo, hi = row_windows(M, d)
+    needed = (hi >= support[0]) & (lo <= support[-1])
+    return 2.0 * float((hi - lo + 1)[needed].sum())
+
+
+# ---------------------------------------------------------------------------------------------- runs (CDF scans)
 def hypergeom_cdf_all_n(x: int, M: int, d: int) -> np.ndarray:
     """``P(X_n <= x)`` for ``X_n ~ Hypergeom(M, n, d)`` and every ``n = 0..M``, shape ``(M + 1,)``, in O(M).
 
-    ``P(X_{n+1} <= x) = P(X_n <= x) - h(x; M, n, d) (d - x) / (M - n)``. The partial sums are taken from
-    whichever end is closer (``1 - head`` or ``tail``), so both tails keep their relative accuracy.
+    ``P(X_{n+1} <= x) = P(X_n <= x) - h(x; M, n, d) (d - x) / (M - n)``. The steps sum to exactly 1 (from
+    ``P(X_0 <= x) = 1`` to ``P(X_M <= x) = 0``), so they are divided by their computed sum; the partial sums are
+    taken from whichever end is closer (``1 - head`` or ``tail``), so both tails keep their relative accuracy.
     """
     if x < 0:
         return np.zeros(M + 1)
     if x >= d:
         return np.ones(M + 1)
-    n = np.arange(M)  # steps n -> n + 1 for n = 0..M-1
-    step = hypergeom_pmf_table(M, d, range(M), range(x, x + 1))[:, 0] * ((d - x) / (M - n))
-    head = np.concatenate(([0.0], np.cumsum(step)))  # sum_{n' < n} step
-    tail = np.concatenate((np.cumsum(step[::-1])[::-1], [0.0]))  # sum_{n' >= n} step
-    return np.where(head <= 0.5, 1.0 - head, tail)
+    # Only n in [x, M - d + x] have h(x) > 0.
+    n = np.arange(x, M - d + x + 1)
+    step = hypergeom_pmf_table(M, d, range(x, M - d + x + 1), range(x, x + 1))[:, 0] * ((d - x) / (M - n))
+    step /= step.sum()
+    out = np.empty(M + 1)
+    out[: x + 1] = 1.0
+    out[M - d + x + 1 :] = 0.0
+    head = np.cumsum(step)[:-1]  # sum of steps before n + 1, for n + 1 in [x + 1, M - d + x]
+    tail = np.cumsum(step[::-1])[::-1][1:]
+    out[x + 1 : M - d + x + 1] = np.where(head <= 0.5, 1.0 - head, tail)
+    return out
 
 
-def hypergeom_expectation(a: np.ndarray, M: int, d: int, method: str = "auto") -> np.ndarray:
-    """``E[a[X_n]]`` for ``X_n ~ Hypergeom(M total, n successes, d draws)`` and every ``n = 0..M``.
-
-    :param a: weights indexed by the success count ``x``; only ``a[0..d]`` is used (shape ``(>= d+1,)``).
-    :param M: population size (``>= d``).
-    :param d: number of draws; ``d < 0`` gives zeros (an empty order statistic, e.g. k = 1 include-one tables).
-    :param method: ``"dense"``, ``"runs"`` or ``"auto"`` (runs when ``alpha`` has few changes for its support).
-    :return: shape ``(M + 1,)``, float64.
-    """
-    if d < 0:
-        return np.zeros(M + 1)
-    a = np.asarray(a, dtype=np.float64)[: d + 1]
-    changes = np.flatnonzero(a[:-1] != a[1:])
-    if method == "auto":
-        # A CDF scan costs about twice a dense column: prefer runs when alpha changes rarely.
-        method = "runs" if 2 * changes.size < np.count_nonzero(a) else "dense"
-    if method == "dense":
-        return _expectation_dense(a, M, d)
-    if method != "runs":
-        raise ValueError(f"method must be 'auto', 'dense' or 'runs', got {method!r}")
+def _expectation_runs(a: np.ndarray, M: int, d: int, changes: np.ndarray) -> np.ndarray:
     out = np.full(M + 1, a[d])
     for x in changes:
         out += (a[x] - a[x + 1]) * hypergeom_cdf_all_n(int(x), M, d)
     return out
 
 
-def check_sizes(n: int, k: int, *, advantage: bool) -> None:
-    """Raise a ``ValueError`` naming the problem unless ``1 <= k <= N`` (values) or ``1 <= k < N`` (advantages)."""
+# ---------------------------------------------------------------------------------------------- polynomial
+def _expectation_poly(coefficients: np.ndarray, M: int, d: int) -> np.ndarray:
+    """``E[sum_i c_i (X_n)_i] = sum_i c_i (d)_i (n)_i / (M)_i`` for every ``n`` (factorial moments)."""
+    n = np.arange(M + 1, dtype=np.float64)
+    out = np.full(M + 1, float(coefficients[0]))
+    ratio = np.ones(M + 1)  # (d)_i (n)_i / (M)_i, one factor at a time
+    for i, c in enumerate(coefficients[1:], start=1):
+        if i > d:
+            break
+        ratio = ratio * (d - i + 1) * (n - i + 1) / (M - i + 1)
+        out += c * ratio
+    return out
+
+
+def shift_polynomial(coefficients: np.ndarray, shift: int) -> np.ndarray:
+    """Coefficients of ``x -> p(x + shift)`` in falling factorials: ``(x+s)_i = sum_l C(i,l) (s)_(i-l) (x)_l``."""
+    out = np.zeros(len(coefficients))
+    for i, c in enumerate(coefficients):
+        for l in range(i + 1):
+            out[l] += c * math.comb(i, l) * math.perm(shift, i - l)
+    return out
+
+
+# A polynomial is evaluated in falling factorials when the sum of |terms| loses at most this factor (x eps) of
+# accuracy; above it (L-moments of order >= 8) the dense route is used instead.
+_POLY_MAX_CONDITION = 1e4
+
+
+def _poly_condition(coefficients: np.ndarray, d: int) -> float:
+    scale = [abs(c) * math.perm(d, i) for i, c in enumerate(coefficients)]
+    return sum(scale) / max(abs(sum(c * math.perm(d, i) for i, c in enumerate(coefficients))), max(scale) * 1e-300)
+
+
+# ---------------------------------------------------------------------------------------------- dispatch
+def hypergeom_expectation(
+    a: np.ndarray, M: int, d: int, method: str = "auto", poly: np.ndarray | None = None
+) -> np.ndarray:
+    """``E[a[X_n]]`` for ``X_n ~ Hypergeom(M total, n successes, d draws)`` and every ``n = 0..M``.
+
+    :param a: weights indexed by the success count ``x``; only ``a[0..d]`` is used (shape ``(>= d+1,)``).
+    :param M: population size (``>= d``).
+    :param d: number of draws; ``d < 0`` gives zeros (an empty order statistic, e.g. k = 1 include-one tables).
+    :param method: ``"auto"``, ``"poly"`` (needs ``poly``), ``"runs"`` or ``"dense"``; all are exact. ``"auto"``
+        takes ``poly`` when given and well conditioned, else the cheaper of runs and dense.
+    :param poly: falling-factorial coefficients of ``a`` (``a[x] = sum_i poly[i] (x)_i``), if it is a polynomial.
+    :return: shape ``(M + 1,)``, float64.
+    """
+    if method not in ("auto", "poly", "runs", "dense"):
+        raise ValueError(f"method must be 'auto', 'poly', 'runs' or 'dense', got {method!r}")
+    if d < 0:
+        return np.zeros(M + 1)
+    a = np.asarray(a, dtype=np.float64)[: d + 1]
+    if method == "poly" and poly is None:
+        raise ValueError("method='poly' needs the polynomial coefficients of the weights")
+    if poly is not None and method in ("auto", "poly"):
+        if method == "poly" or _poly_condition(poly, d) <= _POLY_MAX_CONDITION:
+            return _expectation_poly(poly, M, d)
+    changes = np.flatnonzero(a[:-1] != a[1:])
+    if method == "auto":
+        # A CDF scan costs about as much as 3 M dense entries (measured; both are memory-bound NumPy passes).
+        method = "runs" if 3.0 * (M + 1) * changes.size <= _dense_cost(a, M, d) else "dense"
+    if method == "runs":
+        return _expectation_runs(a, M, d, changes)
+    return _expectation_dense(a, M, d)
+
+
+def check_sizes(n: int, k: int, *, quantity: str = "value") -> None:
+    """Raise a ``ValueError`` naming the problem unless ``1 <= k <= N`` (values, include-one values) or
+    ``1 <= k < N`` (leave-one-out values and advantages)."""
     if k < 1:
         raise ValueError(f"order-statistic size k must be >= 1, got k={k}")
-    if advantage and k >= n:
+    if quantity in ("advantage", "leave_one_out") and k >= n:
         raise ValueError(
-            f"leave-one-out advantages need k < N (after removing one sample, k of the other N-1 must remain); "
-            f"got k={k}, N={n}"
+            f"leave-one-out {'advantages' if quantity == 'advantage' else 'values'} need k < N (after removing one "
+            f"sample, k of the other N-1 must remain); got k={k}, N={n}"
         )
     if k > n:
         raise ValueError(f"batch values need k <= N (a size-k subset of N samples); got k={k}, N={n}")
 
 
+def check_table_memory(n: int, k: int, tables: int, what: str) -> None:
+    """Refuse a rankwise computation whose ``tables`` float64 ``N x k`` tables exceed :data:`RANKWISE_MAX_BYTES`."""
+    needed = 8 * tables * n * k
+    if needed > RANKWISE_MAX_BYTES:
+        raise ValueError(
+            f"{what} needs {tables} N x k float64 tables (N={n}, k={k}): {needed / 2**30:.1f} GiB, above the "
+            f"{RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit (ordergrad_rl.core.weights.RANKWISE_MAX_BYTES). Use the "
+            f"collapsed quantity (rankwise=False), which needs O(N) memory."
+        )
+
+
 Kernel = Callable[[int, int, int], np.ndarray]
 
 
-def collapsed_kernel(alpha: np.ndarray, method: str = "auto") -> Kernel:
+def collapsed_kernel(alpha: np.ndarray, method: str = "auto", poly: np.ndarray | None = None) -> Kernel:
     """``kernel(M, d, shift)[n] = E[alpha[X_n + shift]]``, ``X_n ~ Hypergeom(M, n, d)``: tables collapsed by alpha."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    return lambda M, d, shift: hypergeom_expectation(alpha[shift:], M, d, method)
+
+    def kernel(M: int, d: int, shift: int) -> np.ndarray:
+        shifted = None if poly is None else shift_polynomial(poly, shift)
+        return hypergeom_expectation(alpha[shift:], M, d, method, shifted)
+
+    return kernel
+
+
+@lru_cache(maxsize=16)
+def rankwise_table(M: int, d: int, shift: int, k: int) -> np.ndarray:
+    """``T[n, j-1] = h(j - 1 - shift; M, n, d)`` for ``n = 0..M`` and every rank ``j = 1..k``: shape ``(M+1, k)``,
+    read-only, built from the windowed rows (zero outside them)."""
+    table = np.zeros((M + 1, k))
+    if d >= 0:
+        for rows, cols, block in _row_blocks(M, d, range(M + 1)):
+            first = max(cols.start + shift, 0)
+            last = min(cols.stop + shift, k)  # exclusive rank index
+            if last > first:
+                table[rows.start : rows.stop, first:last] = block[
+                    :, first - shift - cols.start : last - shift - cols.start
+                ]
+    table.flags.writeable = False
+    return table
 
 
 def rankwise_kernel(k: int) -> Kernel:
     """``kernel(M, d, shift)[n, j-1] = h(j - 1 - shift; M, n, d)`` for every rank j: the full ``(M+1, k)`` tables."""
-
-    def kernel(M: int, d: int, shift: int) -> np.ndarray:
-        if d < 0:
-            return np.zeros((M + 1, k))
-        return hypergeom_pmf_table(M, d, range(M + 1), range(-shift, k - shift))
-
-    return kernel
+    return lambda M, d, shift: rankwise_table(M, d, shift, k)
 
 
 def value_table(n: int, k: int, kernel: Kernel) -> np.ndarray:
@@ -178,41 +342,47 @@ def value_table(n: int, k: int, kernel: Kernel) -> np.ndarray:
 
     Shape ``(N,)`` collapsed (``w = W alpha``) or ``(N, k)`` rankwise.
     """
-    check_sizes(n, k, advantage=False)
+    check_sizes(n, k)
     return (k / n) * kernel(n - 1, k - 1, 0)
 
 
-_QUANTITIES = ("inclusion", "leave_one_out", "advantage")
+_QUANTITIES = ("inclusion", "leave_one_out")
 
 
 def psum_tables(n: int, k: int, quantity: str, kernel: Kernel) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """``(L, D, U)`` in sorted-rank order with ``out_t = sum_{m<t} R_m L_m + R_t D_t + sum_{m>t} R_m U_m`` (App. F.4).
 
-    :param quantity: ``"inclusion"`` (``L, D, U = A, B, C``: the include-one value ``q_t``),
-        ``"leave_one_out"`` (``W-_m``, none, ``W-_{m-1}``: ``v^(-t)``), or ``"advantage"``
-        (their difference: ``a_t = q_t - v^(-t)``).
+    :param quantity: ``"inclusion"`` (``L, D, U = A, B, C``: the include-one value ``q_t``, defined for
+        ``k <= N``) or ``"leave_one_out"`` (``W-_m``, none, ``W-_{m-1}``: ``v^(-t)``, needs ``k < N``).
     :return: arrays of shape ``(N,)`` (collapsed kernel) or ``(N, k)`` (rankwise kernel); ``D`` is ``None``
         for the leave-one-out value, which never contains rank t itself.
     """
     if quantity not in _QUANTITIES:
         raise ValueError(f"quantity must be one of {_QUANTITIES}, got {quantity!r}")
-    check_sizes(n, k, advantage=True)
-    diag = None
-    lower = upper = None
-    if quantity != "leave_one_out":
+    check_sizes(n, k, quantity=quantity)
+    if quantity == "inclusion":
+        diag = kernel(n - 1, k - 1, 0)  # B[t]
+        if n == 1:
+            return np.zeros_like(diag), diag, np.zeros_like(diag)
         scale = (k - 1) / (n - 1)
         below = scale * kernel(n - 2, k - 2, 0)  # A[m], m = 1..N-1
         above = scale * kernel(n - 2, k - 2, 1)  # C[m] for m = 2..N: the forced rank is one of the lower ones
-        lower = np.concatenate((below, np.zeros_like(below[:1])))
-        upper = np.concatenate((np.zeros_like(above[:1]), above))
-        diag = kernel(n - 1, k - 1, 0)  # B[t]
-    if quantity != "inclusion":
-        loo = (k / (n - 1)) * kernel(n - 2, k - 1, 0)  # W-[l], l = 1..N-1
-        pad = np.zeros_like(loo[:1])
-        loo_lower, loo_upper = np.concatenate((loo, pad)), np.concatenate((pad, loo))
-        if lower is None:
-            lower, upper = loo_lower, loo_upper
-        else:
-            lower -= loo_lower
-            upper -= loo_upper
-    return lower, diag, upper
+        zero = np.zeros_like(below[:1])
+        return np.concatenate((below, zero)), diag, np.concatenate((zero, above))
+    loo = (k / (n - 1)) * kernel(n - 2, k - 1, 0)  # W-[l], l = 1..N-1
+    pad = np.zeros_like(loo[:1])
+    return np.concatenate((loo, pad)), None, np.concatenate((pad, loo))
+
+
+def advantage_tables(n: int, k: int, kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, U)`` over the ``N - 1`` gaps with ``a = cumsum0(D E) - sum(D U)`` (see the module docstring).
+
+    ``K_g = kernel(N-2, k-1, 0)[g]`` for gap ``g = 0..N-2`` (between sorted positions ``g`` and ``g+1``),
+    ``E_g = N K_g / (N-1)`` and ``U_g = (N-1-g) K_g / (N-1)``; shapes ``(N-1,)`` or ``(N-1, k)`` (rankwise).
+    """
+    check_sizes(n, k, quantity="advantage")
+    gap_kernel = kernel(n - 2, k - 1, 0)
+    above = (n - 1 - np.arange(n - 1, dtype=np.float64)) / (n - 1)
+    if gap_kernel.ndim == 2:
+        above = above[:, None]
+    return (n / (n - 1)) * gap_kernel, above * gap_kernel
