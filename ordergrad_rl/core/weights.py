@@ -135,26 +135,67 @@ def row_windows(M: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _row_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, np.ndarray]]:
-    """Yield ``(rows, cols, block)`` with ``block[i, c] = h(cols[c]; M, rows[i], d)`` over ``rows``, each row
-    divided by its sum over its window (the exact total is 1: this cancels the shared log-factorial rounding)."""
+# Largest drop (in nats) of the tilted row term across one block: every row total stays above e^-250, so factors
+# below _FACTOR_FLOOR (e^-300) are dropped (each contributes < 1e-21 of its row) and the products of the kept ones
+# stay normal numbers (subnormal arithmetic is ~100x slower on x86).
+_BLOCK_NATS = 250.0
+_FACTOR_FLOOR = math.exp(-300.0)
+# Weights below this fraction of max|alpha| are dropped by the dense route (their effect is below 1e-30).
+_WEIGHT_FLOOR = 1e-30
+
+
+def _tilted_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, np.ndarray, np.ndarray]]:
+    """For ``0 < d < M``, yield ``(rows, cols, c, e)`` with ``h(x; M, n, d) = c[x - cols.start] e[n - x - u0] / Z_n``
+    on each block, ``u0 = rows.start - (cols.stop - 1)`` and ``Z_n = sum_x c[.] e[.]`` over the block's columns.
+
+    ``log h(x; M, n, d) = row(n) + col(x) + diff(n - x)`` (see :func:`hypergeom_log_pmf`). On a block of rows the
+    factors are tilted by ``theta x``, ``theta (n - x)``, ``-theta n`` so that the column and difference terms are
+    flat at the block's centre mode (their maxima are ~1, and each row's leading products stay above e^-250).
+    The row term then cancels in the division by ``Z_n`` (the exact row total is 1) and only the 1-D vectors
+    ``c`` and ``e`` are exponentiated. Blocks are as long as the row term's curvature ``1/n + 1/(M-n)`` allows
+    within :data:`_BLOCK_NATS`; the columns cover every row's :func:`row_windows`.
+    """
+    lf = _log_factorials(M)
     lo, hi = row_windows(M, d)
-    width = int((hi - lo).max()) + 1
-    # Rows per block: the rectangle spans about one window plus the drift of the window centre (d/M per row).
-    step = max(1, min(_CHUNK_ELEMENTS // (2 * width), math.ceil(width * M / max(d, 1))))
-    for start in range(rows.start, rows.stop, step):
-        block_rows = range(start, min(rows.stop, start + step))
-        cols = range(
-            int(lo[block_rows.start : block_rows.stop].min()), int(hi[block_rows.start : block_rows.stop].max()) + 1
-        )
-        block = hypergeom_pmf_table(M, d, block_rows, cols)
-        block /= block.sum(axis=1, keepdims=True)
-        yield block_rows, cols, block
+    start = rows.start
+    while start < rows.stop:
+        curvature = 1.0 / (start + 1) + 1.0 / (M - start + 1)
+        size = max(1, int(2.0 * math.sqrt(2.0 * _BLOCK_NATS / curvature)))
+        stop = min(rows.stop, start + size)
+        end_curvature = 1.0 / stop + 1.0 / max(M - stop + 2, 1)
+        if end_curvature > curvature:  # the curvature grows towards n = M: size the block for its end
+            stop = min(stop, start + max(1, int(2.0 * math.sqrt(2.0 * _BLOCK_NATS / end_curvature))))
+        width = int(hi[start:stop].max() - lo[start:stop].min()) + 1
+        stop = min(stop, start + max(1, _CHUNK_ELEMENTS // width))
+        block = range(start, stop)
+        cols = range(int(lo[start:stop].min()), int(hi[start:stop].max()) + 1)
+        centre = (start + stop - 1) // 2
+        x_c = min(max((centre + 1) * (d + 1) // (M + 2), max(0, d - M + centre)), min(centre, d))
+        x = np.arange(cols.start, cols.stop)
+        col = -lf[x] - lf[d - x]
+        u_c = centre - x_c
+        # theta flattens the term with the longer range (the other one is flat too when the mode is interior).
+        if M - d >= d:
+            u_s = min(u_c, M - d - 1)
+            theta = lf[u_s + 1] - lf[u_s] + lf[M - d - u_s - 1] - lf[M - d - u_s]
+        else:
+            x_s = min(x_c, d - 1)
+            theta = lf[x_s + 1] - lf[x_s] + lf[d - x_s - 1] - lf[d - x_s]
+        u = np.arange(start - (cols.stop - 1), stop - cols.start)
+        diff = _masked(lambda v: -lf[v] - lf[M - d - v], u, 0, M - d)
+        c = np.exp(col - (-lf[x_c] - lf[d - x_c]) + theta * (x - x_c))
+        e = np.exp(diff - (-lf[u_c] - lf[M - d - u_c]) + theta * (u - u_c))
+        c[c < _FACTOR_FLOOR] = 0.0
+        e[e < _FACTOR_FLOOR] = 0.0
+        yield block, cols, c, e
+        start = stop
 
 
 def _expectation_dense(a: np.ndarray, M: int, d: int) -> np.ndarray:
-    """``E[a[X_n]]`` by windowed, normalized rows; rows whose window misses the support of ``a`` are 0."""
+    """``E[a[X_n]]`` by windowed rows as two correlations per block; rows whose window misses the support of ``a``
+    are 0."""
     out = np.zeros(M + 1)
+    a = np.where(np.abs(a) < _WEIGHT_FLOOR * np.abs(a).max(initial=0.0), 0.0, a)
     support = np.flatnonzero(a)
     if support.size == 0:
         return out
@@ -162,9 +203,9 @@ def _expectation_dense(a: np.ndarray, M: int, d: int) -> np.ndarray:
     needed = np.flatnonzero((hi >= support[0]) & (lo <= support[-1]))
     if needed.size == 0:
         return out
-    padded = np.concatenate((a, np.zeros(1)))  # windows never pass x = d, but keep indexing safe
-    for rows, cols, block in _row_blocks(M, d, range(int(needed[0]), int(needed[-1]) + 1)):
-        out[rows.start : rows.stop] = block @ padded[cols.start : cols.stop]
+    for rows, cols, c, e in _tilted_blocks(M, d, range(int(needed[0]), int(needed[-1]) + 1)):
+        weighted = np.convolve(c * a[cols.start : cols.stop], e, mode="valid")
+        out[rows.start : rows.stop] = weighted / np.convolve(c, e, mode="valid")
     return out
 
 
@@ -262,6 +303,8 @@ def hypergeom_expectation(
     if d < 0:
         return np.zeros(M + 1)
     a = np.asarray(a, dtype=np.float64)[: d + 1]
+    if d in (0, M):  # X_n is deterministic: 0, or n when every item is drawn
+        return np.full(M + 1, a[0]) if d == 0 else a.copy()
     if method == "poly" and poly is None:
         raise ValueError("method='poly' needs the polynomial coefficients of the weights")
     if poly is not None and method in ("auto", "poly"):
@@ -315,15 +358,21 @@ def collapsed_kernel(alpha: np.ndarray, method: str = "auto", poly: np.ndarray |
     return kernel
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=8)
 def rankwise_table(M: int, d: int, shift: int, k: int) -> np.ndarray:
     """``T[n, j-1] = h(j - 1 - shift; M, n, d)`` for ``n = 0..M`` and every rank ``j = 1..k``: shape ``(M+1, k)``,
     read-only, built from the windowed rows (zero outside them)."""
     table = np.zeros((M + 1, k))
-    if d >= 0:
-        for rows, cols, block in _row_blocks(M, d, range(M + 1)):
-            first = max(cols.start + shift, 0)
-            last = min(cols.stop + shift, k)  # exclusive rank index
+    if d in (0, M):  # X_n is deterministic: 0, or n when every item is drawn
+        n = np.arange(M + 1)
+        x = np.zeros_like(n) if d == 0 else n
+        keep = x + shift < k
+        table[n[keep], x[keep] + shift] = 1.0
+    elif d > 0:
+        for rows, cols, c, e in _tilted_blocks(M, d, range(M + 1)):
+            block = sliding_window_view(e, len(cols))[:, ::-1] * c  # block[r, i] = c[i] e[r + W - 1 - i]
+            block /= block.sum(axis=1, keepdims=True)
+            first, last = max(cols.start + shift, 0), min(cols.stop + shift, k)  # rank columns j - 1
             if last > first:
                 table[rows.start : rows.stop, first:last] = block[
                     :, first - shift - cols.start : last - shift - cols.start
