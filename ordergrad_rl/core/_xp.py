@@ -184,9 +184,16 @@ def scale_rows(sorted_x: Array, xp: Any) -> Array | None:
     return xp.pow(xp.asarray(2.0, dtype=top.dtype), exponent)
 
 
-def check_overflow(out: Array, xp: Any, what: str) -> None:
+def unscale(out: Array, scale: Array, xp: Any, what: str) -> Array:
+    """``out / scale`` (undoing :func:`scale_rows`), refusing results that overflow float (never inf or NaN)."""
+    if compat.is_numpy_namespace(xp):
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = out / scale
+    else:
+        out = out / scale
     if not is_traced(out) and not bool(xp.all(xp.isfinite(out))):
         raise ValueError(
             f"{what} overflow float64 for these rewards (|rewards| up to ~1e308); rescale the rewards before "
             f"calling (every OrderGrad quantity is linear in them)"
         )
+    return out

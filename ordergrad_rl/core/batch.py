@@ -158,10 +158,7 @@ class OrderStatTransform:
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", False, rs, xp, alpha)
         out = xp.sum(rs * w, axis=-1)
-        if scale is not None:
-            out = out / scale[..., 0]
-            _xp.check_overflow(out, xp, "values")
-        return out
+        return out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values")
 
     def orderstats(self, x):
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
@@ -170,7 +167,7 @@ class OrderStatTransform:
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", True, rs, xp, None)
         out = rs @ w
-        return out if scale is None else out / scale
+        return out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
 
     def advantage(self, x, *, detach: bool = True, alpha=None):
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
@@ -212,8 +209,7 @@ class OrderStatTransform:
             out = scan(rs, *tables, xp, rankwise=rankwise)
         out = _xp.tie_equalize(r, out, xp)
         if scale is not None:
-            out = out / (scale[..., None] if rankwise else scale)
-            _xp.check_overflow(out, xp, f"{quantity} values")
+            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, quantity.replace("_", "-") + " values")
         return _xp.unsort(out, perm, xp)
 
 
@@ -222,10 +218,16 @@ def _cached_transform(n: int, objective: Objective) -> OrderStatTransform:
     return OrderStatTransform(n, objective)
 
 
-def get_transform(n: int, objective: ObjectiveLike, k: int | None = None) -> OrderStatTransform:
-    """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use)."""
-    n = check_k(n, name="batch size N")
-    return _cached_transform(n, resolve_objective(objective, k, check=lambda kk: check_sizes(n, kk)))
+def get_transform(
+    n: int, objective: ObjectiveLike, k: int | None = None, quantity: str = "value"
+) -> OrderStatTransform:
+    """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use).
+
+    :param quantity: what the caller will compute (``"value"`` or ``"advantage"``): ``k`` is checked against ``N``
+        for it before any weights are built.
+    """
+    n = check_k(n, name="batch size n")
+    return _cached_transform(n, resolve_objective(objective, k, check=lambda kk: check_sizes(n, kk, quantity=quantity)))
 
 
 def _batch_size(rewards) -> int:
@@ -237,18 +239,20 @@ def _batch_size(rewards) -> int:
     return int(shape[-1])
 
 
-def _transform_and_alpha(rewards, objective: ObjectiveLike, k: int | None) -> tuple[OrderStatTransform, Any]:
+def _transform_and_alpha(
+    rewards, objective: ObjectiveLike, k: int | None, quantity: str
+) -> tuple[OrderStatTransform, Any]:
     """The transform for ``rewards`` and, for live rank weights, the weights themselves (else ``None``)."""
     n = _batch_size(rewards)
     if not is_live(objective):
-        return get_transform(n, objective, k), None
+        return get_transform(n, objective, k, quantity), None
     if objective.ndim != 1:
         raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
     size = int(objective.shape[0])
     if k is not None and check_k(k) != size:
         raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
     # Live weights use the rankwise tables, which do not depend on alpha: any objective of that k will do.
-    return get_transform(n, Objective.from_weights(np.full(size, 1.0 / size))), objective
+    return get_transform(n, Objective.from_weights(np.full(size, 1.0 / size)), None, quantity), objective
 
 
 def lstat_value(rewards, objective: ObjectiveLike, k: int | None = None):
@@ -261,7 +265,7 @@ def lstat_value(rewards, objective: ObjectiveLike, k: int | None = None):
     :return: ``E[sum_j alpha_j (R_S)_(j:k)]`` over uniform size-k subsets ``S``; differentiable for torch
         and JAX inputs (the RP estimator, App. E.2).
     """
-    transform, alpha = _transform_and_alpha(rewards, objective, k)
+    transform, alpha = _transform_and_alpha(rewards, objective, k, "value")
     return transform.value(rewards, alpha=alpha)
 
 
@@ -278,5 +282,5 @@ def lstat_advantage(rewards, objective: ObjectiveLike, k: int | None = None, *, 
     :param k: order-statistic size if the objective does not fix it.
     :param detach: torch/JAX: return a result without gradient history with respect to the rewards (the default).
     """
-    transform, alpha = _transform_and_alpha(rewards, objective, k)
+    transform, alpha = _transform_and_alpha(rewards, objective, k, "advantage")
     return transform.advantage(rewards, detach=detach, alpha=alpha)

@@ -78,7 +78,7 @@ def _harrell_davis(q: float, k: int) -> np.ndarray:
     lower = special.betainc(a, b, edges)
     upper = special.betaincc(a, b, edges)
     below_mean = (edges[1:] + edges[:-1]) / 2 <= a / (a + b)
-    return np.where(below_mean, np.diff(lower), -np.diff(upper))
+    return np.maximum(np.where(below_mean, np.diff(lower), -np.diff(upper)), 0.0)  # no -0.0 or rounding below 0
 
 
 def _trim(m: int, k: int) -> np.ndarray:
@@ -237,8 +237,9 @@ _FAMILIES: dict[str, _Family] = {
         poly=lambda p, k: _lmoment_poly(_count(p), k),
     ),  # fmt: skip
     "rangelowertail": _Family(("frac", "frac"), lambda p, k: _range_mean(p[0], p[1], k), check=_check_range),
+    # The mirror image of the lower-tail range: levels counted from the top.
     "rangeuppertail": _Family(
-        ("frac", "frac"), lambda p, k: _range_mean(1.0 - p[1], 1.0 - p[0], k)[::-1].copy(), check=_check_range
+        ("frac", "frac"), lambda p, k: _range_mean(p[0], p[1], k)[::-1].copy(), check=_check_range
     ),
     "trimfrac": _Family(("frac", "frac"), lambda p, k: _range_mean(p[0], 1.0 - p[1], k), check=_check_trimfrac),
 }
@@ -452,7 +453,7 @@ def _check_params(name: str, family: _Family, raw: str | None, spec: str) -> Par
         if raw:
             raise ValueError(f"objective {name!r} takes no parameter, got {spec!r}")
         return ()
-    pattern = ":".join(_EXAMPLE[kind] for kind in family.kinds)
+    pattern = "0.1:0.3" if family.kinds == ("frac", "frac") else ":".join(_EXAMPLE[kind] for kind in family.kinds)
     if not raw:
         raise ValueError(f"objective {name!r} needs a parameter, e.g. '{name}{pattern}'; got {spec!r}")
     values = tuple(float(v) for v in raw.lstrip(":").split(":"))
