@@ -92,16 +92,16 @@ def _count_pmf(p_sorted, draws: float, counts: int, xp):
     return xp.exp(exponent), cdf, survival
 
 
-def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float, bool]:
-    """``(end, beta, k, rankwise)``: rank weights counted from ``end`` ("top" or "bottom") outwards, as a NumPy
-    vector or a live array; ``beta is None`` asks for every rank (rankwise)."""
+def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
+    """``(end, beta, k)``: rank weights counted from ``end`` ("top" or "bottom") outwards as a NumPy
+    vector, or a live alpha array (low to high, every rank)."""
     if is_live(objective):
         if objective.ndim != 1:
             raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
         size = int(objective.shape[0])
         if k is not None and check_k(k) != size:
             raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
-        return "top", objective, float(size), False
+        return "top", objective, float(size)
     fractional = _fractional_k(objective, k)
     if fractional is not None:
         obj, real_k = fractional
@@ -116,15 +116,15 @@ def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float, bool]:
             raise ValueError(
                 f"objective {str(obj)!r} weights {beta.size} ranks: it needs k >= {beta.size}, got {real_k}"
             )
-        return end, beta, real_k, False
+        return end, beta, real_k
     alpha = resolve_objective(objective, k).weights
     nonzero = np.flatnonzero(alpha)
     if nonzero.size == 0:
-        return "top", np.zeros(1), float(alpha.size), False
+        return "top", np.zeros(1), float(alpha.size)
     from_top, from_bottom = alpha.size - nonzero[0], nonzero[-1] + 1
     if from_bottom < from_top:
-        return "bottom", alpha[:from_bottom], float(alpha.size), False
-    return "top", alpha[::-1][:from_top].copy(), float(alpha.size), False
+        return "bottom", alpha[:from_bottom], float(alpha.size)
+    return "top", alpha[::-1][:from_top].copy(), float(alpha.size)
 
 
 def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] | None:
@@ -158,7 +158,7 @@ def _known(r, p, objective: ObjectiveLike, k: Any, quantity: str, rankwise: bool
         obj = resolve_objective(objective, k)
         end, beta, real_k = "top", None, float(obj.k)
     else:
-        end, beta, real_k, _ = _weights(objective, k)
+        end, beta, real_k = _weights(objective, k)
     if end == "bottom":  # sum_j alpha_j R_(j) = -sum_i alpha_i (-R)_(top i): mirror, compute, negate
         return -_known_top(-_xp.real_floating(r, "r")[1], p, beta, real_k, quantity)
     return _known_top(r, p, beta, real_k, quantity)
@@ -176,9 +176,9 @@ def _known_top(r, p, beta, k: float, quantity: str):
         g2 = xp.concat([xp.zeros_like(g1[..., :1]), g1[..., :-1]], axis=-1)  # H_{i-2}
         cdf, survival = cdf[..., None], survival[..., None]
     else:
-        if compat.is_array_api_obj(beta) and not isinstance(beta, np.ndarray):  # live weights
-            weights = xp.flip(xp.astype(beta, r_sorted.dtype), axis=0)
-            suffix = xp.flip(xp.cumulative_sum(weights, axis=0), axis=0)
+        if compat.is_array_api_obj(beta) and not isinstance(beta, np.ndarray):  # live alpha, low to high
+            # suffix[c] = sum_{i >= c} beta[i] with beta = flip(alpha): the prefix sums of alpha, reversed
+            suffix = xp.flip(xp.cumulative_sum(xp.astype(beta, r_sorted.dtype), axis=0), axis=0)
         else:
             suffix = _xp.constant(np.cumsum(np.asarray(beta)[::-1])[::-1].copy(), r_sorted, xp, {})
         g1 = pmf @ suffix  # sum_i beta_i H_{i-1} = sum_c pmf_c sum_{i > c} beta_i
