@@ -63,12 +63,22 @@ def check_finite(x: Array, xp: Any, name: str) -> None:
         raise ValueError(f"{name} contain NaN or inf; OrderGrad needs finite values (check the environment's rewards)")
 
 
+def _flat_rows(perm: Array, xp: Any) -> Array:
+    """NumPy/CuPy: indices of ``perm``'s entries into the flattened ``[..., N]`` array (fancy indexing on a flat view is
+    ~2x faster than ``take_along_axis``/``put_along_axis``, which build an index per dimension)."""
+    n = perm.shape[-1]
+    rows = xp.reshape(xp.arange(perm.size // n, dtype=perm.dtype) * n, perm.shape[:-1] + (1,))
+    return perm + rows
+
+
 def stable_sort(x: Array, xp: Any) -> tuple[Array, Array]:
     """Stable ascending sort along the last axis: ``(values, permutation)``; ties keep their batch order."""
     if compat.is_torch_namespace(xp):  # one kernel for both (argsort + gather would sort, then gather)
         values, perm = x.sort(dim=-1, stable=True)
         return values, perm
     perm = xp.argsort(x, axis=-1, stable=True)
+    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
+        return (x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]), perm
     return xp.take_along_axis(x, perm, axis=-1), perm
 
 
@@ -83,15 +93,15 @@ def unsort(y: Array, perm: Array, xp: Any) -> Array:
     """Scatter ``y`` (sorted order along the rank axis, shape ``[..., N]`` or ``[..., N, C]``) back to batch order:
     ``out[..., perm[i], ...] = y[..., i, ...]``."""
     axis = perm.ndim - 1
-    index = _broadcast_index(perm, y, xp)
     if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
         out = xp.empty_like(y)
         if perm.ndim == 1:  # the common single-group case: plain fancy indexing is fastest
             out[perm] = y
         else:
-            module = np if compat.is_numpy_namespace(xp) else sys.modules["cupy"]
-            module.put_along_axis(out, index, y, axis=axis)
+            trailing = y.shape[perm.ndim :]
+            out.reshape((-1,) + trailing)[_flat_rows(perm, xp)] = y
         return out
+    index = _broadcast_index(perm, y, xp)
     if compat.is_torch_namespace(xp):
         return y.new_empty(y.shape).scatter_(axis, index, y)
     if compat.is_jax_namespace(xp):

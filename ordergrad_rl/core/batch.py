@@ -32,7 +32,7 @@ from typing import Any
 import array_api_compat as compat
 import numpy as np
 
-from ordergrad_rl.core import _xp
+from ordergrad_rl.core import _xp, objectives, weights
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective
 from ordergrad_rl.core.scan import gap_scan, scan, scan_tables
 from ordergrad_rl.core.weights import (
@@ -216,6 +216,13 @@ class OrderStatTransform:
 @lru_cache(maxsize=64)
 def _cached_transform(n: int, objective: Objective) -> OrderStatTransform:
     return OrderStatTransform(n, objective)
+
+
+def clear_caches() -> None:
+    """Forget every cached transform, table and parsed objective (benchmarks time first calls after this)."""
+    _cached_transform.cache_clear()
+    weights.clear_caches()
+    objectives.clear_caches()
 
 
 def get_transform(

@@ -442,6 +442,12 @@ def _bound(name: str, params: Params, k: int) -> Objective:
     return Objective(name, params, k, tuple(alpha.tolist()))
 
 
+def clear_caches() -> None:
+    """Forget the parsed specs and bound weights."""
+    _parse_string.cache_clear()
+    _bound.cache_clear()
+
+
 def _unknown_name(raw: str, spec: str) -> ValueError:
     close = difflib.get_close_matches(raw, valid_names(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
