@@ -223,17 +223,25 @@ def _dense_cost(a: np.ndarray, M: int, d: int) -> float:
 def hypergeom_cdf_all_n(x: int, M: int, d: int) -> np.ndarray:
     """``P(X_n <= x)`` for ``X_n ~ Hypergeom(M, n, d)`` and every ``n = 0..M``, shape ``(M + 1,)``, in O(M).
 
-    ``P(X_{n+1} <= x) = P(X_n <= x) - h(x; M, n, d) (d - x) / (M - n)``. The steps sum to exactly 1 (from
-    ``P(X_0 <= x) = 1`` to ``P(X_M <= x) = 0``), so they are divided by their computed sum; the partial sums are
-    taken from whichever end is closer (``1 - head`` or ``tail``), so both tails keep their relative accuracy.
+    ``P(X_{n+1} <= x) = P(X_n <= x) - h(x; M, n, d) (d - x) / (M - n)``, and these steps sum to exactly 1 (from
+    ``P(X_x <= x) = 1`` to ``P(X_{M-d+x+1} <= x) = 0``). ``h(x; M, n, d)`` along ``n`` is accumulated in log space
+    from its mode outwards with the exact ratio ``h(n+1)/h(n) = (n+1)(M-n-d+x) / ((n+1-x)(M-n))`` (no large
+    log-factorials, so ~1e-15 relative accuracy near the mode), and the steps are divided by their sum. The partial
+    sums are taken from whichever end is closer (``1 - head`` or ``tail``), so both tails keep relative accuracy.
     """
     if x < 0:
         return np.zeros(M + 1)
     if x >= d:
         return np.ones(M + 1)
-    # Only n in [x, M - d + x] have h(x) > 0.
-    n = np.arange(x, M - d + x + 1)
-    step = hypergeom_pmf_table(M, d, range(x, M - d + x + 1), range(x, x + 1))[:, 0] * ((d - x) / (M - n))
+    n = np.arange(x, M - d + x + 1, dtype=np.float64)  # only these n have h(x) > 0
+    step_n = n[:-1]
+    log_ratio = np.log((step_n + 1) * (M - step_n - d + x) / ((step_n + 1 - x) * (M - step_n)))
+    mode = int(np.searchsorted(-log_ratio, 0.0))  # log h increases while the ratio exceeds 1
+    log_h = np.empty(n.size)
+    log_h[mode] = 0.0
+    log_h[mode + 1 :] = np.cumsum(log_ratio[mode:])
+    log_h[:mode] = -np.cumsum(log_ratio[:mode][::-1])[::-1]
+    step = np.exp(log_h) * ((d - x) / (M - n))
     step /= step.sum()
     out = np.empty(M + 1)
     out[: x + 1] = 1.0
