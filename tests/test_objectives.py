@@ -64,6 +64,17 @@ def test_quantile_hazen_interpolation():
         ("GiniMeanDifference", "gmd"),
         ("  CVaR 0.2 ", "cvar0.2"),
         ("VAR0.1", "quantile0.1"),
+        ("QuantileWeibull:0.1", "quantileweibull0.1"),
+        ("QuantileBlom:0.1", "quantileblom0.1"),
+        ("Quantile_Hazen:0.1", "quantile0.1"),
+        ("TopQuantile:0.1", "topquantile0.1"),
+        ("TopQuantileBlom:0.1", "topquantileblom0.1"),
+        ("HarrellDavis:0.5", "harrelldavis0.5"),
+        ("LMoment:3", "lmoment3"),
+        ("RangeLowerTailMean:0.1:0.3", "rangelowertail0.1:0.3"),
+        ("RangeUpperTailMean:0.1:0.3", "rangeuppertail0.1:0.3"),
+        ("TrimmedMeanFrac:0.1:0.2", "trimfrac0.1:0.2"),
+        ("MidrangeM:2", "topbot2"),
     ],
 )
 def test_paper_aliases(alias, canonical):
@@ -71,8 +82,11 @@ def test_paper_aliases(alias, canonical):
 
 
 @pytest.mark.parametrize(
-    "spec", ["top2@4", "max@8", "cvar0.2@128", "quantile0.1@100", "trim4@10", "gmd@6", "winsor2@9", "mean"]
-)
+    "spec",
+    ["top2@4", "max@8", "cvar0.2@128", "quantile0.1@100", "trim4@10", "gmd@6", "winsor2@9", "mean",
+     "quantileweibull0.1@10", "topquantileblom0.25@7", "harrelldavis0.5@20", "harrelldavis0.0@3", "lmoment3@9",
+     "rangelowertail0.0:0.25@8", "rangeuppertail0.1:1@8", "trimfrac0.1:0.2@10", "topbot3@4"],
+)  # fmt: skip
 def test_str_round_trip(spec):
     obj = Objective.parse(spec)
     assert str(obj) == spec
@@ -133,6 +147,17 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("cvar0.2@", "malformed"),
         ("alpha[1,x]", "malformed alpha"),
         ("alpha[0.5,0.5]@3", "2 entries"),
+        ("RangeLowerTailMean:0.3:0.2", r"0 <= lo < hi <= 1, got lo=0.3, hi=0.2"),
+        ("rangeuppertail0.2:0.2@8", r"lo=0.2, hi=0.2"),
+        ("trimfrac0.5:0.5@8", r"lo \+ hi < 1, got lo=0.5, hi=0.5"),
+        ("rangelowertail0.1@8", "takes 2 parameter"),
+        ("rangelowertail0.1:1.5", r"in \[0, 1\]"),
+        ("lmoment3@2", "r <= k"),
+        ("lmoment0", "positive integer"),
+        ("quantileweibull1.5", r"in \[0, 1\]"),
+        ("harrelldavis@5", "needs a parameter"),
+        ("topbot5@4", "m <= k"),
+        ("top2@2.5", "fractional k is defined only in the known"),
     ],
 )
 def test_malformed_specs(spec, match):
@@ -231,58 +256,6 @@ def test_lmoment2_is_half_the_gini_mean_difference():
         np.testing.assert_allclose(lstat_value(x, f"lmoment2@{k}"), pairs / 2, rtol=1e-13)
     np.testing.assert_allclose(lstat_advantage(x, "lmoment2@7"), lstat_advantage(x, "gmd@7") / 2, atol=1e-15)
     np.testing.assert_allclose(Objective.parse("LMoment:2@8").weights, Objective.parse("gmd@8").weights / 2)
-
-
-@pytest.mark.parametrize(
-    "alias,canonical",
-    [
-        ("QuantileWeibull:0.1", "quantileweibull0.1"),
-        ("QuantileBlom:0.1", "quantileblom0.1"),
-        ("Quantile_Hazen:0.1", "quantile0.1"),
-        ("TopQuantile:0.1", "topquantile0.1"),
-        ("TopQuantileBlom:0.1", "topquantileblom0.1"),
-        ("HarrellDavis:0.5", "harrelldavis0.5"),
-        ("LMoment:3", "lmoment3"),
-        ("RangeLowerTailMean:0.1:0.3", "rangelowertail0.1:0.3"),
-        ("RangeUpperTailMean:0.1:0.3", "rangeuppertail0.1:0.3"),
-        ("TrimmedMeanFrac:0.1:0.2", "trimfrac0.1:0.2"),
-        ("MidrangeM:2", "topbot2"),
-    ],
-)
-def test_new_aliases(alias, canonical):
-    assert Objective.parse(alias, k=12) == Objective.parse(canonical, k=12)
-
-
-@pytest.mark.parametrize(
-    "spec",
-    ["quantileweibull0.1@10", "topquantileblom0.25@7", "harrelldavis0.5@20", "harrelldavis0.0@3", "lmoment3@9",
-     "rangelowertail0.0:0.25@8", "rangeuppertail0.1:1@8", "trimfrac0.1:0.2@10", "topbot3@4"],
-)  # fmt: skip
-def test_new_str_round_trip(spec):
-    obj = Objective.parse(spec)
-    assert str(obj) == spec
-    assert Objective.parse(str(obj)) == obj
-
-
-@pytest.mark.parametrize(
-    "spec,match",
-    [
-        ("RangeLowerTailMean:0.3:0.2", r"0 <= lo < hi <= 1, got lo=0.3, hi=0.2"),
-        ("rangeuppertail0.2:0.2@8", r"lo=0.2, hi=0.2"),
-        ("trimfrac0.5:0.5@8", r"lo \+ hi < 1, got lo=0.5, hi=0.5"),
-        ("rangelowertail0.1@8", "takes 2 parameter"),
-        ("rangelowertail0.1:1.5", r"in \[0, 1\]"),
-        ("lmoment3@2", "r <= k"),
-        ("lmoment0", "positive integer"),
-        ("quantileweibull1.5", r"in \[0, 1\]"),
-        ("harrelldavis@5", "needs a parameter"),
-        ("topbot5@4", "m <= k"),
-        ("top2@2.5", "fractional k is defined only in the known"),
-    ],
-)
-def test_new_malformed_specs(spec, match):
-    with pytest.raises(ValueError, match=match):
-        Objective.parse(spec)
 
 
 # ---------------------------------------------------------------------------------------------- bad input types (#9)

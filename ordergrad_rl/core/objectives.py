@@ -178,6 +178,18 @@ def _quantile_family(a: float, mirror: bool) -> _Family:
     return _Family(("prob",), build)
 
 
+def _end_mean(end: str) -> _Family:
+    """TopM / BotM: 1/m on the m ranks at one end (anchored there, so a fractional k is defined)."""
+    build = _top if end == "top" else _bottom
+    return _Family(
+        ("count",),
+        lambda p, k: build(_count(p), k),
+        _count,
+        "m <= k",
+        anchor=lambda p: (end, np.full(_count(p), 1.0 / _count(p))),
+    )
+
+
 def _check_range(p: Params) -> str | None:
     lo, hi = p
     return None if 0.0 <= lo < hi <= 1.0 else f"needs 0 <= lo < hi <= 1, got lo={lo}, hi={hi}"
@@ -202,20 +214,8 @@ _FAMILIES: dict[str, _Family] = {
     "topquantileblom": _quantile_family(_PLOTTING["blom"], mirror=True),
     "median": _Family((), lambda _, k: _quantile(0.5, k)),
     "harrelldavis": _Family(("prob",), lambda p, k: _harrell_davis(p[0], k)),
-    "top": _Family(
-        ("count",),
-        lambda p, k: _top(_count(p), k),
-        _count,
-        "m <= k",
-        anchor=lambda p: ("top", np.full(_count(p), 1.0 / _count(p))),
-    ),  # fmt: skip
-    "bot": _Family(
-        ("count",),
-        lambda p, k: _bottom(_count(p), k),
-        _count,
-        "m <= k",
-        anchor=lambda p: ("bottom", np.full(_count(p), 1.0 / _count(p))),
-    ),  # fmt: skip
+    "top": _end_mean("top"),
+    "bot": _end_mean("bottom"),
     "max": _Family((), lambda _, k: _top(1, k), anchor=lambda _: ("top", np.ones(1))),
     "min": _Family((), lambda _, k: _bottom(1, k), anchor=lambda _: ("bottom", np.ones(1))),
     "rank": _Family(

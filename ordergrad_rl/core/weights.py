@@ -79,30 +79,6 @@ def _masked(values_at, index: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def hypergeom_log_pmf(M: int, d: int, rows: range, cols: range) -> np.ndarray:
-    """``log h(x; M, n, d)`` for ``n`` in ``rows``, ``x`` in ``cols`` (contiguous), shape ``(len(rows), len(cols))``.
-
-    ``log h = [lf(n) + lf(M-n)] + [-lf(x) - lf(d-x)] + [-lf(n-x) - lf(M-d-(n-x))] - log C(M, d)`` with ``lf``
-    the log-factorial table: a row term, a column term and a term of ``n - x`` only. The last makes the table
-    Toeplitz, so it is a strided sliding-window view of one vector: no 2-D gathers. Impossible ``(n, x)``
-    (``x > n``, ``d - x > M - n``, ``x < 0``, ``x > d``) get ``-inf``.
-    """
-    lf = _log_factorials(M)
-    n = np.arange(rows.start, rows.stop)
-    x_desc = np.arange(cols.stop - 1, cols.start - 1, -1)  # descending x makes n - x ascend along a row
-    row_term = lf[n] + lf[M - n] - (lf[M] - lf[d] - lf[M - d])
-    col_term = _masked(lambda x: -lf[x] - lf[d - x], x_desc, 0, d)
-    u = np.arange(rows.start - cols.stop + 1, rows.stop - cols.start)  # every n - x on the grid
-    diff_term = _masked(lambda v: -lf[v] - lf[M - d - v], u, 0, M - d)
-    windows = sliding_window_view(diff_term, len(cols))  # windows[i] = diff_term[i : i + len(cols)]
-    return (windows + col_term + row_term[:, None])[:, ::-1]
-
-
-def hypergeom_pmf_table(M: int, d: int, rows: range, cols: range) -> np.ndarray:
-    """``h(x; M, n, d)`` for ``n`` in ``rows``, ``x`` in ``cols``; shape ``(len(rows), len(cols))``, float64."""
-    return np.exp(hypergeom_log_pmf(M, d, rows, cols))
-
-
 # ---------------------------------------------------------------------------------------------- dense rows
 def row_windows(M: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row ``n = 0..M``: the inclusive range ``[lo_n, hi_n]`` of ``x`` outside which ``h(.; M, n, d)`` has less
@@ -148,9 +124,10 @@ def _tilted_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, 
     """For ``0 < d < M``, yield ``(rows, cols, c, e)`` with ``h(x; M, n, d) = c[x - cols.start] e[n - x - u0] / Z_n``
     on each block, ``u0 = rows.start - (cols.stop - 1)`` and ``Z_n = sum_x c[.] e[.]`` over the block's columns.
 
-    ``log h(x; M, n, d) = row(n) + col(x) + diff(n - x)`` (see :func:`hypergeom_log_pmf`). On a block of rows the
-    factors are tilted by ``theta x``, ``theta (n - x)``, ``-theta n`` so that the column and difference terms are
-    flat at the block's centre mode (their maxima are ~1, and each row's leading products stay above e^-250).
+    ``log h(x; M, n, d) = row(n) + col(x) + diff(n - x)`` with ``lf`` the log-factorial table,
+    ``row = lf(n) + lf(M-n) - log C(M, d)``, ``col = -lf(x) - lf(d-x)``, ``diff = -lf(u) - lf(M-d-u)``. On a block
+    of rows the factors are tilted by ``theta x``, ``theta (n - x)``, ``-theta n`` so that the column and difference
+    terms are flat at the block's centre mode (their maxima are ~1, and each row's leading products stay above e^-250).
     The row term then cancels in the division by ``Z_n`` (the exact row total is 1) and only the 1-D vectors
     ``c`` and ``e`` are exponentiated. Blocks are as long as the row term's curvature ``1/n + 1/(M-n)`` allows
     within :data:`_BLOCK_NATS`; the columns cover every row's :func:`row_windows`.
