@@ -31,6 +31,8 @@ def test_monotone_in_k():
     best = [known_lstat_value(R, P, "max", k=k) for k in ks]
     worst = [known_lstat_value(R, P, "min", k=k) for k in ks]
     assert np.all(np.diff(best) > 0) and np.all(np.diff(worst) < 0)
+    # the spec form with a real @K is the same objective
+    assert known_lstat_value(R, P, "TopM:2 @ 4.6") == known_lstat_value(R, P, "top2", k=4.6)
 
 
 def _quantile(u: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ from scipy.special import gammaln
 
 from ordergrad_rl.core import _xp
 from ordergrad_rl.core.batch import is_live
-from ordergrad_rl.core.objectives import Objective, ObjectiveLike, _parse_string, check_k, resolve_objective
+from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective, split_spec
 from ordergrad_rl.core.scan import scan, scan_tables
 
 _LOG_ZERO = -1e4  # log(0) stand-in: 0 * log 0 = 0, and exp(c log 0 + moderate) = 0 for any c > 0
@@ -130,7 +130,7 @@ def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
 def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] | None:
     """``(unbound family objective, real k)`` when ``k`` (argument or ``@K`` of a spec) is not an integer."""
     if isinstance(objective, str):
-        body, _, k_text = objective.rpartition("@") if "@" in objective else (objective, "", None)
+        body, k_text = split_spec(objective)
         if k_text is not None:
             try:
                 spec_k = float(k_text)
@@ -146,7 +146,7 @@ def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] |
         raise ValueError(f"k must be a finite number >= 1 in the known regime, got {k!r}")
     if k.is_integer():
         return None
-    obj = _parse_string(objective)[0] if isinstance(objective, str) else objective
+    obj = Objective.parse(objective) if isinstance(objective, str) else objective
     if not isinstance(obj, Objective) or obj.is_bound:
         raise ValueError(f"a fractional k (k={k}) needs an objective family such as 'top2' or 'max', got {objective!r}")
     return obj, k
