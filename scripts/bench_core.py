@@ -37,7 +37,7 @@ def clear_caches() -> None:
     clear = getattr(batch, "clear_caches", None)
     if clear is not None:
         clear()
-    else:
+    else:  # the core before issue 15
         weights._log_factorials.cache_clear()
         batch._cached_transform.cache_clear()
 

@@ -27,10 +27,10 @@ success count ``n`` (:func:`hypergeom_expectation`). Three exact routes compute 
   Serfling tail bound leaves less than ``e^-43`` of its mass (O(sqrt(M)) wide), and only for the rows whose
   window meets the support of ``alpha``: O(M sqrt(M)) at worst instead of the O(M k) full table.
 
-The dense rows are products of two tilted 1-D factors divided by their own sums, and the CDF scans accumulate
-exact log-ratios outwards from the mode and are divided by their exact total: no large log-factorial is ever
-differenced against another. At N = 10^5, k = 5 * 10^4 the advantages are within 3e-11 of their largest entry
-(typically 1e-14) of a 50-digit reference (``scripts/check_accuracy.py``).
+Both the dense rows (products of two tilted 1-D factors) and the CDF scans accumulate exact log-ratios of
+binomial coefficients outwards from a mode and are divided by their exact total (1), so no large log-factorial
+is ever differenced against another (``scripts/check_accuracy.py`` compares the
+advantages at N = 10^5, k = 5 * 10^4 with a 50-digit reference).
 
 Advantages use one table only (:func:`advantage_tables`). Write the sorted rewards through their gaps
 ``D_l = R_(l+1) - R_(l)``. Raising every reward above gap ``l`` by ``eps`` raises ``q_t - v^(-t)`` by ``eps``
@@ -50,7 +50,6 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.special import gammaln
 
 # Elements per temporary block of the dense route (~32 MB of float64).
 _CHUNK_ELEMENTS = 1 << 22
@@ -60,25 +59,28 @@ _TAIL_LOG = 43.0
 RANKWISE_MAX_BYTES = 1 << 30
 
 
-@lru_cache(maxsize=8)
-def _log_factorials(n_max: int) -> np.ndarray:
-    """``log(i!)`` for ``i = 0..n_max``, shape ``(n_max + 1,)``."""
-    table = gammaln(np.arange(n_max + 1, dtype=np.float64) + 1.0)
-    table.flags.writeable = False
-    return table
-
-
 def clear_caches() -> None:
     """Forget every cached table (benchmarks time first calls with this)."""
-    _log_factorials.cache_clear()
     rankwise_table.cache_clear()
 
 
-def _masked(values_at, index: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """``values_at(index)`` where ``lo <= index <= hi``, ``-inf`` elsewhere (log of a zero probability)."""
-    out = np.full(index.shape, -np.inf)
-    valid = (index >= lo) & (index <= hi)
-    out[valid] = values_at(index[valid])
+def log_binomial_profile(top: int, values: np.ndarray, centre: int) -> np.ndarray:
+    """``log C(top, v) - log C(top, centre)`` for the contiguous ascending ``values`` (``-inf`` outside ``[0, top]``).
+
+    Accumulated outwards from ``centre`` (which must lie in ``values`` and in ``[0, top]``) over the exact ratios
+    ``C(top, v+1) / C(top, v) = (top - v) / (v + 1)``: no large log-factorials are differenced, so the profile is
+    accurate to a few ulps of its own (moderate) size near the centre.
+    """
+    out = np.full(values.shape, -np.inf)
+    inside = (values >= 0) & (values <= top)
+    v = values[inside].astype(np.float64)
+    steps = np.log((top - v[:-1]) / (v[:-1] + 1.0))  # log C(top, v+1) - log C(top, v)
+    i = int(centre - v[0]) if v.size else 0
+    profile = np.empty(v.size)
+    profile[i] = 0.0
+    profile[i + 1 :] = np.cumsum(steps[i:])
+    profile[:i] = -np.cumsum(steps[:i][::-1])[::-1]
+    out[inside] = profile
     return out
 
 
@@ -127,15 +129,15 @@ def _tilted_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, 
     """For ``0 < d < M``, yield ``(rows, cols, c, e)`` with ``h(x; M, n, d) = c[x - cols.start] e[n - x - u0] / Z_n``
     on each block, ``u0 = rows.start - (cols.stop - 1)`` and ``Z_n = sum_x c[.] e[.]`` over the block's columns.
 
-    ``log h(x; M, n, d) = row(n) + col(x) + diff(n - x)`` with ``lf`` the log-factorial table,
-    ``row = lf(n) + lf(M-n) - log C(M, d)``, ``col = -lf(x) - lf(d-x)``, ``diff = -lf(u) - lf(M-d-u)``. On a block
-    of rows the factors are tilted by ``theta x``, ``theta (n - x)``, ``-theta n`` so that the column and difference
-    terms are flat at the block's centre mode (their maxima are ~1, and each row's leading products stay above e^-250).
-    The row term then cancels in the division by ``Z_n`` (the exact row total is 1) and only the 1-D vectors
-    ``c`` and ``e`` are exponentiated. Blocks are as long as the row term's curvature ``1/n + 1/(M-n)`` allows
-    within :data:`_BLOCK_NATS`; the columns cover every row's :func:`row_windows`.
+    As ``h = C(n, x) C(M-n, d-x) / C(M, d) = C(d, x) C(M-d, n-x) / C(M, n)``, ``log h = row(n) + col(x) +
+    diff(n - x)`` with ``col = log C(d, x)``, ``diff = log C(M-d, n-x)`` and ``row = -log C(M, n)``. On a block
+    of rows the factors are tilted by ``theta x``, ``theta (n - x)``, ``-theta n`` so that the column and
+    difference terms are flat at the block's centre mode (their maxima are ~1, and each row's leading products stay
+    above e^-250); both are :func:`log_binomial_profile` s relative to that mode. The row term then cancels in the
+    division by ``Z_n`` (the exact row total is 1) and only the 1-D vectors ``c`` and ``e`` are exponentiated.
+    Blocks are as long as the row term's curvature ``1/n + 1/(M-n)`` allows within :data:`_BLOCK_NATS`; the
+    columns cover every row's :func:`row_windows`.
     """
-    lf = _log_factorials(M)
     lo, hi = row_windows(M, d)
     start = rows.start
     while start < rows.stop:
@@ -151,20 +153,18 @@ def _tilted_blocks(M: int, d: int, rows: range) -> Iterator[tuple[range, range, 
         cols = range(int(lo[start:stop].min()), int(hi[start:stop].max()) + 1)
         centre = (start + stop - 1) // 2
         x_c = min(max((centre + 1) * (d + 1) // (M + 2), max(0, d - M + centre)), min(centre, d))
-        x = np.arange(cols.start, cols.stop)
-        col = -lf[x] - lf[d - x]
         u_c = centre - x_c
+        x = np.arange(cols.start, cols.stop)
+        u = np.arange(start - (cols.stop - 1), stop - cols.start)
         # theta flattens the term with the longer range (the other one is flat too when the mode is interior).
         if M - d >= d:
             u_s = min(u_c, M - d - 1)
-            theta = lf[u_s + 1] - lf[u_s] + lf[M - d - u_s - 1] - lf[M - d - u_s]
+            theta = -math.log((M - d - u_s) / (u_s + 1))
         else:
             x_s = min(x_c, d - 1)
-            theta = lf[x_s + 1] - lf[x_s] + lf[d - x_s - 1] - lf[d - x_s]
-        u = np.arange(start - (cols.stop - 1), stop - cols.start)
-        diff = _masked(lambda v: -lf[v] - lf[M - d - v], u, 0, M - d)
-        c = np.exp(col - (-lf[x_c] - lf[d - x_c]) + theta * (x - x_c))
-        e = np.exp(diff - (-lf[u_c] - lf[M - d - u_c]) + theta * (u - u_c))
+            theta = -math.log((d - x_s) / (x_s + 1))
+        c = np.exp(log_binomial_profile(d, x, x_c) + theta * (x - x_c))
+        e = np.exp(log_binomial_profile(M - d, u, u_c) + theta * (u - u_c))
         c[c < _FACTOR_FLOOR] = 0.0
         e[e < _FACTOR_FLOOR] = 0.0
         yield block, cols, c, e
