@@ -220,8 +220,9 @@ def main() -> None:
         first = time.perf_counter() - start
         alpha = obj.weights
         changes = int(np.count_nonzero(alpha[:-1] != alpha[1:]))
-        dense = obj.polynomial is None and changes > 8
-        route = "poly" if obj.polynomial is not None else ("dense" if dense else "runs")
+        dense = obj.polynomial is None and changes > 8  # the reference's route: rows for many changes
+        # the route the implementation took for the advantages' table (M = N-2, d = k-1)
+        route = weights.choose_method(alpha, args.n - 2, obj.k - 1, "auto", obj.polynomial)
         start = time.perf_counter()
         reference = reference_gap(obj, rewards) if dense else reference_paper(obj, rewards)
         ref_time = time.perf_counter() - start
