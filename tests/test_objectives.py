@@ -148,7 +148,7 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("alpha[1,x]", "malformed alpha"),
         ("alpha[0.5,0.5]@3", "2 entries"),
         ("RangeLowerTailMean:0.3:0.2", r"0 <= lo < hi <= 1, got lo=0.3, hi=0.2"),
-        ("rangeuppertail0.2:0.2@8", r"lo=0.2, hi=0.2"),
+        ("rangeuppertail0.2:0.2@8", r"lo=0.2, hi=0.2 \(k=8\)"),
         ("trimfrac0.5:0.5@8", r"lo \+ hi < 1, got lo=0.5, hi=0.5"),
         ("rangelowertail0.1@8", "takes 2 parameter"),
         ("rangelowertail0.1:1.5", r"in \[0, 1\]"),

@@ -454,7 +454,7 @@ def _unknown_name(raw: str, spec: str) -> ValueError:
     return ValueError(f"unknown objective {raw!r} in spec {spec!r}.{hint} Valid names: {', '.join(valid_names())}")
 
 
-def _check_params(name: str, family: _Family, raw: str | None, spec: str) -> Params:
+def _check_params(name: str, family: _Family, raw: str | None, spec: str, k_text: str | None = None) -> Params:
     if not family.kinds:
         if raw:
             raise ValueError(f"objective {name!r} takes no parameter, got {spec!r}")
@@ -476,7 +476,8 @@ def _check_params(name: str, family: _Family, raw: str | None, spec: str) -> Par
         if kind == "count" and (not value.is_integer() or value < 1):
             raise ValueError(f"{name} count must be a positive integer, got {_format_param(value)} in {spec!r}")
     if family.check is not None and (problem := family.check(values)) is not None:
-        raise ValueError(f"objective {name!r} {problem} in {spec!r}")
+        k_note = "" if k_text is None else f" (k={k_text})"
+        raise ValueError(f"objective {name!r} {problem}{k_note} in {spec!r}")
     return values
 
 
@@ -515,7 +516,7 @@ def _parse_string(spec: str) -> tuple[Objective, int | None]:
     name = _ALIASES.get(raw_name, raw_name)
     if name not in _FAMILIES:
         raise _unknown_name(raw_name, spec)
-    obj = Objective(name, _check_params(name, _FAMILIES[name], match["params"], spec))
+    obj = Objective(name, _check_params(name, _FAMILIES[name], match["params"], spec, k_text))
     if k_text is None:
         return (obj.bind(1), None) if name == "mean" else (obj, None)
     k = float(k_text)
