@@ -61,9 +61,99 @@ def test_known_regime_bad_inputs():
         known_lstat_advantage(r, np.array([0.5, np.nan, 0.5]), "max@2")
     with pytest.raises(ValueError, match="NaN or inf"):
         known_lstat_value(np.array([1.0, np.inf, 0.0]), np.ones(3), "max@2")
-    with pytest.raises(ValueError, match="both be NumPy arrays or both torch"):
+    with pytest.raises(ValueError, match="same array library"):
         known_lstat_value(torch.ones(3), np.ones(3), "max@2")
     with pytest.raises(ValueError, match="k must be >= 1"):
         known_orderstats(r, np.ones(3), 0)
     with pytest.raises(ValueError, match="unknown objective"):
         known_lstat_value(r, np.ones(3), "maxx@2")
+
+
+# ---------------------------------------------------------------------------------------------- defects of issue 9
+@pytest.mark.parametrize("spec", ["max@2", "mean", "gmd@3", "cvar0.5@2"])
+def test_rewards_near_the_float_limit_give_finite_exact_advantages(spec):
+    """Finite rewards near 1.7e308 used to give NaN (the mean and the scans overflowed): rows are rescaled by a
+    power of two internally, which is exact."""
+    factor = 2.0**1000
+    for x in (np.array([1.7e308, 1.5e308, 1.0e308, 1.2e308, 1.6e308]), np.array([8e307, -8e307, 0.0, 4e307, -2e307])):
+        adv = lstat_advantage(x, spec)
+        assert np.isfinite(adv).all()
+        np.testing.assert_allclose(adv, factor * lstat_advantage(x / factor, spec), rtol=1e-13, atol=0)
+        np.testing.assert_allclose(lstat_value(x, spec), factor * lstat_value(x / factor, spec), rtol=1e-13)
+    tiny = np.array([5e-324, 0.0, 1e-320, -3e-322])  # subnormal rewards: right up to the subnormal spacing
+    np.testing.assert_allclose(lstat_advantage(tiny, spec), lstat_advantage(tiny * factor, spec) / factor, atol=1e-323)
+
+
+def test_overflowing_results_are_refused_not_nan():
+    # alpha = [0, 2]: the value 2 * max overflows float64; the transform says so instead of returning inf/NaN
+    with pytest.raises(ValueError, match="overflow float64"):
+        lstat_value(np.array([1.7e308, 1.0, 2.0]), [0.0, 2.0])
+    with pytest.raises(ValueError, match="overflow float64"):
+        lstat_advantage(np.array([1.7e308, -1.7e308, 0.0]), [0.0, 2.0])
+
+
+def test_complex_rewards_are_refused():
+    with pytest.raises(TypeError, match="real numbers, got complex"):
+        lstat_advantage(np.array([1.0, 2.0, 3.0j]), "max@2")
+    with pytest.raises(TypeError, match="real numbers, got complex"):
+        lstat_value(torch.tensor([1.0, 2.0j]), "mean")
+    with pytest.raises(TypeError, match="real numbers, got complex"):
+        known_lstat_value(np.ones(2), np.array([0.5, 0.5 + 0j]), "max@2")
+
+
+def test_rankwise_memory_guard_names_the_memory():
+    """inclusion(rankwise=True) at N = 1e5, k = 1e4 needs tens of GB: refused up front, naming the size."""
+    t = OrderStatTransform(100_000, "cvar0.2@10000")
+    x = np.zeros(100_000)
+    with pytest.raises(ValueError, match=r"(\d+\.\d) GiB, above the 1 GiB limit") as err:
+        t.inclusion(x, rankwise=True)
+    assert float(err.value.args[0].split(" GiB")[0].split()[-1]) > 40
+    with pytest.raises(ValueError, match="GiB"):
+        t.rank_advantage(x)
+    with pytest.raises(ValueError, match="GiB"):
+        t.orderstats(np.zeros((2, 100_000))[0])
+
+
+def test_k_is_checked_before_any_weights_are_built():
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"k <= N.*k=100000000, N=10"):
+        lstat_value(np.zeros(10), "max@100000000")
+    with pytest.raises(ValueError, match=r"k < N.*k=100000000, N=10"):
+        lstat_advantage(np.zeros(10), "cvar0.2", k=100_000_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 * 2**20 and time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("n", [2.7, 0, -3, float("inf"), "8", None])
+def test_batch_size_must_be_a_positive_integer(n):
+    with pytest.raises((TypeError, ValueError), match="batch size n must be"):
+        OrderStatTransform(n, "top2@2")
+
+
+def test_batch_regime_refuses_fractional_k():
+    with pytest.raises(ValueError, match="finite integer"):
+        OrderStatTransform(8, "top2", k=2.5)
+    with pytest.raises(ValueError, match="finite integer"):
+        lstat_advantage(np.zeros(8), "top2", k=float("inf"))
+    with pytest.raises(ValueError, match="fractional k is defined only in the known"):
+        lstat_value(np.zeros(8), "max@2.5")
+
+
+@pytest.mark.parametrize("k", [float("inf"), float("nan"), 0.5, -2.0, 0])
+def test_known_regime_refuses_non_finite_or_small_k(k):
+    with pytest.raises(ValueError, match="k must be"):
+        known_lstat_value(np.arange(3.0), np.ones(3), "max", k=k)
+
+
+def test_known_regime_fractional_k_needs_an_anchored_objective():
+    with pytest.raises(ValueError, match="fixed number of ranks from one end"):
+        known_lstat_value(np.arange(3.0), np.ones(3), "cvar0.2", k=2.5)
+    with pytest.raises(ValueError, match="needs k >= 3"):
+        known_lstat_value(np.arange(3.0), np.ones(3), "top3", k=2.5)
+    with pytest.raises(ValueError, match="finite integer"):
+        known_orderstats(np.arange(3.0), np.ones(3), 2.5)

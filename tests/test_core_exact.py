@@ -26,6 +26,9 @@ from ordergrad_rl.core.weights import hypergeom_cdf_all_n, hypergeom_expectation
 FAMILIES = [
     "mean", "cvar0.3", "uppertail0.5", "quantile0.1", "quantile0.77", "median", "top2", "bot2",
     "max", "min", "rank2", "trim1", "winsor1", "topbot1", "gmd",
+    "quantileweibull0.3", "quantileblom0.3", "topquantile0.2", "topquantileblom0.35", "harrelldavis0.3",
+    "harrelldavis0", "lmoment2", "lmoment3", "lmoment4", "rangelowertail0.1:0.45", "rangeuppertail0.2:0.6",
+    "trimfrac0.1:0.2", "topbot2", "midrangem1",
 ]  # fmt: skip
 
 
@@ -70,17 +73,19 @@ def test_batch_regime_matches_enumeration(n):
             v, q, loo = brute_force_batch(rewards, k)
             for obj in _objectives(k, rng):
                 alpha = obj.weights
-                for method in ("dense", "runs"):
+                methods = ("dense", "runs", "auto") + (("poly",) if obj.polynomial is not None else ())
+                for method in methods:
                     t = OrderStatTransform(n, obj, method=method)
                     np.testing.assert_allclose(t.value(rewards), v @ alpha, rtol=0, atol=1e-12)
                     np.testing.assert_allclose(t.orderstats(rewards), v, rtol=0, atol=1e-12)
+                    # include-one values are defined at k = N too (every subset is the whole batch: q_i = v)
+                    np.testing.assert_allclose(t.inclusion(rewards), q @ alpha, rtol=0, atol=1e-12)
                     if k == n:
                         continue
-                    np.testing.assert_allclose(t.inclusion(rewards), q @ alpha, rtol=0, atol=1e-12)
                     np.testing.assert_allclose(t.leave_one_out(rewards), loo @ alpha, rtol=0, atol=1e-12)
                     np.testing.assert_allclose(t.advantage(rewards), (q - loo) @ alpha, rtol=0, atol=1e-12)
+                np.testing.assert_allclose(t.inclusion(rewards, rankwise=True), q, rtol=0, atol=1e-12)
                 if k < n:
-                    np.testing.assert_allclose(t.inclusion(rewards, rankwise=True), q, rtol=0, atol=1e-12)
                     np.testing.assert_allclose(t.leave_one_out(rewards, rankwise=True), loo, rtol=0, atol=1e-12)
                     np.testing.assert_allclose(t.rank_advantage(rewards), q - loo, rtol=0, atol=1e-12)
 
@@ -130,7 +135,7 @@ def test_known_regime_matches_enumeration(m):
                 p /= p.sum()
             v, q = brute_force_known(r, p, k)
             np.testing.assert_allclose(known_orderstats(r, p, k), v, atol=1e-12)
-            for alpha in (np.full(k, 1 / k), rng.normal(size=k), Objective.parse("max", k=k).weights):
+            for alpha in [rng.normal(size=k)] + [obj.weights for obj in _objectives(k, rng)]:
                 np.testing.assert_allclose(known_lstat_value(r, p, alpha), v @ alpha, atol=1e-12)
                 np.testing.assert_allclose(known_lstat_inclusion(r, p, alpha), q @ alpha, atol=1e-12)
                 adv = known_lstat_advantage(r, p, alpha)

@@ -9,6 +9,7 @@ from ordergrad_rl import (
     OrderStatTransform,
     known_lstat_advantage,
     known_lstat_value,
+    known_orderstats,
     lstat_advantage,
     lstat_value,
 )
@@ -73,3 +74,40 @@ def test_known_autograd_gradient_equals_lr_formula():
     expected = 10 * p.detach() * adv
     torch.testing.assert_close(logits.grad, expected, atol=1e-12, rtol=0)
     np.testing.assert_allclose(adv.numpy(), known_lstat_advantage(r.numpy(), p.detach().numpy(), "top3@10"), atol=1e-12)
+
+
+def test_live_rank_weights_get_gradients():
+    """A learned objective: alpha as a torch tensor with requires_grad. d v / d alpha_j = v_j (the order statistics),
+    and the advantages are linear in alpha with Jacobian a_{i,j}."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 12, generator=gen, dtype=torch.float64)
+    alpha = torch.tensor([0.1, 0.5, -0.2, 0.3, 0.3], dtype=torch.float64, requires_grad=True)
+    static = OrderStatTransform(12, alpha.detach().numpy())
+    lstat_value(x, alpha).sum().backward()
+    torch.testing.assert_close(alpha.grad, static.orderstats(x).sum(0), atol=1e-13, rtol=0)
+    adv = lstat_advantage(x, alpha)
+    assert adv.requires_grad
+    torch.testing.assert_close(adv.detach(), static.advantage(x), atol=1e-13, rtol=0)
+    jac = torch.autograd.functional.jacobian(lambda a: lstat_advantage(x[0], a), alpha.detach())
+    torch.testing.assert_close(jac, static.rank_advantage(x[0]), atol=1e-13, rtol=0)
+    # known regime: d vbar / d alpha_j = vbar_j
+    r = torch.randn(4, 6, generator=gen, dtype=torch.float64)
+    p = torch.softmax(torch.randn(4, 6, generator=gen, dtype=torch.float64), -1)
+    alpha.grad = None
+    known_lstat_value(r, p, alpha).sum().backward()
+    torch.testing.assert_close(alpha.grad, known_orderstats(r, p, 5).sum(0), atol=1e-13, rtol=0)
+    torch.testing.assert_close(known_lstat_advantage(r, p, alpha).detach(), known_lstat_advantage(r, p, alpha.detach()))
+
+
+def test_live_weights_and_rewards_must_share_a_library():
+    alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TypeError, match="same array library"):
+        lstat_value(np.zeros(6), alpha)
+
+
+def test_batched_groups_stay_fast_and_equal_per_group():
+    """[n_groups, G] calls (grouped agents): one call over all groups equals per-group calls."""
+    x = torch.randn(512, 16, dtype=torch.float64)
+    out = lstat_advantage(x, "top2@4")
+    for i in (0, 17, 511):
+        torch.testing.assert_close(out[i], lstat_advantage(x[i], "top2@4"), atol=1e-14, rtol=0)

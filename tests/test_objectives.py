@@ -64,6 +64,17 @@ def test_quantile_hazen_interpolation():
         ("GiniMeanDifference", "gmd"),
         ("  CVaR 0.2 ", "cvar0.2"),
         ("VAR0.1", "quantile0.1"),
+        ("QuantileWeibull:0.1", "quantileweibull0.1"),
+        ("QuantileBlom:0.1", "quantileblom0.1"),
+        ("Quantile_Hazen:0.1", "quantile0.1"),
+        ("TopQuantile:0.1", "topquantile0.1"),
+        ("TopQuantileBlom:0.1", "topquantileblom0.1"),
+        ("HarrellDavis:0.5", "harrelldavis0.5"),
+        ("LMoment:3", "lmoment3"),
+        ("RangeLowerTailMean:0.1:0.3", "rangelowertail0.1:0.3"),
+        ("RangeUpperTailMean:0.1:0.3", "rangeuppertail0.1:0.3"),
+        ("TrimmedMeanFrac:0.1:0.2", "trimfrac0.1:0.2"),
+        ("MidrangeM:2", "topbot2"),
     ],
 )
 def test_paper_aliases(alias, canonical):
@@ -71,8 +82,11 @@ def test_paper_aliases(alias, canonical):
 
 
 @pytest.mark.parametrize(
-    "spec", ["top2@4", "max@8", "cvar0.2@128", "quantile0.1@100", "trim4@10", "gmd@6", "winsor2@9", "mean"]
-)
+    "spec",
+    ["top2@4", "max@8", "cvar0.2@128", "quantile0.1@100", "trim4@10", "gmd@6", "winsor2@9", "mean",
+     "quantileweibull0.1@10", "topquantileblom0.25@7", "harrelldavis0.5@20", "harrelldavis0.0@3", "lmoment3@9",
+     "rangelowertail0.0:0.25@8", "rangeuppertail0.1:1@8", "trimfrac0.1:0.2@10", "topbot3@4"],
+)  # fmt: skip
 def test_str_round_trip(spec):
     obj = Objective.parse(spec)
     assert str(obj) == spec
@@ -120,7 +134,7 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("winsor2@4", "2m < k"),
         ("top5@4", "m <= k"),
         ("rank5@4", "r <= k"),
-        ("topbot3@5", "2m <= k"),
+        ("topbot6@5", "m <= k"),
         ("gmd@1", "k >= 2"),
         ("cvar1.5@8", r"in \(0, 1\]"),
         ("cvar0@8", r"in \(0, 1\]"),
@@ -133,6 +147,17 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("cvar0.2@", "malformed"),
         ("alpha[1,x]", "malformed alpha"),
         ("alpha[0.5,0.5]@3", "2 entries"),
+        ("RangeLowerTailMean:0.3:0.2", r"0 <= lo < hi <= 1, got lo=0.3, hi=0.2"),
+        ("rangeuppertail0.2:0.2@8", r"lo=0.2, hi=0.2 \(k=8\)"),
+        ("trimfrac0.5:0.5@8", r"lo \+ hi < 1, got lo=0.5, hi=0.5"),
+        ("rangelowertail0.1@8", "takes 2 parameter"),
+        ("rangelowertail0.1:1.5", r"in \[0, 1\]"),
+        ("lmoment3@2", "r <= k"),
+        ("lmoment0", "positive integer"),
+        ("quantileweibull1.5", r"in \[0, 1\]"),
+        ("harrelldavis@5", "needs a parameter"),
+        ("topbot5@4", "m <= k"),
+        ("top2@2.5", "fractional k is defined only in the known"),
     ],
 )
 def test_malformed_specs(spec, match):
@@ -163,3 +188,93 @@ def test_objectives_are_hashable_and_weights_read_only():
     assert len({obj, Objective.parse("lowertail0.2@10")}) == 1
     with pytest.raises(ValueError):
         obj.weights[0] = 3.0
+
+
+# ---------------------------------------------------------------------------------------------- new families (#15)
+NEW_ROWS = [
+    # Weibull position q (k+1) = 1.1 and Blom 3/8 + q (k + 1/4) = 1.4: interpolated between ranks 1 and 2
+    ("quantileweibull0.1", 10, [0.9, 0.1] + [0.0] * 8),
+    ("quantileblom0.1", 10, [0.6, 0.4] + [0.0] * 8),
+    ("quantileweibull0.5", 4, [0, 0.5, 0.5, 0]),
+    ("topquantile0.1", 10, [0.0] * 8 + [0.5, 0.5]),  # the mirror of quantile0.1
+    ("topquantileweibull0.1", 10, [0.0] * 8 + [0.1, 0.9]),
+    ("harrelldavis0", 4, [1, 0, 0, 0]),
+    ("harrelldavis1", 4, [0, 0, 0, 1]),
+    ("lmoment1", 4, [0.25] * 4),
+    ("lmoment2", 3, [-1 / 3, 0, 1 / 3]),  # half the Gini mean difference
+    # l_3 = (1/k) sum_j [6 C(j-1,2)/C(k-1,2) - 6 (j-1)/(k-1) + 1] x_(j)   (Hosking 1990), k = 5
+    ("lmoment3", 5, [0.2, -0.1, -0.2, -0.1, 0.2]),
+    ("rangelowertail0.1:0.3", 10, [0, 0.5, 0.5] + [0.0] * 7),
+    ("rangelowertail0.05:0.2", 10, [1 / 3, 2 / 3] + [0.0] * 8),  # fractional bounds: fractional edge weights
+    ("rangeuppertail0.05:0.2", 10, [0.0] * 8 + [2 / 3, 1 / 3]),
+    ("trimfrac0.1:0.25", 10, [0] + [2 / 13] * 6 + [1 / 13, 0, 0]),  # levels [0.1, 0.75]
+    ("topbot1", 2, [0.5, 0.5]),  # MidrangeM:1 = (min + max) / 2
+    ("topbot3", 4, [1 / 6, 1 / 3, 1 / 3, 1 / 6]),  # 2m > k: the average of TopM and BotM, overlaps add up
+]
+
+
+@pytest.mark.parametrize("spec,k,alpha", NEW_ROWS)
+def test_new_family_rows(spec, k, alpha):
+    obj = Objective.parse(spec, k=k)
+    np.testing.assert_allclose(obj.weights, alpha, atol=1e-15)
+
+
+def test_harrell_davis_is_the_beta_cdf_increment():
+    from scipy import stats
+
+    k, q = 12, 0.3
+    edges = stats.beta((k + 1) * q, (k + 1) * (1 - q)).cdf(np.arange(k + 1) / k)
+    np.testing.assert_allclose(Objective.parse(f"harrelldavis{q}@{k}").weights, np.diff(edges), atol=1e-15)
+    # tails keep relative accuracy (increments from the survival function above the mean)
+    far = Objective.parse("harrelldavis0.5@2000").weights
+    assert far.sum() == pytest.approx(1.0, abs=1e-14) and far.min() >= 0
+    tail = far[far > 1e-290]  # symmetric for q = 1/2, down to the smallest increments that do not underflow
+    np.testing.assert_allclose(tail, tail[::-1], rtol=1e-9)
+    assert tail[0] < 1e-250
+
+
+@pytest.mark.parametrize("r", [1, 2, 3, 4, 5])
+def test_lmoment_weights_are_the_unbiased_sample_lmoment(r):
+    """l_r = sum_i p*_{r-1,i} b_i with b_i = (1/k) sum_j C(j-1, i)/C(k-1, i) x_(j) (Hosking 1990), k = 9."""
+    from math import comb
+
+    k = 9
+    expected = np.zeros(k)
+    for i in range(r):
+        p_star = (-1) ** (r - 1 - i) * comb(r - 1, i) * comb(r - 1 + i, i)
+        expected += p_star * np.array([comb(j - 1, i) / comb(k - 1, i) for j in range(1, k + 1)]) / k
+    np.testing.assert_allclose(Objective.parse(f"lmoment{r}@{k}").weights, expected, atol=1e-15)
+
+
+def test_lmoment2_is_half_the_gini_mean_difference():
+    from ordergrad_rl import lstat_advantage, lstat_value
+
+    x = np.random.default_rng(0).normal(size=30)
+    pairs = np.abs(x[:, None] - x[None, :])[np.triu_indices(30, 1)].mean()  # GMD = E|X - Y|
+    for k in (2, 7, 30):
+        np.testing.assert_allclose(lstat_value(x, f"gmd@{k}"), pairs, rtol=1e-13)  # a U-statistic: same for any k
+        np.testing.assert_allclose(lstat_value(x, f"lmoment2@{k}"), pairs / 2, rtol=1e-13)
+    np.testing.assert_allclose(lstat_advantage(x, "lmoment2@7"), lstat_advantage(x, "gmd@7") / 2, atol=1e-15)
+    np.testing.assert_allclose(Objective.parse("LMoment:2@8").weights, Objective.parse("gmd@8").weights / 2)
+
+
+# ---------------------------------------------------------------------------------------------- bad input types (#9)
+@pytest.mark.parametrize("bad", [None, 5, 2.5, True, b"cvar0.2", ["cvar0.2"], ("top2", "@4")])
+def test_parse_refuses_non_specs_with_a_type_error(bad):
+    with pytest.raises(TypeError, match="spec string such as 'cvar0.2@128'"):
+        Objective.parse(bad)
+
+
+@pytest.mark.parametrize("k,error", [(float("inf"), ValueError), (float("nan"), ValueError), ("3", TypeError),
+                                     (True, TypeError), (2.5, ValueError), (-1, ValueError)])  # fmt: skip
+def test_parse_refuses_bad_k(k, error):
+    with pytest.raises(error, match="k must be"):
+        Objective.parse("cvar0.2", k=k)
+
+
+def test_complex_alpha_is_refused():
+    with pytest.raises(TypeError, match="real numbers"):
+        Objective.from_weights([1 + 2j, 0.5])
+    with pytest.raises(TypeError, match="real numbers"):
+        Objective.parse(np.array([0.5, 0.5], dtype=complex))
+    assert Objective.parse(np.array([1, 0, 1])).weights.dtype == np.float64  # integers are fine

@@ -1,6 +1,7 @@
 """The OrderGrad estimator mathematics: objectives, weight tables, batch and known-distribution regimes.
 
-No RL in here; NumPy and torch inputs alike (see :mod:`ordergrad_rl.core.batch`).
+No RL in here. One algorithm for every array library of the Python array API standard — NumPy, PyTorch, JAX,
+CuPy — with outputs on the input's library, dtype and device (see :mod:`ordergrad_rl.core._xp`).
 """
 
 from ordergrad_rl.core.batch import OrderStatTransform, get_transform, lstat_advantage, lstat_value

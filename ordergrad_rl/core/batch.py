@@ -7,32 +7,52 @@ For a batch of ``N`` rewards and an order-statistic objective of size ``k`` with
 * ``v_j^(-i)`` — the same after removing sample ``i`` (leave-one-out, eq. method-vloo-def);
 * ``a_{i,j} = q_{i,j} - v_j^(-i)`` and the collapsed ``a_i = sum_j alpha_j a_{i,j}``, ``v = sum_j alpha_j v_j``.
 
-Every quantity is one stable sort plus prefix/suffix scans against weight tables that depend only on
+Every quantity is one stable sort plus a linear scan against weight tables that depend only on
 ``(N, k, alpha)``, built once in float64 and cached (:mod:`ordergrad_rl.core.weights`). The unbiased
 likelihood-ratio gradient is ``(k/N) sum_i a_i grad log p(x_i)`` (eq. og-batch-estimator): the
 policy-gradient weight of sample ``i`` is ``k * a_i``. The reparameterization gradient is the gradient
-of ``v`` through the sort (torch inputs), ``(W alpha)_m`` for the ``m``-th smallest sample (App. E.2).
+of ``v`` through the sort, ``(W alpha)_m`` for the ``m``-th smallest sample (App. E.2).
 
-Inputs are NumPy arrays or torch tensors of shape ``[..., N]``; leading dimensions are independent groups
-(one prompt or start state each), computed together. Outputs follow the input's type, dtype and device.
+Inputs are arrays of shape ``[..., N]`` from any array-API library (NumPy, PyTorch, JAX, CuPy; see
+:mod:`ordergrad_rl.core._xp`); leading dimensions are independent groups (one prompt or start state each),
+computed together. Outputs follow the input's library, dtype and device. JAX inputs work under ``jit``,
+``vmap`` and ``grad`` (inside a trace NaN/inf rewards cannot be detected and propagate instead of raising).
+
+Rank weights may also be *live* arrays — a torch tensor with ``requires_grad`` or a JAX array being traced —
+for learned objectives: the result is then differentiable with respect to ``alpha``, through the rankwise
+tables (O(N k) per call; see :func:`~ordergrad_rl.core.weights.check_table_memory`).
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
+from typing import Any
 
+import array_api_compat as compat
 import numpy as np
 
-from ordergrad_rl.core import _backend as B
-from ordergrad_rl.core.objectives import Objective, ObjectiveLike, resolve_objective
-from ordergrad_rl.core.scan import scan, scan_tables
+from ordergrad_rl.core import _xp, objectives, weights
+from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective
+from ordergrad_rl.core.scan import gap_scan, scan, scan_tables
 from ordergrad_rl.core.weights import (
+    advantage_tables,
     check_sizes,
+    check_table_memory,
     collapsed_kernel,
     psum_tables,
     rankwise_kernel,
     value_table,
 )
+
+# float64 N x k tables each quantity's rankwise computation holds (kernels and scan tables).
+_RANKWISE_TABLES = {"value": 1, "advantage": 3, "inclusion": 6, "leave_one_out": 4}
+
+
+def is_live(alpha: Any) -> bool:
+    """True for rank weights that must stay arrays of their library: a torch tensor that requires grad or a JAX
+    tracer (e.g. ``jax.grad`` with respect to the weights)."""
+    return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_traced(alpha)
 
 
 class OrderStatTransform:
@@ -41,46 +61,55 @@ class OrderStatTransform:
     >>> t = OrderStatTransform(n=256, objective="cvar0.2", k=128)
     >>> weights = 128 * t.advantage(returns)   # per-episode policy-gradient weights, shape [..., 256]
 
-    :param n: batch size ``N`` (the last dimension of every input).
+    :param n: batch size ``N`` (the last dimension of every input), an integer >= 1.
     :param objective: an :class:`Objective`, a spec string such as ``"cvar0.2@128"`` or a low-to-high alpha vector.
-    :param k: order-statistic size when the objective does not fix it.
-    :param method: how collapsed tables are built: ``"auto"``, ``"dense"`` or ``"runs"`` (see
+    :param k: order-statistic size when the objective does not fix it (an integer, ``1 <= k <= N``).
+    :param method: how collapsed tables are built: ``"auto"``, ``"poly"``, ``"runs"`` or ``"dense"`` (see
         :func:`~ordergrad_rl.core.weights.hypergeom_expectation`); all are exact.
     """
 
     def __init__(self, n: int, objective: ObjectiveLike, k: int | None = None, method: str = "auto") -> None:
-        self.objective: Objective = resolve_objective(objective, k)
-        self.n = int(n)
+        self.n = check_k(n, name="batch size n")
+        if method not in ("auto", "poly", "runs", "dense"):
+            raise ValueError(f"method must be 'auto', 'poly', 'runs' or 'dense', got {method!r}")
+        self.objective: Objective = resolve_objective(objective, k, check=lambda kk: check_sizes(self.n, kk))
         self.k: int = self.objective.k  # type: ignore[assignment]
-        check_sizes(self.n, self.k, advantage=False)
         self.alpha = self.objective.weights
         self._method = method
-        self._tables: dict[tuple[str, bool], tuple] = {}
+        self._tables: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
         self._converted: dict = {}
 
     def __repr__(self) -> str:
         return f"OrderStatTransform(n={self.n}, objective='{self.objective}')"
 
     # ------------------------------------------------------------------ tables (float64, cached)
-    def _kernel(self, rankwise: bool):
-        return rankwise_kernel(self.k) if rankwise else collapsed_kernel(self.alpha, self._method)
-
-    def _value_table(self, rankwise: bool) -> np.ndarray:
-        key = ("value", rankwise)
-        if key not in self._tables:
-            self._tables[key] = (value_table(self.n, self.k, self._kernel(rankwise)),)
-        return self._tables[key][0]
-
-    def _scan_tables(self, quantity: str, rankwise: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(E, F, U)`` with ``out = cumsum(R E) + R F + sum(R U)``, the one-scan form of ``psum(R; L, D, U)``."""
+    def _numpy_tables(self, quantity: str, rankwise: bool) -> tuple[np.ndarray, ...]:
+        """Float64 tables of ``quantity``: ``(w,)`` for values, ``(E, U)`` for the advantage gap scan and
+        ``(E, F, U)`` for the include-one / leave-one-out scan; ``[N]``-like, or ``[N, k]``-like when ``rankwise``."""
         key = (quantity, rankwise)
         if key not in self._tables:
-            lower, diag, upper = psum_tables(self.n, self.k, quantity, self._kernel(rankwise))
-            tables = scan_tables(lower, diag, upper)
+            if rankwise:
+                kernel = rankwise_kernel(self.k)
+            else:
+                kernel = collapsed_kernel(self.alpha, self._method, self.objective.polynomial)
+            if quantity == "value":
+                tables: tuple[np.ndarray, ...] = (value_table(self.n, self.k, kernel),)
+            elif quantity == "advantage":
+                tables = advantage_tables(self.n, self.k, kernel)
+            else:
+                tables = scan_tables(*psum_tables(self.n, self.k, quantity, kernel))
             for table in tables:
                 table.flags.writeable = False
             self._tables[key] = tables
         return self._tables[key]
+
+    def _array_tables(self, quantity: str, rankwise: bool, like, xp, alpha) -> list:
+        """The tables as arrays of ``like``'s library/dtype/device; collapsed by a live ``alpha`` if given."""
+        if alpha is None:
+            return [_xp.constant(t, like, xp, self._converted) for t in self._numpy_tables(quantity, rankwise)]
+        tables = self._numpy_tables(quantity, rankwise=True)
+        weights = xp.astype(alpha, like.dtype)
+        return [_xp.constant(t, like, xp, self._converted) @ weights for t in tables]
 
     @property
     def value_weights(self) -> np.ndarray:
@@ -88,65 +117,100 @@ class OrderStatTransform:
 
         It is also the reparameterization gradient of ``v^alpha`` with respect to the sorted rewards.
         """
-        return self._value_table(rankwise=False)
+        return self._numpy_tables("value", rankwise=False)[0]
 
     # ------------------------------------------------------------------ evaluation
-    def _prepare(self, x) -> tuple:
-        x = B.as_float_array(x, "rewards")
+    def _prepare(self, x, detach: bool) -> tuple:
+        """``(xp, sorted rewards, permutation, row scale or None)`` after the input checks."""
+        xp, x = _xp.real_floating(x, "rewards")
         if x.ndim == 0 or x.shape[-1] != self.n:
             raise ValueError(f"expected rewards of shape [..., {self.n}] (N={self.n}), got shape {tuple(x.shape)}")
-        B.check_finite(x, "rewards")
-        return B.sort(x)
+        _xp.check_finite(x, xp, "rewards")
+        if detach:
+            x = _xp.stop_gradient(x, xp)
+        r, perm = _xp.stable_sort(x, xp)
+        return xp, r, perm, _xp.scale_rows(r, xp)
 
-    def _scan(self, r, quantity: str, rankwise: bool):
-        check_sizes(self.n, self.k, advantage=True)
-        tables = (B.constant(t, r, self._converted) for t in self._scan_tables(quantity, rankwise))
-        return scan(r, *tables, rankwise=rankwise)
+    def _check_alpha(self, alpha, x) -> None:
+        if alpha is None:
+            return
+        if not compat.is_array_api_obj(alpha) or alpha.ndim != 1 or alpha.shape[0] != self.k:
+            raise ValueError(f"alpha must be a 1-D array of k={self.k} rank weights, got {type(alpha).__name__}")
+        try:
+            compat.array_namespace(x, alpha)
+        except TypeError:
+            raise TypeError(
+                f"alpha ({type(alpha).__name__}) and rewards ({type(x).__name__}) must come from the same array library"
+            ) from None
 
-    def _finish(self, r, perm, out_sorted):
-        return B.unsort(B.tie_average(r, out_sorted), perm)
-
-    def value(self, x):
+    def value(self, x, *, alpha=None):
         """``v^alpha = sum_m R_(m) (W alpha)_m`` (eq. method-v-sorted), shape ``[...]``.
 
-        Differentiable for torch inputs: the gradient is the reparameterization estimator (App. E.2).
+        Differentiable for torch and JAX inputs: the gradient is the reparameterization estimator (App. E.2).
+
+        :param alpha: optional rank weights replacing the objective's (a live array of ``x``'s library, length
+            ``k``): the value is then differentiable with respect to them too.
         """
-        r, _ = self._prepare(x)
-        return (r * B.constant(self.value_weights, r, self._converted)).sum(-1)
+        self._check_alpha(alpha, x)
+        if alpha is not None:
+            check_table_memory(self.n, self.k, 1, "value with live rank weights")
+        xp, r, _, scale = self._prepare(x, detach=False)
+        rs = r if scale is None else r * scale
+        (w,) = self._array_tables("value", False, rs, xp, alpha)
+        out = xp.sum(rs * w, axis=-1)
+        return out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values")
 
     def orderstats(self, x):
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
-        r, _ = self._prepare(x)
-        return r @ B.constant(self._value_table(rankwise=True), r, self._converted)
+        check_table_memory(self.n, self.k, 1, "orderstats")
+        xp, r, _, scale = self._prepare(x, detach=False)
+        rs = r if scale is None else r * scale
+        (w,) = self._array_tables("value", True, rs, xp, None)
+        out = rs @ w
+        return out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
 
-    def advantage(self, x, *, detach: bool = True):
+    def advantage(self, x, *, detach: bool = True, alpha=None):
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
 
-        The policy-gradient weight of sample ``i`` is ``k * a_i``. Invariant to adding a constant to the rewards;
-        tied rewards get identical advantages. For torch inputs the result is detached unless ``detach=False``.
+        The policy-gradient weight of sample ``i`` is ``k * a_i``. Exactly invariant to adding a constant to the
+        rewards; tied rewards get identical advantages. For torch/JAX inputs the result carries no gradient with
+        respect to the rewards unless ``detach=False``. ``alpha``: live rank weights, as in :meth:`value`.
         """
-        return self._quantity(x, "advantage", rankwise=False, detach=detach)
+        return self._quantity(x, "advantage", rankwise=False, detach=detach, alpha=alpha)
 
     def rank_advantage(self, x, *, detach: bool = True):
         """Rankwise ``a_{i,j}`` for every rank ``j`` (low to high), shape ``[..., N, k]``; needs ``k < N``."""
         return self._quantity(x, "advantage", rankwise=True, detach=detach)
 
-    def inclusion(self, x, *, rankwise: bool = False, detach: bool = True):
-        """Include-one values ``q_i^alpha`` (``[..., N]``), or ``q_{i,j}`` (``[..., N, k]``) when ``rankwise``."""
-        return self._quantity(x, "inclusion", rankwise=rankwise, detach=detach)
+    def inclusion(self, x, *, rankwise: bool = False, detach: bool = True, alpha=None):
+        """Include-one values ``q_i^alpha`` (``[..., N]``), or ``q_{i,j}`` (``[..., N, k]``) when ``rankwise``.
 
-    def leave_one_out(self, x, *, rankwise: bool = False, detach: bool = True):
-        """Leave-one-out values ``v^(-i),alpha`` (``[..., N]``), or ``v_j^(-i)`` (``[..., N, k]``) when ``rankwise``."""
-        return self._quantity(x, "leave_one_out", rankwise=rankwise, detach=detach)
+        Defined for ``k <= N`` (at ``k = N`` every subset is the whole batch and ``q_i = v``).
+        """
+        return self._quantity(x, "inclusion", rankwise=rankwise, detach=detach, alpha=alpha)
 
-    def _quantity(self, x, quantity: str, rankwise: bool, detach: bool):
-        if detach and B.is_torch(x):
-            x = x.detach()
-        r, perm = self._prepare(x)
+    def leave_one_out(self, x, *, rankwise: bool = False, detach: bool = True, alpha=None):
+        """Leave-one-out values ``v^(-i),alpha`` (``[..., N]``), or ``v_j^(-i)`` (``[..., N, k]``) when ``rankwise``;
+        needs ``k < N``."""
+        return self._quantity(x, "leave_one_out", rankwise=rankwise, detach=detach, alpha=alpha)
+
+    def _quantity(self, x, quantity: str, rankwise: bool, detach: bool, alpha=None):
+        check_sizes(self.n, self.k, quantity=quantity)
+        self._check_alpha(alpha, x)
+        if rankwise or alpha is not None:
+            groups = math.prod(getattr(x, "shape", np.shape(x))[:-1]) if rankwise else 0
+            check_table_memory(self.n, self.k, _RANKWISE_TABLES[quantity] + groups, f"{quantity} (rankwise)")
+        xp, r, perm, scale = self._prepare(x, detach)
+        rs = r if scale is None else r * scale
+        tables = self._array_tables(quantity, rankwise, rs, xp, alpha)
         if quantity == "advantage":
-            # Advantages ignore a common shift; centring keeps float32 scans accurate for offset rewards.
-            r = r - r.mean(-1)[..., None]
-        return self._finish(r, perm, self._scan(r, quantity, rankwise))
+            out = gap_scan(rs, *tables, xp, rankwise=rankwise)
+        else:
+            out = scan(rs, *tables, xp, rankwise=rankwise)
+        out = _xp.tie_equalize(r, out, xp)
+        if scale is not None:
+            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, quantity.replace("_", "-") + " values")
+        return _xp.unsort(out, perm, xp)
 
 
 @lru_cache(maxsize=64)
@@ -154,9 +218,23 @@ def _cached_transform(n: int, objective: Objective) -> OrderStatTransform:
     return OrderStatTransform(n, objective)
 
 
-def get_transform(n: int, objective: ObjectiveLike, k: int | None = None) -> OrderStatTransform:
-    """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use)."""
-    return _cached_transform(int(n), resolve_objective(objective, k))
+def clear_caches() -> None:
+    """Forget every cached transform, table and parsed objective (benchmarks time first calls after this)."""
+    _cached_transform.cache_clear()
+    weights.clear_caches()
+    objectives.clear_caches()
+
+
+def get_transform(
+    n: int, objective: ObjectiveLike, k: int | None = None, quantity: str = "value"
+) -> OrderStatTransform:
+    """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use).
+
+    :param quantity: what the caller will compute (``"value"`` or ``"advantage"``): ``k`` is checked against ``N``
+        for it before any weights are built.
+    """
+    n = check_k(n, name="batch size n")
+    return _cached_transform(n, resolve_objective(objective, k, check=lambda kk: check_sizes(n, kk, quantity=quantity)))
 
 
 def _batch_size(rewards) -> int:
@@ -168,16 +246,34 @@ def _batch_size(rewards) -> int:
     return int(shape[-1])
 
 
+def _transform_and_alpha(
+    rewards, objective: ObjectiveLike, k: int | None, quantity: str
+) -> tuple[OrderStatTransform, Any]:
+    """The transform for ``rewards`` and, for live rank weights, the weights themselves (else ``None``)."""
+    n = _batch_size(rewards)
+    if not is_live(objective):
+        return get_transform(n, objective, k, quantity), None
+    if objective.ndim != 1:
+        raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
+    size = int(objective.shape[0])
+    if k is not None and check_k(k) != size:
+        raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
+    # Live weights use the rankwise tables, which do not depend on alpha: any objective of that k will do.
+    return get_transform(n, Objective.from_weights(np.full(size, 1.0 / size)), None, quantity), objective
+
+
 def lstat_value(rewards, objective: ObjectiveLike, k: int | None = None):
     """Batch L-statistic value ``v^alpha`` (paper eq. method-v-sorted) of each group, shape ``[...]``.
 
-    :param rewards: ``[..., N]`` NumPy array or torch tensor (higher is better); needs ``1 <= k <= N``.
-    :param objective: an :class:`Objective`, a spec (``"top2@4"``, ``"cvar0.2"``) or a low-to-high alpha vector.
+    :param rewards: ``[..., N]`` array of any array-API library (higher is better); needs ``1 <= k <= N``.
+    :param objective: an :class:`Objective`, a spec (``"top2@4"``, ``"cvar0.2"``) or a low-to-high alpha vector
+        (a torch tensor with ``requires_grad`` or a traced JAX array makes the value differentiable in alpha).
     :param k: order-statistic size if the objective does not fix it.
     :return: ``E[sum_j alpha_j (R_S)_(j:k)]`` over uniform size-k subsets ``S``; differentiable for torch
-        inputs (the RP estimator, App. E.2).
+        and JAX inputs (the RP estimator, App. E.2).
     """
-    return get_transform(_batch_size(rewards), objective, k).value(rewards)
+    transform, alpha = _transform_and_alpha(rewards, objective, k, "value")
+    return transform.value(rewards, alpha=alpha)
 
 
 def lstat_advantage(rewards, objective: ObjectiveLike, k: int | None = None, *, detach: bool = True):
@@ -186,9 +282,12 @@ def lstat_advantage(rewards, objective: ObjectiveLike, k: int | None = None, *, 
     The unbiased likelihood-ratio gradient of ``E[sum_j alpha_j R_(j:k)]`` is
     ``(k/N) sum_i a_i grad log p(x_i)``: the policy-gradient weight of sample ``i`` is ``k * a_i``.
 
-    :param rewards: ``[..., N]`` NumPy array or torch tensor; leading dims are independent groups. Needs ``1 <= k < N``.
-    :param objective: an :class:`Objective`, a spec or a low-to-high alpha vector.
+    :param rewards: ``[..., N]`` array of any array-API library; leading dims are independent groups.
+        Needs ``1 <= k < N``.
+    :param objective: an :class:`Objective`, a spec or a low-to-high alpha vector (live weights as in
+        :func:`lstat_value`).
     :param k: order-statistic size if the objective does not fix it.
-    :param detach: torch only: return a tensor without gradient history (the default).
+    :param detach: torch/JAX: return a result without gradient history with respect to the rewards (the default).
     """
-    return get_transform(_batch_size(rewards), objective, k).advantage(rewards, detach=detach)
+    transform, alpha = _transform_and_alpha(rewards, objective, k, "advantage")
+    return transform.advantage(rewards, detach=detach, alpha=alpha)

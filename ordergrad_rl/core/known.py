@@ -1,155 +1,239 @@
 """The known-distribution regime: exact order-statistic values and advantages for finite arms (paper App. D).
 
 Arm ``b`` has reward ``r_b`` and probability ``p_b``; draw ``A_1..A_k`` i.i.d. from ``p``. With the arms in
-stable sorted order and ``F_t`` the probability of the first ``t`` of them:
+stable sorted order, ``F_t`` the probability of the first ``t`` of them and ``S_t = 1 - F_t``, count ranks
+from the top: the ``i``-th largest draw is at most ``r_(t)`` iff fewer than ``i`` draws land above it,
 
-* ``P(stable rank of R_(j:k) <= t) = P(Bin(k, F_t) >= j)`` (Lemma D.1), so
-  ``vbar_j = sum_t r_(t) [T_{t,j} - T_{t-1,j}]`` with ``T_{t,j} = P(Bin(k, F_t) >= j)``;
-* conditioning on ``A_1 = b`` pins one draw: ``P(... <= t | A_1 = b) = P(Bin(k-1, F_t) >= j - [rho(b) <= t])``
-  (eq. app-bin-tail-cond), from one shared table ``G_{t,s} = P(Bin(k-1, F_t) >= s)``;
+* ``P(top_i <= r_(t)) = P(Bin(k, S_t) <= i - 1)`` (Lemma D.1), so ``vbar`` sums ``r_(t)`` against the
+  increments of that table over ``t``;
+* conditioning on ``A_1 = b`` pins one draw: ``P(top_i <= r_(t) | A_1 = b) = H_{t, i-1-[rho(b) > t]}`` with
+  ``H_{t,s} = P(Bin(k-1, S_t) <= s)`` (eq. app-bin-tail-cond), and Pascal's rule on the pinned draw gives the
+  unconditional table ``S_t H_{t,i-2} + F_t H_{t,i-1}``;
 * ``abar_b = qbar_b - vbar`` and ``sum_b p_b abar_b = 0`` (mixture identity, Prop. D.2).
 
-For arm ``b`` at sorted position ``rho``, ``qbar_b`` sums ``r_(t)`` against ``G``'s differences with the
-threshold shifted for ``t >= rho``: the same prefix/diagonal/suffix form as the batch regime, so all arms
-take one scan (:mod:`ordergrad_rl.core.scan`). ``r`` and ``p`` have shape ``[..., m]``; leading dimensions
-are independent groups (e.g. the thousands of states of a Q-critic rollout), computed together. NumPy or
-torch, CPU or CUDA; outputs follow ``r``. ``p`` may be unnormalized; it is divided by its sum.
+Only the ranks an objective weights are tabulated: ``top5@10`` needs ``H`` for 5 counts, ``bot2@64`` is
+computed as ``-top2@64`` of ``-r``. For arm ``b`` at sorted position ``rho``, ``qbar_b`` has the
+prefix/diagonal/suffix form of the batch regime, so all arms take one scan (:mod:`ordergrad_rl.core.scan`).
+
+**Fractional k.** For real ``k >= 1`` the binomial tables use generalized binomial coefficients
+``C(k-1, c) = Gamma(k) / (Gamma(c+1) Gamma(k-c))``: ``P(Bin(k, S) <= i-1) := I_F(k-i+1, i)``, the regularized
+incomplete beta — the i-th largest of ``k`` draws is ``Q(U)``, ``U ~ Beta(k-i+1, i)``, ``Q`` the arms' quantile
+function (for integer ``k`` the usual order statistic). This needs the weights at a fixed number of ranks from
+one end: ``max``, ``top<m>``, ``rank<r>`` (from the top; ``k >= m``) and ``min``, ``bot<m>`` (from the bottom).
+Pascal's rule and the mixture identity hold for real ``k`` (they are incomplete-beta recurrences), and so does
+``grad vbar = k sum_b p_b abar_b grad log p_b``.
+
+``r`` and ``p`` have shape ``[..., m]``; leading dimensions are independent groups (e.g. the thousands of states
+of a Q-critic rollout), computed together. Any array-API library, CPU or GPU; outputs follow ``r``. ``p`` may
+be unnormalized; it is divided by its sum. Live rank weights (torch ``requires_grad``, JAX tracers) give
+gradients with respect to ``alpha``.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import array_api_compat as compat
 import numpy as np
+from scipy.special import gammaln
 
-from ordergrad_rl.core import _backend as B
-from ordergrad_rl.core.objectives import ObjectiveLike, resolve_objective
+from ordergrad_rl.core import _xp
+from ordergrad_rl.core.batch import is_live
+from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective, split_spec
 from ordergrad_rl.core.scan import scan, scan_tables
-from ordergrad_rl.core.weights import check_sizes
+
+_LOG_ZERO = -1e4  # log(0) stand-in: 0 * log 0 = 0, and exp(c log 0 + moderate) = 0 for any c > 0
 
 
 def _prepare(r, p):
-    """Validate, normalize ``p`` and sort arms: ``(r_sorted, p_sorted, perm)``, each ``[..., m]``."""
-    r = B.as_float_array(r, "r")
-    p = B.as_float_array(p, "p")
-    if B.is_torch(r) != B.is_torch(p):
-        raise ValueError("r and p must both be NumPy arrays or both torch tensors")
+    """Validate, normalize ``p`` and sort arms: ``(xp, r_sorted, p_sorted, perm)``, each ``[..., m]``."""
+    xp, r = _xp.real_floating(r, "r")
+    xp_p, p = _xp.real_floating(p, "p")
+    if xp_p is not xp:
+        raise ValueError(
+            f"r and p must come from the same array library (both NumPy arrays or both torch tensors, ...), "
+            f"got {type(r).__name__} and {type(p).__name__}"
+        )
     if tuple(r.shape) != tuple(p.shape):
         raise ValueError(f"r and p must have the same shape [..., m], got r {tuple(r.shape)} and p {tuple(p.shape)}")
     if r.ndim == 0 or r.shape[-1] == 0:
         raise ValueError(f"r and p need a last (arm) dimension of size >= 1, got shape {tuple(r.shape)}")
-    B.check_finite(r, "rewards r")
-    B.check_finite(p, "probabilities p")
-    if bool((p < 0).any()):
-        raise ValueError("probabilities p must be non-negative")
-    total = p.sum(-1)[..., None]
-    if not bool((total > 0).all()):
-        raise ValueError("probabilities p must have a positive sum in every group (cannot normalize an all-zero p)")
-    p = (p / total).to(r.dtype) if B.is_torch(p) else (p / total).astype(r.dtype, copy=False)
-    r_sorted, perm = B.sort(r)
-    return r_sorted, B.take_last(p, perm), perm
+    _xp.check_finite(r, xp, "rewards r")
+    _xp.check_finite(p, xp, "probabilities p")
+    total = xp.sum(p, axis=-1, keepdims=True)
+    if not _xp.is_traced(p):
+        if bool(xp.any(p < 0)):
+            raise ValueError("probabilities p must be non-negative")
+        if not bool(xp.all(total > 0)):
+            raise ValueError("probabilities p must have a positive sum in every group (cannot normalize an all-zero p)")
+    p = xp.astype(p / total, r.dtype)
+    r_sorted, perm = _xp.stable_sort(r, xp)
+    return xp, r_sorted, xp.take_along_axis(p, perm, axis=-1), perm
 
 
-def _cdf_grid(p_sorted):
-    """Stable-rank CDF ``F_t`` and ``1 - F_t`` on the grid ``t = 0..m``, each ``[..., m + 1]``.
-
-    ``1 - F_t`` is taken as a suffix sum, so it keeps its relative accuracy when ``F_t`` is close to 1.
-    """
-    zero = B.zeros_like(p_sorted[..., :1])
-    cdf = B.concat([zero, B.cumsum(p_sorted, axis=-1)], axis=-1)
-    survival = B.concat([B.flip_cumsum(p_sorted, axis=-1), zero], axis=-1)
-    return cdf, survival
+def _log(x, xp):
+    positive = x > 0
+    return xp.where(positive, xp.log(xp.where(positive, x, xp.ones_like(x))), xp.full_like(x, _LOG_ZERO))
 
 
-def _binomial_tails(cdf, survival, draws: int):
-    """``P(Bin(draws, F_t) >= s)`` for every grid point ``t`` and ``s = 0..draws``, shape ``[..., m + 1, draws + 1]``.
-
-    The pmf is ``C(draws, s) F^s (1-F)^(draws-s)`` in log space; ``log F`` is taken once per grid point, and
-    ``log 0`` becomes a large negative number so that ``0 * log 0 = 0`` and ``exp`` of a positive power of 0 is 0.
-    """
-    s = B.arange_like(draws + 1, cdf)
-    log_comb = math.lgamma(draws + 1) - B.lgamma(s + 1) - B.lgamma(draws - s + 1)
-    log_pmf = log_comb + s * B.log_clamped(cdf)[..., None] + (draws - s) * B.log_clamped(survival)[..., None]
-    return B.flip_cumsum(B.exp(log_pmf), axis=-1)
-
-
-def _orderstat_tables(p_sorted, k: int):
-    """Tables of App. D for ranks ``j = 1..k`` over the grid ``t = 0..m``.
-
-    :return: ``(F, 1 - F, G0, G1)``: the CDF grid ``[..., m + 1]`` and the conditional tails ``[..., m + 1, k]``,
-        ``G0_{t,j} = P(Bin(k-1, F_t) >= j)`` and ``G1_{t,j} = P(Bin(k-1, F_t) >= j - 1)`` (the pinned draw lies
-        above / at-or-below threshold ``t``). The unconditional ``T_{t,j} = P(Bin(k, F_t) >= j)`` follows from
-        Pascal's rule on the last draw: ``T = F G1 + (1 - F) G0``.
-    """
-    cdf, survival = _cdf_grid(p_sorted)
-    g1 = _binomial_tails(cdf, survival, k - 1)  # s = 0..k-1 <-> j = 1..k
-    g0 = B.concat([g1[..., 1:], B.zeros_like(g1[..., :1])], axis=-1)  # P(Bin(k-1) >= k) = 0
-    return cdf, survival, g0, g1
+def _count_pmf(p_sorted, draws: float, counts: int, xp):
+    """``C(draws, c) S_t^c F_t^(draws-c)`` for the grid ``t = 0..m`` and ``c = 0..counts-1``, shape
+    ``[..., m+1, counts]``, with ``(F, S)`` (each ``[..., m+1]``); ``S`` is a suffix sum, accurate near ``F = 1``."""
+    zero = xp.zeros_like(p_sorted[..., :1])
+    cdf = xp.concat([zero, xp.cumulative_sum(p_sorted, axis=-1)], axis=-1)
+    survival = xp.concat([xp.flip(xp.cumulative_sum(xp.flip(p_sorted, axis=-1), axis=-1), axis=-1), zero], axis=-1)
+    c = np.arange(counts, dtype=np.float64)
+    log_comb = gammaln(draws + 1) - gammaln(c + 1) - gammaln(draws - c + 1)
+    log_f, log_s = _log(cdf, xp), _log(survival, xp)
+    c_arr = xp.asarray(c, dtype=cdf.dtype, device=compat.device(cdf))
+    comb = xp.asarray(log_comb, dtype=cdf.dtype, device=compat.device(cdf))
+    exponent = comb + c_arr * (log_s - log_f)[..., None] + draws * log_f[..., None]
+    return xp.exp(exponent), cdf, survival
 
 
-def _known(r, p, k: int, alpha: np.ndarray | None, quantity: str):
-    """``quantity`` in {value, inclusion, advantage}; collapsed by ``alpha``, or rankwise when ``alpha`` is None."""
-    r_sorted, p_sorted, perm = _prepare(r, p)
-    cdf, survival, g0, g1 = _orderstat_tables(p_sorted, k)
-    rankwise = alpha is None
+def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
+    """``(end, beta, k)``: rank weights counted from ``end`` ("top" or "bottom") outwards as a NumPy
+    vector, or a live alpha array (low to high, every rank)."""
+    if is_live(objective):
+        if objective.ndim != 1:
+            raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
+        size = int(objective.shape[0])
+        if k is not None and check_k(k) != size:
+            raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
+        return "top", objective, float(size)
+    fractional = _fractional_k(objective, k)
+    if fractional is not None:
+        obj, real_k = fractional
+        anchored = obj.anchored()
+        if anchored is None:
+            raise ValueError(
+                f"a fractional k (k={real_k}) is defined for objectives whose weights sit at a fixed number of ranks "
+                f"from one end (max, min, top<m>, bot<m>, rank<r>); got {str(obj)!r}"
+            )
+        end, beta = anchored
+        if real_k < beta.size:
+            raise ValueError(
+                f"objective {str(obj)!r} weights {beta.size} ranks: it needs k >= {beta.size}, got {real_k}"
+            )
+        return end, beta, real_k
+    alpha = resolve_objective(objective, k).weights
+    nonzero = np.flatnonzero(alpha)
+    if nonzero.size == 0:
+        return "top", np.zeros(1), float(alpha.size)
+    from_top, from_bottom = alpha.size - nonzero[0], nonzero[-1] + 1
+    if from_bottom < from_top:
+        return "bottom", alpha[:from_bottom], float(alpha.size)
+    return "top", alpha[::-1][:from_top].copy(), float(alpha.size)
+
+
+def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] | None:
+    """``(unbound family objective, real k)`` when ``k`` (argument or ``@K`` of a spec) is not an integer."""
+    if isinstance(objective, str):
+        body, k_text = split_spec(objective)
+        if k_text is not None:
+            try:
+                spec_k = float(k_text)
+            except ValueError:
+                return None  # let the parser report the malformed spec
+            if k is not None and float(k) != spec_k:
+                raise ValueError(f"objective {objective!r} fixes k={k_text} but k={k} was also passed")
+            k, objective = spec_k, body
+    if k is None or isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)):
+        return None
+    k = float(k)
+    if not math.isfinite(k) or k < 1:
+        raise ValueError(f"k must be a finite number >= 1 in the known regime, got {k!r}")
+    if k.is_integer():
+        return None
+    obj = Objective.parse(objective) if isinstance(objective, str) else objective
+    if not isinstance(obj, Objective) or obj.is_bound:
+        raise ValueError(f"a fractional k (k={k}) needs an objective family such as 'top2' or 'max', got {objective!r}")
+    return obj, k
+
+
+def _known(r, p, objective: ObjectiveLike, k: Any, quantity: str, rankwise: bool = False):
+    """``quantity`` in {value, inclusion, advantage}; collapsed by the objective's weights, or rankwise."""
     if rankwise:
+        obj = resolve_objective(objective, k)
+        end, beta, real_k = "top", None, float(obj.k)
+    else:
+        end, beta, real_k = _weights(objective, k)
+    if end == "bottom":  # sum_j alpha_j R_(j) = -sum_i alpha_i (-R)_(top i): mirror, compute, negate
+        return -_known_top(-_xp.real_floating(r, "r")[1], p, beta, real_k, quantity)
+    return _known_top(r, p, beta, real_k, quantity)
+
+
+def _known_top(r, p, beta, k: float, quantity: str):
+    """The regime with ``beta[i]`` weighting the (i+1)-th largest draw; ``beta is None``: every rank (rankwise,
+    output ranks low to high)."""
+    xp, r_sorted, p_sorted, perm = _prepare(r, p)
+    counts = int(k) if beta is None else int(beta.shape[0])
+    pmf, cdf, survival = _count_pmf(p_sorted, k - 1.0, counts, xp)
+    rankwise = beta is None
+    if rankwise:
+        g1 = xp.cumulative_sum(pmf, axis=-1)  # H_{i-1} for i = 1..counts
+        g2 = xp.concat([xp.zeros_like(g1[..., :1]), g1[..., :-1]], axis=-1)  # H_{i-2}
         cdf, survival = cdf[..., None], survival[..., None]
     else:
-        alpha = B.constant(alpha, r_sorted, {})
-        g0, g1 = g0 @ alpha, g1 @ alpha  # collapse first: Pascal's rule is linear in the tables
-    t_k = cdf * g1 + survival * g0
-    axis = -2 if rankwise else -1
+        if compat.is_array_api_obj(beta) and not isinstance(beta, np.ndarray):  # live alpha, low to high
+            # suffix[c] = sum_{i >= c} beta[i] with beta = flip(alpha): the prefix sums of alpha, reversed
+            suffix = xp.flip(xp.cumulative_sum(xp.astype(beta, r_sorted.dtype), axis=0), axis=0)
+        else:
+            suffix = _xp.constant(np.cumsum(np.asarray(beta)[::-1])[::-1].copy(), r_sorted, xp, {})
+        g1 = pmf @ suffix  # sum_i beta_i H_{i-1} = sum_c pmf_c sum_{i > c} beta_i
+        g2 = pmf[..., :-1] @ suffix[1:] if counts > 1 else xp.zeros_like(g1)  # sum_i beta_i H_{i-2}
+    table = survival * g2 + cdf * g1  # P(top_i <= r_(t)), collapsed or per rank
 
-    def diff(table):  # mass of sorted arm t: table[t] - table[t-1], t = 1..m
-        return table[..., 1:, :] - table[..., :-1, :] if rankwise else table[..., 1:] - table[..., :-1]
+    def diff(t):  # mass of sorted arm t: t[t] - t[t-1], t = 1..m
+        return t[..., 1:, :] - t[..., :-1, :] if rankwise else t[..., 1:] - t[..., :-1]
 
-    weights_v = diff(t_k)
+    weights_v = diff(table)
     if quantity == "value":
         r_ = r_sorted[..., :, None] if rankwise else r_sorted
-        return (r_ * weights_v).sum(axis)
-    # qbar for the arm at sorted position rho: thresholds t < rho use G0, t >= rho use G1.
-    head = g0[..., :-1, :] if rankwise else g0[..., :-1]
+        out = xp.sum(r_ * weights_v, axis=-2 if rankwise else -1)
+        return xp.flip(out, axis=-1) if rankwise else out
+    # qbar for the arm at sorted position rho: thresholds t < rho use g2 (pinned draw above), t >= rho use g1.
+    head = g2[..., :-1, :] if rankwise else g2[..., :-1]
     tail = g1[..., 1:, :] if rankwise else g1[..., 1:]
-    lower, diag, upper = diff(g0), tail - head, diff(g1)
+    lower, diag, upper = diff(g2), tail - head, diff(g1)
     if quantity == "advantage":
         # abar_b = qbar_b - vbar: subtract vbar's weights from all three parts of the scan.
         lower, diag, upper = lower - weights_v, diag - weights_v, upper - weights_v
-    out = scan(r_sorted, *scan_tables(lower, diag, upper), rankwise=rankwise)
-    return B.unsort(B.tie_average(r_sorted, out), perm)
-
-
-def _collapsed(objective: ObjectiveLike, k: int | None, rankwise: bool) -> tuple[int, np.ndarray | None]:
-    obj = resolve_objective(objective, k)
-    return obj.k, None if rankwise else obj.weights
+    out = scan(r_sorted, *scan_tables(lower, diag, upper), xp, rankwise=rankwise)
+    out = _xp.unsort(_xp.tie_equalize(r_sorted, out, xp), perm, xp)
+    return xp.flip(out, axis=-1) if rankwise else out
 
 
 def known_orderstats(r, p, k: int):
-    """Exact ``vbar_j = E[R_(j:k)]``, ``j = 1..k`` low to high (eq. app-vbar), shape ``[..., k]``."""
-    check_sizes(np.inf, int(k), advantage=False)
-    return _known(r, p, int(k), None, "value")
+    """Exact ``vbar_j = E[R_(j:k)]``, ``j = 1..k`` low to high (eq. app-vbar), shape ``[..., k]``; integer ``k``."""
+    k = check_k(k)
+    return _known_top(r, p, None, float(k), "value")
 
 
-def known_lstat_value(r, p, objective: ObjectiveLike, k: int | None = None):
+def known_lstat_value(r, p, objective: ObjectiveLike, k: float | None = None):
     """Exact ``vbar^alpha = E[sum_j alpha_j R_(j:k)]`` for arms ``r`` drawn with probabilities ``p``, shape ``[...]``.
 
     :param r: arm rewards ``[..., m]``.
     :param p: arm probabilities ``[..., m]`` (non-negative; normalized here).
-    :param objective: an :class:`Objective`, a spec (``"max@4"``) or a low-to-high alpha vector.
-    :param k: order-statistic size if the objective does not fix it (any ``k >= 1``).
+    :param objective: an :class:`Objective`, a spec (``"max@4"``) or a low-to-high alpha vector (live weights give
+        gradients with respect to alpha).
+    :param k: order-statistic size if the objective does not fix it: an integer ``>= 1``, or a real ``k >= 1`` for
+        ``max``/``min``/``top<m>``/``bot<m>``/``rank<r>`` (module docstring: the Beta representation).
     """
-    return _known(r, p, *_collapsed(objective, k, False), "value")
+    return _known(r, p, objective, k, "value")
 
 
-def known_lstat_inclusion(r, p, objective: ObjectiveLike, k: int | None = None, *, rankwise: bool = False):
+def known_lstat_inclusion(r, p, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False):
     """Exact conditional values ``qbar_b^alpha = E[sum_j alpha_j R_(j:k) | A_1 = b]`` for every arm, ``[..., m]``
-    (``qbar_{b,j}``, shape ``[..., m, k]``, when ``rankwise``)."""
-    return _known(r, p, *_collapsed(objective, k, rankwise), "inclusion")
+    (``qbar_{b,j}``, shape ``[..., m, k]``, when ``rankwise``). ``k`` as in :func:`known_lstat_value`."""
+    return _known(r, p, objective, k, "inclusion", rankwise)
 
 
-def known_lstat_advantage(r, p, objective: ObjectiveLike, k: int | None = None, *, rankwise: bool = False):
+def known_lstat_advantage(r, p, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False):
     """Exact arm advantages ``abar_b^alpha = qbar_b^alpha - vbar^alpha`` (eq. app-adv-known), shape ``[..., m]``.
 
     ``grad vbar^alpha = k sum_b p_b abar_b grad log p_b`` (eq. app-known-lr-gradient) and ``sum_b p_b abar_b = 0``.
-    With ``rankwise``, ``abar_{b,j}`` for every rank, shape ``[..., m, k]``.
+    With ``rankwise``, ``abar_{b,j}`` for every rank, shape ``[..., m, k]``. ``k`` as in :func:`known_lstat_value`.
     """
-    return _known(r, p, *_collapsed(objective, k, rankwise), "advantage")
+    return _known(r, p, objective, k, "advantage", rankwise)

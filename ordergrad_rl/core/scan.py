@@ -1,16 +1,20 @@
-"""The prefix/diagonal/suffix scan shared by the batch and known-distribution regimes.
+"""The two linear scans that turn sorted rewards and weight tables into every include-one, leave-one-out and
+advantage value at once (one cumulative sum each), shared by the batch and known-distribution regimes.
 
-Include-one values, leave-one-out values and advantages all have the form (sorted rank ``t``)::
+* prefix/diagonal/suffix form (App. D.2 and App. F.4), for each sorted rank ``t``::
 
-    out_t = sum_{m<t} R_m L_m + R_t D_t + sum_{m>t} R_m U_m
+      out_t = sum_{m<t} R_m L_m + R_t D_t + sum_{m>t} R_m U_m
 
-with tables ``L, D, U`` that depend on the regime (App. D.2 and App. F.4). One cumulative sum evaluates it
-for every ``t`` at once.
+* gap form, when the coefficients of each ``out_t`` sum to zero (advantages), with ``D_g = R_(g+1) - R_(g)``::
+
+      out_t = sum_{g<t} D_g E_g - sum_g D_g U_g
+
+  Only differences of neighbouring rewards enter: exactly shift-invariant, and zero gaps (ties) add exact zeros.
 """
 
 from __future__ import annotations
 
-from ordergrad_rl.core import _backend as B
+from typing import Any
 
 
 def scan_tables(lower, diag, upper) -> tuple:
@@ -21,7 +25,7 @@ def scan_tables(lower, diag, upper) -> tuple:
     return lower - upper, (0.0 if diag is None else diag) - lower, upper
 
 
-def scan(r, e, f, u, *, rankwise: bool):
+def scan(r, e, f, u, xp: Any, *, rankwise: bool):
     """``cumsum(r e) + r f + sum(r u)`` along the sorted axis: every prefix/suffix quantity in one pass.
 
     :param r: sorted values ``[..., N]``.
@@ -30,8 +34,19 @@ def scan(r, e, f, u, *, rankwise: bool):
     """
     if rankwise:
         r = r[..., :, None]
-    out = B.cumsum(r * e, axis=-2 if rankwise else -1)
-    out += r * f
-    total = (r * u).sum(-2 if rankwise else -1)
-    out += total[..., None, :] if rankwise else total[..., None]
-    return out
+    axis = -2 if rankwise else -1
+    return xp.cumulative_sum(r * e, axis=axis) + r * f + xp.sum(r * u, axis=axis, keepdims=True)
+
+
+def gap_scan(r, e, u, xp: Any, *, rankwise: bool):
+    """``out_t = sum_{g<t} D_g E_g - sum_g D_g U_g`` with gaps ``D = diff(r)``.
+
+    :param r: sorted values ``[..., N]``.
+    :param e, u: tables over the ``N - 1`` gaps: ``[N-1]`` / ``[..., N-1]``, or with a trailing ``k`` (``rankwise``).
+    :return: ``[..., N]`` or ``[..., N, k]``.
+    """
+    gaps = r[..., 1:] - r[..., :-1]
+    if rankwise:
+        gaps = gaps[..., :, None]
+    axis = -2 if rankwise else -1
+    return xp.cumulative_sum(gaps * e, axis=axis, include_initial=True) - xp.sum(gaps * u, axis=axis, keepdims=True)

@@ -1,0 +1,212 @@
+"""Array plumbing of the estimator core, on the Python array API standard (``array-api-compat``).
+
+The estimators are written once against the standard namespace ``xp`` of their input: NumPy, PyTorch, JAX or
+CuPy (whichever the caller already imported; nothing here imports them). Outputs follow the input's type,
+dtype and device. Three operations the standard lacks get a per-library implementation with a standard-only
+fallback: scattering back to batch order (:func:`unsort`), the running maximum that finds runs of ties
+(:func:`_running_max`) and stopping gradients (:func:`stop_gradient`). Two standard operations take a faster
+library call on the hot path: torch's ``sort`` returns values and permutation in one kernel, and NumPy/CuPy
+gather groups through flat fancy indexing (:func:`stable_sort`). The standard-only paths are tested on
+``array-api-strict``.
+
+JAX inside ``jit``/``vmap``/``grad`` passes *tracers*, whose values cannot be inspected: for them the
+value checks (NaN/inf, ties, huge magnitudes) are skipped or done unconditionally (:func:`is_traced`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import array_api_compat as compat
+import numpy as np
+
+Array = Any  # an array of any array-API library
+
+
+def is_traced(x: Array) -> bool:
+    """True for a JAX tracer (inside ``jit``, ``vmap``, ``grad``): its values are unknown while tracing."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.core.Tracer)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy/view of ``x`` (a host or device array of any library, a list, a scalar), without gradients."""
+    if compat.is_torch_array(x):
+        return x.detach().cpu().numpy()
+    if compat.is_cupy_array(x):
+        return x.get()
+    return np.asarray(x)
+
+
+def real_floating(x: Any, name: str) -> tuple[Any, Array]:
+    """``(xp, x)`` with ``x`` a real floating array of its own library (lists, scalars and ints become float64 NumPy /
+    the library's float64 where it has one). Complex or non-numeric input raises, naming what is accepted."""
+    if not compat.is_array_api_obj(x) or isinstance(x, np.generic):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a numeric array of shape [..., N] ({err})") from None
+    if isinstance(x, np.ndarray) and x.dtype.kind not in "fiubc":
+        raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
+    xp = compat.array_namespace(x)
+    if xp.isdtype(x.dtype, "complex floating"):
+        raise TypeError(f"{name} must be real numbers, got complex dtype {x.dtype}; pass the real part explicitly")
+    if xp.isdtype(x.dtype, "real floating"):
+        return xp, x
+    info = xp.__array_namespace_info__()
+    floating = info.dtypes(kind="real floating")
+    dtype = floating["float64"] if "float64" in floating else info.default_dtypes()["real floating"]
+    return xp, xp.astype(x, dtype)
+
+
+def check_finite(x: Array, xp: Any, name: str) -> None:
+    if not is_traced(x) and not bool(xp.all(xp.isfinite(x))):
+        raise ValueError(f"{name} contain NaN or inf; OrderGrad needs finite values (check the environment's rewards)")
+
+
+def _flat_rows(perm: Array, xp: Any) -> Array:
+    """NumPy/CuPy: indices of ``perm``'s entries into the flattened ``[..., N]`` array (fancy indexing on a flat view is
+    ~2x faster than ``take_along_axis``/``put_along_axis``, which build an index per dimension)."""
+    n = perm.shape[-1]
+    rows = xp.reshape(xp.arange(perm.size // n, dtype=perm.dtype) * n, perm.shape[:-1] + (1,))
+    return perm + rows
+
+
+def stable_sort(x: Array, xp: Any) -> tuple[Array, Array]:
+    """Stable ascending sort along the last axis: ``(values, permutation)``; ties keep their batch order."""
+    if compat.is_torch_namespace(xp):  # one kernel for both (argsort + gather would sort, then gather)
+        values, perm = x.sort(dim=-1, stable=True)
+        return values, perm
+    perm = xp.argsort(x, axis=-1, stable=True)
+    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
+        return (x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]), perm
+    return xp.take_along_axis(x, perm, axis=-1), perm
+
+
+def _broadcast_index(index: Array, like: Array, xp: Any) -> Array:
+    """``index`` (shape ``[..., N]``) broadcast to ``like``'s shape (``[..., N]`` or ``[..., N, C]``)."""
+    if like.ndim > index.ndim:
+        index = xp.broadcast_to(index[..., None], like.shape)
+    return index
+
+
+def unsort(y: Array, perm: Array, xp: Any) -> Array:
+    """Scatter ``y`` (sorted order along the rank axis, shape ``[..., N]`` or ``[..., N, C]``) back to batch order:
+    ``out[..., perm[i], ...] = y[..., i, ...]``."""
+    axis = perm.ndim - 1
+    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
+        out = xp.empty_like(y)
+        if perm.ndim == 1:  # the common single-group case: plain fancy indexing is fastest
+            out[perm] = y
+        else:
+            trailing = y.shape[perm.ndim :]
+            out.reshape((-1,) + trailing)[_flat_rows(perm, xp)] = y
+        return out
+    index = _broadcast_index(perm, y, xp)
+    if compat.is_torch_namespace(xp):
+        return y.new_empty(y.shape).scatter_(axis, index, y)
+    if compat.is_jax_namespace(xp):
+        return xp.put_along_axis(xp.zeros_like(y), index, y, axis=axis, inplace=False)
+    inverse = xp.argsort(perm, axis=-1, stable=True)  # standard-only fallback: O(N log N)
+    return xp.take_along_axis(y, _broadcast_index(inverse, y, xp), axis=axis)
+
+
+def _running_max(x: Array, xp: Any) -> Array:
+    """Cumulative maximum along the last axis (integer arrays)."""
+    if compat.is_numpy_namespace(xp):
+        return np.maximum.accumulate(x, axis=-1)
+    if compat.is_cupy_namespace(xp):
+        return sys.modules["cupy"].maximum.accumulate(x, axis=-1)
+    if compat.is_torch_namespace(xp):
+        return x.cummax(dim=-1).values
+    if compat.is_jax_namespace(xp):
+        return sys.modules["jax"].lax.cummax(x, axis=x.ndim - 1)
+    shift = 1  # standard-only fallback: Hillis-Steele doubling, O(N log N)
+    while shift < x.shape[-1]:
+        pad = xp.zeros_like(x[..., :shift])
+        x = xp.maximum(x, xp.concat([pad, x[..., :-shift]], axis=-1))
+        shift *= 2
+    return x
+
+
+def tie_equalize(sorted_x: Array, y: Array, xp: Any) -> Array:
+    """Give every run of equal values in ``sorted_x`` the value of ``y`` at the run's first position.
+
+    Tied positions are interchangeable (App. F.2), so they are equal in exact arithmetic; copying one of them
+    makes them bit-identical whatever the rounding of the scans.
+
+    :param sorted_x: ``[..., N]`` ascending along the last axis.
+    :param y: ``[..., N]`` or ``[..., N, C]`` in the same sorted order.
+    """
+    n = sorted_x.shape[-1]
+    if n < 2:
+        return y
+    ties = sorted_x[..., 1:] == sorted_x[..., :-1]
+    if not is_traced(sorted_x) and not bool(xp.any(ties)):
+        return y
+    position = xp.arange(1, n, device=compat.device(y))
+    starts = xp.where(ties, xp.zeros_like(position), position)  # index of each position that starts a run
+    first = xp.concat([xp.zeros_like(starts[..., :1]), _running_max(starts, xp)], axis=-1)
+    return xp.take_along_axis(y, _broadcast_index(first, y, xp), axis=sorted_x.ndim - 1)
+
+
+def stop_gradient(x: Array, xp: Any) -> Array:
+    if compat.is_torch_namespace(xp):
+        return x.detach()
+    if compat.is_jax_namespace(xp):
+        return sys.modules["jax"].lax.stop_gradient(x)
+    return x
+
+
+def constant(table: np.ndarray, like: Array, xp: Any, cache: dict) -> Array:
+    """``table`` (float64 NumPy) as an array of ``like``'s library, dtype and device, memoized in ``cache``
+    (except while JAX traces: a constant made inside a trace belongs to that trace)."""
+    if isinstance(like, np.ndarray):
+        if like.dtype == np.float64:
+            return table
+        key = (id(table), like.dtype)
+    elif is_traced(like):
+        return xp.asarray(table, dtype=like.dtype)
+    else:
+        key = (id(table), like.dtype, str(compat.device(like)))
+    if key not in cache:
+        # Copy: the float64 tables are read-only and torch warns on non-writable NumPy memory.
+        cache[key] = xp.asarray(np.array(table), dtype=like.dtype, device=compat.device(like))
+    return cache[key]
+
+
+def scale_rows(sorted_x: Array, xp: Any) -> Array | None:
+    """Per-row power-of-two factors ``s`` (shape ``[..., 1]``) with ``max|x s|`` in ``[1, 2)`` (as far as a normal
+    factor allows), or ``None`` when every row is in the safe range (the common case: no extra pass).
+
+    Rows whose largest ``|value|`` lies outside ``[sqrt(tiny), sqrt(max)]`` of their float type are rescaled before
+    the scans — exact in floating point — so that gaps, sums and products can neither overflow nor lose bits to
+    subnormals; results are scaled back.
+    """
+    info = xp.finfo(sorted_x.dtype)
+    top = xp.maximum(xp.abs(sorted_x[..., :1]), xp.abs(sorted_x[..., -1:]))
+    unsafe = (top > float(info.max) ** 0.5) | ((top < float(info.smallest_normal) ** 0.5) & (top > 0))
+    if not is_traced(sorted_x) and not bool(xp.any(unsafe)):
+        return None
+    safe = xp.where(top > 0, top, xp.ones_like(top))
+    # Exponents are clipped so that the factor itself is a normal number (a subnormal top needs 2^1074).
+    limit = float(info.maxexp if hasattr(info, "maxexp") else math.log2(float(info.max))) - 24.0
+    exponent = xp.clip(-xp.floor(xp.log2(safe)), min=-limit, max=limit)
+    return xp.pow(xp.asarray(2.0, dtype=top.dtype), exponent)
+
+
+def unscale(out: Array, scale: Array, xp: Any, what: str) -> Array:
+    """``out / scale`` (undoing :func:`scale_rows`), refusing results that overflow float (never inf or NaN)."""
+    if compat.is_numpy_namespace(xp):
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = out / scale
+    else:
+        out = out / scale
+    if not is_traced(out) and not bool(xp.all(xp.isfinite(out))):
+        raise ValueError(
+            f"{what} overflow float64 for these rewards (|rewards| up to ~1e308); rescale the rewards before "
+            f"calling (every OrderGrad quantity is linear in them)"
+        )
+    return out
