@@ -76,7 +76,7 @@ COMMON = dict(n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=Fal
 @pytest.mark.parametrize("objective", ["cvar0.25@4", "mean", "top2@5"])
 def test_reinforce_gradient_is_the_unbiased_estimator(objective: str) -> None:
     # learning_rate=0: Adam leaves the parameters where the batch was collected and keeps the gradient.
-    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective=objective, **COMMON)
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective=objective, reward_to_go=False, **COMMON)
     model.learn(1)  # one rollout, one update
     k, n = model.k, model.n_episodes
     assert_loss_gradient(model, hand_gradient(model, k / n))
@@ -90,9 +90,28 @@ def test_ppo_first_minibatch_gradient_is_the_estimator_per_step() -> None:
     assert_loss_gradient(model, hand_gradient(model, (n / n_steps) * (k / n)))
 
 
+def test_reinforce_reward_to_go_gradient_on_a_fixed_batch() -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="mean", **COMMON)
+    model.learn(1)
+    buffer = model.rollout_buffer
+    n = buffer.n_episodes
+    # By hand: step t of episode i gets sum_{u>=t} r_iu minus the other episodes' mean of the same at t.
+    to_go = np.array([buffer.rewards[(buffer.episode_index == i) & (buffer.episode_step >= t)].sum()
+                      for i, t in zip(buffer.episode_index, buffer.episode_step, strict=True)])  # fmt: skip
+    totals_at = {t: to_go[buffer.episode_step == t].sum() for t in np.unique(buffer.episode_step)}
+    weights = to_go - (np.array([totals_at[t] for t in buffer.episode_step]) - to_go) / (n - 1)
+    observations, actions = th.as_tensor(buffer.observations), th.as_tensor(buffer.actions).long().flatten()
+    log_prob = model.policy.get_distribution(observations).log_prob(actions)
+    ascent = th.autograd.grad(
+        (th.as_tensor(weights, dtype=th.float32) * log_prob).sum() / n, list(model.policy.parameters()),
+        allow_unused=True,
+    )  # fmt: skip
+    assert_loss_gradient(model, list(ascent))
+
+
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
 def test_normalized_weights(cls) -> None:
-    model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=16, n_envs=2, seed=2)
+    model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=16, n_envs=2, seed=2, reward_to_go=False)
     model.learn(1)
     buffer = model.rollout_buffer
     returns = buffer.episode_returns

@@ -127,6 +127,44 @@ def _walk(callback: BaseCallback | None) -> Iterator[BaseCallback]:
     yield from _walk(getattr(callback, "callback", None))
 
 
+def reward_to_go_advantages(
+    rewards: np.ndarray, episode_index: np.ndarray, episode_step: np.ndarray, n_episodes: int, gamma: float = 1.0
+) -> np.ndarray:
+    """Per-step advantages of the mean objective from reward-to-go and a leave-one-out baseline per time step.
+
+    The mean return is a sum over steps, and the action at step ``t`` cannot change the rewards before it, so the
+    likelihood-ratio gradient of ``E[R]`` may credit step ``t`` of episode ``i`` with its reward-to-go
+    ``G_it = sum_{u >= t} gamma^u r_iu`` only (Williams' REINFORCE with causality), minus a baseline that does not
+    depend on episode ``i``: the mean reward-to-go of the other ``N - 1`` episodes at the same step ``t`` (an
+    episode that ended before ``t`` has ``G = 0`` there). Unbiased, like the trajectory-level leave-one-out
+    advantage ``R_i - mean_{j != i} R_j``, which is the value at ``t = 0``; lower variance on long episodes.
+
+    ``A_it = G_it - (S_t - G_it) / (N - 1) = (N G_it - S_t) / (N - 1)`` with ``S_t = sum_j G_jt``.
+
+    :param rewards: ``[T]`` rewards of the stored steps.
+    :param episode_index: ``[T]`` episode of each step, ``0..N-1``; each episode's steps in time order.
+    :param episode_step: ``[T]`` step ``t`` within its episode.
+    :param n_episodes: ``N`` (>= 2).
+    :param gamma: discount, as in the episode return ``sum_t gamma^t r_t``.
+    :return: ``[T]`` float64 advantages.
+    """
+    discounted = np.asarray(rewards, dtype=np.float64)
+    if gamma != 1.0:
+        discounted = discounted * gamma**episode_step
+    # Reward-to-go: the episode's return minus what it collected before t. Steps of an episode are stored in time
+    # order, so a stable sort by episode gives each episode's steps contiguously, in order.
+    order = np.argsort(episode_index, kind="stable")
+    ordered = discounted[order]
+    before = np.cumsum(ordered) - ordered  # everything stored before this step ...
+    starts = np.flatnonzero(np.r_[True, np.diff(episode_index[order]) != 0])
+    before -= np.repeat(before[starts], np.diff(np.r_[starts, ordered.size]))  # ... minus the earlier episodes
+    totals = np.bincount(episode_index, weights=discounted, minlength=n_episodes)
+    to_go = np.empty_like(discounted)
+    to_go[order] = totals[episode_index[order]] - before
+    step_totals = np.bincount(episode_step, weights=to_go)
+    return (n_episodes * to_go - step_totals[episode_step]) / (n_episodes - 1)
+
+
 class EpisodicAlgorithmMixin:
     """Episode-quota collection, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
@@ -158,11 +196,14 @@ class EpisodicAlgorithmMixin:
         n_episodes: int,
         normalize_advantage: bool,
         advantage: str = "episodic",
+        reward_to_go: bool | None = None,
     ) -> None:
-        """Parse and check the OrderGrad arguments; set ``objective``, ``k``, ``n_episodes``, ``advantage``.
+        """Parse and check the OrderGrad arguments; set ``objective``, ``k``, ``n_episodes``, ``advantage``,
+        ``reward_to_go``.
 
-        :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``, ``gamma``
-            outside (0, 1], or ``policy_kwargs["critic"]`` inconsistent with the advantage mode.
+        :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``,
+            ``reward_to_go=True`` with a ranked objective, or ``policy_kwargs["critic"]`` inconsistent with the
+            advantage mode.
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
@@ -174,11 +215,17 @@ class EpisodicAlgorithmMixin:
                 f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
                 f"k < n_episodes={n_episodes} (paper Sec. 3.2): raise n_episodes or lower k"
             )
+        if reward_to_go and parsed.k != 1:
+            raise ValueError(
+                f"reward_to_go needs the mean objective (k = 1); {str(parsed)!r} ranks whole-episode returns, a "
+                "nonlinear function of every reward of the episode, so each step gets the episode's weight"
+            )
         self._set_policy_critic(advantage, "none")
         self._set_objective(parsed)
         self.n_episodes = n_episodes
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = advantage
+        self.reward_to_go = parsed.k == 1 if reward_to_go is None else bool(reward_to_go)
 
     def _set_objective(self, objective: Objective) -> None:
         """Set ``objective`` (bound), ``k`` and ``objective_spec`` (what ``save`` stores) and the algorithm's name."""
@@ -377,8 +424,19 @@ class EpisodicAlgorithmMixin:
         return weights
 
     def _compute_advantages(self) -> None:
-        """Fill ``rollout_buffer.advantages`` once the rollout is finalized (hook for other advantage modes)."""
-        self.rollout_buffer.set_episode_weights(self.episode_weights(self.rollout_buffer.episode_returns))
+        """Fill ``rollout_buffer.advantages`` once the rollout is finalized (hook for other advantage modes):
+        :meth:`episode_weights` for every step of each episode, or :func:`reward_to_go_advantages` (the mean with
+        ``reward_to_go``), divided by their standard deviation over the steps if ``normalize_advantage``."""
+        buffer = self.rollout_buffer
+        if not self.reward_to_go:
+            buffer.set_episode_weights(self.episode_weights(buffer.episode_returns))
+            return
+        advantages = reward_to_go_advantages(
+            buffer.rewards, buffer.episode_index, buffer.episode_step, buffer.n_episodes, self.gamma
+        )
+        if self.normalize_advantage:
+            advantages = advantages / (advantages.std() + 1e-8)
+        buffer.advantages = advantages.astype(np.float32)
 
     def _record_rollout_logs(self) -> None:
         """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``)."""

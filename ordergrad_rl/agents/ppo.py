@@ -99,6 +99,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
     :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8);
         Q-critic mode: SB3's centring and scaling of each minibatch's advantages.
+    :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
+        other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
+        :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`). ``None`` (default): on for ``"mean"`` (k = 1),
+        off for ranked objectives, which weight whole episodes (``True`` with one raises ``ValueError``).
     :param ent_coef: entropy coefficient.
     :param vf_coef: value (Q-critic mode: Q) loss coefficient (no effect without a critic).
     :param max_grad_norm: gradient-norm clipping threshold.
@@ -138,6 +142,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         clip_range: float | Schedule = 0.2,
         clip_range_vf: float | Schedule | None = None,
         normalize_advantage: bool = True,
+        reward_to_go: bool | None = None,
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
@@ -202,7 +207,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 device=device,
                 _init_setup_model=False,
             )
-        self._init_episodic(objective, k, n_episodes, normalize_advantage, advantage)
+        self._init_episodic(objective, k, n_episodes, normalize_advantage, advantage, reward_to_go)
         if _init_setup_model:
             self._setup_model()
 

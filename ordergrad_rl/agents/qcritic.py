@@ -111,6 +111,7 @@ class QCriticMixin:
         n_episodes: int | None,
         normalize_advantage: bool,
         advantage: str = "episodic",
+        reward_to_go: bool | None = None,
     ) -> None:
         """In Q-critic mode: check the arguments and set ``objective``, ``k``, ``advantage`` (``n_episodes`` None).
 
@@ -118,8 +119,12 @@ class QCriticMixin:
             ``k``, ``n_episodes`` given, ``gamma`` outside (0, 1], or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
         if advantage != Q_CRITIC:
-            super()._init_episodic(objective, k, n_episodes, normalize_advantage, advantage)  # type: ignore[misc]
+            super()._init_episodic(  # type: ignore[misc]
+                objective, k, n_episodes, normalize_advantage, advantage, reward_to_go
+            )
             return
+        if reward_to_go:
+            raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
         self._check_discrete()
         if n_episodes is not None:
             raise ValueError(
@@ -135,6 +140,7 @@ class QCriticMixin:
         self._set_policy_critic(advantage, "q")  # type: ignore[attr-defined]
         self._set_objective(parsed)  # type: ignore[attr-defined]
         self.n_episodes = None
+        self.reward_to_go = False
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = advantage
 

@@ -28,7 +28,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     with the gradient norm clipped at ``max_grad_norm``. With ``normalize_advantage=False`` the gradient is exactly
     the unbiased estimator ``(k/N) sum_i a_i grad log p(tau_i)``; the default divides the weights by their
     standard deviation over the episodes (the paper's practice; a positive rescaling per batch). With
-    ``objective="mean"`` this is REINFORCE with a leave-one-out baseline. No value function is used.
+    ``objective="mean"`` this is REINFORCE with a leave-one-out baseline, and by default (``reward_to_go``) each step
+    ``t`` is weighted by its reward-to-go minus the other episodes' mean reward-to-go at ``t`` instead of the whole
+    episode's weight. No value function is used.
 
     The paper's portfolio protocol::
 
@@ -52,6 +54,10 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
     :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
+    :param reward_to_go: mean objective: each step is credited with the rewards from it on, minus the other
+        episodes' mean reward-to-go at the same step (unbiased, lower variance; see
+        :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``, off for
+        ranked objectives, which weight whole episodes. The paper's REINFORCE (``reproduce tailrisk``) uses ``False``.
     :param ent_coef: entropy bonus coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
@@ -84,6 +90,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         learning_rate: float | Schedule = 3e-3,
         gamma: float = 1.0,
         normalize_advantage: bool = True,
+        reward_to_go: bool | None = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
@@ -125,7 +132,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             _init_setup_model=False,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
-        self._init_episodic(objective, k, n_episodes, normalize_advantage)
+        self._init_episodic(objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go)
         if _init_setup_model:
             self._setup_model()
 
@@ -139,7 +146,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
         _, log_prob, entropy = self.policy.evaluate_actions(data.observations, actions)
-        # sum over steps / N = (1/N) sum_i w_i sum_t log pi: the episode, not the step, is the sample.
+        # sum over steps / N = (1/N) sum_i sum_t w_it log pi: the episode, not the step, is the sample.
         policy_loss = -(data.advantages * log_prob).sum() / self.rollout_buffer.n_episodes
         entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
         loss = policy_loss + self.ent_coef * entropy_loss

@@ -293,6 +293,7 @@ def train_method(
             learning_rate=config.learning_rate,
             max_grad_norm=config.max_grad_norm,
             normalize_advantage=True,
+            reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
             policy_kwargs=config.policy_kwargs(),
             tensorboard_log=tensorboard_log,
             seed=base,
