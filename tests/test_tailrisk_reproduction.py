@@ -141,3 +141,13 @@ def test_results_do_not_depend_on_the_number_of_workers():
     one = tr.run_experiment(dataclasses.replace(config, workers=1), quiet=True)
     two = tr.run_experiment(dataclasses.replace(config, workers=2), quiet=True)
     assert one["methods"] == two["methods"]
+
+
+def test_deployment_table_has_a_column_per_model():
+    models = {"cash-heavy": ConstantPolicy([0.0, 0.0, 0.0, 5.0]), "tail-heavy": ConstantPolicy([5.0, 0.0, 0.0, 0.0])}
+    table = tr.deployment_table(models, n_paths=32, seed=7)
+    header, _, *rows = table.splitlines()
+    assert "cash-heavy" in header and "tail-heavy" in header and "32 paths" in header
+    assert len(rows) == len(tr._ROWS)
+    heavy = tr.deployment_metrics(tr.deploy(models["tail-heavy"], 32, 7))
+    assert tr._pct(heavy["below_0.9"]) in next(row for row in rows if "P(W_T < 0.9)" in row)

@@ -514,6 +514,22 @@ def format_table(results: dict[str, Any]) -> str:
     return markdown_table(headers, rows)
 
 
+def deployment_table(models: dict[str, Any], n_paths: int = 256, seed: int = 0, env_id: str = DEPLOY_ENV) -> str:
+    """The deployment metrics of each model (the rows of the reproduction's table) on the same ``n_paths``
+    deterministic paths of ``env_id``, as a markdown table with one column per model.
+
+    >>> print(deployment_table({"mean": mean_model, "cvar0.2": cvar_model}))
+
+    :param models: column label -> a model with SB3's ``predict`` (trained on a tail-risk env).
+    :param seed: env ``i`` of the deployment batch is seeded ``seed + i``.
+    """
+    metrics = {
+        label: deployment_metrics(deploy(model, n_paths, seed, env_id=env_id)) for label, model in models.items()
+    }
+    rows = [[label, *(fmt(get(m)) for m in metrics.values())] for label, get, fmt in _ROWS]
+    return markdown_table([f"{env_id}, {n_paths} paths", *metrics], rows)
+
+
 def format_per_seed(results: dict[str, Any]) -> str:
     """One row per (method, seed): the headline metrics of its deployment paths."""
     rows = []
