@@ -246,6 +246,21 @@ def test_seed_makes_training_reproducible() -> None:
         assert th.equal(p, q)
 
 
+def test_a_gym_make_env_trains_as_its_native_batch_like_the_env_id() -> None:
+    """Issue 9, goal 3: ``gym.make("SyntheticTailRisk-v0")`` is stepped as the same native batch of ``n_episodes``
+    envs as the env id (not one env, ~N times slower), so both usage-line forms train identically."""
+    kwargs = dict(objective="cvar0.2", n_episodes=8, n_epochs=1, seed=3)
+    # Built and trained one after the other: SB3 seeds torch's global generator at construction.
+    from_env = OrderGradPPO("MlpPolicy", gym.make("SyntheticTailRisk-v0"), **kwargs).learn(1)
+    from_id = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", **kwargs).learn(1)
+    assert from_env.n_envs == from_id.n_envs == 8
+    np.testing.assert_array_equal(from_env.rollout_buffer.episode_returns, from_id.rollout_buffer.episode_returns)
+    for p, q in zip(from_env.policy.parameters(), from_id.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+    wrapped = gym.wrappers.RecordEpisodeStatistics(gym.make("SyntheticTailRisk-v0"))  # a user's wrapper is kept
+    assert OrderGradPPO("MlpPolicy", wrapped, **kwargs).n_envs == 1
+
+
 def test_cnn_policy_on_image_observations() -> None:
     class ImageEnv(gym.Env):
         observation_space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)
