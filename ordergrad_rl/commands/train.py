@@ -9,8 +9,12 @@
 quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or the paper's names
 (LowerTailMean:0.2, TopM:2, ...); "@K" in the spec or --k sets the order-statistic size k (< --n-episodes).
 
+Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
+(ordergrad_rl/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
+n_timesteps when --timesteps is not given; --conf-file PATH reads another file, --conf-file none applies none.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
-literals read with ast.literal_eval; a value that is not a literal is taken as a string). TensorBoard logs the
+literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
+options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
 (eval_risk/*, eval_info/*).
 """
@@ -166,13 +170,49 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = text  # e.g. activation names, device strings
-        expected = _expected(cls, key)
-        if expected is not None and not _matches(value, expected):
-            got = "text that is not a Python literal" if value is text else f"{type(value).__name__} {value!r}"
-            accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
-            raise CommandError(f"--hparams {key}={text}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+        got = "text that is not a Python literal" if value is text else f"{type(value).__name__} {value!r}"
+        check_value(cls, key, value, f"--hparams {key}={text}", got)
         out[key] = value
     return out
+
+
+def check_value(cls: type, key: str, value: Any, where: str, got: str | None = None) -> None:
+    """Refuse a ``value`` of constructor argument ``key`` that does not fit its annotation (or default's type).
+
+    :param where: what set it, for the message (``--hparams key=text``, a file's entry).
+    :raises CommandError: the value does not fit.
+    """
+    expected = _expected(cls, key)
+    if expected is not None and not _matches(value, expected):
+        accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
+        got = f"{type(value).__name__} {value!r}" if got is None else got
+        raise CommandError(f"{where}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+
+
+def zoo_hyperparams(args: argparse.Namespace) -> Any:
+    """The ``--env`` entry of the ``--conf-file`` (default: the file shipped for ``--algo``), checked against the
+    algorithm's constructor; ``None`` with ``--conf-file none`` or if the file has no entry for the env.
+
+    :raises CommandError: unreadable or malformed file, or an entry key/value the algorithm does not accept.
+    """
+    from ordergrad_rl.hyperparams import load_hyperparams
+
+    if args.conf_file is not None and str(args.conf_file).lower() == "none":
+        return None
+    cls = algorithm_class(args.algo)
+    try:
+        entry = load_hyperparams(args.algo, args.env, args.conf_file)
+    except (OSError, ValueError) as err:
+        raise CommandError(f"--conf-file: {err}") from err
+    if entry is None:
+        return None
+    valid = hyperparameter_names(cls)
+    for key, value in entry.kwargs.items():
+        where = f"{entry.source}: {args.env}: {key}"
+        if key in OPTION_OF or key not in valid:
+            raise CommandError(f"{where}: not a hyperparameter of {cls.__name__}; valid keys: {', '.join(valid)}")
+        check_value(cls, key, value, where)
+    return entry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,10 +237,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="E",
         help="parallel envs, a divisor of N (default: the algorithm's n_envs)",
     )
-    parser.add_argument("--timesteps", type=positive_int, required=True, metavar="T", help="env steps to train for")
+    parser.add_argument(
+        "--timesteps",
+        type=positive_int,
+        default=None,
+        metavar="T",
+        help="env steps to train for (default: the n_timesteps of the env's --conf-file entry; required without one)",
+    )
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument(
-        "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
+        "--policy",
+        default=None,
+        help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: the --conf-file entry's, else MlpPolicy)",
+    )
+    parser.add_argument(
+        "--conf-file",
+        default=None,
+        metavar="PATH",
+        help="per-env hyperparameter file, rl-zoo3 style (default: ordergrad_rl/hyperparams/ordergrad_<algo>.yml "
+        "shipped with the package; 'none': the algorithm's defaults only)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
     parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
@@ -239,10 +294,14 @@ def build_model(args: argparse.Namespace) -> Any:
     hparams = parse_hparams(args.hparams, cls)
     is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
     check_device(args.device)
+    entry = zoo_hyperparams(args)
+    if entry is not None:
+        hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
+    policy = args.policy or (entry.policy if entry is not None else "MlpPolicy")
     given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
     try:
         return cls(
-            args.policy,
+            policy,
             args.env,
             objective=args.objective,
             k=args.k,
@@ -284,14 +343,22 @@ def run(args: argparse.Namespace) -> int:
     """Build, train (with a progress bar), print the last risk profiles, save."""
     from ordergrad_rl.risk import risk_profile
 
+    entry = zoo_hyperparams(args)
+    timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
+    if timesteps is None:
+        raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
     model = build_model(args)
     callback = eval_callback(args, model)
+    if entry is not None:
+        applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+        listed = ", ".join(f"{key}={value}" for key, value in applied.items())
+        print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     print(
         f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
-        f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {args.timesteps} timesteps"
+        f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    model.learn(args.timesteps, callback=callback, progress_bar=not args.quiet)
+    model.learn(timesteps, callback=callback, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}

@@ -1,0 +1,100 @@
+"""Per-env hyperparameters, in rl-zoo3's convention: one YAML file per algorithm shipped in the package
+(``ordergrad_ppo.yml``, ``ordergrad_reinforce.yml``), keyed by env id, every value with a one-line reason in a
+comment. ``ordergrad-rl train`` applies the entry of its ``--env`` by default; from Python:
+
+    >>> from ordergrad_rl import OrderGradPPO
+    >>> from ordergrad_rl.hyperparams import load_hyperparams
+    >>> hp = load_hyperparams("ppo", "SyntheticTailRisk-v0")
+    >>> model = OrderGradPPO(hp.policy, "SyntheticTailRisk-v0", objective="cvar0.2", **hp.kwargs)
+    >>> model.learn(hp.n_timesteps)
+
+An env without an entry needs none: the algorithms' defaults are meant to work everywhere (see their docstrings);
+an entry exists only where an env is measured to need its own settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: ``--algo`` name -> the YAML file shipped for it.
+FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
+#: Keys of an entry that are not constructor arguments (rl-zoo3's names).
+N_TIMESTEPS, POLICY = "n_timesteps", "policy"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparams:
+    """One env's entry of a hyperparameter file.
+
+    :param env_id: the entry's env id.
+    :param kwargs: constructor arguments of the algorithm (``policy_kwargs`` a dict).
+    :param n_timesteps: env steps to train for, or ``None`` if the entry does not say.
+    :param policy: the policy name (default ``"MlpPolicy"``).
+    :param source: the file the entry comes from.
+    """
+
+    env_id: str
+    kwargs: dict[str, Any]
+    n_timesteps: int | None
+    policy: str
+    source: str
+
+
+def hyperparams_file(algo: str) -> Path:
+    """The shipped hyperparameter file of ``algo`` (``"ppo"`` or ``"reinforce"``).
+
+    :raises ValueError: unknown ``algo``.
+    """
+    if algo not in FILES:
+        raise ValueError(f"unknown algo {algo!r}: hyperparameter files exist for {', '.join(FILES)}")
+    return Path(str(resources.files(__package__).joinpath(FILES[algo])))
+
+
+def read_hyperparams_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """All entries of a hyperparameter file: env id -> its mapping, as written.
+
+    :raises ValueError: the file is not a YAML mapping of env ids to mappings.
+    :raises OSError: the file cannot be read.
+    """
+    import yaml  # pyyaml: only needed when a file is read
+
+    try:
+        entries = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: not valid YAML ({err})") from err
+    entries = {} if entries is None else entries
+    if not isinstance(entries, dict) or not all(
+        isinstance(key, str) and isinstance(value, dict) for key, value in entries.items()
+    ):
+        raise ValueError(f"{path}: expected a mapping of env ids to mappings of hyperparameters")
+    return entries
+
+
+def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> Hyperparams | None:
+    """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none.
+
+    :raises ValueError: unknown ``algo``, a malformed file, or an ``n_timesteps`` that is not a positive integer.
+    """
+    source = hyperparams_file(algo) if path is None else Path(path)
+    entry = read_hyperparams_file(source).get(env_id)
+    if entry is None:
+        return None
+    kwargs = dict(entry)
+    n_timesteps = kwargs.pop(N_TIMESTEPS, None)
+    if n_timesteps is not None:
+        # YAML reads 1e6 as a string and 1.0e6 as a float: accept any integral number.
+        try:
+            count = float(n_timesteps)
+        except (TypeError, ValueError):
+            count = float("nan")
+        if not count.is_integer() or count < 1:
+            raise ValueError(f"{source}: {env_id}: n_timesteps must be a positive integer, got {n_timesteps!r}")
+        n_timesteps = int(count)
+    policy = kwargs.pop(POLICY, "MlpPolicy")
+    return Hyperparams(env_id=env_id, kwargs=kwargs, n_timesteps=n_timesteps, policy=policy, source=str(source))
+
+
+__all__ = ["FILES", "Hyperparams", "hyperparams_file", "load_hyperparams", "read_hyperparams_file"]

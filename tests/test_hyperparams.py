@@ -1,0 +1,115 @@
+"""Per-env hyperparameter files (rl-zoo3's convention): shipped entries, loading, and ``ordergrad-rl train``."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from ordergrad_rl.cli import main
+from ordergrad_rl.commands import train
+from ordergrad_rl.experiments import tailrisk
+from ordergrad_rl.hyperparams import FILES, hyperparams_file, load_hyperparams, read_hyperparams_file
+
+TAILRISK = ["train", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.2", "--quiet"]
+
+
+@pytest.mark.parametrize("algo", sorted(FILES))
+def test_shipped_entries_are_valid_constructor_arguments(algo):
+    """Every key of every entry is a hyperparameter of the algorithm and its value fits the annotation (the checks
+    ``train`` applies), and every entry can build its model."""
+    cls = train.algorithm_class(algo)
+    for env_id in read_hyperparams_file(hyperparams_file(algo)):
+        entry = train.zoo_hyperparams(_Args(algo=algo, env=env_id, conf_file=None))
+        assert entry is not None and entry.n_timesteps is not None and entry.n_timesteps > 0
+        model = cls(entry.policy, env_id, objective="cvar0.2", **entry.kwargs)
+        assert model.learning_rate == entry.kwargs.get("learning_rate", model.learning_rate)
+
+
+@pytest.mark.parametrize("algo", sorted(FILES))
+def test_every_value_has_its_reason(algo):
+    """rl-zoo3 style, with a one-line reason beside every value (issue 9, goal 2)."""
+    for line in hyperparams_file(algo).read_text().splitlines():
+        code = line.split("#", 1)[0]
+        if re.match(r"^\s+[\w]+:\s*\S", code):  # a key with a value (not an env id, not a nested mapping's head)
+            assert "#" in line, f"{hyperparams_file(algo).name}: no reason for {line.strip()!r}"
+
+
+def test_reinforce_entry_is_the_reproductions_protocol():
+    """``train --algo reinforce --env SyntheticTailRisk-v0`` runs what ``reproduce tailrisk`` measures."""
+    entry = load_hyperparams("reinforce", "SyntheticTailRisk-v0")
+    config = tailrisk.Config()
+    assert entry.n_timesteps == tailrisk.planned_steps("ordergrad_cvar", config)
+    assert entry.kwargs["learning_rate"] == config.learning_rate
+    assert entry.kwargs["max_grad_norm"] == config.max_grad_norm
+    assert entry.kwargs["normalize_advantage"] is True and entry.kwargs["reward_to_go"] is False
+    expected, got = config.policy_kwargs(), entry.kwargs["policy_kwargs"]
+    assert got.keys() == expected.keys()
+    assert math.isclose(got.pop("log_std_init"), expected.pop("log_std_init"), rel_tol=1e-7)
+    assert got == expected
+
+
+def test_load_hyperparams_errors_and_missing_entries(tmp_path):
+    assert load_hyperparams("ppo", "CartPole-v1") is None  # the defaults are meant to work there
+    with pytest.raises(ValueError, match="unknown algo 'dqn'"):
+        load_hyperparams("dqn", "CartPole-v1")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ValueError, match="mapping of env ids"):
+        load_hyperparams("ppo", "CartPole-v1", bad)
+    bad.write_text("CartPole-v1: {n_timesteps: 1.5}\n")
+    with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
+        load_hyperparams("ppo", "CartPole-v1", bad)
+    bad.write_text("CartPole-v1: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_hyperparams("ppo", "CartPole-v1", bad)
+    good = tmp_path / "good.yml"
+    good.write_text("CartPole-v1:\n  n_timesteps: 1e5\n  policy: MlpPolicy\n  n_epochs: 4\n")
+    entry = load_hyperparams("ppo", "CartPole-v1", good)
+    assert (entry.n_timesteps, entry.policy, entry.kwargs) == (100_000, "MlpPolicy", {"n_epochs": 4})
+
+
+class _Args:
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+
+
+def test_train_applies_the_entry_and_options_win(tmp_path, capsys, monkeypatch):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: 0.01\n  n_epochs: 2\n")
+    base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet", "--n-episodes", "4"]
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda args: built.append(build(args)) or built[-1])
+    assert main([*base, "--conf-file", str(conf)]) == 0
+    out = capsys.readouterr().out
+    assert "hyperparameters of RiskyBandit-v0 from" in out and "n_timesteps=8" in out and ", 8 timesteps" in out
+    assert built[-1].learning_rate == 0.01 and built[-1].n_epochs == 2
+    assert main([*base, "--conf-file", str(conf), "--timesteps", "4", "--hparams", "n_epochs=3"]) == 0
+    assert built[-1].n_epochs == 3 and built[-1].learning_rate == 0.01  # --hparams win, the rest of the entry stays
+    assert ", 4 timesteps" in capsys.readouterr().out
+    assert main([*base, "--conf-file", "none", "--timesteps", "4"]) == 0
+    assert built[-1].n_epochs == 10 and "hyperparameters of" not in capsys.readouterr().out  # the class defaults
+
+
+def test_train_errors_of_the_conf_file(tmp_path, capsys):
+    base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet"]
+    assert main(base) == 2  # no entry for the bandit, no --timesteps
+    assert "give --timesteps" in capsys.readouterr().err
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  clip_rnage: 0.1\n")
+    assert main([*base, "--conf-file", str(conf)]) == 2
+    assert "clip_rnage: not a hyperparameter of OrderGradPPO" in capsys.readouterr().err
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: fast\n")
+    assert main([*base, "--conf-file", str(conf)]) == 2
+    assert "learning_rate expects" in capsys.readouterr().err
+    assert main([*base, "--conf-file", str(tmp_path / "missing.yml")]) == 2
+    assert "--conf-file" in capsys.readouterr().err
+
+
+def test_train_uses_the_shipped_entry_by_default(capsys):
+    """Without --timesteps the shipped entry's n_timesteps is the budget; one rollout shows it is applied."""
+    assert main([*TAILRISK, "--algo", "ppo", "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0
+    out = capsys.readouterr().out
+    assert "hyperparameters of SyntheticTailRisk-v0 from" in out and "ordergrad_ppo.yml" in out
+    assert "learn_log_std" in out
