@@ -2,6 +2,10 @@
 
 * :class:`OrderGradREINFORCE`, :class:`OrderGradPPO` — SB3 algorithms whose advantages are OrderGrad weights of an
   order-statistic objective of the episode return, collected as complete i.i.d. episodes;
+* :class:`OrderGradRecurrentPPO`, :class:`OrderGradMaskablePPO` — the same on sb3-contrib's RecurrentPPO (LSTM
+  policies) and MaskablePPO (invalid-action masks), :mod:`~ordergrad_rl.agents.contrib_ppo`;
+* :class:`OrderGradRecurrentPPO`, :class:`OrderGradMaskablePPO` — the same on sb3-contrib's RecurrentPPO (LSTM
+  policies) and MaskablePPO (invalid-action masks), :mod:`~ordergrad_rl.agents.contrib_ppo`;
 * ``OrderGradPPO(advantage="q_critic")`` — per-state known-regime advantages with a per-action Q critic
   (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
@@ -12,6 +16,8 @@
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
+from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
+from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.policies import (
     CnnPolicy,
@@ -38,10 +44,14 @@ __all__ = [
     "MultiInputPolicy",
     "OrderGradActorCriticCnnPolicy",
     "OrderGradActorCriticPolicy",
+    "OrderGradMaskablePPO",
+    "OrderGradMaskablePPO",
     "OrderGradMultiInputPolicy",
     "OrderGradPPO",
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
+    "OrderGradRecurrentPPO",
+    "OrderGradRecurrentPPO",
     "QCriticMixin",
     "RiskEvalCallback",
     "q_critic_advantages",

@@ -17,6 +17,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -281,9 +282,10 @@ class EpisodicAlgorithmMixin:
                 f"n_episodes={multiple}"
             )
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
+            names = ", ".join(repr(name) for name in self.policy_aliases)
             raise ValueError(
-                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
-                "'MultiInputPolicy' or a subclass of ordergrad_rl.agents.policies.OrderGradPolicyMixin"
+                f"policy {self.policy_class!r} has no episodic mode: use {names} or a subclass of "
+                "ordergrad_rl.agents.policies.OrderGradPolicyMixin"
             )
         if self.rollout_buffer_class is None:
             self.rollout_buffer_class = EpisodicRolloutBuffer
@@ -381,8 +383,7 @@ class EpisodicAlgorithmMixin:
                 self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
-                # The distribution only: no value head is evaluated while collecting.
-                distribution = self.policy.get_distribution(obs_tensor)  # type: ignore[attr-defined]
+                distribution, extras = self._action_distribution(obs_tensor, env)
                 actions_t = distribution.get_actions()
                 log_probs = distribution.log_prob(actions_t).cpu().numpy()
             actions = actions_t.cpu().numpy()
@@ -394,7 +395,7 @@ class EpisodicAlgorithmMixin:
             if not callback.on_step():
                 return False
 
-            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones)  # type: ignore[has-type]
+            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones, **extras)  # type: ignore[has-type]
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
@@ -411,6 +412,16 @@ class EpisodicAlgorithmMixin:
         return True
 
     # ------------------------------------------------------------------ hooks
+    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
+        """The policy's action distribution in the envs' current observations (no value head is evaluated while
+        collecting), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add
+        action masks, or carry LSTM states).
+
+        :param obs: ``[n_envs, ...]`` observation tensor (or a dict of such).
+        :param env: the training VecEnv.
+        """
+        return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
+
     def episode_weights(self, episode_returns: np.ndarray) -> np.ndarray:
         """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``).
 

@@ -91,6 +91,10 @@ _CONTRIB = ("sb3_contrib",)
 ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("OrderGradPPO", "ordergrad_rl.agents"),
     Algorithm("OrderGradREINFORCE", "ordergrad_rl.agents"),
+    Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
+    Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
+    Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
+    Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
     Algorithm(
         "PPO",
         "stable_baselines3",
