@@ -32,8 +32,6 @@ _LAZY = {
     "OrderGradREINFORCE": "ordergrad_rl.agents",
     "OrderGradRecurrentPPO": "ordergrad_rl.agents",
     "OrderGradMaskablePPO": "ordergrad_rl.agents",
-    "OrderGradRecurrentPPO": "ordergrad_rl.agents",
-    "OrderGradMaskablePPO": "ordergrad_rl.agents",
     "RiskEvalCallback": "ordergrad_rl.agents",
     "risk_profile": "ordergrad_rl.risk",
     "pass_at_k": "ordergrad_rl.passk",

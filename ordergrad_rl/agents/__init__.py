@@ -4,8 +4,6 @@
   order-statistic objective of the episode return, collected as complete i.i.d. episodes;
 * :class:`OrderGradRecurrentPPO`, :class:`OrderGradMaskablePPO` — the same on sb3-contrib's RecurrentPPO (LSTM
   policies) and MaskablePPO (invalid-action masks), :mod:`~ordergrad_rl.agents.contrib_ppo`;
-* :class:`OrderGradRecurrentPPO`, :class:`OrderGradMaskablePPO` — the same on sb3-contrib's RecurrentPPO (LSTM
-  policies) and MaskablePPO (invalid-action masks), :mod:`~ordergrad_rl.agents.contrib_ppo`;
 * ``OrderGradPPO(advantage="q_critic")`` — per-state known-regime advantages with a per-action Q critic
   (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
@@ -16,7 +14,6 @@
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
-from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.policies import (
@@ -45,12 +42,10 @@ __all__ = [
     "OrderGradActorCriticCnnPolicy",
     "OrderGradActorCriticPolicy",
     "OrderGradMaskablePPO",
-    "OrderGradMaskablePPO",
     "OrderGradMultiInputPolicy",
     "OrderGradPPO",
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
-    "OrderGradRecurrentPPO",
     "OrderGradRecurrentPPO",
     "QCriticMixin",
     "RiskEvalCallback",

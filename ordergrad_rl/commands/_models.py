@@ -93,8 +93,6 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("OrderGradREINFORCE", "ordergrad_rl.agents"),
     Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
     Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
-    Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
-    Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
     Algorithm(
         "PPO",
         "stable_baselines3",
@@ -213,11 +211,11 @@ def evaluate_model(
 
     :raises CommandError: the model's observation or action space differs from the env's.
     """
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
     from ordergrad_rl.agents import EpisodeInfoAggregator
+    from ordergrad_rl.agents.callbacks import evaluate_episodes
     from ordergrad_rl.envs import make_sb3_vec_env
 
     venv = make_sb3_vec_env(env_id, eval_n_envs(env_id, episodes), seed=seed)
@@ -232,7 +230,7 @@ def evaluate_model(
             if locals_["done"]:
                 bar.update(1)
 
-        returns, lengths = evaluate_policy(
+        returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,
             callback=callback,
         )  # fmt: skip

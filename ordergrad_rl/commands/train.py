@@ -5,7 +5,9 @@
     ordergrad-rl train --algo ppo --env RiskyLavaGrid-v0 --objective mean --timesteps 200000 \\
         --hparams learning_rate=0.001 n_epochs=4 "policy_kwargs={'net_arch': [32]}"
 
---algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE (ordergrad_rl.agents). Objectives: mean, cvar<a>,
+--algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE, --algo recurrent_ppo OrderGradRecurrentPPO (LSTM
+policy, default --policy MlpLstmPolicy) and --algo maskable_ppo OrderGradMaskablePPO (the env needs action_masks())
+(ordergrad_rl.agents). Objectives: mean, cvar<a>,
 quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or the paper's names
 (LowerTailMean:0.2, TopM:2, ...); "@K" in the spec or --k sets the order-statistic size k (< --n-episodes).
 
@@ -32,7 +34,12 @@ from ordergrad_rl.commands._checks import check_device
 from ordergrad_rl.commands._models import CommandError, check_fits, is_batched
 from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int
 
-ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
+ALGOS: dict[str, str] = {
+    "ppo": "OrderGradPPO",
+    "reinforce": "OrderGradREINFORCE",
+    "recurrent_ppo": "OrderGradRecurrentPPO",
+    "maskable_ppo": "OrderGradMaskablePPO",
+}
 #: Constructor arguments that have their own option.
 OPTION_OF: dict[str, str] = {
     "policy": "--policy",
@@ -51,7 +58,7 @@ EVAL_SEED_OFFSET = 1_000_000
 
 
 def algorithm_class(algo: str) -> type:
-    """``OrderGradPPO`` or ``OrderGradREINFORCE``."""
+    """The algorithm class of ``--algo`` (see :data:`ALGOS`)."""
     import ordergrad_rl.agents
 
     return getattr(ordergrad_rl.agents, ALGOS[algo])
@@ -177,7 +184,9 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
-    parser.add_argument("--algo", required=True, choices=sorted(ALGOS), help="OrderGradPPO or OrderGradREINFORCE")
+    parser.add_argument(
+        "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+    )
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
     parser.add_argument(
         "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
@@ -200,7 +209,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timesteps", type=positive_int, required=True, metavar="T", help="env steps to train for")
     parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument(
-        "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
+        "--policy",
+        default=None,
+        help="MlpPolicy, CnnPolicy or MultiInputPolicy (recurrent_ppo: MlpLstmPolicy, CnnLstmPolicy, "
+        "MultiInputLstmPolicy; default: the first)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
     parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
@@ -241,8 +253,8 @@ def build_model(args: argparse.Namespace) -> Any:
     check_device(args.device)
     given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
     try:
-        return cls(
-            args.policy,
+        model = cls(
+            args.policy or next(iter(cls.policy_aliases)),
             args.env,
             objective=args.objective,
             k=args.k,
@@ -256,6 +268,17 @@ def build_model(args: argparse.Namespace) -> Any:
     except (ValueError, TypeError, KeyError) as err:
         # Objective specs, k >= N, N not divisible by n_envs, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
+    check_action_masks(model, args.env)
+    return model
+
+
+def check_action_masks(model: Any, env_id: str) -> None:
+    """:raises CommandError: a MaskablePPO model on an env without ``action_masks()`` (checked before training)."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
+    if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
+        raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
 
 
 def eval_callback(args: argparse.Namespace, model: Any) -> Any:
