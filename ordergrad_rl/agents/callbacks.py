@@ -32,8 +32,8 @@ from ordergrad_rl.agents.risk_logging import record_risk_profile, write_risk_lay
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
-    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a MaskablePPO model (``OrderGradMaskablePPO``) sb3-contrib's,
-    which acts with the env's ``action_masks()`` (a model trained with masks can pick masked actions without them)."""
+    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a MaskablePPO model (``OrderGradMaskablePPO``)
+    sb3-contrib's, which acts with the env's ``action_masks()`` (without them, masked actions could be picked)."""
     from sb3_contrib import MaskablePPO
 
     if isinstance(model, MaskablePPO):
@@ -113,9 +113,9 @@ class EpisodeInfoAggregator:
 class RiskEvalCallback(EventCallback):
     """Evaluate the agent every ``eval_freq`` calls and log the risk profile of the evaluation returns.
 
-    Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes evenly over the eval envs, so long episodes are
-    not under-sampled); returns are the ``Monitor`` episode returns (undiscounted). See the module docstring for
-    the tags. After each evaluation ``last_returns``, ``last_profile`` and ``last_info`` hold the results, and
+    Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
+    evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
+    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile`` and ``last_info`` hold the results, and
     ``evaluations_timesteps`` / ``evaluations_returns`` the history.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped

@@ -78,7 +78,8 @@ class OrderGradRecurrentCnnPolicy(OrderGradRecurrentPolicy, RecurrentActorCritic
 
 
 class OrderGradRecurrentMultiInputPolicy(OrderGradRecurrentPolicy, RecurrentMultiInputActorCriticPolicy):
-    """sb3-contrib's ``RecurrentMultiInputActorCriticPolicy`` (``"MultiInputLstmPolicy"``) with the OrderGrad options."""
+    """sb3-contrib's ``RecurrentMultiInputActorCriticPolicy`` (``"MultiInputLstmPolicy"``) with the OrderGrad
+    options."""
 
 
 class OrderGradMaskablePolicy(OrderGradPolicyMixin, MaskableActorCriticPolicy):

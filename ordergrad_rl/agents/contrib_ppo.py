@@ -56,8 +56,8 @@ def _episodic_ppo_arguments(
     expected_buffer: type,
     **common: Any,
 ) -> tuple[int, int, type]:
-    """Checked ``(n_episodes, batch_size, rollout_buffer_class)`` with OrderGradPPO's episodic defaults
-    (:func:`~ordergrad_rl.agents.episodic.default_n_episodes`, :func:`~ordergrad_rl.agents.episodic.default_batch_size`).
+    """Checked ``(n_episodes, batch_size, rollout_buffer_class)`` with OrderGradPPO's episodic defaults (see
+    :func:`~ordergrad_rl.agents.episodic.default_n_episodes` and ``default_batch_size``).
 
     :param common: ``learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range``.
     :raises ValueError: naming the first bad argument.
