@@ -115,8 +115,8 @@ class RiskEvalCallback(EventCallback):
 
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
-    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile`` and ``last_info`` hold the results, and
-    ``evaluations_timesteps`` / ``evaluations_returns`` the history.
+    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
+    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
         in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
