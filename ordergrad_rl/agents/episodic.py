@@ -29,6 +29,7 @@ from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
+from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
@@ -91,6 +92,8 @@ def default_n_episodes(objective: ObjectiveLike, k: int | None = None) -> int:
 
     :raises ValueError: an invalid objective.
     """
+    if gcvar_level(objective) is not None:  # GCVaR's signal sits in the alpha-tail of the batch, as for cvar
+        return RANKED_N_EPISODES
     parsed = Objective.parse(objective, k)
     if parsed.k == 1:  # the mean (k = 1 ranks nothing)
         return MEAN_N_EPISODES
@@ -208,6 +211,11 @@ class EpisodicAlgorithmMixin:
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
+        # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
+        # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
+        self.gcvar_alpha = gcvar_level(objective)
+        if self.gcvar_alpha is not None:
+            objective = f"cvar{self.gcvar_alpha}"
         parsed = Objective.parse(objective, k)
         if not parsed.is_bound:
             parsed = parsed.bind(n_episodes // 2)
@@ -423,14 +431,21 @@ class EpisodicAlgorithmMixin:
         return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
 
     def episode_weights(self, episode_returns: np.ndarray) -> np.ndarray:
-        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``).
+        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``);
+        with ``objective="gcvar<a>"`` GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+        (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`) instead.
 
         :param episode_returns: ``[N]`` returns of one rollout.
         :return: ``[N]`` float64 weights.
         """
-        weights = self.k * lstat_advantage(np.asarray(episode_returns, dtype=np.float64), self.objective)
+        returns = np.asarray(episode_returns, dtype=np.float64)
+        gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
+        if gcvar_alpha is not None:
+            weights = gcvar_weights(returns, gcvar_alpha)
+        else:
+            weights = self.k * lstat_advantage(returns, self.objective)
         if self.normalize_advantage:
-            # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
+            # Scale only: a positive rescaling keeps the direction, hence the targeted objective.
             weights = weights / (weights.std() + 1e-8)
         return weights
 

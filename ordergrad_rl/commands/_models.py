@@ -54,8 +54,8 @@ def eval_n_envs(env_id: str, episodes: int) -> int:
 class Algorithm:
     """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file.
 
-    ordergrad-rl's algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the others by
-    the attributes they save.
+    ordergrad-rl's episodic algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the
+    others (SB3's, and the QRDQNCVaR peer) by the attributes they save.
     """
 
     name: str
@@ -74,7 +74,7 @@ class Algorithm:
         from ordergrad_rl.agents.saving import saved_algorithm
 
         ordergrad = saved_algorithm(dict(data))
-        if self.module.startswith("ordergrad_rl"):
+        if self.module.startswith("ordergrad_rl") and not self.required:  # the episodic agents record their name
             return ordergrad == self.name
         policy = data.get("policy_class")
         policy_module = policy.get("__module__", "") if isinstance(policy, dict) else ""
@@ -93,6 +93,7 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("OrderGradREINFORCE", "ordergrad_rl.agents"),
     Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
     Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
+    Algorithm("QRDQNCVaR", "ordergrad_rl.agents", frozenset({"alpha", "n_quantiles", "target_update_interval"})),
     Algorithm(
         "PPO",
         "stable_baselines3",
