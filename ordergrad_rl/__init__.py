@@ -30,6 +30,8 @@ register_envs()
 _LAZY = {
     "OrderGradPPO": "ordergrad_rl.agents",
     "OrderGradREINFORCE": "ordergrad_rl.agents",
+    "OrderGradRecurrentPPO": "ordergrad_rl.agents",
+    "OrderGradMaskablePPO": "ordergrad_rl.agents",
     "RiskEvalCallback": "ordergrad_rl.agents",
     "risk_profile": "ordergrad_rl.risk",
     "pass_at_k": "ordergrad_rl.passk",
@@ -37,7 +39,13 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+    from ordergrad_rl.agents import (
+        OrderGradMaskablePPO,
+        OrderGradPPO,
+        OrderGradRecurrentPPO,
+        OrderGradREINFORCE,
+        RiskEvalCallback,
+    )
     from ordergrad_rl.passk import pass_at_k, pass_at_k_curve
     from ordergrad_rl.risk import risk_profile
 
@@ -63,6 +71,8 @@ __all__ = [
     "known_orderstats",
     "OrderGradPPO",
     "OrderGradREINFORCE",
+    "OrderGradRecurrentPPO",
+    "OrderGradMaskablePPO",
     "RiskEvalCallback",
     "risk_profile",
     "pass_at_k",

@@ -2,6 +2,10 @@
 
 * :class:`OrderGradREINFORCE`, :class:`OrderGradPPO` — SB3 algorithms whose advantages are OrderGrad weights of an
   order-statistic objective of the episode return, collected as complete i.i.d. episodes;
+* :class:`OrderGradRecurrentPPO`, :class:`OrderGradMaskablePPO` — the same on sb3-contrib's RecurrentPPO (LSTM
+  policies) and MaskablePPO (invalid-action masks), :mod:`~ordergrad_rl.agents.contrib_ppo`;
+* :class:`QRDQNCVaR` — peer baseline: sb3-contrib's QR-DQN acting greedily on the CVaR of its quantiles (per step);
+  the GCVaR peer is ``objective="gcvar<a>"`` of the episodic agents (:mod:`ordergrad_rl.core.gcvar`);
 * ``OrderGradPPO(advantage="q_critic")`` — per-state known-regime advantages with a per-action Q critic
   (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
@@ -12,6 +16,7 @@
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
+from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.policies import (
     CnnPolicy,
@@ -24,6 +29,7 @@ from ordergrad_rl.agents.policies import (
 )
 from ordergrad_rl.agents.ppo import OrderGradPPO
 from ordergrad_rl.agents.qcritic import QCriticMixin, q_critic_advantages
+from ordergrad_rl.agents.qrdqn_cvar import QRDQNCVaR
 from ordergrad_rl.agents.reinforce import OrderGradREINFORCE
 from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, write_risk_layout
 from ordergrad_rl.agents.torch_layers import GridCNN
@@ -38,11 +44,14 @@ __all__ = [
     "MultiInputPolicy",
     "OrderGradActorCriticCnnPolicy",
     "OrderGradActorCriticPolicy",
+    "OrderGradMaskablePPO",
     "OrderGradMultiInputPolicy",
     "OrderGradPPO",
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
+    "OrderGradRecurrentPPO",
     "QCriticMixin",
+    "QRDQNCVaR",
     "RiskEvalCallback",
     "q_critic_advantages",
     "record_risk_profile",

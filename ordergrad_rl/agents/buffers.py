@@ -59,7 +59,9 @@ class EpisodicRolloutBuffer(BaseBuffer):
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
     * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
-      ``returns`` stay zero, which makes SB3's PPO value loss a constant 0).
+      ``returns`` stay zero, which makes SB3's PPO value loss a constant 0);
+    * ``extras`` ``{name: [T, ...]}``: per-step arrays a collector passed to :meth:`add` by keyword (action masks for
+      MaskablePPO), stored like the others.
 
     :param buffer_size: episodes per env per rollout (SB3's ``buffer_size * n_envs`` is the episode count ``N``).
     :param observation_space: observation space.
@@ -105,6 +107,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._chunks: dict[str, list] = {
             name: [] for name in ("obs", "actions", "log_probs", "rewards", "episode", "t")
         }
+        self._extras: dict[str, list[np.ndarray]] = {}
         self._episode_count = np.zeros(self.n_envs, dtype=np.int64)
         self._episode_step = np.zeros(self.n_envs, dtype=np.int64)
         self.generator_ready = False
@@ -126,6 +129,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         log_probs: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
+        **extras: np.ndarray,
     ) -> np.ndarray:
         """Store one vectorized step; return the mask of envs whose step was stored.
 
@@ -134,6 +138,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
         :param log_probs: their log-likelihoods, ``[n_envs]``.
         :param rewards: rewards of the step, ``[n_envs]``.
         :param dones: episode ends (termination or truncation), ``[n_envs]``.
+        :param extras: other per-env arrays ``[n_envs, ...]`` to store with the step (``extras[name]`` after
+            :meth:`finalize`).
         :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
         :raises ValueError: an env's episode ran past ``max_episode_steps``.
         """
@@ -148,6 +154,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
             chunks["rewards"].append(_rows(np.asarray(rewards, dtype=np.float64), rows))
             chunks["episode"].append(_rows(self._episode_offset + self._episode_count, rows))
             chunks["t"].append(_rows(self._episode_step, rows))
+            for name, value in extras.items():
+                self._extras.setdefault(name, []).append(_rows(np.asarray(value), rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
         self._episode_count += dones
@@ -177,6 +185,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self.episode_index = np.concatenate(chunks["episode"])
         self.episode_step = np.concatenate(chunks["t"])
         self._chunks = {name: [] for name in chunks}
+        self.extras = {name: np.concatenate(parts) for name, parts in self._extras.items()}
+        self._extras = {}
         discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)

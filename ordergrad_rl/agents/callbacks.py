@@ -30,6 +30,19 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_norm
 from ordergrad_rl.agents.checks import check_int
 from ordergrad_rl.agents.risk_logging import record_risk_profile, write_risk_layout
 
+
+def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
+    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a MaskablePPO model (``OrderGradMaskablePPO``)
+    sb3-contrib's, which acts with the env's ``action_masks()`` (without them, masked actions could be picked)."""
+    from sb3_contrib import MaskablePPO
+
+    if isinstance(model, MaskablePPO):
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked
+
+        return evaluate_masked(model, env, **kwargs)
+    return evaluate_policy(model, env, **kwargs)
+
+
 #: Info entries written by SB3 / Gymnasium wrappers, not by the env.
 _WRAPPER_INFO_KEYS = frozenset(
     {"episode", "terminal_observation", "TimeLimit.truncated", "final_observation", "final_info", "_final_info"}
@@ -100,10 +113,10 @@ class EpisodeInfoAggregator:
 class RiskEvalCallback(EventCallback):
     """Evaluate the agent every ``eval_freq`` calls and log the risk profile of the evaluation returns.
 
-    Built on SB3's ``evaluate_policy`` (which spreads the episodes evenly over the eval envs, so long episodes are
-    not under-sampled); returns are the ``Monitor`` episode returns (undiscounted). See the module docstring for
-    the tags. After each evaluation ``last_returns``, ``last_profile`` and ``last_info`` hold the results, and
-    ``evaluations_timesteps`` / ``evaluations_returns`` the history.
+    Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
+    evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
+    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
+    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
         in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
@@ -181,7 +194,7 @@ class RiskEvalCallback(EventCallback):
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys)
-        episode_returns, episode_lengths = evaluate_policy(
+        episode_returns, episode_lengths = evaluate_episodes(
             self.model,
             self.eval_env,
             n_eval_episodes=self.n_eval_episodes,

@@ -17,6 +17,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -28,6 +29,7 @@ from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
+from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
@@ -90,6 +92,8 @@ def default_n_episodes(objective: ObjectiveLike, k: int | None = None) -> int:
 
     :raises ValueError: an invalid objective.
     """
+    if gcvar_level(objective) is not None:  # GCVaR's signal sits in the alpha-tail of the batch, as for cvar
+        return RANKED_N_EPISODES
     parsed = Objective.parse(objective, k)
     if parsed.k == 1:  # the mean (k = 1 ranks nothing)
         return MEAN_N_EPISODES
@@ -207,6 +211,11 @@ class EpisodicAlgorithmMixin:
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
+        # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
+        # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
+        self.gcvar_alpha = gcvar_level(objective)
+        if self.gcvar_alpha is not None:
+            objective = f"cvar{self.gcvar_alpha}"
         parsed = Objective.parse(objective, k)
         if not parsed.is_bound:
             parsed = parsed.bind(n_episodes // 2)
@@ -281,9 +290,10 @@ class EpisodicAlgorithmMixin:
                 f"n_episodes={multiple}"
             )
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
+            names = ", ".join(repr(name) for name in self.policy_aliases)
             raise ValueError(
-                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
-                "'MultiInputPolicy' or a subclass of ordergrad_rl.agents.policies.OrderGradPolicyMixin"
+                f"policy {self.policy_class!r} has no episodic mode: use {names} or a subclass of "
+                "ordergrad_rl.agents.policies.OrderGradPolicyMixin"
             )
         if self.rollout_buffer_class is None:
             self.rollout_buffer_class = EpisodicRolloutBuffer
@@ -381,8 +391,7 @@ class EpisodicAlgorithmMixin:
                 self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
-                # The distribution only: no value head is evaluated while collecting.
-                distribution = self.policy.get_distribution(obs_tensor)  # type: ignore[attr-defined]
+                distribution, extras = self._action_distribution(obs_tensor, env)
                 actions_t = distribution.get_actions()
                 log_probs = distribution.log_prob(actions_t).cpu().numpy()
             actions = actions_t.cpu().numpy()
@@ -394,7 +403,7 @@ class EpisodicAlgorithmMixin:
             if not callback.on_step():
                 return False
 
-            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones)  # type: ignore[has-type]
+            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones, **extras)  # type: ignore[has-type]
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
@@ -411,15 +420,32 @@ class EpisodicAlgorithmMixin:
         return True
 
     # ------------------------------------------------------------------ hooks
+    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
+        """The policy's action distribution in the envs' current observations (no value head is evaluated while
+        collecting), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add
+        action masks, or carry LSTM states).
+
+        :param obs: ``[n_envs, ...]`` observation tensor (or a dict of such).
+        :param env: the training VecEnv.
+        """
+        return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
+
     def episode_weights(self, episode_returns: np.ndarray) -> np.ndarray:
-        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``).
+        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``);
+        with ``objective="gcvar<a>"`` GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+        (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`) instead.
 
         :param episode_returns: ``[N]`` returns of one rollout.
         :return: ``[N]`` float64 weights.
         """
-        weights = self.k * lstat_advantage(np.asarray(episode_returns, dtype=np.float64), self.objective)
+        returns = np.asarray(episode_returns, dtype=np.float64)
+        gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
+        if gcvar_alpha is not None:
+            weights = gcvar_weights(returns, gcvar_alpha)
+        else:
+            weights = self.k * lstat_advantage(returns, self.objective)
         if self.normalize_advantage:
-            # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
+            # Scale only: a positive rescaling keeps the direction, hence the targeted objective.
             weights = weights / (weights.std() + 1e-8)
         return weights
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch as th
@@ -221,14 +222,22 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 logger.name_to_count.pop("train/value_loss", None)
                 logger.name_to_excluded.pop("train/value_loss", None)
             return
-        # PPO.train would centre and rescale each minibatch of steps; the weights are already normalized per
-        # episode (see episode_weights), so switch its normalization off for the duration of the update.
-        normalize, self.normalize_advantage = self.normalize_advantage, False
-        try:
-            super().train()
-        finally:
-            self.normalize_advantage = normalize
-        logger = self.logger
-        for key in _CRITIC_LOG_KEYS:
-            for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
-                table.pop(key, None)
+        train_on_episode_weights(self, super().train)
+
+
+def train_on_episode_weights(model: Any, update: Callable[[], None]) -> None:
+    """Run a PPO-family ``update`` (SB3's or sb3-contrib's ``train``) on the episodic advantages of ``model``.
+
+    The update would centre and rescale each minibatch of steps; the weights are already normalized per episode
+    (see ``episode_weights``), so its normalization is off for the duration of the update. Its critic logs
+    (``train/value_loss`` ...) describe no critic and are dropped.
+    """
+    normalize, model.normalize_advantage = model.normalize_advantage, False
+    try:
+        update()
+    finally:
+        model.normalize_advantage = normalize
+    logger = model.logger
+    for key in _CRITIC_LOG_KEYS:
+        for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+            table.pop(key, None)

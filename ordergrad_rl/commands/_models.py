@@ -54,8 +54,8 @@ def eval_n_envs(env_id: str, episodes: int) -> int:
 class Algorithm:
     """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file.
 
-    ordergrad-rl's algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the others by
-    the attributes they save.
+    ordergrad-rl's episodic algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the
+    others (SB3's, and the QRDQNCVaR peer) by the attributes they save.
     """
 
     name: str
@@ -74,7 +74,7 @@ class Algorithm:
         from ordergrad_rl.agents.saving import saved_algorithm
 
         ordergrad = saved_algorithm(dict(data))
-        if self.module.startswith("ordergrad_rl"):
+        if self.module.startswith("ordergrad_rl") and not self.required:  # the episodic agents record their name
             return ordergrad == self.name
         policy = data.get("policy_class")
         policy_module = policy.get("__module__", "") if isinstance(policy, dict) else ""
@@ -91,6 +91,9 @@ _CONTRIB = ("sb3_contrib",)
 ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm("OrderGradPPO", "ordergrad_rl.agents"),
     Algorithm("OrderGradREINFORCE", "ordergrad_rl.agents"),
+    Algorithm("OrderGradRecurrentPPO", "ordergrad_rl.agents"),
+    Algorithm("OrderGradMaskablePPO", "ordergrad_rl.agents"),
+    Algorithm("QRDQNCVaR", "ordergrad_rl.agents", frozenset({"alpha", "n_quantiles", "target_update_interval"})),
     Algorithm(
         "PPO",
         "stable_baselines3",
@@ -209,11 +212,11 @@ def evaluate_model(
 
     :raises CommandError: the model's observation or action space differs from the env's.
     """
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
     from ordergrad_rl.agents import EpisodeInfoAggregator
+    from ordergrad_rl.agents.callbacks import evaluate_episodes
     from ordergrad_rl.envs import make_sb3_vec_env
 
     venv = make_sb3_vec_env(env_id, eval_n_envs(env_id, episodes), seed=seed)
@@ -228,7 +231,7 @@ def evaluate_model(
             if locals_["done"]:
                 bar.update(1)
 
-        returns, lengths = evaluate_policy(
+        returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,
             callback=callback,
         )  # fmt: skip

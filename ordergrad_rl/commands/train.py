@@ -5,7 +5,9 @@
     ordergrad-rl train --algo ppo --env RiskyLavaGrid-v0 --objective mean --timesteps 200000 \\
         --hparams learning_rate=0.001 n_epochs=4 "policy_kwargs={'net_arch': [32]}"
 
---algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE (ordergrad_rl.agents). Objectives: mean, cvar<a>,
+--algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE, --algo recurrent_ppo OrderGradRecurrentPPO (LSTM
+policy, default --policy MlpLstmPolicy) and --algo maskable_ppo OrderGradMaskablePPO (the env needs action_masks())
+(ordergrad_rl.agents). Objectives: mean, cvar<a>,
 quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or the paper's names
 (LowerTailMean:0.2, TopM:2, ...); "@K" in the spec or --k sets the order-statistic size k (< --n-episodes).
 
@@ -36,7 +38,12 @@ from ordergrad_rl.commands._checks import check_device
 from ordergrad_rl.commands._models import CommandError, check_fits, is_batched
 from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int
 
-ALGOS: dict[str, str] = {"ppo": "OrderGradPPO", "reinforce": "OrderGradREINFORCE"}
+ALGOS: dict[str, str] = {
+    "ppo": "OrderGradPPO",
+    "reinforce": "OrderGradREINFORCE",
+    "recurrent_ppo": "OrderGradRecurrentPPO",
+    "maskable_ppo": "OrderGradMaskablePPO",
+}
 #: Constructor arguments that have their own option.
 OPTION_OF: dict[str, str] = {
     "policy": "--policy",
@@ -55,7 +62,7 @@ EVAL_SEED_OFFSET = 1_000_000
 
 
 def algorithm_class(algo: str) -> type:
-    """``OrderGradPPO`` or ``OrderGradREINFORCE``."""
+    """The algorithm class of ``--algo`` (see :data:`ALGOS`)."""
     import ordergrad_rl.agents
 
     return getattr(ordergrad_rl.agents, ALGOS[algo])
@@ -195,10 +202,12 @@ def zoo_hyperparams(args: argparse.Namespace) -> Any:
 
     :raises CommandError: unreadable or malformed file, or an entry key/value the algorithm does not accept.
     """
-    from ordergrad_rl.hyperparams import load_hyperparams
+    from ordergrad_rl.hyperparams import FILES, load_hyperparams
 
     if args.conf_file is not None and str(args.conf_file).lower() == "none":
         return None
+    if args.conf_file is None and args.algo not in FILES:
+        return None  # no file shipped for this algorithm
     cls = algorithm_class(args.algo)
     try:
         entry = load_hyperparams(args.algo, args.env, args.conf_file)
@@ -217,7 +226,9 @@ def zoo_hyperparams(args: argparse.Namespace) -> Any:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
-    parser.add_argument("--algo", required=True, choices=sorted(ALGOS), help="OrderGradPPO or OrderGradREINFORCE")
+    parser.add_argument(
+        "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+    )
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
     parser.add_argument(
         "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
@@ -248,14 +259,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
         default=None,
-        help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: the --conf-file entry's, else MlpPolicy)",
+        help="MlpPolicy, CnnPolicy or MultiInputPolicy (recurrent_ppo: MlpLstmPolicy, CnnLstmPolicy, "
+        "MultiInputLstmPolicy; default: the --conf-file entry's, else the first)",
     )
     parser.add_argument(
         "--conf-file",
         default=None,
         metavar="PATH",
         help="per-env hyperparameter file, rl-zoo3 style (default: ordergrad_rl/hyperparams/ordergrad_<algo>.yml "
-        "shipped with the package; 'none': the algorithm's defaults only)",
+        "shipped with the package, for ppo and reinforce; 'none': the algorithm's defaults only)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
     parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
@@ -297,10 +309,10 @@ def build_model(args: argparse.Namespace) -> Any:
     entry = zoo_hyperparams(args)
     if entry is not None:
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
-    policy = args.policy or (entry.policy if entry is not None else "MlpPolicy")
+    policy = args.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
     try:
-        return cls(
+        model = cls(
             policy,
             args.env,
             objective=args.objective,
@@ -315,6 +327,17 @@ def build_model(args: argparse.Namespace) -> Any:
     except (ValueError, TypeError, KeyError) as err:
         # Objective specs, k >= N, N not divisible by n_envs, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
+    check_action_masks(model, args.env)
+    return model
+
+
+def check_action_masks(model: Any, env_id: str) -> None:
+    """:raises CommandError: a MaskablePPO model on an env without ``action_masks()`` (checked before training)."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
+    if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
+        raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
 
 
 def eval_callback(args: argparse.Namespace, model: Any) -> Any:

@@ -1,0 +1,142 @@
+"""QRDQNCVaR: sb3-contrib's QR-DQN acting greedily on the CVaR of its predicted return quantiles (a peer baseline).
+
+QR-DQN predicts ``n_quantiles`` quantiles ``theta_j(s, a)`` of the return at the levels ``tau_j = (2j - 1) / (2n)``.
+QRDQNCVaR picks ``argmax_a CVaR_alpha(s, a)``, with ``CVaR_alpha(s, a)`` the mean of the lowest ``ceil(alpha n)``
+predicted quantiles (the quantiles at levels below ``alpha``), both when acting and for the next action of the
+Bellman target, so the learned distributions are those of the policy that acts.
+
+This is the usual *per-step* approximation of risk-averse control with distributional RL: the CVaR is maximized
+anew at every state, over the return from that state on. CVaR of the whole-episode return is time-inconsistent
+(the optimal policy depends on the return accumulated so far), so this greedy policy does not in general maximize
+the CVaR of the episode return, which is what the episodic OrderGrad agents target.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from sb3_contrib import QRDQN
+from sb3_contrib.common.utils import quantile_huber_loss
+from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv
+
+from ordergrad_rl.agents.checks import check_number
+
+
+def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor:
+    """Mean of the lowest ``ceil(alpha n)`` of the ``n`` quantiles along ``dim`` (they are sorted first: a quantile
+    network's outputs need not be monotone).
+
+    :param quantiles: e.g. ``[batch, n_quantiles, n_actions]``.
+    :return: the tensor without ``dim``, e.g. ``[batch, n_actions]``.
+    """
+    n = quantiles.shape[dim]
+    m = max(1, math.ceil(alpha * n - 1e-12))
+    return quantiles.sort(dim=dim).values.narrow(dim, 0, m).mean(dim=dim)
+
+
+class CVaRQuantileNetwork(QuantileNetwork):
+    """QR-DQN's quantile network whose greedy action maximizes the CVaR of the quantiles (``cvar_alpha``)."""
+
+    def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cvar_alpha = cvar_alpha
+
+    def _predict(self, observation: Any, deterministic: bool = True) -> th.Tensor:
+        return quantile_cvar(self(observation), self.cvar_alpha).argmax(dim=1).reshape(-1)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}
+
+
+class _CVaRPolicyMixin:
+    """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
+
+    net_args: dict[str, Any]
+
+    def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
+        check_number("cvar_alpha", cvar_alpha)
+        if not 0.0 < cvar_alpha <= 1.0:
+            raise ValueError(f"cvar_alpha must be in (0, 1], got {cvar_alpha}")
+        self.cvar_alpha = cvar_alpha  # read by make_quantile_net, which the parent constructor calls
+        super().__init__(*args, **kwargs)
+
+    def make_quantile_net(self) -> CVaRQuantileNetwork:
+        net_args = self._update_features_extractor(self.net_args, features_extractor=None)  # type: ignore[attr-defined]
+        return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)  # type: ignore[attr-defined]
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}  # type: ignore[misc]
+
+
+class CVaRQRDQNPolicy(_CVaRPolicyMixin, QRDQNPolicy):
+    """QR-DQN's ``MlpPolicy`` acting on the CVaR of its quantiles."""
+
+
+class CVaRQRDQNCnnPolicy(_CVaRPolicyMixin, CnnPolicy):
+    """QR-DQN's ``CnnPolicy`` acting on the CVaR of its quantiles."""
+
+
+class CVaRQRDQNMultiInputPolicy(_CVaRPolicyMixin, MultiInputPolicy):
+    """QR-DQN's ``MultiInputPolicy`` acting on the CVaR of its quantiles."""
+
+
+class QRDQNCVaR(QRDQN):
+    """sb3-contrib's QR-DQN (discrete actions) acting greedily on ``CVaR_alpha`` of its predicted quantiles.
+
+    Every argument of ``QRDQN`` is accepted; ``alpha`` is the CVaR level (the policy option ``cvar_alpha``). The
+    update is QR-DQN's quantile-Huber regression with the target's next action chosen by the same CVaR (module
+    docstring: a per-step, time-inconsistent approximation of CVaR control).
+
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR).
+    :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
+    :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy.
+    :param kwargs: QR-DQN's arguments (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with ``n_quantiles``...).
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": CVaRQRDQNPolicy,
+        "CnnPolicy": CVaRQRDQNCnnPolicy,
+        "MultiInputPolicy": CVaRQRDQNMultiInputPolicy,
+    }
+
+    def __init__(self, policy: str | type[QRDQNPolicy], env: GymEnv | str, alpha: float = 0.2, **kwargs: Any) -> None:
+        policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
+        if "cvar_alpha" in policy_kwargs and policy_kwargs["cvar_alpha"] != alpha:
+            raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
+        policy_kwargs["cvar_alpha"] = alpha
+        self.alpha = alpha
+        super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        losses = []
+        for _ in range(gradient_steps):
+            replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            with th.no_grad():
+                next_quantiles = self.quantile_net_target(replay_data.next_observations)
+                # The one change from QR-DQN: the next action maximizes the CVaR, not the mean, of the quantiles.
+                next_actions = quantile_cvar(next_quantiles, self.alpha)[:, None, :].argmax(dim=2, keepdim=True)
+                next_actions = next_actions.expand(batch_size, self.n_quantiles, 1)
+                next_quantiles = next_quantiles.gather(dim=2, index=next_actions).squeeze(dim=2)
+                target_quantiles = replay_data.rewards + (1 - replay_data.dones) * discounts * next_quantiles
+            current_quantiles = self.quantile_net(replay_data.observations)
+            actions = replay_data.actions[..., None].long().expand(batch_size, self.n_quantiles, 1)
+            current_quantiles = th.gather(current_quantiles, dim=2, index=actions).squeeze(dim=2)
+            loss = quantile_huber_loss(current_quantiles, target_quantiles, sum_over_quantiles=True)
+            losses.append(loss.item())
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            if self.max_grad_norm is not None:
+                th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))

@@ -1,0 +1,277 @@
+"""OrderGradRecurrentPPO / OrderGradMaskablePPO: the objectives' arms, exact gradients, LSTM state handling, masks,
+save/load and detection by evaluate/compare."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from sb3_contrib.common.wrappers import ActionMasker
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import ordergrad_rl
+from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO
+from ordergrad_rl.agents.contrib_buffers import RecurrentEpisodicRolloutBuffer
+from ordergrad_rl.commands._models import detect_algorithm
+from ordergrad_rl.core import lstat_advantage
+
+SAFE, RISKY, LOTTERY = 0, 1, 2
+PREFERRED_ARM = {"mean": RISKY, "cvar0.1": SAFE, "max@8": LOTTERY}
+LSTM = dict(lstm_hidden_size=8)
+
+
+def zero_states(model, n: int = 1) -> tuple[th.Tensor, th.Tensor]:
+    lstm = model.policy.lstm_actor
+    zeros = th.zeros(lstm.num_layers, n, lstm.hidden_size)
+    return zeros, zeros.clone()
+
+
+def recurrent_probs(model) -> np.ndarray:
+    with th.no_grad():
+        distribution, _ = model.policy.get_distribution(th.zeros(1, 1), zero_states(model), th.ones(1))
+    return distribution.distribution.probs.numpy()[0]
+
+
+def masked_bandit(allowed: tuple[bool, bool, bool] = (True, True, True), n_envs: int = 16, seed: int = 1):
+    mask = np.array(allowed)
+    return make_vec_env(
+        "RiskyBandit-v0", n_envs=n_envs, seed=seed, wrapper_class=ActionMasker,
+        wrapper_kwargs=dict(action_mask_fn=lambda env: mask),
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- the objectives' arms
+@pytest.mark.parametrize("objective", list(PREFERRED_ARM))
+def test_recurrent_ppo_learns_the_objectives_arm(objective: str) -> None:
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", "RiskyBandit-v0", objective=objective, n_episodes=256, n_envs=16, learning_rate=0.003,
+        n_epochs=4, batch_size=256, seed=1, policy_kwargs=LSTM,
+    )  # fmt: skip
+    model.learn(256 * 12)
+    probs = recurrent_probs(model)
+    assert probs.argmax() == PREFERRED_ARM[objective] and probs.max() > 0.8, probs
+
+
+@pytest.mark.parametrize("objective", list(PREFERRED_ARM))
+def test_maskable_ppo_learns_the_objectives_arm(objective: str) -> None:
+    model = OrderGradMaskablePPO(
+        "MlpPolicy", masked_bandit(), objective=objective, n_episodes=256, learning_rate=0.002, n_epochs=5, seed=1
+    )
+    model.learn(256 * 15)
+    with th.no_grad():
+        probs = model.policy.get_distribution(th.zeros(1, 1)).distribution.probs.numpy()[0]
+    assert probs.argmax() == PREFERRED_ARM[objective] and probs.max() > 0.8, probs
+
+
+# ---------------------------------------------------------------------------------------------- masks
+class RolloutActions(BaseCallback):
+    """Keeps the actions of every collected rollout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[np.ndarray] = []
+
+    def _on_rollout_end(self) -> None:
+        self.actions.append(self.model.rollout_buffer.actions.ravel().copy())
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def test_a_masked_arm_is_never_chosen() -> None:
+    # The mean prefers the risky arm; masked, it must never be sampled, in training or by predict.
+    model = OrderGradMaskablePPO(
+        "MlpPolicy", masked_bandit((True, False, True)), objective="mean", n_episodes=64, learning_rate=0.01, seed=0
+    )
+    callback = RolloutActions()
+    model.learn(64 * 5, callback=callback)
+    actions = np.concatenate(callback.actions)
+    assert actions.size == 64 * 5 and not np.any(actions == RISKY)
+    assert np.all(model.rollout_buffer.extras["action_masks"] == [True, False, True])
+    masks = np.tile([True, False, True], (500, 1))
+    predicted, _ = model.predict(np.zeros((500, 1), np.float32), action_masks=masks)
+    assert not np.any(predicted == RISKY)
+    with th.no_grad():
+        unmasked = model.policy.get_distribution(th.zeros(1, 1)).distribution.probs.numpy()[0]
+        masked = model.policy.get_distribution(th.zeros(1, 1), masks[:1]).distribution.probs.numpy()[0]
+    assert masked[RISKY] == 0.0 and unmasked[RISKY] > 0.0
+
+
+def test_masks_are_required_and_must_allow_an_action() -> None:
+    model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", objective="mean", n_episodes=8, seed=0)
+    with pytest.raises(ValueError, match="action_masks"):
+        model.learn(8)
+    model = OrderGradMaskablePPO("MlpPolicy", masked_bandit((False, False, False), n_envs=2), n_episodes=8, seed=0)
+    with pytest.raises(ValueError, match="allows no action"):
+        model.learn(8)
+
+
+# ---------------------------------------------------------------------------------------------- exact gradients
+COMMON = dict(n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=False, max_grad_norm=float("inf"), seed=5)
+
+
+def assert_loss_gradient(model, ascent: list[th.Tensor | None]) -> None:
+    n_checked = 0
+    for param, expected in zip(model.policy.parameters(), ascent, strict=True):
+        if expected is None:  # parameters the actor does not use
+            assert param.grad is None or not param.grad.any()
+            continue
+        th.testing.assert_close(param.grad, -expected, rtol=1e-4, atol=1e-6)
+        n_checked += 1
+    assert n_checked >= 4
+
+
+def episode_log_probs(model, replay: bool) -> list[th.Tensor]:
+    """log pi(a_t | h_t) of each stored episode's steps, replayed through the LSTM from its zero state one episode
+    at a time (recurrent) or evaluated step by step (feed-forward)."""
+    buffer = model.rollout_buffer
+    out = []
+    for i in range(buffer.n_episodes):
+        steps = np.flatnonzero(buffer.episode_index == i)  # stored in time order
+        obs, actions = th.as_tensor(buffer.observations[steps]), th.as_tensor(buffer.actions[steps]).long().flatten()
+        if replay:
+            starts = th.zeros(len(steps))
+            starts[0] = 1.0
+            distribution, _ = model.policy.get_distribution(obs, zero_states(model), starts)
+        else:
+            masks = buffer.extras["action_masks"][steps]
+            distribution = model.policy.get_distribution(obs, masks)
+        out.append(distribution.log_prob(actions))
+    return out
+
+
+def hand_ascent(model, log_probs: list[th.Tensor]) -> list[th.Tensor | None]:
+    """(1/T) sum_i k a_i sum_t grad log pi: the clipped surrogate's gradient at ratio 1 over the whole rollout."""
+    buffer = model.rollout_buffer
+    advantages = lstat_advantage(buffer.episode_returns, model.objective)
+    objective = sum(model.k * float(a) * lp.sum() for a, lp in zip(advantages, log_probs, strict=True))
+    return list(th.autograd.grad(objective / buffer.size(), list(model.policy.parameters()), allow_unused=True))
+
+
+def test_recurrent_gradient_is_the_estimator_on_a_fixed_batch() -> None:
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", "CartPole-v1", objective="cvar0.25@4", n_epochs=1, batch_size=100_000, policy_kwargs=LSTM,
+        **COMMON,
+    )  # fmt: skip
+    model.learn(1)
+    assert_loss_gradient(model, hand_ascent(model, episode_log_probs(model, replay=True)))
+
+
+def test_maskable_gradient_is_the_estimator_on_a_fixed_batch() -> None:
+    venv = make_vec_env(
+        "CartPole-v1", n_envs=2, seed=5, wrapper_class=ActionMasker,
+        wrapper_kwargs=dict(action_mask_fn=lambda env: np.array([True, True])),
+    )  # fmt: skip
+    model = OrderGradMaskablePPO("MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, **COMMON)
+    model.learn(1)
+    assert_loss_gradient(model, hand_ascent(model, episode_log_probs(model, replay=False)))
+
+
+# ---------------------------------------------------------------------------------------------- LSTM states
+class CueEnv(gym.Env):
+    """Memory task: the first observation shows a cue (+1 or -1), later ones are 0; episodes last 1-4 steps."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.cue = 1.0 if self.np_random.random() < 0.5 else -1.0
+        self.length, self.t = int(self.np_random.integers(1, 5)), 0
+        return np.array([self.cue], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = float((action == 1) == (self.cue > 0))
+        return np.zeros(1, np.float32), reward, self.t >= self.length, False, {}
+
+
+def test_lstm_state_is_carried_within_episodes_and_reset_at_their_starts() -> None:
+    # Several episodes per env, of different lengths, so envs start new episodes mid-rollout and some envs keep
+    # stepping after their quota. learning_rate=0 keeps the collecting parameters through the update.
+    venv = DummyVecEnv([CueEnv] * 3)
+    venv.seed(3)
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", venv, objective="mean", n_episodes=12, learning_rate=0.0, seed=3, policy_kwargs=LSTM
+    )
+    model.learn(1)
+    buffer = model.rollout_buffer
+    assert len(set(buffer.episode_lengths.tolist())) > 1
+    with th.no_grad():
+        # The collected log-likelihoods are those of each episode replayed alone from the zero state ...
+        replayed = th.cat(episode_log_probs(model, replay=True)).numpy()
+        order = np.argsort(buffer.episode_index, kind="stable")
+        np.testing.assert_allclose(buffer.log_probs[order], replayed, rtol=1e-5, atol=1e-6)
+        # ... and not those of one sequence per env carried across its episodes (the cue of the previous episode
+        # would leak into the next one).
+        carried = []
+        for env in range(3):
+            steps = order[np.isin(buffer.episode_index[order], np.arange(4 * env, 4 * env + 4))]
+            obs = th.as_tensor(buffer.observations[steps])
+            distribution, _ = model.policy.get_distribution(obs, zero_states(model), th.zeros(len(steps)))
+            carried.append(distribution.log_prob(th.as_tensor(buffer.actions[steps]).long().flatten()))
+        assert not np.allclose(buffer.log_probs[order], th.cat(carried).numpy(), atol=1e-4)
+        # The update's minibatches (whole episodes, padded) give back the collected log-likelihoods: ratio 1.
+        n_steps = 0
+        for batch in buffer.get(batch_size=5):
+            mask = batch.mask > 0
+            _, log_prob, _ = model.policy.evaluate_actions(
+                batch.observations, batch.actions.long().flatten(), batch.lstm_states, batch.episode_starts
+            )
+            th.testing.assert_close(log_prob[mask], batch.old_log_prob[mask], rtol=1e-5, atol=1e-6)
+            n_steps += int(mask.sum())
+        assert n_steps == buffer.size()
+
+
+# ---------------------------------------------------------------------------------------------- save / load / detection
+@pytest.mark.parametrize("cls", [OrderGradRecurrentPPO, OrderGradMaskablePPO])
+def test_save_load_keeps_the_ordergrad_arguments(cls, tmp_path) -> None:
+    env = "RiskyBandit-v0" if cls is OrderGradRecurrentPPO else masked_bandit(n_envs=2)
+    policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
+    kwargs = dict(policy_kwargs=LSTM) if cls is OrderGradRecurrentPPO else {}
+    model = cls(policy, env, objective="cvar0.2@6", n_episodes=16, n_envs=2 if isinstance(env, str) else None,
+                normalize_advantage=False, seed=0, **kwargs)  # fmt: skip
+    model.learn(16)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    loaded = cls.load(path)
+    assert (str(loaded.objective), loaded.k, loaded.n_episodes) == ("cvar0.2@6", 6, 16)
+    critic = loaded.policy.critic_kind if cls is OrderGradRecurrentPPO else loaded.policy.critic
+    assert loaded.normalize_advantage is False and critic == "none"
+    for a, b in zip(model.policy.state_dict().values(), loaded.policy.state_dict().values(), strict=True):
+        th.testing.assert_close(a, b)
+    assert detect_algorithm(path).name == cls.__name__
+    with pytest.raises(ValueError, match=f"saved by {cls.__name__}"):
+        OrderGradPPO.load(path)
+
+
+def test_recurrent_policy_has_no_critic_lstm_in_episodic_mode() -> None:
+    model = OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="mean", n_episodes=4, policy_kwargs=LSTM)
+    assert model.policy.lstm_critic is None and model.policy.critic is None and model.policy.critic_kind == "none"
+    assert model.policy.net_arch == dict(pi=[64, 64], vf=[])
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "message"),
+    [
+        (OrderGradRecurrentPPO, dict(rollout_buffer_class=RecurrentEpisodicRolloutBuffer.__mro__[1]), "subclass"),
+        (OrderGradRecurrentPPO, dict(policy="MlpPolicy"), "MlpPolicy"),
+        (OrderGradRecurrentPPO, dict(n_episodes=1), "n_episodes"),
+        (OrderGradMaskablePPO, dict(batch_size=1), "batch_size"),
+        (OrderGradMaskablePPO, dict(policy_kwargs=dict(critic="q")), "critic"),
+    ],
+)
+def test_construction_errors(cls, kwargs: dict, message: str) -> None:
+    policy = kwargs.pop("policy", "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy")
+    with pytest.raises((ValueError, KeyError), match=message):
+        cls(policy, "CartPole-v1", objective="mean", n_episodes=kwargs.pop("n_episodes", 4), **kwargs)
+
+
+def test_package_exports() -> None:
+    assert ordergrad_rl.OrderGradRecurrentPPO is OrderGradRecurrentPPO
+    assert ordergrad_rl.OrderGradMaskablePPO is OrderGradMaskablePPO

@@ -1,0 +1,136 @@
+"""The risk-sensitive peers: GCVaR weights (Tamar et al. 2015) in the episodic agents, and QR-DQN acting on CVaR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch as th
+
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, QRDQNCVaR
+from ordergrad_rl.agents.qrdqn_cvar import quantile_cvar
+from ordergrad_rl.commands._models import detect_algorithm
+from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
+
+SAFE, RISKY = 0, 1
+
+
+# ---------------------------------------------------------------------------------------------- GCVaR weights
+@pytest.mark.parametrize(
+    ("alpha", "expected"),
+    [
+        # returns 3, -1, 5, 0, 2; sorted -1, 0, 2, 3, 5. VaR_hat = the ceil(alpha N)-th smallest.
+        (0.4, [0.0, -1.0 / 0.4, 0.0, 0.0, 0.0]),  # m = 2, VaR = 0: only -1 is below it
+        (0.6, [0.0, -3.0 / 0.6, 0.0, -2.0 / 0.6, 0.0]),  # m = 3, VaR = 2
+        (0.2, [0.0] * 5),  # m = 1, VaR = -1: the single tail sample sits on VaR, weight 0
+        (1.0, [-2.0, -6.0, 0.0, -5.0, -3.0]),  # m = 5, VaR = 5 (the max)
+    ],
+)
+def test_gcvar_weights_by_hand(alpha: float, expected: list[float]) -> None:
+    np.testing.assert_allclose(gcvar_weights(np.array([3.0, -1.0, 5.0, 0.0, 2.0]), alpha), expected)
+
+
+def test_gcvar_weights_against_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n, alpha = int(rng.integers(1, 40)), float(rng.uniform(0.01, 1.0))
+        returns = rng.integers(-3, 4, size=n).astype(float)  # many ties
+        var = sorted(returns)[int(np.ceil(alpha * n)) - 1]
+        brute = [(r - var) / alpha if r <= var else 0.0 for r in returns]
+        np.testing.assert_allclose(gcvar_weights(returns, alpha), brute, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("spec", "level"), [("gcvar0.2", 0.2), ("GCVaR 0.05", 0.05), ("gcvar1", 1.0), ("cvar0.2", None), (None, None)]
+)
+def test_gcvar_level(spec, level) -> None:
+    assert gcvar_level(spec) == level
+
+
+@pytest.mark.parametrize("spec", ["gcvar", "gcvar1.5", "gcvar0", "gcvar0.2@8", "gcvarx"])
+def test_gcvar_bad_specs(spec: str) -> None:
+    with pytest.raises(ValueError, match="GCVaR"):
+        gcvar_level(spec)
+    with pytest.raises(ValueError, match="GCVaR"):
+        OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective=spec, n_episodes=8)
+
+
+@pytest.mark.parametrize("bad", [np.array([]), np.array([1.0, np.nan]), np.ones((2, 2))])
+def test_gcvar_weights_refuse_bad_returns(bad) -> None:
+    with pytest.raises(ValueError, match="returns"):
+        gcvar_weights(bad, 0.2)
+
+
+# ---------------------------------------------------------------------------------------------- GCVaR in the agents
+def test_reinforce_gcvar_gradient_on_a_fixed_batch() -> None:
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "CartPole-v1", objective="gcvar0.5", n_episodes=8, n_envs=2, learning_rate=0.0,
+        normalize_advantage=False, max_grad_norm=float("inf"), seed=5,
+    )  # fmt: skip
+    assert model.gcvar_alpha == 0.5 and not model.reward_to_go
+    model.learn(1)
+    buffer = model.rollout_buffer
+    returns = buffer.episode_returns
+    var = np.sort(returns)[3]  # ceil(0.5 * 8) = 4th smallest
+    weights = np.where(returns <= var, returns - var, 0.0) / 0.5
+    observations, actions = th.as_tensor(buffer.observations), th.as_tensor(buffer.actions).long().flatten()
+    log_prob = model.policy.get_distribution(observations).log_prob(actions)
+    episode = th.as_tensor(buffer.episode_index)
+    ascent = sum(float(weights[i]) * log_prob[episode == i].sum() for i in range(8)) / 8  # (1/N) sum_i w_i grad log p
+    expected = th.autograd.grad(ascent, list(model.policy.parameters()), allow_unused=True)
+    checked = 0
+    for param, grad in zip(model.policy.parameters(), expected, strict=True):
+        if grad is not None:
+            th.testing.assert_close(param.grad, -grad, rtol=1e-4, atol=1e-6)
+            checked += 1
+    assert checked >= 4
+
+
+def test_reinforce_gcvar_learns_the_safe_arm() -> None:
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", objective="gcvar0.1", n_episodes=128, n_envs=8, learning_rate=0.02, seed=1
+    )
+    model.learn(128 * 30)
+    with th.no_grad():
+        probs = model.policy.get_distribution(th.zeros(1, 1)).distribution.probs.numpy()[0]
+    assert probs.argmax() == SAFE and probs.max() > 0.8, probs
+
+
+def test_ppo_gcvar_save_load(tmp_path) -> None:
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="gcvar0.2", n_episodes=8, seed=0)
+    assert model.n_episodes == 8 and model.gcvar_alpha == 0.2
+    assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="gcvar0.2").n_episodes == 256  # the ranked default
+    model.learn(50)
+    model.save(tmp_path / "gcvar.zip")
+    loaded = OrderGradPPO.load(tmp_path / "gcvar.zip")
+    assert loaded.gcvar_alpha == 0.2
+    returns = np.array([3.0, -1.0, 5.0, 0.0, 2.0, 1.0, 1.0, 4.0])
+    loaded.normalize_advantage = False
+    np.testing.assert_allclose(loaded.episode_weights(returns), gcvar_weights(returns, 0.2))
+
+
+# ---------------------------------------------------------------------------------------------- QR-DQN-CVaR
+def test_quantile_cvar_by_hand() -> None:
+    quantiles = th.tensor([[[1.0, 0.0], [5.0, 0.0], [3.0, 9.0], [2.0, 9.0]]])  # [batch 1, 4 quantiles, 2 actions]
+    th.testing.assert_close(quantile_cvar(quantiles, 0.5), th.tensor([[1.5, 0.0]]))  # mean of the lowest 2
+    th.testing.assert_close(quantile_cvar(quantiles, 1.0), th.tensor([[2.75, 4.5]]))  # the mean
+    th.testing.assert_close(quantile_cvar(quantiles, 0.01), th.tensor([[1.0, 0.0]]))  # at least one quantile
+
+
+@pytest.mark.parametrize(("alpha", "arm"), [(0.1, SAFE), (1.0, RISKY)])
+def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
+    model = QRDQNCVaR(
+        "MlpPolicy", "RiskyBandit-v0", alpha=alpha, learning_starts=100, buffer_size=5000, exploration_fraction=0.5,
+        target_update_interval=100, seed=0, policy_kwargs=dict(n_quantiles=50, net_arch=[32]),
+    )  # fmt: skip
+    model.learn(3000)
+    action, _ = model.predict(np.zeros((1, 1), np.float32), deterministic=True)
+    assert int(action[0]) == arm
+    model.save(tmp_path / "qr.zip")
+    assert detect_algorithm(tmp_path / "qr.zip").name == "QRDQNCVaR"
+    loaded = QRDQNCVaR.load(tmp_path / "qr.zip")
+    assert loaded.alpha == alpha and loaded.policy.quantile_net.cvar_alpha == alpha
+
+
+def test_qrdqn_cvar_alpha_is_checked() -> None:
+    with pytest.raises(ValueError, match="cvar_alpha"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
