@@ -31,13 +31,21 @@ _LAZY = {
     "OrderGradPPO": "ordergrad_rl.agents",
     "OrderGradREINFORCE": "ordergrad_rl.agents",
     "RiskEvalCallback": "ordergrad_rl.agents",
+    "PassAtKEvalCallback": "ordergrad_rl.agents",
+    "ChannelObjective": "ordergrad_rl.agents",
     "risk_profile": "ordergrad_rl.risk",
     "pass_at_k": "ordergrad_rl.passk",
     "pass_at_k_curve": "ordergrad_rl.passk",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+    from ordergrad_rl.agents import (
+        ChannelObjective,
+        OrderGradPPO,
+        OrderGradREINFORCE,
+        PassAtKEvalCallback,
+        RiskEvalCallback,
+    )
     from ordergrad_rl.passk import pass_at_k, pass_at_k_curve
     from ordergrad_rl.risk import risk_profile
 
@@ -64,6 +72,8 @@ __all__ = [
     "OrderGradPPO",
     "OrderGradREINFORCE",
     "RiskEvalCallback",
+    "PassAtKEvalCallback",
+    "ChannelObjective",
     "risk_profile",
     "pass_at_k",
     "pass_at_k_curve",

@@ -6,13 +6,19 @@
   (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
   ``learn_log_std`` and ``zero_init_action_net``;
-* :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``;
+* :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``; :class:`PassAtKEvalCallback` — the pass@k
+  curve of sampled episodes per context (``eval_pass@k/*``, :mod:`~ordergrad_rl.agents.passk_eval`);
+* :mod:`~ordergrad_rl.agents.groups` — ``group_size=G``: episodes in groups sharing a start context (GRPO / MaxPO /
+  prompt-conditional OrderGrad); :class:`ChannelObjective` — one objective per reward channel
+  (:mod:`~ordergrad_rl.agents.channels`);
 * :mod:`~ordergrad_rl.agents.risk_logging` — the ``risk/*`` tags and the TensorBoard custom-scalars layout.
 """
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
+from ordergrad_rl.agents.channels import Channel, ChannelObjective
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.passk_eval import PassAtKEvalCallback, sample_successes
 from ordergrad_rl.agents.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -29,6 +35,8 @@ from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, w
 from ordergrad_rl.agents.torch_layers import GridCNN
 
 __all__ = [
+    "Channel",
+    "ChannelObjective",
     "CnnPolicy",
     "EpisodeInfoAggregator",
     "EpisodicAlgorithmMixin",
@@ -42,10 +50,12 @@ __all__ = [
     "OrderGradPPO",
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
+    "PassAtKEvalCallback",
     "QCriticMixin",
     "RiskEvalCallback",
     "q_critic_advantages",
     "record_risk_profile",
     "risk_layout",
+    "sample_successes",
     "write_risk_layout",
 ]

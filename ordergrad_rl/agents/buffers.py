@@ -58,6 +58,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
     * ``episode_index`` ``[T]`` in ``0..N-1`` (env ``e``'s ``c``-th episode is ``e * episodes_per_env + c``),
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
+    * ``episode_channels`` ``{name: [N]}``: the undiscounted episode sums of the per-step values passed to :meth:`add`
+      as ``channels`` (the info channels of a multi-channel objective, :mod:`ordergrad_rl.agents.channels`);
     * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
       ``returns`` stay zero, which makes SB3's PPO value loss a constant 0).
 
@@ -105,6 +107,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._chunks: dict[str, list] = {
             name: [] for name in ("obs", "actions", "log_probs", "rewards", "episode", "t")
         }
+        self._channel_chunks: dict[str, list] = {}
         self._episode_count = np.zeros(self.n_envs, dtype=np.int64)
         self._episode_step = np.zeros(self.n_envs, dtype=np.int64)
         self.generator_ready = False
@@ -119,6 +122,11 @@ class EpisodicRolloutBuffer(BaseBuffer):
         # BaseBuffer.reset() assigns ``full``; the state is derived from the episode counts instead.
         pass
 
+    @property
+    def pending_episodes(self) -> np.ndarray:
+        """``[n_envs]``: the index of the episode each env is in or starts next, ``-1`` once it met its quota."""
+        return np.where(self._episode_count < self.episodes_per_env, self._episode_offset + self._episode_count, -1)
+
     def add(  # type: ignore[override]
         self,
         obs: Obs,
@@ -126,6 +134,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         log_probs: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
+        channels: dict[str, np.ndarray] | None = None,
     ) -> np.ndarray:
         """Store one vectorized step; return the mask of envs whose step was stored.
 
@@ -134,6 +143,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         :param log_probs: their log-likelihoods, ``[n_envs]``.
         :param rewards: rewards of the step, ``[n_envs]``.
         :param dones: episode ends (termination or truncation), ``[n_envs]``.
+        :param channels: extra per-step values summed per episode into ``episode_channels``, name -> ``[n_envs]``.
         :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
         :raises ValueError: an env's episode ran past ``max_episode_steps``.
         """
@@ -148,6 +158,9 @@ class EpisodicRolloutBuffer(BaseBuffer):
             chunks["rewards"].append(_rows(np.asarray(rewards, dtype=np.float64), rows))
             chunks["episode"].append(_rows(self._episode_offset + self._episode_count, rows))
             chunks["t"].append(_rows(self._episode_step, rows))
+            for name, values in (channels or {}).items():
+                values = np.asarray(values, dtype=np.float64)
+                self._channel_chunks.setdefault(name, []).append(_rows(values, rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
         self._episode_count += dones
@@ -177,6 +190,11 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self.episode_index = np.concatenate(chunks["episode"])
         self.episode_step = np.concatenate(chunks["t"])
         self._chunks = {name: [] for name in chunks}
+        self.episode_channels = {
+            name: np.bincount(self.episode_index, weights=np.concatenate(parts), minlength=self.n_episodes)
+            for name, parts in self._channel_chunks.items()
+        }
+        self._channel_chunks = {}
         discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)
