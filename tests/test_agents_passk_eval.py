@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 import gymnasium as gym
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
+from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture; tests/ is on sys.path under pytest)
 
 from ordergrad_rl import pass_at_k
 from ordergrad_rl.agents import OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
@@ -131,3 +133,16 @@ def test_evaluate_command_pass_at_k(tmp_path, capsys) -> None:
     assert payload["env_kwargs"] == {"split": "test", "n_test": 12}
     assert main([*argv[:-2], "--contexts", "13"]) == 2
     assert "has 12 contexts" in capsys.readouterr().err
+
+
+README_SECTION = "Groups (GRPO, MaxPO, prompt-conditional OrderGrad), reward channels and pass@k"
+
+
+def test_readme_group_commands_run_as_pasted(tmp_path, monkeypatch, smoke_learn) -> None:  # noqa: F811
+    monkeypatch.chdir(tmp_path)
+    commands = command_lines(README_SECTION)
+    assert [c.split()[1] for c in commands] == ["train", "evaluate"]
+    for command in commands:
+        assert main(shlex.split(command)[1:]) == 0, command
+    payload = json.loads((tmp_path / "passk.json").read_text())
+    assert len(payload["n_correct"]) == 100 and payload["n_samples"] == 64

@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import RiskEvalCallback
-from ordergrad_rl.agents.channels import REWARD, AnyObjective, ChannelObjective, parse_objective
+from ordergrad_rl.agents.channels import REWARD, AnyObjective, ChannelObjective, InfoChannels, parse_objective
 from ordergrad_rl.agents.checks import check_finite_step, check_int
 from ordergrad_rl.agents.groups import GroupResetter, check_group_size, group_normalize
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
@@ -289,7 +289,7 @@ class EpisodicAlgorithmMixin:
 
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        excluded = ["objective", "_group_rng", "_group_resetter"]
+        excluded = ["objective", "_group_rng", "_group_resetter", "_episode_contexts"]
         return [*super()._excluded_save_params(), *excluded]  # type: ignore[misc]
 
     def _set_policy_critic(self, advantage: str, critic: str) -> None:
@@ -406,19 +406,9 @@ class EpisodicAlgorithmMixin:
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
         rollout_buffer.reset()
-        grouping, contexts = None, None
-        if self.group_size is not None:
-            if self._group_resetter is None or self._group_resetter.venv is not env:
-                self._group_resetter = GroupResetter(env, self._group_rng)
-            grouping = self._group_resetter
-            # contexts[j]: the context of episode j (group j // group_size).
-            contexts = np.repeat(grouping.draw_contexts(self.n_groups), self.group_size)
-            envs = np.arange(env.num_envs)
-            self._last_obs = grouping.reset(envs, contexts[rollout_buffer.pending_episodes], self._last_obs)
+        self._start_groups(env, rollout_buffer)
         check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
-        channels = self._info_channels
-        seen: set[str] = set()
-        info_keys: set[str] = set()
+        channels = InfoChannels(self._info_channels)
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
         callback.on_rollout_start()
@@ -442,44 +432,49 @@ class EpisodicAlgorithmMixin:
             if not callback.on_step():
                 return False
 
-            channel_values = None
-            if channels:
-                channel_values = {name: _info_column(infos, name) for name in channels}
-                seen.update(name for name in channels if any(name in info for info in infos))
-                info_keys.update(*(info.keys() for info in infos))
-            kept = rollout_buffer.add(
-                self._last_obs,
-                actions,
-                log_probs,
-                rewards,
-                dones,
-                channel_values,  # type: ignore[has-type]
-            )
+            channel_values = channels.step(infos)
+            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones, channel_values)  # type: ignore
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
                 self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
-            if grouping is not None:
-                pending = rollout_buffer.pending_episodes
-                starting = np.flatnonzero(dones & (pending >= 0))
-                if starting.size:  # put the envs' next counted episodes in their groups' contexts
-                    new_obs = grouping.reset(starting, contexts[pending[starting]], new_obs)  # type: ignore
+            new_obs = self._repose_groups(rollout_buffer, dones, new_obs)
             n_steps += 1
             self._last_obs = new_obs
             self._last_episode_starts = dones
 
         rollout_buffer.finalize()
-        missing = [name for name in channels if name not in seen]
-        if missing:
-            raise ValueError(
-                f"objective channels {missing} never appeared in the env's step info during a rollout; info keys "
-                f"present: {sorted(info_keys)} (a channel is 'reward' or an info key summed over the episode)"
-            )
+        channels.check()
         self._compute_advantages()
         self._record_rollout_logs()
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    # ------------------------------------------------------------------ groups (shared by every collection loop)
+    def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
+        """At a rollout's start (buffer reset, every env at an episode start): draw one context per group and reset
+        every env into the context of its first counted episode. No-op without ``group_size``."""
+        self._episode_contexts: np.ndarray | None = None
+        if self.group_size is None:
+            return
+        if self._group_resetter is None or self._group_resetter.venv is not env:
+            self._group_resetter = GroupResetter(env, self._group_rng)
+        # _episode_contexts[j]: the context of episode j, whose group is j // group_size.
+        self._episode_contexts = np.repeat(self._group_resetter.draw_contexts(self.n_groups), self.group_size)
+        first = self._episode_contexts[buffer.pending_episodes]
+        self._last_obs = self._group_resetter.reset(np.arange(env.num_envs), first, self._last_obs)
+
+    def _repose_groups(self, buffer: EpisodicRolloutBuffer, dones: np.ndarray, new_obs: Any) -> Any:
+        """After a step (stored with ``buffer.add``): reset the envs that finished an episode and start another
+        counted one into that episode's group context; return the observations to act on."""
+        if self._episode_contexts is None:
+            return new_obs
+        pending = buffer.pending_episodes
+        starting = np.flatnonzero(np.asarray(dones, dtype=bool) & (pending >= 0))
+        if not starting.size:
+            return new_obs
+        return self._group_resetter.reset(starting, self._episode_contexts[pending[starting]], new_obs)  # type: ignore
 
     # ------------------------------------------------------------------ hooks
     @property
@@ -558,14 +553,3 @@ class EpisodicAlgorithmMixin:
             logger.record(f"{TRAIN_PREFIX}/{channel.name}/objective", value)
             total += channel.weight * value
         logger.record(f"{TRAIN_PREFIX}/objective", total)
-
-
-def _info_column(infos: list[dict[str, Any]], name: str) -> np.ndarray:
-    """``[n_envs]`` float64: ``info[name]`` of each env's step (0 where the step has no such entry).
-
-    :raises ValueError: a value that is not a real scalar.
-    """
-    try:
-        return np.array([info.get(name, 0.0) for info in infos], dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"objective channel {name!r}: info[{name!r}] must be a real scalar per step ({err})") from err
