@@ -33,6 +33,8 @@ _LAZY = {
     "OrderGradRecurrentPPO": "ordergrad_rl.agents",
     "OrderGradMaskablePPO": "ordergrad_rl.agents",
     "RiskEvalCallback": "ordergrad_rl.agents",
+    "PassAtKEvalCallback": "ordergrad_rl.agents",
+    "ChannelObjective": "ordergrad_rl.agents",
     "risk_profile": "ordergrad_rl.risk",
     "pass_at_k": "ordergrad_rl.passk",
     "pass_at_k_curve": "ordergrad_rl.passk",
@@ -40,10 +42,12 @@ _LAZY = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import (
+        ChannelObjective,
         OrderGradMaskablePPO,
         OrderGradPPO,
         OrderGradRecurrentPPO,
         OrderGradREINFORCE,
+        PassAtKEvalCallback,
         RiskEvalCallback,
     )
     from ordergrad_rl.passk import pass_at_k, pass_at_k_curve
@@ -74,6 +78,8 @@ __all__ = [
     "OrderGradRecurrentPPO",
     "OrderGradMaskablePPO",
     "RiskEvalCallback",
+    "PassAtKEvalCallback",
+    "ChannelObjective",
     "risk_profile",
     "pass_at_k",
     "pass_at_k_curve",

@@ -158,6 +158,8 @@ def test_unknown_name_lists_valid_names_and_closest():
         ("harrelldavis@5", "needs a parameter"),
         ("topbot5@4", "m <= k"),
         ("top2@2.5", "fractional k is defined only in the known"),
+        ("top2@4+junk@4", "malformed"),  # a second "@" used to be ignored
+        ("top2@4@4", "malformed"),
     ],
 )
 def test_malformed_specs(spec, match):

@@ -10,14 +10,20 @@
   (:mod:`~ordergrad_rl.agents.qcritic`, paper Algorithm 1); :class:`GridCNN` is the small MinAtar trunk;
 * :mod:`~ordergrad_rl.agents.policies` — ``MlpPolicy`` / ``CnnPolicy`` / ``MultiInputPolicy`` with the options
   ``learn_log_std`` and ``zero_init_action_net``;
-* :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``;
+* :class:`RiskEvalCallback` — periodic evaluation logging ``eval_risk/*``; :class:`PassAtKEvalCallback` — the pass@k
+  curve of sampled episodes per context (``eval_pass@k/*``, :mod:`~ordergrad_rl.agents.passk_eval`);
+* :mod:`~ordergrad_rl.agents.groups` — ``group_size=G``: episodes in groups sharing a start context (GRPO / MaxPO /
+  prompt-conditional OrderGrad); :class:`ChannelObjective` — one objective per reward channel
+  (:mod:`~ordergrad_rl.agents.channels`);
 * :mod:`~ordergrad_rl.agents.risk_logging` — the ``risk/*`` tags and the TensorBoard custom-scalars layout.
 """
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
+from ordergrad_rl.agents.channels import Channel, ChannelObjective
 from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.passk_eval import PassAtKEvalCallback, sample_successes
 from ordergrad_rl.agents.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -35,6 +41,8 @@ from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, w
 from ordergrad_rl.agents.torch_layers import GridCNN
 
 __all__ = [
+    "Channel",
+    "ChannelObjective",
     "CnnPolicy",
     "EpisodeInfoAggregator",
     "EpisodicAlgorithmMixin",
@@ -50,11 +58,13 @@ __all__ = [
     "OrderGradPolicyMixin",
     "OrderGradREINFORCE",
     "OrderGradRecurrentPPO",
+    "PassAtKEvalCallback",
     "QCriticMixin",
     "QRDQNCVaR",
     "RiskEvalCallback",
     "q_critic_advantages",
     "record_risk_profile",
     "risk_layout",
+    "sample_successes",
     "write_risk_layout",
 ]

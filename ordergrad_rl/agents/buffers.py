@@ -58,6 +58,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
     * ``episode_index`` ``[T]`` in ``0..N-1`` (env ``e``'s ``c``-th episode is ``e * episodes_per_env + c``),
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
+    * ``episode_channels`` ``{name: [N]}``: the undiscounted episode sums of the per-step values passed to :meth:`add`
+      as ``channels`` (the info channels of a multi-channel objective, :mod:`ordergrad_rl.agents.channels`);
     * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
       ``returns`` stay zero, which makes SB3's PPO value loss a constant 0);
     * ``extras`` ``{name: [T, ...]}``: per-step arrays a collector passed to :meth:`add` by keyword (action masks for
@@ -108,6 +110,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
             name: [] for name in ("obs", "actions", "log_probs", "rewards", "episode", "t")
         }
         self._extras: dict[str, list[np.ndarray]] = {}
+        self._channel_chunks: dict[str, list] = {}
         self._episode_count = np.zeros(self.n_envs, dtype=np.int64)
         self._episode_step = np.zeros(self.n_envs, dtype=np.int64)
         self.generator_ready = False
@@ -122,6 +125,11 @@ class EpisodicRolloutBuffer(BaseBuffer):
         # BaseBuffer.reset() assigns ``full``; the state is derived from the episode counts instead.
         pass
 
+    @property
+    def pending_episodes(self) -> np.ndarray:
+        """``[n_envs]``: the index of the episode each env is in or starts next, ``-1`` once it met its quota."""
+        return np.where(self._episode_count < self.episodes_per_env, self._episode_offset + self._episode_count, -1)
+
     def add(  # type: ignore[override]
         self,
         obs: Obs,
@@ -129,6 +137,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         log_probs: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
+        channels: dict[str, np.ndarray] | None = None,
         **extras: np.ndarray,
     ) -> np.ndarray:
         """Store one vectorized step; return the mask of envs whose step was stored.
@@ -140,6 +149,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         :param dones: episode ends (termination or truncation), ``[n_envs]``.
         :param extras: other per-env arrays ``[n_envs, ...]`` to store with the step (``extras[name]`` after
             :meth:`finalize`).
+        :param channels: extra per-step values summed per episode into ``episode_channels``, name -> ``[n_envs]``.
         :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
         :raises ValueError: an env's episode ran past ``max_episode_steps``.
         """
@@ -156,6 +166,9 @@ class EpisodicRolloutBuffer(BaseBuffer):
             chunks["t"].append(_rows(self._episode_step, rows))
             for name, value in extras.items():
                 self._extras.setdefault(name, []).append(_rows(np.asarray(value), rows))
+            for name, values in (channels or {}).items():
+                values = np.asarray(values, dtype=np.float64)
+                self._channel_chunks.setdefault(name, []).append(_rows(values, rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
         self._episode_count += dones
@@ -187,6 +200,11 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._chunks = {name: [] for name in chunks}
         self.extras = {name: np.concatenate(parts) for name, parts in self._extras.items()}
         self._extras = {}
+        self.episode_channels = {
+            name: np.bincount(self.episode_index, weights=np.concatenate(parts), minlength=self.n_episodes)
+            for name, parts in self._channel_chunks.items()
+        }
+        self._channel_chunks = {}
         discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)

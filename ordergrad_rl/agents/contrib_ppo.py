@@ -54,6 +54,7 @@ def _episodic_ppo_arguments(
     batch_size: int | None,
     buffer_class: type | None,
     expected_buffer: type,
+    group_size: int | None = None,
     **common: Any,
 ) -> tuple[int, int, type]:
     """Checked ``(n_episodes, batch_size, rollout_buffer_class)`` with OrderGradPPO's episodic defaults (see
@@ -66,7 +67,7 @@ def _episodic_ppo_arguments(
     check_common_arguments(**common)
     check_int("n_epochs", n_epochs, 1)
     check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
-    n_episodes = check_n_episodes(default_n_episodes(objective, k) if n_episodes is None else n_episodes)
+    n_episodes = check_n_episodes(default_n_episodes(objective, k, group_size) if n_episodes is None else n_episodes)
     batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
     check_int("batch_size", batch_size, 2)
     if buffer_class is None:
@@ -92,6 +93,8 @@ _PARAMS = """
         rollout (sb3-contrib's per-minibatch normalization is off).
     :param reward_to_go: mean objective: per-step reward-to-go advantages (default on for ``"mean"``, refused for ranked
         objectives), see :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`.
+    :param group_size: episodes per group sharing a start context (GRPO-style groups, see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
     :param ent_coef: entropy coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
@@ -147,8 +150,9 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         n_epochs: int = 10,
         gamma: float = 1.0,
         clip_range: float | Schedule = 0.2,
-        normalize_advantage: bool = True,
+        normalize_advantage: bool | str = True,
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -166,7 +170,8 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
     ) -> None:
         n_episodes, batch_size, buffer_class = _episodic_ppo_arguments(
             objective, k, n_episodes, batch_size, rollout_buffer_class, RecurrentEpisodicRolloutBuffer,
-            learning_rate=learning_rate, gamma=gamma, ent_coef=ent_coef, max_grad_norm=max_grad_norm,
+            group_size=group_size, learning_rate=learning_rate, gamma=gamma, ent_coef=ent_coef,
+            max_grad_norm=max_grad_norm,
             policy_kwargs=policy_kwargs, n_epochs=n_epochs, clip_range=clip_range,
         )  # fmt: skip
         super().__init__(
@@ -179,7 +184,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
             gamma=gamma,
             gae_lambda=1.0,
             clip_range=clip_range,
-            normalize_advantage=normalize_advantage,
+            normalize_advantage=bool(normalize_advantage),  # the mixin keeps "group"
             ent_coef=ent_coef,
             vf_coef=0.0,
             max_grad_norm=max_grad_norm,
@@ -197,7 +202,9 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         # RecurrentPPO's constructor takes no buffer arguments; OnPolicyAlgorithm's attributes hold them.
         self.rollout_buffer_class = buffer_class
         self.rollout_buffer_kwargs = dict(rollout_buffer_kwargs or {})
-        self._init_episodic(objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go)
+        self._init_episodic(
+            objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go, group_size=group_size
+        )
         if _init_setup_model:
             self._setup_model()
 
@@ -267,8 +274,9 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         n_epochs: int = 10,
         gamma: float = 1.0,
         clip_range: float | Schedule = 0.2,
-        normalize_advantage: bool = True,
+        normalize_advantage: bool | str = True,
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 0.5,
         rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
@@ -284,7 +292,8 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
     ) -> None:
         n_episodes, batch_size, buffer_class = _episodic_ppo_arguments(
             objective, k, n_episodes, batch_size, rollout_buffer_class, MaskableEpisodicRolloutBuffer,
-            learning_rate=learning_rate, gamma=gamma, ent_coef=ent_coef, max_grad_norm=max_grad_norm,
+            group_size=group_size, learning_rate=learning_rate, gamma=gamma, ent_coef=ent_coef,
+            max_grad_norm=max_grad_norm,
             policy_kwargs=policy_kwargs, n_epochs=n_epochs, clip_range=clip_range,
         )  # fmt: skip
         with warnings.catch_warnings():
@@ -300,7 +309,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
                 gamma=gamma,
                 gae_lambda=1.0,
                 clip_range=clip_range,
-                normalize_advantage=normalize_advantage,
+                normalize_advantage=bool(normalize_advantage),  # the mixin keeps "group"
                 ent_coef=ent_coef,
                 vf_coef=0.0,
                 max_grad_norm=max_grad_norm,
@@ -315,7 +324,9 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
                 device=device,
                 _init_setup_model=False,
             )
-        self._init_episodic(objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go)
+        self._init_episodic(
+            objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go, group_size=group_size
+        )
         self._use_masking = True
         if _init_setup_model:
             self._setup_model()

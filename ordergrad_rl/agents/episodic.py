@@ -24,13 +24,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import RiskEvalCallback
+from ordergrad_rl.agents.channels import REWARD, AnyObjective, ChannelObjective, InfoChannels, parse_objective
 from ordergrad_rl.agents.checks import check_finite_step, check_int
+from ordergrad_rl.agents.groups import GroupResetter, check_group_size, group_normalize
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
-from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
 
@@ -86,18 +87,23 @@ RANKED_N_EPISODES = 256
 MIN_BATCH_SIZE = 64
 
 
-def default_n_episodes(objective: ObjectiveLike, k: int | None = None) -> int:
+def default_n_episodes(objective: AnyObjective, k: int | None = None, group_size: int | None = None) -> int:
     """OrderGradPPO's episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
-    :data:`RANKED_N_EPISODES` (at least ``2 k`` if the objective fixes ``k``) for any ranked objective.
+    :data:`RANKED_N_EPISODES` (at least ``2 k`` if the objective fixes ``k``) for any ranked objective; with
+    ``group_size``, rounded up to a multiple of it.
 
     :raises ValueError: an invalid objective.
     """
-    if gcvar_level(objective) is not None:  # GCVaR's signal sits in the alpha-tail of the batch, as for cvar
-        return RANKED_N_EPISODES
-    parsed = Objective.parse(objective, k)
+    level = gcvar_level(objective)
+    # GCVaR targets the CVaR of its level: it gets that objective's default.
+    parsed = parse_objective(objective if level is None else f"cvar{level}", k)
     if parsed.k == 1:  # the mean (k = 1 ranks nothing)
-        return MEAN_N_EPISODES
-    return max(RANKED_N_EPISODES, 2 * parsed.k) if parsed.is_bound else RANKED_N_EPISODES  # type: ignore[operator]
+        n = MEAN_N_EPISODES
+    else:
+        n = max(RANKED_N_EPISODES, 2 * parsed.k) if parsed.is_bound else RANKED_N_EPISODES  # type: ignore[operator]
+    if group_size is not None and not isinstance(group_size, bool) and isinstance(group_size, int) and group_size > 0:
+        n = -(-n // group_size) * group_size
+    return n
 
 
 def default_batch_size(n_episodes: int) -> int:
@@ -195,50 +201,72 @@ class EpisodicAlgorithmMixin:
 
     def _init_episodic(
         self,
-        objective: ObjectiveLike,
+        objective: AnyObjective,
         k: int | None,
         n_episodes: int,
-        normalize_advantage: bool,
+        normalize_advantage: bool | str,
         advantage: str = "episodic",
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
     ) -> None:
-        """Parse and check the OrderGrad arguments; set ``objective``, ``k``, ``n_episodes``, ``advantage``,
-        ``reward_to_go``.
+        """Parse and check the OrderGrad arguments; set ``objective``, ``k``, ``n_episodes``, ``group_size``,
+        ``normalize_advantage``, ``advantage``, ``reward_to_go``.
 
-        :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``,
-            ``reward_to_go=True`` with a ranked objective, or ``policy_kwargs["critic"]`` inconsistent with the
-            advantage mode.
+        :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes`` (``k >=
+            group_size`` with groups), ``n_episodes`` not a multiple of ``group_size``, ``normalize_advantage="group"``
+            without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with groups, or
+            ``policy_kwargs["critic"]`` inconsistent with the advantage mode.
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
+        group_size = check_group_size(group_size, n_episodes)
+        if normalize_advantage not in (True, False, "group"):
+            raise ValueError(f"normalize_advantage must be True, False or 'group', got {normalize_advantage!r}")
+        if normalize_advantage == "group" and group_size is None:
+            raise ValueError("normalize_advantage='group' divides each group's weights by its std: set group_size")
+        compared = n_episodes if group_size is None else group_size  # the N of the leave-one-out advantage
         # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
         # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
         self.gcvar_alpha = gcvar_level(objective)
         if self.gcvar_alpha is not None:
             objective = f"cvar{self.gcvar_alpha}"
-        parsed = Objective.parse(objective, k)
+        parsed = parse_objective(objective, k)
         if not parsed.is_bound:
-            parsed = parsed.bind(n_episodes // 2)
-        if parsed.k >= n_episodes:  # type: ignore[operator]
+            parsed = parsed.bind(compared // 2) if isinstance(parsed, Objective) else parsed.bind_default(compared // 2)
+        if parsed.k >= compared:  # type: ignore[operator]
+            size = f"n_episodes={n_episodes}" if group_size is None else f"group_size={group_size}"
             raise ValueError(
                 f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
-                f"k < n_episodes={n_episodes} (paper Sec. 3.2): raise n_episodes or lower k"
+                f"k < {size} (paper Sec. 3.2): raise {size.split('=')[0]} or lower k"
             )
-        if reward_to_go and parsed.k != 1:
+        whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
+        if reward_to_go and whole_episodes:
             raise ValueError(
-                f"reward_to_go needs the mean objective (k = 1); {str(parsed)!r} ranks whole-episode returns, a "
-                "nonlinear function of every reward of the episode, so each step gets the episode's weight"
+                f"reward_to_go needs the mean objective (k = 1) of the reward; {str(parsed)!r} ranks whole-episode "
+                "returns, a nonlinear function of every reward of the episode, so each step gets the episode's weight"
+            )
+        if reward_to_go and group_size is not None:
+            raise ValueError(
+                "reward_to_go is not defined with group_size: grouped weights are whole-episode advantages (with "
+                "objective='mean' and normalize_advantage='group', exactly GRPO's (R_i - group mean) / group std)"
             )
         self._set_policy_critic(advantage, "none")
         self._set_objective(parsed)
         self.n_episodes = n_episodes
-        self.normalize_advantage = bool(normalize_advantage)
+        self.group_size = group_size
+        self.normalize_advantage = normalize_advantage if normalize_advantage == "group" else bool(normalize_advantage)
         self.advantage = advantage
-        self.reward_to_go = parsed.k == 1 if reward_to_go is None else bool(reward_to_go)
+        # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
+        self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
 
-    def _set_objective(self, objective: Objective) -> None:
+    @property
+    def n_groups(self) -> int:
+        """Groups per rollout (``n_episodes // group_size``; 1 without groups)."""
+        return 1 if self.group_size is None else self.n_episodes // self.group_size
+
+    def _set_objective(self, objective: Objective | ChannelObjective) -> None:
         """Set ``objective`` (bound), ``k`` and ``objective_spec`` (what ``save`` stores) and the algorithm's name."""
-        self.objective: Objective = objective
+        self.objective: Objective | ChannelObjective = objective
         self.k: int = int(objective.k)  # type: ignore[arg-type]
         self.objective_spec = str(objective)
         self.ordergrad_algorithm = algorithm_family(type(self))
@@ -251,7 +279,7 @@ class EpisodicAlgorithmMixin:
         """
         spec = getattr(self, "objective_spec", None) or self.objective
         try:
-            objective = spec if isinstance(spec, Objective) else Objective.parse(spec)
+            objective = parse_objective(spec)
         except (TypeError, ValueError) as err:
             raise ValueError(f"the model's objective {spec!r} is not a valid objective: {err}") from err
         if objective.k != self.k:
@@ -270,7 +298,8 @@ class EpisodicAlgorithmMixin:
 
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+        excluded = ["objective", "_group_rng", "_group_resetter", "_episode_contexts"]
+        return [*super()._excluded_save_params(), *excluded]  # type: ignore[misc]
 
     def _set_policy_critic(self, advantage: str, critic: str) -> None:
         """Put ``critic`` (the one ``advantage`` needs) into ``policy_kwargs``; refuse a conflicting user value."""
@@ -304,6 +333,9 @@ class EpisodicAlgorithmMixin:
         # SB3 sizes the buffer as n_steps per env: here the unit is an episode.
         self.n_steps = self.n_episodes // self.n_envs
         super()._setup_model()  # type: ignore[misc]
+        # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.groups).
+        self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+        self._group_resetter: GroupResetter | None = None
 
     def learn(
         self: SelfEpisodic,
@@ -339,7 +371,8 @@ class EpisodicAlgorithmMixin:
         total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
             total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
-        prefixes = [TRAIN_PREFIX] + [cb.risk_prefix for cb in _walk(callback) if isinstance(cb, RiskEvalCallback)]
+        prefixes = [TRAIN_PREFIX] + [f"{TRAIN_PREFIX}/{name}" for name in self._info_channels]
+        prefixes += [cb.risk_prefix for cb in _walk(callback) if isinstance(cb, RiskEvalCallback)]
         write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
         return total_timesteps, callback
 
@@ -365,6 +398,9 @@ class EpisodicAlgorithmMixin:
 
         Episodes must end (terminate or be truncated, e.g. by a ``TimeLimit``). If some env is mid-episode when
         the rollout starts, the VecEnv is reset, so ``Monitor(allow_early_resets=False)`` wrappers cannot be used.
+        With ``group_size``, one context is drawn per group and every env starting a counted episode is reset into
+        its group's context (:mod:`ordergrad_rl.agents.groups`). A multi-channel objective's info channels are
+        summed per episode from the step infos.
 
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3.
@@ -379,8 +415,10 @@ class EpisodicAlgorithmMixin:
             # env's counted episodes are the first ones it starts under the current policy.
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
-        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         rollout_buffer.reset()
+        self._start_groups(env, rollout_buffer)
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
+        channels = InfoChannels(self._info_channels)
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
         callback.on_rollout_start()
@@ -403,21 +441,51 @@ class EpisodicAlgorithmMixin:
             if not callback.on_step():
                 return False
 
-            kept = rollout_buffer.add(self._last_obs, actions, log_probs, rewards, dones, **extras)  # type: ignore[has-type]
+            channel_values = channels.step(infos)
+            kept = rollout_buffer.add(  # type: ignore[has-type]
+                self._last_obs, actions, log_probs, rewards, dones, channel_values, **extras
+            )
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
                 self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
+            new_obs = self._repose_groups(rollout_buffer, dones, new_obs)
             n_steps += 1
             self._last_obs = new_obs
             self._last_episode_starts = dones
 
         rollout_buffer.finalize()
+        channels.check()
         self._compute_advantages()
         self._record_rollout_logs()
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    # ------------------------------------------------------------------ groups (shared by every collection loop)
+    def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
+        """At a rollout's start (buffer reset, every env at an episode start): draw one context per group and reset
+        every env into the context of its first counted episode. No-op without ``group_size``."""
+        self._episode_contexts: np.ndarray | None = None
+        if self.group_size is None:
+            return
+        if self._group_resetter is None or self._group_resetter.venv is not env:
+            self._group_resetter = GroupResetter(env, self._group_rng)
+        # _episode_contexts[j]: the context of episode j, whose group is j // group_size.
+        self._episode_contexts = np.repeat(self._group_resetter.draw_contexts(self.n_groups), self.group_size)
+        first = self._episode_contexts[buffer.pending_episodes]
+        self._last_obs = self._group_resetter.reset(np.arange(env.num_envs), first, self._last_obs)
+
+    def _repose_groups(self, buffer: EpisodicRolloutBuffer, dones: np.ndarray, new_obs: Any) -> Any:
+        """After a step (stored with ``buffer.add``): reset the envs that finished an episode and start another
+        counted one into that episode's group context; return the observations to act on."""
+        if self._episode_contexts is None:
+            return new_obs
+        pending = buffer.pending_episodes
+        starting = np.flatnonzero(np.asarray(dones, dtype=bool) & (pending >= 0))
+        if not starting.size:
+            return new_obs
+        return self._group_resetter.reset(starting, self._episode_contexts[pending[starting]], new_obs)  # type: ignore
 
     # ------------------------------------------------------------------ hooks
     def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
@@ -430,24 +498,53 @@ class EpisodicAlgorithmMixin:
         """
         return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
 
-    def episode_weights(self, episode_returns: np.ndarray) -> np.ndarray:
-        """Per-episode policy-gradient weights ``w_i = k * a_i`` (divided by their std if ``normalize_advantage``);
-        with ``objective="gcvar<a>"`` GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
-        (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`) instead.
+    @property
+    def _info_channels(self) -> tuple[str, ...]:
+        """The objective's channels read from step infos (none for a plain objective)."""
+        return self.objective.info_channels if isinstance(self.objective, ChannelObjective) else ()
+
+    def _channel_values(
+        self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None
+    ) -> dict[str, np.ndarray]:
+        """Every channel's ``[N]`` episode values, shaped ``[n_groups, G]`` with groups (``[N]`` without)."""
+        values = {REWARD: np.asarray(episode_returns, dtype=np.float64), **(channels or {})}
+        missing = [name for name in self._info_channels if name not in values]
+        if missing:
+            raise ValueError(f"episode values of the channels {missing} are needed; got {sorted(values)}")
+        shape = (-1,) if self.group_size is None else (-1, self.group_size)
+        return {name: np.asarray(value, dtype=np.float64).reshape(shape) for name, value in values.items()}
+
+    def episode_weights(self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Per-episode policy-gradient weights ``w_i = k * a_i``, normalized as ``normalize_advantage`` says.
+
+        With ``group_size=G`` the advantages come from one core call on the returns as ``[n_groups, G]`` (episode
+        ``j`` is in group ``j // G``): each episode is compared with its own group only. A multi-channel objective
+        gives ``w_i = sum_c w_c k_c a_ic`` (:class:`~ordergrad_rl.agents.channels.ChannelObjective`).
+        ``normalize_advantage``: ``True`` divides by the std of all weights, ``"group"`` each group's weights by
+        that group's std (with ``objective="mean"``: GRPO's ``(R_i - group mean) / group std``), ``False`` keeps the
+        unbiased estimator's weights.
+        With ``objective="gcvar<a>"``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+        (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`; per group with ``group_size``) instead of OrderGrad's.
+
 
         :param episode_returns: ``[N]`` returns of one rollout.
+        :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
         :return: ``[N]`` float64 weights.
         """
-        returns = np.asarray(episode_returns, dtype=np.float64)
+        values = self._channel_values(episode_returns, channels)
         gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
-        if gcvar_alpha is not None:
-            weights = gcvar_weights(returns, gcvar_alpha)
+        if isinstance(self.objective, ChannelObjective):
+            weights = self.objective.advantage_weights(values)
+        elif gcvar_alpha is not None:
+            weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
         else:
-            weights = self.k * lstat_advantage(returns, self.objective)
-        if self.normalize_advantage:
-            # Scale only: a positive rescaling keeps the direction, hence the targeted objective.
+            weights = self.k * lstat_advantage(values[REWARD], self.objective)
+        if self.normalize_advantage == "group":
+            weights = group_normalize(weights)
+        elif self.normalize_advantage:
+            # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
             weights = weights / (weights.std() + 1e-8)
-        return weights
+        return weights.reshape(-1)
 
     def _compute_advantages(self) -> None:
         """Fill ``rollout_buffer.advantages`` once the rollout is finalized (hook for other advantage modes):
@@ -455,7 +552,7 @@ class EpisodicAlgorithmMixin:
         ``reward_to_go``), divided by their standard deviation over the steps if ``normalize_advantage``."""
         buffer = self.rollout_buffer
         if not self.reward_to_go:
-            buffer.set_episode_weights(self.episode_weights(buffer.episode_returns))
+            buffer.set_episode_weights(self.episode_weights(buffer.episode_returns, buffer.episode_channels))
             return
         advantages = reward_to_go_advantages(
             buffer.rewards, buffer.episode_index, buffer.episode_step, buffer.n_episodes, self.gamma
@@ -465,8 +562,21 @@ class EpisodicAlgorithmMixin:
         buffer.advantages = advantages.astype(np.float32)
 
     def _record_rollout_logs(self) -> None:
-        """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``)."""
-        returns = self.rollout_buffer.episode_returns
+        """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``, averaged
+        over the groups); with info channels, ``risk/<channel>/*`` of their episode sums and
+        ``risk/<channel>/objective`` of every channel (``risk/objective`` is then the weighted sum)."""
+        buffer = self.rollout_buffer
         logger = self.logger  # type: ignore[attr-defined]
-        record_risk_profile(logger, TRAIN_PREFIX, returns)
-        logger.record(f"{TRAIN_PREFIX}/objective", float(lstat_value(returns, self.objective)))
+        record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
+        values = self._channel_values(buffer.episode_returns, buffer.episode_channels)
+        if not isinstance(self.objective, ChannelObjective):
+            logger.record(f"{TRAIN_PREFIX}/objective", float(np.mean(lstat_value(values[REWARD], self.objective))))
+            return
+        total = 0.0
+        for channel in self.objective.channels:
+            if channel.name != REWARD:
+                record_risk_profile(logger, f"{TRAIN_PREFIX}/{channel.name}", buffer.episode_channels[channel.name])
+            value = float(np.mean(lstat_value(values[channel.name], channel.objective)))
+            logger.record(f"{TRAIN_PREFIX}/{channel.name}/objective", value)
+            total += channel.weight * value
+        logger.record(f"{TRAIN_PREFIX}/objective", total)

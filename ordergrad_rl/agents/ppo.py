@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch as th
 from stable_baselines3 import PPO
@@ -12,6 +12,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.channels import AnyObjective
 from ordergrad_rl.agents.checks import check_common_arguments, check_int, check_schedule
 from ordergrad_rl.agents.episodic import (
     MIN_BATCH_SIZE,
@@ -23,7 +24,6 @@ from ordergrad_rl.agents.episodic import (
 )
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
 from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
-from ordergrad_rl.core.objectives import ObjectiveLike
 
 #: Logged by SB3's PPO update although there is no critic in episodic mode.
 _CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
@@ -129,7 +129,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         self,
         policy: str | type[OrderGradActorCriticPolicy],
         env: GymEnv | str,
-        objective: ObjectiveLike = "cvar0.2",
+        objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
         advantage: str = "episodic",
@@ -142,8 +142,9 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         gae_lambda: float = 0.95,
         clip_range: float | Schedule = 0.2,
         clip_range_vf: float | Schedule | None = None,
-        normalize_advantage: bool = True,
+        normalize_advantage: bool | Literal["group"] = True,
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
@@ -171,7 +172,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         if q_critic:
             rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
         else:
-            n_episodes = default_n_episodes(objective, k) if n_episodes is None else n_episodes
+            n_episodes = default_n_episodes(objective, k, group_size) if n_episodes is None else n_episodes
             rollout_length = check_n_episodes(n_episodes)  # replaced by episodes per env in _setup_model
         if batch_size is None:
             batch_size = MIN_BATCH_SIZE if q_critic else default_batch_size(rollout_length)
@@ -191,7 +192,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 gae_lambda=gae_lambda,
                 clip_range=clip_range,
                 clip_range_vf=clip_range_vf,
-                normalize_advantage=normalize_advantage,
+                normalize_advantage=bool(normalize_advantage),
                 ent_coef=ent_coef,
                 vf_coef=vf_coef,
                 max_grad_norm=max_grad_norm,
@@ -208,7 +209,9 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 device=device,
                 _init_setup_model=False,
             )
-        self._init_episodic(objective, k, n_episodes, normalize_advantage, advantage, reward_to_go)
+        self._init_episodic(
+            objective, k, n_episodes, normalize_advantage, advantage, reward_to_go, group_size=group_size
+        )
         if _init_setup_model:
             self._setup_model()
 

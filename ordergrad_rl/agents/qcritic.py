@@ -112,6 +112,7 @@ class QCriticMixin:
         normalize_advantage: bool,
         advantage: str = "episodic",
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
     ) -> None:
         """In Q-critic mode: check the arguments and set ``objective``, ``k``, ``advantage`` (``n_episodes`` None).
 
@@ -120,9 +121,14 @@ class QCriticMixin:
         """
         if advantage != Q_CRITIC:
             super()._init_episodic(  # type: ignore[misc]
-                objective, k, n_episodes, normalize_advantage, advantage, reward_to_go
+                objective, k, n_episodes, normalize_advantage, advantage, reward_to_go, group_size=group_size
             )
             return
+        if group_size is not None or normalize_advantage == "group":
+            raise ValueError(
+                "group_size and normalize_advantage='group' are for advantage='episodic' (groups of episodes); "
+                "Q-critic mode ranks action draws per state"
+            )
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
         self._check_discrete()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch as th
 from gymnasium import spaces
@@ -11,10 +11,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.channels import AnyObjective
 from ordergrad_rl.agents.checks import check_common_arguments
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
-from ordergrad_rl.core.objectives import ObjectiveLike
 
 
 class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
@@ -84,13 +84,14 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         self,
         policy: str | type[OrderGradActorCriticPolicy],
         env: GymEnv | str,
-        objective: ObjectiveLike = "mean",
+        objective: AnyObjective = "mean",
         k: int | None = None,
         n_episodes: int = 256,
         learning_rate: float | Schedule = 3e-3,
         gamma: float = 1.0,
-        normalize_advantage: bool = True,
+        normalize_advantage: bool | Literal["group"] = True,
         reward_to_go: bool | None = None,
+        group_size: int | None = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
@@ -132,7 +133,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             _init_setup_model=False,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
-        self._init_episodic(objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go)
+        self._init_episodic(
+            objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go, group_size=group_size
+        )
         if _init_setup_model:
             self._setup_model()
 

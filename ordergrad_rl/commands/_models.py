@@ -205,10 +205,30 @@ def check_fits(model: Any, venv: Any, env_id: str) -> None:
         raise CommandError(f"the model does not fit {env_id}: {err}") from err
 
 
+def make_eval_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
+    """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``.
+
+    :raises CommandError: unknown env id or env arguments the env refuses.
+    """
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    try:
+        return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
+    except (TypeError, ValueError) as err:
+        raise CommandError(f"cannot make {env_id} with env arguments {env_kwargs or {}}: {err}") from err
+
+
 def evaluate_model(
-    model: Any, env_id: str, episodes: int, deterministic: bool, seed: int | None = 0, quiet: bool = False
+    model: Any,
+    env_id: str,
+    episodes: int,
+    deterministic: bool,
+    seed: int | None = 0,
+    quiet: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> Evaluation:
-    """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed)`` (SB3's ``evaluate_policy``).
+    """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
+    ``evaluate_policy``).
 
     :raises CommandError: the model's observation or action space differs from the env's.
     """
@@ -217,9 +237,8 @@ def evaluate_model(
 
     from ordergrad_rl.agents import EpisodeInfoAggregator
     from ordergrad_rl.agents.callbacks import evaluate_episodes
-    from ordergrad_rl.envs import make_sb3_vec_env
 
-    venv = make_sb3_vec_env(env_id, eval_n_envs(env_id, episodes), seed=seed)
+    venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
@@ -242,3 +261,60 @@ def evaluate_model(
         pass
     venv.close()
     return Evaluation(np.asarray(returns, dtype=np.float64), np.asarray(lengths), aggregator.summary(), components)
+
+
+#: Contexts of a pass@k evaluation on an env that does not declare its own: reset seeds 0 .. 99.
+DEFAULT_SEED_CONTEXTS = 100
+#: Envs of a pass@k evaluation on an env without a native batch.
+PASS_AT_K_ENVS = 8
+
+
+def pass_at_k_evaluation(
+    model: Any,
+    env_id: str,
+    n_samples: int,
+    n_contexts: int | None = None,
+    deterministic: bool = False,
+    seed: int | None = 0,
+    quiet: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    """``n_samples`` episodes of ``model`` per context (:func:`ordergrad_rl.agents.sample_successes`).
+
+    Contexts: the first ``n_contexts`` of those the env declares (all by default), else reset seeds ``0 ..
+    n_contexts - 1`` (:data:`DEFAULT_SEED_CONTEXTS` by default).
+
+    :return: a :class:`~ordergrad_rl.agents.passk_eval.PassAtK`.
+    :raises CommandError: spaces that do not fit, more contexts than the env has, or episodes without
+        ``info["is_success"]``.
+    """
+    from stable_baselines3.common.utils import set_random_seed
+    from tqdm.auto import tqdm
+
+    from ordergrad_rl.agents.groups import N_CONTEXTS
+    from ordergrad_rl.agents.passk_eval import sample_successes
+
+    batched = is_batched(env_id)
+    venv = make_eval_env(env_id, 1, seed, env_kwargs)
+    if venv.has_attr(N_CONTEXTS):
+        available = int(venv.get_attr(N_CONTEXTS, indices=[0])[0])
+        if n_contexts is not None and n_contexts > available:
+            raise CommandError(f"--contexts {n_contexts}: {env_id} has {available} contexts")
+        contexts = np.arange(available if n_contexts is None else n_contexts)
+    else:
+        contexts = np.arange(DEFAULT_SEED_CONTEXTS if n_contexts is None else n_contexts)
+    total = contexts.size * n_samples
+    venv.close()
+    venv = make_eval_env(env_id, min(total, 1024) if batched else min(total, PASS_AT_K_ENVS), seed, env_kwargs)
+    check_fits(model, venv, env_id)
+    if seed is not None:
+        set_random_seed(seed)  # the policy's sampling
+    with tqdm(total=total, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
+        try:
+            return sample_successes(
+                model, venv, contexts, n_samples, deterministic, seed, on_episode=lambda: bar.update(1)
+            )
+        except ValueError as err:
+            raise CommandError(str(err)) from err
+        finally:
+            venv.close()

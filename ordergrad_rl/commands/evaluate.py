@@ -1,7 +1,14 @@
-"""Evaluate a saved model: run episodes and print the risk profile of their returns.
+"""Evaluate a saved model: run episodes and print the risk profile of their returns (or the pass@k curve).
 
     ordergrad-rl evaluate results/tailrisk/models/ordergrad_cvar_seed0.zip --env SyntheticTailRiskDeploy-v0 \\
         --episodes 1000 --deterministic --json eval.json
+    ordergrad-rl evaluate model.zip --env TargetSum-v0 --env-kwargs split=test --pass-at-k 1024 --json passk.json
+
+With ``--pass-at-k N`` the model samples N episodes per context and the table is the unbiased pass@k (paper eq.
+passk; success is ``info["is_success"]`` at an episode's last step) for k = 1, 2, 4, ... <= N, averaged over the
+contexts, with the mean length of correct and of incorrect episodes. Contexts are the env's own (``context_key`` /
+``n_contexts``, e.g. TargetSum's problems: all of them, or the first ``--contexts M``), or for other envs the reset
+seeds ``0 .. M-1`` (default M = 100).
 
 The algorithm that saved the model (OrderGradPPO, OrderGradREINFORCE, or Stable-Baselines3's PPO / A2C) is read
 from the file. The table has the risk profile of the episode returns (mean, std, min, max, CVaR = mean of the
@@ -13,10 +20,17 @@ the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import Evaluation, evaluate_model, load_model
+from ordergrad_rl.commands._models import (
+    CommandError,
+    Evaluation,
+    evaluate_model,
+    load_model,
+    pass_at_k_evaluation,
+)
 from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int, write_json
 
 
@@ -33,6 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=seed_int, default=0, help="seed of the env and the policy's sampling (default: 0)"
     )
+    parser.add_argument(
+        "--env-kwargs", nargs="+", default=[], metavar="KEY=VALUE", help="env arguments (Python literals or text)"
+    )
+    parser.add_argument(
+        "--pass-at-k", type=positive_int, default=None, metavar="N", help="pass@k curve of N samples per context"
+    )
+    parser.add_argument(
+        "--contexts", type=positive_int, default=None, metavar="M", help="pass@k: the first M contexts (see above)"
+    )
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -47,10 +70,67 @@ def format_evaluation(evaluation: Evaluation) -> str:
     return text
 
 
+def parse_env_kwargs(items: list[str]) -> dict[str, Any]:
+    """``["key=value", ...]`` -> ``{key: ast.literal_eval(value)}`` (the raw text if it is not a literal).
+
+    :raises CommandError: an item without ``=``.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"--env-kwargs expects key=value items, got {item!r}")
+        try:
+            out[key.strip()] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[key.strip()] = text
+    return out
+
+
+def run_pass_at_k(args: argparse.Namespace, model: Any, algorithm: Any, env_kwargs: dict[str, Any]) -> int:
+    """``--pass-at-k``: sample, print the curve and the lengths (and write the JSON)."""
+    result = pass_at_k_evaluation(
+        model, args.env, args.pass_at_k, args.contexts, args.deterministic, args.seed, args.quiet, env_kwargs
+    )
+    policy = "deterministic" if args.deterministic else "stochastic"
+    print(
+        f"{algorithm.name} model {args.model} on {args.env}: {result.n_samples} samples per context, "
+        f"{len(result.contexts)} contexts, {policy} policy\n"
+    )
+    curve = result.curve()
+    print(markdown_table(["k", "pass@k"], [[k, v] for k, v in curve.items()]))
+    lengths = result.mean_lengths()
+    if lengths:
+        print("\n" + markdown_table(["episodes", "mean length"], [[n.split("_")[1], v] for n, v in lengths.items()]))
+    if args.json is not None:
+        payload: dict[str, Any] = {
+            "model": args.model,
+            "algorithm": algorithm.name,
+            "env": args.env,
+            "env_kwargs": env_kwargs,
+            "n_samples": result.n_samples,
+            "deterministic": args.deterministic,
+            "seed": args.seed,
+            "pass_at_k": {str(k): v for k, v in curve.items()},
+            **lengths,
+            "contexts": result.contexts,
+            "n_correct": result.n_correct,
+        }
+        print(f"\njson: {write_json(args.json, payload)}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
-    evaluation = evaluate_model(model, args.env, args.episodes, args.deterministic, args.seed, args.quiet)
+    if args.pass_at_k is not None:
+        return run_pass_at_k(args, model, algorithm, env_kwargs)
+    if args.contexts is not None:
+        raise CommandError("--contexts is for --pass-at-k")
+    evaluation = evaluate_model(
+        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs=env_kwargs
+    )
     policy = "deterministic" if args.deterministic else "stochastic"
     print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")
     print(format_evaluation(evaluation))

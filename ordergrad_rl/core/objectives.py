@@ -507,7 +507,8 @@ def _parse_string(spec: str) -> tuple[Objective, int | None]:
             raise ValueError(f"objective spec {spec!r}: alpha has {obj.k} entries but @K says {match['k']}")
         return obj, None
     match = _SPEC_RE.match(text)
-    if not match or (k_text is not None and not re.fullmatch(_NUMBER, k_text)):
+    # k was split off at the last "@": another "@" left in the body is malformed ("top2@4+junk@4").
+    if not match or match["k"] is not None or (k_text is not None and not re.fullmatch(_NUMBER, k_text)):
         raise ValueError(
             f"malformed objective spec {spec!r}: expected NAME[PARAM[:PARAM]][@K] such as 'cvar0.2@128', 'top2@4', "
             f"'median', 'RangeLowerTailMean:0.1:0.3' or 'alpha[0.5,0,0.5]'"

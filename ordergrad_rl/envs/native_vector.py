@@ -123,6 +123,12 @@ class NativeVectorEnv(VectorEnv):
         """
         raise NotImplementedError
 
+    @property
+    def env_rngs(self) -> list[np.random.Generator | None]:
+        """The per-env generators (``env_rngs[i]`` plays the role of env ``i``'s ``np_random``; assigning an entry
+        gives the env a new stream, as grouped rollouts do after a shared-seed reset)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
         self,

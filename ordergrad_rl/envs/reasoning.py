@@ -451,6 +451,8 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: Grouped rollouts pose a context with ``reset(options={"problem": c})`` (see :mod:`ordergrad_rl.agents.groups`).
+    context_key = "problem"
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         if render_mode not in (None, "ansi"):
@@ -468,6 +470,11 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
         self.batch.rngs[0] = self.np_random  # the batch draws from the env's own generator (gym seeding)
         obs = self.batch.reset(np.zeros(1, dtype=np.int64), problem)
         return obs[0], {"problem": int(self.batch.problem[0])}
+
+    @property
+    def n_contexts(self) -> int:
+        """Number of problems: grouped rollouts pose ``options={"problem": c}``, ``c < n_contexts``."""
+        return len(self.problems)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         token = np.asarray(action)
@@ -504,6 +511,8 @@ class TargetSumVectorEnv(NativeVectorEnv):
     """
 
     final_step_info_keys = ("is_success",)
+    #: Grouped rollouts pose a context with ``reset(options={"problem": c})`` (see :mod:`ordergrad_rl.agents.groups`).
+    context_key = "problem"
 
     def __init__(
         self, num_envs: int = 1, *, autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **env_kwargs: Any
@@ -512,6 +521,15 @@ class TargetSumVectorEnv(NativeVectorEnv):
         self.problems = self.batch.problems
         self.single_observation_space, self.single_action_space = target_sum_spaces(self.batch)
         self._init_vector(self.batch.num_envs, autoreset_mode)
+
+    @property
+    def env_rngs(self) -> list[np.random.Generator | None]:
+        return self.batch.rngs
+
+    @property
+    def n_contexts(self) -> int:
+        """Number of problems: grouped rollouts pose ``options={"problem": c}``, ``c < n_contexts``."""
+        return len(self.problems)
 
     def _reset_envs(
         self, seed: int | list[int | None] | None, env_ids: np.ndarray | None, options: dict[str, Any] | None

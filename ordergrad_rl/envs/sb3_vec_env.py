@@ -73,6 +73,26 @@ class NativeVecEnv(VecEnv):
         self.reset_infos = _rows(info, None, self.num_envs)
         return obs
 
+    def reset_envs(
+        self,
+        env_ids: np.ndarray,
+        seed: list[int | None] | None = None,
+        options: dict[str, np.ndarray] | None = None,
+    ) -> VecEnvObs:
+        """Start new episodes in ``env_ids`` only, now (SB3's ``reset`` resets every env; this is the batch's
+        ``reset_mask``). Used by grouped rollouts (:mod:`ordergrad_rl.agents.groups`).
+
+        :param env_ids: ``[B]`` envs to reset.
+        :param seed: ``None`` or one seed per env (``None`` entries keep the env's generator).
+        :param options: reset options as per-env arrays ``[num_envs]`` (only the rows of ``env_ids`` are used).
+        :return: the observations of all envs (the others unchanged).
+        """
+        env_ids = np.asarray(env_ids, dtype=np.int64)
+        obs, reset_info = self.vector_env._reset_envs(seed, env_ids, options)
+        for i, row in zip(env_ids, _rows(reset_info, env_ids, self.num_envs), strict=True):
+            self.reset_infos[i] = row
+        return obs
+
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 

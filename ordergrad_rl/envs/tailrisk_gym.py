@@ -207,6 +207,10 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
         self.single_observation_space, self.single_action_space = tailrisk_spaces(self.simulator)
         self._init_vector(self.simulator.num_envs, autoreset_mode)
 
+    @property
+    def env_rngs(self) -> list[np.random.Generator]:
+        return self.simulator.rngs
+
     def _reset_envs(
         self, seed: int | list[int | None] | None, env_ids: np.ndarray | None, options: dict[str, Any] | None
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:

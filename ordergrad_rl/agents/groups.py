@@ -1,0 +1,167 @@
+"""Prompt-conditional groups: ``G`` episodes that share a start context and are otherwise independent.
+
+The paper's LLM experiments rank the rollouts of one prompt against each other (8 per prompt). In an episodic rollout
+with ``group_size=G``, episode ``j`` (the buffer's numbering, see :mod:`ordergrad_rl.agents.buffers`) belongs to group
+``j // G``; at the start of a rollout the agent draws one context per group, and every env that starts a counted
+episode is reset into its group's context. Members of a group are then conditionally i.i.d. given the context, so the
+core's ``[n_groups, G]`` advantages give an unbiased gradient of the context-averaged objective.
+
+How an env's episode is put in a context, for any Gymnasium env (checked once per env by :class:`GroupResetter`):
+
+* **options rule** (envs that separate the context from the noise opt in): the env has the attributes
+  ``context_key`` (a reset-option name) and ``n_contexts`` (an int). A group's context is ``c ~ U{0 .. n_contexts-1}``
+  and its members are reset with ``reset(options={context_key: c})``; nothing else is shared. ``TargetSum-v0`` has
+  ``context_key = "problem"``.
+* **seed rule** (every other env): the members are reset with one shared seed, ``reset(seed=s_g)``, so they get the
+  same start state, then each gets an independent generator for the dynamics, ``env.unwrapped.np_random =
+  fresh``. Contexts are then start states drawn from the env's own reset distribution. (An env whose reset draws
+  from other sources than ``np_random`` cannot be grouped this way.)
+
+Per-env resets go through SB3's ``VecEnv.env_method("reset", ...)`` (``DummyVecEnv``, ``SubprocVecEnv``) or the native
+batch's :meth:`~ordergrad_rl.envs.sb3_vec_env.NativeVecEnv.reset_envs`. VecEnv wrappers must not transform
+observations, except ``VecNormalize`` (its ``normalize_obs`` is applied); ``VecMonitor`` is fine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.utils.seeding import np_random
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
+
+from ordergrad_rl.agents.checks import check_int
+
+#: Env attribute naming the reset option that poses a context (options rule).
+CONTEXT_KEY = "context_key"
+#: Env attribute: the number of contexts (contexts are ``0 .. n_contexts - 1``).
+N_CONTEXTS = "n_contexts"
+OPTIONS_RULE, SEED_RULE = "options", "seed"
+_SEED_BOUND = 2**31 - 1
+
+
+def check_group_size(group_size: int | None, n_episodes: int) -> int | None:
+    """``group_size`` as an int (or ``None``), or a ``ValueError``: at least 2 and dividing ``n_episodes``."""
+    if group_size is None:
+        return None
+    group_size = check_int("group_size", group_size, 2)
+    if n_episodes % group_size:
+        raise ValueError(
+            f"n_episodes={n_episodes} is not a multiple of group_size={group_size}: a rollout is n_groups * "
+            f"group_size episodes (e.g. n_episodes={-(-n_episodes // group_size) * group_size})"
+        )
+    return group_size
+
+
+def group_normalize(weights: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+    """Each group's weights divided by that group's standard deviation (``ddof=0``; + ``eps``).
+
+    :param weights: ``[n_groups, G]``.
+    """
+    return weights / (weights.std(axis=-1, keepdims=True) + eps)
+
+
+def _wrappers(venv: VecEnv) -> tuple[list[VecEnvWrapper], VecEnv]:
+    chain = []
+    while isinstance(venv, VecEnvWrapper):
+        chain.append(venv)
+        venv = venv.venv
+    return chain, venv
+
+
+class GroupResetter:
+    """Resets chosen envs of a VecEnv into chosen contexts (see the module docstring for the two rules).
+
+    :param venv: the training VecEnv.
+    :param rng: the agent's generator for contexts and fresh dynamics streams.
+    :raises ValueError: a VecEnv wrapper that transforms observations.
+    """
+
+    def __init__(self, venv: VecEnv, rng: np.random.Generator) -> None:
+        from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv
+
+        chain, base = _wrappers(venv)
+        for wrapper in chain:
+            if not isinstance(wrapper, VecMonitor | VecNormalize):
+                raise ValueError(
+                    f"group_size needs per-env resets, which bypass VecEnv wrappers; {type(wrapper).__name__} "
+                    "transforms observations (only VecMonitor and VecNormalize are supported): apply it inside the "
+                    "env (a gymnasium wrapper) instead"
+                )
+        self.venv = venv
+        self.base = base
+        self.native = base if isinstance(base, NativeVecEnv) else None
+        self.normalize = next((w for w in chain if isinstance(w, VecNormalize)), None)
+        self.rng = rng
+        if venv.has_attr(CONTEXT_KEY) and venv.has_attr(N_CONTEXTS):
+            self.rule = OPTIONS_RULE
+            self.key: str | None = str(venv.get_attr(CONTEXT_KEY, indices=[0])[0])
+            self.n_contexts: int | None = check_int(N_CONTEXTS, venv.get_attr(N_CONTEXTS, indices=[0])[0], 1)
+        else:
+            self.rule, self.key, self.n_contexts = SEED_RULE, None, None
+
+    def draw_contexts(self, n: int) -> np.ndarray:
+        """``n`` contexts: indices in ``[0, n_contexts)`` (options rule) or reset seeds (seed rule), ``[n]`` int64."""
+        high = self.n_contexts if self.rule == OPTIONS_RULE else _SEED_BOUND
+        return self.rng.integers(high, size=n, dtype=np.int64)
+
+    def reset(self, env_ids: np.ndarray, contexts: np.ndarray, obs: Any) -> Any:
+        """Reset env ``env_ids[j]`` into context ``contexts[j]`` now and write its first observation into ``obs``.
+
+        :param env_ids: ``[B]`` envs to reset.
+        :param contexts: ``[B]`` their contexts (from :meth:`draw_contexts`).
+        :param obs: the batch observation ``[n_envs, ...]`` (or a dict of such).
+        :return: a copy of ``obs`` with the rows of ``env_ids`` replaced (VecEnvs may hand out their own buffers).
+        """
+        obs = {key: np.array(value) for key, value in obs.items()} if isinstance(obs, dict) else np.array(obs)
+        if self.native is not None:
+            fresh = self._reset_native(env_ids, contexts)
+            rows = {i: _row(fresh, i) for i in env_ids}
+        else:
+            rows = {i: self._reset_one(int(i), int(c)) for i, c in zip(env_ids, contexts, strict=True)}
+        for i, row in rows.items():
+            if self.normalize is not None:
+                row = self.normalize.normalize_obs(row)
+            if isinstance(obs, dict):
+                for key in obs:
+                    obs[key][i] = row[key]
+            else:
+                obs[i] = row
+        return obs
+
+    def _fresh_rng(self) -> np.random.Generator:
+        return np_random(int(self.rng.integers(2**63 - 1)))[0]
+
+    def _reset_one(self, i: int, context: int) -> Any:
+        base = self.base
+        if self.rule == OPTIONS_RULE:
+            obs, info = base.env_method("reset", options={self.key: context}, indices=[i])[0]
+        else:
+            obs, info = base.env_method("reset", seed=context, indices=[i])[0]
+            # The start state came from the shared seed; the dynamics get a stream of their own.
+            base.set_attr("np_random", self._fresh_rng(), indices=[i])
+        if hasattr(base, "reset_infos"):
+            base.reset_infos[i] = info
+        return obs
+
+    def _reset_native(self, env_ids: np.ndarray, contexts: np.ndarray) -> Any:
+        native = self.native
+        assert native is not None
+        if self.rule == OPTIONS_RULE:
+            values = np.zeros(native.num_envs, dtype=np.int64)
+            values[env_ids] = contexts
+            return native.reset_envs(env_ids, options={self.key: values})
+        seeds: list[int | None] = [None] * native.num_envs
+        for i, c in zip(env_ids, contexts, strict=True):
+            seeds[i] = int(c)
+        obs = native.reset_envs(env_ids, seed=seeds)
+        rngs = native.vector_env.env_rngs
+        for i in env_ids:
+            rngs[i] = self._fresh_rng()
+        return obs
+
+
+def _row(obs: Any, i: int) -> Any:
+    if isinstance(obs, dict):
+        return {key: value[i] for key, value in obs.items()}
+    return obs[i]

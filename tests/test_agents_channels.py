@@ -1,0 +1,131 @@
+"""Multi-channel objectives: the grammar, the weighted sum of per-channel advantages, collection, logs, save/load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from stable_baselines3.common.logger import KVWriter, Logger
+
+from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.channels import parse_objective
+from ordergrad_rl.core import Objective, lstat_advantage
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+PAPER = {"reward": "top2@4", "length": ("bot2@4", 0.4)}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        PAPER,
+        "reward=top2@4 + 0.4*length=bot2@4",
+        "  reward = TopM:2@4 +0.4 * length=BotM:2@4 ",
+        "reward=cvar0.2@8 + -0.2*cost=mean",
+        "reward=alpha[0.5,0,0.5] + 1e-3*x.y=max@4",
+        {"length": ("mean", -1.0)},
+    ],
+)
+def test_canonical_string_parses_back(spec: Any) -> None:
+    parsed = parse_objective(spec)
+    assert isinstance(parsed, ChannelObjective)
+    assert parse_objective(str(parsed)) == parsed
+    assert str(parse_objective(str(parsed))) == str(parsed)
+
+
+def test_grammar() -> None:
+    assert str(parse_objective(PAPER)) == "reward=top2@4 + 0.4*length=bot2@4"
+    assert parse_objective(PAPER) == parse_objective("reward=top2@4 + 0.4*length=bot2@4")
+    # The reward alone at weight 1 is a plain objective.
+    assert parse_objective({"reward": "top2@4"}) == Objective.parse("top2@4")
+    assert parse_objective("reward=cvar0.2", k=10) == Objective.parse("cvar0.2@10")
+    # k is a default: a channel that fixes its own keeps it.
+    assert str(parse_objective("reward=max + length=bot2@4", k=8)) == "reward=max@8 + length=bot2@4"
+    assert parse_objective(PAPER).info_channels == ("length",)
+    assert parse_objective(PAPER).k == 4
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({}, "at least one channel"),
+        ("reward=top2@4 + length", r"channel 'reward': malformed objective spec 'top2@4 \+ length'"),
+        ("reward=top2@4 + 0.4*=bot2@4", "channel 'reward': malformed objective spec"),
+        ("=top2@4", "malformed channel term"),
+        ({"reward": "top2@4", "len gth": "mean"}, "channel names are"),
+        ({"reward": ("top2@4", float("nan"))}, "must be a finite real number"),
+        ({"reward": ("top2@4", "0.4")}, "must be a finite real number"),
+        ({"reward": "top2@4", "length": "tpo2@4"}, "channel 'length'"),
+        ("reward=top2@4 + reward=mean", "distinct"),
+    ],
+)
+def test_bad_specs(spec: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_objective(spec)
+
+
+def test_advantage_is_the_weighted_sum_of_channel_advantages() -> None:
+    rng = np.random.default_rng(0)
+    returns, length = rng.normal(size=24), rng.integers(3, 17, size=24).astype(float)
+    common = dict(n_episodes=24, group_size=8, normalize_advantage=False, seed=0)
+    model = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective=PAPER, **common)
+    by_hand = np.concatenate(
+        [
+            4 * lstat_advantage(returns[g : g + 8], "top2@4") + 0.4 * 4 * lstat_advantage(length[g : g + 8], "bot2@4")
+            for g in range(0, 24, 8)
+        ]
+    )
+    np.testing.assert_allclose(model.episode_weights(returns, {"length": length}), by_hand, atol=1e-12)
+    # A channel with weight 0 changes nothing.
+    silent = OrderGradREINFORCE(
+        "MlpPolicy", "TargetSum-v0", objective={"reward": "top2@4", "length": ("bot2@4", 0.0)}, **common
+    )
+    plain = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective="top2@4", **common)
+    np.testing.assert_array_equal(silent.episode_weights(returns, {"length": length}), plain.episode_weights(returns))
+    with pytest.raises(ValueError, match="channels \\['length'\\] are needed"):
+        model.episode_weights(returns)
+
+
+class Capture(KVWriter):
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        self.rows.append(dict(key_values))
+
+
+def test_info_channel_is_collected_logged_and_saved(tmp_path) -> None:
+    model = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective=PAPER, n_episodes=32, group_size=8, n_envs=8, seed=1)
+    capture = Capture()
+    model.set_logger(Logger(folder=None, output_formats=[capture]))
+    model.learn(1)
+    buffer = model.rollout_buffer
+    # TargetSum reports info["length"] = 1 per generated token: the channel is the episode length.
+    np.testing.assert_array_equal(buffer.episode_channels["length"], buffer.episode_lengths)
+    logged = capture.rows[-1]
+    assert logged["risk/length/mean"] == pytest.approx(buffer.episode_lengths.mean())
+    assert {"risk/length/cvar_0.1", "risk/reward/objective", "risk/length/objective", "risk/mean"} <= logged.keys()
+    total = logged["risk/reward/objective"] + 0.4 * logged["risk/length/objective"]
+    assert logged["risk/objective"] == pytest.approx(total)
+    assert str(model.objective) == "reward=top2@4 + 0.4*length=bot2@4"
+    model.save(tmp_path / "m.zip")
+    loaded = OrderGradPPO.load(tmp_path / "m.zip", env=model.env)
+    assert loaded.objective == model.objective and loaded.k == 4
+    loaded.learn(1)
+
+
+def test_unknown_channel_names_the_keys_present() -> None:
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "TargetSum-v0", objective={"reward": "top2@4", "lenght": "bot2@4"}, n_episodes=16, seed=0
+    )
+    with pytest.raises(ValueError, match=r"\['lenght'\] never appeared.*'is_success', 'length'"):
+        model.learn(1)
+
+
+def test_channels_refuse_reward_to_go() -> None:
+    with pytest.raises(ValueError, match="reward_to_go needs the mean objective"):
+        OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective={"reward": "mean", "x": "mean"}, reward_to_go=True)
+    model = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective={"reward": "mean", "length": ("mean", -0.1)})
+    assert not model.reward_to_go

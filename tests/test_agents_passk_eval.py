@@ -1,0 +1,148 @@
+"""PassAtKEvalCallback / sample_successes: known success rates, lengths, contexts, tags; ``evaluate --pass-at-k``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.vec_env import DummyVecEnv
+from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture; tests/ is on sys.path under pytest)
+
+from ordergrad_rl import pass_at_k
+from ordergrad_rl.agents import OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
+from ordergrad_rl.cli import main
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+#: Success probability of each problem, whatever the policy does.
+RATES = np.array([0.05, 0.5, 0.9])
+
+
+class SeededCoins(gym.Env):
+    """Problem ``c`` is solved with probability ``RATES[c]`` at the first step (then the episode ends); otherwise the
+    episode goes on for two more steps and fails. Correct episodes last 1 step, incorrect ones 3. The problem is
+    drawn at reset with ``np_random`` (so the seed rule poses it with a reset seed)."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.problem = int(self.np_random.integers(3)) if options is None else int(options["problem"])
+        self.t = 0
+        return np.eye(3, dtype=np.float32)[self.problem], {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t == 1 and self.np_random.random() < RATES[self.problem]:
+            return np.eye(3, dtype=np.float32)[self.problem], 1.0, True, False, {"is_success": True}
+        done = self.t >= 3
+        return np.eye(3, dtype=np.float32)[self.problem], 0.0, done, False, ({"is_success": False} if done else {})
+
+
+class Coins(SeededCoins):
+    """The same, declaring its contexts (the options rule)."""
+
+    context_key = "problem"
+    n_contexts = len(RATES)
+
+
+class Capture(KVWriter):
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        self.rows.append(dict(key_values))
+
+
+def model_on(env_class) -> OrderGradREINFORCE:
+    return OrderGradREINFORCE("MlpPolicy", DummyVecEnv([env_class] * 4), objective="mean", n_episodes=8, seed=0)
+
+
+def test_callback_logs_the_unbiased_curve_and_lengths() -> None:
+    model = model_on(Coins)
+    capture = Capture()
+    model.set_logger(Logger(folder=None, output_formats=[capture]))
+    callback = PassAtKEvalCallback(DummyVecEnv([Coins] * 5), n_samples=400, ks=[1, 2, 4], eval_freq=None, seed=0)
+    callback.init_callback(model)
+    curve = callback.evaluate()
+    result = callback.last_result
+    assert result is not None and list(result.contexts) == [0, 1, 2] and result.success.shape == (3, 400)
+    # Each problem's success rate is its coin's, within 4 standard errors.
+    rates = result.success.mean(1)
+    assert np.all(np.abs(rates - RATES) < 4 * np.sqrt(RATES * (1 - RATES) / 400) + 1e-9), rates
+    # The curve is the unbiased estimator of the sampled counts, and near 1 - (1 - p)^k.
+    for k in (1, 2, 4):
+        assert curve[k] == pytest.approx(pass_at_k(result.n_correct, 400, k).mean())
+        assert curve[k] == pytest.approx(np.mean(1 - (1 - RATES) ** k), abs=0.06)
+    assert np.all(result.lengths[result.success] == 1) and np.all(result.lengths[~result.success] == 3)
+    logged = capture.rows[-1]
+    assert logged["eval_pass@k/k=4"] == curve[4]
+    assert (logged["eval_pass@k/length_correct"], logged["eval_pass@k/length_incorrect"]) == (1.0, 3.0)
+
+
+def test_seed_rule_contexts_and_periodic_evaluation() -> None:
+    with pytest.raises(ValueError, match="does not declare its contexts"):
+        PassAtKEvalCallback(DummyVecEnv([SeededCoins]), n_samples=4)
+    callback = PassAtKEvalCallback(DummyVecEnv([SeededCoins] * 3), contexts=[11, 12], n_samples=8, eval_freq=2)
+    model = model_on(SeededCoins)
+    model.learn(40, callback=callback)
+    assert len(callback.evaluations_curves) >= 2 and set(callback.last_curve) == {1, 2, 4, 8}
+    # A seed poses one problem to all its samples: the success rates are those of the seeds' problems (random
+    # problems would give about the average rate, 0.48, for both).
+    seeds = {}
+    for seed in range(50):
+        problem = int(np.random.default_rng(seed).integers(3))  # what SeededCoins.reset(seed=seed) draws
+        seeds.setdefault(problem, seed)
+    result = sample_successes(model, DummyVecEnv([SeededCoins] * 2), [seeds[0], seeds[2]], 60, seed=1)
+    rates = result.success.mean(1)
+    assert rates[0] < 0.25 and rates[1] > 0.7, rates
+
+
+def test_errors() -> None:
+    class NoSuccess(Coins):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            info.pop("is_success", None)
+            return obs, reward, terminated, truncated, {"score": reward}
+
+    model = model_on(Coins)
+    with pytest.raises(ValueError, match=r"info\['is_success'\].*'score'"):
+        sample_successes(model, DummyVecEnv([NoSuccess]), [0], 2)
+    with pytest.raises(ValueError, match="contexts must be in \\[0, 3\\)"):
+        sample_successes(model, DummyVecEnv([Coins]), [3], 2)
+    with pytest.raises(ValueError, match="ks must be"):
+        PassAtKEvalCallback(DummyVecEnv([Coins]), n_samples=4, ks=[8])
+
+
+def test_evaluate_command_pass_at_k(tmp_path, capsys) -> None:
+    model = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective="top2@4", n_episodes=16, group_size=8, seed=0)
+    model.save(tmp_path / "m.zip")
+    argv = ["evaluate", str(tmp_path / "m.zip"), "--env", "TargetSum-v0", "--env-kwargs", "split=test", "n_test=12"]
+    argv += ["--pass-at-k", "8", "--contexts", "5", "--quiet", "--json", str(tmp_path / "p.json")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "8 samples per context, 5 contexts" in out and "| k " in out
+    payload = json.loads((tmp_path / "p.json").read_text())
+    assert list(payload["pass_at_k"]) == ["1", "2", "4", "8"] and len(payload["n_correct"]) == 5
+    assert payload["env_kwargs"] == {"split": "test", "n_test": 12}
+    assert main([*argv[:-2], "--contexts", "13"]) == 2
+    assert "has 12 contexts" in capsys.readouterr().err
+
+
+README_SECTION = "Groups (GRPO, MaxPO, prompt-conditional OrderGrad), reward channels and pass@k"
+
+
+def test_readme_group_commands_run_as_pasted(tmp_path, monkeypatch, smoke_learn) -> None:  # noqa: F811
+    monkeypatch.chdir(tmp_path)
+    commands = command_lines(README_SECTION)
+    assert [c.split()[1] for c in commands] == ["train", "evaluate"]
+    for command in commands:
+        assert main(shlex.split(command)[1:]) == 0, command
+    payload = json.loads((tmp_path / "passk.json").read_text())
+    assert len(payload["n_correct"]) == 100 and payload["n_samples"] == 64
