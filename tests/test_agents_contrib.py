@@ -275,3 +275,16 @@ def test_construction_errors(cls, kwargs: dict, message: str) -> None:
 def test_package_exports() -> None:
     assert ordergrad_rl.OrderGradRecurrentPPO is OrderGradRecurrentPPO
     assert ordergrad_rl.OrderGradMaskablePPO is OrderGradMaskablePPO
+
+
+def test_recurrent_groups_normalize_each_group():
+    """``group_size`` and ``normalize_advantage="group"`` carry over to the sb3-contrib algorithms."""
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", "RiskyBandit-v0", objective="mean", group_size=4, n_episodes=16,
+        normalize_advantage="group", n_epochs=1, policy_kwargs=dict(lstm_hidden_size=8),
+    )  # fmt: skip
+    assert model.group_size == 4 and model.n_episodes == 16
+    returns = np.random.default_rng(1).normal(size=16)
+    weights = model.episode_weights(returns).reshape(4, 4)
+    centred = returns.reshape(4, 4) - returns.reshape(4, 4).mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(weights, centred / (centred.std(axis=1, keepdims=True) + 1e-8), rtol=1e-6)

@@ -134,3 +134,16 @@ def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
 def test_qrdqn_cvar_alpha_is_checked() -> None:
     with pytest.raises(ValueError, match="cvar_alpha"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
+
+
+def test_gcvar_with_groups_weights_each_group_as_its_own_batch():
+    """GCVaR with ``group_size``: each group's VaR and tail come from that group only."""
+    from ordergrad_rl.agents import OrderGradREINFORCE
+    from ordergrad_rl.core.gcvar import gcvar_weights
+
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", objective="gcvar0.25", group_size=8, n_episodes=32, normalize_advantage=False
+    )
+    returns = np.random.default_rng(0).normal(size=32)
+    expected = np.concatenate([gcvar_weights(group, 0.25) for group in returns.reshape(4, 8)])
+    np.testing.assert_array_equal(model.episode_weights(returns), expected)
