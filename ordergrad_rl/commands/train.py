@@ -12,7 +12,9 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string). TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
-(eval_risk/*, eval_info/*).
+(eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
+named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
+(NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ OPTION_OF: dict[str, str] = {
 }
 #: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
 EVAL_SEED_OFFSET = 1_000_000
+
+
+def run_name(text: str) -> str:
+    """argparse type of ``--run-name``: a relative path of named parts (``name`` or ``group/name``)."""
+    parts = text.split("/")
+    if text.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise argparse.ArgumentTypeError(f"expected a name or group/name (a relative path without '..'), got {text!r}")
+    return text
 
 
 def algorithm_class(algo: str) -> type:
@@ -203,6 +213,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policy", default="MlpPolicy", help="MlpPolicy, CnnPolicy or MultiInputPolicy (default: %(default)s)"
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--run-name",
+        type=run_name,
+        default=None,
+        metavar="NAME",
+        help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
+        "'group/name' writes the run into the subdirectory 'group'",
+    )
     parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
@@ -291,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {args.timesteps} timesteps"
     )
     start = time.perf_counter()
-    model.learn(args.timesteps, callback=callback, progress_bar=not args.quiet)
+    model.learn(args.timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
@@ -303,5 +321,5 @@ def run(args: argparse.Namespace) -> int:
         model.save(args.save)
         print(f"model: {args.save}")
     if args.tensorboard is not None:
-        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}")
+        print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
     return 0

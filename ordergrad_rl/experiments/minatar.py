@@ -185,10 +185,12 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
 
     th.set_num_threads(1)  # one core per run; runs go in parallel processes
     env = make_minatar_vec_env(game, config.n_envs, seed=seed)
-    model = build_model(method, env, config, seed, tensorboard_log)
+    # The runs of a (game, method) share a parent directory, so TensorBoard groups the seeds of a method.
+    method_log = None if tensorboard_log is None else str(Path(tensorboard_log) / f"{game}_{method}")
+    model = build_model(method, env, config, seed, method_log)
     recorder = _recorder()
     start = time.perf_counter()
-    model.learn(config.steps, callback=recorder, tb_log_name=f"{game}_{method}_s{seed}")
+    model.learn(config.steps, callback=recorder, tb_log_name=f"seed{seed}")
     train_seconds = time.perf_counter() - start
     eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=10_000 + seed)
     returns, _ = evaluate_policy(

@@ -27,8 +27,9 @@ each); the results do not depend on the number of workers.
 
 Outputs: the table beside the paper's numbers, tailrisk.png (the 4-panel figure), tailrisk_stress.png (--stress),
 the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate / compare), TensorBoard runs
-<tensorboard>/<method>_seed<s>_1 (risk/* of the training batches, eval_risk/* and eval_info/* of 64 deterministic
-deployment episodes every 50 updates) with --tensorboard, and the numbers with --json.
+<tensorboard>/<method>/seed<s>_1 (one parent directory per method; risk/* of the training batches, eval_risk/*
+and eval_info/* of 64 deterministic deployment episodes every 50 updates) with --tensorboard, and the numbers with
+--json.
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ def train_method(
 ) -> OrderGradREINFORCE | OrderGradPPO:
     """Train one method on one seed: the paper's protocol (REINFORCE methods) or OrderGradPPO's defaults.
 
-    :param tensorboard: log dir of the run ``<method>_seed<seed>``; also evaluates on the deployment env every
+    :param tensorboard: log dir of the run ``<method>/seed<seed>_1``; also evaluates on the deployment env every
         ``config.eval_every`` updates (``eval_risk/*``).
     :param on_update: called after every collected batch with the env steps done since the last call, up to
         :func:`planned_steps` in all (progress reporting).
@@ -313,7 +314,7 @@ def train_method(
                 deterministic=True,
             )
         )
-    model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}_seed{seed}")
+    model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}/seed{seed}")
     return model
 
 
