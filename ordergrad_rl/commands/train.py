@@ -161,28 +161,38 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     :raises CommandError: malformed item, a key with its own option, a key ``cls`` does not accept, or a value of
         the wrong type.
     """
-    valid = hyperparameter_names(cls)
     out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CommandError(f"--hparams expects key=value items, got {item!r}")
-        if key in OPTION_OF:
-            raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
-        if key not in valid:
-            raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = text  # e.g. activation names, device strings
-        expected = _expected(cls, key)
-        if expected is not None and not _matches(value, expected):
-            got = "text that is not a Python literal" if value is text else f"{type(value).__name__} {value!r}"
-            accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
-            raise CommandError(f"--hparams {key}={text}: {cls.__name__}'s {key} expects {accepted}, got {got}")
-        out[key] = value
+        out[key] = check_hparam(key, value, cls, f"--hparams {key}={text}", raw=value is text)
     return out
+
+
+def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False) -> Any:
+    """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type.
+
+    :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
+    :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
+    :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
+    """
+    if key in OPTION_OF:
+        raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
+    valid = hyperparameter_names(cls)
+    if key not in valid:
+        raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
+    expected = _expected(cls, key)
+    if expected is not None and not _matches(value, expected):
+        got = "text that is not a Python literal" if raw else f"{type(value).__name__} {value!r}"
+        accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
+        raise CommandError(f"{where}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -245,16 +255,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def build_model(args: argparse.Namespace) -> Any:
+def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None) -> Any:
     """The algorithm, configured from the options.
 
     ``n_episodes`` and ``n_envs`` are passed only when given: otherwise the algorithm's defaults apply (they know
     which envs have a native vector form).
 
+    :param hparams: other constructor arguments, already checked (:func:`check_hparam`); default: ``args.hparams``
+        (``key=value`` strings).
     :raises CommandError: unknown env or device, bad --hparams, or arguments the algorithm rejects.
     """
     cls = algorithm_class(args.algo)
-    hparams = parse_hparams(args.hparams, cls)
+    if hparams is None:
+        hparams = parse_hparams(args.hparams, cls)
     is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
     check_device(args.device)
     given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}

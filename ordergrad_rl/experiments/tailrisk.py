@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import math
 import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -52,6 +51,7 @@ import numpy as np
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.experiments._common import (
     add_output_arguments,
+    available_cores,
     markdown_table,
     positive_int,
     print_checks,
@@ -369,13 +369,6 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
         "stress": stress,
         "model": path,
     }
-
-
-def available_cores() -> int:
-    """Cores this process may run on (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _executor(workers: int, counter: Any) -> Executor:
