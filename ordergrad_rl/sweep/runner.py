@@ -20,6 +20,8 @@ from ordergrad_rl.commands._models import CommandError
 
 #: Tune's experiment directory under the storage path.
 EXPERIMENT = "tune"
+#: Metric naming the spec of a finished trial (Tune fills its own ``trial_id`` into every result).
+FINISHED = "spec_trial_id"
 
 
 def require_ray(command: str) -> None:
@@ -75,7 +77,7 @@ def _trainable(config: dict[str, Any]) -> dict[str, Any]:
     spec = config["spec"]
     module, _, name = spec["function"].rpartition(".")
     function = getattr(importlib.import_module(module), name)
-    return {**_scalars(function(**spec["kwargs"])), "trial_id": spec["trial_id"]}
+    return {**_scalars(function(**spec["kwargs"])), FINISHED: spec["trial_id"]}
 
 
 @dataclass
@@ -141,10 +143,9 @@ def run_tune(
     results = tuner.fit()
     finished, errors = [], {}
     for result in results:
-        trial_id = result.config["spec"]["trial_id"]
+        spec = (result.config or {}).get("spec", {})  # a trial that never started has no config
         if result.error is not None:
-            errors[trial_id] = str(result.error).strip().splitlines()[-1]
-        elif result.metrics and result.metrics.get("done", "trial_id" in result.metrics):
-            finished.append(trial_id)
-    interrupted = len(finished) + len(errors) < len(results)
-    return TuneOutcome(finished, errors, interrupted)
+            errors[spec.get("trial_id", str(result.path))] = str(result.error).strip().splitlines()[-1]
+        elif result.metrics and FINISHED in result.metrics:  # the trainable's return value: it finished
+            finished.append(result.metrics[FINISHED])
+    return TuneOutcome(finished, errors, interrupted=len(finished) + len(errors) < len(specs))
