@@ -79,3 +79,25 @@ def test_sweep_interrupted_by_ctrl_c_resumes_without_redoing_finished_trials(tmp
     table = (out / "risk_table.md").read_text().splitlines()
     assert len(table) == 2 + 2 and all(" ± " in line for line in table[2:])
     assert (out / "compare_sweep.png").stat().st_size > 20_000
+
+
+@pytest.mark.slow
+def test_tailrisk_grid_on_ray_gives_the_local_results(tmp_path):
+    """The reproduction's jobs as Ray Tune trials (what --address runs) reproduce the local workers' numbers."""
+    import dataclasses
+
+    import numpy as np
+
+    from ordergrad_rl.experiments import tailrisk as tr
+
+    config = tr.Config(seeds=1, updates=2, n_episodes=16, k=8, deploy_paths=16)
+    local = tr.run_experiment(dataclasses.replace(config, workers=1), quiet=True)
+    on_ray = tr.run_experiment(dataclasses.replace(config, address="local"), quiet=True, storage=tmp_path / "ray")
+    for method in config.methods:
+        for name in ("wealth", "max_drawdown", "weights"):
+            np.testing.assert_array_equal(
+                getattr(on_ray["deployments"][method], name), getattr(local["deployments"][method], name)
+            )
+    assert on_ray["methods"] == local["methods"]
+    (state,) = (tmp_path / "ray").iterdir()  # one fresh directory per run: a rerun never meets an old state
+    assert len(list((state / "results").glob("*.pkl"))) == len(config.methods)

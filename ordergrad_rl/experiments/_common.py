@@ -41,6 +41,18 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     )
 
 
+def add_address_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--address``: run the experiment's independent runs as Ray Tune trials (the ``[ray]`` extra)."""
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="local|auto|HOST:PORT",
+        help="run the training runs as Ray Tune trials: on a new local Ray instance (local), or on a Ray cluster "
+        '(auto: the one `ray start` made here; HOST:PORT: its head node); needs pip install "ordergrad-rl[ray]". '
+        "Default: local worker processes",
+    )
+
+
 def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
     """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
     ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""
