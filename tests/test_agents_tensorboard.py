@@ -190,15 +190,16 @@ def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) ->
 
 
 def read_hparams(accumulator: EventAccumulator) -> tuple[dict, list[str]]:
-    """The run's hparams (name -> value) and the metric tags of its HParams experiment."""
+    """The run's hparams (name -> value, in column order) and the metric tags of its HParams experiment."""
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     content = accumulator.PluginTagToContent("hparams")
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
-    values = {}
-    for key, value in start.session_start_info.hparams.items():
-        values[key] = value.string_value if value.WhichOneof("kind") == "string_value" else value.number_value
+    values = {}  # in the experiment's column order (the session's map has none)
+    for info in experiment.experiment.hparam_infos:
+        value = start.session_start_info.hparams[info.name]
+        values[info.name] = value.string_value if value.WhichOneof("kind") == "string_value" else value.number_value
     return values, [info.name.tag for info in experiment.experiment.metric_infos]
 
 
@@ -245,9 +246,9 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     expected |= {"n_episodes": 16.0, "n_envs": 4.0, "learning_rate": 0.01, "seed": 3.0, "batch_size": 64.0}
     expected |= {"normalize_advantage": "True", "reward_to_go": "False", "advantage": "episodic"}
     assert expected.items() <= hparams.items()
-    assert {f"{prefix}/{key}" for prefix in ("risk", "eval_risk") for key in PROFILE_KEYS} | {"risk/objective"} == set(
-        metrics
-    )
+    assert list(hparams)[:4] == ["objective", "algorithm", "k", "n_episodes"]  # the columns TensorBoard shows
+    keys = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
+    assert metrics == [f"eval_risk/{key}" for key in keys] + [f"risk/{key}" for key in keys] + ["risk/objective"]
     # Every metric is a scalar of the run: the dashboard shows its last value, the final risk profile.
     scalars = set(run.Tags()["scalars"])
     assert set(metrics) <= scalars

@@ -46,9 +46,10 @@ EPISODIC = "episodic"
 HPARAM_NAMES: tuple[str, ...] = (
     "k",
     "n_episodes",
-    "n_envs",
     "group_size",
     "learning_rate",
+    "seed",
+    "n_envs",
     "batch_size",
     "n_epochs",
     "gamma",
@@ -59,7 +60,6 @@ HPARAM_NAMES: tuple[str, ...] = (
     "normalize_advantage",
     "reward_to_go",
     "advantage",
-    "seed",
 )
 
 
@@ -377,12 +377,13 @@ class EpisodicAlgorithmMixin:
         return default_run_name(type(self).__name__, self.objective_spec)
 
     def hparams(self) -> dict[str, Any]:
-        """The arguments logged to TensorBoard's HParams dashboard: algorithm, env, objective, k, n_episodes and
-        the constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has)."""
+        """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
+        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id; in this
+        order, since TensorBoard shows the first few columns."""
         spec = self.env.get_attr("spec", [0])[0] if self.env is not None else None  # type: ignore[attr-defined]
-        values = {"algorithm": type(self).__name__, "env": getattr(spec, "id", None)}
+        values = {"objective": self.objective_spec, "algorithm": type(self).__name__}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
-        values["objective"] = self.objective_spec
+        values["env"] = getattr(spec, "id", None)
         return values
 
     # ------------------------------------------------------------------ collection

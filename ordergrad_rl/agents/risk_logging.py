@@ -37,6 +37,8 @@ EVAL_PREFIX = "eval_risk"
 HISTOGRAM_EXCLUDE: tuple[str, ...] = ("stdout", "log", "json", "csv")
 #: Longest objective part of a run name; longer specs (numeric alpha vectors) are cut and end in a hash.
 MAX_NAME_OBJECTIVE = 40
+#: Risk-profile keys given to the HParams dashboard as metrics (all 13 would bury the comparison in columns).
+HPARAM_METRIC_KEYS: tuple[str, ...] = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
 
 _CATEGORY_TITLES = {TRAIN_PREFIX: "risk (training batches)", EVAL_PREFIX: "eval_risk (evaluation)"}
 
@@ -121,20 +123,21 @@ def hparam_value(value: Any) -> str | float | int | None:
 
 
 def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterable[str] = (TRAIN_PREFIX,)) -> None:
-    """Record ``hparams`` for TensorBoard's HParams dashboard, with every risk tag of ``prefixes`` as a metric.
+    """Record ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``prefixes`` as metrics.
 
     Written with SB3's :class:`~stable_baselines3.common.logger.HParam` at the logger's next ``dump``
     (TensorBoard only). TensorBoard reads a metric's value from the run's scalars, so the dashboard shows the last
-    logged ``risk/*`` / ``eval_risk/*`` values: the run's final risk profile.
+    logged values: the run's final risk profile. Metrics: :data:`HPARAM_METRIC_KEYS` of each prefix, evaluation
+    prefixes first (deployment is what the comparison is about), then ``risk/objective``.
 
-    :param hparams: argument name -> value; values without a TensorBoard form (see :func:`hparam_value`) are left
-        out.
-    :param prefixes: tag prefixes of the metrics (``risk``, ``eval_risk``); ``risk/objective`` for the training one.
+    :param hparams: argument name -> value, most telling first (TensorBoard ticks the first few columns);
+        values without a TensorBoard form (see :func:`hparam_value`) are left out.
+    :param prefixes: tag prefixes of the metrics (``risk``, ``eval_risk``).
     """
     values = {key: hparam_value(value) for key, value in hparams.items()}
-    keys = list(risk_profile([0.0]))
-    metrics = {f"{prefix}/{key}": 0.0 for prefix in prefixes for key in keys}
-    if TRAIN_PREFIX in prefixes:
+    ordered = sorted(dict.fromkeys(prefixes), key=lambda prefix: prefix == TRAIN_PREFIX)
+    metrics = {f"{prefix}/{key}": 0.0 for prefix in ordered for key in HPARAM_METRIC_KEYS}
+    if TRAIN_PREFIX in ordered:
         metrics[f"{TRAIN_PREFIX}/objective"] = 0.0
     hparam = HParam({key: value for key, value in values.items() if value is not None}, metrics)
     logger.record("hparams", hparam, exclude=HISTOGRAM_EXCLUDE)
