@@ -1,7 +1,8 @@
 """Screenshots of a running TensorBoard's HParams (table, parallel coordinates) and Custom Scalars tabs.
 
     tensorboard --logdir runs/tailrisk --port 6006 &
-    python scripts/screenshot_tensorboard.py http://127.0.0.1:6006 docs/figures --chromium /usr/bin/chromium-headless-shell
+    python scripts/screenshot_tensorboard.py http://127.0.0.1:6006 docs/figures \\
+        --chromium /usr/bin/chromium-headless-shell
 
 Needs Playwright (``pip install playwright``; not a dependency of the package) and a Chromium: Debian's
 ``chromium-headless-shell`` package, or Playwright's own (``playwright install chromium``) without --chromium.
