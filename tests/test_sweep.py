@@ -178,6 +178,15 @@ def test_one_trial_writes_its_model_run_and_row(tmp_path):
     hparams, metrics = read_hparams(run)
     assert hparams["objective"] == "cvar0.25@8" and hparams["seed"] == 3 and "eval_risk/cvar_0.1" in metrics
 
+    # Run again (a resumed sweep whose Tune state missed the end of this trial): the row, no training.
+    stamps = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()}
+    assert run_trial(trial, "m_seed3", "m", tmp_path) == row
+    assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()} == stamps
+    # Other settings under the same id are not that trial: it trains again.
+    again = run_trial(trial | {"eval_episodes": 8}, "m_seed3", "m", tmp_path)
+    assert len(json.loads((tmp_path / "trials" / "m_seed3.json").read_text())["returns"]) == 8
+    assert again["eval"]["episodes"] == 8 and not list((tmp_path / "trials").glob(".*"))  # no partial rows left
+
 
 def test_risk_table_is_the_mean_and_t_interval_over_seeds():
     rng = np.random.default_rng(0)

@@ -49,6 +49,6 @@ def test_results_by_id_and_progress_in_the_callers_unit(workers, monkeypatch):
 
 def test_a_failing_job_raises_and_ids_must_be_unique():
     with pytest.raises(ArithmeticError, match="negative -1"):
-        jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("b", square, {"x": -1})], workers=2, quiet=True)
+        jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("b", square, {"x": -1})], workers=1, quiet=True)
     with pytest.raises(ValueError, match="job ids must be unique"):
         jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("a", square, {"x": 2})], quiet=True)

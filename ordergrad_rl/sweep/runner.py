@@ -137,7 +137,10 @@ def run_tune(
         tuner = tune.Tuner(
             trainable,
             param_space={"spec": tune.grid_search(described)},
-            tune_config=tune.TuneConfig(trial_name_creator=trial_name, trial_dirname_creator=trial_name),
+            # Reused actors: a trial does not pay the import of torch and SB3 again in a fresh worker.
+            tune_config=tune.TuneConfig(
+                trial_name_creator=trial_name, trial_dirname_creator=trial_name, reuse_actors=True
+            ),
             run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(path.parent), verbose=0 if quiet else 1),
         )
     results = tuner.fit()

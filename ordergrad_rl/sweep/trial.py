@@ -5,12 +5,16 @@ Runs inside a Ray worker (or any process); it imports no Ray. Outputs under the 
 * ``models/<trial id>.zip``: the trained model;
 * ``tensorboard/<method>/seed<s>_1``: the TensorBoard run (runs of a method share the parent ``<method>``), whose
   last ``eval_risk/*`` values are the final evaluation (the HParams tab shows them beside the arguments);
-* ``trials/<trial id>.json``: the row (:func:`run_trial`'s return value, plus the evaluation returns).
+* ``trials/<trial id>.json``: the row (:func:`run_trial`'s return value, plus the evaluation returns), written
+  last and atomically: a trial whose row exists with the same settings is finished, and running it again returns
+  the row without training (so a resumed sweep redoes nothing finished, even a trial that ended just as the sweep
+  was interrupted, before Ray Tune recorded it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -55,6 +59,9 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     from ordergrad_rl.commands.train import build_model, eval_callback
 
     out = Path(out)
+    finished = finished_row(out, trial_id, trial)
+    if finished is not None:
+        return finished
     torch.set_num_threads(max(1, int(threads)))
     tensorboard = out / "tensorboard" / method
     name = f"seed{trial['seed']}"
@@ -85,10 +92,24 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
         "host": platform.node(),
         "pid": os.getpid(),
         "node": _ray_node_id(),
-        "model": model_file,
-        "run": run,
+        "model": str(model_file),
+        "run": str(run),
     }
-    write_json(row_path(out, trial_id), row | {"returns": callback.last_returns})
+    path = row_path(out, trial_id)
+    partial = write_json(path.with_name(f".{path.name}.{os.getpid()}"), row | {"returns": callback.last_returns})
+    partial.replace(path)  # atomic: a row is whole or absent
+    return row
+
+
+def finished_row(out: Path, trial_id: str, trial: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved row of a trial that finished with these settings (without its returns), else ``None``."""
+    path = row_path(out, trial_id)
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text())
+    if row.get("trial") != json.loads(json.dumps(trial)):
+        return None
+    row.pop("returns", None)
     return row
 
 
