@@ -207,3 +207,18 @@ def test_risk_table_is_the_mean_and_t_interval_over_seeds():
     key = table.TABLE_KEYS.index("cvar_0.1") + 2
     assert a_row[:2] == ["a", "4"] and a_row[key] == f"{format_cell(mean)} ± {format_cell(half)}"
     assert [cell.strip() for cell in lines[3].split("|")[1:3]] == ["b", "1"] and " ± " not in lines[3]
+
+
+def test_reproduction_on_ray_without_ray_names_the_extra_before_training(tmp_path, monkeypatch, capsys):
+    from ordergrad_rl.experiments import tailrisk
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # import fails as if Ray were not installed
+    monkeypatch.setattr(tailrisk, "run_job", no_training)
+    argv = ["reproduce", "tailrisk", "--address", "local", "--seeds", "1", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--address local needs the [ray] extra (ray.tune does not import" in err
+    assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[ray]"')
