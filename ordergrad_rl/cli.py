@@ -79,6 +79,10 @@ COMMANDS: dict[str, Command | Group] = {
     "compare": Command(
         "ordergrad_rl.commands.compare", "side-by-side risk table and return distributions of models and runs"
     ),
+    "sweep": Command(
+        "ordergrad_rl.commands.sweep",
+        "a grid of train + evaluate trials on Ray Tune (local or --address cluster), with a risk table over seeds",
+    ),
     "reproduce": Group(
         help="reproduce one of the paper's experiments with the toolkit",
         description="Reproduce one of the OrderGrad paper's experiments: prints the table next to the paper's "

@@ -114,22 +114,43 @@ def test_runs_in_one_log_dir_and_no_histogram_outside_tensorboard(tmp_path: Path
     assert "risk/cvar_0.1" in header and "risk/episode_returns" not in header
 
 
-def test_eval_callback_info_aggregation() -> None:
+class NamedPairEnv(RandomLengthEnv):
+    """RandomLengthEnv whose vector info entry ``pair`` has named components."""
+
+    info_names = {"pair": ("one", "step_again")}
+
+
+def test_eval_callback_info_aggregation(tmp_path: Path) -> None:
     # Episode lengths are 1 or 10; info["step"] counts steps, info["pair"] = [1, step].
     venv = DummyVecEnv([RandomLengthEnv] * 3)
     venv.seed(0)
-    model = OrderGradREINFORCE("MlpPolicy", venv, n_episodes=6, seed=0)
-    callback = RiskEvalCallback(DummyVecEnv([RandomLengthEnv] * 3), n_eval_episodes=30, eval_freq=None, warn=False)
-    model.learn(1, callback=callback)
-    callback.evaluate()
-    lengths = callback.last_returns  # reward 1 per step: the return is the length
+    model = OrderGradREINFORCE("MlpPolicy", venv, n_episodes=6, seed=0, tensorboard_log=str(tmp_path))
+    named = RiskEvalCallback(DummyVecEnv([NamedPairEnv] * 3), n_eval_episodes=30, eval_freq=None, warn=False)
+    unnamed = RiskEvalCallback(
+        DummyVecEnv([RandomLengthEnv] * 3), n_eval_episodes=30, eval_freq=None, warn=False, log_name="plain"
+    )
+    model.learn(1, callback=[named, unnamed], tb_log_name="info")
+    named.evaluate()
+    lengths = named.last_returns  # reward 1 per step: the return is the length
     assert lengths.size == 30 and set(np.unique(lengths)) <= {SHORT, LONG}
-    info = callback.last_info
+    info = named.last_info
+    assert sorted(info) == sorted(f"{k}_{s}" for k in ("step", "one", "step_again") for s in ("mean", "final"))
     np.testing.assert_allclose(info["step_final"], lengths.mean())
     np.testing.assert_allclose(info["step_mean"], np.mean((lengths + 1) / 2))
-    np.testing.assert_allclose(info["pair_0_mean"], 1.0)
-    np.testing.assert_allclose(info["pair_1_final"], lengths.mean())
-    assert callback.evaluations_timesteps == [model.num_timesteps]
+    np.testing.assert_allclose(info["one_mean"], 1.0)
+    np.testing.assert_allclose(info["step_again_final"], lengths.mean())
+    assert named.evaluations_timesteps == [model.num_timesteps]
+
+    # Without names, the vector is one histogram of its values over all steps (no pair_0_mean, pair_1_final ...).
+    unnamed.evaluate()
+    assert sorted(unnamed.last_info) == ["step_final", "step_mean"]
+    run = read_run(tmp_path / "info_1")
+    assert "plain_info/pair" in run.Tags()["histograms"] and "eval_info/pair" not in run.Tags()["histograms"]
+    assert {"eval_info/one_mean", "eval_info/step_again_final"} <= set(run.Tags()["scalars"])
+    assert not any(tag.startswith("plain_info/pair") for tag in run.Tags()["scalars"])
+    histogram = run.Histograms("plain_info/pair")[-1].histogram_value
+    steps = unnamed.last_returns.sum()  # one info per step: its two values 1 and t
+    assert histogram.num == 2 * steps and histogram.min == 1.0 and histogram.max == unnamed.last_returns.max()
 
 
 def test_info_aggregator_skips_wrapper_and_non_numeric_entries() -> None:
@@ -144,9 +165,16 @@ def test_info_aggregator_skips_wrapper_and_non_numeric_entries() -> None:
     }
     aggregator({"i": 0, "info": info, "done": True}, {})
     assert aggregator.summary() == {"drawdown_mean": -0.5, "drawdown_final": -0.5}
-    chosen = EpisodeInfoAggregator(n_envs=1, keys=["weights"])
+    assert list(aggregator.histograms()) == ["weights"] and aggregator.histograms()["weights"].shape == (30,)
+    names = [f"w{j}" for j in range(30)]
+    chosen = EpisodeInfoAggregator(n_envs=1, keys=["weights"], names={"weights": names})
     chosen({"i": 0, "info": info, "done": True}, {})
-    assert len(chosen.summary()) == 60  # explicitly requested vectors are kept whatever their size
+    assert len(chosen.summary()) == 60 and chosen.summary()["w29_final"] == 1.0
+    assert chosen.histograms() == {}
+    # Names that do not match the vector's size are not used (the components cannot be told apart).
+    wrong = EpisodeInfoAggregator(n_envs=1, names={"weights": ["a", "b"]})
+    wrong({"i": 0, "info": info, "done": True}, {})
+    assert "weights" in wrong.histograms()
 
 
 def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) -> None:
@@ -159,3 +187,73 @@ def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) ->
     run = read_run(tmp_path / "sb3_1")
     assert [category.title for category in read_layout(run).category] == ["deploy_risk"]
     assert {"deploy_risk/cvar_0.1", "deploy/mean_reward"} <= set(run.Tags()["scalars"])
+
+
+def read_hparams(accumulator: EventAccumulator) -> tuple[dict, list[str]]:
+    """The run's hparams (name -> value, in column order) and the metric tags of its HParams experiment."""
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    content = accumulator.PluginTagToContent("hparams")
+    start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
+    experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"])
+    values = {}  # in the experiment's column order (the session's map has none)
+    for info in experiment.experiment.hparam_infos:
+        value = start.session_start_info.hparams[info.name]
+        values[info.name] = value.string_value if value.WhichOneof("kind") == "string_value" else value.number_value
+    return values, [info.name.tag for info in experiment.experiment.metric_infos]
+
+
+def test_default_run_name_is_algorithm_and_objective_and_slashes_group_runs(tmp_path: Path) -> None:
+    kwargs = dict(n_episodes=8, n_envs=2, seed=0, tensorboard_log=str(tmp_path), n_epochs=1, batch_size=8)
+    cvar = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", **kwargs)
+    cvar.learn(8)
+    cvar.learn(8)
+    OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8, tensorboard_log=str(tmp_path)).learn(8)
+    cvar.learn(8, tb_log_name="mine")  # an explicit name wins
+    for _ in range(2):
+        cvar.learn(8, tb_log_name="OrderGradPPO_cvar/seed0")
+    runs = sorted(str(p.parent.relative_to(tmp_path)) for p in tmp_path.rglob("events.out.tfevents.*"))
+    assert runs == [
+        "OrderGradPPO_cvar/seed0_1",
+        "OrderGradPPO_cvar/seed0_2",
+        "OrderGradPPO_cvar0.25@4_1",
+        "OrderGradPPO_cvar0.25@4_2",
+        "OrderGradREINFORCE_mean_1",
+        "mine_1",
+    ]
+    assert cvar.tensorboard_log == str(tmp_path)  # the parent directory was only used for that run
+    long = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", objective=list(np.linspace(0, 1, 30) / 15), n_episodes=32)
+    assert len(long.run_name()) <= len("OrderGradREINFORCE_") + 40 and "[" not in long.run_name()
+
+
+def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_path: Path) -> None:
+    eval_callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=8, eval_freq=4, n_eval_envs=4, seed=1)
+    model = OrderGradPPO(
+        "MlpPolicy",
+        "RiskyBandit-v0",
+        objective="cvar0.25",
+        n_episodes=16,
+        n_envs=4,
+        seed=3,
+        learning_rate=0.01,
+        tensorboard_log=str(tmp_path),
+        n_epochs=1,
+    )
+    model.learn(32, callback=eval_callback)
+    run = read_run(tmp_path / "OrderGradPPO_cvar0.25@8_1")
+    hparams, metrics = read_hparams(run)
+    expected = {"algorithm": "OrderGradPPO", "env": "RiskyBandit-v0", "objective": "cvar0.25@8", "k": 8.0}
+    expected |= {"n_episodes": 16.0, "n_envs": 4.0, "learning_rate": 0.01, "seed": 3.0, "batch_size": 64.0}
+    expected |= {"normalize_advantage": "True", "reward_to_go": "False", "advantage": "episodic"}
+    assert expected.items() <= hparams.items()
+    assert list(hparams)[:4] == ["objective", "algorithm", "k", "n_episodes"]  # the columns TensorBoard shows
+    keys = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
+    assert metrics == [f"eval_risk/{key}" for key in keys] + [f"risk/{key}" for key in keys] + ["risk/objective"]
+    # Every metric is a scalar of the run: the dashboard shows its last value, the final risk profile.
+    scalars = set(run.Tags()["scalars"])
+    assert set(metrics) <= scalars
+    final = run.Scalars("eval_risk/cvar_0.1")[-1].value
+    assert final == np.float32(eval_callback.last_profile["cvar_0.1"])
+    without_eval = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8, tensorboard_log=str(tmp_path))
+    without_eval.learn(8, tb_log_name="plain")
+    assert not any(tag.startswith("eval") for tag in read_hparams(read_run(tmp_path / "plain_1"))[1])

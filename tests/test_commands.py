@@ -239,6 +239,40 @@ def test_figure_is_named_after_the_inputs():
     assert compare.figure_path(default) == out / "compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png"
 
 
+@pytest.mark.parametrize(
+    "path, method",
+    [
+        ("models/ordergrad_cvar_seed3.zip", "ordergrad_cvar"),
+        ("runs/OrderGradPPO_cvar0.2@128_2", "OrderGradPPO_cvar0.2@128"),
+        ("runs/OrderGradPPO_cvar0.2@128/seed0_1", "OrderGradPPO_cvar0.2@128"),
+        ("runs/breakout_top9@10_s1_1", "breakout_top9@10"),
+        ("runs/tailrisk/reinforce_seed0_1", "reinforce"),
+        ("a/PPO_1", "PPO"),
+        ("models/cvar.zip", "cvar"),
+    ],
+)
+def test_method_of_drops_seed_and_run_counter(path, method):
+    assert compare.method_of(Path(path)) == method
+
+
+def test_plot_colours_by_method_with_seeds_as_thin_lines(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(compare, "save_figure", lambda fig, path: figures.append(fig) or path)
+    rng = np.random.default_rng(0)
+    paths = ["tb/cvar/seed0_1", "tb/cvar/seed1_1", "tb/cvar/seed2_1", "tb/mean/seed0_1", "tb/mean/seed1_1", "m/top.zip"]
+    entries = [compare.Entry(Path(p), p, "", {}, returns=rng.normal(i, 1.0, 50)) for i, p in enumerate(paths)]
+    compare.plot(entries, tmp_path / "x.png")
+    ax_q, ax_h = figures[0].axes
+    lines = [line for line in ax_q.get_lines() if len(line.get_xdata()) == 50]
+    colours = [line.get_color() for line in lines]
+    assert colours[:3] == ["C0"] * 3 and colours[3:5] == ["C1"] * 2 and colours[5] == "C2"
+    assert [line.get_linewidth() for line in lines] == [0.9] * 5 + [1.6]  # seeds thin, a single run not
+    legend = [text.get_text() for text in ax_q.get_legend().get_texts()]
+    assert legend[:3] == ["cvar (3 runs)", "mean (2 runs)", "m/top.zip"]
+    assert legend[3].startswith("u = 0.05 and 0.2: CVaR")  # the dotted reference lines are explained
+    assert [text.get_text() for text in ax_h.get_legend().get_texts()] == legend[:3]
+
+
 def test_expand_log_dir_and_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(_models.CommandError, match="without TensorBoard runs"):
@@ -247,6 +281,26 @@ def test_expand_log_dir_and_errors(tmp_path):
         (tmp_path / "log" / run).mkdir(parents=True)
         (tmp_path / "log" / run / "events.out.tfevents.1.host").write_bytes(b"")
     assert [p.name for p in compare.expand([tmp_path / "log"])] == ["a_1", "b_1"]
+    (tmp_path / "log" / "method" / "seed0_1").mkdir(parents=True)  # runs of one method under a common parent
+    (tmp_path / "log" / "method" / "seed0_1" / "events.out.tfevents.1.host").write_bytes(b"")
+    assert [str(p.relative_to(tmp_path / "log")) for p in compare.expand([tmp_path / "log"])] == [
+        "a_1",
+        "b_1",
+        "method/seed0_1",
+    ]
+
+
+def test_train_run_name(tmp_path, capsys):
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+            "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip
+    assert main(argv) == 0 and main([*argv, "--run-name", "cvar/seed0"]) == 0
+    assert f"TensorBoard run: {tmp_path / 'cvar' / 'seed0_1'}" in capsys.readouterr().out
+    runs = sorted(str(p.parent.relative_to(tmp_path)) for p in tmp_path.rglob("events.out.tfevents.*"))
+    assert runs == ["OrderGradREINFORCE_cvar0.25@4_1", "cvar/seed0_1"]
+    for bad in ("", "/abs", "a/../b", "a//b"):
+        with pytest.raises(SystemExit):
+            main([*argv, "--run-name", bad])
+        assert "--run-name: expected a name or group/name" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------- round trip

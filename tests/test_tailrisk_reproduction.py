@@ -82,7 +82,8 @@ def test_cli_smoke_run(tmp_path, capsys):
     assert "70.2%" in printed and "-0.429" in printed and "Stress grid" in printed  # the paper's numbers
     assert (out / "tailrisk.png").stat().st_size > 20_000 and (out / "tailrisk_stress.png").stat().st_size > 10_000
     assert sorted(p.name for p in (out / "models").iterdir()) == ["ordergrad_cvar_seed0.zip", "reinforce_seed0.zip"]
-    assert sorted(p.name for p in tb.iterdir()) == ["ordergrad_cvar_seed0_1", "reinforce_seed0_1"]
+    runs = sorted(str(p.parent.relative_to(tb)) for p in tb.rglob("events.out.tfevents.*"))
+    assert runs == ["ordergrad_cvar/seed0_1", "reinforce/seed0_1"]  # one parent directory per method
 
     results = json.loads(out_json.read_text())
     assert set(results["methods"]) == {"reinforce", "ordergrad_cvar"}
@@ -125,11 +126,16 @@ def test_tensorboard_run_has_deployment_evaluations(tmp_path):
 
     config = tr.Config(seeds=1, updates=2, n_episodes=16, k=8, eval_every=1, eval_episodes=4)
     tr.train_method("ordergrad_cvar", 0, config, tensorboard=tmp_path)
-    (run,) = tmp_path.iterdir()
+    run = tmp_path / "ordergrad_cvar" / "seed0_1"
     accumulator = EventAccumulator(str(run))
     accumulator.Reload()
     scalars = accumulator.Tags()["scalars"]
-    assert {"risk/cvar_0.2", "risk/objective", "eval_risk/cvar_0.2", "eval_info/weights_0_mean"} <= set(scalars)
+    named = {
+        f"eval_info/weight_{asset}_mean" for asset in ("high_yield_tailrisk", "defensive_hedge", "balanced", "cash")
+    }
+    assert {"risk/cvar_0.2", "risk/objective", "eval_risk/cvar_0.2", *named} <= set(scalars)
+    assert not any("weights_" in tag or "daily_returns" in tag for tag in scalars)  # positions, not names
+    assert "eval_info/daily_returns" in accumulator.Tags()["histograms"]  # 5 days per block: one histogram
     assert len(accumulator.Scalars("eval_risk/mean")) == 2  # one evaluation per update
     assert len(accumulator.Scalars("eval/mean_ep_length")) == 2
     assert accumulator.Scalars("eval/mean_ep_length")[0].value == 32  # deployment episodes: 160 days / 5

@@ -5,11 +5,14 @@ Tags, for ``log_name="eval"`` (the default):
 * ``eval_risk/<key>`` for every key of :func:`ordergrad_rl.risk.risk_profile` (``mean``, ``std``, ``min``, ``max``,
   ``cvar_0.05`` ... ``quantile_0.95``) and the histogram ``eval_risk/episode_returns``;
 * ``eval/mean_reward``, ``eval/mean_ep_length`` (as SB3's ``EvalCallback``);
-* ``eval_info/<key>_mean`` and ``eval_info/<key>_final`` for every numeric entry ``<key>`` of the env's step
+* ``eval_info/<key>_mean`` and ``eval_info/<key>_final`` for every numeric scalar entry ``<key>`` of the env's step
   ``info``: ``_mean`` is the mean over an episode's steps, ``_final`` the value at its last step, each averaged
-  over the evaluation episodes. Vector entries give one tag per component, ``<key>_<j>``: on
-  ``SyntheticTailRiskDeploy-v0``, ``eval_info/weights_0_mean`` is the average weight of the high-yield asset and
-  ``eval_info/max_drawdown_final`` the mean maximum drawdown of the deployment paths.
+  over the evaluation episodes. A vector entry whose components the env names (its ``info_names`` attribute, see
+  :func:`info_component_names`) gives one such pair per component under the component's name; on
+  ``SyntheticTailRiskDeploy-v0``, ``eval_info/weight_high_yield_tailrisk_mean`` is the average weight of the
+  high-yield asset and ``eval_info/max_drawdown_final`` the mean maximum drawdown of the deployment paths.
+  Vector entries without names (``daily_returns``: the days of a rebalancing block) are one histogram each,
+  ``eval_info/<key>``, of their values over all steps: per-position scalars of them would only add clutter.
 
 Another ``log_name`` (e.g. ``"deploy"``) gives ``deploy_risk/``, ``deploy/`` and ``deploy_info/``, so several
 evaluation envs can be logged side by side.
@@ -22,13 +25,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, EventCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
 
 from ordergrad_rl.agents.checks import check_int
-from ordergrad_rl.agents.risk_logging import record_risk_profile, write_risk_layout
+from ordergrad_rl.agents.risk_logging import HISTOGRAM_EXCLUDE, record_risk_profile, write_risk_layout
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
@@ -49,22 +53,41 @@ _WRAPPER_INFO_KEYS = frozenset(
 )
 
 
+def info_component_names(venv: VecEnv) -> dict[str, tuple[str, ...]]:
+    """Names of the components of an env's vector ``info`` entries: its ``info_names`` attribute, ``{}`` if none.
+
+    An env declares ``info_names = {"weights": ("weight_high_yield_tailrisk", ...)}`` (one name per component) so
+    that logs and tables show ``weight_high_yield_tailrisk`` instead of a position ``weights_0``.
+    """
+    try:
+        names = venv.get_attr("info_names", [0])[0]
+    except AttributeError:
+        return {}
+    return {key: tuple(value) for key, value in dict(names).items()}
+
+
 class EpisodeInfoAggregator:
     """Per-episode step means and final values of numeric ``info`` entries (an ``evaluate_policy`` callback).
 
+    Scalar entries and vector entries with component ``names`` are summarized per component (:meth:`summary`);
+    the values of other vector entries are pooled over all steps (:meth:`histograms`).
+
     :param n_envs: number of envs of the evaluated VecEnv.
-    :param keys: entries to aggregate; ``None``: every numeric scalar or vector entry (at most ``max_size``
-        components) except the wrappers' own.
-    :param max_size: largest vector entry aggregated when ``keys`` is ``None``.
+    :param keys: entries to aggregate; ``None``: every numeric scalar or vector entry except the wrappers' own.
+    :param names: component names of vector entries (``{key: (name_0, name_1, ...)}``, see
+        :func:`info_component_names`).
     """
 
-    def __init__(self, n_envs: int, keys: Sequence[str] | None = None, max_size: int = 16) -> None:
+    def __init__(
+        self, n_envs: int, keys: Sequence[str] | None = None, names: dict[str, Sequence[str]] | None = None
+    ) -> None:
         self.keys = None if keys is None else frozenset(keys)
-        self.max_size = max_size
+        self.names = {key: tuple(value) for key, value in (names or {}).items()}
         self._sums: list[dict[str, np.ndarray]] = [{} for _ in range(n_envs)]
         self._steps = np.zeros(n_envs, dtype=np.int64)
         self.episode_means: dict[str, list[np.ndarray]] = {}
         self.episode_finals: dict[str, list[np.ndarray]] = {}
+        self.pooled: dict[str, list[np.ndarray]] = {}
 
     def _numeric(self, info: dict[str, Any]) -> dict[str, np.ndarray]:
         values = {}
@@ -72,31 +95,36 @@ class EpisodeInfoAggregator:
             if key in _WRAPPER_INFO_KEYS or (self.keys is not None and key not in self.keys):
                 continue
             array = np.asarray(value)
-            if (
-                array.dtype.kind in "biuf"
-                and array.ndim <= 1
-                and (self.keys is not None or array.size <= self.max_size)
-            ):
+            if array.dtype.kind in "biuf" and array.ndim <= 1:
                 values[key] = array.astype(np.float64)
         return values
+
+    def _summarized(self, key: str, value: np.ndarray) -> bool:
+        """Whether an entry gets per-component scalars: a scalar, or a vector with one name per component."""
+        return value.ndim == 0 or len(self.names.get(key, ())) == value.size
 
     def __call__(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
         env_index, info, done = locals_["i"], locals_["info"], locals_["done"]
         values = self._numeric(info)
         sums = self._sums[env_index]
         for key, value in values.items():
-            sums[key] = sums[key] + value if key in sums else value
+            if self._summarized(key, value):
+                sums[key] = sums[key] + value if key in sums else value
+            else:
+                self.pooled.setdefault(key, []).append(value.ravel())
         self._steps[env_index] += 1
         if done:
             for key, total in sums.items():
                 self.episode_means.setdefault(key, []).append(total / self._steps[env_index])
             for key, value in values.items():
-                self.episode_finals.setdefault(key, []).append(value)
+                if key in sums:
+                    self.episode_finals.setdefault(key, []).append(value)
             self._sums[env_index] = {}
             self._steps[env_index] = 0
 
     def summary(self) -> dict[str, float]:
-        """``{"<key>_mean": ..., "<key>_final": ...}`` (``<key>_<j>_...`` per component of vector entries)."""
+        """``{"<key>_mean": ..., "<key>_final": ...}``; for named vector entries ``<name>_mean``, ``<name>_final``
+        per component."""
         out: dict[str, float] = {}
         for suffix, table in (("mean", self.episode_means), ("final", self.episode_finals)):
             for key, episodes in table.items():
@@ -106,8 +134,12 @@ class EpisodeInfoAggregator:
                 if average.ndim == 0:
                     out[f"{key}_{suffix}"] = float(average)
                 else:
-                    out.update({f"{key}_{j}_{suffix}": float(v) for j, v in enumerate(average)})
+                    out.update({f"{name}_{suffix}": float(v) for name, v in zip(self.names[key], average, strict=True)})
         return out
+
+    def histograms(self) -> dict[str, np.ndarray]:
+        """``{key: [n] values}`` of the vector entries without component names, pooled over all steps."""
+        return {key: np.concatenate(parts) for key, parts in self.pooled.items()}
 
 
 class RiskEvalCallback(EventCallback):
@@ -193,7 +225,7 @@ class RiskEvalCallback(EventCallback):
         """Run one evaluation now, record its tags and dump the logger; return the risk profile."""
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
-        infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys)
+        infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
         episode_returns, episode_lengths = evaluate_episodes(
             self.model,
             self.eval_env,
@@ -209,6 +241,8 @@ class RiskEvalCallback(EventCallback):
         self.last_info = infos.summary()
         for key, value in self.last_info.items():
             self.logger.record(f"{self.log_name}_info/{key}", value)
+        for key, values in infos.histograms().items():
+            self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
         self.logger.record(f"{self.log_name}/mean_reward", float(returns.mean()))
         self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
         self.evaluations_timesteps.append(self.num_timesteps)

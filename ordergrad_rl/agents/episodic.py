@@ -9,6 +9,7 @@ algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -28,7 +29,13 @@ from ordergrad_rl.agents.channels import REWARD, AnyObjective, ChannelObjective,
 from ordergrad_rl.agents.checks import check_finite_step, check_int
 from ordergrad_rl.agents.groups import GroupResetter, check_group_size, group_normalize
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
-from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
+from ordergrad_rl.agents.risk_logging import (
+    TRAIN_PREFIX,
+    default_run_name,
+    record_hparams,
+    record_risk_profile,
+    write_risk_layout,
+)
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
@@ -37,6 +44,26 @@ SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
 
 #: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
 EPISODIC = "episodic"
+#: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective);
+#: schedules and other non-scalar values are left out.
+HPARAM_NAMES: tuple[str, ...] = (
+    "k",
+    "n_episodes",
+    "group_size",
+    "learning_rate",
+    "seed",
+    "n_envs",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "reward_to_go",
+    "advantage",
+)
 
 
 def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
@@ -346,7 +373,11 @@ class EpisodicAlgorithmMixin:
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfEpisodic:
-        """SB3's ``learn``; ``tb_log_name`` defaults to the class name (``OrderGradPPO_1``, ...).
+        """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
+
+        A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
+        ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
+        group in TensorBoard's run list and its run filter.
 
         ``total_timesteps`` counts env steps, like SB3: a rollout of ``n_episodes`` episodes of length ``L`` costs at
         least ``n_episodes * L`` of them (e.g. 750 updates of 256 tail-risk episodes = 750 * 256 * 16 steps).
@@ -355,7 +386,7 @@ class EpisodicAlgorithmMixin:
             total_timesteps=total_timesteps,
             callback=callback,
             log_interval=log_interval,
-            tb_log_name=tb_log_name or type(self).__name__,
+            tb_log_name=tb_log_name or self.run_name(),
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
@@ -368,13 +399,35 @@ class EpisodicAlgorithmMixin:
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
+        parent, _, name = tb_log_name.rpartition("/")
+        log_dir = self.tensorboard_log
+        if parent and log_dir is not None:
+            self.tensorboard_log = os.path.join(log_dir, parent)  # SB3 numbers runs within one directory
+        try:
+            total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
+                total_timesteps, callback, reset_num_timesteps, name, progress_bar
+            )
+        finally:
+            self.tensorboard_log = log_dir
         prefixes = [TRAIN_PREFIX] + [f"{TRAIN_PREFIX}/{name}" for name in self._info_channels]
         prefixes += [cb.risk_prefix for cb in _walk(callback) if isinstance(cb, RiskEvalCallback)]
         write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
+        record_hparams(self.logger, self.hparams(), prefixes)  # type: ignore[attr-defined]
         return total_timesteps, callback
+
+    def run_name(self) -> str:
+        """Default TensorBoard run name: the algorithm and the objective, ``OrderGradPPO_cvar0.2@128``."""
+        return default_run_name(type(self).__name__, self.objective_spec)
+
+    def hparams(self) -> dict[str, Any]:
+        """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
+        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id; in this
+        order, since TensorBoard shows the first few columns."""
+        spec = self.env.get_attr("spec", [0])[0] if self.env is not None else None  # type: ignore[attr-defined]
+        values = {"objective": self.objective_spec, "algorithm": type(self).__name__}
+        values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
+        values["env"] = getattr(spec, "id", None)
+        return values
 
     # ------------------------------------------------------------------ collection
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:

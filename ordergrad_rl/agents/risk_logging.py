@@ -7,6 +7,11 @@ Tags (``<prefix>`` is ``risk`` for training batches, ``eval_risk`` for :class:`~
 * ``<prefix>/episode_returns``: histogram of the returns (TensorBoard only; not written to stdout/csv/json);
 * ``risk/objective``: the batch L-statistic value ``v^alpha`` of the training objective (training only).
 
+Run names and hparams (TensorBoard's "HParams" tab): :func:`default_run_name` is the algorithm and the objective
+(``OrderGradPPO_cvar0.2@128``, then SB3 appends ``_1``, ``_2`` ...), and :func:`record_hparams` logs a run's
+arguments (objective, k, n_episodes, learning rate, ...) with the risk tags as its metrics (TensorBoard shows
+their last values), through SB3's ``HParam`` output.
+
 The layout (TensorBoard's "Custom Scalars" tab) has one category per prefix with four charts: the quantile bands
 5/50/95 and 25/50/75 (margin charts: the median with a shaded band), the CVaRs, and the mean with min/max (and
 the objective). Several runs written to one log dir merge into the same charts, so mean vs CVaR vs top-M runs
@@ -15,11 +20,14 @@ sit side by side.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import HParam, Logger, TensorBoardOutputFormat
 
 from ordergrad_rl.risk import risk_profile
 
@@ -27,6 +35,10 @@ TRAIN_PREFIX = "risk"
 EVAL_PREFIX = "eval_risk"
 #: Histogram values are tensors: only TensorBoard can show them.
 HISTOGRAM_EXCLUDE: tuple[str, ...] = ("stdout", "log", "json", "csv")
+#: Longest objective part of a run name; longer specs (numeric alpha vectors) are cut and end in a hash.
+MAX_NAME_OBJECTIVE = 40
+#: Risk-profile keys given to the HParams dashboard as metrics (all 13 would bury the comparison in columns).
+HPARAM_METRIC_KEYS: tuple[str, ...] = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
 
 _CATEGORY_TITLES = {TRAIN_PREFIX: "risk (training batches)", EVAL_PREFIX: "eval_risk (evaluation)"}
 
@@ -84,3 +96,48 @@ def write_risk_layout(logger: Logger, prefixes: Iterable[str] = (TRAIN_PREFIX, E
             output.writer.add_custom_scalars(layout)
             written = True
     return written
+
+
+def default_run_name(algorithm: str, objective: str) -> str:
+    """``<algorithm>_<objective>`` as a file name: ``OrderGradPPO_cvar0.2@128``.
+
+    Characters other than letters, digits and ``.@-`` become ``-`` (``alpha[0.1,0.9]`` -> ``alpha-0.1-0.9-``);
+    objectives longer than :data:`MAX_NAME_OBJECTIVE` are cut and end in a hash of the whole spec.
+    """
+    text = re.sub(r"[^\w.@-]+", "-", objective)
+    if len(text) > MAX_NAME_OBJECTIVE:
+        text = f"{text[: MAX_NAME_OBJECTIVE - 9]}-{hashlib.sha1(objective.encode()).hexdigest()[:8]}"
+    return f"{algorithm}_{text}"
+
+
+def hparam_value(value: Any) -> str | float | int | None:
+    """A value TensorBoard's HParams dashboard can show: numbers and strings as they are, booleans as ``"True"`` /
+    ``"False"`` (TensorBoard would show 1 / 0), other values (schedules, dicts) ``None`` (not logged)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return None
+
+
+def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterable[str] = (TRAIN_PREFIX,)) -> None:
+    """Record ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``prefixes`` as metrics.
+
+    Written with SB3's :class:`~stable_baselines3.common.logger.HParam` at the logger's next ``dump``
+    (TensorBoard only). TensorBoard reads a metric's value from the run's scalars, so the dashboard shows the last
+    logged values: the run's final risk profile. Metrics: :data:`HPARAM_METRIC_KEYS` of each prefix, evaluation
+    prefixes first (deployment is what the comparison is about), then ``risk/objective``.
+
+    :param hparams: argument name -> value, most telling first (TensorBoard ticks the first few columns);
+        values without a TensorBoard form (see :func:`hparam_value`) are left out.
+    :param prefixes: tag prefixes of the metrics (``risk``, ``eval_risk``).
+    """
+    values = {key: hparam_value(value) for key, value in hparams.items()}
+    ordered = sorted(dict.fromkeys(prefixes), key=lambda prefix: prefix == TRAIN_PREFIX)
+    metrics = {f"{prefix}/{key}": 0.0 for prefix in ordered for key in HPARAM_METRIC_KEYS}
+    if TRAIN_PREFIX in ordered:
+        metrics[f"{TRAIN_PREFIX}/objective"] = 0.0
+    hparam = HParam({key: value for key, value in values.items() if value is not None}, metrics)
+    logger.record("hparams", hparam, exclude=HISTOGRAM_EXCLUDE)

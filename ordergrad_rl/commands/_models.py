@@ -6,7 +6,6 @@ Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the com
 from __future__ import annotations
 
 import importlib
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -163,15 +162,12 @@ class Evaluation:
     :param lengths: ``[E]`` episode lengths.
     :param info: numeric step-info summaries, keyed like TensorBoard's ``eval_info/`` tags (``<key>_mean``: mean
         over an episode's steps, ``<key>_final``: value at its last step, averaged over episodes; vector entries
-        ``<key>_<j>_...``).
-    :param component_names: names of vector info entries' components (``{"weights": ASSET_NAMES}`` on the
-        tail-risk envs).
+        whose components the env names, one pair per component: ``weight_cash_mean``).
     """
 
     returns: np.ndarray
     lengths: np.ndarray
     info: dict[str, float] = field(default_factory=dict)
-    component_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def profile(self) -> dict[str, float]:
         """:func:`ordergrad_rl.risk.risk_profile` of the returns."""
@@ -180,14 +176,10 @@ class Evaluation:
         return risk_profile(self.returns)
 
     def info_rows(self) -> list[tuple[str, float | None, float | None]]:
-        """``(entry, mean over steps, value at the episode end)`` per info entry, components named when known."""
+        """``(entry, mean over steps, value at the episode end)`` per info entry."""
         rows: dict[str, list[float | None]] = {}
         for key, value in self.info.items():
             base, suffix = key.rsplit("_", 1)
-            match = re.fullmatch(r"(.+)_(\d+)", base)
-            if match and match.group(1) in self.component_names:
-                names = self.component_names[match.group(1)]
-                base = f"{match.group(1)}[{names[int(match.group(2))]}]"
             rows.setdefault(base, [None, None])[0 if suffix == "mean" else 1] = value
         return [(name, mean, final) for name, (mean, final) in rows.items()]
 
@@ -235,14 +227,13 @@ def evaluate_model(
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
-    from ordergrad_rl.agents import EpisodeInfoAggregator
-    from ordergrad_rl.agents.callbacks import evaluate_episodes
+    from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, evaluate_episodes, info_component_names
 
     venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
-    aggregator = EpisodeInfoAggregator(venv.num_envs)
+    aggregator = EpisodeInfoAggregator(venv.num_envs, names=info_component_names(venv))
     with tqdm(total=episodes, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
 
         def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
@@ -254,13 +245,8 @@ def evaluate_model(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,
             callback=callback,
         )  # fmt: skip
-    components = {}
-    try:
-        components["weights"] = tuple(venv.get_attr("asset_names")[0])
-    except AttributeError:
-        pass
     venv.close()
-    return Evaluation(np.asarray(returns, dtype=np.float64), np.asarray(lengths), aggregator.summary(), components)
+    return Evaluation(np.asarray(returns, dtype=np.float64), np.asarray(lengths), aggregator.summary())
 
 
 #: Contexts of a pass@k evaluation on an env that does not declare its own: reset seeds 0 .. 99.

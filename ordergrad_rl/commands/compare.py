@@ -10,7 +10,10 @@ Each argument is either
   * a TensorBoard run directory written by the OrderGrad agents: the last logged eval_risk/* scalars (the
     evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
     <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir
-    whose subdirectories are runs stands for all of them.
+    stands for every run below it (runs of one method may share a parent: runs/tailrisk/ordergrad_cvar/seed0_1).
+Entries of one method share a colour: the method of an entry is its name without the seed and SB3's run counter
+(ordergrad_cvar_seed3.zip and ordergrad_cvar/seed0_1 -> ordergrad_cvar, OrderGradPPO_cvar0.2@128_2 ->
+OrderGradPPO_cvar0.2@128); several seeds of a method are thin lines of its colour.
 Prints one risk table (a row per entry) and writes a figure of the quantile functions (return against probability
 level) and the return histograms: --figure PATH, else <--out>/compare_<inputs>.png named after the arguments
 (compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png, compare_tailrisk.png), so comparisons of different inputs
@@ -58,6 +61,7 @@ class Entry:
     :param returns: the episode returns when known exactly (models), else ``None``.
     :param edges: histogram bin edges ``[B + 1]`` (TensorBoard runs; models use shared bins).
     :param counts: histogram counts ``[B]``.
+    :param group: the method the entry belongs to (one colour per group); default :func:`method_of` the path.
     """
 
     path: Path
@@ -67,6 +71,10 @@ class Entry:
     returns: np.ndarray | None = None
     edges: np.ndarray | None = None
     counts: np.ndarray | None = None
+    group: str = ""
+
+    def __post_init__(self) -> None:
+        self.group = self.group or method_of(self.path)
 
     @property
     def has_distribution(self) -> bool:
@@ -89,6 +97,17 @@ class Entry:
         assert self.edges is not None and self.counts is not None
         cdf = np.concatenate([[0.0], np.cumsum(self.counts)]) / self.counts.sum()
         return cdf, self.edges
+
+
+def method_of(path: Path) -> str:
+    """The method of a model or run: its name without a seed and SB3's run counter, else its parent's name.
+
+    ``ordergrad_cvar_seed3.zip`` -> ``ordergrad_cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``;
+    ``runs/OrderGradPPO_cvar0.2@128/seed0_1`` -> ``OrderGradPPO_cvar0.2@128``.
+    """
+    name = path.stem if path.suffix == ".zip" else path.name
+    method = re.sub(r"(^|[_-])(seed|s)\d+(_\d+)?$|_\d+$", "", name)
+    return method or path.parent.name or name
 
 
 # ---------------------------------------------------------------------------------------------------- TensorBoard
@@ -144,11 +163,11 @@ def read_run(path: Path) -> Entry:
 
 # ---------------------------------------------------------------------------------------------------- entries
 def expand(paths: list[Path]) -> list[Path]:
-    """Arguments -> entries: a log dir whose subdirectories are runs stands for those runs (sorted)."""
+    """Arguments -> entries: a log dir stands for every run below it (sorted)."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir() and not is_run(path):
-            runs = sorted(child for child in path.iterdir() if is_run(child))
+            runs = sorted({event.parent for event in path.rglob("events.out.tfevents.*")})
             if not runs:
                 raise CommandError(f"{path} is a directory without TensorBoard runs")
             out.extend(runs)
@@ -242,6 +261,10 @@ TABLE_KEYS: tuple[str, ...] = (
 )
 
 
+#: Probability levels marked on the quantile plot (the CVaR levels of the risk tables).
+REFERENCE_LEVELS: tuple[float, ...] = (0.05, 0.2)
+
+
 def format_table(entries: list[Entry]) -> str:
     """One row per entry; ``-`` where a run did not log a statistic."""
     rows = [[e.label, *(e.profile.get(key, "-") for key in TABLE_KEYS)] for e in entries]
@@ -249,29 +272,43 @@ def format_table(entries: list[Entry]) -> str:
 
 
 def plot(entries: list[Entry], path: Path, bins: int = 40) -> Path:
-    """Quantile functions (left) and return densities on shared bins (right), one colour per entry.
+    """Quantile functions (left) and return densities on shared bins (right), one colour per method.
 
+    The entries of a method with several members (seeds) are thin lines of its colour, with one legend entry.
     Densities come from each entry's CDF at the shared bin edges, so a TensorBoard histogram (whose buckets are
     10% wide, hence tiny near 0) is re-binned like the exact returns of a model.
     """
     plt = pyplot()
     fig, (ax_q, ax_h) = plt.subplots(1, 2, figsize=(14, 5.2))
-    shown = [(f"C{i % 10}", e) for i, e in enumerate(entries) if e.has_distribution]
+    shown = [e for e in entries if e.has_distribution]
+    groups = list(dict.fromkeys(e.group for e in shown))
+    sizes = {group: sum(e.group == group for e in shown) for group in groups}
     if shown:
-        low = min(e.quantile_function()[1][0] for _, e in shown)
-        high = max(e.quantile_function()[1][-1] for _, e in shown)
+        low = min(e.quantile_function()[1][0] for e in shown)
+        high = max(e.quantile_function()[1][-1] for e in shown)
         edges = np.linspace(low, high, bins + 1) if high > low else np.array([low - 0.5, low + 0.5])
-    for color, entry in shown:
+    labelled: set[str] = set()
+    for entry in shown:
+        color, size = f"C{groups.index(entry.group) % 10}", sizes[entry.group]
         style = "-" if entry.returns is not None else "--"  # dashed: reconstructed from a TensorBoard histogram
+        label = None
+        if entry.group not in labelled:
+            labelled.add(entry.group)
+            label = entry.label if size == 1 else f"{entry.group} ({size} runs)"
+        width, alpha = (1.6, 1.0) if size == 1 else (0.9, 0.7)
         levels, quantiles = entry.quantile_function()
-        ax_q.plot(levels, quantiles, style, color=color, lw=1.6, label=entry.label)
+        ax_q.plot(levels, quantiles, style, color=color, lw=width, alpha=alpha, label=label)
         cdf = entry.cdf(edges)
         cdf[0] = 0.0  # the first bin includes the minimum
-        ax_h.stairs(np.diff(cdf) / np.diff(edges), edges, color=color, lw=1.6, ls=style, label=entry.label)
-    for level in (0.05, 0.2):
-        ax_q.axvline(level, color="0.7", lw=0.8, ls=":")
+        density = np.diff(cdf) / np.diff(edges)
+        ax_h.stairs(density, edges, color=color, lw=width, alpha=alpha, ls=style, label=label)
+    for level in REFERENCE_LEVELS:
+        ax_q.axvline(level, color="0.6", lw=0.8, ls=":")
+    if shown:
+        levels_text = " and ".join(f"{level:g}" for level in REFERENCE_LEVELS)
+        ax_q.plot([], [], color="0.6", lw=0.8, ls=":", label=f"u = {levels_text}: CVaR_u = mean of Q below u")
     ax_q.set(xlabel="probability level u", ylabel="return quantile Q(u)", title="Quantile functions of the return")
-    from_runs = any(entry.returns is None for _, entry in shown)
+    from_runs = any(entry.returns is None for entry in shown)
     title = "Return distributions" + (" (dashed: TensorBoard histograms)" if from_runs else "")
     ax_h.set(xlabel="episode return", ylabel="density", title=title)
     for ax in (ax_q, ax_h):

@@ -18,7 +18,9 @@ Every other constructor argument of the algorithm can be set with --hparams key=
 literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
 options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
-(eval_risk/*, eval_info/*).
+(eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
+named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
+(NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ OPTION_OF: dict[str, str] = {
 }
 #: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
 EVAL_SEED_OFFSET = 1_000_000
+
+
+def run_name(text: str) -> str:
+    """argparse type of ``--run-name``: a relative path of named parts (``name`` or ``group/name``)."""
+    parts = text.split("/")
+    if text.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise argparse.ArgumentTypeError(f"expected a name or group/name (a relative path without '..'), got {text!r}")
+    return text
 
 
 def algorithm_class(algo: str) -> type:
@@ -162,38 +172,38 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     :raises CommandError: malformed item, a key with its own option, a key ``cls`` does not accept, or a value of
         the wrong type.
     """
-    valid = hyperparameter_names(cls)
     out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CommandError(f"--hparams expects key=value items, got {item!r}")
-        if key in OPTION_OF:
-            raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
-        if key not in valid:
-            raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = text  # e.g. activation names, device strings
-        got = "text that is not a Python literal" if value is text else f"{type(value).__name__} {value!r}"
-        check_value(cls, key, value, f"--hparams {key}={text}", got)
-        out[key] = value
+        out[key] = check_hparam(key, value, cls, f"--hparams {key}={text}", raw=value is text)
     return out
 
 
-def check_value(cls: type, key: str, value: Any, where: str, got: str | None = None) -> None:
-    """Refuse a ``value`` of constructor argument ``key`` that does not fit its annotation (or default's type).
+def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False) -> Any:
+    """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type.
 
-    :param where: what set it, for the message (``--hparams key=text``, a file's entry).
-    :raises CommandError: the value does not fit.
+    :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
+    :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
+    :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
     """
+    if key in OPTION_OF:
+        raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
+    valid = hyperparameter_names(cls)
+    if key not in valid:
+        raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
     if expected is not None and not _matches(value, expected):
+        got = "text that is not a Python literal" if raw else f"{type(value).__name__} {value!r}"
         accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
-        got = f"{type(value).__name__} {value!r}" if got is None else got
         raise CommandError(f"{where}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+    return value
 
 
 def zoo_hyperparams(args: argparse.Namespace) -> Any:
@@ -204,23 +214,21 @@ def zoo_hyperparams(args: argparse.Namespace) -> Any:
     """
     from ordergrad_rl.hyperparams import FILES, load_hyperparams
 
-    if args.conf_file is not None and str(args.conf_file).lower() == "none":
+    # Namespaces built in code (the sweep's trials) carry no conf_file: their settings are all explicit.
+    conf_file = getattr(args, "conf_file", "none")
+    if conf_file is not None and str(conf_file).lower() == "none":
         return None
-    if args.conf_file is None and args.algo not in FILES:
+    if conf_file is None and args.algo not in FILES:
         return None  # no file shipped for this algorithm
     cls = algorithm_class(args.algo)
     try:
-        entry = load_hyperparams(args.algo, args.env, args.conf_file)
+        entry = load_hyperparams(args.algo, args.env, conf_file)
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
     if entry is None:
         return None
-    valid = hyperparameter_names(cls)
     for key, value in entry.kwargs.items():
-        where = f"{entry.source}: {args.env}: {key}"
-        if key in OPTION_OF or key not in valid:
-            raise CommandError(f"{where}: not a hyperparameter of {cls.__name__}; valid keys: {', '.join(valid)}")
-        check_value(cls, key, value, where)
+        check_hparam(key, value, cls, f"{entry.source}: {args.env}: {key}")
     return entry
 
 
@@ -270,6 +278,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "shipped with the package, for ppo and reinforce; 'none': the algorithm's defaults only)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--run-name",
+        type=run_name,
+        default=None,
+        metavar="NAME",
+        help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
+        "'group/name' writes the run into the subdirectory 'group'",
+    )
     parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
@@ -294,16 +310,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def build_model(args: argparse.Namespace) -> Any:
+def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None) -> Any:
     """The algorithm, configured from the options.
 
     ``n_episodes`` and ``n_envs`` are passed only when given: otherwise the algorithm's defaults apply (they know
     which envs have a native vector form).
 
+    :param hparams: other constructor arguments, already checked (:func:`check_hparam`); default: ``args.hparams``
+        (``key=value`` strings).
     :raises CommandError: unknown env or device, bad --hparams, or arguments the algorithm rejects.
     """
     cls = algorithm_class(args.algo)
-    hparams = parse_hparams(args.hparams, cls)
+    if hparams is None:
+        hparams = parse_hparams(args.hparams, cls)
     is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
     check_device(args.device)
     entry = zoo_hyperparams(args)
@@ -381,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    model.learn(timesteps, callback=callback, progress_bar=not args.quiet)
+    model.learn(timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
@@ -393,5 +412,5 @@ def run(args: argparse.Namespace) -> int:
         model.save(args.save)
         print(f"model: {args.save}")
     if args.tensorboard is not None:
-        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}")
+        print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
     return 0

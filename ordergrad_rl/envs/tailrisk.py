@@ -120,6 +120,8 @@ class TailRiskSimulator:
     """
 
     asset_names = ASSET_NAMES
+    #: Component names of the vector ``info`` entries (read by the evaluation logs: ``weight_cash``, not ``weights_3``).
+    info_names: dict[str, tuple[str, ...]] = {"weights": tuple(f"weight_{name}" for name in ASSET_NAMES)}
     #: Annualized drift, volatility and factor loading of the risky assets.
     drift = np.array([0.70, 0.030, 0.095])
     volatility = np.array([0.11, 0.065, 0.075])

@@ -157,6 +157,11 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
         self.simulator = TailRiskSimulator(1, **simulator_kwargs)
         self.observation_space, self.action_space = tailrisk_spaces(self.simulator)
 
+    @property
+    def info_names(self) -> dict[str, tuple[str, ...]]:
+        """Component names of the vector ``info`` entries (``weights``: ``weight_<asset>``)."""
+        return self.simulator.info_names
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:

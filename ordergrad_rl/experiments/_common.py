@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -40,6 +41,18 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     )
 
 
+def add_address_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--address``: run the experiment's independent runs as Ray Tune trials (the ``[ray]`` extra)."""
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="local|auto|HOST:PORT",
+        help="run the training runs as Ray Tune trials: on a new local Ray instance (local), or on a Ray cluster "
+        '(auto: the one `ray start` made here; HOST:PORT: its head node); needs pip install "ordergrad-rl[ray]". '
+        "Default: local worker processes",
+    )
+
+
 def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
     """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
     ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""
@@ -49,6 +62,13 @@ def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> No
             parser.error(f"{option_string} does not apply here: {reason}")
 
     parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def positive_int(text: str) -> int:
@@ -134,20 +154,19 @@ def write_json(path: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
+def format_cell(value: Any) -> str:
+    """A table cell: floats with 3 significant digits, positional down to 1e-5 (``0.0000526``, like the paper's
+    tables), scientific below; other values as ``str``."""
+    if isinstance(value, (float, np.floating)):
+        if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):
+            return f"{value:.2e}"
+        return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+    return str(value)
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-markdown table (readable in a terminal, pasteable into the README).
-
-    Floats get 3 significant digits, positional down to 1e-5 (``0.0000526``, like the paper's tables), scientific below.
-    """
-
-    def cell(value: Any) -> str:
-        if isinstance(value, (float, np.floating)):
-            if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):
-                return f"{value:.2e}"
-            return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
-        return str(value)
-
-    cells = [[cell(v) for v in row] for row in rows]
+    """A GitHub-markdown table (readable in a terminal, pasteable into the README); numbers by :func:`format_cell`."""
+    cells = [[format_cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     lines = [
         "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",

@@ -39,7 +39,6 @@ import dataclasses
 import json
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,10 +47,10 @@ import numpy as np
 
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
 from ordergrad_rl.experiments._common import (
+    add_address_argument,
     add_output_arguments,
     markdown_table,
     positive_int,
-    progress,
     pyplot,
     save_figure,
     write_json,
@@ -185,10 +184,12 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
 
     th.set_num_threads(1)  # one core per run; runs go in parallel processes
     env = make_minatar_vec_env(game, config.n_envs, seed=seed)
-    model = build_model(method, env, config, seed, tensorboard_log)
+    # The runs of a (game, method) share a parent directory, so TensorBoard groups the seeds of a method.
+    method_log = None if tensorboard_log is None else str(Path(tensorboard_log) / f"{game}_{method}")
+    model = build_model(method, env, config, seed, method_log)
     recorder = _recorder()
     start = time.perf_counter()
-    model.learn(config.steps, callback=recorder, tb_log_name=f"{game}_{method}_s{seed}")
+    model.learn(config.steps, callback=recorder, tb_log_name=f"seed{seed}")
     train_seconds = time.perf_counter() - start
     eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=10_000 + seed)
     returns, _ = evaluate_policy(
@@ -222,6 +223,7 @@ def _load_cached(path: Path, config: Config) -> dict[str, Any] | None:
 
 
 def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, Any]:
+    """Train one run and cache it as JSON (a job of :func:`ordergrad_rl.sweep.jobs.run_jobs`)."""
     game, method, seed, config, path, tensorboard_log = job
     run = train_run(game, method, seed, config, tensorboard_log)
     write_json(Path(path), run)
@@ -229,9 +231,17 @@ def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, An
 
 
 def run_experiment(
-    config: Config, out: Path, workers: int = 1, tensorboard_log: str | None = None, quiet: bool = False
+    config: Config,
+    out: Path,
+    workers: int = 1,
+    tensorboard_log: str | None = None,
+    quiet: bool = False,
+    address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """All (game, method, seed) runs, cached under ``out/runs``; ``workers`` runs in parallel processes."""
+    """All (game, method, seed) runs, cached under ``out/runs``, through :func:`ordergrad_rl.sweep.jobs.run_jobs`:
+    ``workers`` local processes, or Ray Tune trials on the cluster at ``address``."""
+    from ordergrad_rl.sweep.jobs import Job, run_jobs
+
     runs, jobs = [], []
     for seed in range(config.seeds):
         for game in config.games:
@@ -239,21 +249,15 @@ def run_experiment(
                 path = _run_path(out, game, method, seed)
                 cached = _load_cached(path, config)
                 if cached is None:
-                    jobs.append((game, method, seed, config, str(path), tensorboard_log))
+                    jobs.append(
+                        Job(path.stem, _run_job, {"job": (game, method, seed, config, str(path), tensorboard_log)})
+                    )
                 else:
                     runs.append(cached)
     if not jobs:
         return runs
-    desc = f"MinAtar runs ({len(runs)} cached)"
-    if workers <= 1:
-        runs += [_run_job(job) for job in progress(jobs, desc, quiet=quiet)]
-        return runs
-    import multiprocessing
-
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_run_job, job) for job in jobs]
-        runs += list(progress((f.result() for f in as_completed(futures)), desc, total=len(jobs), quiet=quiet))
-    return runs
+    results = run_jobs(jobs, workers, address, out / "ray", desc=f"MinAtar runs ({len(runs)} cached)", quiet=quiet)
+    return runs + list(results.values())
 
 
 # ---------------------------------------------------------------------------------------------------------- analysis
@@ -491,6 +495,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         value = 1 if field is None else getattr(default, field)
         parser.add_argument(flag, type=positive_int, default=value, help=f"{text} (default: %(default)s)")
     parser.add_argument("--tensorboard", type=str, default=None, metavar="DIR", help="TensorBoard log dir")
+    add_address_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "minatar")
 
@@ -515,7 +520,14 @@ def run(args: argparse.Namespace) -> int:
         eval_episodes=args.eval_episodes,
     )
     start = time.perf_counter()
-    runs = run_experiment(config, args.out, workers=args.workers, tensorboard_log=args.tensorboard, quiet=args.quiet)
+    runs = run_experiment(
+        config,
+        args.out,
+        workers=args.workers,
+        tensorboard_log=args.tensorboard,
+        quiet=args.quiet,
+        address=args.address,
+    )
     summary = aggregate(runs, config)
     print(
         f"MinAtar ({', '.join(GAMES[g] for g in config.games)}): {config.steps:,} steps x {config.seeds} seeds per "

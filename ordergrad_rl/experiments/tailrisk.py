@@ -23,12 +23,14 @@ returns (net of costs).
 Seeds: seed s trains with model/env seed s * 10^6 (env i of the batch is seeded s * 10^6 + i, SB3's convention),
 evaluates during training on s * 10^6 + 700000 + i and deploys on s * 10^6 + 500000 + i, so different seeds never
 share episodes. The (method, seed) runs are independent jobs spread over the available cores (one torch thread
-each); the results do not depend on the number of workers.
+each), or over a Ray cluster with --address (ordergrad_rl.sweep.jobs); the results do not depend on the number of
+workers nor on where the jobs run.
 
 Outputs: the table beside the paper's numbers, tailrisk.png (the 4-panel figure), tailrisk_stress.png (--stress),
 the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate / compare), TensorBoard runs
-<tensorboard>/<method>_seed<s>_1 (risk/* of the training batches, eval_risk/* and eval_info/* of 64 deterministic
-deployment episodes every 50 updates) with --tensorboard, and the numbers with --json.
+<tensorboard>/<method>/seed<s>_1 (one parent directory per method; risk/* of the training batches, eval_risk/*
+and eval_info/* of 64 deterministic deployment episodes every 50 updates) with --tensorboard, and the numbers with
+--json.
 """
 
 from __future__ import annotations
@@ -36,11 +38,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import multiprocessing
-import os
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,11 +49,12 @@ import numpy as np
 
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.experiments._common import (
+    add_address_argument,
     add_output_arguments,
+    available_cores,
     markdown_table,
     positive_int,
     print_checks,
-    progress_bar,
     pyplot,
     save_figure,
     write_json,
@@ -156,6 +156,8 @@ class Config:
     eval_episodes: int = 64
     #: Parallel jobs; None = the cores this process may use.
     workers: int | None = None
+    #: Run the jobs as Ray Tune trials: "local" (a new local Ray instance), "auto" or "HOST:PORT" (a cluster).
+    address: str | None = None
 
     def objective_kwargs(self, method: str) -> dict[str, Any]:
         """``objective`` (and ``k``) of a method for :class:`~ordergrad_rl.agents.OrderGradREINFORCE`."""
@@ -252,7 +254,7 @@ def train_method(
 ) -> OrderGradREINFORCE | OrderGradPPO:
     """Train one method on one seed: the paper's protocol (REINFORCE methods) or OrderGradPPO's defaults.
 
-    :param tensorboard: log dir of the run ``<method>_seed<seed>``; also evaluates on the deployment env every
+    :param tensorboard: log dir of the run ``<method>/seed<seed>_1``; also evaluates on the deployment env every
         ``config.eval_every`` updates (``eval_risk/*``).
     :param on_update: called after every collected batch with the env steps done since the last call, up to
         :func:`planned_steps` in all (progress reporting).
@@ -313,7 +315,7 @@ def train_method(
                 deterministic=True,
             )
         )
-    model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}_seed{seed}")
+    model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}/seed{seed}")
     return model
 
 
@@ -327,31 +329,15 @@ def planned_steps(method: str, config: Config) -> int:
     return config.updates * config.n_episodes * decisions
 
 
-# Progress counter of the worker processes (set by _init_worker).
-_COUNTER: Any = None
-
-
-def _init_worker(counter: Any) -> None:
-    global _COUNTER
-    _COUNTER = counter
-    import torch
-
-    # One core per job: the policy is tiny, and threads of concurrent jobs would only contend.
-    torch.set_num_threads(1)
-
-
-def _count_steps(steps: int) -> None:
-    with _COUNTER.get_lock():
-        _COUNTER.value += steps
-
-
 def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, models: Path | None) -> dict[str, Any]:
     """Train ``method`` on ``seed``, deploy it (and stress it), save the model; the unit of parallel work.
 
     :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
     """
+    from ordergrad_rl.sweep.jobs import report_progress
+
     start = time.perf_counter()
-    model = train_method(method, seed, config, tensorboard, on_update=None if _COUNTER is None else _count_steps)
+    model = train_method(method, seed, config, tensorboard, on_update=report_progress)
     train_seconds = time.perf_counter() - start
     deploy_seed = seed * SEED_STRIDE + DEPLOY_OFFSET
     stress = {p: deploy(model, config.deploy_paths, deploy_seed, p=p) for p in STRESS_P} if config.stress else {}
@@ -370,54 +356,27 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
     }
 
 
-def available_cores() -> int:
-    """Cores this process may run on (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+def run_jobs(
+    config: Config, tensorboard: Path | None, models: Path | None, quiet: bool, storage: Path | None = None
+) -> list[dict[str, Any]]:
+    """Every (method, seed) job through :func:`ordergrad_rl.sweep.jobs.run_jobs`: ``config.workers`` local
+    processes (default: the available cores), or Ray Tune trials with ``config.address``."""
+    from ordergrad_rl.sweep.jobs import Job
+    from ordergrad_rl.sweep.jobs import run_jobs as run_grid
 
-
-def _executor(workers: int, counter: Any) -> Executor:
-    """Worker processes (spawned: no inherited torch/threads state), or one thread in this process."""
-    if workers > 1:
-        return ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker, initargs=(counter,)
+    jobs = [
+        Job(
+            f"{method}_seed{seed}",
+            run_job,
+            {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models},
+            weight=planned_steps(method, config),
         )
-    return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
-
-
-def _ticks(futures: list[Future], counter: Any) -> Iterator[int]:
-    """The env steps trained since the last item, by all jobs, until every job is done (or one failed)."""
-    seen, pending = 0, set(futures)
-    while True:
-        done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
-        now = counter.value
-        yield now - seen
-        seen = now
-        if not pending or any(f.exception() is not None for f in done):
-            return
-
-
-def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quiet: bool) -> list[dict[str, Any]]:
-    """Every (method, seed) job, in parallel over ``config.workers`` (default: the available cores)."""
-    import torch
-
-    jobs = [(method, seed) for seed in range(config.seeds) for method in config.methods]
-    workers = max(1, min(config.workers or available_cores(), len(jobs)))
-    counter = multiprocessing.get_context("spawn").Value("i", 0)
-    threads = torch.get_num_threads()
-    executor = _executor(workers, counter)
-    try:
-        futures = [executor.submit(run_job, m, s, config, tensorboard, models) for m, s in jobs]
-        desc = f"training {len(jobs)} runs on {workers} worker{'s' if workers > 1 else ''}"
-        total = sum(planned_steps(method, config) for method, _ in jobs)
-        with progress_bar(desc, total, unit="step", quiet=quiet) as bar:
-            for steps in _ticks(futures, counter):
-                bar.update(steps)
-        return [future.result() for future in futures]
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        torch.set_num_threads(threads)  # the thread executor's initializer set it for this process
+        for seed in range(config.seeds)
+        for method in config.methods
+    ]
+    desc = f"training {len(jobs)} runs"
+    results = run_grid(jobs, config.workers, config.address, storage, desc=desc, unit="step", quiet=quiet)
+    return [results[job.id] for job in jobs]
 
 
 # ---------------------------------------------------------------------------------------------------- experiment
@@ -431,14 +390,21 @@ def _summarize(deployments: list[Deployment]) -> dict[str, Any]:
 
 
 def run_experiment(
-    config: Config, tensorboard: Path | None = None, models: Path | None = None, quiet: bool = False
+    config: Config,
+    tensorboard: Path | None = None,
+    models: Path | None = None,
+    quiet: bool = False,
+    storage: Path | None = None,
 ) -> dict[str, Any]:
     """Train, deploy and summarize both methods on ``config.seeds`` seeds.
+
+    :param storage: with ``config.address``: where Ray keeps the jobs' state and results (see
+        :func:`ordergrad_rl.sweep.jobs.run_jobs`).
 
     :return: ``{"config", "methods": {method: metrics + "per_seed", "n_paths"}, "stress": {"p": [...], method:
         [metrics per p]}, "train_seconds": {method: [...]}, "models", "deployments": {method: Deployment}}``.
     """
-    results = run_jobs(config, tensorboard, models, quiet)
+    results = run_jobs(config, tensorboard, models, quiet, storage)
     by_method = {method: [r for r in results if r["method"] == method] for method in config.methods}
     out: dict[str, Any] = {
         "config": dataclasses.asdict(config),
@@ -724,6 +690,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"parallel training runs (default: the available cores, here {available_cores()})",
     )
+    add_address_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "tailrisk")
 
@@ -747,8 +714,11 @@ def run(args: argparse.Namespace) -> int:
         eval_every=args.eval_every,
         eval_episodes=args.eval_episodes,
         workers=args.workers,
+        address=args.address,
     )
-    results = run_experiment(config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet)
+    results = run_experiment(
+        config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet, storage=args.out / "ray"
+    )
     train = results["train_seconds"]
     protocols = []
     if "reinforce" in args.algo or args.algo == "both":

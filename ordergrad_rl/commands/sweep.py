@@ -1,0 +1,185 @@
+"""Run a grid of train + evaluate trials (envs x algorithms x objectives x seeds x hyperparameters) on Ray Tune.
+
+    ordergrad-rl sweep sweep.yaml --out results/sweep
+    ordergrad-rl sweep --grid env=RiskyBandit-v0 objective=mean,cvar0.2 seed=0,1,2 timesteps=20000 --out results/bandit
+    ordergrad-rl sweep sweep.yaml --out results/sweep --address auto        # an existing Ray cluster (ray start)
+    ordergrad-rl sweep --resume --out results/sweep                         # continue an interrupted sweep
+
+The config (YAML) has a grid (every combination is a trial), fixed values and per-trial resources:
+
+    grid: {objective: [mean, cvar0.2], seed: [0, 1, 2], learning_rate: [3.0e-4, 1.0e-3]}
+    fixed: {env: SyntheticTailRisk-v0, algo: ppo, timesteps: 100000, eval_env: SyntheticTailRiskDeploy-v0}
+    resources: {cpu: 1, gpu: 0}
+
+Trial keys: the options of `ordergrad-rl train` (env, algo, objective, k, n_episodes, n_envs, seed, timesteps,
+policy, device, eval_env, eval_episodes, eval_freq, deterministic) and any other constructor argument of the
+algorithm (checked like train --hparams). --grid key=v1,v2 adds or replaces a grid key.
+
+Each trial trains, then evaluates its final policy on eval_env (default: env; eval_episodes deterministic
+episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its
+arguments and final risk values) and trials/<trial>.json. The sweep ends with the risk table (mean and 95%
+confidence interval over the seeds of each method: trials that differ only in their seed) in risk_table.md and a
+compare figure of the final evaluation returns, compare_<name>.png.
+
+Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
+names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
+sweep's state; --resume runs the failed and unfinished trials only. Needs the [ray] extra:
+pip install "ordergrad-rl[ray]".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.commands._models import CommandError
+from ordergrad_rl.experiments._common import add_output_arguments, positive_float, positive_int, write_json
+
+#: The sweep's plan (its trials and resources), written before the trials run and read by --resume.
+PLAN_FILE = "sweep.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl sweep``."""
+    parser.add_argument("config", type=Path, nargs="?", default=None, metavar="CONFIG", help="sweep config (YAML)")
+    parser.add_argument(
+        "--grid",
+        nargs="+",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="grid keys to add or replace, e.g. objective=mean,cvar0.2 seed=0,1,2",
+    )
+    parser.add_argument("--name", default=None, help="the sweep's name (default: the config's name or file name)")
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="auto|HOST:PORT",
+        help="run on an existing Ray cluster (default: a local Ray instance)",
+    )
+    parser.add_argument(
+        "--num-cpus", type=positive_int, default=None, metavar="C", help="CPUs of the local Ray instance"
+    )
+    parser.add_argument(
+        "--cpus-per-trial", type=positive_float, default=None, metavar="C", help="override resources: cpu"
+    )
+    parser.add_argument(
+        "--gpus-per-trial", type=float, default=None, metavar="G", help="override resources: gpu (>= 0)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the sweep in --out: run its failed and unfinished trials"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no Tune status tables")
+    add_output_arguments(parser, "sweep")
+
+
+def plan(args: argparse.Namespace) -> dict[str, Any]:
+    """The trials of the command line (config, --grid, resource overrides), checked: ``{"name", "resources",
+    "trials": [{"trial_id", "method", "trial"}]}``.
+
+    :raises CommandError: no config and no --grid, or a problem in a trial (see :func:`check_trials`).
+    """
+    from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
+
+    if args.config is None and not args.grid:
+        raise CommandError("give a sweep config file, --grid key=values, or --resume")
+    config = load_config(args.config, args.grid, args.name)
+    if args.cpus_per_trial is not None:
+        config.resources["cpu"] = args.cpus_per_trial
+    if args.gpus_per_trial is not None:
+        config.resources["gpu"] = args.gpus_per_trial
+    check_resources(config.resources)
+    trials = config.trials()
+    check_trials(trials)
+    varying = config.varying()
+    planned = [{"trial_id": trial_id(t, varying), "method": method_name(t, varying), "trial": t} for t in trials]
+    ids = [p["trial_id"] for p in planned]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise CommandError(f"the grid repeats trials: {', '.join(duplicates)} (a value listed twice?)")
+    return {"name": config.name, "resources": config.resources, "trials": planned}
+
+
+def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan saved in ``--out``; with a config or --grid, it must be the same.
+
+    :raises CommandError: no saved plan, or a different one.
+    """
+    path = args.out / PLAN_FILE
+    if not path.exists():
+        raise CommandError(f"nothing to resume: {path} does not exist")
+    saved = json.loads(path.read_text())
+    if args.config is not None or args.grid:
+        given = json.loads(json.dumps(plan(args)))
+        if given["trials"] != saved["trials"]:
+            raise CommandError(f"--resume: the trials differ from those of the sweep in {args.out}")
+    return saved
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan, run the trials on Ray Tune, print the risk table, write the figure (and JSON)."""
+    from ordergrad_rl.sweep.runner import init_ray, require_ray, run_tune
+    from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
+    from ordergrad_rl.sweep.trial import run_trial
+
+    require_ray("sweep")  # before any work: say which extra to install
+    out = args.out.resolve()
+    if args.resume:
+        sweep = resumed_plan(args)
+    else:
+        sweep = plan(args)
+        if (out / PLAN_FILE).exists():
+            raise CommandError(f"{out} already holds a sweep: --resume it, or choose another --out")
+        write_json(out / PLAN_FILE, sweep)
+    trials = sweep["trials"]
+    resources = sweep["resources"]
+    print(
+        f"sweep {sweep['name']}: {len(trials)} trials, {len(dict.fromkeys(t['method'] for t in trials))} methods, "
+        f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
+        f"{'' if args.address is None else f', Ray cluster {args.address}'}; output in {out}"
+    )
+    specs = [
+        {
+            "trial_id": t["trial_id"],
+            "kwargs": {**t, "out": str(out), "threads": max(1, int(resources["cpu"]))},
+        }
+        for t in trials
+    ]
+    import ray
+
+    init_ray(args.address, args.num_cpus, quiet=args.quiet)
+    start = time.perf_counter()
+    try:
+        outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume, quiet=args.quiet)
+    finally:
+        ray.shutdown()
+    wall = time.perf_counter() - start
+
+    ids = {t["trial_id"] for t in trials}
+    rows = [row for row in read_rows(out) if row["trial_id"] in ids]
+    print(f"\n{len(rows)} of {len(trials)} trials finished ({wall:.0f} s in this run)")
+    status = 0
+    for trial, error in outcome.errors.items():
+        print(f"[FAILED] {trial}: {error}", file=sys.stderr)
+        status = 1
+    if outcome.interrupted:
+        print("interrupted", file=sys.stderr)
+        status = 130
+    if status:
+        print(f"run the rest with:  ordergrad-rl sweep --resume --out {args.out}", file=sys.stderr)
+    if rows:
+        summary = summarize(rows)
+        table = format_risk_table(summary)
+        print(f"\nfinal evaluation returns, mean ± 95% CI over seeds:\n\n{table}\n")
+        (out / "risk_table.md").write_text(table + "\n")
+        figure = plot_sweep(rows, out / f"compare_{sweep['name']}.png")
+        print(
+            f"table: {out / 'risk_table.md'}\nfigure: {figure}\nTensorBoard: tensorboard --logdir {out / 'tensorboard'}"
+        )
+        if args.json is not None:
+            payload = {"name": sweep["name"], "summary": summary, "trials": rows, "wall_seconds": wall}
+            print(f"json: {write_json(args.json, payload)}")
+    return status

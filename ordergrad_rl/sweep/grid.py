@@ -1,0 +1,263 @@
+"""The trials of a sweep: a YAML config (and ``--grid`` overrides) expanded into the cross product of its values.
+
+A config file::
+
+    name: tailrisk-cvar            # optional; default: the file's name
+    grid:                          # every combination of these values is one trial
+      algo: [ppo]
+      objective: [mean, cvar0.2]
+      seed: [0, 1, 2]
+      learning_rate: [3.0e-4, 1.0e-3]
+    fixed:                         # the same for every trial
+      env: SyntheticTailRisk-v0
+      timesteps: 100000
+      eval_env: SyntheticTailRiskDeploy-v0
+      eval_episodes: 256
+    resources: {cpu: 1, gpu: 0}    # per trial (Ray Tune's resource request)
+
+Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``algo``, ``objective``, ``k``,
+``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``, ``eval_episodes``,
+``eval_freq``, ``deterministic``); every other key is a constructor argument of the algorithm, checked like
+``train --hparams``. A grid value may be a single value (not a list). Numbers written ``3e-4`` (which YAML 1.1
+reads as text) are numbers.
+
+The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
+method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.commands._models import CommandError
+
+#: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
+#: or, for ``eval_env``, the training env).
+RUN_KEYS: dict[str, Any] = {
+    "env": None,
+    "algo": "ppo",
+    "objective": "mean",
+    "k": None,
+    "n_episodes": None,
+    "n_envs": None,
+    "seed": 0,
+    "timesteps": None,
+    "policy": "MlpPolicy",
+    "device": "cpu",
+    "eval_env": None,
+    "eval_episodes": 100,
+    "eval_freq": None,
+    "deterministic": True,
+}
+#: Keys every trial must have.
+REQUIRED_KEYS: tuple[str, ...] = ("env", "timesteps")
+#: Per-trial resources (Ray Tune's request) when the config has none: one CPU, no GPU.
+DEFAULT_RESOURCES: dict[str, float] = {"cpu": 1, "gpu": 0}
+#: Longest method name; longer ones are cut and end in a hash.
+MAX_METHOD_NAME = 80
+
+
+@dataclass
+class SweepConfig:
+    """A sweep: the grid, the values shared by every trial, and the resources of a trial.
+
+    :param name: the sweep's name (figure and table names).
+    :param grid: key -> values; the trials are their cross product.
+    :param fixed: key -> value shared by every trial.
+    :param resources: per-trial ``{"cpu": c, "gpu": g}``.
+    """
+
+    name: str
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_RESOURCES))
+
+    def trials(self) -> list[dict[str, Any]]:
+        """Every combination of the grid's values, with the fixed values and the defaults of :data:`RUN_KEYS`
+        (grid order: the last key varies fastest)."""
+        keys = list(self.grid)
+        trials = []
+        for values in itertools.product(*(self.grid[key] for key in keys)):
+            trials.append(RUN_KEYS | self.fixed | dict(zip(keys, values, strict=True)))
+        return trials
+
+    def varying(self) -> list[str]:
+        """Grid keys with more than one value, except the seed: the keys that tell methods apart."""
+        return [key for key, values in self.grid.items() if key != "seed" and len(values) > 1]
+
+
+def number(value: Any) -> Any:
+    """``value``, with text that is a Python number literal (``"3e-4"``, which YAML 1.1 reads as a string) as
+    the number."""
+    if isinstance(value, str):
+        try:
+            literal = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            return value
+        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
+            return literal
+    return value
+
+
+def _values(key: str, value: Any) -> list[Any]:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise CommandError(f"grid key {key!r} has no values")
+    return [number(v) for v in values]
+
+
+def parse_grid_option(item: str) -> tuple[str, list[Any]]:
+    """``--grid key=v1,v2`` -> ``(key, [v1, v2])``; values are read as a YAML flow list (``[v1, v2]``), so
+    ``net_arch=[64,64],[32]`` gives two lists.
+
+    :raises CommandError: no ``=``, an empty key, or values YAML cannot read.
+    """
+    import yaml
+
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key or not text.strip():
+        raise CommandError(f"--grid expects key=value1,value2,..., got {item!r}")
+    try:
+        values = yaml.safe_load(f"[{text}]")
+    except yaml.YAMLError as err:
+        raise CommandError(f"--grid {item}: cannot read the values ({err})") from err
+    return key, _values(key, values)
+
+
+def load_config(path: Path | None, grid: Sequence[str] = (), name: str | None = None) -> SweepConfig:
+    """Read a sweep config (see the module docstring); ``--grid`` items replace or add grid keys.
+
+    :param path: YAML file, or ``None`` for a sweep given by ``grid`` only.
+    :param grid: ``key=v1,v2`` items.
+    :param name: the sweep's name; default: the config's ``name``, else the file's stem, else ``"sweep"``.
+    :raises CommandError: unreadable file, unknown sections, a key both in ``grid`` and ``fixed``, or bad values.
+    """
+    import yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise CommandError(f"cannot read the sweep config {path}: {err}") from err
+        if not isinstance(data, dict):
+            raise CommandError(f"{path}: a sweep config is a mapping with grid, fixed, resources (and name)")
+        unknown = set(data) - {"name", "grid", "fixed", "resources"}
+        if unknown:
+            raise CommandError(f"{path}: unknown sections {sorted(unknown)}; expected grid, fixed, resources, name")
+    sections = {}
+    for section in ("grid", "fixed", "resources"):
+        value = data.get(section) or {}
+        if not isinstance(value, dict):
+            raise CommandError(f"{path}: {section} must be a mapping of keys to values, got {value!r}")
+        sections[section] = value
+    config = SweepConfig(
+        name=name or str(data.get("name") or (Path(path).stem if path is not None else "sweep")),
+        grid={key: _values(key, value) for key, value in sections["grid"].items()},
+        fixed={key: number(value) for key, value in sections["fixed"].items()},
+        resources=DEFAULT_RESOURCES | {key: number(value) for key, value in sections["resources"].items()},
+    )
+    for item in grid:
+        key, values = parse_grid_option(item)
+        config.fixed.pop(key, None)
+        config.grid[key] = values
+    both = set(config.grid) & set(config.fixed)
+    if both:
+        raise CommandError(f"keys both in grid and fixed: {sorted(both)}")
+    check_resources(config.resources)
+    return config
+
+
+def check_resources(resources: dict[str, Any]) -> None:
+    """``cpu`` > 0 and ``gpu`` >= 0 numbers, no other keys.
+
+    :raises CommandError: otherwise.
+    """
+    unknown = set(resources) - set(DEFAULT_RESOURCES)
+    if unknown:
+        raise CommandError(f"resources: unknown keys {sorted(unknown)}; expected cpu and gpu")
+    for key, low in (("cpu", 0.0), ("gpu", 0.0)):
+        value = resources[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or value < low
+            or (key == "cpu" and not value)
+        ):
+            raise CommandError(f"resources: {key} must be a number {'>' if key == 'cpu' else '>='} 0, got {value!r}")
+
+
+def check_trials(trials: list[dict[str, Any]]) -> None:
+    """Check every trial before any runs: required keys, the algorithm, env ids, objectives, ``k < n_episodes``,
+    integer counts and the hyperparameters' types (the checks of ``train --hparams``).
+
+    :raises CommandError: the first problem, naming the key.
+    """
+    from ordergrad_rl.commands._models import is_batched
+    from ordergrad_rl.commands.train import ALGOS, algorithm_class, check_hparam
+    from ordergrad_rl.core import Objective
+
+    checked_envs: set[str] = set()
+    for trial in trials:
+        missing = [key for key in REQUIRED_KEYS if trial.get(key) is None]
+        if missing:
+            raise CommandError(f"every trial needs {', '.join(missing)} (in grid or fixed)")
+        if trial["algo"] not in ALGOS:
+            raise CommandError(f"algo must be one of {sorted(ALGOS)}, got {trial['algo']!r}")
+        for key in ("timesteps", "eval_episodes", "n_episodes", "n_envs", "k", "eval_freq"):
+            value = trial[key]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CommandError(f"{key} must be an integer >= 1, got {value!r}")
+        if isinstance(trial["seed"], bool) or not isinstance(trial["seed"], int) or trial["seed"] < 0:
+            raise CommandError(f"seed must be an integer >= 0, got {trial['seed']!r}")
+        for key in ("env", "eval_env"):
+            env_id = trial[key]
+            if env_id is not None and env_id not in checked_envs:
+                is_batched(str(env_id))  # an unknown id fails here, with the registry's suggestion
+                checked_envs.add(env_id)
+        try:
+            objective = Objective.parse(trial["objective"], trial["k"])
+        except (TypeError, ValueError) as err:
+            raise CommandError(f"objective {trial['objective']!r}: {err}") from err
+        n_episodes = trial["n_episodes"]
+        if n_episodes is not None and objective.k is not None and objective.k >= n_episodes:
+            raise CommandError(f"objective {str(objective)!r} needs k < n_episodes, got n_episodes={n_episodes}")
+        cls = algorithm_class(trial["algo"])
+        for key, value in hyperparameters(trial).items():
+            check_hparam(key, value, cls, f"sweep key {key}")
+
+
+def hyperparameters(trial: dict[str, Any]) -> dict[str, Any]:
+    """The trial's constructor arguments other than those of :data:`RUN_KEYS`."""
+    return {key: value for key, value in trial.items() if key not in RUN_KEYS}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^\w.@=-]+", "-", text).strip("-")
+
+
+def method_name(trial: dict[str, Any], varying: Sequence[str]) -> str:
+    """The method of a trial as a file name: the algorithm, the objective (with ``k`` when given), then
+    ``key=value`` for every other ``varying`` key: ``OrderGradPPO_cvar0.2_learning_rate=0.001``."""
+    from ordergrad_rl.commands.train import ALGOS
+
+    objective = str(trial["objective"]) + (f"@{trial['k']}" if trial["k"] is not None else "")
+    parts = [ALGOS[trial["algo"]], objective]
+    parts += [f"{key}={trial[key]}" for key in varying if key not in ("algo", "objective", "k")]
+    name = _slug("_".join(map(str, parts)))
+    if len(name) > MAX_METHOD_NAME:
+        name = f"{name[: MAX_METHOD_NAME - 9]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return name
+
+
+def trial_id(trial: dict[str, Any], varying: Sequence[str]) -> str:
+    """``<method>_seed<s>``: unique within a sweep (trials that share a method differ in their seed)."""
+    return f"{method_name(trial, varying)}_seed{trial['seed']}"

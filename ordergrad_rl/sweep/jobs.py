@@ -1,0 +1,182 @@
+"""Run the independent jobs of an experiment's grid (method x seed x game ...): locally, or as Ray Tune trials.
+
+The reproductions hand their grids to :func:`run_jobs` instead of keeping process pools of their own:
+
+* ``address=None``: local worker processes (spawned, one torch thread each; one job at a time runs in this
+  process), no Ray needed;
+* ``address="local"``, ``"auto"`` or ``"HOST:PORT"``: Ray Tune trials (:mod:`ordergrad_rl.sweep.runner`) on a new
+  local Ray instance or on a cluster, one CPU per job. Results travel as pickles under ``storage``, which every
+  node must see.
+
+A job is a module-level function and its keyword arguments; it may report progress in the caller's unit (env
+steps, say) with :func:`report_progress`. The progress bar counts ``Job.weight`` units in all; a finished job
+accounts for whatever it did not report (Ray jobs report only when they finish).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Executor, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.experiments._common import available_cores, progress_bar
+
+# Progress counter shared by the local workers (set by _init_worker); None when there is no one to tell.
+_COUNTER: Any = None
+# Units the running job of this worker reported so far (a worker runs one job at a time).
+_REPORTED = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """``function(**kwargs)``, named ``id`` (unique in a grid), worth ``weight`` progress units."""
+
+    id: str
+    function: Callable[..., Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    weight: int = 1
+
+
+def report_progress(units: int) -> None:
+    """Called by a job: ``units`` more progress units are done (no-op where nobody counts)."""
+    global _REPORTED
+    _REPORTED += units
+    if _COUNTER is not None:
+        with _COUNTER.get_lock():
+            _COUNTER.value += units
+
+
+def _call(function: Callable[..., Any], kwargs: dict[str, Any], weight: int) -> Any:
+    """Run a job in a local worker; when it returns, count the units of its weight it did not report."""
+    global _REPORTED
+    _REPORTED = 0
+    result = function(**kwargs)
+    report_progress(max(0, weight - _REPORTED))
+    return result
+
+
+def _init_worker(counter: Any) -> None:
+    global _COUNTER
+    _COUNTER = counter
+    import torch
+
+    # One core per job: the experiments' models are small, and threads of concurrent jobs would only contend.
+    torch.set_num_threads(1)
+
+
+def _executor(workers: int, counter: Any) -> Executor:
+    """Worker processes (spawned: no inherited torch/threads state), or one thread in this process."""
+    if workers > 1:
+        context = multiprocessing.get_context("spawn")
+        return ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(counter,))
+    return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
+
+
+def _run_local(jobs: list[Job], workers: int, bar: Any) -> dict[str, Any]:
+    global _COUNTER
+    import torch
+
+    counter = multiprocessing.get_context("spawn").Value("q", 0)
+    threads = torch.get_num_threads()
+    executor = _executor(workers, counter)
+    try:
+        futures = {executor.submit(_call, job.function, job.kwargs, job.weight): job for job in jobs}
+        pending, seen = set(futures), 0
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # raises the job's exception here
+            now = counter.value
+            bar.update(now - seen)
+            seen = now
+        return {futures[future].id: future.result() for future in futures}
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        torch.set_num_threads(threads)  # the thread executor's initializer set it for this process
+        _COUNTER = None
+
+
+def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> dict[str, Any]:
+    """A Ray job: call ``function`` (``module.name``) with ``kwargs`` and pickle its result to ``result_path``."""
+    import importlib
+
+    import torch
+
+    torch.set_num_threads(1)
+    module, _, name = function.rpartition(".")
+    result = getattr(importlib.import_module(module), name)(**kwargs)
+    path = Path(result_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result))
+    return {}
+
+
+def _run_ray(jobs: list[Job], address: str, storage: Path, bar: Any, quiet: bool) -> dict[str, Any]:
+    import ray
+
+    from ordergrad_rl.commands._models import CommandError
+    from ordergrad_rl.sweep.runner import init_ray, require_ray, run_tune
+
+    require_ray(f"--address {address}")
+    results = storage / "results"
+    specs = [
+        {
+            "trial_id": job.id,
+            "kwargs": {
+                "function": f"{job.function.__module__}.{job.function.__qualname__}",
+                "kwargs": job.kwargs,
+                "result_path": str(results / f"{job.id}.pkl"),
+            },
+        }
+        for job in jobs
+    ]
+    init_ray(None if address == "local" else address, quiet=quiet)
+    try:
+        outcome = run_tune(call_and_save, specs, storage, {"cpu": 1, "gpu": 0}, quiet=True)
+    finally:
+        ray.shutdown()
+    if outcome.errors or outcome.interrupted:
+        failed = "; ".join(f"{trial}: {error}" for trial, error in outcome.errors.items())
+        raise CommandError(f"{len(jobs) - len(outcome.finished)} of {len(jobs)} Ray jobs did not finish. {failed}")
+    bar.update(sum(job.weight for job in jobs))
+    return {job.id: pickle.loads((results / f"{job.id}.pkl").read_bytes()) for job in jobs}
+
+
+def run_jobs(
+    jobs: list[Job],
+    workers: int | None = None,
+    address: str | None = None,
+    storage: Path | None = None,
+    desc: str = "jobs",
+    unit: str = "it",
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Run every job; return ``{job.id: result}``. The results do not depend on where the jobs ran.
+
+    :param workers: local worker processes (default: the available cores, at most one per job); 1 runs the
+        jobs one after another in this process.
+    :param address: ``None`` for local workers; ``"local"`` (a new local Ray instance), ``"auto"`` or
+        ``"HOST:PORT"`` (a Ray cluster) for Ray Tune trials.
+    :param storage: where a fresh directory for Ray's experiment state and the pickled results is made (default:
+        the system's temporary directory; give one that all nodes share for a multi-node cluster).
+    :param desc: progress-bar text; ``unit``: what ``Job.weight`` and :func:`report_progress` count.
+    :raises CommandError: a Ray job failed or was interrupted (local jobs raise their own exceptions).
+    """
+    ids = [job.id for job in jobs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"job ids must be unique, got {ids}")
+    total = sum(job.weight for job in jobs)
+    if address is not None:
+        if storage is not None:
+            Path(storage).mkdir(parents=True, exist_ok=True)
+        storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage))
+        with progress_bar(f"{desc} on Ray ({address})", total, unit=unit, quiet=quiet) as bar:
+            return _run_ray(jobs, address, storage, bar, quiet)
+    workers = max(1, min(workers or available_cores(), len(jobs)))
+    with progress_bar(f"{desc} on {workers} worker{'s' if workers > 1 else ''}", total, unit=unit, quiet=quiet) as bar:
+        return _run_local(jobs, workers, bar)

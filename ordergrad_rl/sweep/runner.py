@@ -1,0 +1,154 @@
+"""Run functions as Ray Tune trials: on a local Ray instance sized to the machine, or on an existing cluster.
+
+The one place that imports Ray (the ``[ray]`` extra). Ray Tune schedules the trials on the cluster's CPUs/GPUs
+(``resources`` per trial), keeps the experiment state under ``<storage>/tune`` so that an interrupted run
+(Ctrl-C, a lost node) continues with :func:`run_tune` ``(resume=True)`` without redoing finished trials, and on
+Ctrl-C stops the running trials and saves that state.
+
+A trial is a *spec*: a dict with a ``"trial_id"`` (its name) and the keyword arguments of the function it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.commands._models import CommandError
+
+#: Tune's experiment directory under the storage path.
+EXPERIMENT = "tune"
+#: Metric naming the spec of a finished trial (Tune fills its own ``trial_id`` into every result).
+FINISHED = "spec_trial_id"
+
+
+def require_ray(command: str) -> None:
+    """Import Ray Tune or raise a ``CommandError`` saying which extra to install."""
+    from ordergrad_rl.commands._checks import require_extra
+
+    require_extra("ray", ("ray.tune",), command)
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: bool = False) -> Any:
+    """Connect to the cluster at ``address`` (``"auto"``: the one ``ray start`` made on this machine;
+    ``HOST:PORT``: a head node), or start a new local Ray instance with ``num_cpus`` CPUs (default: the cores this
+    process may use).
+
+    :return: Ray's context (call ``ray.shutdown()`` when done).
+    :raises CommandError: no cluster at ``address``.
+    """
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage reports to Ray's servers
+    import ray
+
+    from ordergrad_rl.experiments._common import available_cores
+
+    try:
+        if address is None:
+            # "local": a new instance even if `ray start` runs on this machine (that one is used with --address).
+            return ray.init(
+                address="local",
+                num_cpus=num_cpus or available_cores(),
+                include_dashboard=False,
+                log_to_driver=not quiet,
+            )
+        return ray.init(address=address, log_to_driver=not quiet)
+    except ConnectionError as err:
+        raise CommandError(f"no Ray cluster at --address {address}: {err}") from err
+
+
+def _scalars(result: Any) -> dict[str, Any]:
+    """The scalar entries of a function's result (one level of nested dicts as ``key/sub``): Tune's metrics."""
+    if not isinstance(result, dict):
+        return {}
+    out = {}
+    for key, value in result.items():
+        for name, item in value.items() if isinstance(value, dict) else [(None, value)]:
+            if isinstance(item, (bool, int, float, str)):
+                out[str(key) if name is None else f"{key}/{name}"] = item
+    return out
+
+
+def _trainable(config: dict[str, Any]) -> dict[str, Any]:
+    """Tune's function trainable: call the spec's function with its arguments; its scalars are the metrics."""
+    import importlib
+
+    spec = config["spec"]
+    module, _, name = spec["function"].rpartition(".")
+    function = getattr(importlib.import_module(module), name)
+    return {**_scalars(function(**spec["kwargs"])), FINISHED: spec["trial_id"]}
+
+
+@dataclass
+class TuneOutcome:
+    """What a Tune run did.
+
+    :param finished: trial ids that finished (now or in an earlier, resumed run).
+    :param errors: trial id -> error message of the trials that failed.
+    :param interrupted: the run stopped early (Ctrl-C): resume it to run the rest.
+    """
+
+    finished: list[str]
+    errors: dict[str, str]
+    interrupted: bool
+
+
+def experiment_dir(storage: Path) -> Path:
+    """Tune's experiment directory of a sweep whose state is kept under ``storage``."""
+    return Path(storage).resolve() / EXPERIMENT
+
+
+def run_tune(
+    function: Callable[..., Any],
+    specs: list[dict[str, Any]],
+    storage: Path,
+    resources: dict[str, float],
+    resume: bool = False,
+    quiet: bool = False,
+) -> TuneOutcome:
+    """Run ``function(**spec["kwargs"])`` for every spec as a Ray Tune trial (Ray must be initialized).
+
+    :param function: a module-level function (workers import it by name).
+    :param specs: ``{"trial_id": ..., "kwargs": {...}}`` per trial.
+    :param storage: directory of Tune's experiment state (``<storage>/tune``).
+    :param resources: per trial: ``{"cpu": c, "gpu": g}``.
+    :param resume: continue the experiment saved under ``storage`` (its finished trials are not run again;
+        failed and unfinished ones are).
+    :raises CommandError: ``resume`` without a saved experiment, or a saved one without ``resume``.
+    """
+    from ray import tune
+
+    path = experiment_dir(storage)
+    trainable = tune.with_resources(_trainable, {"cpu": resources["cpu"], "gpu": resources["gpu"]})
+    if resume:
+        if not tune.Tuner.can_restore(str(path)):
+            raise CommandError(f"nothing to resume: no sweep state under {path}")
+        tuner = tune.Tuner.restore(str(path), trainable, resume_unfinished=True, resume_errored=True)
+    else:
+        if path.exists():
+            raise CommandError(f"a sweep already ran with its state in {path}: use --resume, or another --out")
+        name = f"{function.__module__}.{function.__qualname__}"
+        described = [{"trial_id": spec["trial_id"], "function": name, "kwargs": spec["kwargs"]} for spec in specs]
+
+        def trial_name(trial: Any) -> str:
+            return trial.config["spec"]["trial_id"]
+
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"spec": tune.grid_search(described)},
+            # Reused actors: a trial does not pay the import of torch and SB3 again in a fresh worker.
+            tune_config=tune.TuneConfig(
+                trial_name_creator=trial_name, trial_dirname_creator=trial_name, reuse_actors=True
+            ),
+            run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(path.parent), verbose=0 if quiet else 1),
+        )
+    results = tuner.fit()
+    finished, errors = [], {}
+    for result in results:
+        spec = (result.config or {}).get("spec", {})  # a trial that never started has no config
+        if result.error is not None:
+            errors[spec.get("trial_id", str(result.path))] = str(result.error).strip().splitlines()[-1]
+        elif result.metrics and FINISHED in result.metrics:  # the trainable's return value: it finished
+            finished.append(result.metrics[FINISHED])
+    return TuneOutcome(finished, errors, interrupted=len(finished) + len(errors) < len(specs))

@@ -1,0 +1,124 @@
+"""One trial of a sweep: ``train`` and a final evaluation, written as a model, a TensorBoard run and a JSON row.
+
+Runs inside a Ray worker (or any process); it imports no Ray. Outputs under the sweep's directory ``out``:
+
+* ``models/<trial id>.zip``: the trained model;
+* ``tensorboard/<method>/seed<s>_1``: the TensorBoard run (runs of a method share the parent ``<method>``), whose
+  last ``eval_risk/*`` values are the final evaluation (the HParams tab shows them beside the arguments);
+* ``trials/<trial id>.json``: the row (:func:`run_trial`'s return value, plus the evaluation returns), written
+  last and atomically: a trial whose row exists with the same settings is finished, and running it again returns
+  the row without training (so a resumed sweep redoes nothing finished, even a trial that ended just as the sweep
+  was interrupted, before Ray Tune recorded it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.experiments._common import write_json
+from ordergrad_rl.sweep.grid import RUN_KEYS, hyperparameters
+
+
+def row_path(out: Path, trial_id: str) -> Path:
+    """Where the JSON row of a trial goes."""
+    return out / "trials" / f"{trial_id}.json"
+
+
+def _namespace(trial: dict[str, Any], tensorboard: Path) -> argparse.Namespace:
+    """The ``train`` options of a trial (so the sweep builds models and evaluations exactly like ``train``)."""
+    options = {key: trial.get(key, default) for key, default in RUN_KEYS.items()}
+    # No periodic evaluation unless asked for: the final one is always made.
+    options["eval_freq"] = options["eval_freq"] or options["timesteps"] + 1
+    options["eval_env"] = options["eval_env"] or options["env"]
+    return argparse.Namespace(**options, tensorboard=tensorboard, verbose=0, hparams=[])
+
+
+def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str, threads: int = 1) -> dict[str, Any]:
+    """Train the trial, evaluate the final policy, save the model and write the JSON row.
+
+    The evaluation runs ``eval_episodes`` episodes of ``eval_env`` (default: the training env), deterministic
+    unless ``deterministic: false``, on envs seeded from the trial's seed (``train``'s evaluation seeds).
+
+    :param trial: the trial's keys (see :mod:`ordergrad_rl.sweep.grid`).
+    :param trial_id: the trial's name (file names).
+    :param method: the trial's method (TensorBoard parent directory).
+    :param out: the sweep's directory.
+    :param threads: torch threads (the trial's CPUs).
+    :return: the row: ``trial_id``, ``method``, ``trial``, ``profile`` (risk profile of the evaluation returns),
+        ``timesteps``, ``train_seconds``, ``host``, ``node`` (the Ray node id when run by Ray), ``model``, ``run``.
+    """
+    import torch
+
+    from ordergrad_rl.commands.train import build_model, eval_callback
+
+    out = Path(out)
+    finished = finished_row(out, trial_id, trial)
+    if finished is not None:
+        return finished
+    torch.set_num_threads(max(1, int(threads)))
+    tensorboard = out / "tensorboard" / method
+    name = f"seed{trial['seed']}"
+    for stale in tensorboard.glob(f"{name}_*"):  # an interrupted attempt of this trial: start its run afresh
+        shutil.rmtree(stale, ignore_errors=True)
+    args = _namespace(trial, out / "tensorboard")
+    model = build_model(args, hyperparameters(trial))
+    callback = eval_callback(args, model)
+    callback.deterministic = args.deterministic
+    start = time.perf_counter()
+    model.learn(args.timesteps, callback=callback, tb_log_name=f"{method}/{name}")
+    train_seconds = time.perf_counter() - start
+    profile = callback.evaluate()  # the final evaluation: the run's last eval_risk/* values
+    run = Path(model.logger.dir)
+    model.logger.close()
+    model_file = out / "models" / f"{trial_id}.zip"
+    model_file.parent.mkdir(parents=True, exist_ok=True)
+    model.save(model_file)
+    row = {
+        "trial_id": trial_id,
+        "method": method,
+        "trial": trial,
+        "profile": profile,
+        "eval": {"env": args.eval_env, "episodes": args.eval_episodes, "deterministic": args.deterministic},
+        "info": callback.last_info,
+        "timesteps": int(model.num_timesteps),
+        "train_seconds": train_seconds,
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "node": _ray_node_id(),
+        "model": str(model_file),
+        "run": str(run),
+    }
+    path = row_path(out, trial_id)
+    partial = write_json(path.with_name(f".{path.name}.{os.getpid()}"), row | {"returns": callback.last_returns})
+    partial.replace(path)  # atomic: a row is whole or absent
+    return row
+
+
+def finished_row(out: Path, trial_id: str, trial: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved row of a trial that finished with these settings (without its returns), else ``None``."""
+    path = row_path(out, trial_id)
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text())
+    if row.get("trial") != json.loads(json.dumps(trial)):
+        return None
+    row.pop("returns", None)
+    return row
+
+
+def _ray_node_id() -> str | None:
+    """The Ray node this process runs on, or ``None`` outside Ray."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return None
+    import ray
+
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None

@@ -1,0 +1,224 @@
+"""``ordergrad-rl sweep`` without Ray: the config and its checks, one trial's outputs, the risk table over seeds.
+
+The Ray Tune runs themselves are in ``test_sweep_ray.py`` (skipped without the ``[ray]`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ordergrad_rl.cli import main
+from ordergrad_rl.commands import sweep as sweep_command
+from ordergrad_rl.commands._models import CommandError
+from ordergrad_rl.experiments._common import format_cell
+from ordergrad_rl.risk import risk_profile
+from ordergrad_rl.sweep import grid, table
+from ordergrad_rl.sweep.trial import run_trial
+
+pytest.importorskip("yaml", reason="sweep configs are YAML (PyYAML comes with the [ray] extra)")
+
+CONFIG = """
+name: demo
+grid:
+  objective: [mean, cvar0.25]
+  seed: [0, 1, 2]
+  learning_rate: [3e-4, 1.0e-3]
+fixed:
+  env: RiskyBandit-v0
+  algo: reinforce
+  n_episodes: 16
+  timesteps: 32
+resources: {cpu: 2}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_config_is_the_cross_product_of_the_grid(tmp_path):
+    config = grid.load_config(write(tmp_path, CONFIG))
+    assert config.name == "demo" and config.resources == {"cpu": 2, "gpu": 0}
+    trials = config.trials()
+    assert len(trials) == 2 * 3 * 2
+    assert {t["learning_rate"] for t in trials} == {3e-4, 1e-3}  # YAML 1.1 reads 3e-4 as text: it is a number
+    assert {(t["objective"], t["seed"], t["learning_rate"]) for t in trials} == {
+        (o, s, lr) for o in ("mean", "cvar0.25") for s in (0, 1, 2) for lr in (3e-4, 1e-3)
+    }
+    assert all(t["env"] == "RiskyBandit-v0" and t["eval_episodes"] == 100 and t["k"] is None for t in trials)
+    assert config.varying() == ["objective", "learning_rate"]
+    grid.check_trials(trials)
+    varying = config.varying()
+    assert grid.method_name(trials[0], varying) == "OrderGradREINFORCE_mean_learning_rate=0.0003"
+    assert grid.trial_id(trials[-1], varying) == "OrderGradREINFORCE_cvar0.25_learning_rate=0.001_seed2"
+    # --grid replaces a grid key, or a fixed one (which then varies)
+    config = grid.load_config(write(tmp_path, CONFIG), ["seed=5", "n_episodes=8,32", "objective=max@4"])
+    assert len(config.trials()) == 1 * 1 * 2 * 2 and "n_episodes" not in config.fixed
+    assert config.varying() == ["learning_rate", "n_episodes"]  # a single objective and seed are not varying
+
+
+def test_grid_option_reads_yaml_lists():
+    assert grid.parse_grid_option("objective=mean,cvar0.2") == ("objective", ["mean", "cvar0.2"])
+    assert grid.parse_grid_option("learning_rate=3e-4,1e-3") == ("learning_rate", [3e-4, 1e-3])
+    assert grid.parse_grid_option("policy_kwargs={net_arch: [64, 64]},{net_arch: []}") == (
+        "policy_kwargs",
+        [{"net_arch": [64, 64]}, {"net_arch": []}],
+    )
+    assert grid.parse_grid_option("normalize_advantage=true") == ("normalize_advantage", [True])
+    for bad in ("objective", "=mean", "seed=", "x=[1,"):
+        with pytest.raises(CommandError, match="--grid"):
+            grid.parse_grid_option(bad)
+
+
+@pytest.mark.parametrize(
+    "fixed, message",
+    [
+        ({"env": "RiskyBandit-v0"}, "every trial needs timesteps"),
+        ({"env": "NoSuchEnv-v0", "timesteps": 8}, "unknown env id 'NoSuchEnv-v0'"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "algo": "dqn"}, "algo must be one of ['ppo', 'reinforce']"),
+        ({"env": "RiskyBandit-v0", "timesteps": 0}, "timesteps must be an integer >= 1, got 0"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "seed": -1}, "seed must be an integer >= 0"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "cvar2"}, "objective 'cvar2'"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "max@8", "n_episodes": 8}, "needs k < n_episodes"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "learning_rat": 0.1}, "has no hyperparameter 'learning_rat'"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
+    ],
+)
+def test_trials_are_checked_before_any_run(fixed, message):
+    trials = grid.SweepConfig("x", fixed=fixed).trials()
+    with pytest.raises(CommandError) as err:
+        grid.check_trials(trials)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("grid: [1, 2]", "grid must be a mapping"),
+        ("grids: {seed: [1]}", "unknown sections ['grids']"),
+        ("grid: {seed: [0]}\nfixed: {seed: 1}", "keys both in grid and fixed: ['seed']"),
+        ("grid: {seed: []}", "grid key 'seed' has no values"),
+        ("resources: {cpu: 0}", "resources: cpu must be a number > 0"),
+        ("resources: {tpu: 1}", "resources: unknown keys ['tpu']"),
+        ("grid: {seed: [0", "cannot read the sweep config"),
+    ],
+)
+def test_config_errors_name_the_problem(tmp_path, text, message):
+    with pytest.raises(CommandError) as err:
+        grid.load_config(write(tmp_path, text))
+    assert message in str(err.value)
+
+
+def test_plan_refuses_repeated_trials_and_an_empty_command(tmp_path):
+    grid_items = ["seed=0,0", "env=RiskyBandit-v0", "timesteps=8"]
+    args = argparse.Namespace(config=None, grid=grid_items, name=None, cpus_per_trial=None, gpus_per_trial=None)
+    with pytest.raises(CommandError, match="the grid repeats trials: OrderGradPPO_mean_seed0"):
+        sweep_command.plan(args)
+    args.grid = []
+    with pytest.raises(CommandError, match="give a sweep config file, --grid key=values, or --resume"):
+        sweep_command.plan(args)
+
+
+def test_sweep_without_ray_names_the_extra_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # import fails as if Ray were not installed
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl sweep: error: sweep needs the [ray] extra (ray.tune does not import")
+    assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[ray]"')
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_needs_a_sweep_and_a_new_sweep_an_empty_out(tmp_path, capsys):
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    assert main(["sweep", "--resume", "--out", str(tmp_path)]) == 2
+    assert f"nothing to resume: {tmp_path / 'sweep.json'} does not exist" in capsys.readouterr().err
+    (tmp_path / "sweep.json").write_text(json.dumps({"name": "x", "resources": {}, "trials": []}))
+    assert main(["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path)]) == 2
+    assert "already holds a sweep: --resume it, or choose another --out" in capsys.readouterr().err
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--resume"]
+    assert main(argv) == 2
+    assert "--resume: the trials differ from those of the sweep" in capsys.readouterr().err
+
+
+def test_one_trial_writes_its_model_run_and_row(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from test_agents_tensorboard import read_hparams  # tests/ is on sys.path under pytest
+
+    from ordergrad_rl.agents import OrderGradPPO
+
+    trial = grid.SweepConfig("x", fixed={"env": "RiskyBandit-v0", "timesteps": 32, "objective": "cvar0.25"}).trials()
+    trial = trial[0] | {"n_episodes": 16, "eval_episodes": 24, "seed": 3, "n_epochs": 1}
+    stale = tmp_path / "tensorboard" / "m" / "seed3_1"
+    stale.mkdir(parents=True)  # an interrupted attempt of the trial
+    (stale / "events.out.tfevents.0.old").write_bytes(b"")
+    row = run_trial(trial, "m_seed3", "m", tmp_path)
+
+    saved = json.loads((tmp_path / "trials" / "m_seed3.json").read_text())
+    assert len(saved["returns"]) == 24 and saved["profile"] == pytest.approx(risk_profile(saved["returns"]))
+    assert saved["profile"] == pytest.approx(row["profile"]) and saved["trial"]["seed"] == 3
+    assert saved["timesteps"] >= 32 and saved["node"] is None  # not run by Ray
+    model = OrderGradPPO.load(tmp_path / "models" / "m_seed3.zip")
+    assert model.objective_spec == "cvar0.25@8" and model.n_epochs == 1
+    runs = sorted(p.name for p in (tmp_path / "tensorboard" / "m").iterdir())
+    assert runs == ["seed3_1"] and not (stale / "events.out.tfevents.0.old").exists()
+    run = EventAccumulator(str(stale))
+    run.Reload()
+    # The run's last eval_risk values are the row's: the HParams dashboard shows the trial's final risk profile.
+    assert run.Scalars("eval_risk/cvar_0.1")[-1].value == pytest.approx(row["profile"]["cvar_0.1"], rel=1e-6)
+    hparams, metrics = read_hparams(run)
+    assert hparams["objective"] == "cvar0.25@8" and hparams["seed"] == 3 and "eval_risk/cvar_0.1" in metrics
+
+    # Run again (a resumed sweep whose Tune state missed the end of this trial): the row, no training.
+    stamps = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()}
+    assert run_trial(trial, "m_seed3", "m", tmp_path) == row
+    assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()} == stamps
+    # Other settings under the same id are not that trial: it trains again.
+    again = run_trial(trial | {"eval_episodes": 8}, "m_seed3", "m", tmp_path)
+    assert len(json.loads((tmp_path / "trials" / "m_seed3.json").read_text())["returns"]) == 8
+    assert again["eval"]["episodes"] == 8 and not list((tmp_path / "trials").glob(".*"))  # no partial rows left
+
+
+def test_risk_table_is_the_mean_and_t_interval_over_seeds():
+    rng = np.random.default_rng(0)
+    rows = []
+    for method, shift in (("a", 0.0), ("b", 1.0)):
+        for seed in range(4 if method == "a" else 1):
+            returns = rng.normal(shift, 1.0, 50)
+            rows.append({"method": method, "trial": {"seed": seed}, "profile": risk_profile(returns)})
+    summary = table.summarize(rows)
+    cvar = np.array([row["profile"]["cvar_0.1"] for row in rows[:4]])
+    low, high = stats.t.interval(0.95, 3, loc=cvar.mean(), scale=stats.sem(cvar))
+    mean, half = summary["a"]["cvar_0.1"]
+    assert mean == pytest.approx(cvar.mean()) and half == pytest.approx((high - low) / 2)
+    assert summary["a"]["seeds"] == [0, 1, 2, 3] and np.isnan(summary["b"]["mean"][1])  # one seed: no interval
+    lines = table.format_risk_table(summary).splitlines()
+    assert [cell.strip() for cell in lines[0].split("|")[1:-1]] == ["method", "seeds", *table.TABLE_KEYS]
+    a_row = [cell.strip() for cell in lines[2].split("|")[1:-1]]
+    key = table.TABLE_KEYS.index("cvar_0.1") + 2
+    assert a_row[:2] == ["a", "4"] and a_row[key] == f"{format_cell(mean)} ± {format_cell(half)}"
+    assert [cell.strip() for cell in lines[3].split("|")[1:3]] == ["b", "1"] and " ± " not in lines[3]
+
+
+def test_reproduction_on_ray_without_ray_names_the_extra_before_training(tmp_path, monkeypatch, capsys):
+    from ordergrad_rl.experiments import tailrisk
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # import fails as if Ray were not installed
+    monkeypatch.setattr(tailrisk, "run_job", no_training)
+    argv = ["reproduce", "tailrisk", "--address", "local", "--seeds", "1", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--address local needs the [ray] extra (ray.tune does not import" in err
+    assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[ray]"')

@@ -1,0 +1,54 @@
+"""``ordergrad_rl.sweep.jobs.run_jobs`` on local workers: results by id, errors, progress in the caller's unit."""
+
+from __future__ import annotations
+
+import pytest
+
+from ordergrad_rl.sweep import jobs
+
+
+def square(x: int, report: int = 0) -> int:
+    """A job: reports ``report`` progress units, returns ``x * x``; ``x < 0`` fails."""
+    if x < 0:
+        raise ArithmeticError(f"negative {x}")
+    jobs.report_progress(report)
+    return x * x
+
+
+class RecordingBar:
+    def __init__(self, desc: str, total: int, **kwargs) -> None:
+        self.desc, self.total, self.n = desc, total, 0
+        BARS.append(self)
+
+    def update(self, n: int) -> None:
+        assert n >= 0
+        self.n += n
+
+    def __enter__(self) -> RecordingBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+BARS: list[RecordingBar] = []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_results_by_id_and_progress_in_the_callers_unit(workers, monkeypatch):
+    monkeypatch.setattr(jobs, "progress_bar", RecordingBar)
+    BARS.clear()
+    # Job 0 reports part of its weight, job 1 all of it, job 2 nothing: the bar still ends at the total.
+    grid = [jobs.Job(f"j{x}", square, {"x": x, "report": r}, weight=10) for x, r in ((0, 4), (1, 10), (2, 0))]
+    assert jobs.run_jobs(grid, workers=workers, desc="squares") == {"j0": 0, "j1": 1, "j2": 4}
+    (bar,) = BARS
+    assert bar.total == 30 and bar.n == 30
+    assert bar.desc == f"squares on {workers} worker{'s' if workers > 1 else ''}"
+    assert jobs._COUNTER is None  # no counter left behind in this process
+
+
+def test_a_failing_job_raises_and_ids_must_be_unique():
+    with pytest.raises(ArithmeticError, match="negative -1"):
+        jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("b", square, {"x": -1})], workers=1, quiet=True)
+    with pytest.raises(ValueError, match="job ids must be unique"):
+        jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("a", square, {"x": 2})], quiet=True)

@@ -1,0 +1,103 @@
+"""``ordergrad-rl sweep`` on a local Ray instance: a 2x2 sweep interrupted by Ctrl-C, then resumed.
+
+Skipped without the ``[ray]`` extra. The sweep runs in subprocesses (as a user runs it), with at most 2 CPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray.tune", reason='needs the [ray] extra: pip install "ordergrad-rl[ray]"')
+
+GRID = ["objective=mean,cvar0.25", "seed=0,1", "env=RiskyBandit-v0", "algo=reinforce", "n_episodes=16"]
+# Long enough (a few seconds per trial) that the Ctrl-C lands while the second trial runs.
+FIXED = ["timesteps=3200", "eval_episodes=16"]
+
+
+def sweep(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ordergrad_rl.cli", "sweep", *args, "--quiet"]
+
+
+def rows(out: Path) -> dict[str, bytes]:
+    return {path.stem: path.read_bytes() for path in sorted((out / "trials").glob("*.json"))}
+
+
+@pytest.mark.slow
+def test_sweep_interrupted_by_ctrl_c_resumes_without_redoing_finished_trials(tmp_path):
+    out = tmp_path / "sweep"
+    # One CPU: the trials run one after another, so the first finishes while the others wait.
+    first = subprocess.Popen(
+        sweep("--grid", *GRID, *FIXED, "--out", str(out), "--num-cpus", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 240
+    while not rows(out) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert first.poll() is None, f"the sweep ended before the interruption: {first.communicate()}"
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 130, err
+    assert f"run the rest with:  ordergrad-rl sweep --resume --out {out}" in err
+    done = rows(out)
+    assert 1 <= len(done) < 4
+    stamps = {name: (out / "trials" / f"{name}.json").stat().st_mtime_ns for name in done}
+
+    resumed = subprocess.run(
+        sweep("--resume", "--out", str(out), "--num-cpus", "2", "--json", str(tmp_path / "sweep.json")),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "4 of 4 trials finished" in resumed.stdout
+    final = rows(out)
+    methods = ("OrderGradREINFORCE_mean", "OrderGradREINFORCE_cvar0.25")
+    assert sorted(final) == sorted(f"{method}_seed{seed}" for method in methods for seed in (0, 1))
+    for name, content in done.items():  # finished before the interruption: not run again
+        assert final[name] == content
+        assert (out / "trials" / f"{name}.json").stat().st_mtime_ns == stamps[name]
+    for name, content in final.items():
+        row = json.loads(content)
+        assert row["node"] is not None and len(row["returns"]) == 16  # ran as a Ray trial
+        assert (out / "models" / f"{name}.zip").exists()
+    # One TensorBoard run per trial, grouped by method (the interrupted attempt's partial run was replaced).
+    tensorboard = out / "tensorboard"
+    runs = sorted(str(p.parent.relative_to(tensorboard)) for p in tensorboard.rglob("events.out.tfevents.*"))
+    assert runs == sorted(f"{method}/seed{seed}_1" for method in methods for seed in (0, 1))
+
+    summary = json.loads((tmp_path / "sweep.json").read_text())["summary"]
+    assert {method: summary[method]["seeds"] for method in methods} == {method: [0, 1] for method in methods}
+    table = (out / "risk_table.md").read_text().splitlines()
+    assert len(table) == 2 + 2 and all(" ± " in line for line in table[2:])
+    assert (out / "compare_sweep.png").stat().st_size > 20_000
+
+
+@pytest.mark.slow
+def test_tailrisk_grid_on_ray_gives_the_local_results(tmp_path):
+    """The reproduction's jobs as Ray Tune trials (what --address runs) reproduce the local workers' numbers."""
+    import dataclasses
+
+    import numpy as np
+
+    from ordergrad_rl.experiments import tailrisk as tr
+
+    config = tr.Config(seeds=1, updates=2, n_episodes=16, k=8, deploy_paths=16)
+    local = tr.run_experiment(dataclasses.replace(config, workers=1), quiet=True)
+    on_ray = tr.run_experiment(dataclasses.replace(config, address="local"), quiet=True, storage=tmp_path / "ray")
+    for method in config.methods:
+        for name in ("wealth", "max_drawdown", "weights"):
+            np.testing.assert_array_equal(
+                getattr(on_ray["deployments"][method], name), getattr(local["deployments"][method], name)
+            )
+    assert on_ray["methods"] == local["methods"]
+    (state,) = (tmp_path / "ray").iterdir()  # one fresh directory per run: a rerun never meets an old state
+    assert len(list((state / "results").glob("*.pkl"))) == len(config.methods)
