@@ -17,6 +17,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -24,9 +25,10 @@ from stable_baselines3.common.vec_env import VecEnv
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import RiskEvalCallback
 from ordergrad_rl.agents.checks import check_finite_step, check_int
-from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradPolicyMixin
+from ordergrad_rl.agents.policies import POLICY_ALIASES
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile, write_risk_layout
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
+from ordergrad_rl.agents.sb3_compat import from_sb3
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.objectives import ObjectiveLike
 
@@ -203,7 +205,7 @@ class EpisodicAlgorithmMixin:
 
         :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes``,
             ``reward_to_go=True`` with a ranked objective, or ``policy_kwargs["critic"]`` inconsistent with the
-            advantage mode.
+            advantage mode (episodic mode builds SB3's value head and never runs it: ``"q"`` is refused).
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
@@ -220,7 +222,7 @@ class EpisodicAlgorithmMixin:
                 f"reward_to_go needs the mean objective (k = 1); {str(parsed)!r} ranks whole-episode returns, a "
                 "nonlinear function of every reward of the episode, so each step gets the episode's weight"
             )
-        self._set_policy_critic(advantage, "none")
+        self._check_policy_critic(advantage, ("value", "none"))
         self._set_objective(parsed)
         self.n_episodes = n_episodes
         self.normalize_advantage = bool(normalize_advantage)
@@ -259,17 +261,49 @@ class EpisodicAlgorithmMixin:
         check_saved_algorithm(path, cls)
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
 
+    @classmethod
+    def from_sb3(
+        cls: type[SelfEpisodic],
+        source: Any,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic:
+        """Risk fine-tuning of an SB3 model: an agent of this class whose policy starts from ``source``'s weights.
+
+        ``OrderGradPPO.from_sb3(ppo_model, objective="cvar0.2")`` or ``OrderGradPPO.from_sb3("ppo.zip", env,
+        objective="cvar0.2")``. The agent is built with the SB3 model's policy class (SB3's ``MlpPolicy`` ...
+        become the OrderGrad ones, same layout), ``policy_kwargs`` and ``use_sde``, and the whole policy is copied:
+        features extractor and actor, and the value head, which episodic mode never runs (it stays the SB3 model's,
+        a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
+        optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
+
+        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or its save's path.
+        :param env: the training env; default: the SB3 model's env (required with a path).
+        :param device: torch device.
+        :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
+        :raises ValueError: no env, a policy that is not an actor-critic, or ``policy_kwargs`` that change the actor.
+        """
+        return from_sb3(cls, source, env, device=device, **kwargs)
+
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+        excluded = [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+        if self.advantage == EPISODIC:
+            # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file
+            # gets its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.sb3_compat).
+            excluded.append("n_steps")
+            if self.rollout_buffer_class is EpisodicRolloutBuffer:
+                excluded.append("rollout_buffer_class")
+        return excluded
 
-    def _set_policy_critic(self, advantage: str, critic: str) -> None:
-        """Put ``critic`` (the one ``advantage`` needs) into ``policy_kwargs``; refuse a conflicting user value."""
-        if self.policy_kwargs.get("critic", critic) != critic:
-            raise ValueError(
-                f"advantage={advantage!r} needs policy critic={critic!r}, got {self.policy_kwargs['critic']!r}"
-            )
-        self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
+    def _check_policy_critic(self, advantage: str, allowed: tuple[str, ...]) -> None:
+        """Refuse a ``policy_kwargs["critic"]`` that ``advantage`` cannot use. The algorithm passes the critic it
+        needs when it builds the policy; ``policy_kwargs`` stay the user's (SB3's ``load`` compares them with the
+        saved ones), except in files saved by earlier versions, which hold the critic they were built with."""
+        critic = self.policy_kwargs.get("critic", allowed[0])
+        if critic not in allowed:
+            raise ValueError(f"advantage={advantage!r} needs policy critic={allowed[0]!r}, got {critic!r}")
 
     def _setup_model(self) -> None:
         self._restore_objective()
@@ -280,10 +314,10 @@ class EpisodicAlgorithmMixin:
                 f"number of episodes per rollout (so that no episode length is favoured); use e.g. "
                 f"n_episodes={multiple}"
             )
-        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
+        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, ActorCriticPolicy)):
             raise ValueError(
                 f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
-                "'MultiInputPolicy' or a subclass of ordergrad_rl.agents.policies.OrderGradPolicyMixin"
+                "'MultiInputPolicy' or a subclass of stable_baselines3's ActorCriticPolicy"
             )
         if self.rollout_buffer_class is None:
             self.rollout_buffer_class = EpisodicRolloutBuffer
