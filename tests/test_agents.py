@@ -147,14 +147,14 @@ def test_save_load_round_trip(cls, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
-def test_vecenv_with_several_envs_gives_each_env_its_quota(cls) -> None:
+def test_vecenv_with_several_envs_collects_n_episodes(cls) -> None:
     venv = make_sb3_vec_env("RiskyBandit-v0", n_envs=4, seed=0)
     model = cls("MlpPolicy", venv, objective="cvar0.25", n_episodes=12, seed=0)
     model.learn(12 * 3)
     buffer = model.rollout_buffer
-    assert model.n_envs == 4 and buffer.episodes_per_env == 3
+    assert model.n_envs == 4 and buffer.n_episodes == 12
     np.testing.assert_array_equal(buffer.episode_lengths, np.ones(12))  # one-step episodes, all 12 present
-    np.testing.assert_array_equal(np.bincount(buffer.episode_index // 3), [3, 3, 3, 3])  # 3 from each env
+    np.testing.assert_array_equal(buffer.episode_index, np.arange(12))  # numbered in the order they started
     assert buffer.size() == 12 and model.num_timesteps == 36
 
 

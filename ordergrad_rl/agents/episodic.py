@@ -1,6 +1,6 @@
 """Episodic collection and OrderGrad episode weights, shared by :class:`OrderGradREINFORCE` and :class:`OrderGradPPO`.
 
-One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for the quota rule).
+One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for which episodes are kept).
 Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
 :func:`~ordergrad_rl.core.lstat_advantage` (paper eq. og-batch-estimator), given to every step of the episode; the
 algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_i a_i grad log p(tau_i)``.
@@ -168,7 +168,7 @@ def reward_to_go_advantages(
 
 
 class EpisodicAlgorithmMixin:
-    """Episode-quota collection, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
+    """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``); call :meth:`_init_episodic` in ``__init__`` after the SB3
     constructor and before ``_setup_model``. Overridable hooks: :meth:`_compute_advantages` (per-step advantages
@@ -310,9 +310,8 @@ class EpisodicAlgorithmMixin:
         if self.n_episodes % self.n_envs:
             multiple = -(-self.n_episodes // self.n_envs) * self.n_envs
             raise ValueError(
-                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: every env runs the same "
-                f"number of episodes per rollout (so that no episode length is favoured); use e.g. "
-                f"n_episodes={multiple}"
+                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: the rollout buffer is sized "
+                f"like SB3's, per env (n_episodes / n_envs); use e.g. n_episodes={multiple}"
             )
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, ActorCriticPolicy)):
             raise ValueError(
@@ -393,7 +392,7 @@ class EpisodicAlgorithmMixin:
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3.
         :param rollout_buffer: the episodic buffer to fill.
-        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until every env met its episode quota.
+        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes have ended.
         :return: False if a callback stopped training.
         """
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
