@@ -1,6 +1,7 @@
 """Stable-Baselines3's own test suite with PPO replaced by OrderGradPPO and A2C by OrderGradREINFORCE.
 
     python scripts/sb3_suite.py [--modes stock swapped] [--files test_run.py ...] [--json results.json]
+                                [--reuse earlier.json]
 
 Fetches the sdist of the installed SB3 version with ``pip download`` into a temporary directory (SB3's tests are
 not shipped with the wheel, nor committed here) and runs its tests in two modes:
@@ -8,8 +9,9 @@ not shipped with the wheel, nor committed here) and runs its tests in two modes:
 * ``stock``: SB3 as installed;
 * ``swapped``: ``stable_baselines3.PPO`` / ``A2C`` replaced, before the test modules import them, by thin subclasses
   of :class:`~ordergrad_rl.agents.OrderGradPPO` / :class:`~ordergrad_rl.agents.OrderGradREINFORCE` named ``PPO`` /
-  ``A2C``. The only translation is ``n_steps`` -> ``n_episodes`` (:func:`n_episodes_for`); every other argument
-  is passed on as the test wrote it, and the assertions are untouched.
+  ``A2C``. The only translation is ``n_steps`` -> ``n_episodes`` (:func:`n_episodes_for`: the value the error
+  for ``n_steps`` suggests to a user); every other argument is passed on as the test wrote it, and the assertions
+  are untouched.
 
 A test counts as a *PPO test* (*A2C test*) if it constructed or loaded the class during the run (recorded by the
 plugin, in both modes). Tests parametrized by another algorithm class only (SAC, TD3, DQN, DDPG) are deselected.
@@ -67,11 +69,17 @@ def _num_envs(env: Any) -> int:
 
 
 def n_episodes_for(n_steps: int, env: Any) -> int:
-    """The ``n_episodes`` given for SB3's ``n_steps`` (steps per env per rollout): the same number, counted in
-    episodes, at least 2, rounded up to a multiple of the number of envs (an episodic rollout needs it)."""
+    """The ``n_episodes`` given for SB3's ``n_steps`` (steps per env per rollout): about as many steps per rollout,
+    measured from the env's first episodes (:func:`~ordergrad_rl.agents.sb3_compat.suggest_n_episodes`, what the
+    error for ``n_steps`` tells a user); if the env cannot be copied to measure it, ``n_steps`` episodes. At least
+    2 and a multiple of the number of envs."""
+    from ordergrad_rl.agents.sb3_compat import suggest_n_episodes
+
     n_envs = _num_envs(env)
-    n_episodes = max(2, int(n_steps))
-    return -(-n_episodes // n_envs) * n_envs
+    suggestion = suggest_n_episodes(env, int(n_steps), n_envs)
+    if suggestion is not None:
+        return suggestion[0]
+    return -(-max(2, int(n_steps)) // n_envs) * n_envs
 
 
 def _swapped_class(stock: type, ordergrad: type) -> type:
@@ -251,11 +259,16 @@ def main() -> None:
     parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES), help="SB3 test files to run")
     parser.add_argument("--json", help="write the per-test results of every mode here")
     parser.add_argument("--code", help="directory put first on PYTHONPATH (e.g. another checkout's code)")
+    parser.add_argument("--reuse", help="a --json file of an earlier run: its modes are read, not run again")
     parser.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=[], help="passed on to pytest")
     args = parser.parse_args()
+    results = json.loads(pathlib.Path(args.reuse).read_text()) if args.reuse else {}
     with tempfile.TemporaryDirectory(prefix="sb3_suite_") as tmp:
         root = fetch_tests(pathlib.Path(tmp))
-        results = {mode: run_mode(root, mode, args.files, args.pytest_args, args.code) for mode in args.modes}
+        for mode in args.modes:
+            if mode not in results:  # one mode at a time: the suite is CPU heavy
+                results[mode] = run_mode(root, mode, args.files, args.pytest_args, args.code)
+    results = {mode: results[mode] for mode in ("stock", "swapped") if mode in results}
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
     print(table(results))
