@@ -215,3 +215,17 @@ def test_older_episodic_saves_without_value_layers_still_load(tmp_path) -> None:
     assert loaded.policy.critic == "none" and same_actions(model, loaded, OBS)
     loaded.set_env(make_vec_env("CartPole-v1"))
     loaded.learn(50)
+
+
+class UnregisteredSpecEnv(FixedLengthEnv):
+    """Carries a spec whose id is in no registry, like SB3's BitFlippingEnv."""
+
+    spec = gym.envs.registration.EnvSpec("NotRegistered-v0", "no-entry-point")
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_an_env_with_an_unregistered_spec_trains(cls) -> None:
+    model = cls("MlpPolicy", UnregisteredSpecEnv(4), objective="mean", n_episodes=4).learn(16)
+    assert model.num_timesteps >= 16
+    with pytest.raises(ValueError, match="n_episodes=16 gives about as many"):  # 64 steps / 4-step episodes
+        cls("MlpPolicy", UnregisteredSpecEnv(4), n_steps=64)

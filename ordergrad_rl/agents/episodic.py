@@ -1,7 +1,7 @@
 """Episodic collection and OrderGrad episode weights, shared by :class:`OrderGradREINFORCE` and :class:`OrderGradPPO`.
 
-One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for which episodes are kept).
-Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
+One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for which episodes
+are kept). Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
 :func:`~ordergrad_rl.core.lstat_advantage` (paper eq. og-batch-estimator), given to every step of the episode; the
 algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_i a_i grad log p(tau_i)``.
 """
@@ -392,7 +392,7 @@ class EpisodicAlgorithmMixin:
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3.
         :param rollout_buffer: the episodic buffer to fill.
-        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes have ended.
+        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training.
         """
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]

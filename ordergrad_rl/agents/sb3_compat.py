@@ -50,12 +50,13 @@ def _measurable_copy(env: Any) -> gym.Env | None:
             return gym.make(env)
         if isinstance(env, VecEnv):
             spec = env.get_attr("spec", [0])[0]
-            if spec is not None:
+            if spec is not None and spec.id in gym.registry:
                 return gym.make(spec)
             envs = getattr(env.unwrapped, "envs", None)  # DummyVecEnv
             return copy.deepcopy(envs[0]) if envs else None
         if isinstance(env, gym.Env):
-            return gym.make(env.spec) if env.spec is not None else copy.deepcopy(env)
+            # An unregistered spec (SB3's BitFlippingEnv has one) cannot be made again: copy the env instead.
+            return gym.make(env.spec) if env.spec is not None and env.spec.id in gym.registry else copy.deepcopy(env)
     except Exception:  # noqa: BLE001 -- a suggestion is best effort: any failure means "no measurement"
         return None
     return None
