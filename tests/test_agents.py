@@ -12,6 +12,7 @@ import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.dqn.policies import DQNPolicy
 
 import ordergrad_rl
 from ordergrad_rl.agents import (
@@ -90,8 +91,8 @@ def test_objective_binding(objective: str, k: int | None, n_episodes: int, expec
         (dict(n_episodes=10, n_envs=4), "not divisible by n_envs=4"),
         (dict(n_episodes=1), "n_episodes must be an integer >= 2"),
         (dict(gamma=0.0), "gamma must be in"),
-        (dict(policy=ActorCriticPolicy), "no episodic mode"),
-        (dict(policy_kwargs=dict(critic="value")), "needs policy critic='none'"),
+        (dict(policy=DQNPolicy), "no episodic mode"),
+        (dict(policy_kwargs=dict(critic="q")), "needs policy critic='value'"),
         (dict(rollout_buffer_class=object), "EpisodicRolloutBuffer"),
     ],
 )
@@ -146,14 +147,14 @@ def test_save_load_round_trip(cls, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
-def test_vecenv_with_several_envs_gives_each_env_its_quota(cls) -> None:
+def test_vecenv_with_several_envs_collects_n_episodes(cls) -> None:
     venv = make_sb3_vec_env("RiskyBandit-v0", n_envs=4, seed=0)
     model = cls("MlpPolicy", venv, objective="cvar0.25", n_episodes=12, seed=0)
     model.learn(12 * 3)
     buffer = model.rollout_buffer
-    assert model.n_envs == 4 and buffer.episodes_per_env == 3
+    assert model.n_envs == 4 and buffer.n_episodes == 12
     np.testing.assert_array_equal(buffer.episode_lengths, np.ones(12))  # one-step episodes, all 12 present
-    np.testing.assert_array_equal(np.bincount(buffer.episode_index // 3), [3, 3, 3, 3])  # 3 from each env
+    np.testing.assert_array_equal(buffer.episode_index, np.arange(12))  # numbered in the order they started
     assert buffer.size() == 12 and model.num_timesteps == 36
 
 
@@ -205,15 +206,26 @@ def test_progress_bar_and_predict() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- policies
-def test_policy_aliases_and_episodic_value_branch() -> None:
-    model = OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=dict(net_arch=[32, 32]))
-    policy = model.policy
-    assert isinstance(policy, OrderGradActorCriticPolicy) and policy.critic == "none"
-    assert policy.net_arch == dict(pi=[32, 32], vf=[])  # the value branch is minimal
-    obs = th.zeros(3, 3)
-    values, log_prob, entropy = policy.evaluate_actions(obs, th.zeros(3, 1))
-    assert values.shape == (3, 1) and not values.any() and not values.requires_grad
-    assert log_prob.shape == (3,) and entropy is not None
+class PlainPolicy(ActorCriticPolicy):
+    """A user's subclass of SB3's policy, with nothing of the OrderGrad mixin."""
+
+
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+@pytest.mark.parametrize("policy", ["MlpPolicy", PlainPolicy])
+def test_episodic_mode_never_runs_nor_trains_the_value_head(cls, policy) -> None:
+    model = cls(policy, "CartPole-v1", objective="mean", n_episodes=4, seed=0, policy_kwargs=dict(net_arch=[32, 32]))
+    assert isinstance(model.policy, policy if isinstance(policy, type) else OrderGradActorCriticPolicy)
+    assert model.policy.net_arch == [32, 32] and model.policy_kwargs == dict(net_arch=[32, 32])  # SB3's layout
+    value_branch = [*model.policy.value_net.parameters(), *model.policy.mlp_extractor.value_net.parameters()]
+    before = [p.detach().clone() for p in value_branch]
+    actor_before = model.policy.action_net.weight.detach().clone()
+    calls = []
+    model.policy.value_net.register_forward_hook(lambda *args: calls.append(1))
+    model.learn(200)
+    assert not calls  # neither collection nor the update evaluates the value head ...
+    assert all(th.equal(a, b) for a, b in zip(before, value_branch, strict=True))  # ... nor trains it
+    assert not th.equal(actor_before, model.policy.action_net.weight)  # while the actor trains
+    assert "evaluate_actions" not in vars(model.policy)  # the class's method is back after the update
 
 
 def test_paper_portfolio_policy_options() -> None:

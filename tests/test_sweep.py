@@ -84,7 +84,10 @@ def test_grid_option_reads_yaml_lists():
     [
         ({"env": "RiskyBandit-v0"}, "every trial needs timesteps"),
         ({"env": "NoSuchEnv-v0", "timesteps": 8}, "unknown env id 'NoSuchEnv-v0'"),
-        ({"env": "RiskyBandit-v0", "timesteps": 8, "algo": "dqn"}, "algo must be one of ['maskable_ppo', 'ppo', 'recurrent_ppo', 'reinforce']"),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "algo": "dqn"},
+            "algo must be one of ['maskable_ppo', 'ppo', 'recurrent_ppo', 'reinforce']",
+        ),
         ({"env": "RiskyBandit-v0", "timesteps": 0}, "timesteps must be an integer >= 1, got 0"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "seed": -1}, "seed must be an integer >= 0"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "cvar2"}, "objective 'cvar2'"),

@@ -2,11 +2,17 @@
 
 SB3's ``RolloutBuffer`` holds ``n_steps`` steps of every env. OrderGrad's trajectory-level estimator (paper
 Sec. 3, eq. og-batch-estimator) needs something else: ``N`` complete episodes drawn i.i.d. from the current
-policy, so that their returns can be ranked. The buffer gives every env a quota of ``episodes_per_env``
-episodes: env ``e`` contributes the first ``episodes_per_env`` episodes it *starts* after the rollout begins
-(the rollout starts with every env at an episode start). Keeping "whichever episodes finish first" instead
-would over-sample short episodes. Envs that met their quota keep stepping (a ``VecEnv`` steps all envs) but
-their transitions are not stored.
+policy, so that their returns can be ranked. The buffer keeps the first ``N`` episodes *started* after the
+rollout begins (every env is at an episode start then), in the order they start (envs starting at the same step
+in env order), and waits until they have all ended. Whether an episode is kept is decided when it starts, from
+what happened before, never from its own outcome, so the ``N``-th kept episode is a fresh draw independent of the
+others and, by induction, the ``N`` kept episodes are i.i.d. draws of the policy (the exact test enumerates every
+sequence of episode lengths). Keeping "whichever episodes finish first" instead would over-sample short episodes.
+
+A ``VecEnv`` steps all its envs, so an env whose kept episode has ended steps on, unstored, until the last kept
+episode ends (the next rollout restarts it). Fewer steps are discarded than with the earlier per-env quota
+(each env's first ``N / n_envs`` episodes, which made every env wait for the slowest env's sum of episodes):
+measured with ``scripts/measure_discarded.py``.
 
 Episodes must end. An episode still running after ``max_episode_steps`` steps (default
 :data:`MAX_EPISODE_STEPS`) stops the rollout with a ``ValueError`` naming the fix (a ``TimeLimit``), instead of
@@ -46,16 +52,16 @@ def _concat(chunks: list[Obs]) -> Obs:
 
 
 class EpisodicRolloutBuffer(BaseBuffer):
-    """Steps of ``n_envs * episodes_per_env`` complete episodes, with per-episode returns and per-step advantages.
+    """Steps of ``N = buffer_size * n_envs`` complete episodes, with per-episode returns and per-step advantages.
 
     Filled by :meth:`add` once per vectorized step (every array has a leading ``n_envs`` axis; the buffer keeps
-    the rows of envs still within quota), closed by :meth:`finalize`. Like SB3's ``RolloutBuffer`` it holds NumPy
+    the rows of envs inside a kept episode), closed by :meth:`finalize`. Like SB3's ``RolloutBuffer`` it holds NumPy
     arrays and converts minibatches to tensors in :meth:`get`. After :meth:`finalize` (``T`` stored steps, ``N``
     episodes):
 
     * ``observations`` ``[T, *obs_shape]`` (or a dict of such), ``actions`` ``[T, action_dim]`` (float32,
       unclipped, as SB3 stores them), ``log_probs`` ``[T]`` float32;
-    * ``episode_index`` ``[T]`` in ``0..N-1`` (env ``e``'s ``c``-th episode is ``e * episodes_per_env + c``),
+    * ``episode_index`` ``[T]`` in ``0..N-1``, the order the episodes started in,
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
     * ``episode_channels`` ``{name: [N]}``: the undiscounted episode sums of the per-step values passed to :meth:`add`
@@ -98,10 +104,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self.max_episode_steps = max_episode_steps
         self.gae_lambda = gae_lambda
         self.gamma = gamma
-        self.episodes_per_env = buffer_size
         self.n_episodes = buffer_size * n_envs
-        # Index of env e's first episode; episode id = offset + count.
-        self._episode_offset = np.arange(n_envs) * buffer_size
         self.reset()
 
     def reset(self) -> None:
@@ -111,14 +114,27 @@ class EpisodicRolloutBuffer(BaseBuffer):
         }
         self._extras: dict[str, list[np.ndarray]] = {}
         self._channel_chunks: dict[str, list] = {}
-        self._episode_count = np.zeros(self.n_envs, dtype=np.int64)
         self._episode_step = np.zeros(self.n_envs, dtype=np.int64)
+        # The kept episode each env is in (-1: none), and the number of episodes started so far. Every env starts
+        # an episode with the rollout.
+        self._episode_id = np.full(self.n_envs, -1, dtype=np.int64)
+        self._n_started = 0
+        self._start_episodes(np.ones(self.n_envs, dtype=bool))
         self.generator_ready = False
+
+    def _start_episodes(self, starting: np.ndarray) -> None:
+        """Envs starting an episode now (``[n_envs]`` bool) take the next episode ids, in env order, while fewer than
+        ``N`` episodes have started; the others are not kept."""
+        envs = np.flatnonzero(starting)
+        kept = envs[: self.n_episodes - self._n_started]
+        self._episode_id[envs] = -1
+        self._episode_id[kept] = self._n_started + np.arange(kept.size)
+        self._n_started += kept.size
 
     @property
     def full(self) -> bool:  # type: ignore[override]
-        """True once every env has completed its quota of episodes."""
-        return bool(np.all(self._episode_count >= self.episodes_per_env))
+        """True once ``N`` episodes have started and all of them have ended."""
+        return self._n_started == self.n_episodes and bool(np.all(self._episode_id < 0))
 
     @full.setter
     def full(self, value: bool) -> None:
@@ -127,8 +143,9 @@ class EpisodicRolloutBuffer(BaseBuffer):
 
     @property
     def pending_episodes(self) -> np.ndarray:
-        """``[n_envs]``: the index of the episode each env is in or starts next, ``-1`` once it met its quota."""
-        return np.where(self._episode_count < self.episodes_per_env, self._episode_offset + self._episode_count, -1)
+        """``[n_envs]``: the index of the kept episode each env is in (it was assigned when the episode started, in
+        the order episodes start), ``-1`` for an env whose current episode is not kept."""
+        return self._episode_id.copy()
 
     def add(  # type: ignore[override]
         self,
@@ -150,19 +167,20 @@ class EpisodicRolloutBuffer(BaseBuffer):
         :param extras: other per-env arrays ``[n_envs, ...]`` to store with the step (``extras[name]`` after
             :meth:`finalize`).
         :param channels: extra per-step values summed per episode into ``episode_channels``, name -> ``[n_envs]``.
-        :return: ``keep`` ``[n_envs]`` bool; an env whose stored step ended an episode has ``keep & dones``.
+        :return: ``keep`` ``[n_envs]`` bool (the step was part of a kept episode); an env whose stored step ended an
+            episode has ``keep & dones``.
         :raises ValueError: an env's episode ran past ``max_episode_steps``.
         """
-        keep = self._episode_count < self.episodes_per_env
+        keep = self._episode_id >= 0
         n_keep = int(keep.sum())
         if n_keep:
-            rows = None if n_keep == self.n_envs else keep  # all envs within quota: no masking
+            rows = None if n_keep == self.n_envs else keep  # every env in a kept episode: no masking
             chunks = self._chunks
             chunks["obs"].append(_rows(obs, rows))
             chunks["actions"].append(_rows(np.asarray(actions, dtype=np.float32).reshape(self.n_envs, -1), rows))
             chunks["log_probs"].append(_rows(np.asarray(log_probs, dtype=np.float32).reshape(self.n_envs), rows))
             chunks["rewards"].append(_rows(np.asarray(rewards, dtype=np.float64), rows))
-            chunks["episode"].append(_rows(self._episode_offset + self._episode_count, rows))
+            chunks["episode"].append(_rows(self._episode_id, rows))
             chunks["t"].append(_rows(self._episode_step, rows))
             for name, value in extras.items():
                 self._extras.setdefault(name, []).append(_rows(np.asarray(value), rows))
@@ -171,7 +189,6 @@ class EpisodicRolloutBuffer(BaseBuffer):
                 self._channel_chunks.setdefault(name, []).append(_rows(values, rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
-        self._episode_count += dones
         self._episode_step = np.where(dones, 0, self._episode_step + 1)
         endless = np.flatnonzero(keep & (self._episode_step >= self.max_episode_steps))
         if endless.size:
@@ -181,14 +198,15 @@ class EpisodicRolloutBuffer(BaseBuffer):
                 "(gymnasium.wrappers.TimeLimit(env, max_episode_steps=...), or max_episode_steps= when registering "
                 "it); if its episodes really are longer, raise rollout_buffer_kwargs['max_episode_steps']"
             )
+        self._start_episodes(dones)  # the envs whose episode ended start their next one
         return keep
 
     def finalize(self) -> None:
         """Concatenate the stored steps and compute the episode returns and lengths (call when :attr:`full`)."""
         if not self.full:
             raise RuntimeError(
-                f"episodic rollout incomplete: episode counts {self._episode_count.tolist()}, "
-                f"quota {self.episodes_per_env} per env"
+                f"episodic rollout incomplete: {self._n_started} of {self.n_episodes} episodes started, envs still "
+                f"in a kept episode: {np.flatnonzero(self._episode_id >= 0).tolist()}"
             )
         chunks = self._chunks
         self.observations = _concat(chunks["obs"])

@@ -1,7 +1,7 @@
 """Episodic collection and OrderGrad episode weights, shared by :class:`OrderGradREINFORCE` and :class:`OrderGradPPO`.
 
-One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for the quota rule).
-Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
+One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.buffers` for which episodes
+are kept). Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
 :func:`~ordergrad_rl.core.lstat_advantage` (paper eq. og-batch-estimator), given to every step of the episode; the
 algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_i a_i grad log p(tau_i)``.
 """
@@ -19,6 +19,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -37,6 +38,7 @@ from ordergrad_rl.agents.risk_logging import (
     write_risk_layout,
 )
 from ordergrad_rl.agents.saving import algorithm_family, check_saved_algorithm
+from ordergrad_rl.agents.sb3_compat import from_sb3
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
 
@@ -203,7 +205,7 @@ def reward_to_go_advantages(
 
 
 class EpisodicAlgorithmMixin:
-    """Episode-quota collection, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
+    """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``); call :meth:`_init_episodic` in ``__init__`` after the SB3
     constructor and before ``_setup_model``. Overridable hooks: :meth:`_compute_advantages` (per-step advantages
@@ -242,7 +244,8 @@ class EpisodicAlgorithmMixin:
         :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes`` (``k >=
             group_size`` with groups), ``n_episodes`` not a multiple of ``group_size``, ``normalize_advantage="group"``
             without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with groups, or
-            ``policy_kwargs["critic"]`` inconsistent with the advantage mode.
+            ``policy_kwargs["critic"]`` inconsistent with the advantage mode
+            (episodic mode builds SB3's value head and never runs it: ``"q"`` is refused).
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
@@ -277,7 +280,7 @@ class EpisodicAlgorithmMixin:
                 "reward_to_go is not defined with group_size: grouped weights are whole-episode advantages (with "
                 "objective='mean' and normalize_advantage='group', exactly GRPO's (R_i - group mean) / group std)"
             )
-        self._set_policy_critic(advantage, "none")
+        self._check_policy_critic(advantage, ("value", "none"))
         self._set_objective(parsed)
         self.n_episodes = n_episodes
         self.group_size = group_size
@@ -323,33 +326,71 @@ class EpisodicAlgorithmMixin:
         check_saved_algorithm(path, cls)
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
 
+    @classmethod
+    def from_sb3(
+        cls: type[SelfEpisodic],
+        source: Any,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic:
+        """Risk fine-tuning of an SB3 model: an agent of this class whose policy starts from ``source``'s weights.
+
+        ``OrderGradPPO.from_sb3(ppo_model, objective="cvar0.2")`` or ``OrderGradPPO.from_sb3("ppo.zip", env,
+        objective="cvar0.2")``. The agent is built with the SB3 model's policy class (SB3's ``MlpPolicy`` ...
+        become the OrderGrad ones, same layout), ``policy_kwargs`` and ``use_sde``, and the whole policy is copied:
+        features extractor and actor, and the value head, which episodic mode never runs (it stays the SB3 model's,
+        a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
+        optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
+
+        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or its save's path.
+        :param env: the training env; default: the SB3 model's env (required with a path).
+        :param device: torch device.
+        :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
+        :raises ValueError: no env, a policy that is not an actor-critic, or ``policy_kwargs`` that change the actor.
+        """
+        return from_sb3(cls, source, env, device=device, **kwargs)
+
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        excluded = ["objective", "_group_rng", "_group_resetter", "_episode_contexts"]
-        return [*super()._excluded_save_params(), *excluded]  # type: ignore[misc]
+        excluded = [
+            *super()._excluded_save_params(),  # type: ignore[misc]
+            "objective",
+            "_group_rng",
+            "_group_resetter",
+            "_episode_contexts",
+        ]
+        if self.advantage == EPISODIC:
+            # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file
+            # gets its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.sb3_compat).
+            excluded.append("n_steps")
+            if self.rollout_buffer_class is EpisodicRolloutBuffer:
+                excluded.append("rollout_buffer_class")
+        return excluded
 
-    def _set_policy_critic(self, advantage: str, critic: str) -> None:
-        """Put ``critic`` (the one ``advantage`` needs) into ``policy_kwargs``; refuse a conflicting user value."""
-        if self.policy_kwargs.get("critic", critic) != critic:
-            raise ValueError(
-                f"advantage={advantage!r} needs policy critic={critic!r}, got {self.policy_kwargs['critic']!r}"
-            )
-        self.policy_kwargs = {**self.policy_kwargs, "critic": critic}
+    def _check_policy_critic(self, advantage: str, allowed: tuple[str, ...]) -> None:
+        """Refuse a ``policy_kwargs["critic"]`` that ``advantage`` cannot use. The algorithm passes the critic it
+        needs when it builds the policy; ``policy_kwargs`` stay the user's (SB3's ``load`` compares them with the
+        saved ones), except in files saved by earlier versions, which hold the critic they were built with."""
+        critic = self.policy_kwargs.get("critic", allowed[0])
+        if critic not in allowed:
+            raise ValueError(f"advantage={advantage!r} needs policy critic={allowed[0]!r}, got {critic!r}")
 
     def _setup_model(self) -> None:
         self._restore_objective()
         if self.n_episodes % self.n_envs:
             multiple = -(-self.n_episodes // self.n_envs) * self.n_envs
             raise ValueError(
-                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: every env runs the same "
-                f"number of episodes per rollout (so that no episode length is favoured); use e.g. "
-                f"n_episodes={multiple}"
+                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: the rollout buffer is sized "
+                f"like SB3's, per env (n_episodes / n_envs); use e.g. n_episodes={multiple}"
             )
-        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, OrderGradPolicyMixin)):
-            names = ", ".join(repr(name) for name in self.policy_aliases)
+        # Any SB3 actor-critic policy (its value head unused), or an OrderGrad policy of the sb3-contrib algorithms
+        # (MaskablePPO's policies do not subclass ActorCriticPolicy).
+        episodic_policies = (ActorCriticPolicy, OrderGradPolicyMixin)
+        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, episodic_policies)):
             raise ValueError(
-                f"policy {self.policy_class!r} has no episodic mode: use {names} or a subclass of "
-                "ordergrad_rl.agents.policies.OrderGradPolicyMixin"
+                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
+                "'MultiInputPolicy' or a subclass of stable_baselines3's ActorCriticPolicy"
             )
         if self.rollout_buffer_class is None:
             self.rollout_buffer_class = EpisodicRolloutBuffer
@@ -458,7 +499,7 @@ class EpisodicAlgorithmMixin:
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3.
         :param rollout_buffer: the episodic buffer to fill.
-        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until every env met its episode quota.
+        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training.
         """
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]

@@ -8,9 +8,13 @@
 * ``learn_log_std=False`` freezes the Gaussian log-std at ``log_std_init`` (fixed exploration noise);
 * ``zero_init_action_net=True`` initializes the last (action) layer at zero, so training starts from equal
   logits / zero means instead of a random corner;
-* ``critic`` is set by the algorithm, not by users: ``"none"`` in episodic mode, where the policy is trained on
-  whole-episode weights and has no use for a value function; ``"q"`` in Q-critic mode (``Discrete`` actions), where
-  the value head outputs one Q-value per action (see :class:`OrderGradPolicyMixin`).
+* ``critic`` is passed by the algorithm when it builds the policy (it is not stored in the algorithm's
+  ``policy_kwargs``): ``"q"`` in Q-critic mode (``Discrete`` actions), where the value head outputs one Q-value per
+  action (see :class:`OrderGradPolicyMixin`); otherwise SB3's value head (``"value"``).
+
+Episodic mode trains any SB3 ``ActorCriticPolicy`` (these classes, or a user's subclass of SB3's) on whole-episode
+weights: the value head is built as SB3 builds it, so a save loads into SB3's ``PPO``, but it is never evaluated
+nor trained (:func:`evaluate_actions_without_value`, :func:`value_head_unused`).
 
 The paper's portfolio protocol (linear policy, zero-initialized output, fixed logit noise sigma = 0.35)::
 
@@ -20,6 +24,7 @@ The paper's portfolio protocol (linear policy, zero-initialized output, fixed lo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,8 +39,9 @@ from stable_baselines3.common.policies import (
 )
 from stable_baselines3.common.type_aliases import Schedule
 
-#: Critic kinds a policy can carry. ``"none"``: episodic mode, the value branch is minimal and never evaluated;
-#: ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action Q head (Q-critic mode).
+#: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
+#: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
+#: before the value head was kept held in their ``policy_kwargs`` (such saves do not load into SB3's ``PPO``).
 CRITICS: tuple[str, ...] = ("none", "value", "q")
 
 #: SB3's default actor when ``net_arch`` is not given.
@@ -57,13 +63,48 @@ def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]] | None) -> di
     return dict(pi=list(net_arch), vf=[])
 
 
+def evaluate_actions_without_value(
+    policy: ActorCriticPolicy, obs: th.Tensor, actions: th.Tensor
+) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+    """``evaluate_actions`` of an actor-critic policy without running its value head: zero values.
+
+    Episodic mode has no use for a value function: the advantages are whole-episode weights. Zero values
+    ``[batch, 1]`` with no gradient make SB3's PPO value loss a constant 0, so the value head stays as built.
+
+    :param policy: any SB3 ``ActorCriticPolicy`` (the action distribution comes from its ``get_distribution``).
+    :param obs: observations ``[batch, *obs_shape]`` (or a dict of such).
+    :param actions: actions ``[batch, *action_shape]``.
+    :return: values ``[batch, 1]`` (zeros), log-likelihoods ``[batch]``, entropies ``[batch]`` (or None).
+    """
+    distribution = policy.get_distribution(obs)
+    log_prob = distribution.log_prob(actions)
+    return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
+
+
+@contextmanager
+def value_head_unused(policy: ActorCriticPolicy) -> Iterator[None]:
+    """Within the block, ``policy.evaluate_actions`` is :func:`evaluate_actions_without_value`.
+
+    Lets SB3's ``PPO.train`` run unchanged in episodic mode on any actor-critic policy (a user's subclass of SB3's
+    ``ActorCriticPolicy`` included): its value loss becomes a constant 0, and neither the value head nor a shared
+    features extractor receives a value gradient.
+    """
+    # An instance attribute shadows the class's method for the block only; the policy object stays SB3's.
+    policy.evaluate_actions = functools.partial(evaluate_actions_without_value, policy)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del policy.evaluate_actions
+
+
 class OrderGradPolicyMixin:
     """Adds ``learn_log_std``, ``zero_init_action_net`` and ``critic`` to an SB3 actor-critic policy.
 
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
-    :param critic: ``"none"`` (episodic mode: ``evaluate_actions`` returns zero values and never runs the value
-        branch, whose ``net_arch`` is forced to ``vf=[]``), ``"value"`` (SB3's value head) or ``"q"`` (``Discrete``
+    :param critic: ``"value"`` (SB3's value head; episodic mode builds it but never runs it, see
+        :func:`value_head_unused`), ``"none"`` (older episodic saves: ``evaluate_actions`` returns zero values and
+        the value branch's ``net_arch`` is forced to ``vf=[]``) or ``"q"`` (``Discrete``
         actions only: the value branch ends in ``|A|`` outputs ``Q(s, .)``; :meth:`q_values` returns them with the
         action distribution, ``forward`` / ``predict_values`` give ``V(s) = sum_a pi(a|s) Q(s, a)`` and
         ``evaluate_actions`` gives ``Q(s, a)`` as the "values", so SB3's PPO value loss becomes the Q loss).
@@ -190,9 +231,7 @@ class OrderGradPolicyMixin:
             return q_taken, distribution.log_prob(actions), distribution.entropy()
         if self.critic != "none":
             return super().evaluate_actions(obs, actions)  # type: ignore[misc]
-        distribution = self.get_distribution(obs)  # type: ignore[attr-defined]
-        log_prob = distribution.log_prob(actions)
-        return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
+        return evaluate_actions_without_value(self, obs, actions)  # type: ignore[arg-type]
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()  # type: ignore[misc]

@@ -22,8 +22,9 @@ from ordergrad_rl.agents.episodic import (
     default_batch_size,
     default_n_episodes,
 )
-from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
+from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, value_head_unused
 from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
+from ordergrad_rl.agents.sb3_compat import n_steps_error
 
 #: Logged by SB3's PPO update although there is no critic in episodic mode.
 _CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
@@ -61,13 +62,15 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     ratio 1 (the first minibatch) its gradient is ``(1/T) sum_t w_t grad log pi = (N/T) (k/N) sum_i a_i grad log
     p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
 
-    In episodic mode no value network is evaluated or trained: the value branch is empty (``vf=[]``), the value
+    In episodic mode no value network is evaluated or trained: the policy's value head is built as SB3 builds it
+    (so that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.sb3_compat`) but never run, the value
     loss is a constant 0 and ``train/value_loss`` / ``train/explained_variance`` are not logged. Unlike SB3, which
     centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
     per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the
     estimator towards long episodes).
 
-    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class: episodic mode takes
+        any subclass of SB3's ``ActorCriticPolicy`` (its value head unused), Q-critic mode a subclass of
         :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin`.
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodic
         mode needs episodes that end: an episode running past ``rollout_buffer_kwargs["max_episode_steps"]``
@@ -89,7 +92,8 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         ids get 1 env and other env objects are used as they are. An integer builds that many envs from an id.
     :param learning_rate: as in SB3's PPO.
     :param n_steps: Q-critic mode: steps per env per rollout (default 2048). Not used in episodic mode (a rollout is
-        ``n_episodes`` episodes); must stay ``None`` there.
+        ``n_episodes`` episodes); must stay ``None`` there (the error names the ``n_episodes`` that gives about as
+        many steps on the env, measured from its first episodes).
     :param batch_size: minibatch size in steps. Default: episodic mode ``max(64, n_episodes)`` (a minibatch spans
         about as many episodes as the rollout holds, see :func:`~ordergrad_rl.agents.episodic.default_batch_size`);
         Q-critic mode 64 (SB3's).
@@ -166,9 +170,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
         q_critic = advantage == Q_CRITIC
         if n_steps is not None and not q_critic:
-            raise ValueError(
-                "episodic OrderGradPPO collects whole episodes: set n_episodes (episodes per rollout), not n_steps"
-            )
+            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         if q_critic:
             rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
         else:
@@ -225,7 +227,13 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 logger.name_to_count.pop("train/value_loss", None)
                 logger.name_to_excluded.pop("train/value_loss", None)
             return
-        train_on_episode_weights(self, super().train)
+        update = super().train
+
+        def update_without_value() -> None:
+            with value_head_unused(self.policy):
+                update()
+
+        train_on_episode_weights(self, update_without_value)
 
 
 def train_on_episode_weights(model: Any, update: Callable[[], None]) -> None:

@@ -143,7 +143,7 @@ class QCriticMixin:
                 f"advantage='q_critic' needs the number of action draws k of {str(parsed)!r}: write it in the spec "
                 "(e.g. 'top9@10') or pass k"
             )
-        self._set_policy_critic(advantage, "q")  # type: ignore[attr-defined]
+        self._check_policy_critic(advantage, ("q",))  # type: ignore[attr-defined]
         self._set_objective(parsed)  # type: ignore[attr-defined]
         self.n_episodes = None
         self.reward_to_go = False
@@ -176,7 +176,13 @@ class QCriticMixin:
             )
         self._rollout_episode_returns: list[float] = []
         self._collected_q: list[tuple[th.Tensor, th.Tensor]] = []
-        self._sb3()._setup_model()
+        # The policy is built with the Q head; the stored policy_kwargs stay the user's (SB3's load compares them).
+        user_kwargs = self.policy_kwargs
+        self.policy_kwargs = {**user_kwargs, "critic": "q"}
+        try:
+            self._sb3()._setup_model()
+        finally:
+            self.policy_kwargs = user_kwargs
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_rollout_episode_returns", "_collected_q"]  # type: ignore[misc]

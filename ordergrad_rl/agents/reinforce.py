@@ -14,7 +14,8 @@ from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.channels import AnyObjective
 from ordergrad_rl.agents.checks import check_common_arguments
 from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
-from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy
+from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, evaluate_actions_without_value
+from ordergrad_rl.agents.sb3_compat import critic_argument_error, n_steps_error
 
 
 class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
@@ -41,9 +42,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
                                log_std_init=math.log(0.35), learn_log_std=False))
         model.learn(750 * 256 * 16)   # 750 updates of 256 episodes x 16 decisions
 
-    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class deriving from
-        :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin` (see :mod:`ordergrad_rl.agents.policies` for
-        ``learn_log_std``, ``zero_init_action_net``).
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (see :mod:`ordergrad_rl.agents.policies`
+        for ``learn_log_std``, ``zero_init_action_net``) or any subclass of SB3's ``ActorCriticPolicy`` (its value
+        head is built but never run nor trained).
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodes
         must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000) steps raises a
         ``ValueError`` (give the env a ``TimeLimit``).
@@ -74,6 +75,10 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param verbose: 0 silent, 1 info, 2 debug.
     :param seed: random seed.
     :param device: torch device.
+    :param n_steps: SB3's rollout length, refused: a rollout is ``n_episodes`` episodes (the error names the
+        ``n_episodes`` that gives about as many steps on the env).
+    :param gae_lambda: refused (no critic).
+    :param vf_coef: refused (no critic).
     :param _init_setup_model: build the networks at construction.
     """
 
@@ -106,8 +111,16 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        n_steps: None = None,
+        gae_lambda: None = None,
+        vf_coef: None = None,
         _init_setup_model: bool = True,
     ) -> None:
+        if n_steps is not None:
+            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
+        for name, value in (("gae_lambda", gae_lambda), ("vf_coef", vf_coef)):
+            if value is not None:
+                raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         super().__init__(
             policy,
@@ -139,6 +152,10 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         if _init_setup_model:
             self._setup_model()
 
+    def _excluded_save_params(self) -> list[str]:
+        # Constants of this class (no critic), left out so that A2C.load of the file gets A2C's own values.
+        return [*super()._excluded_save_params(), "gae_lambda", "vf_coef"]
+
     def train(self) -> None:
         """One gradient step on the whole batch of episodes."""
         self.policy.set_training_mode(True)
@@ -148,7 +165,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         actions = data.actions
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
-        _, log_prob, entropy = self.policy.evaluate_actions(data.observations, actions)
+        _, log_prob, entropy = evaluate_actions_without_value(self.policy, data.observations, actions)
         # sum over steps / N = (1/N) sum_i sum_t w_it log pi: the episode, not the step, is the sample.
         policy_loss = -(data.advantages * log_prob).sum() / self.rollout_buffer.n_episodes
         entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)

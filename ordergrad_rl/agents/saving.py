@@ -71,7 +71,7 @@ def check_saved_algorithm(path: Any, cls: type) -> None:
     if saved is None:
         raise ValueError(
             f"{path} was not saved by an OrderGrad algorithm (it has no objective): load it with the class that "
-            f"saved it (e.g. stable_baselines3.PPO.load)"
+            f"saved it (e.g. stable_baselines3.PPO.load), or start from its policy with {family}.from_sb3(path, env)"
         )
     if saved != family:
         raise ValueError(f"{path} was saved by {saved}, not {family}: load it with {saved}.load")

@@ -236,6 +236,7 @@ def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
         spec = env.spec
     except Exception:  # noqa: BLE001 - a user wrapper whose kwargs cannot be recorded: not rebuildable
         return None
-    if spec is None or spec.additional_wrappers or not has_native_batch(spec.id):
+    # An env may carry a spec whose id is not registered (SB3's BitFlippingEnv): then it is no registered id's env.
+    if spec is None or spec.additional_wrappers or spec.id not in gym.registry or not has_native_batch(spec.id):
         return None
     return spec

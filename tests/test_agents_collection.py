@@ -1,0 +1,76 @@
+"""Which episodes an episodic rollout keeps: exactly i.i.d. (brute-force enumeration), and few steps wasted."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from ordergrad_rl.agents import EpisodicRolloutBuffer
+
+# Episode lengths and their probabilities: a short and a long episode, so that a length-biased rule shows.
+LENGTHS, PROBS = (1, 3), (0.7, 0.3)
+
+
+def run_buffer(sequences: list[tuple[int, ...]], buffer_size: int) -> tuple[EpisodicRolloutBuffer, int]:
+    """Fill a buffer from envs whose successive episodes have the given lengths; return it and the vector steps."""
+    n_envs = len(sequences)
+    buffer = EpisodicRolloutBuffer(buffer_size, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), "cpu", n_envs=n_envs)
+    episode, t, steps = [0] * n_envs, [0] * n_envs, 0
+    while not buffer.full:
+        dones = np.array([t[e] + 1 == sequences[e][episode[e]] for e in range(n_envs)])
+        zeros = np.zeros(n_envs)
+        buffer.add(zeros[:, None], zeros, zeros, np.ones(n_envs), dones)
+        steps += 1
+        for e in range(n_envs):
+            t[e] = 0 if dones[e] else t[e] + 1
+            episode[e] += bool(dones[e])
+    buffer.finalize()
+    return buffer, steps
+
+
+def first_finished(sequences: list[tuple[int, ...]], n_episodes: int) -> tuple[int, ...]:
+    """The naive rule: the first ``n_episodes`` episodes to end (ties in env order)."""
+    ends = sorted((sum(seq[: i + 1]), e, seq[i]) for e, seq in enumerate(sequences) for i in range(len(seq)))
+    return tuple(sorted(length for _, _, length in ends[:n_episodes]))
+
+
+def iid_distribution(n_episodes: int) -> dict[tuple[int, ...], float]:
+    """Distribution of the sorted lengths of ``n_episodes`` i.i.d. episodes."""
+    out: Counter = Counter()
+    for draw in itertools.product(range(len(LENGTHS)), repeat=n_episodes):
+        out[tuple(sorted(LENGTHS[i] for i in draw))] += math.prod(PROBS[i] for i in draw)
+    return dict(out)
+
+
+@pytest.mark.parametrize(("n_envs", "buffer_size"), [(2, 2), (3, 1), (2, 3)])
+def test_kept_episodes_are_exactly_iid(n_envs: int, buffer_size: int) -> None:
+    n_episodes = n_envs * buffer_size
+    kept: Counter = Counter()
+    naive: Counter = Counter()
+    # Every env's first n_episodes episode lengths (enough for any rule), with their probability.
+    for draw in itertools.product(range(len(LENGTHS)), repeat=n_envs * n_episodes):
+        sequences = [tuple(LENGTHS[i] for i in draw[e * n_episodes : (e + 1) * n_episodes]) for e in range(n_envs)]
+        p = math.prod(PROBS[i] for i in draw)
+        buffer, _ = run_buffer(sequences, buffer_size)
+        assert buffer.size() == buffer.episode_lengths.sum()  # every kept episode complete, nothing else stored
+        kept[tuple(sorted(buffer.episode_lengths.tolist()))] += p
+        naive[first_finished(sequences, n_episodes)] += p
+    expected = iid_distribution(n_episodes)
+    assert kept.keys() == expected.keys()
+    for lengths, p in expected.items():
+        assert kept[lengths] == pytest.approx(p, abs=1e-12), lengths
+    # The comparison has power: the first-finished rule over-samples short episodes.
+    assert naive[(1,) * n_episodes] > expected[(1,) * n_episodes] + 0.05
+
+
+def test_an_env_with_short_episodes_does_not_wait_for_its_quota() -> None:
+    # Env 0's episodes last 1 step, env 1's 10 steps, 4 episodes per rollout: the first 4 episodes started are env
+    # 0's first three and env 1's first, all ended after 10 vector steps (a per-env quota of 2 episodes took 20).
+    buffer, steps = run_buffer([(1,) * 10, (10,) * 2], buffer_size=2)
+    assert steps == 10 and sorted(buffer.episode_lengths.tolist()) == [1, 1, 1, 10]
+    assert buffer.size() == 13  # of 2 x 10 env steps: env 0 idles 7 steps after its third episode

@@ -1,0 +1,231 @@
+"""Drop-in use by SB3 users (issue 10): SB3's arguments, policies, models and saves, through the public API only."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from ordergrad_rl.agents import OrderGradActorCriticPolicy, OrderGradPPO, OrderGradREINFORCE
+
+ALGORITHMS = [OrderGradREINFORCE, OrderGradPPO]
+
+
+class FixedLengthEnv(gym.Env):
+    """Episodes of exactly ``length`` steps; counts the steps taken on this object."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+
+    def __init__(self, length: int = 10, action_space: spaces.Space | None = None) -> None:
+        self.length = length
+        self.action_space = action_space or spaces.Discrete(2)
+        self.steps_taken = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        assert np.shape(action) == self.action_space.shape  # the space's shape, as SB3 sends it
+        self.t += 1
+        self.steps_taken += 1
+        reward = float(np.sum(action)) if isinstance(self.action_space, spaces.Box) else float(action)
+        return np.full(3, self.t / self.length, np.float32), reward, self.t >= self.length, False, {}
+
+
+def same_actions(a, b, obs: np.ndarray) -> bool:
+    return np.array_equal(a.predict(obs, deterministic=True)[0], b.predict(obs, deterministic=True)[0])
+
+
+OBS = np.random.default_rng(0).uniform(-0.05, 0.05, size=(16, 4)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------- issue 10 bugs
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_bug1_sb3s_older_net_arch_format_trains(cls) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SB3's own deprecation warning for this format
+        model = cls(
+            "MlpPolicy",
+            "CartPole-v1",
+            objective="mean",
+            n_episodes=4,
+            policy_kwargs=dict(net_arch=[dict(pi=[8], vf=[8])]),
+        )
+        model.learn(100)
+    assert [
+        layer.out_features for layer in model.policy.mlp_extractor.policy_net if hasattr(layer, "out_features")
+    ] == [8]
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_bug2_box_actions_with_a_multidimensional_shape(cls) -> None:
+    env = FixedLengthEnv(5, spaces.Box(-1.0, 1.0, (2, 2), np.float32))
+    model = cls("MlpPolicy", env, objective="mean", n_episodes=4)
+    model.learn(40)  # FixedLengthEnv.step asserts the (2, 2) shape
+    assert model.rollout_buffer.actions.shape == (20, 4) and env.steps_taken >= 20
+    assert model.predict(np.zeros(3, np.float32))[0].shape == (2, 2)
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_bug3_load_accepts_the_policy_kwargs_the_model_was_built_with(cls, tmp_path) -> None:
+    policy_kwargs = dict(net_arch=[16], ortho_init=False)
+    model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4, policy_kwargs=policy_kwargs)
+    assert model.policy_kwargs == policy_kwargs  # nothing injected
+    model.save(tmp_path / "model")
+    loaded = cls.load(tmp_path / "model", policy_kwargs=dict(net_arch=[16], ortho_init=False))
+    assert same_actions(model, loaded, OBS)
+    with pytest.raises(ValueError, match="policy kwargs do not equal"):  # SB3's own check still applies
+        cls.load(tmp_path / "model", policy_kwargs=dict(net_arch=[32]))
+
+
+def test_bug3_q_critic_mode_keeps_the_users_policy_kwargs(tmp_path) -> None:
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_steps=16)
+    assert model.policy_kwargs == {} and model.policy.critic == "q" and model.policy.value_net.out_features == 2
+    model.save(tmp_path / "q")
+    loaded = OrderGradPPO.load(tmp_path / "q", policy_kwargs={})
+    assert loaded.policy.critic == "q" and same_actions(model, loaded, OBS)
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_bug4_rollout_buffer_holds_numpy_arrays(cls) -> None:
+    model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4).learn(50)
+    buffer = model.rollout_buffer
+    for name in ("observations", "actions", "log_probs", "advantages", "values", "returns"):
+        assert isinstance(getattr(buffer, name), np.ndarray), name
+
+
+@pytest.mark.parametrize(("cls", "sb3_cls"), [(OrderGradPPO, PPO), (OrderGradREINFORCE, A2C)])
+def test_bug5_an_ordergrad_save_loads_into_sb3_as_a_working_sb3_model(cls, sb3_cls, tmp_path) -> None:
+    model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4, seed=0).learn(100)
+    model.save(tmp_path / "og")
+    sb3_model = sb3_cls.load(tmp_path / "og")
+    assert same_actions(model, sb3_model, OBS)  # the policy's weights
+    assert sb3_model.n_steps == (2048 if sb3_cls is PPO else 5)  # SB3's own rollout length
+    if sb3_cls is A2C:
+        assert sb3_model.vf_coef == 0.5  # A2C's own, not REINFORCE's constant 0
+    short = dict(n_steps=32, n_epochs=1) if sb3_cls is PPO else {}  # a short rollout keeps the test fast
+    sb3_model = sb3_cls.load(tmp_path / "og", env=make_vec_env("CartPole-v1", n_envs=2, seed=1), **short)
+    assert type(sb3_model.rollout_buffer) is RolloutBuffer  # SB3's own buffer
+    values_before = sb3_model.policy.value_net.weight.detach().clone()
+    sb3_model.learn(sb3_model.n_steps * 2 * 2)
+    assert not th.equal(values_before, sb3_model.policy.value_net.weight)  # SB3 trains the critic
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_bug6_sb3_rollout_arguments_get_a_clear_error(cls) -> None:
+    envs = [FixedLengthEnv(10), FixedLengthEnv(10)]
+    venv = DummyVecEnv([lambda env=env: env for env in envs])
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_episodes=14 gives about as many"):
+        cls("MlpPolicy", venv, n_steps=64)  # 64 x 2 steps / 10-step episodes = 12.8 -> 13 -> 14 (2 envs)
+    assert [env.steps_taken for env in envs] == [0, 0]  # measured on a copy: the user's envs are untouched
+    with pytest.raises(ValueError, match=r"n_steps=64 x 1 env\(s\) = 64 steps per rollout; the first \d+ episodes"):
+        cls("MlpPolicy", "CartPole-v1", n_steps=64)  # an id: measured on a new env
+
+
+@pytest.mark.parametrize("name", ["gae_lambda", "vf_coef"])
+def test_bug6_reinforce_refuses_critic_arguments(name: str) -> None:
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no critic.*remove {name}"):
+        OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **{name: 0.9})
+
+
+# ---------------------------------------------------------------------------------------------- SB3 workflows
+@pytest.fixture(scope="module")
+def ppo_model() -> PPO:
+    th.manual_seed(0)
+    model = PPO(
+        "MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, n_epochs=1, seed=0, policy_kwargs=dict(net_arch=[32])
+    )
+    return model.learn(128)
+
+
+def test_fine_tuning_from_an_sb3_model(ppo_model) -> None:
+    model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8)
+    assert isinstance(model.policy, OrderGradActorCriticPolicy) and model.policy_kwargs == dict(net_arch=[32])
+    assert same_actions(model, ppo_model, OBS)
+    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # kept, unused
+    assert model.policy.value_net.weight is not ppo_model.policy.value_net.weight  # a copy
+    model.learn(200)
+    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # not trained
+
+
+def test_fine_tuning_from_an_sb3_save(ppo_model, tmp_path) -> None:
+    ppo_model.save(tmp_path / "ppo")
+    with pytest.raises(ValueError, match=r"OrderGradPPO.from_sb3\(path, env\)"):
+        OrderGradPPO.load(tmp_path / "ppo")
+    with pytest.raises(ValueError, match="needs env="):
+        OrderGradPPO.from_sb3(tmp_path / "ppo.zip")
+    model = OrderGradPPO.from_sb3(tmp_path / "ppo.zip", "CartPole-v1", objective="mean")
+    assert same_actions(model, ppo_model, OBS)
+    reinforce = OrderGradREINFORCE.from_sb3(tmp_path / "ppo.zip", "CartPole-v1", n_episodes=4)
+    assert same_actions(reinforce, ppo_model, OBS)
+
+
+def test_fine_tuning_into_q_critic_mode_starts_a_fresh_q_head(ppo_model) -> None:
+    model = OrderGradPPO.from_sb3(ppo_model, advantage="q_critic", objective="top2@4", n_steps=16)
+    assert model.policy.value_net.out_features == 2 and same_actions(model, ppo_model, OBS)
+
+
+def test_fine_tuning_refuses_a_different_actor(ppo_model) -> None:
+    with pytest.raises(
+        ValueError, match=r"actor does not fit.*mlp_extractor.policy_net.0.weight \(64, 4\) vs \(32, 4\)"
+    ):
+        OrderGradPPO.from_sb3(ppo_model, objective="mean", policy_kwargs=dict(net_arch=[64]))
+
+
+class DictObsEnv(FixedLengthEnv):
+    observation_space = spaces.Dict({"x": spaces.Box(-1.0, 1.0, (3,), np.float32)})
+
+    def reset(self, **kwargs):
+        obs, info = super().reset(**kwargs)
+        return {"x": obs}, info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return {"x": obs}, *rest
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+@pytest.mark.parametrize(
+    ("policy", "env"), [(ActorCriticPolicy, FixedLengthEnv), (MultiInputActorCriticPolicy, DictObsEnv)]
+)
+def test_sb3s_own_policy_classes_train_in_episodic_mode(cls, policy, env) -> None:
+    model = cls(policy, env(4), objective="mean", n_episodes=4, seed=0)
+    before = model.policy.action_net.weight.detach().clone()
+    model.learn(32)
+    assert type(model.policy) is policy and not th.equal(before, model.policy.action_net.weight)
+
+
+def test_older_episodic_saves_without_value_layers_still_load(tmp_path) -> None:
+    # Saves made before the value head was kept hold policy_kwargs["critic"] = "none" (no value layers).
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4, policy_kwargs=dict(critic="none"))
+    assert model.policy.net_arch == dict(pi=[64, 64], vf=[])
+    model.save(tmp_path / "old")
+    loaded = OrderGradPPO.load(tmp_path / "old")
+    assert loaded.policy.critic == "none" and same_actions(model, loaded, OBS)
+    loaded.set_env(make_vec_env("CartPole-v1"))
+    loaded.learn(50)
+
+
+class UnregisteredSpecEnv(FixedLengthEnv):
+    """Carries a spec whose id is in no registry, like SB3's BitFlippingEnv."""
+
+    spec = gym.envs.registration.EnvSpec("NotRegistered-v0", "no-entry-point")
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_an_env_with_an_unregistered_spec_trains(cls) -> None:
+    model = cls("MlpPolicy", UnregisteredSpecEnv(4), objective="mean", n_episodes=4).learn(16)
+    assert model.num_timesteps >= 16
+    with pytest.raises(ValueError, match="n_episodes=16 gives about as many"):  # 64 steps / 4-step episodes
+        cls("MlpPolicy", UnregisteredSpecEnv(4), n_steps=64)
