@@ -220,7 +220,7 @@ def format_table(summary: dict[str, Any]) -> str:
     index = [ks.index(k) for k in shown]
     headers = ["method", *(f"pass@{k}" for k in shown), "len correct", "len incorrect"]
     base = summary["base"]
-    rows = [["base model", *(base["pass_at_k"][k] for k in shown), base["mean_length_correct"] or "-",
+    rows = [["base model", *(f"{base['pass_at_k'][k]:.3f}" for k in shown), base["mean_length_correct"] or "-",
              base["mean_length_incorrect"] or "-"]]  # fmt: skip
     for entry in summary["methods"].values():
         cells = [f"{entry['pass_at_k'][i]:.3f} [{entry['ci_low'][i]:.3f}, {entry['ci_high'][i]:.3f}]" for i in index]
