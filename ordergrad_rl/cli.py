@@ -66,6 +66,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.weights",
         "rank-weight profiles W alpha of the objective families (App. weight schemes)",
     ),
+    "reasoning": Command(
+        "ordergrad_rl.experiments.reasoning",
+        "GRPO vs MaxPO vs Top-M@K and a length reward on TargetSum, pass@k (App. LLM experiments, in miniature)",
+    ),
     "minatar": Command(
         "ordergrad_rl.experiments.minatar",
         "PPO-V vs PPO-Q vs OrderGrad PPO Top-M@K on MinAtar (App. RL experiments; needs the [minatar] extra)",

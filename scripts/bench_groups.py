@@ -2,16 +2,20 @@
 
     python scripts/bench_groups.py [--rollouts 20] [--repeats 5] [--threads 1]
 
-Times ``collect_rollouts`` (collection and advantages; the update is the same in both modes and not timed) of
+Times ``collect_rollouts`` per env step (collection and advantages; the update is the same in both modes and not
+timed; per step, because the steps a rollout takes vary with its episodes' lengths) of
 OrderGradPPO with ``MlpPolicy``, for each env and rule a group can share its context by (see
 :mod:`ordergrad_rl.agents.groups`):
 
 * ``TargetSum-v0``, native batch of 256 envs, options rule (``reset(options={"problem": c})``), 32 groups of 8;
-* ``SyntheticTailRisk-v0``, native batch of 256 envs, seed rule (shared reset seed, then fresh streams), 32 x 8;
-* ``CartPole-v1``, ``DummyVecEnv`` of 8 envs, seed rule, 8 groups of 8 per 64-episode rollout.
+* ``CartPole-v1``, ``DummyVecEnv`` of 8 envs, seed rule (shared reset seed, then each env's own stream), 8 groups of
+  8 per 64-episode rollout (short episodes under the untrained policy: many resets);
+* ``CartPole-v1``, ``DummyVecEnv`` of 64 envs, seed rule, one episode per env.
 
 The grouped and the pooled model alternate, best of ``--repeats`` runs of ``--rollouts`` rollouts each. Target:
-ratio grouped / pooled <= 1.05.
+ratio grouped / pooled <= 1.05. On a loaded machine that ratio is noisy, so the time spent in the grouping hooks
+(``_start_groups``, ``_repose_groups``: drawing contexts and resetting envs into them) is also timed inside the
+grouped rollouts and printed as a share of their wall time ("hooks"), which the load affects far less.
 """
 
 from __future__ import annotations
@@ -26,25 +30,45 @@ from ordergrad_rl.agents import OrderGradPPO
 CASES = (
     # (env id, n_envs, n_episodes, objective, group size)
     ("TargetSum-v0", 256, 256, "top2@4", 8),
-    ("SyntheticTailRisk-v0", 256, 256, "top2@4", 8),
     ("CartPole-v1", 8, 64, "top2@4", 8),
+    ("CartPole-v1", 64, 64, "top2@4", 8),
 )
 
 
+def timed(method, spent: list[float]):
+    """``method``, adding its wall time to ``spent[0]``."""
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - start
+
+    return wrapper
+
+
 def rollout_timer(env_id: str, n_envs: int, n_episodes: int, objective: str, group_size: int | None, seed: int):
-    """A function timing ``rollouts`` calls of ``collect_rollouts`` of a fresh model's (construction not timed)."""
+    """A function timing ``rollouts`` calls of ``collect_rollouts`` of a fresh model (construction not timed); it
+    returns ``(wall time per env step in microseconds, share of the wall time in the grouping hooks)``."""
     model = OrderGradPPO(
         "MlpPolicy", env_id, objective=objective, n_episodes=n_episodes, n_envs=n_envs, group_size=group_size,
         seed=seed, device="cpu",
     )  # fmt: skip
     _, callback = model._setup_learn(10**9, None)
     callback.on_training_start(locals(), globals())
+    spent = [0.0]
+    model._start_groups = timed(model._start_groups, spent)
+    model._repose_groups = timed(model._repose_groups, spent)
 
-    def run(rollouts: int) -> float:
+    def run(rollouts: int) -> tuple[float, float]:
+        spent[0] = 0.0
+        steps = model.num_timesteps
         start = time.perf_counter()
         for _ in range(rollouts):
             model.collect_rollouts(model.env, callback, model.rollout_buffer, 0)
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        return wall / (model.num_timesteps - steps) * 1e6, spent[0] / wall
 
     run(1)  # warm-up (first reset, caches)
     return run
@@ -57,18 +81,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"{'env':<22} {'envs':>5} {'episodes':>8} {'G':>3} {'pooled s':>9} {'grouped s':>10} {'ratio':>6}")
+    header = f"{'env':<22} {'envs':>5} {'episodes':>8} {'G':>3} {'pooled us':>9} {'grouped us':>10} {'ratio':>6}"
+    print(header + f" {'hooks':>6}", flush=True)
     for env_id, n_envs, n_episodes, objective, group_size in CASES:
         pooled = rollout_timer(env_id, n_envs, n_episodes, objective, None, seed=0)
         grouped = rollout_timer(env_id, n_envs, n_episodes, objective, group_size, seed=0)
         times: dict[str, list[float]] = {"pooled": [], "grouped": []}
+        shares = []
         for _ in range(args.repeats):  # alternate, so that load changes hit both
-            times["pooled"].append(pooled(args.rollouts))
-            times["grouped"].append(grouped(args.rollouts))
+            times["pooled"].append(pooled(args.rollouts)[0])
+            per_step, share = grouped(args.rollouts)
+            times["grouped"].append(per_step)
+            shares.append(share)
         best_pooled, best_grouped = min(times["pooled"]), min(times["grouped"])
         print(
             f"{env_id:<22} {n_envs:>5} {n_episodes:>8} {group_size:>3} {best_pooled:>9.3f} {best_grouped:>10.3f} "
-            f"{best_grouped / best_pooled:>6.3f}"
+            f"{best_grouped / best_pooled:>6.3f} {sorted(shares)[len(shares) // 2]:>6.1%}",
+            flush=True,
         )
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
-from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture; tests/ is on sys.path under pytest)
+from test_agents_channels import Capture  # tests/ is on sys.path under pytest
+from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture)
 
 from ordergrad_rl import pass_at_k
 from ordergrad_rl.agents import OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
@@ -50,14 +50,6 @@ class Coins(SeededCoins):
 
     context_key = "problem"
     n_contexts = len(RATES)
-
-
-class Capture(KVWriter):
-    def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
-
-    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-        self.rows.append(dict(key_values))
 
 
 def model_on(env_class) -> OrderGradREINFORCE:

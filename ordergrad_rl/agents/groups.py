@@ -13,9 +13,13 @@ How an env's episode is put in a context, for any Gymnasium env (checked once pe
   and its members are reset with ``reset(options={context_key: c})``; nothing else is shared. ``TargetSum-v0`` has
   ``context_key = "problem"``.
 * **seed rule** (every other env): the members are reset with one shared seed, ``reset(seed=s_g)``, so they get the
-  same start state, then each gets an independent generator for the dynamics, ``env.unwrapped.np_random =
-  fresh``. Contexts are then start states drawn from the env's own reset distribution. (An env whose reset draws
-  from other sources than ``np_random`` cannot be grouped this way.)
+  same start state; then each env gets back the generator it had before that reset (``env.unwrapped.np_random``,
+  seeded ``seed + i`` by SB3), so the dynamics of every member run on its own env's stream, independent of the other
+  members and of the context. Contexts are then start states drawn from the env's own reset distribution. The rule
+  assumes the env draws its start state at reset and the rest of its randomness while stepping: whatever an env draws
+  at reset is shared by the group (``SyntheticTailRisk-v0`` draws its whole market path at reset, so its groups share
+  the path), and an env whose reset draws from other sources than ``np_random`` cannot be grouped this way. Such envs
+  should separate context from noise and declare ``context_key``.
 
 Per-env resets go through SB3's ``VecEnv.env_method("reset", ...)`` (``DummyVecEnv``, ``SubprocVecEnv``) or the native
 batch's :meth:`~ordergrad_rl.envs.sb3_vec_env.NativeVecEnv.reset_envs`. VecEnv wrappers must not transform
@@ -27,8 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.utils.seeding import np_random
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
 from ordergrad_rl.agents.checks import check_int
 
@@ -73,7 +76,7 @@ class GroupResetter:
     """Resets chosen envs of a VecEnv into chosen contexts (see the module docstring for the two rules).
 
     :param venv: the training VecEnv.
-    :param rng: the agent's generator for contexts and fresh dynamics streams.
+    :param rng: the agent's generator of contexts.
     :raises ValueError: a VecEnv wrapper that transforms observations.
     """
 
@@ -129,17 +132,25 @@ class GroupResetter:
                 obs[i] = row
         return obs
 
-    def _fresh_rng(self) -> np.random.Generator:
-        return np_random(int(self.rng.integers(2**63 - 1)))[0]
-
     def _reset_one(self, i: int, context: int) -> Any:
         base = self.base
+        if isinstance(base, DummyVecEnv):  # the same calls, without env_method's per-call indirections
+            env = base.envs[i]
+            if self.rule == OPTIONS_RULE:
+                obs, info = env.reset(options={self.key: context})
+            else:
+                own = env.np_random
+                obs, info = env.reset(seed=context)
+                env.np_random = own
+            base.reset_infos[i] = info
+            return obs
         if self.rule == OPTIONS_RULE:
             obs, info = base.env_method("reset", options={self.key: context}, indices=[i])[0]
         else:
+            own = base.get_attr("np_random", indices=[i])[0]
             obs, info = base.env_method("reset", seed=context, indices=[i])[0]
-            # The start state came from the shared seed; the dynamics get a stream of their own.
-            base.set_attr("np_random", self._fresh_rng(), indices=[i])
+            # The start state came from the shared seed; the dynamics go on with the env's own stream.
+            base.set_attr("np_random", own, indices=[i])
         if hasattr(base, "reset_infos"):
             base.reset_infos[i] = info
         return obs
@@ -154,10 +165,11 @@ class GroupResetter:
         seeds: list[int | None] = [None] * native.num_envs
         for i, c in zip(env_ids, contexts, strict=True):
             seeds[i] = int(c)
-        obs = native.reset_envs(env_ids, seed=seeds)
         rngs = native.vector_env.env_rngs
-        for i in env_ids:
-            rngs[i] = self._fresh_rng()
+        own = [rngs[i] for i in env_ids]
+        obs = native.reset_envs(env_ids, seed=seeds)
+        for i, rng in zip(env_ids, own, strict=True):
+            rngs[i] = rng  # the env's own stream for the dynamics (None: created on first use)
         return obs
 
 

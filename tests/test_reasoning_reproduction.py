@@ -1,0 +1,62 @@
+"""``ordergrad-rl reproduce reasoning``: the method definitions, the bootstrap, and the --quick run end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.cli import main
+from ordergrad_rl.experiments.reasoning import L_MAX, METHODS, bootstrap_curves
+from ordergrad_rl.passk import pass_at_k
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def test_scalarized_length_grpo_is_grpo_on_the_scalarized_reward() -> None:
+    rng = np.random.default_rng(0)
+    correct, length = rng.integers(0, 2, size=32).astype(float), rng.integers(3, 17, size=32).astype(float)
+    common = dict(n_episodes=32, group_size=8, normalize_advantage="group", seed=0)
+    channels = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective=METHODS["grpo_length"][1], **common)
+    grpo = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective="mean", **common)
+    np.testing.assert_allclose(
+        channels.episode_weights(correct, {"length": length}),
+        grpo.episode_weights(correct - 0.2 * length / L_MAX),
+        atol=1e-9,
+    )
+    # The length term of the OrderGrad method penalizes the two longest answers of each 4-subset (Bottom-2@4 of -L).
+    weights = OrderGradPPO(
+        "MlpPolicy", "TargetSum-v0", objective={"length": ("top2@4", -0.4 / L_MAX)}, n_episodes=8, group_size=8,
+        normalize_advantage=False,
+    ).episode_weights(np.zeros(8), {"length": np.arange(3.0, 11.0)})  # fmt: skip
+    assert np.all(np.diff(weights) <= 0) and weights[-1] < weights[0]  # longer answers get lower weights
+
+
+def test_bootstrap_interval() -> None:
+    n_correct = np.array([[0, 5, 32, 10], [1, 6, 30, 12]])
+    ks = np.array([1, 2, 4])
+    mean, low, high = bootstrap_curves(n_correct, 32, ks, np.random.default_rng(0), reps=300)
+    np.testing.assert_allclose(mean, pass_at_k(n_correct[..., None], 32, ks).mean(axis=(0, 1)))
+    assert np.all(low <= mean) and np.all(mean <= high) and np.all(high - low > 0)
+
+
+@pytest.mark.slow
+def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
+    argv = ["reproduce", "reasoning", "--quick", "--quiet", "--out", str(tmp_path / "out")]
+    assert main([*argv, "--json", str(tmp_path / "r.json")]) == 0
+    payload = json.loads((tmp_path / "r.json").read_text())
+    assert set(payload["methods"]) == set(METHODS)
+    assert payload["ks"] == [1, 2, 4, 8, 16, 32]
+    for entry in [payload["base"], *payload["methods"].values()]:
+        curve = entry["pass_at_k"]
+        values = list(curve.values()) if isinstance(curve, dict) else curve
+        assert len(values) == 6 and np.all(np.diff(values) >= -1e-12)
+    for entry in payload["methods"].values():
+        assert np.all(np.array(entry["ci_low"]) <= np.array(entry["pass_at_k"]) + 1e-12)
+        assert len(entry["runs"]) == 1
+    out = capsys.readouterr().out
+    assert "total time:" in out and "Top-2@4 + Bottom-2@4 length" in out
+    assert len(list((tmp_path / "out").glob("*.png"))) == 5
