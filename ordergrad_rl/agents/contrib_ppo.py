@@ -211,7 +211,14 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
     def _setup_model(self) -> None:
         # The mixin's checks, then RecurrentPPO's setup: the policy, zero LSTM states for the collector, the clip
         # schedules, and a step-based buffer, replaced here by the episodic one (which needs the LSTM's shape).
-        super()._setup_model()
+        # The policy is built without a critic LSTM (critic="none", unless the user asks for "value"); the stored
+        # policy_kwargs stay the user's (SB3's load compares them with the saved ones).
+        user_kwargs = self.policy_kwargs
+        self.policy_kwargs = {"critic": "none", **user_kwargs}
+        try:
+            super()._setup_model()
+        finally:
+            self.policy_kwargs = user_kwargs
         lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
         self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
             self.n_steps,
