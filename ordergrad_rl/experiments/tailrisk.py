@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -63,6 +63,8 @@ from ordergrad_rl.risk import risk_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+
+T = TypeVar("T")
 
 TRAIN_ENV = "SyntheticTailRisk-v0"
 DEPLOY_ENV = "SyntheticTailRiskDeploy-v0"
@@ -161,6 +163,21 @@ class Config:
         """``objective`` (and ``k``) of a method for :class:`~ordergrad_rl.agents.OrderGradREINFORCE`."""
         objective = METHODS[method].objective
         return {"objective": objective} if objective == "mean" else {"objective": objective, "k": self.k}
+
+    def reinforce_kwargs(self) -> dict[str, Any]:
+        """The paper's REINFORCE protocol as :class:`~ordergrad_rl.agents.OrderGradREINFORCE` arguments (all but the
+        objective, the env and the seed)."""
+        return dict(
+            n_episodes=self.n_episodes,
+            # One episode per env per update: the whole batch of N episodes is one NumPy step.
+            n_envs=self.n_episodes,
+            learning_rate=self.learning_rate,
+            max_grad_norm=self.max_grad_norm,
+            normalize_advantage=True,
+            reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
+            policy_kwargs=self.policy_kwargs(),
+            device="cpu",
+        )
 
     def policy_kwargs(self) -> dict[str, Any]:
         """Linear policy, zero-initialized output layer, fixed logit noise ``sigma``."""
@@ -287,17 +304,9 @@ def train_method(
         model = OrderGradREINFORCE(
             "MlpPolicy",
             TRAIN_ENV,
-            n_episodes=config.n_episodes,
-            # One episode per env per update: the whole batch of N episodes is one NumPy step.
-            n_envs=config.n_episodes,
-            learning_rate=config.learning_rate,
-            max_grad_norm=config.max_grad_norm,
-            normalize_advantage=True,
-            reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
-            policy_kwargs=config.policy_kwargs(),
             tensorboard_log=tensorboard_log,
             seed=base,
-            device="cpu",
+            **config.reinforce_kwargs(),
             **config.objective_kwargs(method),
         )
     timesteps = planned
@@ -351,7 +360,7 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
     :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
     """
     start = time.perf_counter()
-    model = train_method(method, seed, config, tensorboard, on_update=None if _COUNTER is None else _count_steps)
+    model = train_method(method, seed, config, tensorboard, on_update=step_counter())
     train_seconds = time.perf_counter() - start
     deploy_seed = seed * SEED_STRIDE + DEPLOY_OFFSET
     stress = {p: deploy(model, config.deploy_paths, deploy_seed, p=p) for p in STRESS_P} if config.stress else {}
@@ -398,26 +407,48 @@ def _ticks(futures: list[Future], counter: Any) -> Iterator[int]:
             return
 
 
-def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quiet: bool) -> list[dict[str, Any]]:
-    """Every (method, seed) job, in parallel over ``config.workers`` (default: the available cores)."""
+def run_parallel(
+    job: Callable[..., T],
+    jobs: list[tuple[Any, ...]],
+    total_steps: int,
+    workers: int | None,
+    quiet: bool,
+    desc: str = "training",
+) -> list[T]:
+    """``job(*args)`` for every ``args`` of ``jobs``, in parallel over ``workers`` processes (default: the available
+    cores), with a progress bar of the env steps the jobs report through :func:`step_counter`.
+
+    :return: the jobs' results, in the order of ``jobs``.
+    """
     import torch
 
-    jobs = [(method, seed) for seed in range(config.seeds) for method in config.methods]
-    workers = max(1, min(config.workers or available_cores(), len(jobs)))
+    workers = max(1, min(workers or available_cores(), len(jobs)))
     counter = multiprocessing.get_context("spawn").Value("i", 0)
     threads = torch.get_num_threads()
     executor = _executor(workers, counter)
     try:
-        futures = [executor.submit(run_job, m, s, config, tensorboard, models) for m, s in jobs]
-        desc = f"training {len(jobs)} runs on {workers} worker{'s' if workers > 1 else ''}"
-        total = sum(planned_steps(method, config) for method, _ in jobs)
-        with progress_bar(desc, total, unit="step", quiet=quiet) as bar:
+        futures = [executor.submit(job, *args) for args in jobs]
+        desc = f"{desc} {len(jobs)} runs on {workers} worker{'s' if workers > 1 else ''}"
+        with progress_bar(desc, total_steps, unit="step", quiet=quiet) as bar:
             for steps in _ticks(futures, counter):
                 bar.update(steps)
         return [future.result() for future in futures]
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         torch.set_num_threads(threads)  # the thread executor's initializer set it for this process
+
+
+def step_counter() -> Callable[[int], None] | None:
+    """Inside a :func:`run_parallel` job: the function a job calls with the env steps it has done since its last
+    call (the progress bar); ``None`` outside."""
+    return None if _COUNTER is None else _count_steps
+
+
+def run_jobs(config: Config, tensorboard: Path | None, models: Path | None, quiet: bool) -> list[dict[str, Any]]:
+    """Every (method, seed) job, in parallel over ``config.workers`` (default: the available cores)."""
+    jobs = [(method, seed, config, tensorboard, models) for seed in range(config.seeds) for method in config.methods]
+    total = sum(planned_steps(method, config) for method, *_ in jobs)
+    return run_parallel(run_job, jobs, total, config.workers, quiet)
 
 
 # ---------------------------------------------------------------------------------------------------- experiment
