@@ -158,8 +158,11 @@ def evaluation_returns(env: str, model: Any, n: int, seed: int) -> dict[str, Any
     if env == "tailrisk":
         deployment = tailrisk.deploy(model, n, seed)
         metrics = tailrisk.deployment_metrics(deployment)
-        return {"returns": np.log(deployment.wealth[:, -1]), "profitable": metrics["profitable"],
-                "below_0.9": metrics["below_0.9"]}  # fmt: skip
+        return {
+            "returns": np.log(deployment.wealth[:, -1]),
+            "profitable": metrics["profitable"],
+            "below_0.9": metrics["below_0.9"],
+        }
     from stable_baselines3.common.env_util import make_vec_env
 
     from ordergrad_rl.agents.callbacks import evaluate_episodes
@@ -240,8 +243,14 @@ def gradient_variance(config: Config, seed: int = 0) -> dict[str, Any]:
 
     # Step size 0: the policy stays the initial one; the raw (unnormalized) weights are the estimators.
     kwargs = {**config.protocol().reinforce_kwargs(), "learning_rate": 0.0, "normalize_advantage": False}
-    model = OrderGradREINFORCE("MlpPolicy", tailrisk.TRAIN_ENV, objective=METHODS["ordergrad_cvar"].objective,
-                               k=config.k, seed=seed * SEED_STRIDE + 900_000, **kwargs)  # fmt: skip
+    model = OrderGradREINFORCE(
+        "MlpPolicy",
+        tailrisk.TRAIN_ENV,
+        objective=METHODS["ordergrad_cvar"].objective,
+        k=config.k,
+        seed=seed * SEED_STRIDE + 900_000,
+        **kwargs,
+    )
     policy = model.policy
     params = [p for p in policy.parameters() if p.requires_grad]
     estimates: dict[str, list[np.ndarray]] = {"gcvar": [], "ordergrad_cvar": []}
@@ -318,8 +327,12 @@ def summarize(runs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
             for stat in mine[0]["final"]:
                 values = np.array([r["final"][stat] for r in mine])
                 low, high = bootstrap_ci(values)
-                summary["final"][stat] = {"mean": float(values.mean()), "low": float(low), "high": float(high),
-                                          "per_seed": values}  # fmt: skip
+                summary["final"][stat] = {
+                    "mean": float(values.mean()),
+                    "low": float(low),
+                    "high": float(high),
+                    "per_seed": values,
+                }
             summary["train_seconds"] = [r["train_seconds"] for r in mine]
             out[env][method] = summary
     return out
@@ -327,8 +340,12 @@ def summarize(runs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
 
 def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
     """Every (env, method, seed) run in parallel, then the gradient-variance measurement."""
-    jobs = [(env, method, seed, config) for env in config.envs for seed in range(config.seeds) for method in
-            ENV_METHODS[env]]  # fmt: skip
+    jobs = [
+        (env, method, seed, config)
+        for env in config.envs
+        for seed in range(config.seeds)
+        for method in ENV_METHODS[env]
+    ]
     total = sum(config.steps(env) for env, *_ in jobs)
     runs = tailrisk.run_parallel(train_run, jobs, total, config.workers, quiet)
     results: dict[str, Any] = {"config": dataclasses.asdict(config), "envs": summarize(runs, config)}
@@ -363,10 +380,14 @@ def format_table(results: dict[str, Any]) -> str:
 def format_variance(variance: dict[str, Any]) -> str:
     """The gradient-variance comparison as a table."""
     rows = [
-        [METHODS[name].label, f"{variance[name]['nonzero']:.1%}", variance[name]["relative_variance"],
-         variance[name]["mean_cosine"]]
+        [
+            METHODS[name].label,
+            f"{variance[name]['nonzero']:.1%}",
+            variance[name]["relative_variance"],
+            variance[name]["mean_cosine"],
+        ]
         for name in ("gcvar", "ordergrad_cvar")
-    ]  # fmt: skip
+    ]
     headers = ["estimator", "episodes with a nonzero weight", "tr Cov(g) / norm(E g)^2", "mean cos(g, E g)"]
     return markdown_table(headers, rows)
 
@@ -387,8 +408,11 @@ def plot(results: dict[str, Any], path: Path) -> Path:
                 color, label = METHODS[method].color, METHODS[method].label
                 ax.plot(x, curve[stat]["mean"], color=color, label=label)
                 ax.fill_between(x, curve[stat]["low"], curve[stat]["high"], color=color, alpha=0.2, lw=0)
-            ax.set(xlabel="training episodes" if env == "tailrisk" else "env steps", ylabel=f"{name} of the return",
-                   title=f"{ENV_TITLES[env]}: {name}")  # fmt: skip
+            ax.set(
+                xlabel="training episodes" if env == "tailrisk" else "env steps",
+                ylabel=f"{name} of the return",
+                title=f"{ENV_TITLES[env]}: {name}",
+            )
         row[0].legend(fontsize=8)
     seeds = results["config"]["seeds"]
     fig.suptitle(f"Deterministic evaluation during training, mean over {seeds} seeds, 95% bootstrap CI")
@@ -423,8 +447,12 @@ def run(args: argparse.Namespace) -> int:
     """Train, evaluate, print the tables, write the figure (and JSON)."""
     start = time.perf_counter()
     base = Config.quick() if args.quick else Config()
-    config = dataclasses.replace(base, seeds=args.seeds if not args.quick else min(args.seeds, base.seeds),
-                                 envs=tuple(args.envs), workers=args.workers)  # fmt: skip
+    config = dataclasses.replace(
+        base,
+        seeds=args.seeds if not args.quick else min(args.seeds, base.seeds),
+        envs=tuple(args.envs),
+        workers=args.workers,
+    )
     results = run_experiment(config, quiet=args.quiet)
     print(
         f"Risk-sensitive peers, {config.seeds} seeds. Portfolio: the tailrisk protocol, {config.tailrisk_updates} "
