@@ -54,6 +54,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.tailrisk",
         "REINFORCE vs OrderGrad-CVaR on the high-yield tail-risk portfolio (App. portfolio example)",
     ),
+    "peers": Command(
+        "ordergrad_rl.experiments.peers",
+        "REINFORCE vs GCVaR vs OrderGrad-CVaR (and QR-DQN-CVaR) on the portfolio and the lava grid (issue 13)",
+    ),
     "robust-regression": Command(
         "ordergrad_rl.experiments.robust_regression",
         "Mean vs Median vs TrimM:4 line fits with 12%% corrupted labels (App. robust regression)",

@@ -64,6 +64,7 @@ from ordergrad_rl.risk import risk_profile
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 
+
 TRAIN_ENV = "SyntheticTailRisk-v0"
 DEPLOY_ENV = "SyntheticTailRiskDeploy-v0"
 STRESS_P: tuple[float, ...] = (0.0, 0.10, 0.20, 0.35, 0.50, 0.65)
@@ -163,6 +164,21 @@ class Config:
         """``objective`` (and ``k``) of a method for :class:`~ordergrad_rl.agents.OrderGradREINFORCE`."""
         objective = METHODS[method].objective
         return {"objective": objective} if objective == "mean" else {"objective": objective, "k": self.k}
+
+    def reinforce_kwargs(self) -> dict[str, Any]:
+        """The paper's REINFORCE protocol as :class:`~ordergrad_rl.agents.OrderGradREINFORCE` arguments (all but the
+        objective, the env and the seed)."""
+        return dict(
+            n_episodes=self.n_episodes,
+            # One episode per env per update: the whole batch of N episodes is one NumPy step.
+            n_envs=self.n_episodes,
+            learning_rate=self.learning_rate,
+            max_grad_norm=self.max_grad_norm,
+            normalize_advantage=True,
+            reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
+            policy_kwargs=self.policy_kwargs(),
+            device="cpu",
+        )
 
     def policy_kwargs(self) -> dict[str, Any]:
         """Linear policy, zero-initialized output layer, fixed logit noise ``sigma``."""
@@ -289,17 +305,9 @@ def train_method(
         model = OrderGradREINFORCE(
             "MlpPolicy",
             TRAIN_ENV,
-            n_episodes=config.n_episodes,
-            # One episode per env per update: the whole batch of N episodes is one NumPy step.
-            n_envs=config.n_episodes,
-            learning_rate=config.learning_rate,
-            max_grad_norm=config.max_grad_norm,
-            normalize_advantage=True,
-            reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
-            policy_kwargs=config.policy_kwargs(),
             tensorboard_log=tensorboard_log,
             seed=base,
-            device="cpu",
+            **config.reinforce_kwargs(),
             **config.objective_kwargs(method),
         )
     timesteps = planned
