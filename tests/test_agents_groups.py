@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 from test_agents_estimator import assert_loss_gradient  # tests/ is on sys.path under pytest
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
@@ -123,6 +123,22 @@ def test_seed_rule_shares_the_start_and_nothing_else(n_envs: int) -> None:
     correlation = np.corrcoef(np.concatenate(first), np.concatenate(second))[0, 1]
     assert abs(correlation) < 0.3, correlation  # 75 pairs: standard error ~0.12
     assert len(np.unique(np.concatenate(all_starts))) == 75  # fresh contexts every rollout
+
+
+def test_seed_rule_with_subprocesses() -> None:
+    venv = SubprocVecEnv([NoisyStart] * 3, start_method="fork")
+    try:
+        model = grouped_model(env=venv, objective="mean", learning_rate=0.0)
+        first, second = [], []
+        for _ in range(10):
+            model.learn(1, reset_num_timesteps=False)
+            starts, returns = starts_and_returns(model)
+            assert np.all(starts == starts[:, :1]) and len(np.unique(starts[:, 0])) == 3
+            first.append(returns[:, 0])
+            second.append(returns[:, 1])
+        assert abs(np.corrcoef(np.concatenate(first), np.concatenate(second))[0, 1]) < 0.45  # 30 pairs
+    finally:
+        venv.close()
 
 
 def test_options_rule_on_the_native_batch() -> None:

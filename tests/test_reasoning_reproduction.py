@@ -34,6 +34,21 @@ def test_scalarized_length_grpo_is_grpo_on_the_scalarized_reward() -> None:
     assert np.all(np.diff(weights) <= 0) and weights[-1] < weights[0]  # longer answers get lower weights
 
 
+@pytest.mark.parametrize("spec", ["max@2", "max@4", "max@6", "top2@4", "top2@6", "top3@6"])
+def test_group_normalized_binary_rewards_make_top_m_at_k_a_thresholded_grpo(spec: str) -> None:
+    # The documented property: GRPO's weights on the groups with more than K - M wrong answers, zero on the others.
+    model = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective=spec, n_episodes=56, group_size=8,
+                         normalize_advantage="group")  # fmt: skip
+    grpo = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective="mean", n_episodes=56, group_size=8,
+                        normalize_advantage="group")  # fmt: skip
+    correct = np.concatenate([np.r_[np.ones(c), np.zeros(8 - c)] for c in range(1, 8)])
+    weights, reference = model.episode_weights(correct).reshape(7, 8), grpo.episode_weights(correct).reshape(7, 8)
+    k, m = model.k, int(spec[3]) if spec.startswith("top") else 1
+    for c in range(1, 8):
+        expected = reference[c - 1] if 8 - c > k - m else np.zeros(8)
+        np.testing.assert_allclose(weights[c - 1], expected, atol=1e-6)
+
+
 def test_bootstrap_interval() -> None:
     n_correct = np.array([[0, 5, 32, 10], [1, 6, 30, 12]])
     ks = np.array([1, 2, 4])

@@ -152,7 +152,9 @@ class GroupResetter:
             # The start state came from the shared seed; the dynamics go on with the env's own stream.
             base.set_attr("np_random", own, indices=[i])
         if hasattr(base, "reset_infos"):
-            base.reset_infos[i] = info
+            infos = list(base.reset_infos)  # SubprocVecEnv keeps a tuple
+            infos[i] = info
+            base.reset_infos = infos
         return obs
 
     def _reset_native(self, env_ids: np.ndarray, contexts: np.ndarray) -> Any:

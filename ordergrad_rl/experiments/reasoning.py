@@ -19,6 +19,13 @@ fixed before any method was compared, and are the same for every method (tuning 
 learning rate 3e-4, ``n_epochs`` 4, minibatches of 256 steps, 256 episodes (32 problems x 8) per update, ``--updates``
 updates, from the same base weights, seeds ``0 .. --seeds - 1``. All methods are reported as they come out.
 
+What group normalization leaves of the objectives here: rewards are 0/1, and rank-based advantages are equal for
+tied rewards and sum to zero over a group, so each group's weights take two values whose ratio is fixed by the number
+``c`` of correct answers; dividing by the group's std then gives exactly GRPO's weights, or zeros. Top-M@K (Max@K is
+M = 1) is GRPO on the groups with ``8 - c > K - M`` wrong answers and ignores the others (too easy for the objective:
+every K-subset already has M correct). So MaxPO K=4 and Top-3@6 train identically (K - M = 3), and the methods
+differ only by that threshold (tested in ``tests/test_reasoning_reproduction.py``).
+
 Evaluation: pass@k for k = 1, 2, 4, ..., 256 from n = ``--samples`` (1024) answers per test problem (unbiased
 estimator, :func:`ordergrad_rl.pass_at_k`), averaged over the test problems; 95% bootstrap intervals resample seeds
 and problems. Lengths of correct and incorrect answers before (base model) and after training.
