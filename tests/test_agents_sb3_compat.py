@@ -229,3 +229,10 @@ def test_an_env_with_an_unregistered_spec_trains(cls) -> None:
     assert model.num_timesteps >= 16
     with pytest.raises(ValueError, match="n_episodes=16 gives about as many"):  # 64 steps / 4-step episodes
         cls("MlpPolicy", UnregisteredSpecEnv(4), n_steps=64)
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_loading_a_file_that_is_no_zip_fails_as_in_sb3(cls, tmp_path) -> None:
+    (tmp_path / "bad.zip").write_text("this is not a zip file")
+    with pytest.raises(ValueError, match="wasn't a zip-file"):  # SB3's test_load_bad_zip matches this wording
+        cls.load(tmp_path / "bad.zip")

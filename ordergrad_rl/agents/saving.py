@@ -31,7 +31,9 @@ def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase) -> dict[str, A
         with zipfile.ZipFile(file) as archive:
             return json.loads(archive.read("data"))
     except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not a model saved by Stable-Baselines3's model.save ({err})") from err
+        # "wasn't a zip-file" is SB3's own wording for the same error (its load raises it).
+        kind = "wasn't a zip-file" if isinstance(err, zipfile.BadZipFile) else "has no valid model data"
+        raise ValueError(f"{path} {kind}: not a model saved by Stable-Baselines3's model.save ({err})") from err
     finally:
         if isinstance(path, str | pathlib.Path):
             file.close()
