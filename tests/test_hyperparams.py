@@ -80,7 +80,7 @@ def test_train_applies_the_entry_and_options_win(tmp_path, capsys, monkeypatch):
     conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: 0.01\n  n_epochs: 2\n")
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet", "--n-episodes", "4"]
     built, build = [], train.build_model
-    monkeypatch.setattr(train, "build_model", lambda args: built.append(build(args)) or built[-1])
+    monkeypatch.setattr(train, "build_model", lambda args, **kw: built.append(build(args, **kw)) or built[-1])
     assert main([*base, "--conf-file", str(conf)]) == 0
     out = capsys.readouterr().out
     assert "hyperparameters of RiskyBandit-v0 from" in out and "n_timesteps=8" in out and ", 8 timesteps" in out

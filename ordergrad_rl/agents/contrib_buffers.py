@@ -14,10 +14,10 @@ they differ only in the minibatches they hand to sb3-contrib's ``train``:
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBufferSamples, MaskableRolloutBufferSamples
 from sb3_contrib.common.recurrent.buffers import pad, pad_and_flatten
 from sb3_contrib.common.recurrent.type_aliases import (
@@ -27,7 +27,7 @@ from sb3_contrib.common.recurrent.type_aliases import (
 )
 from stable_baselines3.common.vec_env import VecNormalize
 
-from ordergrad_rl.agents.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
+from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 
 #: The ``extras`` key of the action masks.
 ACTION_MASKS = "action_masks"
@@ -54,21 +54,8 @@ class RecurrentEpisodicRolloutBuffer(EpisodicRolloutBuffer):
     Other parameters: see :class:`EpisodicRolloutBuffer`.
     """
 
-    def __init__(
-        self,
-        buffer_size: int,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        device: th.device | str = "auto",
-        gae_lambda: float = 1.0,
-        gamma: float = 1.0,
-        n_envs: int = 1,
-        max_episode_steps: int = MAX_EPISODE_STEPS,
-        lstm_shape: tuple[int, int] = (1, 256),
-    ) -> None:
-        super().__init__(
-            buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs, max_episode_steps
-        )
+    def __init__(self, *args: Any, lstm_shape: tuple[int, int] = (1, 256), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.lstm_shape = tuple(lstm_shape)
 
     def get(  # type: ignore[override]

@@ -36,13 +36,7 @@ from ordergrad_rl.agents.contrib_buffers import (
     RecurrentEpisodicRolloutBuffer,
 )
 from ordergrad_rl.agents.contrib_policies import MASKABLE_POLICY_ALIASES, RECURRENT_POLICY_ALIASES
-from ordergrad_rl.agents.episodic import (
-    EpisodicAlgorithmMixin,
-    build_env,
-    check_n_episodes,
-    default_batch_size,
-    default_n_episodes,
-)
+from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, episodic_sizes
 from ordergrad_rl.agents.ppo import train_on_episode_weights
 from ordergrad_rl.core.objectives import ObjectiveLike
 
@@ -67,9 +61,7 @@ def _episodic_ppo_arguments(
     check_common_arguments(**common)
     check_int("n_epochs", n_epochs, 1)
     check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
-    n_episodes = check_n_episodes(default_n_episodes(objective, k, group_size) if n_episodes is None else n_episodes)
-    batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
-    check_int("batch_size", batch_size, 2)
+    n_episodes, batch_size = episodic_sizes(objective, k, n_episodes, batch_size, group_size)
     if buffer_class is None:
         buffer_class = expected_buffer
     elif not (isinstance(buffer_class, type) and issubclass(buffer_class, expected_buffer)):

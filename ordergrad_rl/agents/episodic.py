@@ -142,6 +142,20 @@ def default_batch_size(n_episodes: int) -> int:
     return max(MIN_BATCH_SIZE, n_episodes)
 
 
+def episodic_sizes(
+    objective: Any, k: int | None, n_episodes: int | None, batch_size: int | None, group_size: int | None = None
+) -> tuple[int, int]:
+    """Checked ``(n_episodes, batch_size)`` of a PPO-family algorithm in episodic mode, with the defaults
+    :func:`default_n_episodes` and :func:`default_batch_size`.
+
+    :raises ValueError: ``n_episodes < 2``, a ``batch_size`` below 2, or an invalid objective.
+    """
+    n_episodes = check_n_episodes(default_n_episodes(objective, k, group_size) if n_episodes is None else n_episodes)
+    batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
+    check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
+    return n_episodes, batch_size
+
+
 def check_n_episodes(n_episodes: int) -> int:
     """``n_episodes`` as an int, or a ``ValueError`` if it is not an integer >= 2 (episodes ranked per update)."""
     return check_int("n_episodes", n_episodes, 2)

@@ -14,14 +14,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.channels import AnyObjective
 from ordergrad_rl.agents.checks import check_common_arguments, check_int, check_schedule
-from ordergrad_rl.agents.episodic import (
-    MIN_BATCH_SIZE,
-    EpisodicAlgorithmMixin,
-    build_env,
-    check_n_episodes,
-    default_batch_size,
-    default_n_episodes,
-)
+from ordergrad_rl.agents.episodic import MIN_BATCH_SIZE, EpisodicAlgorithmMixin, build_env, episodic_sizes
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, value_head_unused
 from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
 from ordergrad_rl.agents.sb3_compat import n_steps_error
@@ -173,12 +166,11 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         if q_critic:
             rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
+            batch_size = MIN_BATCH_SIZE if batch_size is None else batch_size
+            check_int("batch_size", batch_size, 2)
         else:
-            n_episodes = default_n_episodes(objective, k, group_size) if n_episodes is None else n_episodes
-            rollout_length = check_n_episodes(n_episodes)  # replaced by episodes per env in _setup_model
-        if batch_size is None:
-            batch_size = MIN_BATCH_SIZE if q_critic else default_batch_size(rollout_length)
-        check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
+            n_episodes, batch_size = episodic_sizes(objective, k, n_episodes, batch_size, group_size)
+            rollout_length = n_episodes  # replaced by episodes per env in _setup_model
         with warnings.catch_warnings():
             if not q_critic:
                 # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.

@@ -214,8 +214,7 @@ def zoo_hyperparams(args: argparse.Namespace) -> Any:
     """
     from ordergrad_rl.hyperparams import FILES, load_hyperparams
 
-    # Namespaces built in code (the sweep's trials) carry no conf_file: their settings are all explicit.
-    conf_file = getattr(args, "conf_file", "none")
+    conf_file = args.conf_file
     if conf_file is not None and str(conf_file).lower() == "none":
         return None
     if conf_file is None and args.algo not in FILES:
@@ -310,7 +309,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None) -> Any:
+def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
     """The algorithm, configured from the options.
 
     ``n_episodes`` and ``n_envs`` are passed only when given: otherwise the algorithm's defaults apply (they know
@@ -318,6 +317,7 @@ def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None)
 
     :param hparams: other constructor arguments, already checked (:func:`check_hparam`); default: ``args.hparams``
         (``key=value`` strings).
+    :param entry: the ``--env`` entry of the ``--conf-file`` (:func:`zoo_hyperparams`), applied under ``hparams``.
     :raises CommandError: unknown env or device, bad --hparams, or arguments the algorithm rejects.
     """
     cls = algorithm_class(args.algo)
@@ -325,7 +325,6 @@ def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None)
         hparams = parse_hparams(args.hparams, cls)
     is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
     check_device(args.device)
-    entry = zoo_hyperparams(args)
     if entry is not None:
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
     policy = args.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
@@ -389,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
     timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
     if timesteps is None:
         raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
-    model = build_model(args)
+    model = build_model(args, entry=entry)
     callback = eval_callback(args, model)
     if entry is not None:
         applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
