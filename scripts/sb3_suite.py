@@ -72,14 +72,14 @@ def n_episodes_for(n_steps: int, env: Any) -> int:
     """The ``n_episodes`` given for SB3's ``n_steps`` (steps per env per rollout): about as many steps per rollout,
     measured from the env's first episodes (:func:`~ordergrad_rl.agents.sb3_compat.suggest_n_episodes`, what the
     error for ``n_steps`` tells a user); if the env cannot be copied to measure it, ``n_steps`` episodes. At least
-    2 and a multiple of the number of envs."""
+    2."""
     from ordergrad_rl.agents.sb3_compat import suggest_n_episodes
 
     n_envs = _num_envs(env)
     suggestion = suggest_n_episodes(env, int(n_steps), n_envs)
     if suggestion is not None:
         return suggestion[0]
-    return -(-max(2, int(n_steps)) // n_envs) * n_envs
+    return max(2, int(n_steps))
 
 
 def _swapped_class(stock: type, ordergrad: type) -> type:

@@ -88,7 +88,6 @@ def test_objective_binding(objective: str, k: int | None, n_episodes: int, expec
         (dict(objective="cvar0.2", k=64, n_episodes=64), "k < n_episodes"),
         (dict(objective="cvarr0.2"), "unknown objective"),
         (dict(objective="cvar0.2@8", k=4), "fixes k=8"),
-        (dict(n_episodes=10, n_envs=4), "not divisible by n_envs=4"),
         (dict(n_episodes=1), "n_episodes must be an integer >= 2"),
         (dict(gamma=0.0), "gamma must be in"),
         (dict(policy=DQNPolicy), "no episodic mode"),
@@ -112,11 +111,23 @@ def test_ppo_specific_construction_errors() -> None:
         OrderGradPPO("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), n_envs=4)
 
 
-def test_divisibility_is_checked_again_on_load(tmp_path) -> None:
+@pytest.mark.parametrize(("n_episodes", "n_envs"), [(5, 2), (3, 4)])
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_n_episodes_need_not_be_a_multiple_of_n_envs(cls, n_episodes: int, n_envs: int) -> None:
+    model = cls("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), n_episodes=n_episodes, seed=0)
+    model.learn(1)
+    buffer = model.rollout_buffer
+    assert buffer.n_episodes == n_episodes
+    assert np.array_equal(np.bincount(buffer.episode_index, minlength=n_episodes), buffer.episode_lengths)
+    assert buffer.episode_lengths.min() >= 8  # complete CartPole episodes (none ends in fewer than 8 steps)
+
+
+def test_a_save_loads_with_another_number_of_envs(tmp_path) -> None:
     model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=8, n_envs=2)
     model.save(tmp_path / "model")
-    with pytest.raises(ValueError, match="not divisible by n_envs=3"):
-        OrderGradREINFORCE.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3))
+    loaded = OrderGradREINFORCE.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3))
+    loaded.learn(1)
+    assert loaded.n_episodes == loaded.rollout_buffer.n_episodes == 8
 
 
 # ---------------------------------------------------------------------------------------------- SB3 conventions

@@ -97,6 +97,31 @@ def test_bug3_q_critic_mode_keeps_the_users_policy_kwargs(tmp_path) -> None:
     assert loaded.policy.critic == "q" and same_actions(model, loaded, OBS)
 
 
+def test_bug5_a_q_critic_save_loads_into_sb3s_ppo_with_its_q_head(tmp_path) -> None:
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="mean", n_steps=32, seed=0)
+    model.learn(64)
+    model.save(tmp_path / "q")
+    ppo = PPO.load(tmp_path / "q", env=make_vec_env("CartPole-v1", n_envs=1, seed=1))
+    assert ppo.policy.value_net.out_features == 2 and same_actions(model, ppo, OBS)
+    q_before = ppo.policy.value_net.weight.detach().clone()
+    ppo.learn(2 * ppo.n_steps)  # SB3's own PPO update, its value loss on Q(s, a)
+    assert not th.equal(q_before, ppo.policy.value_net.weight)
+
+
+@pytest.mark.parametrize(("cls", "sb3_cls"), [(OrderGradPPO, PPO), (OrderGradREINFORCE, A2C)])
+def test_bug5_episodic_buffer_options_stay_out_of_sb3s_buffer(cls, sb3_cls, tmp_path) -> None:
+    options = {"max_episode_steps": 600}
+    model = cls("MlpPolicy", "CartPole-v1", n_episodes=4, rollout_buffer_kwargs=options, seed=0)
+    assert model.rollout_buffer.max_episode_steps == 600 and options == {"max_episode_steps": 600}
+    model.save(tmp_path / "og")
+    loaded = cls.load(tmp_path / "og", env=make_vec_env("CartPole-v1", n_envs=1))
+    assert loaded.rollout_buffer.max_episode_steps == 600  # kept through save/load
+    short = dict(n_steps=32, n_epochs=1) if sb3_cls is PPO else {}
+    sb3_model = sb3_cls.load(tmp_path / "og", env=make_vec_env("CartPole-v1", n_envs=1), **short)
+    assert type(sb3_model.rollout_buffer) is RolloutBuffer
+    sb3_model.learn(sb3_model.n_steps)
+
+
 @pytest.mark.parametrize("cls", ALGORITHMS)
 def test_bug4_rollout_buffer_holds_numpy_arrays(cls) -> None:
     model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4).learn(50)
@@ -126,8 +151,8 @@ def test_bug5_an_ordergrad_save_loads_into_sb3_as_a_working_sb3_model(cls, sb3_c
 def test_bug6_sb3_rollout_arguments_get_a_clear_error(cls) -> None:
     envs = [FixedLengthEnv(10), FixedLengthEnv(10)]
     venv = DummyVecEnv([lambda env=env: env for env in envs])
-    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_episodes=14 gives about as many"):
-        cls("MlpPolicy", venv, n_steps=64)  # 64 x 2 steps / 10-step episodes = 12.8 -> 13 -> 14 (2 envs)
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_episodes=13 gives about as many"):
+        cls("MlpPolicy", venv, n_steps=64)  # 64 x 2 steps / 10-step episodes = 12.8 -> 13
     assert [env.steps_taken for env in envs] == [0, 0]  # measured on a copy: the user's envs are untouched
     with pytest.raises(ValueError, match=r"n_steps=64 x 1 env\(s\) = 64 steps per rollout; the first \d+ episodes"):
         cls("MlpPolicy", "CartPole-v1", n_steps=64)  # an id: measured on a new env

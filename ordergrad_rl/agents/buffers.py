@@ -36,6 +36,8 @@ Obs = np.ndarray | dict[str, np.ndarray]
 #: Default bound on an episode's length in an episodic rollout: far above the episodes an episodic estimator is
 #: used with (Atari's 108k-frame limit is 27k agent steps), low enough to stop an env that never ends within seconds.
 MAX_EPISODE_STEPS = 100_000
+#: Keyword arguments of :class:`EpisodicRolloutBuffer` that SB3's ``RolloutBuffer`` does not take.
+EPISODIC_BUFFER_KEYS = ("max_episode_steps",)
 
 
 def _rows(obs: Obs, keep: np.ndarray | None) -> Obs:
@@ -52,7 +54,8 @@ def _concat(chunks: list[Obs]) -> Obs:
 
 
 class EpisodicRolloutBuffer(BaseBuffer):
-    """Steps of ``N = buffer_size * n_envs`` complete episodes, with per-episode returns and per-step advantages.
+    """Steps of ``N`` complete episodes (``n_episodes``, default ``buffer_size * n_envs``), with per-episode returns
+    and per-step advantages.
 
     Filled by :meth:`add` once per vectorized step (every array has a leading ``n_envs`` axis; the buffer keeps
     the rows of envs inside a kept episode), closed by :meth:`finalize`. Like SB3's ``RolloutBuffer`` it holds NumPy
@@ -71,7 +74,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
     * ``extras`` ``{name: [T, ...]}``: per-step arrays a collector passed to :meth:`add` by keyword (action masks for
       MaskablePPO), stored like the others.
 
-    :param buffer_size: episodes per env per rollout (SB3's ``buffer_size * n_envs`` is the episode count ``N``).
+    :param buffer_size: SB3's per-env size: the episode count is ``buffer_size * n_envs`` unless ``n_episodes``
+        is given.
     :param observation_space: observation space.
     :param action_space: action space.
     :param device: torch device of the minibatches.
@@ -80,6 +84,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
     :param n_envs: number of parallel envs.
     :param max_episode_steps: an episode longer than this raises a ``ValueError`` (an env that never ends would
         make the rollout run forever).
+    :param n_episodes: the episode count ``N`` of a rollout, any number of envs (more envs than ``N`` included: the
+        extra envs step unstored).
     """
 
     observations: Obs
@@ -99,12 +105,13 @@ class EpisodicRolloutBuffer(BaseBuffer):
         gamma: float = 1.0,
         n_envs: int = 1,
         max_episode_steps: int = MAX_EPISODE_STEPS,
+        n_episodes: int | None = None,
     ) -> None:
         super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
         self.max_episode_steps = max_episode_steps
         self.gae_lambda = gae_lambda
         self.gamma = gamma
-        self.n_episodes = buffer_size * n_envs
+        self.n_episodes = buffer_size * n_envs if n_episodes is None else int(n_episodes)
         self.reset()
 
     def reset(self) -> None:

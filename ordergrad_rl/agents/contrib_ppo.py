@@ -73,7 +73,7 @@ _PARAMS = """
     :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...); ``model.objective``
         is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
     :param k: order-statistic size if the spec has no ``@K`` (default ``n_episodes // 2``); ``mean`` has k = 1.
-    :param n_episodes: episodes per rollout ``N`` (``k < N``, divisible by the number of envs). Default as
+    :param n_episodes: episodes per rollout ``N`` (``k < N``; any number of envs). Default as
         OrderGradPPO: 16 for ``"mean"``, 256 (at least ``2 k``) for ranked objectives.
     :param n_envs: number of envs; ``None``: as OrderGradPPO (a native NumPy batch of ``n_episodes`` envs for the
         tail-risk ids, else 1 env from an id, env objects as they are).
@@ -221,7 +221,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
             gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
             lstm_shape=(lstm.num_layers, lstm.hidden_size),
-            **self.rollout_buffer_kwargs,
+            **self._episodic_buffer_kwargs(),
         )
 
     def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:

@@ -24,7 +24,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.callbacks import RiskEvalCallback
 from ordergrad_rl.agents.channels import REWARD, AnyObjective, ChannelObjective, InfoChannels, parse_objective
 from ordergrad_rl.agents.checks import check_finite_step, check_int
@@ -392,12 +392,14 @@ class EpisodicAlgorithmMixin:
 
     def _setup_model(self) -> None:
         self._restore_objective()
-        if self.n_episodes % self.n_envs:
-            multiple = -(-self.n_episodes // self.n_envs) * self.n_envs
-            raise ValueError(
-                f"n_episodes={self.n_episodes} is not divisible by n_envs={self.n_envs}: the rollout buffer is sized "
-                f"like SB3's, per env (n_episodes / n_envs); use e.g. n_episodes={multiple}"
-            )
+        # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load
+        # of a save gives its own buffer the rest; saves of earlier versions hold them in rollout_buffer_kwargs.
+        kwargs = self.rollout_buffer_kwargs
+        self.rollout_buffer_kwargs = {key: value for key, value in kwargs.items() if key not in EPISODIC_BUFFER_KEYS}
+        self.episodic_buffer_kwargs: dict[str, Any] = {
+            **getattr(self, "episodic_buffer_kwargs", {}),
+            **{key: value for key, value in kwargs.items() if key in EPISODIC_BUFFER_KEYS},
+        }
         # Any SB3 actor-critic policy (its value head unused), or an OrderGrad policy of the sb3-contrib algorithms
         # (MaskablePPO's policies do not subclass ActorCriticPolicy).
         episodic_policies = (ActorCriticPolicy, OrderGradPolicyMixin)
@@ -412,12 +414,23 @@ class EpisodicAlgorithmMixin:
             raise ValueError(
                 f"rollout_buffer_class must subclass EpisodicRolloutBuffer, got {self.rollout_buffer_class}"
             )
-        # SB3 sizes the buffer as n_steps per env: here the unit is an episode.
-        self.n_steps = self.n_episodes // self.n_envs
-        super()._setup_model()  # type: ignore[misc]
+        # SB3 sizes buffers by n_steps per env; the episodic buffer counts n_episodes in all, whatever the number of
+        # envs (the first N episodes started are kept), so n_steps is only SB3's nominal size.
+        self.n_steps = -(-self.n_episodes // self.n_envs)
+        user_kwargs = self.rollout_buffer_kwargs
+        self.rollout_buffer_kwargs = self._episodic_buffer_kwargs()
+        try:
+            super()._setup_model()  # type: ignore[misc]
+        finally:
+            self.rollout_buffer_kwargs = user_kwargs
         # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.groups).
         self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
         self._group_resetter: GroupResetter | None = None
+
+    def _episodic_buffer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the episodic rollout buffer: the user's ``rollout_buffer_kwargs`` (the episodic-only
+        ones are kept in ``episodic_buffer_kwargs``) and the episode count ``n_episodes``."""
+        return {**self.rollout_buffer_kwargs, **self.episodic_buffer_kwargs, "n_episodes": self.n_episodes}
 
     def learn(
         self: SelfEpisodic,

@@ -34,7 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.checks import FiniteStepCheckVecEnv, check_finite_step
 from ordergrad_rl.agents.episodic import EPISODIC, EpisodicAlgorithmMixin
-from ordergrad_rl.agents.policies import OrderGradPolicyMixin
+from ordergrad_rl.agents.policies import Q_CRITIC_POLICIES, OrderGradPolicyMixin
 from ordergrad_rl.agents.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.core.objectives import ObjectiveLike
@@ -176,7 +176,9 @@ class QCriticMixin:
             )
         self._rollout_episode_returns: list[float] = []
         self._collected_q: list[tuple[th.Tensor, th.Tensor]] = []
-        # The policy is built with the Q head; the stored policy_kwargs stay the user's (SB3's load compares them).
+        # The policy is built with the Q head; the stored policy_kwargs stay the user's (SB3's load compares them),
+        # and the alias classes become their Q-critic versions, so a save loads into SB3's PPO with its Q head.
+        self.policy_class = Q_CRITIC_POLICIES.get(self.policy_class, self.policy_class)
         user_kwargs = self.policy_kwargs
         self.policy_kwargs = {**user_kwargs, "critic": "q"}
         try:

@@ -51,7 +51,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
         see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
-    :param n_episodes: episodes per update ``N`` (needs ``k < N`` and ``N`` divisible by the number of envs).
+    :param n_episodes: episodes per update ``N`` (needs ``k < N``; any number of envs).
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
     :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).

@@ -87,7 +87,7 @@ def random_episode_lengths(env: gym.Env, min_steps: int, seed: int = 0) -> np.nd
 
 def suggest_n_episodes(env: Any, n_steps: int, n_envs: int = 1) -> tuple[int, np.ndarray] | None:
     """The ``n_episodes`` whose rollout has about ``n_steps * n_envs`` steps on ``env``, measured from its first
-    episodes (:func:`random_episode_lengths` on a fresh copy); at least 2 and a multiple of ``n_envs``.
+    episodes (:func:`random_episode_lengths` on a fresh copy); at least 2.
 
     :param env: env id, ``gym.Env`` or ``VecEnv`` (not stepped itself).
     :param n_steps: SB3's steps per env per rollout.
@@ -104,8 +104,7 @@ def suggest_n_episodes(env: Any, n_steps: int, n_envs: int = 1) -> tuple[int, np
         fresh.close()
     if lengths.size == 0:
         return None
-    n_episodes = max(2, math.ceil(n_steps * n_envs / lengths.mean()))
-    return -(-n_episodes // n_envs) * n_envs, lengths
+    return max(2, math.ceil(n_steps * n_envs / lengths.mean())), lengths
 
 
 def n_steps_error(algorithm: str, n_steps: Any, env: Any, n_envs: int | None) -> ValueError:

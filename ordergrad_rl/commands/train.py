@@ -343,7 +343,7 @@ def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None,
             **hparams,
         )
     except (ValueError, TypeError, KeyError) as err:
-        # Objective specs, k >= N, N not divisible by n_envs, hparam values the algorithm refuses, policy names ...
+        # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
     check_action_masks(model, args.env)
     return model
