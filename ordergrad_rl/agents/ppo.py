@@ -73,10 +73,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
         Q-critic mode (the number of action draws). ``mean`` has k = 1.
     :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``; any number of envs: the first
-        ``N`` episodes started are kept). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and 256 (at least ``2 k``) for
-        ranked objectives (their signal sits in part of the batch, e.g. the worst ~26 episodes of each 128-subset
-        for ``cvar0.2``), see :func:`~ordergrad_rl.agents.episodic.default_n_episodes`. Must stay ``None`` in
-        Q-critic mode.
+        ``N`` episodes started are kept). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and
+        256 (at least ``2 k``) for ranked objectives (their signal sits in part of the batch, e.g. the worst ~26
+        episodes of each 128-subset for ``cvar0.2``), see :func:`~ordergrad_rl.agents.episodic.default_n_episodes`.
+        Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
     :param n_envs: number of envs. ``None`` (default): for an env id, or a ``gym.Env`` made by ``gym.make`` without
