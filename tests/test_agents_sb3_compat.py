@@ -261,3 +261,18 @@ def test_loading_a_file_that_is_no_zip_fails_as_in_sb3(cls, tmp_path) -> None:
     (tmp_path / "bad.zip").write_text("this is not a zip file")
     with pytest.raises(ValueError, match="wasn't a zip-file"):  # SB3's test_load_bad_zip matches this wording
         cls.load(tmp_path / "bad.zip")
+
+
+class AttributeVecEnv(DummyVecEnv):
+    """A user's VecEnv whose ``get_attr`` reads its own attributes (SB3's test_vec_extract_dict_obs has one): it has no
+    ``spec``."""
+
+    def get_attr(self, attr_name: str, indices=None) -> list:
+        return [getattr(self, attr_name) for _ in range(self.num_envs)]
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_a_vec_env_without_spec_trains_and_logs(cls, tmp_path) -> None:
+    env = AttributeVecEnv([lambda: FixedLengthEnv(5)])
+    model = cls("MlpPolicy", env, n_episodes=2, tensorboard_log=str(tmp_path)).learn(20)
+    assert model.hparams()["env"] is None and model.num_timesteps >= 10

@@ -218,6 +218,15 @@ def reward_to_go_advantages(
     return (n_episodes * to_go - step_totals[episode_step]) / (n_episodes - 1)
 
 
+def _env_id(env: VecEnv | None) -> str | None:
+    """The registered id of a VecEnv's first env; ``None`` without one (a user's VecEnv need not expose ``spec``)."""
+    try:
+        spec = env.get_attr("spec", [0])[0] if env is not None else None
+    except AttributeError:
+        return None
+    return getattr(spec, "id", None)
+
+
 class EpisodicAlgorithmMixin:
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
@@ -491,10 +500,9 @@ class EpisodicAlgorithmMixin:
         """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
         constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id; in this
         order, since TensorBoard shows the first few columns."""
-        spec = self.env.get_attr("spec", [0])[0] if self.env is not None else None  # type: ignore[attr-defined]
         values = {"objective": self.objective_spec, "algorithm": type(self).__name__}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
-        values["env"] = getattr(spec, "id", None)
+        values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
         return values
 
     # ------------------------------------------------------------------ collection
