@@ -42,6 +42,7 @@ def test_reinforce_entry_is_the_reproductions_protocol():
     config = tailrisk.Config()
     assert entry.n_timesteps == tailrisk.planned_steps("ordergrad_cvar", config)
     assert entry.kwargs["learning_rate"] == config.learning_rate
+    assert entry.kwargs["n_episodes"] == config.n_episodes
     assert entry.kwargs["max_grad_norm"] == config.max_grad_norm
     assert entry.kwargs["normalize_advantage"] is True and entry.kwargs["reward_to_go"] is False
     expected, got = config.policy_kwargs(), entry.kwargs["policy_kwargs"]
@@ -90,6 +91,31 @@ def test_train_applies_the_entry_and_options_win(tmp_path, capsys, monkeypatch):
     assert ", 4 timesteps" in capsys.readouterr().out
     assert main([*base, "--conf-file", "none", "--timesteps", "4"]) == 0
     assert built[-1].n_epochs == 10 and "hyperparameters of" not in capsys.readouterr().out  # the class defaults
+
+
+def test_an_entry_may_set_n_episodes_and_the_option_wins(tmp_path, monkeypatch):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  n_episodes: 6\n")
+    base = [
+        "train",
+        "--algo",
+        "reinforce",
+        "--env",
+        "RiskyBandit-v0",
+        "--objective",
+        "mean",
+        "--quiet",
+        "--conf-file",
+        str(conf),
+    ]
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda args, **kw: built.append(build(args, **kw)) or built[-1])
+    assert main(base) == 0 and built[-1].n_episodes == 6
+    assert main([*base, "--n-episodes", "4"]) == 0 and built[-1].n_episodes == 4
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  n_episodes: many\n")
+    assert main(base) == 2
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  seed: 3\n")  # other options stay options
+    assert main(base) == 2
 
 
 def test_train_errors_of_the_conf_file(tmp_path, capsys):

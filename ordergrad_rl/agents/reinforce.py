@@ -13,7 +13,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.channels import AnyObjective
 from ordergrad_rl.agents.checks import check_common_arguments
-from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env
+from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, default_n_episodes
 from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, evaluate_actions_without_value
 from ordergrad_rl.agents.sb3_compat import critic_argument_error, n_steps_error
 
@@ -51,7 +51,11 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
         see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
-    :param n_episodes: episodes per update ``N`` (needs ``k < N``; any number of envs).
+    :param n_episodes: episodes per update ``N`` (needs ``k < N``; any number of envs). Default as OrderGradPPO's
+        (:func:`~ordergrad_rl.agents.episodic.default_n_episodes`): 16 for ``"mean"``, measured across the
+        project's envs by ``scripts/measure_reinforce_defaults.py`` (at equal env steps, N = 16 beats 64 and 256 on
+        CartPole-v1 and RiskyLavaGrid-v0 and ties on RiskyBandit-v0 and SyntheticTailRisk-v0: one gradient step
+        per rollout makes small batches pay), 256 (at least ``2 k``) for ranked objectives (the paper's).
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
     :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
@@ -91,7 +95,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         env: GymEnv | str,
         objective: AnyObjective = "mean",
         k: int | None = None,
-        n_episodes: int = 256,
+        n_episodes: int | None = None,
         learning_rate: float | Schedule = 3e-3,
         gamma: float = 1.0,
         normalize_advantage: bool | Literal["group"] = True,
@@ -122,6 +126,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
+        if n_episodes is None:
+            n_episodes = default_n_episodes(objective, k, group_size)
         super().__init__(
             policy,
             build_env(env, n_envs, seed, n_episodes),

@@ -59,6 +59,8 @@ OPTION_OF: dict[str, str] = {
     "verbose": "--verbose",
     "device": "--device",
 }
+#: Options a per-env hyperparameter file may also set, as rl-zoo's entries set their rollout size (the option wins).
+ENTRY_OPTIONS = ("n_episodes",)
 #: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
 EVAL_SEED_OFFSET = 1_000_000
 
@@ -186,16 +188,17 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     return out
 
 
-def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False) -> Any:
+def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False, options: tuple[str, ...] = ()) -> Any:
     """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type.
 
     :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
     :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
+    :param options: keys with their own option that are accepted here too (:data:`ENTRY_OPTIONS` in a file).
     :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
     """
-    if key in OPTION_OF:
+    if key in OPTION_OF and key not in options:
         raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
-    valid = hyperparameter_names(cls)
+    valid = [*hyperparameter_names(cls), *options]
     if key not in valid:
         raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
@@ -227,7 +230,7 @@ def zoo_hyperparams(args: argparse.Namespace) -> Any:
     if entry is None:
         return None
     for key, value in entry.kwargs.items():
-        check_hparam(key, value, cls, f"{entry.source}: {args.env}: {key}")
+        check_hparam(key, value, cls, f"{entry.source}: {args.env}: {key}", options=ENTRY_OPTIONS)
     return entry
 
 
@@ -329,6 +332,7 @@ def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None,
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
     policy = args.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
+    hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
     try:
         model = cls(
             policy,
@@ -339,7 +343,6 @@ def build_model(args: argparse.Namespace, hparams: dict[str, Any] | None = None,
             tensorboard_log=None if args.tensorboard is None else str(args.tensorboard),
             verbose=args.verbose,
             device=args.device,
-            **{key: value for key, value in given.items() if value is not None},
             **hparams,
         )
     except (ValueError, TypeError, KeyError) as err:
