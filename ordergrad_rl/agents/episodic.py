@@ -659,7 +659,7 @@ class EpisodicAlgorithmMixin:
             self.normalize_advantage == "channel" and not isinstance(self.objective, ChannelObjective)
         ):
             weights = group_normalize(weights)
-        elif self.normalize_advantage:
+        elif self.normalize_advantage is True:
             # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
             weights = weights / (weights.std() + 1e-8)
         return weights.reshape(-1)
