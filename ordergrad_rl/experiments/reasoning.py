@@ -26,6 +26,15 @@ M = 1) is GRPO on the groups with ``8 - c > K - M`` wrong answers and ignores th
 every K-subset already has M correct). So MaxPO K=4 and Top-3@6 train identically (K - M = 3), and the methods
 differ only by that threshold (tested in ``tests/test_reasoning_reproduction.py``).
 
+Variants (each one command): ``--methods`` runs a subset, ``--updates`` a longer budget, and ``--normalize`` sets
+every method's ``normalize_advantage``: ``group`` (default, the paper's: each group's weights divided by their
+std), ``channel`` (each channel's advantage divided by its own group std before the channel weights; the paper does
+not say which of the two it uses; ``top2_bot2_length_w04`` and ``grpo_length_w02`` carry the paper's 0.4 and 0.2 as
+relative strengths of normalized channels), ``batch`` (the std of the whole rollout's weights) and ``none`` (the
+unbiased weights). Every run's JSON has ``train_curve``, one :func:`weight_diagnostics` per update (what the
+weights of that update were made of), and ``differences`` holds the paired pass@k differences of
+:data:`COMPARISONS`.
+
 Evaluation: pass@k for k = 1, 2, 4, ..., 256 from n = ``--samples`` (1024) answers per test problem (unbiased
 estimator, :func:`ordergrad_rl.pass_at_k`), averaged over the test problems; 95% bootstrap intervals resample seeds
 and problems. Lengths of correct and incorrect answers before (base model) and after training.
