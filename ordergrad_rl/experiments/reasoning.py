@@ -83,10 +83,10 @@ METHODS: dict[str, tuple[str, Any]] = {
     # 1/L_max cancels) and the weights are relative strengths: the paper's 0.4 (0.2 for GRPO's penalty) on the
     # normalized length advantage. (GRPO + per-channel normalization is no longer GRPO on one scalarized reward.)
     "top2_bot2_length_w04": (
-        "Top-2@4 + Bottom-2@4 length, weight 0.4 per channel",
+        "Top-2@4 + Bottom-2@4 length, 0.4 per channel",
         {"reward": "top2@4", "length": ("top2@4", -0.4)},
     ),
-    "grpo_length_w02": ("GRPO + 0.2 length, per channel", {"reward": "mean", "length": ("mean", -0.2)}),
+    "grpo_length_w02": ("GRPO, 0.2 length per channel", {"reward": "mean", "length": ("mean", -0.2)}),
 }
 
 #: The variants whose weights are meant for ``--normalize channel`` (relative strengths of normalized channels).
@@ -381,7 +381,8 @@ def _plot_lengths(summary: dict[str, Any], methods: list[str], path: Any) -> Any
         for kind, color in (("correct", "tab:green"), ("incorrect", "tab:red")):
             counts = _pad(entry[f"length_counts_{kind}"])
             ax.bar(np.arange(len(counts)), counts / max(counts.sum(), 1), alpha=0.5, color=color, label=kind)
-        ax.set(title=label, xlabel="answer length (tokens)")
+        ax.set_title(label, fontsize=8)
+        ax.set_xlabel("answer length (tokens)")
     axes[0].set_ylabel("share of answers")
     axes[0].legend()
     return save_figure(fig, path)
