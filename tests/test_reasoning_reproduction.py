@@ -146,7 +146,8 @@ def test_quick_run_with_variant_options(tmp_path, monkeypatch, capsys) -> None:
     assert "normalize channel" in out and "paired differences" in out
     # Only the figures whose methods ran.
     assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == [
-        "reasoning_effect_of_k.png", "reasoning_length.png", "reasoning_length_passk.png", "reasoning_passk.png"
+        "reasoning_effect_of_k.png", "reasoning_length.png", "reasoning_length_passk.png", "reasoning_passk.png",
+        "reasoning_training.png",
     ]  # fmt: skip
 
 
@@ -167,4 +168,4 @@ def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
         assert len(entry["runs"]) == 1
     out = capsys.readouterr().out
     assert "total time:" in out and "Top-2@4 + Bottom-2@4 length" in out
-    assert len(list((tmp_path / "out").glob("*.png"))) == 5
+    assert len(list((tmp_path / "out").glob("*.png"))) == 6

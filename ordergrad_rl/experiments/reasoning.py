@@ -41,7 +41,8 @@ and problems. Lengths of correct and incorrect answers before (base model) and a
 
 Figures (``--out``): ``reasoning_passk.png`` (average pass@k, every method), ``reasoning_effect_of_m.png`` (K = 6,
 M = 1, 2, 3), ``reasoning_effect_of_k.png`` (M = 2, K = 4, 6), ``reasoning_length.png`` (length distributions of
-correct and incorrect answers, base model and the two multi-reward methods). ``--quick`` runs the same code path
+correct and incorrect answers, base model and the multi-reward methods), ``reasoning_training.png`` (success rate,
+answer length and share of groups without a correct answer per update). ``--quick`` runs the same code path
 with a small base model, 2 updates, 10 test problems and 32 samples (under a minute; numbers meaningless).
 """
 
@@ -388,6 +389,26 @@ def _plot_lengths(summary: dict[str, Any], methods: list[str], path: Any) -> Any
     return save_figure(fig, path)
 
 
+def _plot_training(summary: dict[str, Any], methods: list[str], path: Any) -> Any:
+    """Per update, mean over seeds: success rate, answer length and share of groups without a correct answer."""
+    plt = pyplot()
+    panels = (
+        ("success", "success rate"),
+        ("length", "mean answer length"),
+        ("zero_correct_groups", "groups, 0 correct"),
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3))
+    for method in methods:
+        runs = summary["methods"][method]["runs"]
+        for ax, (key, _) in zip(axes, panels, strict=True):
+            curve = np.mean([[u[key] for u in run["train_curve"]] for run in runs], axis=0)
+            ax.plot(np.arange(1, len(curve) + 1), curve, label=summary["methods"][method]["label"])
+    for ax, (_, title) in zip(axes, panels, strict=True):
+        ax.set(title=title, xlabel="update")
+    axes[0].legend(title=f"normalize {summary['config']['normalize']}", fontsize=7, title_fontsize=7)
+    return save_figure(fig, path)
+
+
 def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
     """The figures whose methods were run (a figure with none of its methods is skipped)."""
     ran = list(summary["methods"])
@@ -405,6 +426,7 @@ def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
             paths.append(_plot_curves(summary, present, title, out / name))
     if length:
         paths.append(_plot_lengths(summary, length, out / "reasoning_length.png"))
+    paths.append(_plot_training(summary, ran, out / "reasoning_training.png"))
     return paths
 
 
