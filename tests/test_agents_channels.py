@@ -88,6 +88,56 @@ def test_advantage_is_the_weighted_sum_of_channel_advantages() -> None:
         model.episode_weights(returns)
 
 
+def test_per_channel_normalization_by_hand() -> None:
+    # The mean objective's leave-one-out advantage is N/(N-1) (R_i - group mean): divided by its group std, it is
+    # the z-score (R_i - mean) / std (ddof 0), or 0 for a constant group. Computed here without the library.
+    correct = np.array([0, 0, 0, 0, 1, 0, 0, 1], dtype=float)
+    length = np.array([2, 4, 6, 8, 3, 3, 9, 5], dtype=float)
+
+    def z(x: np.ndarray) -> np.ndarray:
+        x = x.reshape(2, 4)
+        std = x.std(axis=1, keepdims=True)
+        return np.divide(x - x.mean(axis=1, keepdims=True), std, out=np.zeros_like(x), where=std > 0).reshape(-1)
+
+    common = dict(objective={"reward": "mean", "length": ("mean", -0.5)}, n_episodes=8, group_size=4, seed=0)
+    channel = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", normalize_advantage="channel", **common)
+    summed = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", normalize_advantage="group", **common)
+    np.testing.assert_allclose(
+        channel.episode_weights(correct, {"length": length}), z(correct) - 0.5 * z(length), atol=1e-6
+    )
+    # "group" normalizes the sum: in the first group (no correct answer) the length term is at full strength,
+    # [-3, -1, 1, 3] / sqrt(5), where per channel it keeps its weight 0.5.
+    np.testing.assert_allclose(
+        summed.episode_weights(correct, {"length": length}), z(correct - 0.5 * length), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        summed.episode_weights(correct, {"length": length})[:4], -np.array([-3, -1, 1, 3]) / np.sqrt(5), atol=1e-6
+    )
+    # A ranked channel: per-channel normalization of Bottom-2@4 of the length scales the group-normalized
+    # advantage by the weight (rescaling a channel's reward changes nothing once it is normalized).
+    ranked = OrderGradREINFORCE(
+        "MlpPolicy", "TargetSum-v0", objective={"reward": "top2@3", "length": ("top2@3", -0.4)}, n_episodes=8,
+        group_size=4, normalize_advantage="channel",
+    )  # fmt: skip
+    a_len = 3 * lstat_advantage(length.reshape(2, 4), "top2@3")
+    a_cor = 3 * lstat_advantage(correct.reshape(2, 4), "top2@3")
+    by_hand = [
+        (a_cor[g] / (a_cor[g].std() + 1e-8) - 0.4 * a_len[g] / (a_len[g].std() + 1e-8)) for g in range(2)
+    ]  # fmt: skip
+    np.testing.assert_allclose(ranked.episode_weights(correct, {"length": length}), np.concatenate(by_hand), atol=1e-9)
+    np.testing.assert_allclose(
+        ranked.episode_weights(correct, {"length": 1000.0 * length}),
+        ranked.episode_weights(correct, {"length": length}),
+        atol=1e-6,
+    )
+    # One-channel objectives: "channel" is "group".
+    plain = dict(objective="top2@3", n_episodes=8, group_size=4, seed=0)
+    np.testing.assert_array_equal(
+        OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", normalize_advantage="channel", **plain).episode_weights(length),
+        OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", normalize_advantage="group", **plain).episode_weights(length),
+    )
+
+
 class Capture(KVWriter):
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []

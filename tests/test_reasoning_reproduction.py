@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.cli import main
-from ordergrad_rl.experiments.reasoning import L_MAX, METHODS, bootstrap_curves
+from ordergrad_rl.experiments.reasoning import (
+    DEFAULT_METHODS,
+    L_MAX,
+    METHODS,
+    Config,
+    bootstrap_curves,
+    weight_diagnostics,
+    weight_parts,
+)
 from ordergrad_rl.passk import pass_at_k
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -57,13 +66,98 @@ def test_bootstrap_interval() -> None:
     assert np.all(low <= mean) and np.all(mean <= high) and np.all(high - low > 0)
 
 
+def test_paired_bootstrap_difference() -> None:
+    first, second = np.array([[3, 10, 32], [4, 12, 30]]), np.array([[1, 10, 20], [2, 8, 31]])
+    ks = np.array([1, 4])
+    mean, low, high = bootstrap_curves(np.stack([first, second]), 32, ks, np.random.default_rng(0), reps=300)
+    by_hand = (pass_at_k(first[..., None], 32, ks) - pass_at_k(second[..., None], 32, ks)).mean(axis=(0, 1))
+    np.testing.assert_allclose(mean, by_hand)
+    assert np.all(low <= mean) and np.all(mean <= high)
+    # Paired: a method against itself has a zero-width interval at 0.
+    _, low, high = bootstrap_curves(np.stack([first, first]), 32, ks, np.random.default_rng(0), reps=50)
+    assert np.all(low == 0) and np.all(high == 0)
+
+
+@pytest.mark.parametrize("normalize", [True, False, "group", "channel"])
+def test_weight_diagnostics_split_the_weights_by_channel(normalize) -> None:
+    rng = np.random.default_rng(1)
+    correct = np.zeros(32)
+    correct[8:32] = rng.random(24) < 0.4  # the first group has no correct answer
+    correct[8] = 1.0
+    length = rng.integers(2, 17, size=32).astype(float)
+    model = OrderGradPPO("MlpPolicy", "TargetSum-v0", objective=METHODS["top2_bot2_length"][1], n_episodes=32,
+                         group_size=8, n_envs=8, normalize_advantage=normalize)  # fmt: skip
+    model.rollout_buffer = SimpleNamespace(
+        episode_returns=correct, episode_channels={"length": length}, episode_lengths=length
+    )
+    parts = weight_parts(model)
+    np.testing.assert_allclose(
+        (parts["reward"] + parts["length"]).reshape(-1), model.episode_weights(correct, {"length": length}), atol=1e-12
+    )
+    stats = weight_diagnostics(model)
+    zero = ~correct.reshape(4, 8).any(axis=1)
+    assert stats["success"] == correct.mean() and stats["length"] == length.mean()
+    assert stats["zero_correct_groups"] == zero.mean() > 0
+    # The collapse mechanism: summed channels normalized per group give a group without a correct answer the
+    # length term at full strength (RMS 1); per channel it keeps its weight 0.4 / L_max.
+    expected = {"group": 1.0, "channel": 0.4 / L_MAX}.get(normalize)
+    if expected is not None:
+        assert stats["rms_weight_zero_groups"] == pytest.approx(expected, rel=1e-6)
+    assert 0 < stats["length_share"] < 1
+
+
+def test_variant_options_are_checked(capsys) -> None:
+    assert Config().methods == DEFAULT_METHODS and "top2_bot2_length_w04" not in DEFAULT_METHODS
+    with pytest.raises(ValueError, match="methods must be a non-empty subset"):
+        Config(methods=("grpo", "ppo"))
+    with pytest.raises(ValueError, match="normalize must be one of"):
+        Config(normalize="std")
+    for bad, message in [
+        (["--methods", "ppo"], "argument --methods: invalid choice: 'ppo'"),
+        (["--normalize", "std"], "argument --normalize: invalid choice: 'std'"),
+        (["--methods"], "argument --methods: expected at least one argument"),
+        (["--updates", "0"], "argument --updates: expected an integer >= 1"),
+    ]:
+        with pytest.raises(SystemExit):
+            main(["reproduce", "reasoning", *bad])
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "reasoning", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--methods" in help_text and "--normalize" in help_text and "channel" in help_text
+
+
+@pytest.mark.slow
+def test_quick_run_with_variant_options(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
+    methods = ["top2at4", "grpo_length", "top2_bot2_length_w04"]
+    argv = ["reproduce", "reasoning", "--quick", "--quiet", "--out", str(tmp_path / "out"), "--normalize", "channel"]
+    assert main([*argv, "--methods", *methods, "--json", str(tmp_path / "r.json")]) == 0
+    payload = json.loads((tmp_path / "r.json").read_text())
+    assert list(payload["methods"]) == methods
+    assert payload["config"]["methods"] == methods and payload["config"]["normalize"] == "channel"
+    assert payload["normalize_advantage"] == "channel"
+    for method in methods:
+        (run,) = payload["methods"][method]["runs"]
+        assert len(run["train_curve"]) == payload["config"]["updates"]
+        assert ("length_share" in run["train_curve"][0]) == ("length" in method)
+    assert set(payload["differences"]) == {"top2_bot2_length_w04 - top2at4"}
+    out = capsys.readouterr().out
+    assert "normalize channel" in out and "paired differences" in out
+    # Only the figures whose methods ran.
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == [
+        "reasoning_effect_of_k.png", "reasoning_length.png", "reasoning_length_passk.png", "reasoning_passk.png",
+        "reasoning_training.png",
+    ]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
     argv = ["reproduce", "reasoning", "--quick", "--quiet", "--out", str(tmp_path / "out")]
     assert main([*argv, "--json", str(tmp_path / "r.json")]) == 0
     payload = json.loads((tmp_path / "r.json").read_text())
-    assert set(payload["methods"]) == set(METHODS)
+    assert set(payload["methods"]) == set(DEFAULT_METHODS)
     assert payload["ks"] == [1, 2, 4, 8, 16, 32]
     for entry in [payload["base"], *payload["methods"].values()]:
         curve = entry["pass_at_k"]
@@ -74,4 +168,4 @@ def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
         assert len(entry["runs"]) == 1
     out = capsys.readouterr().out
     assert "total time:" in out and "Top-2@4 + Bottom-2@4 length" in out
-    assert len(list((tmp_path / "out").glob("*.png"))) == 5
+    assert len(list((tmp_path / "out").glob("*.png"))) == 6

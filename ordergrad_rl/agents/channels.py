@@ -7,6 +7,12 @@ Each channel keeps its own ``k`` and is ranked on its own (one sort per channel)
 episode ``i`` is ``sum_c w_c k_c a_ic``, the unbiased likelihood-ratio weight of ``sum_c w_c v_c`` (each ``k_c a_ic``
 is channel ``c``'s weight, paper eq. og-batch-estimator).
 
+Normalization (the agents' ``normalize_advantage``): ``"group"`` divides the *summed* weights by each group's std,
+so in a group where one channel is constant (no correct answer) the other channel is scaled up to full strength;
+``"channel"`` divides each channel's ``k_c a_c`` by its own group std before the weight, so every channel's part has
+group std ``|w_c|`` (or 0) and the weights are relative strengths, free of the channels' units. The paper normalizes
+"the advantage" by the group std and does not say which; ``"group"`` is the default.
+
 Spec: a dict ``{"reward": "top2@4", "length": ("bot2@4", 0.4)}`` (a value is a spec, an
 :class:`~ordergrad_rl.core.Objective` or ``(spec, weight)``), or the equivalent string, whose canonical form
 ``str()`` prints and :meth:`ChannelObjective.parse` reads back::
@@ -22,7 +28,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,20 +172,36 @@ class ChannelObjective:
         return " + ".join(str(c) for c in self.channels)
 
     # ------------------------------------------------------------------ estimator
-    def advantage_weights(self, returns: Mapping[str, np.ndarray]) -> np.ndarray:
-        """``sum_c w_c k_c a_c``: the per-episode policy-gradient weights, shape ``[..., N]``.
+    def channel_weights(
+        self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Each channel's part of the weights, ``{name: w_c k_c a_c}`` (``[..., N]`` each; weight-0 channels left out).
 
         :param returns: channel name -> ``[..., N]`` episode values (groups on the leading axes).
+        :param normalize: applied to each channel's ``k_c a_c`` before the weight ``w_c`` (per-channel normalization,
+            e.g. :func:`~ordergrad_rl.agents.groups.group_normalize`: ``w_c k_c a_c / std_g(k_c a_c)``); ``None``
+            keeps the unbiased weights.
         """
-        total = None
+        parts = {}
         for c in self.channels:
             if c.weight == 0.0:
                 continue  # a channel with weight 0 changes nothing (not even its sort is needed)
-            part = c.weight * c.objective.k * lstat_advantage(np.asarray(returns[c.name], np.float64), c.objective)
-            total = part if total is None else total + part
-        if total is None:
+            part = c.objective.k * lstat_advantage(np.asarray(returns[c.name], np.float64), c.objective)
+            parts[c.name] = c.weight * (part if normalize is None else normalize(part))
+        return parts
+
+    def advantage_weights(
+        self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
+    ) -> np.ndarray:
+        """``sum_c w_c k_c a_c``: the per-episode policy-gradient weights, shape ``[..., N]`` (the sum of
+        :meth:`channel_weights`; ``normalize`` as there).
+
+        :param returns: channel name -> ``[..., N]`` episode values (groups on the leading axes).
+        """
+        parts = self.channel_weights(returns, normalize)
+        if not parts:
             return np.zeros(np.shape(returns[self.channels[0].name]), dtype=np.float64)
-        return total
+        return np.sum(list(parts.values()), axis=0)
 
     def values(self, returns: Mapping[str, np.ndarray]) -> dict[str, float]:
         """Each channel's batch value ``v^alpha`` (pooled over the episodes)."""

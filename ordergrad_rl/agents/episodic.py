@@ -267,17 +267,21 @@ class EpisodicAlgorithmMixin:
 
         :raises ValueError: unknown objective or advantage, ``n_episodes < 2``, ``k >= n_episodes`` (``k >=
             group_size`` with groups), ``n_episodes`` not a multiple of ``group_size``, ``normalize_advantage="group"``
-            without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with groups, or
-            ``policy_kwargs["critic"]`` inconsistent with the advantage mode
+            or ``"channel"`` without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with
+            groups, or ``policy_kwargs["critic"]`` inconsistent with the advantage mode
             (episodic mode builds SB3's value head and never runs it: ``"q"`` is refused).
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
         group_size = check_group_size(group_size, n_episodes)
-        if normalize_advantage not in (True, False, "group"):
-            raise ValueError(f"normalize_advantage must be True, False or 'group', got {normalize_advantage!r}")
-        if normalize_advantage == "group" and group_size is None:
-            raise ValueError("normalize_advantage='group' divides each group's weights by its std: set group_size")
+        if normalize_advantage not in (True, False, "group", "channel"):
+            raise ValueError(
+                f"normalize_advantage must be True, False, 'group' or 'channel', got {normalize_advantage!r}"
+            )
+        if normalize_advantage in ("group", "channel") and group_size is None:
+            raise ValueError(
+                f"normalize_advantage={normalize_advantage!r} divides each group's weights by its std: set group_size"
+            )
         compared = n_episodes if group_size is None else group_size  # the N of the leave-one-out advantage
         # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
         # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
@@ -308,7 +312,9 @@ class EpisodicAlgorithmMixin:
         self._set_objective(parsed)
         self.n_episodes = n_episodes
         self.group_size = group_size
-        self.normalize_advantage = normalize_advantage if normalize_advantage == "group" else bool(normalize_advantage)
+        self.normalize_advantage = (
+            normalize_advantage if normalize_advantage in ("group", "channel") else bool(normalize_advantage)
+        )
         self.advantage = advantage
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
         self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
@@ -651,8 +657,9 @@ class EpisodicAlgorithmMixin:
         ``j`` is in group ``j // G``): each episode is compared with its own group only. A multi-channel objective
         gives ``w_i = sum_c w_c k_c a_ic`` (:class:`~ordergrad_rl.agents.channels.ChannelObjective`).
         ``normalize_advantage``: ``True`` divides by the std of all weights, ``"group"`` each group's weights by
-        that group's std (with ``objective="mean"``: GRPO's ``(R_i - group mean) / group std``), ``False`` keeps the
-        unbiased estimator's weights.
+        that group's std (with ``objective="mean"``: GRPO's ``(R_i - group mean) / group std``), ``"channel"`` each
+        channel's ``k_c a_c`` by its own group std before the channel weights are applied (the same as ``"group"`` for
+        a one-channel objective), ``False`` keeps the unbiased estimator's weights.
         With ``objective="gcvar<a>"``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
         (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`; per group with ``group_size``) instead of OrderGrad's.
 
@@ -664,14 +671,17 @@ class EpisodicAlgorithmMixin:
         values = self._channel_values(episode_returns, channels)
         gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
         if isinstance(self.objective, ChannelObjective):
-            weights = self.objective.advantage_weights(values)
+            per_channel = group_normalize if self.normalize_advantage == "channel" else None
+            weights = self.objective.advantage_weights(values, normalize=per_channel)
         elif gcvar_alpha is not None:
             weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
         else:
             weights = self.k * lstat_advantage(values[REWARD], self.objective)
-        if self.normalize_advantage == "group":
+        if self.normalize_advantage == "group" or (
+            self.normalize_advantage == "channel" and not isinstance(self.objective, ChannelObjective)
+        ):
             weights = group_normalize(weights)
-        elif self.normalize_advantage:
+        elif self.normalize_advantage is True:
             # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
             weights = weights / (weights.std() + 1e-8)
         return weights.reshape(-1)

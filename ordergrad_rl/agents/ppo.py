@@ -95,8 +95,10 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode.
     :param clip_range: surrogate clipping parameter (or schedule).
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
-    :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8);
-        Q-critic mode: SB3's centring and scaling of each minibatch's advantages.
+    :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8;
+        ``"group"``: each group's, ``"channel"``: each channel's in each group, see
+        :meth:`~ordergrad_rl.agents.episodic.EpisodicAlgorithmMixin.episode_weights`); Q-critic mode: SB3's centring
+        and scaling of each minibatch's advantages.
     :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`). ``None`` (default): on for ``"mean"`` (k = 1),
@@ -139,7 +141,7 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         gae_lambda: float = 0.95,
         clip_range: float | Schedule = 0.2,
         clip_range_vf: float | Schedule | None = None,
-        normalize_advantage: bool | Literal["group"] = True,
+        normalize_advantage: bool | Literal["group", "channel"] = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         ent_coef: float = 0.0,

@@ -124,10 +124,10 @@ class QCriticMixin:
                 objective, k, n_episodes, normalize_advantage, advantage, reward_to_go, group_size=group_size
             )
             return
-        if group_size is not None or normalize_advantage == "group":
+        if group_size is not None or normalize_advantage in ("group", "channel"):
             raise ValueError(
-                "group_size and normalize_advantage='group' are for advantage='episodic' (groups of episodes); "
-                "Q-critic mode ranks action draws per state"
+                "group_size and normalize_advantage='group' or 'channel' are for advantage='episodic' (groups of "
+                "episodes); Q-critic mode ranks action draws per state"
             )
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")

@@ -26,13 +26,23 @@ M = 1) is GRPO on the groups with ``8 - c > K - M`` wrong answers and ignores th
 every K-subset already has M correct). So MaxPO K=4 and Top-3@6 train identically (K - M = 3), and the methods
 differ only by that threshold (tested in ``tests/test_reasoning_reproduction.py``).
 
+Variants (each one command): ``--methods`` runs a subset, ``--updates`` a longer budget, and ``--normalize`` sets
+every method's ``normalize_advantage``: ``group`` (default, the paper's: each group's weights divided by their
+std), ``channel`` (each channel's advantage divided by its own group std before the channel weights; the paper does
+not say which of the two it uses; ``top2_bot2_length_w04`` and ``grpo_length_w02`` carry the paper's 0.4 and 0.2 as
+relative strengths of normalized channels), ``batch`` (the std of the whole rollout's weights) and ``none`` (the
+unbiased weights). Every run's JSON has ``train_curve``, one :func:`weight_diagnostics` per update (what the
+weights of that update were made of), and ``differences`` holds the paired pass@k differences of
+:data:`COMPARISONS`.
+
 Evaluation: pass@k for k = 1, 2, 4, ..., 256 from n = ``--samples`` (1024) answers per test problem (unbiased
 estimator, :func:`ordergrad_rl.pass_at_k`), averaged over the test problems; 95% bootstrap intervals resample seeds
 and problems. Lengths of correct and incorrect answers before (base model) and after training.
 
 Figures (``--out``): ``reasoning_passk.png`` (average pass@k, every method), ``reasoning_effect_of_m.png`` (K = 6,
 M = 1, 2, 3), ``reasoning_effect_of_k.png`` (M = 2, K = 4, 6), ``reasoning_length.png`` (length distributions of
-correct and incorrect answers, base model and the two multi-reward methods). ``--quick`` runs the same code path
+correct and incorrect answers, base model and the multi-reward methods), ``reasoning_training.png`` (success rate,
+answer length and share of groups without a correct answer per update). ``--quick`` runs the same code path
 with a small base model, 2 updates, 10 test problems and 32 samples (under a minute; numbers meaningless).
 """
 
@@ -70,7 +80,24 @@ METHODS: dict[str, tuple[str, Any]] = {
     "top3at6": ("Top-3@6", "top3@6"),
     "grpo_length": ("GRPO, r - 0.2 L/Lmax", {"reward": "mean", "length": ("mean", -0.2 / L_MAX)}),
     "top2_bot2_length": ("Top-2@4 + Bottom-2@4 length", {"reward": "top2@4", "length": ("top2@4", -0.4 / L_MAX)}),
+    # For --normalize channel, where each channel's advantage is divided by its own group std (the length unit
+    # 1/L_max cancels) and the weights are relative strengths: the paper's 0.4 (0.2 for GRPO's penalty) on the
+    # normalized length advantage. (GRPO + per-channel normalization is no longer GRPO on one scalarized reward.)
+    "top2_bot2_length_w04": (
+        "Top-2@4 + Bottom-2@4 length, 0.4 per channel",
+        {"reward": "top2@4", "length": ("top2@4", -0.4)},
+    ),
+    "grpo_length_w02": ("GRPO, 0.2 length per channel", {"reward": "mean", "length": ("mean", -0.2)}),
 }
+
+#: The variants whose weights are meant for ``--normalize channel`` (relative strengths of normalized channels).
+PER_CHANNEL_METHODS = ("top2_bot2_length_w04", "grpo_length_w02")
+
+#: What ``--methods`` runs by default: every method but the per-channel variants.
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m not in PER_CHANNEL_METHODS)
+
+#: ``--normalize`` -> the agents' ``normalize_advantage``.
+NORMALIZE: dict[str, bool | str] = {"group": "group", "channel": "channel", "batch": True, "none": False}
 
 PAPER_CLAIMS = """The paper's claims (Qwen2.5-Math / Llama models on math benchmarks) to compare with:
 1. Top-2@4 beats GRPO at large k (pass@256 +0.092 on one model) and avoids GRPO's diversity collapse.
@@ -93,7 +120,16 @@ class Config:
     batch_size: int = 256
     test_problems: int = 100
     samples: int = 1024
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    normalize: str = "group"
     quick: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown or not self.methods:
+            raise ValueError(f"methods must be a non-empty subset of {list(METHODS)}, got {list(self.methods)}")
+        if self.normalize not in NORMALIZE:
+            raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {self.normalize!r}")
 
     @property
     def n_episodes(self) -> int:
@@ -123,15 +159,64 @@ def train_run(method: str, seed: int, config: Config, base: Any, on_update: Any 
     venv = make_sb3_vec_env("TargetSum-v0", config.n_episodes, seed=seed, env_kwargs=base.env_kwargs)
     model = OrderGradPPO(
         "MlpPolicy", venv, objective=METHODS[method][1], n_episodes=config.n_episodes, group_size=config.group_size,
-        normalize_advantage="group", learning_rate=config.learning_rate, n_epochs=config.n_epochs,
+        normalize_advantage=NORMALIZE[config.normalize], learning_rate=config.learning_rate, n_epochs=config.n_epochs,
         batch_size=config.batch_size, clip_range=0.2, seed=seed, policy_kwargs=base.policy_kwargs, device="cpu",
     )  # fmt: skip
     load_base_policy(model, base)
+    model.train_curve = []
     for _ in range(config.updates):
         model.learn(1, reset_num_timesteps=False)  # one rollout of n_episodes and one update
+        model.train_curve.append(weight_diagnostics(model))
         if on_update is not None:
             on_update()
     return model
+
+
+def weight_parts(model: Any) -> dict[str, np.ndarray]:
+    """The normalized weights of the rollout in ``model``'s buffer, split by channel: ``{channel: [n_groups, G]}``
+    summing to ``model.episode_weights`` (with ``normalize_advantage="group"`` or ``True`` each part is divided by
+    the std of the *sum*, with ``"channel"`` by its own)."""
+    from ordergrad_rl.agents.channels import ChannelObjective
+    from ordergrad_rl.agents.groups import group_normalize
+
+    buffer, group = model.rollout_buffer, model.group_size
+    if not isinstance(model.objective, ChannelObjective):
+        return {"reward": model.episode_weights(buffer.episode_returns).reshape(-1, group)}
+    values = {"reward": buffer.episode_returns, **buffer.episode_channels}
+    values = {name: np.asarray(v, np.float64).reshape(-1, group) for name, v in values.items()}
+    mode = model.normalize_advantage
+    parts = model.objective.channel_weights(values, group_normalize if mode == "channel" else None)
+    total = np.sum(list(parts.values()), axis=0)
+    if mode == "group":
+        scale = total.std(axis=-1, keepdims=True) + 1e-8
+    elif mode is True:
+        scale = total.std() + 1e-8
+    else:
+        scale = 1.0
+    return {name: part / scale for name, part in parts.items()}
+
+
+def weight_diagnostics(model: Any) -> dict[str, float]:
+    """What the last update trained on: success rate, mean answer length, the share of groups with no correct
+    answer, the RMS weight in those groups and in the others, and the share of ``sum |w|`` carried by each channel
+    other than the reward (``"<channel>_share"``)."""
+    buffer, group = model.rollout_buffer, model.group_size
+    correct = np.asarray(buffer.episode_returns).reshape(-1, group) > 0.5
+    parts = weight_parts(model)
+    total = np.sum(list(parts.values()), axis=0)
+    zero = ~correct.any(axis=1)
+    out = {
+        "success": float(correct.mean()),
+        "length": float(np.mean(buffer.episode_lengths)),
+        "zero_correct_groups": float(zero.mean()),
+        "rms_weight_zero_groups": float(np.sqrt(np.mean(total[zero] ** 2))) if zero.any() else 0.0,
+        "rms_weight_other_groups": float(np.sqrt(np.mean(total[~zero] ** 2))) if (~zero).any() else 0.0,
+    }
+    mass = sum(float(np.abs(p).sum()) for p in parts.values())
+    for name, part in parts.items():
+        if name != "reward":
+            out[f"{name}_share"] = float(np.abs(part).sum()) / mass if mass > 0 else 0.0
+    return out
 
 
 def evaluate(policy: Any, config: Config, base: Any, seed: int) -> dict[str, Any]:
@@ -147,12 +232,15 @@ def evaluate(policy: Any, config: Config, base: Any, seed: int) -> dict[str, Any
 def bootstrap_curves(n_correct: np.ndarray, n: int, ks: np.ndarray, rng: np.random.Generator, reps: int = 1000):
     """Mean pass@k and its 95% bootstrap interval, resampling seeds and problems.
 
-    :param n_correct: ``[seeds, problems]`` correct answers out of ``n``.
+    :param n_correct: ``[seeds, problems]`` correct answers out of ``n``; ``[2, seeds, problems]`` gives the paired
+        difference (first minus second method, the same seeds and problems resampled for both).
     :return: ``(mean [K], low [K], high [K])``.
     """
     from ordergrad_rl.passk import pass_at_k
 
-    table = pass_at_k(n_correct[..., None], n, ks)  # [S, P, K]
+    table = pass_at_k(n_correct[..., None], n, ks)  # [(2,) S, P, K]
+    if table.ndim == 4:
+        table = table[0] - table[1]
     s, p = table.shape[:2]
     means = np.empty((reps, len(ks)))
     for r in range(reps):
@@ -161,6 +249,18 @@ def bootstrap_curves(n_correct: np.ndarray, n: int, ks: np.ndarray, rng: np.rand
         means[r] = table[rows][:, cols].mean(axis=(0, 1))
     low, high = np.percentile(means, [2.5, 97.5], axis=0)
     return table.mean(axis=(0, 1)), low, high
+
+
+#: The paper's comparisons, as paired pass@k differences (first minus second) when both methods ran.
+COMPARISONS: tuple[tuple[str, str], ...] = (
+    ("top2at4", "grpo"),  # claim 1, at large k
+    ("top2at4", "maxpo4"),  # claim 2, at pass@1
+    ("maxpo2", "maxpo6"),  # claim 3, pass@1 (and the opposite sign at pass@256)
+    ("top2_bot2_length", "top2at4"),  # claim 4: no loss from the length term
+    ("top2_bot2_length_w04", "top2at4"),
+    ("top2_bot2_length", "grpo_length"),  # claim 4: GRPO's scalarized penalty does worse
+    ("top2_bot2_length_w04", "grpo_length_w02"),
+)
 
 
 def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
@@ -174,17 +274,19 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
         "config": dataclasses.asdict(config),
         "base_build_seconds": base.build_seconds,
         "ks": default_ks(config.samples).tolist(),
+        "normalize_advantage": NORMALIZE[config.normalize],
     }
     summary["base"] = evaluate(base.policy, config, base, seed=10_000)
     runs: dict[str, list[dict[str, Any]]] = {}
-    total = len(METHODS) * config.seeds * config.updates
+    total = len(config.methods) * config.seeds * config.updates
     with progress_bar("updates", total, quiet=quiet) as bar:
-        for method in METHODS:
+        for method in config.methods:
             for seed in range(config.seeds):
                 t0 = time.perf_counter()
                 model = train_run(method, seed, config, base, on_update=lambda: bar.update(1))
                 result = evaluate(model.policy, config, base, seed=10_000 + seed)
                 result["train_seconds"] = time.perf_counter() - t0
+                result["train_curve"] = model.train_curve
                 runs.setdefault(method, []).append(result)
     ks = np.asarray(summary["ks"])
     rng = np.random.default_rng(0)
@@ -204,6 +306,14 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
             "length_counts_incorrect": np.sum([_pad(r["length_counts_incorrect"]) for r in results], axis=0).tolist(),
             "runs": results,
         }
+    summary["differences"] = {}
+    for first, second in COMPARISONS:
+        if first in runs and second in runs:
+            paired = np.array([[r["n_correct"] for r in runs[m]] for m in (first, second)])
+            mean, low, high = bootstrap_curves(paired, config.samples, ks, rng)
+            summary["differences"][f"{first} - {second}"] = {
+                "pass_at_k": mean.tolist(), "ci_low": low.tolist(), "ci_high": high.tolist()
+            }  # fmt: skip
     summary["wall_seconds"] = time.perf_counter() - start
     return summary
 
@@ -236,6 +346,17 @@ def format_table(summary: dict[str, Any]) -> str:
     return markdown_table(headers, rows)
 
 
+def format_differences(summary: dict[str, Any]) -> str:
+    """The paired pass@k differences of :data:`COMPARISONS` at k = 1 and the largest k."""
+    ks = summary["ks"]
+    shown = sorted({ks.index(k) for k in (1, 16, ks[-1]) if k in ks})
+    rows = [
+        [name, *(f"{d['pass_at_k'][i]:+.3f} [{d['ci_low'][i]:+.3f}, {d['ci_high'][i]:+.3f}]" for i in shown)]
+        for name, d in summary["differences"].items()
+    ]
+    return markdown_table(["difference", *(f"pass@{ks[i]}" for i in shown)], rows)
+
+
 def _plot_curves(summary: dict[str, Any], methods: list[str], title: str, path: Any) -> Any:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -251,37 +372,62 @@ def _plot_curves(summary: dict[str, Any], methods: list[str], title: str, path: 
     return save_figure(fig, path)
 
 
-def _plot_lengths(summary: dict[str, Any], path: Any) -> Any:
+def _plot_lengths(summary: dict[str, Any], methods: list[str], path: Any) -> Any:
     plt = pyplot()
     entries = [("base model", summary["base"])] + [
-        (summary["methods"][m]["label"], summary["methods"][m]) for m in ("grpo_length", "top2_bot2_length")
+        (summary["methods"][m]["label"], summary["methods"][m]) for m in methods
     ]
     fig, axes = plt.subplots(1, len(entries), figsize=(4 * len(entries), 3), sharey=True)
     for ax, (label, entry) in zip(axes, entries, strict=True):
         for kind, color in (("correct", "tab:green"), ("incorrect", "tab:red")):
             counts = _pad(entry[f"length_counts_{kind}"])
             ax.bar(np.arange(len(counts)), counts / max(counts.sum(), 1), alpha=0.5, color=color, label=kind)
-        ax.set(title=label, xlabel="answer length (tokens)")
+        ax.set_title(label, fontsize=8)
+        ax.set_xlabel("answer length (tokens)")
     axes[0].set_ylabel("share of answers")
     axes[0].legend()
     return save_figure(fig, path)
 
 
+def _plot_training(summary: dict[str, Any], methods: list[str], path: Any) -> Any:
+    """Per update, mean over seeds: success rate, answer length and share of groups without a correct answer."""
+    plt = pyplot()
+    panels = (
+        ("success", "success rate"),
+        ("length", "mean answer length"),
+        ("zero_correct_groups", "groups, 0 correct"),
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3))
+    for method in methods:
+        runs = summary["methods"][method]["runs"]
+        for ax, (key, _) in zip(axes, panels, strict=True):
+            curve = np.mean([[u[key] for u in run["train_curve"]] for run in runs], axis=0)
+            ax.plot(np.arange(1, len(curve) + 1), curve, label=summary["methods"][method]["label"])
+    for ax, (_, title) in zip(axes, panels, strict=True):
+        ax.set(title=title, xlabel="update")
+    axes[0].legend(title=f"normalize {summary['config']['normalize']}", fontsize=7, title_fontsize=7)
+    return save_figure(fig, path)
+
+
 def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
-    return [
-        _plot_curves(summary, [m for m in METHODS if "length" not in m], "pass@k", out / "reasoning_passk.png"),
-        _plot_curves(
-            summary, ["maxpo6", "top2at6", "top3at6"], "effect of M at K = 6", out / "reasoning_effect_of_m.png"
-        ),
-        _plot_curves(summary, ["top2at4", "top2at6"], "effect of K at M = 2", out / "reasoning_effect_of_k.png"),
-        _plot_curves(
-            summary,
-            ["grpo", "top2at4", "grpo_length", "top2_bot2_length"],
-            "length reward",
-            out / "reasoning_length_passk.png",
-        ),  # fmt: skip
-        _plot_lengths(summary, out / "reasoning_length.png"),
+    """The figures whose methods were run (a figure with none of its methods is skipped)."""
+    ran = list(summary["methods"])
+    length = [m for m in ran if "length" in m]
+    figures = [
+        ([m for m in ran if m not in length], "pass@k", "reasoning_passk.png"),
+        (["maxpo6", "top2at6", "top3at6"], "effect of M at K = 6", "reasoning_effect_of_m.png"),
+        (["top2at4", "top2at6"], "effect of K at M = 2", "reasoning_effect_of_k.png"),
+        (["grpo", "top2at4", *length], "length reward", "reasoning_length_passk.png"),
     ]
+    paths = []
+    for methods, title, name in figures:
+        present = [m for m in methods if m in ran]
+        if present:
+            paths.append(_plot_curves(summary, present, title, out / name))
+    if length:
+        paths.append(_plot_lengths(summary, length, out / "reasoning_length.png"))
+    paths.append(_plot_training(summary, ran, out / "reasoning_training.png"))
+    return paths
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -293,23 +439,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples", type=positive_int, default=default.samples, help="answers per test problem (default: %(default)s)"
     )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(METHODS),
+        default=list(DEFAULT_METHODS),
+        metavar="METHOD",
+        help="methods to run, of: %(choices)s (default: all but top2_bot2_length_w04 and grpo_length_w02, the "
+        "paper's weights for --normalize channel)",
+    )
+    parser.add_argument(
+        "--normalize",
+        choices=list(NORMALIZE),
+        default=default.normalize,
+        help="advantage normalization (the agents' normalize_advantage): group = each group's std (the paper's), "
+        "channel = each channel's std in each group (= group for one-channel objectives), batch = the std of the "
+        "whole rollout, none = the unbiased weights (default: %(default)s)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, same code path (CI; under a minute)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "reasoning")
 
 
 def run(args: argparse.Namespace) -> int:
+    variant = dict(methods=tuple(dict.fromkeys(args.methods)), normalize=args.normalize)
     if args.quick:
-        config = quick_config()
+        config = dataclasses.replace(quick_config(), **variant)
     else:
-        config = Config(seeds=args.seeds, updates=args.updates, samples=args.samples)
+        config = Config(seeds=args.seeds, updates=args.updates, samples=args.samples, **variant)
     summary = run_experiment(config, quiet=args.quiet)
     print(
-        f"TargetSum reasoning: {len(METHODS)} methods x {config.seeds} seeds, {config.updates} updates of "
+        f"TargetSum reasoning: {len(config.methods)} methods x {config.seeds} seeds, {config.updates} updates of "
         f"{config.n_groups} problems x {config.group_size} rollouts, lr {config.learning_rate}, {config.n_epochs} "
-        f"epochs; pass@k from {config.samples} answers on {config.test_problems} test problems\n"
+        f"epochs, normalize {config.normalize}; pass@k from {config.samples} answers on {config.test_problems} test "
+        "problems\n"
     )
     print(format_table(summary))
+    if summary["differences"]:
+        print("\npaired differences (95% bootstrap over seeds and problems):\n")
+        print(format_differences(summary))
     print("\n" + PAPER_CLAIMS)
     for path in write_figures(summary, args.out):
         print(f"figure: {path}")
