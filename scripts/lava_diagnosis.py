@@ -10,14 +10,16 @@ one change per setting (the grid was fixed before running):
 * ``base``: the protocol itself; ``steps300k``: 300k env steps;
 * ``lr0.01`` / ``lr0.09``: the step size x0.3 / x3;
 * ``ent0.01``: an entropy bonus ``ent_coef = 0.01`` (on the std-normalized weights' scale);
-* ``n64`` / ``n1024``: N = 64 / 1024 episodes per update (K = N / 2).
+* ``n64`` / ``n1024``: N = 64 / 1024 episodes per update (K = N / 2);
+* ``ent0.1`` (added after the others had run, not pre-declared): ``ent_coef = 0.1``.
 
 Measured after every update, exactly (``peers.lava_outcomes``: the policy's outcome distribution by forward
 propagation, no sampling): the training (stochastic) policy's P(goal), P(lava), P(timeout), mean and CVaR_0.2, its
 entropy at the start cell and its probability of the safe move there (up); and from the batch itself the outcomes of
 the episodes in its lower 20% (the episodes GCVaR's weights are nonzero on). At the end: the same exact numbers for
 the greedy (deterministic) policy, which is what ``reproduce peers`` evaluates; "safe" means its exact CVaR_0.2 is
-within 0.05 of the safe path's 0.951.
+within 0.05 of the safe path's 0.951. ``--figure PATH`` draws the traces (mean over seeds) per setting and method;
+``--from-json`` rebuilds the table and the figure from earlier ``--json`` files instead of training.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ SETTINGS: dict[str, tuple[dict[str, Any], float]] = {
     "ent0.01": ({}, 0.01),
     "n64": ({"n_episodes": 64, "k": 32}, 0.0),
     "n1024": ({"n_episodes": 1024, "k": 512}, 0.0),
+    # Added after the grid above had run (ent_coef 0.01 had barely moved the entropy): a 10x larger bonus.
+    "ent0.1": ({}, 0.1),
 }
 START_CELL, UP = 5, 0
 
@@ -121,6 +125,18 @@ def run(setting: str, method: str, seed: int, config: Config, bar: Any) -> dict[
     }
 
 
+def first_move_rows() -> list[list[str]]:
+    """The uniform policy with the start cell's action fixed to each move: its exact outcomes, as table rows."""
+    rows = []
+    for move, name in enumerate(("up (safe path)", "right (shortcut)", "down", "left")):
+        probs = np.full((15, 4), 0.25)
+        probs[START_CELL] = np.eye(4)[move]
+        out = lava_outcomes(probs)
+        rows.append([name, *(f"{out[k]:.1%}" for k in ("goal", "lava", "timeout")), f"{out['mean']:.2f}"])
+        rows[-1].append(f"{out['cvar']:.2f}")
+    return rows
+
+
 def summary_rows(runs: list[dict[str, Any]], settings: list[str], methods: list[str]) -> list[list[Any]]:
     """One row per (setting, method): safe seeds, the greedy policy's exact numbers (mean over seeds), and the
     trace's first-update tail composition and lava probability."""
@@ -146,6 +162,43 @@ def summary_rows(runs: list[dict[str, Any]], settings: list[str], methods: list[
     return rows
 
 
+#: (trace key, panel title) of the figure.
+PANELS: tuple[tuple[str, str], ...] = (
+    ("start_up", "P(safe first move: up) at the start cell"),
+    ("tail_mean_length", "mean length of the batch's lowest 20%"),
+    ("lava", "P(lava) of the training policy (exact)"),
+    ("cvar", "CVaR_0.2 of the training policy (exact)"),
+)
+
+
+def plot(runs: list[dict[str, Any]], path: Path) -> Path:
+    """The traces against env steps, mean over seeds: one colour per setting, solid GCVaR, dashed OrderGrad."""
+    from ordergrad_rl.experiments._common import pyplot, save_figure
+
+    plt = pyplot()
+    fig, grid = plt.subplots(2, 2, figsize=(12, 8))
+    settings = list(dict.fromkeys(r["setting"] for r in runs))
+    colors = dict(zip(settings, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    for (setting, method), style in (
+        ((s, m), ls) for s in settings for m, ls in (("gcvar", "-"), ("ordergrad_cvar", "--"))
+    ):
+        mine = [r for r in runs if r["setting"] == setting and r["method"] == method]
+        if not mine:
+            continue
+        length = min(len(r["trace"]) for r in mine)
+        steps = np.mean([[e["steps"] for e in r["trace"][:length]] for r in mine], axis=0)
+        for ax, (key, title) in zip(grid.flat, PANELS, strict=True):
+            values = np.mean([[e[key] for e in r["trace"][:length]] for r in mine], axis=0)
+            label = f"{setting}, {METHODS[method].label}"
+            ax.plot(steps, values, ls=style, color=colors[setting], lw=1.3, label=label)
+            ax.set(title=title, xlabel="env steps")
+    grid[1, 1].axhline(SAFE_CVAR, color="k", lw=0.8, ls=":")
+    grid[0, 0].legend(fontsize=6, ncols=2)
+    fig.suptitle(f"RiskyLavaGrid-v0: episodic CVaR_0.2 training from the uniform policy ({len(runs)} runs)")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=positive_int, default=3, help="seeds per cell (default: %(default)s)")
@@ -155,19 +208,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="2000 steps per run (a smoke test)")
     parser.add_argument("--json", type=Path, default=None, help="write every run's trace to this JSON file")
+    parser.add_argument("--figure", type=Path, default=None, help="draw the traces to this image file")
+    parser.add_argument(
+        "--from-json", type=Path, nargs="+", default=None, metavar="PATH", help="read the runs of earlier --json files"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     th.set_num_threads(1)
-    configs = {setting: setting_config(setting, args.quick) for setting in args.settings}
 
     start = time.perf_counter()
-    runs = []
-    total = args.seeds * len(args.methods) * sum(config.lava_steps for config in configs.values())
-    with progress_bar(f"{args.seeds * len(args.methods) * len(args.settings)} runs", total, "step", args.quiet) as bar:
-        for setting in args.settings:
-            for method in args.methods:
-                for seed in range(args.seeds):
-                    runs.append(run(setting, method, seed, configs[setting], bar))
+    runs: list[dict[str, Any]] = []
+    if args.from_json:
+        import json
+
+        runs = [r for path in args.from_json for r in json.loads(path.read_text())["runs"]]
+        args.settings = list(dict.fromkeys(r["setting"] for r in runs))
+        args.methods = list(dict.fromkeys(r["method"] for r in runs))
+    else:
+        configs = {setting: setting_config(setting, args.quick) for setting in args.settings}
+        total = args.seeds * len(args.methods) * sum(config.lava_steps for config in configs.values())
+        runs_text = f"{args.seeds * len(args.methods) * len(args.settings)} runs"
+        with progress_bar(runs_text, total, "step", args.quiet) as bar:
+            for setting in args.settings:
+                for method in args.methods:
+                    for seed in range(args.seeds):
+                        runs.append(run(setting, method, seed, configs[setting], bar))
     wall = time.perf_counter() - start
     initial = lava_outcomes(np.full((15, 4), 0.25))
     print(
@@ -176,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{initial['timeout']:.1%}, mean {initial['mean']:.2f}, CVaR_0.2 {initial['cvar']:.2f}, start entropy "
         f"{math.log(4):.3f}.\n"
     )
+    print("The uniform policy with its first move at the start cell fixed (exact):\n")
+    print(markdown_table(["first move", "P(goal)", "P(lava)", "P(timeout)", "mean", "CVaR_0.2"], first_move_rows()))
+    print()
     headers = [
         "setting",
         "method",
@@ -190,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(markdown_table(headers, summary_rows(runs, args.settings, args.methods)))
     print(f"\ntotal time {wall:.0f} s")
+    if args.figure is not None:
+        print(f"figure: {plot(runs, args.figure)}")
     if args.json is not None:
         print(f"json: {write_json(args.json, {'args': vars(args), 'initial': initial, 'runs': runs, 'wall': wall})}")
     return 0

@@ -83,4 +83,16 @@ def test_lava_diagnosis_quick(tmp_path, capsys):
             assert entry["goal"] + entry["lava"] + entry["timeout"] == pytest.approx(1.0)
             assert entry["tail_goal"] + entry["tail_lava"] + entry["tail_timeout"] == pytest.approx(1.0)
         assert run["trace"][0]["start_entropy"] == pytest.approx(np.log(4), abs=1e-3)  # the zero-initialized policy
-    assert "P(timeout)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "P(timeout)" in out and "up (safe path)" in out
+    # The table and the figure again from the JSON, without training.
+    figure = tmp_path / "lava.png"
+    assert load("lava_diagnosis").main(["--from-json", str(path), "--figure", str(figure)]) == 0
+    assert out.split("total time")[0] == capsys.readouterr().out.split("total time")[0]
+    assert figure.stat().st_size > 0
+
+
+def test_first_move_rows_rank_the_safe_move_last_under_cvar():
+    """The measured mechanism: at the uniform policy, CVaR_0.2 prefers diving into the lava to the safe first move."""
+    rows = {row[0]: float(row[-1]) for row in load("lava_diagnosis").first_move_rows()}
+    assert rows["down"] > rows["right (shortcut)"] > rows["up (safe path)"]
