@@ -159,10 +159,34 @@ def test_variance_grid_over_n_and_a_trained_policy(tmp_path, capsys):
     initial, trained = grid["policies"]["initial"]["16"], grid["policies"]["trained"]["16"]
     assert initial["ordergrad_cvar"]["mean_norm"] != pytest.approx(trained["ordergrad_cvar"]["mean_norm"], rel=1e-6)
     out = capsys.readouterr().out
-    assert "trained: after 2 OrderGrad-CVaR updates" in out and "cos(E g, reference)" in out
+    assert "trained: after 2 OrderGrad-CVaR updates" in out and "cos(mean, reference)" in out
+    assert "noise share of norm(mean)^2" in out
 
 
 def test_variance_n_below_two_is_refused(tmp_path, capsys):
     argv = ["reproduce", "peers", "--quick", "--quiet", "--variance-only", "--out", str(tmp_path)]
     assert main([*argv, "--variance-n", "1"]) != 0
     assert "--variance-n needs N >= 2" in capsys.readouterr().err
+
+
+def test_unbiased_relative_variance_removes_the_noise_of_the_mean():
+    # tr Cov = 10 * 1^2; the mean of 20 batches carries 10 / 20 = 0.5 of noise in its squared norm.
+    result = {"batches": 20, "gcvar": {"mean_norm": 1.0, "relative_variance": 10.0}}
+    assert peers.unbiased_relative_variance(result, "gcvar") == pytest.approx((20.0, 0.5))
+    result["gcvar"]["relative_variance"] = 25.0  # noise 1.25 > 1: the mean is not resolved
+    relative, noise = peers.unbiased_relative_variance(result, "gcvar")
+    assert relative is None and noise == pytest.approx(1.25)
+    # Monte Carlo: g = e + noise of total variance 4 in 2 dimensions, so |E g|^2 = 1, from 50 batches at a time.
+    # The denominator tr Cov / ratio is unbiased for |E g|^2; the plain |mean|^2 is 1 + 4 / 50 on average.
+    rng = np.random.default_rng(0)
+    plain, unbiased = [], []
+    for _ in range(2000):
+        g = np.array([1.0, 0.0]) + rng.normal(scale=math.sqrt(2.0), size=(50, 2))
+        mean = g.mean(axis=0)
+        trace = np.trace(np.cov(g.T))
+        stats = {"mean_norm": np.linalg.norm(mean), "relative_variance": trace / (mean @ mean)}
+        plain.append(mean @ mean)
+        unbiased.append(trace / peers.unbiased_relative_variance({"batches": 50, "m": stats}, "m")[0])
+    se = np.std(plain) / math.sqrt(len(plain))
+    assert abs(np.mean(unbiased) - 1.0) < 3 * se
+    assert np.mean(plain) - 1.0 > 5 * se

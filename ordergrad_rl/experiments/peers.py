@@ -519,31 +519,42 @@ def format_variance(variance: dict[str, Any]) -> str:
     return markdown_table(headers, rows)
 
 
+def unbiased_relative_variance(result: dict[str, Any], name: str) -> tuple[float | None, float]:
+    """``(tr Cov(g) / |E g|^2, noise share)`` of estimator ``name`` in a :func:`gradient_variance` result, with
+    ``|E g|^2`` estimated without bias as ``|mean|^2 - tr Cov / B`` over the B batches (the plain ratio divides by
+    ``|mean|^2``, which noise inflates). The noise share is ``tr Cov / (B |mean|^2)``; at 1 or more the mean is not
+    resolved and the ratio is ``None``."""
+    stats = result[name]
+    squared = stats["mean_norm"] ** 2
+    trace = stats["relative_variance"] * squared
+    noise = trace / result["batches"]
+    return (trace / (squared - noise) if squared > noise else None), noise / squared
+
+
 def format_variance_grid(grid: dict[str, Any]) -> str:
     """The grid over policies and N as a table, one row per (policy, N, estimator)."""
-    rows = [
-        [
-            policy,
-            n,
-            METHODS[name].label,
-            f"{result[name]['nonzero']:.1%}",
-            result[name]["relative_variance"],
-            result[name]["mean_cosine"],
-            result[name]["cos_to_reference"],
-            result["cos_between_means"],
-        ]
-        for policy, results in grid["policies"].items()
-        for n, result in results.items()
-        for name in ("gcvar", "ordergrad_cvar")
-    ]
+    rows = []
+    for policy, results in grid["policies"].items():
+        for n, result in results.items():
+            for name in ("gcvar", "ordergrad_cvar"):
+                relative, noise = unbiased_relative_variance(result, name)
+                stats = result[name]
+                trace = stats["relative_variance"] * stats["mean_norm"] ** 2
+                rows.append(
+                    [policy, n, METHODS[name].label, f"{stats['nonzero']:.1%}", f"{trace:.3g}"]
+                    + ["not resolved" if relative is None else f"{relative:.3g}", f"{noise:.2f}"]
+                    + [stats["mean_cosine"], stats["cos_to_reference"], result["cos_between_means"]]
+                )
     headers = [
         "policy",
         "N",
         "estimator",
         "nonzero weights",
+        "tr Cov(g)",
         "tr Cov(g) / norm(E g)^2",
-        "mean cos(g, E g)",
-        "cos(E g, reference)",
+        "noise share of norm(mean)^2",
+        "mean cos(g, mean)",
+        "cos(mean, reference)",
         "cos between the means",
     ]
     return markdown_table(headers, rows)
@@ -662,7 +673,8 @@ def run(args: argparse.Namespace) -> int:
             )
         print(
             f"\nGradient estimates over N and policies ({config.variance_batches} batches each; policies: initial"
-            f"{trained}); reference: the normalized sum of both unit mean directions at the largest N\n"
+            f"{trained}); tr Cov / norm(E g)^2 with norm(E g)^2 estimated without bias (peers.unbiased_relative_"
+            "variance); reference: the normalized sum of both unit mean directions at the largest N\n"
         )
         print(format_variance_grid(grid))
     results["figures"] = {"curves": plot(results, args.out / "peers_curves.png")} if config.envs else {}
