@@ -22,6 +22,9 @@ episodes (the agent's own collector, learning rate 0), and on each batch the GCV
 ``(1/N) sum_i w_i grad log p(tau_i)`` and OrderGrad-CVaR's (``k a_i`` as weights), unnormalized. Reported per
 estimator: the share of episodes with a nonzero weight, the relative variance ``tr Cov(g) / |E g|^2`` and the
 mean cosine between a batch's estimate and the mean estimate; and the cosine between the two mean directions.
+``--variance-n`` repeats it at other N (K = N / 2), ``--variance-trained U`` also at the policy after U updates of
+OrderGrad-CVaR training (``--variance-only``: no training runs); the grid's table also gives ``tr Cov(g)`` and the
+ratio against the unbiased ``|E g|^2`` (see unbiased_relative_variance).
 
 Seeds: seed s uses the seed block of ``reproduce tailrisk`` (training s * 10^6, evaluation + 700000, final
 evaluation + 500000). The (env, method, seed) runs are independent jobs over the available cores (one torch thread
