@@ -87,3 +87,106 @@ def test_quick_runs_end_to_end_and_writes_every_method(tmp_path, capsys):
     assert variance["ordergrad_cvar"]["nonzero"] > 0.9
     assert -1.0 <= variance["cos_between_means"] <= 1.0
     assert (tmp_path / "peers_curves.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("table", "mean", "cvar", "lava"),
+    [(SHORTCUT_POLICY, 3.793, -4.446, 0.0732), (SAFE_POLICY, 3.207, 0.951, 0.0036)],
+    ids=["shortcut", "safe"],
+)
+def test_lava_outcomes_of_a_deterministic_policy_are_the_documented_ones(table, mean, cvar, lava):
+    """The env docstring's exact table (its P(lava) column counts late goals below -10 too: 0.0037 for safe)."""
+    out = peers.lava_outcomes(np.eye(4)[table])
+    assert out["goal"] + out["lava"] + out["timeout"] == pytest.approx(1.0, abs=1e-12)
+    assert (out["mean"], out["cvar"], out["lava"]) == pytest.approx((mean, cvar, lava), abs=6e-4)
+
+
+def test_lava_outcomes_of_a_stochastic_policy_match_monte_carlo():
+    """A random stochastic policy, sampled through the registered env (with its 30-step limit)."""
+    import gymnasium as gym
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(4) * 0.7, size=15)
+    exact = peers.lava_outcomes(probs)
+    env = gym.make(peers.LAVA_ENV)
+    n, returns, outcomes = 3000, [], {"goal": 0, "lava": 0, "timeout": 0}
+    for episode in range(n):
+        state, _ = env.reset(seed=episode)
+        total, done = 0.0, False
+        while not done:
+            state, reward, terminated, truncated, _ = env.step(int(rng.choice(4, p=probs[state])))
+            total, done = total + reward, terminated or truncated
+        outcomes["timeout" if not terminated else "goal" if reward > 0 else "lava"] += 1
+        returns.append(total)
+    returns = np.array(returns)
+    for name, count in outcomes.items():
+        p = exact[name]
+        assert abs(count / n - p) < 4 * math.sqrt(p * (1 - p) / n) + 1e-3, name
+    assert abs(returns.mean() - exact["mean"]) < 4 * returns.std() / math.sqrt(n)
+    assert abs(peers.cvar(returns) - exact["cvar"]) < 1.0  # the mean of 600 tail samples: a loose band
+
+
+def test_lava_outcomes_refuse_a_wrong_shape():
+    with pytest.raises(ValueError, match=r"shape \(15, 4\)"):
+        peers.lava_outcomes(np.full((4, 15), 0.25))
+    with pytest.raises(ValueError, match="probability distribution"):
+        peers.lava_outcomes(np.full((15, 4), 0.3))
+
+
+def test_variance_grid_over_n_and_a_trained_policy(tmp_path, capsys):
+    path = tmp_path / "variance.json"
+    argv = ["reproduce", "peers", "--quick", "--quiet", "--variance-only", "--out", str(tmp_path), "--json", str(path)]
+    assert main([*argv, "--variance-n", "8", "16", "--variance-trained", "2"]) == 0
+    results = json.loads(path.read_text())
+    config = peers.Config.quick()
+    assert results["envs"] == {} and not (tmp_path / "peers_curves.png").exists()  # no training runs
+    grid = results["variance_grid"]
+    assert set(grid["policies"]) == {"initial", "trained"} and grid["trained_updates"] == 2
+    assert 0.0 <= grid["trained_deployment"]["profitable"] <= 1.0
+    for by_n in grid["policies"].values():
+        assert set(by_n) == {"8", "16"}
+        for n_text, result in by_n.items():
+            n = int(n_text)
+            assert (result["n_episodes"], result["k"], result["batches"]) == (n, n // 2, config.variance_batches)
+            assert result["gcvar"]["nonzero"] == pytest.approx((math.ceil(0.2 * n) - 1) / n)
+            for name in ("gcvar", "ordergrad_cvar"):
+                assert result[name]["relative_variance"] > 0
+                assert np.linalg.norm(result[name]["mean_direction"]) == pytest.approx(1.0)
+                assert -1.0 <= result[name]["cos_to_reference"] <= 1.0 + 1e-12
+        # The reference is built from the largest N: both estimators there point along it.
+        assert by_n["16"]["gcvar"]["cos_to_reference"] > 0.5
+    # The trained policy is another policy: its mean estimates differ from the initial one's on the same batches.
+    initial, trained = grid["policies"]["initial"]["16"], grid["policies"]["trained"]["16"]
+    assert initial["ordergrad_cvar"]["mean_norm"] != pytest.approx(trained["ordergrad_cvar"]["mean_norm"], rel=1e-6)
+    out = capsys.readouterr().out
+    assert "trained: after 2 OrderGrad-CVaR updates" in out and "cos(mean, reference)" in out
+    assert "noise share of norm(mean)^2" in out
+
+
+def test_variance_n_below_two_is_refused(tmp_path, capsys):
+    argv = ["reproduce", "peers", "--quick", "--quiet", "--variance-only", "--out", str(tmp_path)]
+    assert main([*argv, "--variance-n", "1"]) != 0
+    assert "--variance-n needs N >= 2" in capsys.readouterr().err
+
+
+def test_unbiased_relative_variance_removes_the_noise_of_the_mean():
+    # tr Cov = 10 * 1^2; the mean of 20 batches carries 10 / 20 = 0.5 of noise in its squared norm.
+    result = {"batches": 20, "gcvar": {"mean_norm": 1.0, "relative_variance": 10.0}}
+    assert peers.unbiased_relative_variance(result, "gcvar") == pytest.approx((20.0, 0.5))
+    result["gcvar"]["relative_variance"] = 25.0  # noise 1.25 > 1: the mean is not resolved
+    relative, noise = peers.unbiased_relative_variance(result, "gcvar")
+    assert relative is None and noise == pytest.approx(1.25)
+    # Monte Carlo: g = e + noise of total variance 4 in 2 dimensions, so |E g|^2 = 1, from 50 batches at a time.
+    # The denominator tr Cov / ratio is unbiased for |E g|^2; the plain |mean|^2 is 1 + 4 / 50 on average.
+    rng = np.random.default_rng(0)
+    plain, unbiased = [], []
+    for _ in range(2000):
+        g = np.array([1.0, 0.0]) + rng.normal(scale=math.sqrt(2.0), size=(50, 2))
+        mean = g.mean(axis=0)
+        trace = np.trace(np.cov(g.T))
+        stats = {"mean_norm": np.linalg.norm(mean), "relative_variance": trace / (mean @ mean)}
+        plain.append(mean @ mean)
+        unbiased.append(trace / peers.unbiased_relative_variance({"batches": 50, "m": stats}, "m")[0])
+    se = np.std(plain) / math.sqrt(len(plain))
+    assert abs(np.mean(unbiased) - 1.0) < 3 * se
+    assert np.mean(plain) - 1.0 > 5 * se

@@ -22,6 +22,9 @@ episodes (the agent's own collector, learning rate 0), and on each batch the GCV
 ``(1/N) sum_i w_i grad log p(tau_i)`` and OrderGrad-CVaR's (``k a_i`` as weights), unnormalized. Reported per
 estimator: the share of episodes with a nonzero weight, the relative variance ``tr Cov(g) / |E g|^2`` and the
 mean cosine between a batch's estimate and the mean estimate; and the cosine between the two mean directions.
+``--variance-n`` repeats it at other N (K = N / 2), ``--variance-trained U`` also at the policy after U updates of
+OrderGrad-CVaR training (``--variance-only``: no training runs); the grid's table also gives ``tr Cov(g)`` and the
+ratio against the unbiased ``|E g|^2`` (see unbiased_relative_variance).
 
 Seeds: seed s uses the seed block of ``reproduce tailrisk`` (training s * 10^6, evaluation + 700000, final
 evaluation + 500000). The (env, method, seed) runs are independent jobs over the available cores (one torch thread
@@ -93,6 +96,10 @@ class Config:
     eval_episodes: int = 256
     final_episodes: int = 1024
     variance_batches: int = 200
+    #: N of the gradient-variance grid (``--variance-n``); empty: no grid, only the measurement at ``n_episodes``.
+    variance_n: tuple[int, ...] = ()
+    #: OrderGrad-CVaR updates of the grid's trained policy (``--variance-trained``); 0: the initial policy only.
+    variance_trained_updates: int = 0
     envs: tuple[str, ...] = tuple(ENV_METHODS)
     workers: int | None = None
 
@@ -232,28 +239,93 @@ def train_run(env: str, method: str, seed: int, config: Config) -> dict[str, Any
     return {"env": env, "method": method, "seed": seed, "curve": curve, "final": final, "train_seconds": train_seconds}
 
 
+def lava_outcomes(probs: np.ndarray, alpha: float = ALPHA) -> dict[str, float]:
+    """Exact outcome distribution of a stationary policy on RiskyLavaGrid-v0 (defaults, 30-step limit), by forward
+    propagation of the state distribution through ``env.P``.
+
+    :param probs: ``[15, 4]`` action probabilities per cell (a one-hot table for a deterministic policy).
+    :return: ``{"goal", "lava", "timeout"}`` probabilities, the exact ``mean`` and ``cvar`` (level ``alpha``) of the
+        return. A return is fixed by the outcome and the length L: goal 10 - L, lava -15 - L, timeout -30.
+    """
+    import gymnasium as gym
+
+    env = gym.make(LAVA_ENV).unwrapped
+    horizon = gym.spec(LAVA_ENV).max_episode_steps
+    probs = np.asarray(probs, dtype=np.float64)
+    shape = (int(env.observation_space.n), int(env.action_space.n))
+    if probs.shape != shape:
+        raise ValueError(f"probs must have shape {shape}, got {probs.shape}")
+    if not (np.all(probs >= 0) and np.allclose(probs.sum(axis=1), 1.0)):
+        raise ValueError("probs must hold a probability distribution over the actions in every row")
+    n = int(env.observation_space.n)
+    # move[s, a, s2]: transition probability; reward[s, a, s2] and terminal[s2] are fixed by the target cell.
+    move, ends = np.zeros((n, shape[1], n)), np.zeros(n, dtype=bool)
+    for state, actions in env.P.items():
+        for action, outcomes in actions.items():
+            for prob, nxt, _, terminated in outcomes:
+                move[state, action, nxt] += prob
+                ends[nxt] |= terminated
+    step = np.einsum("sa,sat->st", probs, move)
+    goal = np.array([cell == "G" for cell in env.cells])
+    occupancy = np.zeros(n)
+    occupancy[env.start_state] = 1.0
+    values, masses = [], []
+    for length in range(1, horizon + 1):
+        occupancy = occupancy @ step
+        for cells, value in ((goal, 10.0 - length), (ends & ~goal, -15.0 - length)):
+            values.append(value)
+            masses.append(occupancy[cells].sum())
+        occupancy = np.where(ends, 0.0, occupancy)
+    values.append(-float(horizon))
+    masses.append(occupancy.sum())
+    values_arr, masses_arr = np.array(values), np.array(masses)
+    order = np.argsort(values_arr, kind="stable")
+    values_arr, masses_arr = values_arr[order], masses_arr[order]
+    # CVaR_alpha of a discrete distribution: the mean of the lowest alpha probability mass.
+    below = np.minimum(masses_arr, np.maximum(alpha - (np.cumsum(masses_arr) - masses_arr), 0.0))
+    return {
+        "goal": float(np.sum(masses[0:-1:2])),
+        "lava": float(np.sum(masses[1:-1:2])),
+        "timeout": float(masses[-1]),
+        "mean": float(values_arr @ masses_arr),
+        "cvar": float(values_arr @ below / alpha),
+    }
+
+
 # ---------------------------------------------------------------------------------------------------- variance
-def gradient_variance(config: Config, seed: int = 0) -> dict[str, Any]:
-    """GCVaR vs OrderGrad-CVaR gradient estimates on the same batches at the initial portfolio policy (module
-    docstring). ``{"n_episodes", "batches", "cos_between_means", method: {"nonzero", "relative_variance",
-    "mean_cosine", "mean_norm"}}``."""
+def gradient_variance(
+    config: Config, n_episodes: int | None = None, policy_state: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """GCVaR vs OrderGrad-CVaR gradient estimates on the same batches of ``n_episodes`` (default ``config``'s N;
+    OrderGrad's K = N / 2, the protocol's ratio) at a fixed portfolio policy: the initial one, or the policy
+    ``policy_state`` (a ``state_dict`` of the protocol's policy). See the module docstring. ``{"n_episodes", "k",
+    "batches", "cos_between_means", method: {"nonzero", "relative_variance", "mean_cosine", "mean_norm",
+    "mean_direction"}}``, ``mean_direction`` the unit mean estimate."""
     import torch as th
     from stable_baselines3.common.callbacks import BaseCallback
 
     from ordergrad_rl.agents import OrderGradREINFORCE
     from ordergrad_rl.core.gcvar import gcvar_weights
 
-    # Step size 0: the policy stays the initial one; the raw (unnormalized) weights are the estimators.
-    kwargs = {**config.protocol().reinforce_kwargs(), "learning_rate": 0.0, "normalize_advantage": False}
+    n = config.n_episodes if n_episodes is None else n_episodes
+    k = config.k if n == config.n_episodes else n // 2
+    # Step size 0: the policy stays the given one; the raw (unnormalized) weights are the estimators.
+    kwargs = {
+        **dataclasses.replace(config, n_episodes=n, k=k).protocol().reinforce_kwargs(),
+        "learning_rate": 0.0,
+        "normalize_advantage": False,
+    }
     model = OrderGradREINFORCE(
         "MlpPolicy",
         tailrisk.TRAIN_ENV,
         objective=METHODS["ordergrad_cvar"].objective,
-        k=config.k,
+        k=k,
         seed=seed * SEED_STRIDE + 900_000,
         **kwargs,
     )
     policy = model.policy
+    if policy_state is not None:
+        policy.load_state_dict(policy_state)
     params = [p for p in policy.parameters() if p.requires_grad]
     estimates: dict[str, list[np.ndarray]] = {"gcvar": [], "ordergrad_cvar": []}
     nonzero: dict[str, list[float]] = {"gcvar": [], "ordergrad_cvar": []}
@@ -280,8 +352,8 @@ def gradient_variance(config: Config, seed: int = 0) -> dict[str, Any]:
                 nonzero[name].append(float(np.mean(w != 0)))
 
     decisions = int(model.get_env().get_attr("num_decisions")[0])
-    model.learn(config.variance_batches * config.n_episodes * decisions, callback=Estimates())
-    out: dict[str, Any] = {"n_episodes": config.n_episodes, "batches": len(estimates["gcvar"])}
+    model.learn(config.variance_batches * n * decisions, callback=Estimates())
+    out: dict[str, Any] = {"n_episodes": n, "k": k, "batches": len(estimates["gcvar"])}
     means = {}
     for name, values in estimates.items():
         g = np.stack(values)
@@ -293,9 +365,52 @@ def gradient_variance(config: Config, seed: int = 0) -> dict[str, Any]:
             "relative_variance": float(np.trace(np.atleast_2d(np.cov(g.T))) / (mean @ mean)),
             "mean_cosine": float(np.mean(cosines)),
             "mean_norm": float(np.linalg.norm(mean)),
+            "mean_direction": mean / np.linalg.norm(mean),
         }
     a, b = means["gcvar"], means["ordergrad_cvar"]
     out["cos_between_means"] = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    return out
+
+
+def trained_policy(config: Config, updates: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
+    """The portfolio protocol's OrderGrad-CVaR policy after ``updates`` updates (the first ``updates`` of seed
+    ``seed``'s training run), and its deployment (``tailrisk.deploy``, ``eval_episodes`` paths): ``(state_dict,
+    {"profitable", "below_0.9", "cvar"})``."""
+    config = dataclasses.replace(config, tailrisk_updates=updates)
+    model = make_model("tailrisk", "ordergrad_cvar", seed, config)
+    model.learn(config.steps("tailrisk"))
+    final = evaluation_returns("tailrisk", model, config.eval_episodes, seed * SEED_STRIDE + DEPLOY_OFFSET)
+    deployment = {"profitable": final["profitable"], "below_0.9": final["below_0.9"], "cvar": cvar(final["returns"])}
+    return model.policy.state_dict(), deployment
+
+
+def variance_grid(config: Config, initial: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`gradient_variance` at every N of ``config.variance_n`` on the initial policy and, with
+    ``config.variance_trained_updates``, on the trained policy (:func:`trained_policy`). Each result also gets
+    ``cos_to_reference`` per estimator: the cosine of its mean to the reference direction of its policy, the
+    normalized sum of both estimators' unit means at the largest N (the best available stand-in for the exact CVaR
+    gradient, which neither estimator targets exactly at finite N).
+
+    :param initial: an already measured result at the initial policy and ``config.n_episodes``, reused.
+    :return: ``{"policies": {"initial": {str(N): result}, "trained": {...}}, "trained_deployment": {...}}``.
+    """
+    out: dict[str, Any] = {"policies": {}}
+    states: dict[str, dict[str, Any] | None] = {"initial": None}
+    if config.variance_trained_updates:
+        states["trained"], out["trained_deployment"] = trained_policy(config, config.variance_trained_updates)
+        out["trained_updates"] = config.variance_trained_updates
+    for name, state in states.items():
+        results = {}
+        for n in sorted(config.variance_n or (config.n_episodes,)):
+            reuse = name == "initial" and initial is not None and n == initial["n_episodes"]
+            results[str(n)] = initial if reuse else gradient_variance(config, n, state)
+        largest = results[str(max(config.variance_n or (config.n_episodes,)))]
+        reference = largest["gcvar"]["mean_direction"] + largest["ordergrad_cvar"]["mean_direction"]
+        reference = reference / np.linalg.norm(reference)
+        for result in results.values():
+            for method in ("gcvar", "ordergrad_cvar"):
+                result[method]["cos_to_reference"] = float(result[method]["mean_direction"] @ reference)
+        out["policies"][name] = results
     return out
 
 
@@ -341,7 +456,8 @@ def summarize(runs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
 
 
 def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
-    """Every (env, method, seed) run in parallel, then the gradient-variance measurement."""
+    """Every (env, method, seed) run in parallel, then the gradient-variance measurement (with the portfolio or no
+    env at all), and its grid over N and policies if ``config.variance_n`` or ``config.variance_trained_updates``."""
     from ordergrad_rl.sweep.jobs import Job, run_jobs
 
     jobs = [
@@ -355,13 +471,18 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
         for seed in range(config.seeds)
         for method in ENV_METHODS[env]
     ]
-    results_by_id = run_jobs(jobs, config.workers, desc=f"training {len(jobs)} runs", unit="step", quiet=quiet)
+    results_by_id = (
+        run_jobs(jobs, config.workers, desc=f"training {len(jobs)} runs", unit="step", quiet=quiet) if jobs else {}
+    )
     runs = [results_by_id[job.id] for job in jobs]
     results: dict[str, Any] = {"config": dataclasses.asdict(config), "envs": summarize(runs, config)}
-    if "tailrisk" in config.envs:
+    if "tailrisk" in config.envs or not config.envs:
         start = time.perf_counter()
         results["gradient_variance"] = gradient_variance(config)
         results["gradient_variance"]["seconds"] = time.perf_counter() - start
+        if config.variance_n or config.variance_trained_updates:
+            results["variance_grid"] = variance_grid(config, results["gradient_variance"])
+            results["variance_grid"]["seconds"] = time.perf_counter() - start
     return results
 
 
@@ -398,6 +519,47 @@ def format_variance(variance: dict[str, Any]) -> str:
         for name in ("gcvar", "ordergrad_cvar")
     ]
     headers = ["estimator", "episodes with a nonzero weight", "tr Cov(g) / norm(E g)^2", "mean cos(g, E g)"]
+    return markdown_table(headers, rows)
+
+
+def unbiased_relative_variance(result: dict[str, Any], name: str) -> tuple[float | None, float]:
+    """``(tr Cov(g) / |E g|^2, noise share)`` of estimator ``name`` in a :func:`gradient_variance` result, with
+    ``|E g|^2`` estimated without bias as ``|mean|^2 - tr Cov / B`` over the B batches (the plain ratio divides by
+    ``|mean|^2``, which noise inflates). The noise share is ``tr Cov / (B |mean|^2)``; at 1 or more the mean is not
+    resolved and the ratio is ``None``."""
+    stats = result[name]
+    squared = stats["mean_norm"] ** 2
+    trace = stats["relative_variance"] * squared
+    noise = trace / result["batches"]
+    return (trace / (squared - noise) if squared > noise else None), noise / squared
+
+
+def format_variance_grid(grid: dict[str, Any]) -> str:
+    """The grid over policies and N as a table, one row per (policy, N, estimator)."""
+    rows = []
+    for policy, results in grid["policies"].items():
+        for n, result in results.items():
+            for name in ("gcvar", "ordergrad_cvar"):
+                relative, noise = unbiased_relative_variance(result, name)
+                stats = result[name]
+                trace = stats["relative_variance"] * stats["mean_norm"] ** 2
+                rows.append(
+                    [policy, n, METHODS[name].label, f"{stats['nonzero']:.1%}", f"{trace:.3g}"]
+                    + ["not resolved" if relative is None else f"{relative:.3g}", f"{noise:.2f}"]
+                    + [stats["mean_cosine"], stats["cos_to_reference"], result["cos_between_means"]]
+                )
+    headers = [
+        "policy",
+        "N",
+        "estimator",
+        "nonzero weights",
+        "tr Cov(g)",
+        "tr Cov(g) / norm(E g)^2",
+        "noise share of norm(mean)^2",
+        "mean cos(g, mean)",
+        "cos(mean, reference)",
+        "cos between the means",
+    ]
     return markdown_table(headers, rows)
 
 
@@ -448,6 +610,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"parallel training runs (default: the available cores, here {tailrisk.available_cores()})",
     )
+    parser.add_argument(
+        "--variance-n",
+        nargs="+",
+        type=positive_int,
+        default=[],
+        metavar="N",
+        help="also measure the gradient variance at these N (K = N / 2), e.g. 32 64 256 1024",
+    )
+    parser.add_argument(
+        "--variance-trained",
+        type=positive_int,
+        default=0,
+        metavar="U",
+        help="also measure it at the portfolio policy after U updates of OrderGrad-CVaR training",
+    )
+    parser.add_argument(
+        "--variance-only", action="store_true", help="no training runs: only the gradient-variance measurements"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "peers")
 
@@ -459,17 +639,24 @@ def run(args: argparse.Namespace) -> int:
     config = dataclasses.replace(
         base,
         seeds=args.seeds if not args.quick else min(args.seeds, base.seeds),
-        envs=tuple(args.envs),
+        envs=() if args.variance_only else tuple(args.envs),
         workers=args.workers,
+        variance_n=tuple(args.variance_n),
+        variance_trained_updates=args.variance_trained,
     )
+    if any(n < 2 for n in config.variance_n):
+        from ordergrad_rl.commands._models import CommandError
+
+        raise CommandError(f"--variance-n needs N >= 2 (K = N / 2 episodes are ranked), got {list(config.variance_n)}")
     results = run_experiment(config, quiet=args.quiet)
-    print(
-        f"Risk-sensitive peers, {config.seeds} seeds. Portfolio: the tailrisk protocol, {config.tailrisk_updates} "
-        f"updates of {config.n_episodes} episodes, K = {config.k}. Lava grid: {config.lava_steps} env steps per "
-        f"method. Final evaluation: {config.final_episodes} deterministic episodes per seed; mean over seeds "
-        "[95% bootstrap CI].\n"
-    )
-    print(format_table(results))
+    if config.envs:
+        print(
+            f"Risk-sensitive peers, {config.seeds} seeds. Portfolio: the tailrisk protocol, {config.tailrisk_updates} "
+            f"updates of {config.n_episodes} episodes, K = {config.k}. Lava grid: {config.lava_steps} env steps per "
+            f"method. Final evaluation: {config.final_episodes} deterministic episodes per seed; mean over seeds "
+            "[95% bootstrap CI].\n"
+        )
+        print(format_table(results))
     if "gradient_variance" in results:
         variance = results["gradient_variance"]
         print(
@@ -478,9 +665,26 @@ def run(args: argparse.Namespace) -> int:
             f"directions: {variance['cos_between_means']:.3f}\n"
         )
         print(format_variance(variance))
-    results["figures"] = {"curves": plot(results, args.out / "peers_curves.png")}
+    if "variance_grid" in results:
+        grid = results["variance_grid"]
+        trained = ""
+        if "trained" in grid["policies"]:
+            deployed = grid["trained_deployment"]
+            trained = (
+                f"; trained: after {grid['trained_updates']} OrderGrad-CVaR updates (deployed: "
+                f"{deployed['profitable']:.1%} profitable, CVaR_0.2 of log W_T {deployed['cvar']:.3f})"
+            )
+        print(
+            f"\nGradient estimates over N and policies ({config.variance_batches} batches each; policies: initial"
+            f"{trained}); tr Cov / norm(E g)^2 with norm(E g)^2 estimated without bias (peers.unbiased_relative_"
+            "variance); reference: the normalized sum of both unit mean directions at the largest N\n"
+        )
+        print(format_variance_grid(grid))
+    results["figures"] = {"curves": plot(results, args.out / "peers_curves.png")} if config.envs else {}
     results["wall_seconds"] = time.perf_counter() - start
-    print(f"\ntime: {results['wall_seconds']:.0f} s\nfigure: {results['figures']['curves']}")
+    print(f"\ntime: {results['wall_seconds']:.0f} s")
+    for path in results["figures"].values():
+        print(f"figure: {path}")
     if args.json is not None:
         print(f"json: {write_json(args.json, results)}")
     return 0

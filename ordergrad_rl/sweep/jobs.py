@@ -117,12 +117,12 @@ def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> di
 
 
 def _run_ray(jobs: list[Job], address: str, storage: Path, bar: Any, quiet: bool) -> dict[str, Any]:
-    import ray
-
     from ordergrad_rl.commands._models import CommandError
     from ordergrad_rl.sweep.runner import init_ray, require_ray, run_tune
 
-    require_ray(f"--address {address}")
+    require_ray(f"--address {address}")  # before importing ray: without it, the error names the extra
+    import ray
+
     results = storage / "results"
     specs = [
         {
