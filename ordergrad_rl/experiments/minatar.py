@@ -28,9 +28,10 @@ and mean of the normalized scores with stratified-bootstrap 95% CIs. Entropy is 
 the states of each rollout.
 
 Figures (``--out``): ``minatar_aggregate.png`` (IQM normalized score over steps, and the final median/IQM/mean
-with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, PPO-Q and PPO-V as lines), ``minatar_entropy.png``
-(policy entropy over steps for each M, per game). Each run is cached as JSON under ``<out>/runs`` and reused by a
-later invocation with the same settings, so an interrupted reproduction resumes.
+with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, the baselines run as lines; skipped without a Top-M@K
+method), ``minatar_entropy.png`` (policy entropy over steps for each method, per game). Each run is cached as JSON
+under ``<out>/runs`` and reused by a later invocation with the same settings (the method's own entropy coefficient
+included), so an interrupted reproduction resumes and ``--methods`` subsets run one after another share one ``--out``.
 
 Needs the extra ``pip install "ordergrad-rl[minatar]"`` (MinAtar and rliable).
 """
