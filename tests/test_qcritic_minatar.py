@@ -1,4 +1,5 @@
-"""MinAtar wrapper, the pgx network, a short Q-critic run on Breakout, and the reproduction's aggregation."""
+"""MinAtar wrapper, the pgx network and a short Q-critic run on Breakout (the reproduction's tests:
+test_experiments_minatar.py)."""
 
 from __future__ import annotations
 
@@ -45,39 +46,3 @@ def test_methods_train_on_breakout(method: str) -> None:
         assert model.advantage == "q_critic" and model.policy.value_net.out_features == 3
         assert model.gae_lambda == (0.95 if method == "ppo_q" else 0.8)
         assert str(model.objective) == ("mean" if method == "ppo_q" else "top9@10")
-
-
-def _fake_run(game: str, method: str, seed: int, score: float) -> dict:
-    return dict(
-        game=game,
-        method=method,
-        seed=seed,
-        steps=1000,
-        train_seconds=1.0,
-        steps_per_second=1000.0,
-        eval_returns=[score, score],
-        episodes=[[100 * (i + 1), score * i / 9] for i in range(10)],
-        entropy=[[250, 1.0], [500, 0.8], [1000, 0.5]],
-    )
-
-
-def test_aggregate_and_figures(tmp_path) -> None:
-    try:
-        import rliable.library  # noqa: F401
-    except Exception as error:  # arch 7 (rliable's bootstrap) fails to import under pandas 3: a TypeError
-        pytest.skip(f"rliable unusable here: {error!r}")
-    config = exp.Config(games=("breakout", "asterix"), steps=1000, seeds=2, m=(1, 9), curve_bins=5, reps=100)
-    scores = {"ppo_v": 0.1, "ppo_q": 0.2, "top1@10": 0.3, "top9@10": 0.4}
-    runs = [
-        _fake_run(g, m, s, s_ * exp.MAX_SCORES[g]) for g in config.games for m, s_ in scores.items() for s in range(2)
-    ]
-    summary = exp.aggregate(runs, config)
-    for method, score in scores.items():
-        agg = summary["methods"][method]
-        assert agg["median"] == pytest.approx(score) and agg["iqm"] == pytest.approx(score)
-        # The last of 5 bins holds the episodes ending at steps 900 and 1000 (returns 8/9 and 9/9 of the score).
-        assert agg["iqm_curve"][-1] == pytest.approx(score * 17 / 18)
-    assert summary["per_game"]["asterix"]["top9@10"]["entropy_curve"][-1] == pytest.approx(0.5)
-    for plot, name in [(exp.plot_aggregate, "a.png"), (exp.plot_effect_of_m, "m.png"), (exp.plot_entropy, "e.png")]:
-        assert plot(summary, config, tmp_path / name).stat().st_size > 1000
-    assert "OrderGrad Top-9@10" in exp.format_table(summary, config)

@@ -3,15 +3,18 @@
 Methods, all with the pgx MinAtar network (shared trunk :class:`~ordergrad_rl.agents.GridCNN`: 2x2 conv, ReLU, 2x2
 average pooling, dense 64 + ReLU; actor and critic heads of two hidden layers of 64, Tanh):
 
-* PPO-V: SB3's ``PPO`` with a scalar value head, GAE lambda 0.95;
-* PPO-Q: ``OrderGradPPO(advantage="q_critic", objective="mean")``, a per-action Q head, lambda 0.95;
-* OrderGrad PPO Top-M@K: ``OrderGradPPO(advantage="q_critic", objective="topM@K")``, lambda 0.8.
+* PPO-V (``ppo_v``): SB3's ``PPO`` with a scalar value head, GAE lambda 0.95;
+* PPO-Q (``ppo_q``): ``OrderGradPPO(advantage="q_critic", objective="mean")``, a per-action Q head, lambda 0.95;
+* PPO-V + ent, PPO-Q + ent (``ppo_v_ent``, ``ppo_q_ent``): the same with entropy coefficient 0.01;
+* OrderGrad PPO Top-M@K (``top<M>@<K>``): ``OrderGradPPO(advantage="q_critic", objective="topM@K")``, lambda 0.8.
 
 The paper's tables: rollout 128 steps, learning rate 3e-4, 3 epochs, gamma 0.99, clip 0.2, max grad norm 0.5, value
-coefficient 0.5, entropy coefficient 0 (the runs here), with 1024 envs, minibatches of 1024 and 1e7 steps over 10
-seeds. A CPU runs a few thousand steps per second, so the env count, minibatch, steps and seeds are scaled down
-(``--n-envs``, ``--batch-size``, ``--steps``, ``--seeds``; the defaults are stated in ``--help``): with 16 envs a
-rollout is 2048 steps and a minibatch of 256 gives 8 updates per epoch.
+coefficient 0.5, entropy coefficient from the grid (0, 0.01) — 0 for OrderGrad (it modulates exploration through M,
+without an entropy bonus) and both values for the baselines (Fig. minatar_main) — with 1024 envs, minibatches of
+1024 and 1e7 steps over 10 seeds. A CPU runs a few thousand steps per second, so the env count, minibatch, steps
+and seeds are scaled down (``--n-envs``, ``--batch-size``, ``--steps``, ``--seeds``; the defaults are stated in
+``--help``): with 16 envs a rollout is 2048 steps and a minibatch of 256 gives 8 updates per epoch. ``--methods``
+runs a subset of the methods.
 
 Games are MinAtar's own Gymnasium envs (``MinAtar/<Game>-v1``: minimal action sets as in pgx, sticky actions 0.1),
 observations converted from bool to float32 (10x10xC, channels last). Scores are normalized by the paper's
@@ -25,9 +28,10 @@ and mean of the normalized scores with stratified-bootstrap 95% CIs. Entropy is 
 the states of each rollout.
 
 Figures (``--out``): ``minatar_aggregate.png`` (IQM normalized score over steps, and the final median/IQM/mean
-with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, PPO-Q and PPO-V as lines), ``minatar_entropy.png``
-(policy entropy over steps for each M, per game). Each run is cached as JSON under ``<out>/runs`` and reused by a
-later invocation with the same settings, so an interrupted reproduction resumes.
+with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, the baselines run as lines; skipped without a Top-M@K
+method), ``minatar_entropy.png`` (policy entropy over steps for each method, per game). Each run is cached as JSON
+under ``<out>/runs`` and reused by a later invocation with the same settings (the method's own entropy coefficient
+included), so an interrupted reproduction resumes and ``--methods`` subsets run one after another share one ``--out``.
 
 Needs the extra ``pip install "ordergrad-rl[minatar]"`` (MinAtar and rliable).
 """
@@ -59,8 +63,11 @@ from ordergrad_rl.experiments._common import (
 #: Normalization maxima of the paper (from Nishimori et al. 2026).
 MAX_SCORES: dict[str, float] = {"breakout": 251.15, "asterix": 64.95, "space_invaders": 880.91}
 DEFAULT_GAMES: tuple[str, ...] = ("breakout", "asterix", "space_invaders")
+#: The baselines, in table order (the Top-M@K methods follow, one per M).
+BASELINES: tuple[str, ...] = ("ppo_v", "ppo_v_ent", "ppo_q", "ppo_q_ent")
 PAPER_CLAIMS = (
-    "paper (1e7 steps, 10 seeds, 1024 envs): OrderGrad PPO Top-9@10 beats PPO-V and PPO-Q in normalized score; "
+    "paper (1e7 steps, 10 seeds, 1024 envs): OrderGrad PPO Top-9@10 (entropy coefficient 0) beats PPO-V and PPO-Q, "
+    "with and without entropy bonus, in normalized score; "
     "the best aggregate is around M = 9; smaller M slows the entropy decay (more exploration), larger M decays faster"
 )
 
@@ -86,28 +93,62 @@ class Config:
     clip_range: float = 0.2
     max_grad_norm: float = 0.5
     vf_coef: float = 0.5
+    #: Entropy coefficient of PPO-V, PPO-Q and OrderGrad (paper: 0 for OrderGrad, 0 and 0.01 for the baselines).
     ent_coef: float = 0.0
+    #: Entropy coefficient of the ``*_ent`` baselines: the paper's nonzero grid value.
+    ent_coef_baselines: float = 0.01
+    #: The methods run (a subset of :meth:`all_methods`, kept in table order); ``None``: all of them.
+    method_subset: tuple[str, ...] | None = None
     eval_episodes: int = 32
     curve_bins: int = 20
     reps: int = 2000
 
-    def methods(self) -> list[str]:
-        """Method keys: ``ppo_v``, ``ppo_q``, ``top<M>@<K>`` for each M."""
-        return ["ppo_v", "ppo_q", *(f"top{m}@{self.k}" for m in self.m)]
+    def __post_init__(self) -> None:
+        if self.method_subset is None:
+            return
+        valid = ", ".join(self.all_methods())
+        unknown = [m for m in self.method_subset if m not in self.all_methods()]
+        if unknown:
+            raise ValueError(
+                f"unknown methods {unknown} (the Top-M@K methods are top<M>@{self.k} for the M values {list(self.m)}); "
+                f"valid methods: {valid}"
+            )
+        if not self.method_subset:
+            raise ValueError(f"no methods chosen; valid methods: {valid}")
 
-    def run_key(self) -> dict[str, Any]:
-        """The settings a cached run depends on."""
-        skip = {"games", "seeds", "m", "eval_episodes", "curve_bins", "reps"}
+    def all_methods(self) -> list[str]:
+        """Every method key: the baselines (:data:`BASELINES`) and ``top<M>@<K>`` for each M of ``m``."""
+        return [*BASELINES, *(f"top{m}@{self.k}" for m in self.m)]
+
+    def methods(self) -> list[str]:
+        """The method keys run: ``method_subset`` (all if ``None``) in the order of :meth:`all_methods`."""
+        chosen = self.all_methods() if self.method_subset is None else self.method_subset
+        return [m for m in self.all_methods() if m in chosen]
+
+    def top_ms(self) -> list[int]:
+        """The M values of the Top-M@K methods run."""
+        return [m for m in self.m if f"top{m}@{self.k}" in self.methods()]
+
+    def method_ent_coef(self, method: str) -> float:
+        """The entropy coefficient ``method`` trains with."""
+        return self.ent_coef_baselines if method.endswith("_ent") else self.ent_coef
+
+    def run_key(self, method: str) -> dict[str, Any]:
+        """The settings a cached run of ``method`` depends on. ``ent_coef`` is the coefficient the method trains with,
+        so a run without the bonus is never reused for a ``*_ent`` method, and runs cached before the ``*_ent``
+        methods existed (same keys, ``ent_coef`` 0) stay valid."""
+        skip = {"games", "seeds", "m", "method_subset", "ent_coef_baselines", "eval_episodes", "curve_bins", "reps"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip} | {
-            "eval_episodes": self.eval_episodes
+            "ent_coef": self.method_ent_coef(method),
+            "eval_episodes": self.eval_episodes,
         }
 
 
-def method_label(method: str) -> str:
-    if method == "ppo_v":
-        return "PPO-V"
-    if method == "ppo_q":
-        return "PPO-Q"
+def method_label(method: str, config: Config | None = None) -> str:
+    """Display name of a method key (the ``*_ent`` labels state ``config.ent_coef_baselines``)."""
+    if method in BASELINES:
+        base = "PPO-V" if method.startswith("ppo_v") else "PPO-Q"
+        return f"{base} + ent {(config or Config()).ent_coef_baselines:g}" if method.endswith("_ent") else base
     m, k = method[3:].split("@")
     return f"OrderGrad Top-{m}@{k}"
 
@@ -120,7 +161,8 @@ def policy_kwargs() -> dict[str, Any]:
 
 
 def build_model(method: str, env, config: Config, seed: int, tensorboard_log: str | None = None):
-    """PPO-V (SB3 ``PPO``), PPO-Q or OrderGrad Top-M@K (``OrderGradPPO(advantage="q_critic")``) on ``env``."""
+    """PPO-V (SB3 ``PPO``), PPO-Q (each with or without the entropy bonus) or OrderGrad Top-M@K
+    (``OrderGradPPO(advantage="q_critic")``) on ``env``."""
     common = dict(
         n_steps=config.n_steps,
         batch_size=config.batch_size,
@@ -130,20 +172,21 @@ def build_model(method: str, env, config: Config, seed: int, tensorboard_log: st
         clip_range=config.clip_range,
         max_grad_norm=config.max_grad_norm,
         vf_coef=config.vf_coef,
-        ent_coef=config.ent_coef,
+        ent_coef=config.method_ent_coef(method),
         policy_kwargs=policy_kwargs(),
         seed=seed,
         device="cpu",
         tensorboard_log=tensorboard_log,
     )
-    if method == "ppo_v":
+    if method.startswith("ppo_v"):
         from stable_baselines3 import PPO
 
         return PPO("MlpPolicy", env, gae_lambda=config.gae_lambda_ppo, **common)
     from ordergrad_rl.agents import OrderGradPPO
 
-    objective = "mean" if method == "ppo_q" else method
-    lam = config.gae_lambda_ppo if method == "ppo_q" else config.gae_lambda_ordergrad
+    ppo_q = method.startswith("ppo_q")
+    objective = "mean" if ppo_q else method
+    lam = config.gae_lambda_ppo if ppo_q else config.gae_lambda_ordergrad
     return OrderGradPPO("MlpPolicy", env, advantage="q_critic", objective=objective, gae_lambda=lam, **common)
 
 
@@ -207,7 +250,7 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
         eval_returns=[float(r) for r in returns],
         episodes=recorder.episodes,
         entropy=recorder.entropy,
-        config=config.run_key(),
+        config=config.run_key(method),
     )
 
 
@@ -215,11 +258,11 @@ def _run_path(out: Path, game: str, method: str, seed: int) -> Path:
     return out / "runs" / f"{game}_{method.replace('@', 'at')}_s{seed}.json"
 
 
-def _load_cached(path: Path, config: Config) -> dict[str, Any] | None:
+def _load_cached(path: Path, config: Config, method: str) -> dict[str, Any] | None:
     if not path.exists():
         return None
     run = json.loads(path.read_text())
-    return run if run.get("config") == json.loads(json.dumps(config.run_key())) else None
+    return run if run.get("config") == json.loads(json.dumps(config.run_key(method))) else None
 
 
 def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, Any]:
@@ -247,7 +290,7 @@ def run_experiment(
         for game in config.games:
             for method in config.methods():
                 path = _run_path(out, game, method, seed)
-                cached = _load_cached(path, config)
+                cached = _load_cached(path, config, method)
                 if cached is None:
                     jobs.append(
                         Job(path.stem, _run_job, {"job": (game, method, seed, config, str(path), tensorboard_log)})
@@ -330,7 +373,7 @@ def _aggregate(runs, config, games, methods, rng, rly, metrics) -> dict[str, Any
         )
         for m in methods:
             summary["methods"][m] = dict(
-                label=method_label(m),
+                label=method_label(m, config),
                 median=point[m][0],
                 iqm=point[m][1],
                 mean=point[m][2],
@@ -359,7 +402,7 @@ def _aggregate(runs, config, games, methods, rng, rly, metrics) -> dict[str, Any
 
 
 # ---------------------------------------------------------------------------------------------------------- output
-_COLORS = {"ppo_v": "tab:gray", "ppo_q": "black"}
+_COLORS = {"ppo_v": "tab:gray", "ppo_v_ent": "tab:orange", "ppo_q": "black", "ppo_q_ent": "tab:red"}
 
 
 def _color(method: str, ms: tuple[int, ...], k: int):
@@ -403,7 +446,7 @@ def plot_aggregate(summary: dict[str, Any], config: Config, path: Path) -> Path:
 def plot_effect_of_m(summary: dict[str, Any], config: Config, path: Path) -> Path:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    ms = list(config.m)
+    ms = config.top_ms()
     iqm = [summary["methods"][f"top{m}@{config.k}"]["iqm"] for m in ms]
     ci = np.array([summary["methods"][f"top{m}@{config.k}"]["iqm_ci"] for m in ms]).T
     ax.errorbar(
@@ -414,9 +457,14 @@ def plot_effect_of_m(summary: dict[str, Any], config: Config, path: Path) -> Pat
         capsize=3,
         label=f"OrderGrad Top-M@{config.k}",
     )
-    for m in ("ppo_q", "ppo_v"):
-        ax.axhline(summary["methods"][m]["iqm"], color=_COLORS[m], ls="--", label=method_label(m))
-    ax.set(xlabel="M", ylabel="final IQM normalized score (95% CI)", title="Effect of M (entropy coefficient 0)")
+    for m in config.methods():
+        if m in BASELINES:
+            ax.axhline(summary["methods"][m]["iqm"], color=_COLORS[m], ls="--", label=method_label(m, config))
+    ax.set(
+        xlabel="M",
+        ylabel="final IQM normalized score (95% CI)",
+        title=f"Effect of M (OrderGrad entropy coefficient {config.ent_coef:g})",
+    )
     ax.set_xticks(ms)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -434,11 +482,14 @@ def plot_entropy(summary: dict[str, Any], config: Config, path: Path) -> Path:
                 steps,
                 summary["per_game"][game][m]["entropy_curve"],
                 color=_color(m, config.m, config.k),
-                label=method_label(m),
+                label=method_label(m, config),
             )
         ax.set(title=GAMES[game], xlabel="environment steps", ylabel="policy entropy (nats)")
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"Policy entropy (entropy coefficient 0; mean of {config.seeds} seeds)")
+    fig.suptitle(
+        f"Policy entropy (entropy coefficient {config.ent_coef:g}, + ent: {config.ent_coef_baselines:g}; "
+        f"mean of {config.seeds} seeds)"
+    )
     fig.tight_layout()
     return save_figure(fig, path)
 
@@ -451,7 +502,7 @@ def format_table(summary: dict[str, Any], config: Config) -> str:
         lo, hi = agg.get("iqm_ci", (float("nan"), float("nan")))
         rows.append(
             [
-                method_label(m),
+                method_label(m, config),
                 float(agg.get("median", np.nan)),
                 float(agg.get("iqm", np.nan)),
                 f"[{lo:.3f}, {hi:.3f}]",
@@ -489,7 +540,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         nargs="+",
         default=list(default.m),
-        help="M values of OrderGrad Top-M@K (paper: 1 3 5 7 8 9 10; default: %(default)s)",
+        help="M values of OrderGrad Top-M@K: each M defines the method top<M>@<K> (paper: 1 3 5 7 8 9 10; "
+        "default: %(default)s)",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        metavar="METHOD",
+        help=f"the methods to run, from {', '.join(BASELINES)} (+ ent: entropy coefficient "
+        f"{default.ent_coef_baselines:g}, the others {default.ent_coef:g}) and top<M>@<K> for the M of --m "
+        "(e.g. top9@10); --m and --k define which Top-M@K methods exist, --methods picks among them "
+        "(default: all)",
     )
     for flag, field, text in _INT_OPTIONS:
         value = 1 if field is None else getattr(default, field)
@@ -507,18 +569,22 @@ def run(args: argparse.Namespace) -> int:
     bad = [m for m in args.m if m > args.k]
     if bad:
         raise CommandError(f"--m values must be <= --k={args.k}, got {bad}")
+    try:
+        config = Config(
+            games=tuple(dict.fromkeys(args.games)),
+            steps=args.steps,
+            seeds=args.seeds,
+            m=tuple(sorted(set(args.m))),
+            k=args.k,
+            method_subset=None if args.methods is None else tuple(dict.fromkeys(args.methods)),
+            n_envs=args.n_envs,
+            batch_size=args.batch_size,
+            eval_episodes=args.eval_episodes,
+        )
+    except ValueError as error:
+        raise CommandError(f"--methods: {error}") from None
     # Before any training: the games (MinAtar) and the aggregates (rliable) come with the extra.
     require_extra("minatar", ("minatar", "rliable.library"), "reproduce minatar")
-    config = Config(
-        games=tuple(dict.fromkeys(args.games)),
-        steps=args.steps,
-        seeds=args.seeds,
-        m=tuple(sorted(set(args.m))),
-        k=args.k,
-        n_envs=args.n_envs,
-        batch_size=args.batch_size,
-        eval_episodes=args.eval_episodes,
-    )
     start = time.perf_counter()
     runs = run_experiment(
         config,
@@ -532,14 +598,17 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"MinAtar ({', '.join(GAMES[g] for g in config.games)}): {config.steps:,} steps x {config.seeds} seeds per "
         f"method, {config.n_envs} envs x {config.n_steps} steps per rollout, minibatch {config.batch_size}, "
-        f"{config.n_epochs} epochs, entropy coefficient {config.ent_coef}"
+        f"{config.n_epochs} epochs, entropy coefficient {config.ent_coef:g} (+ ent baselines: "
+        f"{config.ent_coef_baselines:g})"
     )
     print(format_table(summary, config))
     print(PAPER_CLAIMS)
     if summary["games"]:
         print(f"figure: {plot_aggregate(summary, config, args.out / 'minatar_aggregate.png')}")
-        if config.m:
+        if config.top_ms():
             print(f"figure: {plot_effect_of_m(summary, config, args.out / 'minatar_effect_of_m.png')}")
+        else:
+            print("no OrderGrad Top-M@K method among --methods: the effect-of-M figure is skipped")
     print(f"figure: {plot_entropy(summary, config, args.out / 'minatar_entropy.png')}")
     if args.json is not None:
         payload = dict(
