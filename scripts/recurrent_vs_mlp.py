@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from ordergrad_rl.experiments._common import markdown_table, positive_int, progress_bar, write_json
+from ordergrad_rl.experiments._common import markdown_table, positive_int, progress_bar, rollout_progress, write_json
 from ordergrad_rl.experiments.peers import cvar
 from ordergrad_rl.experiments.tailrisk import DEPLOY_ENV, DEPLOY_OFFSET, SEED_STRIDE, deploy, deployment_metrics
 
@@ -75,25 +75,12 @@ class StatefulPredictor:
 
 def train(agent: str, seed: int, steps: int, bar: Any) -> tuple[Any, float]:
     """Train ``agent`` at its defaults with cvar0.2 on the deployment env; returns (model, seconds)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
     import ordergrad_rl.agents as agents
-
-    class Progress(BaseCallback):
-        reported = 0
-
-        def _on_step(self) -> bool:
-            return True
-
-        def _on_rollout_end(self) -> None:
-            done = min(self.num_timesteps, steps)
-            bar.update(done - self.reported)
-            self.reported = done
 
     algo, policy = AGENTS[agent]
     start = time.perf_counter()
     model = getattr(agents, algo)(policy, DEPLOY_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE, device="cpu")
-    model.learn(steps, callback=Progress())
+    model.learn(steps, callback=rollout_progress(steps, bar.update))
     return model, time.perf_counter() - start
 
 

@@ -112,6 +112,26 @@ def progress_bar(desc: str, total: int | None, unit: str = "it", quiet: bool = F
     )
 
 
+def rollout_progress(total: int, on_update: Callable[[int], object]) -> Any:
+    """An SB3 callback that reports, at each rollout's end, the env steps done since its last report (counted up to
+    ``total``; a rollout may overshoot the budget), e.g. ``rollout_progress(steps, bar.update)``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class RolloutProgress(BaseCallback):
+        reported = 0
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            done = min(self.num_timesteps, total)
+            if done > self.reported:
+                on_update(done - self.reported)
+                self.reported = done
+
+    return RolloutProgress()
+
+
 def pyplot():
     """matplotlib's pyplot on the Agg backend (files only: the reproductions never open a window)."""
     import matplotlib

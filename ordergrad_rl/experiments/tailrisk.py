@@ -56,6 +56,7 @@ from ordergrad_rl.experiments._common import (
     positive_int,
     print_checks,
     pyplot,
+    rollout_progress,
     save_figure,
     write_json,
 )
@@ -281,19 +282,6 @@ def train_method(
     from ordergrad_rl.envs import make_sb3_vec_env
 
     planned = planned_steps(method, config)
-
-    class UpdateHook(BaseCallback):
-        reported = 0
-
-        def _on_step(self) -> bool:
-            return True
-
-        def _on_rollout_end(self) -> None:
-            done = min(self.num_timesteps, planned)
-            if on_update is not None and done > self.reported:
-                on_update(done - self.reported)
-                self.reported = done
-
     base = seed * SEED_STRIDE
     tensorboard_log = None if tensorboard is None else str(tensorboard)
     if METHODS[method].algo == "ppo":
@@ -312,7 +300,7 @@ def train_method(
         )
     timesteps = planned
     decisions = int(model.get_env().get_attr("num_decisions")[0])
-    callbacks: list[BaseCallback] = [UpdateHook()]
+    callbacks: list[BaseCallback] = [rollout_progress(planned, on_update or (lambda steps: None))]
     if tensorboard is not None:
         callbacks.append(
             RiskEvalCallback(
