@@ -303,3 +303,17 @@ def test_cnn_policy_on_image_observations() -> None:
     model.learn(12)
     observations = model.rollout_buffer.observations
     assert observations.shape == (12, 3, 36, 36) and observations.dtype == np.uint8  # stored raw, as SB3 does
+
+
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (dict(objective="mean"), 16),  # measured: frequent updates win for the mean
+        (dict(objective="cvar0.2"), 256),  # ranked: enough episodes in the tail
+        (dict(objective="max@200"), 400),  # at least 2k
+        (dict(objective="top2@4", group_size=6), 258),  # a multiple of the group size
+    ],
+)
+def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: int) -> None:
+    assert cls("MlpPolicy", "CartPole-v1", n_envs=1, **kwargs).n_episodes == expected
