@@ -663,23 +663,21 @@ class EpisodicAlgorithmMixin:
         With ``objective="gcvar<a>"``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
         (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`; per group with ``group_size``) instead of OrderGrad's.
 
-
         :param episode_returns: ``[N]`` returns of one rollout.
         :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
         :return: ``[N]`` float64 weights.
         """
         values = self._channel_values(episode_returns, channels)
         gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
+        # "channel" normalizes each channel inside the channel sum; with one channel that is "group".
+        per_channel = self.normalize_advantage == "channel" and isinstance(self.objective, ChannelObjective)
         if isinstance(self.objective, ChannelObjective):
-            per_channel = group_normalize if self.normalize_advantage == "channel" else None
-            weights = self.objective.advantage_weights(values, normalize=per_channel)
+            weights = self.objective.advantage_weights(values, normalize=group_normalize if per_channel else None)
         elif gcvar_alpha is not None:
             weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
         else:
             weights = self.k * lstat_advantage(values[REWARD], self.objective)
-        if self.normalize_advantage == "group" or (
-            self.normalize_advantage == "channel" and not isinstance(self.objective, ChannelObjective)
-        ):
+        if self.normalize_advantage in ("group", "channel") and not per_channel:
             weights = group_normalize(weights)
         elif self.normalize_advantage is True:
             # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
