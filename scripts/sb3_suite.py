@@ -73,7 +73,7 @@ def n_episodes_for(n_steps: int, env: Any) -> int:
     measured from the env's first episodes (:func:`~ordergrad_rl.agents.sb3_compat.suggest_n_episodes`, what the
     error for ``n_steps`` tells a user); if the env cannot be copied to measure it, ``n_steps`` episodes. At least
     2."""
-    from ordergrad_rl.agents.sb3_compat import suggest_n_episodes
+    from ordergrad_rl.agents.common.sb3_compat import suggest_n_episodes
 
     n_envs = _num_envs(env)
     suggestion = suggest_n_episodes(env, int(n_steps), n_envs)

@@ -9,8 +9,8 @@ import pytest
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.agents.channels import parse_objective
 from ordergrad_rl.core import Objective, lstat_advantage
+from ordergrad_rl.core.channels import parse_objective
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

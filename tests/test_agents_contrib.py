@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import ordergrad_rl
 from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO
-from ordergrad_rl.agents.contrib_buffers import RecurrentEpisodicRolloutBuffer
+from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.commands._models import detect_algorithm
 from ordergrad_rl.core import lstat_advantage
 

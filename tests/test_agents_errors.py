@@ -15,7 +15,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
-from ordergrad_rl.agents.buffers import MAX_EPISODE_STEPS
+from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS
 
 
 class EndlessEnv(gym.Env):

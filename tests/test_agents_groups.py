@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFram
 from test_agents_estimator import assert_loss_gradient  # tests/ is on sys.path under pytest
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.agents.groups import GroupResetter
+from ordergrad_rl.agents.common.groups import GroupResetter
 from ordergrad_rl.core import known_lstat_value, lstat_advantage
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

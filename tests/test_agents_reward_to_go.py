@@ -9,7 +9,7 @@ import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.agents.episodic import reward_to_go_advantages
+from ordergrad_rl.agents.common.advantages import reward_to_go_advantages
 from ordergrad_rl.core import lstat_advantage
 
 

@@ -18,13 +18,11 @@
 * :mod:`~ordergrad_rl.agents.risk_logging` — the ``risk/*`` tags and the TensorBoard custom-scalars layout.
 """
 
-from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, RiskEvalCallback
-from ordergrad_rl.agents.channels import Channel, ChannelObjective
-from ordergrad_rl.agents.contrib_ppo import OrderGradMaskablePPO, OrderGradRecurrentPPO
-from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin
-from ordergrad_rl.agents.passk_eval import PassAtKEvalCallback, sample_successes
-from ordergrad_rl.agents.policies import (
+from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.callbacks import PassAtKEvalCallback, RiskEvalCallback
+from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, sample_successes
+from ordergrad_rl.agents.common.policies import (
     CnnPolicy,
     MlpPolicy,
     MultiInputPolicy,
@@ -33,12 +31,15 @@ from ordergrad_rl.agents.policies import (
     OrderGradMultiInputPolicy,
     OrderGradPolicyMixin,
 )
+from ordergrad_rl.agents.common.risk_logging import record_risk_profile, risk_layout, write_risk_layout
+from ordergrad_rl.agents.common.torch_layers import GridCNN
 from ordergrad_rl.agents.ppo import OrderGradPPO
-from ordergrad_rl.agents.qcritic import QCriticMixin, q_critic_advantages
+from ordergrad_rl.agents.ppo_mask import OrderGradMaskablePPO
+from ordergrad_rl.agents.ppo_q_critic import OrderGradQCriticPPO, QCriticMixin, q_critic_advantages
+from ordergrad_rl.agents.ppo_recurrent import OrderGradRecurrentPPO
 from ordergrad_rl.agents.qrdqn_cvar import QRDQNCVaR
 from ordergrad_rl.agents.reinforce import OrderGradREINFORCE
-from ordergrad_rl.agents.risk_logging import record_risk_profile, risk_layout, write_risk_layout
-from ordergrad_rl.agents.torch_layers import GridCNN
+from ordergrad_rl.core.channels import Channel, ChannelObjective
 
 __all__ = [
     "Channel",
@@ -56,6 +57,7 @@ __all__ = [
     "OrderGradMultiInputPolicy",
     "OrderGradPPO",
     "OrderGradPolicyMixin",
+    "OrderGradQCriticPPO",
     "OrderGradREINFORCE",
     "OrderGradRecurrentPPO",
     "PassAtKEvalCallback",

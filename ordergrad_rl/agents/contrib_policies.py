@@ -1,125 +1,27 @@
-"""sb3-contrib's recurrent (LSTM) and maskable actor-critic policies with the OrderGrad policy options.
+"""Old path of the sb3-contrib policies (:mod:`ordergrad_rl.agents.ppo_recurrent.policies`,
+:mod:`ordergrad_rl.agents.ppo_mask.policies`); it exists for saves of release 0.1.0, which pickle
+``ordergrad_rl.agents.contrib_policies.<class>`` as their ``policy_class``. Re-exports only."""
 
-``OrderGradRecurrentPPO``'s ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` / ``"MultiInputLstmPolicy"`` and
-``OrderGradMaskablePPO``'s ``"MlpPolicy"`` / ``"CnnPolicy"`` / ``"MultiInputPolicy"`` resolve to the classes below.
-They accept everything sb3-contrib's policies accept plus ``learn_log_std`` and ``zero_init_action_net`` (see
-:mod:`ordergrad_rl.agents.policies`). ``critic`` is set by the algorithm: ``"none"`` in episodic mode, where
-``evaluate_actions`` returns zero values without running a value branch (and the recurrent policy builds no critic
-LSTM: ``enable_critic_lstm=False``, ``shared_lstm=True``); ``"value"`` gives sb3-contrib's behaviour. The per-action Q
-critic (``"q"``) is OrderGradPPO's only.
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-import torch as th
-from gymnasium import spaces
-from sb3_contrib.common.maskable.policies import (
-    MaskableActorCriticCnnPolicy,
-    MaskableActorCriticPolicy,
-    MaskableMultiInputActorCriticPolicy,
+from ordergrad_rl.agents.ppo_mask.policies import (
+    MASKABLE_POLICY_ALIASES,
+    OrderGradMaskableCnnPolicy,
+    OrderGradMaskableMultiInputPolicy,
+    OrderGradMaskablePolicy,
 )
-from sb3_contrib.common.recurrent.policies import (
-    RecurrentActorCriticCnnPolicy,
-    RecurrentActorCriticPolicy,
-    RecurrentMultiInputActorCriticPolicy,
+from ordergrad_rl.agents.ppo_recurrent.policies import (
+    RECURRENT_POLICY_ALIASES,
+    OrderGradRecurrentCnnPolicy,
+    OrderGradRecurrentMultiInputPolicy,
+    OrderGradRecurrentPolicy,
 )
-from sb3_contrib.common.recurrent.type_aliases import RNNStates
-from stable_baselines3.common.type_aliases import Schedule
 
-from ordergrad_rl.agents.policies import OrderGradPolicyMixin
-
-
-def _refuse_q_critic(kwargs: dict[str, Any], policy: str) -> None:
-    if kwargs.get("critic") == "q":
-        raise ValueError(f"{policy} has no per-action Q critic: advantage='q_critic' is OrderGradPPO's")
-
-
-class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy):
-    """sb3-contrib's ``RecurrentActorCriticPolicy`` (``"MlpLstmPolicy"``) with the OrderGrad options.
-
-    With ``critic="none"`` only the actor LSTM exists (the critic options ``enable_critic_lstm`` / ``shared_lstm`` are
-    set accordingly) and :meth:`evaluate_actions` runs the actor only. sb3-contrib names its feed-forward critic
-    module ``critic``, so the critic kind is ``critic_kind`` here.
-    """
-
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
-        _refuse_q_critic(kwargs, type(self).__name__)
-        critic_kind = kwargs.get("critic", "value")
-        if critic_kind == "none":
-            # A critic LSTM would be dead weight; the shared one needs a shared features extractor.
-            kwargs.update(enable_critic_lstm=False, shared_lstm=kwargs.get("share_features_extractor", True))
-        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
-        self.critic_kind = critic_kind  # sb3-contrib's constructor has replaced ``critic`` by its module (or None)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "critic": self.critic_kind}
-
-    # sb3-contrib's recurrent signatures (LSTM states, episode starts), not the feed-forward ones of the mixin.
-    forward = RecurrentActorCriticPolicy.forward
-    predict_values = RecurrentActorCriticPolicy.predict_values
-
-    def evaluate_actions(  # type: ignore[override]
-        self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
-    ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
-        """Values, log-likelihoods and entropies of ``actions`` along padded sequences ``[n_seq * max_len, ...]``
-        (sb3-contrib's contract); with ``critic="none"`` the values are zeros ``[n_seq * max_len, 1]``."""
-        if self.critic_kind != "none":
-            return RecurrentActorCriticPolicy.evaluate_actions(self, obs, actions, lstm_states, episode_starts)
-        distribution, _ = self.get_distribution(obs, lstm_states.pi, episode_starts)
-        log_prob = distribution.log_prob(actions)
-        return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
-
-
-class OrderGradRecurrentCnnPolicy(OrderGradRecurrentPolicy, RecurrentActorCriticCnnPolicy):
-    """sb3-contrib's ``RecurrentActorCriticCnnPolicy`` (``"CnnLstmPolicy"``) with the OrderGrad options."""
-
-
-class OrderGradRecurrentMultiInputPolicy(OrderGradRecurrentPolicy, RecurrentMultiInputActorCriticPolicy):
-    """sb3-contrib's ``RecurrentMultiInputActorCriticPolicy`` (``"MultiInputLstmPolicy"``) with the OrderGrad
-    options."""
-
-
-class OrderGradMaskablePolicy(OrderGradPolicyMixin, MaskableActorCriticPolicy):
-    """sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO's ``"MlpPolicy"``) with the OrderGrad options."""
-
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
-        _refuse_q_critic(kwargs, type(self).__name__)
-        kwargs.pop("use_sde", None)  # SB3's OnPolicyAlgorithm passes it; masked distributions are never gSDE
-        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
-
-    forward = MaskableActorCriticPolicy.forward
-    predict_values = MaskableActorCriticPolicy.predict_values
-
-    def evaluate_actions(  # type: ignore[override]
-        self, obs: th.Tensor, actions: th.Tensor, action_masks: th.Tensor | np.ndarray | None = None
-    ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
-        """Values, log-likelihoods and entropies of ``actions`` under the masked distribution (sb3-contrib's
-        contract); with ``critic="none"`` the values are zeros ``[batch, 1]`` and the value branch is not run."""
-        if self.critic != "none":
-            return MaskableActorCriticPolicy.evaluate_actions(self, obs, actions, action_masks)
-        distribution = self.get_distribution(obs, action_masks)
-        log_prob = distribution.log_prob(actions)
-        return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
-
-
-class OrderGradMaskableCnnPolicy(OrderGradMaskablePolicy, MaskableActorCriticCnnPolicy):
-    """sb3-contrib's ``MaskableActorCriticCnnPolicy`` (``"CnnPolicy"``) with the OrderGrad options."""
-
-
-class OrderGradMaskableMultiInputPolicy(OrderGradMaskablePolicy, MaskableMultiInputActorCriticPolicy):
-    """sb3-contrib's ``MaskableMultiInputActorCriticPolicy`` (``"MultiInputPolicy"``) with the OrderGrad options."""
-
-
-RECURRENT_POLICY_ALIASES: dict[str, type[RecurrentActorCriticPolicy]] = {
-    "MlpLstmPolicy": OrderGradRecurrentPolicy,
-    "CnnLstmPolicy": OrderGradRecurrentCnnPolicy,
-    "MultiInputLstmPolicy": OrderGradRecurrentMultiInputPolicy,
-}
-MASKABLE_POLICY_ALIASES: dict[str, type[MaskableActorCriticPolicy]] = {
-    "MlpPolicy": OrderGradMaskablePolicy,
-    "CnnPolicy": OrderGradMaskableCnnPolicy,
-    "MultiInputPolicy": OrderGradMaskableMultiInputPolicy,
-}
+__all__ = [
+    "MASKABLE_POLICY_ALIASES",
+    "RECURRENT_POLICY_ALIASES",
+    "OrderGradMaskableCnnPolicy",
+    "OrderGradMaskableMultiInputPolicy",
+    "OrderGradMaskablePolicy",
+    "OrderGradRecurrentCnnPolicy",
+    "OrderGradRecurrentMultiInputPolicy",
+    "OrderGradRecurrentPolicy",
+]

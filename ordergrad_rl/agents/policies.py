@@ -1,295 +1,34 @@
-"""Actor-critic policies for the OrderGrad agents: SB3's policies plus the options the paper's protocols need.
+"""Old path of :mod:`ordergrad_rl.agents.common.policies` (and of the Q-critic policies); it exists for saves of
+release 0.1.0, which pickle ``ordergrad_rl.agents.policies.<class>`` as their ``policy_class``. Re-exports only."""
 
-``"MlpPolicy"``, ``"CnnPolicy"`` and ``"MultiInputPolicy"`` of :class:`~ordergrad_rl.agents.OrderGradPPO` and
-:class:`~ordergrad_rl.agents.OrderGradREINFORCE` resolve to the classes below. Everything SB3's
-``ActorCriticPolicy`` accepts still works (``net_arch``, ``activation_fn``, ``ortho_init``, ``log_std_init``,
-``features_extractor_class``, ``optimizer_class`` ...); the extra keyword options are:
-
-* ``learn_log_std=False`` freezes the Gaussian log-std at ``log_std_init`` (fixed exploration noise);
-* ``zero_init_action_net=True`` initializes the last (action) layer at zero, so training starts from equal
-  logits / zero means instead of a random corner;
-* ``critic`` is passed by the algorithm when it builds the policy (it is not stored in the algorithm's
-  ``policy_kwargs``): ``"q"`` in Q-critic mode (``Discrete`` actions), where the value head outputs one Q-value per
-  action (see :class:`OrderGradPolicyMixin`); otherwise SB3's value head (``"value"``).
-
-Episodic mode trains any SB3 ``ActorCriticPolicy`` (these classes, or a user's subclass of SB3's) on whole-episode
-weights: the value head is built as SB3 builds it, so a save loads into SB3's ``PPO``, but it is never evaluated
-nor trained (:func:`evaluate_actions_without_value`, :func:`value_head_unused`).
-
-The paper's portfolio protocol (linear policy, zero-initialized output, fixed logit noise sigma = 0.35)::
-
-    policy_kwargs = dict(net_arch=dict(pi=[], vf=[]), zero_init_action_net=True,
-                         log_std_init=math.log(0.35), learn_log_std=False)
-"""
-
-from __future__ import annotations
-
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-import torch as th
-from gymnasium import spaces
-from stable_baselines3.common.distributions import Distribution
-from stable_baselines3.common.policies import (
-    ActorCriticCnnPolicy,
-    ActorCriticPolicy,
-    MultiInputActorCriticPolicy,
+from ordergrad_rl.agents.common.policies import (
+    POLICY_ALIASES,
+    CnnPolicy,
+    MlpPolicy,
+    MultiInputPolicy,
+    OrderGradActorCriticCnnPolicy,
+    OrderGradActorCriticPolicy,
+    OrderGradMultiInputPolicy,
+    OrderGradPolicyMixin,
 )
-from stable_baselines3.common.type_aliases import Schedule
+from ordergrad_rl.agents.ppo_q_critic.policies import (
+    Q_CRITIC_POLICIES,
+    OrderGradQActorCriticCnnPolicy,
+    OrderGradQActorCriticPolicy,
+    OrderGradQMultiInputPolicy,
+)
 
-#: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
-#: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
-#: before the value head was kept held in their ``policy_kwargs`` (such saves do not load into SB3's ``PPO``).
-CRITICS: tuple[str, ...] = ("none", "value", "q")
-
-#: SB3's default actor when ``net_arch`` is not given.
-_DEFAULT_PI: list[int] = [64, 64]
-
-
-def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]] | None) -> dict[str, list[int]]:
-    """``net_arch`` with an empty value branch (``vf=[]``): without a critic, hidden value layers are dead weight.
-
-    :param net_arch: SB3 ``net_arch``: ``None`` (default actor ``[64, 64]``), a list (the actor's hidden layers),
-        ``dict(pi=[...], vf=[...])`` (``vf`` is dropped) or SB3's older ``[dict(pi=[...], vf=[...])]``.
-    """
-    if isinstance(net_arch, list | tuple) and len(net_arch) == 1 and isinstance(net_arch[0], dict):
-        net_arch = net_arch[0]  # SB3's older format, which SB3 still accepts (with a warning)
-    if net_arch is None:
-        return dict(pi=list(_DEFAULT_PI), vf=[])
-    if isinstance(net_arch, dict):
-        return dict(pi=list(net_arch.get("pi", [])), vf=[])
-    return dict(pi=list(net_arch), vf=[])
-
-
-def evaluate_actions_without_value(
-    policy: ActorCriticPolicy, obs: th.Tensor, actions: th.Tensor
-) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
-    """``evaluate_actions`` of an actor-critic policy without running its value head: zero values.
-
-    Episodic mode has no use for a value function: the advantages are whole-episode weights. Zero values
-    ``[batch, 1]`` with no gradient make SB3's PPO value loss a constant 0, so the value head stays as built.
-
-    :param policy: any SB3 ``ActorCriticPolicy`` (the action distribution comes from its ``get_distribution``).
-    :param obs: observations ``[batch, *obs_shape]`` (or a dict of such).
-    :param actions: actions ``[batch, *action_shape]``.
-    :return: values ``[batch, 1]`` (zeros), log-likelihoods ``[batch]``, entropies ``[batch]`` (or None).
-    """
-    distribution = policy.get_distribution(obs)
-    log_prob = distribution.log_prob(actions)
-    return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
-
-
-@contextmanager
-def value_head_unused(policy: ActorCriticPolicy) -> Iterator[None]:
-    """Within the block, ``policy.evaluate_actions`` is :func:`evaluate_actions_without_value`.
-
-    Lets SB3's ``PPO.train`` run unchanged in episodic mode on any actor-critic policy (a user's subclass of SB3's
-    ``ActorCriticPolicy`` included): its value loss becomes a constant 0, and neither the value head nor a shared
-    features extractor receives a value gradient.
-    """
-    # An instance attribute shadows the class's method for the block only; the policy object stays SB3's.
-    policy.evaluate_actions = functools.partial(evaluate_actions_without_value, policy)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del policy.evaluate_actions
-
-
-class OrderGradPolicyMixin:
-    """Adds ``learn_log_std``, ``zero_init_action_net`` and ``critic`` to an SB3 actor-critic policy.
-
-    Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
-
-    :param critic: ``"value"`` (SB3's value head; episodic mode builds it but never runs it, see
-        :func:`value_head_unused`), ``"none"`` (older episodic saves: ``evaluate_actions`` returns zero values and
-        the value branch's ``net_arch`` is forced to ``vf=[]``) or ``"q"`` (``Discrete``
-        actions only: the value branch ends in ``|A|`` outputs ``Q(s, .)``; :meth:`q_values` returns them with the
-        action distribution, ``forward`` / ``predict_values`` give ``V(s) = sum_a pi(a|s) Q(s, a)`` and
-        ``evaluate_actions`` gives ``Q(s, a)`` as the "values", so SB3's PPO value loss becomes the Q loss).
-    :param learn_log_std: if False, the Gaussian log-std stays at ``log_std_init`` (it gets no gradient, so the
-        optimizer never moves it). Only meaningful for ``Box`` action spaces.
-    :param zero_init_action_net: initialize the action layer's weights and bias at zero (applied after SB3's
-        orthogonal initialization).
-    """
-
-    action_net: th.nn.Module
-    log_std: th.nn.Parameter
-    #: Inside :meth:`recording_q_values`: the list ``forward`` appends its ``(Q(s, .), pi(.|s))`` to.
-    _q_records: list[tuple[th.Tensor, th.Tensor]] | None = None
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        *args: Any,
-        critic: str = "value",
-        learn_log_std: bool = True,
-        zero_init_action_net: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        if critic not in CRITICS:
-            raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
-        if critic == "q" and not isinstance(action_space, spaces.Discrete):
-            raise ValueError(f"a per-action Q critic needs a Discrete action space, got {action_space}")
-        if args:
-            raise TypeError("pass the policy options by keyword (as SB3's policy_kwargs do)")
-        # Set before super().__init__, which calls _build().
-        self.critic = critic
-        self.learn_log_std = learn_log_std
-        self.zero_init_action_net = zero_init_action_net
-        if critic == "none":
-            kwargs["net_arch"] = actor_only_net_arch(kwargs.get("net_arch"))
-        super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
-
-    def _build(self, lr_schedule: Schedule) -> None:
-        super()._build(lr_schedule)  # type: ignore[misc]
-        if self.critic == "q":
-            # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
-            # and rebuild the optimizer (still stateless) so that it holds the new layer.
-            self.value_net = th.nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))  # type: ignore[attr-defined]
-            if self.ortho_init:  # type: ignore[attr-defined]
-                self.init_weights(self.value_net, gain=1)  # type: ignore[attr-defined]
-            self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
-                self.parameters(),  # type: ignore[attr-defined]
-                lr=lr_schedule(1),
-                **self.optimizer_kwargs,  # type: ignore[attr-defined]
-            )
-        if self.zero_init_action_net:
-            with th.no_grad():
-                for param in self.action_net.parameters():
-                    param.zero_()
-        if not self.learn_log_std and isinstance(getattr(self, "log_std", None), th.nn.Parameter):
-            # No gradient -> Adam and clip_grad_norm_ skip it: the noise level stays exactly log_std_init.
-            self.log_std.requires_grad_(False)
-
-    def q_values(self, obs: th.Tensor) -> tuple[th.Tensor, Distribution]:
-        """``Q(s, .)`` ``[batch, |A|]`` and the action distribution ``pi(.|s)``, from one pass of the shared trunk.
-
-        Only for ``critic="q"``.
-        """
-        if self.critic != "q":
-            raise RuntimeError(f"q_values needs critic='q', this policy has critic={self.critic!r}")
-        features = self.extract_features(obs)  # type: ignore[attr-defined]
-        if self.share_features_extractor:  # type: ignore[attr-defined]
-            latent_pi, latent_vf = self.mlp_extractor(features)  # type: ignore[attr-defined]
-        else:
-            pi_features, vf_features = features
-            latent_pi = self.mlp_extractor.forward_actor(pi_features)  # type: ignore[attr-defined]
-            latent_vf = self.mlp_extractor.forward_critic(vf_features)  # type: ignore[attr-defined]
-        return self.value_net(latent_vf), self._get_action_dist_from_latent(latent_pi)  # type: ignore[attr-defined]
-
-    @contextmanager
-    def recording_q_values(self) -> Iterator[list[tuple[th.Tensor, th.Tensor]]]:
-        """Within the block, every ``forward`` call appends its ``(Q(s, .), pi(.|s))`` to the yielded list.
-
-        The Q-critic collector acts with ``forward`` once per step: recording its outputs spares a second pass of
-        the network over the rollout to compute the advantages.
-        """
-        self._q_records = []
-        try:
-            yield self._q_records
-        finally:
-            self._q_records = None
-
-    @staticmethod
-    def _state_value(q: th.Tensor, distribution: Distribution) -> th.Tensor:
-        """``V(s) = sum_a pi(a|s) Q(s, a)``, shape ``[batch, 1]``."""
-        return (distribution.distribution.probs * q).sum(dim=-1, keepdim=True)  # type: ignore[attr-defined]
-
-    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """Actions, values and log-likelihoods (SB3's contract); with a Q critic the values are ``V(s)``."""
-        if self.critic != "q":
-            return super().forward(obs, deterministic)  # type: ignore[misc]
-        q, distribution = self.q_values(obs)
-        if self._q_records is not None:
-            self._q_records.append((q, distribution.distribution.probs))  # type: ignore[attr-defined]
-        actions = distribution.get_actions(deterministic=deterministic)
-        log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[attr-defined]
-        return actions, self._state_value(q, distribution), log_prob
-
-    def predict_values(self, obs: th.Tensor) -> th.Tensor:
-        """State values ``[batch, 1]``; with a Q critic ``V(s) = sum_a pi(a|s) Q(s, a)`` (SB3 bootstraps with it)."""
-        if self.critic != "q":
-            return super().predict_values(obs)  # type: ignore[misc]
-        return self._state_value(*self.q_values(obs))
-
-    def evaluate_actions(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
-        """Values, log-likelihood and entropy of ``actions`` (SB3's contract).
-
-        Without a critic the values are zeros of shape ``(batch, 1)`` and the value branch is not run, so SB3's
-        PPO update can be reused as is: its value loss is a constant 0 with no gradient. With a Q critic the values
-        are ``Q(s, a)`` of the given actions, so PPO's value loss regresses them to the stored returns.
-        """
-        if self.critic == "q":
-            q, distribution = self.q_values(obs)
-            actions = actions.long().reshape(-1)
-            q_taken = q.gather(-1, actions[:, None])
-            return q_taken, distribution.log_prob(actions), distribution.entropy()
-        if self.critic != "none":
-            return super().evaluate_actions(obs, actions)  # type: ignore[misc]
-        return evaluate_actions_without_value(self, obs, actions)  # type: ignore[arg-type]
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()  # type: ignore[misc]
-        data.update(
-            critic=self.critic,
-            learn_log_std=self.learn_log_std,
-            zero_init_action_net=self.zero_init_action_net,
-        )
-        return data
-
-
-class OrderGradActorCriticPolicy(OrderGradPolicyMixin, ActorCriticPolicy):
-    """SB3's ``ActorCriticPolicy`` (``"MlpPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
-
-
-class OrderGradActorCriticCnnPolicy(OrderGradPolicyMixin, ActorCriticCnnPolicy):
-    """SB3's ``ActorCriticCnnPolicy`` (``"CnnPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
-
-
-class OrderGradMultiInputPolicy(OrderGradPolicyMixin, MultiInputActorCriticPolicy):
-    """SB3's ``MultiInputActorCriticPolicy`` (``"MultiInputPolicy"``) with the OrderGrad options."""
-
-
-class _QCriticByDefault:
-    """``critic="q"`` by default. Q-critic mode builds these classes, so a save names a class that carries its
-    critic: SB3's ``PPO.load`` of the file (which builds the policy from the saved class and ``policy_kwargs``, the
-    user's) gets the Q head the weights have, and trains it as PPO with a Q critic (values ``Q(s, a)`` regressed to
-    the returns, ``V(s) = sum_a pi(a|s) Q(s, a)`` for GAE)."""
-
-    def __init__(self, *args: Any, critic: str = "q", **kwargs: Any) -> None:
-        super().__init__(*args, critic=critic, **kwargs)  # type: ignore[call-arg]
-
-
-class OrderGradQActorCriticPolicy(_QCriticByDefault, OrderGradActorCriticPolicy):
-    """:class:`OrderGradActorCriticPolicy` with the per-action Q head by default (Q-critic mode's ``"MlpPolicy"``)."""
-
-
-class OrderGradQActorCriticCnnPolicy(_QCriticByDefault, OrderGradActorCriticCnnPolicy):
-    """:class:`OrderGradActorCriticCnnPolicy` with the per-action Q head by default (Q-critic ``"CnnPolicy"``)."""
-
-
-class OrderGradQMultiInputPolicy(_QCriticByDefault, OrderGradMultiInputPolicy):
-    """:class:`OrderGradMultiInputPolicy` with the per-action Q head by default (Q-critic ``"MultiInputPolicy"``)."""
-
-
-#: The class Q-critic mode builds for each alias class (a user's own policy class is built with ``critic="q"``).
-Q_CRITIC_POLICIES: dict[type, type] = {
-    OrderGradActorCriticPolicy: OrderGradQActorCriticPolicy,
-    OrderGradActorCriticCnnPolicy: OrderGradQActorCriticCnnPolicy,
-    OrderGradMultiInputPolicy: OrderGradQMultiInputPolicy,
-}
-
-MlpPolicy = OrderGradActorCriticPolicy
-CnnPolicy = OrderGradActorCriticCnnPolicy
-MultiInputPolicy = OrderGradMultiInputPolicy
-
-POLICY_ALIASES: dict[str, type[ActorCriticPolicy]] = {
-    "MlpPolicy": OrderGradActorCriticPolicy,
-    "CnnPolicy": OrderGradActorCriticCnnPolicy,
-    "MultiInputPolicy": OrderGradMultiInputPolicy,
-}
+__all__ = [
+    "POLICY_ALIASES",
+    "Q_CRITIC_POLICIES",
+    "CnnPolicy",
+    "MlpPolicy",
+    "MultiInputPolicy",
+    "OrderGradActorCriticCnnPolicy",
+    "OrderGradActorCriticPolicy",
+    "OrderGradMultiInputPolicy",
+    "OrderGradPolicyMixin",
+    "OrderGradQActorCriticCnnPolicy",
+    "OrderGradQActorCriticPolicy",
+    "OrderGradQMultiInputPolicy",
+]

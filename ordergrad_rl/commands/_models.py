@@ -70,7 +70,7 @@ class Algorithm:
         return getattr(importlib.import_module(self.module), self.name)
 
     def matches(self, data: Mapping[str, Any]) -> bool:
-        from ordergrad_rl.agents.saving import saved_algorithm
+        from ordergrad_rl.agents.common.saving import saved_algorithm
 
         ordergrad = saved_algorithm(dict(data))
         if self.module.startswith("ordergrad_rl") and not self.required:  # the episodic agents record their name
@@ -127,7 +127,7 @@ def detect_algorithm(path: str | Path) -> Algorithm:
 
     :raises CommandError: not a saved SB3 model, or one of an algorithm other than those of :data:`ALGORITHMS`.
     """
-    from ordergrad_rl.agents.saving import read_saved_data
+    from ordergrad_rl.agents.common.saving import read_saved_data
 
     path = model_path(path)
     try:
@@ -227,7 +227,7 @@ def evaluate_model(
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
-    from ordergrad_rl.agents.callbacks import EpisodeInfoAggregator, evaluate_episodes, info_component_names
+    from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, evaluate_episodes, info_component_names
 
     venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
@@ -277,8 +277,8 @@ def pass_at_k_evaluation(
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
-    from ordergrad_rl.agents.groups import N_CONTEXTS
-    from ordergrad_rl.agents.passk_eval import sample_successes
+    from ordergrad_rl.agents.common.evaluation import sample_successes
+    from ordergrad_rl.agents.common.groups import N_CONTEXTS
 
     batched = is_batched(env_id)
     venv = make_eval_env(env_id, 1, seed, env_kwargs)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ordergrad_rl.envs._checks import check_float
+from ordergrad_rl.common.arguments import check_float
 
 #: Rows of the grid: S start, G goal, L lava, . floor.
 LAYOUT: tuple[str, ...] = (

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.envs._checks import check_int
+from ordergrad_rl.common.arguments import check_int
 
 #: Game key -> MinAtar's Gymnasium name.
 GAMES: dict[str, str] = {

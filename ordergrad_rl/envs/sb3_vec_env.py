@@ -15,7 +15,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from ordergrad_rl.envs._checks import check_int
+from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.envs.native_vector import NativeVectorEnv
 from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskVectorEnv
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from gymnasium.utils.seeding import np_random
 
-from ordergrad_rl.envs._checks import check_float, check_int
+from ordergrad_rl.common.arguments import check_float, check_int
 from ordergrad_rl.envs.native_vector import reseed
 
 #: Column order of the action logits, of the applied weights and of ``info["weights"]``.

@@ -172,7 +172,7 @@ def evaluation_returns(env: str, model: Any, n: int, seed: int) -> dict[str, Any
         }
     from stable_baselines3.common.env_util import make_vec_env
 
-    from ordergrad_rl.agents.callbacks import evaluate_episodes
+    from ordergrad_rl.agents.common.evaluation import evaluate_episodes
 
     venv = make_vec_env(LAVA_ENV, n_envs=min(n, 16), seed=seed)
     returns, _ = evaluate_episodes(model, venv, n_eval_episodes=n, deterministic=True, return_episode_rewards=True)

@@ -176,8 +176,8 @@ def weight_parts(model: Any) -> dict[str, np.ndarray]:
     """The normalized weights of the rollout in ``model``'s buffer, split by channel: ``{channel: [n_groups, G]}``
     summing to ``model.episode_weights`` (with ``normalize_advantage="group"`` or ``True`` each part is divided by
     the std of the *sum*, with ``"channel"`` by its own)."""
-    from ordergrad_rl.agents.channels import ChannelObjective
-    from ordergrad_rl.agents.groups import group_normalize
+    from ordergrad_rl.agents.common.groups import group_normalize
+    from ordergrad_rl.core.channels import ChannelObjective
 
     buffer, group = model.rollout_buffer, model.group_size
     if not isinstance(model.objective, ChannelObjective):

@@ -24,7 +24,7 @@ from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy,
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 
-from ordergrad_rl.agents.checks import check_number
+from ordergrad_rl.common.arguments import check_number
 
 
 def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor:

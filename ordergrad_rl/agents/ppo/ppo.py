@@ -1,9 +1,8 @@
-"""OrderGradPPO: SB3's clipped-surrogate PPO update on OrderGrad episode weights or Q-critic advantages."""
+"""OrderGradPPO: SB3's clipped-surrogate PPO update on OrderGrad episode weights (``advantage="q_critic"`` builds
+:class:`~ordergrad_rl.agents.ppo_q_critic.OrderGradQCriticPPO`)."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import torch as th
@@ -11,40 +10,25 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.channels import AnyObjective
-from ordergrad_rl.agents.checks import check_common_arguments, check_int, check_schedule
-from ordergrad_rl.agents.episodic import MIN_BATCH_SIZE, EpisodicAlgorithmMixin, build_env, episodic_sizes
-from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, value_head_unused
-from ordergrad_rl.agents.qcritic import Q_CRITIC, QCriticMixin
-from ordergrad_rl.agents.sb3_compat import n_steps_error
+from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments
+from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, value_head_unused
+from ordergrad_rl.agents.common.saving import read_saved_data
+from ordergrad_rl.agents.common.sb3_compat import n_steps_error
+from ordergrad_rl.agents.ppo_q_critic import Q_CRITIC, OrderGradQCriticPPO
+from ordergrad_rl.core.channels import AnyObjective
 
-#: Logged by SB3's PPO update although there is no critic in episodic mode.
-_CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
-#: Default rollout length per env in Q-critic mode (SB3's PPO default).
-_Q_CRITIC_N_STEPS = 2048
+#: OrderGradPPO's default objective (also when it builds an OrderGradQCriticPPO).
+DEFAULT_OBJECTIVE = "cvar0.2"
 
 
-class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
+class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 
-    Two modes, chosen by ``advantage``:
-
-    * ``"episodic"`` (default): the objective is an L-statistic of the *episode return*; no critic (below).
-    * ``"q_critic"`` (paper appendix "RL Experiments", Algorithm 1; ``Discrete`` actions): SB3's step-based
-      rollout of ``n_steps`` per env; per state, the objective is an L-statistic of ``k`` action draws from
-      ``pi(.|s)`` valued by a learned per-action critic, and the advantage of the sampled action is the exact
-      known-(r, p) advantage with the critic's ``Q(s, .)`` whose sampled entry is replaced by the lambda-return
-      (see :mod:`ordergrad_rl.agents.qcritic`). The objective must fix ``k`` (``"top9@10"``); ``"mean"`` gives the
-      PPO-Q baseline. The Q head is trained by PPO's value loss (``vf_coef``) toward the lambda-returns, and SB3's
-      per-minibatch advantage normalization applies. ``gamma`` defaults to 0.99 and ``n_steps`` to 2048 here.
-      Logged: ``train/q_loss`` (in place of ``train/value_loss``), ``rollout/entropy`` (mean policy entropy over
-      the rollout's states) and ``risk/*`` of the returns of the episodes finished during the rollout. The
-      paper's MinAtar setup::
-
-          OrderGradPPO("MlpPolicy", env, advantage="q_critic", objective="top9@10", n_steps=128, n_epochs=3,
-                       gamma=0.99, gae_lambda=0.8, learning_rate=3e-4, ent_coef=0.0,
-                       policy_kwargs=dict(features_extractor_class=GridCNN, net_arch=dict(pi=[64, 64], vf=[64, 64])))
+    ``advantage="q_critic"`` builds the Q-critic algorithm instead, :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
+    (paper appendix "RL Experiments", Algorithm 1: per-state advantages with a per-action Q critic, ``Discrete``
+    actions; the arguments below marked "Q-critic mode" are its own).
 
     Episodic mode:
 
@@ -75,7 +59,8 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``; any number of envs: the first
         ``N`` episodes started are kept). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and
         256 (at least ``2 k``) for ranked objectives (their signal sits in part of the batch, e.g. the worst ~26
-        episodes of each 128-subset for ``cvar0.2``), see :func:`~ordergrad_rl.agents.episodic.default_n_episodes`.
+        episodes of each 128-subset for ``cvar0.2``), see
+        :func:`~ordergrad_rl.agents.common.arguments.default_n_episodes`.
         Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
@@ -88,7 +73,8 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         ``n_episodes`` episodes); must stay ``None`` there (the error names the ``n_episodes`` that gives about as
         many steps on the env, measured from its first episodes).
     :param batch_size: minibatch size in steps. Default: episodic mode ``max(64, n_episodes)`` (a minibatch spans
-        about as many episodes as the rollout holds, see :func:`~ordergrad_rl.agents.episodic.default_batch_size`);
+        about as many episodes as the rollout holds, see
+        :func:`~ordergrad_rl.agents.common.arguments.default_batch_size`);
         Q-critic mode 64 (SB3's).
     :param n_epochs: passes over the rollout per update.
     :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
@@ -122,13 +108,15 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
+    advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
         self,
         policy: str | type[OrderGradActorCriticPolicy],
         env: GymEnv | str,
-        objective: AnyObjective = "cvar0.2",
+        objective: AnyObjective = DEFAULT_OBJECTIVE,
         k: int | None = None,
         n_episodes: int | None = None,
         advantage: str = "episodic",
@@ -160,67 +148,51 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
-        check_int("n_epochs", n_epochs, 1)
-        check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
-        q_critic = advantage == Q_CRITIC
-        if n_steps is not None and not q_critic:
-            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        if q_critic:
-            rollout_length = _Q_CRITIC_N_STEPS if n_steps is None else n_steps
-            batch_size = MIN_BATCH_SIZE if batch_size is None else batch_size
-            check_int("batch_size", batch_size, 2)
-        else:
-            n_episodes, batch_size = episodic_sizes(objective, k, n_episodes, batch_size, group_size)
-            rollout_length = n_episodes  # replaced by episodes per env in _setup_model
-        with warnings.catch_warnings():
-            if not q_critic:
-                # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
-                warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
-            super().__init__(
-                policy,
-                build_env(env, n_envs, seed, None if q_critic else n_episodes),
-                learning_rate=learning_rate,
-                n_steps=rollout_length,
-                batch_size=batch_size,
-                n_epochs=n_epochs,
-                gamma=(0.99 if q_critic else 1.0) if gamma is None else gamma,
-                gae_lambda=gae_lambda,
-                clip_range=clip_range,
-                clip_range_vf=clip_range_vf,
-                normalize_advantage=bool(normalize_advantage),
-                ent_coef=ent_coef,
-                vf_coef=vf_coef,
-                max_grad_norm=max_grad_norm,
-                use_sde=use_sde,
-                sde_sample_freq=sde_sample_freq,
-                rollout_buffer_class=rollout_buffer_class,
-                rollout_buffer_kwargs=rollout_buffer_kwargs,
-                target_kl=target_kl,
-                stats_window_size=stats_window_size,
-                tensorboard_log=tensorboard_log,
-                policy_kwargs=policy_kwargs,
-                verbose=verbose,
-                seed=seed,
-                device=device,
-                _init_setup_model=False,
+        check_advantage(advantage, self.advantages)
+        if advantage == Q_CRITIC:  # OrderGradPPO(...) builds an OrderGradQCriticPPO (__new__); a subclass cannot
+            raise ValueError(
+                f"advantage='q_critic' is the algorithm OrderGradQCriticPPO: {type(self).__name__} subclasses "
+                "OrderGradPPO (episodic); subclass ordergrad_rl.agents.OrderGradQCriticPPO instead"
             )
-        self._init_episodic(
-            objective, k, n_episodes, normalize_advantage, advantage, reward_to_go, group_size=group_size
-        )
+        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        if n_steps is not None:
+            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
+        self._init_episodic_algorithm(
+            super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
+            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
+            clip_range_vf=clip_range_vf, ent_coef=ent_coef,
+            vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
+            target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs, verbose=verbose, device=device,
+        )  # fmt: skip
         if _init_setup_model:
             self._setup_model()
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """``OrderGradPPO(..., advantage="q_critic")`` is an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
+        (the Q-critic algorithm, its own class since release 0.2); any other ``advantage`` an OrderGradPPO."""
+        advantage = kwargs.get("advantage", args[5] if len(args) > 5 else EPISODIC)
+        if cls is OrderGradPPO and advantage == Q_CRITIC:
+            if len(args) < 3:  # OrderGradPPO's default objective, not OrderGradQCriticPPO's
+                kwargs.setdefault("objective", DEFAULT_OBJECTIVE)
+            return OrderGradQCriticPPO(*args, **kwargs)
+        return super().__new__(cls)
+
+    @classmethod
+    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+        """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
+        algorithm (``advantage="q_critic"``) loads as the :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` it is.
+
+        :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
+        """
+        if cls is OrderGradPPO and read_saved_data(path).get("advantage") == Q_CRITIC:
+            return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
+        return super().load(path, env=env, device=device, **kwargs)
+
     def train(self) -> None:
-        """SB3's PPO update on the advantages of the rollout (episode weights, or Q-critic advantages)."""
-        if self.advantage == Q_CRITIC:
-            super().train()  # per-minibatch normalization and the value loss = the Q loss, as in SB3
-            logger = self.logger
-            if "train/value_loss" in logger.name_to_value:
-                logger.record("train/q_loss", logger.name_to_value.pop("train/value_loss"))
-                logger.name_to_count.pop("train/value_loss", None)
-                logger.name_to_excluded.pop("train/value_loss", None)
-            return
+        """SB3's PPO update on the episode weights, without running the value head."""
         update = super().train
 
         def update_without_value() -> None:
@@ -228,21 +200,3 @@ class OrderGradPPO(QCriticMixin, EpisodicAlgorithmMixin, PPO):
                 update()
 
         train_on_episode_weights(self, update_without_value)
-
-
-def train_on_episode_weights(model: Any, update: Callable[[], None]) -> None:
-    """Run a PPO-family ``update`` (SB3's or sb3-contrib's ``train``) on the episodic advantages of ``model``.
-
-    The update would centre and rescale each minibatch of steps; the weights are already normalized per episode
-    (see ``episode_weights``), so its normalization is off for the duration of the update. Its critic logs
-    (``train/value_loss`` ...) describe no critic and are dropped.
-    """
-    normalize, model.normalize_advantage = model.normalize_advantage, False
-    try:
-        update()
-    finally:
-        model.normalize_advantage = normalize
-    logger = model.logger
-    for key in _CRITIC_LOG_KEYS:
-        for table in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
-            table.pop(key, None)

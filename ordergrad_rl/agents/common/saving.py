@@ -43,7 +43,11 @@ def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase) -> dict[str, A
 
 def algorithm_family(cls: type) -> str:
     """The name of the ordergrad-rl algorithm ``cls`` is (or derives from): ``"OrderGradPPO"`` for OrderGradPPO
-    and users' subclasses of it."""
+    and users' subclasses of it; a class's ``saved_as`` if it sets one (``OrderGradQCriticPPO`` saves as
+    ``"OrderGradPPO"``, the file format of release 0.1.0, where it was a mode of that class)."""
+    saved_as = getattr(cls, "saved_as", None)
+    if saved_as is not None:
+        return str(saved_as)
     for base in cls.__mro__:
         if base.__module__.startswith("ordergrad_rl."):
             return base.__name__

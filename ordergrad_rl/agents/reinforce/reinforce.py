@@ -10,12 +10,16 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from ordergrad_rl.agents.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.channels import AnyObjective
-from ordergrad_rl.agents.checks import check_common_arguments
-from ordergrad_rl.agents.episodic import EpisodicAlgorithmMixin, build_env, default_n_episodes
-from ordergrad_rl.agents.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, evaluate_actions_without_value
-from ordergrad_rl.agents.sb3_compat import critic_argument_error, n_steps_error
+from ordergrad_rl.agents.common.arguments import check_common_arguments
+from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.common.policies import (
+    POLICY_ALIASES,
+    OrderGradActorCriticPolicy,
+    evaluate_actions_without_value,
+)
+from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
+from ordergrad_rl.core.channels import AnyObjective
 
 
 class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
@@ -126,35 +130,15 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
-        if n_episodes is None:
-            n_episodes = default_n_episodes(objective, k, group_size)
-        super().__init__(
-            policy,
-            build_env(env, n_envs, seed, n_episodes),
-            learning_rate=learning_rate,
-            n_steps=n_episodes,  # replaced by episodes per env in _setup_model
-            gamma=gamma,
-            gae_lambda=1.0,
-            ent_coef=ent_coef,
-            vf_coef=0.0,
-            max_grad_norm=max_grad_norm,
-            use_sde=use_sde,
-            sde_sample_freq=sde_sample_freq,
-            rollout_buffer_class=rollout_buffer_class,
-            rollout_buffer_kwargs=rollout_buffer_kwargs,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            monitor_wrapper=monitor_wrapper,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=False,
+        self._init_episodic_algorithm(
+            super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
+            group_size, learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
+            max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size, tensorboard_log=tensorboard_log, monitor_wrapper=monitor_wrapper,
+            policy_kwargs=policy_kwargs, verbose=verbose, device=device,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
-        )
-        self._init_episodic(
-            objective, k, n_episodes, normalize_advantage, reward_to_go=reward_to_go, group_size=group_size
-        )
+        )  # fmt: skip
         if _init_setup_model:
             self._setup_model()
 

@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
-from ordergrad_rl.core.objectives import ObjectiveLike
+from ordergrad_rl.core.batch import lstat_advantage, lstat_value
+from ordergrad_rl.core.gcvar import gcvar_level
+from ordergrad_rl.core.objectives import Objective, ObjectiveLike
 
 #: The channel of the env reward (the episode return ``sum_t gamma^t r_t``).
 REWARD = "reward"
@@ -179,7 +180,7 @@ class ChannelObjective:
 
         :param returns: channel name -> ``[..., N]`` episode values (groups on the leading axes).
         :param normalize: applied to each channel's ``k_c a_c`` before the weight ``w_c`` (per-channel normalization,
-            e.g. :func:`~ordergrad_rl.agents.groups.group_normalize`: ``w_c k_c a_c / std_g(k_c a_c)``); ``None``
+            e.g. :func:`~ordergrad_rl.agents.common.groups.group_normalize`: ``w_c k_c a_c / std_g(k_c a_c)``); ``None``
             keeps the unbiased weights.
         """
         parts = {}
@@ -208,43 +209,6 @@ class ChannelObjective:
         return {c.name: float(lstat_value(np.asarray(returns[c.name], np.float64), c.objective)) for c in self.channels}
 
 
-class InfoChannels:
-    """Per-step values of the info channels during a rollout (``info[name]``, 0 at steps without the entry), and
-    the check that each channel appeared at all.
-
-    :param names: the info channels (:attr:`ChannelObjective.info_channels`; empty: :meth:`step` returns ``None``).
-    """
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self.keys: set[str] = set()
-
-    def step(self, infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
-        """``{name: [n_envs] float64}`` of one vectorized step's infos (``None`` without channels).
-
-        :raises ValueError: a value that is not a real scalar.
-        """
-        if not self.names:
-            return None
-        self.keys.update(*(info.keys() for info in infos))
-        values = {}
-        for name in self.names:
-            try:
-                values[name] = np.array([info.get(name, 0.0) for info in infos], dtype=np.float64)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})") from err
-        return values
-
-    def check(self) -> None:
-        """``ValueError`` naming the info keys present if some channel never appeared (a misspelt key)."""
-        missing = [name for name in self.names if name not in self.keys]
-        if missing:
-            raise ValueError(
-                f"objective channels {missing} never appeared in the env's step info during a rollout; info keys "
-                f"present: {sorted(self.keys)} (a channel is 'reward' or an info key summed over the episode)"
-            )
-
-
 #: What the agents accept as ``objective``.
 AnyObjective = ObjectiveLike | ChannelObjective | Mapping[str, Any]
 
@@ -252,3 +216,18 @@ AnyObjective = ObjectiveLike | ChannelObjective | Mapping[str, Any]
 def parse_objective(spec: AnyObjective, k: int | None = None) -> Objective | ChannelObjective:
     """:meth:`ChannelObjective.parse`: an :class:`Objective`, or a :class:`ChannelObjective` for several channels."""
     return ChannelObjective.parse(spec, k)
+
+
+def parse_agent_objective(
+    spec: AnyObjective, k: int | None = None
+) -> tuple[Objective | ChannelObjective, float | None]:
+    """What an episodic agent's ``objective`` argument targets, parsed once: ``(objective, gcvar_level)``.
+
+    ``"gcvar<a>"`` (:mod:`ordergrad_rl.core.gcvar`) selects Tamar et al.'s GCVaR weights for ``CVaR_a``: it gives
+    ``(cvar<a>, a)``, the OrderGrad objective at the same level (what is logged and checked) and GCVaR's level. Any
+    other spec gives ``(parse_objective(spec, k), None)``. The only place a ``gcvar`` spec is recognized.
+
+    :raises ValueError: an invalid objective or GCVaR level.
+    """
+    level = gcvar_level(spec)
+    return parse_objective(spec if level is None else f"cvar{level}", k), level

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
-from ordergrad_rl.agents.checks import check_int
+from ordergrad_rl.common.arguments import check_int
 
 #: Env attribute naming the reset option that poses a context (options rule).
 CONTEXT_KEY = "context_key"

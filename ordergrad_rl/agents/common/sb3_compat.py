@@ -30,7 +30,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.policies import POLICY_ALIASES
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES
 
 #: Episodes measured at least, and steps at most, when measuring the episode length of an env for a suggestion.
 MEASURE_EPISODES = 5

@@ -1,0 +1,169 @@
+"""The advantage step of the episodic agents: from the episodes of one rollout to per-step advantages.
+
+One rollout = ``n_episodes`` complete i.i.d. episodes (see :mod:`ordergrad_rl.agents.common.buffers` for which
+episodes are kept). Episode ``i``'s return ``G_i`` becomes the weight ``w_i = k * a_i`` with ``a_i`` the core's
+:func:`~ordergrad_rl.core.lstat_advantage` (paper eq. og-batch-estimator), given to every step of the episode; the
+algorithms' losses then give the unbiased likelihood-ratio gradient ``(k/N) sum_i a_i grad log p(tau_i)``.
+
+:func:`compute_episodic_advantages` is the whole step (the counterpart of SB3's
+``RolloutBuffer.compute_returns_and_advantage``), built from :func:`episode_weights` (one weight per episode:
+OrderGrad, multi-channel or GCVaR, grouped or pooled, normalized or not) and :func:`reward_to_go_advantages` (the
+mean objective, per step). Pure functions of arrays: no algorithm, buffer or env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ordergrad_rl.agents.common.groups import group_normalize
+from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
+from ordergrad_rl.core.channels import REWARD
+from ordergrad_rl.core.gcvar import gcvar_weights
+
+#: What ``normalize_advantage`` may be in episodic mode.
+NORMALIZE_MODES: tuple[bool | str, ...] = (True, False, "group", "channel")
+
+
+def channel_values(
+    episode_returns: np.ndarray,
+    channels: Mapping[str, np.ndarray] | None,
+    info_channels: tuple[str, ...] = (),
+    group_size: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Every channel's episode values, ``{"reward": returns, **channels}``, shaped ``[n_groups, G]`` with groups.
+
+    :param episode_returns: ``[N]`` episode returns.
+    :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
+    :param info_channels: the info channels the objective needs.
+    :param group_size: ``G``; ``None``: one pooled batch, each value ``[N]``.
+    :raises ValueError: a needed channel is missing.
+    """
+    values = {REWARD: np.asarray(episode_returns, dtype=np.float64), **(channels or {})}
+    missing = [name for name in info_channels if name not in values]
+    if missing:
+        raise ValueError(f"episode values of the channels {missing} are needed; got {sorted(values)}")
+    shape = (-1,) if group_size is None else (-1, group_size)
+    return {name: np.asarray(value, dtype=np.float64).reshape(shape) for name, value in values.items()}
+
+
+def episode_weights(
+    objective: Objective | ChannelObjective,
+    values: Mapping[str, np.ndarray],
+    normalize: bool | str = True,
+    gcvar_alpha: float | None = None,
+) -> np.ndarray:
+    """Per-episode policy-gradient weights ``w_i = k * a_i``, normalized as ``normalize`` says.
+
+    Groups are the leading axis of ``values`` (:func:`channel_values`): each episode is compared with its own group
+    only, in one core call. A multi-channel objective gives ``w_i = sum_c w_c k_c a_ic``
+    (:class:`~ordergrad_rl.core.channels.ChannelObjective`). ``normalize``: ``True`` divides by the std of all
+    weights, ``"group"`` each group's weights by that group's std (with ``objective="mean"``: GRPO's
+    ``(R_i - group mean) / group std``), ``"channel"`` each channel's ``k_c a_c`` by its own group std before the
+    channel weights are applied (the same as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased
+    estimator's weights. With ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+    (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`, per group) instead of OrderGrad's.
+
+    :param objective: the bound objective.
+    :param values: ``{channel: [N] or [n_groups, G]}`` episode values, ``"reward"`` included.
+    :param normalize: ``True``, ``False``, ``"group"`` or ``"channel"``.
+    :param gcvar_alpha: GCVaR's level, or ``None`` for OrderGrad's weights.
+    :return: ``[N]`` float64 weights.
+    """
+    # "channel" normalizes each channel inside the channel sum; with one channel that is "group".
+    per_channel = normalize == "channel" and isinstance(objective, ChannelObjective)
+    if isinstance(objective, ChannelObjective):
+        weights = objective.advantage_weights(values, normalize=group_normalize if per_channel else None)
+    elif gcvar_alpha is not None:
+        weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
+    else:
+        weights = objective.k * lstat_advantage(values[REWARD], objective)  # type: ignore[operator]
+    if normalize in ("group", "channel") and not per_channel:
+        weights = group_normalize(weights)
+    elif normalize is True:
+        # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
+        weights = weights / (weights.std() + 1e-8)
+    return weights.reshape(-1)
+
+
+def reward_to_go_advantages(
+    rewards: np.ndarray, episode_index: np.ndarray, episode_step: np.ndarray, n_episodes: int, gamma: float = 1.0
+) -> np.ndarray:
+    """Per-step advantages of the mean objective from reward-to-go and a leave-one-out baseline per time step.
+
+    The mean return is a sum over steps, and the action at step ``t`` cannot change the rewards before it, so the
+    likelihood-ratio gradient of ``E[R]`` may credit step ``t`` of episode ``i`` with its reward-to-go
+    ``G_it = sum_{u >= t} gamma^u r_iu`` only (Williams' REINFORCE with causality), minus a baseline that does not
+    depend on episode ``i``: the mean reward-to-go of the other ``N - 1`` episodes at the same step ``t`` (an
+    episode that ended before ``t`` has ``G = 0`` there). Unbiased, like the trajectory-level leave-one-out
+    advantage ``R_i - mean_{j != i} R_j``, which is the value at ``t = 0``; lower variance on long episodes.
+
+    ``A_it = G_it - (S_t - G_it) / (N - 1) = (N G_it - S_t) / (N - 1)`` with ``S_t = sum_j G_jt``.
+
+    :param rewards: ``[T]`` rewards of the stored steps.
+    :param episode_index: ``[T]`` episode of each step, ``0..N-1``; each episode's steps in time order.
+    :param episode_step: ``[T]`` step ``t`` within its episode.
+    :param n_episodes: ``N`` (>= 2).
+    :param gamma: discount, as in the episode return ``sum_t gamma^t r_t``.
+    :return: ``[T]`` float64 advantages.
+    """
+    discounted = np.asarray(rewards, dtype=np.float64)
+    if gamma != 1.0:
+        discounted = discounted * gamma**episode_step
+    # Reward-to-go: the episode's return minus what it collected before t. Steps of an episode are stored in time
+    # order, so a stable sort by episode gives each episode's steps contiguously, in order.
+    order = np.argsort(episode_index, kind="stable")
+    ordered = discounted[order]
+    before = np.cumsum(ordered) - ordered  # everything stored before this step ...
+    starts = np.flatnonzero(np.r_[True, np.diff(episode_index[order]) != 0])
+    before -= np.repeat(before[starts], np.diff(np.r_[starts, ordered.size]))  # ... minus the earlier episodes
+    totals = np.bincount(episode_index, weights=discounted, minlength=n_episodes)
+    to_go = np.empty_like(discounted)
+    to_go[order] = totals[episode_index[order]] - before
+    step_totals = np.bincount(episode_step, weights=to_go)
+    return (n_episodes * to_go - step_totals[episode_step]) / (n_episodes - 1)
+
+
+def compute_episodic_advantages(
+    objective: Objective | ChannelObjective,
+    episode_returns: np.ndarray,
+    episode_index: np.ndarray,
+    episode_channels: Mapping[str, np.ndarray] | None = None,
+    group_size: int | None = None,
+    normalize: bool | str = True,
+    gcvar_alpha: float | None = None,
+    reward_to_go: bool = False,
+    rewards: np.ndarray | None = None,
+    episode_step: np.ndarray | None = None,
+    gamma: float = 1.0,
+) -> np.ndarray:
+    """Per-step advantages of one episodic rollout: :func:`episode_weights` given to every step of each episode, or
+    with ``reward_to_go`` (the pooled mean) :func:`reward_to_go_advantages`, divided by their standard deviation over
+    the steps if ``normalize``.
+
+    :param objective: the bound objective.
+    :param episode_returns: ``[N]`` episode returns.
+    :param episode_index: ``[T]`` episode of each stored step.
+    :param episode_channels: ``{name: [N]}`` episode sums of the objective's info channels.
+    :param group_size: ``G`` (episode ``j`` is in group ``j // G``), ``None`` for one pooled batch.
+    :param normalize: ``normalize_advantage`` (see :func:`episode_weights`).
+    :param gcvar_alpha: GCVaR's level, or ``None``.
+    :param reward_to_go: credit each step with its reward-to-go (needs ``rewards``, ``episode_step``).
+    :param rewards: ``[T]`` rewards of the stored steps.
+    :param episode_step: ``[T]`` step of each stored step within its episode.
+    :param gamma: discount of the returns.
+    :return: ``[T]`` float32 advantages.
+    """
+    episode_index = np.asarray(episode_index)
+    if not reward_to_go:
+        info_channels = objective.info_channels if isinstance(objective, ChannelObjective) else ()
+        values = channel_values(episode_returns, episode_channels, info_channels, group_size)
+        weights = episode_weights(objective, values, normalize, gcvar_alpha)
+        return np.asarray(weights, dtype=np.float32)[episode_index]
+    if rewards is None or episode_step is None:
+        raise ValueError("reward_to_go needs the steps' rewards and episode_step")
+    advantages = reward_to_go_advantages(rewards, episode_index, episode_step, len(episode_returns), gamma)
+    if normalize:
+        advantages = advantages / (advantages.std() + 1e-8)
+    return advantages.astype(np.float32)

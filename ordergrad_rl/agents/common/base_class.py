@@ -1,0 +1,231 @@
+"""What every OrderGrad algorithm adds to its SB3 algorithm, whatever its collection: the objective (parsed once,
+saved as its spec string and re-parsed strictly on ``load``), the load-time check of the saved algorithm,
+``from_sb3``, the default TensorBoard run name, the hparams and the ``risk/*`` dashboard layout.
+
+:class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin` (whole episodes) and
+:class:`~ordergrad_rl.agents.ppo_q_critic.OrderGradQCriticPPO` (SB3's step-based rollouts) build on it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
+from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
+from ordergrad_rl.agents.common.sb3_compat import from_sb3
+from ordergrad_rl.agents.common.utils import lent_attributes
+from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
+
+SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
+
+#: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective);
+#: schedules and other non-scalar values are left out.
+HPARAM_NAMES: tuple[str, ...] = (
+    "k",
+    "n_episodes",
+    "group_size",
+    "learning_rate",
+    "seed",
+    "n_envs",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "reward_to_go",
+    "advantage",
+)
+
+
+def _walk(callback: BaseCallback | None) -> Iterator[BaseCallback]:
+    """The callback and all callbacks nested in it (``CallbackList``, ``EventCallback``)."""
+    if callback is None:
+        return
+    yield callback
+    for child in getattr(callback, "callbacks", []):
+        yield from _walk(child)
+    yield from _walk(getattr(callback, "callback", None))
+
+
+def _env_id(env: VecEnv | None) -> str | None:
+    """The registered id of a VecEnv's first env; ``None`` without one (a user's VecEnv need not expose ``spec``)."""
+    try:
+        spec = env.get_attr("spec", [0])[0] if env is not None else None
+    except AttributeError:
+        return None
+    return getattr(spec, "id", None)
+
+
+class OrderGradAlgorithmMixin:
+    """The objective, saving, loading and logging shared by the OrderGrad algorithms; mix in front of the SB3 class.
+
+    The algorithm sets its objective with :meth:`_set_objective` in ``__init__`` and calls :meth:`_restore_objective`
+    in ``_setup_model`` (after ``load`` the saved spec replaces the constructor's default).
+    """
+
+    #: The algorithm name a save records (``ordergrad_algorithm``) and ``load`` checks; ``None``: the class's own
+    #: (:func:`~ordergrad_rl.agents.common.saving.algorithm_family`).
+    saved_as: ClassVar[str | None] = None
+
+    objective: Objective | ChannelObjective
+    objective_spec: str
+    k: int
+    policy_kwargs: dict[str, Any]
+
+    # ------------------------------------------------------------------ the objective
+    def _set_objective(self, objective: Objective | ChannelObjective) -> None:
+        """Set ``objective`` (bound), ``k`` and ``objective_spec`` (what ``save`` stores) and the algorithm's name."""
+        self.objective = objective
+        self.k = int(objective.k)  # type: ignore[arg-type]
+        self.objective_spec = str(objective)
+        self.ordergrad_algorithm = algorithm_family(type(self))
+
+    def _restore_objective(self) -> None:
+        """After ``load``: parse the saved ``objective_spec`` strictly (older saves hold the objective itself), so a
+        damaged file fails here instead of training the default objective. A no-op when the objective is the one the
+        constructor parsed.
+
+        :raises ValueError: not a valid objective spec, or inconsistent with the saved ``k``.
+        """
+        spec = getattr(self, "objective_spec", None) or self.objective
+        if isinstance(self.objective, Objective | ChannelObjective) and spec == str(self.objective):
+            if self.objective.k == self.k:
+                return
+        try:
+            objective = parse_objective(spec)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"the model's objective {spec!r} is not a valid objective: {err}") from err
+        if objective.k != self.k:
+            raise ValueError(f"the model's objective {str(objective)!r} has k={objective.k}, but its k is {self.k}")
+        self._set_objective(objective)
+
+    @property
+    def _info_channels(self) -> tuple[str, ...]:
+        """The objective's channels read from step infos (none for a plain objective)."""
+        return self.objective.info_channels if isinstance(self.objective, ChannelObjective) else ()
+
+    def _check_policy_critic(self, advantage: str, allowed: tuple[str, ...]) -> None:
+        """Refuse a ``policy_kwargs["critic"]`` that ``advantage`` cannot use. The algorithm passes the critic it
+        needs when it builds the policy; ``policy_kwargs`` stay the user's (SB3's ``load`` compares them with the
+        saved ones), except in files saved by earlier versions, which hold the critic they were built with."""
+        critic = self.policy_kwargs.get("critic", allowed[0])
+        if critic not in allowed:
+            raise ValueError(f"advantage={advantage!r} needs policy critic={allowed[0]!r}, got {critic!r}")
+
+    # ------------------------------------------------------------------ saving and loading
+    @classmethod
+    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+        """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
+        :mod:`ordergrad_rl.agents.common.saving`); the saved objective is re-parsed strictly.
+
+        :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
+        """
+        check_saved_algorithm(path, cls)
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def from_sb3(
+        cls: type[SelfOrderGrad],
+        source: Any,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfOrderGrad:
+        """Risk fine-tuning of an SB3 model: an agent of this class whose policy starts from ``source``'s weights.
+
+        ``OrderGradPPO.from_sb3(ppo_model, objective="cvar0.2")`` or ``OrderGradPPO.from_sb3("ppo.zip", env,
+        objective="cvar0.2")``. The agent is built with the SB3 model's policy class (SB3's ``MlpPolicy`` ...
+        become the OrderGrad ones, same layout), ``policy_kwargs`` and ``use_sde``, and the whole policy is copied:
+        features extractor and actor, and the value head, which episodic mode never runs (it stays the SB3 model's,
+        a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
+        optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
+
+        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or its save's path.
+        :param env: the training env; default: the SB3 model's env (required with a path).
+        :param device: torch device.
+        :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
+        :raises ValueError: no env, a policy that is not an actor-critic, or ``policy_kwargs`` that change the actor.
+        """
+        return from_sb3(cls, source, env, device=device, **kwargs)
+
+    def _excluded_save_params(self) -> list[str]:
+        # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
+        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+
+    # ------------------------------------------------------------------ learning and logging
+    def learn(
+        self: SelfOrderGrad,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfOrderGrad:
+        """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
+
+        A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
+        ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
+        group in TensorBoard's run list and its run filter.
+
+        ``total_timesteps`` counts env steps, like SB3: a rollout of ``n_episodes`` episodes of length ``L`` costs at
+        least ``n_episodes * L`` of them (e.g. 750 updates of 256 tail-risk episodes = 750 * 256 * 16 steps).
+        """
+        return super().learn(  # type: ignore[misc]
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name or self.run_name(),
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        parent, _, name = tb_log_name.rpartition("/")
+        log_dir = self.tensorboard_log  # type: ignore[has-type]
+        # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
+        run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir
+        with lent_attributes(self, tensorboard_log=run_dir):
+            total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
+                total_timesteps, callback, reset_num_timesteps, name, progress_bar
+            )
+        # The risk dashboards of training and of every evaluation callback that logs a risk profile (risk_prefix).
+        prefixes = [TRAIN_PREFIX] + [f"{TRAIN_PREFIX}/{name}" for name in self._info_channels]
+        prefixes += [cb.risk_prefix for cb in _walk(callback) if isinstance(getattr(cb, "risk_prefix", None), str)]
+        write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
+        record_hparams(self.logger, self.hparams(), prefixes)  # type: ignore[attr-defined]
+        return total_timesteps, callback
+
+    def _algorithm_name(self) -> str:
+        """The name in run names and hparams: the class's, or the saved name of a class saved as another."""
+        return self.saved_as or type(self).__name__
+
+    def run_name(self) -> str:
+        """Default TensorBoard run name: the algorithm and the objective, ``OrderGradPPO_cvar0.2@128``."""
+        return default_run_name(self._algorithm_name(), self.objective_spec)
+
+    def hparams(self) -> dict[str, Any]:
+        """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
+        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id; in this
+        order, since TensorBoard shows the first few columns."""
+        values = {"objective": self.objective_spec, "algorithm": self._algorithm_name()}
+        values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
+        values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
+        return values

@@ -1,0 +1,281 @@
+"""Periodic evaluation callbacks: :class:`RiskEvalCallback` (the risk profile of the evaluation returns) and
+:class:`PassAtKEvalCallback` (the pass@k curve of sampled episodes per context), both on
+:class:`PeriodicEvalCallback`. What they run lives in :mod:`ordergrad_rl.agents.common.evaluation`.
+
+Tags of :class:`RiskEvalCallback`, for ``log_name="eval"`` (the default):
+
+* ``eval_risk/<key>`` for every key of :func:`ordergrad_rl.risk.risk_profile` (``mean``, ``std``, ``min``, ``max``,
+  ``cvar_0.05`` ... ``quantile_0.95``) and the histogram ``eval_risk/episode_returns``;
+* ``eval/mean_reward``, ``eval/mean_ep_length`` (as SB3's ``EvalCallback``);
+* ``eval_info/<key>_mean`` and ``eval_info/<key>_final`` for every numeric scalar entry ``<key>`` of the env's step
+  ``info``: ``_mean`` is the mean over an episode's steps, ``_final`` the value at its last step, each averaged
+  over the evaluation episodes. A vector entry whose components the env names (its ``info_names`` attribute, see
+  :func:`~ordergrad_rl.agents.common.evaluation.info_component_names`) gives one such pair per component under the
+  component's name; on ``SyntheticTailRiskDeploy-v0``, ``eval_info/weight_high_yield_tailrisk_mean`` is the average
+  weight of the high-yield asset and ``eval_info/max_drawdown_final`` the mean maximum drawdown of the deployment
+  paths. Vector entries without names (``daily_returns``: the days of a rebalancing block) are one histogram each,
+  ``eval_info/<key>``, of their values over all steps: per-position scalars of them would only add clutter.
+
+Another ``log_name`` (e.g. ``"deploy"``) gives ``deploy_risk/``, ``deploy/`` and ``deploy_info/``, so several
+evaluation envs can be logged side by side.
+
+Tags of :class:`PassAtKEvalCallback` (``log_name="eval_pass@k"``, the default): ``eval_pass@k/k=<k>`` (mean over
+contexts of the unbiased pass@k, :func:`ordergrad_rl.pass_at_k`), ``eval_pass@k/length_correct`` and
+``eval_pass@k/length_incorrect`` (mean episode length of the correct and of the incorrect episodes; not written when
+there are none). ``ordergrad-rl evaluate --pass-at-k N`` prints the same curve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback, EventCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
+
+from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.evaluation import (
+    EpisodeInfoAggregator,
+    PassAtK,
+    all_contexts,
+    evaluate_episodes,
+    info_component_names,
+    sample_successes,
+)
+from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_risk_profile, write_risk_layout
+from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.envs.sb3_vec_env import make_sb3_vec_env
+from ordergrad_rl.passk import default_ks
+
+
+def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) -> VecEnv:
+    """An evaluation env as a VecEnv: an id is built with ``make_sb3_vec_env(env, n_envs, seed)``, a VecEnv kept, a
+    ``gym.Env`` wrapped in ``Monitor`` (unless it is one) and a ``DummyVecEnv``."""
+    if isinstance(env, str):
+        return make_sb3_vec_env(env, n_envs, seed=seed)
+    if isinstance(env, VecEnv):
+        return env
+    monitored = env if isinstance(env, Monitor) else Monitor(env)
+    return DummyVecEnv([lambda: monitored])
+
+
+class PeriodicEvalCallback(EventCallback):
+    """Evaluate the agent every ``eval_freq`` calls: :meth:`evaluate` runs :meth:`_evaluate` (the subclass's
+    evaluation, which records its tags and returns its result), keeps the history, prints a line if ``verbose`` and
+    dumps the logger.
+
+    :param eval_env: the evaluation env (see :func:`as_eval_vec_env`).
+    :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as SB3's
+        ``EvalCallback``); ``None``: only when :meth:`evaluate` is called.
+    :param n_eval_envs: envs built when ``eval_env`` is an id.
+    :param log_name: tag stem.
+    :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
+    :param seed: seed of the eval env built from an id.
+    :param verbose: 1 prints a line per evaluation.
+    """
+
+    def __init__(
+        self,
+        eval_env: gym.Env | VecEnv | str,
+        eval_freq: int | None,
+        n_eval_envs: int,
+        log_name: str,
+        callback_after_eval: BaseCallback | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(callback_after_eval, verbose=verbose)
+        if eval_freq is not None:
+            check_int("eval_freq", eval_freq, 1)
+        self.eval_env: VecEnv = as_eval_vec_env(eval_env, n_eval_envs, seed)
+        self.eval_freq = eval_freq
+        self.log_name = log_name
+        self.evaluations_timesteps: list[int] = []
+
+    def _on_step(self) -> bool:
+        if self.eval_freq is not None and self.n_calls % self.eval_freq == 0:
+            self.evaluate()
+            return self._on_event()
+        return True
+
+    def evaluate(self) -> Any:
+        """Run one evaluation now, record its tags and dump the logger; return its result."""
+        result = self._evaluate()
+        self.evaluations_timesteps.append(self.num_timesteps)
+        if self.verbose >= 1:
+            print(f"Eval num_timesteps={self.num_timesteps}: {self._summary()}")
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self.logger.dump(self.num_timesteps)
+        return result
+
+    def _evaluate(self) -> Any:
+        """One evaluation: run it, record its tags, keep its result; return it."""
+        raise NotImplementedError
+
+    def _summary(self) -> str:
+        """The verbose line's text for the last evaluation."""
+        raise NotImplementedError
+
+
+class RiskEvalCallback(PeriodicEvalCallback):
+    """Evaluate the agent every ``eval_freq`` calls and log the risk profile of the evaluation returns.
+
+    Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
+    evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
+    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
+    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history.
+
+    :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
+        in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
+    :param n_eval_episodes: episodes per evaluation.
+    :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
+        ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
+    :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
+    :param n_eval_envs: number of envs built when ``eval_env`` is an id.
+    :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
+    :param info_keys: info entries to aggregate; ``None``: all numeric ones; ``()``: none.
+    :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
+    :param seed: seed of the eval env built from an id.
+    :param verbose: 1 prints a line per evaluation.
+    :param warn: pass ``evaluate_policy``'s warning about missing ``Monitor`` wrappers through.
+    """
+
+    def __init__(
+        self,
+        eval_env: gym.Env | VecEnv | str,
+        n_eval_episodes: int = 100,
+        eval_freq: int | None = 10_000,
+        deterministic: bool = True,
+        n_eval_envs: int = 1,
+        log_name: str = "eval",
+        info_keys: Sequence[str] | None = None,
+        callback_after_eval: BaseCallback | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+        warn: bool = True,
+    ) -> None:
+        check_int("n_eval_episodes", n_eval_episodes, 1)
+        super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
+        self.n_eval_episodes = n_eval_episodes
+        self.deterministic = deterministic
+        self.info_keys = None if info_keys is None else tuple(info_keys)
+        self.warn = warn
+        self.last_returns: np.ndarray | None = None
+        self.last_profile: dict[str, float] = {}
+        self.last_info: dict[str, float] = {}
+        self.evaluations_returns: list[np.ndarray] = []
+
+    @property
+    def risk_prefix(self) -> str:
+        """Prefix of the risk-profile tags (``eval_risk`` by default); an OrderGrad agent puts it in its layout."""
+        return f"{self.log_name}_risk"
+
+    def _init_callback(self) -> None:
+        # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
+        if not isinstance(self.model, OrderGradAlgorithmMixin):
+            write_risk_layout(self.logger, [self.risk_prefix])
+
+    def evaluate(self) -> dict[str, float]:
+        """Run one evaluation now, record its tags and dump the logger; return the risk profile."""
+        return super().evaluate()
+
+    def _evaluate(self) -> dict[str, float]:
+        if self.model.get_vec_normalize_env() is not None:
+            sync_envs_normalization(self.training_env, self.eval_env)
+        infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
+        episode_returns, episode_lengths = evaluate_episodes(
+            self.model,
+            self.eval_env,
+            n_eval_episodes=self.n_eval_episodes,
+            deterministic=self.deterministic,
+            return_episode_rewards=True,
+            warn=self.warn,
+            callback=None if self.info_keys == () else infos,
+        )
+        returns = np.asarray(episode_returns, dtype=np.float64)
+        self.last_returns = returns
+        self.last_profile = record_risk_profile(self.logger, self.risk_prefix, returns)
+        self.last_info = infos.summary()
+        for key, value in self.last_info.items():
+            self.logger.record(f"{self.log_name}_info/{key}", value)
+        for key, values in infos.histograms().items():
+            self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
+        self.logger.record(f"{self.log_name}/mean_reward", float(returns.mean()))
+        self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
+        self.evaluations_returns.append(returns)
+        return self.last_profile
+
+    def _summary(self) -> str:
+        profile = self.last_profile
+        return f"mean={profile['mean']:.3f} cvar_0.1={profile['cvar_0.1']:.3f} median={profile['quantile_0.5']:.3f}"
+
+
+class PassAtKEvalCallback(PeriodicEvalCallback):
+    """Every ``eval_freq`` calls, sample ``n_samples`` episodes per context and log the pass@k curve.
+
+    :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` or
+        ``VecEnv``; episodes must end with ``info["is_success"]``.
+    :param contexts: context indices (envs with ``context_key``/``n_contexts``, e.g. TargetSum's problems) or reset
+        seeds (other envs); ``None``: every context the env declares.
+    :param n_samples: episodes per context (the paper uses 1024).
+    :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
+    :param eval_freq: evaluate every ``eval_freq`` calls (vectorized steps, as SB3's ``EvalCallback``); ``None``:
+        only when :meth:`evaluate` is called.
+    :param n_eval_envs: envs built when ``eval_env`` is an id.
+    :param deterministic: act with the most likely action (default: sample, as pass@k intends).
+    :param log_name: tag stem (``eval_pass@k/k=<k>``, ``eval_pass@k/length_correct``, ...).
+    :param callback_after_eval: callback triggered after every evaluation.
+    :param seed: seed of the eval env built from an id, and of the fresh dynamics streams.
+    :param verbose: 1 prints a line per evaluation.
+    """
+
+    def __init__(
+        self,
+        eval_env: gym.Env | VecEnv | str,
+        contexts: Sequence[int] | np.ndarray | None = None,
+        n_samples: int = 64,
+        ks: Sequence[int] | None = None,
+        eval_freq: int | None = 10_000,
+        n_eval_envs: int = 64,
+        deterministic: bool = False,
+        log_name: str = "eval_pass@k",
+        callback_after_eval: BaseCallback | None = None,
+        seed: int | None = None,
+        verbose: int = 0,
+    ) -> None:
+        self.n_samples = check_int("n_samples", n_samples, 1)
+        self.ks = default_ks(self.n_samples) if ks is None else np.asarray(ks)
+        if self.ks.ndim != 1 or self.ks.size == 0 or np.any(self.ks < 1) or np.any(self.ks > self.n_samples):
+            raise ValueError(f"ks must be a non-empty sequence of integers in [1, n_samples={n_samples}], got {ks!r}")
+        n_eval_envs = check_int("n_eval_envs", n_eval_envs, 1)
+        super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
+        self.contexts = all_contexts(self.eval_env) if contexts is None else np.asarray(contexts)
+        self.deterministic = deterministic
+        self.seed = seed
+        self.last_result: PassAtK | None = None
+        self.last_curve: dict[int, float] = {}
+        self.evaluations_curves: list[dict[int, float]] = []
+
+    def evaluate(self) -> dict[int, float]:
+        """Run one evaluation now, record the tags and dump the logger; return the curve ``{k: pass@k}``."""
+        return super().evaluate()
+
+    def _evaluate(self) -> dict[int, float]:
+        result = sample_successes(
+            self.model, self.eval_env, self.contexts, self.n_samples, self.deterministic, self.seed
+        )
+        self.last_result = result
+        self.last_curve = result.curve(self.ks)
+        for k, value in self.last_curve.items():
+            self.logger.record(f"{self.log_name}/k={k}", value)
+        for name, value in result.mean_lengths().items():
+            self.logger.record(f"{self.log_name}/{name}", value)
+        self.evaluations_curves.append(self.last_curve)
+        return self.last_curve
+
+    def _summary(self) -> str:
+        return ", ".join(f"pass@{k}={v:.3f}" for k, v in self.last_curve.items())

@@ -1,0 +1,45 @@
+"""The info channels of a multi-channel objective during a rollout: per-step ``info[name]`` values, summed per
+episode by the buffer (the objective itself, RL-free, is :mod:`ordergrad_rl.core.channels`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class InfoChannels:
+    """Per-step values of the info channels during a rollout (``info[name]``, 0 at steps without the entry), and
+    the check that each channel appeared at all.
+
+    :param names: the info channels (:attr:`ChannelObjective.info_channels`; empty: :meth:`step` returns ``None``).
+    """
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.keys: set[str] = set()
+
+    def step(self, infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
+        """``{name: [n_envs] float64}`` of one vectorized step's infos (``None`` without channels).
+
+        :raises ValueError: a value that is not a real scalar.
+        """
+        if not self.names:
+            return None
+        self.keys.update(*(info.keys() for info in infos))
+        values = {}
+        for name in self.names:
+            try:
+                values[name] = np.array([info.get(name, 0.0) for info in infos], dtype=np.float64)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})") from err
+        return values
+
+    def check(self) -> None:
+        """``ValueError`` naming the info keys present if some channel never appeared (a misspelt key)."""
+        missing = [name for name in self.names if name not in self.keys]
+        if missing:
+            raise ValueError(
+                f"objective channels {missing} never appeared in the env's step info during a rollout; info keys "
+                f"present: {sorted(self.keys)} (a channel is 'reward' or an info key summed over the episode)"
+            )

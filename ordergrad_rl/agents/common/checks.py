@@ -1,0 +1,79 @@
+"""Finite-step checks of the OrderGrad agents: a clear error at the step where an env returns a NaN or infinite
+observation or reward, instead of a failure deep inside SB3 or torch later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+
+def _all_finite(obs: Any) -> bool:
+    arrays = obs.values() if isinstance(obs, Mapping) else (obs,)
+    return all(np.asarray(a).dtype.kind not in "fc" or np.isfinite(a).all() for a in arrays)
+
+
+def finite_step_error(obs: Any, rewards: np.ndarray, where: str) -> str | None:
+    """A message naming the first env whose observation or reward is NaN or infinite, or ``None``.
+
+    :param obs: ``[n_envs, ...]`` observations (or a dict of them), as a VecEnv returns them.
+    :param rewards: ``[n_envs]`` rewards, or ``None`` at a reset.
+    :param where: when it happened, e.g. ``"at num_timesteps=1024"``.
+    """
+    if _all_finite(obs) and (rewards is None or np.isfinite(rewards).all()):
+        return None  # the common case, one vectorized test per array
+    if rewards is not None:
+        bad = np.flatnonzero(~np.isfinite(np.asarray(rewards, dtype=np.float64)))
+        if bad.size:
+            i = int(bad[0])
+            return f"env {i} returned the reward {float(rewards[i])} {where}: rewards must be finite"
+    for key, array in obs.items() if isinstance(obs, Mapping) else [(None, obs)]:
+        array = np.asarray(array)
+        if array.dtype.kind not in "fc":
+            continue
+        flat = array.reshape(array.shape[0], -1)
+        bad_env = np.flatnonzero(~np.isfinite(flat).all(axis=1))
+        if bad_env.size:
+            i = int(bad_env[0])
+            j = int(np.flatnonzero(~np.isfinite(flat[i]))[0])
+            name = "observation" if key is None else f"observation[{key!r}]"
+            return (
+                f"env {i} returned an {name} with {flat[i, j].item()} at flat index {j} {where}: "
+                "observations must be finite (check the env, or wrap it in a normalization that cannot divide by 0)"
+            )
+    return None
+
+
+def check_finite_step(obs: Any, rewards: np.ndarray | None, where: str) -> None:
+    """``ValueError`` from :func:`finite_step_error` if an observation or reward is not finite."""
+    message = finite_step_error(obs, rewards, where)
+    if message is not None:
+        raise ValueError(message)
+
+
+class FiniteStepCheckVecEnv(VecEnvWrapper):
+    """Passes every step of ``venv`` through :func:`check_finite_step` before the collector (and the policy) sees it.
+
+    Used around SB3's own collection loop (Q-critic mode); the episodic collector calls the check directly.
+
+    :param venv: the training env.
+    :param timesteps: the algorithm's ``num_timesteps`` now (named in the error message).
+    """
+
+    def __init__(self, venv: VecEnv, timesteps: Callable[[], int]) -> None:
+        super().__init__(venv)
+        self._timesteps = timesteps
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        check_finite_step(obs, None, "at a reset")
+        return obs
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        check_finite_step(obs, rewards, f"at num_timesteps={self._timesteps() + self.num_envs}")
+        return obs, rewards, dones, infos

@@ -1,0 +1,42 @@
+"""The training env of an OrderGrad algorithm, from an env id, a ``gym.Env`` or a ``VecEnv``."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.type_aliases import GymEnv
+
+from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec
+
+
+def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
+    """The training env of an algorithm.
+
+    * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has
+      a native batch (the tail-risk ids: one NumPy batch steps all episodes of a rollout at once), else 1.
+    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added, and ``n_envs=None``
+      becomes that batch of ``n_episodes`` envs with the same kwargs (the same episode distribution, about
+      ``n_episodes`` times fewer Python steps). Pass ``n_envs=1`` to train on the env object itself.
+    * Any other env is returned as is (SB3 wraps it).
+
+    :param n_episodes: episodes per rollout (episodic mode), ``None`` in step-based modes.
+    :raises ValueError: ``n_envs`` not a positive integer, or given for an env object with a different number of
+        envs.
+    """
+    if n_envs is not None and (isinstance(n_envs, bool) or not isinstance(n_envs, int | np.integer) or n_envs < 1):
+        raise ValueError(f"n_envs must be a positive integer or None, got {n_envs!r}")
+    if isinstance(env, str):
+        if n_envs is None:
+            n_envs = n_episodes if n_episodes is not None and has_native_batch(env) else 1
+        return make_sb3_vec_env(env, int(n_envs), seed=seed)
+    if n_envs is None:
+        spec = native_batch_spec(env) if isinstance(env, gym.Env) and n_episodes is not None else None
+        if spec is not None:
+            return make_sb3_vec_env(spec.id, n_episodes, seed=seed, env_kwargs=spec.kwargs)  # type: ignore[arg-type]
+        return env
+    if n_envs != 1 and getattr(env, "num_envs", 1) != n_envs:
+        raise ValueError(
+            f"n_envs={n_envs} only builds envs from an env id; the env passed has num_envs="
+            f"{getattr(env, 'num_envs', 1)}"
+        )
+    return env

@@ -1,0 +1,462 @@
+"""Episodic collection for an SB3 on-policy algorithm: ``n_episodes`` complete i.i.d. episodes per rollout, turned
+into per-step advantages by :func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`.
+
+Shared by :class:`~ordergrad_rl.agents.OrderGradREINFORCE`, :class:`~ordergrad_rl.agents.OrderGradPPO` and the
+sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
+:class:`~ordergrad_rl.agents.OrderGradMaskablePPO`), which supply what differs through the hooks of
+:class:`EpisodicAlgorithmMixin`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.common.advantages import (
+    NORMALIZE_MODES,
+    channel_values,
+    compute_episodic_advantages,
+)
+from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
+from ordergrad_rl.agents.common.arguments import check_advantage, check_n_episodes, default_n_episodes, episodic_sizes
+from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.channels import InfoChannels
+from ordergrad_rl.agents.common.checks import check_finite_step
+from ordergrad_rl.agents.common.env_util import build_env
+from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
+from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
+from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
+from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
+from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
+
+#: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
+EPISODIC = "episodic"
+#: Logged by SB3's PPO update although there is no critic in episodic mode.
+CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
+
+#: The ``:param:`` lines the sb3-contrib PPO variants share (appended to their class docstrings).
+EPISODIC_PPO_PARAMS = """
+    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...); ``model.objective``
+        is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
+    :param k: order-statistic size if the spec has no ``@K`` (default ``n_episodes // 2``); ``mean`` has k = 1.
+    :param n_episodes: episodes per rollout ``N`` (``k < N``; any number of envs). Default as
+        OrderGradPPO: 16 for ``"mean"``, 256 (at least ``2 k``) for ranked objectives.
+    :param n_envs: number of envs; ``None``: as OrderGradPPO (a native NumPy batch of ``n_episodes`` envs for the
+        tail-risk ids, else 1 env from an id, env objects as they are).
+    :param learning_rate: Adam learning rate (or schedule).
+    :param n_epochs: passes over the rollout per update.
+    :param gamma: discount of the episode return, 1.0 (undiscounted) by default.
+    :param clip_range: surrogate clipping parameter (or schedule).
+    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8), once per
+        rollout (sb3-contrib's per-minibatch normalization is off).
+    :param reward_to_go: mean objective: per-step reward-to-go advantages (default on for ``"mean"``, refused for ranked
+        objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
+    :param group_size: episodes per group sharing a start context (GRPO-style groups, see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
+    :param ent_coef: entropy coefficient.
+    :param max_grad_norm: gradient-norm clipping threshold.
+    :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
+    :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean``.
+    :param tensorboard_log: TensorBoard log dir (``risk/*`` of every rollout).
+    :param verbose: 0 silent, 1 info, 2 debug.
+    :param seed: random seed.
+    :param device: torch device.
+    :param _init_setup_model: build the networks at construction.
+"""
+
+
+class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
+    """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
+
+    Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``, ``RecurrentPPO``, ``MaskablePPO``) and construct with
+    :meth:`_init_episodic_algorithm`. Overridable hooks: :meth:`_action_distribution` (what the collector samples
+    from, and what it stores with a step), :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
+    """
+
+    policy_aliases = POLICY_ALIASES
+    #: Advantage modes of the algorithm.
+    advantages: tuple[str, ...] = (EPISODIC,)
+
+    # Provided by SB3's OnPolicyAlgorithm.
+    n_envs: int
+    num_timesteps: int
+    rollout_buffer: EpisodicRolloutBuffer
+    rollout_buffer_class: type | None
+    rollout_buffer_kwargs: dict[str, Any]
+    policy_class: type
+    use_sde: bool
+    sde_sample_freq: int
+    action_space: spaces.Space
+    gamma: float
+
+    # ------------------------------------------------------------------ construction
+    def _init_episodic_algorithm(
+        self,
+        sb3_init: Callable[..., None],
+        policy: Any,
+        env: GymEnv | str,
+        objective: AnyObjective,
+        k: int | None,
+        n_episodes: int | None,
+        n_envs: int | None,
+        seed: int | None,
+        normalize_advantage: bool | str,
+        reward_to_go: bool | None,
+        group_size: int | None,
+        batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
+        **sb3_kwargs: Any,
+    ) -> None:
+        """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
+        size the rollout, build the env, run the SB3 constructor ``sb3_init`` without building the model, then set
+        the OrderGrad arguments (:meth:`_init_episodic`). The caller builds the model (``_setup_model``).
+
+        :param sb3_init: the SB3 class's ``__init__`` (``super().__init__``).
+        :param batch_size: the PPO family's minibatch size (default :func:`~.arguments.default_batch_size`); left
+            out by algorithms without minibatches (REINFORCE), which then get no ``normalize_advantage`` either.
+        :param sb3_kwargs: the SB3 constructor's other arguments.
+        :raises ValueError: an invalid objective, ``n_episodes`` or ``batch_size``.
+        """
+        parsed, gcvar_alpha = parse_agent_objective(objective, k)
+        if batch_size is Ellipsis:
+            n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
+        else:
+            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size)
+            # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
+            # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
+            sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
+        with warnings.catch_warnings():
+            # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
+            warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
+            sb3_init(
+                policy,
+                build_env(env, n_envs, seed, n_episodes),
+                n_steps=n_episodes,  # replaced by episodes per env in _setup_model
+                seed=seed,
+                _init_setup_model=False,
+                **sb3_kwargs,
+            )
+        self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
+
+    def _init_episodic(
+        self,
+        objective: Objective | ChannelObjective,
+        gcvar_alpha: float | None,
+        n_episodes: int,
+        normalize_advantage: bool | str,
+        reward_to_go: bool | None = None,
+        group_size: int | None = None,
+        advantage: str = EPISODIC,
+    ) -> None:
+        """Check the OrderGrad arguments; set ``objective``, ``k``, ``gcvar_alpha``, ``n_episodes``, ``group_size``,
+        ``normalize_advantage``, ``advantage``, ``reward_to_go``.
+
+        :param objective: the parsed objective (:func:`~ordergrad_rl.core.channels.parse_agent_objective`), bound
+            here to ``n_episodes // 2`` (``group_size // 2``) if it has no ``k``.
+        :param gcvar_alpha: GCVaR's level for ``objective="gcvar<a>"``, else ``None``.
+        :raises ValueError: unknown advantage, ``n_episodes < 2``, ``k >= n_episodes`` (``k >= group_size`` with
+            groups), ``n_episodes`` not a multiple of ``group_size``, ``normalize_advantage="group"`` or ``"channel"``
+            without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with groups, or
+            ``policy_kwargs["critic"]`` inconsistent with the advantage mode (episodic mode builds SB3's value head
+            and never runs it: ``"q"`` is refused).
+        """
+        check_advantage(advantage, self.advantages)
+        n_episodes = check_n_episodes(n_episodes)
+        group_size = check_group_size(group_size, n_episodes)
+        if normalize_advantage not in NORMALIZE_MODES:
+            raise ValueError(
+                f"normalize_advantage must be True, False, 'group' or 'channel', got {normalize_advantage!r}"
+            )
+        if normalize_advantage in ("group", "channel") and group_size is None:
+            raise ValueError(
+                f"normalize_advantage={normalize_advantage!r} divides each group's weights by its std: set group_size"
+            )
+        compared = n_episodes if group_size is None else group_size  # the N of the leave-one-out advantage
+        # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
+        # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
+        self.gcvar_alpha = gcvar_alpha
+        parsed = objective
+        if not parsed.is_bound:
+            parsed = parsed.bind(compared // 2) if isinstance(parsed, Objective) else parsed.bind_default(compared // 2)
+        if parsed.k >= compared:  # type: ignore[operator]
+            size = f"n_episodes={n_episodes}" if group_size is None else f"group_size={group_size}"
+            raise ValueError(
+                f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
+                f"k < {size} (paper Sec. 3.2): raise {size.split('=')[0]} or lower k"
+            )
+        whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
+        if reward_to_go and whole_episodes:
+            raise ValueError(
+                f"reward_to_go needs the mean objective (k = 1) of the reward; {str(parsed)!r} ranks whole-episode "
+                "returns, a nonlinear function of every reward of the episode, so each step gets the episode's weight"
+            )
+        if reward_to_go and group_size is not None:
+            raise ValueError(
+                "reward_to_go is not defined with group_size: grouped weights are whole-episode advantages (with "
+                "objective='mean' and normalize_advantage='group', exactly GRPO's (R_i - group mean) / group std)"
+            )
+        self._check_policy_critic(advantage, ("value", "none"))
+        self._set_objective(parsed)
+        self.n_episodes = n_episodes
+        self.group_size = group_size
+        self.normalize_advantage = (
+            normalize_advantage if normalize_advantage in ("group", "channel") else bool(normalize_advantage)
+        )
+        self.advantage = advantage
+        # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
+        self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
+
+    @property
+    def n_groups(self) -> int:
+        """Groups per rollout (``n_episodes // group_size``; 1 without groups)."""
+        return 1 if self.group_size is None else self.n_episodes // self.group_size
+
+    def _excluded_save_params(self) -> list[str]:
+        excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
+        # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
+        # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
+        excluded.append("n_steps")
+        if self.rollout_buffer_class is EpisodicRolloutBuffer:
+            excluded.append("rollout_buffer_class")
+        return excluded
+
+    def _setup_model(self) -> None:
+        self._restore_objective()
+        # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load
+        # of a save gives its own buffer the rest; saves of earlier versions hold them in rollout_buffer_kwargs.
+        kwargs = self.rollout_buffer_kwargs
+        self.rollout_buffer_kwargs = {key: value for key, value in kwargs.items() if key not in EPISODIC_BUFFER_KEYS}
+        self.episodic_buffer_kwargs: dict[str, Any] = {
+            **getattr(self, "episodic_buffer_kwargs", {}),
+            **{key: value for key, value in kwargs.items() if key in EPISODIC_BUFFER_KEYS},
+        }
+        # Any SB3 actor-critic policy (its value head unused), or an OrderGrad policy of the sb3-contrib algorithms
+        # (MaskablePPO's policies do not subclass ActorCriticPolicy).
+        episodic_policies = (ActorCriticPolicy, OrderGradPolicyMixin)
+        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, episodic_policies)):
+            raise ValueError(
+                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
+                "'MultiInputPolicy' or a subclass of stable_baselines3's ActorCriticPolicy"
+            )
+        if self.rollout_buffer_class is None:
+            self.rollout_buffer_class = EpisodicRolloutBuffer
+        elif not issubclass(self.rollout_buffer_class, EpisodicRolloutBuffer):
+            raise ValueError(
+                f"rollout_buffer_class must subclass EpisodicRolloutBuffer, got {self.rollout_buffer_class}"
+            )
+        # SB3 sizes buffers by n_steps per env; the episodic buffer counts n_episodes in all, whatever the number of
+        # envs (the first N episodes started are kept), so n_steps is only SB3's nominal size.
+        self.n_steps = -(-self.n_episodes // self.n_envs)
+        with lent_attributes(self, rollout_buffer_kwargs=self._episodic_buffer_kwargs()):
+            super()._setup_model()  # type: ignore[misc]
+        # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.common.groups).
+        self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+        self._group_resetter: GroupResetter | None = None
+
+    def _episodic_buffer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the episodic rollout buffer: the user's ``rollout_buffer_kwargs`` (the episodic-only
+        ones are kept in ``episodic_buffer_kwargs``) and the episode count ``n_episodes``."""
+        return {**self.rollout_buffer_kwargs, **self.episodic_buffer_kwargs, "n_episodes": self.n_episodes}
+
+    # ------------------------------------------------------------------ collection
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the env receives, as in SB3: actions in the space's shape; Gaussian ones unscaled (squashed policies)
+        or clipped to the box."""
+        actions = actions.reshape((-1, *self.action_space.shape))
+        if isinstance(self.action_space, spaces.Box):
+            if self.policy.squash_output:  # type: ignore[attr-defined]
+                return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
+            return np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: EpisodicRolloutBuffer,  # type: ignore[override]
+        n_rollout_steps: int,
+    ) -> bool:
+        """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
+
+        Episodes must end (terminate or be truncated, e.g. by a ``TimeLimit``). If some env is mid-episode when
+        the rollout starts, the VecEnv is reset, so ``Monitor(allow_early_resets=False)`` wrappers cannot be used.
+        With ``group_size``, one context is drawn per group and every env starting a counted episode is reset into
+        its group's context (:mod:`ordergrad_rl.agents.groups`). A multi-channel objective's info channels are
+        summed per episode from the step infos.
+
+        :param env: the training VecEnv.
+        :param callback: called at every vectorized step, like SB3.
+        :param rollout_buffer: the episodic buffer to fill.
+        :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
+        :return: False if a callback stopped training.
+        """
+        assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
+        self.policy.set_training_mode(False)  # type: ignore[attr-defined]
+        if not np.all(self._last_episode_starts):  # type: ignore[has-type]
+            # Some env is inside an episode that began before this rollout: restart all envs so that each
+            # env's counted episodes are the first ones it starts under the current policy.
+            self._last_obs = env.reset()
+            self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
+        rollout_buffer.reset()
+        self._start_groups(env, rollout_buffer)
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
+        channels = InfoChannels(self._info_channels)
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+        callback.on_rollout_start()
+
+        n_steps = 0
+        while not rollout_buffer.full:
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+            with th.no_grad():
+                obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
+                distribution, extras = self._action_distribution(obs_tensor, env)
+                actions_t = distribution.get_actions()
+                log_probs = distribution.log_prob(actions_t).cpu().numpy()
+            actions = actions_t.cpu().numpy()
+            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
+            self.num_timesteps += env.num_envs
+            check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
+
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+
+            channel_values = channels.step(infos)
+            kept = rollout_buffer.add(  # type: ignore[has-type]
+                self._last_obs, actions, log_probs, rewards, dones, channel_values, **extras
+            )
+            finished = np.flatnonzero(kept & dones)
+            if finished.size:
+                # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
+                self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
+            new_obs = self._repose_groups(rollout_buffer, dones, new_obs)
+            n_steps += 1
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
+
+        rollout_buffer.finalize()
+        channels.check()
+        self._compute_advantages()
+        self._record_rollout_logs()
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    # ------------------------------------------------------------------ groups (shared by every collection loop)
+    def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
+        """At a rollout's start (buffer reset, every env at an episode start): draw one context per group and reset
+        every env into the context of its first counted episode. No-op without ``group_size``."""
+        self._episode_contexts: np.ndarray | None = None
+        if self.group_size is None:
+            return
+        if self._group_resetter is None or self._group_resetter.venv is not env:
+            self._group_resetter = GroupResetter(env, self._group_rng)
+        # _episode_contexts[j]: the context of episode j, whose group is j // group_size.
+        self._episode_contexts = np.repeat(self._group_resetter.draw_contexts(self.n_groups), self.group_size)
+        first = self._episode_contexts[buffer.pending_episodes]
+        self._last_obs = self._group_resetter.reset(np.arange(env.num_envs), first, self._last_obs)
+
+    def _repose_groups(self, buffer: EpisodicRolloutBuffer, dones: np.ndarray, new_obs: Any) -> Any:
+        """After a step (stored with ``buffer.add``): reset the envs that finished an episode and start another
+        counted one into that episode's group context; return the observations to act on."""
+        if self._episode_contexts is None:
+            return new_obs
+        pending = buffer.pending_episodes
+        starting = np.flatnonzero(np.asarray(dones, dtype=bool) & (pending >= 0))
+        if not starting.size:
+            return new_obs
+        return self._group_resetter.reset(starting, self._episode_contexts[pending[starting]], new_obs)  # type: ignore
+
+    # ------------------------------------------------------------------ hooks
+    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
+        """The policy's action distribution in the envs' current observations (no value head is evaluated while
+        collecting), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add
+        action masks, or carry LSTM states).
+
+        :param obs: ``[n_envs, ...]`` observation tensor (or a dict of such).
+        :param env: the training VecEnv.
+        """
+        return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
+
+    def _channel_values(
+        self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None
+    ) -> dict[str, np.ndarray]:
+        """Every channel's ``[N]`` episode values, shaped ``[n_groups, G]`` with groups (``[N]`` without)."""
+        return channel_values(episode_returns, channels, self._info_channels, self.group_size)
+
+    def episode_weights(self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Per-episode policy-gradient weights ``w_i = k * a_i`` of this model's objective, groups and
+        ``normalize_advantage`` (:func:`~ordergrad_rl.agents.common.advantages.episode_weights`).
+
+        :param episode_returns: ``[N]`` returns of one rollout.
+        :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
+        :return: ``[N]`` float64 weights.
+        """
+        values = self._channel_values(episode_returns, channels)
+        gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
+        return _episode_weights(self.objective, values, self.normalize_advantage, gcvar_alpha)
+
+    def _compute_advantages(self) -> None:
+        """Fill ``rollout_buffer.advantages`` once the rollout is finalized
+        (:func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`)."""
+        buffer = self.rollout_buffer
+        buffer.advantages = compute_episodic_advantages(
+            self.objective,
+            buffer.episode_returns,
+            buffer.episode_index,
+            buffer.episode_channels,
+            group_size=self.group_size,
+            normalize=self.normalize_advantage,
+            gcvar_alpha=getattr(self, "gcvar_alpha", None),  # absent from models saved before GCVaR existed
+            reward_to_go=self.reward_to_go,
+            rewards=buffer.rewards,
+            episode_step=buffer.episode_step,
+            gamma=self.gamma,
+        )
+
+    def _record_rollout_logs(self) -> None:
+        """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``, averaged
+        over the groups); with info channels, ``risk/<channel>/*`` of their episode sums and
+        ``risk/<channel>/objective`` of every channel (``risk/objective`` is then the weighted sum)."""
+        buffer = self.rollout_buffer
+        logger = self.logger  # type: ignore[attr-defined]
+        record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
+        values = self._channel_values(buffer.episode_returns, buffer.episode_channels)
+        if not isinstance(self.objective, ChannelObjective):
+            logger.record(f"{TRAIN_PREFIX}/objective", float(np.mean(lstat_value(values[REWARD], self.objective))))
+            return
+        total = 0.0
+        for channel in self.objective.channels:
+            if channel.name != REWARD:
+                record_risk_profile(logger, f"{TRAIN_PREFIX}/{channel.name}", buffer.episode_channels[channel.name])
+            value = float(np.mean(lstat_value(values[channel.name], channel.objective)))
+            logger.record(f"{TRAIN_PREFIX}/{channel.name}/objective", value)
+            total += channel.weight * value
+        logger.record(f"{TRAIN_PREFIX}/objective", total)
+
+
+def train_on_episode_weights(model: Any, update: Callable[[], None]) -> None:
+    """Run a PPO-family ``update`` (SB3's or sb3-contrib's ``train``) on the episodic advantages of ``model``.
+
+    The update would centre and rescale each minibatch of steps; the weights are already normalized per episode
+    (see ``episode_weights``), so its normalization is off for the duration of the update. Its critic logs
+    (``train/value_loss`` ...) describe no critic and are dropped.
+    """
+    with lent_attributes(model, normalize_advantage=False):
+        update()
+    for key in CRITIC_LOG_KEYS:
+        pop_record(model.logger, key)

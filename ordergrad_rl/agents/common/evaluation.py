@@ -1,0 +1,263 @@
+"""Evaluation of a trained policy, apart from the callbacks that run it during training (as SB3's
+``common/evaluation.py``):
+
+* :func:`evaluate_episodes`: SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models);
+* :class:`EpisodeInfoAggregator` and :func:`info_component_names`: per-episode summaries of numeric ``info`` entries;
+* :func:`sample_successes` and :class:`PassAtK`: pass@k of a policy, ``n`` sampled episodes per context, success from
+  ``info["is_success"]`` (contexts posed as in grouped rollouts, see :mod:`ordergrad_rl.agents.common.groups`:
+  ``reset(options={context_key: c})`` for envs that declare ``context_key``, else ``c`` is a reset seed with fresh
+  dynamics streams). Success is read at each episode's last step, the Gymnasium/SB3 convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.common.groups import N_CONTEXTS, OPTIONS_RULE, GroupResetter
+from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.passk import pass_at_k_curve
+
+__all__ = [
+    "SUCCESS_KEY",
+    "EpisodeInfoAggregator",
+    "PassAtK",
+    "all_contexts",
+    "evaluate_episodes",
+    "info_component_names",
+    "sample_successes",
+]
+
+
+def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
+    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a MaskablePPO model (``OrderGradMaskablePPO``)
+    sb3-contrib's, which acts with the env's ``action_masks()`` (without them, masked actions could be picked)."""
+    if isinstance(model, MaskablePPO):
+        return evaluate_masked(model, env, **kwargs)
+    return evaluate_policy(model, env, **kwargs)
+
+
+#: Info entries written by SB3 / Gymnasium wrappers, not by the env.
+_WRAPPER_INFO_KEYS = frozenset(
+    {"episode", "terminal_observation", "TimeLimit.truncated", "final_observation", "final_info", "_final_info"}
+)
+
+
+def info_component_names(venv: VecEnv) -> dict[str, tuple[str, ...]]:
+    """Names of the components of an env's vector ``info`` entries: its ``info_names`` attribute, ``{}`` if none.
+
+    An env declares ``info_names = {"weights": ("weight_high_yield_tailrisk", ...)}`` (one name per component) so
+    that logs and tables show ``weight_high_yield_tailrisk`` instead of a position ``weights_0``.
+    """
+    try:
+        names = venv.get_attr("info_names", [0])[0]
+    except AttributeError:
+        return {}
+    return {key: tuple(value) for key, value in dict(names).items()}
+
+
+class EpisodeInfoAggregator:
+    """Per-episode step means and final values of numeric ``info`` entries (an ``evaluate_policy`` callback).
+
+    Scalar entries and vector entries with component ``names`` are summarized per component (:meth:`summary`);
+    the values of other vector entries are pooled over all steps (:meth:`histograms`).
+
+    :param n_envs: number of envs of the evaluated VecEnv.
+    :param keys: entries to aggregate; ``None``: every numeric scalar or vector entry except the wrappers' own.
+    :param names: component names of vector entries (``{key: (name_0, name_1, ...)}``, see
+        :func:`info_component_names`).
+    """
+
+    def __init__(
+        self, n_envs: int, keys: Sequence[str] | None = None, names: dict[str, Sequence[str]] | None = None
+    ) -> None:
+        self.keys = None if keys is None else frozenset(keys)
+        self.names = {key: tuple(value) for key, value in (names or {}).items()}
+        self._sums: list[dict[str, np.ndarray]] = [{} for _ in range(n_envs)]
+        self._steps = np.zeros(n_envs, dtype=np.int64)
+        self.episode_means: dict[str, list[np.ndarray]] = {}
+        self.episode_finals: dict[str, list[np.ndarray]] = {}
+        self.pooled: dict[str, list[np.ndarray]] = {}
+
+    def _numeric(self, info: dict[str, Any]) -> dict[str, np.ndarray]:
+        values = {}
+        for key, value in info.items():
+            if key in _WRAPPER_INFO_KEYS or (self.keys is not None and key not in self.keys):
+                continue
+            array = np.asarray(value)
+            if array.dtype.kind in "biuf" and array.ndim <= 1:
+                values[key] = array.astype(np.float64)
+        return values
+
+    def _summarized(self, key: str, value: np.ndarray) -> bool:
+        """Whether an entry gets per-component scalars: a scalar, or a vector with one name per component."""
+        return value.ndim == 0 or len(self.names.get(key, ())) == value.size
+
+    def __call__(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        env_index, info, done = locals_["i"], locals_["info"], locals_["done"]
+        values = self._numeric(info)
+        sums = self._sums[env_index]
+        for key, value in values.items():
+            if self._summarized(key, value):
+                sums[key] = sums[key] + value if key in sums else value
+            else:
+                self.pooled.setdefault(key, []).append(value.ravel())
+        self._steps[env_index] += 1
+        if done:
+            for key, total in sums.items():
+                self.episode_means.setdefault(key, []).append(total / self._steps[env_index])
+            for key, value in values.items():
+                if key in sums:
+                    self.episode_finals.setdefault(key, []).append(value)
+            self._sums[env_index] = {}
+            self._steps[env_index] = 0
+
+    def summary(self) -> dict[str, float]:
+        """``{"<key>_mean": ..., "<key>_final": ...}``; for named vector entries ``<name>_mean``, ``<name>_final``
+        per component."""
+        out: dict[str, float] = {}
+        for suffix, table in (("mean", self.episode_means), ("final", self.episode_finals)):
+            for key, episodes in table.items():
+                if len({np.shape(e) for e in episodes}) != 1:
+                    continue  # an entry whose shape changes between episodes has no per-component meaning
+                average = np.mean(episodes, axis=0)
+                if average.ndim == 0:
+                    out[f"{key}_{suffix}"] = float(average)
+                else:
+                    out.update({f"{name}_{suffix}": float(v) for name, v in zip(self.names[key], average, strict=True)})
+        return out
+
+    def histograms(self) -> dict[str, np.ndarray]:
+        """``{key: [n] values}`` of the vector entries without component names, pooled over all steps."""
+        return {key: np.concatenate(parts) for key, parts in self.pooled.items()}
+
+
+SUCCESS_KEY = "is_success"
+
+
+@dataclass
+class PassAtK:
+    """Sampled episodes of ``P`` contexts, ``n`` each.
+
+    :param contexts: ``[P]`` the contexts.
+    :param success: ``[P, n]`` bool, ``info["is_success"]`` at each episode's last step.
+    :param lengths: ``[P, n]`` episode lengths.
+    """
+
+    contexts: np.ndarray
+    success: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.success.shape[1])
+
+    @property
+    def n_correct(self) -> np.ndarray:
+        """``[P]`` correct episodes per context."""
+        return self.success.sum(axis=1)
+
+    def curve(self, ks: Sequence[int] | None = None) -> dict[int, float]:
+        """``{k: mean over contexts of pass@k}`` (default ``k = 1, 2, 4, ... <= n``)."""
+        return pass_at_k_curve(self.n_correct, self.n_samples, ks)
+
+    def mean_lengths(self) -> dict[str, float]:
+        """``{"length_correct": ..., "length_incorrect": ...}``, each only if such episodes exist."""
+        out = {}
+        for name, mask in (("length_correct", self.success), ("length_incorrect", ~self.success)):
+            if mask.any():
+                out[name] = float(self.lengths[mask].mean())
+        return out
+
+
+def all_contexts(venv: VecEnv) -> np.ndarray:
+    """``0 .. n_contexts - 1`` of an env that declares its contexts (the options rule).
+
+    :raises ValueError: the env does not (pass the contexts, e.g. reset seeds, explicitly).
+    """
+    if not venv.has_attr(N_CONTEXTS):
+        raise ValueError(
+            "the env does not declare its contexts (attributes context_key and n_contexts): pass contexts explicitly "
+            "(with the seed rule they are reset seeds, e.g. range(100))"
+        )
+    return np.arange(int(venv.get_attr(N_CONTEXTS, indices=[0])[0]))
+
+
+def sample_successes(
+    model: Any,
+    venv: VecEnv,
+    contexts: Sequence[int] | np.ndarray,
+    n_samples: int,
+    deterministic: bool = False,
+    seed: int | None = None,
+    on_episode: Callable[[], None] | None = None,
+) -> PassAtK:
+    """Run ``n_samples`` episodes of ``model`` from each context and record their success and length.
+
+    Every env of ``venv`` takes the next (context, sample) job when its episode ends; episodes are independent
+    samples of the policy given the context (see :mod:`ordergrad_rl.agents.groups`).
+
+    :param model: anything with SB3's ``predict(obs, deterministic=...)``.
+    :param venv: the env (``VecMonitor`` / ``VecNormalize`` wrappers only).
+    :param contexts: ``[P]`` context indices (options rule) or reset seeds (seed rule).
+    :param n_samples: episodes per context.
+    :param deterministic: act with the most likely action (pass@k usually samples: ``False``).
+    :param seed: seed of the fresh dynamics streams (seed rule).
+    :param on_episode: called after each finished episode (progress bars).
+    :raises ValueError: an episode ends without ``info["is_success"]``, or bad arguments.
+    """
+    n_samples = check_int("n_samples", n_samples, 1)
+    contexts = np.asarray(contexts)
+    if contexts.ndim != 1 or contexts.size == 0 or not np.issubdtype(contexts.dtype, np.integer):
+        raise ValueError(f"contexts must be a non-empty 1-D sequence of integers, got {contexts!r}")
+    resetter = GroupResetter(venv, np.random.default_rng(seed))
+    if resetter.rule == OPTIONS_RULE and np.any((contexts < 0) | (contexts >= resetter.n_contexts)):
+        raise ValueError(f"contexts must be in [0, {resetter.n_contexts}) for this env")
+    jobs = np.repeat(np.arange(contexts.size), n_samples)  # job j: context jobs[j]
+    success = np.zeros(jobs.size, dtype=bool)
+    lengths = np.zeros(jobs.size, dtype=np.int64)
+    n_envs = venv.num_envs
+    job = np.full(n_envs, -1)  # the job each env runs (-1: none)
+    steps = np.zeros(n_envs, dtype=np.int64)
+    next_job = 0
+
+    obs = venv.reset()
+    first = np.arange(min(n_envs, jobs.size))
+    job[first] = first
+    next_job = first.size
+    obs = resetter.reset(first, contexts[jobs[first]], obs)
+    while np.any(job >= 0):
+        actions, _ = model.predict(obs, deterministic=deterministic)
+        obs, _, dones, infos = venv.step(actions)
+        running = job >= 0
+        steps[running] += 1
+        ended = np.flatnonzero(dones & running)
+        if ended.size == 0:
+            continue
+        for i in ended:
+            if SUCCESS_KEY not in infos[i]:
+                raise ValueError(
+                    f"pass@k needs info['{SUCCESS_KEY}'] at the last step of each episode; the env's final info has "
+                    f"{sorted(infos[i])}"
+                )
+            success[job[i]] = bool(infos[i][SUCCESS_KEY])
+            lengths[job[i]] = steps[i]
+            steps[i] = 0
+            if on_episode is not None:
+                on_episode()
+        n_next = min(ended.size, jobs.size - next_job)
+        job[ended] = -1
+        if n_next:
+            restart = ended[:n_next]
+            job[restart] = np.arange(next_job, next_job + n_next)
+            next_job += n_next
+            obs = resetter.reset(restart, contexts[jobs[job[restart]]], obs)
+    shape = (contexts.size, n_samples)
+    return PassAtK(contexts, success.reshape(shape), lengths.reshape(shape))

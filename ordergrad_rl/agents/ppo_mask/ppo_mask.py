@@ -1,0 +1,132 @@
+"""OrderGradMaskablePPO: sb3-contrib's MaskablePPO (invalid-action masks) on OrderGrad episode weights.
+
+The episodic collection of :class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`, reading the env's
+``action_masks()`` at every step, sampling from the masked distribution and storing the masks
+(:class:`~ordergrad_rl.agents.ppo_mask.buffers.MaskableEpisodicRolloutBuffer`), which sb3-contrib's own ``train``
+applies again (no critic).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
+from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
+from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
+from ordergrad_rl.core.objectives import ObjectiveLike
+
+
+class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
+    """sb3-contrib's MaskablePPO (invalid-action masking) on OrderGrad episode weights of an order-statistic objective.
+
+    Episodic mode of :class:`~ordergrad_rl.agents.OrderGradPPO` for envs with a method ``action_masks()`` (``[n]``
+    bool for ``Discrete(n)``; see sb3-contrib's ``ActionMasker`` wrapper): at every step the collector reads the masks,
+    samples from the masked distribution (a masked action has probability 0) and stores the masks, and
+    sb3-contrib's ``MaskablePPO.train`` evaluates the log-likelihoods under the same masks.
+    ``learn(..., use_masking=False)`` is not offered (the mixin's ``learn``); ``predict(obs, action_masks=...)`` is
+    sb3-contrib's.
+
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (sb3-contrib's maskable policies with
+        the OrderGrad options) or a subclass of :class:`~ordergrad_rl.agents.ppo_mask.policies.OrderGradMaskablePolicy`.
+    :param env: env id, ``gym.Env`` or ``VecEnv`` whose envs have ``action_masks()`` and episodes that end.
+    :param batch_size: steps per minibatch, default ``max(64, n_episodes)``.
+    :param rollout_buffer_class: a subclass of
+        :class:`~ordergrad_rl.agents.ppo_mask.buffers.MaskableEpisodicRolloutBuffer`.
+    :param rollout_buffer_kwargs: extra keyword arguments of the buffer (``max_episode_steps``).
+    :param policy_kwargs: keyword arguments of the policy.
+    """
+
+    __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = MASKABLE_POLICY_ALIASES  # type: ignore[assignment]
+    rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        env: GymEnv | str,
+        objective: ObjectiveLike = "cvar0.2",
+        k: int | None = None,
+        n_episodes: int | None = None,
+        n_envs: int | None = None,
+        learning_rate: float | Schedule = 3e-4,
+        batch_size: int | None = None,
+        n_epochs: int = 10,
+        gamma: float = 1.0,
+        clip_range: float | Schedule = 0.2,
+        normalize_advantage: bool | str = True,
+        reward_to_go: bool | None = None,
+        group_size: int | None = None,
+        ent_coef: float = 0.0,
+        max_grad_norm: float = 0.5,
+        rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        self._init_episodic_algorithm(
+            super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
+            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
+            gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
+            vf_coef=0.0, max_grad_norm=max_grad_norm,
+            rollout_buffer_class=check_buffer_class(rollout_buffer_class, MaskableEpisodicRolloutBuffer),
+            rollout_buffer_kwargs=rollout_buffer_kwargs, target_kl=target_kl, stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log, policy_kwargs=policy_kwargs, verbose=verbose, device=device,
+        )  # fmt: skip
+        self._use_masking = True
+        if _init_setup_model:
+            self._setup_model()
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_use_masking"]
+
+    def collect_rollouts(  # type: ignore[override]
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: MaskableEpisodicRolloutBuffer,
+        n_rollout_steps: int,
+        use_masking: bool = True,
+    ) -> bool:
+        """The mixin's episodic collection with masked actions (MaskablePPO's ``learn`` passes ``use_masking``).
+
+        :raises ValueError: ``use_masking`` and an env without ``action_masks()``.
+        """
+        if use_masking and not is_masking_supported(env):
+            raise ValueError(
+                "OrderGradMaskablePPO needs envs with an action_masks() method (wrap the env in "
+                "sb3_contrib.common.wrappers.ActionMasker(env, mask_fn))"
+            )
+        self._use_masking = use_masking
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+
+    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
+        """The masked distribution in the current observations, and the masks (stored with the step)."""
+        if not self._use_masking:
+            return self.policy.get_distribution(obs), {}
+        masks = np.asarray(get_action_masks(env), dtype=bool).reshape(env.num_envs, -1)
+        if self.action_space.shape == () and not masks.any(axis=1).all():  # Discrete: one row of n per env
+            env_index = int(np.flatnonzero(~masks.any(axis=1))[0])
+            raise ValueError(f"env {env_index}'s action_masks() allows no action at num_timesteps={self.num_timesteps}")
+        return self.policy.get_distribution(obs, masks), {ACTION_MASKS: masks}
+
+    def train(self) -> None:
+        """sb3-contrib's MaskablePPO update on the episode weights (see :func:`train_on_episode_weights`)."""
+        train_on_episode_weights(self, super().train)

@@ -1,0 +1,81 @@
+"""sb3-contrib's recurrent (LSTM) actor-critic policies with the OrderGrad policy options.
+
+``OrderGradRecurrentPPO``'s ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` / ``"MultiInputLstmPolicy"`` resolve to the
+classes below. They accept everything sb3-contrib's policies accept plus ``learn_log_std`` and
+``zero_init_action_net`` (see :mod:`ordergrad_rl.agents.common.policies`). ``critic`` is set by the algorithm:
+``"none"`` in episodic mode, where ``evaluate_actions`` returns zero values without running a value branch (and no
+critic LSTM is built: ``enable_critic_lstm=False``, ``shared_lstm=True``); ``"value"`` gives sb3-contrib's behaviour.
+The per-action Q critic (``"q"``) is OrderGradQCriticPPO's only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.recurrent.policies import (
+    RecurrentActorCriticCnnPolicy,
+    RecurrentActorCriticPolicy,
+    RecurrentMultiInputActorCriticPolicy,
+)
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from stable_baselines3.common.type_aliases import Schedule
+
+from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, refuse_q_critic
+
+
+class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy):
+    """sb3-contrib's ``RecurrentActorCriticPolicy`` (``"MlpLstmPolicy"``) with the OrderGrad options.
+
+    With ``critic="none"`` only the actor LSTM exists (the critic options ``enable_critic_lstm`` / ``shared_lstm`` are
+    set accordingly) and :meth:`evaluate_actions` runs the actor only. sb3-contrib names its feed-forward critic
+    module ``critic``, so the critic kind is ``critic_kind`` here.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
+        refuse_q_critic(kwargs, type(self).__name__)
+        critic_kind = kwargs.get("critic", "value")
+        if critic_kind == "none":
+            # A critic LSTM would be dead weight; the shared one needs a shared features extractor.
+            kwargs.update(enable_critic_lstm=False, shared_lstm=kwargs.get("share_features_extractor", True))
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+        self.critic_kind = critic_kind  # sb3-contrib's constructor has replaced ``critic`` by its module (or None)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), "critic": self.critic_kind}
+
+    # sb3-contrib's recurrent signatures (LSTM states, episode starts), not the feed-forward ones of the mixin.
+    forward = RecurrentActorCriticPolicy.forward
+    predict_values = RecurrentActorCriticPolicy.predict_values
+
+    def evaluate_actions(  # type: ignore[override]
+        self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+        """Values, log-likelihoods and entropies of ``actions`` along padded sequences ``[n_seq * max_len, ...]``
+        (sb3-contrib's contract); with ``critic="none"`` the values are zeros ``[n_seq * max_len, 1]``."""
+        if self.critic_kind != "none":
+            return RecurrentActorCriticPolicy.evaluate_actions(self, obs, actions, lstm_states, episode_starts)
+        distribution, _ = self.get_distribution(obs, lstm_states.pi, episode_starts)
+        log_prob = distribution.log_prob(actions)
+        return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
+
+
+class OrderGradRecurrentCnnPolicy(OrderGradRecurrentPolicy, RecurrentActorCriticCnnPolicy):
+    """sb3-contrib's ``RecurrentActorCriticCnnPolicy`` (``"CnnLstmPolicy"``) with the OrderGrad options."""
+
+
+class OrderGradRecurrentMultiInputPolicy(OrderGradRecurrentPolicy, RecurrentMultiInputActorCriticPolicy):
+    """sb3-contrib's ``RecurrentMultiInputActorCriticPolicy`` (``"MultiInputLstmPolicy"``) with the OrderGrad
+    options."""
+
+
+RECURRENT_POLICY_ALIASES: dict[str, type[RecurrentActorCriticPolicy]] = {
+    "MlpLstmPolicy": OrderGradRecurrentPolicy,
+    "CnnLstmPolicy": OrderGradRecurrentCnnPolicy,
+    "MultiInputLstmPolicy": OrderGradRecurrentMultiInputPolicy,
+}
+
+MlpLstmPolicy = OrderGradRecurrentPolicy
+CnnLstmPolicy = OrderGradRecurrentCnnPolicy
+MultiInputLstmPolicy = OrderGradRecurrentMultiInputPolicy

@@ -1,0 +1,136 @@
+"""OrderGradRecurrentPPO: sb3-contrib's RecurrentPPO (LSTM policies) on OrderGrad episode weights.
+
+The episodic collection of :class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`, with the LSTM state
+carried from step to step and reset where an episode starts (sb3-contrib's ``episode_starts``); the buffer replays
+whole episodes from zero states (:class:`~ordergrad_rl.agents.ppo_recurrent.buffers.RecurrentEpisodicRolloutBuffer`)
+and sb3-contrib's own ``train`` runs the clipped-surrogate update on them (no critic).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.vec_env import VecEnv
+
+from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
+from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.common.utils import lent_attributes
+from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
+from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES
+from ordergrad_rl.core.objectives import ObjectiveLike
+
+
+class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
+    """sb3-contrib's RecurrentPPO (LSTM policies) on OrderGrad episode weights of an order-statistic objective.
+
+    Episodic mode of :class:`~ordergrad_rl.agents.OrderGradPPO` with a recurrent policy, for partially observed
+    tasks: every rollout collects ``n_episodes`` complete episodes, the LSTM state carried across the steps of each
+    env and reset wherever an episode starts (also where an env starts its next episode within the rollout).
+    Episode ``i``'s return becomes the weight ``w_i = k * a_i`` on each of its steps, and sb3-contrib's
+    ``RecurrentPPO.train`` runs the clipped-surrogate update with minibatches of *whole episodes* (about
+    ``batch_size`` steps each, at least one episode) replayed from zero LSTM states, so at ratio 1 the gradient of a
+    minibatch holding the whole rollout is ``(1/T) sum_t w_t grad log pi(a_t | h_t)``, as OrderGradPPO's. There is no
+    critic: the policy has only the actor LSTM and ``train/value_loss`` is not logged.
+
+    :param policy: ``"MlpLstmPolicy"``, ``"CnnLstmPolicy"``, ``"MultiInputLstmPolicy"`` or a subclass of
+        :class:`~ordergrad_rl.agents.ppo_recurrent.policies.OrderGradRecurrentPolicy` (``policy_kwargs`` as
+        sb3-contrib's: ``lstm_hidden_size``, ``n_lstm_layers``, ``net_arch`` ... plus ``learn_log_std``,
+        ``zero_init_action_net``).
+    :param env: env id, ``gym.Env`` or ``VecEnv`` with episodes that end.
+    :param batch_size: steps per minibatch (of whole episodes), default ``max(64, n_episodes)``.
+    :param use_sde: gSDE exploration, as in SB3.
+    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
+    :param rollout_buffer_class: a subclass of
+        :class:`~ordergrad_rl.agents.ppo_recurrent.buffers.RecurrentEpisodicRolloutBuffer`.
+    :param rollout_buffer_kwargs: extra keyword arguments of the buffer (``max_episode_steps``).
+    :param policy_kwargs: keyword arguments of the policy.
+    """
+
+    __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES  # type: ignore[assignment]
+    rollout_buffer: RecurrentEpisodicRolloutBuffer  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        env: GymEnv | str,
+        objective: ObjectiveLike = "cvar0.2",
+        k: int | None = None,
+        n_episodes: int | None = None,
+        n_envs: int | None = None,
+        learning_rate: float | Schedule = 3e-4,
+        batch_size: int | None = None,
+        n_epochs: int = 10,
+        gamma: float = 1.0,
+        clip_range: float | Schedule = 0.2,
+        normalize_advantage: bool | str = True,
+        reward_to_go: bool | None = None,
+        group_size: int | None = None,
+        ent_coef: float = 0.0,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RecurrentEpisodicRolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
+        self._init_episodic_algorithm(
+            super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
+            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
+            gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
+            vf_coef=0.0, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
+            target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs, verbose=verbose, device=device,
+        )  # fmt: skip
+        # RecurrentPPO's constructor takes no buffer arguments; OnPolicyAlgorithm's attributes hold them.
+        self.rollout_buffer_class = buffer_class
+        self.rollout_buffer_kwargs = dict(rollout_buffer_kwargs or {})
+        if _init_setup_model:
+            self._setup_model()
+
+    def _setup_model(self) -> None:
+        # The mixin's checks, then RecurrentPPO's setup: the policy, zero LSTM states for the collector, the clip
+        # schedules, and a step-based buffer, replaced here by the episodic one (which needs the LSTM's shape).
+        # The policy is built without a critic LSTM (critic="none", unless the user asks for "value"); the stored
+        # policy_kwargs stay the user's (SB3's load compares them with the saved ones).
+        with lent_attributes(self, policy_kwargs={"critic": "none", **self.policy_kwargs}):
+            super()._setup_model()
+        lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
+        self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
+            self.n_steps,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=self.n_envs,
+            lstm_shape=(lstm.num_layers, lstm.hidden_size),
+            **self._episodic_buffer_kwargs(),
+        )
+
+    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
+        """The actor LSTM's step: its state is reset where an episode starts and carried otherwise."""
+        starts = th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)  # type: ignore[has-type]
+        distribution, states = self.policy.get_distribution(obs, self._last_lstm_states.pi, starts)  # type: ignore
+        self._last_lstm_states = RNNStates(states, states)  # no critic LSTM in episodic mode
+        return distribution, {}
+
+    def train(self) -> None:
+        """sb3-contrib's RecurrentPPO update on the episode weights (see :func:`train_on_episode_weights`)."""
+        train_on_episode_weights(self, super().train)

@@ -1,0 +1,62 @@
+"""Argument checks shared by the envs and the agents: a bad value raises ``ValueError`` naming the argument.
+
+The bottom layer of the package: it imports nothing from ``ordergrad_rl``.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an ``int`` if it is an integer (not a bool; NumPy integers included) ``>= minimum``.
+
+    :raises ValueError: naming ``name`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_float(
+    name: str, value: Any, low: float = -math.inf, high: float = math.inf, *, open_high: bool = False
+) -> float:
+    """``value`` as a ``float`` if it is a finite real number (not a bool) in ``[low, high]`` (``[low, high)``).
+
+    :raises ValueError: naming ``name`` otherwise (NaN and infinities included).
+    """
+    ok = isinstance(value, Real) and not isinstance(value, bool)
+    if ok:
+        value = float(value)
+        ok = math.isfinite(value) and (low <= value < high if open_high else low <= value <= high)
+    if not ok:
+        if math.isinf(low) and math.isinf(high):
+            expected = "a finite number"
+        else:
+            expected = f"a number in [{low}, {high})" if open_high else f"a number in [{low}, {high}]"
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return value
+
+
+def check_number(name: str, value: Any, minimum: float = -math.inf, allow_inf: bool = False) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is a real number ``>= minimum``, finite unless ``allow_inf``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if math.isnan(value) or (math.isinf(value) and not allow_inf) or value < minimum:
+        finite = "" if allow_inf else "finite "
+        raise ValueError(f"{name} must be a {finite}number >= {minimum}, got {value!r}")
+
+
+def check_schedule(name: str, value: Any, minimum: float = 0.0) -> None:
+    """A finite number ``>= minimum``, or a schedule (a callable of the remaining progress), as SB3 accepts.
+
+    :raises ValueError: anything else, e.g. the string ``"1e-2x"`` from a mistyped command line.
+    """
+    if callable(value):
+        return
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number or a schedule (callable), got {value!r}")
+    if not (math.isfinite(value) and value >= minimum):
+        raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
