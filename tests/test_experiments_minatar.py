@@ -66,14 +66,14 @@ def test_cli_refuses_unknown_methods_before_training(tmp_path, monkeypatch, caps
 def test_the_entropy_coefficient_reaches_the_model(method: str, coef: float) -> None:
     from stable_baselines3 import PPO
 
-    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.agents import OrderGradQCriticPPO
     from ordergrad_rl.envs.minatar import make_minatar_vec_env
 
     config = exp.Config(n_envs=2, n_steps=16, batch_size=16)
     model = exp.build_model(method, make_minatar_vec_env("breakout", 2, seed=0), config, seed=0)
     assert model.ent_coef == coef
     # The + ent variant is the same algorithm as its baseline: only the entropy coefficient differs.
-    assert type(model) is (PPO if method.startswith("ppo_v") else OrderGradPPO)
+    assert type(model) is (PPO if method.startswith("ppo_v") else OrderGradQCriticPPO)
     if method.startswith("ppo_q"):
         assert str(model.objective) == "mean" and model.gae_lambda == 0.95
     other = exp.Config(n_envs=2, n_steps=16, batch_size=16, ent_coef=0.002, ent_coef_baselines=0.05)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar, Literal
 
 import torch as th
@@ -200,3 +201,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
                 update()
 
         train_on_episode_weights(self, update_without_value)
+
+
+# inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
+# (the hyperparameter parsers read them).
+OrderGradPPO.__signature__ = inspect.signature(OrderGradPPO.__init__).replace(  # type: ignore[attr-defined]
+    parameters=list(inspect.signature(OrderGradPPO.__init__).parameters.values())[1:]
+)
