@@ -5,7 +5,7 @@
 Times ``collect_rollouts`` per env step (collection and advantages; the update is the same in both modes and not
 timed; per step, because the steps a rollout takes vary with its episodes' lengths) of
 OrderGradPPO with ``MlpPolicy``, for each env and rule a group can share its context by (see
-:mod:`ordergrad_rl.agents.groups`):
+:mod:`ordergrad_rl.agents.common.groups`):
 
 * ``TargetSum-v0``, native batch of 256 envs, options rule (``reset(options={"problem": c})``), 32 groups of 8;
 * ``CartPole-v1``, ``DummyVecEnv`` of 8 envs, seed rule (shared reset seed, then each env's own stream), 8 groups of

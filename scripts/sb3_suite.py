@@ -70,7 +70,7 @@ def _num_envs(env: Any) -> int:
 
 def n_episodes_for(n_steps: int, env: Any) -> int:
     """The ``n_episodes`` given for SB3's ``n_steps`` (steps per env per rollout): about as many steps per rollout,
-    measured from the env's first episodes (:func:`~ordergrad_rl.agents.sb3_compat.suggest_n_episodes`, what the
+    measured from the env's first episodes (:func:`~ordergrad_rl.agents.common.sb3_compat.suggest_n_episodes`, what the
     error for ``n_steps`` tells a user); if the env cannot be copied to measure it, ``n_steps`` episodes. At least
     2."""
     from ordergrad_rl.agents.common.sb3_compat import suggest_n_episodes

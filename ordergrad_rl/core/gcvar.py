@@ -12,7 +12,7 @@ likelihood-ratio gradient ``(1/N) sum_i w_i grad log p(tau_i)`` its per-sample w
 Only the ``ceil(alpha N)`` tail samples get a weight (the others are 0), and the estimator is consistent but biased
 at finite ``N``; OrderGrad's ``cvar<a>@k`` weights every sample of the batch and is unbiased for the CVaR of a
 ``k``-subset. ``objective="gcvar<a>"`` selects these weights in the agents' episodic mode
-(:class:`~ordergrad_rl.agents.episodic.EpisodicAlgorithmMixin`).
+(:class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`).
 """
 
 from __future__ import annotations

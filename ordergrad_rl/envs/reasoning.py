@@ -451,7 +451,8 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
-    #: Grouped rollouts pose a context with ``reset(options={"problem": c})`` (see :mod:`ordergrad_rl.agents.groups`).
+    #: Grouped rollouts pose a context with ``reset(options={"problem": c})``
+    #: (see :mod:`ordergrad_rl.agents.common.groups`).
     context_key = "problem"
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
@@ -511,7 +512,8 @@ class TargetSumVectorEnv(NativeVectorEnv):
     """
 
     final_step_info_keys = ("is_success",)
-    #: Grouped rollouts pose a context with ``reset(options={"problem": c})`` (see :mod:`ordergrad_rl.agents.groups`).
+    #: Grouped rollouts pose a context with ``reset(options={"problem": c})``
+    #: (see :mod:`ordergrad_rl.agents.common.groups`).
     context_key = "problem"
 
     def __init__(

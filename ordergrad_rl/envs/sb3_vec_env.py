@@ -80,7 +80,7 @@ class NativeVecEnv(VecEnv):
         options: dict[str, np.ndarray] | None = None,
     ) -> VecEnvObs:
         """Start new episodes in ``env_ids`` only, now (SB3's ``reset`` resets every env; this is the batch's
-        ``reset_mask``). Used by grouped rollouts (:mod:`ordergrad_rl.agents.groups`).
+        ``reset_mask``). Used by grouped rollouts (:mod:`ordergrad_rl.agents.common.groups`).
 
         :param env_ids: ``[B]`` envs to reset.
         :param seed: ``None`` or one seed per env (``None`` entries keep the env's generator).

@@ -68,7 +68,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
     * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
     * ``episode_channels`` ``{name: [N]}``: the undiscounted episode sums of the per-step values passed to :meth:`add`
-      as ``channels`` (the info channels of a multi-channel objective, :mod:`ordergrad_rl.agents.channels`);
+      as ``channels`` (the info channels of a multi-channel objective, :mod:`ordergrad_rl.core.channels`);
     * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
       ``returns`` stay zero, which makes SB3's PPO value loss a constant 0);
     * ``extras`` ``{name: [T, ...]}``: per-step arrays a collector passed to :meth:`add` by keyword (action masks for

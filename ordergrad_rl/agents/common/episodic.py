@@ -293,7 +293,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         Episodes must end (terminate or be truncated, e.g. by a ``TimeLimit``). If some env is mid-episode when
         the rollout starts, the VecEnv is reset, so ``Monitor(allow_early_resets=False)`` wrappers cannot be used.
         With ``group_size``, one context is drawn per group and every env starting a counted episode is reset into
-        its group's context (:mod:`ordergrad_rl.agents.groups`). A multi-channel objective's info channels are
+        its group's context (:mod:`ordergrad_rl.agents.common.groups`). A multi-channel objective's info channels are
         summed per episode from the step infos.
 
         :param env: the training VecEnv.

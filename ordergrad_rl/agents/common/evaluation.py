@@ -202,7 +202,7 @@ def sample_successes(
     """Run ``n_samples`` episodes of ``model`` from each context and record their success and length.
 
     Every env of ``venv`` takes the next (context, sample) job when its episode ends; episodes are independent
-    samples of the policy given the context (see :mod:`ordergrad_rl.agents.groups`).
+    samples of the policy given the context (see :mod:`ordergrad_rl.agents.common.groups`).
 
     :param model: anything with SB3's ``predict(obs, deterministic=...)``.
     :param venv: the env (``VecMonitor`` / ``VecNormalize`` wrappers only).

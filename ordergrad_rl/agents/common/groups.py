@@ -1,10 +1,10 @@
 """Prompt-conditional groups: ``G`` episodes that share a start context and are otherwise independent.
 
 The paper's LLM experiments rank the rollouts of one prompt against each other (8 per prompt). In an episodic rollout
-with ``group_size=G``, episode ``j`` (the buffer's numbering, see :mod:`ordergrad_rl.agents.buffers`) belongs to group
-``j // G``; at the start of a rollout the agent draws one context per group, and every env that starts a counted
-episode is reset into its group's context. Members of a group are then conditionally i.i.d. given the context, so the
-core's ``[n_groups, G]`` advantages give an unbiased gradient of the context-averaged objective.
+with ``group_size=G``, episode ``j`` (the buffer's numbering, see :mod:`ordergrad_rl.agents.common.buffers`) belongs
+to group ``j // G``; at the start of a rollout the agent draws one context per group, and every env that starts a
+counted episode is reset into its group's context. Members of a group are then conditionally i.i.d. given the
+context, so the core's ``[n_groups, G]`` advantages give an unbiased gradient of the context-averaged objective.
 
 How an env's episode is put in a context, for any Gymnasium env (checked once per env by :class:`GroupResetter`):
 
@@ -34,6 +34,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv
 
 #: Env attribute naming the reset option that poses a context (options rule).
 CONTEXT_KEY = "context_key"
@@ -81,8 +82,6 @@ class GroupResetter:
     """
 
     def __init__(self, venv: VecEnv, rng: np.random.Generator) -> None:
-        from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv
-
         chain, base = _wrappers(venv)
         for wrapper in chain:
             if not isinstance(wrapper, VecMonitor | VecNormalize):

@@ -41,7 +41,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
 
     In episodic mode no value network is evaluated or trained: the policy's value head is built as SB3 builds it
-    (so that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.sb3_compat`) but never run, the value
+    (so that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.common.sb3_compat`) but never run, the value
     loss is a constant 0 and ``train/value_loss`` / ``train/explained_variance`` are not logged. Unlike SB3, which
     centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
     per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the
@@ -49,7 +49,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
 
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class: episodic mode takes
         any subclass of SB3's ``ActorCriticPolicy`` (its value head unused), Q-critic mode a subclass of
-        :class:`~ordergrad_rl.agents.policies.OrderGradPolicyMixin`.
+        :class:`~ordergrad_rl.agents.common.policies.OrderGradPolicyMixin`.
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodic
         mode needs episodes that end: an episode running past ``rollout_buffer_kwargs["max_episode_steps"]``
         (default 100,000) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
@@ -84,24 +84,25 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
     :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8;
         ``"group"``: each group's, ``"channel"``: each channel's in each group, see
-        :meth:`~ordergrad_rl.agents.episodic.EpisodicAlgorithmMixin.episode_weights`); Q-critic mode: SB3's centring
-        and scaling of each minibatch's advantages.
+        :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.episode_weights`); Q-critic mode: SB3's
+        centring and scaling of each minibatch's advantages.
     :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
-        :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`). ``None`` (default): on for ``"mean"`` (k = 1),
-        off for ranked objectives, which weight whole episodes (``True`` with one raises ``ValueError``).
+        :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
+        (k = 1), off for ranked objectives, which weight whole episodes (``True`` with one raises ``ValueError``).
     :param ent_coef: entropy coefficient.
     :param vf_coef: value (Q-critic mode: Q) loss coefficient (no effect without a critic).
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
-    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`
+    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`
         (Q-critic mode: of SB3's ``RolloutBuffer``).
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see :mod:`ordergrad_rl.agents.risk_logging`).
-    :param policy_kwargs: keyword arguments of the policy (see :mod:`ordergrad_rl.agents.policies`).
+    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see
+        :mod:`ordergrad_rl.agents.common.risk_logging`).
+    :param policy_kwargs: keyword arguments of the policy (see :mod:`ordergrad_rl.agents.common.policies`).
     :param verbose: 0 silent, 1 info, 2 debug.
     :param seed: random seed.
     :param device: torch device.
@@ -205,6 +206,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
 # (the hyperparameter parsers read them).
-OrderGradPPO.__signature__ = inspect.signature(OrderGradPPO.__init__).replace(  # type: ignore[attr-defined]
+OrderGradPPO.__signature__ = inspect.signature(
+    OrderGradPPO.__init__
+).replace(  # type: ignore[attr-defined]
     parameters=list(inspect.signature(OrderGradPPO.__init__).parameters.values())[1:]
 )

@@ -46,9 +46,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
                                log_std_init=math.log(0.35), learn_log_std=False))
         model.learn(750 * 256 * 16)   # 750 updates of 256 episodes x 16 decisions
 
-    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (see :mod:`ordergrad_rl.agents.policies`
-        for ``learn_log_std``, ``zero_init_action_net``) or any subclass of SB3's ``ActorCriticPolicy`` (its value
-        head is built but never run nor trained).
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (see
+        :mod:`ordergrad_rl.agents.common.policies` for ``learn_log_std``, ``zero_init_action_net``) or any subclass
+        of SB3's ``ActorCriticPolicy`` (its value head is built but never run nor trained).
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodes
         must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000) steps raises a
         ``ValueError`` (give the env a ``TimeLimit``).
@@ -56,7 +56,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
     :param n_episodes: episodes per update ``N`` (needs ``k < N``; any number of envs). Default as OrderGradPPO's
-        (:func:`~ordergrad_rl.agents.episodic.default_n_episodes`): 16 for ``"mean"``, measured across the
+        (:func:`~ordergrad_rl.agents.common.arguments.default_n_episodes`): 16 for ``"mean"``, measured across the
         project's envs by ``scripts/measure_reinforce_defaults.py`` (at equal env steps, N = 16 beats 64 and 256 on
         CartPole-v1 and RiskyLavaGrid-v0 and ties on RiskyBandit-v0 and SyntheticTailRisk-v0: one gradient step
         per rollout makes small batches pay), 256 (at least ``2 k``) for ranked objectives (the paper's).
@@ -65,8 +65,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
     :param reward_to_go: mean objective: each step is credited with the rewards from it on, minus the other
         episodes' mean reward-to-go at the same step (unbiased, lower variance; see
-        :func:`~ordergrad_rl.agents.episodic.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``, off for
-        ranked objectives, which weight whole episodes. The paper's REINFORCE (``reproduce tailrisk``) uses ``False``.
+        :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``,
+        off for ranked objectives, which weight whole episodes. The paper's REINFORCE (``reproduce tailrisk``) uses
+        ``False``.
     :param ent_coef: entropy bonus coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
@@ -74,10 +75,11 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
-    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.buffers.EpisodicRolloutBuffer`.
+    :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see :mod:`ordergrad_rl.agents.risk_logging`).
+    :param tensorboard_log: TensorBoard log dir (``risk/*`` dashboards, see
+        :mod:`ordergrad_rl.agents.common.risk_logging`).
     :param monitor_wrapper: wrap a ``gym.Env`` in ``Monitor``.
     :param policy_kwargs: keyword arguments of the policy.
     :param verbose: 0 silent, 1 info, 2 debug.
