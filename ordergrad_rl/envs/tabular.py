@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 #: Accumulated returns equal after rounding to this many decimals are one value.
 DECIMALS = 9
@@ -257,8 +258,8 @@ class _Layer:
     """Augmented nodes (state, accumulated return) alive at one time step, and their one-step outcomes."""
 
     nodes: list[tuple[int, float]]
-    to_next: np.ndarray  # [n_nodes * A, n_next]: probability of reaching each node of the next layer
-    to_final: np.ndarray  # [n_nodes * A, n_values]: probability of ending with each candidate return
+    to_next: sparse.csr_array  # [n_nodes * A, n_next]: probability of reaching each node of the next layer
+    to_final: sparse.csr_array  # [n_nodes * A, n_values]: probability of ending with each candidate return
 
 
 def _layers(mdp: TabularMDP, allowed: np.ndarray) -> tuple[list[_Layer], np.ndarray]:
@@ -299,9 +300,60 @@ def _layers(mdp: TabularMDP, allowed: np.ndarray) -> tuple[list[_Layer], np.ndar
                 to_final[row, value_index[target]] += q
             else:
                 to_next[row, next_index[target]] += q
-        layers.append(_Layer(nodes, to_next, to_final))
-    layers.append(_Layer(sorted(frontier), np.zeros((0, 0)), np.zeros((0, 0))))
+        layers.append(_Layer(nodes, sparse.csr_array(to_next), sparse.csr_array(to_final)))
+    layers.append(_Layer(sorted(frontier), sparse.csr_array((0, 0)), sparse.csr_array((0, 0))))
     return layers, candidates
+
+
+class _AugmentedDP:
+    """The augmented nodes of an MDP (reachable under any action) and the backward recursion over them, built once
+    and solved for any action mask (a mask only removes options, so the nodes reachable under it are a subset)."""
+
+    def __init__(self, mdp: TabularMDP) -> None:
+        self.mdp = mdp
+        self.layers, self.b = _layers(mdp, np.ones((mdp.n_states, mdp.n_actions), dtype=bool))
+        self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
+        self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]
+        self.first = {node: i for i, node in enumerate(self.layers[0].nodes)}
+
+    def solve(self, alpha: float, allowed: np.ndarray, floor: float = -np.inf) -> tuple[CVaRSolution, np.ndarray]:
+        """The optimum under the mask ``allowed`` ``[S, A]`` and the state visits ``[S]`` of its optimal policy.
+
+        :param floor: only thresholds ``b > floor`` are tried (``b - E[(b - G)^+] / a <= b``, so a search that only
+            needs values above ``floor`` loses nothing); the lowest candidate is always kept.
+        """
+        mdp = self.mdp
+        keep = self.b > floor
+        keep[-1] = True
+        b, shortfall = self.b[keep], self.shortfall[keep]
+        last = self.layers[-1].nodes
+        w = shortfall[:, [int(np.searchsorted(self.b, ret)) for _, ret in last]]
+        choices = []
+        for layer, states in zip(reversed(self.layers[:-1]), reversed(self.states[:-1]), strict=True):
+            q = (layer.to_next @ w.T + layer.to_final @ shortfall.T).T.reshape(len(b), len(states), mdp.n_actions)
+            q = np.where(allowed[states][None], q, np.inf)
+            choices.append(q.argmin(axis=-1))  # [n_b, n_nodes]
+            w = q.min(axis=-1)
+        choices.reverse()
+        expected = sum(p * w[:, self.first[(int(s), 0.0)]] for s, p in enumerate(mdp.start) if p > 0)
+        objective = b - expected / alpha
+        best = int(objective.argmax())
+        # Visits of the optimal policy, layer by layer: the chosen rows of the one-step matrices.
+        visits = np.zeros(mdp.n_states)
+        occupancy = np.array([mdp.start[s] for s, _ in self.layers[0].nodes])
+        actions = {}
+        for t, (layer, states) in enumerate(zip(self.layers[:-1], self.states[:-1], strict=True)):
+            chosen = choices[t][best]
+            np.add.at(visits, states, occupancy)
+            actions.update({(t, int(s), ret): int(a) for (s, ret), a in zip(layer.nodes, chosen, strict=True)})
+            occupancy = layer.to_next[np.arange(len(states)) * mdp.n_actions + chosen].T @ occupancy
+        solution = CVaRSolution(float(objective[best]), float(b[best]), AugmentedPolicy(actions, mdp.n_actions))
+        return solution, visits
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
 
 
 def cvar_optimum(mdp: TabularMDP, alpha: float, allowed: np.ndarray | None = None) -> CVaRSolution:
@@ -311,32 +363,11 @@ def cvar_optimum(mdp: TabularMDP, alpha: float, allowed: np.ndarray | None = Non
     :param alpha: the CVaR level in (0, 1].
     :param allowed: optional ``[S, A]`` bool mask of the actions the policy may take in each state (default all).
     """
-    if not 0.0 < alpha <= 1.0:
-        raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+    _check_alpha(alpha)
     allowed = np.ones((mdp.n_states, mdp.n_actions), dtype=bool) if allowed is None else np.asarray(allowed, bool)
     if allowed.shape != (mdp.n_states, mdp.n_actions) or not allowed.any(axis=1).all():
         raise ValueError("allowed must be an [S, A] bool mask with at least one action per state")
-    layers, b = _layers(mdp, allowed)
-    shortfall = np.maximum(b[:, None] - b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
-    last = layers[-1].nodes
-    w = shortfall[:, [int(np.searchsorted(b, ret)) for _, ret in last]] if last else np.zeros((len(b), 0))
-    choices = []
-    for layer in reversed(layers[:-1]):
-        n_nodes = len(layer.nodes)
-        q = (w @ layer.to_next.T + shortfall @ layer.to_final.T).reshape(len(b), n_nodes, mdp.n_actions)
-        states = np.array([s for s, _ in layer.nodes], dtype=np.int64)
-        q = np.where(allowed[states][None], q, np.inf)
-        choices.append(q.argmin(axis=-1))  # [n_b, n_nodes]
-        w = q.min(axis=-1)
-    choices.reverse()
-    first = {node: i for i, node in enumerate(layers[0].nodes)}
-    expected = sum(p * w[:, first[(int(s), 0.0)]] for s, p in enumerate(mdp.start) if p > 0)
-    objective = b - expected / alpha
-    best = int(objective.argmax())
-    actions = {
-        (t, s, ret): int(choices[t][best, i]) for t, layer in enumerate(layers[:-1]) for i, (s, ret) in enumerate(layer.nodes)
-    }
-    return CVaRSolution(float(objective[best]), float(b[best]), AugmentedPolicy(actions, mdp.n_actions))
+    return _AugmentedDP(mdp).solve(alpha, allowed)[0]
 
 
 def best_stationary_cvar(
@@ -360,24 +391,26 @@ def best_stationary_cvar(
         if value > best_value:
             best_value, best_policy = value, np.asarray(policy, dtype=np.int64).copy()
 
-    def bound(fixed: np.ndarray) -> tuple[float, CVaRSolution]:
+    _check_alpha(alpha)
+    dp = _AugmentedDP(mdp)
+
+    def bound(fixed: np.ndarray) -> tuple[float, CVaRSolution, np.ndarray]:
         allowed = np.ones((n_states, n_actions), dtype=bool)
         allowed[fixed >= 0] = False
         allowed[fixed >= 0, fixed[fixed >= 0]] = True
-        solution = cvar_optimum(mdp, alpha, allowed)
-        return solution.value, solution
+        solution, visits = dp.solve(alpha, allowed, floor=best_value)
+        return solution.value, solution, visits
 
     root = np.full(n_states, -1, dtype=np.int64)
     stack = [(*bound(root), root)]
     nodes, open_bounds = 1, []
     while stack:
-        upper, solution, fixed = stack.pop()
+        upper, solution, visits, fixed = stack.pop()
         if upper <= best_value + 1e-9:
             continue
         if nodes >= max_nodes:
             open_bounds.append(upper)
             continue
-        _, visits = propagate(mdp, solution.policy)
         free_visits = np.where(fixed < 0, visits, 0.0)
         if free_visits.max() <= 0:  # the relaxed optimum is stationary on every state it visits
             policy = np.where(fixed >= 0, fixed, 0)
