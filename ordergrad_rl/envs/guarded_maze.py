@@ -147,7 +147,8 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
                 probs: dict[int, float] = {}
                 for move in range(len(MOVES)):
                     target = self._move(state, move)
-                    probs[target] = probs.get(target, 0.0) + self.slip / len(MOVES) + (1.0 - self.slip) * (move == action)
+                    chance = self.slip / len(MOVES) + (1.0 - self.slip) * (move == action)
+                    probs[target] = probs.get(target, 0.0) + chance
                 outcomes: list[Outcome] = []
                 for nxt, prob in probs.items():
                     reward = step_reward + (goal_reward if self.cells[nxt] == "G" else 0.0)

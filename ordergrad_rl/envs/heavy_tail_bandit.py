@@ -109,4 +109,5 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
         cumulative = np.cumsum([p for p, *_ in outcomes])
         pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
         self._done = True
-        return np.zeros(1, dtype=np.float32), float(outcomes[pick][2]), True, False, {"arm": self.arm_names[int(action)]}
+        info = {"arm": self.arm_names[int(action)]}
+        return np.zeros(1, dtype=np.float32), float(outcomes[pick][2]), True, False, info

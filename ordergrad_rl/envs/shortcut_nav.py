@@ -42,7 +42,11 @@ def segment_hits(start: np.ndarray, end: np.ndarray, box: tuple[tuple[float, flo
 
 
 def path_return_distribution(
-    n_steps: int, zone_steps: tuple[int, ...], crash_prob: float, step_reward: float, goal_reward: float,
+    n_steps: int,
+    zone_steps: tuple[int, ...],
+    crash_prob: float,
+    step_reward: float,
+    goal_reward: float,
     crash_reward: float,
 ) -> ReturnDistribution:
     """The exact return distribution of a path reaching the goal in ``n_steps`` steps that enters the zone on the

@@ -262,17 +262,17 @@ class _Layer:
     to_final: sparse.csr_array  # [n_nodes * A, n_values]: probability of ending with each candidate return
 
 
-def _layers(mdp: TabularMDP, allowed: np.ndarray) -> tuple[list[_Layer], np.ndarray]:
-    """The augmented nodes reachable under any allowed action, per time step, and the attainable returns."""
+def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
+    """The augmented nodes reachable under any action, per time step, and the attainable returns."""
     frontier = {(int(s), 0.0) for s in np.flatnonzero(mdp.start)}
-    raw: list[tuple[list[tuple[int, float]], list[tuple[int, int, float, tuple[int, float] | float, bool]]]] = []
+    raw: list[tuple[list[tuple[int, float]], list[tuple[int, float, tuple[int, float] | float, bool]]]] = []
     values: set[float] = set()
-    for t in range(mdp.horizon):
+    for _ in range(mdp.horizon):
         nodes = sorted(frontier)
         edges = []
         frontier = set()
         for i, (s, ret) in enumerate(nodes):
-            for a in np.flatnonzero(allowed[s]):
+            for a in range(mdp.n_actions):
                 for q, s2, r, term in zip(
                     mdp.prob[s, a], mdp.next_state[s, a], mdp.reward[s, a], mdp.terminated[s, a], strict=True
                 ):
@@ -311,7 +311,7 @@ class _AugmentedDP:
 
     def __init__(self, mdp: TabularMDP) -> None:
         self.mdp = mdp
-        self.layers, self.b = _layers(mdp, np.ones((mdp.n_states, mdp.n_actions), dtype=bool))
+        self.layers, self.b = _layers(mdp)
         self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
         self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]
         self.first = {node: i for i, node in enumerate(self.layers[0].nodes)}
