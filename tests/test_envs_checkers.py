@@ -12,7 +12,16 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from ordergrad_rl.envs import register_envs
 
-ENV_IDS = ["SyntheticTailRisk-v0", "SyntheticTailRiskDeploy-v0", "RiskyBandit-v0", "RiskyLavaGrid-v0", "TargetSum-v0"]
+ENV_IDS = [
+    "SyntheticTailRisk-v0",
+    "SyntheticTailRiskDeploy-v0",
+    "RiskyBandit-v0",
+    "RiskyLavaGrid-v0",
+    "TargetSum-v0",
+    "GuardedMaze-v0",
+    "HeavyTailBandit-v0",
+    "RiskyShortcutNav-v0",
+]
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

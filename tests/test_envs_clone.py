@@ -50,6 +50,9 @@ FACES: dict[str, Face] = {
     "tailrisk-env": single("SyntheticTailRisk-v0", **SHORT),
     "bandit-env": single("RiskyBandit-v0"),
     "lava-env": single("RiskyLavaGrid-v0", slip=0.5),
+    "maze-env": single("GuardedMaze-v0", slip=0.5, guard_prob=0.5),
+    "heavy-bandit-env": single("HeavyTailBandit-v0"),
+    "nav-env": single("RiskyShortcutNav-v0", crash_prob=0.5),
     "tailrisk-vector": Face(
         lambda: gym.make_vec("SyntheticTailRisk-v0", num_envs=N_ENVS, **SHORT), lambda env: env.action_space
     ),

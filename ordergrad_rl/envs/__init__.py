@@ -7,9 +7,15 @@ id                              environment
 ``SyntheticTailRiskDeploy-v0``  its deployment setting, p=0.35, 160 traded days
 ``RiskyBandit-v0``              one-step bandit: mean, CVaR and max@K prefer different arms
 ``RiskyLavaGrid-v0``            slippery gridworld: shortcut along lava vs. safe path
+``GuardedMaze-v0``              8x8 maze: short path past a guard (CeSoR's Guarded Maze)
+``HeavyTailBandit-v0``          one-step bandit: the best-mean arm has a rare large loss
+``RiskyShortcutNav-v0``         2-D point navigation (continuous): a risky gap vs. a detour
 ``TargetSum-v0``                verifiable reasoning: pick numbers adding up to a target,
                                 token by token, with running totals (train/test splits)
 =============================== ===========================================================
+
+The known-answer benchmark envs (lava grid, guarded maze, heavy-tail bandit, shortcut navigation) print their
+exact mean- and CVaR-optimal values in their docstrings; ``ordergrad_rl.envs.tabular`` computes them.
 
 The classes are imported on first access, so ``import ordergrad_rl`` stays light (no SB3).
 """
@@ -23,9 +29,12 @@ import gymnasium as gym
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
+    from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
+    from ordergrad_rl.envs.heavy_tail_bandit import HeavyTailBanditEnv
     from ordergrad_rl.envs.lava_grid import RiskyLavaGridEnv
     from ordergrad_rl.envs.reasoning import TargetSumEnv, TargetSumVectorEnv, target_sum_problems, verify_answers
     from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, TailRiskVecEnv, make_sb3_vec_env
+    from ordergrad_rl.envs.shortcut_nav import RiskyShortcutNavEnv
     from ordergrad_rl.envs.tailrisk import TailRiskSimulator, cash_capped_weights, default_event_window
     from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv, SyntheticTailRiskVectorEnv
 
@@ -44,6 +53,9 @@ _LAZY = {
     "make_sb3_vec_env": "ordergrad_rl.envs.sb3_vec_env",
     "RiskyBanditEnv": "ordergrad_rl.envs.bandit",
     "RiskyLavaGridEnv": "ordergrad_rl.envs.lava_grid",
+    "GuardedMazeEnv": "ordergrad_rl.envs.guarded_maze",
+    "HeavyTailBanditEnv": "ordergrad_rl.envs.heavy_tail_bandit",
+    "RiskyShortcutNavEnv": "ordergrad_rl.envs.shortcut_nav",
     "TargetSumEnv": _REASONING,
     "TargetSumVectorEnv": _REASONING,
     "target_sum_problems": _REASONING,
@@ -68,6 +80,17 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "id": "RiskyLavaGrid-v0",
         "entry_point": "ordergrad_rl.envs.lava_grid:RiskyLavaGridEnv",
         "max_episode_steps": 30,
+    },
+    {"id": "GuardedMaze-v0", "entry_point": "ordergrad_rl.envs.guarded_maze:GuardedMazeEnv", "max_episode_steps": 40},
+    {
+        "id": "HeavyTailBandit-v0",
+        "entry_point": "ordergrad_rl.envs.heavy_tail_bandit:HeavyTailBanditEnv",
+        "max_episode_steps": 1,
+    },
+    {
+        "id": "RiskyShortcutNav-v0",
+        "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
+        "max_episode_steps": 50,
     },
     {
         "id": "TargetSum-v0",
@@ -106,6 +129,9 @@ __all__ = [
     "make_sb3_vec_env",
     "RiskyBanditEnv",
     "RiskyLavaGridEnv",
+    "GuardedMazeEnv",
+    "HeavyTailBanditEnv",
+    "RiskyShortcutNavEnv",
     "TargetSumEnv",
     "TargetSumVectorEnv",
     "target_sum_problems",

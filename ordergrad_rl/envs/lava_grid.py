@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.tabular import TabularMDP
 
 #: Rows of the grid: S start, G goal, L lava, . floor.
 LAYOUT: tuple[str, ...] = (
@@ -23,6 +24,11 @@ UP, RIGHT, DOWN, LEFT = range(4)
 SHORTCUT_POLICY = np.array([RIGHT] * 4 + [DOWN] + [RIGHT] * 5 + [UP] * 5)
 #: The safe policy: up to row 0, along it, then down to the goal.
 SAFE_POLICY = np.array([RIGHT] * 4 + [DOWN] + [UP] * 5 + [UP] * 5)
+#: The best stationary policy for CVaR_0.2 (exact, ``tabular.best_stationary_cvar``): the safe path, except that
+#: from row 1, columns 2 and 3, it goes right.
+CVAR_POLICY = np.array([RIGHT] * 4 + [DOWN] + [UP, UP, RIGHT, RIGHT, UP] + [UP] * 5)
+#: The registered time limit.
+MAX_EPISODE_STEPS = 30
 
 Transition = tuple[float, int, float, bool]
 
@@ -55,6 +61,19 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
 
     The shortcut is the mean-optimal policy (value iteration), the safe path has the far better
     lower tail: ``mean`` training should take the shortcut, ``cvar0.1``/``cvar0.2`` the safe path.
+
+    The exact optima (``ordergrad_rl.envs.tabular``: value iteration; the CVaR optimum over all
+    history-dependent policies by dynamic programming over (time, state, accumulated return); the best
+    stationary policy of the cell by branch and bound), CVaR at level 0.2:
+
+    | Optimum                                  | Mean   | CVaR_0.2 |
+    |------------------------------------------|--------|----------|
+    | mean-optimal                             | 3.793  | -4.446   |
+    | CVaR-optimal, history-dependent          | 3.334  | 1.187    |
+    | CVaR-optimal, stationary                 | 3.305  | 1.124    |
+
+    The stationary optimum (``CVAR_POLICY``) is the safe path except that, having slipped back to row 1 at
+    column 2 or 3, it goes on right along the lava instead of climbing back: it beats the safe path (0.951).
 
     ## Action Space
 
@@ -89,7 +108,8 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
     ``slip=0.1`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=10.0``, ``lava_reward=-15.0``
     (finite numbers; anything else raises ``ValueError`` naming the argument).
     ``env.unwrapped.P[s][a]`` lists the ``(probability, next_state, reward, terminated)``
-    outcomes (as in Gymnasium's FrozenLake). Each step draws one uniform.
+    outcomes (as in Gymnasium's FrozenLake), ``env.unwrapped.tabular()`` the
+    :class:`~ordergrad_rl.envs.tabular.TabularMDP`. Each step draws one uniform.
 
     ## Version History
 
@@ -141,6 +161,10 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
                 ]
         self._state = self.start_state
         self._done = True
+
+    def tabular(self, horizon: int = MAX_EPISODE_STEPS) -> TabularMDP:
+        """The env as a :class:`~ordergrad_rl.envs.tabular.TabularMDP` with time limit ``horizon``."""
+        return TabularMDP.from_outcomes(self.P, self.start_state, horizon)
 
     def _move(self, state: int, move: int) -> int:
         row, col = divmod(state, self.n_cols)

@@ -1,0 +1,211 @@
+"""RiskyShortcutNav: 2-D point navigation, continuous observations and actions, a risky shortcut zone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.tabular import ReturnDistribution
+
+#: The arena ``[x_low, x_high] x [y_low, y_high]``; positions are clipped to it.
+ARENA = ((0.0, 2.0), (-1.0, 1.0))
+#: Walls, open rectangles ``((x_low, x_high), (y_low, y_high))``: a band across the arena with two openings.
+WALLS = (((0.82, 1.17), (-1.0, -0.15)), ((0.82, 1.17), (0.15, 0.75)))
+#: The risky opening (an open rectangle): every step whose segment enters it may crash.
+ZONE = ((0.82, 1.17), (-0.15, 0.15))
+START = (0.1, 0.0)
+GOAL, GOAL_RADIUS = (1.8, 0.0), 0.15
+STEP_SIZE = 0.1
+#: The registered time limit.
+MAX_EPISODE_STEPS = 50
+#: The fewest steps to the goal through the zone (entering it on steps 8 to 11) and over the wall band.
+SHORTCUT_STEPS, SHORTCUT_ZONE_STEPS, DETOUR_STEPS = 16, (8, 9, 10, 11), 23
+
+
+def segment_hits(start: np.ndarray, end: np.ndarray, box: tuple[tuple[float, float], ...]) -> bool:
+    """Whether the segment ``start -> end`` (``[2]`` each) meets the open rectangle ``box`` (Liang-Barsky clipping;
+    touching the boundary does not count)."""
+    t0, t1 = 0.0, 1.0
+    for axis, (low, high) in enumerate(box):
+        delta = end[axis] - start[axis]
+        if delta == 0.0:
+            if not low < start[axis] < high:
+                return False
+            continue
+        a, b = (low - start[axis]) / delta, (high - start[axis]) / delta
+        t0, t1 = max(t0, min(a, b)), min(t1, max(a, b))
+    return t1 - t0 > 1e-12
+
+
+def path_return_distribution(
+    n_steps: int,
+    zone_steps: tuple[int, ...],
+    crash_prob: float,
+    step_reward: float,
+    goal_reward: float,
+    crash_reward: float,
+) -> ReturnDistribution:
+    """The exact return distribution of a path reaching the goal in ``n_steps`` steps that enters the zone on the
+    (1-based) steps ``zone_steps``: a crash on step ``j`` returns ``j * step_reward + crash_reward``."""
+    masses: dict[float, float] = {}
+    survive = 1.0
+    for j in zone_steps:
+        value = j * step_reward + crash_reward
+        masses[value] = masses.get(value, 0.0) + survive * crash_prob
+        survive *= 1.0 - crash_prob
+    value = n_steps * step_reward + goal_reward
+    masses[value] = masses.get(value, 0.0) + survive
+    return ReturnDistribution.from_dict({v: p for v, p in masses.items() if p > 0})
+
+
+class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
+    """A point moves to a goal past a wall band: through a risky gap (short) or over the band (long).
+
+    ## Description
+
+    The continuous-control member of the known-answer suite::
+
+        y = 1  +------------------+-----+-------------------+
+               |                  |     |                   |   top opening: safe, a detour
+        y=0.75 |                  |#####|                   |
+               |                  |#####|                   |
+        y=0.15 |                  |~~~~~|                   |   ~ the zone: each step that enters it
+           0   |  S               |~~~~~|             G     |     crashes with probability crash_prob
+        -0.15  |                  |#####|                   |
+               |                  |#####|                   |
+        y = -1 +------------------+-----+-------------------+
+              x=0              0.82   1.17                  2
+
+    The point starts at S = (0.1, 0); the goal is the disk of radius 0.15 around G = (1.8, 0). A step moves by
+    ``0.1 * a`` for the action ``a`` (clipped to [-1, 1] per axis, then to norm 1); a move whose segment meets a
+    wall is cancelled (the point stays, the step is spent), positions are clipped to the arena. A step whose segment
+    enters the zone crashes with probability ``crash_prob``: it pays ``crash_reward`` and ends the episode.
+
+    Exact optima (an analysis, not a DP; the assumptions are the dynamics above). Crossing the band takes either the
+    zone or the top opening. (1) Through the zone: the goal is 1.58 away, so at least 16 steps; after 7 steps
+    x <= 0.8, so no step before the 8th enters the zone, and each step advances x by at most 0.1 through the
+    0.35-wide zone, so at least 4 steps enter it, the k-th zone step no earlier than step 7 + k. The straight line
+    at full speed meets all of these bounds at once (16 steps, zone on steps 8-11), so its outcome in each crash
+    event is at least that of any other path through the zone: it is the best path of the family for every
+    objective that is monotone in the return. (2) Over the band: the shortest route, S -> (0.82, 0.75) ->
+    (1.17, 0.75) -> the goal disk, is 2.219 long, so at least 23 steps, and 23 are reached (for example, through
+    (0.80, 0.77) and (1.19, 0.77)); the return is deterministic. Crash events end the episode, so there is nothing
+    for history to react to, and a mixture of paths never beats its best path on the mean or on CVaR (for a fixed
+    threshold ``b`` the CVaR objective ``b - E[(b - G)^+] / a`` is linear in the mixture). With the defaults:
+
+    | Policy                         | Mean   | CVaR_0.2 | P(crash) |
+    |--------------------------------|--------|----------|----------|
+    | shortcut (mean-optimal)        | 10.276 | -4.620   | 0.0587   |
+    | detour (CVaR_0.2-optimal)      | 7.000  | 7.000    | 0.0000   |
+
+    (``path_return_distribution`` in this module gives the full distributions.)
+
+    ## Action Space
+
+    ``Box(-1, 1, (2,), float32)``: the move (dx, dy) in units of the step size 0.1.
+
+    ## Observation Space
+
+    ``Box([0, -1, 0], [2, 1, 1], (3,), float32)``: the position (x, y) and the elapsed fraction of the time limit
+    ``t / 50``.
+
+    ## Rewards
+
+    ``step_reward`` (-1) per step, plus ``goal_reward`` (+30) on reaching the goal disk, plus ``crash_reward`` (-40)
+    on a crash. The shortcut scores 14 when it does not crash, the detour 7.
+
+    ## Starting State
+
+    (0.1, 0), time 0.
+
+    ## Episode End
+
+    Terminated on reaching the goal disk or on a crash; truncated after 50 steps (the time limit is part of the env:
+    the observation carries the time).
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    import ordergrad_rl
+
+    env = gym.make("RiskyShortcutNav-v0", crash_prob=0.015)
+    ```
+
+    ``crash_prob=0.015`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=30.0``,
+    ``crash_reward=-40.0`` (finite numbers); anything else raises ``ValueError`` naming the argument. Each step that
+    enters the zone draws one uniform; no other step draws.
+
+    ## Version History
+
+    * v0: Initial version.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        crash_prob: float = 0.015,
+        step_reward: float = -1.0,
+        goal_reward: float = 30.0,
+        crash_reward: float = -40.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.crash_prob = check_float("crash_prob", crash_prob, 0.0, 1.0)
+        self.step_reward = check_float("step_reward", step_reward)
+        self.goal_reward = check_float("goal_reward", goal_reward)
+        self.crash_reward = check_float("crash_reward", crash_reward)
+        for name, bonus in (("goal_reward", self.goal_reward), ("crash_reward", self.crash_reward)):
+            if not np.isfinite(self.step_reward + bonus):
+                raise ValueError(f"step_reward + {name} overflows: {self.step_reward!r} + {bonus!r}")
+        (x_low, x_high), (y_low, y_high) = ARENA
+        self.observation_space = spaces.Box(
+            np.array([x_low, y_low, 0.0], dtype=np.float32), np.array([x_high, y_high, 1.0], dtype=np.float32)
+        )
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self._position = np.array(START)
+        self._t = 0
+        self._done = True
+
+    def _obs(self) -> np.ndarray:
+        return np.array([*self._position, self._t / MAX_EPISODE_STEPS], dtype=np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._position = np.array(START)
+        self._t = 0
+        self._done = False
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        move = np.asarray(action, dtype=np.float64)
+        if move.shape != (2,) or not np.isfinite(move).all():
+            raise ValueError(f"action must be 2 finite numbers (dx, dy), got {action!r}")
+        if self._done:
+            raise RuntimeError("step() called on a finished episode: reset the env first")
+        move = np.clip(move, -1.0, 1.0)
+        move = STEP_SIZE * move / max(1.0, float(np.hypot(*move)))
+        (x_low, x_high), (y_low, y_high) = ARENA
+        target = np.clip(self._position + move, (x_low, y_low), (x_high, y_high))
+        self._t += 1
+        reward, terminated, crashed = self.step_reward, False, False
+        if not any(segment_hits(self._position, target, wall) for wall in WALLS):
+            if segment_hits(self._position, target, ZONE) and self.crash_prob > 0:
+                crashed = bool(self.np_random.random() < self.crash_prob)
+            self._position = target
+        if crashed:
+            reward, terminated = reward + self.crash_reward, True
+        elif np.hypot(*(self._position - GOAL)) <= GOAL_RADIUS:
+            reward, terminated = reward + self.goal_reward, True
+        truncated = not terminated and self._t >= MAX_EPISODE_STEPS
+        self._done = terminated or truncated
+        return self._obs(), float(reward), terminated, truncated, {"crashed": crashed}

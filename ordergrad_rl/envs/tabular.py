@@ -1,0 +1,438 @@
+"""Exact risk analysis of finite MDPs: return distributions, mean- and CVaR-optimal values.
+
+The library layer under the known-answer benchmark envs (no RL, NumPy only). A tabular env describes itself as a
+:class:`TabularMDP` (``env.unwrapped.tabular()``); the functions below then give, exactly:
+
+* :func:`return_distribution`: the law of the episode return of a policy (stationary ``[S, A]`` / ``[S]``, or
+  one of the augmented policies returned here) by forward propagation of (state, accumulated return) pairs;
+* :func:`mean_optimum`: the mean-optimal value and a Markov policy of (time, state) (finite-horizon value iteration);
+* :func:`cvar_optimum`: the CVaR-optimal value over all history-dependent policies, by dynamic programming over the
+  state augmented with the time and the accumulated return (Bauerle and Ott, 2011)::
+
+      CVaR_a(G) = max_b { b - E[(b - G)^+] / a },
+
+  where for each candidate ``b`` among the finitely many attainable returns ``min_pi E[(b - G)^+]`` is a backward
+  recursion over (time, state, accumulated return); the optimal ``b`` is an attainable return (the optimal policy's
+  ``a``-quantile), so the maximum over the candidates is exact;
+* :func:`best_stationary_cvar`: the best stationary deterministic policy of the state alone (what an agent that
+  observes only the state can represent), by branch and bound: a node fixes the actions of some states, its bound is
+  :func:`cvar_optimum` with the other states left free (history-dependent), which can only be larger.
+
+Returns are sums of float rewards; accumulated returns are merged when equal after rounding to ``DECIMALS`` decimals,
+so with the usual integer or short-decimal rewards every value is exact (no binning).
+
+CVaR convention: ``cvar(alpha)`` is the mean of the worst ``alpha`` probability mass, an atom at the quantile split
+fractionally (the lower-tail mean that the ``cvar<a>`` objective estimates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+
+#: Accumulated returns equal after rounding to this many decimals are one value.
+DECIMALS = 9
+
+#: ``(probability, next_state, reward, terminated)``, as in Gymnasium's FrozenLake ``env.P[s][a]``.
+Outcome = tuple[float, int, float, bool]
+#: A policy as a function of (time, state, accumulated return) -> action probabilities ``[A]``.
+PolicyFn = Callable[[int, int, float], np.ndarray]
+
+
+def _key(value: float) -> float:
+    return round(float(value), DECIMALS) + 0.0  # + 0.0: -0.0 and 0.0 are one key
+
+
+@dataclass(frozen=True)
+class TabularMDP:
+    """A finite episodic MDP with a time limit, rewards on transitions (possibly random given the next state).
+
+    Each (state, action) pair has ``K`` outcomes (padded with probability 0):
+
+    :param prob: ``[S, A, K]`` outcome probabilities, each ``[s, a]`` row sums to 1.
+    :param next_state: ``[S, A, K]`` int, the state after the outcome.
+    :param reward: ``[S, A, K]`` the reward of the transition.
+    :param terminated: ``[S, A, K]`` bool, whether the outcome ends the episode.
+    :param start: ``[S]`` start distribution.
+    :param horizon: the time limit: the episode is truncated after ``horizon`` steps.
+    """
+
+    prob: np.ndarray
+    next_state: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    start: np.ndarray
+    horizon: int
+
+    def __post_init__(self) -> None:
+        shape = self.prob.shape
+        if len(shape) != 3 or any(a.shape != shape for a in (self.next_state, self.reward, self.terminated)):
+            raise ValueError("prob, next_state, reward and terminated must share one shape [S, A, K]")
+        if self.start.shape != (shape[0],):
+            raise ValueError(f"start must have shape [S] = [{shape[0]}], got {self.start.shape}")
+        if not np.allclose(self.prob.sum(axis=-1), 1.0, atol=1e-9) or (self.prob < 0).any():
+            raise ValueError("prob: every [s, a] row must be a probability vector")
+        if not np.isclose(self.start.sum(), 1.0, atol=1e-9) or (self.start < 0).any():
+            raise ValueError("start must be a probability vector")
+        if self.horizon < 1:
+            raise ValueError(f"horizon must be >= 1, got {self.horizon}")
+
+    @property
+    def n_states(self) -> int:
+        return self.prob.shape[0]
+
+    @property
+    def n_actions(self) -> int:
+        return self.prob.shape[1]
+
+    @classmethod
+    def from_outcomes(
+        cls, outcomes: Mapping[int, Mapping[int, Sequence[Outcome]]], start: np.ndarray | int, horizon: int
+    ) -> TabularMDP:
+        """From a FrozenLake-style table ``outcomes[s][a] = [(probability, next_state, reward, terminated), ...]``.
+
+        :param start: a start state or a start distribution ``[S]``.
+        """
+        n_states, n_actions = len(outcomes), len(outcomes[0])
+        width = max(len(outcomes[s][a]) for s in range(n_states) for a in range(n_actions))
+        prob = np.zeros((n_states, n_actions, width))
+        next_state = np.zeros((n_states, n_actions, width), dtype=np.int64)
+        reward = np.zeros((n_states, n_actions, width))
+        terminated = np.zeros((n_states, n_actions, width), dtype=bool)
+        for s in range(n_states):
+            for a in range(n_actions):
+                for k, (p, s2, r, term) in enumerate(outcomes[s][a]):
+                    prob[s, a, k], next_state[s, a, k], reward[s, a, k], terminated[s, a, k] = p, s2, r, term
+                next_state[s, a, len(outcomes[s][a]) :] = s  # padding: probability 0
+        if np.ndim(start) == 0:
+            start = np.eye(n_states)[int(start)]
+        return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), int(horizon))
+
+
+@dataclass(frozen=True)
+class ReturnDistribution:
+    """A finite distribution of the episode return: sorted distinct ``values`` ``[n]`` and their ``probs`` ``[n]``."""
+
+    values: np.ndarray
+    probs: np.ndarray
+
+    @classmethod
+    def from_dict(cls, masses: Mapping[float, float]) -> ReturnDistribution:
+        values = np.array(sorted(masses), dtype=float)
+        return cls(values, np.array([masses[v] for v in values], dtype=float))
+
+    def mean(self) -> float:
+        return float(self.values @ self.probs)
+
+    def cvar(self, alpha: float) -> float:
+        """Mean of the worst ``alpha`` probability mass (the atom at the ``alpha``-quantile split fractionally).
+
+        :raises ValueError: unless ``0 < alpha <= 1``.
+        """
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+        taken = np.clip(alpha - (np.cumsum(self.probs) - self.probs), 0.0, self.probs)
+        return float(taken @ self.values / alpha)
+
+    def prob(self, condition: Callable[[np.ndarray], np.ndarray]) -> float:
+        """Probability that ``condition(return)`` holds (``condition`` is vectorized over values)."""
+        return float(self.probs[condition(self.values)].sum())
+
+
+@dataclass(frozen=True)
+class AugmentedPolicy:
+    """A deterministic policy of (time, state, accumulated return): ``actions[(t, s, c)]``, ``c`` rounded by
+    ``_key``. States it never reaches under itself are absent; there it acts by ``default`` (action 0)."""
+
+    actions: dict[tuple[int, int, float], int]
+    n_actions: int
+    default: int = 0
+
+    def __call__(self, t: int, state: int, ret: float) -> np.ndarray:
+        return np.eye(self.n_actions)[self.actions.get((t, state, _key(ret)), self.default)]
+
+
+@dataclass(frozen=True)
+class CVaRSolution:
+    """The result of :func:`cvar_optimum`: the optimal ``value``, the optimal threshold ``b`` (an ``alpha``-quantile
+    of the optimal return) and an optimal deterministic augmented ``policy``."""
+
+    value: float
+    threshold: float
+    policy: AugmentedPolicy
+
+
+@dataclass(frozen=True)
+class StationarySolution:
+    """The result of :func:`best_stationary_cvar`: the best stationary deterministic ``policy`` ``[S]`` found, its
+    exact CVaR ``value``, and ``upper``, a proven upper bound on every stationary deterministic policy's CVaR
+    (``upper == value`` when the search finished: then ``value`` is the exact optimum)."""
+
+    value: float
+    policy: np.ndarray
+    upper: float
+    nodes: int = field(default=0)
+
+    @property
+    def exact(self) -> bool:
+        return self.upper <= self.value + 1e-9
+
+
+def _as_policy(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> PolicyFn:
+    """A stationary ``[S]`` (actions) or ``[S, A]`` (probabilities) array, or a callable, as a callable."""
+    if callable(policy):
+        return policy
+    table = np.asarray(policy)
+    if table.shape == (mdp.n_states,):
+        table = np.eye(mdp.n_actions)[table.astype(np.int64)]
+    if table.shape != (mdp.n_states, mdp.n_actions):
+        raise ValueError(f"policy must have shape [S] or [S, A] = [{mdp.n_states}, {mdp.n_actions}], got {table.shape}")
+    return lambda t, state, ret: table[state]
+
+
+def propagate(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> tuple[ReturnDistribution, np.ndarray]:
+    """Forward propagation of (state, accumulated return) under ``policy`` within the time limit.
+
+    :param policy: ``[S]`` actions, ``[S, A]`` action probabilities, or a callable ``(t, s, return) -> [A]``.
+    :return: the return distribution and the expected number of visits of each state ``[S]`` (decisions taken there).
+    """
+    act = _as_policy(mdp, policy)
+    live: dict[tuple[int, float], float] = {(int(s), 0.0): float(p) for s, p in enumerate(mdp.start) if p > 0}
+    final: dict[float, float] = {}
+    visits = np.zeros(mdp.n_states)
+    for t in range(mdp.horizon):
+        nxt: dict[tuple[int, float], float] = {}
+        for (s, ret), p in live.items():
+            visits[s] += p
+            probs = act(t, s, ret)
+            for a in np.flatnonzero(probs):
+                for q, s2, r, term in zip(
+                    mdp.prob[s, a], mdp.next_state[s, a], mdp.reward[s, a], mdp.terminated[s, a], strict=True
+                ):
+                    if q == 0:
+                        continue
+                    mass, ret2 = p * probs[a] * q, _key(ret + r)
+                    if term:
+                        final[ret2] = final.get(ret2, 0.0) + mass
+                    else:
+                        nxt[(int(s2), ret2)] = nxt.get((int(s2), ret2), 0.0) + mass
+        live = nxt
+    for (_, ret), p in live.items():  # truncated by the time limit
+        final[ret] = final.get(ret, 0.0) + p
+    return ReturnDistribution.from_dict(final), visits
+
+
+def return_distribution(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> ReturnDistribution:
+    """The exact distribution of the episode return of ``policy`` (see :func:`propagate`)."""
+    return propagate(mdp, policy)[0]
+
+
+def mean_optimum(mdp: TabularMDP) -> tuple[float, np.ndarray]:
+    """Finite-horizon value iteration: the mean-optimal value and a Markov policy ``[horizon, S]`` of (time, state)
+    (ties broken towards the lowest action index). History adds nothing to the mean, so this is the optimum over
+    all policies.
+
+    :return: ``(value, policy)``; ``policy[t, s]`` is the action at time ``t`` (a callable form:
+        ``lambda t, s, c: np.eye(A)[policy[t, s]]``).
+    """
+    value = np.zeros(mdp.n_states)
+    policy = np.zeros((mdp.horizon, mdp.n_states), dtype=np.int64)
+    for t in reversed(range(mdp.horizon)):
+        q = (mdp.prob * (mdp.reward + np.where(mdp.terminated, 0.0, value[mdp.next_state]))).sum(axis=-1)
+        policy[t] = q.argmax(axis=1)
+        value = q.max(axis=1)
+    return float(mdp.start @ value), policy
+
+
+def markov_policy(table: np.ndarray, n_actions: int) -> PolicyFn:
+    """A ``[horizon, S]`` table of actions (as from :func:`mean_optimum`) as a policy callable."""
+    eye = np.eye(n_actions)
+    return lambda t, state, ret: eye[table[t, state]]
+
+
+@dataclass
+class _Layer:
+    """Augmented nodes (state, accumulated return) alive at one time step, and their one-step outcomes."""
+
+    nodes: list[tuple[int, float]]
+    to_next: sparse.csr_array  # [n_nodes * A, n_next]: probability of reaching each node of the next layer
+    to_final: sparse.csr_array  # [n_nodes * A, n_values]: probability of ending with each candidate return
+
+
+def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
+    """The augmented nodes reachable under any action, per time step, and the attainable returns."""
+    frontier = {(int(s), 0.0) for s in np.flatnonzero(mdp.start)}
+    raw: list[tuple[list[tuple[int, float]], list[tuple[int, float, tuple[int, float] | float, bool]]]] = []
+    values: set[float] = set()
+    for _ in range(mdp.horizon):
+        nodes = sorted(frontier)
+        edges = []
+        frontier = set()
+        for i, (s, ret) in enumerate(nodes):
+            for a in range(mdp.n_actions):
+                for q, s2, r, term in zip(
+                    mdp.prob[s, a], mdp.next_state[s, a], mdp.reward[s, a], mdp.terminated[s, a], strict=True
+                ):
+                    if q == 0:
+                        continue
+                    ret2 = _key(ret + r)
+                    if term:
+                        values.add(ret2)
+                        edges.append((i * mdp.n_actions + a, q, ret2, True))
+                    else:
+                        frontier.add((int(s2), ret2))
+                        edges.append((i * mdp.n_actions + a, q, (int(s2), ret2), False))
+        raw.append((nodes, edges))
+    values.update(ret for _, ret in frontier)  # truncated at the time limit
+    candidates = np.array(sorted(values))
+    value_index = {v: j for j, v in enumerate(candidates)}
+    layers = []
+    for t, (nodes, edges) in enumerate(raw):
+        next_nodes = raw[t + 1][0] if t + 1 < mdp.horizon else sorted(frontier)
+        next_index = {node: j for j, node in enumerate(next_nodes)}
+        to_next = np.zeros((len(nodes) * mdp.n_actions, len(next_nodes)))
+        to_final = np.zeros((len(nodes) * mdp.n_actions, len(candidates)))
+        for row, q, target, term in edges:
+            if term:
+                to_final[row, value_index[target]] += q
+            else:
+                to_next[row, next_index[target]] += q
+        layers.append(_Layer(nodes, sparse.csr_array(to_next), sparse.csr_array(to_final)))
+    layers.append(_Layer(sorted(frontier), sparse.csr_array((0, 0)), sparse.csr_array((0, 0))))
+    return layers, candidates
+
+
+class _AugmentedDP:
+    """The augmented nodes of an MDP (reachable under any action) and the backward recursion over them, built once
+    and solved for any action mask (a mask only removes options, so the nodes reachable under it are a subset)."""
+
+    def __init__(self, mdp: TabularMDP) -> None:
+        self.mdp = mdp
+        self.layers, self.b = _layers(mdp)
+        self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
+        self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]
+        self.first = {node: i for i, node in enumerate(self.layers[0].nodes)}
+
+    def solve(self, alpha: float, allowed: np.ndarray, floor: float = -np.inf) -> tuple[CVaRSolution, np.ndarray]:
+        """The optimum under the mask ``allowed`` ``[S, A]`` and the state visits ``[S]`` of its optimal policy.
+
+        :param floor: only thresholds ``b > floor`` are tried (``b - E[(b - G)^+] / a <= b``, so a search that only
+            needs values above ``floor`` loses nothing); the lowest candidate is always kept.
+        """
+        mdp = self.mdp
+        keep = self.b > floor
+        keep[-1] = True
+        b, shortfall = self.b[keep], self.shortfall[keep]
+        last = self.layers[-1].nodes
+        w = shortfall[:, [int(np.searchsorted(self.b, ret)) for _, ret in last]]
+        choices = []
+        for layer, states in zip(reversed(self.layers[:-1]), reversed(self.states[:-1]), strict=True):
+            q = (layer.to_next @ w.T + layer.to_final @ shortfall.T).T.reshape(len(b), len(states), mdp.n_actions)
+            q = np.where(allowed[states][None], q, np.inf)
+            choices.append(q.argmin(axis=-1))  # [n_b, n_nodes]
+            w = q.min(axis=-1)
+        choices.reverse()
+        expected = sum(p * w[:, self.first[(int(s), 0.0)]] for s, p in enumerate(mdp.start) if p > 0)
+        objective = b - expected / alpha
+        best = int(objective.argmax())
+        # Visits of the optimal policy, layer by layer: the chosen rows of the one-step matrices.
+        visits = np.zeros(mdp.n_states)
+        occupancy = np.array([mdp.start[s] for s, _ in self.layers[0].nodes])
+        actions = {}
+        for t, (layer, states) in enumerate(zip(self.layers[:-1], self.states[:-1], strict=True)):
+            chosen = choices[t][best]
+            np.add.at(visits, states, occupancy)
+            actions.update({(t, int(s), ret): int(a) for (s, ret), a in zip(layer.nodes, chosen, strict=True)})
+            occupancy = layer.to_next[np.arange(len(states)) * mdp.n_actions + chosen].T @ occupancy
+        solution = CVaRSolution(float(objective[best]), float(b[best]), AugmentedPolicy(actions, mdp.n_actions))
+        return solution, visits
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+
+
+def cvar_optimum(mdp: TabularMDP, alpha: float, allowed: np.ndarray | None = None) -> CVaRSolution:
+    """The CVaR_alpha-optimal value over all history-dependent (randomized) policies and an optimal deterministic
+    policy of (time, state, accumulated return) (Bauerle and Ott, 2011; see the module docstring).
+
+    :param alpha: the CVaR level in (0, 1].
+    :param allowed: optional ``[S, A]`` bool mask of the actions the policy may take in each state (default all).
+    """
+    _check_alpha(alpha)
+    allowed = np.ones((mdp.n_states, mdp.n_actions), dtype=bool) if allowed is None else np.asarray(allowed, bool)
+    if allowed.shape != (mdp.n_states, mdp.n_actions) or not allowed.any(axis=1).all():
+        raise ValueError("allowed must be an [S, A] bool mask with at least one action per state")
+    return _AugmentedDP(mdp).solve(alpha, allowed)[0]
+
+
+def best_stationary_cvar(
+    mdp: TabularMDP, alpha: float, initial: Sequence[np.ndarray] = (), max_nodes: int = 20_000
+) -> StationarySolution:
+    """The best CVaR_alpha over stationary deterministic policies of the state, by branch and bound.
+
+    A node of the search fixes the actions of some states; its bound is :func:`cvar_optimum` with the remaining
+    states free (history-dependent there), an upper bound on every completion. The branching state is the free state
+    the relaxed optimum visits most; when the relaxed optimum visits no free state, it is itself a stationary policy
+    and the node is solved. Nodes whose bound does not exceed the incumbent (by more than 1e-9) are pruned.
+
+    :param initial: candidate policies ``[S]`` whose best is the first incumbent (e.g. a known safe path).
+    :param max_nodes: the search stops after this many bound evaluations; the result then carries the largest
+        open bound as ``upper`` (``exact`` is False).
+    """
+    n_states, n_actions = mdp.n_states, mdp.n_actions
+    best_value, best_policy = -np.inf, np.zeros(n_states, dtype=np.int64)
+    for policy in initial:
+        value = return_distribution(mdp, policy).cvar(alpha)
+        if value > best_value:
+            best_value, best_policy = value, np.asarray(policy, dtype=np.int64).copy()
+
+    _check_alpha(alpha)
+    dp = _AugmentedDP(mdp)
+
+    def bound(fixed: np.ndarray) -> tuple[float, CVaRSolution, np.ndarray]:
+        allowed = np.ones((n_states, n_actions), dtype=bool)
+        allowed[fixed >= 0] = False
+        allowed[fixed >= 0, fixed[fixed >= 0]] = True
+        solution, visits = dp.solve(alpha, allowed, floor=best_value)
+        return solution.value, solution, visits
+
+    root = np.full(n_states, -1, dtype=np.int64)
+    stack = [(*bound(root), root)]
+    nodes, open_bounds = 1, []
+    while stack:
+        upper, solution, visits, fixed = stack.pop()
+        if upper <= best_value + 1e-9:
+            continue
+        if nodes >= max_nodes:
+            open_bounds.append(upper)
+            continue
+        free_visits = np.where(fixed < 0, visits, 0.0)
+        if free_visits.max() <= 0:  # the relaxed optimum is stationary on every state it visits
+            policy = np.where(fixed >= 0, fixed, 0)
+            for (_, s, _), a in solution.policy.actions.items():
+                if fixed[s] < 0:
+                    policy[s] = a
+            value = return_distribution(mdp, policy).cvar(alpha)
+            if value > best_value:
+                best_value, best_policy = value, policy
+            continue
+        state = int(free_visits.argmax())
+        # The relaxed optimum's most used actions at that state first: good completions come early.
+        usage = np.zeros(n_actions)
+        for (_, s, _), a in solution.policy.actions.items():
+            usage[a] += s == state
+        children = []
+        for a in np.argsort(-usage, kind="stable"):
+            child = fixed.copy()
+            child[state] = a
+            children.append((*bound(child), child))
+            nodes += 1
+        children.sort(key=lambda item: item[0])  # the stack pops the best bound first
+        stack.extend(children)
+    upper = max([best_value, *open_bounds])
+    return StationarySolution(float(best_value), best_policy, float(upper), nodes)

@@ -1,0 +1,376 @@
+"""The known-answer benchmark envs and their exact solvers (issue 21): the tabular toolkit against brute force on tiny
+MDPs, every number printed in the envs' docstrings recomputed, and the envs' sampling against the exact laws."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import ordergrad_rl  # noqa: F401  (registers the envs)
+from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
+from ordergrad_rl.envs.heavy_tail_bandit import ARMS, HeavyTailBanditEnv
+from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY, RiskyLavaGridEnv
+from ordergrad_rl.envs.shortcut_nav import (
+    GOAL,
+    GOAL_RADIUS,
+    START,
+    STEP_SIZE,
+    WALLS,
+    RiskyShortcutNavEnv,
+    path_return_distribution,
+)
+from ordergrad_rl.envs.tabular import (
+    TabularMDP,
+    best_stationary_cvar,
+    cvar_optimum,
+    markov_policy,
+    mean_optimum,
+    return_distribution,
+)
+
+ALPHA = 0.2
+
+
+def docstring_rows(cls: type) -> dict[str, list[float]]:
+    """The numeric cells of each markdown table row of a class docstring, keyed by the first cell."""
+    rows = {}
+    for line in cls.__doc__.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        numbers = [float(cell) for cell in cells if re.fullmatch(r"-?\d+\.\d+", cell)]
+        if line.strip().startswith("|") and numbers:
+            rows[cells[0]] = numbers
+    return rows
+
+
+def lower_tail_mean(values: np.ndarray, probs: np.ndarray, alpha: float) -> float:
+    """CVaR_alpha of a discrete law, written independently of ``ReturnDistribution.cvar``: sort the atoms, take
+    whole atoms while they fit in ``alpha``, then the fraction of the next."""
+    total, taken = 0.0, 0.0
+    for value, prob in sorted(zip(values, probs, strict=True)):
+        part = min(prob, alpha - taken)
+        if part <= 0:
+            break
+        total, taken = total + part * value, taken + part
+    return total / alpha
+
+
+# ---------------------------------------------------------------------------- brute force on tiny MDPs
+def tiny_mdp(seed: int, n_states: int, horizon: int, random_start: bool = True) -> TabularMDP:
+    """2 actions, 2 random outcomes per pair with small integer rewards, some of them terminal; a random start
+    distribution or state 0 (brute force enumerates policies per start state: their number multiplies)."""
+    rng = np.random.default_rng(seed)
+    shape = (n_states, 2, 2)
+    first = rng.uniform(0.1, 0.9, shape[:2])
+    prob = np.stack([first, 1 - first], axis=-1)
+    next_state = rng.integers(0, n_states, shape)
+    reward = rng.integers(-4, 5, shape).astype(float)
+    terminated = rng.random(shape) < 0.25
+    start = rng.dirichlet(np.ones(n_states)) if random_start else np.eye(n_states)[0]
+    return TabularMDP(prob, next_state, reward, terminated, start, horizon)
+
+
+def outcomes(mdp: TabularMDP, s: int, a: int) -> list[tuple[float, int, float, bool]]:
+    rows = zip(mdp.prob[s, a], mdp.next_state[s, a], mdp.reward[s, a], mdp.terminated[s, a], strict=True)
+    return [(float(p), int(s2), float(r), bool(term)) for p, s2, r, term in rows if p > 0]
+
+
+def all_history_policies(mdp: TabularMDP, s: int, steps_left: int) -> list[dict[float, float]]:
+    """The return laws (from state ``s``) of every deterministic history-dependent policy: at each history the
+    policy picks an action, and each outcome's continuation is picked independently."""
+    if steps_left == 0:
+        return [{0.0: 1.0}]
+    laws = []
+    for a in range(mdp.n_actions):
+        branches = []
+        for p, s2, r, term in outcomes(mdp, s, a):
+            subs = [{0.0: 1.0}] if term else all_history_policies(mdp, s2, steps_left - 1)
+            branches.append([(p, r, sub) for sub in subs])
+        for combo in itertools.product(*branches):
+            law: dict[float, float] = {}
+            for p, r, sub in combo:
+                for value, q in sub.items():
+                    law[value + r] = law.get(value + r, 0.0) + p * q
+            laws.append(law)
+    return laws
+
+
+def start_laws(mdp: TabularMDP) -> list[dict[float, float]]:
+    """Every history-dependent policy from the start distribution (one sub-policy per start state)."""
+    per_start = [(p, all_history_policies(mdp, s, mdp.horizon)) for s, p in enumerate(mdp.start) if p > 0]
+    laws = []
+    for combo in itertools.product(*[[(p, law) for law in subs] for p, subs in per_start]):
+        law: dict[float, float] = {}
+        for p, sub in combo:
+            for value, q in sub.items():
+                law[value] = law.get(value, 0.0) + p * q
+        laws.append(law)
+    return laws
+
+
+def law_stats(law: dict[float, float]) -> tuple[float, float]:
+    values, probs = np.array(list(law)), np.array(list(law.values()))
+    return float(values @ probs), lower_tail_mean(values, probs, ALPHA)
+
+
+@pytest.mark.parametrize(
+    ("seed", "n_states", "horizon", "random_start"),
+    [(0, 2, 3, True), (1, 2, 4, False), (2, 3, 3, False), (3, 2, 4, False), (4, 3, 2, True)],
+)
+def test_solvers_match_brute_force(seed: int, n_states: int, horizon: int, random_start: bool) -> None:
+    mdp = tiny_mdp(seed, n_states, horizon, random_start)
+    stats = np.array([law_stats(law) for law in start_laws(mdp)])
+    mean_value, mean_table = mean_optimum(mdp)
+    assert mean_value == pytest.approx(stats[:, 0].max(), abs=1e-9)
+    assert return_distribution(mdp, markov_policy(mean_table, 2)).mean() == pytest.approx(mean_value, abs=1e-9)
+
+    solution = cvar_optimum(mdp, ALPHA)
+    assert solution.value == pytest.approx(stats[:, 1].max(), abs=1e-9)
+    assert return_distribution(mdp, solution.policy).cvar(ALPHA) == pytest.approx(solution.value, abs=1e-9)
+
+    stationary = [np.array(p) for p in itertools.product(range(2), repeat=n_states)]
+    best = max(return_distribution(mdp, p).cvar(ALPHA) for p in stationary)
+    found = best_stationary_cvar(mdp, ALPHA)
+    assert found.exact and found.value == pytest.approx(best, abs=1e-9)
+    assert found.value <= solution.value + 1e-9
+
+
+def test_return_distribution_of_a_stochastic_policy_matches_enumeration() -> None:
+    """All (action, outcome) sequences enumerated with their probabilities, truncation included."""
+    mdp = tiny_mdp(7, 3, 4)
+    policy = np.random.default_rng(7).dirichlet(np.ones(2), size=3)
+    law: dict[float, float] = {}
+
+    def walk(s: int, ret: float, p: float, steps_left: int) -> None:
+        if steps_left == 0:
+            law[ret] = law.get(ret, 0.0) + p
+            return
+        for a in range(2):
+            for q, s2, r, term in outcomes(mdp, s, a):
+                if term:
+                    law[ret + r] = law.get(ret + r, 0.0) + p * policy[s, a] * q
+                else:
+                    walk(s2, ret + r, p * policy[s, a] * q, steps_left - 1)
+
+    for s, p in enumerate(mdp.start):
+        walk(s, 0.0, p, mdp.horizon)
+    exact = return_distribution(mdp, policy)
+    np.testing.assert_allclose(exact.values, sorted(law))
+    np.testing.assert_allclose(exact.probs, [law[v] for v in sorted(law)], atol=1e-12)
+    values, probs = np.array(list(law)), np.array(list(law.values()))
+    for alpha in (0.05, 0.2, 0.5, 1.0):
+        assert exact.cvar(alpha) == pytest.approx(lower_tail_mean(values, probs, alpha), abs=1e-12)
+
+
+def test_solver_arguments_are_checked() -> None:
+    mdp = tiny_mdp(0, 2, 3)
+    for bad in (0.0, 1.5, -0.2):
+        with pytest.raises(ValueError, match="alpha"):
+            cvar_optimum(mdp, bad)
+        with pytest.raises(ValueError, match="alpha"):
+            return_distribution(mdp, np.zeros(2, dtype=int)).cvar(bad)
+    with pytest.raises(ValueError, match="allowed"):
+        cvar_optimum(mdp, ALPHA, np.zeros((2, 2), dtype=bool))
+    with pytest.raises(ValueError, match="policy"):
+        return_distribution(mdp, np.zeros(5, dtype=int))
+
+
+# ---------------------------------------------------------------------------- the tabular envs' tables
+def tabular_rows(env: RiskyLavaGridEnv | GuardedMazeEnv) -> dict[str, list[float]]:
+    mdp = env.tabular()
+    _, mean_table = mean_optimum(mdp)
+    mean_law = return_distribution(mdp, markov_policy(mean_table, mdp.n_actions))
+    history = cvar_optimum(mdp, ALPHA)
+    history_law = return_distribution(mdp, history.policy)
+    stationary = best_stationary_cvar(mdp, ALPHA, initial=[mean_table[0]])
+    assert stationary.exact
+    stationary_law = return_distribution(mdp, stationary.policy)
+    assert history_law.cvar(ALPHA) == pytest.approx(history.value, abs=1e-9)
+    return {
+        "mean-optimal": [mean_law.mean(), mean_law.cvar(ALPHA)],
+        "CVaR-optimal, history-dependent": [history_law.mean(), history.value],
+        "CVaR-optimal, stationary": [stationary_law.mean(), stationary.value],
+    }
+
+
+@pytest.mark.parametrize("cls", [RiskyLavaGridEnv, GuardedMazeEnv])
+def test_tabular_env_tables_are_exact(cls: type) -> None:
+    table = docstring_rows(cls)
+    exact = tabular_rows(cls())
+    for name, numbers in exact.items():
+        np.testing.assert_allclose(table[name], numbers, atol=6e-4, err_msg=name)
+    # The mean- and CVaR-optimal policies differ by several units of CVaR_0.2.
+    assert exact["CVaR-optimal, stationary"][1] > exact["mean-optimal"][1] + 5
+
+
+def test_lava_grid_stationary_optimum_is_the_documented_policy() -> None:
+    mdp = RiskyLavaGridEnv().tabular()
+    law = return_distribution(mdp, CVAR_POLICY)
+    assert law.cvar(ALPHA) == pytest.approx(best_stationary_cvar(mdp, ALPHA).value, abs=1e-12)
+    assert law.cvar(ALPHA) > 0.951 + 0.15  # above the safe path (issue 21 measured 1.07-1.12)
+
+
+def test_bandit_table_is_exact() -> None:
+    table = docstring_rows(HeavyTailBanditEnv)
+    mdp = HeavyTailBanditEnv().tabular()
+    for arm, atoms in enumerate(ARMS.values()):
+        probs, values = np.array(atoms).T
+        law = return_distribution(mdp, np.array([arm]))
+        exact = [float(values @ probs), lower_tail_mean(values, probs, ALPHA)]
+        np.testing.assert_allclose(table[str(arm)], exact, atol=6e-4)
+        assert law.mean() == pytest.approx(exact[0]) and law.cvar(ALPHA) == pytest.approx(exact[1])
+    assert mean_optimum(mdp)[0] == pytest.approx(4.16)
+    assert cvar_optimum(mdp, ALPHA).value == pytest.approx(1.0)  # no mixture beats the safe arm
+
+
+# ---------------------------------------------------------------------------- sampling against the exact laws
+def rollouts(env: gym.Env, act, n: int, seed: int) -> np.ndarray:
+    returns = []
+    obs, _ = env.reset(seed=seed)
+    for _ in range(n):
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+        obs, _ = env.reset()
+    return np.array(returns)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "policy"),
+    [
+        ("RiskyLavaGrid-v0", CVAR_POLICY),
+        ("RiskyLavaGrid-v0", SHORTCUT_POLICY),
+        ("GuardedMaze-v0", None),  # its mean-optimal policy at time 0
+        ("HeavyTailBandit-v0", np.array([2])),
+    ],
+)
+def test_env_samples_match_the_exact_law(env_id: str, policy: np.ndarray | None) -> None:
+    env = gym.make(env_id)
+    mdp = env.unwrapped.tabular()
+    if policy is None:
+        policy = mean_optimum(mdp)[1][0]
+    law = return_distribution(mdp, policy)
+    sd = np.sqrt(((law.values - law.mean()) ** 2) @ law.probs)
+    returns = rollouts(env, lambda obs: int(policy[int(np.asarray(obs).ravel()[0]) if policy.size > 1 else 0]), 3000, 0)
+    assert abs(returns.mean() - law.mean()) < 4 * sd / np.sqrt(returns.size)
+    worst = law.values[0]
+    p_worst = law.probs[0]
+    assert abs((returns <= worst + 1e-9).mean() - p_worst) < 4 * np.sqrt(p_worst * (1 - p_worst) / returns.size) + 1e-3
+
+
+# ---------------------------------------------------------------------------- continuous navigation
+def follow(env: RiskyShortcutNavEnv, waypoints: list[tuple[float, float]]):
+    """An open-loop path along the polyline ``waypoints`` at full speed (arc length 0.1 per step)."""
+    remaining = list(waypoints)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        position = obs[:2].astype(float)
+        here, budget = position.copy(), STEP_SIZE
+        while budget > 1e-12 and remaining:
+            gap = np.hypot(*(np.array(remaining[0]) - here))
+            if gap <= budget:
+                here, budget = np.array(remaining.pop(0), dtype=float), budget - gap
+            else:
+                here, budget = here + (np.array(remaining[0]) - here) * budget / gap, 0.0
+        return ((here - position) / STEP_SIZE).astype(np.float32)
+
+    return act
+
+
+SHORTCUT = [GOAL]
+DETOUR = [(0.80, 0.77), (1.19, 0.77), GOAL]
+
+
+def test_shortcut_nav_table_and_step_counts() -> None:
+    env = RiskyShortcutNavEnv()
+    table = docstring_rows(RiskyShortcutNavEnv)
+    shortcut = path_return_distribution(16, (8, 9, 10, 11), 0.015, -1.0, 30.0, -40.0)
+    detour = path_return_distribution(23, (), 0.015, -1.0, 30.0, -40.0)
+    for name, law in (("shortcut (mean-optimal)", shortcut), ("detour (CVaR_0.2-optimal)", detour)):
+        exact = [law.mean(), lower_tail_mean(law.values, law.probs, ALPHA), law.prob(lambda v: v < 0)]
+        np.testing.assert_allclose(table[name], exact, atol=6e-4)
+    # The two paths reach the goal in the stated numbers of steps (no crash: crash_prob 0).
+    safe_env = RiskyShortcutNavEnv(crash_prob=0.0)
+    for path, steps in ((SHORTCUT, 16), (DETOUR, 23)):
+        act, obs = follow(safe_env, list(path)), safe_env.reset(seed=0)[0]
+        for t in range(steps):
+            obs, reward, terminated, _, _ = safe_env.step(act(obs))
+            assert terminated == (t == steps - 1)
+        assert reward == 29.0
+    # Lower bounds of the analysis: 16 steps to the goal disk, 23 over the band (shortest route 2.219 > 2.2).
+    assert np.ceil((np.hypot(*(np.subtract(GOAL, START))) - GOAL_RADIUS) / STEP_SIZE) == 16
+    (x_low, x_high), (_, y_top) = WALLS[1]
+    route = (
+        np.hypot(x_low - START[0], y_top - START[1])
+        + (x_high - x_low)
+        + np.hypot(GOAL[0] - x_high, GOAL[1] - y_top)
+        - GOAL_RADIUS
+    )
+    assert 2.2 < route <= 2.3
+    # Sampling: the shortcut's crash rate and mean match the exact law.
+    returns = []
+    for episode in range(4000):
+        obs = env.reset()[0] if episode else env.reset(seed=1)[0]
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(np.array([1.0, 0.0], dtype=np.float32))
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+    returns = np.array(returns)
+    sd = np.sqrt(((shortcut.values - shortcut.mean()) ** 2) @ shortcut.probs)
+    assert abs(returns.mean() - shortcut.mean()) < 4 * sd / np.sqrt(returns.size)
+
+
+def test_shortcut_nav_walls_and_zone() -> None:
+    env = RiskyShortcutNavEnv(crash_prob=1.0)
+    obs, _ = env.reset(seed=0)
+    for _ in range(7):
+        obs, reward, terminated, _, info = env.step(np.array([1.0, 0.0], dtype=np.float32))
+        assert not terminated
+    obs, reward, terminated, _, info = env.step(np.array([1.0, 0.0], dtype=np.float32))  # step 8 enters the zone
+    assert terminated and info["crashed"] and reward == -41.0
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.array([0.0, 1.0], dtype=np.float32))  # up to y = 0.3, beside the upper wall
+    for _ in range(7):
+        obs, *_ = env.step(np.array([1.0, 0.0], dtype=np.float32))
+    np.testing.assert_allclose(obs[:2], [0.8, 0.3], atol=1e-6)  # the 8th move right is into the wall: cancelled
+    obs, reward, terminated, truncated, _ = env.step(np.array([1.0, 0.0], dtype=np.float32))
+    np.testing.assert_allclose(obs[:2], [0.8, 0.3], atol=1e-6)
+    assert not terminated and obs[2] == pytest.approx(11 / 50)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.array([np.nan, 0.0]))
+
+
+# ---------------------------------------------------------------------------- arguments and registration
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("GuardedMaze-v0", {"slip": 1.5}),
+        ("GuardedMaze-v0", {"guard_prob": float("nan")}),
+        ("GuardedMaze-v0", {"guard_reward": float("-inf")}),
+        ("GuardedMaze-v0", {"goal_reward": "16"}),
+        ("GuardedMaze-v0", {"step_reward": True}),
+        ("RiskyShortcutNav-v0", {"crash_prob": -0.1}),
+        ("RiskyShortcutNav-v0", {"crash_reward": float("nan")}),
+        ("RiskyShortcutNav-v0", {"goal_reward": float("inf")}),
+        ("RiskyShortcutNav-v0", {"step_reward": "x"}),
+    ],
+    ids=repr,
+)
+def test_bad_arguments_name_the_argument(env_id: str, kwargs: dict) -> None:
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=name):
+        gym.make(env_id, **kwargs)
+
+
+def test_registered_time_limits() -> None:
+    assert gym.spec("GuardedMaze-v0").max_episode_steps == GuardedMazeEnv().tabular().horizon == 40
+    assert gym.spec("HeavyTailBandit-v0").max_episode_steps == 1
+    assert gym.spec("RiskyShortcutNav-v0").max_episode_steps == 50
+    assert RiskyLavaGridEnv().tabular().horizon == gym.spec("RiskyLavaGrid-v0").max_episode_steps
