@@ -20,6 +20,7 @@ demo: $(STAMP)
 	$(BIN)/ordergrad-rl reproduce tailrisk --out results/tailrisk --tensorboard runs/tailrisk
 
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

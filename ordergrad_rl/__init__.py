@@ -21,8 +21,7 @@ from ordergrad_rl.core import (
     lstat_value,
 )
 from ordergrad_rl.envs import register_envs
-
-__version__ = "0.1.0"
+from ordergrad_rl.version import __version__
 
 register_envs()
 
@@ -84,4 +83,5 @@ __all__ = [
     "pass_at_k",
     "pass_at_k_curve",
     "register_envs",
+    "__version__",
 ]

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
+from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import batch, weights
-from ordergrad_rl.experiments._common import best_time
 
 OBJECTIVES = [
     "mean", "cvar0.2", "uppertail0.2", "quantile0.1", "quantileweibull0.1", "quantileblom0.1", "topquantile0.1",

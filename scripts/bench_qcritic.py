@@ -21,9 +21,9 @@ import time
 import torch
 
 from ordergrad_rl.agents import OrderGradPPO, q_critic_advantages
+from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.envs.minatar import make_minatar_vec_env
-from ordergrad_rl.experiments._common import best_time
 from ordergrad_rl.experiments.minatar import Config, build_model
 
 OBJECTIVE = "top9@10"

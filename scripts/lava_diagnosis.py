@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from ordergrad_rl.experiments._common import markdown_table, positive_int, progress_bar, write_json
+from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.progress import progress_bar
+from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.experiments.peers import ALPHA, METHODS, Config, lava_outcomes, make_model
 
 SAFE_CVAR = 0.951
@@ -173,7 +175,7 @@ PANELS: tuple[tuple[str, str], ...] = (
 
 def plot(runs: list[dict[str, Any]], path: Path) -> Path:
     """The traces against env steps, mean over seeds: one colour per setting, solid GCVaR, dashed OrderGrad."""
-    from ordergrad_rl.experiments._common import pyplot, save_figure
+    from ordergrad_rl.common.reports import pyplot, save_figure
 
     plt = pyplot()
     fig, grid = plt.subplots(2, 2, figsize=(12, 8))

@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch as th  # noqa: E402
 
-from ordergrad_rl.envs.reasoning import target_sum_problems  # noqa: E402
+from ordergrad_rl.envs.target_sum import target_sum_problems
 from ordergrad_rl.passk import pass_at_k  # noqa: E402
 from ordergrad_rl.reasoning import build_base_model, evaluate_pass_at_k, sample_answers, sampling  # noqa: E402
 

@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from ordergrad_rl.experiments._common import markdown_table, positive_int, progress_bar, rollout_progress, write_json
+from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.progress import progress_bar, rollout_progress
+from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.experiments.peers import cvar
 from ordergrad_rl.experiments.tailrisk import DEPLOY_ENV, DEPLOY_OFFSET, SEED_STRIDE, deploy, deployment_metrics
 

@@ -17,8 +17,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 import ordergrad_rl
 from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
-from ordergrad_rl.commands._models import detect_algorithm
 from ordergrad_rl.core import lstat_advantage
+from ordergrad_rl.zoo.models import detect_algorithm
 
 SAFE, RISKY, LOTTERY = 0, 1, 2
 PREFERRED_ARM = {"mean": RISKY, "cvar0.1": SAFE, "max@8": LOTTERY}

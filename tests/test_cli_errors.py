@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ordergrad_rl.agents
-from ordergrad_rl.cli import REPRODUCTIONS, main
-from ordergrad_rl.commands import compare, evaluate, train
+from ordergrad_rl.cli import REPRODUCTIONS, compare, evaluate, main, train
 from ordergrad_rl.experiments import robust_regression, tailrisk
+from ordergrad_rl.zoo import compare as zoo_compare
 
 BANDIT = ["--env", "RiskyBandit-v0", "--quiet"]
 TRAIN = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", *BANDIT]
@@ -127,7 +127,7 @@ def test_compare_checks_every_model_before_evaluating_any(tmp_path, monkeypatch,
     from ordergrad_rl.agents import OrderGradREINFORCE
 
     OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4).save(tmp_path / "bandit")
-    monkeypatch.setattr(compare, "evaluate_model", _no_work)
+    monkeypatch.setattr(zoo_compare, "evaluate_model", _no_work)
     model, out = str(tmp_path / "bandit.zip"), ["--out", str(tmp_path)]
     assert main(["compare", model, "missing.zip", "--env", "RiskyBandit-v0", *out]) == 2
     assert "error: no saved model at missing.zip" in capsys.readouterr().err

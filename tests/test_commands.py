@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ordergrad_rl.cli import COMMANDS, Command, main
-from ordergrad_rl.commands import _models, compare, train
+from ordergrad_rl.cli import COMMANDS, Command, compare, main
+from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.risk import risk_profile
+from ordergrad_rl.zoo import compare as zoo_compare
+from ordergrad_rl.zoo import models as zoo_models
+from ordergrad_rl.zoo.algorithms import parse_hparams
 
 OWN_COMMANDS = ["train", "evaluate", "compare"]
 
@@ -45,7 +48,7 @@ def test_parse_hparams_literals_and_strings():
     from ordergrad_rl.agents import OrderGradPPO
 
     items = ["learning_rate=0.003", "policy_kwargs={'net_arch': [8]}", "normalize_advantage=False", "gamma=1"]
-    parsed = train.parse_hparams([*items, "advantage=q_critic", "target_kl=None"], OrderGradPPO)
+    parsed = parse_hparams([*items, "advantage=q_critic", "target_kl=None"], OrderGradPPO)
     assert parsed == {
         "learning_rate": 0.003,
         "policy_kwargs": {"net_arch": [8]},
@@ -68,8 +71,8 @@ def test_parse_hparams_literals_and_strings():
 def test_parse_hparams_errors(item, message):
     from ordergrad_rl.agents import OrderGradREINFORCE
 
-    with pytest.raises(_models.CommandError, match=message) as err:
-        train.parse_hparams([item], OrderGradREINFORCE)
+    with pytest.raises(CommandError, match=message) as err:
+        parse_hparams([item], OrderGradREINFORCE)
     if item.startswith("lr"):
         assert "learning_rate" in str(err.value) and "n_epochs" not in str(err.value)  # REINFORCE has no epochs
 
@@ -95,8 +98,8 @@ def test_parse_hparams_refuses_values_of_the_wrong_type(item, message):
     The expected type is read from the constructor's annotations (or defaults), not from a list of names."""
     from ordergrad_rl.agents import OrderGradPPO
 
-    with pytest.raises(_models.CommandError, match=re.escape(f"--hparams {item}: OrderGradPPO's {message}")):
-        train.parse_hparams([item], OrderGradPPO)
+    with pytest.raises(CommandError, match=re.escape(f"--hparams {item}: OrderGradPPO's {message}")):
+        parse_hparams([item], OrderGradPPO)
 
 
 def test_parse_hparams_reads_types_from_any_constructor():
@@ -104,14 +107,14 @@ def test_parse_hparams_reads_types_from_any_constructor():
         def __init__(self, policy, env, rate: float = 0.1, depth=3, name: str = "a", extra=None) -> None:
             pass
 
-    assert train.parse_hparams(["rate=1", "depth=4", "name=b", "extra=x"], Algo) == {
+    assert parse_hparams(["rate=1", "depth=4", "name=b", "extra=x"], Algo) == {
         "rate": 1,
         "depth": 4,
         "name": "b",
         "extra": "x",  # no annotation, default None: anything goes
     }
-    with pytest.raises(_models.CommandError, match="depth expects an integer"):  # from the default 3
-        train.parse_hparams(["depth=deep"], Algo)
+    with pytest.raises(CommandError, match="depth expects an integer"):  # from the default 3
+        parse_hparams(["depth=deep"], Algo)
 
 
 TAILRISK_PPO = ["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.2", "--quiet"]
@@ -171,19 +174,19 @@ def saved_models(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["OrderGradPPO", "OrderGradREINFORCE", "PPO", "A2C"])
 def test_detect_and_load(saved_models, name):
-    assert _models.detect_algorithm(saved_models / f"{name}.zip").name == name
-    model, algorithm = _models.load_model(saved_models / name)  # the path without .zip works too
+    assert zoo_models.detect_algorithm(saved_models / f"{name}.zip").name == name
+    model, algorithm = zoo_models.load_model(saved_models / name)  # the path without .zip works too
     assert type(model).__name__ == name == algorithm.name
 
 
 def test_detect_rejects_other_files(saved_models, tmp_path):
-    with pytest.raises(_models.CommandError, match="cannot tell which algorithm saved .*DQN.zip; supported: Order"):
-        _models.detect_algorithm(saved_models / "DQN.zip")
+    with pytest.raises(CommandError, match="cannot tell which algorithm saved .*DQN.zip; supported: Order"):
+        zoo_models.detect_algorithm(saved_models / "DQN.zip")
     (tmp_path / "junk.zip").write_text("not a zip")
-    with pytest.raises(_models.CommandError, match="not a model saved by Stable-Baselines3"):
-        _models.detect_algorithm(tmp_path / "junk.zip")
-    with pytest.raises(_models.CommandError, match="no saved model at"):
-        _models.detect_algorithm(tmp_path / "missing")
+    with pytest.raises(CommandError, match="not a model saved by Stable-Baselines3"):
+        zoo_models.detect_algorithm(tmp_path / "junk.zip")
+    with pytest.raises(CommandError, match="no saved model at"):
+        zoo_models.detect_algorithm(tmp_path / "missing")
 
 
 def test_evaluate_rejects_a_model_of_another_env(saved_models, capsys):
@@ -205,7 +208,7 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
         record_risk_profile(logger, "risk", returns)
         logger.dump(step)
     logger.close()
-    entry = compare.read_run(tmp_path / "run")
+    entry = zoo_compare.read_run(tmp_path / "run")
     assert entry.source == "TensorBoard risk/* at step 2"
     for key, value in risk_profile(returns).items():
         assert entry.profile[key] == pytest.approx(value, rel=1e-6)
@@ -216,7 +219,7 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
     for level in (0.1, 0.5, 0.9):
         assert np.interp(level, levels, quantiles) == pytest.approx(np.quantile(returns, level), abs=0.3)
     # The histogram's CDF re-binned on the figure's shared grid agrees with the exact returns' CDF.
-    exact = compare.Entry(tmp_path, "exact", "", risk_profile(returns), returns=returns)
+    exact = zoo_compare.Entry(tmp_path, "exact", "", risk_profile(returns), returns=returns)
     grid = np.linspace(returns.min() - 1, returns.max() + 1, 21)
     assert entry.cdf(grid)[[0, -1]].tolist() == [0.0, 1.0]
     np.testing.assert_allclose(entry.cdf(grid), exact.cdf(grid), atol=0.03)
@@ -225,13 +228,13 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
 def test_figure_is_named_after_the_inputs():
     """Issue 9, defect 9: both README compare examples wrote results/compare/compare.png."""
     models = [Path("results/tailrisk/models/reinforce_seed0.zip"), Path("results/tailrisk/models/ordergrad_cvar_seed0")]
-    assert compare.figure_name(models) == "compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png"
-    assert compare.figure_name([Path("runs/tailrisk/")]) == "compare_tailrisk.png"
+    assert zoo_compare.figure_name(models) == "compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png"
+    assert zoo_compare.figure_name([Path("runs/tailrisk/")]) == "compare_tailrisk.png"
     same_name = [Path("a/PPO_1"), Path("b/PPO_1"), Path("my runs/x.zip")]
-    assert compare.figure_name(same_name) == "compare_a-PPO_1_vs_b-PPO_1_vs_x.png"
+    assert zoo_compare.figure_name(same_name) == "compare_a-PPO_1_vs_b-PPO_1_vs_x.png"
     many = [Path(f"model_{i}.zip") for i in range(40)]
-    long, other = compare.figure_name(many), compare.figure_name(many[:-1] + [Path("other.zip")])
-    assert len(long) == compare.MAX_FIGURE_NAME + len(".png") and long != other  # cut, then told apart by a hash
+    long, other = zoo_compare.figure_name(many), zoo_compare.figure_name(many[:-1] + [Path("other.zip")])
+    assert len(long) == zoo_compare.MAX_FIGURE_NAME + len(".png") and long != other  # cut, then told apart by a hash
     out = Path("results/compare")
     chosen = argparse.Namespace(entries=models, out=out, figure=Path("figs/mine.png"))
     assert compare.figure_path(chosen) == Path("figs/mine.png")
@@ -252,16 +255,16 @@ def test_figure_is_named_after_the_inputs():
     ],
 )
 def test_method_of_drops_seed_and_run_counter(path, method):
-    assert compare.method_of(Path(path)) == method
+    assert zoo_compare.method_of(Path(path)) == method
 
 
 def test_plot_colours_by_method_with_seeds_as_thin_lines(tmp_path, monkeypatch):
     figures = []
-    monkeypatch.setattr(compare, "save_figure", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(zoo_compare, "save_figure", lambda fig, path: figures.append(fig) or path)
     rng = np.random.default_rng(0)
     paths = ["tb/cvar/seed0_1", "tb/cvar/seed1_1", "tb/cvar/seed2_1", "tb/mean/seed0_1", "tb/mean/seed1_1", "m/top.zip"]
-    entries = [compare.Entry(Path(p), p, "", {}, returns=rng.normal(i, 1.0, 50)) for i, p in enumerate(paths)]
-    compare.plot(entries, tmp_path / "x.png")
+    entries = [zoo_compare.Entry(Path(p), p, "", {}, returns=rng.normal(i, 1.0, 50)) for i, p in enumerate(paths)]
+    zoo_compare.plot(entries, tmp_path / "x.png")
     ax_q, ax_h = figures[0].axes
     lines = [line for line in ax_q.get_lines() if len(line.get_xdata()) == 50]
     colours = [line.get_color() for line in lines]
@@ -275,15 +278,15 @@ def test_plot_colours_by_method_with_seeds_as_thin_lines(tmp_path, monkeypatch):
 
 def test_expand_log_dir_and_errors(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(_models.CommandError, match="without TensorBoard runs"):
-        compare.expand([tmp_path / "empty"])
+    with pytest.raises(CommandError, match="without TensorBoard runs"):
+        zoo_compare.expand([tmp_path / "empty"])
     for run in ("b_1", "a_1"):
         (tmp_path / "log" / run).mkdir(parents=True)
         (tmp_path / "log" / run / "events.out.tfevents.1.host").write_bytes(b"")
-    assert [p.name for p in compare.expand([tmp_path / "log"])] == ["a_1", "b_1"]
+    assert [p.name for p in zoo_compare.expand([tmp_path / "log"])] == ["a_1", "b_1"]
     (tmp_path / "log" / "method" / "seed0_1").mkdir(parents=True)  # runs of one method under a common parent
     (tmp_path / "log" / "method" / "seed0_1" / "events.out.tfevents.1.host").write_bytes(b"")
-    assert [str(p.relative_to(tmp_path / "log")) for p in compare.expand([tmp_path / "log"])] == [
+    assert [str(p.relative_to(tmp_path / "log")) for p in zoo_compare.expand([tmp_path / "log"])] == [
         "a_1",
         "b_1",
         "method/seed0_1",

@@ -9,9 +9,9 @@ import pytest
 from scipy import integrate, stats
 
 from ordergrad_rl.cli import main
+from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import Objective, OrderStatTransform
 from ordergrad_rl.experiments import diagnostics as dg
-from ordergrad_rl.experiments._common import best_time
 
 
 def test_cvar_threshold_and_value_against_quadrature():

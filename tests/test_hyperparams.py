@@ -7,10 +7,11 @@ import re
 
 import pytest
 
-from ordergrad_rl.cli import main
-from ordergrad_rl.commands import train
+from ordergrad_rl.cli import main, train
 from ordergrad_rl.experiments import tailrisk
-from ordergrad_rl.hyperparams import FILES, hyperparams_file, load_hyperparams, read_hyperparams_file
+from ordergrad_rl.zoo.algorithms import algorithm_class
+from ordergrad_rl.zoo.hyperparams import FILES, hyperparams_file, load_hyperparams, read_hyperparams_file
+from ordergrad_rl.zoo.training import zoo_hyperparams
 
 TAILRISK = ["train", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.2", "--quiet"]
 
@@ -19,9 +20,9 @@ TAILRISK = ["train", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.2", 
 def test_shipped_entries_are_valid_constructor_arguments(algo):
     """Every key of every entry is a hyperparameter of the algorithm and its value fits the annotation (the checks
     ``train`` applies), and every entry can build its model."""
-    cls = train.algorithm_class(algo)
+    cls = algorithm_class(algo)
     for env_id in read_hyperparams_file(hyperparams_file(algo)):
-        entry = train.zoo_hyperparams(_Args(algo=algo, env=env_id, conf_file=None))
+        entry = zoo_hyperparams(algo, env_id)
         assert entry is not None and entry.n_timesteps is not None and entry.n_timesteps > 0
         model = cls(entry.policy, env_id, objective="cvar0.2", **entry.kwargs)
         assert model.learning_rate == entry.kwargs.get("learning_rate", model.learning_rate)
@@ -71,17 +72,12 @@ def test_load_hyperparams_errors_and_missing_entries(tmp_path):
     assert (entry.n_timesteps, entry.policy, entry.kwargs) == (100_000, "MlpPolicy", {"n_epochs": 4})
 
 
-class _Args:
-    def __init__(self, **kwargs):
-        self.__dict__.update(kwargs)
-
-
 def test_train_applies_the_entry_and_options_win(tmp_path, capsys, monkeypatch):
     conf = tmp_path / "conf.yml"
     conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: 0.01\n  n_epochs: 2\n")
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet", "--n-episodes", "4"]
     built, build = [], train.build_model
-    monkeypatch.setattr(train, "build_model", lambda args, **kw: built.append(build(args, **kw)) or built[-1])
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
     assert main([*base, "--conf-file", str(conf)]) == 0
     out = capsys.readouterr().out
     assert "hyperparameters of RiskyBandit-v0 from" in out and "n_timesteps=8" in out and ", 8 timesteps" in out
@@ -109,7 +105,7 @@ def test_an_entry_may_set_n_episodes_and_the_option_wins(tmp_path, monkeypatch):
         str(conf),
     ]
     built, build = [], train.build_model
-    monkeypatch.setattr(train, "build_model", lambda args, **kw: built.append(build(args, **kw)) or built[-1])
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
     assert main(base) == 0 and built[-1].n_episodes == 6
     assert main([*base, "--n-episodes", "4"]) == 0 and built[-1].n_episodes == 4
     conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  n_episodes: many\n")

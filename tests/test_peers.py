@@ -8,8 +8,8 @@ import torch as th
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, QRDQNCVaR
 from ordergrad_rl.agents.qrdqn_cvar import quantile_cvar
-from ordergrad_rl.commands._models import detect_algorithm
 from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
+from ordergrad_rl.zoo.models import detect_algorithm
 
 SAFE, RISKY = 0, 1
 

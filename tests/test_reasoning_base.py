@@ -10,7 +10,7 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from ordergrad_rl.envs.reasoning import MAX_NUMBERS, N_TOKENS, PROMPT_LENGTH, target_sum_problems, verify_answers
+from ordergrad_rl.envs.target_sum import MAX_NUMBERS, N_TOKENS, PROMPT_LENGTH, target_sum_problems, verify_answers
 from ordergrad_rl.reasoning import (
     BaseModelConfig,
     StudentConfig,

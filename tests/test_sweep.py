@@ -15,9 +15,9 @@ import pytest
 from scipy import stats
 
 from ordergrad_rl.cli import main
-from ordergrad_rl.commands import sweep as sweep_command
-from ordergrad_rl.commands._models import CommandError
-from ordergrad_rl.experiments._common import format_cell
+from ordergrad_rl.cli import sweep as sweep_command
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.reports import format_cell
 from ordergrad_rl.risk import risk_profile
 from ordergrad_rl.sweep import grid, table
 from ordergrad_rl.sweep.trial import run_trial

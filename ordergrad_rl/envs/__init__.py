@@ -32,14 +32,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
     from ordergrad_rl.envs.heavy_tail_bandit import HeavyTailBanditEnv
     from ordergrad_rl.envs.lava_grid import RiskyLavaGridEnv
-    from ordergrad_rl.envs.reasoning import TargetSumEnv, TargetSumVectorEnv, target_sum_problems, verify_answers
     from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, TailRiskVecEnv, make_sb3_vec_env
     from ordergrad_rl.envs.shortcut_nav import RiskyShortcutNavEnv
     from ordergrad_rl.envs.tailrisk import TailRiskSimulator, cash_capped_weights, default_event_window
     from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv, SyntheticTailRiskVectorEnv
+    from ordergrad_rl.envs.target_sum import TargetSumEnv, TargetSumVectorEnv, target_sum_problems, verify_answers
 
 _TAILRISK = "ordergrad_rl.envs.tailrisk_gym"
-_REASONING = "ordergrad_rl.envs.reasoning"
+_REASONING = "ordergrad_rl.envs.target_sum"
 
 # name -> module that defines it (PEP 562 lazy attributes).
 _LAZY = {

@@ -29,20 +29,11 @@ from typing import Any
 import numpy as np
 from scipy import integrate, optimize, stats
 
+from ordergrad_rl.common.options import add_output_arguments, positive_int, refuse_option, seed_int
+from ordergrad_rl.common.progress import progress
+from ordergrad_rl.common.reports import best_time, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.core import Objective, OrderStatTransform, lstat_advantage, lstat_value
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    best_time,
-    markdown_table,
-    positive_int,
-    progress,
-    pyplot,
-    refuse_option,
-    save_figure,
-    seed_int,
-    write_json,
-)
-from ordergrad_rl.experiments.weights import Scheme, plot_profiles
+from ordergrad_rl.experiments.weight_profiles import Scheme, plot_profiles
 
 MU = 0.5
 LEVEL = 0.2

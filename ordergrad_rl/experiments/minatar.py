@@ -49,16 +49,12 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.extras import require_extra
+from ordergrad_rl.common.jobs import Job, run_jobs
+from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
-from ordergrad_rl.experiments._common import (
-    add_address_argument,
-    add_output_arguments,
-    markdown_table,
-    positive_int,
-    pyplot,
-    save_figure,
-    write_json,
-)
 
 #: Normalization maxima of the paper (from Nishimori et al. 2026).
 MAX_SCORES: dict[str, float] = {"breakout": 251.15, "asterix": 64.95, "space_invaders": 880.91}
@@ -266,7 +262,7 @@ def _load_cached(path: Path, config: Config, method: str) -> dict[str, Any] | No
 
 
 def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, Any]:
-    """Train one run and cache it as JSON (a job of :func:`ordergrad_rl.sweep.jobs.run_jobs`)."""
+    """Train one run and cache it as JSON (a job of :func:`ordergrad_rl.common.jobs.run_jobs`)."""
     game, method, seed, config, path, tensorboard_log = job
     run = train_run(game, method, seed, config, tensorboard_log)
     write_json(Path(path), run)
@@ -281,9 +277,8 @@ def run_experiment(
     quiet: bool = False,
     address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """All (game, method, seed) runs, cached under ``out/runs``, through :func:`ordergrad_rl.sweep.jobs.run_jobs`:
+    """All (game, method, seed) runs, cached under ``out/runs``, through :func:`ordergrad_rl.common.jobs.run_jobs`:
     ``workers`` local processes, or Ray Tune trials on the cluster at ``address``."""
-    from ordergrad_rl.sweep.jobs import Job, run_jobs
 
     runs, jobs = [], []
     for seed in range(config.seeds):
@@ -563,8 +558,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ordergrad_rl.commands._checks import require_extra
-    from ordergrad_rl.commands._models import CommandError
 
     bad = [m for m in args.m if m > args.k]
     if bad:

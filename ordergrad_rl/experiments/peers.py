@@ -43,15 +43,11 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
+from ordergrad_rl.common.options import add_output_arguments, positive_int
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments import tailrisk
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    markdown_table,
-    positive_int,
-    pyplot,
-    save_figure,
-    write_json,
-)
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, SEED_STRIDE, Method
 
 LAVA_ENV = "RiskyLavaGrid-v0"
@@ -198,7 +194,6 @@ def train_run(env: str, method: str, seed: int, config: Config) -> dict[str, Any
     total = config.steps(env)
     grid = np.linspace(0, total, config.evaluations + 1).round().astype(int)
     curve: dict[str, list[float]] = {"steps": [], "mean": [], "cvar": []}
-    from ordergrad_rl.sweep.jobs import report_progress
 
     report = report_progress
 
@@ -458,7 +453,6 @@ def summarize(runs: list[dict[str, Any]], config: Config) -> dict[str, Any]:
 def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
     """Every (env, method, seed) run in parallel, then the gradient-variance measurement (with the portfolio or no
     env at all), and its grid over N and policies if ``config.variance_n`` or ``config.variance_trained_updates``."""
-    from ordergrad_rl.sweep.jobs import Job, run_jobs
 
     jobs = [
         Job(
@@ -645,8 +639,6 @@ def run(args: argparse.Namespace) -> int:
         variance_trained_updates=args.variance_trained,
     )
     if any(n < 2 for n in config.variance_n):
-        from ordergrad_rl.commands._models import CommandError
-
         raise CommandError(f"--variance-n needs N >= 2 (K = N / 2 episodes are ranked), got {list(config.variance_n)}")
     results = run_experiment(config, quiet=args.quiet)
     if config.envs:

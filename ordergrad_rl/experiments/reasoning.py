@@ -56,15 +56,9 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    markdown_table,
-    positive_int,
-    progress_bar,
-    pyplot,
-    save_figure,
-    write_json,
-)
+from ordergrad_rl.common.options import add_output_arguments, positive_int
+from ordergrad_rl.common.progress import progress_bar
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 
 #: Answer tokens before truncation (``TargetSum-v0``'s default): ``L_max`` of the length reward.
 L_MAX = 16

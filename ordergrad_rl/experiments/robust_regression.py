@@ -30,18 +30,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
+from ordergrad_rl.common.progress import progress
+from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.core import Objective
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    markdown_table,
-    positive_float,
-    positive_int,
-    print_checks,
-    progress,
-    pyplot,
-    save_figure,
-    write_json,
-)
 
 #: (slope, intercept, noise sd) of the clean and the outlier populations.
 CLEAN_LINE = (2.0, -1.0, 0.25)
@@ -381,7 +374,6 @@ def check_config(config: Config) -> None:
     :raises CommandError: a minibatch larger than the training set, an objective that does not exist at its k
         (``TrimM:4`` needs k > 8), or a k above the minibatch size (the batch value needs k <= N).
     """
-    from ordergrad_rl.commands._models import CommandError
 
     if config.batch_size > config.n_train:
         raise CommandError(f"--batch-size ({config.batch_size}) must be <= --n-train ({config.n_train})")

@@ -23,7 +23,7 @@ returns (net of costs).
 Seeds: seed s trains with model/env seed s * 10^6 (env i of the batch is seeded s * 10^6 + i, SB3's convention),
 evaluates during training on s * 10^6 + 700000 + i and deploys on s * 10^6 + 500000 + i, so different seeds never
 share episodes. The (method, seed) runs are independent jobs spread over the available cores (one torch thread
-each), or over a Ray cluster with --address (ordergrad_rl.sweep.jobs); the results do not depend on the number of
+each), or over a Ray cluster with --address (ordergrad_rl.common.jobs); the results do not depend on the number of
 workers nor on where the jobs run.
 
 Outputs: the table beside the paper's numbers, tailrisk.png (the 4-panel figure), tailrisk_stress.png (--stress),
@@ -47,19 +47,13 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.jobs import Job, report_progress
+from ordergrad_rl.common.jobs import run_jobs as run_grid
+from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.progress import available_cores, rollout_progress
+from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
-from ordergrad_rl.experiments._common import (
-    add_address_argument,
-    add_output_arguments,
-    available_cores,
-    markdown_table,
-    positive_int,
-    print_checks,
-    pyplot,
-    rollout_progress,
-    save_figure,
-    write_json,
-)
 from ordergrad_rl.risk import risk_profile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -330,7 +324,6 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
 
     :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
     """
-    from ordergrad_rl.sweep.jobs import report_progress
 
     start = time.perf_counter()
     model = train_method(method, seed, config, tensorboard, on_update=report_progress)
@@ -355,10 +348,8 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
 def run_jobs(
     config: Config, tensorboard: Path | None, models: Path | None, quiet: bool, storage: Path | None = None
 ) -> list[dict[str, Any]]:
-    """Every (method, seed) job through :func:`ordergrad_rl.sweep.jobs.run_jobs`: ``config.workers`` local
+    """Every (method, seed) job through :func:`ordergrad_rl.common.jobs.run_jobs`: ``config.workers`` local
     processes (default: the available cores), or Ray Tune trials with ``config.address``."""
-    from ordergrad_rl.sweep.jobs import Job
-    from ordergrad_rl.sweep.jobs import run_jobs as run_grid
 
     jobs = [
         Job(
@@ -395,7 +386,7 @@ def run_experiment(
     """Train, deploy and summarize both methods on ``config.seeds`` seeds.
 
     :param storage: with ``config.address``: where Ray keeps the jobs' state and results (see
-        :func:`ordergrad_rl.sweep.jobs.run_jobs`).
+        :func:`ordergrad_rl.common.jobs.run_jobs`).
 
     :return: ``{"config", "methods": {method: metrics + "per_seed", "n_paths"}, "stress": {"p": [...], method:
         [metrics per p]}, "train_seconds": {method: [...]}, "models", "deployments": {method: Deployment}}``.
@@ -693,7 +684,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
-    from ordergrad_rl.commands._models import CommandError
 
     if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
         raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")

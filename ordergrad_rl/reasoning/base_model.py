@@ -30,10 +30,10 @@ import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 
-import ordergrad_rl
-from ordergrad_rl.envs.reasoning import N_TOKENS, PROMPT_LENGTH, TargetSumEnv, target_sum_problems
+from ordergrad_rl.envs.target_sum import N_TOKENS, PROMPT_LENGTH, TargetSumEnv, target_sum_problems
 from ordergrad_rl.reasoning.demonstrations import StudentConfig, demonstrations
 from ordergrad_rl.reasoning.token_gru import TokenGRUExtractor
+from ordergrad_rl.version import __version__
 
 #: Bumped when the cache file layout or the build procedure changes without a config change.
 CACHE_FORMAT = 1
@@ -143,7 +143,7 @@ def cache_key(config: BaseModelConfig, seed: int) -> str:
     payload = {
         "config": dataclasses.asdict(config),
         "seed": seed,
-        "version": ordergrad_rl.__version__,
+        "version": __version__,
         "format": CACHE_FORMAT,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ordergrad_rl.envs.reasoning import EOS, MAX_TOTAL, MAX_VALUE, TargetSumProblems, number_token, total_token
+from ordergrad_rl.envs.target_sum import EOS, MAX_TOTAL, MAX_VALUE, TargetSumProblems, number_token, total_token
 
 #: Slip offsets of a running total (+1 twice as likely as the others).
 SLIPS: tuple[int, ...] = (-10, -2, -1, 1, 1, 2, 10)

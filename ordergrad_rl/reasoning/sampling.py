@@ -1,7 +1,7 @@
 """Batched sampling of TargetSum answers from a policy, and the pass@k evaluation built on it.
 
-Every sample is one episode of the native vector env's batch (:class:`~ordergrad_rl.envs.reasoning.TargetSumBatch`
-of :class:`~ordergrad_rl.envs.reasoning.TargetSumVectorEnv`), posed its problem at reset and scored by the env's
+Every sample is one episode of the native vector env's batch (:class:`~ordergrad_rl.envs.target_sum.TargetSumBatch`
+of :class:`~ordergrad_rl.envs.target_sum.TargetSumVectorEnv`), posed its problem at reset and scored by the env's
 verifier; the policy acts on all unfinished answers at once, with its own action distribution (temperature 1, no
 nucleus truncation).
 """
@@ -14,7 +14,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 
-from ordergrad_rl.envs.reasoning import EOS, PROMPT_LENGTH, TargetSumVectorEnv
+from ordergrad_rl.envs.target_sum import EOS, PROMPT_LENGTH, TargetSumVectorEnv
 from ordergrad_rl.passk import pass_at_k_curve
 from ordergrad_rl.reasoning.base_model import actor_logits
 from ordergrad_rl.reasoning.token_gru import TokenGRUExtractor

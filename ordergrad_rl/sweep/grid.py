@@ -36,7 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
+from ordergrad_rl.zoo.models import is_batched
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
 #: or, for ``eval_env``, the training env).
@@ -201,8 +203,6 @@ def check_trials(trials: list[dict[str, Any]]) -> None:
 
     :raises CommandError: the first problem, naming the key.
     """
-    from ordergrad_rl.commands._models import is_batched
-    from ordergrad_rl.commands.train import ALGOS, algorithm_class, check_hparam
     from ordergrad_rl.core import Objective
 
     checked_envs: set[str] = set()
@@ -247,7 +247,6 @@ def _slug(text: str) -> str:
 def method_name(trial: dict[str, Any], varying: Sequence[str]) -> str:
     """The method of a trial as a file name: the algorithm, the objective (with ``k`` when given), then
     ``key=value`` for every other ``varying`` key: ``OrderGradPPO_cvar0.2_learning_rate=0.001``."""
-    from ordergrad_rl.commands.train import ALGOS
 
     objective = str(trial["objective"]) + (f"@{trial['k']}" if trial["k"] is not None else "")
     parts = [ALGOS[trial["algo"]], objective]

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.experiments._common import format_cell, markdown_table
+from ordergrad_rl.common.reports import format_cell, markdown_table
+from ordergrad_rl.zoo.compare import Entry, plot
 
 #: Risk-profile keys of the table, in column order.
 TABLE_KEYS: tuple[str, ...] = ("mean", "std", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.05", "quantile_0.5")
@@ -60,7 +61,6 @@ def format_risk_table(summary: dict[str, dict[str, Any]], keys: tuple[str, ...] 
 
 def plot_sweep(rows: list[dict[str, Any]], path: Path) -> Path:
     """``compare``'s figure of the trials' final evaluation returns: one colour per method, seeds as thin lines."""
-    from ordergrad_rl.commands.compare import Entry, plot
 
     entries = [
         Entry(

@@ -13,7 +13,6 @@ Runs inside a Ray worker (or any process); it imports no Ray. Outputs under the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -22,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.experiments._common import write_json
+from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import RUN_KEYS, hyperparameters
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
 
 
 def row_path(out: Path, trial_id: str) -> Path:
@@ -31,13 +31,14 @@ def row_path(out: Path, trial_id: str) -> Path:
     return out / "trials" / f"{trial_id}.json"
 
 
-def _namespace(trial: dict[str, Any], tensorboard: Path) -> argparse.Namespace:
-    """The ``train`` options of a trial (so the sweep builds models and evaluations exactly like ``train``)."""
+def train_settings(trial: dict[str, Any], tensorboard: Path) -> TrainSettings:
+    """The training run of a trial (built and evaluated exactly like ``ordergrad-rl train``'s)."""
     options = {key: trial.get(key, default) for key, default in RUN_KEYS.items()}
+    timesteps = options.pop("timesteps")
     # No periodic evaluation unless asked for: the final one is always made.
-    options["eval_freq"] = options["eval_freq"] or options["timesteps"] + 1
+    options["eval_freq"] = options["eval_freq"] or timesteps + 1
     options["eval_env"] = options["eval_env"] or options["env"]
-    return argparse.Namespace(**options, tensorboard=tensorboard, verbose=0, hparams=[])
+    return TrainSettings(**options, tensorboard=tensorboard)
 
 
 def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str, threads: int = 1) -> dict[str, Any]:
@@ -56,8 +57,6 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     """
     import torch
 
-    from ordergrad_rl.commands.train import build_model, eval_callback
-
     out = Path(out)
     finished = finished_row(out, trial_id, trial)
     if finished is not None:
@@ -67,12 +66,11 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     name = f"seed{trial['seed']}"
     for stale in tensorboard.glob(f"{name}_*"):  # an interrupted attempt of this trial: start its run afresh
         shutil.rmtree(stale, ignore_errors=True)
-    args = _namespace(trial, out / "tensorboard")
-    model = build_model(args, hyperparameters(trial))
-    callback = eval_callback(args, model)
-    callback.deterministic = args.deterministic
+    settings = train_settings(trial, out / "tensorboard")
+    model = build_model(settings, hyperparameters(trial))
+    callback = eval_callback(settings, model)
     start = time.perf_counter()
-    model.learn(args.timesteps, callback=callback, tb_log_name=f"{method}/{name}")
+    model.learn(trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
     train_seconds = time.perf_counter() - start
     profile = callback.evaluate()  # the final evaluation: the run's last eval_risk/* values
     run = Path(model.logger.dir)
@@ -85,7 +83,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
         "method": method,
         "trial": trial,
         "profile": profile,
-        "eval": {"env": args.eval_env, "episodes": args.eval_episodes, "deterministic": args.deterministic},
+        "eval": {"env": settings.eval_env, "episodes": settings.eval_episodes, "deterministic": settings.deterministic},
         "info": callback.last_info,
         "timesteps": int(model.num_timesteps),
         "train_seconds": train_seconds,

@@ -13,7 +13,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 from test_envs_vector import assert_tree_equal  # tests/ is on sys.path under pytest
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.envs.reasoning import (
+from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, make_sb3_vec_env
+from ordergrad_rl.envs.target_sum import (
     EOS,
     MAX_VALUE,
     N_TOKENS,
@@ -27,7 +28,6 @@ from ordergrad_rl.envs.reasoning import (
     total_token,
     verify_answers,
 )
-from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, make_sb3_vec_env
 
 PROBLEMS = TargetSumProblems(
     numbers=np.array([[0, 0, 0, 2, 3, 5, 7, 9], [0, 0, 0, 0, 0, 4, 4, 6], [0, 0, 0, 0, 0, 4, 6, 12]]),

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.extras import require_extra
+from ordergrad_rl.common.progress import available_cores
 
 #: Tune's experiment directory under the storage path.
 EXPERIMENT = "tune"
@@ -26,7 +28,6 @@ FINISHED = "spec_trial_id"
 
 def require_ray(command: str) -> None:
     """Import Ray Tune or raise a ``CommandError`` saying which extra to install."""
-    from ordergrad_rl.commands._checks import require_extra
 
     require_extra("ray", ("ray.tune",), command)
 
@@ -41,8 +42,6 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
     """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage reports to Ray's servers
     import ray
-
-    from ordergrad_rl.experiments._common import available_cores
 
     try:
         if address is None:

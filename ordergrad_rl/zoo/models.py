@@ -6,7 +6,6 @@ Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the com
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,15 +13,7 @@ from typing import Any
 
 import numpy as np
 
-
-class CommandError(Exception):
-    """A user error a command reports as ``ordergrad-rl <command>: error: <message>`` (exit status 2)."""
-
-
-def report_error(command: str, error: Exception) -> int:
-    """Print ``error`` like argparse prints usage errors and return the exit status 2."""
-    print(f"ordergrad-rl {command}: error: {error}", file=sys.stderr)
-    return 2
+from ordergrad_rl.common.errors import CommandError
 
 
 # ---------------------------------------------------------------------------------------------------- envs

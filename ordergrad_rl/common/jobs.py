@@ -4,7 +4,7 @@ The reproductions hand their grids to :func:`run_jobs` instead of keeping proces
 
 * ``address=None``: local worker processes (spawned, one torch thread each; one job at a time runs in this
   process), no Ray needed;
-* ``address="local"``, ``"auto"`` or ``"HOST:PORT"``: Ray Tune trials (:mod:`ordergrad_rl.sweep.runner`) on a new
+* ``address="local"``, ``"auto"`` or ``"HOST:PORT"``: Ray Tune trials (:mod:`ordergrad_rl.common.ray_tune`) on a new
   local Ray instance or on a cluster, one CPU per job. Results travel as pickles under ``storage``, which every
   node must see.
 
@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.experiments._common import available_cores, progress_bar
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.progress import available_cores, progress_bar
+from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
 
 # Progress counter shared by the local workers (set by _init_worker); None when there is no one to tell.
 _COUNTER: Any = None
@@ -117,8 +119,6 @@ def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> di
 
 
 def _run_ray(jobs: list[Job], address: str, storage: Path, bar: Any, quiet: bool) -> dict[str, Any]:
-    from ordergrad_rl.commands._models import CommandError
-    from ordergrad_rl.sweep.runner import init_ray, require_ray, run_tune
 
     require_ray(f"--address {address}")  # before importing ray: without it, the error names the extra
     import ray

@@ -24,14 +24,10 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import (
-    CommandError,
-    Evaluation,
-    evaluate_model,
-    load_model,
-    pass_at_k_evaluation,
-)
-from ordergrad_rl.experiments._common import markdown_table, positive_int, seed_int, write_json
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.reports import markdown_table, write_json
+from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ordergrad_rl.cli import main
-from ordergrad_rl.experiments import weights as wt
+from ordergrad_rl.experiments import weight_profiles as wt
 
 FIGURES = {figure.name: figure for figure in wt.FIGURES}
 

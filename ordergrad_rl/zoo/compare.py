@@ -1,28 +1,12 @@
-"""Compare the return distributions of saved models and TensorBoard runs side by side.
+"""Risk profiles and return distributions of saved models and TensorBoard runs, side by side (the layer under
+``ordergrad-rl compare`` and the sweep's figure).
 
-    ordergrad-rl compare results/tailrisk/models/reinforce_seed0.zip results/tailrisk/models/ordergrad_cvar_seed0.zip \\
-        --env SyntheticTailRiskDeploy-v0 --episodes 1000 --out results/compare
-    ordergrad-rl compare runs/tailrisk            # every run of a TensorBoard log dir
-
-Each argument is either
-  * a saved model (.zip; OrderGradPPO, OrderGradREINFORCE, SB3 PPO or A2C): --episodes deterministic episodes on
-    --env, the risk profile of their returns, exact quantile function and histogram; or
-  * a TensorBoard run directory written by the OrderGrad agents: the last logged eval_risk/* scalars (the
-    evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
-    <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir
-    stands for every run below it (runs of one method may share a parent: runs/tailrisk/ordergrad_cvar/seed0_1).
-Entries of one method share a colour: the method of an entry is its name without the seed and SB3's run counter
-(ordergrad_cvar_seed3.zip and ordergrad_cvar/seed0_1 -> ordergrad_cvar, OrderGradPPO_cvar0.2@128_2 ->
-OrderGradPPO_cvar0.2@128); several seeds of a method are thin lines of its colour.
-Prints one risk table (a row per entry) and writes a figure of the quantile functions (return against probability
-level) and the return histograms: --figure PATH, else <--out>/compare_<inputs>.png named after the arguments
-(compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png, compare_tailrisk.png), so comparisons of different inputs
-do not overwrite each other.
+A saved model is evaluated on an env (exact returns); a run directory gives its last logged ``eval_risk/*``
+scalars, or ``risk/*`` when it has no evaluations, and the matching ``episode_returns`` histogram.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import re
 from dataclasses import dataclass
@@ -31,23 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.commands._models import (
-    CommandError,
-    check_fits,
-    evaluate_model,
-    is_batched,
-    load_model,
-    model_path,
-)
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    markdown_table,
-    positive_int,
-    pyplot,
-    save_figure,
-    seed_int,
-    write_json,
-)
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
+from ordergrad_rl.zoo.models import check_fits, evaluate_model, is_batched, load_model, model_path
 
 
 @dataclass
@@ -176,31 +146,36 @@ def expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def load_entries(args: argparse.Namespace) -> list[Entry]:
-    """Evaluate the models and read the runs named on the command line.
+def load_entries(
+    arguments: list[Path], env: str | None, episodes: int, seed: int | None = 0, quiet: bool = False
+) -> list[Entry]:
+    """Evaluate the models and read the runs among ``arguments`` (model files, run directories, log dirs).
 
-    Every model is loaded and checked against ``--env`` before the first evaluation, so a bad argument fails
+    Every model is loaded and checked against ``env`` before the first evaluation, so a bad argument fails
     before the work.
+
+    :param env: the env id the models are evaluated on (``--env``); needed only when there are models.
+    :param episodes: deterministic evaluation episodes per model, on envs seeded from ``seed``.
 
     :raises CommandError: a model without --env, one that does not fit --env, or an argument that is neither a
         model nor a run.
     """
-    paths = expand(args.entries)
+    paths = expand(arguments)
     models = {}
     for path in paths:
         if is_run(path):
             continue
         file = model_path(path)  # raises if there is no such file
-        if args.env is None:
+        if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
         models[path] = (file, *load_model(file))
     if models:
         from ordergrad_rl.envs import make_sb3_vec_env
 
-        is_batched(args.env)  # an unknown id fails here, with the registry's suggestion
-        venv = make_sb3_vec_env(args.env, 1)
+        is_batched(env)  # an unknown id fails here, with the registry's suggestion
+        venv = make_sb3_vec_env(env, 1)
         for file, model, _ in models.values():
-            check_fits(model, venv, f"{args.env} ({file})")
+            check_fits(model, venv, f"{env} ({file})")
         venv.close()
     entries = []
     for path in paths:
@@ -208,10 +183,8 @@ def load_entries(args: argparse.Namespace) -> list[Entry]:
             entries.append(read_run(path))
             continue
         file, model, algorithm = models[path]
-        evaluation = evaluate_model(
-            model, args.env, args.episodes, deterministic=True, seed=args.seed, quiet=args.quiet
-        )
-        source = f"{algorithm.name}, {args.episodes} deterministic episodes on {args.env}"
+        evaluation = evaluate_model(model, env, episodes, deterministic=True, seed=seed, quiet=quiet)
+        source = f"{algorithm.name}, {episodes} deterministic episodes on {env}"
         entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
     labels = [e.label for e in entries]
     for entry in entries:
@@ -238,11 +211,6 @@ def figure_name(paths: list[Path]) -> str:
         digest = hashlib.sha1("\0".join(map(str, paths)).encode()).hexdigest()[:8]
         stem = f"{stem[: MAX_FIGURE_NAME - 9]}-{digest}"
     return stem + ".png"
-
-
-def figure_path(args: argparse.Namespace) -> Path:
-    """``--figure``, else ``<--out>/`` :func:`figure_name` of the arguments."""
-    return args.figure if args.figure is not None else args.out / figure_name(args.entries)
 
 
 TABLE_KEYS: tuple[str, ...] = (
@@ -316,50 +284,3 @@ def plot(entries: list[Entry], path: Path, bins: int = 40) -> Path:
             ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, path)
-
-
-# ---------------------------------------------------------------------------------------------------- command
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``ordergrad-rl compare``."""
-    parser.add_argument(
-        "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
-    )
-    parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
-    parser.add_argument(
-        "--episodes",
-        type=positive_int,
-        default=256,
-        metavar="E",
-        help="evaluation episodes per saved model (default: %(default)s)",
-    )
-    parser.add_argument("--seed", type=seed_int, default=0, help="seed of the evaluation envs (default: 0)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_output_arguments(parser, "compare")
-    parser.add_argument(
-        "--figure",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="write the figure to PATH (default: <--out>/compare_<inputs>.png, named after the arguments)",
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    """Read/evaluate every entry, print the table, write the figure (and JSON)."""
-    entries = load_entries(args)
-    for entry in entries:
-        print(f"{entry.label}: {entry.source}")
-    print()
-    print(format_table(entries))
-    figure = plot(entries, figure_path(args))
-    print(f"\nfigure: {figure}")
-    if args.json is not None:
-        payload = {
-            "entries": [
-                {"label": e.label, "path": e.path, "source": e.source, "profile": e.profile}
-                | ({} if e.returns is None else {"returns": e.returns})
-                for e in entries
-            ]
-        }
-        print(f"json: {write_json(args.json, payload)}")
-    return 0

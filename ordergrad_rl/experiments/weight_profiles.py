@@ -26,15 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ordergrad_rl.common.options import add_output_arguments, refuse_option
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.core import Objective, OrderStatTransform
-from ordergrad_rl.experiments._common import (
-    add_output_arguments,
-    markdown_table,
-    pyplot,
-    refuse_option,
-    save_figure,
-    write_json,
-)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes

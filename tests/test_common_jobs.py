@@ -1,10 +1,10 @@
-"""``ordergrad_rl.sweep.jobs.run_jobs`` on local workers: results by id, errors, progress in the caller's unit."""
+"""``ordergrad_rl.common.jobs.run_jobs`` on local workers: results by id, errors, progress in the caller's unit."""
 
 from __future__ import annotations
 
 import pytest
 
-from ordergrad_rl.sweep import jobs
+from ordergrad_rl.common import jobs
 
 
 def square(x: int, report: int = 0) -> int:

@@ -1,7 +1,8 @@
-"""Up-front checks of command-line arguments, shared by every ``ordergrad-rl`` command.
+"""Command-line options shared by the ``ordergrad-rl`` commands: argparse types, the standard output options, and
+their up-front checks.
 
 A command must fail *before* its work (training, evaluation episodes, a reproduction's grid), with a
-:class:`~ordergrad_rl.commands._models.CommandError` that names the option, never with a traceback after the work.
+:class:`~ordergrad_rl.common.errors.CommandError` that names the option, never with a traceback after the work.
 :func:`check_output_arguments` runs for every command (``ordergrad_rl.cli.main`` calls it before ``run``); the other
 checks are called by the commands that have the option.
 
@@ -11,11 +12,11 @@ Light imports only (torch is imported inside :func:`check_device`).
 from __future__ import annotations
 
 import argparse
-import importlib
+import math
 import os
 from pathlib import Path
 
-from ordergrad_rl.commands._models import CommandError
+from ordergrad_rl.common.errors import CommandError
 
 #: Standard output options, checked before any command runs: ``dest -> (flag, kind)``. ``dir``: a directory that
 #: exists or can be created; ``file``: a file path (not a directory) in such a directory; ``model``: a file that
@@ -110,19 +111,66 @@ def check_device(device: str) -> str:
     return device
 
 
-def require_extra(extra: str, modules: tuple[str, ...], command: str) -> None:
-    """Import ``modules`` (those ``command`` needs from the ``extra``), or say which extra to install.
+def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add ``--out DIR`` (figures, default ``results/<name>``) and ``--json PATH`` (numbers) to ``parser``."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results") / name,
+        metavar="DIR",
+        help="directory for the figures (created if missing; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the measured numbers to this JSON file",
+    )
 
-    Any exception counts as missing: a dependency that is installed but broken (e.g. rliable's ``arch`` under
-    pandas 3) fails at import with a ``TypeError``; the extra pins working versions.
 
-    :raises CommandError: with the ``pip install`` line.
-    """
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception as err:
-            raise CommandError(
-                f"{command} needs the [{extra}] extra ({module} does not import: {err}); "
-                f'install it with: pip install "ordergrad-rl[{extra}]"'
-            ) from err
+def add_address_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--address``: run the experiment's independent runs as Ray Tune trials (the ``[ray]`` extra)."""
+    parser.add_argument(
+        "--address",
+        default=None,
+        metavar="local|auto|HOST:PORT",
+        help="run the training runs as Ray Tune trials: on a new local Ray instance (local), or on a Ray cluster "
+        '(auto: the one `ray start` made here; HOST:PORT: its head node); needs pip install "ordergrad-rl[ray]". '
+        "Default: local worker processes",
+    )
+
+
+def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
+    """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
+    ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""
+
+    class Refuse(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None) -> None:
+            parser.error(f"{option_string} does not apply here: {reason}")
+
+    parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (NumPy and Gymnasium refuse negative seeds)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a seed >= 0, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (learning rates)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value

@@ -3,7 +3,7 @@
 comment. ``ordergrad-rl train`` applies the entry of its ``--env`` by default; from Python:
 
     >>> from ordergrad_rl import OrderGradPPO
-    >>> from ordergrad_rl.hyperparams import load_hyperparams
+    >>> from ordergrad_rl.zoo.hyperparams import load_hyperparams
     >>> hp = load_hyperparams("ppo", "SyntheticTailRisk-v0")
     >>> model = OrderGradPPO(hp.policy, "SyntheticTailRisk-v0", objective="cvar0.2", **hp.kwargs)
     >>> model.learn(hp.n_timesteps)

@@ -11,10 +11,10 @@ A command is a module with
 * a docstring (shown as the command's ``--help`` description),
 * ``add_arguments(parser: argparse.ArgumentParser) -> None`` declaring its options, and
 * ``run(args: argparse.Namespace) -> int | None`` doing the work (``None`` means exit status 0). It checks its
-  arguments before any long work and raises :class:`~ordergrad_rl.commands._models.CommandError` for a user
+  arguments before any long work and raises :class:`~ordergrad_rl.common.errors.CommandError` for a user
   error: ``main`` prints it like a usage error (exit status 2). Output options named like the standard ones
   (``--out DIR``, ``--json PATH``, ``--tensorboard DIR``, ``--save PATH``, ``--figure PATH``; see
-  :data:`ordergrad_rl.commands._checks.OUTPUT_OPTIONS`) are checked by ``main`` before ``run``.
+  :data:`ordergrad_rl.common.options.OUTPUT_OPTIONS`) are checked by ``main`` before ``run``.
 
 Register it with one :class:`Command` entry (module path and one-line help) in :data:`COMMANDS`
 (``ordergrad-rl <name>``) or :data:`REPRODUCTIONS` (``ordergrad-rl reproduce <name>``). A module is imported
@@ -29,6 +29,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
+
+from ordergrad_rl.common.errors import CommandError, report_error
+from ordergrad_rl.common.options import check_output_arguments
+from ordergrad_rl.version import __version__
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ REPRODUCTIONS: dict[str, Command] = {
         "runtime, LR/RP gradient bias and variance, Top-M@K SNR (Sec. 4)",
     ),
     "weights": Command(
-        "ordergrad_rl.experiments.weights",
+        "ordergrad_rl.experiments.weight_profiles",
         "rank-weight profiles W alpha of the objective families (App. weight schemes)",
     ),
     "reasoning": Command(
@@ -82,13 +86,13 @@ REPRODUCTIONS: dict[str, Command] = {
 
 #: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.
 COMMANDS: dict[str, Command | Group] = {
-    "train": Command("ordergrad_rl.commands.train", "train an OrderGrad agent (ppo or reinforce) on an objective"),
-    "evaluate": Command("ordergrad_rl.commands.evaluate", "risk profile of a saved model's episode returns"),
+    "train": Command("ordergrad_rl.cli.train", "train an OrderGrad agent (ppo or reinforce) on an objective"),
+    "evaluate": Command("ordergrad_rl.cli.evaluate", "risk profile of a saved model's episode returns"),
     "compare": Command(
-        "ordergrad_rl.commands.compare", "side-by-side risk table and return distributions of models and runs"
+        "ordergrad_rl.cli.compare", "side-by-side risk table and return distributions of models and runs"
     ),
     "sweep": Command(
-        "ordergrad_rl.commands.sweep",
+        "ordergrad_rl.cli.sweep",
         "a grid of train + evaluate trials on Ray Tune (local or --address cluster), with a risk table over seeds",
     ),
     "reproduce": Group(
@@ -138,8 +142,6 @@ def _add_command(subparsers: argparse._SubParsersAction, name: str, command: Com
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``ordergrad-rl`` parser; command modules are imported lazily (see :class:`_LazyParser`)."""
-    from ordergrad_rl import __version__
-
     parser = argparse.ArgumentParser(
         prog="ordergrad-rl",
         description="Risk-sensitive RL with OrderGrad: order-statistic objectives (CVaR, quantiles, trimmed "
@@ -174,8 +176,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args._run is None:
         args._parser.print_help(sys.stderr)
         return 2
-    from ordergrad_rl.commands._checks import check_output_arguments
-    from ordergrad_rl.commands._models import CommandError, report_error
 
     try:
         check_output_arguments(args)
@@ -183,7 +183,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as err:
         return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
     return 0 if status is None else int(status)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

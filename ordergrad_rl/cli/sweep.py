@@ -36,8 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.commands._models import CommandError
-from ordergrad_rl.experiments._common import add_output_arguments, positive_float, positive_int, write_json
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
+from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
+from ordergrad_rl.common.reports import write_json
+from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
+from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
+from ordergrad_rl.sweep.trial import run_trial
 
 #: The sweep's plan (its trials and resources), written before the trials run and read by --resume.
 PLAN_FILE = "sweep.json"
@@ -82,7 +87,6 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
 
     :raises CommandError: no config and no --grid, or a problem in a trial (see :func:`check_trials`).
     """
-    from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 
     if args.config is None and not args.grid:
         raise CommandError("give a sweep config file, --grid key=values, or --resume")
@@ -121,9 +125,6 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Plan, run the trials on Ray Tune, print the risk table, write the figure (and JSON)."""
-    from ordergrad_rl.sweep.runner import init_ray, require_ray, run_tune
-    from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
-    from ordergrad_rl.sweep.trial import run_trial
 
     require_ray("sweep")  # before any work: say which extra to install
     out = args.out.resolve()

@@ -1,0 +1,180 @@
+"""Train an OrderGrad agent on an order-statistic objective of the episode return.
+
+    ordergrad-rl train --algo reinforce --env SyntheticTailRisk-v0 --objective cvar0.2 --k 128 \\
+        --timesteps 1000000 --tensorboard runs/ --save models/cvar --eval-env SyntheticTailRiskDeploy-v0
+    ordergrad-rl train --algo ppo --env RiskyLavaGrid-v0 --objective mean --timesteps 200000 \\
+        --hparams learning_rate=0.001 n_epochs=4 "policy_kwargs={'net_arch': [32]}"
+
+--algo ppo is OrderGradPPO, --algo reinforce OrderGradREINFORCE, --algo recurrent_ppo OrderGradRecurrentPPO (LSTM
+policy, default --policy MlpLstmPolicy) and --algo maskable_ppo OrderGradMaskablePPO (the env needs action_masks())
+(ordergrad_rl.agents). Objectives: mean, cvar<a>,
+quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or the paper's names
+(LowerTailMean:0.2, TopM:2, ...); "@K" in the spec or --k sets the order-statistic size k (< --n-episodes).
+
+Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
+(ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
+n_timesteps when --timesteps is not given; --conf-file PATH reads another file, --conf-file none applies none.
+Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
+literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
+options win over the file. TensorBoard logs the
+risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
+(eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
+named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
+(NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.reports import markdown_table
+from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
+
+
+def run_name(text: str) -> str:
+    """argparse type of ``--run-name``: a relative path of named parts (``name`` or ``group/name``)."""
+    parts = text.split("/")
+    if text.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise argparse.ArgumentTypeError(f"expected a name or group/name (a relative path without '..'), got {text!r}")
+    return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl train``."""
+    parser.add_argument(
+        "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+    )
+    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    parser.add_argument(
+        "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
+    )
+    parser.add_argument("--k", type=positive_int, default=None, help="order-statistic size (default: N // 2)")
+    parser.add_argument(
+        "--n-episodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="episodes per update (default: the algorithm's n_episodes)",
+    )
+    parser.add_argument(
+        "--n-envs",
+        type=positive_int,
+        default=None,
+        metavar="E",
+        help="parallel envs, a divisor of N (default: the algorithm's n_envs)",
+    )
+    parser.add_argument(
+        "--timesteps",
+        type=positive_int,
+        default=None,
+        metavar="T",
+        help="env steps to train for (default: the n_timesteps of the env's --conf-file entry; required without one)",
+    )
+    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--policy",
+        default=None,
+        help="MlpPolicy, CnnPolicy or MultiInputPolicy (recurrent_ppo: MlpLstmPolicy, CnnLstmPolicy, "
+        "MultiInputLstmPolicy; default: the --conf-file entry's, else the first)",
+    )
+    parser.add_argument(
+        "--conf-file",
+        default=None,
+        metavar="PATH",
+        help="per-env hyperparameter file, rl-zoo3 style (default: ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml "
+        "shipped with the package, for ppo and reinforce; 'none': the algorithm's defaults only)",
+    )
+    parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--run-name",
+        type=run_name,
+        default=None,
+        metavar="NAME",
+        help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
+        "'group/name' writes the run into the subdirectory 'group'",
+    )
+    parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
+    parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
+    parser.add_argument(
+        "--eval-freq",
+        type=positive_int,
+        default=10_000,
+        metavar="F",
+        help="evaluate every F env steps (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eval-episodes", type=positive_int, default=100, metavar="E", help="episodes per evaluation (default: 100)"
+    )
+    parser.add_argument(
+        "--hparams",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\"",
+    )
+    parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    parser.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2), help="SB3 verbosity (default: 0)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def settings(args: argparse.Namespace) -> TrainSettings:
+    """The training run the options describe."""
+    return TrainSettings(
+        algo=args.algo,
+        env=args.env,
+        objective=args.objective,
+        k=args.k,
+        n_episodes=args.n_episodes,
+        n_envs=args.n_envs,
+        seed=args.seed,
+        policy=args.policy,
+        tensorboard=args.tensorboard,
+        eval_env=args.eval_env,
+        eval_freq=args.eval_freq,
+        eval_episodes=args.eval_episodes,
+        device=args.device,
+        verbose=args.verbose,
+        conf_file=args.conf_file,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build, train (with a progress bar), print the last risk profiles, save."""
+    # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
+    from ordergrad_rl.risk import risk_profile
+
+    entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
+    timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
+    if timesteps is None:
+        raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+    run_settings = settings(args)
+    model = build_model(run_settings, parse_hparams(args.hparams, algorithm_class(args.algo)), entry=entry)
+    callback = eval_callback(run_settings, model)
+    if entry is not None:
+        applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+        listed = ", ".join(f"{key}={value}" for key, value in applied.items())
+        print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+    print(
+        f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
+        f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
+    )
+    start = time.perf_counter()
+    model.learn(timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
+
+    columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
+    if callback is not None and callback.last_returns is not None:
+        columns[f"last evaluation ({args.eval_env})"] = callback.last_profile
+    keys = list(next(iter(columns.values())))
+    print(markdown_table(["return statistic", *columns], [[key, *(c[key] for c in columns.values())] for key in keys]))
+    if args.save is not None:
+        model.save(args.save)
+        print(f"model: {args.save}")
+    if args.tensorboard is not None:
+        print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
+    return 0

@@ -1,0 +1,103 @@
+"""Reports of the commands and reproductions: markdown tables, JSON files, figures, timings and checks.
+
+Heavy imports (matplotlib) happen inside the functions that need them, so building the command-line parser
+(and ``--help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only: the reproductions never open a window)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` to ``path`` (parent directories created), close it, and return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    pyplot().close(fig)
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    """NumPy scalars/arrays and paths -> plain JSON types; non-finite floats -> ``None`` (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` as indented JSON to ``path`` (parent directories created) and return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    return path
+
+
+def format_cell(value: Any) -> str:
+    """A table cell: floats with 3 significant digits, positional down to 1e-5 (``0.0000526``, like the paper's
+    tables), scientific below; other values as ``str``."""
+    if isinstance(value, (float, np.floating)):
+        if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):
+            return f"{value:.2e}"
+        return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+    return str(value)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-markdown table (readable in a terminal, pasteable into the README); numbers by :func:`format_cell`."""
+    cells = [[format_cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += ["| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def best_time(fn: Callable[[], object], repeats: int = 3, budget: float = 0.0) -> float:
+    """Best wall time of ``fn`` after one warm-up call: at least ``repeats`` calls, and more until ``budget`` seconds
+    of timed calls are spent. The minimum is the least noisy statistic on a shared machine."""
+    fn()
+    best, spent, calls = math.inf, 0.0, 0
+    while calls < repeats or spent < budget:
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        best, spent, calls = min(best, elapsed), spent + elapsed, calls + 1
+    return best
+
+
+def print_checks(checks: dict[str, bool]) -> None:
+    """Print each acceptance check of a reproduction as ``[ok] name`` or ``[FAILED] name``."""
+    print()
+    for name, ok in checks.items():
+        print(f"[{'ok' if ok else 'FAILED'}] {name}")

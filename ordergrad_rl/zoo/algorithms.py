@@ -1,0 +1,183 @@
+"""The algorithms the zoo trains (``--algo``) and the checks of their hyperparameters.
+
+A hyperparameter given as text (``--hparams key=value``) or in a file (per-env YAML, sweep configs) is checked
+against the constructor's signature here, before any model is built: an unknown key, one that has its own option,
+or a value of the wrong type is a :class:`~ordergrad_rl.common.errors.CommandError` naming where it was written.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections.abc
+import importlib
+import inspect
+import sys
+import types
+import typing
+from typing import Any
+
+from ordergrad_rl.common.errors import CommandError
+
+ALGOS: dict[str, str] = {
+    "ppo": "OrderGradPPO",
+    "reinforce": "OrderGradREINFORCE",
+    "recurrent_ppo": "OrderGradRecurrentPPO",
+    "maskable_ppo": "OrderGradMaskablePPO",
+}
+
+
+#: Constructor arguments that have their own option.
+OPTION_OF: dict[str, str] = {
+    "policy": "--policy",
+    "env": "--env",
+    "objective": "--objective",
+    "k": "--k",
+    "n_episodes": "--n-episodes",
+    "n_envs": "--n-envs",
+    "seed": "--seed",
+    "tensorboard_log": "--tensorboard",
+    "verbose": "--verbose",
+    "device": "--device",
+}
+
+
+#: Options a per-env hyperparameter file may also set, as rl-zoo's entries set their rollout size (the option wins).
+ENTRY_OPTIONS = ("n_episodes",)
+
+
+def algorithm_class(algo: str) -> type:
+    """The algorithm class of ``--algo`` (see :data:`ALGOS`).
+
+    The agents (torch, SB3) are imported on first use, not with this module: the command-line parser imports the
+    registry for ``--algo``'s choices, and ``ordergrad-rl train --help`` stays fast.
+    """
+    return getattr(importlib.import_module("ordergrad_rl.agents"), ALGOS[algo])
+
+
+def hyperparameter_names(cls: type) -> list[str]:
+    """Constructor arguments of ``cls`` that ``--hparams`` may set."""
+    names = inspect.signature(cls).parameters
+    return sorted(name for name in names if name not in OPTION_OF and not name.startswith("_"))
+
+
+def _annotation(cls: type, name: str) -> Any:
+    """The evaluated annotation of constructor argument ``name``, or ``None`` if it has none or cannot be evaluated.
+
+    Annotations are evaluated one by one: ``typing.get_type_hints`` fails as a whole on names imported under
+    ``TYPE_CHECKING`` (``VecEnv`` in SB3's signatures).
+    """
+    annotation = inspect.signature(cls).parameters[name].annotation
+    if annotation is inspect.Parameter.empty:
+        return None
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        return eval(annotation, vars(sys.modules[cls.__module__]), {})  # the class's own source text, not user input
+    except Exception:
+        return None
+
+
+def _matches(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` (a Python literal) fits ``annotation``; unknown annotations accept anything.
+
+    Shallow: ``dict[str, Any]`` checks that ``value`` is a dict. A literal is never a class or a callable, so
+    ``type[...]`` and ``Callable`` (SB3's ``Schedule``) refuse it. ``int`` fits ``float`` (PEP 484), ``bool`` fits
+    only ``bool``.
+    """
+    origin = typing.get_origin(annotation)
+    if annotation is Any:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return value in typing.get_args(annotation)
+    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+        return False
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(origin, type):
+        return isinstance(value, origin)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True
+
+
+_LITERAL_KINDS: dict[Any, str] = {
+    float: "a number",
+    int: "an integer",
+    bool: "True or False",
+    str: "a string",
+    type(None): "None",
+    dict: "a dict such as {'key': 1}",
+    list: "a list",
+    tuple: "a tuple",
+}
+
+
+def _describe(annotation: Any) -> str:
+    """What a command-line literal must be to fit ``annotation``, in words (``""`` for classes and functions)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(part for part in map(_describe, typing.get_args(annotation)) if part)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(annotation))
+    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+        return ""
+    return _LITERAL_KINDS.get(origin or annotation, str(annotation))
+
+
+def _expected(cls: type, name: str) -> Any:
+    """What ``name`` accepts: its annotation, else the type of its default (``None``: anything)."""
+    annotation = _annotation(cls, name)
+    if annotation is not None:
+        return annotation
+    default = inspect.signature(cls).parameters[name].default
+    return None if default is None or default is inspect.Parameter.empty else type(default)
+
+
+def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
+    """``["key=value", ...]`` -> ``{key: ast.literal_eval(value)}`` (the raw string if it is not a literal).
+
+    Each value must fit the constructor argument's annotation (or its default's type, when unannotated), so
+    ``learning_rate=1e-2x`` (a string, not a number) is refused here rather than deep inside the algorithm.
+
+    :raises CommandError: malformed item, a key with its own option, a key ``cls`` does not accept, or a value of
+        the wrong type.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CommandError(f"--hparams expects key=value items, got {item!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text  # e.g. activation names, device strings
+        out[key] = check_hparam(key, value, cls, f"--hparams {key}={text}", raw=value is text)
+    return out
+
+
+def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False, options: tuple[str, ...] = ()) -> Any:
+    """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type.
+
+    :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
+    :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
+    :param options: keys with their own option that are accepted here too (:data:`ENTRY_OPTIONS` in a file).
+    :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
+    """
+    if key in OPTION_OF and key not in options:
+        raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
+    valid = [*hyperparameter_names(cls), *options]
+    if key not in valid:
+        raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
+    expected = _expected(cls, key)
+    if expected is not None and not _matches(value, expected):
+        got = "text that is not a Python literal" if raw else f"{type(value).__name__} {value!r}"
+        accepted = _describe(expected) or "a class or function (cannot be given on the command line)"
+        raise CommandError(f"{where}: {cls.__name__}'s {key} expects {accepted}, got {got}")
+    return value

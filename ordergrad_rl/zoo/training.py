@@ -1,0 +1,157 @@
+"""Models built from settings: the layer under ``ordergrad-rl train`` and the sweep's trials (rl-zoo3's
+``ExperimentManager``, without argparse).
+
+:class:`TrainSettings` holds what ``train`` reads from its options; :func:`build_model` makes the algorithm from
+it, with the env's entry of a per-env hyperparameter file (:func:`zoo_hyperparams`) under the explicit
+hyperparameters, and :func:`eval_callback` the periodic evaluation. Heavy imports (torch, SB3) happen in the
+functions, so the command-line parser stays fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import check_device
+from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam
+from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
+from ordergrad_rl.zoo.models import check_fits, is_batched
+
+
+@dataclass
+class TrainSettings:
+    """One training run: ``ordergrad-rl train``'s options (the sweep fills them from a trial).
+
+    :param algo: a key of :data:`~ordergrad_rl.zoo.algorithms.ALGOS`.
+    :param env: Gymnasium env id.
+    :param objective: objective spec (``cvar0.2``, ``TopM:2``, ...).
+    :param k: order-statistic size (``None``: the algorithm's default).
+    :param n_episodes: episodes per update (``None``: the algorithm's, or the file entry's).
+    :param n_envs: parallel envs (``None``: the algorithm's).
+    :param seed: random seed.
+    :param policy: policy name (``None``: the file entry's, else the algorithm's first).
+    :param tensorboard: TensorBoard log dir, or ``None``.
+    :param eval_env: env id of the periodic evaluation, or ``None`` for none.
+    :param eval_freq: env steps between evaluations.
+    :param eval_episodes: episodes per evaluation.
+    :param deterministic: deterministic evaluation actions.
+    :param device: torch device.
+    :param verbose: SB3 verbosity.
+    :param conf_file: per-env hyperparameter file (``None``: the one shipped for ``algo``; ``"none"``: none).
+    """
+
+    algo: str
+    env: str
+    objective: str
+    k: int | None = None
+    n_episodes: int | None = None
+    n_envs: int | None = None
+    seed: int = 0
+    policy: str | None = None
+    tensorboard: Path | None = None
+    eval_env: str | None = None
+    eval_freq: int = 10_000
+    eval_episodes: int = 100
+    deterministic: bool = True
+    device: str = "cpu"
+    verbose: int = 0
+    conf_file: str | Path | None = None
+
+
+#: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
+EVAL_SEED_OFFSET = 1_000_000
+
+
+def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) -> Any:
+    """The ``env`` entry of ``conf_file`` (default: the file shipped for ``algo``), checked against the
+    algorithm's constructor; ``None`` with ``conf_file="none"`` or if the file has no entry for the env.
+
+    :raises CommandError: unreadable or malformed file, or an entry key/value the algorithm does not accept.
+    """
+    if conf_file is not None and str(conf_file).lower() == "none":
+        return None
+    if conf_file is None and algo not in FILES:
+        return None  # no file shipped for this algorithm
+    cls = algorithm_class(algo)
+    try:
+        entry = load_hyperparams(algo, env, conf_file)
+    except (OSError, ValueError) as err:
+        raise CommandError(f"--conf-file: {err}") from err
+    if entry is None:
+        return None
+    for key, value in entry.kwargs.items():
+        check_hparam(key, value, cls, f"{entry.source}: {env}: {key}", options=ENTRY_OPTIONS)
+    return entry
+
+
+def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
+    """The algorithm, configured from the options.
+
+    ``n_episodes`` and ``n_envs`` are passed only when given: otherwise the algorithm's defaults apply (they know
+    which envs have a native vector form).
+
+    :param hparams: other constructor arguments, already checked (:func:`check_hparam`, or
+        :func:`~ordergrad_rl.zoo.algorithms.parse_hparams` for ``key=value`` text).
+    :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``.
+    :raises CommandError: unknown env or device, bad hyperparameters, or arguments the algorithm rejects.
+    """
+    cls = algorithm_class(settings.algo)
+    hparams = dict(hparams or {})
+    is_batched(settings.env)  # an unknown id fails here, with the registry's suggestion
+    check_device(settings.device)
+    if entry is not None:
+        hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
+    policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
+    given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
+    hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
+    try:
+        model = cls(
+            policy,
+            settings.env,
+            objective=settings.objective,
+            k=settings.k,
+            seed=settings.seed,
+            tensorboard_log=None if settings.tensorboard is None else str(settings.tensorboard),
+            verbose=settings.verbose,
+            device=settings.device,
+            **hparams,
+        )
+    except (ValueError, TypeError, KeyError) as err:
+        # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
+        raise CommandError(f"{cls.__name__}: {err}") from err
+    check_action_masks(model, settings.env)
+    return model
+
+
+def check_action_masks(model: Any, env_id: str) -> None:
+    """:raises CommandError: a MaskablePPO model on an env without ``action_masks()`` (checked before training)."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import is_masking_supported
+
+    if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
+        raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
+
+
+def eval_callback(settings: TrainSettings, model: Any) -> Any:
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``.
+
+    :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
+        first evaluation).
+    """
+    if settings.eval_env is None:
+        return None
+    from ordergrad_rl.agents import RiskEvalCallback
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
+    eval_env = make_sb3_vec_env(settings.eval_env, n_eval_envs, seed=settings.seed + EVAL_SEED_OFFSET)
+    check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
+    return RiskEvalCallback(
+        eval_env,
+        n_eval_episodes=settings.eval_episodes,
+        deterministic=settings.deterministic,
+        # The callback counts vectorized steps (n_envs env steps each).
+        eval_freq=max(1, settings.eval_freq // model.n_envs),
+    )
