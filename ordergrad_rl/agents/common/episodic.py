@@ -38,6 +38,14 @@ from ordergrad_rl.agents.common.env_util import build_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
+from ordergrad_rl.agents.common.risk_schedules import (
+    RiskSchedule,
+    RiskScheduleLike,
+    check_risk_schedule,
+    level_in_force,
+    objective_in_force,
+    parse_risk_schedule,
+)
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
@@ -46,6 +54,11 @@ from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objecti
 EPISODIC = "episodic"
 #: Logged by SB3's PPO update although there is no critic in episodic mode.
 CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_variance", "train/clip_range_vf")
+
+#: Fewer updates than this in a ``learn`` call draw a warning after its first rollout: a ranked objective's
+#: whole-episode rollouts can exhaust a budget in a handful of updates (LunarLander-v3: 5 updates of 256 episodes in
+#: 100k steps), and nothing else would tell the user why the policy barely moved.
+FEW_UPDATES = 5
 
 #: The ``:param:`` lines the sb3-contrib PPO variants share (appended to their class docstrings).
 EPISODIC_PPO_PARAMS = """
@@ -66,6 +79,9 @@ EPISODIC_PPO_PARAMS = """
         objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
+    :param risk_schedule: soft risk: ``None`` (the target objective from the start), ``"level"``, ``"mixture"``,
+        ``"<kind>:<fraction>"`` or a :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
+        :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param ent_coef: entropy coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
@@ -117,6 +133,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         reward_to_go: bool | None,
         group_size: int | None,
         batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
+        risk_schedule: RiskScheduleLike = None,
         **sb3_kwargs: Any,
     ) -> None:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -126,10 +143,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param sb3_init: the SB3 class's ``__init__`` (``super().__init__``).
         :param batch_size: the PPO family's minibatch size (default :func:`~.arguments.default_batch_size`); left
             out by algorithms without minibatches (REINFORCE), which then get no ``normalize_advantage`` either.
+        :param risk_schedule: the soft risk schedule (checked against the objective before the env is built).
         :param sb3_kwargs: the SB3 constructor's other arguments.
-        :raises ValueError: an invalid objective, ``n_episodes`` or ``batch_size``.
+        :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size`` or ``risk_schedule``.
         """
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
+        schedule = parse_risk_schedule(risk_schedule)
+        check_risk_schedule(schedule, parsed, gcvar_alpha)
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:
@@ -149,6 +169,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 **sb3_kwargs,
             )
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
+        self.risk_schedule = schedule
 
     def _init_episodic(
         self,
@@ -225,6 +246,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _excluded_save_params(self) -> list[str]:
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
+        # Set again at every rollout / learn call.
+        excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -310,6 +333,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self._last_obs = env.reset()
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
         rollout_buffer.reset()
+        self._update_risk()
         self._start_groups(env, rollout_buffer)
         check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         channels = InfoChannels(self._info_channels)
@@ -349,6 +373,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self._last_episode_starts = dones
 
         rollout_buffer.finalize()
+        self._warn_if_few_updates(rollout_buffer)
         channels.check()
         self._compute_advantages()
         self._record_rollout_logs()
@@ -414,19 +439,74 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """Fill ``rollout_buffer.advantages`` once the rollout is finalized
         (:func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`)."""
         buffer = self.rollout_buffer
+        objective, gcvar_alpha = self._risk_in_force()
         buffer.advantages = compute_episodic_advantages(
-            self.objective,
+            objective,
             buffer.episode_returns,
             buffer.episode_index,
             buffer.episode_channels,
             group_size=self.group_size,
             normalize=self.normalize_advantage,
-            gcvar_alpha=getattr(self, "gcvar_alpha", None),  # absent from models saved before GCVaR existed
+            gcvar_alpha=gcvar_alpha,
             reward_to_go=self.reward_to_go,
             rewards=buffer.rewards,
             episode_step=buffer.episode_step,
             gamma=self.gamma,
         )
+
+    def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
+        self._rollouts_this_learn = 0
+        return super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+
+    def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer) -> None:
+        """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
+        :data:`FEW_UPDATES` updates in the budget."""
+        self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
+        if self._rollouts_this_learn != 1:
+            return
+        steps = max(1, int(buffer.episode_lengths.sum()))
+        budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
+        updates = budget / steps
+        if budget > 0 and updates < FEW_UPDATES:
+            warnings.warn(
+                f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
+                f"{buffer.episode_lengths.mean():.0f} steps on average), so total_timesteps leaves about "
+                f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
+                "total_timesteps",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    # ------------------------------------------------------------------ soft risk
+    def _update_risk(self) -> None:
+        """Set the objective in force for the coming rollout from ``risk_schedule`` and the progress of training
+        (``progress_remaining = 1 - num_timesteps / total``, so a ``learn(..., reset_num_timesteps=False)`` goes on
+        where the schedule was)."""
+        schedule: RiskSchedule | None = getattr(self, "risk_schedule", None)  # absent from saves before 0.2
+        gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
+        if schedule is None:
+            self._objective_in_force, self._gcvar_in_force, self._risk_share = self.objective, gcvar_alpha, 1.0
+            return
+        total = getattr(self, "_total_timesteps", 0)
+        progress_remaining = 1.0 - self.num_timesteps / total if total > 0 else 1.0
+        share = schedule.share(min(1.0, max(0.0, progress_remaining)))
+        # Built afresh for every rollout (family objectives are cached): the target may have been replaced (load).
+        self._objective_in_force, self._gcvar_in_force = objective_in_force(
+            self.objective, schedule, share, gcvar_alpha
+        )
+        self._risk_share = share
+
+    def hparams(self) -> dict[str, Any]:
+        values = super().hparams()
+        schedule = getattr(self, "risk_schedule", None)
+        values["risk_schedule"] = "none" if schedule is None else str(schedule)
+        return values
+
+    def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
+        """``(objective, gcvar_alpha)`` of the current rollout (the target's before the first rollout)."""
+        if getattr(self, "_objective_in_force", None) is None:
+            self._update_risk()
+        return self._objective_in_force, self._gcvar_in_force
 
     def _record_rollout_logs(self) -> None:
         """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``, averaged
@@ -435,6 +515,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         logger = self.logger  # type: ignore[attr-defined]
         record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
+        if getattr(self, "risk_schedule", None) is not None:
+            # The share of the target's risk in force (0: the mean, 1: the target) and its level.
+            logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
+            level = level_in_force(*self._risk_in_force())
+            if level is not None:
+                logger.record(f"{TRAIN_PREFIX}/level", level)
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)
         if not isinstance(self.objective, ChannelObjective):
             logger.record(f"{TRAIN_PREFIX}/objective", float(np.mean(lstat_value(values[REWARD], self.objective))))
@@ -449,14 +535,15 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         logger.record(f"{TRAIN_PREFIX}/objective", total)
 
 
-def train_on_episode_weights(model: Any, update: Callable[[], None]) -> None:
+def train_on_episode_weights(model: Any, update: Callable[[], None], critic: bool = False) -> None:
     """Run a PPO-family ``update`` (SB3's or sb3-contrib's ``train``) on the episodic advantages of ``model``.
 
     The update would centre and rescale each minibatch of steps; the weights are already normalized per episode
-    (see ``episode_weights``), so its normalization is off for the duration of the update. Its critic logs
-    (``train/value_loss`` ...) describe no critic and are dropped.
+    (see ``episode_weights``), so its normalization is off for the duration of the update. Without a ``critic``
+    (the value baseline) its critic logs (``train/value_loss`` ...) describe nothing and are dropped.
     """
     with lent_attributes(model, normalize_advantage=False):
         update()
-    for key in CRITIC_LOG_KEYS:
-        pop_record(model.logger, key)
+    if not critic:
+        for key in CRITIC_LOG_KEYS:
+            pop_record(model.logger, key)

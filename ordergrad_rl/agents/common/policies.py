@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import Distribution
@@ -95,6 +96,28 @@ def value_head_unused(policy: ActorCriticPolicy) -> Iterator[None]:
         yield
     finally:
         del policy.evaluate_actions
+
+
+#: Observations per forward pass of :func:`predict_values` (bounds the memory of a long rollout's pass).
+VALUE_CHUNK = 8192
+
+
+def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+    """``policy.predict_values`` of a rollout's stored observations (``[T, ...]`` or a dict of them), without
+    gradients, in chunks of :data:`VALUE_CHUNK`.
+
+    :return: ``[T]`` float32 values.
+    """
+    is_dict = isinstance(observations, dict)
+    size = len(next(iter(observations.values()))) if is_dict else len(observations)
+    values = np.empty(size, dtype=np.float32)
+    with th.no_grad():
+        for start in range(0, size, VALUE_CHUNK):
+            rows = slice(start, start + VALUE_CHUNK)
+            chunk = {key: value[rows] for key, value in observations.items()} if is_dict else observations[rows]
+            obs, _ = policy.obs_to_tensor(chunk)
+            values[rows] = policy.predict_values(obs).reshape(-1).cpu().numpy()
+    return values
 
 
 def refuse_q_critic(kwargs: dict[str, Any], policy: str) -> None:

@@ -14,7 +14,13 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
-from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradActorCriticPolicy, value_head_unused
+from ordergrad_rl.agents.common.policies import (
+    POLICY_ALIASES,
+    OrderGradActorCriticPolicy,
+    predict_values,
+    value_head_unused,
+)
+from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.ppo_q_critic import Q_CRITIC, OrderGradQCriticPPO
@@ -90,8 +96,17 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
         (k = 1), off for ranked objectives, which weight whole episodes (``True`` with one raises ``ValueError``).
+    :param risk_schedule: episodic mode: soft risk, the objective moves from the mean to its target during training
+        (``None``, ``"level"``, ``"mixture"``, ``"level:0.6"``, a
+        :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule`; see
+        :mod:`ordergrad_rl.agents.common.risk_schedules`). ``risk/schedule`` and ``risk/level`` log what is in force.
+    :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
+        episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
+        advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
+        the episode's fate is decided get less credit (lower variance on long episodes). Needs the value head
+        (``policy_kwargs`` without ``critic="none"``).
     :param ent_coef: entropy coefficient.
-    :param vf_coef: value (Q-critic mode: Q) loss coefficient (no effect without a critic).
+    :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
@@ -134,6 +149,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         normalize_advantage: bool | Literal["group", "channel"] = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
+        risk_schedule: RiskScheduleLike = None,
+        value_baseline: bool = False,
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
@@ -161,7 +178,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            group_size, risk_schedule=risk_schedule,
+            batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
             vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
@@ -169,6 +187,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
+        if not isinstance(value_baseline, bool):
+            raise ValueError(f"value_baseline must be True or False, got {value_baseline!r}")
+        if value_baseline and (policy_kwargs or {}).get("critic") == "none":
+            raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
+        self.value_baseline = value_baseline
         if _init_setup_model:
             self._setup_model()
 
@@ -193,9 +216,22 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
         return super().load(path, env=env, device=device, **kwargs)
 
+    def _compute_advantages(self) -> None:
+        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`), minus the value
+        baseline ``V(s_t)`` with ``value_baseline`` (the weights become the value head's regression targets)."""
+        super()._compute_advantages()
+        if getattr(self, "value_baseline", False):  # absent from saves before 0.2
+            buffer = self.rollout_buffer
+            buffer.values = predict_values(self.policy, buffer.observations)
+            buffer.returns = buffer.advantages.copy()
+            buffer.advantages = buffer.advantages - buffer.values
+
     def train(self) -> None:
-        """SB3's PPO update on the episode weights, without running the value head."""
+        """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline``."""
         update = super().train
+        if getattr(self, "value_baseline", False):
+            train_on_episode_weights(self, update, critic=True)
+            return
 
         def update_without_value() -> None:
             with value_head_unused(self.policy):

@@ -22,6 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
 from ordergrad_rl.core.objectives import ObjectiveLike
@@ -67,6 +68,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         normalize_advantage: bool | str = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
+        risk_schedule: RiskScheduleLike = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 0.5,
         rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
@@ -83,7 +85,8 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
+            group_size, risk_schedule=risk_schedule,
+            batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
             gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm,
             rollout_buffer_class=check_buffer_class(rollout_buffer_class, MaskableEpisodicRolloutBuffer),

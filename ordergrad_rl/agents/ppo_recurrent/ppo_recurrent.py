@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES
@@ -73,6 +74,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         normalize_advantage: bool | str = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
+        risk_schedule: RiskScheduleLike = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -92,7 +94,8 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
+            group_size, risk_schedule=risk_schedule,
+            batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
             gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,

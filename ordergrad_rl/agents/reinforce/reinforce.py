@@ -18,6 +18,7 @@ from ordergrad_rl.agents.common.policies import (
     OrderGradActorCriticPolicy,
     evaluate_actions_without_value,
 )
+from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.core.channels import AnyObjective
 
@@ -107,6 +108,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         normalize_advantage: bool | Literal["group", "channel"] = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
+        risk_schedule: RiskScheduleLike = None,
         ent_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
@@ -134,7 +136,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
+            group_size, risk_schedule=risk_schedule,
+            learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
             max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
             stats_window_size=stats_window_size, tensorboard_log=tensorboard_log, monitor_wrapper=monitor_wrapper,

@@ -1,0 +1,231 @@
+"""Soft risk schedules: the objective starts at (or near) the mean and moves to its target during training.
+
+A CVaR policy gradient started from a near-uniform policy learns from the worst episodes only, and those are the
+long wanders: it learns to end episodes early or to stop moving, and once the good first move is no longer
+sampled no batch contains it ("blindness to success", Greenberg et al. 2022, *Efficient Risk-Averse Reinforcement
+Learning*, CeSoR). CeSoR's soft risk moves the CVaR level from 1 (the mean) to its target over the first part of
+training. Two schedules, for every objective an episodic agent takes:
+
+* ``"level"``: the objective's own level moves from the mean's end to the target, CeSoR's soft risk:
+  ``cvar<a>`` (and ``gcvar<a>``, ``uppertail<a>``) at level ``1 - s (1 - a)``; ``top<m>@k``/``bot<m>@k``
+  (``max``, ``min``) with ``k - s (k - m)`` ranks; the quantile families from the median (``q = 0.5``) to
+  their ``q``. Other families have no level: use ``"mixture"``.
+* ``"mixture"``: the rank weights ``(1 - s) * mean + s * alpha``, an L-statistic for every objective (Top-M@K,
+  trimmed means, gmd, numeric alpha, each channel of a multi-channel objective); the unbiased OrderGrad gradient
+  of the mixture, by linearity of the advantage in ``alpha``.
+
+``s`` (the *share* of the target's risk in force, 0: the mean, 1: the target) follows SB3's schedule
+conventions: a fraction of training (``s = min(1, (1 - progress_remaining) / fraction)``, ``fraction=0``: the
+target from the start), or a callable of ``progress_remaining`` (1 at the start of training, 0 at the end), e.g.
+``RiskSchedule("mixture", schedule=lambda p: 1 - p)``. Levels and shares are rounded to :data:`RESOLUTION`, so an
+objective in force is built (and its weights cached) at most ``1 / RESOLUTION`` times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ordergrad_rl.core import Objective
+from ordergrad_rl.core.channels import ChannelObjective
+
+LEVEL = "level"
+MIXTURE = "mixture"
+KINDS = (LEVEL, MIXTURE)
+#: Fraction of training over which the share rises from 0 to 1: CeSoR's soft risk reaches its target level after
+#: 60% of training (Greenberg et al. 2022, Sec. 5), the value measured on the lava grid and the guarded maze.
+DEFAULT_FRACTION = 0.6
+#: Step of the shares and levels in force.
+RESOLUTION = 0.01
+
+_TAIL_LEVELS = ("cvar", "uppertail")
+_END_COUNTS = ("top", "bot")
+_QUANTILES = ("quantile", "quantileweibull", "quantileblom", "topquantile", "topquantileweibull", "topquantileblom")
+#: The families the level schedule moves.
+LEVEL_FAMILIES = (*_TAIL_LEVELS, *_END_COUNTS, "max", "min", "median", *_QUANTILES)
+
+
+@dataclass(frozen=True)
+class RiskSchedule:
+    """How much of the target objective's risk is in force during training.
+
+    :param kind: ``"level"`` or ``"mixture"`` (see the module docstring).
+    :param fraction: fraction of training after which the target is in force (in ``[0, 1]``).
+    :param schedule: the share as a function of ``progress_remaining`` (values in ``[0, 1]``); replaces
+        ``fraction`` when given.
+    """
+
+    kind: str = LEVEL
+    fraction: float = DEFAULT_FRACTION
+    schedule: Callable[[float], float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"risk_schedule kind must be 'level' or 'mixture', got {self.kind!r}")
+        fraction = self.fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"risk_schedule fraction must be a number in [0, 1], got {fraction!r}")
+        if self.schedule is not None and not callable(self.schedule):
+            raise ValueError(f"risk_schedule schedule must be a callable of progress_remaining, got {self.schedule!r}")
+
+    def share(self, progress_remaining: float) -> float:
+        """The share ``s`` in force at ``progress_remaining`` (1 at the start of training, 0 at the end), rounded
+        to :data:`RESOLUTION`.
+
+        :raises ValueError: a ``schedule`` that returns something outside ``[0, 1]``.
+        """
+        if self.schedule is not None:
+            value = self.schedule(progress_remaining)
+            if isinstance(value, bool) or not isinstance(value, int | float | np.floating) or not 0 <= value <= 1:
+                raise ValueError(
+                    f"risk_schedule's schedule({progress_remaining:.3f}) = {value!r}: a share must be in [0, 1]"
+                )
+        elif self.fraction == 0:
+            value = 1.0
+        else:
+            value = min(1.0, max(0.0, (1.0 - progress_remaining) / self.fraction))
+        return round(round(float(value) / RESOLUTION) * RESOLUTION, 10)
+
+    def __str__(self) -> str:
+        if self.schedule is not None:
+            return f"{self.kind}:callable"
+        return f"{self.kind}:{self.fraction:g}"
+
+
+RiskScheduleLike = RiskSchedule | str | Mapping[str, Any] | None
+
+
+def parse_risk_schedule(value: RiskScheduleLike) -> RiskSchedule | None:
+    """A :class:`RiskSchedule` from ``None``, ``"level"``, ``"mixture"``, ``"<kind>:<fraction>"`` (``"level:0.5"``),
+    a mapping of the dataclass's fields (YAML files) or a :class:`RiskSchedule`.
+
+    :raises ValueError: naming ``risk_schedule``: an unknown kind, a fraction outside ``[0, 1]``, a malformed string.
+    """
+    if value is None or isinstance(value, RiskSchedule):
+        return value
+    if isinstance(value, str):
+        kind, sep, fraction = value.strip().partition(":")
+        if not sep:
+            return RiskSchedule(kind.strip())
+        try:
+            number = float(fraction)
+        except ValueError:
+            raise ValueError(
+                f"risk_schedule {value!r}: expected 'level', 'mixture' or '<kind>:<fraction>' such as 'level:0.6'"
+            ) from None
+        return RiskSchedule(kind.strip(), number)
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"kind", "fraction", "schedule"}
+        if unknown:
+            raise ValueError(f"risk_schedule has no field(s) {sorted(unknown)}; fields: kind, fraction, schedule")
+        return RiskSchedule(**value)
+    raise ValueError(
+        f"risk_schedule must be None, 'level', 'mixture', '<kind>:<fraction>', a dict or a RiskSchedule, got {value!r}"
+    )
+
+
+def _interpolate(start: float, target: float, share: float) -> float:
+    return round(start + share * (target - start), 10)
+
+
+def _level_objective(objective: Objective, share: float) -> Objective:
+    """``objective`` with its level moved ``share`` of the way from the mean's end (see the module docstring)."""
+    name, k = objective.name, int(objective.k)  # type: ignore[arg-type]
+    if name in _TAIL_LEVELS:
+        level = _interpolate(1.0, objective.params[0], share)
+        level = min(1.0, math.ceil(round(level / RESOLUTION, 6)) * RESOLUTION)  # never below the target
+        return Objective.parse(f"{name}{level:.2f}", k) if level < 1 else Objective.parse("mean")
+    if name in _END_COUNTS or name in ("max", "min"):
+        m = 1 if name in ("max", "min") else int(objective.params[0])
+        family = "top" if name in ("top", "max") else "bot"
+        count = math.ceil(round(_interpolate(k, m, share), 6))
+        return Objective.parse(f"{family}{count}", k) if count < k else Objective.parse("mean")
+    if name in _QUANTILES or name == "median":
+        q = 0.5 if name == "median" else objective.params[0]
+        prob = round(_interpolate(0.5, q, share) / RESOLUTION) * RESOLUTION
+        return Objective.parse(f"{'quantile' if name == 'median' else name}{prob:.2f}", k)
+    raise _no_level(objective)
+
+
+def _no_level(objective: Objective) -> ValueError:
+    return ValueError(
+        f"risk_schedule='level' needs an objective with a level (cvar, gcvar, uppertail, top, bot, max, min, median, "
+        f"the quantiles); {str(objective)!r} has none: use risk_schedule='mixture' (its rank weights mixed with the "
+        "mean's)"
+    )
+
+
+def _mixture_objective(objective: Objective, share: float) -> Objective:
+    """The rank weights ``(1 - share) * mean + share * alpha`` as a numeric objective at the same ``k``."""
+    if share >= 1:
+        return objective
+    alpha = objective.weights
+    mixed = (1.0 - share) * np.full(alpha.size, 1.0 / alpha.size) + share * alpha
+    return Objective.from_weights(mixed)
+
+
+def check_risk_schedule(
+    schedule: RiskSchedule | None, objective: Objective | ChannelObjective, gcvar_alpha: float | None = None
+) -> None:
+    """Refuse a schedule that ``objective`` cannot follow, before the env is built.
+
+    :raises ValueError: a schedule on the mean, ``"level"`` on a family without a level (or on a multi-channel
+        objective), ``"mixture"`` on GCVaR (its weights are not an L-statistic).
+    """
+    if schedule is None:
+        return
+    channels = objective.channels if isinstance(objective, ChannelObjective) else ()
+    if not channels and objective.name == "mean":
+        raise ValueError(
+            "risk_schedule moves a ranked objective from the mean to its target: objective='mean' has no risk to move"
+        )
+    if schedule.kind == MIXTURE and gcvar_alpha is not None:
+        raise ValueError("risk_schedule='mixture' mixes rank weights; GCVaR's are not rank weights: use 'level'")
+    if schedule.kind == LEVEL and channels:
+        raise ValueError("risk_schedule='level' on a multi-channel objective: use 'mixture' (applied to every channel)")
+    if schedule.kind == LEVEL and isinstance(objective, Objective) and objective.name not in LEVEL_FAMILIES:
+        raise _no_level(objective)
+
+
+def objective_in_force(
+    objective: Objective | ChannelObjective, schedule: RiskSchedule, share: float, gcvar_alpha: float | None = None
+) -> tuple[Objective | ChannelObjective, float | None]:
+    """``(objective, gcvar_alpha)`` in force at ``share`` of the target's risk (the target itself at ``share=1``).
+
+    :param objective: the bound target objective.
+    :param gcvar_alpha: GCVaR's target level, or ``None``.
+    :return: the objective whose weights the update uses, and GCVaR's level in force (``None``: OrderGrad's weights;
+        GCVaR at level 1 is the mean, so its weights become OrderGrad's mean weights).
+    """
+    if share >= 1:
+        return objective, gcvar_alpha
+    if gcvar_alpha is not None:
+        level = min(1.0, math.ceil(round(_interpolate(1.0, gcvar_alpha, share) / RESOLUTION, 6)) * RESOLUTION)
+        if level >= 1:
+            return Objective.parse("mean"), None
+        return objective, level
+    if isinstance(objective, ChannelObjective):
+        channels = tuple(replace(c, objective=_mixture_objective(c.objective, share)) for c in objective.channels)
+        return ChannelObjective(channels), None
+    move = _level_objective if schedule.kind == LEVEL else _mixture_objective
+    return move(objective, share), None
+
+
+def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> float | None:
+    """The level (probability or share of ranks) of the objective in force, logged as ``risk/level``: a tail mean's
+    level, a quantile's probability, ``m / k`` of ``top``/``bot``, 1 for the mean; ``None`` for others."""
+    if gcvar_alpha is not None:
+        return gcvar_alpha
+    if not isinstance(objective, Objective):
+        return None
+    if objective.name == "mean":
+        return 1.0
+    if objective.name in _TAIL_LEVELS or objective.name in _QUANTILES:
+        return float(objective.params[0])
+    if objective.name in _END_COUNTS:
+        return float(objective.params[0]) / int(objective.k)  # type: ignore[arg-type]
+    return None

@@ -1,0 +1,247 @@
+"""Soft risk schedules: parsing, the objective in force at each share, the agents' use of them (saved, resumed,
+logged), the value baseline, and the few-updates warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
+
+from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.common.risk_schedules import (
+    RiskSchedule,
+    level_in_force,
+    objective_in_force,
+    parse_risk_schedule,
+)
+from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
+from ordergrad_rl.core.channels import ChannelObjective
+
+
+# ---------------------------------------------------------------------------------------------------- parsing
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("level", RiskSchedule("level", 0.6)),
+        ("mixture", RiskSchedule("mixture", 0.6)),
+        ("level:0.5", RiskSchedule("level", 0.5)),
+        ({"kind": "mixture", "fraction": 0.25}, RiskSchedule("mixture", 0.25)),
+        (RiskSchedule("level", 0.0), RiskSchedule("level", 0.0)),
+    ],
+)
+def test_parse(value, expected):
+    assert parse_risk_schedule(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("levels", "kind must be 'level' or 'mixture'"),
+        ("level:1.5", r"fraction must be a number in \[0, 1\]"),
+        ("level:-0.1", r"fraction must be a number in \[0, 1\]"),
+        ("level:soon", "expected 'level', 'mixture'"),
+        ({"kind": "level", "speed": 2}, "has no field"),
+        (0.5, "risk_schedule must be None"),
+    ],
+)
+def test_bad_schedules_name_the_argument(value, message):
+    with pytest.raises(ValueError, match=message) as info:
+        parse_risk_schedule(value)
+    assert "risk_schedule" in str(info.value)
+
+
+def test_share_follows_the_fraction_and_callables():
+    schedule = RiskSchedule("level", 0.6)
+    shares = [schedule.share(p) for p in (1.0, 0.7, 0.4, 0.1, 0.0)]
+    assert shares == pytest.approx([0.0, 0.5, 1.0, 1.0, 1.0])
+    assert RiskSchedule("level", 0.0).share(1.0) == 1.0
+    assert RiskSchedule("mixture", schedule=lambda p: 1 - p).share(0.25) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match=r"a share must be in \[0, 1\]"):
+        RiskSchedule("mixture", schedule=lambda p: 2.0).share(0.5)
+
+
+# ---------------------------------------------------------------------------------------------------- in force
+@pytest.mark.parametrize(
+    ("target", "share", "expected"),
+    [
+        ("cvar0.2@16", 0.0, "mean"),
+        ("cvar0.2@16", 0.5, "cvar0.6@16"),
+        ("cvar0.2@16", 0.9, "cvar0.28@16"),
+        ("cvar0.2@16", 1.0, "cvar0.2@16"),
+        ("uppertail0.1@10", 0.5, "uppertail0.55@10"),
+        ("top2@8", 0.5, "top5@8"),
+        ("bot1@8", 0.0, "mean"),
+        ("max@8", 0.5, "top5@8"),
+        ("quantile0.1@32", 0.0, "quantile0.5@32"),
+        ("quantile0.1@32", 0.5, "quantile0.3@32"),
+        ("median@9", 0.3, "quantile0.5@9"),
+    ],
+)
+def test_level_schedule(target, share, expected):
+    objective, gcvar = objective_in_force(Objective.parse(target), RiskSchedule("level"), share)
+    assert gcvar is None and objective == Objective.parse(expected)
+
+
+def test_level_of_gcvar_moves_its_own_level_and_starts_at_the_mean():
+    target = Objective.parse("cvar0.2@16")
+    assert objective_in_force(target, RiskSchedule("level"), 0.5, gcvar_alpha=0.2) == (target, 0.6)
+    objective, gcvar = objective_in_force(target, RiskSchedule("level"), 0.0, gcvar_alpha=0.2)
+    assert (str(objective), gcvar) == ("mean", None)
+    assert level_in_force(target, 0.6) == 0.6
+
+
+@pytest.mark.parametrize("target", ["cvar0.2@8", "top2@8", "trim2@8", "gmd@6", "alpha[0.5,0,0.5]", "rank2@5"])
+@pytest.mark.parametrize("share", [0.0, 0.3, 0.75])
+def test_mixture_is_the_mixed_l_statistic(target, share):
+    """The mixture's weights are (1 - s) mean + s alpha, and its batch value and advantages are the same mixture
+    of the sample mean's (the U-statistic of uniform weights is the sample mean, whatever k) and the target's."""
+    objective = Objective.parse(target)
+    mixed, _ = objective_in_force(objective, RiskSchedule("mixture"), share)
+    k = objective.k
+    np.testing.assert_allclose(mixed.weights, (1 - share) / k + share * objective.weights, atol=1e-12)
+    rewards = np.random.default_rng(0).normal(size=(5, 12))
+    np.testing.assert_allclose(
+        lstat_value(rewards, mixed),
+        (1 - share) * rewards.mean(axis=-1) + share * lstat_value(rewards, objective),
+        atol=1e-10,
+    )
+    leave_one_out = rewards - (rewards.sum(axis=-1, keepdims=True) - rewards) / (rewards.shape[-1] - 1)
+    np.testing.assert_allclose(
+        k * lstat_advantage(rewards, mixed),
+        (1 - share) * leave_one_out + share * k * lstat_advantage(rewards, objective),
+        atol=1e-9,
+    )
+
+
+def test_mixture_applies_to_every_channel():
+    target = ChannelObjective.parse("reward=top2@4 + 0.5*length=bot2@4")
+    mixed, _ = objective_in_force(target, RiskSchedule("mixture"), 0.5)
+    for before, after in zip(target.channels, mixed.channels, strict=True):
+        assert (before.name, before.weight) == (after.name, after.weight)
+        np.testing.assert_allclose(after.objective.weights, 0.5 / 4 + 0.5 * before.objective.weights)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"objective": "mean", "risk_schedule": "level"}, "objective='mean' has no risk"),
+        ({"objective": "trim2@8", "risk_schedule": "level"}, "use risk_schedule='mixture'"),
+        ({"objective": "gcvar0.2", "risk_schedule": "mixture"}, "GCVaR's are not rank weights"),
+        ({"objective": "cvar0.2", "risk_schedule": "level:2"}, r"fraction must be a number in \[0, 1\]"),
+    ],
+)
+def test_agents_refuse_bad_schedules_before_building_the_env(kwargs, message):
+    for cls in (OrderGradPPO, OrderGradREINFORCE):
+        with pytest.raises(ValueError, match=message):
+            cls("MlpPolicy", "NoSuchEnv-v0", n_episodes=16, **kwargs)  # the schedule fails first
+
+
+# ---------------------------------------------------------------------------------------------------- agents
+class _Levels(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.shares: list[float] = []
+        self.objectives: list[str] = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.shares.append(self.model._risk_share)
+        self.objectives.append(str(self.model._risk_in_force()[0]))
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_agent_moves_from_the_mean_to_the_target_and_logs_it(cls, tmp_path):
+    model = cls("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, risk_schedule="level:0.5", seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    levels = _Levels()
+    model.learn(80, callback=levels)  # one-step episodes: 10 rollouts
+    assert levels.shares[0] == 0.0 and levels.objectives[0] == "mean"
+    assert levels.shares == sorted(levels.shares) and levels.shares[-1] == 1.0
+    assert levels.objectives[-1] == "cvar0.25@4"
+    log = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
+    assert "risk/schedule" in log and "risk/level" in log
+    assert model.hparams()["risk_schedule"] == "level:0.5"
+
+
+def test_schedule_is_saved_and_a_resumed_learn_goes_on(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="top1@4", n_episodes=8, risk_schedule="mixture:1")
+    model.learn(40)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    loaded = OrderGradPPO.load(path, env=model.get_env())
+    assert loaded.risk_schedule == RiskSchedule("mixture", 1.0)
+    levels = _Levels()
+    loaded.learn(40, reset_num_timesteps=False, callback=levels)  # progress from 40 of 80 steps on
+    assert 0.45 <= levels.shares[0] <= 0.55 and levels.shares[-1] < 1.0
+
+
+@pytest.mark.parametrize("cls", [OrderGradRecurrentPPO, OrderGradMaskablePPO])
+def test_contrib_variants_take_a_schedule(cls):
+    policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
+    env = "RiskyBandit-v0"
+    if cls is OrderGradMaskablePPO:
+        from sb3_contrib.common.envs import InvalidActionEnvDiscrete
+
+        env = InvalidActionEnvDiscrete(dim=4, n_invalid_actions=1)
+    model = cls(policy, env, objective="cvar0.5", n_episodes=4, risk_schedule="level", seed=0)
+    assert model.risk_schedule == RiskSchedule("level")
+    model._update_risk()
+    assert str(model._risk_in_force()[0]) == "mean"
+
+
+# ---------------------------------------------------------------------------------------------------- value baseline
+def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=True)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(200)
+    buffer = model.rollout_buffer
+    np.testing.assert_allclose(buffer.advantages, buffer.returns - buffer.values, atol=1e-6)
+    weights = model.episode_weights(buffer.episode_returns)
+    np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
+    assert "train/value_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+    with pytest.raises(ValueError, match="value_baseline=True needs the value head"):
+        OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline=True, policy_kwargs={"critic": "none"})
+    with pytest.raises(ValueError, match="value_baseline must be True or False"):
+        OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline="yes")
+
+
+def test_value_baseline_term_has_zero_expected_gradient():
+    """Unbiasedness: sum_t grad log pi(a_t | s_t) V(s_t), the term the baseline removes, averages to 0 over rollouts
+    (Monte Carlo, 400 rollouts of the slippery lava grid from a random policy and a random value head)."""
+    th.manual_seed(0)
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=2, seed=0)
+    model._setup_learn(10**9, None)
+    policy = model.policy
+    actor = [p for name, p in policy.named_parameters() if "value" not in name]
+    samples = []
+    for _ in range(400):
+        model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
+        buffer = model.rollout_buffer
+        obs, _ = policy.obs_to_tensor(buffer.observations)
+        actions = th.as_tensor(buffer.actions).long().flatten()
+        with th.no_grad():
+            values = policy.predict_values(obs).flatten()
+        _, log_prob, _ = policy.evaluate_actions(obs, actions)
+        grads = th.autograd.grad((log_prob * values).sum(), actor)
+        samples.append(th.cat([g.flatten() for g in grads]).numpy())
+    samples = np.asarray(samples)
+    mean, error = samples.mean(axis=0), samples.std(axis=0) / np.sqrt(len(samples)) + 1e-12
+    assert np.mean(np.abs(mean) / error < 3.5) > 0.99
+
+
+# ---------------------------------------------------------------------------------------------------- few updates
+def test_few_updates_warn_after_the_first_rollout():
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=16, seed=0)
+    with pytest.warns(UserWarning, match="leaves about .* updates"):
+        model.learn(100)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.2", n_episodes=8).learn(200)  # 25 updates
+    assert not [r for r in records if "updates" in str(r.message)]
