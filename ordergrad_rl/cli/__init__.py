@@ -62,6 +62,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.peers",
         "REINFORCE vs GCVaR vs OrderGrad-CVaR (and QR-DQN-CVaR) on the portfolio and the lava grid (issue 13)",
     ),
+    "benchmarks": Command(
+        "ordergrad_rl.experiments.benchmarks",
+        "known-answer risk benchmarks: CVaR agents vs the exact CVaR optimum and vs PPO, at equal env steps",
+    ),
     "robust-regression": Command(
         "ordergrad_rl.experiments.robust_regression",
         "Mean vs Median vs TrimM:4 line fits with 12%% corrupted labels (App. robust regression)",

@@ -8,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ordergrad_rl.envs.rendering import arms_frame
+
 #: Each arm is a Gaussian mixture: rows of (probability, mean, std) of its components.
 ARMS: dict[str, tuple[tuple[float, float, float], ...]] = {
     "safe": ((1.0, 1.0, 0.1),),
@@ -114,8 +116,4 @@ class RiskyBanditEnv(gym.Env[np.ndarray, np.integer]):
         """``"rgb_array"``: one column per arm (safe, risky, lottery); the arm just pulled is highlighted."""
         if self.render_mode != "rgb_array":
             return None
-        image = np.full((32, 32 * len(ARMS), 3), 255, dtype=np.uint8)
-        for arm in range(len(ARMS)):
-            color = (30, 90, 200) if arm == self._last_arm else (200, 200, 200)
-            image[4:28, 32 * arm + 4 : 32 * arm + 28] = color
-        return image
+        return arms_frame(len(ARMS), self._last_arm)

@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.rendering import grid_frame
 from ordergrad_rl.envs.tabular import Outcome, TabularMDP
 
 #: Rows of the maze: # wall, S start, G goal, X guarded cell, . floor.
@@ -110,7 +111,7 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -187,8 +188,11 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
         _, self._state, reward, self._done = outcomes[pick]
         return self._state, reward, self._done, False, {}
 
-    def render(self) -> str | None:
-        """``"ansi"``: the layout with the agent's cell shown as ``A``."""
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the layout with the agent's cell shown as ``A``; ``"rgb_array"``: 16-pixel cells (floor
+        grey, wall dark, guard red, goal green, start light blue, agent dark blue), ``uint8 [128, 128, 3]``."""
+        if self.render_mode == "rgb_array":
+            return grid_frame(self.cells, self.n_cols, self._state)
         if self.render_mode != "ansi":
             return None
         cells = list(self.cells)

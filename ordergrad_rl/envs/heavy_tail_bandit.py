@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ordergrad_rl.envs.rendering import arms_frame
 from ordergrad_rl.envs.tabular import Outcome, TabularMDP
 
 #: Each arm's reward atoms: rows of (probability, reward).
@@ -74,13 +75,14 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 4}
     arm_names: tuple[str, ...] = tuple(ARMS)
 
     def __init__(self, render_mode: str | None = None) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None, got {render_mode!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
+        self._last_arm: int | None = None
         self.observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
         self.action_space = spaces.Discrete(len(ARMS))
         # State 0 is the decision; the episode then ends (state 0 again, as in FrozenLake's absorbing states).
@@ -98,6 +100,7 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._done = False
+        self._last_arm = None
         return np.zeros(1, dtype=np.float32), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -109,5 +112,12 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
         cumulative = np.cumsum([p for p, *_ in outcomes])
         pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
         self._done = True
+        self._last_arm = int(action)
         info = {"arm": self.arm_names[int(action)]}
         return np.zeros(1, dtype=np.float32), float(outcomes[pick][2]), True, False, info
+
+    def render(self) -> np.ndarray | None:
+        """``"rgb_array"``: one square per arm, the arm just pulled highlighted."""
+        if self.render_mode != "rgb_array":
+            return None
+        return arms_frame(len(ARMS), self._last_arm)

@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.rendering import grid_frame
 from ordergrad_rl.envs.tabular import TabularMDP
 
 #: Rows of the grid: S start, G goal, L lava, . floor.
@@ -198,11 +199,5 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
             cells[self._state] = "A"
             return "\n".join("".join(cells[row * self.n_cols : (row + 1) * self.n_cols]) for row in range(self.n_rows))
         if self.render_mode == "rgb_array":
-            colors = {".": (220, 220, 220), "L": (240, 110, 30), "G": (60, 170, 70), "S": (170, 200, 240)}
-            image = np.zeros((self.n_rows * 16, self.n_cols * 16, 3), dtype=np.uint8)
-            for state, cell in enumerate(self.cells):
-                row, col = divmod(state, self.n_cols)
-                color = (30, 60, 160) if state == self._state else colors[cell]
-                image[row * 16 + 1 : row * 16 + 15, col * 16 + 1 : col * 16 + 15] = color
-            return image
+            return grid_frame(self.cells, self.n_cols, self._state)
         return None

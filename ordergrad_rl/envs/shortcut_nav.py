@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.rendering import plane_frame
 from ordergrad_rl.envs.tabular import ReturnDistribution
 
 #: The arena ``[x_low, x_high] x [y_low, y_high]``; positions are clipped to it.
@@ -145,7 +146,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(
         self,
@@ -155,8 +156,8 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         crash_reward: float = -40.0,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None, got {render_mode!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
         self.crash_prob = check_float("crash_prob", crash_prob, 0.0, 1.0)
         self.step_reward = check_float("step_reward", step_reward)
@@ -209,3 +210,11 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         truncated = not terminated and self._t >= MAX_EPISODE_STEPS
         self._done = terminated or truncated
         return self._obs(), float(reward), terminated, truncated, {"crashed": crashed}
+
+    def render(self) -> np.ndarray | None:
+        """``"rgb_array"``: the arena at 100 pixels per unit, walls dark, the risky gap red, the goal green, the
+        point dark blue, ``uint8 [200, 200, 3]``."""
+        if self.render_mode != "rgb_array":
+            return None
+        discs = [(GOAL, GOAL_RADIUS, (60, 170, 70)), (tuple(self._position), 0.04, (30, 60, 160))]
+        return plane_frame(ARENA, {(70, 70, 70): WALLS, (240, 110, 30): (ZONE,)}, discs)

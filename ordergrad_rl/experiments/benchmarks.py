@@ -1,0 +1,568 @@
+"""Known-answer risk benchmarks: which agent reaches the CVaR-optimal policy, at equal env steps (issue 21).
+
+    ordergrad-rl reproduce benchmarks --tasks lava maze --methods og-cvar og-cvar-level ppo --seeds 10
+    ordergrad-rl reproduce benchmarks --from-json part1.json part2.json     # pool earlier runs, print the table
+
+Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of the worst 20%):
+
+* the tabular tasks, scored *exactly*: ``lava`` (RiskyLavaGrid-v0), ``maze`` (GuardedMaze-v0, CeSoR's Guarded
+  Maze), ``bandit`` (HeavyTailBandit-v0). The trained policy's return distribution is propagated forward through
+  the env's :class:`~ordergrad_rl.envs.tabular.TabularMDP` (greedy: its most likely action in each state;
+  stochastic: its action probabilities), and compared with the exact CVaR optimum over stationary policies of the
+  state (the best an agent that observes the state can do), printed in each env's docstring;
+* ``nav`` (RiskyShortcutNav-v0, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum),
+  and the Gymnasium tasks ``cartpole``, ``acrobot``, ``lunarlander`` (``[box2d]`` extra), scored by Monte Carlo:
+  CVaR_0.2 of ``--eval-episodes`` evaluation episodes on seeds apart from training's.
+
+Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
+``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
+(with the soft risk schedule), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
+value baseline, 32 episodes per update), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR without
+its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE), ``qrdqn-cvar`` (QR-DQN acting on the
+CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and ``og-mean`` (OrderGradPPO, mean).
+
+Reported per (task, method), over seeds: greedy and stochastic CVaR_0.2 (mean and 95% bootstrap interval, scipy),
+the share of seeds whose greedy policy ends within the task's epsilon of the optimum, and the env steps after
+which it stays there (tabular tasks, checked ``--checkpoints`` times during training). Runs are independent jobs
+over local worker processes (one torch thread each) or Ray Tune trials (``--address``). ``--quick``: the same code
+path on tiny budgets (CI); its numbers mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.extras import require_extra
+from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
+from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.progress import available_cores
+from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+
+#: The CVaR level every task is scored on.
+ALPHA = 0.2
+#: Evaluation envs are seeded apart from the training envs.
+EVAL_SEED_OFFSET = 900_000
+
+
+@dataclass(frozen=True)
+class Task:
+    """A benchmark task.
+
+    :param env_id: the Gymnasium id.
+    :param timesteps: env steps per training run.
+    :param seeds: seeds of the full protocol.
+    :param optimum: the exact CVaR_0.2 optimum over stationary policies (``None``: unknown).
+    :param epsilon: a seed is "at the optimum" when its greedy CVaR_0.2 is at least ``optimum - epsilon``.
+    :param exact: scored exactly through the env's ``tabular()`` (else by Monte Carlo).
+    :param extra: the optional extra the env needs.
+    """
+
+    env_id: str
+    timesteps: int
+    seeds: int
+    optimum: float | None = None
+    epsilon: float | None = None
+    exact: bool = False
+    extra: str | None = None
+
+
+TASKS: dict[str, Task] = {
+    # Stationary optimum 1.124 (the safe path); 0.90 is the goal of issue 21 (the safe path itself scores 0.951).
+    "lava": Task("RiskyLavaGrid-v0", 300_000, 10, 1.124, 0.224, exact=True),
+    # Stationary optimum -2.017 (the long path); the short path scores -9.285.
+    "maze": Task("GuardedMaze-v0", 300_000, 10, -2.017, 1.0, exact=True),
+    # Arm 0 (a sure 1.0) is CVaR_0.2-optimal; the mean-optimal arm scores -3.2.
+    "bandit": Task("HeavyTailBandit-v0", 300_000, 10, 1.0, 0.5, exact=True),
+    # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62.
+    "nav": Task("RiskyShortcutNav-v0", 300_000, 10, 7.0, 2.0),
+    "cartpole": Task("CartPole-v1", 100_000, 5),
+    "acrobot": Task("Acrobot-v1", 100_000, 5),
+    "lunarlander": Task("LunarLander-v3", 100_000, 5, extra="box2d"),
+}
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method: ``algo`` (``"ordergrad_ppo"``, ``"ordergrad_reinforce"``, ``"ppo"``, ``"qrdqn_cvar"``) built with
+    ``kwargs`` on top of its defaults."""
+
+    label: str
+    algo: str
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    color: str = "tab:blue"
+
+    @property
+    def discrete_only(self) -> bool:
+        return self.algo == "qrdqn_cvar"
+
+
+CVAR = {"objective": "cvar0.2"}
+METHODS: dict[str, Method] = {
+    "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
+    "og-cvar-level": Method("+ level schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "level"}, "tab:cyan"),
+    "og-cvar-mixture": Method("+ mixture schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture"}, "tab:olive"),
+    "og-cvar-baseline": Method("+ value baseline", "ordergrad_ppo", {**CVAR, "value_baseline": True}, "tab:pink"),
+    "og-cvar-tuned": Method(
+        "+ level, baseline, N=32",
+        "ordergrad_ppo",
+        {**CVAR, "risk_schedule": "level", "value_baseline": True, "n_episodes": 32},
+        "tab:purple",
+    ),
+    "gcvar-level": Method(
+        "GCVaR_0.2 + level schedule", "ordergrad_ppo", {"objective": "gcvar0.2", "risk_schedule": "level"}, "tab:green"
+    ),
+    "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
+    "qrdqn-cvar": Method("QR-DQN-CVaR_0.2", "qrdqn_cvar", {"alpha": ALPHA}, "tab:gray"),
+    "ppo": Method("SB3 PPO (mean)", "ppo", {}, "tab:red"),
+    "og-mean": Method("OrderGradPPO mean", "ordergrad_ppo", {"objective": "mean"}, "tab:orange"),
+}
+DEFAULT_METHODS = ("og-cvar", "og-cvar-level", "og-cvar-mixture", "gcvar-level", "qrdqn-cvar", "ppo", "og-mean")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One run of the benchmark suite.
+
+    :param tasks: task names (:data:`TASKS`).
+    :param methods: method names (:data:`METHODS`).
+    :param seeds: seeds per task (``None``: each task's own).
+    :param timesteps: env steps per run (``None``: each task's own).
+    :param checkpoints: greedy evaluations during training on the exact tasks (steps to the optimum).
+    :param eval_episodes: Monte-Carlo evaluation episodes (tasks without an exact score).
+    :param workers: local worker processes (``None``: the available cores).
+    :param address: Ray address, or ``None`` for local workers.
+    """
+
+    tasks: tuple[str, ...] = ("lava", "maze", "bandit", "nav")
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    seeds: int | None = None
+    timesteps: int | None = None
+    checkpoints: int = 20
+    eval_episodes: int = 100
+    workers: int | None = None
+    address: str | None = None
+
+    @classmethod
+    def quick(cls) -> Config:
+        """Tiny budgets on the same code path (CI)."""
+        return cls(
+            tasks=("lava", "bandit"),
+            methods=("og-cvar", "og-cvar-level", "ppo"),
+            seeds=2,
+            timesteps=1_500,
+            checkpoints=2,
+            eval_episodes=20,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- one run
+def build_model(method: Method, env_id: str, seed: int) -> Any:
+    """The method's model on ``env_id`` (one torch thread is the caller's business)."""
+    if method.algo == "ordergrad_ppo":
+        from ordergrad_rl.agents import OrderGradPPO
+
+        return OrderGradPPO("MlpPolicy", env_id, seed=seed, **method.kwargs)
+    if method.algo == "ordergrad_reinforce":
+        from ordergrad_rl.agents import OrderGradREINFORCE
+
+        return OrderGradREINFORCE("MlpPolicy", env_id, seed=seed, **method.kwargs)
+    if method.algo == "qrdqn_cvar":
+        from ordergrad_rl.agents import QRDQNCVaR
+
+        return QRDQNCVaR("MlpPolicy", env_id, seed=seed, **method.kwargs)
+    from stable_baselines3 import PPO
+
+    return PPO("MlpPolicy", env_id, seed=seed, **method.kwargs)
+
+
+def _state_observations(env: Any, n_states: int) -> np.ndarray:
+    """One observation per tabular state: the state index for ``Discrete`` observations, the reset observation of
+    a one-state env (the bandits)."""
+    from gymnasium import spaces
+
+    if isinstance(env.observation_space, spaces.Discrete):
+        return np.arange(n_states)
+    if n_states == 1:
+        return np.asarray(env.reset(seed=0)[0])[None]
+    raise ValueError(f"cannot tell the observation of each of the {n_states} states of {env.spec.id}")
+
+
+def action_probabilities(model: Any, observations: np.ndarray, deterministic: bool) -> np.ndarray:
+    """``[S, A]`` action probabilities of ``model`` in each state: its greedy action, or its policy's probabilities
+    (QR-DQN deploys its greedy action either way)."""
+    import torch as th
+
+    greedy, _ = model.predict(observations, deterministic=True)
+    n_actions = int(model.action_space.n)
+    if deterministic or not hasattr(model.policy, "get_distribution"):
+        return np.eye(n_actions)[np.asarray(greedy).reshape(-1)]
+    obs, _ = model.policy.obs_to_tensor(observations)
+    with th.no_grad():
+        return model.policy.get_distribution(obs).distribution.probs.cpu().numpy().astype(np.float64)
+
+
+def exact_score(model: Any, env: Any, mdp: Any, deterministic: bool) -> tuple[float, float]:
+    """``(CVaR_0.2, mean)`` of the exact return distribution of ``model``'s policy on ``mdp``."""
+    from ordergrad_rl.envs.tabular import return_distribution
+
+    probs = action_probabilities(model, _state_observations(env, mdp.n_states), deterministic)
+    law = return_distribution(mdp, probs)
+    return float(law.cvar(ALPHA)), float(law.mean())
+
+
+def sampled_score(model: Any, env_id: str, episodes: int, seed: int, deterministic: bool) -> tuple[float, float]:
+    """``(CVaR_0.2, mean)`` of ``episodes`` evaluation episodes (the empirical lower-tail mean)."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from ordergrad_rl.risk import risk_profile
+
+    venv = make_vec_env(env_id, n_envs=min(episodes, 8), seed=seed + EVAL_SEED_OFFSET)
+    returns, _ = evaluate_policy(model, venv, episodes, deterministic=deterministic, return_episode_rewards=True)
+    venv.close()
+    profile = risk_profile(np.asarray(returns, dtype=np.float64))
+    return float(profile["cvar_0.2"]), float(profile["mean"])
+
+
+def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpoints: int, eval_episodes: int) -> dict:
+    """Train one (task, method, seed) and score it (a job of :func:`run_experiment`).
+
+    :return: ``greedy``/``stochastic`` CVaR_0.2 and mean, ``curve`` (env steps, greedy CVaR_0.2) on exact tasks,
+        ``timesteps`` done and ``seconds``.
+    """
+    import gymnasium as gym
+    import torch as th
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    th.set_num_threads(1)
+    task, method = TASKS[task_name], METHODS[method_name]
+    model = build_model(method, task.env_id, seed)
+    score_env = gym.make(task.env_id).unwrapped if task.exact else None
+    mdp = score_env.tabular() if task.exact else None
+    every = max(1, timesteps // max(1, checkpoints))
+    curve: list[tuple[int, float]] = []
+
+    class Progress(BaseCallback):
+        """Reports env steps to the job runner; on exact tasks, scores the greedy policy every ``every`` steps."""
+
+        reported = 0
+
+        def _on_step(self) -> bool:
+            done = min(self.num_timesteps, timesteps)
+            if done - self.reported >= max(1, every // 4):
+                report_progress(done - self.reported)
+                self.reported = done
+            if mdp is not None and self.num_timesteps >= (len(curve) + 1) * every:
+                curve.append((self.num_timesteps, exact_score(self.model, score_env, mdp, True)[0]))
+            return True
+
+    start = time.perf_counter()
+    model.learn(timesteps, callback=Progress())
+    seconds = time.perf_counter() - start
+    result: dict[str, Any] = {
+        "task": task_name,
+        "method": method_name,
+        "seed": seed,
+        "seconds": seconds,
+        "timesteps": int(model.num_timesteps),
+    }
+    for mode, deterministic in (("greedy", True), ("stochastic", False)):
+        if mdp is not None:
+            cvar, mean = exact_score(model, score_env, mdp, deterministic)
+        else:
+            cvar, mean = sampled_score(model, task.env_id, eval_episodes, seed, deterministic)
+        result[mode] = {"cvar": cvar, "mean": mean}
+    if mdp is not None:
+        curve.append((int(model.num_timesteps), result["greedy"]["cvar"]))
+    result["curve"] = curve
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------- the grid
+def _check(config: Config) -> None:
+    """Refuse unknown names and missing extras before any work."""
+    for name in config.tasks:
+        if name not in TASKS:
+            raise CommandError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
+        if TASKS[name].extra is not None:
+            require_extra(TASKS[name].extra, ("Box2D",), f"reproduce benchmarks --tasks {name}")
+    for name in config.methods:
+        if name not in METHODS:
+            raise CommandError(f"unknown method {name!r}; methods: {', '.join(METHODS)}")
+
+
+def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
+    """``(task, method, seed, timesteps)`` of every run (QR-DQN only where actions are discrete: the suite mixes
+    action spaces, so it is left out of the others' rows rather than refused)."""
+    import gymnasium as gym
+
+    runs = []
+    for task_name in config.tasks:
+        task = TASKS[task_name]
+        discrete = isinstance(gym.make(task.env_id).action_space, gym.spaces.Discrete)
+        steps = config.timesteps or task.timesteps
+        for method_name in config.methods:
+            if METHODS[method_name].discrete_only and not discrete:
+                continue
+            runs += [(task_name, method_name, seed, steps) for seed in range(config.seeds or task.seeds)]
+    return runs
+
+
+def run_experiment(config: Config, quiet: bool = False) -> list[dict]:
+    """Every run of ``config`` as an independent job; the per-run results."""
+    _check(config)
+    jobs = [
+        Job(
+            f"{task}/{method}/seed{seed}",
+            run_one,
+            {
+                "task_name": task,
+                "method_name": method,
+                "seed": seed,
+                "timesteps": steps,
+                "checkpoints": config.checkpoints,
+                "eval_episodes": config.eval_episodes,
+            },
+            weight=steps,
+        )
+        for task, method, seed, steps in runs_of(config)
+    ]
+    results = run_jobs(jobs, config.workers, config.address, desc="benchmark runs", unit="step", quiet=quiet)
+    return [results[job.id] for job in jobs]
+
+
+# ---------------------------------------------------------------------------------------------------- summaries
+def interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean over seeds and its 95% percentile-bootstrap interval (the mean alone, twice,
+    with fewer than 2 seeds or no spread)."""
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=np.float64)
+    mean = float(data.mean())
+    if data.size < 2 or np.ptp(data) == 0:
+        return mean, mean, mean
+    ci = bootstrap((data,), np.mean, confidence_level=0.95, method="percentile", random_state=0).confidence_interval
+    return mean, float(ci.low), float(ci.high)
+
+
+def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int | None:
+    """The first checkpoint's env steps from which the greedy CVaR stays at or above ``threshold`` to the end."""
+    reached = None
+    for steps, cvar in curve:
+        if cvar >= threshold - 1e-9:
+            reached = int(steps) if reached is None else reached
+        else:
+            reached = None
+    return reached
+
+
+def summarize(results: list[dict]) -> list[dict]:
+    """One row per (task, method): seeds, greedy/stochastic CVaR intervals, share at the optimum, steps there."""
+    rows = []
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for result in results:
+        groups.setdefault((result["task"], result["method"]), []).append(result)
+    for (task_name, method_name), runs in groups.items():
+        task = TASKS[task_name]
+        row: dict[str, Any] = {
+            "task": task_name,
+            "method": method_name,
+            "seeds": len(runs),
+            "timesteps": int(np.mean([r["timesteps"] for r in runs])),
+        }
+        for mode in ("greedy", "stochastic"):
+            row[mode] = interval([r[mode]["cvar"] for r in runs])
+            row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
+        if task.optimum is not None:
+            threshold = task.optimum - task.epsilon  # type: ignore[operator]
+            row["at_optimum"] = sum(r["greedy"]["cvar"] >= threshold - 1e-9 for r in runs)
+            if task.exact:
+                steps = [steps_to_optimum(r["curve"], threshold) for r in runs]
+                reached = [s for s in steps if s is not None]
+                row["steps_to_optimum"] = float(np.median(reached)) if reached else None
+        rows.append(row)
+    return rows
+
+
+def _cell(triple: tuple[float, float, float]) -> str:
+    mean, low, high = triple
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def format_table(rows: list[dict]) -> str:
+    """The README table: one row per (task, method)."""
+    lines = []
+    for row in rows:
+        task = TASKS[row["task"]]
+        optimum = "-" if task.optimum is None else f"{task.optimum:g} (eps {task.epsilon:g})"
+        at = "-" if "at_optimum" not in row else f"{row['at_optimum']}/{row['seeds']}"
+        steps = row.get("steps_to_optimum")
+        lines.append(
+            [
+                row["task"],
+                row["method"],
+                row["seeds"],
+                row["timesteps"],
+                optimum,
+                _cell(row["greedy"]),
+                _cell(row["stochastic"]),
+                at,
+                "-" if steps is None else f"{steps:.0f}",
+            ]
+        )
+    headers = [
+        "task",
+        "method",
+        "seeds",
+        "env steps",
+        "CVaR_0.2 optimum",
+        "greedy CVaR_0.2 [95% CI]",
+        "stochastic CVaR_0.2 [95% CI]",
+        "seeds at optimum",
+        "median steps to optimum",
+    ]
+    return markdown_table(headers, lines)
+
+
+def plot(rows: list[dict], path: Path) -> Path:
+    """Greedy CVaR_0.2 per task and method (mean and 95% interval), the optimum as a dashed line."""
+    plt = pyplot()
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4), squeeze=False)
+    for ax, task_name in zip(axes[0], tasks, strict=True):
+        task_rows = [row for row in rows if row["task"] == task_name]
+        for x, row in enumerate(task_rows):
+            mean, low, high = row["greedy"]
+            method = METHODS[row["method"]]
+            ax.errorbar([x], [mean], yerr=[[mean - low], [high - mean]], fmt="o", color=method.color, capsize=4)
+        if TASKS[task_name].optimum is not None:
+            ax.axhline(TASKS[task_name].optimum, ls="--", color="k", lw=1, label="exact optimum")
+            ax.legend(loc="lower right", fontsize=8)
+        ax.set_xticks(range(len(task_rows)), [row["method"] for row in task_rows], rotation=60, ha="right", fontsize=8)
+        ax.set_title(f"{task_name} ({TASKS[task_name].env_id})", fontsize=9)
+        ax.set_ylabel("greedy CVaR_0.2 of the return")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+# ---------------------------------------------------------------------------------------------------- command
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl reproduce benchmarks``."""
+    default = Config()
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=list(default.tasks),
+        metavar="TASK",
+        help=f"tasks (default: %(default)s; all: {', '.join(TASKS)})",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(default.methods),
+        metavar="METHOD",
+        help=f"methods (default: %(default)s; all: {', '.join(METHODS)})",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=None,
+        metavar="S",
+        help="seeds per task (default: each task's: 10 on the small tasks, 5 on Gymnasium's)",
+    )
+    parser.add_argument(
+        "--timesteps",
+        type=positive_int,
+        default=None,
+        metavar="T",
+        help="env steps per run (default: each task's: 300k small tasks, 100k Gymnasium's)",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        type=positive_int,
+        default=default.checkpoints,
+        metavar="C",
+        help="greedy evaluations during training, exact tasks (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eval-episodes",
+        type=positive_int,
+        default=default.eval_episodes,
+        metavar="E",
+        help="Monte-Carlo evaluation episodes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help=f"parallel runs (default: the available cores, here {available_cores()})",
+    )
+    parser.add_argument(
+        "--from-json",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="no training: pool the runs of earlier --json files and print their table",
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny budgets, same code path (CI; numbers mean nothing)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_address_argument(parser)
+    add_output_arguments(parser, "benchmarks")
+
+
+def read_runs(paths: Sequence[Path]) -> list[dict]:
+    """The runs of earlier ``--json`` files (a run repeated across files counts once).
+
+    :raises CommandError: a file that is not a benchmarks JSON.
+    """
+    runs: dict[tuple, dict] = {}
+    for path in paths:
+        try:
+            payload = json.loads(Path(path).read_text())
+            items = payload["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CommandError(f"--from-json {path}: not a JSON file written by reproduce benchmarks ({err})") from err
+        for run in items:
+            runs[(run["task"], run["method"], run["seed"], run["timesteps"])] = run
+    return list(runs.values())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train and score every run (or pool earlier ones), print the table, write the figure and JSON."""
+    if args.from_json is not None:
+        results = read_runs(args.from_json)
+    else:
+        if args.quick:
+            config = dataclasses.replace(Config.quick(), workers=args.workers, address=args.address)
+        else:
+            config = Config(
+                tuple(args.tasks),
+                tuple(args.methods),
+                args.seeds,
+                args.timesteps,
+                args.checkpoints,
+                args.eval_episodes,
+                args.workers,
+                args.address,
+            )
+        start = time.perf_counter()
+        results = run_experiment(config, quiet=args.quiet)
+        print(f"{len(results)} runs in {time.perf_counter() - start:.0f} s\n")
+    rows = summarize(results)
+    print(format_table(rows))
+    figure = plot(rows, args.out / "benchmarks.png")
+    print(f"\nfigure: {figure}")
+    if args.json is not None:
+        print(f"json: {write_json(args.json, {'rows': rows, 'runs': results})}")
+    return 0
