@@ -155,14 +155,8 @@ class Config:
     @classmethod
     def quick(cls) -> Config:
         """Tiny budgets on the same code path (CI)."""
-        return cls(
-            tasks=("lava", "bandit"),
-            methods=("og-cvar", "og-cvar-level", "ppo"),
-            seeds=2,
-            timesteps=1_500,
-            checkpoints=2,
-            eval_episodes=20,
-        )
+        return cls(tasks=("lava", "bandit"), methods=("og-cvar", "og-cvar-level", "ppo"), seeds=1, timesteps=1_000,
+                   checkpoints=2, eval_episodes=20)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------- one run

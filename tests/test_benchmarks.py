@@ -1,0 +1,130 @@
+"""``reproduce benchmarks``: exact scoring against sampled episodes, the summaries, the grid and the command."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from ordergrad_rl.cli import main
+from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY
+from ordergrad_rl.experiments import benchmarks as bench
+
+
+class _TablePolicy:
+    """A stand-in model acting from a state -> action table (what exact_score reads through predict)."""
+
+    def __init__(self, table: np.ndarray, n_actions: int = 4) -> None:
+        self.table = np.asarray(table)
+        self.action_space = gym.spaces.Discrete(n_actions)
+        self.policy = object()  # no get_distribution: deployed greedily
+
+    def predict(self, observation, deterministic=True):
+        return self.table[np.asarray(observation).reshape(-1)], None
+
+
+@pytest.mark.parametrize(("policy", "cvar"), [(CVAR_POLICY, 1.124), (SHORTCUT_POLICY, -4.446)])
+def test_exact_score_is_the_docstring_value_and_matches_sampled_episodes(policy, cvar):
+    env = gym.make("RiskyLavaGrid-v0")
+    mdp = env.unwrapped.tabular()
+    exact_cvar, exact_mean = bench.exact_score(_TablePolicy(policy), env.unwrapped, mdp, deterministic=True)
+    assert exact_cvar == pytest.approx(cvar, abs=5e-4)
+    returns = []
+    for episode in range(4000):
+        obs, _ = env.reset(seed=episode)
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(int(policy[obs]))
+            total, done = total + reward, terminated or truncated
+        returns.append(total)
+    returns = np.asarray(returns)
+    assert abs(returns.mean() - exact_mean) < 4 * returns.std() / np.sqrt(returns.size)
+    tail = np.sort(returns)[: int(0.2 * returns.size)].mean()
+    assert tail == pytest.approx(exact_cvar, abs=0.6)
+
+
+def test_stochastic_score_uses_the_policy_probabilities():
+    from ordergrad_rl.agents import OrderGradPPO
+
+    model = OrderGradPPO("MlpPolicy", "HeavyTailBandit-v0", objective="cvar0.2", n_episodes=8, seed=0)
+    env = gym.make("HeavyTailBandit-v0").unwrapped
+    probs = bench.action_probabilities(model, np.zeros((1, 1), dtype=np.float32), deterministic=False)
+    assert probs.shape == (1, 3) and probs.sum() == pytest.approx(1.0) and probs.min() > 0.1  # near uniform
+    law_cvar, _ = bench.exact_score(model, env, env.tabular(), deterministic=False)
+    greedy_cvar, _ = bench.exact_score(model, env, env.tabular(), deterministic=True)
+    assert law_cvar < greedy_cvar or greedy_cvar < 1.0  # a mixture of arms is not the safe arm's sure 1.0
+
+
+def test_steps_to_optimum_needs_the_optimum_kept_to_the_end():
+    curve = [(10, -5.0), (20, 1.0), (30, -1.0), (40, 0.95), (50, 1.1)]
+    assert bench.steps_to_optimum(curve, 0.9) == 40
+    assert bench.steps_to_optimum(curve[:3], 0.9) is None
+    assert bench.steps_to_optimum([], 0.9) is None
+
+
+def test_interval_is_a_bootstrap_interval_of_the_mean():
+    mean, low, high = bench.interval([1.0, 2.0, 3.0, 4.0, 10.0])
+    assert mean == 4.0 and low < mean < high and 1.0 <= low and high <= 10.0
+    assert bench.interval([2.0]) == (2.0, 2.0, 2.0)
+    assert bench.interval([3.0, 3.0]) == (3.0, 3.0, 3.0)
+
+
+def _run(task, method, seed, cvar, curve=()):
+    return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
+            "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
+            "curve": list(curve)}  # fmt: skip
+
+
+def test_summary_counts_seeds_at_the_optimum():
+    runs = [
+        _run("lava", "og-cvar", 0, 1.1, [(50, 1.0), (100, 1.1)]),
+        _run("lava", "og-cvar", 1, -3.5, [(50, 1.0), (100, -3.5)]),
+        _run("lava", "og-cvar", 2, 0.95, [(50, -1.0), (100, 0.95)]),
+        _run("cartpole", "ppo", 0, 300.0),
+    ]
+    rows = {(row["task"], row["method"]): row for row in bench.summarize(runs)}
+    lava = rows["lava", "og-cvar"]
+    assert lava["seeds"] == 3 and lava["at_optimum"] == 2 and lava["steps_to_optimum"] == 75.0
+    assert lava["greedy"][0] == pytest.approx((1.1 - 3.5 + 0.95) / 3)
+    assert "at_optimum" not in rows["cartpole", "ppo"]
+    table = bench.format_table(bench.summarize(runs))
+    assert "2/3" in table and "1.124 (eps 0.224)" in table
+
+
+def test_grid_leaves_qrdqn_out_of_continuous_tasks():
+    config = bench.Config(tasks=("bandit", "nav"), methods=("og-cvar", "qrdqn-cvar"), seeds=2)
+    runs = bench.runs_of(config)
+    assert ("nav", "qrdqn-cvar", 0, 300_000) not in runs and ("bandit", "qrdqn-cvar", 1, 300_000) in runs
+    assert len(runs) == 6
+
+
+def test_unknown_names_and_missing_extras_fail_before_the_work(capsys, monkeypatch, tmp_path):
+    assert main(["reproduce", "benchmarks", "--tasks", "lava", "pong", "--out", str(tmp_path)]) == 2
+    assert "unknown task 'pong'" in capsys.readouterr().err
+    assert main(["reproduce", "benchmarks", "--methods", "ppo", "cesor", "--out", str(tmp_path)]) == 2
+    assert "unknown method 'cesor'" in capsys.readouterr().err
+    monkeypatch.setitem(__import__("sys").modules, "Box2D", None)
+    assert main(["reproduce", "benchmarks", "--tasks", "lunarlander", "--out", str(tmp_path)]) == 2
+    assert "[box2d] extra" in capsys.readouterr().err
+
+
+def test_quick_run_end_to_end_and_pooled_from_json(tmp_path, capsys):
+    path = tmp_path / "runs.json"
+    args = ["reproduce", "benchmarks", "--quick", "--workers", "1", "--quiet", "--out", str(tmp_path)]
+    assert main([*args, "--json", str(path)]) == 0
+    runs = json.loads(path.read_text())["runs"]
+    assert {(r["task"], r["method"]) for r in runs} == {
+        (task, method) for task in ("lava", "bandit") for method in ("og-cvar", "og-cvar-level", "ppo")
+    }
+    for run in runs:
+        assert run["timesteps"] >= 1000 and len(run["curve"]) >= 2
+        optimum = bench.TASKS[run["task"]].optimum
+        assert run["greedy"]["cvar"] <= optimum + 1e-9 and run["stochastic"]["cvar"] <= optimum + 1e-9
+    capsys.readouterr()
+    assert main(["reproduce", "benchmarks", "--from-json", str(path), str(path), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| bandit |" in out and "|   lava |" in out and (tmp_path / "benchmarks.png").exists()
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["reproduce", "benchmarks", "--from-json", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
