@@ -1,5 +1,7 @@
 """Objective spec strings: every row of DESIGN.md's table, aliases, @K, numeric alpha, canonical str, errors."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -71,9 +73,9 @@ def test_quantile_hazen_interpolation():
         ("TopQuantileBlom:0.1", "topquantileblom0.1"),
         ("HarrellDavis:0.5", "harrelldavis0.5"),
         ("LMoment:3", "lmoment3"),
-        ("RangeLowerTailMean:0.1:0.3", "rangelowertail0.1:0.3"),
-        ("RangeUpperTailMean:0.1:0.3", "rangeuppertail0.1:0.3"),
-        ("TrimmedMeanFrac:0.1:0.2", "trimfrac0.1:0.2"),
+        ("RangeLowerTailMean:0.1:0.3", "rangelowertailmean0.1:0.3"),
+        ("RangeUpperTailMean:0.1:0.3", "rangeuppertailmean0.1:0.3"),
+        ("TrimmedMeanFrac:0.1:0.2", "trimmedmeanfrac0.1:0.2"),
         ("MidrangeM:2", "topbot2"),
     ],
 )
@@ -210,6 +212,11 @@ NEW_ROWS = [
     ("rangelowertail0.05:0.2", 10, [1 / 3, 2 / 3] + [0.0] * 8),  # fractional bounds: fractional edge weights
     ("rangeuppertail0.05:0.2", 10, [0.0] * 8 + [2 / 3, 1 / 3]),
     ("trimfrac0.1:0.25", 10, [0] + [2 / 13] * 6 + [1 / 13, 0, 0]),  # levels [0.1, 0.75]
+    # The paper authors' presets: whole ranks (issue 22's table, k = 10).
+    ("RangeLowerTailMean:0.05:0.2", 10, [0.5, 0.5] + [0.0] * 8),
+    ("RangeUpperTailMean:0.05:0.2", 10, [0.0] * 8 + [0.5, 0.5]),
+    ("TrimmedMeanFrac:0.1:0.2", 10, [0.0] * 8 + [1.0, 0.0]),
+    ("TrimmedMeanFrac:0.2:0.8", 10, [0, 0] + [1 / 6] * 6 + [0, 0]),
     ("topbot1", 2, [0.5, 0.5]),  # MidrangeM:1 = (min + max) / 2
     ("topbot3", 4, [1 / 6, 1 / 3, 1 / 3, 1 / 6]),  # 2m > k: the average of TopM and BotM, overlaps add up
 ]
@@ -280,3 +287,36 @@ def test_complex_alpha_is_refused():
     with pytest.raises(TypeError, match="real numbers"):
         Objective.parse(np.array([0.5, 0.5], dtype=complex))
     assert Objective.parse(np.array([1, 0, 1])).weights.dtype == np.float64  # integers are fine
+
+
+def _authors_rule(name: str, lo: float, hi: float, k: int) -> np.ndarray:
+    """The authors' rule written out rank by rank (1-based ranks; an independent reading of issue 22's text)."""
+    if name == "TrimmedMeanFrac":  # levels [lo, hi] from the top: ranks floor(lo k) + 1 .. k - floor((1 - hi) k)
+        first, last = math.floor(round(lo * k, 9)) + 1, k - math.floor(round((1 - hi) * k, 9))
+        from_top = True
+    else:  # from floor(lo k) to ceil(hi k): ranks floor(lo k) + 1 .. ceil(hi k)
+        first, last = math.floor(round(lo * k, 9)) + 1, math.ceil(round(hi * k, 9))
+        from_top = name == "RangeUpperTailMean"
+    alpha = np.zeros(k)
+    for rank in range(first, last + 1):
+        alpha[k - rank if from_top else rank - 1] = 1.0 / (last - first + 1)
+    return alpha
+
+
+@pytest.mark.parametrize("name", ["RangeLowerTailMean", "RangeUpperTailMean", "TrimmedMeanFrac"])
+def test_authors_presets_give_the_authors_weights_for_every_k(name):
+    levels = [0.0, 0.01, 0.05, 0.1, 0.125, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.7, 0.75, 0.8, 0.9, 0.95, 1.0]
+    for k in range(1, 65):
+        for lo in levels:
+            for hi in levels:
+                if not lo < hi:
+                    continue
+                weights = Objective.parse(f"{name}:{lo!r}:{hi!r}", k=k).weights
+                np.testing.assert_allclose(
+                    weights, _authors_rule(name, lo, hi, k), atol=1e-15, err_msg=f"{lo},{hi},{k}"
+                )
+
+
+def test_project_range_names_keep_their_exact_levels():
+    assert Objective.parse("rangelowertail0.05:0.2", k=10).weights[:2].tolist() == pytest.approx([1 / 3, 2 / 3])
+    assert Objective.parse("trimfrac0.1:0.2", k=10) != Objective.parse("TrimmedMeanFrac:0.1:0.2", k=10)

@@ -121,15 +121,17 @@ class OrderStatTransform:
 
     # ------------------------------------------------------------------ evaluation
     def _prepare(self, x, detach: bool) -> tuple:
-        """``(xp, sorted rewards, permutation, row scale or None)`` after the input checks."""
+        """``(xp, sorted rewards, permutation, row scale or None, the result dtype or None)`` after the input checks;
+        half-precision rewards are computed in float32 (:func:`~ordergrad_rl.core._xp.widen`)."""
         xp, x = _xp.real_floating(x, "rewards")
         if x.ndim == 0 or x.shape[-1] != self.n:
             raise ValueError(f"expected rewards of shape [..., {self.n}] (N={self.n}), got shape {tuple(x.shape)}")
         _xp.check_finite(x, xp, "rewards")
+        x, result_dtype = _xp.widen(x, xp)
         if detach:
             x = _xp.stop_gradient(x, xp)
         r, perm = _xp.stable_sort(x, xp)
-        return xp, r, perm, _xp.scale_rows(r, xp)
+        return xp, r, perm, _xp.scale_rows(r, xp), result_dtype
 
     def _check_alpha(self, alpha, x) -> None:
         if alpha is None:
@@ -154,20 +156,20 @@ class OrderStatTransform:
         self._check_alpha(alpha, x)
         if alpha is not None:
             check_table_memory(self.n, self.k, 1, "value with live rank weights")
-        xp, r, _, scale = self._prepare(x, detach=False)
+        xp, r, _, scale, dtype = self._prepare(x, detach=False)
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", False, rs, xp, alpha)
         out = xp.sum(rs * w, axis=-1)
-        return out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values")
+        return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp)
 
     def orderstats(self, x):
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
         check_table_memory(self.n, self.k, 1, "orderstats")
-        xp, r, _, scale = self._prepare(x, detach=False)
+        xp, r, _, scale, dtype = self._prepare(x, detach=False)
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", True, rs, xp, None)
         out = rs @ w
-        return out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
+        return _xp.narrow(out if scale is None else _xp.unscale(out, scale, xp, "order statistics"), dtype, xp)
 
     def advantage(self, x, *, detach: bool = True, alpha=None):
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
@@ -200,7 +202,7 @@ class OrderStatTransform:
         if rankwise or alpha is not None:
             groups = math.prod(getattr(x, "shape", np.shape(x))[:-1]) if rankwise else 0
             check_table_memory(self.n, self.k, _RANKWISE_TABLES[quantity] + groups, f"{quantity} (rankwise)")
-        xp, r, perm, scale = self._prepare(x, detach)
+        xp, r, perm, scale, dtype = self._prepare(x, detach)
         rs = r if scale is None else r * scale
         tables = self._array_tables(quantity, rankwise, rs, xp, alpha)
         if quantity == "advantage":
@@ -210,7 +212,7 @@ class OrderStatTransform:
         out = _xp.tie_equalize(r, out, xp)
         if scale is not None:
             out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, quantity.replace("_", "-") + " values")
-        return _xp.unsort(out, perm, xp)
+        return _xp.narrow(_xp.unsort(out, perm, xp), dtype, xp)
 
 
 @lru_cache(maxsize=64)

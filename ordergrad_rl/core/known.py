@@ -42,6 +42,7 @@ from ordergrad_rl.core import _xp
 from ordergrad_rl.core.batch import is_live
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective, split_spec
 from ordergrad_rl.core.scan import scan, scan_tables
+from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 _LOG_ZERO = -1e4  # log(0) stand-in: 0 * log 0 = 0, and exp(c log 0 + moderate) = 0 for any c > 0
 
@@ -61,6 +62,9 @@ def _prepare(r, p):
         raise ValueError(f"r and p need a last (arm) dimension of size >= 1, got shape {tuple(r.shape)}")
     _xp.check_finite(r, xp, "rewards r")
     _xp.check_finite(p, xp, "probabilities p")
+    # Divided by the largest entry first: the sum of huge unnormalized weights (p = [1e308, 1e308]) would overflow.
+    largest = xp.max(p, axis=-1, keepdims=True)
+    p = p / xp.where(largest > 0, largest, xp.ones_like(largest))
     total = xp.sum(p, axis=-1, keepdims=True)
     if not _xp.is_traced(p):
         if bool(xp.any(p < 0)):
@@ -92,9 +96,10 @@ def _count_pmf(p_sorted, draws: float, counts: int, xp):
     return xp.exp(exponent), cdf, survival
 
 
-def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
+def _weights(objective: ObjectiveLike, k: Any, rows: int = 1) -> tuple[str, Any, float]:
     """``(end, beta, k)``: rank weights counted from ``end`` ("top" or "bottom") outwards as a NumPy
-    vector, or a live alpha array (low to high, every rank)."""
+    vector, or a live alpha array (low to high, every rank). ``rows``: (groups x thresholds) of the tables, for the
+    memory check of a large ``k``."""
     if is_live(objective):
         if objective.ndim != 1:
             raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
@@ -102,9 +107,11 @@ def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
         if k is not None and check_k(k) != size:
             raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
         return "top", objective, float(size)
-    fractional = _fractional_k(objective, k)
-    if fractional is not None:
-        obj, real_k = fractional
+    family = _family_k(objective, k)
+    if family is not None and (family[0].anchored() is not None or not family[1].is_integer()):
+        # Weights at a fixed number of ranks from one end (max, top<m>, ...): only those ranks are tabulated,
+        # whatever k (max@1e8 costs what max@8 does); a fractional k needs them.
+        obj, real_k = family
         anchored = obj.anchored()
         if anchored is None:
             raise ValueError(
@@ -117,6 +124,10 @@ def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
                 f"objective {str(obj)!r} weights {beta.size} ranks: it needs k >= {beta.size}, got {real_k}"
             )
         return end, beta, real_k
+    if family is not None:  # up to k ranks tabulated for each of the rows, checked before alpha is built
+        _check_memory(
+            8 * family[1] * (1 + 4 * rows), f"the rank weights and tables of {str(family[0])!r} at k={family[1]:.0f}"
+        )
     alpha = resolve_objective(objective, k).weights
     nonzero = np.flatnonzero(alpha)
     if nonzero.size == 0:
@@ -127,8 +138,19 @@ def _weights(objective: ObjectiveLike, k: Any) -> tuple[str, Any, float]:
     return "top", alpha[::-1][:from_top].copy(), float(alpha.size)
 
 
-def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] | None:
-    """``(unbound family objective, real k)`` when ``k`` (argument or ``@K`` of a spec) is not an integer."""
+def _check_memory(needed: float, what: str) -> None:
+    """Refuse, before allocating, what would need more than :data:`~ordergrad_rl.core.weights.RANKWISE_MAX_BYTES`."""
+    if needed > RANKWISE_MAX_BYTES:
+        raise ValueError(
+            f"{what} need {needed / 2**30:.1f} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+            "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES): lower k, or use an objective weighting a fixed number "
+            "of ranks from one end (max, min, top<m>, bot<m>, rank<r>), whose cost does not grow with k"
+        )
+
+
+def _family_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] | None:
+    """``(unbound family objective, real k)`` when ``objective`` is an unbound family (a spec or an ``Objective``)
+    and ``k`` is given (the argument or the spec's ``@K``); ``None`` otherwise (bound objectives, numeric alpha)."""
     if isinstance(objective, str):
         body, k_text = split_spec(objective)
         if k_text is not None:
@@ -144,10 +166,15 @@ def _fractional_k(objective: ObjectiveLike, k: Any) -> tuple[Objective, float] |
     k = float(k)
     if not math.isfinite(k) or k < 1:
         raise ValueError(f"k must be a finite number >= 1 in the known regime, got {k!r}")
-    if k.is_integer():
-        return None
-    obj = Objective.parse(objective) if isinstance(objective, str) else objective
-    if not isinstance(obj, Objective) or obj.is_bound:
+    try:
+        obj = Objective.parse(objective) if isinstance(objective, str) else objective
+    except ValueError:
+        if k.is_integer():
+            return None  # let the parser report it with k
+        raise
+    if not isinstance(obj, Objective) or obj.is_bound or obj.name in ("mean", "alpha"):
+        if k.is_integer():
+            return None
         raise ValueError(f"a fractional k (k={k}) needs an objective family such as 'top2' or 'max', got {objective!r}")
     return obj, k
 
@@ -158,7 +185,9 @@ def _known(r, p, objective: ObjectiveLike, k: Any, quantity: str, rankwise: bool
         obj = resolve_objective(objective, k)
         end, beta, real_k = "top", None, float(obj.k)
     else:
-        end, beta, real_k = _weights(objective, k)
+        shape = tuple(getattr(r, "shape", np.shape(r)))
+        rows = math.prod(shape[:-1]) * (shape[-1] + 1) if shape else 1
+        end, beta, real_k = _weights(objective, k, rows)
     if end == "bottom":  # sum_j alpha_j R_(j) = -sum_i alpha_i (-R)_(top i): mirror, compute, negate
         return -_known_top(-_xp.real_floating(r, "r")[1], p, beta, real_k, quantity)
     return _known_top(r, p, beta, real_k, quantity)
@@ -169,6 +198,9 @@ def _known_top(r, p, beta, k: float, quantity: str):
     output ranks low to high)."""
     xp, r_sorted, p_sorted, perm = _prepare(r, p)
     counts = int(k) if beta is None else int(beta.shape[0])
+    rows = math.prod(r_sorted.shape[:-1]) * (r_sorted.shape[-1] + 1)
+    # The count tables (and about three temporaries of their size) hold one float per (group, threshold, count).
+    _check_memory(4 * 8 * rows * counts, f"the binomial tables of {counts} ranks for {rows} thresholds")
     pmf, cdf, survival = _count_pmf(p_sorted, k - 1.0, counts, xp)
     rankwise = beta is None
     if rankwise:

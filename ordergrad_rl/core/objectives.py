@@ -115,6 +115,33 @@ def _range_mean(lo: float, hi: float, k: int) -> np.ndarray:
     return overlap / (high - low)
 
 
+def _whole_ranks(start: float, stop: float, k: int) -> np.ndarray:
+    """Equal weights on the whole ranks ``floor(start) .. ceil(stop) - 1`` (0-based, low to high): the rounding of
+    the paper authors' range presets (levels times ``k`` rounded outwards to whole ranks; float noise below 1e-9
+    is ignored, so ``0.3 * 10`` is 3)."""
+    first, end = math.floor(round(start, 9)), math.ceil(round(stop, 9))
+    alpha = np.zeros(k)
+    alpha[first:end] = 1.0 / (end - first)
+    return alpha
+
+
+def _authors_lower_range(lo: float, hi: float, k: int) -> np.ndarray:
+    """``RangeLowerTailMean:lo:hi``: 1/n on the ranks ``floor(lo k) + 1 .. ceil(hi k)`` (1-based, from the bottom)."""
+    return _whole_ranks(lo * k, hi * k, k)
+
+
+def _authors_upper_range(lo: float, hi: float, k: int) -> np.ndarray:
+    """``RangeUpperTailMean:lo:hi``: the same ranks counted from the top."""
+    return _whole_ranks(lo * k, hi * k, k)[::-1].copy()
+
+
+def _authors_trimmed_frac(lo: float, hi: float, k: int) -> np.ndarray:
+    """``TrimmedMeanFrac:lo:hi``: levels ``[lo, hi]`` counted from the top, whole ranks ``floor(lo k) + 1 .. k -
+    floor((1 - hi) k)`` (1-based, from the top): ``0.2:0.8`` at ``k = 10`` is 1/6 on the ranks 3..8."""
+    stop = k - math.floor(round((1.0 - hi) * k, 9))
+    return _whole_ranks(lo * k, stop, k)[::-1].copy()
+
+
 def _lmoment_coefficients(r: int) -> list[int]:
     """``p*_{r-1,i} = (-1)^(r-1-i) C(r-1, i) C(r-1+i, i)``, ``i = 0..r-1``: the shifted Legendre polynomial."""
     s = r - 1
@@ -242,6 +269,10 @@ _FAMILIES: dict[str, _Family] = {
         ("frac", "frac"), lambda p, k: _range_mean(p[0], p[1], k)[::-1].copy(), check=_check_range
     ),
     "trimfrac": _Family(("frac", "frac"), lambda p, k: _range_mean(p[0], 1.0 - p[1], k), check=_check_trimfrac),
+    # The paper authors' preset names, with their whole-rank rounding (the project's names above keep exact levels).
+    "rangelowertailmean": _Family(("frac", "frac"), lambda p, k: _authors_lower_range(*p, k), check=_check_range),
+    "rangeuppertailmean": _Family(("frac", "frac"), lambda p, k: _authors_upper_range(*p, k), check=_check_range),
+    "trimmedmeanfrac": _Family(("frac", "frac"), lambda p, k: _authors_trimmed_frac(*p, k), check=_check_range),
 }
 
 # The paper's and the authors' preset names and other spellings -> canonical family.
@@ -263,9 +294,6 @@ _ALIASES: dict[str, str] = {
     "midrangem": "topbot",
     "midrange": "topbot",
     "ginimeandifference": "gmd",
-    "rangelowertailmean": "rangelowertail",
-    "rangeuppertailmean": "rangeuppertail",
-    "trimmedmeanfrac": "trimfrac",
 }
 
 _NUMBER = r"(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?)"

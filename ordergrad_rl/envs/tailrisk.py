@@ -80,8 +80,10 @@ def cash_capped_weights(logits: np.ndarray, cash_cap: float) -> np.ndarray:
 def as_logits(action: Any, shape: tuple[int, ...], bound: float) -> np.ndarray:
     """Validate an action of logits and clip it to ``[-bound, bound]`` (as SB3 clips to the Box).
 
-    :raises ValueError: on a wrong shape, a non-numeric value, NaN or inf.
+    :raises ValueError: on a wrong shape, a non-numeric or complex value, NaN or inf.
     """
+    if np.iscomplexobj(action):  # float64 conversion would drop the imaginary part with only a warning
+        raise ValueError(f"action must be real logits of shape {shape}, got complex values {action!r}")
     try:
         a = np.asarray(action, dtype=np.float64)
     except (TypeError, ValueError) as err:
