@@ -245,3 +245,24 @@ def test_few_updates_warn_after_the_first_rollout():
         warnings.simplefilter("always")
         OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.2", n_episodes=8).learn(200)  # 25 updates
     assert not [r for r in records if "updates" in str(r.message)]
+
+
+# ---------------------------------------------------------------------------------------------------- CLI and sweeps
+def test_train_takes_a_schedule_and_names_a_bad_one(tmp_path, capsys):
+    from ordergrad_rl.cli import main
+
+    base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+            "--timesteps", "40", "--quiet", "--conf-file", "none"]  # fmt: skip
+    assert main([*base, "--hparams", "risk_schedule=level:0.5"]) == 0
+    assert main([*base, "--hparams", "risk_schedule=levels"]) == 2
+    assert "risk_schedule kind must be 'level' or 'mixture'" in capsys.readouterr().err
+
+
+def test_sweep_checks_schedules_before_any_trial():
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.sweep.grid import RUN_KEYS, check_trials
+
+    trial = {**RUN_KEYS, "env": "RiskyBandit-v0", "timesteps": 100, "objective": "cvar0.2", "n_episodes": 16}
+    check_trials([{**trial, "risk_schedule": "mixture"}])
+    with pytest.raises(CommandError, match="sweep key risk_schedule: .*has no risk"):
+        check_trials([{**trial, "objective": "mean", "risk_schedule": "level"}])

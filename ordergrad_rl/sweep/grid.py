@@ -233,6 +233,14 @@ def check_trials(trials: list[dict[str, Any]]) -> None:
         cls = algorithm_class(trial["algo"])
         for key, value in hyperparameters(trial).items():
             check_hparam(key, value, cls, f"sweep key {key}")
+        if trial.get("risk_schedule") is not None:
+            # Imported here: the agents package pulls in torch, which the sweep's parser does not need.
+            from ordergrad_rl.agents.common.risk_schedules import check_risk_schedule, parse_risk_schedule
+
+            try:
+                check_risk_schedule(parse_risk_schedule(trial["risk_schedule"]), objective)
+            except ValueError as err:
+                raise CommandError(f"sweep key risk_schedule: {err}") from err
 
 
 def hyperparameters(trial: dict[str, Any]) -> dict[str, Any]:
