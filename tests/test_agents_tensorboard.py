@@ -257,3 +257,16 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     without_eval = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8, tensorboard_log=str(tmp_path))
     without_eval.learn(8, tb_log_name="plain")
     assert not any(tag.startswith("eval") for tag in read_hparams(read_run(tmp_path / "plain_1"))[1])
+
+
+def test_periodic_evaluation_also_evaluates_the_final_policy() -> None:
+    """A run shorter than one evaluation period still logs its final policy's eval_risk/* (issue 22: the demo's
+    OrderGradPPO runs made 49 updates against a 50-update period and logged none)."""
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=5, eval_freq=10_000)
+    model.learn(8, callback=callback)
+    assert callback.evaluations_timesteps == [model.num_timesteps] and callback.last_returns.size == 5
+    periodic = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=5, eval_freq=4)
+    model.learn(8, callback=periodic)
+    assert periodic.evaluations_timesteps[-1] == model.num_timesteps
+    assert len(set(periodic.evaluations_timesteps)) == len(periodic.evaluations_timesteps)  # never twice at the end

@@ -1,5 +1,6 @@
 """The ``ordergrad-rl`` command: help everywhere, group behaviour, registry, lazy imports."""
 
+import os
 import subprocess
 import sys
 
@@ -85,3 +86,21 @@ print(loaded, "torch" in sys.modules, "matplotlib" in sys.modules)
     assert out == ["False", "True", "False", "False"]
     run = subprocess.run([sys.executable, "-m", "ordergrad_rl.cli", "--help"], capture_output=True, text=True)
     assert run.returncode == 0 and "reproduce" in run.stdout
+
+
+def test_every_command_takes_threads_and_sets_torch_threads(monkeypatch):
+    import torch
+
+    from ordergrad_rl.cli import DEFAULT_THREADS, REPRODUCTIONS, build_parser, set_threads
+
+    parser = build_parser()
+    for command in (["evaluate", "m.zip", "--env", "RiskyBandit-v0"], *(["reproduce", name] for name in REPRODUCTIONS)):
+        assert parser.parse_args(command).threads == DEFAULT_THREADS == 1
+        assert parser.parse_args([*command, "--threads", "3"]).threads == 3
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        set_threads(1)
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    finally:
+        torch.set_num_threads(before)

@@ -170,3 +170,8 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
     assert (
         "--seeds does not apply here: diagnostics is one Monte-Carlo run: its seed is --seed" in capsys.readouterr().err
     )
+
+
+def test_reasoning_quick_refuses_sizes_it_would_drop(tmp_path, capsys):
+    assert main(["reproduce", "reasoning", "--quick", "--updates", "180", "--out", str(tmp_path)]) == 2
+    assert "--quick sets its own sizes" in capsys.readouterr().err

@@ -345,3 +345,16 @@ def test_train_evaluate_compare_round_trip(tmp_path, capsys):
     entries = json.loads((tmp_path / "cmp.json").read_text())["entries"]
     assert [e["label"] for e in entries] == ["cvar", run.name]
     assert len(entries[0]["returns"]) == 40 and "returns" not in entries[1]
+
+
+def test_compare_labels_training_returns_beside_evaluations(tmp_path, capsys):
+    base = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "4",
+            "--timesteps", "8", "--quiet", "--tensorboard", str(tmp_path / "runs")]  # fmt: skip
+    assert main([*base, "--run-name", "evaluated", "--eval-env", "RiskyBandit-v0", "--eval-episodes", "5"]) == 0
+    assert main([*base, "--run-name", "trained"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "runs" / "evaluated_1"), str(tmp_path / "runs" / "trained_1"),
+                 "--out", str(tmp_path)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "trained_1 (training)" in out and "evaluated_1 (training)" not in out
+    assert "note: 1 of 2 entries have no evaluation returns" in out

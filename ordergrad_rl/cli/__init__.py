@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -127,6 +128,7 @@ class _LazyParser(argparse.ArgumentParser):
         if module.__doc__:
             self.description = module.__doc__.strip()
         module.add_arguments(self)
+        add_threads_argument(self)
         self.set_defaults(_run=module.run, _prog=self.prog)
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
@@ -136,6 +138,38 @@ class _LazyParser(argparse.ArgumentParser):
     def format_help(self) -> str:
         self._load()
         return super().format_help()
+
+
+#: Torch threads of a command unless ``--threads`` says otherwise: the policies here are small MLPs, which gain
+#: nothing from more threads, and torch's threads busy-wait for cores another job holds (SB3 PPO on CartPole-v1,
+#: 4096 steps, this 2-core machine under load: 9.0 s with 1 thread, 26.8 s with torch's default 2;
+#: scripts/bench_threads.py).
+DEFAULT_THREADS = 1
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--threads N`` (every command has it)."""
+    if any("--threads" in action.option_strings for action in parser._actions):
+        return
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=DEFAULT_THREADS,
+        metavar="N",
+        help="torch threads of this process (default: %(default)s, fastest for small policies and on a busy "
+        "machine; 0: torch's default, one per core). Results of a seed can differ with the thread count",
+    )
+
+
+def set_threads(threads: int) -> None:
+    """Use ``threads`` torch threads (0: torch's default), in this process and in the processes it starts."""
+    if threads < 0:
+        raise CommandError(f"--threads must be >= 0, got {threads}")
+    if threads == 0:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # read by torch when it is first imported, here or in workers
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def _add_command(subparsers: argparse._SubParsersAction, name: str, command: Command) -> None:
@@ -182,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     try:
+        set_threads(getattr(args, "threads", DEFAULT_THREADS))
         check_output_arguments(args)
         status = args._run(args)
     except CommandError as err:

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_int
 from ordergrad_rl.common.progress import progress_bar
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
@@ -426,12 +427,13 @@ def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     default = Config()
-    parser.add_argument("--seeds", type=positive_int, default=default.seeds, help="seeds (default: %(default)s)")
+    # None when not given, so that --quick (its own sizes) can refuse them instead of dropping them silently.
+    parser.add_argument("--seeds", type=positive_int, default=None, help=f"seeds (default: {default.seeds})")
     parser.add_argument(
-        "--updates", type=positive_int, default=default.updates, help="updates per run (default: %(default)s)"
+        "--updates", type=positive_int, default=None, help=f"updates per run (default: {default.updates})"
     )
     parser.add_argument(
-        "--samples", type=positive_int, default=default.samples, help="answers per test problem (default: %(default)s)"
+        "--samples", type=positive_int, default=None, help=f"answers per test problem (default: {default.samples})"
     )
     parser.add_argument(
         "--methods",
@@ -457,10 +459,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     variant = dict(methods=tuple(dict.fromkeys(args.methods)), normalize=args.normalize)
+    sizes = {key: getattr(args, key) for key in ("seeds", "updates", "samples") if getattr(args, key) is not None}
     if args.quick:
+        if sizes:
+            given = " ".join(f"--{key} {value}" for key, value in sizes.items())
+            raise CommandError(f"--quick sets its own sizes (a smoke test); drop {given}, or drop --quick")
         config = dataclasses.replace(quick_config(), **variant)
     else:
-        config = Config(seeds=args.seeds, updates=args.updates, samples=args.samples, **variant)
+        config = dataclasses.replace(Config(), **sizes, **variant)
     summary = run_experiment(config, quiet=args.quiet)
     print(
         f"TargetSum reasoning: {len(config.methods)} methods x {config.seeds} seeds, {config.updates} updates of "

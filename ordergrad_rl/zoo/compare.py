@@ -124,7 +124,10 @@ def read_run(path: Path) -> Entry:
 
     profile = {key: last(accumulator.Scalars(f"{prefix}/{key}")).value for key in keys if f"{prefix}/{key}" in scalars}
     step = last(accumulator.Scalars(f"{prefix}/mean")).step
-    entry = Entry(path, path.name, f"TensorBoard {prefix}/* at step {step}", profile)
+    # A run without evaluations gives its training batches' returns: labelled so, since they are not deployment
+    # returns (stochastic actions, an earlier policy) and compare would put them beside others' evaluations.
+    label = path.name if prefix == "eval_risk" else f"{path.name} (training)"
+    entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile)
     histogram_tag = f"{prefix}/episode_returns"
     if histogram_tag in histograms:
         entry.edges, entry.counts = histogram_arrays(last(accumulator.Histograms(histogram_tag)).histogram_value)
@@ -186,6 +189,12 @@ def load_entries(
         evaluation = evaluate_model(model, env, episodes, deterministic=True, seed=seed, quiet=quiet)
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}"
         entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
+    training = [e.label for e in entries if e.label.endswith(" (training)")]
+    if training and len(training) < len(entries):
+        print(
+            f"note: {len(training)} of {len(entries)} entries have no evaluation returns; their rows, marked "
+            "'(training)', describe training batches (stochastic actions, policies along the run), not deployment"
+        )
     labels = [e.label for e in entries]
     for entry in entries:
         if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the parent's name

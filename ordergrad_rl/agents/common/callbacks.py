@@ -70,7 +70,8 @@ class PeriodicEvalCallback(EventCallback):
 
     :param eval_env: the evaluation env (see :func:`as_eval_vec_env`).
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as SB3's
-        ``EvalCallback``); ``None``: only when :meth:`evaluate` is called.
+        ``EvalCallback``), and once more at the end of training (the final policy); ``None``: only when
+        :meth:`evaluate` is called.
     :param n_eval_envs: envs built when ``eval_env`` is an id.
     :param log_name: tag stem.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
@@ -101,6 +102,14 @@ class PeriodicEvalCallback(EventCallback):
             self.evaluate()
             return self._on_event()
         return True
+
+    def _on_training_end(self) -> None:
+        # Periodic evaluation also evaluates the final policy, whatever the frequency: a run shorter than one
+        # period (49 updates of OrderGradPPO against a 50-update period) would otherwise log no evaluation at all.
+        if self.eval_freq is not None and (
+            not self.evaluations_timesteps or self.evaluations_timesteps[-1] != self.num_timesteps
+        ):
+            self.evaluate()
 
     def evaluate(self) -> Any:
         """Run one evaluation now, record its tags and dump the logger; return its result."""

@@ -466,7 +466,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         steps = max(1, int(buffer.episode_lengths.sum()))
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
-        updates = budget / steps
+        updates = max(1.0, budget / steps)  # the first rollout is always trained on
         if budget > 0 and updates < FEW_UPDATES:
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
