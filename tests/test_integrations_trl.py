@@ -1,0 +1,167 @@
+"""OrderGrad advantages in TRL's GRPOTrainer: equal to the core's for every objective (and to TRL's own GRPO for the
+mean with group scaling), a simulated multi-process split, and one real training step of a tiny causal LM and a
+word-level tokenizer built in code (no download)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ordergrad_rl.core import Objective, lstat_advantage
+from ordergrad_rl.integrations.advantages import group_advantages, parse_group_objective
+
+#: Completions per prompt (the paper's Top-2@4 ranks subsets of 4 of a larger group; k < G).
+G = 8
+
+
+def _rewards(n_prompts: int = 6, functions: int = 2, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.round(rng.normal(size=(n_prompts * G, functions)), 1)  # ties included
+
+
+@pytest.mark.parametrize("spec", ["top2@4", "max@4", "cvar0.25@4", "bot2@4", "median@5", "trim1@5", "gmd@7", "mean"])
+def test_advantages_are_the_cores_for_every_objective(spec):
+    rewards = _rewards()
+    objective = parse_group_objective(spec, G, ["a", "b"])
+    out = group_advantages(objective, rewards, G, ["a", "b"], [1.0, 0.5], scale="none")
+    total = (rewards @ np.array([1.0, 0.5])).reshape(-1, G)
+    expected = objective.k * np.stack([lstat_advantage(row, Objective.parse(spec)) for row in total])
+    np.testing.assert_allclose(out, expected.reshape(-1), atol=1e-12)
+    # each group is ranked on its own: permuting the groups permutes the advantages
+    order = np.random.default_rng(1).permutation(total.shape[0])
+    shuffled = rewards.reshape(-1, G, 2)[order].reshape(-1, 2)
+    np.testing.assert_allclose(
+        group_advantages(objective, shuffled, G, ["a", "b"], [1.0, 0.5], "none").reshape(-1, G),
+        out.reshape(-1, G)[order],
+    )
+
+
+def test_mean_with_group_scaling_is_trls_grpo_advantage():
+    pytest.importorskip("trl", reason="the [trl] extra is not installed")
+    from trl.trainer.utils import nanstd
+
+    rewards = _rewards(functions=1)
+    out = group_advantages(parse_group_objective("mean", G, ["a"]), rewards, G, ["a"], scale="group")
+    r = torch.as_tensor(rewards[:, 0]).view(-1, G)
+    trl = ((r - r.mean(dim=1, keepdim=True)) / (nanstd(r, dim=1, keepdim=True) + 1e-4)).reshape(-1).numpy()
+    np.testing.assert_allclose(out, trl, rtol=2e-4, atol=2e-4)  # the same up to where the +1e-4 sits
+
+
+def test_channel_objective_ranks_each_reward_function():
+    rewards = _rewards()
+    objective = parse_group_objective("a=top2@4 + 0.4*b=bot2@4", G, ["a", "b"])
+    out = group_advantages(objective, rewards, G, ["a", "b"], scale="none")
+    grouped = rewards.reshape(-1, G, 2)
+    expected = 4 * lstat_advantage(grouped[..., 0], "top2@4") + 0.4 * 4 * lstat_advantage(grouped[..., 1], "bot2@4")
+    np.testing.assert_allclose(out, expected.reshape(-1), atol=1e-12)
+    channel = group_advantages(objective, rewards, G, ["a", "b"], scale="channel")
+    assert channel.shape == (rewards.shape[0],) and np.all(np.isfinite(channel))
+
+
+@pytest.mark.parametrize(
+    ("spec", "group_size", "message"),
+    [
+        ("top2@4", 4, r"k < G = num_generations = 4"),
+        ("top5", 8, "needs m <= k"),
+        ("gcvar0.2", 8, "GCVaR"),
+        ("a=top2@4 + 0.4*length=bot2@4", 8, r"channels \['length'\] are not reward functions"),
+        ("cvar2", 8, r"in \(0, 1\]"),
+    ],
+)
+def test_bad_objectives_fail_before_generation(spec, group_size, message):
+    with pytest.raises(ValueError, match=message):
+        parse_group_objective(spec, group_size, ["a"])
+
+
+def test_a_split_across_processes_is_ranked_whole():
+    """TRL gathers every process's rewards before scoring; each process keeps its slice of the whole-batch
+    advantages. Two simulated processes of 12 completions each: the second group (completions 8..15) straddles them."""
+    rewards = _rewards(n_prompts=3, functions=1)  # 24 completions: process 0 holds 0..11, process 1 holds 12..23
+    objective = parse_group_objective("top2@4", G, ["a"])
+    whole = group_advantages(objective, rewards, G, ["a"], scale="none")
+    halves = [whole[rank * 12 : (rank + 1) * 12] for rank in range(2)]  # what OrderGradGRPOTrainer slices
+    np.testing.assert_allclose(np.concatenate(halves), whole)
+    np.testing.assert_allclose(whole[8:16], 4 * lstat_advantage(rewards[8:16, 0], "top2@4"), atol=1e-12)
+    # ranking each process's half of that group alone would give other advantages
+    assert not np.allclose(whole[8:12], 4 * lstat_advantage(rewards[8:12, 0], "top2@3"))
+
+
+# ---------------------------------------------------------------------------------------------------- one real step
+def _require_trl() -> None:
+    pytest.importorskip("trl", reason="the [trl] extra is not installed")
+
+
+def _tiny_model_and_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = ["<pad>", "<eos>", "<unk>", *[str(i) for i in range(10)], "=", "+", "sum"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                         pad_token_id=0, eos_token_id=1, bos_token_id=1)  # fmt: skip
+    return LlamaForCausalLM(config), fast
+
+
+def test_one_grpo_step_end_to_end_with_ordergrad_advantages(tmp_path):
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    dataset = Dataset.from_dict({"prompt": [f"sum {a} + {b} =" for a, b in [(1, 2), (3, 4), (2, 2), (5, 1)]]})
+
+    def digits(completions, **kwargs):
+        return [float(sum(ch.isdigit() for ch in c)) for c in completions]
+
+    def short(completions, **kwargs):
+        return [-float(len(c.split())) for c in completions]
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=16, num_generations=G, max_steps=1,
+                      max_completion_length=6, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                      learning_rate=1e-3, seed=0)  # fmt: skip
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer = OrderGradGRPOTrainer(
+        model, reward_funcs=[digits, short], args=args, train_dataset=dataset, processing_class=tokenizer,
+        objective="digits=top2@4 + 0.4*short=bot2@4",
+    )  # fmt: skip
+    captured = {}
+    generate = trainer._generate_and_score_completions
+
+    def spy(inputs):
+        output = generate(inputs)
+        captured["advantages"] = output["advantages"].clone()
+        captured["rewards"] = trainer._ordergrad_rewards.clone()
+        return output
+
+    trainer._generate_and_score_completions = spy
+    trainer.train()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    expected = group_advantages(
+        trainer.ordergrad_objective, captured["rewards"].numpy(), G, ["digits", "short"], scale="group"
+    )
+    np.testing.assert_allclose(captured["advantages"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    logged = trainer.state.log_history[0]
+    assert {"risk/digits/objective", "risk/short/objective", "risk/adv_abs_mean"} <= set(logged)
+
+
+def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      report_to=[], use_cpu=True)  # fmt: skip
+    with pytest.raises(ValueError, match="k < G = num_generations = 8"):
+        OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                             train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}), processing_class=tokenizer,
+                             objective="top4@8")  # fmt: skip
