@@ -165,3 +165,30 @@ def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
         OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
                              train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}), processing_class=tokenizer,
                              objective="top4@8")  # fmt: skip
+
+
+def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    prompts = ["sum 1 + 2 =", "sum 3 + 4 ="]
+    always = PassAtKCallback(prompts, lambda p, c: True, n_samples=4, max_new_tokens=4)
+    digit = PassAtKCallback(prompts, lambda p, c: any(ch.isdigit() for ch in c), n_samples=8, ks=[1, 4, 8],
+                            eval_steps=1, max_new_tokens=4)  # fmt: skip
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=4, report_to=[], use_cpu=True, save_strategy="no")  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": prompts * 2}), processing_class=tokenizer,
+                                   objective="top2@4", callbacks=[always, digit])  # fmt: skip
+    trainer.train()
+    assert always.history == [(1, {1: 1.0, 2: 1.0, 4: 1.0})]
+    assert len(digit.history) == 1  # at step 1, not again at the end of training
+    curve = digit.history[0][1]
+    assert list(curve) == [1, 4, 8] and 0.0 <= curve[1] <= curve[4] <= curve[8] <= 1.0
+    assert any("eval_pass@k/k=8" in entry for entry in trainer.state.log_history)
+    with pytest.raises(ValueError, match="ks must be in"):
+        PassAtKCallback(prompts, lambda p, c: True, n_samples=4, ks=[8])

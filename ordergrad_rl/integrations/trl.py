@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 try:
+    from transformers import TrainerCallback
     from trl import GRPOTrainer
 except ImportError as err:  # pragma: no cover - the message names the extra
     raise ImportError(
@@ -35,6 +36,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
 
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import SCALES, group_advantages, parse_group_objective
+from ordergrad_rl.passk import default_ks, pass_at_k_curve
 
 
 class OrderGradGRPOTrainer(GRPOTrainer):
@@ -105,3 +107,77 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             metrics["risk/objective"].append(float(np.mean(lstat_value(total, objective))))
         metrics["risk/adv_abs_mean"].append(float(np.abs(advantages).mean()))
         metrics["risk/frac_zero_adv"].append(float(np.mean(np.isclose(advantages, 0.0))))
+
+
+class PassAtKCallback(TrainerCallback):
+    """pass@k of a TRL (or any ``transformers``) run on held-out prompts: every ``eval_steps`` optimizer steps and at
+    the end of training, ``n_samples`` sampled completions per prompt, scored by ``is_correct``, give the unbiased
+    pass@k of :func:`ordergrad_rl.passk.pass_at_k_curve` (the paper's estimator), logged as ``eval_pass@k/k=<k>``
+    to the run's log history (and so to every ``report_to`` backend through the trainer's next log).
+
+    :param prompts: the held-out prompts (text).
+    :param is_correct: ``(prompt, completion) -> bool``.
+    :param n_samples: completions per prompt (``n`` of the estimator).
+    :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
+    :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
+    :param max_new_tokens: completion length limit.
+    :param temperature: sampling temperature.
+    """
+
+    def __init__(
+        self,
+        prompts: list[str],
+        is_correct: Any,
+        n_samples: int = 16,
+        ks: Any = None,
+        eval_steps: int | None = None,
+        max_new_tokens: int = 32,
+        temperature: float = 1.0,
+    ) -> None:
+        if n_samples < 1 or not prompts:
+            raise ValueError(f"need prompts and n_samples >= 1, got {len(prompts)} prompts, n_samples={n_samples}")
+        self.prompts = list(prompts)
+        self.is_correct = is_correct
+        self.n_samples = n_samples
+        self.ks = default_ks(n_samples) if ks is None else np.asarray(ks)
+        if np.any(self.ks > n_samples) or np.any(self.ks < 1):
+            raise ValueError(f"ks must be in [1, n_samples={n_samples}], got {list(self.ks)}")
+        self.eval_steps = eval_steps
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.history: list[tuple[int, dict[int, float]]] = []
+
+    @torch.no_grad()
+    def evaluate(self, model: Any, tokenizer: Any) -> dict[int, float]:
+        """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``."""
+        was_training = model.training
+        model.eval()
+        correct = []
+        for prompt in self.prompts:
+            encoded = tokenizer(prompt, return_tensors="pt").to(model.device)
+            out = model.generate(
+                **encoded,
+                do_sample=True,
+                temperature=self.temperature,
+                max_new_tokens=self.max_new_tokens,
+                num_return_sequences=self.n_samples,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+            completions = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
+            correct.append(sum(bool(self.is_correct(prompt, c)) for c in completions))
+        model.train(was_training)
+        return pass_at_k_curve(np.asarray(correct), self.n_samples, self.ks)
+
+    def _log(self, state: Any, model: Any, tokenizer: Any) -> None:
+        if self.history and self.history[-1][0] == state.global_step:
+            return
+        curve = self.evaluate(model, tokenizer)
+        self.history.append((state.global_step, curve))
+        state.log_history.append({**{f"eval_pass@k/k={k}": v for k, v in curve.items()}, "step": state.global_step})
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
+        if self.eval_steps is not None and state.global_step % self.eval_steps == 0:
+            self._log(state, model, processing_class)
+
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
+        self._log(state, model, processing_class)
