@@ -100,11 +100,16 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``None``, ``"level"``, ``"mixture"``, ``"level:0.6"``, a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule`; see
         :mod:`ordergrad_rl.agents.common.risk_schedules`). ``risk/schedule`` and ``risk/level`` log what is in force.
+        Default ``None`` (measured, ``reproduce benchmarks``): ``"level"`` took the lava grid from 2 to 3 of 3 seeds
+        at the CVaR optimum and the guarded maze from -40 to -9.3 (not its optimum -2.0), but the portfolio's usage
+        line from 95.2% to 89.2% profitable over 8 seeds.
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
         the episode's fate is decided get less credit (lower variance on long episodes). Needs the value head
         (``policy_kwargs`` without ``critic="none"``).
+        Default ``False`` (measured): with the level schedule and 32 episodes per update it raised CartPole-v1's
+        worst-20% mean at 100k steps from 76 to 392, but left the lava grid at 1 of 3 seeds (the defaults: 2 of 3).
     :param ent_coef: entropy coefficient.
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.

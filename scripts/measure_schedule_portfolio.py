@@ -1,0 +1,43 @@
+"""Does the soft risk schedule keep the portfolio result? The README's usage line on SyntheticTailRisk-v0
+(OrderGradPPO, objective="cvar0.2", 200k steps) with and without ``risk_schedule``, deployed like ``reproduce
+tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
+
+    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level]
+
+Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, SEED_STRIDE, TRAIN_ENV, deploy, deployment_metrics
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--schedules", nargs="+", default=["none", "level"])
+    parser.add_argument("--timesteps", type=int, default=200_000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for schedule in args.schedules:
+        shares = []
+        for seed in range(args.seeds):
+            model = OrderGradPPO(
+                "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
+                risk_schedule=None if schedule == "none" else schedule,
+            )  # fmt: skip
+            model.learn(args.timesteps)
+            metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))
+            shares.append(metrics["profitable"])
+            print(f"{schedule:8s} seed {seed}: profitable {metrics['profitable']:.1%}", flush=True)
+        print(f"{schedule:8s} pooled over {args.seeds} seeds: {np.mean(shares):.1%} (min {np.min(shares):.1%})\n")
+
+
+if __name__ == "__main__":
+    main()
