@@ -149,8 +149,6 @@ DEFAULT_THREADS = 1
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--threads N`` (every command has it)."""
-    if any("--threads" in action.option_strings for action in parser._actions):
-        return
     parser.add_argument(
         "--threads",
         type=int,

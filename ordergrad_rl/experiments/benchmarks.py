@@ -47,6 +47,8 @@ from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.experiments.peers import bootstrap_ci
+from ordergrad_rl.zoo.models import evaluate_model
 
 #: The CVaR level every task is scored on.
 ALPHA = 0.2
@@ -215,16 +217,9 @@ def exact_score(model: Any, env: Any, mdp: Any, deterministic: bool) -> tuple[fl
 
 
 def sampled_score(model: Any, env_id: str, episodes: int, seed: int, deterministic: bool) -> tuple[float, float]:
-    """``(CVaR_0.2, mean)`` of ``episodes`` evaluation episodes (the empirical lower-tail mean)."""
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
-
-    from ordergrad_rl.risk import risk_profile
-
-    venv = make_vec_env(env_id, n_envs=min(episodes, 8), seed=seed + EVAL_SEED_OFFSET)
-    returns, _ = evaluate_policy(model, venv, episodes, deterministic=deterministic, return_episode_rewards=True)
-    venv.close()
-    profile = risk_profile(np.asarray(returns, dtype=np.float64))
+    """``(CVaR_0.2, mean)`` of ``episodes`` evaluation episodes (the empirical lower-tail mean), on envs seeded apart
+    from training's (:func:`~ordergrad_rl.zoo.models.evaluate_model`)."""
+    profile = evaluate_model(model, env_id, episodes, deterministic, seed=seed + EVAL_SEED_OFFSET, quiet=True).profile()
     return float(profile["cvar_0.2"]), float(profile["mean"])
 
 
@@ -337,16 +332,11 @@ def run_experiment(config: Config, quiet: bool = False) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------------- summaries
 def interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the mean over seeds and its 95% percentile-bootstrap interval (the mean alone, twice,
-    with fewer than 2 seeds or no spread)."""
-    from scipy.stats import bootstrap
-
+    """``(mean, low, high)``: the mean over seeds and its 95% percentile-bootstrap interval
+    (:func:`~ordergrad_rl.experiments.peers.bootstrap_ci`; the mean alone, twice, with fewer than 2 seeds)."""
     data = np.asarray(values, dtype=np.float64)
-    mean = float(data.mean())
-    if data.size < 2 or np.ptp(data) == 0:
-        return mean, mean, mean
-    ci = bootstrap((data,), np.mean, confidence_level=0.95, method="percentile", random_state=0).confidence_interval
-    return mean, float(ci.low), float(ci.high)
+    low, high = bootstrap_ci(data)
+    return float(data.mean()), float(low), float(high)
 
 
 def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int | None:

@@ -72,10 +72,8 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     start = time.perf_counter()
     model.learn(trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
     train_seconds = time.perf_counter() - start
-    # The final evaluation (the callback's, at the end of training): the run's last eval_risk/* values.
-    profile = (
-        callback.last_profile if callback.evaluations_timesteps[-1:] == [model.num_timesteps] else callback.evaluate()
-    )
+    # The final evaluation (the callback evaluates at the end of training): the run's last eval_risk/* values.
+    profile = callback.last_profile
     run = Path(model.logger.dir)
     model.logger.close()
     model_file = out / "models" / f"{trial_id}.zip"

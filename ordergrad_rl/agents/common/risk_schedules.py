@@ -132,12 +132,17 @@ def _interpolate(start: float, target: float, share: float) -> float:
     return round(start + share * (target - start), 10)
 
 
+def _tail_level(target: float, share: float) -> float:
+    """A tail level ``share`` of the way from 1 (the mean) to ``target``, rounded up to :data:`RESOLUTION` (never
+    below the target)."""
+    return min(1.0, math.ceil(round(_interpolate(1.0, target, share) / RESOLUTION, 6)) * RESOLUTION)
+
+
 def _level_objective(objective: Objective, share: float) -> Objective:
     """``objective`` with its level moved ``share`` of the way from the mean's end (see the module docstring)."""
     name, k = objective.name, int(objective.k)  # type: ignore[arg-type]
     if name in _TAIL_LEVELS:
-        level = _interpolate(1.0, objective.params[0], share)
-        level = min(1.0, math.ceil(round(level / RESOLUTION, 6)) * RESOLUTION)  # never below the target
+        level = _tail_level(objective.params[0], share)
         return Objective.parse(f"{name}{level:.2f}", k) if level < 1 else Objective.parse("mean")
     if name in _END_COUNTS or name in ("max", "min"):
         m = 1 if name in ("max", "min") else int(objective.params[0])
@@ -204,7 +209,7 @@ def objective_in_force(
     if share >= 1:
         return objective, gcvar_alpha
     if gcvar_alpha is not None:
-        level = min(1.0, math.ceil(round(_interpolate(1.0, gcvar_alpha, share) / RESOLUTION, 6)) * RESOLUTION)
+        level = _tail_level(gcvar_alpha, share)
         if level >= 1:
             return Objective.parse("mean"), None
         return objective, level
