@@ -189,8 +189,9 @@ def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) ->
     assert {"deploy_risk/cvar_0.1", "deploy/mean_reward"} <= set(run.Tags()["scalars"])
 
 
-def read_hparams(accumulator: EventAccumulator) -> tuple[dict, list[str]]:
-    """The run's hparams (name -> value, in column order) and the metric tags of its HParams experiment."""
+def read_hparams(accumulator: EventAccumulator) -> tuple[dict, list[str], list[str]]:
+    """The run's hparams (name -> value, in column order), the metric tags of its HParams experiment and the
+    hparams flagged ``differs`` (the columns TensorBoard ticks by default)."""
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     content = accumulator.PluginTagToContent("hparams")
@@ -200,7 +201,8 @@ def read_hparams(accumulator: EventAccumulator) -> tuple[dict, list[str]]:
     for info in experiment.experiment.hparam_infos:
         value = start.session_start_info.hparams[info.name]
         values[info.name] = value.string_value if value.WhichOneof("kind") == "string_value" else value.number_value
-    return values, [info.name.tag for info in experiment.experiment.metric_infos]
+    flagged = [info.name for info in experiment.experiment.hparam_infos if info.differs]
+    return values, [info.name.tag for info in experiment.experiment.metric_infos], flagged
 
 
 def test_default_run_name_is_algorithm_and_objective_and_slashes_group_runs(tmp_path: Path) -> None:
@@ -241,12 +243,13 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     )
     model.learn(32, callback=eval_callback)
     run = read_run(tmp_path / "OrderGradPPO_cvar0.25@8_1")
-    hparams, metrics = read_hparams(run)
+    hparams, metrics, flagged = read_hparams(run)
     expected = {"algorithm": "OrderGradPPO", "env": "RiskyBandit-v0", "objective": "cvar0.25@8", "k": 8.0}
     expected |= {"n_episodes": 16.0, "n_envs": 4.0, "learning_rate": 0.01, "seed": 3.0, "batch_size": 64.0}
     expected |= {"normalize_advantage": "True", "reward_to_go": "False", "advantage": "episodic"}
     assert expected.items() <= hparams.items()
-    assert list(hparams)[:4] == ["objective", "algorithm", "k", "n_episodes"]  # the columns TensorBoard shows
+    # TensorBoard ticks the (first five) columns flagged "differs", else the first five by name (advantage, ...).
+    assert sorted(flagged) == ["algorithm", "k", "n_episodes", "objective", "risk_schedule"]
     keys = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
     assert metrics == [f"eval_risk/{key}" for key in keys] + [f"risk/{key}" for key in keys] + ["risk/objective"]
     # Every metric is a scalar of the run: the dashboard shows its last value, the final risk profile.

@@ -96,6 +96,9 @@ COMMANDS: dict[str, Command | Group] = {
     "compare": Command(
         "ordergrad_rl.cli.compare", "side-by-side risk table and return distributions of models and runs"
     ),
+    "dashboard": Command(
+        "ordergrad_rl.cli.dashboard", "TensorBoard dashboards of many runs: a mean over seeds per method, HParams"
+    ),
     "sweep": Command(
         "ordergrad_rl.cli.sweep",
         "a grid of train + evaluate trials on Ray Tune (local or --address cluster), with a risk table over seeds",

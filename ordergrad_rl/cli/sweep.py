@@ -19,7 +19,8 @@ Each trial trains, then evaluates its final policy on eval_env (default: env; ev
 episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its
 arguments and final risk values) and trials/<trial>.json. The sweep ends with the risk table (mean and 95%
 confidence interval over the seeds of each method: trials that differ only in their seed) in risk_table.md and a
-compare figure of the final evaluation returns, compare_<name>.png.
+compare figure of the final evaluation returns, compare_<name>.png, and the dashboards of `ordergrad-rl dashboard`
+(tensorboard/<method>/mean_over_seeds: the mean and range over seeds of each method; HParams columns).
 
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
@@ -43,6 +44,7 @@ from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
 from ordergrad_rl.sweep.trial import run_trial
+from ordergrad_rl.zoo.dashboards import write_dashboards
 
 #: The sweep's plan (its trials and resources), written before the trials run and read by --resume.
 PLAN_FILE = "sweep.json"
@@ -177,8 +179,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nfinal evaluation returns, mean ± 95% CI over seeds:\n\n{table}\n")
         (out / "risk_table.md").write_text(table + "\n")
         figure = plot_sweep(rows, out / f"compare_{sweep['name']}.png")
+        dashboards = write_dashboards(out / "tensorboard")
         print(
             f"table: {out / 'risk_table.md'}\nfigure: {figure}\nTensorBoard: tensorboard --logdir {out / 'tensorboard'}"
+            f"\n  then open {dashboards.url}"
         )
         if args.json is not None:
             payload = {"name": sweep["name"], "summary": summary, "trials": rows, "wall_seconds": wall}

@@ -29,8 +29,9 @@ workers nor on where the jobs run.
 Outputs: the table beside the paper's numbers, tailrisk.png (the 4-panel figure), tailrisk_stress.png (--stress),
 the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate / compare), TensorBoard runs
 <tensorboard>/<method>/seed<s>_1 (one parent directory per method; risk/* of the training batches, eval_risk/*
-and eval_info/* of 64 deterministic deployment episodes every 50 updates) with --tensorboard, and the numbers with
---json.
+and eval_info/* of 64 deterministic deployment episodes every 50 updates and at the end) with --tensorboard, with
+the dashboards of `ordergrad-rl dashboard` (<method>/mean_over_seeds: the mean and range over seeds; HParams with
+objective and k first), and the numbers with --json.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ordergrad_rl.common.progress import available_cores, rollout_progress
 from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.risk import risk_profile
+from ordergrad_rl.zoo.dashboards import write_dashboards
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
@@ -739,7 +741,9 @@ def run(args: argparse.Namespace) -> int:
     print("figures:\n" + "\n".join(f"  {path}" for path in results["figures"].values()))
     print(f"models: {args.out / 'models'}")
     if args.tensorboard is not None:
-        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}")
+        # One aggregated run per method beside the seeds, HParams with objective and k first.
+        dashboards = write_dashboards(args.tensorboard)
+        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}\n  then open {dashboards.url}")
     if args.json is not None:
         payload = {key: value for key, value in results.items() if key != "deployments"}
         payload["paper"] = PAPER

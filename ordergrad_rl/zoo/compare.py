@@ -76,14 +76,30 @@ def method_of(path: Path) -> str:
     ``runs/OrderGradPPO_cvar0.2@128/seed0_1`` -> ``OrderGradPPO_cvar0.2@128``.
     """
     name = path.stem if path.suffix == ".zip" else path.name
-    method = re.sub(r"(^|[_-])(seed|s)\d+(_\d+)?$|_\d+$", "", name)
-    return method or path.parent.name or name
+    return strip_seed(name) or path.parent.name or name
+
+
+def strip_seed(name: str) -> str:
+    """``name`` without a trailing seed and SB3's run counter: ``seed0_1`` -> ``""``, ``ppo_seed3`` -> ``ppo``,
+    ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``."""
+    return re.sub(r"(^|[_-])(seed|s)\d+(_\d+)?$|_\d+$", "", name)
 
 
 # ---------------------------------------------------------------------------------------------------- TensorBoard
+#: The run :mod:`ordergrad_rl.zoo.dashboards` writes beside the seeds of a method: ``<method>/mean_over_seeds``.
+AGGREGATE_RUN = "mean_over_seeds"
+#: Suffix of the event file holding the dashboards' HParams experiment and layout at the root of a log dir.
+DASHBOARD_SUFFIX = ".dashboards"
+
+
 def is_run(path: Path) -> bool:
-    """Whether ``path`` is a directory holding TensorBoard event files."""
-    return path.is_dir() and any(path.glob("events.out.tfevents.*"))
+    """Whether ``path`` is a directory holding TensorBoard event files (other than the dashboards' root file)."""
+    return path.is_dir() and any(not e.name.endswith(DASHBOARD_SUFFIX) for e in path.glob("events.out.tfevents.*"))
+
+
+def is_aggregate(path: Path) -> bool:
+    """Whether ``path`` is an aggregated run of :mod:`ordergrad_rl.zoo.dashboards` (a mean over seeds)."""
+    return path.name == AGGREGATE_RUN
 
 
 def histogram_arrays(histogram: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -136,11 +152,14 @@ def read_run(path: Path) -> Entry:
 
 # ---------------------------------------------------------------------------------------------------- entries
 def expand(paths: list[Path]) -> list[Path]:
-    """Arguments -> entries: a log dir stands for every run below it (sorted)."""
+    """Arguments -> entries: a log dir stands for every run below it (sorted), but the aggregated runs
+    :mod:`ordergrad_rl.zoo.dashboards` writes."""
     out: list[Path] = []
     for path in paths:
         if path.is_dir() and not is_run(path):
-            runs = sorted({event.parent for event in path.rglob("events.out.tfevents.*")})
+            # The dashboards' aggregated runs are means of the seeds' profiles, not distributions of returns.
+            runs = sorted({e.parent for e in path.rglob("events.out.tfevents.*") if is_run(e.parent)})
+            runs = [run for run in runs if not is_aggregate(run)]
             if not runs:
                 raise CommandError(f"{path} is a directory without TensorBoard runs")
             out.extend(runs)

@@ -10,7 +10,7 @@ Tags (``<prefix>`` is ``risk`` for training batches, ``eval_risk`` for :class:`~
 Run names and hparams (TensorBoard's "HParams" tab): :func:`default_run_name` is the algorithm and the objective
 (``OrderGradPPO_cvar0.2@128``, then SB3 appends ``_1``, ``_2`` ...), and :func:`record_hparams` logs a run's
 arguments (objective, k, n_episodes, learning rate, ...) with the risk tags as its metrics (TensorBoard shows
-their last values), through SB3's ``HParam`` output.
+their last values), with objective, k, algorithm, risk_schedule and n_episodes the columns shown by default.
 
 The layout (TensorBoard's "Custom Scalars" tab) has one category per prefix with four charts: the quantile bands
 5/50/95 and 25/50/75 (margin charts: the median with a shaded band), the CVaRs, and the mean with min/max (and
@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.logger import HParam, Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 
+from ordergrad_rl.agents.common.hparams import write_hparams
 from ordergrad_rl.risk import risk_profile
 
 TRAIN_PREFIX = "risk"
@@ -110,34 +111,26 @@ def default_run_name(algorithm: str, objective: str) -> str:
     return f"{algorithm}_{text}"
 
 
-def hparam_value(value: Any) -> str | float | int | None:
-    """A value TensorBoard's HParams dashboard can show: numbers and strings as they are, booleans as ``"True"`` /
-    ``"False"`` (TensorBoard would show 1 / 0), other values (schedules, dicts) ``None`` (not logged)."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    return None
+def hparam_metrics(prefixes: Iterable[str]) -> list[str]:
+    """The HParams metric tags of a run logging ``prefixes``: :data:`HPARAM_METRIC_KEYS` of each prefix, evaluation
+    prefixes first (deployment is what the comparison is about), then ``risk/objective``."""
+    ordered = sorted(dict.fromkeys(prefixes), key=lambda prefix: prefix == TRAIN_PREFIX)
+    metrics = [f"{prefix}/{key}" for prefix in ordered for key in HPARAM_METRIC_KEYS]
+    return metrics + ([f"{TRAIN_PREFIX}/objective"] if TRAIN_PREFIX in ordered else [])
 
 
 def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterable[str] = (TRAIN_PREFIX,)) -> None:
-    """Record ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``prefixes`` as metrics.
+    """Write ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``prefixes`` as metrics
+    (:func:`hparam_metrics`), to every TensorBoard output of ``logger`` (:func:`~ordergrad_rl.agents.common.hparams.
+    write_hparams`: objective, k, algorithm, risk_schedule and n_episodes are the columns shown by default).
 
-    Written with SB3's :class:`~stable_baselines3.common.logger.HParam` at the logger's next ``dump``
-    (TensorBoard only). TensorBoard reads a metric's value from the run's scalars, so the dashboard shows the last
-    logged values: the run's final risk profile. Metrics: :data:`HPARAM_METRIC_KEYS` of each prefix, evaluation
-    prefixes first (deployment is what the comparison is about), then ``risk/objective``.
+    TensorBoard reads a metric's value from the run's scalars, so the dashboard shows the last logged values: the
+    run's final risk profile.
 
-    :param hparams: argument name -> value, most telling first (TensorBoard ticks the first few columns);
-        values without a TensorBoard form (see :func:`hparam_value`) are left out.
+    :param hparams: argument name -> value; values without a TensorBoard form (see
+        :func:`~ordergrad_rl.agents.common.hparams.hparam_value`) are left out.
     :param prefixes: tag prefixes of the metrics (``risk``, ``eval_risk``).
     """
-    values = {key: hparam_value(value) for key, value in hparams.items()}
-    ordered = sorted(dict.fromkeys(prefixes), key=lambda prefix: prefix == TRAIN_PREFIX)
-    metrics = {f"{prefix}/{key}": 0.0 for prefix in ordered for key in HPARAM_METRIC_KEYS}
-    if TRAIN_PREFIX in ordered:
-        metrics[f"{TRAIN_PREFIX}/objective"] = 0.0
-    hparam = HParam({key: value for key, value in values.items() if value is not None}, metrics)
-    logger.record("hparams", hparam, exclude=HISTOGRAM_EXCLUDE)
+    for output in logger.output_formats:
+        if isinstance(output, TensorBoardOutputFormat):
+            write_hparams(output.writer, hparams, hparam_metrics(prefixes))

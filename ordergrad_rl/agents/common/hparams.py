@@ -1,0 +1,98 @@
+"""TensorBoard's HParams records (the hparams plugin's protos), written to a TensorBoard ``SummaryWriter``.
+
+A run writes its HParams experiment (the columns: arguments and metric tags), its session start (the argument
+values) and its session end. The HParams tab ticks five argument columns by default: the first five whose
+``differs`` flag is set, else the first five by name (advantage, algorithm, batch_size, ...). A run cannot know
+which arguments differ between the runs it will be compared with, so the flag marks the arguments a risk
+comparison is about, :data:`SHOWN_HPARAMS`, and those are the columns a user sees without ticking anything.
+(SB3's ``HParam`` output, through torch's ``hparams``, sets no flag: it could not do this.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from google.protobuf import struct_pb2
+from tensorboard.compat.proto import summary_pb2
+from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+
+#: The arguments the HParams tab shows by default (at most five: the tab ticks five).
+SHOWN_HPARAMS: tuple[str, ...] = ("objective", "k", "algorithm", "risk_schedule", "n_episodes")
+
+
+def hparam_value(value: Any) -> str | float | int | None:
+    """A value TensorBoard's HParams dashboard can show: numbers and strings as they are, booleans as ``"True"`` /
+    ``"False"`` (TensorBoard would show 1 / 0), other values (schedules, dicts) ``None`` (not logged)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return None
+
+
+def _struct_value(value: str | float | int) -> struct_pb2.Value:
+    if isinstance(value, str):
+        return struct_pb2.Value(string_value=value)
+    return struct_pb2.Value(number_value=float(value))
+
+
+def _summary(tag: str, data: plugin_data_pb2.HParamsPluginData) -> summary_pb2.Summary:
+    value = summary_pb2.Summary.Value(
+        tag=tag, metadata=metadata.create_summary_metadata(data), tensor=metadata.NULL_TENSOR
+    )
+    return summary_pb2.Summary(value=[value])
+
+
+def experiment_summary(hparams: Mapping[str, str | float | int], metrics: Sequence[str]) -> summary_pb2.Summary:
+    """The HParams experiment: one column per argument (``differs`` on :data:`SHOWN_HPARAMS`), one per metric tag.
+
+    :param hparams: argument name -> value (as :func:`hparam_value` gives it).
+    :param metrics: scalar tags whose last values the table shows.
+    """
+    infos = [
+        api_pb2.HParamInfo(
+            name=name,
+            type=api_pb2.DATA_TYPE_STRING if isinstance(value, str) else api_pb2.DATA_TYPE_FLOAT64,
+            differs=name in SHOWN_HPARAMS,
+        )
+        for name, value in hparams.items()
+    ]
+    experiment = api_pb2.Experiment(
+        hparam_infos=infos,
+        metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag)) for tag in metrics],
+        time_created_secs=time.time(),
+    )
+    return _summary(metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=experiment))
+
+
+def session_start_summary(hparams: Mapping[str, str | float | int], group_name: str = "") -> summary_pb2.Summary:
+    """The session start: the run's argument values (``group_name``: the HParams table's row name, else the
+    run's)."""
+    info = plugin_data_pb2.SessionStartInfo(group_name=group_name, start_time_secs=time.time())
+    for name, value in hparams.items():
+        info.hparams[name].CopyFrom(_struct_value(value))
+    return _summary(metadata.SESSION_START_INFO_TAG, plugin_data_pb2.HParamsPluginData(session_start_info=info))
+
+
+def session_end_summary() -> summary_pb2.Summary:
+    """The session end (status success: the table shows the run's metrics as they are when it is opened)."""
+    info = plugin_data_pb2.SessionEndInfo(status=api_pb2.Status.STATUS_SUCCESS, end_time_secs=time.time())
+    return _summary(metadata.SESSION_END_INFO_TAG, plugin_data_pb2.HParamsPluginData(session_end_info=info))
+
+
+def write_hparams(writer: Any, hparams: Mapping[str, Any], metrics: Sequence[str], group_name: str = "") -> None:
+    """Write a run's experiment, session start and end to ``writer`` (a ``torch.utils.tensorboard.SummaryWriter``).
+
+    :param hparams: argument name -> value; values without a TensorBoard form (:func:`hparam_value`) are left out.
+    :param metrics: scalar tags whose last values the HParams table shows.
+    """
+    values = {name: hparam_value(value) for name, value in hparams.items()}
+    values = {name: value for name, value in values.items() if value is not None}
+    for summary in (experiment_summary(values, metrics), session_start_summary(values, group_name)):
+        writer.file_writer.add_summary(summary)
+    writer.file_writer.add_summary(session_end_summary())

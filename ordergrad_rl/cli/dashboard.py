@@ -1,0 +1,46 @@
+"""Dashboards that compare many TensorBoard runs: one aggregated run per method, charts per method, HParams.
+
+    ordergrad-rl dashboard runs/tailrisk
+    tensorboard --logdir runs/tailrisk        # and open the address printed by the first command
+
+The runs below LOGDIR are grouped by method (a run's path without its seed and SB3's run counter: og-cvar/seed3_1
+and og-cvar/seed4_1 -> og-cvar; OrderGradPPO_cvar0.2@128_1 and _2 -> OrderGradPPO_cvar0.2@128). For every method
+with two or more runs it writes <LOGDIR>/<method>/mean_over_seeds: the mean over seeds of the eval_risk/* and
+risk/* mean, min, CVaR_0.05, CVaR_0.2 and median, with the range of the seeds as a band, under the seeds' tags
+and under methods/* (one chart, a line per method) and <method>/* (charts per method, each with its own x-axis).
+At LOGDIR's root it writes the Custom Scalars layout (the methods' bands side by side, then each method's) and the
+HParams columns (objective and k first, plus seeds). Run it again after adding runs: it replaces what it wrote.
+The printed address opens TensorBoard's Time Series with one colour per method (runColorGroup). `reproduce
+tailrisk --tensorboard` and `sweep` run it on the runs they write; `compare` skips the aggregated runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ordergrad_rl.common.reports import markdown_table
+from ordergrad_rl.zoo.dashboards import tensorboard_url, write_dashboards
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``ordergrad-rl dashboard``."""
+    parser.add_argument("logdir", type=Path, metavar="LOGDIR", help="the TensorBoard log dir holding the runs")
+    parser.add_argument(
+        "--address",
+        default="http://localhost:6006",
+        metavar="URL",
+        help="where TensorBoard serves LOGDIR, for the printed address (default: %(default)s)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    dashboards = write_dashboards(args.logdir)
+    rows = [
+        [group, len(runs), str(dashboards.aggregates.get(group, "- (one run)"))]
+        for group, runs in dashboards.groups.items()
+    ]
+    print(markdown_table(["method", "runs", "aggregated run"], rows))
+    print(f"TensorBoard: tensorboard --logdir {args.logdir}")
+    print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")
+    return 0

@@ -1,0 +1,274 @@
+"""Dashboards that compare many runs: one aggregated TensorBoard run per method, charts per method, and an HParams
+table that shows the comparison's arguments first (the layer under ``ordergrad-rl dashboard``; ``reproduce
+tailrisk --tensorboard`` and ``sweep`` call it on the runs they write).
+
+    ordergrad-rl dashboard runs/tailrisk          # then: tensorboard --logdir runs/tailrisk, and open the URL it prints
+
+The runs of a log dir are grouped by method: a run's path below the log dir without its seed and SB3's run counter
+(``og-cvar/seed3_1`` -> ``og-cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``). For every
+method with two or more runs this writes the run ``<method>/mean_over_seeds``, on the env-step grid of its seeds
+(a seed that ended earlier holds its last value):
+
+* ``<tag>``, for the HParams metric tags of the seeds (:data:`AGGREGATE_TAGS`: ``eval_risk/*`` and ``risk/*``
+  mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2, median): the mean over seeds under the seeds' own tag, so the
+  Time Series cards overlay it on the seeds and the HParams table fills its row;
+* for the charted tags (:data:`CHART_TAGS`: CVaR_0.2 and the mean of evaluation and training),
+  ``methods/<tag>`` with ``methods/<tag>/min`` and ``.../max``: the mean and the range over seeds under tags only
+  aggregated runs have, so one chart holds one line (in Custom Scalars one band) per method; and
+  ``<method>/<tag>`` with its ``min`` and ``max``: the same per method, so each method has its own charts and
+  x-axis (runs of 200k and of 3M steps no longer share one).
+
+The aggregated run is a row of the HParams table too: the arguments its seeds share, ``seeds``, and the metric
+columns of the seeds (their mean). At the log dir's root, one event file (``*.dashboards``, rewritten on every
+call) holds the Custom Scalars layout: a category comparing the methods (a margin chart per key: the mean over
+seeds with the range as a band, one per method), then one per method (TensorBoard orders layouts by run name, so
+the root's comes first).
+
+TensorBoard cannot be told run colours in the logs, but its URL can group them: :func:`tensorboard_url` gives the
+Time Series address with ``runColorGroup=regex:`` capturing the method, so the seeds and the mean of one method
+share a colour, and methods differ.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from ordergrad_rl.agents.common.hparams import write_hparams
+from ordergrad_rl.agents.common.risk_logging import EVAL_PREFIX, TRAIN_PREFIX, hparam_metrics
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_aggregate, is_run, strip_seed
+
+#: Evaluation first: deployment is what a comparison is about.
+PREFIXES: tuple[str, ...] = (EVAL_PREFIX, TRAIN_PREFIX)
+#: The aggregated tags: the HParams metrics of the seeds (so the aggregated row fills their columns).
+AGGREGATE_TAGS: tuple[str, ...] = tuple(hparam_metrics(PREFIXES))
+#: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
+CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
+#: Most points per aggregated curve.
+GRID_POINTS = 400
+
+
+@dataclass
+class RunData:
+    """What the dashboards read of one run.
+
+    :param path: the run directory.
+    :param group: its method (see the module docstring).
+    :param scalars: tag -> ``(steps [n], values [n])`` of the aggregated tags, sorted by step.
+    :param hparams: its HParams arguments (empty when it logged none).
+    """
+
+    path: Path
+    group: str
+    scalars: dict[str, tuple[np.ndarray, np.ndarray]]
+    hparams: dict[str, Any]
+
+
+@dataclass
+class Dashboards:
+    """What :func:`write_dashboards` wrote.
+
+    :param logdir: the log dir.
+    :param groups: method -> its runs (the seeds).
+    :param aggregates: method -> its ``mean_over_seeds`` run (methods with two or more runs).
+    :param url: the Time Series address with one colour per method (TensorBoard's default port).
+    """
+
+    logdir: Path
+    groups: dict[str, list[Path]]
+    aggregates: dict[str, Path]
+    url: str
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def group_of(run: Path, logdir: Path) -> str:
+    """The method of ``run``: its path below ``logdir`` without the seed and run counter (``og-cvar/seed3_1`` ->
+    ``og-cvar``)."""
+    relative = PurePosixPath(run.relative_to(logdir).as_posix())
+    stripped = strip_seed(relative.name)
+    if not stripped:
+        return str(relative.parent) if str(relative.parent) != "." else relative.name
+    return str(relative.parent / stripped)
+
+
+def read_run_data(run: Path, logdir: Path) -> RunData:
+    """The aggregated tags and the HParams arguments of ``run``."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.plugins.hparams import metadata
+
+    accumulator = ea.EventAccumulator(str(run), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
+    accumulator.Reload()
+    available = set(accumulator.Tags()[ea.SCALARS])
+    scalars = {}
+    for tag in AGGREGATE_TAGS:
+        if tag in available:
+            events = sorted(accumulator.Scalars(tag), key=lambda e: (e.step, e.wall_time))
+            # One value per step (the last written): a resumed run may have logged a step twice.
+            last = {event.step: event.value for event in events}
+            scalars[tag] = (np.fromiter(last, float), np.fromiter(last.values(), float))
+    hparams: dict[str, Any] = {}
+    try:
+        content = accumulator.PluginTagToContent(metadata.PLUGIN_NAME)
+    except KeyError:  # the run logged no HParams
+        content = {}
+    if metadata.SESSION_START_INFO_TAG in content:
+        info = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
+        hparams = {name: _from_value(value) for name, value in info.hparams.items()}
+    return RunData(run, group_of(run, logdir), scalars, hparams)
+
+
+def _from_value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    return {"string_value": value.string_value, "number_value": value.number_value, "bool_value": value.bool_value}.get(
+        kind
+    )
+
+
+def find_runs(logdir: Path) -> dict[str, list[Path]]:
+    """Method -> its runs below ``logdir`` (not the aggregated ones), sorted.
+
+    :raises CommandError: ``logdir`` is not a directory, is itself a run, or has no runs below it.
+    """
+    if not logdir.is_dir():
+        raise CommandError(f"{logdir} is not a directory")
+    if is_run(logdir):
+        raise CommandError(f"{logdir} is a run: give the log dir above the runs to compare")
+    runs = sorted({e.parent for e in logdir.rglob("events.out.tfevents.*") if is_run(e.parent)})
+    groups: dict[str, list[Path]] = {}
+    for run in runs:
+        if not is_aggregate(run):
+            groups.setdefault(group_of(run, logdir), []).append(run)
+    if not groups:
+        raise CommandError(f"{logdir} is a directory without TensorBoard runs")
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------------- numbers
+def mean_and_band(
+    series: Sequence[tuple[np.ndarray, np.ndarray]], points: int = GRID_POINTS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The mean and the range over seeds of curves logged at different steps.
+
+    The grid is the seeds' steps from the latest first step to the last step of all (at most ``points`` of them,
+    evenly picked, the last one kept); each seed is linearly interpolated on it and holds its last value after
+    it ended (episodic agents end a few steps apart).
+
+    :param series: per seed ``(steps [n_i], values [n_i])``, steps increasing.
+    :return: ``(steps [g], mean [g], min [g], max [g])``.
+    """
+    start = max(steps[0] for steps, _ in series)
+    grid = np.unique(np.concatenate([steps for steps, _ in series]))
+    grid = grid[grid >= start]
+    if grid.size > points:
+        grid = grid[np.unique(np.linspace(0, grid.size - 1, points).round().astype(int))]
+    values = np.stack([np.interp(grid, steps, vals) for steps, vals in series])
+    return grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0)
+
+
+def shared_hparams(runs: Sequence[RunData]) -> dict[str, Any]:
+    """The arguments every run of a method logged with the same value (the seed differs), plus ``seeds``."""
+    common = dict(runs[0].hparams)
+    for run in runs[1:]:
+        common = {name: value for name, value in common.items() if run.hparams.get(name) == value}
+    common.pop("seed", None)
+    common["seeds"] = len(runs)
+    return common
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+def _writer(path: Path, suffix: str = "") -> Any:
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(path), filename_suffix=suffix)
+
+
+def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
+    """Write ``<logdir>/<method>/mean_over_seeds`` for the runs of one method (replacing an earlier one)."""
+    group = runs[0].group
+    path = logdir / group / AGGREGATE_RUN
+    if path.exists():
+        shutil.rmtree(path)
+    writer = _writer(path)
+    for tag in AGGREGATE_TAGS:
+        series = [run.scalars[tag] for run in runs if tag in run.scalars]
+        if len(series) < len(runs):  # not every seed logged it (a run still writing): no mean to show
+            continue
+        steps, mean, low, high = mean_and_band(series)
+        for i, step in enumerate(steps.tolist()):
+            writer.add_scalar(tag, mean[i], step)
+            for root in ("methods", group) if tag in CHART_TAGS else ():
+                writer.add_scalar(f"{root}/{tag}", mean[i], step)
+                writer.add_scalar(f"{root}/{tag}/min", low[i], step)
+                writer.add_scalar(f"{root}/{tag}/max", high[i], step)
+    metrics = [tag for tag in AGGREGATE_TAGS if all(tag in run.scalars for run in runs)]
+    write_hparams(writer, shared_hparams(runs), metrics, group_name=f"{group}/{AGGREGATE_RUN}")
+    writer.close()
+    return path
+
+
+def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
+    """The Custom Scalars layout: a category comparing the methods, then one per method (margin charts: the mean
+    over seeds with the range as a band), for those of :data:`CHART_TAGS` among ``tags``."""
+
+    def chart(root: str, tag: str) -> list:
+        return ["Margin", [f"{root}/{tag}", f"{root}/{tag}/min", f"{root}/{tag}/max"]]
+
+    present = [tag for tag in CHART_TAGS if tag in tags]
+    categories = {
+        "methods: mean over seeds, band = range of the seeds": {
+            f"{tag}, one band per method": chart("methods", tag) for tag in present
+        }
+    }
+    for group in groups:
+        categories[f"method {group}: mean over seeds, band = range"] = {
+            f"{group}: {tag}": chart(group, tag) for tag in present
+        }
+    return categories
+
+
+def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
+    """Write :func:`layout` to the root event file of ``logdir`` (replacing an earlier one)."""
+    for stale in logdir.glob(f"events.out.tfevents.*{DASHBOARD_SUFFIX}"):
+        stale.unlink()
+    writer = _writer(logdir, DASHBOARD_SUFFIX)
+    writer.add_custom_scalars(layout(groups, tags))
+    writer.close()
+
+
+def write_dashboards(logdir: Path) -> Dashboards:
+    """Aggregated runs, layout and HParams experiment for the runs below ``logdir`` (see the module docstring).
+
+    :raises CommandError: no runs below ``logdir``, or ``logdir`` is a run.
+    """
+    groups = find_runs(logdir)
+    data = [read_run_data(run, logdir) for runs in groups.values() for run in runs]
+    by_group: dict[str, list[RunData]] = {}
+    for run in data:
+        by_group.setdefault(run.group, []).append(run)
+    aggregates = {group: runs for group, runs in by_group.items() if len(runs) >= 2}
+    paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
+    if aggregates:
+        write_layout(logdir, sorted(aggregates), {tag for run in data for tag in run.scalars})
+    return Dashboards(logdir, groups, paths, tensorboard_url(sorted(groups)))
+
+
+def color_regex(groups: Sequence[str]) -> str:
+    """A run-name regex whose capture group is the method (longest names first, so ``ppo-cvar`` is not read as
+    ``ppo``)."""
+    names = sorted(groups, key=lambda name: (-len(name), name))
+    # Escaped for JavaScript's RegExp, which TensorBoard uses (Python's re.escape would also escape "-" and "@").
+    return "^(" + "|".join(re.sub(r"[.*+?^${}()|[\]\\]", r"\\\g<0>", name) for name in names) + ")"
+
+
+def tensorboard_url(groups: Sequence[str], address: str = "http://localhost:6006") -> str:
+    """The Time Series address with the runs coloured by method."""
+    query = urllib.parse.urlencode({"runColorGroup": f"regex:{color_regex(groups)}"})
+    return f"{address}/?{query}#timeseries"

@@ -1,0 +1,190 @@
+"""Dashboards of many runs (ordergrad_rl.zoo.dashboards, ``ordergrad-rl dashboard``): the aggregated run per method
+read back with EventAccumulator and checked against the seeds' numbers, the layout, the HParams rows, the colours."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.plugins.hparams import metadata
+from torch.utils.tensorboard import SummaryWriter
+
+from ordergrad_rl.agents import OrderGradPPO, RiskEvalCallback
+from ordergrad_rl.agents.common.hparams import write_hparams
+from ordergrad_rl.cli import main
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo import compare as zoo_compare
+from ordergrad_rl.zoo import dashboards
+
+
+def read(run: Path) -> EventAccumulator:
+    accumulator = EventAccumulator(str(run), size_guidance={"tensors": 0, "scalars": 0})
+    accumulator.Reload()
+    return accumulator
+
+
+def curve(accumulator: EventAccumulator, tag: str) -> tuple[list[int], list[float]]:
+    events = accumulator.Scalars(tag)
+    return [e.step for e in events], [e.value for e in events]
+
+
+def fake_run(path: Path, steps: list[int], cvar: list[float], objective: str, seed: int) -> None:
+    """A run as the agents write it: eval_risk/cvar_0.2 and eval_risk/mean (= cvar + 1), and its HParams."""
+    writer = SummaryWriter(str(path))
+    for step, value in zip(steps, cvar, strict=True):
+        writer.add_scalar("eval_risk/cvar_0.2", value, step)
+        writer.add_scalar("eval_risk/mean", value + 1.0, step)
+    write_hparams(writer, {"objective": objective, "k": 4, "seed": seed, "learning_rate": 3e-4}, ["eval_risk/mean"])
+    writer.close()
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    fake_run(tmp_path / "cvar" / "seed0_1", [10, 20, 30], [1.0, 2.0, 3.0], "cvar0.2", 0)
+    fake_run(tmp_path / "cvar" / "seed1_1", [10, 20, 40], [3.0, 4.0, 5.0], "cvar0.2", 1)
+    fake_run(tmp_path / "cvar-level" / "seed0_1", [5, 15], [0.0, 1.0], "cvar0.2", 0)
+    fake_run(tmp_path / "cvar-level" / "seed1_1", [5, 15], [2.0, 5.0], "cvar0.2", 1)
+    fake_run(tmp_path / "alone" / "seed0_1", [1], [0.0], "mean", 0)
+    return tmp_path
+
+
+def test_mean_and_band_interpolates_on_the_seeds_steps_and_holds_a_finished_seed() -> None:
+    a = (np.array([0.0, 10.0, 20.0]), np.array([0.0, 10.0, 20.0]))
+    b = (np.array([5.0, 15.0, 30.0]), np.array([1.0, 1.0, 4.0]))
+    steps, mean, low, high = dashboards.mean_and_band([a, b])
+    np.testing.assert_array_equal(steps, [5, 10, 15, 20, 30])  # from the latest first step to the last of all
+    seed_a = np.array([5.0, 10.0, 15.0, 20.0, 20.0])  # holds 20 after it ended
+    seed_b = np.array([1.0, 1.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(mean, (seed_a + seed_b) / 2)
+    np.testing.assert_allclose(low, np.minimum(seed_a, seed_b))
+    np.testing.assert_allclose(high, np.maximum(seed_a, seed_b))
+    many = [(np.arange(1000.0), np.arange(1000.0))] * 2
+    steps, mean, _, _ = dashboards.mean_and_band(many, points=50)
+    assert steps.size == 50 and steps[0] == 0 and steps[-1] == 999
+    np.testing.assert_allclose(mean, steps)
+
+
+@pytest.mark.parametrize(
+    ("run", "group"),
+    [
+        ("og-cvar/seed3_1", "og-cvar"),
+        ("OrderGradPPO_cvar0.2@128_2", "OrderGradPPO_cvar0.2@128"),
+        ("sweep/ppo/seed0_1", "sweep/ppo"),
+        ("ppo_seed4", "ppo"),
+        ("seed0_1", "seed0_1"),
+    ],
+)
+def test_group_of_drops_the_seed_and_the_run_counter_but_keeps_the_path(tmp_path: Path, run: str, group: str) -> None:
+    assert dashboards.group_of(tmp_path / run, tmp_path) == group
+
+
+def test_aggregated_runs_hold_the_mean_and_range_of_the_seeds(logdir: Path) -> None:
+    result = dashboards.write_dashboards(logdir)
+    assert set(result.groups) == {"cvar", "cvar-level", "alone"}
+    assert set(result.aggregates) == {"cvar", "cvar-level"}  # one run: nothing to aggregate
+    run = read(logdir / "cvar" / "mean_over_seeds")
+    assert curve(run, "eval_risk/cvar_0.2") == ([10, 20, 30, 40], [2.0, 3.0, 3.75, 4.0])
+    assert curve(run, "methods/eval_risk/cvar_0.2")[1] == [2.0, 3.0, 3.75, 4.0]
+    assert curve(run, "methods/eval_risk/cvar_0.2/min")[1] == [1.0, 2.0, 3.0, 3.0]
+    assert curve(run, "cvar/eval_risk/cvar_0.2/max")[1] == [3.0, 4.0, 4.5, 5.0]
+    assert curve(run, "cvar/eval_risk/mean")[1] == [3.0, 4.0, 4.75, 5.0]
+    assert not any(tag.startswith("cvar-level/") for tag in run.Tags()["scalars"])
+    level = read(logdir / "cvar-level" / "mean_over_seeds")
+    assert curve(level, "eval_risk/cvar_0.2") == ([5, 15], [1.0, 3.0])
+    # Its HParams row: the arguments the seeds share, the number of seeds, its own name, the seeds' metrics.
+    content = level.PluginTagToContent(metadata.PLUGIN_NAME)
+    start = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
+    assert start.group_name == "cvar-level/mean_over_seeds"
+    assert {name: value.WhichOneof("kind") for name, value in start.hparams.items()}.keys() == {
+        "objective",
+        "k",
+        "learning_rate",
+        "seeds",
+    }
+    assert start.hparams["seeds"].number_value == 2 and start.hparams["objective"].string_value == "cvar0.2"
+    experiment = metadata.parse_experiment_plugin_data(content[metadata.EXPERIMENT_TAG])
+    assert [m.name.tag for m in experiment.metric_infos] == ["eval_risk/mean", "eval_risk/cvar_0.2"]
+    assert {info.name for info in experiment.hparam_infos if info.differs} == {"objective", "k"}
+
+
+def test_layout_compares_the_methods_first_then_charts_each(logdir: Path) -> None:
+    dashboards.write_dashboards(logdir)
+    (root,) = logdir.glob("events.out.tfevents.*.dashboards")
+    layout = layout_pb2.Layout()
+    layout.ParseFromString(read(logdir).Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
+    titles = [category.title for category in layout.category]
+    assert titles[0].startswith("methods:") and titles[1:] == [
+        "method cvar: mean over seeds, band = range",
+        "method cvar-level: mean over seeds, band = range",
+    ]
+    charts = {chart.title: chart for chart in layout.category[0].chart}
+    assert list(charts) == ["eval_risk/cvar_0.2, one band per method", "eval_risk/mean, one band per method"]
+    margin = charts["eval_risk/cvar_0.2, one band per method"].margin.series[0]
+    assert (margin.value, margin.lower, margin.upper) == (
+        "methods/eval_risk/cvar_0.2",
+        "methods/eval_risk/cvar_0.2/min",
+        "methods/eval_risk/cvar_0.2/max",
+    )
+    for tags in [[s.value, s.lower, s.upper] for c in layout.category[1].chart for s in c.margin.series]:
+        assert all(tag in read(logdir / "cvar" / "mean_over_seeds").Tags()["scalars"] for tag in tags)
+    # Again after another seed: the aggregate and the root file are replaced, not added to.
+    fake_run(logdir / "cvar" / "seed2_1", [10, 20, 30], [2.0, 3.0, 4.0], "cvar0.2", 2)
+    dashboards.write_dashboards(logdir)
+    assert len(list(logdir.glob("events.out.tfevents.*"))) == 1 and root not in logdir.iterdir()
+    assert len(list((logdir / "cvar" / "mean_over_seeds").iterdir())) == 1
+    assert curve(read(logdir / "cvar" / "mean_over_seeds"), "eval_risk/cvar_0.2")[1][0] == 2.0  # (1 + 3 + 2) / 3
+
+
+def test_compare_and_the_dashboards_skip_what_the_dashboards_wrote(logdir: Path) -> None:
+    dashboards.write_dashboards(logdir)
+    assert not zoo_compare.is_run(logdir)  # the root file holds a layout, not a run
+    runs = zoo_compare.expand([logdir])
+    assert len(runs) == 5 and not any(zoo_compare.is_aggregate(run) for run in runs)
+    assert sum(len(runs) for runs in dashboards.find_runs(logdir).values()) == 5
+
+
+def test_colour_regex_captures_each_method_longest_first(logdir: Path) -> None:
+    result = dashboards.write_dashboards(logdir)
+    assert "runColorGroup=regex%3A%5E%28cvar-level%7Calone%7Ccvar%29" in result.url
+    pattern = re.compile(dashboards.color_regex(list(result.groups)))
+    for name in ["cvar/seed0_1", "cvar/mean_over_seeds", "cvar-level/seed1_1", "cvar-level/mean_over_seeds"]:
+        assert pattern.match(name).group(1) == name.split("/")[0]
+
+
+def test_dashboards_of_agent_runs(tmp_path: Path) -> None:
+    """Real runs: two seeds of OrderGradPPO with the evaluation callback, in the layout the demo writes."""
+    for seed in (0, 1):
+        model = OrderGradPPO(
+            "MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, n_epochs=1, batch_size=8, seed=seed
+        )
+        model.tensorboard_log = str(tmp_path)
+        callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=8, eval_freq=2, seed=seed)
+        model.learn(32, callback=callback, tb_log_name=f"og-cvar/seed{seed}")
+    result = dashboards.write_dashboards(tmp_path)
+    run = read(result.aggregates["og-cvar"])
+    seeds = [read(tmp_path / "og-cvar" / f"seed{seed}_1") for seed in (0, 1)]
+    for tag in dashboards.AGGREGATE_TAGS:
+        last = np.mean([seed.Scalars(tag)[-1].value for seed in seeds])
+        assert run.Scalars(tag)[-1].value == pytest.approx(last, rel=1e-6), tag
+
+
+def test_dashboard_command(logdir: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["dashboard", str(logdir)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\|\s+cvar-level \|\s+2 \|.*cvar-level/mean_over_seeds", out)
+    assert "mean_over_seeds" in out and "http://localhost:6006/?runColorGroup=" in out
+    assert "- (one run)" in out
+    for bad, message in [
+        (logdir / "nothing", "is not a directory"),
+        (logdir / "cvar" / "seed0_1", "is a run: give the log dir above the runs"),
+    ]:
+        assert main(["dashboard", str(bad)]) == 2
+        assert message in capsys.readouterr().err
+    empty = logdir / "empty"
+    empty.mkdir()
+    with pytest.raises(CommandError, match="without TensorBoard runs"):
+        dashboards.write_dashboards(empty)
