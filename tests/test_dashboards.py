@@ -88,10 +88,15 @@ def test_aggregated_runs_hold_the_mean_and_range_of_the_seeds(logdir: Path) -> N
     assert set(result.aggregates) == {"cvar", "cvar-level"}  # one run: nothing to aggregate
     run = read(logdir / "cvar" / "mean_over_seeds")
     assert curve(run, "eval_risk/cvar_0.2") == ([10, 20, 30, 40], [2.0, 3.0, 3.75, 4.0])
-    assert curve(run, "methods/eval_risk/cvar_0.2")[1] == [2.0, 3.0, 3.75, 4.0]
-    assert curve(run, "methods/eval_risk/cvar_0.2/min")[1] == [1.0, 2.0, 3.0, 3.0]
+    assert curve(run, "cvar/eval_risk/cvar_0.2/min") == ([10, 20, 30, 40], [1.0, 2.0, 3.0, 3.0])
     assert curve(run, "cvar/eval_risk/cvar_0.2/max")[1] == [3.0, 4.0, 4.5, 5.0]
     assert curve(run, "cvar/eval_risk/mean")[1] == [3.0, 4.0, 4.75, 5.0]
+    # Across methods, x is the % of the method's training steps: from its first point (10 of 40 steps) to 100.
+    steps, values = curve(run, "methods/eval_risk/cvar_0.2")
+    assert steps == list(range(25, 101))
+    assert values[::25] == [2.0, 3.0, 3.75, 4.0]
+    assert curve(run, "methods/eval_risk/cvar_0.2/max")[1][-1] == 5.0
+    assert curve(read(logdir / "cvar-level" / "mean_over_seeds"), "methods/eval_risk/mean")[0][0] == 34  # 5 of 15
     assert not any(tag.startswith("cvar-level/") for tag in run.Tags()["scalars"])
     level = read(logdir / "cvar-level" / "mean_over_seeds")
     assert curve(level, "eval_risk/cvar_0.2") == ([5, 15], [1.0, 3.0])

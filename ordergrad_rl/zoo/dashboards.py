@@ -13,10 +13,11 @@ method with two or more runs this writes the run ``<method>/mean_over_seeds``, o
   mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2, median): the mean over seeds under the seeds' own tag, so the
   Time Series cards overlay it on the seeds and the HParams table fills its row;
 * for the charted tags (:data:`CHART_TAGS`: CVaR_0.2 and the mean of evaluation and training),
-  ``methods/<tag>`` with ``methods/<tag>/min`` and ``.../max``: the mean and the range over seeds under tags only
-  aggregated runs have, so one chart holds one line (in Custom Scalars one band) per method; and
-  ``<method>/<tag>`` with its ``min`` and ``max``: the same per method, so each method has its own charts and
-  x-axis (runs of 200k and of 3M steps no longer share one).
+  ``<method>/<tag>`` with ``<method>/<tag>/min`` and ``.../max``: the mean and the range over seeds, under tags
+  of this method only, so each method has its own charts and x-axis; and ``methods/<tag>`` with its ``min`` and
+  ``max``: the same with the x-axis in % of the method's training steps (0 to 100), under tags every aggregated
+  run has, so one chart holds one line (in Custom Scalars one band) per method and runs of 200k and of 3M steps
+  end together instead of the short ones being squeezed against 0.
 
 The aggregated run is a row of the HParams table too: the arguments its seeds share, ``seeds``, and the metric
 columns of the seeds (their mean). At the log dir's root, one event file (``*.dashboards``, rewritten on every
@@ -52,6 +53,8 @@ PREFIXES: tuple[str, ...] = (EVAL_PREFIX, TRAIN_PREFIX)
 AGGREGATE_TAGS: tuple[str, ...] = tuple(hparam_metrics(PREFIXES))
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
+#: The top-level tag of the charts across methods (x: % of each method's training steps).
+METHODS_ROOT = "methods"
 #: Most points per aggregated curve.
 GRID_POINTS = 400
 
@@ -204,14 +207,25 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         steps, mean, low, high = mean_and_band(series)
         for i, step in enumerate(steps.tolist()):
             writer.add_scalar(tag, mean[i], step)
-            for root in ("methods", group) if tag in CHART_TAGS else ():
-                writer.add_scalar(f"{root}/{tag}", mean[i], step)
-                writer.add_scalar(f"{root}/{tag}/min", low[i], step)
-                writer.add_scalar(f"{root}/{tag}/max", high[i], step)
+        if tag not in CHART_TAGS:
+            continue
+        write_band(writer, f"{group}/{tag}", steps, (mean, low, high))
+        # Across methods the x-axis is the share of training: methods of 200k and of 3M steps end together.
+        percent = np.arange(np.ceil(100 * steps[0] / steps[-1]), 101)
+        at = percent / 100 * steps[-1]
+        band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
+        write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
     metrics = [tag for tag in AGGREGATE_TAGS if all(tag in run.scalars for run in runs)]
     write_hparams(writer, shared_hparams(runs), metrics, group_name=f"{group}/{AGGREGATE_RUN}")
     writer.close()
     return path
+
+
+def write_band(writer: Any, tag: str, steps: np.ndarray, band: tuple[np.ndarray, ...]) -> None:
+    """Write ``tag``, ``tag/min`` and ``tag/max`` from ``band = (mean, min, max)`` at ``steps``."""
+    for suffix, values in zip(("", "/min", "/max"), band, strict=True):
+        for step, value in zip(steps.tolist(), values.tolist(), strict=True):
+            writer.add_scalar(f"{tag}{suffix}", value, step)
 
 
 def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
@@ -223,8 +237,8 @@ def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
 
     present = [tag for tag in CHART_TAGS if tag in tags]
     categories = {
-        "methods: mean over seeds, band = range of the seeds": {
-            f"{tag}, one band per method": chart("methods", tag) for tag in present
+        "methods: mean over seeds, band = range of the seeds, x = % of training": {
+            f"{tag}, one band per method": chart(METHODS_ROOT, tag) for tag in present
         }
     }
     for group in groups:
