@@ -83,6 +83,10 @@ REPRODUCTIONS: dict[str, Command] = {
         "ordergrad_rl.experiments.reasoning",
         "GRPO vs MaxPO vs Top-M@K and a length reward on TargetSum, pass@k (App. LLM experiments, in miniature)",
     ),
+    "reasoning-lm": Command(
+        "ordergrad_rl.experiments.reasoning_lm",
+        "the reasoning comparison with a small transformer trained through TRL's GRPOTrainer (needs the [trl] extra)",
+    ),
     "minatar": Command(
         "ordergrad_rl.experiments.minatar",
         "PPO-V vs PPO-Q vs OrderGrad PPO Top-M@K on MinAtar (App. RL experiments; needs the [minatar] extra)",

@@ -283,13 +283,27 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
                 result["train_seconds"] = time.perf_counter() - t0
                 result["train_curve"] = model.train_curve
                 runs.setdefault(method, []).append(result)
-    ks = np.asarray(summary["ks"])
+    summary["methods"], summary["differences"] = summarize_methods(runs, config.samples, summary["ks"])
+    summary["wall_seconds"] = time.perf_counter() - start
+    return summary
+
+
+def summarize_methods(
+    runs: dict[str, list[dict[str, Any]]], samples: int, ks: list[int]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per method, pass@k with 95% bootstrap intervals (seeds and problems resampled) and answer lengths; and the
+    paired differences of :data:`COMPARISONS` whose two methods ran.
+
+    :param runs: method -> one evaluation per seed (``n_correct`` per problem out of ``samples``, lengths).
+    :return: ``(methods, differences)`` as the summary's JSON holds them.
+    """
     rng = np.random.default_rng(0)
-    summary["methods"] = {}
+    grid = np.asarray(ks)
+    methods = {}
     for method, results in runs.items():
         n_correct = np.array([r["n_correct"] for r in results])
-        mean, low, high = bootstrap_curves(n_correct, config.samples, ks, rng)
-        summary["methods"][method] = {
+        mean, low, high = bootstrap_curves(n_correct, samples, grid, rng)
+        methods[method] = {
             "label": METHODS[method][0],
             "objective": str(METHODS[method][1]),
             "pass_at_k": mean.tolist(),
@@ -301,16 +315,15 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
             "length_counts_incorrect": np.sum([_pad(r["length_counts_incorrect"]) for r in results], axis=0).tolist(),
             "runs": results,
         }
-    summary["differences"] = {}
+    differences = {}
     for first, second in COMPARISONS:
         if first in runs and second in runs:
             paired = np.array([[r["n_correct"] for r in runs[m]] for m in (first, second)])
-            mean, low, high = bootstrap_curves(paired, config.samples, ks, rng)
-            summary["differences"][f"{first} - {second}"] = {
+            mean, low, high = bootstrap_curves(paired, samples, grid, rng)
+            differences[f"{first} - {second}"] = {
                 "pass_at_k": mean.tolist(), "ci_low": low.tolist(), "ci_high": high.tolist()
             }  # fmt: skip
-    summary["wall_seconds"] = time.perf_counter() - start
-    return summary
+    return methods, differences
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -384,14 +397,17 @@ def _plot_lengths(summary: dict[str, Any], methods: list[str], path: Any) -> Any
     return save_figure(fig, path)
 
 
-def _plot_training(summary: dict[str, Any], methods: list[str], path: Any) -> Any:
-    """Per update, mean over seeds: success rate, answer length and share of groups without a correct answer."""
+#: Per-update training curves in the figure: ``(key of train_curve, title)``.
+TRAINING_PANELS: tuple[tuple[str, str], ...] = (
+    ("success", "success rate"),
+    ("length", "mean answer length"),
+    ("zero_correct_groups", "groups, 0 correct"),
+)
+
+
+def _plot_training(summary: dict[str, Any], methods: list[str], path: Any, panels: Any = TRAINING_PANELS) -> Any:
+    """Per update, mean over seeds, the ``panels`` of the runs' ``train_curve``."""
     plt = pyplot()
-    panels = (
-        ("success", "success rate"),
-        ("length", "mean answer length"),
-        ("zero_correct_groups", "groups, 0 correct"),
-    )
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3))
     for method in methods:
         runs = summary["methods"][method]["runs"]
@@ -400,19 +416,21 @@ def _plot_training(summary: dict[str, Any], methods: list[str], path: Any) -> An
             ax.plot(np.arange(1, len(curve) + 1), curve, label=summary["methods"][method]["label"])
     for ax, (_, title) in zip(axes, panels, strict=True):
         ax.set(title=title, xlabel="update")
-    axes[0].legend(title=f"normalize {summary['config']['normalize']}", fontsize=7, title_fontsize=7)
+    axes[0].legend(title=f"normalize {summary['config'].get('normalize', 'group')}", fontsize=7, title_fontsize=7)
     return save_figure(fig, path)
 
 
-def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
-    """The figures whose methods were run (a figure with none of its methods is skipped)."""
+def write_figures(
+    summary: dict[str, Any], out: Any, prefix: str = "reasoning", training_panels: Any = TRAINING_PANELS
+) -> list[Any]:
+    """The figures whose methods were run (a figure with none of its methods is skipped), ``<prefix>_*.png``."""
     ran = list(summary["methods"])
     length = [m for m in ran if "length" in m]
     figures = [
-        ([m for m in ran if m not in length], "pass@k", "reasoning_passk.png"),
-        (["maxpo6", "top2at6", "top3at6"], "effect of M at K = 6", "reasoning_effect_of_m.png"),
-        (["top2at4", "top2at6"], "effect of K at M = 2", "reasoning_effect_of_k.png"),
-        (["grpo", "top2at4", *length], "length reward", "reasoning_length_passk.png"),
+        ([m for m in ran if m not in length], "pass@k", f"{prefix}_passk.png"),
+        (["maxpo6", "top2at6", "top3at6"], "effect of M at K = 6", f"{prefix}_effect_of_m.png"),
+        (["top2at4", "top2at6"], "effect of K at M = 2", f"{prefix}_effect_of_k.png"),
+        (["grpo", "top2at4", *length], "length reward", f"{prefix}_length_passk.png"),
     ]
     paths = []
     for methods, title, name in figures:
@@ -420,8 +438,8 @@ def write_figures(summary: dict[str, Any], out: Any) -> list[Any]:
         if present:
             paths.append(_plot_curves(summary, present, title, out / name))
     if length:
-        paths.append(_plot_lengths(summary, length, out / "reasoning_length.png"))
-    paths.append(_plot_training(summary, ran, out / "reasoning_training.png"))
+        paths.append(_plot_lengths(summary, length, out / f"{prefix}_length.png"))
+    paths.append(_plot_training(summary, ran, out / f"{prefix}_training.png", training_panels))
     return paths
 
 

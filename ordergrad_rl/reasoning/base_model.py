@@ -138,8 +138,8 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ordergrad-rl"
 
 
-def cache_key(config: BaseModelConfig, seed: int) -> str:
-    """Hex digest of the build configuration, the seed, the package version and the cache format."""
+def cache_key(config: Any, seed: int) -> str:
+    """Hex digest of a build configuration (a dataclass), the seed, the package version and the cache format."""
     payload = {
         "config": dataclasses.asdict(config),
         "seed": seed,

@@ -103,6 +103,17 @@ def evaluate_pass_at_k(
     if problem_ids is None:
         problem_ids = np.arange(len(TargetSumVectorEnv(1, split=split, **(env_kwargs or {})).problems))
     success, lengths = sample_answers(policy, problem_ids, n_samples, split=split, env_kwargs=env_kwargs, seed=seed)
+    return pass_at_k_report(success, lengths, ks)
+
+
+def pass_at_k_report(success: np.ndarray, lengths: np.ndarray, ks: Any = None) -> dict[str, Any]:
+    """The JSON-ready report of :func:`evaluate_pass_at_k` from sampled answers.
+
+    :param success: ``[problems, n_samples]`` bool, whether each answer is correct.
+    :param lengths: ``[problems, n_samples]`` answer lengths in tokens.
+    :param ks: subset sizes (default ``1, 2, 4, ..., <= n_samples``).
+    """
+    n_samples = success.shape[1]
     n_correct = success.sum(axis=1)
     bins = int(lengths.max()) + 1
 
