@@ -3,8 +3,10 @@
     ordergrad-rl reproduce tailrisk --out results/tailrisk --tensorboard runs/tailrisk    # make demo
     python scripts/screenshot_tensorboard.py runs/tailrisk docs/figures/dashboards
 
-Starts ``tensorboard --logdir LOGDIR`` on a free port, opens with Chromium (``--chromium``; Debian's package:
-``apt install chromium``) the pages below and writes one PNG each to OUT, then stops TensorBoard:
+Starts ``tensorboard --logdir LOGDIR`` on a free port, waits until it has read every run, opens with Chromium
+(``--chromium``; Debian's package: ``apt install chromium``) driven by Playwright (``pip install playwright``; not
+a dependency of the package, and no ``playwright install`` needed) the pages below and writes one PNG each to
+OUT, then stops TensorBoard:
 
 * ``timeseries_methods.png``: Time Series, runs coloured by method (the address ``ordergrad-rl dashboard``
   prints), filtered to ``methods/eval_risk/cvar_0.2`` and ``methods/eval_risk/mean``: one line per method;
@@ -12,9 +14,9 @@ Starts ``tensorboard --logdir LOGDIR`` on a free port, opens with Chromium (``--
 * ``custom_scalars.png``: the Custom Scalars tab (the methods' bands first);
 * ``hparams.png``: the HParams table with the columns TensorBoard ticks by default.
 
-Chromium runs with ``--virtual-time-budget`` (the page's timers run until the charts are drawn), no Playwright or
-driver needed. Run ``ordergrad-rl dashboard LOGDIR`` first on log dirs not written by ``reproduce tailrisk`` or
-``sweep``.
+Each page gets ``--settle-ms`` of real time after loading: TensorBoard draws its charts in a worker, which
+Chromium's ``--virtual-time-budget`` does not wait for on a busy machine. Run ``ordergrad-rl dashboard LOGDIR``
+first on log dirs not written by ``reproduce tailrisk`` or ``sweep``.
 """
 
 from __future__ import annotations
@@ -25,17 +27,18 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import sync_playwright
 
 from ordergrad_rl.zoo.dashboards import find_runs, tensorboard_url
 
 #: Chromium flags for a closed network (no background connections) and no GPU.
 CHROMIUM_FLAGS = (
-    "--headless",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -44,6 +47,7 @@ CHROMIUM_FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--hide-scrollbars",
+    "--enable-unsafe-swiftshader",  # software WebGL for the charts (there is no GPU)
 )
 
 
@@ -53,25 +57,32 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until_loaded(address: str, runs: int, seconds: float = 120.0) -> None:
-    """Wait until TensorBoard lists ``runs`` runs (it reads a log dir in the background after it starts)."""
+def wait_until_loaded(address: str, runs: int, seconds: float = 300.0) -> None:
+    """Wait until TensorBoard lists ``runs`` runs and their scalar tags stop changing (it reads a log dir in the
+    background after it starts, run by run)."""
     deadline = time.monotonic() + seconds
+    previous, stable = None, 0
     while time.monotonic() < deadline:
         try:
-            if len(json.loads(urllib.request.urlopen(f"{address}/data/runs", timeout=2).read())) >= runs:
-                time.sleep(5)  # the last run's events
-                return
+            tags = json.loads(urllib.request.urlopen(f"{address}/data/plugin/scalars/tags", timeout=5).read())
         except OSError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"TensorBoard at {address} did not list {runs} runs within {seconds:.0f} s")
+            tags = {}
+        count = sum(len(run_tags) for run_tags in tags.values())
+        stable = stable + 1 if len(tags) >= runs and count == previous else 0
+        if stable >= 3:
+            return
+        previous = count
+        time.sleep(2)
+    raise SystemExit(f"TensorBoard at {address} did not load {runs} runs within {seconds:.0f} s")
 
 
-def screenshot(chromium: str, url: str, path: Path, size: tuple[int, int], budget_ms: int) -> None:
-    with tempfile.TemporaryDirectory() as profile:
-        command = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}"]
-        command += [f"--virtual-time-budget={budget_ms}", f"--screenshot={path}", url]
-        subprocess.run(command, check=True, capture_output=True, timeout=180)
+def screenshot(page: Any, url: str, path: Path, settle_ms: int) -> None:
+    """Open ``url`` in a fresh load and wait ``settle_ms`` of real time (the charts draw in a worker)."""
+    page.goto("about:blank")
+    page.goto(url)
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(settle_ms)
+    page.screenshot(path=str(path), timeout=180_000)
     print(path)
 
 
@@ -80,7 +91,7 @@ def main() -> None:
     parser.add_argument("logdir", type=Path, help="the TensorBoard log dir")
     parser.add_argument("out", type=Path, help="directory for the PNG files")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium", help="Chromium executable")
-    parser.add_argument("--budget-ms", type=int, default=20_000, help="virtual time each page gets to draw")
+    parser.add_argument("--settle-ms", type=int, default=15_000, help="time each page gets to draw its charts")
     args = parser.parse_args()
     if shutil.which(args.chromium) is None and not Path(args.chromium).exists():
         raise SystemExit(f"no Chromium at {args.chromium!r}: apt install chromium, or give --chromium PATH")
@@ -94,9 +105,9 @@ def main() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        # The seeds, the aggregated runs (methods of two or more seeds) and the root's layout file.
+        # The seeds and the aggregated runs (methods of two or more seeds) have scalars.
         aggregated = sum(len(runs) >= 2 for runs in groups.values())
-        wait_until_loaded(address, sum(len(runs) for runs in groups.values()) + aggregated + (aggregated > 0))
+        wait_until_loaded(address, sum(len(runs) for runs in groups.values()) + aggregated)
         base, fragment = tensorboard_url(sorted(groups), address).split("#")
 
         def filtered(tags: str) -> str:
@@ -108,8 +119,12 @@ def main() -> None:
             "custom_scalars.png": f"{address}/#custom_scalars",
             "hparams.png": f"{address}/#hparams",
         }
-        for name, url in pages.items():
-            screenshot(args.chromium, url, args.out / name, (1600, 1000), args.budget_ms)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=args.chromium, args=list(CHROMIUM_FLAGS))
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            for name, url in pages.items():
+                screenshot(page, url, args.out / name, args.settle_ms)
+            browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -127,7 +127,8 @@ def test_layout_compares_the_methods_first_then_charts_each(logdir: Path) -> Non
         "method cvar-level: mean over seeds, band = range",
     ]
     charts = {chart.title: chart for chart in layout.category[0].chart}
-    assert list(charts) == ["eval_risk/cvar_0.2, one band per method", "eval_risk/mean, one band per method"]
+    # written last first: TensorBoard shows a category's charts in reverse
+    assert list(charts) == ["eval_risk/mean, one band per method", "eval_risk/cvar_0.2, one band per method"]
     margin = charts["eval_risk/cvar_0.2, one band per method"].margin.series[0]
     assert (margin.value, margin.lower, margin.upper) == (
         "methods/eval_risk/cvar_0.2",

@@ -179,11 +179,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nfinal evaluation returns, mean ± 95% CI over seeds:\n\n{table}\n")
         (out / "risk_table.md").write_text(table + "\n")
         figure = plot_sweep(rows, out / f"compare_{sweep['name']}.png")
-        dashboards = write_dashboards(out / "tensorboard")
-        print(
-            f"table: {out / 'risk_table.md'}\nfigure: {figure}\nTensorBoard: tensorboard --logdir {out / 'tensorboard'}"
-            f"\n  then open {dashboards.url}"
-        )
+        print(f"table: {out / 'risk_table.md'}\nfigure: {figure}")
+        if (out / "tensorboard").is_dir():  # (runs of a resumed sweep may have been moved away)
+            dashboards = write_dashboards(out / "tensorboard")
+            print(f"TensorBoard: tensorboard --logdir {out / 'tensorboard'}\n  then open {dashboards.url}")
         if args.json is not None:
             payload = {"name": sweep["name"], "summary": summary, "trials": rows, "wall_seconds": wall}
             print(f"json: {write_json(args.json, payload)}")

@@ -235,7 +235,9 @@ def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
     def chart(root: str, tag: str) -> list:
         return ["Margin", [f"{root}/{tag}", f"{root}/{tag}/min", f"{root}/{tag}/max"]]
 
-    present = [tag for tag in CHART_TAGS if tag in tags]
+    # TensorBoard's Custom Scalars lays a category's charts out last first (seen in Chromium, TensorBoard 2.21):
+    # written in reverse, evaluation CVaR_0.2 comes first on the screen.
+    present = [tag for tag in reversed(CHART_TAGS) if tag in tags]
     categories = {
         "methods: mean over seeds, band = range of the seeds, x = % of training": {
             f"{tag}, one band per method": chart(METHODS_ROOT, tag) for tag in present
