@@ -266,6 +266,11 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(quick_config(), workers=args.workers)
     else:
         config = dataclasses.replace(Config(), **sizes, **variant)
+    from ordergrad_rl.reasoning.text import text_base_path
+
+    path = text_base_path(config.base_config(), seed=0)
+    if not args.quiet and not (path / "report.json").exists():
+        print(f"building the base model (a few minutes on one thread; cached in {path})", flush=True)
     summary = run_experiment(config, quiet=args.quiet)
     print(
         f"TargetSum with a transformer through TRL: {len(config.methods)} methods x {config.seeds} seeds, "
