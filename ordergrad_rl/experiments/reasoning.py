@@ -443,6 +443,23 @@ def write_figures(
     return paths
 
 
+def config_from_arguments(
+    args: argparse.Namespace, sizes: tuple[str, ...], default: Any, quick: Any, **variant: Any
+) -> Any:
+    """``default`` with the size options ``sizes`` that were given (``None`` when not), or with ``--quick`` the
+    ``quick`` config, refusing given sizes (it would drop them); ``variant`` replaced in either.
+
+    :raises CommandError: ``--quick`` with a size option.
+    """
+    given = {key: getattr(args, key) for key in sizes if getattr(args, key) is not None}
+    if not args.quick:
+        return dataclasses.replace(default, **given, **variant)
+    if given:
+        options = " ".join(f"--{key} {value}" for key, value in given.items())
+        raise CommandError(f"--quick sets its own sizes (a smoke test); drop {options}, or drop --quick")
+    return dataclasses.replace(quick, **variant)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     default = Config()
     # None when not given, so that --quick (its own sizes) can refuse them instead of dropping them silently.
@@ -477,14 +494,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     variant = dict(methods=tuple(dict.fromkeys(args.methods)), normalize=args.normalize)
-    sizes = {key: getattr(args, key) for key in ("seeds", "updates", "samples") if getattr(args, key) is not None}
-    if args.quick:
-        if sizes:
-            given = " ".join(f"--{key} {value}" for key, value in sizes.items())
-            raise CommandError(f"--quick sets its own sizes (a smoke test); drop {given}, or drop --quick")
-        config = dataclasses.replace(quick_config(), **variant)
-    else:
-        config = dataclasses.replace(Config(), **sizes, **variant)
+    config = config_from_arguments(args, ("seeds", "updates", "samples"), Config(), quick_config(), **variant)
     summary = run_experiment(config, quiet=args.quiet)
     print(
         f"TargetSum reasoning: {len(config.methods)} methods x {config.seeds} seeds, {config.updates} updates of "

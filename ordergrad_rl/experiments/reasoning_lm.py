@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_output_arguments, positive_int
@@ -41,6 +40,7 @@ from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.experiments.reasoning import (
     DEFAULT_METHODS,
     PAPER_CLAIMS,
+    config_from_arguments,
     format_differences,
     format_table,
     summarize_methods,
@@ -246,8 +246,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--samples", type=positive_int, default=None, help=f"answers per test problem (default: {default.samples})"
     )
     parser.add_argument(
-        "--methods", nargs="+", choices=list(OBJECTIVES), default=list(default.methods), metavar="METHOD",
-        help="methods to run, of: %(choices)s (default: all)",
+        "--methods", nargs="+", choices=list(OBJECTIVES), default=None, metavar="METHOD",
+        help="methods to run, of: %(choices)s (default: all; --quick: grpo, top2at4, top2_bot2_length)",
     )  # fmt: skip
     parser.add_argument("--workers", type=positive_int, default=None, help="parallel runs (default: the cores)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, same code path (CI)")
@@ -257,15 +257,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_extra("trl", ("trl", "transformers", "datasets"), "reproduce reasoning-lm")
-    sizes = {key: getattr(args, key) for key in ("seeds", "steps", "samples") if getattr(args, key) is not None}
-    variant = {"methods": tuple(dict.fromkeys(args.methods)), "workers": args.workers}
-    if args.quick:
-        if sizes:
-            given = " ".join(f"--{key} {value}" for key, value in sizes.items())
-            raise CommandError(f"--quick sets its own sizes (a smoke test); drop {given}, or drop --quick")
-        config = dataclasses.replace(quick_config(), workers=args.workers)
-    else:
-        config = dataclasses.replace(Config(), **sizes, **variant)
+    variant: dict[str, Any] = {"workers": args.workers}
+    if args.methods is not None:
+        variant["methods"] = tuple(dict.fromkeys(args.methods))
+    config = config_from_arguments(args, ("seeds", "steps", "samples"), Config(), quick_config(), **variant)
     from ordergrad_rl.reasoning.text import text_base_path
 
     path = text_base_path(config.base_config(), seed=0)
