@@ -284,7 +284,7 @@ def _check(config: Config) -> None:
         if name not in TASKS:
             raise CommandError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
         if TASKS[name].extra is not None:
-            require_extra(TASKS[name].extra, ("Box2D",), f"reproduce benchmarks --tasks {name}")
+            require_extra(TASKS[name].extra, ("Box2D", "pygame"), f"reproduce benchmarks --tasks {name}")
     for name in config.methods:
         if name not in METHODS:
             raise CommandError(f"unknown method {name!r}; methods: {', '.join(METHODS)}")
