@@ -223,8 +223,8 @@ class OrderGradAlgorithmMixin:
 
     def hparams(self) -> dict[str, Any]:
         """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
-        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id; in this
-        order, since TensorBoard shows the first few columns."""
+        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id
+        (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
         values = {"objective": self.objective_spec, "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
         values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
