@@ -173,7 +173,7 @@ def test_dashboards_of_agent_runs(tmp_path: Path) -> None:
     result = dashboards.write_dashboards(tmp_path)
     run = read(result.aggregates["og-cvar"])
     seeds = [read(tmp_path / "og-cvar" / f"seed{seed}_1") for seed in (0, 1)]
-    for tag in dashboards.AGGREGATE_TAGS:
+    for tag in dashboards.aggregate_tags():
         last = np.mean([seed.Scalars(tag)[-1].value for seed in seeds])
         assert run.Scalars(tag)[-1].value == pytest.approx(last, rel=1e-6), tag
 

@@ -178,7 +178,7 @@ def test_one_trial_writes_its_model_run_and_row(tmp_path):
     run.Reload()
     # The run's last eval_risk values are the row's: the HParams dashboard shows the trial's final risk profile.
     assert run.Scalars("eval_risk/cvar_0.1")[-1].value == pytest.approx(row["profile"]["cvar_0.1"], rel=1e-6)
-    hparams, metrics = read_hparams(run)
+    hparams, metrics, _ = read_hparams(run)
     assert hparams["objective"] == "cvar0.25@8" and hparams["seed"] == 3 and "eval_risk/cvar_0.1" in metrics
 
     # Run again (a resumed sweep whose Tune state missed the end of this trial): the row, no training.

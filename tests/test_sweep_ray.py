@@ -72,7 +72,10 @@ def test_sweep_interrupted_by_ctrl_c_resumes_without_redoing_finished_trials(tmp
     # One TensorBoard run per trial, grouped by method (the interrupted attempt's partial run was replaced).
     tensorboard = out / "tensorboard"
     runs = sorted(str(p.parent.relative_to(tensorboard)) for p in tensorboard.rglob("events.out.tfevents.*"))
-    assert runs == sorted(f"{method}/seed{seed}_1" for method in methods for seed in (0, 1))
+    seeds = [run for run in runs if "/seed" in run]
+    assert seeds == sorted(f"{method}/seed{seed}_1" for method in methods for seed in (0, 1))
+    # and the dashboards: a mean over the two seeds of each method, the layout at the root
+    assert sorted(set(runs) - set(seeds)) == sorted([".", *(f"{method}/mean_over_seeds" for method in methods)])
 
     summary = json.loads((tmp_path / "sweep.json").read_text())["summary"]
     assert {method: summary[method]["seeds"] for method in methods} == {method: [0, 1] for method in methods}

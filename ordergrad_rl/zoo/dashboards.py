@@ -9,7 +9,7 @@ The runs of a log dir are grouped by method: a run's path below the log dir with
 method with two or more runs this writes the run ``<method>/mean_over_seeds``, on the env-step grid of its seeds
 (a seed that ended earlier holds its last value):
 
-* ``<tag>``, for the HParams metric tags of the seeds (:data:`AGGREGATE_TAGS`: ``eval_risk/*`` and ``risk/*``
+* ``<tag>``, for the HParams metric tags of the seeds (:func:`aggregate_tags`: ``eval_risk/*`` and ``risk/*``
   mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2, median): the mean over seeds under the seeds' own tag, so the
   Time Series cards overlay it on the seeds and the HParams table fills its row;
 * for the charted tags (:data:`CHART_TAGS`: CVaR_0.2 and the mean of evaluation and training),
@@ -32,6 +32,7 @@ share a colour, and methods differ.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import urllib.parse
@@ -42,15 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.agents.common.hparams import write_hparams
-from ordergrad_rl.agents.common.risk_logging import EVAL_PREFIX, TRAIN_PREFIX, hparam_metrics
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_aggregate, is_run, strip_seed
 
-#: Evaluation first: deployment is what a comparison is about.
-PREFIXES: tuple[str, ...] = (EVAL_PREFIX, TRAIN_PREFIX)
-#: The aggregated tags: the HParams metrics of the seeds (so the aggregated row fills their columns).
-AGGREGATE_TAGS: tuple[str, ...] = tuple(hparam_metrics(PREFIXES))
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
 #: The top-level tag of the charts across methods (x: % of each method's training steps).
@@ -91,6 +86,16 @@ class Dashboards:
     url: str
 
 
+@functools.cache
+def aggregate_tags() -> tuple[str, ...]:
+    """The aggregated tags: the HParams metrics of the seeds (so the aggregated row fills their columns), evaluation
+    first. (The agents are imported here, not at the top: they bring torch, which ``--help`` of the commands that
+    use this module must not load.)"""
+    from ordergrad_rl.agents.common.risk_logging import EVAL_PREFIX, TRAIN_PREFIX, hparam_metrics
+
+    return tuple(hparam_metrics((EVAL_PREFIX, TRAIN_PREFIX)))
+
+
 # ---------------------------------------------------------------------------------------------------- reading
 def group_of(run: Path, logdir: Path) -> str:
     """The method of ``run``: its path below ``logdir`` without the seed and run counter (``og-cvar/seed3_1`` ->
@@ -111,7 +116,7 @@ def read_run_data(run: Path, logdir: Path) -> RunData:
     accumulator.Reload()
     available = set(accumulator.Tags()[ea.SCALARS])
     scalars = {}
-    for tag in AGGREGATE_TAGS:
+    for tag in aggregate_tags():
         if tag in available:
             events = sorted(accumulator.Scalars(tag), key=lambda e: (e.step, e.wall_time))
             # One value per step (the last written): a resumed run may have logged a step twice.
@@ -195,12 +200,14 @@ def _writer(path: Path, suffix: str = "") -> Any:
 
 def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
     """Write ``<logdir>/<method>/mean_over_seeds`` for the runs of one method (replacing an earlier one)."""
+    from ordergrad_rl.agents.common.hparams import write_hparams
+
     group = runs[0].group
     path = logdir / group / AGGREGATE_RUN
     if path.exists():
         shutil.rmtree(path)
     writer = _writer(path)
-    for tag in AGGREGATE_TAGS:
+    for tag in aggregate_tags():
         series = [run.scalars[tag] for run in runs if tag in run.scalars]
         if len(series) < len(runs):  # not every seed logged it (a run still writing): no mean to show
             continue
@@ -215,7 +222,7 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    metrics = [tag for tag in AGGREGATE_TAGS if all(tag in run.scalars for run in runs)]
+    metrics = [tag for tag in aggregate_tags() if all(tag in run.scalars for run in runs)]
     write_hparams(writer, shared_hparams(runs), metrics, group_name=f"{group}/{AGGREGATE_RUN}")
     writer.close()
     return path
