@@ -123,6 +123,11 @@ def prompt_words(problems: TargetSumProblems, index: int) -> list[str]:
     return [*numbers, "target", WORDS[total_token(int(problems.targets[index]))], "answer"]
 
 
+def prompt_ids(problems: TargetSumProblems, index: int) -> list[int]:
+    """The prompt's token ids (:func:`prompt_words` in the vocabulary)."""
+    return [WORDS.index(word) for word in prompt_words(problems, index)]
+
+
 def prompt_text(problems: TargetSumProblems, index: int) -> str:
     """The prompt of a problem: ``"2 3 5 7 9 target =12 answer"``."""
     return " ".join(prompt_words(problems, index))
@@ -145,9 +150,9 @@ def answers_from_ids(completion_ids: Sequence[Sequence[int]], max_answer_length:
             ids = ids[: ids.index(EOS) + 1]
             lengths[row] = len(ids)
         else:
-            ids = ids + [PAD] * (max_answer_length - len(ids))  # no <eos>: never correct
-        answers[row, : len(ids)] = [i if i < N_TOKENS else PAD for i in ids]
-    answers[answers == PAD] = N_TOKENS  # outside every TargetSum token class: the verifier rejects it
+            ids = ids + [N_TOKENS] * (max_answer_length - len(ids))  # no <eos>: never correct
+        # Words that are no TargetSum token become N_TOKENS, outside every token class: the verifier rejects it.
+        answers[row, : len(ids)] = np.minimum(ids, N_TOKENS)
     return answers, lengths
 
 
@@ -178,7 +183,7 @@ def reward_functions(problems: TargetSumProblems, max_answer_length: int) -> dic
 def _sequences(problems: TargetSumProblems, ids: np.ndarray, answers: np.ndarray, lengths: np.ndarray):
     """``input_ids [N, T]`` (left-padded prompts, then the answer, then padding) and ``labels [N, T]`` (the
     answer's tokens, ``-100`` elsewhere)."""
-    prompts = [[WORDS.index(w) for w in prompt_words(problems, i)] for i in range(len(problems))]
+    prompts = [prompt_ids(problems, i) for i in range(len(problems))]
     width = max(len(p) for p in prompts)
     total = width + answers.shape[1]
     input_ids = np.full((len(ids), total), PAD, dtype=np.int64)
@@ -274,7 +279,7 @@ def sample_correct(
     correct = np.zeros((len(problem_ids), n_samples), dtype=bool)
     lengths = np.zeros((len(problem_ids), n_samples), dtype=np.int64)
     for row, problem in enumerate(problem_ids):
-        prompt = th.tensor([[WORDS.index(w) for w in prompt_words(problems, int(problem))]])
+        prompt = th.tensor([prompt_ids(problems, int(problem))])
         done = 0
         while done < n_samples:
             size = min(batch, n_samples - done)

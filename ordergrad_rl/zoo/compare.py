@@ -156,16 +156,21 @@ def expand(paths: list[Path]) -> list[Path]:
     :mod:`ordergrad_rl.zoo.dashboards` writes."""
     out: list[Path] = []
     for path in paths:
-        if path.is_dir() and not is_run(path):
-            # The dashboards' aggregated runs are means of the seeds' profiles, not distributions of returns.
-            runs = sorted({e.parent for e in path.rglob("events.out.tfevents.*") if is_run(e.parent)})
-            runs = [run for run in runs if not is_aggregate(run)]
-            if not runs:
-                raise CommandError(f"{path} is a directory without TensorBoard runs")
-            out.extend(runs)
-        else:
-            out.append(path)
+        out.extend(runs_below(path) if path.is_dir() and not is_run(path) else [path])
     return out
+
+
+def runs_below(logdir: Path) -> list[Path]:
+    """The runs below ``logdir``, sorted, but the aggregated ones (means of the seeds' profiles, not distributions
+    of returns).
+
+    :raises CommandError: there is none.
+    """
+    runs = sorted({e.parent for e in logdir.rglob("events.out.tfevents.*") if is_run(e.parent)})
+    runs = [run for run in runs if not is_aggregate(run)]
+    if not runs:
+        raise CommandError(f"{logdir} is a directory without TensorBoard runs")
+    return runs
 
 
 def load_entries(

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_aggregate, is_run, strip_seed
+from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_run, runs_below, strip_seed
 
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
@@ -149,13 +149,9 @@ def find_runs(logdir: Path) -> dict[str, list[Path]]:
         raise CommandError(f"{logdir} is not a directory")
     if is_run(logdir):
         raise CommandError(f"{logdir} is a run: give the log dir above the runs to compare")
-    runs = sorted({e.parent for e in logdir.rglob("events.out.tfevents.*") if is_run(e.parent)})
     groups: dict[str, list[Path]] = {}
-    for run in runs:
-        if not is_aggregate(run):
-            groups.setdefault(group_of(run, logdir), []).append(run)
-    if not groups:
-        raise CommandError(f"{logdir} is a directory without TensorBoard runs")
+    for run in runs_below(logdir):
+        groups.setdefault(group_of(run, logdir), []).append(run)
     return groups
 
 
