@@ -58,13 +58,11 @@ GRID_POINTS = 400
 class RunData:
     """What the dashboards read of one run.
 
-    :param path: the run directory.
     :param group: its method (see the module docstring).
     :param scalars: tag -> ``(steps [n], values [n])`` of the aggregated tags, sorted by step.
     :param hparams: its HParams arguments (empty when it logged none).
     """
 
-    path: Path
     group: str
     scalars: dict[str, tuple[np.ndarray, np.ndarray]]
     hparams: dict[str, Any]
@@ -74,13 +72,11 @@ class RunData:
 class Dashboards:
     """What :func:`write_dashboards` wrote.
 
-    :param logdir: the log dir.
     :param groups: method -> its runs (the seeds).
     :param aggregates: method -> its ``mean_over_seeds`` run (methods with two or more runs).
     :param url: the Time Series address with one colour per method (TensorBoard's default port).
     """
 
-    logdir: Path
     groups: dict[str, list[Path]]
     aggregates: dict[str, Path]
     url: str
@@ -130,7 +126,7 @@ def read_run_data(run: Path, logdir: Path) -> RunData:
     if metadata.SESSION_START_INFO_TAG in content:
         info = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
         hparams = {name: _from_value(value) for name, value in info.hparams.items()}
-    return RunData(run, group_of(run, logdir), scalars, hparams)
+    return RunData(group_of(run, logdir), scalars, hparams)
 
 
 def _from_value(value: Any) -> Any:
@@ -263,20 +259,20 @@ def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
 
 
 def write_dashboards(logdir: Path) -> Dashboards:
-    """Aggregated runs, layout and HParams experiment for the runs below ``logdir`` (see the module docstring).
+    """Aggregated runs (with their HParams rows) and the layout for the runs below ``logdir`` (see the module
+    docstring).
 
     :raises CommandError: no runs below ``logdir``, or ``logdir`` is a run.
     """
     groups = find_runs(logdir)
-    data = [read_run_data(run, logdir) for runs in groups.values() for run in runs]
-    by_group: dict[str, list[RunData]] = {}
-    for run in data:
-        by_group.setdefault(run.group, []).append(run)
-    aggregates = {group: runs for group, runs in by_group.items() if len(runs) >= 2}
+    aggregates = {
+        group: [read_run_data(run, logdir) for run in runs] for group, runs in groups.items() if len(runs) >= 2
+    }
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
     if aggregates:
-        write_layout(logdir, sorted(aggregates), {tag for run in data for tag in run.scalars})
-    return Dashboards(logdir, groups, paths, tensorboard_url(sorted(groups)))
+        tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
+        write_layout(logdir, sorted(aggregates), tags)
+    return Dashboards(groups, paths, tensorboard_url(sorted(groups)))
 
 
 def color_regex(groups: Sequence[str]) -> str:
