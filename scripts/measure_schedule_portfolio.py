@@ -2,7 +2,7 @@
 (OrderGradPPO, objective="cvar0.2", 200k steps) with and without ``risk_schedule``, deployed like ``reproduce
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
-    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level]
+    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level] [--n-episodes 32] [--value-baseline]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -23,6 +23,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--schedules", nargs="+", default=["none", "level"])
     parser.add_argument("--timesteps", type=int, default=200_000)
+    parser.add_argument("--n-episodes", type=int, default=None, help="episodes per update (default: the agent's)")
+    parser.add_argument("--value-baseline", action="store_true", help="per-step credit with the value baseline")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for schedule in args.schedules:
@@ -30,7 +32,8 @@ def main() -> None:
         for seed in range(args.seeds):
             model = OrderGradPPO(
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
-                risk_schedule=None if schedule == "none" else schedule,
+                risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
+                value_baseline=args.value_baseline,
             )  # fmt: skip
             model.learn(args.timesteps)
             metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))
