@@ -316,4 +316,26 @@ def test_cnn_policy_on_image_observations() -> None:
     ],
 )
 def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: int) -> None:
-    assert cls("MlpPolicy", "CartPole-v1", n_envs=1, **kwargs).n_episodes == expected
+    assert cls("MlpPolicy", "RiskyLavaGrid-v0", n_envs=1, **kwargs).n_episodes == expected  # 30-step limit
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs", "expected"),
+    [
+        ("CartPole-v1", dict(objective="cvar0.2"), (32, True)),  # 500-step limit: long episodes
+        (lambda: gym.make("Acrobot-v1"), dict(objective="cvar0.2"), (32, True)),  # an env object's limit
+        (lambda: make_vec_env("CartPole-v1", 2), dict(objective="cvar0.2"), (32, True)),  # a VecEnv's
+        ("CartPole-v1", dict(objective="max@20"), (40, True)),  # at least 2k
+        ("CartPole-v1", dict(objective="top2@4", group_size=6), (36, True)),  # a multiple of the group size
+        ("CartPole-v1", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (32, False)),  # no value head
+        ("CartPole-v1", dict(objective="cvar0.2", value_baseline=False), (32, False)),
+        ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, True)),
+        ("CartPole-v1", dict(objective="mean"), (16, False)),  # the mean keeps reward-to-go
+        (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (256, False)),
+        ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, False)),  # a fixed horizon, no limit
+    ],
+)
+def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool]) -> None:
+    model = OrderGradPPO("MlpPolicy", env if isinstance(env, str) else env(), **kwargs)
+    assert (model.n_episodes, model.value_baseline) == expected
+    assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256  # PPO only

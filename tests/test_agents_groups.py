@@ -304,7 +304,7 @@ def test_group_arguments_are_checked() -> None:
         OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", k=4, normalize_advantage="channel")
     # Unbound objectives take k = G // 2; PPO's default episode count is rounded up to a multiple of G.
     assert grouped_model(objective="cvar0.5", group_size=6).k == 3
-    assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="max@6", group_size=24).n_episodes == 264
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="max@6", group_size=24).n_episodes == 264
     assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", group_size=6).n_episodes == 18
 
 

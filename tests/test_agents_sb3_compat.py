@@ -175,13 +175,16 @@ def ppo_model() -> PPO:
 
 
 def test_fine_tuning_from_an_sb3_model(ppo_model) -> None:
-    model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8)
+    model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8, value_baseline=False)
     assert isinstance(model.policy, OrderGradActorCriticPolicy) and model.policy_kwargs == dict(net_arch=[32])
     assert same_actions(model, ppo_model, OBS)
     assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # kept, unused
     assert model.policy.value_net.weight is not ppo_model.policy.value_net.weight  # a copy
     model.learn(200)
     assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # not trained
+    # CartPole's 500-step limit: by default a ranked objective's value baseline starts from SB3's value head.
+    model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8)
+    assert model.value_baseline and th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)
 
 
 def test_fine_tuning_from_an_sb3_save(ppo_model, tmp_path) -> None:

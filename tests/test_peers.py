@@ -98,7 +98,8 @@ def test_reinforce_gcvar_learns_the_safe_arm() -> None:
 def test_ppo_gcvar_save_load(tmp_path) -> None:
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="gcvar0.2", n_episodes=8, seed=0)
     assert model.n_episodes == 8 and model.gcvar_alpha == 0.2
-    assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="gcvar0.2").n_episodes == 256  # the ranked default
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="gcvar0.2").n_episodes == 256  # the ranked default
+    assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="gcvar0.2").n_episodes == 32  # ... on long episodes
     model.learn(50)
     model.save(tmp_path / "gcvar.zip")
     loaded = OrderGradPPO.load(tmp_path / "gcvar.zip")

@@ -121,6 +121,10 @@ METHODS: dict[str, Method] = {
         {**CVAR, "risk_schedule": "level", "value_baseline": True, "n_episodes": 32},
         "tab:purple",
     ),
+    # The usage line before the long-episode defaults (how og-cvar ran on CartPole, Acrobot and LunarLander).
+    "og-cvar-n256": Method(
+        "256 episodes, no baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 256, "value_baseline": False}, "tab:olive"
+    ),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 32}, "tab:purple"),
     "og-cvar-n32-baseline": Method(
         "N=32, value baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 32, "value_baseline": True}, "tab:gray"
@@ -152,6 +156,7 @@ class Config:
     :param eval_episodes: Monte-Carlo evaluation episodes (tasks without an exact score).
     :param workers: local worker processes (``None``: the available cores).
     :param address: Ray address, or ``None`` for local workers.
+    :param first_seed: the first seed (runs split over batches or machines, pooled with ``--from-json``).
     """
 
     tasks: tuple[str, ...] = ("lava", "maze", "bandit", "nav")
@@ -162,6 +167,7 @@ class Config:
     eval_episodes: int = 100
     workers: int | None = None
     address: str | None = None
+    first_seed: int = 0
 
     @classmethod
     def quick(cls) -> Config:
@@ -312,7 +318,8 @@ def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
         for method_name in config.methods:
             if METHODS[method_name].discrete_only and not discrete:
                 continue
-            runs += [(task_name, method_name, seed, steps) for seed in range(config.seeds or task.seeds)]
+            seeds = range(config.first_seed, config.first_seed + (config.seeds or task.seeds))
+            runs += [(task_name, method_name, seed, steps) for seed in seeds]
     return runs
 
 
@@ -474,6 +481,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seeds per task (default: each task's: 10 on the small tasks, 5 on Gymnasium's)",
     )
     parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        metavar="F",
+        help="seeds F, F+1, ... (default: %(default)s; split a protocol over runs, pool them with --from-json)",
+    )
+    parser.add_argument(
         "--timesteps",
         type=positive_int,
         default=None,
@@ -548,6 +562,7 @@ def run(args: argparse.Namespace) -> int:
                 args.eval_episodes,
                 args.workers,
                 args.address,
+                args.first_seed,
             )
         start = time.perf_counter()
         results = run_experiment(config, quiet=args.quiet)

@@ -1,4 +1,4 @@
-"""The training env of an OrderGrad algorithm, from an env id, a ``gym.Env`` or a ``VecEnv``."""
+"""The training env of an OrderGrad algorithm, from an env id, a ``gym.Env`` or a ``VecEnv``, and its episode limit."""
 
 from __future__ import annotations
 
@@ -40,3 +40,19 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
             f"{getattr(env, 'num_envs', 1)}"
         )
     return env
+
+
+def episode_limit(env: GymEnv | str) -> int | None:
+    """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec; a ``VecEnv``'s first env), or
+    ``None`` when it has none or it cannot be read (an unknown id is left to :func:`build_env` to refuse)."""
+    try:
+        if isinstance(env, str):
+            spec = gym.spec(env)
+        elif isinstance(env, gym.Env):
+            spec = env.spec
+        else:
+            spec = env.get_attr("spec", [0])[0]
+    except Exception:  # noqa: BLE001 - any env that does not expose its spec simply has no known limit
+        return None
+    limit = getattr(spec, "max_episode_steps", None)
+    return int(limit) if isinstance(limit, int | np.integer) and limit > 0 else None

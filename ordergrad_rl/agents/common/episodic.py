@@ -29,12 +29,18 @@ from ordergrad_rl.agents.common.advantages import (
     compute_episodic_advantages,
 )
 from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
-from ordergrad_rl.agents.common.arguments import check_advantage, check_n_episodes, default_n_episodes, episodic_sizes
+from ordergrad_rl.agents.common.arguments import (
+    check_advantage,
+    check_n_episodes,
+    default_n_episodes,
+    episodic_sizes,
+    long_episodes,
+)
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step
-from ordergrad_rl.agents.common.env_util import build_env
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
@@ -134,8 +140,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         group_size: int | None,
         batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
         risk_schedule: RiskScheduleLike = None,
+        long_episode_defaults: bool = False,
         **sb3_kwargs: Any,
-    ) -> None:
+    ) -> bool:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
         size the rollout, build the env, run the SB3 constructor ``sb3_init`` without building the model, then set
         the OrderGrad arguments (:meth:`_init_episodic`). The caller builds the model (``_setup_model``).
@@ -144,16 +151,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param batch_size: the PPO family's minibatch size (default :func:`~.arguments.default_batch_size`); left
             out by algorithms without minibatches (REINFORCE), which then get no ``normalize_advantage`` either.
         :param risk_schedule: the soft risk schedule (checked against the objective before the env is built).
+        :param long_episode_defaults: the algorithm has long-episode defaults (OrderGradPPO): a ranked objective on
+            an env whose episode limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` gets
+            :data:`~.arguments.LONG_RANKED_N_EPISODES` episodes per rollout by default.
         :param sb3_kwargs: the SB3 constructor's other arguments.
+        :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size`` or ``risk_schedule``.
         """
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
+        long = long_episode_defaults and long_episodes(parsed, episode_limit(env))
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:
-            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size)
+            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size, long)
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
@@ -170,6 +182,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             )
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
+        return long
 
     def _init_episodic(
         self,
