@@ -339,3 +339,14 @@ def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool]
     model = OrderGradPPO("MlpPolicy", env if isinstance(env, str) else env(), **kwargs)
     assert (model.n_episodes, model.value_baseline) == expected
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256  # PPO only
+
+
+def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    assert episode_limit("CartPole-v1") == 500 and episode_limit(gym.make("Acrobot-v1")) == 500
+    assert episode_limit(make_vec_env("CartPole-v1", 2)) == 500
+    assert episode_limit(gym.make("CartPole-v1", max_episode_steps=40)) == 40
+    assert episode_limit("SyntheticTailRisk-v0") is None  # a fixed horizon, no TimeLimit
+    assert episode_limit(make_sb3_vec_env("SyntheticTailRisk-v0", 4, seed=0)) is None
+    assert episode_limit("NoSuchEnv-v0") is None  # left to build_env to refuse

@@ -100,6 +100,11 @@ def test_grid_leaves_qrdqn_out_of_continuous_tasks():
     assert len(runs) == 6
 
 
+def test_first_seed_shifts_the_seeds_of_every_run():
+    config = bench.Config(tasks=("bandit",), methods=("og-cvar", "ppo"), seeds=3, first_seed=2)
+    assert sorted({seed for _, _, seed, _ in bench.runs_of(config)}) == [2, 3, 4]
+
+
 def test_unknown_names_and_missing_extras_fail_before_the_work(capsys, monkeypatch, tmp_path):
     assert main(["reproduce", "benchmarks", "--tasks", "lava", "pong", "--out", str(tmp_path)]) == 2
     assert "unknown task 'pong'" in capsys.readouterr().err

@@ -113,8 +113,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``policy_kwargs`` without ``critic="none"``).
         Default ``None``: on for a ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
         :func:`~ordergrad_rl.agents.common.arguments.long_episodes`) when the policy has a value head, else off.
-        Measured (``reproduce benchmarks``, 100k steps, with 32 episodes per update): CartPole-v1's worst-20% mean
-        262 without it, 494 with it; Acrobot-v1's -500 and -355. Off on short episodes: with the level schedule and
+        Measured (``reproduce benchmarks``, 100k steps, 32 episodes per update, 2 seeds): CartPole-v1's worst-20%
+        mean 262 without it, 494 with it; Acrobot-v1's -500 and -355. Off on short episodes: with the level schedule and
         32 episodes it left the lava grid at 1 of 3 seeds (the defaults: 2 of 3), and with 32 episodes the
         portfolio's usage line fell to 72.6% profitable (4 seeds; 95.2% at the defaults).
     :param ent_coef: entropy coefficient.
