@@ -2,7 +2,8 @@
 (OrderGradPPO, objective="cvar0.2", 200k steps) with and without ``risk_schedule``, deployed like ``reproduce
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
-    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level] [--n-episodes 32] [--value-baseline]
+    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level] [--n-episodes N]
+        [--value-baseline]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """

@@ -84,7 +84,13 @@ def test_reinforce_gradient_is_the_unbiased_estimator(objective: str) -> None:
 
 def test_ppo_first_minibatch_gradient_is_the_estimator_per_step() -> None:
     model = OrderGradPPO(
-        "MlpPolicy", "CartPole-v1", objective="cvar0.25@4", n_epochs=1, batch_size=100_000, value_baseline=False, **COMMON
+        "MlpPolicy",
+        "CartPole-v1",
+        objective="cvar0.25@4",
+        n_epochs=1,
+        batch_size=100_000,
+        value_baseline=False,
+        **COMMON,
     )
     model.learn(1)
     k, n, n_steps = model.k, model.n_episodes, model.rollout_buffer.size()

@@ -38,7 +38,7 @@ def test_reproduce_synopsis_offers_only_options_the_commands_take(tmp_path):
     """Defect 8: the synopsis offered ``[--seeds S]`` to every reproduction, and ``weights`` refused it."""
     values = {"S": "2", "DIR": str(tmp_path / "out"), "PATH": str(tmp_path / "x.json"), "SEED": "1", "N": "2"}
     values |= {"M": "grpo", "MODE": "channel"}  # reasoning's --methods and --normalize
-    values |= {"TASK": "lava", "METHOD": "og-cvar", "T": "1000"}  # benchmarks' --tasks, --methods, --timesteps
+    values |= {"TASK": "lava", "METHOD": "og-cvar", "T": "1000", "F": "3"}  # benchmarks' options
     lines = synopsis_lines()
     covered = set()
     for line in lines:
