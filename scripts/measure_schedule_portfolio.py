@@ -2,8 +2,8 @@
 (OrderGradPPO, objective="cvar0.2", 200k steps) with and without ``risk_schedule``, deployed like ``reproduce
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
-    python scripts/measure_schedule_portfolio.py [--seeds 8] [--schedules none level] [--n-episodes N]
-        [--value-baseline]
+    python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
+        [--n-episodes N] [--value-baseline]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -22,6 +22,7 @@ from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, SEED_STRIDE, TRAIN_
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds F, F+1, ... (default: %(default)s)")
     parser.add_argument("--schedules", nargs="+", default=["none", "level"])
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--n-episodes", type=int, default=None, help="episodes per update (default: the agent's)")
@@ -30,7 +31,7 @@ def main() -> None:
     torch.set_num_threads(1)
     for schedule in args.schedules:
         shares = []
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             model = OrderGradPPO(
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
