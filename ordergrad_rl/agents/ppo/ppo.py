@@ -116,8 +116,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         Measured (``reproduce benchmarks``, 100k steps, 32 episodes per update, 2 seeds): CartPole-v1's worst-20%
         mean 262 without it, 494 with it; Acrobot-v1's -500 and -355. Off on short episodes, where it measured
         mixed at the 256-episode default: the portfolio's usage line 96.8% profitable over 10 seeds with it (lowest
-        91.8%) against 95.3% (lowest 86.7%), but the lava grid 1 of 3 seeds at the CVaR optimum with it (greedy
-        CVaR_0.2 -0.40) against 2 of 3 (-0.42).
+        91.8%) against 95.3% (lowest 86.7%), but the lava grid 2 of 5 seeds at the CVaR optimum with it against 4
+        of 5.
     :param ent_coef: entropy coefficient.
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
