@@ -338,7 +338,10 @@ def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: 
 def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool]) -> None:
     model = OrderGradPPO("MlpPolicy", env if isinstance(env, str) else env(), **kwargs)
     assert (model.n_episodes, model.value_baseline) == expected
-    assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256  # PPO only
+
+
+def test_long_episode_defaults_are_ordergrad_ppo_only() -> None:
+    assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256
 
 
 def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
