@@ -16,13 +16,14 @@ import numpy as np
 import torch
 
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.common.options import seed_int
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, SEED_STRIDE, TRAIN_ENV, deploy, deployment_metrics
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds F, F+1, ... (default: %(default)s)")
+    parser.add_argument("--first-seed", type=seed_int, default=0, help="seeds F, F+1, ... (default: %(default)s)")
     parser.add_argument("--schedules", nargs="+", default=["none", "level"])
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--n-episodes", type=int, default=None, help="episodes per update (default: the agent's)")

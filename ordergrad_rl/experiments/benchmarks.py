@@ -45,7 +45,7 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
-from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int, seed_int
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments.peers import bootstrap_ci
@@ -127,7 +127,7 @@ METHODS: dict[str, Method] = {
     ),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 32}, "tab:purple"),
     "og-cvar-n32-baseline": Method(
-        "N=32, value baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 32, "value_baseline": True}, "tab:gray"
+        "N=32, value baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 32, "value_baseline": True}, "black"
     ),
     "gcvar-level": Method(
         "GCVaR_0.2 + level schedule", "ordergrad_ppo", {"objective": "gcvar0.2", "risk_schedule": "level"}, "tab:green"
@@ -482,7 +482,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--first-seed",
-        type=int,
+        type=seed_int,
         default=0,
         metavar="F",
         help="seeds F, F+1, ... (default: %(default)s; split a protocol over runs, pool them with --from-json)",
