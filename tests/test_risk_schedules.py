@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -17,6 +18,8 @@ from ordergrad_rl.agents.common.risk_schedules import (
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
+    tied_share,
+    untied,
 )
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
 from ordergrad_rl.core.channels import ChannelObjective
@@ -194,6 +197,119 @@ def test_contrib_variants_take_a_schedule(cls):
     assert model.risk_schedule == RiskSchedule("level")
     model._update_risk()
     assert str(model._risk_in_force()[0]) == "mean"
+
+
+# ---------------------------------------------------------------------------------------------------- tied tails
+def _tied(n: int, ties: int, value: float = -40.0) -> np.ndarray:
+    """``ties`` time-outs at ``value`` and ``n - ties`` distinct better returns."""
+    return np.concatenate([np.full(ties, value), value + 1.0 + np.arange(n - ties)])
+
+
+def test_a_tied_tail_is_blind_and_the_untied_level_sees_past_it():
+    """The premise, by the estimator: CVaR_0.2@16 of 64 episodes whose worst 81% tie (time-outs) gives every episode
+    an exactly zero advantage, and whose worst 41% tie a 26 times weaker one (few 16-subsets have an untied
+    tail); at the untied level the better episodes are ranked (the best gets the largest advantage)."""
+    target = Objective.parse("cvar0.2", 16)
+    returns = _tied(64, 52)
+    assert np.all(lstat_advantage(returns, target) == 0.0)
+    moved = untied(target, None, returns)[0]
+    assert str(moved) == "mean" and lstat_advantage(returns, moved)[-1] > 0
+    returns = _tied(64, 26)
+    moved, gcvar = untied(target, None, returns)
+    assert str(moved) == "cvar0.61@16" and gcvar is None  # f + l = 26/64 + 0.2 = 0.606, rounded up
+    weak, ranked = lstat_advantage(returns, target), lstat_advantage(returns, moved)
+    assert np.abs(ranked).max() > 20 * np.abs(weak).max()
+    assert np.all(ranked[:26] < 0) and ranked[-1] == ranked.max() > 0
+
+
+@pytest.mark.parametrize(
+    ("target", "ties", "expected"),
+    [
+        ("cvar0.2@16", 12, "cvar0.2@16"),  # 12/64 < 0.2: the tail holds untied episodes, nothing moves
+        ("cvar0.2@16", 13, "cvar0.41@16"),  # 13/64 + 0.2
+        ("cvar0.2@16", 58, "mean"),  # f + l >= 1: the mean
+        ("cvar0.2@16", 64, "mean"),  # all tied: every objective is blind; the mean is the schedule's start
+        ("bot2@16", 32, "bot10@16"),  # l = 2/16: ceil((0.5 + 0.125) * 16)
+        ("min@16", 16, "bot5@16"),  # l = 1/16: (0.25 + 0.0625) * 16 = 5
+        ("quantile0.1@16", 16, "quantile0.35@16"),  # toward the median
+        ("quantile0.1@16", 40, "quantile0.5@16"),  # the median, the level schedule's start
+        ("top2@16", 60, "top2@16"),  # upper tails, no level, mixtures: as given
+        ("max@16", 60, "max@16"),
+        ("gmd@16", 60, "gmd@16"),
+        ("mean", 60, "mean"),
+    ],
+)
+def test_untied_moves_lower_tails_along_the_level_schedule(target, ties, expected):
+    objective = Objective.parse(target)
+    assert str(untied(objective, None, _tied(64, ties))[0]) == expected
+
+
+def test_untied_moves_gcvar_and_leaves_channels():
+    cvar = Objective.parse("cvar0.2", 16)
+    assert untied(cvar, 0.2, _tied(64, 32)) == (cvar, 0.7)  # GCVaR's own level: 0.5 + 0.2
+    assert untied(cvar, 0.2, _tied(64, 8)) == (cvar, 0.2)
+    assert untied(cvar, 0.2, _tied(64, 60))[1] is None  # the mean
+    channels = ChannelObjective.parse("reward=cvar0.2@16 + 0.5*length=bot2@16")
+    assert untied(channels, None, _tied(64, 60)) == (channels, None)
+    assert tied_share(np.array([3.0, 1.0, 1.0, 2.0])) == 0.5
+
+
+class _TimeOutOrPay(gym.Env):
+    """One step: actions 0-2 "time out" (exactly -10, a tie), action 3 pays a distinct uniform amount in (0, 1)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        reward = -10.0 if int(action) < 3 else float(self.np_random.uniform())
+        return np.zeros(1, np.float32), reward, True, False, {}
+
+
+class _Trained(BaseCallback):
+    """The objective each rollout was trained at."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objectives: list[str] = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.objectives.append(str(self.model._rollout_risk[0]))
+
+
+def _pay_probability(model) -> float:
+    obs, _ = model.policy.obs_to_tensor(np.zeros((1, 1), np.float32))
+    with th.no_grad():
+        return float(model.policy.get_distribution(obs).distribution.probs[0, 3])
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
+    """Three quarters of a uniform policy's episodes tie at -10: every 32-subset of 64 has a tied CVaR_0.2 tail, so
+    the target's weights are all zero and the policy stays where it is; untied (the default), the rollout trains
+    near the mean and learns to pay."""
+    kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0}
+    model = cls("MlpPolicy", _TimeOutOrPay(), **kwargs)
+    assert model.untie_tail is True and model.hparams()["untie_tail"] is True
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    trained = _Trained()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(64 * 5, callback=trained)
+        off = cls("MlpPolicy", _TimeOutOrPay(), untie_tail=False, **kwargs)
+        before = _pay_probability(off)
+        off.learn(64 * 5, callback=(trained_off := _Trained()))
+    assert trained.objectives[0].startswith("cvar0.") and float(trained.objectives[0][4:8]) >= 0.5
+    assert trained_off.objectives == ["cvar0.2@32"] * 5
+    assert _pay_probability(model) > before + 0.01 and _pay_probability(off) == pytest.approx(before, abs=1e-6)
+    log = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
+    assert "risk/tied" in log and "risk/level" in log
 
 
 # ---------------------------------------------------------------------------------------------------- value baseline

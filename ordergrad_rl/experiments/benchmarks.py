@@ -17,7 +17,8 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
-value baseline, 32 episodes per update), ``og-cvar-n32`` (32 episodes per update) and ``og-cvar-n32-baseline``
+value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
+by default), ``og-cvar-n32`` (32 episodes per update) and ``og-cvar-n32-baseline``
 (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR without
 its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE), ``qrdqn-cvar`` (QR-DQN acting on the
 CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and ``og-mean`` (OrderGradPPO, mean).
@@ -125,6 +126,8 @@ METHODS: dict[str, Method] = {
     "og-cvar-n256": Method(
         "256 episodes, no baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 256, "value_baseline": False}, "tab:olive"
     ),
+    # The usage line before untie_tail (how og-cvar ran before it was on by default).
+    "og-cvar-tied": Method("tied tails kept", "ordergrad_ppo", {**CVAR, "untie_tail": False}, "sienna"),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 32}, "tab:purple"),
     "og-cvar-n32-baseline": Method(
         "N=32, value baseline", "ordergrad_ppo", {**CVAR, "n_episodes": 32, "value_baseline": True}, "black"

@@ -47,10 +47,13 @@ from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_pr
 from ordergrad_rl.agents.common.risk_schedules import (
     RiskSchedule,
     RiskScheduleLike,
+    can_untie,
     check_risk_schedule,
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
+    tied_share,
+    untied,
 )
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
@@ -88,6 +91,8 @@ EPISODIC_PPO_PARAMS = """
     :param risk_schedule: soft risk: ``None`` (the target objective from the start), ``"level"``, ``"mixture"``,
         ``"<kind>:<fraction>"`` or a :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
+    :param untie_tail: train a rollout whose lower tail is one tie (all time-outs) at the level that reaches past
+        it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
@@ -141,6 +146,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
         risk_schedule: RiskScheduleLike = None,
         long_episode_defaults: bool = False,
+        untie_tail: bool = True,
         **sb3_kwargs: Any,
     ) -> bool:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -151,13 +157,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param batch_size: the PPO family's minibatch size (default :func:`~.arguments.default_batch_size`); left
             out by algorithms without minibatches (REINFORCE), which then get no ``normalize_advantage`` either.
         :param risk_schedule: the soft risk schedule (checked against the objective before the env is built).
+        :param untie_tail: move the level past a tied lower tail in each rollout (:meth:`_compute_advantages`).
         :param long_episode_defaults: the algorithm has long-episode defaults (OrderGradPPO): a ranked objective on
             an env whose episode limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` gets
             :data:`~.arguments.LONG_RANKED_N_EPISODES` episodes per rollout by default.
         :param sb3_kwargs: the SB3 constructor's other arguments.
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
-        :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size`` or ``risk_schedule``.
+        :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule`` or ``untie_tail``.
         """
+        if not isinstance(untie_tail, bool):
+            raise ValueError(f"untie_tail must be True or False, got {untie_tail!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
@@ -182,6 +191,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             )
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
+        self.untie_tail = untie_tail
         return long
 
     def _init_episodic(
@@ -260,7 +270,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _excluded_save_params(self) -> list[str]:
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
-        excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn"]
+        excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -450,9 +460,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _compute_advantages(self) -> None:
         """Fill ``rollout_buffer.advantages`` once the rollout is finalized
-        (:func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`)."""
+        (:func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`), with the objective in force
+        (``risk_schedule``) moved past a tied lower tail of this rollout's returns (``untie_tail``)."""
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
+        if getattr(self, "untie_tail", False):  # absent from saves before 0.3: they train as they did
+            objective, gcvar_alpha = untied(objective, gcvar_alpha, buffer.episode_returns)
+        self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
             objective,
             buffer.episode_returns,
@@ -513,6 +527,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values = super().hparams()
         schedule = getattr(self, "risk_schedule", None)
         values["risk_schedule"] = "none" if schedule is None else str(schedule)
+        values["untie_tail"] = bool(getattr(self, "untie_tail", False))
         return values
 
     def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
@@ -528,10 +543,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         logger = self.logger  # type: ignore[attr-defined]
         record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
-        if getattr(self, "risk_schedule", None) is not None:
-            # The share of the target's risk in force (0: the mean, 1: the target) and its level.
+        scheduled = getattr(self, "risk_schedule", None) is not None
+        untie = getattr(self, "untie_tail", False) and can_untie(self.objective, getattr(self, "gcvar_alpha", None))
+        if scheduled:
+            # The share of the target's risk in force (0: the mean, 1: the target).
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
-            level = level_in_force(*self._risk_in_force())
+        if untie:
+            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns))
+        if scheduled or untie:
+            # The level this rollout was trained at (the schedule's, moved past a tied tail).
+            rollout_risk = getattr(self, "_rollout_risk", None) or self._risk_in_force()
+            level = level_in_force(*rollout_risk)
             if level is not None:
                 logger.record(f"{TRAIN_PREFIX}/level", level)
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)

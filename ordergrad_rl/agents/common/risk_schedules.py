@@ -19,6 +19,12 @@ conventions: a fraction of training (``s = min(1, (1 - progress_remaining) / fra
 target from the start), or a callable of ``progress_remaining`` (1 at the start of training, 0 at the end), e.g.
 ``RiskSchedule("mixture", schedule=lambda p: 1 - p)``. Levels and shares are rounded to :data:`RESOLUTION`, so an
 objective in force is built (and its weights cached) at most ``1 / RESOLUTION`` times.
+
+A tied tail (:func:`untied`, the agents' ``untie_tail``) is the same blindness seen in one batch: when the returns
+tied at the batch's minimum (time-outs of a constant step cost) fill the lower tail, a CVaR_0.2 batch whose worst
+20% all time out ranks nothing, and its gradient is exactly zero whatever the other episodes did. The level in force
+for that rollout moves toward the mean just far enough for the tail to hold as many untied episodes as the level
+itself: ``l' = f + l`` for a share ``f >= l`` of ties (the mean if ``l' >= 1``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ _END_COUNTS = ("top", "bot")
 _QUANTILES = ("quantile", "quantileweibull", "quantileblom", "topquantile", "topquantileweibull", "topquantileblom")
 #: The families the level schedule moves.
 LEVEL_FAMILIES = (*_TAIL_LEVELS, *_END_COUNTS, "max", "min", "median", *_QUANTILES)
+#: Lower-tail quantile families (below the median) that a tied tail moves.
+_LOWER_QUANTILES = ("quantile", "quantileweibull", "quantileblom")
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ def _interpolate(start: float, target: float, share: float) -> float:
 def _tail_level(target: float, share: float) -> float:
     """A tail level ``share`` of the way from 1 (the mean) to ``target``, rounded up to :data:`RESOLUTION` (never
     below the target)."""
-    return min(1.0, math.ceil(round(_interpolate(1.0, target, share) / RESOLUTION, 6)) * RESOLUTION)
+    return min(1.0, round(math.ceil(round(_interpolate(1.0, target, share) / RESOLUTION, 6)) * RESOLUTION, 10))
 
 
 def _level_objective(objective: Objective, share: float) -> Objective:
@@ -234,3 +242,55 @@ def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float |
     if objective.name in _END_COUNTS:
         return float(objective.params[0]) / int(objective.k)  # type: ignore[arg-type]
     return None
+
+
+def tied_share(returns: np.ndarray) -> float:
+    """The share of ``returns`` (``[N]``) equal to their minimum (exactly: time-outs of a constant step cost tie
+    bit for bit)."""
+    values = np.asarray(returns, dtype=np.float64).reshape(-1)
+    return float(np.mean(values == values.min()))
+
+
+def _lower_level(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> tuple[float, float] | None:
+    """``(level, end)`` of a lower-tail objective: its level and the level schedule's start (1, the mean; 0.5, the
+    median, for quantiles); ``None`` for other objectives (upper tails, no level, several channels)."""
+    if gcvar_alpha is not None:
+        return gcvar_alpha, 1.0
+    if not isinstance(objective, Objective):
+        return None
+    name = objective.name
+    if name == "cvar":
+        return float(objective.params[0]), 1.0
+    if name in ("bot", "min"):
+        m = 1 if name == "min" else int(objective.params[0])
+        return m / int(objective.k), 1.0  # type: ignore[arg-type]
+    if name in _LOWER_QUANTILES and objective.params[0] < 0.5:
+        return float(objective.params[0]), 0.5
+    return None
+
+
+def can_untie(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> bool:
+    """Whether :func:`untied` can move ``objective``: a lower-tail objective with a level."""
+    return _lower_level(objective, gcvar_alpha) is not None
+
+
+def untied(
+    objective: Objective | ChannelObjective, gcvar_alpha: float | None, returns: np.ndarray
+) -> tuple[Objective | ChannelObjective, float | None]:
+    """``(objective, gcvar_alpha)`` moved past a tied lower tail of one rollout's ``returns`` (``[N]``).
+
+    A lower-tail objective at level ``l`` (CVaR and GCVaR at ``l``, ``bot<m>@k`` at ``m / k``, ``min`` at ``1 / k``,
+    a quantile below the median at its ``q``) whose batch has a share ``f >= l`` of returns tied at the minimum moves
+    along the level schedule to ``l' = f + l`` (rounded up to :data:`RESOLUTION`; the mean, or the median for the
+    quantiles, if ``l'`` reaches it): the tail then holds about as many untied episodes as the target's tail holds
+    episodes. Anything else (no tie filling the tail, upper tails, mixtures, several channels) is returned as given.
+    """
+    found = _lower_level(objective, gcvar_alpha)
+    if found is None:
+        return objective, gcvar_alpha
+    level, end = found
+    share = tied_share(returns)
+    if share < level:
+        return objective, gcvar_alpha
+    move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
+    return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)

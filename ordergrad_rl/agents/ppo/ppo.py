@@ -107,6 +107,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         optimum -2.0), but took the heavy-tail bandit from 3 of 3 seeds at the optimum to 0 of 3 (it commits to the
         mean-optimal arm during the mean phase) and the portfolio's usage line from 95.2% to 89.2% profitable over 8
         seeds.
+    :param untie_tail: episodic mode: when the returns tied at a rollout's minimum (time-outs of a constant step
+        cost) fill a lower-tail objective's tail, train that rollout at the level that reaches past the tie,
+        ``l' = f + l`` for a share ``f >= l`` of ties (the mean if ``l' >= 1``;
+        :func:`~ordergrad_rl.agents.common.risk_schedules.untied`). Such a tail ranks nothing: CVaR_0.2 of 32
+        episodes of which 20 time out gives every episode a zero weight, whatever the other 12 did, so the policy
+        never moves toward the episodes that succeed (blindness to success). Applies to CVaR, GCVaR, ``bot``,
+        ``min`` and quantiles below the median; ``risk/tied`` logs the share of ties, ``risk/level`` the level
+        trained at. Continuous returns (the portfolio, LunarLander) never tie, and train exactly as without it.
+        Default ``True`` (measured, ``reproduce benchmarks``): UNTIE_MEASUREMENT
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
@@ -164,6 +173,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
+        untie_tail: bool = True,
         value_baseline: bool | None = None,
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
@@ -194,7 +204,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             raise ValueError(f"value_baseline must be True, False or None, got {value_baseline!r}")
         long = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule, long_episode_defaults=True,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,

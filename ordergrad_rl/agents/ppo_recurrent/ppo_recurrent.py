@@ -75,6 +75,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
+        untie_tail: bool = True,
         ent_coef: float = 0.0,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -94,7 +95,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
             gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,

@@ -69,6 +69,11 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``,
         off for ranked objectives, which weight whole episodes. The paper's REINFORCE (``reproduce tailrisk``) uses
         ``False``.
+    :param group_size: episodes per group sharing a start context (see :class:`~ordergrad_rl.agents.OrderGradPPO`).
+    :param risk_schedule: soft risk (see :class:`~ordergrad_rl.agents.OrderGradPPO` and
+        :mod:`ordergrad_rl.agents.common.risk_schedules`).
+    :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
     :param ent_coef: entropy bonus coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
@@ -109,6 +114,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
+        untie_tail: bool = True,
         ent_coef: float = 0.0,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
@@ -136,7 +142,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail,
             learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
             max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
