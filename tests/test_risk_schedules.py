@@ -312,6 +312,17 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     assert "risk/tied" in log and "risk/level" in log
 
 
+@pytest.mark.parametrize("untie", [True, False])
+def test_untie_tail_is_saved_and_a_bad_value_is_named(untie, tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, untie_tail=untie)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    with path.open("rb") as file:  # a file object too: the load reads it twice
+        assert OrderGradPPO.load(file).untie_tail is untie
+    with pytest.raises(ValueError, match="untie_tail must be True or False"):
+        OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, untie_tail="yes")
+
+
 # ---------------------------------------------------------------------------------------------------- value baseline
 def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
     model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=True)

@@ -55,6 +55,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     tied_share,
     untied,
 )
+from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
@@ -262,6 +263,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
         self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
 
+    @classmethod
+    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before ``untie_tail`` existed goes
+        on training as it was saved, with ``untie_tail=False``."""
+        saved = read_saved_data(path)  # before SB3 reads a file object to its end
+        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+        if "untie_tail" not in saved:
+            model.untie_tail = False
+        return model
+
     @property
     def n_groups(self) -> int:
         """Groups per rollout (``n_episodes // group_size``; 1 without groups)."""
@@ -464,7 +475,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         (``risk_schedule``) moved past a tied lower tail of this rollout's returns (``untie_tail``)."""
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
-        if getattr(self, "untie_tail", False):  # absent from saves before 0.3: they train as they did
+        if self.untie_tail:
             objective, gcvar_alpha = untied(objective, gcvar_alpha, buffer.episode_returns)
         self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
@@ -527,7 +538,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values = super().hparams()
         schedule = getattr(self, "risk_schedule", None)
         values["risk_schedule"] = "none" if schedule is None else str(schedule)
-        values["untie_tail"] = bool(getattr(self, "untie_tail", False))
+        values["untie_tail"] = self.untie_tail
         return values
 
     def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
@@ -544,7 +555,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         logger = self.logger  # type: ignore[attr-defined]
         record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
         scheduled = getattr(self, "risk_schedule", None) is not None
-        untie = getattr(self, "untie_tail", False) and can_untie(self.objective, getattr(self, "gcvar_alpha", None))
+        untie = self.untie_tail and can_untie(self.objective, getattr(self, "gcvar_alpha", None))
         if scheduled:
             # The share of the target's risk in force (0: the mean, 1: the target).
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
