@@ -252,21 +252,40 @@ def test_untied_moves_gcvar_and_leaves_channels():
     channels = ChannelObjective.parse("reward=cvar0.2@16 + 0.5*length=bot2@16")
     assert untied(channels, None, _tied(64, 60)) == (channels, None)
     assert tied_share(np.array([3.0, 1.0, 1.0, 2.0])) == 0.5
+    assert tied_share(np.array([3.0, 1.0, 1.0, 2.0]), np.array([True, False, True, True])) == 0.25
+
+
+def test_only_time_outs_are_untied():
+    """Ties of terminated episodes are outcomes (a sure payoff); only the tied time-outs count toward ``f``."""
+    target, returns = Objective.parse("cvar0.2", 16), _tied(64, 32)
+    time_outs = np.zeros(64, bool)
+    assert untied(target, None, returns, time_outs) == (target, None)
+    time_outs[:20] = True  # 20 of the 32 tied episodes timed out: f = 20/64
+    assert str(untied(target, None, returns, time_outs)[0]) == "cvar0.52@16"
+    time_outs[:] = False
+    time_outs[40:] = True  # time-outs, but not at the lowest return
+    assert untied(target, None, returns, time_outs) == (target, None)
 
 
 class _TimeOutOrPay(gym.Env):
-    """One step: actions 0-2 "time out" (exactly -10, a tie), action 3 pays a distinct uniform amount in (0, 1)."""
+    """One step: actions 0-2 time out (truncated, exactly -10: a tie), action 3 pays a distinct uniform amount in
+    (0, 1) and terminates. ``terminate=True``: actions 0-2 terminate too (an outcome, not a time-out)."""
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(4)
+
+    def __init__(self, terminate: bool = False) -> None:
+        self.terminate = terminate
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         return np.zeros(1, np.float32), {}
 
     def step(self, action):
-        reward = -10.0 if int(action) < 3 else float(self.np_random.uniform())
-        return np.zeros(1, np.float32), reward, True, False, {}
+        pays = int(action) == 3
+        reward = float(self.np_random.uniform()) if pays else -10.0
+        ends = pays or self.terminate
+        return np.zeros(1, np.float32), reward, ends, not ends, {}
 
 
 class _Trained(BaseCallback):
@@ -291,9 +310,9 @@ def _pay_probability(model) -> float:
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
-    """Three quarters of a uniform policy's episodes tie at -10: every 32-subset of 64 has a tied CVaR_0.2 tail, so
-    the target's weights are all zero and the policy stays where it is; untied (the default), the rollout trains
-    near the mean and learns to pay."""
+    """Three quarters of a uniform policy's episodes time out at -10: every 32-subset of 64 has a tied CVaR_0.2
+    tail, so the target's weights are all zero and the policy stays where it is; untied (the default), the rollout
+    trains near the mean and learns to pay. The same ties from terminated episodes are left as they are."""
     kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0}
     model = cls("MlpPolicy", _TimeOutOrPay(), **kwargs)
     assert model.untie_tail is True and model.hparams()["untie_tail"] is True
@@ -310,6 +329,11 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     assert _pay_probability(model) > before + 0.01 and _pay_probability(off) == pytest.approx(before, abs=1e-6)
     log = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
     assert "risk/tied" in log and "risk/level" in log
+    outcomes = cls("MlpPolicy", _TimeOutOrPay(terminate=True), **kwargs)  # the same ties, terminated: ranked as is
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        outcomes.learn(64 * 2, callback=(trained_outcomes := _Trained()))
+    assert trained_outcomes.objectives == ["cvar0.2@32"] * 2
 
 
 @pytest.mark.parametrize("untie", [True, False])

@@ -66,7 +66,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
       unclipped, as SB3 stores them), ``log_probs`` ``[T]`` float32;
     * ``episode_index`` ``[T]`` in ``0..N-1``, the order the episodes started in,
       ``episode_step`` ``[T]`` (``t`` within the episode), ``rewards`` ``[T]`` float64;
-    * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``;
+    * ``episode_returns`` ``[N]`` = ``sum_t gamma^t r_t`` (float64), ``episode_lengths`` ``[N]``,
+      ``episode_time_outs`` ``[N]`` bool (truncated, not terminated; from :meth:`add`'s ``time_outs``);
     * ``episode_channels`` ``{name: [N]}``: the undiscounted episode sums of the per-step values passed to :meth:`add`
       as ``channels`` (the info channels of a multi-channel objective, :mod:`ordergrad_rl.core.channels`);
     * ``advantages``, ``values``, ``returns`` ``[T]`` float32 (zeros until set: with no critic, ``values`` and
@@ -126,6 +127,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         # an episode with the rollout.
         self._episode_id = np.full(self.n_envs, -1, dtype=np.int64)
         self._n_started = 0
+        self._time_outs = np.zeros(self.n_episodes, dtype=bool)
         self._start_episodes(np.ones(self.n_envs, dtype=bool))
         self.generator_ready = False
 
@@ -162,6 +164,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         rewards: np.ndarray,
         dones: np.ndarray,
         channels: dict[str, np.ndarray] | None = None,
+        time_outs: np.ndarray | None = None,
         **extras: np.ndarray,
     ) -> np.ndarray:
         """Store one vectorized step; return the mask of envs whose step was stored.
@@ -174,6 +177,8 @@ class EpisodicRolloutBuffer(BaseBuffer):
         :param extras: other per-env arrays ``[n_envs, ...]`` to store with the step (``extras[name]`` after
             :meth:`finalize`).
         :param channels: extra per-step values summed per episode into ``episode_channels``, name -> ``[n_envs]``.
+        :param time_outs: the ``dones`` that are truncations, not terminations (SB3's ``TimeLimit.truncated``),
+            ``[n_envs]``: the ended episodes are marked in ``episode_time_outs``.
         :return: ``keep`` ``[n_envs]`` bool (the step was part of a kept episode); an env whose stored step ended an
             episode has ``keep & dones``.
         :raises ValueError: an env's episode ran past ``max_episode_steps``.
@@ -196,6 +201,9 @@ class EpisodicRolloutBuffer(BaseBuffer):
                 self._channel_chunks.setdefault(name, []).append(_rows(values, rows))
             self.pos += n_keep
         dones = np.asarray(dones, dtype=bool)
+        if time_outs is not None:
+            timed_out = keep & dones & np.asarray(time_outs, dtype=bool)
+            self._time_outs[self._episode_id[timed_out]] = True
         self._episode_step = np.where(dones, 0, self._episode_step + 1)
         endless = np.flatnonzero(keep & (self._episode_step >= self.max_episode_steps))
         if endless.size:
@@ -233,6 +241,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)
+        self.episode_time_outs = self._time_outs
         n_steps = self.rewards.shape[0]
         self.advantages = np.zeros(n_steps, dtype=np.float32)
         self.values = np.zeros(n_steps, dtype=np.float32)

@@ -394,8 +394,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 return False
 
             channel_values = channels.step(infos)
+            time_outs = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
             kept = rollout_buffer.add(  # type: ignore[has-type]
-                self._last_obs, actions, log_probs, rewards, dones, channel_values, **extras
+                self._last_obs, actions, log_probs, rewards, dones, channel_values, time_outs=time_outs, **extras
             )
             finished = np.flatnonzero(kept & dones)
             if finished.size:
@@ -476,7 +477,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
-            objective, gcvar_alpha = untied(objective, gcvar_alpha, buffer.episode_returns)
+            objective, gcvar_alpha = untied(objective, gcvar_alpha, buffer.episode_returns, buffer.episode_time_outs)
         self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
             objective,
@@ -560,7 +561,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The share of the target's risk in force (0: the mean, 1: the target).
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
         if untie:
-            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns))
+            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns, buffer.episode_time_outs))
         if scheduled or untie:
             # The level this rollout was trained at (the schedule's, moved past a tied tail).
             rollout_risk = getattr(self, "_rollout_risk", None) or self._risk_in_force()

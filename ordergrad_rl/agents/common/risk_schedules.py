@@ -20,11 +20,14 @@ target from the start), or a callable of ``progress_remaining`` (1 at the start 
 ``RiskSchedule("mixture", schedule=lambda p: 1 - p)``. Levels and shares are rounded to :data:`RESOLUTION`, so an
 objective in force is built (and its weights cached) at most ``1 / RESOLUTION`` times.
 
-A tied tail (:func:`untied`, the agents' ``untie_tail``) is the same blindness seen in one batch: when the returns
-tied at the batch's minimum (time-outs of a constant step cost) fill the lower tail, a CVaR_0.2 batch whose worst
-20% all time out ranks nothing, and its gradient is exactly zero whatever the other episodes did. The level in force
-for that rollout moves toward the mean just far enough for the tail to hold as many untied episodes as the level
-itself: ``l' = f + l`` for a share ``f >= l`` of ties (the mean if ``l' >= 1``).
+A tail of tied time-outs (:func:`untied`, the agents' ``untie_tail``) is the same blindness seen in one batch: when
+episodes truncated by the time limit with the batch's lowest return (a constant step cost ties them bit for bit)
+fill the lower tail, a CVaR_0.2 batch whose worst 20% all time out ranks nothing, and its gradient is (nearly or
+exactly) zero whatever the other episodes did. The level in force for that rollout moves toward the mean just far
+enough for the tail to hold as many other episodes as the level itself: ``l' = f + l`` for a share ``f >= l`` of
+tied time-outs (the mean if ``l' >= 1``). Only time-outs count: a tie of terminated episodes is an outcome the
+objective ranks correctly (a sure arm paying 1 is the heavy-tail bandit's CVaR optimum; untying it was measured to
+pull the stochastic policy toward the riskier arm).
 """
 
 from __future__ import annotations
@@ -244,11 +247,18 @@ def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float |
     return None
 
 
-def tied_share(returns: np.ndarray) -> float:
-    """The share of ``returns`` (``[N]``) equal to their minimum (exactly: time-outs of a constant step cost tie
-    bit for bit)."""
+def tied_share(returns: np.ndarray, time_outs: np.ndarray | None = None) -> float:
+    """The share of episodes that timed out with the lowest return of the batch.
+
+    :param returns: ``[N]`` episode returns (time-outs of a constant step cost tie bit for bit).
+    :param time_outs: ``[N]`` bool, the episodes truncated (not terminated); ``None``: count every episode tied at
+        the minimum.
+    """
     values = np.asarray(returns, dtype=np.float64).reshape(-1)
-    return float(np.mean(values == values.min()))
+    tied = values == values.min()
+    if time_outs is not None:
+        tied &= np.asarray(time_outs, dtype=bool).reshape(-1)
+    return float(np.mean(tied))
 
 
 def _lower_level(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> tuple[float, float] | None:
@@ -275,12 +285,16 @@ def can_untie(objective: Objective | ChannelObjective, gcvar_alpha: float | None
 
 
 def untied(
-    objective: Objective | ChannelObjective, gcvar_alpha: float | None, returns: np.ndarray
+    objective: Objective | ChannelObjective,
+    gcvar_alpha: float | None,
+    returns: np.ndarray,
+    time_outs: np.ndarray | None = None,
 ) -> tuple[Objective | ChannelObjective, float | None]:
-    """``(objective, gcvar_alpha)`` moved past a tied lower tail of one rollout's ``returns`` (``[N]``).
+    """``(objective, gcvar_alpha)`` moved past a tail of tied time-outs of one rollout's ``returns`` (``[N]``).
 
     A lower-tail objective at level ``l`` (CVaR and GCVaR at ``l``, ``bot<m>@k`` at ``m / k``, ``min`` at ``1 / k``,
-    a quantile below the median at its ``q``) whose batch has a share ``f >= l`` of returns tied at the minimum moves
+    a quantile below the median at its ``q``) whose batch has a share ``f >= l`` of time-outs tied at the minimum
+    (:func:`tied_share`; ``time_outs`` ``[N]`` marks the truncated episodes, ``None`` counts every tie) moves
     along the level schedule to ``l' = f + l`` (rounded up to :data:`RESOLUTION`; the mean, or the median for the
     quantiles, if ``l'`` reaches it): the tail then holds about as many untied episodes as the target's tail holds
     episodes. Anything else (no tie filling the tail, upper tails, mixtures, several channels) is returned as given.
@@ -289,7 +303,7 @@ def untied(
     if found is None:
         return objective, gcvar_alpha
     level, end = found
-    share = tied_share(returns)
+    share = tied_share(returns, time_outs)
     if share < level:
         return objective, gcvar_alpha
     move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'

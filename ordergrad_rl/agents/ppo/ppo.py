@@ -107,14 +107,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         optimum -2.0), but took the heavy-tail bandit from 3 of 3 seeds at the optimum to 0 of 3 (it commits to the
         mean-optimal arm during the mean phase) and the portfolio's usage line from 95.2% to 89.2% profitable over 8
         seeds.
-    :param untie_tail: episodic mode: when the returns tied at a rollout's minimum (time-outs of a constant step
-        cost) fill a lower-tail objective's tail, train that rollout at the level that reaches past the tie,
-        ``l' = f + l`` for a share ``f >= l`` of ties (the mean if ``l' >= 1``;
+    :param untie_tail: episodic mode: when time-outs (episodes truncated, not terminated) tied at a rollout's lowest
+        return fill a lower-tail objective's tail, train that rollout at the level that reaches past the tie,
+        ``l' = f + l`` for a share ``f >= l`` of tied time-outs (the mean if ``l' >= 1``;
         :func:`~ordergrad_rl.agents.common.risk_schedules.untied`). Such a tail ranks nothing: CVaR_0.2 of 32
         episodes of which 20 time out gives every episode a zero weight, whatever the other 12 did, so the policy
         never moves toward the episodes that succeed (blindness to success). Applies to CVaR, GCVaR, ``bot``,
-        ``min`` and quantiles below the median; ``risk/tied`` logs the share of ties, ``risk/level`` the level
-        trained at. Continuous returns (the portfolio, LunarLander) never tie, and train exactly as without it.
+        ``min`` and quantiles below the median; ``risk/tied`` logs the share of tied time-outs, ``risk/level`` the
+        level trained at. Ties of terminated episodes (a sure arm's payoff) are ranked as they are, and continuous
+        returns (the portfolio, LunarLander) never tie: they train exactly as without it.
         Default ``True`` (measured, ``reproduce benchmarks``): UNTIE_MEASUREMENT
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
