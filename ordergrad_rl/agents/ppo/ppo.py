@@ -116,7 +116,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         ``min`` and quantiles below the median; ``risk/tied`` logs the share of tied time-outs, ``risk/level`` the
         level trained at. Ties of terminated episodes (a sure arm's payoff) are ranked as they are, and continuous
         returns (the portfolio, LunarLander) never tie: they train exactly as without it.
-        Default ``True`` (measured, ``reproduce benchmarks``): UNTIE_MEASUREMENT
+        Default ``True`` (measured, ``reproduce benchmarks``, against ``untie_tail=False`` on the same seeds):
+        Acrobot-v1 (5 seeds, 100k steps) worst-20% mean -395.5 -> -355.9 greedy, -465.7 -> -331.5 sampled; the
+        guarded maze 1 of 4 seeds at its CVaR optimum (-2.11; without it 0 of 2, never the goal); lava (5 seeds),
+        CartPole-v1 (5) and the heavy-tail bandit (3) bit for bit unchanged (no tail of tied time-outs arose).
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
