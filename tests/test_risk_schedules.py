@@ -194,7 +194,8 @@ def test_contrib_variants_take_a_schedule(cls):
 
         env = InvalidActionEnvDiscrete(dim=4, n_invalid_actions=1)
     model = cls(policy, env, objective="cvar0.5", n_episodes=4, risk_schedule="level", seed=0)
-    assert model.risk_schedule == RiskSchedule("level")
+    assert model.risk_schedule == RiskSchedule("level") and model.untie_tail is True
+    assert cls(policy, env, objective="cvar0.5", n_episodes=4, untie_tail=False).untie_tail is False
     model._update_risk()
     assert str(model._risk_in_force()[0]) == "mean"
 
