@@ -118,7 +118,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         returns (the portfolio, LunarLander) never tie: they train exactly as without it.
         Default ``True`` (measured, ``reproduce benchmarks``, against ``untie_tail=False`` on the same seeds):
         Acrobot-v1 (5 seeds, 100k steps) worst-20% mean -395.5 -> -355.9 greedy, -465.7 -> -331.5 sampled; the
-        guarded maze 4 of 8 seeds at its CVaR optimum (without it 0 of 2, never the goal); lava (5 seeds),
+        guarded maze 5 of 10 seeds at its CVaR optimum (without it 0 of 2, never the goal); lava (5 seeds),
         CartPole-v1 (5) and the heavy-tail bandit (3) bit for bit unchanged (no tail of tied time-outs arose).
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
