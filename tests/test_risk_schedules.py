@@ -201,6 +201,10 @@ def test_contrib_variants_take_a_schedule(cls):
 
 
 # ---------------------------------------------------------------------------------------------------- tied tails
+#: Every episode of a 64-episode batch timed out (the tests of the level moves; time-outs alone: below).
+ALL_TIMED_OUT = np.ones(64, bool)
+
+
 def _tied(n: int, ties: int, value: float = -40.0) -> np.ndarray:
     """``ties`` time-outs at ``value`` and ``n - ties`` distinct better returns."""
     return np.concatenate([np.full(ties, value), value + 1.0 + np.arange(n - ties)])
@@ -213,10 +217,10 @@ def test_a_tied_tail_is_blind_and_the_untied_level_sees_past_it():
     target = Objective.parse("cvar0.2", 16)
     returns = _tied(64, 52)
     assert np.all(lstat_advantage(returns, target) == 0.0)
-    moved = untied(target, None, returns)[0]
+    moved = untied(target, None, returns, ALL_TIMED_OUT)[0]
     assert str(moved) == "mean" and lstat_advantage(returns, moved)[-1] > 0
     returns = _tied(64, 26)
-    moved, gcvar = untied(target, None, returns)
+    moved, gcvar = untied(target, None, returns, ALL_TIMED_OUT)
     assert str(moved) == "cvar0.61@16" and gcvar is None  # f + l = 26/64 + 0.2 = 0.606, rounded up
     weak, ranked = lstat_advantage(returns, target), lstat_advantage(returns, moved)
     assert np.abs(ranked).max() > 20 * np.abs(weak).max()
@@ -242,17 +246,17 @@ def test_a_tied_tail_is_blind_and_the_untied_level_sees_past_it():
 )
 def test_untied_moves_lower_tails_along_the_level_schedule(target, ties, expected):
     objective = Objective.parse(target)
-    assert str(untied(objective, None, _tied(64, ties))[0]) == expected
+    assert str(untied(objective, None, _tied(64, ties), ALL_TIMED_OUT)[0]) == expected
 
 
 def test_untied_moves_gcvar_and_leaves_channels():
     cvar = Objective.parse("cvar0.2", 16)
-    assert untied(cvar, 0.2, _tied(64, 32)) == (cvar, 0.7)  # GCVaR's own level: 0.5 + 0.2
-    assert untied(cvar, 0.2, _tied(64, 8)) == (cvar, 0.2)
-    assert untied(cvar, 0.2, _tied(64, 60))[1] is None  # the mean
+    assert untied(cvar, 0.2, _tied(64, 32), ALL_TIMED_OUT) == (cvar, 0.7)  # GCVaR's own level: 0.5 + 0.2
+    assert untied(cvar, 0.2, _tied(64, 8), ALL_TIMED_OUT) == (cvar, 0.2)
+    assert untied(cvar, 0.2, _tied(64, 60), ALL_TIMED_OUT)[1] is None  # the mean
     channels = ChannelObjective.parse("reward=cvar0.2@16 + 0.5*length=bot2@16")
-    assert untied(channels, None, _tied(64, 60)) == (channels, None)
-    assert tied_share(np.array([3.0, 1.0, 1.0, 2.0])) == 0.5
+    assert untied(channels, None, _tied(64, 60), ALL_TIMED_OUT) == (channels, None)
+    assert tied_share(np.array([3.0, 1.0, 1.0, 2.0]), np.ones(4, bool)) == 0.5
     assert tied_share(np.array([3.0, 1.0, 1.0, 2.0]), np.array([True, False, True, True])) == 0.25
 
 

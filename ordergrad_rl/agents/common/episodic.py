@@ -394,7 +394,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 return False
 
             channel_values = channels.step(infos)
-            time_outs = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
+            # Truncated, not terminated (SB3's info key); read only where an episode ended, not per env and step.
+            time_outs = np.zeros(len(dones), dtype=bool)
+            for i in np.flatnonzero(dones):
+                time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
             kept = rollout_buffer.add(  # type: ignore[has-type]
                 self._last_obs, actions, log_probs, rewards, dones, channel_values, time_outs=time_outs, **extras
             )

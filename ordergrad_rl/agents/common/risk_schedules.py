@@ -247,18 +247,14 @@ def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float |
     return None
 
 
-def tied_share(returns: np.ndarray, time_outs: np.ndarray | None = None) -> float:
+def tied_share(returns: np.ndarray, time_outs: np.ndarray) -> float:
     """The share of episodes that timed out with the lowest return of the batch.
 
     :param returns: ``[N]`` episode returns (time-outs of a constant step cost tie bit for bit).
-    :param time_outs: ``[N]`` bool, the episodes truncated (not terminated); ``None``: count every episode tied at
-        the minimum.
+    :param time_outs: ``[N]`` bool, the episodes truncated (not terminated).
     """
     values = np.asarray(returns, dtype=np.float64).reshape(-1)
-    tied = values == values.min()
-    if time_outs is not None:
-        tied &= np.asarray(time_outs, dtype=bool).reshape(-1)
-    return float(np.mean(tied))
+    return float(np.mean((values == values.min()) & np.asarray(time_outs, dtype=bool).reshape(-1)))
 
 
 def _lower_level(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> tuple[float, float] | None:
@@ -288,13 +284,13 @@ def untied(
     objective: Objective | ChannelObjective,
     gcvar_alpha: float | None,
     returns: np.ndarray,
-    time_outs: np.ndarray | None = None,
+    time_outs: np.ndarray,
 ) -> tuple[Objective | ChannelObjective, float | None]:
     """``(objective, gcvar_alpha)`` moved past a tail of tied time-outs of one rollout's ``returns`` (``[N]``).
 
     A lower-tail objective at level ``l`` (CVaR and GCVaR at ``l``, ``bot<m>@k`` at ``m / k``, ``min`` at ``1 / k``,
     a quantile below the median at its ``q``) whose batch has a share ``f >= l`` of time-outs tied at the minimum
-    (:func:`tied_share`; ``time_outs`` ``[N]`` marks the truncated episodes, ``None`` counts every tie) moves
+    (:func:`tied_share`; ``time_outs`` ``[N]`` marks the truncated episodes) moves
     along the level schedule to ``l' = f + l`` (rounded up to :data:`RESOLUTION`; the mean, or the median for the
     quantiles, if ``l'`` reaches it): the tail then holds about as many untied episodes as the target's tail holds
     episodes. Anything else (no tie filling the tail, upper tails, mixtures, several channels) is returned as given.
