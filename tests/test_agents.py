@@ -22,6 +22,7 @@ from ordergrad_rl.agents import (
     OrderGradPPO,
     OrderGradREINFORCE,
 )
+from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
 from ordergrad_rl.core import Objective
 from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -342,6 +343,73 @@ def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool]
 
 def test_long_episode_defaults_are_ordergrad_ppo_only() -> None:
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256
+
+
+@pytest.mark.parametrize(
+    ("cls", "env", "kwargs", "expected"),
+    [
+        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), RANKED_ENT_COEF),  # Discrete actions
+        (OrderGradPPO, "CartPole-v1", dict(objective="gcvar0.2"), RANKED_ENT_COEF),
+        (OrderGradPPO, lambda: MultiDiscreteBandit(), dict(objective="top2@4"), RANKED_ENT_COEF),
+        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="mean"), 0.0),  # SB3's, for the mean
+        (OrderGradPPO, "SyntheticTailRisk-v0", dict(objective="cvar0.2"), 0.0),  # Box actions: a Gaussian's entropy
+        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.0), 0.0),  # as given
+        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.05), 0.05),
+        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), 0.0),  # not measured there: SB3's 0
+        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=None), RANKED_ENT_COEF),
+    ],
+)
+def test_ranked_objectives_on_categorical_actions_get_an_entropy_bonus(cls, env, kwargs, expected, tmp_path) -> None:
+    model = cls("MlpPolicy", env if isinstance(env, str) else env(), n_episodes=8, **kwargs)
+    assert model.ent_coef == expected and model.hparams()["ent_coef"] == expected
+    model.save(tmp_path / "model.zip")
+    assert cls.load(tmp_path / "model.zip").ent_coef == expected
+
+
+class MultiDiscreteBandit(gym.Env):
+    """One step, ``MultiDiscrete([3, 2])`` actions, reward ``a_0 - a_1``."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.MultiDiscrete([3, 2])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), float(action[0] - action[1]), True, False, {}
+
+
+class ConstantBandit(gym.Env):
+    """One step, three arms that all pay exactly 1: every ranked objective's weights are zero."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, True, False, {}
+
+
+def test_default_entropy_bonus_reaches_the_update() -> None:
+    """All weights are zero: with ``ent_coef=0.0`` the update leaves a skewed policy exactly as it is, with the
+    default bonus its entropy rises."""
+    entropies = {}
+    for ent_coef in (None, 0.0):
+        model = OrderGradPPO("MlpPolicy", ConstantBandit(), objective="cvar0.2", n_episodes=16, seed=0,
+                             ent_coef=ent_coef)  # fmt: skip
+        with th.no_grad():
+            model.policy.action_net.bias.copy_(th.tensor([4.0, 0.0, 0.0]))  # P(arm 0) about 0.96
+        before = model.policy.get_distribution(th.zeros(1, 1)).entropy().item()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # few updates
+            model.learn(16 * 3)
+        entropies[ent_coef] = (before, model.policy.get_distribution(th.zeros(1, 1)).entropy().item())
+    assert entropies[None][1] > entropies[None][0] + 1e-3
+    assert entropies[0.0][1] == pytest.approx(entropies[0.0][0], abs=1e-6)
 
 
 def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:

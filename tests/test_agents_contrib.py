@@ -112,7 +112,11 @@ def test_masks_are_required_and_must_allow_an_action() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- exact gradients
-COMMON = dict(n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=False, max_grad_norm=float("inf"), seed=5)
+# ent_coef=0: the loss is the estimator alone (a ranked objective's default entropy bonus would add a term).
+COMMON = dict(
+    n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=False, max_grad_norm=float("inf"), seed=5,
+    ent_coef=0.0,
+)  # fmt: skip
 
 
 def assert_loss_gradient(model, ascent: list[th.Tensor | None]) -> None:

@@ -32,6 +32,7 @@ from ordergrad_rl.agents.common.advantages import episode_weights as _episode_we
 from ordergrad_rl.agents.common.arguments import (
     check_advantage,
     check_n_episodes,
+    default_ent_coef,
     default_n_episodes,
     episodic_sizes,
     long_episodes,
@@ -94,7 +95,8 @@ EPISODIC_PPO_PARAMS = """
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param untie_tail: train a rollout whose lower tail is one tie (all time-outs) at the level that reaches past
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
-    :param ent_coef: entropy coefficient.
+    :param ent_coef: entropy coefficient; ``None`` (default): as OrderGradPPO, 0.01 for a ranked objective on
+        categorical actions, else 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean``.
@@ -190,6 +192,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 _init_setup_model=False,
                 **sb3_kwargs,
             )
+        if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
+            self.ent_coef = default_ent_coef(parsed, self.action_space)  # space), then sets the save's ent_coef
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail

@@ -179,7 +179,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         value_baseline: bool | None = None,
-        ent_coef: float = 0.0,
+        ent_coef: float | None = None,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,

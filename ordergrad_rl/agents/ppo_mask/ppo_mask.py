@@ -70,7 +70,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        ent_coef: float = 0.0,
+        ent_coef: float | None = None,
         max_grad_norm: float = 0.5,
         rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,

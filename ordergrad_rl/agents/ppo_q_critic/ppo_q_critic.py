@@ -132,7 +132,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     :param normalize_advantage: SB3's centring and scaling of each minibatch's advantages.
     :param reward_to_go: refused (episodic mode's).
     :param group_size: refused (episodic mode's).
-    :param ent_coef: entropy coefficient.
+    :param ent_coef: entropy coefficient (``None``: 0.0).
     :param vf_coef: Q loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
@@ -174,7 +174,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         normalize_advantage: bool = True,
         reward_to_go: None = None,
         group_size: None = None,
-        ent_coef: float = 0.0,
+        ent_coef: float | None = 0.0,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -205,7 +205,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             clip_range=clip_range,
             clip_range_vf=clip_range_vf,
             normalize_advantage=bool(normalize_advantage),
-            ent_coef=ent_coef,
+            ent_coef=0.0 if ent_coef is None else ent_coef,  # None: OrderGradPPO's "its default" (not measured here)
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
             use_sde=use_sde,

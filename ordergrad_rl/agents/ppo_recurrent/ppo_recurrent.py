@@ -76,7 +76,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        ent_coef: float = 0.0,
+        ent_coef: float | None = None,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
