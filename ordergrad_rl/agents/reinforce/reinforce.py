@@ -74,7 +74,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
-    :param ent_coef: entropy bonus coefficient.
+    :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
+        too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
+        class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
         ``gym.make`` env without further wrappers) with a native batch (the tail-risk ids), else 1 env from an id and
@@ -115,7 +117,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        ent_coef: float = 0.0,
+        ent_coef: float | None = 0.0,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
         use_sde: bool = False,
