@@ -142,7 +142,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (greedy CVaR_0.2 -0.14 -> 1.09, sampled -0.36 -> 0.46); Acrobot-v1 (5 seeds, 100k steps) worst-20% mean
         -355.9 -> -214.4 greedy, -331.5 -> -243.2 sampled; the heavy-tail bandit 3 of 3 either way; the guarded maze
         5 -> 4 of 10 seeds at its optimum; LunarLander-v3 (5 seeds) -179.2 -> -202.4 greedy, -50.7 -> -66.6 sampled;
-        CARTPOLE_PLACEHOLDER
+        CartPole-v1 (10 seeds) 424.1 -> 435.1 greedy, 320.6 -> 366.4 sampled (SB3 PPO: 500). The portfolio and the
+        point navigation (``Box`` actions) are unchanged.
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
