@@ -205,7 +205,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             clip_range=clip_range,
             clip_range_vf=clip_range_vf,
             normalize_advantage=bool(normalize_advantage),
-            ent_coef=0.0 if ent_coef is None else ent_coef,  # None: OrderGradPPO's "its default" (not measured here)
+            ent_coef=0.0 if ent_coef is None else ent_coef,  # None: this mode's 0.0 (the ranked bonus is episodic's)
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
             use_sde=use_sde,
