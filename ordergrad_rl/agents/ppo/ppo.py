@@ -137,13 +137,9 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``Discrete``, ``MultiDiscrete``, ``MultiBinary``), else SB3's 0.0
         (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`). The tail's gradient drives the probability
         of a move that the batch's tail does not reward to zero, and once no batch samples that move nothing brings
-        it back (exploration collapse). Measured (``reproduce benchmarks``, the usage line against ``ent_coef=0.0`` on
-        the same seeds, ``og-cvar`` / ``og-cvar-noent``): the lava grid 8 -> 10 of 10 seeds at the CVaR optimum
-        (greedy CVaR_0.2 -0.14 -> 1.09, sampled -0.36 -> 0.46); Acrobot-v1 (5 seeds, 100k steps) worst-20% mean
-        -355.9 -> -214.4 greedy, -331.5 -> -243.2 sampled; the heavy-tail bandit 3 of 3 either way; the guarded maze
-        5 -> 4 of 10 seeds at its optimum; LunarLander-v3 (5 seeds) -179.2 -> -202.4 greedy, -50.7 -> -66.6 sampled;
-        CartPole-v1 (10 seeds) 424.1 -> 435.1 greedy, 320.6 -> 366.4 sampled (SB3 PPO: 500). The portfolio and the
-        point navigation (``Box`` actions) are unchanged.
+        it back (exploration collapse). Measured across the suite (the lava grid 8 -> 10 of 10 seeds at the CVaR
+        optimum, Acrobot-v1 better, CartPole-v1 and the bandit even, the maze and LunarLander-v3 worse): see
+        :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`.
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
