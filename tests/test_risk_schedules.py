@@ -364,7 +364,7 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
     assert "train/value_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
     with pytest.raises(ValueError, match="value_baseline=True needs the value head"):
         OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline=True, policy_kwargs={"critic": "none"})
-    with pytest.raises(ValueError, match="value_baseline must be True, False or None"):
+    with pytest.raises(ValueError, match="value_baseline must be True, False, 'history' or None"):
         OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline="yes")
 
 

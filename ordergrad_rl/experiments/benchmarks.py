@@ -18,12 +18,13 @@ Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage l
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
-by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-n32`` (32
+by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
+``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``), ``og-cvar-n32`` (32
 episodes per update) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with
 the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
-``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar`` and ``og-mean`` keeps ``ent_coef=0.0``,
-as it was measured.
+``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``
+and ``og-mean`` keeps ``ent_coef=0.0``, as it was measured.
 
 Reported per (task, method), over seeds: greedy and stochastic CVaR_0.2 (mean and 95% bootstrap interval, scipy),
 the share of seeds whose greedy policy ends within the task's epsilon of the optimum, and the env steps after
@@ -141,6 +142,12 @@ METHODS: dict[str, Method] = {
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR0, "n_episodes": 32}, "tab:purple"),
     "og-cvar-n32-baseline": Method(
         "N=32, value baseline", "ordergrad_ppo", {**CVAR0, "n_episodes": 32, "value_baseline": True}, "black"
+    ),
+    # The usage line with each per-step baseline of the long-episode defaults (on short episodes the usage line has
+    # none): V(s_t) of the policy's value head, or the history baseline b(s_t, t, G_<t).
+    "og-cvar-state": Method("+ state baseline V(s)", "ordergrad_ppo", {**CVAR, "value_baseline": True}, "tab:pink"),
+    "og-cvar-history": Method(
+        "+ history baseline b(s, t, G<t)", "ordergrad_ppo", {**CVAR, "value_baseline": "history"}, "darkgreen"
     ),
     "gcvar-level": Method(
         "GCVaR_0.2 + level schedule",

@@ -87,6 +87,32 @@ def episode_weights(
     return weights.reshape(-1)
 
 
+def discounted_rewards(rewards: np.ndarray, episode_step: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    """``[T]`` float64 ``gamma^t r_t``: each stored step's term of its episode's return."""
+    discounted = np.asarray(rewards, dtype=np.float64)
+    return discounted * gamma ** np.asarray(episode_step) if gamma != 1.0 else discounted
+
+
+def returns_before(rewards: np.ndarray, episode_index: np.ndarray) -> np.ndarray:
+    """``G_<t = sum_{u<t} r_u``: each step's return collected before it, within its own episode.
+
+    :param rewards: ``[T]`` rewards of the stored steps (:func:`discounted_rewards` where the return is discounted).
+    :param episode_index: ``[T]`` episode of each step; each episode's steps in time order.
+    :return: ``[T]`` float64, 0 at each episode's first step.
+    """
+    episode_index = np.asarray(episode_index)
+    # Steps of an episode are stored in time order, so a stable sort by episode gives each episode's steps
+    # contiguously, in order.
+    order = np.argsort(episode_index, kind="stable")
+    ordered = np.asarray(rewards, dtype=np.float64)[order]
+    before = np.cumsum(ordered) - ordered  # everything stored before this step ...
+    starts = np.flatnonzero(np.r_[True, np.diff(episode_index[order]) != 0])
+    before -= np.repeat(before[starts], np.diff(np.r_[starts, ordered.size]))  # ... minus the earlier episodes
+    result = np.empty_like(before)
+    result[order] = before
+    return result
+
+
 def reward_to_go_advantages(
     rewards: np.ndarray, episode_index: np.ndarray, episode_step: np.ndarray, n_episodes: int, gamma: float = 1.0
 ) -> np.ndarray:
@@ -108,19 +134,10 @@ def reward_to_go_advantages(
     :param gamma: discount, as in the episode return ``sum_t gamma^t r_t``.
     :return: ``[T]`` float64 advantages.
     """
-    discounted = np.asarray(rewards, dtype=np.float64)
-    if gamma != 1.0:
-        discounted = discounted * gamma**episode_step
-    # Reward-to-go: the episode's return minus what it collected before t. Steps of an episode are stored in time
-    # order, so a stable sort by episode gives each episode's steps contiguously, in order.
-    order = np.argsort(episode_index, kind="stable")
-    ordered = discounted[order]
-    before = np.cumsum(ordered) - ordered  # everything stored before this step ...
-    starts = np.flatnonzero(np.r_[True, np.diff(episode_index[order]) != 0])
-    before -= np.repeat(before[starts], np.diff(np.r_[starts, ordered.size]))  # ... minus the earlier episodes
+    discounted = discounted_rewards(rewards, episode_step, gamma)
+    # Reward-to-go: the episode's return minus what it collected before t.
     totals = np.bincount(episode_index, weights=discounted, minlength=n_episodes)
-    to_go = np.empty_like(discounted)
-    to_go[order] = totals[episode_index[order]] - before
+    to_go = totals[episode_index] - returns_before(discounted, episode_index)
     step_totals = np.bincount(episode_step, weights=to_go)
     return (n_episodes * to_go - step_totals[episode_step]) / (n_episodes - 1)
 

@@ -31,6 +31,8 @@ from stable_baselines3.common.buffers import BaseBuffer
 from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
+from ordergrad_rl.agents.common.advantages import discounted_rewards
+
 Obs = np.ndarray | dict[str, np.ndarray]
 
 #: Default bound on an episode's length in an episodic rollout: far above the episodes an episodic estimator is
@@ -238,7 +240,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
             for name, parts in self._channel_chunks.items()
         }
         self._channel_chunks = {}
-        discounted = self.rewards if self.gamma == 1.0 else self.rewards * self.gamma**self.episode_step
+        discounted = discounted_rewards(self.rewards, self.episode_step, self.gamma)
         self.episode_returns = np.bincount(self.episode_index, weights=discounted, minlength=self.n_episodes)
         self.episode_lengths = np.bincount(self.episode_index, minlength=self.n_episodes)
         self.episode_time_outs = self._time_outs

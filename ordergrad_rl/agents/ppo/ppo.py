@@ -11,9 +11,11 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
+from ordergrad_rl.agents.common.advantages import discounted_rewards, returns_before
 from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
+from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
     OrderGradActorCriticPolicy,
@@ -125,7 +127,12 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
         the episode's fate is decided get less credit (lower variance on long episodes). Needs the value head
-        (``policy_kwargs`` without ``critic="none"``).
+        (``policy_kwargs`` without ``critic="none"``). ``"history"``: a baseline of the history instead,
+        ``b(s_t, t, G_<t)`` with ``G_<t`` the return collected before step ``t``
+        (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small network, saved with the
+        model; no value head needed): what decides an episode's rank at step ``t`` is the state *and* what the
+        episode has collected so far (Bauerle and Ott's augmented state for CVaR), which ``V(s_t)`` cannot see.
+        Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn.
         Default ``None``: on for a ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
         :func:`~ordergrad_rl.agents.common.arguments.long_episodes`) when the policy has a value head, else off.
         Measured (``reproduce benchmarks``, 100k steps, 32 episodes per update, 2 seeds): CartPole-v1's worst-20%
@@ -185,7 +192,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        value_baseline: bool | None = None,
+        value_baseline: bool | Literal["history"] | None = None,
         ent_coef: float | None = None,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
@@ -211,8 +218,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        if value_baseline is not None and not isinstance(value_baseline, bool):
-            raise ValueError(f"value_baseline must be True, False or None, got {value_baseline!r}")
+        if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
+            raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
         long = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, long_episode_defaults=True,
@@ -225,7 +232,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
         has_value_head = (policy_kwargs or {}).get("critic") != "none"
-        if value_baseline and not has_value_head:
+        if value_baseline is True and not has_value_head:
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
         self.value_baseline = (long and has_value_head) if value_baseline is None else value_baseline
         if _init_setup_model:
@@ -252,20 +259,52 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
         return super().load(path, env=env, device=device, **kwargs)
 
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        if getattr(self, "value_baseline", False) == HISTORY:
+            self.history_baseline = HistoryBaseline(self.observation_space).to(self.device)
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts, variables = super()._get_torch_save_params()
+        if getattr(self, "history_baseline", None) is not None:
+            state_dicts += ["history_baseline", "history_baseline.optimizer"]
+        return state_dicts, variables
+
+    def hparams(self) -> dict[str, Any]:
+        values = super().hparams()
+        # One type per HParams column: "state" (True), "history" or "none" (False).
+        baseline = getattr(self, "value_baseline", False)
+        values["value_baseline"] = {True: "state", False: "none"}.get(baseline, baseline)
+        return values
+
     def _compute_advantages(self) -> None:
-        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`), minus the value
-        baseline ``V(s_t)`` with ``value_baseline`` (the weights become the value head's regression targets)."""
+        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`), minus the
+        ``value_baseline``: ``V(s_t)`` (``True``; the weights become the value head's regression targets) or the
+        history baseline ``b(s_t, t, G_<t)`` (``"history"``, fitted to this rollout's weights once they are used)."""
         super()._compute_advantages()
-        if getattr(self, "value_baseline", False):  # absent from saves before 0.2
-            buffer = self.rollout_buffer
+        baseline = getattr(self, "value_baseline", False)  # absent from saves before 0.2
+        if not baseline:
+            return
+        buffer = self.rollout_buffer
+        buffer.returns = buffer.advantages.copy()
+        if baseline is True:
             buffer.values = predict_values(self.policy, buffer.observations)
-            buffer.returns = buffer.advantages.copy()
-            buffer.advantages = buffer.advantages - buffer.values
+        else:
+            so_far = returns_before(
+                discounted_rewards(buffer.rewards, buffer.episode_step, self.gamma), buffer.episode_index
+            )
+            history = self.history_baseline
+            # Predict before this rollout enters anything (the standardization included): the baseline of a step
+            # must not depend on the actions it credits.
+            buffer.values = history.predict(history.features(buffer.observations, buffer.episode_step, so_far))
+            features = history.features(buffer.observations, buffer.episode_step, so_far, update=True)
+            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
+        buffer.advantages = buffer.returns - buffer.values
 
     def train(self) -> None:
-        """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline``."""
+        """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
         update = super().train
-        if getattr(self, "value_baseline", False):
+        if getattr(self, "value_baseline", False) is True:
             train_on_episode_weights(self, update, critic=True)
             return
 

@@ -1,0 +1,175 @@
+"""The history baseline b(s_t, t, G_<t) of OrderGradPPO's ``value_baseline="history"``."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.logger import configure
+
+from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.agents.common.advantages import discounted_rewards, returns_before
+from ordergrad_rl.agents.common.history_baseline import HistoryBaseline
+
+
+def test_returns_before_is_each_episodes_running_sum_of_the_steps_before():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 9, size=12)
+    # Episodes interleaved as parallel envs store them: each episode's steps in time order.
+    episode_index = np.concatenate([np.full(n, i) for i, n in enumerate(lengths)])
+    episode_index = episode_index[np.argsort(rng.random(episode_index.size) + episode_index % 3, kind="stable")]
+    order_in_episode = np.zeros_like(episode_index)
+    for i in range(len(lengths)):
+        order_in_episode[episode_index == i] = np.arange(lengths[i])
+    rewards = rng.normal(size=episode_index.size)
+    expected = np.empty_like(rewards)
+    for i in range(len(lengths)):
+        steps = np.flatnonzero(episode_index == i)
+        expected[steps] = np.concatenate([[0.0], np.cumsum(rewards[steps])[:-1]])
+    np.testing.assert_allclose(returns_before(rewards, episode_index), expected, atol=1e-12)
+    # Causal: changing a step's reward changes no step's feature up to and including its own.
+    changed = rewards.copy()
+    changed[5] += 10.0
+    same = episode_index != episode_index[5]
+    same |= order_in_episode <= order_in_episode[5]
+    np.testing.assert_allclose(returns_before(changed, episode_index)[same], expected[same], atol=1e-12)
+    np.testing.assert_allclose(discounted_rewards(rewards, order_in_episode, 0.5), rewards * 0.5**order_in_episode)
+
+
+@pytest.mark.parametrize(
+    ("space", "width"),
+    [
+        (spaces.Discrete(5), 5),  # one-hot
+        (spaces.Box(-1, 1, (2, 3)), 6),
+        (spaces.MultiDiscrete([2, 3]), 5),
+        (spaces.Dict({"a": spaces.Discrete(3), "b": spaces.Box(-1, 1, (2,))}), 5),
+    ],
+)
+def test_features_are_the_flat_observation_then_step_and_return_so_far(space, width):
+    baseline = HistoryBaseline(space)
+    observations = [space.sample() for _ in range(4)]
+    if isinstance(space, spaces.Dict):
+        observations = {key: np.stack([o[key] for o in observations]) for key in space.spaces}
+    features = baseline.features(np.stack(observations) if isinstance(observations, list) else observations,
+                                 np.arange(4), np.arange(4.0) * 10, update=True)  # fmt: skip
+    assert features.shape == (4, width + 2)
+    history = features[:, -2:].numpy()
+    np.testing.assert_allclose(history.mean(axis=0), 0.0, atol=1e-4)  # standardized by the running statistics
+    assert baseline.history_rms.count == pytest.approx(4, abs=1e-3)
+
+
+def test_fit_learns_a_weight_that_depends_on_the_return_so_far():
+    """What V(s) cannot: the same state, a weight decided by what the episode has collected."""
+    th.manual_seed(0)
+    baseline = HistoryBaseline(spaces.Discrete(1))
+    so_far = np.random.default_rng(0).uniform(-5, 5, size=2000)
+    targets = np.where(so_far < 0, -1.0, 0.0)  # in the tail iff it has collected little so far
+    features = baseline.features(np.zeros(2000, dtype=np.int64), np.zeros(2000), so_far, update=True)
+    untrained = float(np.mean((baseline.predict(features) - targets) ** 2))
+    for _ in range(6):
+        last = baseline.fit(features, targets)
+    assert last < 0.1 * untrained and last < 0.02
+    clear = np.abs(so_far) > 1  # a smooth fit of a step: away from the step
+    np.testing.assert_allclose(baseline.predict(features)[clear], targets[clear], atol=0.3)
+
+
+def _one_rollout(model):
+    model._setup_learn(10**9, None)
+    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 10**9)
+
+
+def test_ppo_subtracts_the_baseline_predicted_before_the_rollout_and_then_fits_it(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline="history")
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    assert model.hparams()["value_baseline"] == "history"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(400)  # a trained baseline, with nonzero running statistics
+    before = copy.deepcopy(model.history_baseline)
+    buffer = model.rollout_buffer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _one_rollout(model)
+    so_far = returns_before(buffer.rewards, buffer.episode_index)
+    expected = before.predict(before.features(buffer.observations, buffer.episode_step, so_far))
+    np.testing.assert_allclose(buffer.values, expected, atol=1e-6)
+    weights = model.episode_weights(buffer.episode_returns)
+    np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(buffer.advantages, buffer.returns - buffer.values, atol=1e-6)
+    # Then fitted on this rollout: its statistics and weights moved.
+    assert model.history_baseline.history_rms.count > before.history_rms.count
+    assert not th.equal(model.history_baseline.net[0].weight, before.net[0].weight)
+    assert "train/baseline_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+    # The policy's value head is not trained (SB3's value loss is 0 without it).
+    assert "train/value_loss" not in (tmp_path / "progress.csv").read_text().splitlines()[0]
+
+
+def test_history_baseline_is_saved_loaded_and_resumed(tmp_path):
+    model = OrderGradPPO(
+        "MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline="history", seed=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(400)
+        model.save(tmp_path / "model.zip")
+        loaded = OrderGradPPO.load(tmp_path / "model.zip", env=model.get_env())
+        assert loaded.value_baseline == "history"
+        for name, value in model.history_baseline.state_dict().items():
+            assert th.equal(loaded.history_baseline.state_dict()[name], value) if name != "_extra_state" else True
+        rms, loaded_rms = model.history_baseline.history_rms, loaded.history_baseline.history_rms
+        np.testing.assert_array_equal(rms.mean, loaded_rms.mean)
+        np.testing.assert_array_equal(rms.var, loaded_rms.var)
+        assert rms.count == loaded_rms.count
+        assert loaded.history_baseline.optimizer.state_dict()["state"]  # Adam's moments came along
+        loaded.learn(200, reset_num_timesteps=False)
+    assert loaded.num_timesteps > model.num_timesteps
+
+
+def test_history_baseline_needs_no_value_head_and_bad_values_are_named():
+    model = OrderGradPPO(
+        "MlpPolicy", "CartPole-v1", objective="cvar0.2", value_baseline="history", policy_kwargs={"critic": "none"}
+    )
+    assert model.value_baseline == "history"
+    with pytest.raises(ValueError, match="value_baseline must be True, False, 'history' or None, got 'state'"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", value_baseline="state")
+
+
+def _z_squared(samples: np.ndarray) -> float:
+    """Mean over coordinates of (sample mean / its standard error)^2: about 1 for an unbiased zero-mean term."""
+    return float(np.mean((samples.mean(axis=0) / (samples.std(axis=0) / np.sqrt(len(samples)) + 1e-12)) ** 2))
+
+
+def test_history_baseline_term_has_zero_expected_gradient():
+    """Unbiasedness: sum_t grad log pi(a_t | s_t) b(s_t, t, G_<t), the term the baseline removes, averages to 0 over
+    rollouts (Monte Carlo, 400 rollouts of the slippery lava grid, a random policy, a random frozen baseline with a
+    fixed standardization, as the baseline is for the rollout it is applied to). The same baseline fed G_<=t (the
+    step's own reward, which its action decides) is visibly biased on the same rollouts: the test has power."""
+    th.manual_seed(0)
+    model = OrderGradPPO(
+        "MlpPolicy", gym.make("RiskyLavaGrid-v0"), objective="cvar0.2", n_episodes=2, seed=0, value_baseline="history"
+    )
+    baseline = copy.deepcopy(model.history_baseline)  # the model's own is fitted after every rollout
+    baseline.history_rms.mean, baseline.history_rms.var = np.array([5.0, -2.0]), np.array([9.0, 4.0])
+    policy = model.policy
+    # Layers every step's gradient reaches (the one-hot input layer's rows are sparse, and their z-scores skewed).
+    dense = [p for name, p in policy.named_parameters() if "action_net" in name or "policy_net.2" in name]
+    samples: dict[str, list[np.ndarray]] = {"history": [], "own reward": []}
+    model._setup_learn(10**9, None)
+    for _ in range(400):
+        model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
+        buffer = model.rollout_buffer
+        obs, _ = policy.obs_to_tensor(buffer.observations)
+        _, log_prob, _ = policy.evaluate_actions(obs, th.as_tensor(buffer.actions).long().flatten())
+        so_far = returns_before(buffer.rewards, buffer.episode_index)
+        for name, history in (("history", so_far), ("own reward", so_far + buffer.rewards)):
+            features = baseline.features(buffer.observations, buffer.episode_step, history)
+            values = th.as_tensor(baseline.predict(features))
+            grads = th.autograd.grad((log_prob * values).sum(), dense, retain_graph=True)
+            samples[name].append(th.cat([g.flatten() for g in grads]).numpy())
+    assert _z_squared(np.asarray(samples["history"], dtype=np.float64)) < 2.0
+    assert _z_squared(np.asarray(samples["own reward"], dtype=np.float64)) > 4.0
