@@ -3,7 +3,7 @@
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
     python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
-        [--n-episodes N] [--value-baseline]
+        [--n-episodes N] [--value-baseline [{state,history}]]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -27,7 +27,10 @@ def main() -> None:
     parser.add_argument("--schedules", nargs="+", default=["none", "level"])
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--n-episodes", type=int, default=None, help="episodes per update (default: the agent's)")
-    parser.add_argument("--value-baseline", action="store_true", help="per-step credit with the value baseline")
+    parser.add_argument(
+        "--value-baseline", nargs="?", const="state", choices=["state", "history"], default=None,
+        help="per-step credit: the value baseline V(s) ('state', the flag alone) or the history baseline",
+    )  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     for schedule in args.schedules:
@@ -36,7 +39,7 @@ def main() -> None:
             model = OrderGradPPO(
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
-                value_baseline=args.value_baseline,
+                value_baseline={None: None, "state": True}.get(args.value_baseline, args.value_baseline),
             )  # fmt: skip
             model.learn(args.timesteps)
             metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))

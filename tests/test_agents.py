@@ -323,20 +323,21 @@ def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: 
 @pytest.mark.parametrize(
     ("env", "kwargs", "expected"),
     [
-        ("CartPole-v1", dict(objective="cvar0.2"), (32, True)),  # 500-step limit: long episodes
-        (lambda: gym.make("Acrobot-v1"), dict(objective="cvar0.2"), (32, True)),  # an env object's limit
-        (lambda: make_vec_env("CartPole-v1", 2), dict(objective="cvar0.2"), (32, True)),  # a VecEnv's
-        ("CartPole-v1", dict(objective="max@20"), (40, True)),  # at least 2k
-        ("CartPole-v1", dict(objective="top2@4", group_size=6), (36, True)),  # a multiple of the group size
-        ("CartPole-v1", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (32, False)),  # no value head
+        ("CartPole-v1", dict(objective="cvar0.2"), (32, "history")),  # 500-step limit: long episodes
+        (lambda: gym.make("Acrobot-v1"), dict(objective="cvar0.2"), (32, "history")),  # an env object's limit
+        (lambda: make_vec_env("CartPole-v1", 2), dict(objective="cvar0.2"), (32, "history")),  # a VecEnv's
+        ("CartPole-v1", dict(objective="max@20"), (40, "history")),  # at least 2k
+        ("CartPole-v1", dict(objective="top2@4", group_size=6), (36, "history")),  # a multiple of the group size
+        ("CartPole-v1", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (32, "history")),  # no V head
         ("CartPole-v1", dict(objective="cvar0.2", value_baseline=False), (32, False)),
-        ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, True)),
+        ("CartPole-v1", dict(objective="cvar0.2", value_baseline=True), (32, True)),  # the state baseline V(s)
+        ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, "history")),
         ("CartPole-v1", dict(objective="mean"), (16, False)),  # the mean keeps reward-to-go
         (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, False)),  # a fixed horizon, no limit
     ],
 )
-def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool]) -> None:
+def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool | str]) -> None:
     model = OrderGradPPO("MlpPolicy", env if isinstance(env, str) else env(), **kwargs)
     assert (model.n_episodes, model.value_baseline) == expected
 

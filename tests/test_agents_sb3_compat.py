@@ -182,9 +182,13 @@ def test_fine_tuning_from_an_sb3_model(ppo_model) -> None:
     assert model.policy.value_net.weight is not ppo_model.policy.value_net.weight  # a copy
     model.learn(200)
     assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # not trained
-    # CartPole's 500-step limit: by default a ranked objective's value baseline starts from SB3's value head.
+    # CartPole's 500-step limit: by default a ranked objective gets the history baseline; SB3's value head is kept.
     model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8)
-    assert model.value_baseline and th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)
+    assert model.value_baseline == "history"
+    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)
+    # value_baseline=True starts the state baseline from SB3's value head.
+    model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8, value_baseline=True)
+    assert model.value_baseline is True
 
 
 def test_fine_tuning_from_an_sb3_save(ppo_model, tmp_path) -> None:

@@ -29,11 +29,12 @@ MEAN_N_EPISODES = 16
 RANKED_N_EPISODES = 256
 #: OrderGradPPO on long episodes (an env whose ``TimeLimit`` exceeds :data:`LONG_EPISODE_STEPS`): 256 episodes of up
 #: to 500 steps are 128k steps per update, a handful of updates per budget, so a ranked objective gets 32 episodes
-#: per update and the value baseline instead. Measured (``reproduce benchmarks``, 100k steps, worst-20% mean of 100
-#: greedy evaluation returns, 5 seeds against 2 at 256): CartPole-v1 75.7 -> 440.4 (262 at 32 without the
-#: baseline), Acrobot-v1 -500 -> -395.5, LunarLander-v3 -109.4 -> -179.2 greedy but -128.8 -> -50.7 sampled. Not
-#: below 128 steps: at 32 episodes with the baseline the portfolio's usage line fell from 95.2% to 72.6% profitable
-#: (4 seeds); lava, maze, bandit and the portfolio were measured at 256.
+#: per update and a per-step baseline instead (now the history baseline, which measured better than the value
+#: baseline: OrderGradPPO's ``value_baseline``). Measured with the value baseline (``reproduce benchmarks``, 100k
+#: steps, worst-20% mean of 100 greedy evaluation returns, 5 seeds against 2 at 256): CartPole-v1 75.7 -> 440.4 (262
+#: at 32 without the baseline), Acrobot-v1 -500 -> -395.5, LunarLander-v3 -109.4 -> -179.2 greedy but -128.8 ->
+#: -50.7 sampled. Not below 128 steps: at 32 episodes with the baseline the portfolio's usage line fell from 95.2% to
+#: 72.6% profitable (4 seeds); lava, maze, bandit and the portfolio were measured at 256.
 LONG_RANKED_N_EPISODES = 32
 #: Episode limit (``max_episode_steps``) above which an env counts as long-episode: between the suite's short tasks
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones

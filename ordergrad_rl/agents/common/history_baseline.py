@@ -129,9 +129,16 @@ class HistoryBaseline(nn.Module):
                 losses.append(loss.item())
         return float(np.mean(losses))
 
+    def saved_state(self) -> dict[str, Any]:
+        """Everything :meth:`load_saved_state` restores: the network with its statistics, and Adam's state."""
+        return {"module": self.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_saved_state(self, state: dict[str, Any]) -> None:
+        self.load_state_dict(state["module"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
     def get_extra_state(self) -> dict[str, Any]:
         """The running statistics of ``(t, G_<t)`` go into ``state_dict`` (and so into the model's save)."""
-        # Tensors, not NumPy arrays: SB3 loads saves with torch.load(weights_only=True).
         rms = self.history_rms
         return {"mean": th.as_tensor(rms.mean), "var": th.as_tensor(rms.var), "count": float(rms.count)}
 
