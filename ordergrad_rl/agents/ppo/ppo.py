@@ -141,9 +141,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         and left LunarLander-v3 even (-202.4 -> -209.3, 5 seeds); the sampled policies measured the other way on
         CartPole (366.4 -> 349.9) and Acrobot (-260.3 -> -304.0) and better on LunarLander (-66.6 -> -56.5).
         ``True`` itself had taken CartPole-v1 from 262 to 494 over no baseline (2 seeds) and Acrobot-v1 from -500 to
-        -355. Off on short episodes, where only ``True`` was measured, and mixed at the 256-episode default: the
-        portfolio's usage line 96.8% profitable over 10 seeds with it (lowest 91.8%) against 95.3% (lowest 86.7%), but
-        the lava grid 2 of 5 seeds at the CVaR optimum with it against 4 of 5.
+        -355. Off on short episodes, where both measured mixed at the 256-episode default: the portfolio's usage line
+        (``scripts/measure_schedule_portfolio.py``, 10 seeds) is 95.3% profitable without a baseline (lowest 86.7%),
+        96.8% with ``True`` (lowest 91.8%) and 94.8% with ``"history"`` (lowest 87.9%); the lava grid 2 of 5 seeds at
+        the CVaR optimum with ``True`` against 4 of 5 (``"history"`` not measured there).
     :param ent_coef: entropy coefficient. Default ``None``: 0.01 for a ranked objective on categorical actions
         (``Discrete``, ``MultiDiscrete``, ``MultiBinary``), else SB3's 0.0
         (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`). The tail's gradient drives the probability
