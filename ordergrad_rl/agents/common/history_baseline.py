@@ -5,14 +5,15 @@ the batch, and what decides that at step ``t`` is the state *and the return coll
 sum_{u<t} gamma^u r_u``: the accumulated return is the state that Bauerle and Ott (2011) add to solve CVaR MDPs,
 and on an env with a time limit the step ``t`` says how much can still change. A baseline of the state alone,
 ``V(s_t)`` (``value_baseline=True``), cannot tell an episode that has already collected enough to leave the tail
-from one that has not; this one can, so the steps after an episode's rank is decided get almost no credit.
+from one that has not; this one can, so the steps after an episode's rank is decided get less credit.
 
 It stays unbiased: ``s_t``, ``t`` and ``G_<t`` are all known before the action ``a_t`` is drawn, so
 ``E[grad log pi(a_t | s_t) b(s_t, t, G_<t)] = 0``, as for any baseline of the history up to ``s_t`` (Williams 1992;
 the policy itself still sees ``s_t`` only). The network is a small MLP of its own, with its own Adam optimizer,
 fitted by regression on the weights of each rollout *after* that rollout's advantages are computed (so a rollout is
-never its own baseline), on the preprocessed observation (SB3's ``preprocess_obs``: one-hot for discrete, scaled
-images) and ``t``, ``G_<t`` standardized by SB3's ``RunningMeanStd``.
+never its own baseline; the standardization is updated after the prediction too), on the preprocessed observation
+(SB3's ``preprocess_obs``: one-hot for discrete, scaled images) and ``t``, ``G_<t`` standardized by SB3's
+``RunningMeanStd``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from torch import nn
 HISTORY = "history"
 #: Hidden layers of the baseline network (SB3's default MLP widths).
 NET_ARCH: tuple[int, ...] = (64, 64)
-#: Adam's learning rate for the baseline (a regression target that moves slowly; 1e-3 measured stable).
+#: Adam's learning rate for the baseline (fixed before measuring, not tuned; the benchmark runs used it).
 LEARNING_RATE = 1e-3
 #: Passes over each rollout when fitting, as PPO's ``n_epochs``.
 N_EPOCHS = 10
