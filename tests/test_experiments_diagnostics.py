@@ -88,7 +88,9 @@ def test_quick_cli_run(tmp_path, capsys):
     results = json.loads(out_json.read_text())
     runtime = results["runtime"]
     assert all(t > 0 for times in runtime["vs_n"]["calls"].values() for t in times)
-    assert all(r >= c for r, c in zip(runtime["vs_k"]["rankwise"], runtime["vs_k"]["collapsed"], strict=True))
+    # O(Nk) against O(N): compared at the largest k, where the gap is wide; at k = 2 the two are within the
+    # machine's timing noise (a clean-clone CI run saw rankwise below collapsed there).
+    assert runtime["vs_k"]["rankwise"][-1] > runtime["vs_k"]["collapsed"][-1]
     grad = results["gradient"]
     exact_bias = [row["exact_bias"] for row in grad["bias"]]
     assert exact_bias == sorted(exact_bias, reverse=True) and exact_bias[-1] > 0
