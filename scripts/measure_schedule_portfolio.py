@@ -3,7 +3,7 @@
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
     python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
-        [--n-episodes N] [--value-baseline [{state,history}]]
+        [--n-episodes N] [--value-baseline [{state,history}]] [--baseline-lambda L]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -31,6 +31,11 @@ def main() -> None:
         "--value-baseline", nargs="?", const="state", choices=["state", "history"], default=None,
         help="per-step credit: the value baseline V(s) ('state', the flag alone) or the history baseline",
     )  # fmt: skip
+    parser.add_argument(
+        "--baseline-lambda", type=float, default=None,
+        help="lambda of the weights' lambda-returns over the baseline (default: the agent's; 1: w - b_t, as measured "
+        "before the default)",
+    )  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     for schedule in args.schedules:
@@ -40,6 +45,7 @@ def main() -> None:
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
                 value_baseline={None: None, "state": True}.get(args.value_baseline, args.value_baseline),
+                baseline_lambda=args.baseline_lambda,
             )  # fmt: skip
             model.learn(args.timesteps)
             metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 import warnings
+import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +16,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.agents.common.advantages import discounted_rewards, returns_before
+from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
+from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA
 from ordergrad_rl.agents.common.history_baseline import HistoryBaseline
 
 
@@ -101,13 +104,92 @@ def test_ppo_subtracts_the_baseline_predicted_before_the_rollout_and_then_fits_i
     np.testing.assert_allclose(buffer.values, expected, atol=1e-6)
     weights = model.episode_weights(buffer.episode_returns)
     np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(buffer.advantages, buffer.returns - buffer.values, atol=1e-6)
+    # The default baseline_lambda's lambda-returns of the weights over that baseline.
+    assert model.baseline_lambda == BASELINE_LAMBDA < 1.0
+    expected = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, BASELINE_LAMBDA)
+    np.testing.assert_allclose(buffer.advantages, expected, atol=1e-5)
+    assert not np.allclose(buffer.advantages, buffer.returns - buffer.values, atol=1e-3)
     # Then fitted on this rollout: its statistics and weights moved.
     assert model.history_baseline.history_rms.count > before.history_rms.count
     assert not th.equal(model.history_baseline.net[0].weight, before.net[0].weight)
     assert "train/baseline_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
     # The policy's value head is not trained (SB3's value loss is 0 without it).
     assert "train/value_loss" not in (tmp_path / "progress.csv").read_text().splitlines()[0]
+
+
+def _interleaved_episodes(rng: np.random.Generator, n_episodes: int, max_length: int) -> np.ndarray:
+    """``[T]`` episode index of episodes stored as parallel envs store them: interleaved, each in time order."""
+    lengths = rng.integers(1, max_length + 1, size=n_episodes)
+    episode_index = np.concatenate([np.full(n, i) for i, n in enumerate(lengths)])
+    return episode_index[np.argsort(rng.random(episode_index.size), kind="stable")]
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.95, 1.0])
+def test_lambda_advantages_match_the_per_episode_recursion(lam):
+    rng = np.random.default_rng(1)
+    episode_index = _interleaved_episodes(rng, 9, 12)
+    weights = rng.normal(size=9)[episode_index]
+    baseline = rng.normal(size=episode_index.size)
+    expected = np.empty(episode_index.size)
+    for i in range(9):  # G^lambda_T = w, G^lambda_t = (1 - lambda) b_{t+1} + lambda G^lambda_{t+1}
+        steps = np.flatnonzero(episode_index == i)
+        target = weights[steps[-1]]
+        expected[steps[-1]] = target - baseline[steps[-1]]
+        for now, later in zip(steps[-2::-1], steps[:0:-1], strict=True):
+            target = (1 - lam) * baseline[later] + lam * target
+            expected[now] = target - baseline[now]
+    np.testing.assert_allclose(lambda_advantages(weights, baseline, episode_index, lam), expected, atol=1e-12)
+
+
+def test_lambda_advantages_at_the_ends_of_lambda():
+    rng = np.random.default_rng(2)
+    episode_index = _interleaved_episodes(rng, 6, 20)
+    weights, baseline = rng.normal(size=6)[episode_index], rng.normal(size=episode_index.size)
+    # lambda = 1: the weight minus the baseline (the unbiased estimator), whatever the baseline.
+    np.testing.assert_array_equal(lambda_advantages(weights, baseline, episode_index, 1.0), weights - baseline)
+    # lambda = 0: one-step TD errors, the next step's baseline minus this one's (the weight at the last step).
+    td = lambda_advantages(weights, baseline, episode_index, 0.0)
+    for i in range(6):
+        steps = np.flatnonzero(episode_index == i)
+        np.testing.assert_allclose(td[steps[:-1]], baseline[steps[1:]] - baseline[steps[:-1]], atol=1e-12)
+        np.testing.assert_allclose(td[steps[-1]], weights[steps[-1]] - baseline[steps[-1]], atol=1e-12)
+    # A perfect baseline (b_t = w) leaves nothing to credit at any lambda.
+    np.testing.assert_allclose(lambda_advantages(weights, weights, episode_index, 0.7), 0.0, atol=1e-12)
+
+
+def test_baseline_lambda_defaults_and_bad_values_are_named(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8)  # long: history baseline
+    assert (model.value_baseline, model.baseline_lambda) == ("history", BASELINE_LAMBDA)
+    assert model.hparams()["baseline_lambda"] == BASELINE_LAMBDA
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, baseline_lambda=1)
+    assert model.baseline_lambda == 1.0
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=8).baseline_lambda == 1.0  # no baseline
+    for bad, match in ((1.5, r"baseline_lambda must be in \[0, 1\], got 1.5"), (float("nan"), "baseline_lambda"),
+                       ("0.9", "baseline_lambda must be a number")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=8, baseline_lambda=bad)
+    with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
+        OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=8, baseline_lambda=0.9)
+    with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=8, value_baseline=False, baseline_lambda=0.9)
+
+
+def test_baseline_lambda_is_saved_and_older_saves_keep_lambda_one(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, baseline_lambda=0.8)
+    model.save(tmp_path / "model.zip")
+    assert OrderGradPPO.load(tmp_path / "model.zip", env=model.get_env()).baseline_lambda == 0.8
+    # A save from before baseline_lambda existed (its data has no such entry) trained on w - b_t and still does,
+    # also when loaded with a long-episode env, whose default would be BASELINE_LAMBDA.
+    with zipfile.ZipFile(tmp_path / "model.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                del data["baseline_lambda"]
+                content = json.dumps(data).encode()
+            old.writestr(item, content)
+    assert OrderGradPPO.load(tmp_path / "old.zip", env=model.get_env()).baseline_lambda == 1.0
+    assert OrderGradPPO.load(tmp_path / "old.zip", baseline_lambda=0.5).baseline_lambda == 0.5
 
 
 def test_history_baseline_is_saved_loaded_and_resumed(tmp_path):

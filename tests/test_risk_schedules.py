@@ -354,7 +354,9 @@ def test_untie_tail_is_saved_and_a_bad_value_is_named(untie, tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- value baseline
 def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
-    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=True)
+    model = OrderGradPPO(
+        "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=True, baseline_lambda=1.0
+    )
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(200)
     buffer = model.rollout_buffer

@@ -19,12 +19,15 @@ Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage l
 (with the soft risk schedule), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
-``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``), ``og-cvar-n32`` (32
+``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
+``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
+default), ``og-cvar-n32`` (32
 episodes per update) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with
 the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
-``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``
-and ``og-mean`` keeps ``ent_coef=0.0``, as it was measured.
+``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
+``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, and every variant with a per-step baseline but ``og-cvar``
+and ``og-cvar-history`` keeps ``baseline_lambda=1``, as it was measured.
 
 Reported per (task, method), over seeds: greedy and stochastic CVaR_0.2 (mean and 95% bootstrap interval, scipy),
 the share of seeds whose greedy policy ends within the task's epsilon of the optimum, and the env steps after
@@ -118,6 +121,8 @@ CVAR = {"objective": "cvar0.2"}
 #: objective on categorical actions, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`); they keep
 #: ``ent_coef=0.0`` so that their stored runs (docs/measurements/benchmarks) reproduce.
 CVAR0 = {**CVAR, "ent_coef": 0.0}
+#: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
+LAMBDA1 = {"baseline_lambda": 1.0}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
     # The usage line before the entropy default.
@@ -126,11 +131,13 @@ METHODS: dict[str, Method] = {
     "og-cvar-mixture": Method(
         "+ mixture schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "mixture"}, "tab:olive"
     ),
-    "og-cvar-baseline": Method("+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True}, "tab:pink"),
+    "og-cvar-baseline": Method(
+        "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"
+    ),
     "og-cvar-tuned": Method(
         "+ level, baseline, N=32",
         "ordergrad_ppo",
-        {**CVAR0, "risk_schedule": "level", "value_baseline": True, "n_episodes": 32},
+        {**CVAR0, "risk_schedule": "level", "value_baseline": True, "n_episodes": 32, **LAMBDA1},
         "tab:purple",
     ),
     # The usage line before the long-episode defaults (how og-cvar ran on CartPole, Acrobot and LunarLander).
@@ -141,11 +148,17 @@ METHODS: dict[str, Method] = {
     "og-cvar-tied": Method("tied tails kept", "ordergrad_ppo", {**CVAR0, "untie_tail": False}, "sienna"),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR0, "n_episodes": 32}, "tab:purple"),
     "og-cvar-n32-baseline": Method(
-        "N=32, value baseline", "ordergrad_ppo", {**CVAR0, "n_episodes": 32, "value_baseline": True}, "black"
+        "N=32, value baseline", "ordergrad_ppo", {**CVAR0, "n_episodes": 32, "value_baseline": True, **LAMBDA1}, "black"
     ),
     # The usage line with each per-step baseline of the long-episode defaults (on short episodes the usage line has
-    # none): V(s_t) of the policy's value head, or the history baseline b(s_t, t, G_<t).
-    "og-cvar-state": Method("+ state baseline V(s)", "ordergrad_ppo", {**CVAR, "value_baseline": True}, "tab:pink"),
+    # none): V(s_t) of the policy's value head, or the history baseline b(s_t, t, G_<t); the first two at lambda = 1
+    # (w - b_t, the usage line before baseline_lambda), the last at the default baseline_lambda.
+    "og-cvar-state": Method(
+        "+ state baseline V(s)", "ordergrad_ppo", {**CVAR, "value_baseline": True, **LAMBDA1}, "tab:pink"
+    ),
+    "og-cvar-lambda1": Method(
+        "+ history baseline, lambda 1", "ordergrad_ppo", {**CVAR, "value_baseline": "history", **LAMBDA1}, "seagreen"
+    ),
     "og-cvar-history": Method(
         "+ history baseline b(s, t, G<t)", "ordergrad_ppo", {**CVAR, "value_baseline": "history"}, "darkgreen"
     ),

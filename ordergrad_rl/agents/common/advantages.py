@@ -113,6 +113,46 @@ def returns_before(rewards: np.ndarray, episode_index: np.ndarray) -> np.ndarray
     return result
 
 
+def lambda_advantages(
+    weights: np.ndarray, baseline: np.ndarray, episode_index: np.ndarray, lam: float = 1.0
+) -> np.ndarray:
+    """Per-step advantages ``A_t = G^lambda_t - b_t`` of an episode weight paid at the episode's end, over a
+    per-step baseline ``b`` (GAE, Schulman et al. 2016, with the weight as the only reward, undiscounted).
+
+    The episode's weight ``w`` is its last step's reward, 0 the others', so the TD errors are
+    ``delta_t = b_{t+1} - b_t`` and ``delta_T = w - b_T`` at the last step ``T``, and
+    ``A_t = sum_{u=t..T} lambda^(u-t) delta_u``. ``lambda = 1`` telescopes to ``w - b_t``: the unbiased estimator
+    (any baseline of what is known before ``a_t``). ``lambda < 1`` trusts the baseline's later predictions in place
+    of the episode's own outcome: lower variance, biased by the baseline's error (as PPO's GAE is by its critic's).
+
+    :param weights: ``[T]`` the weight of each step's episode.
+    :param baseline: ``[T]`` each step's baseline.
+    :param episode_index: ``[T]`` episode of each step; each episode's steps in time order.
+    :param lam: ``lambda`` in ``[0, 1]``.
+    :return: ``[T]`` float64.
+    """
+    weights, baseline = np.asarray(weights, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if lam == 1.0:
+        return weights - baseline
+    from scipy.signal import lfilter  # only here: importing scipy.signal takes a while
+
+    episode_index = np.asarray(episode_index)
+    order = np.argsort(episode_index, kind="stable")  # each episode's steps contiguously, in time order
+    w, b = weights[order], baseline[order]
+    last = np.r_[episode_index[order][1:] != episode_index[order][:-1], True]
+    delta = np.where(last, w, np.r_[b[1:], 0.0]) - b
+    # S_t = sum_{u >= t} lambda^(u-t) delta_u over the whole sequence (one C loop), then the part of it that spills
+    # over from the episodes stored after t's is removed: A_t = S_t - lambda^(T+1-t) S_{T+1}.
+    spill = lfilter([1.0], [1.0, -lam], delta[::-1])[::-1]
+    ends = np.flatnonzero(last)
+    end = np.repeat(ends, np.diff(np.r_[-1, ends]))
+    after = np.r_[spill, 0.0][end + 1]
+    advantages = spill - lam ** (end + 1 - np.arange(w.size)) * after
+    result = np.empty_like(advantages)
+    result[order] = advantages
+    return result
+
+
 def reward_to_go_advantages(
     rewards: np.ndarray, episode_index: np.ndarray, episode_step: np.ndarray, n_episodes: int, gamma: float = 1.0
 ) -> np.ndarray:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from ordergrad_rl.agents.common.advantages import discounted_rewards, returns_before
-from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments
+from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
+from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA, check_advantage, check_ppo_arguments
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
 from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
@@ -26,6 +27,7 @@ from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.ppo_q_critic import Q_CRITIC, OrderGradQCriticPPO
+from ordergrad_rl.common.arguments import check_number
 from ordergrad_rl.core.channels import AnyObjective
 
 #: OrderGradPPO's default objective (also when it builds an OrderGradQCriticPPO).
@@ -89,7 +91,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         Q-critic mode 64 (SB3's).
     :param n_epochs: passes over the rollout per update.
     :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
-    :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode.
+    :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode (see
+        ``baseline_lambda``).
     :param clip_range: surrogate clipping parameter (or schedule).
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
     :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8;
@@ -145,6 +148,14 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``scripts/measure_schedule_portfolio.py``, 10 seeds) is 95.3% profitable without a baseline (lowest 86.7%),
         96.8% with ``True`` (lowest 91.8%) and 94.8% with ``"history"`` (lowest 87.9%); the lava grid 2 of 5 seeds at
         the CVaR optimum with ``True`` against 4 of 5 (``"history"`` not measured there).
+    :param baseline_lambda: episodic mode with a per-step baseline: the ``lambda`` of the episode weight's
+        lambda-returns over the baseline, ``A_t = sum_u lambda^(u-t) delta_u`` with ``delta_u = b_{u+1} - b_u`` and
+        ``w - b_T`` at the last step (GAE with the weight as the episode's final reward,
+        :func:`~ordergrad_rl.agents.common.advantages.lambda_advantages`). ``1.0`` gives ``w - b_t``, the unbiased
+        estimator; below 1 a step's credit leans on the baseline's later predictions rather than on the episode's
+        own outcome, less variance for a bias of the baseline's error (PPO's trade with ``gae_lambda``). Default
+        ``None``: :data:`~ordergrad_rl.agents.common.arguments.BASELINE_LAMBDA` (0.95, SB3's ``gae_lambda``) where a
+        baseline is on (see there for the measurements); a value given without a baseline raises ``ValueError``.
     :param ent_coef: entropy coefficient. Default ``None``: 0.01 for a ranked objective on categorical actions
         (``Discrete``, ``MultiDiscrete``, ``MultiBinary``), else SB3's 0.0
         (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`). The tail's gradient drives the probability
@@ -198,6 +209,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         value_baseline: bool | Literal["history"] | None = None,
+        baseline_lambda: float | None = None,
         ent_coef: float | None = None,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
@@ -240,6 +252,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         if value_baseline is True and not has_value_head:
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
         self.value_baseline = (HISTORY if long else False) if value_baseline is None else value_baseline
+        self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
         if _init_setup_model:
             self._setup_model()
 
@@ -260,9 +273,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
 
         :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
         """
-        if cls is OrderGradPPO and read_saved_data(path).get("advantage") == Q_CRITIC:
+        data = read_saved_data(path)
+        if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
-        return super().load(path, env=env, device=device, **kwargs)
+        model = super().load(path, env=env, device=device, **kwargs)
+        if "baseline_lambda" not in data and "baseline_lambda" not in kwargs:
+            # Saved before baseline_lambda existed: it trained on w - b_t and goes on doing so (the constructor that
+            # SB3's load runs would give the default of the env at hand).
+            model.baseline_lambda = 1.0
+        return model
 
     def _setup_model(self) -> None:
         super()._setup_model()
@@ -292,12 +311,14 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         # One type per HParams column: "state" (True), "history" or "none" (False).
         baseline = getattr(self, "value_baseline", False)
         values["value_baseline"] = {True: "state", False: "none"}.get(baseline, baseline)
+        values["baseline_lambda"] = getattr(self, "baseline_lambda", 1.0)
         return values
 
     def _compute_advantages(self) -> None:
-        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`), minus the
+        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`) over the
         ``value_baseline``: ``V(s_t)`` (``True``; the weights become the value head's regression targets) or the
-        history baseline ``b(s_t, t, G_<t)`` (``"history"``, fitted to this rollout's weights once they are used)."""
+        history baseline ``b(s_t, t, G_<t)`` (``"history"``, fitted to this rollout's weights once they are used),
+        as the ``baseline_lambda``-returns of the weights."""
         super()._compute_advantages()
         baseline = getattr(self, "value_baseline", False)  # absent from saves before 0.2
         if not baseline:
@@ -316,7 +337,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             buffer.values = history.predict(history.features(buffer.observations, buffer.episode_step, so_far))
             features = history.features(buffer.observations, buffer.episode_step, so_far, update=True)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
-        buffer.advantages = buffer.returns - buffer.values
+        lam = getattr(self, "baseline_lambda", 1.0)
+        buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
+            np.float32
+        )
 
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
@@ -330,6 +354,25 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
                 update()
 
         train_on_episode_weights(self, update_without_value)
+
+
+def resolve_baseline_lambda(baseline_lambda: float | None, value_baseline: bool | str) -> float:
+    """OrderGradPPO's ``baseline_lambda`` in force: :data:`BASELINE_LAMBDA` by default where a per-step baseline is
+    on, 1.0 where none is.
+
+    :raises ValueError: not a number in ``[0, 1]``, or given without a per-step baseline (it would do nothing).
+    """
+    if baseline_lambda is None:
+        return BASELINE_LAMBDA if value_baseline else 1.0
+    check_number("baseline_lambda", baseline_lambda)
+    if not 0.0 <= baseline_lambda <= 1.0:
+        raise ValueError(f"baseline_lambda must be in [0, 1], got {baseline_lambda}")
+    if not value_baseline:
+        raise ValueError(
+            f"baseline_lambda={baseline_lambda} needs a per-step baseline, but value_baseline is off (short "
+            "episodes or value_baseline=False): pass value_baseline='history' or True, or drop baseline_lambda"
+        )
+    return float(baseline_lambda)
 
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
