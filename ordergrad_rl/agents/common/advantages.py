@@ -134,22 +134,23 @@ def lambda_advantages(
     weights, baseline = np.asarray(weights, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if lam == 1.0:
         return weights - baseline
-    from scipy.signal import lfilter  # only here: importing scipy.signal takes a while
-
     episode_index = np.asarray(episode_index)
     order = np.argsort(episode_index, kind="stable")  # each episode's steps contiguously, in time order
     w, b = weights[order], baseline[order]
     last = np.r_[episode_index[order][1:] != episode_index[order][:-1], True]
-    delta = np.where(last, w, np.r_[b[1:], 0.0]) - b
-    # S_t = sum_{u >= t} lambda^(u-t) delta_u over the whole sequence (one C loop), then the part of it that spills
-    # over from the episodes stored after t's is removed: A_t = S_t - lambda^(T+1-t) S_{T+1}.
-    spill = lfilter([1.0], [1.0, -lam], delta[::-1])[::-1]
     ends = np.flatnonzero(last)
-    end = np.repeat(ends, np.diff(np.r_[-1, ends]))
-    after = np.r_[spill, 0.0][end + 1]
-    advantages = spill - lam ** (end + 1 - np.arange(w.size)) * after
-    result = np.empty_like(advantages)
-    result[order] = advantages
+    to_end = np.repeat(ends, np.diff(np.r_[-1, ends])) - np.arange(w.size)  # 0 at each episode's last step
+    # G^lambda_T = w, G^lambda_t = (1 - lambda) b_{t+1} + lambda G^lambda_{t+1}: one vector step per distance from
+    # the end, all episodes at once (as many steps as the longest episode, not as the rollout).
+    by_distance = np.argsort(to_end, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(to_end))]
+    target = np.empty_like(w)
+    target[last] = w[last]
+    for distance in range(1, len(bounds) - 1):
+        steps = by_distance[bounds[distance] : bounds[distance + 1]]
+        target[steps] = (1.0 - lam) * b[steps + 1] + lam * target[steps + 1]
+    result = np.empty_like(target)
+    result[order] = target - b
     return result
 
 
