@@ -93,6 +93,14 @@ def test_summary_counts_seeds_at_the_optimum():
     assert "2/3" in table and "1.124 (eps 0.224)" in table
 
 
+def test_summary_keeps_budgets_apart():
+    runs = [{**_run("cartpole", "ppo", seed, 300.0), "budget": 100_000} for seed in range(2)]
+    runs += [{**_run("cartpole", "ppo", seed, 500.0), "budget": 300_000, "timesteps": 300_000} for seed in range(3)]
+    rows = bench.summarize(runs)
+    assert [(row["seeds"], row["greedy"][0]) for row in rows] == [(2, 300.0), (3, 500.0)]
+    assert rows[1]["timesteps"] == 300_000
+
+
 def test_grid_leaves_qrdqn_out_of_continuous_tasks():
     config = bench.Config(tasks=("bandit", "nav"), methods=("og-cvar", "qrdqn-cvar"), seeds=2)
     runs = bench.runs_of(config)

@@ -314,6 +314,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         "method": method_name,
         "seed": seed,
         "seconds": seconds,
+        "budget": timesteps,
         "timesteps": int(model.num_timesteps),
     }
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
@@ -403,16 +404,18 @@ def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int 
 
 
 def summarize(results: list[dict]) -> list[dict]:
-    """One row per (task, method): seeds, greedy/stochastic CVaR intervals, share at the optimum, steps there."""
+    """One row per (task, method, env-step budget): seeds, greedy/stochastic CVaR intervals, share at the optimum,
+    steps there. (Runs stored before the budget was recorded have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None], list[dict]] = {}
     for result in results:
-        groups.setdefault((result["task"], result["method"]), []).append(result)
-    for (task_name, method_name), runs in groups.items():
+        groups.setdefault((result["task"], result["method"], result.get("budget")), []).append(result)
+    for (task_name, method_name, budget), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
             "method": method_name,
+            "budget": budget,
             "seeds": len(runs),
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
         }
@@ -484,7 +487,13 @@ def plot(rows: list[dict], path: Path) -> Path:
         if TASKS[task_name].optimum is not None:
             ax.axhline(TASKS[task_name].optimum, ls="--", color="k", lw=1, label="exact optimum")
             ax.legend(loc="lower right", fontsize=8)
-        ax.set_xticks(range(len(task_rows)), [row["method"] for row in task_rows], rotation=60, ha="right", fontsize=8)
+        labels = [
+            row["method"]
+            if row.get("budget") in (None, TASKS[task_name].timesteps)
+            else f"{row['method']} @{row['budget']:,}"
+            for row in task_rows
+        ]
+        ax.set_xticks(range(len(task_rows)), labels, rotation=60, ha="right", fontsize=8)
         ax.set_title(f"{task_name} ({TASKS[task_name].env_id})", fontsize=9)
         ax.set_ylabel("greedy CVaR_0.2 of the return")
     fig.tight_layout()
