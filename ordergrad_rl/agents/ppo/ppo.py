@@ -128,7 +128,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         CartPole-v1 (5) and the heavy-tail bandit (3) bit for bit unchanged (no tail of tied time-outs arose).
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
-        advantage is ``w_i - V(s_t)``: a baseline of the state alone, so the estimator stays unbiased, and steps after
+        advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a
+        baseline of the state alone, so the estimator stays unbiased, and steps after
         the episode's fate is decided get less credit (lower variance on long episodes). Needs the value head
         (``policy_kwargs`` without ``critic="none"``). ``"history"``: a baseline of the history instead,
         ``b(s_t, t, G_<t)`` with ``G_<t`` the return collected before step ``t``
@@ -139,7 +140,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         Default ``None``: ``"history"`` for a ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128
         steps, :func:`~ordergrad_rl.agents.common.arguments.long_episodes`), else off. Measured (``reproduce
         benchmarks``, 100k steps, 32 episodes per update, worst-20% mean of 100 greedy evaluation returns, the same
-        seeds; ``og-cvar`` against ``og-cvar-state``): against ``True`` the history baseline took CartPole-v1 from
+        seeds; ``og-cvar-lambda1`` against ``og-cvar-state``, both at ``baseline_lambda=1``): against ``True`` the
+        history baseline took CartPole-v1 from
         435.1 to 465.0 (10 seeds) and Acrobot-v1 from -263.0 to -182.4 (10 seeds; 9 of 10 swing up, against 7),
         and left LunarLander-v3 even (-202.4 -> -209.3, 5 seeds); the sampled policies measured the other way on
         CartPole (366.4 -> 349.9) and Acrobot (-260.3 -> -304.0) and better on LunarLander (-66.6 -> -56.5).
