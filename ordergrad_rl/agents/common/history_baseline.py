@@ -98,13 +98,22 @@ class HistoryBaseline(nn.Module):
         :param return_so_far: ``[T]`` ``G_<t`` (:func:`~ordergrad_rl.agents.common.advantages.returns_before`).
         :param update: first fold this rollout's ``(t, G_<t)`` into the running mean and variance.
         """
+        device = next(self.parameters()).device
+        obs = _flat_observations(observations, self.observation_space).to(device)
+        return th.cat([obs, self._history_columns(episode_step, return_so_far, update)], dim=1)
+
+    def updated(self, features: th.Tensor, episode_step: np.ndarray, return_so_far: np.ndarray) -> th.Tensor:
+        """``features`` of the same steps after folding their ``(t, G_<t)`` into the running statistics: what
+        ``features(..., update=True)`` gives, without flattening the observations again."""
+        return th.cat([features[:, :-2], self._history_columns(episode_step, return_so_far, True)], dim=1)
+
+    def _history_columns(self, episode_step: np.ndarray, return_so_far: np.ndarray, update: bool) -> th.Tensor:
+        """``[T, 2]`` standardized ``(t, G_<t)``, after folding them into the statistics if ``update``."""
         history = np.stack([np.asarray(episode_step, dtype=np.float64), np.asarray(return_so_far)], axis=1)
         if update:
             self.history_rms.update(history)
         history = (history - self.history_rms.mean) / np.sqrt(self.history_rms.var + 1e-8)
-        device = next(self.parameters()).device
-        obs = _flat_observations(observations, self.observation_space)
-        return th.cat([obs, th.as_tensor(history, dtype=th.float32)], dim=1).to(device)
+        return th.as_tensor(history, dtype=th.float32).to(next(self.parameters()).device)
 
     def forward(self, features: th.Tensor) -> th.Tensor:
         """``[T]`` baseline values."""

@@ -336,8 +336,9 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             history = self.history_baseline
             # Predict before this rollout enters anything (the standardization included): the baseline of a step
             # must not depend on the actions it credits.
-            buffer.values = history.predict(history.features(buffer.observations, buffer.episode_step, so_far))
-            features = history.features(buffer.observations, buffer.episode_step, so_far, update=True)
+            features = history.features(buffer.observations, buffer.episode_step, so_far)
+            buffer.values = history.predict(features)
+            features = history.updated(features, buffer.episode_step, so_far)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
         lam = getattr(self, "baseline_lambda", 1.0)
         buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
