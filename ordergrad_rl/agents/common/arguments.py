@@ -3,7 +3,8 @@ bad argument raises a ``ValueError`` naming it instead of failing deep inside SB
 
 * :func:`check_common_arguments` (every algorithm) and :func:`check_ppo_arguments` (the PPO family);
 * the episodic sizes: :func:`default_n_episodes`, :func:`default_batch_size`, :func:`episodic_sizes`;
-* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`.
+* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`;
+* :func:`resolve_baseline_lambda` (OrderGradPPO's ``baseline_lambda``).
 """
 
 from __future__ import annotations
@@ -232,3 +233,22 @@ def check_advantage(advantage: str, supported: tuple[str, ...]) -> None:
     close = difflib.get_close_matches(str(advantage), supported, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ValueError(f"unknown advantage {advantage!r}{hint}; expected one of {supported}")
+
+
+def resolve_baseline_lambda(baseline_lambda: float | None, value_baseline: bool | str) -> float:
+    """OrderGradPPO's ``baseline_lambda`` in force: :data:`BASELINE_LAMBDA` by default where a per-step baseline is
+    on, 1.0 where none is.
+
+    :raises ValueError: not a number in ``[0, 1]``, or given without a per-step baseline (it would do nothing).
+    """
+    if baseline_lambda is None:
+        return BASELINE_LAMBDA if value_baseline else 1.0
+    check_number("baseline_lambda", baseline_lambda)
+    if not 0.0 <= baseline_lambda <= 1.0:
+        raise ValueError(f"baseline_lambda must be in [0, 1], got {baseline_lambda}")
+    if not value_baseline:
+        raise ValueError(
+            f"baseline_lambda={baseline_lambda} needs a per-step baseline, but value_baseline is off (short "
+            "episodes or value_baseline=False): pass value_baseline='history' or True, or drop baseline_lambda"
+        )
+    return float(baseline_lambda)

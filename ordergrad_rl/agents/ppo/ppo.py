@@ -13,7 +13,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
-from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA, check_advantage, check_ppo_arguments
+from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments, resolve_baseline_lambda
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
 from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
@@ -27,7 +27,6 @@ from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.ppo_q_critic import Q_CRITIC, OrderGradQCriticPPO
-from ordergrad_rl.common.arguments import check_number
 from ordergrad_rl.core.channels import AnyObjective
 
 #: OrderGradPPO's default objective (also when it builds an OrderGradQCriticPPO).
@@ -357,25 +356,6 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
                 update()
 
         train_on_episode_weights(self, update_without_value)
-
-
-def resolve_baseline_lambda(baseline_lambda: float | None, value_baseline: bool | str) -> float:
-    """OrderGradPPO's ``baseline_lambda`` in force: :data:`BASELINE_LAMBDA` by default where a per-step baseline is
-    on, 1.0 where none is.
-
-    :raises ValueError: not a number in ``[0, 1]``, or given without a per-step baseline (it would do nothing).
-    """
-    if baseline_lambda is None:
-        return BASELINE_LAMBDA if value_baseline else 1.0
-    check_number("baseline_lambda", baseline_lambda)
-    if not 0.0 <= baseline_lambda <= 1.0:
-        raise ValueError(f"baseline_lambda must be in [0, 1], got {baseline_lambda}")
-    if not value_baseline:
-        raise ValueError(
-            f"baseline_lambda={baseline_lambda} needs a per-step baseline, but value_baseline is off (short "
-            "episodes or value_baseline=False): pass value_baseline='history' or True, or drop baseline_lambda"
-        )
-    return float(baseline_lambda)
 
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
