@@ -397,11 +397,12 @@ class ConstantBandit(gym.Env):
 
 def test_default_entropy_bonus_reaches_the_update() -> None:
     """All weights are zero: with ``ent_coef=0.0`` the update leaves a skewed policy exactly as it is, with the
-    default bonus its entropy rises."""
+    default bonus its entropy rises (kept on these tied rollouts by ``entropy_when_tied``; its default leaves them
+    alone, tests/test_risk_schedules.py)."""
     entropies = {}
     for ent_coef in (None, 0.0):
         model = OrderGradPPO("MlpPolicy", ConstantBandit(), objective="cvar0.2", n_episodes=16, seed=0,
-                             ent_coef=ent_coef)  # fmt: skip
+                             ent_coef=ent_coef, entropy_when_tied=True)  # fmt: skip
         with th.no_grad():
             model.policy.action_net.bias.copy_(th.tensor([4.0, 0.0, 0.0]))  # P(arm 0) about 0.96
         before = model.policy.get_distribution(th.zeros(1, 1)).entropy().item()

@@ -3,6 +3,7 @@ logged), the value baseline, and the few-updates warning."""
 
 from __future__ import annotations
 
+import csv
 import warnings
 
 import gymnasium as gym
@@ -350,6 +351,83 @@ def test_untie_tail_is_saved_and_a_bad_value_is_named(untie, tmp_path):
         assert OrderGradPPO.load(file).untie_tail is untie
     with pytest.raises(ValueError, match="untie_tail must be True or False"):
         OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, untie_tail="yes")
+
+
+class _SameReturn(gym.Env):
+    """One step, whatever the action: reward 1, terminated. Every rollout's returns tie."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, True, False, {}
+
+
+def _logged(log_dir, key: str) -> set[float]:
+    """The values of ``key`` in the rows of a run's ``progress.csv`` that have one (SB3 dumps a rollout's train/*
+    logs with the next rollout's)."""
+    with (log_dir / "progress.csv").open() as file:
+        return {float(row[key]) for row in csv.DictReader(file) if row.get(key)}
+
+
+def _peaked(model) -> list[th.Tensor]:
+    """Make the policy prefer action 0 (a converged policy's shape); return its parameters."""
+    with th.no_grad():
+        model.policy.action_net.bias.copy_(th.tensor([3.0, 0.0, 0.0, 0.0]))
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_rollout_that_ranks_nothing_is_trained_without_the_entropy_bonus(cls, tmp_path):
+    """All returns tied: every weight is zero, so with the bonus off (the default) nothing moves the policy, not
+    even the bonus; ``entropy_when_tied=True`` keeps the bonus, which flattens the peaked policy."""
+    kwargs = {"objective": "cvar0.25", "n_episodes": 8, "seed": 0, "ent_coef": 0.1}
+    model = cls("MlpPolicy", _SameReturn(), **kwargs)
+    assert model.entropy_when_tied is False and model.hparams()["entropy_when_tied"] is False
+    before = _peaked(model)
+    model.set_logger(configure(str(tmp_path / "off"), ["csv"]))
+    kept = cls("MlpPolicy", _SameReturn(), entropy_when_tied=True, **kwargs)
+    _peaked(kept)
+    kept.set_logger(configure(str(tmp_path / "on"), ["csv"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(8 * 3)
+        kept.learn(8 * 3)
+    for old, new in zip(before, model.policy.parameters(), strict=True):
+        assert th.equal(old, new)
+    assert _pay_probability(kept) > _pay_probability(model) + 1e-3  # action 3, one of the three the peak starves
+    for run, coef in (("off", 0.0), ("on", 0.1)):
+        assert _logged(tmp_path / run, "train/ent_coef") == {coef}
+    assert model.ent_coef == 0.1  # the saved coefficient is the user's
+
+
+def test_a_rollout_that_ranks_something_keeps_the_entropy_bonus(tmp_path):
+    """Returns that differ keep the bonus, also where the CVaR tail is a tie of terminated outcomes (zero weights:
+    there the bonus is what keeps the unrewarded moves alive)."""
+    model = OrderGradPPO("MlpPolicy", _TimeOutOrPay(terminate=True), objective="cvar0.25", n_episodes=8, seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(8 * 3)
+    assert _logged(tmp_path, "train/ent_coef") == {0.01}  # the ranked default
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_entropy_when_tied_is_saved_and_older_saves_keep_the_bonus(kept, tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, entropy_when_tied=kept)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    assert OrderGradPPO.load(path).entropy_when_tied is kept
+    # A save from before the argument existed: its rollouts were all trained with the bonus.
+    model.save(old := tmp_path / "old.zip", exclude=["entropy_when_tied"])
+    assert OrderGradPPO.load(old).entropy_when_tied is True
+    assert OrderGradPPO.load(old, entropy_when_tied=False).entropy_when_tied is False
+    with pytest.raises(ValueError, match="entropy_when_tied must be True or False"):
+        OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, entropy_when_tied=1)
 
 
 # ---------------------------------------------------------------------------------------------------- value baseline

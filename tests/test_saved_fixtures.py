@@ -52,3 +52,4 @@ def test_saved_model_loads_and_predicts_identically(release: Path, name: str) ->
     np.testing.assert_allclose(probs, spec["probs"], rtol=1e-6, atol=1e-7)
     if hasattr(model, "untie_tail"):  # episodic agents: saved before untie_tail existed, they train as they did
         assert model.untie_tail is False
+        assert model.entropy_when_tied is True

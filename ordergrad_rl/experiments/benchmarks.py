@@ -26,8 +26,9 @@ episodes per update) and ``og-cvar-n32-baseline`` (with the value baseline), ``g
 the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
-``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, and every variant with a per-step baseline but ``og-cvar``
-and ``og-cvar-history`` keeps ``baseline_lambda=1``, as it was measured.
+``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
+and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
+``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default.
 
 Reported per (task, method), over seeds: greedy and stochastic CVaR_0.2 (mean and 95% bootstrap interval, scipy),
 the share of seeds whose greedy policy ends within the task's epsilon of the optimum, and the env steps after
@@ -123,8 +124,12 @@ CVAR = {"objective": "cvar0.2"}
 CVAR0 = {**CVAR, "ent_coef": 0.0}
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
+#: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
+TIED_ENT = {"entropy_when_tied": True}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
+    # The usage line before entropy_when_tied's default (the entropy bonus also on rollouts whose returns all tie).
+    "og-cvar-tiedent": Method("+ bonus on tied rollouts", "ordergrad_ppo", {**CVAR, **TIED_ENT}, "chocolate"),
     # The usage line before the entropy default.
     "og-cvar-noent": Method("no entropy bonus", "ordergrad_ppo", CVAR0, "gold"),
     "og-cvar-level": Method("+ level schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "level"}, "tab:cyan"),
@@ -154,13 +159,19 @@ METHODS: dict[str, Method] = {
     # none): V(s_t) of the policy's value head, or the history baseline b(s_t, t, G_<t); the first two at lambda = 1
     # (w - b_t, the usage line before baseline_lambda), the last at the default baseline_lambda.
     "og-cvar-state": Method(
-        "+ state baseline V(s)", "ordergrad_ppo", {**CVAR, "value_baseline": True, **LAMBDA1}, "tab:pink"
+        "+ state baseline V(s)", "ordergrad_ppo", {**CVAR, **TIED_ENT, "value_baseline": True, **LAMBDA1}, "tab:pink"
     ),
     "og-cvar-lambda1": Method(
-        "+ history baseline, lambda 1", "ordergrad_ppo", {**CVAR, "value_baseline": "history", **LAMBDA1}, "seagreen"
+        "+ history baseline, lambda 1",
+        "ordergrad_ppo",
+        {**CVAR, **TIED_ENT, "value_baseline": "history", **LAMBDA1},
+        "seagreen",
     ),
     "og-cvar-history": Method(
-        "+ history baseline b(s, t, G<t)", "ordergrad_ppo", {**CVAR, "value_baseline": "history"}, "darkgreen"
+        "+ history baseline b(s, t, G<t)",
+        "ordergrad_ppo",
+        {**CVAR, **TIED_ENT, "value_baseline": "history"},
+        "darkgreen",
     ),
     "gcvar-level": Method(
         "GCVaR_0.2 + level schedule",

@@ -97,6 +97,8 @@ EPISODIC_PPO_PARAMS = """
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient; ``None`` (default): as OrderGradPPO, 0.01 for a ranked objective on
         categorical actions, else 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
+    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie (nothing ranked); default
+        off, as OrderGradPPO.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean``.
@@ -150,6 +152,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         risk_schedule: RiskScheduleLike = None,
         long_episode_defaults: bool = False,
         untie_tail: bool = True,
+        entropy_when_tied: bool = False,
         **sb3_kwargs: Any,
     ) -> bool:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -161,15 +164,19 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             out by algorithms without minibatches (REINFORCE), which then get no ``normalize_advantage`` either.
         :param risk_schedule: the soft risk schedule (checked against the objective before the env is built).
         :param untie_tail: move the level past a tied lower tail in each rollout (:meth:`_compute_advantages`).
+        :param entropy_when_tied: keep the entropy bonus on a rollout that ranks nothing
+            (:meth:`_ent_coef_in_force`).
         :param long_episode_defaults: the algorithm has long-episode defaults (OrderGradPPO): a ranked objective on
             an env whose episode limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` gets
             :data:`~.arguments.LONG_RANKED_N_EPISODES` episodes per rollout by default.
         :param sb3_kwargs: the SB3 constructor's other arguments.
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
-        :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule`` or ``untie_tail``.
+        :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
+            or ``entropy_when_tied``.
         """
-        if not isinstance(untie_tail, bool):
-            raise ValueError(f"untie_tail must be True or False, got {untie_tail!r}")
+        for name, flag in (("untie_tail", untie_tail), ("entropy_when_tied", entropy_when_tied)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
@@ -197,6 +204,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
+        self.entropy_when_tied = entropy_when_tied
         return long
 
     def _init_episodic(
@@ -269,12 +277,14 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     @classmethod
     def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
-        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before ``untie_tail`` existed goes
-        on training as it was saved, with ``untie_tail=False``."""
+        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before ``untie_tail`` or
+        ``entropy_when_tied`` existed goes on training as it was saved, with ``untie_tail=False`` or
+        ``entropy_when_tied=True`` (unless ``kwargs`` sets it)."""
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
-        if "untie_tail" not in saved:
-            model.untie_tail = False
+        for name, before in (("untie_tail", False), ("entropy_when_tied", True)):
+            if name not in saved and name not in kwargs:
+                setattr(model, name, before)
         return model
 
     @property
@@ -286,6 +296,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
+        excluded.append("_rollout_ranks_nothing")
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -499,6 +510,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             episode_step=buffer.episode_step,
             gamma=self.gamma,
         )
+        # Every return tied (e.g. every episode at the time limit) and so every weight zero: the rollout ranks
+        # nothing. Not "every weight zero" alone: a tail of tied outcomes (lava dives) zeroes the CVaR weights too,
+        # and there the bonus is what keeps the unrewarded moves alive.
+        returns = buffer.episode_returns
+        self._rollout_ranks_nothing = bool(np.all(returns == returns[0])) and not np.any(buffer.advantages)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0
@@ -547,7 +563,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         schedule = getattr(self, "risk_schedule", None)
         values["risk_schedule"] = "none" if schedule is None else str(schedule)
         values["untie_tail"] = self.untie_tail
+        values["entropy_when_tied"] = getattr(self, "entropy_when_tied", True)
         return values
+
+    def _ent_coef_in_force(self) -> float:
+        """The entropy coefficient of this rollout's update: ``ent_coef``, or 0.0 where the rollout ranks nothing
+        (every return tied, every weight zero) and ``entropy_when_tied`` is off.
+
+        The bonus is there against the tail's gradient, which drives an unrewarded move's probability to zero
+        (exploration collapse, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`). A rollout whose returns
+        all tie has no tail gradient, and the bonus alone would be the whole policy update: on CartPole-v1, once
+        every episode reaches the 500-step limit, it flattened the converged policy until failures came back.
+        """
+        if getattr(self, "entropy_when_tied", True) or not getattr(self, "_rollout_ranks_nothing", False):
+            return float(self.ent_coef)
+        return 0.0
 
     def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
         """``(objective, gcvar_alpha)`` of the current rollout (the target's before the first rollout)."""
@@ -593,11 +623,15 @@ def train_on_episode_weights(model: Any, update: Callable[[], None], critic: boo
     """Run a PPO-family ``update`` (SB3's or sb3-contrib's ``train``) on the episodic advantages of ``model``.
 
     The update would centre and rescale each minibatch of steps; the weights are already normalized per episode
-    (see ``episode_weights``), so its normalization is off for the duration of the update. Without a ``critic``
-    (the value baseline) its critic logs (``train/value_loss`` ...) describe nothing and are dropped.
+    (see ``episode_weights``), so its normalization is off for the duration of the update, and its entropy
+    coefficient is the rollout's (:meth:`EpisodicAlgorithmMixin._ent_coef_in_force`, logged as ``train/ent_coef``).
+    Without a ``critic`` (the value baseline) its critic logs (``train/value_loss`` ...) describe nothing and are
+    dropped.
     """
-    with lent_attributes(model, normalize_advantage=False):
+    ent_coef = model._ent_coef_in_force()
+    with lent_attributes(model, normalize_advantage=False, ent_coef=ent_coef):
         update()
+    model.logger.record("train/ent_coef", ent_coef)
     if not critic:
         for key in CRITIC_LOG_KEYS:
             pop_record(model.logger, key)

@@ -71,6 +71,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         ent_coef: float | None = None,
+        entropy_when_tied: bool = False,
         max_grad_norm: float = 0.5,
         rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,
@@ -86,7 +87,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
             gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm,

@@ -77,6 +77,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         ent_coef: float | None = None,
+        entropy_when_tied: bool = False,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
@@ -95,7 +96,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
             gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,

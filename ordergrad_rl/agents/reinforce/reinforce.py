@@ -77,6 +77,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
         too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
         class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable.
+    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie (see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
         ``gym.make`` env without further wrappers) with a native batch (the tail-risk ids), else 1 env from an id and
@@ -118,6 +120,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         ent_coef: float | None = 0.0,
+        entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
         use_sde: bool = False,
@@ -144,7 +147,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
-            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail,
+            group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
             max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
@@ -172,7 +175,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         # sum over steps / N = (1/N) sum_i sum_t w_it log pi: the episode, not the step, is the sample.
         policy_loss = -(data.advantages * log_prob).sum() / self.rollout_buffer.n_episodes
         entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
-        loss = policy_loss + self.ent_coef * entropy_loss
+        ent_coef = self._ent_coef_in_force()
+        loss = policy_loss + ent_coef * entropy_loss
 
         self.policy.optimizer.zero_grad()
         loss.backward()
@@ -182,6 +186,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
 
         self.logger.record("train/policy_gradient_loss", policy_loss.item())
         self.logger.record("train/entropy_loss", entropy_loss.item())
+        self.logger.record("train/ent_coef", ent_coef)
         self.logger.record("train/loss", loss.item())
         self.logger.record("train/grad_norm", grad_norm.item())
         if hasattr(self.policy, "log_std"):
