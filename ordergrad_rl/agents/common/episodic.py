@@ -97,8 +97,8 @@ EPISODIC_PPO_PARAMS = """
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient; ``None`` (default): as OrderGradPPO, 0.01 for a ranked objective on
         categorical actions, else 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
-    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie (nothing ranked); default
-        off, as OrderGradPPO.
+    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best return seen so
+        far (nothing ranked); default off, as OrderGradPPO.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param target_kl: early-stop an update when the approximate KL exceeds 1.5 x this.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean``.
@@ -296,7 +296,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
-        excluded.append("_rollout_ranks_nothing")
+        excluded.append("_rollout_tied_at_best")
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -510,11 +510,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             episode_step=buffer.episode_step,
             gamma=self.gamma,
         )
-        # Every return tied (e.g. every episode at the time limit) and so every weight zero: the rollout ranks
-        # nothing. Not "every weight zero" alone: a tail of tied outcomes (lava dives) zeroes the CVaR weights too,
-        # and there the bonus is what keeps the unrewarded moves alive.
+        # Every return tied at the best seen, after worse ones (every episode at the time limit of a solved task):
+        # every weight is zero and the rollout ranks nothing. Not "every weight zero" alone: a tail of tied
+        # outcomes (lava dives) zeroes the CVaR weights too. Nor a tie at the worst seen (every Acrobot episode at
+        # -500 from the start): there the bonus is all that explores, as it is what keeps unrewarded moves alive.
         returns = buffer.episode_returns
-        self._rollout_ranks_nothing = bool(np.all(returns == returns[0])) and not np.any(buffer.advantages)
+        seen = getattr(self, "_returns_seen", None)  # (lowest, highest) episode return of the earlier rollouts
+        tied = bool(np.all(returns == returns[0])) and not np.any(buffer.advantages)
+        self._rollout_tied_at_best = tied and seen is not None and seen[0] < returns[0] >= seen[1]
+        low, high = float(np.min(returns)), float(np.max(returns))
+        self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0
@@ -567,15 +572,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return values
 
     def _ent_coef_in_force(self) -> float:
-        """The entropy coefficient of this rollout's update: ``ent_coef``, or 0.0 where the rollout ranks nothing
-        (every return tied, every weight zero) and ``entropy_when_tied`` is off.
+        """The entropy coefficient of this rollout's update: ``ent_coef``, or 0.0 where ``entropy_when_tied`` is off
+        and the rollout's returns all tie at the best return of training so far, some earlier episode having done
+        worse (every weight is then zero: nothing is ranked).
 
         The bonus is there against the tail's gradient, which drives an unrewarded move's probability to zero
-        (exploration collapse, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`). A rollout whose returns
-        all tie has no tail gradient, and the bonus alone would be the whole policy update: on CartPole-v1, once
-        every episode reaches the 500-step limit, it flattened the converged policy until failures came back.
+        (exploration collapse, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`). A rollout tied at the
+        top has no tail gradient, and the bonus alone would be the whole policy update: on CartPole-v1, once every
+        episode reaches the 500-step limit, it flattened the converged policy until failures came back. A rollout
+        tied at the bottom (every Acrobot-v1 episode at -500, nothing better seen yet) keeps it: there the bonus is
+        all that explores (without it seed 4 never left -500 in 100k steps; with it, -123.4).
         """
-        if getattr(self, "entropy_when_tied", True) or not getattr(self, "_rollout_ranks_nothing", False):
+        if getattr(self, "entropy_when_tied", True) or not getattr(self, "_rollout_tied_at_best", False):
             return float(self.ent_coef)
         return 0.0
 

@@ -77,7 +77,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
     :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
         too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
         class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable.
-    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie (see
+    :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best seen (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
