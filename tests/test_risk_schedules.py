@@ -19,6 +19,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
+    tied_at_best,
     tied_share,
     untied,
 )
@@ -371,6 +372,15 @@ class _SameReturn(gym.Env):
         self.episodes += 1
         worse = self.episodes <= self.worse_first
         return np.zeros(1, np.float32), -float(self.np_random.uniform()) if worse else 1.0, True, False, {}
+
+
+def test_tied_at_best_is_a_tie_at_the_top_after_worse_returns():
+    assert tied_at_best(np.full(4, 500.0), (9.0, 500.0))  # CartPole solved: every episode at the limit
+    assert tied_at_best(np.full(4, 500.0), (9.0, 480.0))  # a new best
+    assert not tied_at_best(np.full(4, -500.0), None)  # the first rollout: nothing seen
+    assert not tied_at_best(np.full(4, -500.0), (-500.0, -500.0))  # Acrobot at the start: nothing better or worse
+    assert not tied_at_best(np.full(4, -500.0), (-500.0, -90.0))  # a tie at the bottom
+    assert not tied_at_best(np.array([500.0, 500.0, 499.0, 500.0]), (9.0, 500.0))  # not a tie
 
 
 def _logged(log_dir, key: str) -> set[float]:

@@ -53,6 +53,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
+    tied_at_best,
     tied_share,
     untied,
 )
@@ -510,14 +511,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             episode_step=buffer.episode_step,
             gamma=self.gamma,
         )
-        # Every return tied at the best seen, after worse ones (every episode at the time limit of a solved task):
-        # every weight is zero and the rollout ranks nothing. Not "every weight zero" alone: a tail of tied
-        # outcomes (lava dives) zeroes the CVaR weights too. Nor a tie at the worst seen (every Acrobot episode at
-        # -500 from the start): there the bonus is all that explores, as it is what keeps unrewarded moves alive.
+        # A rollout that ranks nothing: tied at the best seen (tied_at_best), so every weight is zero. Not "every
+        # weight zero" alone: a tail of tied outcomes (lava dives) zeroes the CVaR weights too, and there the bonus
+        # is what keeps unrewarded moves alive.
         returns = buffer.episode_returns
         seen = getattr(self, "_returns_seen", None)  # (lowest, highest) episode return of the earlier rollouts
-        tied = bool(np.all(returns == returns[0])) and not np.any(buffer.advantages)
-        self._rollout_tied_at_best = tied and seen is not None and seen[0] < returns[0] >= seen[1]
+        self._rollout_tied_at_best = tied_at_best(returns, seen) and not np.any(buffer.advantages)
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
@@ -568,7 +567,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         schedule = getattr(self, "risk_schedule", None)
         values["risk_schedule"] = "none" if schedule is None else str(schedule)
         values["untie_tail"] = self.untie_tail
-        values["entropy_when_tied"] = getattr(self, "entropy_when_tied", True)
+        values["entropy_when_tied"] = self.entropy_when_tied
         return values
 
     def _ent_coef_in_force(self) -> float:
@@ -583,7 +582,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         tied at the bottom (every Acrobot-v1 episode at -500, nothing better seen yet) keeps it: there the bonus is
         all that explores (without it seed 4 never left -500 in 100k steps; with it, -123.4).
         """
-        if getattr(self, "entropy_when_tied", True) or not getattr(self, "_rollout_tied_at_best", False):
+        if self.entropy_when_tied or not getattr(self, "_rollout_tied_at_best", False):
             return float(self.ent_coef)
         return 0.0
 

@@ -257,6 +257,20 @@ def tied_share(returns: np.ndarray, time_outs: np.ndarray) -> float:
     return float(np.mean((values == values.min()) & np.asarray(time_outs, dtype=bool).reshape(-1)))
 
 
+def tied_at_best(returns: np.ndarray, seen: tuple[float, float] | None) -> bool:
+    """Whether a rollout's episode returns all tie at or above the best return of the earlier rollouts, some earlier
+    episode having done worse (every episode at the time limit of a solved task): the agents' ``entropy_when_tied``.
+
+    A tie at the bottom (every Acrobot episode at -500, nothing better seen yet) is not one: there the entropy bonus
+    is all that explores.
+
+    :param returns: ``[N]`` episode returns of the rollout.
+    :param seen: ``(lowest, highest)`` episode return of the earlier rollouts; ``None`` before the first.
+    """
+    values = np.asarray(returns, dtype=np.float64).reshape(-1)
+    return seen is not None and bool(np.all(values == values[0])) and seen[0] < values[0] >= seen[1]
+
+
 def _lower_level(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> tuple[float, float] | None:
     """``(level, end)`` of a lower-tail objective: its level and the level schedule's start (1, the mean; 0.5, the
     median, for quantiles); ``None`` for other objectives (upper tails, no level, several channels)."""
