@@ -128,7 +128,7 @@ LAMBDA1 = {"baseline_lambda": 1.0}
 TIED_ENT = {"entropy_when_tied": True}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
-    # The usage line before entropy_when_tied's default (the entropy bonus also on rollouts whose returns all tie).
+    # The usage line before entropy_when_tied's default (the entropy bonus also on rollouts tied at the best return).
     "og-cvar-tiedent": Method("+ bonus on tied rollouts", "ordergrad_ppo", {**CVAR, **TIED_ENT}, "chocolate"),
     # The usage line before the entropy default.
     "og-cvar-noent": Method("no entropy bonus", "ordergrad_ppo", CVAR0, "gold"),
