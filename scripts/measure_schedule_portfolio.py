@@ -3,7 +3,7 @@
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
 
     python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
-        [--n-episodes N] [--value-baseline [{state,history}]] [--baseline-lambda L]
+        [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -28,8 +28,9 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=200_000)
     parser.add_argument("--n-episodes", type=int, default=None, help="episodes per update (default: the agent's)")
     parser.add_argument(
-        "--value-baseline", nargs="?", const="state", choices=["state", "history"], default=None,
-        help="per-step credit: the value baseline V(s) ('state', the flag alone) or the history baseline",
+        "--value-baseline", nargs="?", const="state", choices=["state", "history", "none"], default=None,
+        help="per-step credit: the value baseline V(s) ('state', the flag alone; the agent's default here), the "
+        "history baseline or 'none' (whole-episode weights)",
     )  # fmt: skip
     parser.add_argument(
         "--baseline-lambda", type=float, default=None,
@@ -44,7 +45,7 @@ def main() -> None:
             model = OrderGradPPO(
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
-                value_baseline={None: None, "state": True}.get(args.value_baseline, args.value_baseline),
+                value_baseline={None: None, "state": True, "none": False}.get(args.value_baseline, args.value_baseline),
                 baseline_lambda=args.baseline_lambda,
             )  # fmt: skip
             model.learn(args.timesteps)

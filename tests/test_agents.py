@@ -334,7 +334,14 @@ def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: 
         ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, "history")),
         ("CartPole-v1", dict(objective="mean"), (16, False)),  # the mean keeps reward-to-go
         (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (256, False)),
-        ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, False)),  # a fixed horizon, no limit
+        # Short episodes: the state baseline for a ranked objective on continuous actions, none on categorical ones.
+        ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, True)),  # a fixed horizon, no limit
+        ("SyntheticTailRisk-v0", dict(objective="mean"), (16, False)),
+        ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (256, False)),
+        ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
+        ("RiskyShortcutNav-v0", dict(objective="cvar0.2"), (256, True)),  # a 50-step limit
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, False)),  # Discrete
+        ("Pendulum-v1", dict(objective="cvar0.2"), (32, "history")),  # long episodes: the history baseline
     ],
 )
 def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool | str]) -> None:

@@ -14,6 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 
 from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.common.arguments import default_value_baseline
 from ordergrad_rl.agents.common.risk_schedules import (
     RiskSchedule,
     level_in_force,
@@ -24,7 +25,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untied,
 )
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
-from ordergrad_rl.core.channels import ChannelObjective
+from ordergrad_rl.core.channels import ChannelObjective, parse_agent_objective
 
 
 # ---------------------------------------------------------------------------------------------------- parsing
@@ -469,6 +470,38 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
         OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline=True, policy_kwargs={"critic": "none"})
     with pytest.raises(ValueError, match="value_baseline must be True, False, 'history' or None"):
         OrderGradPPO("MlpPolicy", "RiskyBandit-v0", value_baseline="yes")
+
+
+@pytest.mark.parametrize(
+    ("objective", "space", "long", "head", "expected"),
+    [
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, True, True),  # a Gaussian policy on short episodes
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, False, False),  # no value head to learn V(s)
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), True, True, "history"),  # long episodes: the history baseline
+        ("cvar0.2", gym.spaces.Discrete(3), False, True, False),  # categorical: whole-episode weights
+        ("cvar0.2", gym.spaces.MultiDiscrete([2, 3]), False, True, False),
+        ("mean", gym.spaces.Box(-1, 1, (2,)), False, True, False),  # the mean ranks nothing
+        ("median@8", gym.spaces.Box(-1, 1, (2,)), False, True, True),
+    ],
+)
+def test_default_value_baseline(objective, space, long, head, expected):
+    parsed, _ = parse_agent_objective(objective, None)
+    assert default_value_baseline(parsed, space, long, head) == expected
+
+
+def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v0", objective="cvar0.25", n_episodes=8)
+    assert model.value_baseline is True  # continuous actions, short episodes
+    model.save(path := tmp_path / "model.zip")
+    assert OrderGradPPO.load(path).value_baseline is True
+    # A save from before the argument existed trained without a baseline, with or without an env at hand.
+    model.save(old := tmp_path / "old.zip", exclude=["value_baseline"])
+    assert OrderGradPPO.load(old).value_baseline is False
+    assert OrderGradPPO.load(old, env=model.get_env()).value_baseline is False
+    assert OrderGradPPO.load(old, value_baseline=True).value_baseline is True
+    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v0", objective="cvar0.25", n_episodes=8, value_baseline=False)
+    model.save(path)
+    assert OrderGradPPO.load(path, env=model.get_env()).value_baseline is False
 
 
 def test_value_baseline_term_has_zero_expected_gradient():

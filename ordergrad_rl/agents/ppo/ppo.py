@@ -13,7 +13,12 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
-from ordergrad_rl.agents.common.arguments import check_advantage, check_ppo_arguments, resolve_baseline_lambda
+from ordergrad_rl.agents.common.arguments import (
+    check_advantage,
+    check_ppo_arguments,
+    default_value_baseline,
+    resolve_baseline_lambda,
+)
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
 from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
@@ -136,8 +141,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         model; no value head needed): what decides an episode's rank at step ``t`` is the state *and* what the
         episode has collected so far (Bauerle and Ott's augmented state for CVaR), which ``V(s_t)`` cannot see.
         Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn.
-        Default ``None``: ``"history"`` for a ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128
-        steps, :func:`~ordergrad_rl.agents.common.arguments.long_episodes`), else off. Measured (``reproduce
+        Default ``None`` (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`): ``"history"`` for a
+        ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
+        :func:`~ordergrad_rl.agents.common.arguments.long_episodes`); on short episodes ``True`` for a ranked
+        objective on continuous (``Box``) actions, else off. Measured (``reproduce
         benchmarks``, 100k steps, 32 episodes per update, worst-20% mean of 100 greedy evaluation returns, the same
         seeds; ``og-cvar-lambda1`` against ``og-cvar-state``, both at ``baseline_lambda=1``): against ``True`` the
         history baseline took CartPole-v1 from
@@ -145,10 +152,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         and left LunarLander-v3 even (-202.4 -> -209.3, 5 seeds); the sampled policies measured the other way on
         CartPole (366.4 -> 349.9) and Acrobot (-260.3 -> -304.0) and better on LunarLander (-66.6 -> -56.5).
         ``True`` itself had taken CartPole-v1 from 262 to 494 over no baseline (2 seeds) and Acrobot-v1 from -500 to
-        -355. Off on short episodes, where both measured mixed at the 256-episode default: the portfolio's usage line
-        (``scripts/measure_schedule_portfolio.py``, 10 seeds) is 95.3% profitable without a baseline (lowest 86.7%),
-        96.8% with ``True`` (lowest 91.8%) and 94.8% with ``"history"`` (lowest 87.9%); the lava grid 2 of 5 seeds at
-        the CVaR optimum with ``True`` against 4 of 5 (``"history"`` not measured there).
+        -355. On short episodes, at the 256-episode default: the portfolio's usage line (continuous actions,
+        ``scripts/measure_schedule_portfolio.py``, 20 seeds) is 95.0% profitable without a baseline (lowest seed
+        86.7%) and 96.0% with ``True`` (lowest 92.6%), whose per-step credit lets the Gaussian's log-std shrink
+        (``"history"``: 94.8%, 10 seeds); the lava grid (categorical) 2 of 5 seeds at the CVaR optimum with ``True``
+        against 4 of 5, so categorical actions keep whole-episode weights there.
     :param baseline_lambda: episodic mode with a per-step baseline: the ``lambda`` of the episode weight's
         lambda-returns over the baseline, ``A_t = sum_u lambda^(u-t) delta_u`` with ``delta_u = b_{u+1} - b_u`` and
         ``w - b_T`` at the last step (GAE with the weight as the episode's final reward,
@@ -265,7 +273,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         has_value_head = (policy_kwargs or {}).get("critic") != "none"
         if value_baseline is True and not has_value_head:
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
-        self.value_baseline = (HISTORY if long else False) if value_baseline is None else value_baseline
+        if value_baseline is None:  # SB3's load builds without an env (no action space); the save's value follows
+            value_baseline = hasattr(self, "action_space") and default_value_baseline(
+                self.objective, self.action_space, long, has_value_head
+            )
+        self.value_baseline = value_baseline
         self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
         if _init_setup_model:
             self._setup_model()
@@ -295,6 +307,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             # Saved before baseline_lambda existed: it trained on w - b_t and goes on doing so (the constructor that
             # SB3's load runs would give the default of the env at hand).
             model.baseline_lambda = 1.0
+        if "value_baseline" not in data and "value_baseline" not in kwargs:
+            model.value_baseline = False  # saved before any baseline existed: it trained without one
         return model
 
     def _setup_model(self) -> None:
