@@ -473,20 +473,22 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("objective", "space", "long", "head", "expected"),
+    ("objective", "space", "long", "policy_kwargs", "expected"),
     [
-        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, True, True),  # a Gaussian policy on short episodes
-        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, False, False),  # no value head to learn V(s)
-        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), True, True, "history"),  # long episodes: the history baseline
-        ("cvar0.2", gym.spaces.Discrete(3), False, True, False),  # categorical: whole-episode weights
-        ("cvar0.2", gym.spaces.MultiDiscrete([2, 3]), False, True, False),
-        ("mean", gym.spaces.Box(-1, 1, (2,)), False, True, False),  # the mean ranks nothing
-        ("median@8", gym.spaces.Box(-1, 1, (2,)), False, True, True),
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, None, True),  # a Gaussian policy on short episodes
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"critic": "none"}, False),  # no value head to learn V(s)
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"learn_log_std": False}, False),  # a fixed noise scale
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"net_arch": [8]}, True),
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), True, None, "history"),  # long episodes: the history baseline
+        ("cvar0.2", gym.spaces.Discrete(3), False, None, False),  # categorical: whole-episode weights
+        ("cvar0.2", gym.spaces.MultiDiscrete([2, 3]), False, None, False),
+        ("mean", gym.spaces.Box(-1, 1, (2,)), False, None, False),  # the mean ranks nothing
+        ("median@8", gym.spaces.Box(-1, 1, (2,)), False, None, True),
     ],
 )
-def test_default_value_baseline(objective, space, long, head, expected):
+def test_default_value_baseline(objective, space, long, policy_kwargs, expected):
     parsed, _ = parse_agent_objective(objective, None)
-    assert default_value_baseline(parsed, space, long, head) == expected
+    assert default_value_baseline(parsed, space, long, policy_kwargs) == expected
 
 
 def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):

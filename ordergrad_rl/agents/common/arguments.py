@@ -164,11 +164,15 @@ def default_ent_coef(objective: Objective | ChannelObjective, action_space: spac
 
 
 def default_value_baseline(
-    objective: Objective | ChannelObjective, action_space: spaces.Space, long: bool, has_value_head: bool
+    objective: Objective | ChannelObjective,
+    action_space: spaces.Space,
+    long: bool,
+    policy_kwargs: Mapping[str, Any] | None = None,
 ) -> bool | str:
     """OrderGradPPO's ``value_baseline`` when it is ``None``: ``"history"`` on long episodes (:func:`long_episodes`:
     a ranked objective and a ``TimeLimit`` above :data:`LONG_EPISODE_STEPS`); on short ones ``True`` (``V(s)``) for a
-    ranked objective on continuous (``Box``) actions where the policy has its value head; else off.
+    ranked objective on continuous (``Box``) actions whose Gaussian log-std is learned, where the policy has its
+    value head (``policy_kwargs`` without ``critic="none"`` or ``learn_log_std=False``); else off.
 
     Why continuous actions: a Gaussian policy draws fresh noise at every step, and a whole-episode weight says nothing
     about any one step's draw, so its log-std learns from noise (on the tail-risk portfolio it drifts from 1 to
@@ -179,12 +183,16 @@ def default_value_baseline(
     seeds 10-19 94.7% -> 95.4%; over the 20, 95.0% -> 96.0% and the lowest seed 86.7% -> 92.6% (3 seeds below 92%
     without, none with). The point navigation, the suite's other continuous task, does not discriminate (no method
     reaches its goal). Categorical actions keep whole-episode weights on short episodes: the value baseline took the
-    lava grid from 4 to 2 of 5 seeds at the CVaR optimum. About 25% more wall time per step on the portfolio (the
-    value head's regression), as SB3's PPO spends on its own.
+    lava grid from 4 to 2 of 5 seeds at the CVaR optimum, and a fixed log-std (``learn_log_std=False``, the
+    tail-risk hyperparameter entry's) keeps them too: there is no noise scale to learn, and it was measured
+    without. About 25% more wall time per step on the portfolio (the value head's regression), as SB3's PPO
+    spends on its own.
     """
     if long:
         return HISTORY
-    return objective.k != 1 and isinstance(action_space, spaces.Box) and has_value_head
+    kwargs = policy_kwargs or {}
+    learned_noise = kwargs.get("critic") != "none" and kwargs.get("learn_log_std", True)
+    return objective.k != 1 and isinstance(action_space, spaces.Box) and bool(learned_noise)
 
 
 def default_batch_size(n_episodes: int) -> int:

@@ -144,7 +144,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         Default ``None`` (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`): ``"history"`` for a
         ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
         :func:`~ordergrad_rl.agents.common.arguments.long_episodes`); on short episodes ``True`` for a ranked
-        objective on continuous (``Box``) actions, else off. Measured (``reproduce
+        objective on continuous (``Box``) actions with a learned log-std, else off. Measured (``reproduce
         benchmarks``, 100k steps, 32 episodes per update, worst-20% mean of 100 greedy evaluation returns, the same
         seeds; ``og-cvar-lambda1`` against ``og-cvar-state``, both at ``baseline_lambda=1``): against ``True`` the
         history baseline took CartPole-v1 from
@@ -275,7 +275,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
         if value_baseline is None:  # SB3's load builds without an env (no action space); the save's value follows
             value_baseline = hasattr(self, "action_space") and default_value_baseline(
-                self.objective, self.action_space, long, has_value_head
+                self.objective, self.action_space, long, policy_kwargs
             )
         self.value_baseline = value_baseline
         self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
