@@ -122,6 +122,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     policy_aliases = POLICY_ALIASES
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
+    #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
+    saved_before: dict[str, Any] = {"untie_tail": False, "entropy_when_tied": True}
 
     # Provided by SB3's OnPolicyAlgorithm.
     n_envs: int
@@ -278,12 +280,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     @classmethod
     def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
-        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before ``untie_tail`` or
-        ``entropy_when_tied`` existed goes on training as it was saved, with ``untie_tail=False`` or
-        ``entropy_when_tied=True`` (unless ``kwargs`` sets it)."""
+        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
+        :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
+        ``kwargs`` sets it)."""
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
-        for name, before in (("untie_tail", False), ("entropy_when_tied", True)):
+        for name, before in cls.saved_before.items():
             if name not in saved and name not in kwargs:
                 setattr(model, name, before)
         return model

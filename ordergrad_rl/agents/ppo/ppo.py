@@ -205,6 +205,9 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
+    # A save without baseline_lambda trained on w - b_t, one without value_baseline with no baseline at all (the
+    # constructor that SB3's load runs would give the default of the env at hand).
+    saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -302,14 +305,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         data = read_saved_data(path)
         if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
-        model = super().load(path, env=env, device=device, **kwargs)
-        if "baseline_lambda" not in data and "baseline_lambda" not in kwargs:
-            # Saved before baseline_lambda existed: it trained on w - b_t and goes on doing so (the constructor that
-            # SB3's load runs would give the default of the env at hand).
-            model.baseline_lambda = 1.0
-        if "value_baseline" not in data and "value_baseline" not in kwargs:
-            model.value_baseline = False  # saved before any baseline existed: it trained without one
-        return model
+        return super().load(path, env=env, device=device, **kwargs)
 
     def _setup_model(self) -> None:
         super()._setup_model()
