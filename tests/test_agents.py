@@ -340,7 +340,7 @@ def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: 
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(learn_log_std=False)), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
-        ("RiskyShortcutNav-v0", dict(objective="cvar0.2"), (256, True)),  # a 50-step limit
+        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (256, True)),  # a 50-step limit
         ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, False)),  # Discrete
         ("Pendulum-v1", dict(objective="cvar0.2"), (32, "history")),  # long episodes: the history baseline
     ],

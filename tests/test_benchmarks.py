@@ -141,3 +141,16 @@ def test_quick_run_end_to_end_and_pooled_from_json(tmp_path, capsys):
     assert "| bandit |" in out and "|   lava |" in out and (tmp_path / "benchmarks.png").exists()
     (tmp_path / "bad.json").write_text("{}")
     assert main(["reproduce", "benchmarks", "--from-json", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
+
+
+def test_runs_on_an_earlier_env_version_are_not_pooled(tmp_path, capsys):
+    run = {"task": "nav", "method": "ppo", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
+    run.update(greedy={"cvar": -50.0, "mean": -50.0}, stochastic={"cvar": -50.0, "mean": -50.0}, curve=[])
+    before = tmp_path / "before.json"  # stored before runs recorded their env: nav was RiskyShortcutNav-v0
+    before.write_text(json.dumps({"runs": [run]}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(before), "--out", str(tmp_path)]) == 2
+    assert "RiskyShortcutNav-v0, but the task is RiskyShortcutNav-v1" in capsys.readouterr().err
+    now = tmp_path / "now.json"
+    now.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v1"}]}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(now), "--out", str(tmp_path)]) == 0
+    assert "| nav | ppo | 1 |" in " ".join(capsys.readouterr().out.split())

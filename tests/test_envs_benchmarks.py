@@ -17,11 +17,13 @@ from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY, RiskyLavaG
 from ordergrad_rl.envs.shortcut_nav import (
     GOAL,
     GOAL_RADIUS,
+    MAX_EPISODE_STEPS,
     START,
     STEP_SIZE,
     WALLS,
     RiskyShortcutNavEnv,
     path_return_distribution,
+    progress_potential,
 )
 from ordergrad_rl.envs.tabular import (
     TabularMDP,
@@ -347,6 +349,55 @@ def test_shortcut_nav_walls_and_zone() -> None:
         env.step(np.array([np.nan, 0.0]))
 
 
+def episode(env: gym.Env, act, seed: int) -> tuple[float, bool, bool, dict, np.ndarray]:
+    """One episode of the policy ``act``: its return (summed in float32, as a rollout buffer stores rewards), how it
+    ended and the last observation."""
+    obs, _ = env.reset(seed=seed)
+    total, done = np.float32(0.0), False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(act(obs))
+        total, done = total + np.float32(reward), terminated or truncated
+    return float(total), terminated, truncated, info, obs
+
+
+def test_shortcut_nav_progress_shaping_keeps_terminated_returns() -> None:
+    """v1's potential telescopes: every terminated episode (goal or crash, on both paths) returns exactly v0's return,
+    summed in float32 too; a time-out gains its last potential; random walks agree episode by episode."""
+    for crash_prob, path in itertools.product((0.0, 0.3, 1.0), (SHORTCUT, DETOUR)):
+        for seed in range(5):
+            runs = []
+            for shaped in (False, True):
+                env = gym.make("RiskyShortcutNav-v1" if shaped else "RiskyShortcutNav-v0", crash_prob=crash_prob)
+                runs.append(episode(env, follow(env.unwrapped, list(path)), seed))
+            (plain, plain_end, *_), (total, terminated, *_) = runs
+            assert plain_end and terminated and total == plain  # bit for bit
+    assert gym.make("RiskyShortcutNav-v1").unwrapped.progress_reward == 10.0
+    # Random Gaussian walks mostly time out: then the return is -50 plus the potential where the walk ends.
+    rng = np.random.default_rng(0)
+    shaped, plain = gym.make("RiskyShortcutNav-v1"), gym.make("RiskyShortcutNav-v0")
+    timeouts = 0
+    for seed in range(30):
+        actions = rng.normal(size=(MAX_EPISODE_STEPS, 2)).astype(np.float32)
+        results = []
+        for env in (plain, shaped):
+            step = iter(actions)
+            results.append(episode(env, lambda obs, step=step: next(step), seed))
+        (plain_total, plain_end, plain_cut, _, plain_obs), (total, terminated, truncated, _, obs) = results
+        np.testing.assert_array_equal(obs, plain_obs)  # the shaping leaves the dynamics alone
+        assert (terminated, truncated) == (plain_end, plain_cut)
+        if truncated:
+            timeouts += 1
+            assert plain_total == -50.0
+            assert total == pytest.approx(-50.0 + progress_potential(obs[:2].astype(float), 10.0), abs=1e-3)
+        else:
+            assert total == plain_total
+    assert timeouts > 20
+    # The potential is 0 at the start, c * 1.55 on the goal disk's rim facing the start, and on the 1/1024 grid.
+    assert progress_potential(np.array(START), 10.0) == 0.0
+    assert progress_potential(np.array([GOAL[0] - GOAL_RADIUS, 0.0]), 10.0) == pytest.approx(15.5, abs=1e-3)
+    assert progress_potential(np.array([0.37, -0.21]), 10.0) * 1024 % 1 == 0
+
+
 # ---------------------------------------------------------------------------- arguments and registration
 @pytest.mark.parametrize(
     ("env_id", "kwargs"),
@@ -360,6 +411,8 @@ def test_shortcut_nav_walls_and_zone() -> None:
         ("RiskyShortcutNav-v0", {"crash_reward": float("nan")}),
         ("RiskyShortcutNav-v0", {"goal_reward": float("inf")}),
         ("RiskyShortcutNav-v0", {"step_reward": "x"}),
+        ("RiskyShortcutNav-v0", {"progress_reward": -1.0}),
+        ("RiskyShortcutNav-v1", {"progress_reward": float("nan")}),
     ],
     ids=repr,
 )
@@ -372,5 +425,5 @@ def test_bad_arguments_name_the_argument(env_id: str, kwargs: dict) -> None:
 def test_registered_time_limits() -> None:
     assert gym.spec("GuardedMaze-v0").max_episode_steps == GuardedMazeEnv().tabular().horizon == 40
     assert gym.spec("HeavyTailBandit-v0").max_episode_steps == 1
-    assert gym.spec("RiskyShortcutNav-v0").max_episode_steps == 50
+    assert gym.spec("RiskyShortcutNav-v0").max_episode_steps == gym.spec("RiskyShortcutNav-v1").max_episode_steps == 50
     assert RiskyLavaGridEnv().tabular().horizon == gym.spec("RiskyLavaGrid-v0").max_episode_steps

@@ -21,6 +21,7 @@ ENV_IDS = [
     "GuardedMaze-v0",
     "HeavyTailBandit-v0",
     "RiskyShortcutNav-v0",
+    "RiskyShortcutNav-v1",
 ]
 
 

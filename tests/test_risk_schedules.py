@@ -492,7 +492,7 @@ def test_default_value_baseline(objective, space, long, policy_kwargs, expected)
 
 
 def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
-    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v0", objective="cvar0.25", n_episodes=8)
+    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8)
     assert model.value_baseline is True  # continuous actions, short episodes
     model.save(path := tmp_path / "model.zip")
     assert OrderGradPPO.load(path).value_baseline is True
@@ -501,7 +501,7 @@ def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
     assert OrderGradPPO.load(old).value_baseline is False
     assert OrderGradPPO.load(old, env=model.get_env()).value_baseline is False
     assert OrderGradPPO.load(old, value_baseline=True).value_baseline is True
-    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v0", objective="cvar0.25", n_episodes=8, value_baseline=False)
+    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8, value_baseline=False)
     model.save(path)
     assert OrderGradPPO.load(path, env=model.get_env()).value_baseline is False
 

@@ -25,6 +25,19 @@ STEP_SIZE = 0.1
 MAX_EPISODE_STEPS = 50
 #: The fewest steps to the goal through the zone (entering it on steps 8 to 11) and over the wall band.
 SHORTCUT_STEPS, SHORTCUT_ZONE_STEPS, DETOUR_STEPS = 16, (8, 9, 10, 11), 23
+#: The grid of the progress potential's values: a power of two, so that the potential's differences add up exactly
+#: (in float32 too) and a terminated episode's return is exactly what it is without the shaping.
+POTENTIAL_GRID = 1.0 / 1024
+#: ``RiskyShortcutNav-v1``'s ``progress_reward``: a move of one step size (0.1) straight at the goal earns 1, as
+#: much as a step costs.
+PROGRESS_REWARD = 10.0
+
+
+def progress_potential(position: np.ndarray, progress_reward: float) -> float:
+    """The shaping potential ``progress_reward * (|START - GOAL| - |position - GOAL|)`` (0 at the start), rounded to
+    :data:`POTENTIAL_GRID`."""
+    distance = np.hypot(START[0] - GOAL[0], START[1] - GOAL[1]) - np.hypot(*(position - np.array(GOAL)))
+    return float(np.round(progress_reward * distance / POTENTIAL_GRID) * POTENTIAL_GRID)
 
 
 def segment_hits(start: np.ndarray, end: np.ndarray, box: tuple[tuple[float, float], ...]) -> bool:
@@ -119,6 +132,17 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     ``step_reward`` (-1) per step, plus ``goal_reward`` (+30) on reaching the goal disk, plus ``crash_reward`` (-40)
     on a crash. The shortcut scores 14 when it does not crash, the detour 7.
 
+    With ``progress_reward = c > 0`` (``RiskyShortcutNav-v1``: c = 10) each step also earns the change of the
+    potential ``c * (1.7 - |position - G|)`` (:func:`progress_potential`; 1.7 is the start's distance to G), which
+    is 0 at the start and is taken as 0 once the episode terminates (Ng et al., 1999, with the terminal potential
+    0). The terms telescope: an episode that reaches the goal or crashes returns exactly what it returns without them
+    (the potential is rounded to multiples of 1/1024, so the sum is exact in float32 too), and only a time-out gains
+    its last potential, ``-50 + c * (1.7 - |position - G|)``, at most ``-50 + 1.55 c`` (-34.5 for c = 10). The
+    table above therefore holds for every ``c < 36``, where no time-out reaches the detour's 7. Why v1: with v0's
+    sparse goal 1.7 away and Gaussian exploration, no agent of the benchmark suite, SB3's PPO included, reached the
+    goal in 300k steps (every return -50), so the task measured exploration and not risk; the potential ranks
+    time-outs by how close they end.
+
     ## Starting State
 
     (0.1, 0), time 0.
@@ -138,12 +162,14 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     ```
 
     ``crash_prob=0.015`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=30.0``,
-    ``crash_reward=-40.0`` (finite numbers); anything else raises ``ValueError`` naming the argument. Each step that
+    ``crash_reward=-40.0`` (finite numbers), ``progress_reward=0.0`` (a finite number >= 0); anything else raises
+    ``ValueError`` naming the argument. Each step that
     enters the zone draws one uniform; no other step draws.
 
     ## Version History
 
-    * v0: Initial version.
+    * v1: ``progress_reward=10`` (the shaping above); the dynamics, the time limit and the table are v0's.
+    * v0: Initial version (``progress_reward=0``).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -154,6 +180,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         step_reward: float = -1.0,
         goal_reward: float = 30.0,
         crash_reward: float = -40.0,
+        progress_reward: float = 0.0,
         render_mode: str | None = None,
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -163,6 +190,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         self.step_reward = check_float("step_reward", step_reward)
         self.goal_reward = check_float("goal_reward", goal_reward)
         self.crash_reward = check_float("crash_reward", crash_reward)
+        self.progress_reward = check_float("progress_reward", progress_reward, 0.0)
         for name, bonus in (("goal_reward", self.goal_reward), ("crash_reward", self.crash_reward)):
             if not np.isfinite(self.step_reward + bonus):
                 raise ValueError(f"step_reward + {name} overflows: {self.step_reward!r} + {bonus!r}")
@@ -174,6 +202,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         self._position = np.array(START)
         self._t = 0
         self._done = True
+        self._potential = 0.0
 
     def _obs(self) -> np.ndarray:
         return np.array([*self._position, self._t / MAX_EPISODE_STEPS], dtype=np.float32)
@@ -185,6 +214,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         self._position = np.array(START)
         self._t = 0
         self._done = False
+        self._potential = 0.0
         return self._obs(), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -207,6 +237,12 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
             reward, terminated = reward + self.crash_reward, True
         elif np.hypot(*(self._position - GOAL)) <= GOAL_RADIUS:
             reward, terminated = reward + self.goal_reward, True
+        if self.progress_reward:
+            # Potential-based shaping (Ng et al., 1999) with the potential 0 at the start and on termination: the
+            # differences telescope, so a terminated episode returns exactly what it would without them.
+            after = 0.0 if terminated else progress_potential(self._position, self.progress_reward)
+            reward += after - self._potential
+            self._potential = after
         truncated = not terminated and self._t >= MAX_EPISODE_STEPS
         self._done = terminated or truncated
         return self._obs(), float(reward), terminated, truncated, {"crashed": crashed}

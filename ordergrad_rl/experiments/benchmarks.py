@@ -10,7 +10,7 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
   the env's :class:`~ordergrad_rl.envs.tabular.TabularMDP` (greedy: its most likely action in each state;
   stochastic: its action probabilities), and compared with the exact CVaR optimum over stationary policies of the
   state (the best an agent that observes the state can do), printed in each env's docstring;
-* ``nav`` (RiskyShortcutNav-v0, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum),
+* ``nav`` (RiskyShortcutNav-v1, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum),
   and the Gymnasium tasks ``cartpole``, ``acrobot``, ``lunarlander`` (``[box2d]`` extra), scored by Monte Carlo:
   CVaR_0.2 of ``--eval-episodes`` evaluation episodes on seeds apart from training's.
 
@@ -94,12 +94,17 @@ TASKS: dict[str, Task] = {
     "maze": Task("GuardedMaze-v0", 300_000, 10, -2.017, 1.0, exact=True),
     # Arm 0 (a sure 1.0) is CVaR_0.2-optimal; the mean-optimal arm scores -3.2.
     "bandit": Task("HeavyTailBandit-v0", 300_000, 10, 1.0, 0.5, exact=True),
-    # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62.
-    "nav": Task("RiskyShortcutNav-v0", 300_000, 10, 7.0, 2.0),
+    # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62. v1: v0 with progress shaping, on
+    # which the mean agent reaches the goal (on v0 no method did in 300k steps).
+    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0),
     "cartpole": Task("CartPole-v1", 100_000, 5),
     "acrobot": Task("Acrobot-v1", 100_000, 5),
     "lunarlander": Task("LunarLander-v3", 100_000, 5, extra="box2d"),
 }
+
+
+#: The env of a task's runs stored before runs recorded their ``env_id``, where it is not the task's env now.
+ENV_BEFORE_IDS = {"nav": "RiskyShortcutNav-v0"}
 
 
 @dataclass(frozen=True)
@@ -322,6 +327,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     seconds = time.perf_counter() - start
     result: dict[str, Any] = {
         "task": task_name,
+        "env_id": task.env_id,
         "method": method_name,
         "seed": seed,
         "seconds": seconds,
@@ -587,7 +593,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_runs(paths: Sequence[Path]) -> list[dict]:
     """The runs of earlier ``--json`` files (a run repeated across files counts once).
 
-    :raises CommandError: a file that is not a benchmarks JSON.
+    :raises CommandError: a file that is not a benchmarks JSON, or a run on another env than its task's now (an
+        earlier version: its scores are not comparable).
     """
     runs: dict[tuple, dict] = {}
     for path in paths:
@@ -597,6 +604,12 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise CommandError(f"--from-json {path}: not a JSON file written by reproduce benchmarks ({err})") from err
         for run in items:
+            env_id = run.get("env_id", ENV_BEFORE_IDS.get(run["task"]))
+            if run["task"] in TASKS and env_id not in (None, TASKS[run["task"]].env_id):
+                raise CommandError(
+                    f"--from-json {path}: a {run['task']} run on {env_id}, but the task is "
+                    f"{TASKS[run['task']].env_id} now (its scores are not comparable): leave that file out"
+                )
             runs[(run["task"], run["method"], run["seed"], run["timesteps"])] = run
     return list(runs.values())
 
