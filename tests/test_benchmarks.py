@@ -133,6 +133,7 @@ def test_quick_run_end_to_end_and_pooled_from_json(tmp_path, capsys):
     }
     for run in runs:
         assert run["timesteps"] >= 1000 and len(run["curve"]) >= 2
+        assert run["env_id"] == bench.TASKS[run["task"]].env_id
         optimum = bench.TASKS[run["task"]].optimum
         assert run["greedy"]["cvar"] <= optimum + 1e-9 and run["stochastic"]["cvar"] <= optimum + 1e-9
     capsys.readouterr()
