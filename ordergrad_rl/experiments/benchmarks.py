@@ -16,7 +16,8 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
-(with the soft risk schedule), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
+(with the soft risk schedule), ``og-cvar-mixture-ent`` (the usage line with the mixture schedule: its entropy default
+kept), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
@@ -140,6 +141,10 @@ METHODS: dict[str, Method] = {
     "og-cvar-level": Method("+ level schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "level"}, "tab:cyan"),
     "og-cvar-mixture": Method(
         "+ mixture schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "mixture"}, "tab:olive"
+    ),
+    # The usage line with the mixture schedule (its entropy default kept: the candidate for a schedule default).
+    "og-cvar-mixture-ent": Method(
+        "usage line + mixture schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture"}, "darkolivegreen"
     ),
     "og-cvar-baseline": Method(
         "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"
