@@ -28,9 +28,6 @@ SHORTCUT_STEPS, SHORTCUT_ZONE_STEPS, DETOUR_STEPS = 16, (8, 9, 10, 11), 23
 #: The grid of the progress potential's values: a power of two, so that the potential's differences add up exactly
 #: (in float32 too) and a terminated episode's return is exactly what it is without the shaping.
 POTENTIAL_GRID = 1.0 / 1024
-#: ``RiskyShortcutNav-v1``'s ``progress_reward``: a move of one step size (0.1) straight at the goal earns 1, as
-#: much as a step costs.
-PROGRESS_REWARD = 10.0
 
 
 def progress_potential(position: np.ndarray, progress_reward: float) -> float:
@@ -132,7 +129,8 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     ``step_reward`` (-1) per step, plus ``goal_reward`` (+30) on reaching the goal disk, plus ``crash_reward`` (-40)
     on a crash. The shortcut scores 14 when it does not crash, the detour 7.
 
-    With ``progress_reward = c > 0`` (``RiskyShortcutNav-v1``: c = 10) each step also earns the change of the
+    With ``progress_reward = c > 0`` (``RiskyShortcutNav-v1``: c = 10, so that a move of one step size straight at
+    the goal earns 1, as much as a step costs) each step also earns the change of the
     potential ``c * (1.7 - |position - G|)`` (:func:`progress_potential`; 1.7 is the start's distance to G), which
     is 0 at the start and is taken as 0 once the episode terminates (Ng et al., 1999, with the terminal potential
     0). The terms telescope: an episode that reaches the goal or crashes returns exactly what it returns without them
