@@ -162,6 +162,9 @@ METHODS: dict[str, Method] = {
     # The usage line before untie_tail (how og-cvar ran before it was on by default).
     "og-cvar-tied": Method("tied tails kept", "ordergrad_ppo", {**CVAR0, "untie_tail": False}, "sienna"),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR0, "n_episodes": 32}, "tab:purple"),
+    # The usage line with fewer episodes per update on short episodes (more updates per budget).
+    "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "teal"),
+    "og-cvar-n128": Method("N=128 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 128}, "slateblue"),
     "og-cvar-n32-baseline": Method(
         "N=32, value baseline", "ordergrad_ppo", {**CVAR0, "n_episodes": 32, "value_baseline": True, **LAMBDA1}, "black"
     ),
