@@ -22,7 +22,7 @@ from ordergrad_rl.agents import (
     OrderGradPPO,
     OrderGradREINFORCE,
 )
-from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
+from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF, RANKED_ROLLOUT_STEPS, ranked_n_episodes
 from ordergrad_rl.core import Objective
 from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -317,7 +317,20 @@ def test_cnn_policy_on_image_observations() -> None:
     ],
 )
 def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: int) -> None:
-    assert cls("MlpPolicy", "RiskyLavaGrid-v0", n_envs=1, **kwargs).n_episodes == expected  # 30-step limit
+    assert cls("MlpPolicy", "RiskyBandit-v0", n_envs=1, **kwargs).n_episodes == expected  # no episode limit
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [(None, 256), (1, 256), (16, 256), (30, 256), (32, 256), (33, 128), (40, 128), (64, 128), (65, 64), (128, 64)]
+    + [(129, 32), (500, 32), (8192, 32), (10**6, 32)],
+)
+def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int | None, expected: int) -> None:
+    """The largest power of two with ``n * limit <= 8192``, within [32, 256]: 32 exactly past the long-episode
+    boundary (128 steps)."""
+    assert ranked_n_episodes(limit) == expected
+    if limit is not None and 32 < expected < 256:
+        assert expected * limit <= RANKED_ROLLOUT_STEPS < 2 * expected * limit
 
 
 @pytest.mark.parametrize(
@@ -333,15 +346,20 @@ def test_both_agents_share_the_n_episodes_defaults(cls, kwargs: dict, expected: 
         ("CartPole-v1", dict(objective="cvar0.2", value_baseline=True), (32, True)),  # the state baseline V(s)
         ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, "history")),
         ("CartPole-v1", dict(objective="mean"), (16, False)),  # the mean keeps reward-to-go
-        (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (256, False)),
+        (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (64, False)),  # not long
         # Short episodes: the state baseline for a ranked objective on continuous actions, none on categorical ones.
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, True)),  # a fixed horizon, no limit
         ("SyntheticTailRisk-v0", dict(objective="mean"), (16, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(learn_log_std=False)), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
-        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (256, True)),  # a 50-step limit
-        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, False)),  # Discrete
+        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (128, True)),  # a 50-step limit: 128 * 50 <= 8192
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, False)),  # Discrete; 30 steps: 256 * 30 <= 8192
+        ("GuardedMaze-v0", dict(objective="cvar0.2"), (128, False)),  # 40 steps
+        ("HeavyTailBandit-v0", dict(objective="cvar0.2"), (256, False)),  # one step: at most 256
+        ("GuardedMaze-v0", dict(objective="max@200"), (400, False)),  # at least 2k
+        ("GuardedMaze-v0", dict(objective="top2@4", group_size=6), (132, False)),  # a multiple of the group size
+        ("RiskyLavaGrid-v0", dict(objective="mean"), (16, False)),
         ("Pendulum-v1", dict(objective="cvar0.2"), (32, "history")),  # long episodes: the history baseline
     ],
 )

@@ -155,3 +155,21 @@ def test_runs_on_an_earlier_env_version_are_not_pooled(tmp_path, capsys):
     now.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v1"}]}))
     assert main(["reproduce", "benchmarks", "--from-json", str(now), "--out", str(tmp_path)]) == 0
     assert "| nav | ppo | 1 |" in " ".join(capsys.readouterr().out.split())
+
+
+def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
+    """Runs record the episodes per update they trained with; where that is not the method's default now (runs
+    stored before a default changed), the row says so instead of pooling them with the runs at the default."""
+    run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
+    run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
+    runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
+    runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": runs}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(path), "--out", str(tmp_path)]) == 0
+    table = " ".join(capsys.readouterr().out.split())
+    assert "| maze | og-cvar N=256 | 1 |" in table and "| maze | og-cvar | 2 |" in table  # the maze's default: 128
+    assert "| maze | ppo | 1 |" in table
+    now = bench.default_n_episodes_now
+    assert now("og-cvar", "nav") == 128 and now("og-cvar", "lava") == 256 and now("og-cvar-n32", "nav") == 32
+    assert now("og-reinforce-cvar", "lava") == 256 and now("ppo", "lava") is None

@@ -342,6 +342,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         "budget": timesteps,
         "timesteps": int(model.num_timesteps),
     }
+    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size (their defaults depend on the env)
+        result["n_episodes"] = int(model.n_episodes)
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if mdp is not None:
             cvar, mean = exact_score(model, score_env, mdp, deterministic)
@@ -428,19 +430,51 @@ def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int 
     return reached
 
 
+def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
+    """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
+    episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
+    import gymnasium as gym
+
+    import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
+    from ordergrad_rl.agents.common.arguments import default_n_episodes
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    method = METHODS[method_name]
+    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce"):
+        return None
+    if "n_episodes" in method.kwargs:
+        return int(method.kwargs["n_episodes"])
+    objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
+    limit = gym.spec(TASKS[task_name].env_id).max_episode_steps if method.algo == "ordergrad_ppo" else None
+    return default_n_episodes(objective, method.kwargs.get("group_size"), limit)
+
+
+def method_label(row: dict) -> str:
+    """A row's method, with ``N=<n>`` where its runs took another rollout size than the method's default now (runs
+    stored before a default changed)."""
+    n = row.get("n_episodes")
+    if n is None or n == default_n_episodes_now(row["method"], row["task"]):
+        return row["method"]
+    return f"{row['method']} N={n}"
+
+
 def summarize(results: list[dict]) -> list[dict]:
-    """One row per (task, method, env-step budget): seeds, greedy/stochastic CVaR intervals, share at the optimum,
-    steps there. (Runs stored before the budget was recorded have none: one row per (task, method).)"""
+    """One row per (task, method, env-step budget, episodes per update): seeds, greedy/stochastic CVaR intervals,
+    share at the optimum, steps there. (Runs stored before the budget was recorded have none: one row per (task,
+    method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None], list[dict]] = {}
     for result in results:
-        groups.setdefault((result["task"], result["method"], result.get("budget")), []).append(result)
-    for (task_name, method_name, budget), runs in groups.items():
+        key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"))
+        groups.setdefault(key, []).append(result)
+    for (task_name, method_name, budget, n_episodes), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
             "method": method_name,
             "budget": budget,
+            "n_episodes": n_episodes,
             "seeds": len(runs),
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
         }
@@ -474,7 +508,7 @@ def format_table(rows: list[dict]) -> str:
         lines.append(
             [
                 row["task"],
-                row["method"],
+                method_label(row),
                 row["seeds"],
                 row["timesteps"],
                 optimum,
@@ -513,9 +547,9 @@ def plot(rows: list[dict], path: Path) -> Path:
             ax.axhline(TASKS[task_name].optimum, ls="--", color="k", lw=1, label="exact optimum")
             ax.legend(loc="lower right", fontsize=8)
         labels = [
-            row["method"]
+            method_label(row)
             if row.get("budget") in (None, TASKS[task_name].timesteps)
-            else f"{row['method']} @{row['budget']:,}"
+            else f"{method_label(row)} @{row['budget']:,}"
             for row in task_rows
         ]
         ax.set_xticks(range(len(task_rows)), labels, rotation=60, ha="right", fontsize=8)
@@ -618,7 +652,7 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                     f"--from-json {path}: a {run['task']} run on {env_id}, but the task is "
                     f"{TASKS[run['task']].env_id} now (its scores are not comparable): leave that file out"
                 )
-            runs[(run["task"], run["method"], run["seed"], run["timesteps"])] = run
+            runs[(run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))] = run
     return list(runs.values())
 
 

@@ -10,6 +10,7 @@ bad argument raises a ``ValueError`` naming it instead of failing deep inside SB
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +43,10 @@ LONG_RANKED_N_EPISODES = 32
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones
 #: (CartPole-v1 and Acrobot-v1 500, LunarLander-v3 1000). 256 episodes of 128 steps are 32k steps per update.
 LONG_EPISODE_STEPS = 128
+#: OrderGradPPO's rollout for a ranked objective holds about this many steps at the episode limit
+#: (:func:`ranked_n_episodes`): the portfolio's 256 episodes of 16 steps, twice SB3 PPO's ``n_steps=2048``.
+#: MEASUREMENTS-TBD
+RANKED_ROLLOUT_STEPS = 8192
 #: The PPO family's entropy coefficient for a ranked objective on categorical actions, when ``ent_coef`` is not given
 #: (:func:`default_ent_coef`). Without it the tail's gradient drives the probability of a move that the batch's tail
 #: does not reward to zero, and once no batch samples that move nothing can bring it back (exploration collapse: the
@@ -130,21 +135,37 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
     return objective.k != 1 and limit is not None and limit > LONG_EPISODE_STEPS
 
 
+def ranked_n_episodes(limit: int | None) -> int:
+    """OrderGradPPO's episodes per rollout for a ranked objective on an env whose episodes last at most ``limit``
+    steps: the largest power of two whose episodes hold at most :data:`RANKED_ROLLOUT_STEPS` steps at the limit,
+    within [:data:`LONG_RANKED_N_EPISODES`, :data:`RANKED_N_EPISODES`]: 256 up to 32 steps, 128 up to 64, 64 up to
+    128 and 32 beyond (the long episodes, :data:`LONG_EPISODE_STEPS`); :data:`RANKED_N_EPISODES` for an env
+    without a known limit.
+    """
+    if limit is None:
+        return RANKED_N_EPISODES
+    n = 2 ** math.floor(math.log2(RANKED_ROLLOUT_STEPS / limit)) if limit <= RANKED_ROLLOUT_STEPS else 1
+    return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
+
+
 def default_n_episodes(
-    objective: Objective | ChannelObjective, group_size: int | None = None, long: bool = False
+    objective: Objective | ChannelObjective,
+    group_size: int | None = None,
+    limit: int | None = None,
 ) -> int:
     """The episodic agents' episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
-    :data:`RANKED_N_EPISODES` (:data:`LONG_RANKED_N_EPISODES` with ``long``) for any ranked objective, at least ``2 k``
-    if the objective fixes ``k``; with ``group_size``, rounded up to a multiple of it.
+    :data:`RANKED_N_EPISODES` for any ranked objective (OrderGradPPO: :func:`ranked_n_episodes` of the env's episode
+    ``limit``), at least ``2 k`` if the objective fixes ``k``; with ``group_size``, rounded up to a multiple of it.
 
     :param objective: the parsed objective (:func:`~ordergrad_rl.core.channels.parse_agent_objective`; GCVaR targets
         the CVaR of its level and gets that objective's default).
-    :param long: :func:`long_episodes` holds (OrderGradPPO only).
+    :param limit: the env's episode limit (``max_episode_steps``) for an algorithm that sizes its rollouts by it
+        (OrderGradPPO); ``None``: unknown, or another algorithm.
     """
     if objective.k == 1:  # the mean (k = 1 ranks nothing)
         n = MEAN_N_EPISODES
     else:
-        ranked = LONG_RANKED_N_EPISODES if long else RANKED_N_EPISODES
+        ranked = ranked_n_episodes(limit)
         n = max(ranked, 2 * objective.k) if objective.is_bound else ranked  # type: ignore[operator]
     if group_size is not None and not isinstance(group_size, bool) and isinstance(group_size, int) and group_size > 0:
         n = -(-n // group_size) * group_size
@@ -214,17 +235,17 @@ def episodic_sizes(
     n_episodes: int | None,
     batch_size: int | None,
     group_size: int | None = None,
-    long: bool = False,
+    limit: int | None = None,
 ) -> tuple[int, int]:
     """Checked ``(n_episodes, batch_size)`` of a PPO-family algorithm in episodic mode, with the defaults
     :func:`default_n_episodes` and :func:`default_batch_size`.
 
     :param objective: the parsed objective.
-    :param long: the long-episode defaults apply (:func:`long_episodes`).
+    :param limit: the env's episode limit, for an algorithm that sizes its rollouts by it (:func:`default_n_episodes`).
     :raises ValueError: ``n_episodes < 2`` or a ``batch_size`` below 2.
     """
     if n_episodes is None:
-        n_episodes = default_n_episodes(objective, group_size, long)
+        n_episodes = default_n_episodes(objective, group_size, limit)
     n_episodes = check_n_episodes(n_episodes)
     batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
     check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against

@@ -169,9 +169,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param untie_tail: move the level past a tied lower tail in each rollout (:meth:`_compute_advantages`).
         :param entropy_when_tied: keep the entropy bonus on a rollout that ranks nothing
             (:meth:`_ent_coef_in_force`).
-        :param long_episode_defaults: the algorithm has long-episode defaults (OrderGradPPO): a ranked objective on
-            an env whose episode limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` gets
-            :data:`~.arguments.LONG_RANKED_N_EPISODES` episodes per rollout by default.
+        :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
+            ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
+            whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` the long-episode defaults.
         :param sb3_kwargs: the SB3 constructor's other arguments.
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
@@ -183,11 +183,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
-        long = long_episode_defaults and long_episodes(parsed, episode_limit(env))
+        limit = episode_limit(env) if long_episode_defaults else None
+        long = long_episodes(parsed, limit)
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:
-            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size, long)
+            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size, limit)
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)

@@ -72,11 +72,13 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
         Q-critic mode (the number of action draws). ``mean`` has k = 1.
     :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``; any number of envs: the first
-        ``N`` episodes started are kept). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and
-        256 (at least ``2 k``) for ranked objectives (their signal sits in part of the batch, e.g. the worst ~26
-        episodes of each 128-subset for ``cvar0.2``), but 32 for ranked objectives on long episodes (an env whose
-        ``TimeLimit`` exceeds 128 steps: 256 episodes of 500 steps leave a handful of updates per budget), see
-        :func:`~ordergrad_rl.agents.common.arguments.default_n_episodes` and
+        ``N`` episodes started are kept). Default: 16 for ``"mean"`` (nothing is ranked: frequent updates win) and,
+        for ranked objectives (their signal sits in part of the batch, e.g. the worst ~26 episodes of each
+        128-subset for ``cvar0.2``; at least ``2 k``), the largest power of two from 32 to 256 whose episodes hold at
+        most 8192 steps at the env's ``TimeLimit``: 256 up to 32 steps (and without a limit), 128 up to 64, 64 up
+        to 128, 32 beyond (256 episodes of 500 steps leave a handful of updates per budget), see
+        :func:`~ordergrad_rl.agents.common.arguments.ranked_n_episodes`,
+        :data:`~ordergrad_rl.agents.common.arguments.RANKED_ROLLOUT_STEPS` and
         :data:`~ordergrad_rl.agents.common.arguments.LONG_RANKED_N_EPISODES` for the measurements.
         Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
