@@ -22,20 +22,21 @@ value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``,
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
 ``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
-default), ``og-cvar-n32`` (32
-episodes per update) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with
-the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
+default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
+with every other default) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights
+with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
 and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
 ``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default.
 
-Reported per (task, method), over seeds: greedy and stochastic CVaR_0.2 (mean and 95% bootstrap interval, scipy),
-the share of seeds whose greedy policy ends within the task's epsilon of the optimum, and the env steps after
-which it stays there (tabular tasks, checked ``--checkpoints`` times during training). Runs are independent jobs
-over local worker processes (one torch thread each) or Ray Tune trials (``--address``). ``--quick``: the same code
-path on tiny budgets (CI); its numbers mean nothing.
+Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's
+default now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic
+CVaR_0.2 (mean and 95% bootstrap interval, scipy), the share of seeds whose greedy policy ends within the task's
+epsilon of the optimum, and the env steps after which it stays there (tabular tasks, checked ``--checkpoints``
+times during training). Runs are independent jobs over local worker processes (one torch thread each) or Ray Tune
+trials (``--address``). ``--quick``: the same code path on tiny budgets (CI); its numbers mean nothing.
 """
 
 from __future__ import annotations
