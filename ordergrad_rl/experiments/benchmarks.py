@@ -434,10 +434,9 @@ def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int 
 def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
-    import gymnasium as gym
-
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
     from ordergrad_rl.agents.common.arguments import default_n_episodes
+    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
 
@@ -447,7 +446,7 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     if "n_episodes" in method.kwargs:
         return int(method.kwargs["n_episodes"])
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
-    limit = gym.spec(TASKS[task_name].env_id).max_episode_steps if method.algo == "ordergrad_ppo" else None
+    limit = episode_limit(TASKS[task_name].env_id) if method.algo == "ordergrad_ppo" else None
     return default_n_episodes(objective, method.kwargs.get("group_size"), limit)
 
 

@@ -153,7 +153,7 @@ def ranked_n_episodes(limit: int | None) -> int:
     """
     if limit is None:
         return RANKED_N_EPISODES
-    n = 2 ** math.floor(math.log2(RANKED_ROLLOUT_STEPS / limit)) if limit <= RANKED_ROLLOUT_STEPS else 1
+    n = 2 ** math.floor(math.log2(RANKED_ROLLOUT_STEPS / limit))  # below 1 past 8192 steps: the floor applies
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
 
 
