@@ -173,3 +173,33 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     now = bench.default_n_episodes_now
     assert now("og-cvar", "nav") == 128 and now("og-cvar", "lava") == 256 and now("og-cvar-n32", "nav") == 32
     assert now("og-reinforce-cvar", "lava") == 256 and now("ppo", "lava") is None
+
+
+def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys, monkeypatch):
+    """A protocol cut short keeps its finished runs in ``--json``; ``--resume`` runs only the others."""
+    calls: list[int] = []
+
+    def fake_run_one(task_name, method_name, seed, timesteps, checkpoints, eval_episodes):
+        calls.append(seed)
+        if seed == 1 and calls.count(1) == 1:
+            raise RuntimeError("machine lost")  # the first command fails at its second run
+        score = {"cvar": 1.0, "mean": 1.0}
+        return {"task": task_name, "env_id": bench.TASKS[task_name].env_id, "method": method_name, "seed": seed,
+                "seconds": 0.0, "budget": timesteps, "timesteps": timesteps, "greedy": score,
+                "stochastic": score, "curve": [[timesteps, 1.0]]}  # fmt: skip
+
+    monkeypatch.setattr(bench, "run_one", fake_run_one)
+    path = tmp_path / "runs.json"
+    args = ["reproduce", "benchmarks", "--tasks", "bandit", "--methods", "ppo", "--seeds", "3", "--timesteps", "100"]
+    args += ["--workers", "1", "--quiet", "--out", str(tmp_path), "--json", str(path)]
+    with pytest.raises(RuntimeError, match="machine lost"):
+        main(args)
+    saved = [run["seed"] for run in json.loads(path.read_text())["runs"]]
+    assert 0 in saved and 1 not in saved  # (seed 2 may have finished before the failure was seen)
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    assert calls.count(0) == 1 and calls.count(1) == 2  # what was saved is not run again
+    assert f"{3 - len(saved)} runs in" in capsys.readouterr().out
+    assert sorted(run["seed"] for run in json.loads(path.read_text())["runs"]) == [0, 1, 2]
+    assert main([*args[:-2], "--resume"]) == 2
+    assert "--resume continues the runs of a --json file" in capsys.readouterr().err

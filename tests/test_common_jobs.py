@@ -52,3 +52,19 @@ def test_a_failing_job_raises_and_ids_must_be_unique():
         jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("b", square, {"x": -1})], workers=1, quiet=True)
     with pytest.raises(ValueError, match="job ids must be unique"):
         jobs.run_jobs([jobs.Job("a", square, {"x": 1}), jobs.Job("a", square, {"x": 2})], quiet=True)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_finished_result_is_handed_over_before_a_failure_is_raised(workers):
+    seen: list[tuple[str, int]] = []
+    grid = [jobs.Job("a", square, {"x": 2}), jobs.Job("b", square, {"x": 3})]
+    assert jobs.run_jobs(grid, workers=workers, quiet=True, on_result=lambda i, r: seen.append((i, r))) == {
+        "a": 4,
+        "b": 9,
+    }
+    assert sorted(seen) == [("a", 4), ("b", 9)]
+    seen.clear()
+    with pytest.raises(ArithmeticError, match="negative -1"):
+        grid = [jobs.Job("a", square, {"x": 2}), jobs.Job("b", square, {"x": -1})]
+        jobs.run_jobs(grid, workers=1, quiet=True, on_result=lambda i, r: seen.append((i, r)))
+    assert seen == [("a", 4)]  # what finished before the failure was handed over

@@ -79,7 +79,9 @@ def _executor(workers: int, counter: Any) -> Executor:
     return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
 
 
-def _run_local(jobs: list[Job], workers: int, bar: Any) -> dict[str, Any]:
+def _run_local(
+    jobs: list[Job], workers: int, bar: Any, on_result: Callable[[str, Any], None] | None = None
+) -> dict[str, Any]:
     global _COUNTER
     import torch
 
@@ -91,8 +93,11 @@ def _run_local(jobs: list[Job], workers: int, bar: Any) -> dict[str, Any]:
         pending, seen = set(futures), 0
         while pending:
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # raises the job's exception here
+            # The finished jobs first: a failure raised below leaves none of them unreported.
+            for future in sorted(done, key=lambda f: f.exception() is not None):
+                result = future.result()  # raises the job's exception here
+                if on_result is not None:
+                    on_result(futures[future].id, result)
             now = counter.value
             bar.update(now - seen)
             seen = now
@@ -118,19 +123,26 @@ def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> di
     return {}
 
 
-def _run_ray(jobs: list[Job], address: str, storage: Path, bar: Any, quiet: bool) -> dict[str, Any]:
+def _run_ray(
+    jobs: list[Job],
+    address: str,
+    storage: Path,
+    bar: Any,
+    quiet: bool,
+    on_result: Callable[[str, Any], None] | None = None,
+) -> dict[str, Any]:
 
     require_ray(f"--address {address}")  # before importing ray: without it, the error names the extra
     import ray
 
-    results = storage / "results"
+    result_dir = storage / "results"
     specs = [
         {
             "trial_id": job.id,
             "kwargs": {
                 "function": f"{job.function.__module__}.{job.function.__qualname__}",
                 "kwargs": job.kwargs,
-                "result_path": str(results / f"{job.id}.pkl"),
+                "result_path": str(result_dir / f"{job.id}.pkl"),
             },
         }
         for job in jobs
@@ -140,11 +152,15 @@ def _run_ray(jobs: list[Job], address: str, storage: Path, bar: Any, quiet: bool
         outcome = run_tune(call_and_save, specs, storage, {"cpu": 1, "gpu": 0}, quiet=True)
     finally:
         ray.shutdown()
+    results = {job_id: pickle.loads((result_dir / f"{job_id}.pkl").read_bytes()) for job_id in outcome.finished}
+    if on_result is not None:
+        for job_id, result in results.items():
+            on_result(job_id, result)
     if outcome.errors or outcome.interrupted:
         failed = "; ".join(f"{trial}: {error}" for trial, error in outcome.errors.items())
         raise CommandError(f"{len(jobs) - len(outcome.finished)} of {len(jobs)} Ray jobs did not finish. {failed}")
     bar.update(sum(job.weight for job in jobs))
-    return {job.id: pickle.loads((results / f"{job.id}.pkl").read_bytes()) for job in jobs}
+    return {job.id: results[job.id] for job in jobs}
 
 
 def run_jobs(
@@ -155,6 +171,7 @@ def run_jobs(
     desc: str = "jobs",
     unit: str = "it",
     quiet: bool = False,
+    on_result: Callable[[str, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Run every job; return ``{job.id: result}``. The results do not depend on where the jobs ran.
 
@@ -165,6 +182,8 @@ def run_jobs(
     :param storage: where a fresh directory for Ray's experiment state and the pickled results is made (default:
         the system's temporary directory; give one that all nodes share for a multi-node cluster).
     :param desc: progress-bar text; ``unit``: what ``Job.weight`` and :func:`report_progress` count.
+    :param on_result: called in this process with ``(job.id, result)`` as each job finishes (local workers), or for
+        every job once all have finished (Ray), before any later failure is raised: a caller saves what is done.
     :raises CommandError: a Ray job failed or was interrupted (local jobs raise their own exceptions).
     """
     ids = [job.id for job in jobs]
@@ -176,7 +195,7 @@ def run_jobs(
             Path(storage).mkdir(parents=True, exist_ok=True)
         storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage))
         with progress_bar(f"{desc} on Ray ({address})", total, unit=unit, quiet=quiet) as bar:
-            return _run_ray(jobs, address, storage, bar, quiet)
+            return _run_ray(jobs, address, storage, bar, quiet, on_result)
     workers = max(1, min(workers or available_cores(), len(jobs)))
     with progress_bar(f"{desc} on {workers} worker{'s' if workers > 1 else ''}", total, unit=unit, quiet=quiet) as bar:
-        return _run_local(jobs, workers, bar)
+        return _run_local(jobs, workers, bar, on_result)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,9 +56,15 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` as indented JSON to ``path`` (parent directories created) and return the path."""
+    """Write ``payload`` as indented JSON to ``path`` (parent directories created) and return the path.
+
+    The text goes to a sibling file of this process first, then replaces ``path`` (atomic): a write cut short
+    (Ctrl-C while a long experiment saves its runs so far) leaves the earlier file whole, and a reader never sees
+    half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    partial.replace(path)
     return path
 
 

@@ -2,6 +2,7 @@
 
     ordergrad-rl reproduce benchmarks --tasks lava maze --methods og-cvar og-cvar-level ppo --seeds 10
     ordergrad-rl reproduce benchmarks --from-json part1.json part2.json     # pool earlier runs, print the table
+    ordergrad-rl reproduce benchmarks --tasks maze --seeds 10 --json maze.json --resume   # continue a cut-short run
 
 Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of the worst 20%):
 
@@ -36,7 +37,10 @@ default now, runs stored before a default changed, reads ``<method> N=<n>``), ov
 CVaR_0.2 (mean and 95% bootstrap interval, scipy), the share of seeds whose greedy policy ends within the task's
 epsilon of the optimum, and the env steps after which it stays there (tabular tasks, checked ``--checkpoints``
 times during training). Runs are independent jobs over local worker processes (one torch thread each) or Ray Tune
-trials (``--address``). ``--quick``: the same code path on tiny budgets (CI); its numbers mean nothing.
+trials (``--address``). ``--json PATH`` is rewritten as each run finishes, so a protocol of hours cut short
+(Ctrl-C, a lost machine) keeps its finished runs; ``--resume`` keeps them and runs only the rest of the grid (a run
+is named by task, method, seed and budget). ``--quick``: the same code path on tiny budgets (CI); its numbers mean
+nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -388,9 +392,22 @@ def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
     return runs
 
 
-def run_experiment(config: Config, quiet: bool = False) -> list[dict]:
-    """Every run of ``config`` as an independent job; the per-run results."""
+def run_key(run: dict) -> tuple[str, str, int, int]:
+    """What names a run in the grid, as :func:`runs_of` gives it: task, method, seed and env-step budget."""
+    return run["task"], run["method"], run["seed"], run.get("budget", run["timesteps"])
+
+
+def run_experiment(
+    config: Config, quiet: bool = False, done: Sequence[dict] = (), on_run: Callable[[dict], None] | None = None
+) -> list[dict]:
+    """Every run of ``config`` as an independent job; the per-run results.
+
+    :param done: runs finished earlier (``--resume``): the grid's runs with their :func:`run_key` are not run again
+        (nor returned).
+    :param on_run: called with each run's result as it finishes (``--json`` saves the runs so far with it).
+    """
     _check(config)
+    skip = {run_key(run) for run in done}
     jobs = [
         Job(
             f"{task}/{method}/seed{seed}",
@@ -406,8 +423,19 @@ def run_experiment(config: Config, quiet: bool = False) -> list[dict]:
             weight=steps,
         )
         for task, method, seed, steps in runs_of(config)
+        if (task, method, seed, steps) not in skip
     ]
-    results = run_jobs(jobs, config.workers, config.address, desc="benchmark runs", unit="step", quiet=quiet)
+    if not jobs:
+        return []
+    results = run_jobs(
+        jobs,
+        config.workers,
+        config.address,
+        desc="benchmark runs",
+        unit="step",
+        quiet=quiet,
+        on_result=None if on_run is None else lambda _, result: on_run(result),
+    )
     return [results[job.id] for job in jobs]
 
 
@@ -626,6 +654,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="no training: pool the runs of earlier --json files and print their table",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs already in the --json file (which is rewritten as each run finishes) and run only the "
+        "grid's others: a protocol cut short continues where it stopped",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny budgets, same code path (CI; numbers mean nothing)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_address_argument(parser)
@@ -658,6 +692,8 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     """Train and score every run (or pool earlier ones), print the table, write the figure and JSON."""
+    if args.resume and (args.json is None or args.from_json is not None):
+        raise CommandError("--resume continues the runs of a --json file: give --json PATH (and no --from-json)")
     if args.from_json is not None:
         results = read_runs(args.from_json)
     else:
@@ -675,9 +711,19 @@ def run(args: argparse.Namespace) -> int:
                 args.address,
                 args.first_seed,
             )
+        earlier = read_runs([args.json]) if args.resume and args.json.exists() else []
+        so_far = list(earlier)
+
+        def save(result: dict) -> None:
+            """Rewrite the JSON with every run so far: a protocol cut short loses only the runs still going."""
+            so_far.append(result)
+            write_json(args.json, {"rows": summarize(so_far), "runs": so_far})
+
         start = time.perf_counter()
-        results = run_experiment(config, quiet=args.quiet)
-        print(f"{len(results)} runs in {time.perf_counter() - start:.0f} s\n")
+        new = run_experiment(config, quiet=args.quiet, done=earlier, on_run=None if args.json is None else save)
+        kept = f" ({len(earlier)} earlier runs kept from {args.json})" if args.resume else ""
+        print(f"{len(new)} runs in {time.perf_counter() - start:.0f} s{kept}\n")
+        results = earlier + new
     rows = summarize(results)
     print(format_table(rows))
     figure = plot(rows, args.out / "benchmarks.png")

@@ -94,9 +94,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
         "model": str(model_file),
         "run": str(run),
     }
-    path = row_path(out, trial_id)
-    partial = write_json(path.with_name(f".{path.name}.{os.getpid()}"), row | {"returns": callback.last_returns})
-    partial.replace(path)  # atomic: a row is whole or absent
+    write_json(row_path(out, trial_id), row | {"returns": callback.last_returns})  # atomic: whole or absent
     return row
 
 
