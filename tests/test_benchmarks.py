@@ -203,3 +203,28 @@ def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys
     assert sorted(run["seed"] for run in json.loads(path.read_text())["runs"]) == [0, 1, 2]
     assert main([*args[:-2], "--resume"]) == 2
     assert "--resume continues the runs of a --json file" in capsys.readouterr().err
+
+
+def _load_script(name):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_that_flip(tmp_path, capsys):
+    script = _load_script("greedy_trace")
+    steady, flip = [[0.1, 0.9], [0.8, 0.2]], [[0.1, 0.9], [0.4, 0.6]]
+    rows = [{"greedy": g, "probabilities": p} for g, p in [(-9, steady)] * 4 + [(-2, steady), (-5, flip)]]
+    share, changing = script.late_summary(rows, optimum=-2.0, epsilon=1.0)
+    assert share == 0.5  # the last third: rollouts 5 and 6, one within epsilon
+    assert changing == [[1, "0:1 1:1", "0.60 0.40"]]  # state 0 keeps action 1; state 1 flips
+    path = tmp_path / "trace.json"
+    assert script.main(["--task", "lava", "--quick", "--quiet", "--json", str(path)]) == 0
+    assert "last third" in capsys.readouterr().out
+    rows = json.loads(path.read_text())["rows"]
+    assert len(rows) >= 2 and np.allclose(np.sum(rows[0]["probabilities"], axis=1), 1.0, atol=1e-3)
+    assert all(row["greedy"] <= bench.TASKS["lava"].optimum + 1e-9 for row in rows)

@@ -1,0 +1,106 @@
+"""How steady is a benchmark agent's greedy policy? Its exact CVaR_0.2 after every rollout, on a tabular task.
+
+    python scripts/greedy_trace.py [--task maze] [--method og-cvar] [--seed 0] [--timesteps 300000] [--json PATH]
+                                   [--quick]
+
+Trains one ``reproduce benchmarks`` run (``--task`` among the exact tasks, ``--method`` among its methods) and, after
+every rollout, scores the policy exactly as the benchmark does (``benchmarks.exact_score``: forward propagation of
+the return distribution through the env's tabular model, greedy and stochastic) and keeps its action probabilities
+in every state. Printed: the greedy CVaR_0.2 over training, the share of the rollouts of the last third whose greedy
+policy is within the task's epsilon of the optimum, and the states whose greedy action changes during that third,
+with their mean action probabilities. The benchmark scores only the policy after the last rollout: where that share
+is well below 1, whether a seed "ends at the optimum" is a draw from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.progress import progress_bar
+from ordergrad_rl.common.reports import markdown_table, write_json
+from ordergrad_rl.experiments import benchmarks as bench
+
+
+class Trace(BaseCallback):
+    """After every rollout: exact greedy and stochastic CVaR_0.2 and the ``[S, A]`` action probabilities."""
+
+    def __init__(self, env: Any, bar: Any) -> None:
+        super().__init__()
+        self.env, self.mdp, self.bar = env, env.tabular(), bar
+        self.observations = bench._state_observations(env, self.mdp.n_states)
+        self.rows: list[dict[str, Any]] = []
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.training_env.num_envs)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        greedy, _ = bench.exact_score(self.model, self.env, self.mdp, True)
+        stochastic, _ = bench.exact_score(self.model, self.env, self.mdp, False)
+        probs = bench.action_probabilities(self.model, self.observations, False)
+        self.rows.append({"timesteps": self.num_timesteps, "greedy": greedy, "stochastic": stochastic,
+                          "probabilities": probs.round(4).tolist()})  # fmt: skip
+
+
+def late_summary(rows: list[dict[str, Any]], optimum: float, epsilon: float) -> tuple[float, list[list[Any]]]:
+    """The share of the last third's rollouts with the greedy policy within ``epsilon`` of ``optimum``, and a row
+    ``[state, greedy actions seen (action: rollouts), mean probabilities]`` per state whose greedy action changes."""
+    late = rows[-max(1, len(rows) // 3) :]
+    share = float(np.mean([row["greedy"] >= optimum - epsilon for row in late]))
+    probs = np.array([row["probabilities"] for row in late])  # [rollouts, S, A]
+    greedy = probs.argmax(axis=2)
+    changing = []
+    for state in range(probs.shape[1]):
+        actions, counts = np.unique(greedy[:, state], return_counts=True)
+        if len(actions) > 1:
+            seen = " ".join(f"{a}:{c}" for a, c in zip(actions, counts, strict=True))
+            changing.append([state, seen, " ".join(f"{p:.2f}" for p in probs[:, state].mean(axis=0))])
+    return share, changing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    exact = [name for name, task in bench.TASKS.items() if task.exact]
+    parser.add_argument("--task", choices=exact, default="maze")
+    parser.add_argument("--method", choices=list(bench.METHODS), default="og-cvar")
+    parser.add_argument("--seed", type=seed_int, default=0)
+    parser.add_argument("--timesteps", type=positive_int, default=None, help="default: the task's budget")
+    parser.add_argument("--quick", action="store_true", help="10,000 steps (CI; the numbers mean nothing)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", type=Path, default=None, help="write every rollout's scores and probabilities")
+    args = parser.parse_args(argv)
+    th.set_num_threads(1)
+    import gymnasium as gym
+
+    task, method = bench.TASKS[args.task], bench.METHODS[args.method]
+    timesteps = 10_000 if args.quick else args.timesteps or task.timesteps
+    model = bench.build_model(method, task.env_id, args.seed)
+    with progress_bar(f"{args.task}/{args.method}/seed{args.seed}", timesteps, "step", args.quiet) as bar:
+        trace = Trace(gym.make(task.env_id).unwrapped, bar)
+        model.learn(timesteps, callback=trace)
+    rows = trace.rows
+    every = max(1, len(rows) // 20)
+    print(markdown_table(["env steps", "greedy CVaR_0.2", "stochastic CVaR_0.2"],
+                         [[r["timesteps"], r["greedy"], r["stochastic"]] for r in rows[::every]]))  # fmt: skip
+    share, changing = late_summary(rows, task.optimum, task.epsilon)
+    late = max(1, len(rows) // 3)
+    print(f"\nlast third ({late} rollouts): greedy within {task.epsilon} of the optimum {task.optimum} in "
+          f"{share:.0%}; the policy scored at the end: {rows[-1]['greedy']:.3f}")  # fmt: skip
+    if changing:
+        print("\nstates whose greedy action changes in the last third:")
+        print(markdown_table(["state", "greedy action: rollouts", "mean probabilities"], changing))
+    if args.json is not None:
+        payload = {"task": args.task, "method": args.method, "seed": args.seed, "late_share": share, "rows": rows}
+        print(f"json: {write_json(args.json, payload)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
