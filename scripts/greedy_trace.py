@@ -49,15 +49,31 @@ class Trace(BaseCallback):
                           "probabilities": probs.round(4).tolist()})  # fmt: skip
 
 
-def late_summary(rows: list[dict[str, Any]], optimum: float, epsilon: float) -> tuple[float, list[list[Any]]]:
+def acting_states(mdp: Any) -> list[int]:
+    """The states an episode can act in: reachable from a start state without a terminating transition (the
+    maze's walls and its goal are neither)."""
+    frontier, seen = [int(s) for s in np.flatnonzero(mdp.start > 0)], set()
+    while frontier:
+        state = frontier.pop()
+        if state not in seen:
+            seen.add(state)
+            live = (mdp.prob[state] > 0) & ~mdp.terminated[state]  # [A, K]
+            frontier += [int(s) for s in mdp.next_state[state][live]]
+    return sorted(seen)
+
+
+def late_summary(
+    rows: list[dict[str, Any]], optimum: float, epsilon: float, states: list[int] | None = None
+) -> tuple[float, list[list[Any]]]:
     """The share of the last third's rollouts with the greedy policy within ``epsilon`` of ``optimum``, and a row
-    ``[state, greedy actions seen (action: rollouts), mean probabilities]`` per state whose greedy action changes."""
+    ``[state, greedy actions seen (action: rollouts), mean probabilities]`` per state (of ``states``, default all)
+    whose greedy action changes."""
     late = rows[-max(1, len(rows) // 3) :]
     share = float(np.mean([row["greedy"] >= optimum - epsilon for row in late]))
     probs = np.array([row["probabilities"] for row in late])  # [rollouts, S, A]
     greedy = probs.argmax(axis=2)
     changing = []
-    for state in range(probs.shape[1]):
+    for state in range(probs.shape[1]) if states is None else states:
         actions, counts = np.unique(greedy[:, state], return_counts=True)
         if len(actions) > 1:
             seen = " ".join(f"{a}:{c}" for a, c in zip(actions, counts, strict=True))
@@ -89,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     every = max(1, len(rows) // 20)
     print(markdown_table(["env steps", "greedy CVaR_0.2", "stochastic CVaR_0.2"],
                          [[r["timesteps"], r["greedy"], r["stochastic"]] for r in rows[::every]]))  # fmt: skip
-    share, changing = late_summary(rows, task.optimum, task.epsilon)
+    share, changing = late_summary(rows, task.optimum, task.epsilon, acting_states(trace.mdp))
     late = max(1, len(rows) // 3)
     print(f"\nlast third ({late} rollouts): greedy within {task.epsilon} of the optimum {task.optimum} in "
           f"{share:.0%}; the policy scored at the end: {rows[-1]['greedy']:.3f}")  # fmt: skip
     if changing:
-        print("\nstates whose greedy action changes in the last third:")
+        print("\nstates (that an episode can act in) whose greedy action changes in the last third:")
         print(markdown_table(["state", "greedy action: rollouts", "mean probabilities"], changing))
     if args.json is not None:
         payload = {"task": args.task, "method": args.method, "seed": args.seed, "late_share": share, "rows": rows}

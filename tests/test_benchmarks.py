@@ -222,6 +222,10 @@ def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_tha
     share, changing = script.late_summary(rows, optimum=-2.0, epsilon=1.0)
     assert share == 0.5  # the last third: rollouts 5 and 6, one within epsilon
     assert changing == [[1, "0:1 1:1", "0.60 0.40"]]  # state 0 keeps action 1; state 1 flips
+    assert script.late_summary(rows, -2.0, 1.0, states=[0])[1] == []
+    cells = gym.make("GuardedMaze-v0").unwrapped.cells
+    floor = script.acting_states(gym.make("GuardedMaze-v0").unwrapped.tabular())  # no wall, not the goal
+    assert floor == [i for i, cell in enumerate(cells) if cell in ".SX"]
     path = tmp_path / "trace.json"
     assert script.main(["--task", "lava", "--quick", "--quiet", "--json", str(path)]) == 0
     assert "last third" in capsys.readouterr().out
