@@ -7,6 +7,7 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import load_script
 
 from ordergrad_rl.cli import main
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY
@@ -205,18 +206,8 @@ def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys
     assert "--resume continues the runs of a --json file" in capsys.readouterr().err
 
 
-def _load_script(name):
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_that_flip(tmp_path, capsys):
-    script = _load_script("greedy_trace")
+    script = load_script("greedy_trace")
     steady, flip = [[0.1, 0.9], [0.8, 0.2]], [[0.1, 0.9], [0.4, 0.6]]
     rows = [{"greedy": g, "probabilities": p} for g, p in [(-9, steady)] * 4 + [(-2, steady), (-5, flip)]]
     share, changing = script.late_summary(rows, optimum=-2.0, epsilon=1.0)

@@ -1,20 +1,10 @@
 """The issue-13 measurement scripts: scripts/recurrent_vs_mlp.py and scripts/lava_diagnosis.py."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_script as load
 
 
 class CountingRecurrentModel:

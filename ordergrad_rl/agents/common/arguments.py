@@ -48,8 +48,9 @@ LONG_EPISODE_STEPS = 128
 #: (:func:`ranked_n_episodes`, never fewer than 32 episodes): 256 episodes of 40-50 steps left about 25 updates in
 #: 300k steps. Measured (``reproduce benchmarks``, the usage line, 300k steps, against 256 episodes on the same
 #: seeds): the guarded maze (40 steps, 128 episodes, 10 seeds) finds the CVaR-optimal long path in 7 of 10 seeds
-#: against 4 (greedy CVaR_0.2 -14.7 against -25.0; 4 of 10 end within 1 of the optimum either way, 3 drift off it
-#: late), the point navigation (50 steps, 128 episodes) reaches its goal safely in 3 of 10 seeds against 0
+#: against 4 (greedy CVaR_0.2 -14.7 against -25.0; 4 of 10 end within 1 of the optimum either way; 3 hold it
+#: late and end off it, their greedy moves near-tied in cells off the path: ``scripts/greedy_trace.py``), the point
+#: navigation (50 steps, 128 episodes) reaches its goal safely in 3 of 10 seeds against 0
 #: (-34.0 against -42.5; none within 2 of its optimum). Not 4096 (64 episodes on the navigation, 128 on the
 #: lava grid): the navigation reached its goal safely in 4 of 10 seeds (greedy -26.3 against -42.5; none within 2 of
 #: the optimum), but the lava grid at 128 episodes ended 4 of 5 seeds at its optimum (10 of
