@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
-from ordergrad_rl.envs.rendering import grid_frame
-from ordergrad_rl.envs.tabular import Outcome, TabularMDP
+from ordergrad_rl.envs.grid import MOVES, GridEnv
+from ordergrad_rl.envs.tabular import Outcome
 
 #: Rows of the maze: # wall, S start, G goal, X guarded cell, . floor.
 LAYOUT: tuple[str, ...] = (
@@ -23,13 +19,11 @@ LAYOUT: tuple[str, ...] = (
     "#.G....#",
     "########",
 )
-#: Moves of the actions 0-3: up, right, down, left (row, column deltas).
-MOVES: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
 #: The registered time limit.
 MAX_EPISODE_STEPS = 40
 
 
-class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
+class GuardedMazeEnv(GridEnv):
     """An 8x8 maze: the short path to the goal passes a guard who sometimes charges a large bribe.
 
     ## Description
@@ -111,7 +105,7 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    max_episode_steps = MAX_EPISODE_STEPS
 
     def __init__(
         self,
@@ -122,9 +116,7 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
         guard_reward: float = -64.0,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.render_mode = render_mode
+        self._init_grid(LAYOUT, render_mode)
         self.slip = check_float("slip", slip, 0.0, 1.0)
         self.guard_prob = check_float("guard_prob", guard_prob, 0.0, 1.0)
         step_reward = check_float("step_reward", step_reward)
@@ -133,12 +125,6 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
         for name, bonus in (("goal_reward", goal_reward), ("guard_reward", guard_reward)):
             if not np.isfinite(step_reward + bonus):
                 raise ValueError(f"step_reward + {name} overflows: {step_reward!r} + {bonus!r}")
-        self.cells = "".join(LAYOUT)
-        self.n_rows, self.n_cols = len(LAYOUT), len(LAYOUT[0])
-        self.start_state = self.cells.index("S")
-        self.observation_space = spaces.Discrete(len(self.cells))
-        self.action_space = spaces.Discrete(len(MOVES))
-        self.P: dict[int, dict[int, list[Outcome]]] = {}
         for state, cell in enumerate(self.cells):
             self.P[state] = {}
             for action in range(len(MOVES)):
@@ -159,42 +145,8 @@ class GuardedMazeEnv(gym.Env[np.integer, np.integer]):
                     if prob > 0:
                         outcomes.append((prob, nxt, reward, self.cells[nxt] == "G"))
                 self.P[state][action] = outcomes
-        self._state = self.start_state
-        self._done = True
 
     def _move(self, state: int, move: int) -> int:
         row, col = divmod(state, self.n_cols)
         target = (row + MOVES[move][0]) * self.n_cols + col + MOVES[move][1]
         return state if self.cells[target] == "#" else target
-
-    def tabular(self, horizon: int = MAX_EPISODE_STEPS) -> TabularMDP:
-        """The env as a :class:`~ordergrad_rl.envs.tabular.TabularMDP` with time limit ``horizon``."""
-        return TabularMDP.from_outcomes(self.P, self.start_state, horizon)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        super().reset(seed=seed)
-        self._state = self.start_state
-        self._done = False
-        return self._state, {}
-
-    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
-        if not self.action_space.contains(action):
-            raise ValueError(f"action must be a move in {{0, 1, 2, 3}}, got {action!r}")
-        if self._done:
-            raise RuntimeError("step() called on a finished episode: reset the env first")
-        outcomes = self.P[self._state][int(action)]
-        cumulative = np.cumsum([outcome[0] for outcome in outcomes])
-        pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
-        _, self._state, reward, self._done = outcomes[pick]
-        return self._state, reward, self._done, False, {}
-
-    def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: the layout with the agent's cell shown as ``A``; ``"rgb_array"``: 16-pixel cells (floor
-        grey, wall dark, guard red, goal green, start light blue, agent dark blue), ``uint8 [128, 128, 3]``."""
-        if self.render_mode == "rgb_array":
-            return grid_frame(self.cells, self.n_cols, self._state)
-        if self.render_mode != "ansi":
-            return None
-        cells = list(self.cells)
-        cells[self._state] = "A"
-        return "\n".join("".join(cells[row * self.n_cols : (row + 1) * self.n_cols]) for row in range(self.n_rows))

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
-from ordergrad_rl.envs.rendering import grid_frame
-from ordergrad_rl.envs.tabular import TabularMDP
+from ordergrad_rl.envs.grid import MOVES, GridEnv
 
 #: Rows of the grid: S start, G goal, L lava, . floor.
 LAYOUT: tuple[str, ...] = (
@@ -18,8 +13,6 @@ LAYOUT: tuple[str, ...] = (
     "S...G",
     ".LLL.",
 )
-#: Moves of the actions 0-3: up, right, down, left (row, column deltas).
-MOVES: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
 UP, RIGHT, DOWN, LEFT = range(4)
 #: The mean-optimal policy: along row 1, right over the lava (state = row * 5 + column).
 SHORTCUT_POLICY = np.array([RIGHT] * 4 + [DOWN] + [RIGHT] * 5 + [UP] * 5)
@@ -31,10 +24,8 @@ CVAR_POLICY = np.array([RIGHT] * 4 + [DOWN] + [UP, UP, RIGHT, RIGHT, UP] + [UP] 
 #: The registered time limit.
 MAX_EPISODE_STEPS = 30
 
-Transition = tuple[float, int, float, bool]
 
-
-class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
+class RiskyLavaGridEnv(GridEnv):
     """A 3x5 slippery gridworld: the short path to the goal runs along lava.
 
     ## Description
@@ -117,7 +108,7 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    max_episode_steps = MAX_EPISODE_STEPS
 
     def __init__(
         self,
@@ -127,9 +118,7 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         lava_reward: float = -15.0,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
-        self.render_mode = render_mode
+        self._init_grid(LAYOUT, render_mode)
         self.slip = check_float("slip", slip, 0.0, 1.0)
         step_reward = check_float("step_reward", step_reward)
         goal_reward = check_float("goal_reward", goal_reward)
@@ -137,13 +126,7 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         for name, bonus_reward in (("goal_reward", goal_reward), ("lava_reward", lava_reward)):
             if not np.isfinite(step_reward + bonus_reward):  # the reward of the last step
                 raise ValueError(f"step_reward + {name} overflows: {step_reward!r} + {bonus_reward!r}")
-        self.cells = "".join(LAYOUT)
-        self.n_rows, self.n_cols = len(LAYOUT), len(LAYOUT[0])
-        self.start_state = self.cells.index("S")
-        self.observation_space = spaces.Discrete(len(self.cells))
-        self.action_space = spaces.Discrete(len(MOVES))
         bonus = {"G": goal_reward, "L": lava_reward}
-        self.P: dict[int, dict[int, list[Transition]]] = {}
         for state, cell in enumerate(self.cells):
             self.P[state] = {}
             for action in range(len(MOVES)):
@@ -160,12 +143,6 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
                     (prob, nxt, step_reward + bonus.get(self.cells[nxt], 0.0), self.cells[nxt] in bonus)
                     for nxt, prob in probs.items()
                 ]
-        self._state = self.start_state
-        self._done = True
-
-    def tabular(self, horizon: int = MAX_EPISODE_STEPS) -> TabularMDP:
-        """The env as a :class:`~ordergrad_rl.envs.tabular.TabularMDP` with time limit ``horizon``."""
-        return TabularMDP.from_outcomes(self.P, self.start_state, horizon)
 
     def _move(self, state: int, move: int) -> int:
         row, col = divmod(state, self.n_cols)
@@ -173,31 +150,3 @@ class RiskyLavaGridEnv(gym.Env[np.integer, np.integer]):
         row = min(max(row + d_row, 0), self.n_rows - 1)
         col = min(max(col + d_col, 0), self.n_cols - 1)
         return row * self.n_cols + col
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        super().reset(seed=seed)
-        self._state = self.start_state
-        self._done = False
-        return self._state, {}
-
-    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
-        if not self.action_space.contains(action):
-            raise ValueError(f"action must be a move in {{0, 1, 2, 3}}, got {action!r}")
-        if self._done:
-            raise RuntimeError("step() called on a finished episode: reset the env first")
-        outcomes = self.P[self._state][int(action)]
-        cumulative = np.cumsum([outcome[0] for outcome in outcomes])
-        pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
-        _, self._state, reward, self._done = outcomes[pick]
-        return self._state, reward, self._done, False, {}
-
-    def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: the layout with the agent's cell shown as ``A``; ``"rgb_array"``: 16-pixel cells (floor grey,
-        lava orange, goal green, start light blue, agent dark blue), ``uint8 [rows*16, cols*16, 3]``."""
-        if self.render_mode == "ansi":
-            cells = list(self.cells)
-            cells[self._state] = "A"
-            return "\n".join("".join(cells[row * self.n_cols : (row + 1) * self.n_cols]) for row in range(self.n_rows))
-        if self.render_mode == "rgb_array":
-            return grid_frame(self.cells, self.n_cols, self._state)
-        return None
