@@ -58,6 +58,36 @@ def test_stochastic_score_uses_the_policy_probabilities():
     assert law_cvar < greedy_cvar or greedy_cvar < 1.0  # a mixture of arms is not the safe arm's sure 1.0
 
 
+class _StraightAhead:
+    """A stand-in model whose greedy action is full speed to the right: the navigation's shortcut."""
+
+    def predict(self, observation, deterministic=True):
+        assert deterministic
+        return np.array([1.0, 0.0], dtype=np.float32), None
+
+
+def test_nav_greedy_score_is_exact_and_a_run_records_it():
+    env = gym.make("RiskyShortcutNav-v1").unwrapped
+    cvar, mean = bench.deterministic_score(_StraightAhead(), env)
+    assert cvar == pytest.approx(-4.620, abs=5e-4) and mean == pytest.approx(10.276, abs=5e-4)  # the docstring's
+    run = bench.run_one("nav", "og-cvar", 0, timesteps=1_000, checkpoints=2, eval_episodes=5)
+    assert run["greedy_exact"] and len(run["curve"]) >= 1 and run["curve"][-1][1] == run["greedy"]["cvar"]
+    assert run["greedy"]["cvar"] <= bench.TASKS["nav"].optimum + 1e-9
+
+
+def test_nav_runs_scored_by_monte_carlo_get_their_own_row():
+    """Runs stored before the navigation's greedy scores were exact are not pooled with the exact ones."""
+    exact = [{**_run("nav", "og-cvar", seed, 7.0, [(100, 7.0)]), "greedy_exact": True} for seed in range(2)]
+    sampled = _run("nav", "og-cvar", 2, -11.45)  # no greedy_exact: stored before
+    rows = bench.summarize([*exact, sampled])
+    assert [(bench.method_label(row), row["seeds"], row["at_optimum"]) for row in rows] == [
+        ("og-cvar", 2, 2),
+        ("og-cvar greedy-MC", 1, 0),
+    ]
+    assert rows[0]["steps_to_optimum"] == 100.0 and "steps_to_optimum" not in rows[1]
+    assert bench.greedy_exact(_run("lava", "og-cvar", 0, 1.1))  # tabular runs were always exact
+
+
 def test_steps_to_optimum_needs_the_optimum_kept_to_the_end():
     curve = [(10, -5.0), (20, 1.0), (30, -1.0), (40, 0.95), (50, 1.1)]
     assert bench.steps_to_optimum(curve, 0.9) == 40
@@ -155,7 +185,7 @@ def test_runs_on_an_earlier_env_version_are_not_pooled(tmp_path, capsys):
     now = tmp_path / "now.json"
     now.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v1"}]}))
     assert main(["reproduce", "benchmarks", "--from-json", str(now), "--out", str(tmp_path)]) == 0
-    assert "| nav | ppo | 1 |" in " ".join(capsys.readouterr().out.split())
+    assert "| nav | ppo greedy-MC | 1 |" in " ".join(capsys.readouterr().out.split())  # scored before exact scores
 
 
 def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):

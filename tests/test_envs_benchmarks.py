@@ -328,6 +328,42 @@ def test_shortcut_nav_table_and_step_counts() -> None:
     assert abs(returns.mean() - shortcut.mean()) < 4 * sd / np.sqrt(returns.size)
 
 
+def zone_pacer(obs: np.ndarray) -> np.ndarray:
+    """A closed-loop policy of the observation alone: right up to x = 0.85, then back and forth across x = 0.85, so
+    that every step from the 8th enters the zone (43 zone steps) and the episode times out if it never crashes."""
+    return np.array([1.0 if obs[0] < 0.85 else -1.0, 0.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("env_id", ["RiskyShortcutNav-v0", "RiskyShortcutNav-v1"])
+def test_shortcut_nav_deterministic_return_distribution_is_exact(env_id: str) -> None:
+    """A deterministic policy's exact law: the documented paths' laws, and Monte Carlo of the env itself (its own
+    crash draws) on a policy that meets the zone 43 times and then times out (v1: with its last potential)."""
+    env = gym.make(env_id).unwrapped
+    for path, law in (
+        (SHORTCUT, path_return_distribution(16, (8, 9, 10, 11), 0.015, -1.0, 30.0, -40.0)),
+        (DETOUR, path_return_distribution(23, (), 0.015, -1.0, 30.0, -40.0)),
+    ):
+        exact = env.deterministic_return_distribution(follow(env, list(path)))
+        np.testing.assert_array_equal(exact.values, law.values)
+        np.testing.assert_allclose(exact.probs, law.probs, rtol=1e-12)
+    env = gym.make(env_id, crash_prob=0.05)
+    law = env.unwrapped.deterministic_return_distribution(zone_pacer)
+    survived, _, truncated, *_ = episode(gym.make(env_id, crash_prob=0.0), zone_pacer, 0)
+    assert truncated
+    timeout = 0.95**43
+    if env_id == "RiskyShortcutNav-v0":  # a crash on step 10 returns -50, as the time-out does: one atom
+        assert law.values.size == 43 and survived == -50.0
+        timeout += 0.05 * 0.95**2
+    else:
+        assert law.values.size == 44 and survived > -50.0  # the time-out gains its last potential
+    assert law.probs.sum() == pytest.approx(1.0) and law.probs[law.values == survived] == pytest.approx(timeout)
+    returns = np.array([episode(env, zone_pacer, seed)[0] for seed in range(3000)])
+    for value, prob in zip(law.values, law.probs, strict=True):
+        share = np.mean(np.isclose(returns, value, atol=1e-4))
+        assert abs(share - prob) < 4 * np.sqrt(prob * (1 - prob) / returns.size) + 1e-3, value
+    assert np.isclose(returns[:, None], law.values[None, :], atol=1e-4).any(axis=1).all()  # no other outcome
+
+
 def test_shortcut_nav_walls_and_zone() -> None:
     env = RiskyShortcutNavEnv(crash_prob=1.0)
     obs, _ = env.reset(seed=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -62,14 +63,25 @@ def path_return_distribution(
 ) -> ReturnDistribution:
     """The exact return distribution of a path reaching the goal in ``n_steps`` steps that enters the zone on the
     (1-based) steps ``zone_steps``: a crash on step ``j`` returns ``j * step_reward + crash_reward``."""
+    return crash_return_distribution(
+        zone_steps, crash_prob, step_reward, crash_reward, n_steps * step_reward + goal_reward
+    )
+
+
+def crash_return_distribution(
+    zone_steps: Sequence[int], crash_prob: float, step_reward: float, crash_reward: float, survived: float
+) -> ReturnDistribution:
+    """The exact return distribution of an episode that enters the zone on the (1-based) steps ``zone_steps`` until
+    it crashes and returns ``survived`` if it never does: the ``i``-th zone step ``j_i`` crashes with probability
+    ``p (1 - p)^(i - 1)`` and returns ``j_i * step_reward + crash_reward`` (a crash ends the episode, and the
+    shaping telescopes to 0 on termination)."""
     masses: dict[float, float] = {}
     survive = 1.0
     for j in zone_steps:
         value = j * step_reward + crash_reward
         masses[value] = masses.get(value, 0.0) + survive * crash_prob
         survive *= 1.0 - crash_prob
-    value = n_steps * step_reward + goal_reward
-    masses[value] = masses.get(value, 0.0) + survive
+    masses[survived] = masses.get(survived, 0.0) + survive
     return ReturnDistribution.from_dict({v: p for v, p in masses.items() if p > 0})
 
 
@@ -162,7 +174,9 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     ``crash_prob=0.015`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=30.0``,
     ``crash_reward=-40.0`` (finite numbers), ``progress_reward=0.0`` (a finite number >= 0); anything else raises
     ``ValueError`` naming the argument. Each step that
-    enters the zone draws one uniform; no other step draws.
+    enters the zone draws one uniform; no other step draws. The step's ``info`` says whether it entered the zone
+    (``"zone"``) and whether it crashed (``"crashed"``); ``env.unwrapped.deterministic_return_distribution(act)``
+    gives a deterministic policy's exact return distribution.
 
     ## Version History
 
@@ -226,9 +240,10 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         (x_low, x_high), (y_low, y_high) = ARENA
         target = np.clip(self._position + move, (x_low, y_low), (x_high, y_high))
         self._t += 1
-        reward, terminated, crashed = self.step_reward, False, False
+        reward, terminated, crashed, zone = self.step_reward, False, False, False
         if not any(segment_hits(self._position, target, wall) for wall in WALLS):
-            if segment_hits(self._position, target, ZONE) and self.crash_prob > 0:
+            zone = segment_hits(self._position, target, ZONE)
+            if zone and self.crash_prob > 0:
                 crashed = bool(self.np_random.random() < self.crash_prob)
             self._position = target
         if crashed:
@@ -243,7 +258,27 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
             self._potential = after
         truncated = not terminated and self._t >= MAX_EPISODE_STEPS
         self._done = terminated or truncated
-        return self._obs(), float(reward), terminated, truncated, {"crashed": crashed}
+        return self._obs(), float(reward), terminated, truncated, {"crashed": crashed, "zone": zone}
+
+    def deterministic_return_distribution(self, act: Callable[[np.ndarray], Any]) -> ReturnDistribution:
+        """The exact return distribution of the deterministic policy ``act`` (observation ``[3]`` to action ``[2]``,
+        e.g. a trained model's greedy action) under this env's arguments.
+
+        The dynamics are deterministic but for the crash draws, and a crash ends the episode, so one crash-free
+        episode fixes everything: the policy meets the zone on the same steps in every episode until it crashes
+        (:func:`crash_return_distribution`), and returns what the crash-free episode returned if it never does.
+        Runs on a copy of this env; its state and random generator are left alone.
+        """
+        free = RiskyShortcutNavEnv(0.0, self.step_reward, self.goal_reward, self.crash_reward, self.progress_reward)
+        obs, _ = free.reset()
+        zone_steps: list[int] = []
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, info = free.step(act(obs))
+            if info["zone"]:
+                zone_steps.append(free._t)
+            total, done = total + reward, terminated or truncated
+        return crash_return_distribution(zone_steps, self.crash_prob, self.step_reward, self.crash_reward, total)
 
     def render(self) -> np.ndarray | None:
         """``"rgb_array"``: the arena at 100 pixels per unit, walls dark, the risky gap red, the goal green, the

@@ -11,8 +11,12 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
   the env's :class:`~ordergrad_rl.envs.tabular.TabularMDP` (greedy: its most likely action in each state;
   stochastic: its action probabilities), and compared with the exact CVaR optimum over stationary policies of the
   state (the best an agent that observes the state can do), printed in each env's docstring;
-* ``nav`` (RiskyShortcutNav-v1, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum),
-  and the Gymnasium tasks ``cartpole``, ``acrobot``, ``lunarlander`` (``[box2d]`` extra), scored by Monte Carlo:
+* ``nav`` (RiskyShortcutNav-v1, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum):
+  its greedy policy scored exactly (its dynamics are deterministic but for the crashes, so one crash-free episode
+  gives the return distribution: ``deterministic_return_distribution``), its stochastic policy by Monte Carlo. Runs
+  stored before greedy scores were exact there (by Monte Carlo, whose 100 episodes put one shortcut policy anywhere
+  from -11.45 to 1.2 against its exact -4.62) form their own rows, marked ``greedy-MC``;
+* the Gymnasium tasks ``cartpole``, ``acrobot``, ``lunarlander`` (``[box2d]`` extra), scored by Monte Carlo:
   CVaR_0.2 of ``--eval-episodes`` evaluation episodes on seeds apart from training's.
 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -82,6 +87,8 @@ class Task:
     :param optimum: the exact CVaR_0.2 optimum over stationary policies (``None``: unknown).
     :param epsilon: a seed is "at the optimum" when its greedy CVaR_0.2 is at least ``optimum - epsilon``.
     :param exact: scored exactly through the env's ``tabular()`` (else by Monte Carlo).
+    :param exact_greedy: the greedy policy scored exactly through the env's ``deterministic_return_distribution``
+        (its dynamics are deterministic but for the risk), the stochastic one by Monte Carlo.
     :param extra: the optional extra the env needs.
     """
 
@@ -91,6 +98,7 @@ class Task:
     optimum: float | None = None
     epsilon: float | None = None
     exact: bool = False
+    exact_greedy: bool = False
     extra: str | None = None
 
 
@@ -103,7 +111,7 @@ TASKS: dict[str, Task] = {
     "bandit": Task("HeavyTailBandit-v0", 300_000, 10, 1.0, 0.5, exact=True),
     # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62. v1: v0 with progress shaping, on
     # which the mean agent reaches the goal (on v0 no method did in 300k steps).
-    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0),
+    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0, exact_greedy=True),
     "cartpole": Task("CartPole-v1", 100_000, 5),
     "acrobot": Task("Acrobot-v1", 100_000, 5),
     "lunarlander": Task("LunarLander-v3", 100_000, 5, extra="box2d"),
@@ -302,6 +310,13 @@ def exact_score(model: Any, env: Any, mdp: Any, deterministic: bool) -> tuple[fl
     return float(law.cvar(ALPHA)), float(law.mean())
 
 
+def deterministic_score(model: Any, env: Any) -> tuple[float, float]:
+    """``(CVaR_0.2, mean)`` of the exact return distribution of ``model``'s greedy policy on ``env`` (an env with
+    ``deterministic_return_distribution``, e.g. :class:`~ordergrad_rl.envs.shortcut_nav.RiskyShortcutNavEnv`)."""
+    law = env.deterministic_return_distribution(lambda obs: model.predict(obs, deterministic=True)[0])
+    return float(law.cvar(ALPHA)), float(law.mean())
+
+
 def sampled_score(model: Any, env_id: str, episodes: int, seed: int, deterministic: bool) -> tuple[float, float]:
     """``(CVaR_0.2, mean)`` of ``episodes`` evaluation episodes (the empirical lower-tail mean), on envs seeded apart
     from training's (:func:`~ordergrad_rl.zoo.models.evaluate_model`)."""
@@ -312,8 +327,8 @@ def sampled_score(model: Any, env_id: str, episodes: int, seed: int, determinist
 def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpoints: int, eval_episodes: int) -> dict:
     """Train one (task, method, seed) and score it (a job of :func:`run_experiment`).
 
-    :return: ``greedy``/``stochastic`` CVaR_0.2 and mean, ``curve`` (env steps, greedy CVaR_0.2) on exact tasks,
-        ``timesteps`` done and ``seconds``.
+    :return: ``greedy``/``stochastic`` CVaR_0.2 and mean, ``greedy_exact`` (whether the greedy scores are exact),
+        ``curve`` (env steps, greedy CVaR_0.2) where they are, ``timesteps`` done and ``seconds``.
     """
     import gymnasium as gym
     import torch as th
@@ -322,13 +337,19 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
     model = build_model(method, task.env_id, seed)
-    score_env = gym.make(task.env_id).unwrapped if task.exact else None
+    score_env = gym.make(task.env_id).unwrapped if task.exact or task.exact_greedy else None
     mdp = score_env.tabular() if task.exact else None
+    greedy_score: Callable[[Any], tuple[float, float]] | None = None
+    if mdp is not None:
+        greedy_score = functools.partial(exact_score, env=score_env, mdp=mdp, deterministic=True)
+    elif task.exact_greedy:
+        greedy_score = functools.partial(deterministic_score, env=score_env)
     every = max(1, timesteps // max(1, checkpoints))
     curve: list[tuple[int, float]] = []
 
     class Progress(BaseCallback):
-        """Reports env steps to the job runner; on exact tasks, scores the greedy policy every ``every`` steps."""
+        """Reports env steps to the job runner; where the greedy scores are exact, scores the greedy policy every
+        ``every`` steps."""
 
         reported = 0
 
@@ -337,8 +358,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
             if done - self.reported >= max(1, every // 4):
                 report_progress(done - self.reported)
                 self.reported = done
-            if mdp is not None and self.num_timesteps >= (len(curve) + 1) * every:
-                curve.append((self.num_timesteps, exact_score(self.model, score_env, mdp, True)[0]))
+            if greedy_score is not None and self.num_timesteps >= (len(curve) + 1) * every:
+                curve.append((self.num_timesteps, greedy_score(self.model)[0]))
             return True
 
     start = time.perf_counter()
@@ -358,10 +379,13 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if mdp is not None:
             cvar, mean = exact_score(model, score_env, mdp, deterministic)
+        elif deterministic and greedy_score is not None:
+            cvar, mean = greedy_score(model)
         else:
             cvar, mean = sampled_score(model, task.env_id, eval_episodes, seed, deterministic)
         result[mode] = {"cvar": cvar, "mean": mean}
-    if mdp is not None:
+    result["greedy_exact"] = greedy_score is not None
+    if greedy_score is not None:
         curve.append((int(model.num_timesteps), result["greedy"]["cvar"]))
     result["curve"] = curve
     return result
@@ -486,23 +510,34 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
 
 def method_label(row: dict) -> str:
     """A row's method, with ``N=<n>`` where its runs took another rollout size than the method's default now (runs
-    stored before a default changed)."""
+    stored before a default changed), and ``greedy-MC`` where its greedy scores are Monte Carlo on a task now scored
+    exactly (runs stored before)."""
+    label = row["method"]
     n = row.get("n_episodes")
-    if n is None or n == default_n_episodes_now(row["method"], row["task"]):
-        return row["method"]
-    return f"{row['method']} N={n}"
+    if n is not None and n != default_n_episodes_now(row["method"], row["task"]):
+        label = f"{label} N={n}"
+    task = TASKS[row["task"]]
+    if (task.exact or task.exact_greedy) and not row.get("greedy_exact", True):
+        label = f"{label} greedy-MC"
+    return label
+
+
+def greedy_exact(run: dict) -> bool:
+    """Whether a run's greedy scores are exact (runs stored before ``greedy_exact`` was recorded: the tabular
+    tasks')."""
+    return bool(run.get("greedy_exact", TASKS[run["task"]].exact))
 
 
 def summarize(results: list[dict]) -> list[dict]:
-    """One row per (task, method, env-step budget, episodes per update): seeds, greedy/stochastic CVaR intervals,
-    share at the optimum, steps there. (Runs stored before the budget was recorded have none: one row per (task,
-    method).)"""
+    """One row per (task, method, env-step budget, episodes per update, exact greedy scores or not): seeds,
+    greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
+    have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None, int | None], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None, bool], list[dict]] = {}
     for result in results:
-        key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"))
+        key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
         groups.setdefault(key, []).append(result)
-    for (task_name, method_name, budget, n_episodes), runs in groups.items():
+    for (task_name, method_name, budget, n_episodes, exact), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
@@ -511,6 +546,7 @@ def summarize(results: list[dict]) -> list[dict]:
             "n_episodes": n_episodes,
             "seeds": len(runs),
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
+            "greedy_exact": exact,
         }
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
@@ -518,7 +554,7 @@ def summarize(results: list[dict]) -> list[dict]:
         if task.optimum is not None:
             threshold = task.optimum - task.epsilon  # type: ignore[operator]
             row["at_optimum"] = sum(r["greedy"]["cvar"] >= threshold - 1e-9 for r in runs)
-            if task.exact:
+            if exact:
                 steps = [steps_to_optimum(r["curve"], threshold) for r in runs]
                 reached = [s for s in steps if s is not None]
                 row["steps_to_optimum"] = float(np.median(reached)) if reached else None
