@@ -101,6 +101,11 @@ class Task:
     exact_greedy: bool = False
     extra: str | None = None
 
+    @property
+    def greedy_scored_exactly(self) -> bool:
+        """Whether the greedy policy is scored exactly (``exact`` or ``exact_greedy``)."""
+        return self.exact or self.exact_greedy
+
 
 TASKS: dict[str, Task] = {
     # Stationary optimum 1.124 (the safe path); 0.90 is the goal of issue 21 (the safe path itself scores 0.951).
@@ -337,7 +342,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
     model = build_model(method, task.env_id, seed)
-    score_env = gym.make(task.env_id).unwrapped if task.exact or task.exact_greedy else None
+    score_env = gym.make(task.env_id).unwrapped if task.greedy_scored_exactly else None
     mdp = score_env.tabular() if task.exact else None
     greedy_score: Callable[[Any], tuple[float, float]] | None = None
     if mdp is not None:
@@ -377,10 +382,10 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "n_episodes"):  # the episodic agents' rollout size (their defaults depend on the env)
         result["n_episodes"] = int(model.n_episodes)
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
-        if mdp is not None:
-            cvar, mean = exact_score(model, score_env, mdp, deterministic)
-        elif deterministic and greedy_score is not None:
+        if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
+        elif mdp is not None:
+            cvar, mean = exact_score(model, score_env, mdp, deterministic)
         else:
             cvar, mean = sampled_score(model, task.env_id, eval_episodes, seed, deterministic)
         result[mode] = {"cvar": cvar, "mean": mean}
@@ -517,7 +522,7 @@ def method_label(row: dict) -> str:
     if n is not None and n != default_n_episodes_now(row["method"], row["task"]):
         label = f"{label} N={n}"
     task = TASKS[row["task"]]
-    if (task.exact or task.exact_greedy) and not row.get("greedy_exact", True):
+    if task.greedy_scored_exactly and not row.get("greedy_exact", True):
         label = f"{label} greedy-MC"
     return label
 
