@@ -38,6 +38,8 @@ from ordergrad_rl.core.channels import ChannelObjective, parse_agent_objective
         ("level:0.5", RiskSchedule("level", 0.5)),
         ({"kind": "mixture", "fraction": 0.25}, RiskSchedule("mixture", 0.25)),
         (RiskSchedule("level", 0.0), RiskSchedule("level", 0.0)),
+        ("mixture:0:0.1", RiskSchedule("mixture", 0.0, mean_share=0.1)),
+        ({"kind": "mixture", "fraction": 0, "mean_share": 0.25}, RiskSchedule("mixture", 0.0, mean_share=0.25)),
     ],
 )
 def test_parse(value, expected):
@@ -52,6 +54,10 @@ def test_parse(value, expected):
         ("level:-0.1", r"fraction must be a number in \[0, 1\]"),
         ("level:soon", "expected 'level', 'mixture'"),
         ({"kind": "level", "speed": 2}, "has no field"),
+        ("level:0:0.1", "needs kind 'mixture'"),
+        ("mixture:0:1", r"mean_share must be a number in \[0, 1\)"),
+        ({"kind": "mixture", "mean_share": True}, r"mean_share must be a number in \[0, 1\)"),
+        ("mixture:0:0.1:0.2", "'mixture:<fraction>:<mean_share>'"),
         (0.5, "risk_schedule must be None"),
     ],
 )
@@ -69,6 +75,31 @@ def test_share_follows_the_fraction_and_callables():
     assert RiskSchedule("mixture", schedule=lambda p: 1 - p).share(0.25) == pytest.approx(0.75)
     with pytest.raises(ValueError, match=r"a share must be in \[0, 1\]"):
         RiskSchedule("mixture", schedule=lambda p: 2.0).share(0.5)
+
+
+def test_mean_share_scales_the_share_and_round_trips_as_a_string():
+    schedule = RiskSchedule("mixture", 0.5, mean_share=0.25)
+    assert [schedule.share(p) for p in (1.0, 0.8, 0.5, 0.0)] == pytest.approx([0.0, 0.3, 0.75, 0.75])
+    assert RiskSchedule("mixture", 0.0, mean_share=0.1).share(1.0) == pytest.approx(0.9)
+    assert RiskSchedule("mixture", schedule=lambda p: 1 - p, mean_share=0.5).share(0.0) == pytest.approx(0.5)
+    for text in ("mixture:0:0.1", "mixture:0.5:0.25", "level:0.6", "mixture:0.6"):
+        assert str(parse_risk_schedule(text)) == text and parse_risk_schedule(str(parse_risk_schedule(text)))
+
+
+def test_a_tail_is_blind_to_success_above_a_tied_var_and_a_mean_share_ranks_it():
+    """The premise of ``mean_share``, by the estimator: CVaR_0.2@16 of 2 costly episodes, 50 time-outs tied at the
+    VaR and 12 successes gives every success exactly a time-out's advantage; with 10% of the mean's weights the
+    successes get more than the time-outs, the better success more, and the costly episodes stay the worst."""
+    target = Objective.parse("cvar0.2", 16)
+    returns = np.concatenate([np.full(2, -100.0), np.full(50, -40.0), -2.0 - 0.1 * np.arange(12)])
+    blind = lstat_advantage(returns, target)
+    assert np.all(blind[2:] == blind[2]) and blind[0] < 0 < blind[2]
+    schedule = parse_risk_schedule("mixture:0:0.1")
+    mixed, _ = objective_in_force(target, schedule, schedule.share(0.5))
+    np.testing.assert_allclose(mixed.weights, 0.1 / 16 + 0.9 * target.weights, atol=1e-12)
+    ranked = lstat_advantage(returns, mixed)
+    assert ranked[0] < 0 < ranked[2] < ranked[-1] < ranked[52]
+    assert np.all(np.diff(ranked[52:]) < 0)  # -2.0 first, then ever lower successes
 
 
 # ---------------------------------------------------------------------------------------------------- in force
@@ -186,6 +217,21 @@ def test_schedule_is_saved_and_a_resumed_learn_goes_on(tmp_path):
     levels = _Levels()
     loaded.learn(40, reset_num_timesteps=False, callback=levels)  # progress from 40 of 80 steps on
     assert 0.45 <= levels.shares[0] <= 0.55 and levels.shares[-1] < 1.0
+
+
+def test_mean_share_is_in_force_saved_and_older_schedules_load_without_it(tmp_path):
+    schedule = "mixture:0:0.1"
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, risk_schedule=schedule)
+    model.learn(16)
+    target = model.objective
+    np.testing.assert_allclose(model._risk_in_force()[0].weights, 0.1 / target.k + 0.9 * target.weights, atol=1e-12)
+    assert model.hparams()["risk_schedule"] == "mixture:0:0.1"
+    model.save(tmp_path / "model.zip")
+    loaded = OrderGradPPO.load(tmp_path / "model.zip", env=model.get_env())
+    assert loaded.risk_schedule == RiskSchedule("mixture", 0.0, mean_share=0.1)
+    older = RiskSchedule("mixture", 0.5)
+    object.__delattr__(older, "mean_share")  # a schedule pickled before the field existed
+    assert older.share(0.0) == 1.0 and str(older) == "mixture:0.5"
 
 
 @pytest.mark.parametrize("cls", [OrderGradRecurrentPPO, OrderGradMaskablePPO])

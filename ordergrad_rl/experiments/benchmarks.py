@@ -23,7 +23,8 @@ Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage l
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-level30`` (the usage line with the level schedule over the first 30% of
 training, not CeSoR's 60%), ``og-cvar-mixture-ent`` (the usage line with the mixture schedule: its entropy default
-kept), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
+kept), ``og-cvar-meanshare`` (the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's rank weights
+from start to end), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
@@ -169,6 +170,11 @@ METHODS: dict[str, Method] = {
     # The usage line with the mixture schedule (its entropy default kept: the candidate for a schedule default).
     "og-cvar-mixture-ent": Method(
         "usage line + mixture schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture"}, "darkolivegreen"
+    ),
+    # The usage line with 10% of the mean's rank weights kept from the start to the end ("mean_share"): successes
+    # above a tied VaR get ranked (see risk_schedules' *Mean share*).
+    "og-cvar-meanshare": Method(
+        "usage line + mean share 0.1", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture:0:0.1"}, "mediumvioletred"
     ),
     "og-cvar-baseline": Method(
         "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"

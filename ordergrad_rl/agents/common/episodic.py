@@ -92,7 +92,8 @@ EPISODIC_PPO_PARAMS = """
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
     :param risk_schedule: soft risk: ``None`` (the target objective from the start), ``"level"``, ``"mixture"``,
-        ``"<kind>:<fraction>"`` or a :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
+        ``"<kind>:<fraction>"``, ``"mixture:<fraction>:<mean_share>"`` (the mean's share kept to the end) or a
+        :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param untie_tail: train a rollout whose lower tail is one tie (all time-outs) at the level that reaches past
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
