@@ -594,6 +594,7 @@ def test_train_takes_a_schedule_and_names_a_bad_one(tmp_path, capsys):
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "40", "--quiet", "--conf-file", "none"]  # fmt: skip
     assert main([*base, "--hparams", "risk_schedule=level:0.5"]) == 0
+    assert main([*base, "--hparams", "risk_schedule=mixture:0:0.1"]) == 0
     assert main([*base, "--hparams", "risk_schedule=levels"]) == 2
     assert "risk_schedule kind must be 'level' or 'mixture'" in capsys.readouterr().err
 

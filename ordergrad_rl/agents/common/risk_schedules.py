@@ -121,13 +121,13 @@ class RiskSchedule:
             value = 1.0
         else:
             value = min(1.0, max(0.0, (1.0 - progress_remaining) / self.fraction))
-        value = (1.0 - getattr(self, "mean_share", 0.0)) * float(value)  # getattr: schedules saved before 0.3
+        # A schedule pickled before mean_share existed reads the class default, 0.
+        value = (1.0 - self.mean_share) * float(value)
         return round(round(value / RESOLUTION) * RESOLUTION, 10)
 
     def __str__(self) -> str:
         text = f"{self.kind}:callable" if self.schedule is not None else f"{self.kind}:{self.fraction:g}"
-        mean_share = getattr(self, "mean_share", 0.0)
-        return f"{text}:{mean_share:g}" if mean_share else text
+        return f"{text}:{self.mean_share:g}" if self.mean_share else text
 
 
 RiskScheduleLike = RiskSchedule | str | Mapping[str, Any] | None
