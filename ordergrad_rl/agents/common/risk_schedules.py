@@ -144,18 +144,17 @@ def parse_risk_schedule(value: RiskScheduleLike) -> RiskSchedule | None:
         return value
     if isinstance(value, str):
         kind, *numbers = (part.strip() for part in value.strip().split(":"))
+        malformed = ValueError(
+            f"risk_schedule {value!r}: expected 'level', 'mixture', '<kind>:<fraction>' such as 'level:0.6' or "
+            "'mixture:<fraction>:<mean_share>' such as 'mixture:0:0.1'"
+        )
+        if len(numbers) > 2:
+            raise malformed
         try:
-            if len(numbers) > 2:
-                raise ValueError
-            fields = dict(zip(("fraction", "mean_share"), (float(number) for number in numbers), strict=False))
-            return RiskSchedule(kind, **fields)
-        except (ValueError, TypeError) as err:
-            if str(err).startswith("risk_schedule"):
-                raise
-            raise ValueError(
-                f"risk_schedule {value!r}: expected 'level', 'mixture', '<kind>:<fraction>' such as 'level:0.6' or "
-                "'mixture:<fraction>:<mean_share>' such as 'mixture:0:0.1'"
-            ) from None
+            fields = [float(number) for number in numbers]
+        except ValueError:
+            raise malformed from None
+        return RiskSchedule(kind, **dict(zip(("fraction", "mean_share"), fields, strict=False)))
     if isinstance(value, Mapping):
         unknown = set(value) - {"kind", "fraction", "schedule", "mean_share"}
         if unknown:
