@@ -21,6 +21,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     objective_in_force,
     parse_risk_schedule,
     tied_at_best,
+    tie_holds_var,
     tied_share,
     untied,
 )
@@ -319,6 +320,46 @@ def test_only_time_outs_are_untied():
     time_outs[:] = False
     time_outs[40:] = True  # time-outs, but not at the lowest return
     assert untied(target, None, returns, time_outs) == (target, None)
+
+
+def test_a_tie_at_the_var_above_a_costly_event_is_untied_with_a_mean_share():
+    """The maze's early batches: 2 costly episodes below 50 time-outs tied at the VaR and 12 successes. The tie is not
+    the minimum, so the level does not move; the rollout trains 0.9 * CVaR + 0.1 * mean, which ranks the successes
+    above the time-outs and keeps the costly episodes the worst."""
+    target = Objective.parse("cvar0.2", 16)
+    returns = np.concatenate([np.full(2, -100.0), np.full(50, -40.0), -2.0 - 0.1 * np.arange(12)])
+    time_outs = np.arange(64) < 52
+    time_outs[:2] = False  # the costly episodes terminated
+    assert tied_share(returns, time_outs) == 0.0 and tie_holds_var(returns, time_outs, 0.2)
+    moved, gcvar = untied(target, None, returns, time_outs)
+    assert gcvar is None
+    np.testing.assert_allclose(moved.weights, 0.1 / 16 + 0.9 * target.weights, atol=1e-12)
+    ranked = lstat_advantage(returns, moved)
+    assert ranked[0] < ranked[2] < ranked[-1] and np.all(ranked[2:52] == ranked[2])
+    assert untied(target, 0.2, returns, time_outs) == (target, 0.2)  # GCVaR's weights do not mix
+
+
+@pytest.mark.parametrize(
+    ("case", "held"),
+    [
+        ("tie below the level", False),  # 12 of 64 tied: the tail ranks untied episodes
+        ("nothing above", False),  # the tie is the best return (CartPole's 500): nothing is blind
+        ("terminated tie", False),  # a tie of outcomes is ranked as it is
+        ("var above the tie", False),  # 40 costly episodes: the VaR is theirs
+        ("held", True),
+    ],
+)
+def test_tie_holds_var_only_for_time_outs_tied_at_the_var_with_better_episodes(case, held):
+    returns = np.concatenate([np.full(4, -100.0), np.full(40, -40.0), np.arange(20.0)])
+    time_outs = np.zeros(64, bool)
+    time_outs[4:44] = case != "terminated tie"
+    if case == "tie below the level":
+        time_outs[16:44] = False
+    elif case == "nothing above":
+        returns[4:], time_outs[4:] = 500.0, True
+    elif case == "var above the tie":
+        returns[:40] = -100.0 - np.arange(40)
+    assert tie_holds_var(returns, time_outs, 0.2) is held
 
 
 class _TimeOutOrPay(gym.Env):

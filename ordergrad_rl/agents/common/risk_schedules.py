@@ -66,6 +66,10 @@ _END_COUNTS = ("top", "bot")
 _QUANTILES = ("quantile", "quantileweibull", "quantileblom", "topquantile", "topquantileweibull", "topquantileblom")
 #: The families the level schedule moves.
 LEVEL_FAMILIES = (*_TAIL_LEVELS, *_END_COUNTS, "max", "min", "median", *_QUANTILES)
+#: The mean's share of the rank weights of a rollout whose value at risk is a tie of time-outs between worse and
+#: better episodes (:func:`untied`): ``"mixture:0:0.1"``'s, measured on the guarded maze (see the agents'
+#: ``untie_tail``).
+UNTIE_MEAN_SHARE = 0.1
 #: Lower-tail quantile families (below the median) that a tied tail moves.
 _LOWER_QUANTILES = ("quantile", "quantileweibull", "quantileblom")
 
@@ -286,6 +290,25 @@ def tied_share(returns: np.ndarray, time_outs: np.ndarray) -> float:
     return float(np.mean((values == values.min()) & np.asarray(time_outs, dtype=bool).reshape(-1)))
 
 
+def tie_holds_var(returns: np.ndarray, time_outs: np.ndarray, level: float) -> bool:
+    """Whether time-outs tied at one return hold the batch's value at risk at ``level`` (the return of rank
+    ``ceil(level N)``), fill at least a share ``level`` of the batch and have better episodes above them.
+
+    Below such a tie lie a few worse episodes (a costly event), so it is not the lowest return (:func:`tied_share`
+    does not see it), and a lower tail at ``level`` gives every episode above its VaR, the successes with the tied
+    time-outs, one and the same advantage.
+
+    :param returns: ``[N]`` episode returns.
+    :param time_outs: ``[N]`` bool, the episodes truncated (not terminated).
+    :param level: the lower tail's level, in ``(0, 1)``.
+    """
+    values = np.asarray(returns, dtype=np.float64).reshape(-1)
+    rank = max(1, math.ceil(level * values.size - 1e-9))
+    var = np.partition(values, rank - 1)[rank - 1]
+    tied = float(np.mean((values == var) & np.asarray(time_outs, dtype=bool).reshape(-1)))
+    return tied >= level and bool(np.any(values > var))
+
+
 def tied_at_best(returns: np.ndarray, seen: tuple[float, float] | None) -> bool:
     """Whether a rollout's episode returns all tie at or above the best return of the earlier rollouts, some earlier
     episode having done worse (every episode at the time limit of a solved task): the agents' ``entropy_when_tied``.
@@ -336,14 +359,22 @@ def untied(
     (:func:`tied_share`; ``time_outs`` ``[N]`` marks the truncated episodes) moves
     along the level schedule to ``l' = f + l`` (rounded up to :data:`RESOLUTION`; the mean, or the median for the
     quantiles, if ``l'`` reaches it): the tail then holds about as many untied episodes as the target's tail holds
-    episodes. Anything else (no tie filling the tail, upper tails, mixtures, several channels) is returned as given.
+    episodes. When the tie is not the minimum but holds the value at risk between a few worse episodes and better
+    ones (:func:`tie_holds_var`: the time-outs of a policy that seldom reaches the goal, above a costly event), the
+    rollout trains a mixture with :data:`UNTIE_MEAN_SHARE` of the mean's rank weights instead (GCVaR, whose weights
+    do not mix, as given). Anything else (no tie filling the tail, upper tails, mixtures, several channels) is
+    returned as given.
     """
     found = _lower_level(objective, gcvar_alpha)
     if found is None:
         return objective, gcvar_alpha
     level, end = found
     share = tied_share(returns, time_outs)
-    if share < level:
-        return objective, gcvar_alpha
-    move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
-    return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
+    if share >= level:
+        move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
+        return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
+    if gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
+        # Moving the level past this tie would reach the mean and trade the costly event below it for the mean's
+        # preference; a mean share keeps the tail's ranking and ranks the successes above the tie.
+        return objective_in_force(objective, RiskSchedule(MIXTURE), 1.0 - UNTIE_MEAN_SHARE)
+    return objective, gcvar_alpha
