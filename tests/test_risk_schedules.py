@@ -20,8 +20,8 @@ from ordergrad_rl.agents.common.risk_schedules import (
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
-    tied_at_best,
     tie_holds_var,
+    tied_at_best,
     tied_share,
     untied,
 )
