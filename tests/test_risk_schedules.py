@@ -431,6 +431,48 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     assert trained_outcomes.objectives == ["cvar0.2@32"] * 2
 
 
+class _CostlyTimeOutOrPay(gym.Env):
+    """One step of 8 actions: action 0 costs -100 (terminated), actions 1-6 time out (truncated, exactly -10), action
+    7 pays a distinct uniform amount in (0, 1) (terminated): the guarded maze's early batches in one step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        action = int(action)
+        reward = -100.0 if action == 0 else float(self.np_random.uniform()) if action == 7 else -10.0
+        ends = action in (0, 7)
+        return np.zeros(1, np.float32), reward, ends, not ends, {}
+
+
+def _probabilities(model) -> np.ndarray:
+    obs, _ = model.policy.obs_to_tensor(np.zeros((1, 1), np.float32))
+    with th.no_grad():
+        return model.policy.get_distribution(obs).distribution.probs[0].numpy()
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_agents_rank_success_above_a_tie_at_the_var(cls):
+    """A uniform policy's batch: 1/8 costly, 3/4 time-outs tied at the VaR, 1/8 paying. CVaR_0.2 alone only learns to
+    avoid the cost (paying and timing out keep their ratio); untied (the default), the mean's share makes paying
+    grow against timing out."""
+    lr = 3e-3 if cls is OrderGradPPO else 1e-2  # REINFORCE takes one step per rollout, PPO ten epochs
+    kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0, "ent_coef": 0.0, "learning_rate": lr}
+    pays = {}
+    for untie in (True, False):
+        model = cls("MlpPolicy", _CostlyTimeOutOrPay(), untie_tail=untie, **kwargs)
+        model.learn(64 * 20, callback=(trained := _Trained()))
+        probs = _probabilities(model)
+        assert probs[0] < 0.05  # both learn to avoid the cost
+        pays[untie] = probs[7]
+        assert (trained.objectives[0] == "cvar0.2@32") is not untie
+    assert pays[True] > 0.5 and pays[False] < 0.3
+
+
 @pytest.mark.parametrize("untie", [True, False])
 def test_untie_tail_is_saved_and_a_bad_value_is_named(untie, tmp_path):
     model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, untie_tail=untie)
