@@ -473,6 +473,17 @@ def test_agents_rank_success_above_a_tie_at_the_var(cls):
     assert pays[True] > 0.5 and pays[False] < 0.3
 
 
+def test_saves_from_before_the_tie_at_the_var_train_as_they_did(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8)
+    model.save(path := tmp_path / "model.zip")
+    assert model.untie_at_var is True and OrderGradPPO.load(path).untie_at_var is True
+    model.save(old := tmp_path / "old.zip", exclude=["untie_at_var"])
+    assert OrderGradPPO.load(old).untie_at_var is False
+    returns = np.concatenate([np.full(2, -100.0), np.full(50, -40.0), -2.0 - 0.1 * np.arange(12)])
+    target = Objective.parse("cvar0.2", 16)
+    assert untied(target, None, returns, np.arange(64) < 52, at_var=False) == (target, None)
+
+
 @pytest.mark.parametrize("untie", [True, False])
 def test_untie_tail_is_saved_and_a_bad_value_is_named(untie, tmp_path):
     model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, untie_tail=untie)

@@ -53,3 +53,4 @@ def test_saved_model_loads_and_predicts_identically(release: Path, name: str) ->
     if hasattr(model, "untie_tail"):  # episodic agents: saved before untie_tail existed, they train as they did
         assert model.untie_tail is False
         assert model.entropy_when_tied is True
+        assert model.untie_at_var is False

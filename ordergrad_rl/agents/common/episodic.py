@@ -124,7 +124,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
-    saved_before: dict[str, Any] = {"untie_tail": False, "entropy_when_tied": True}
+    saved_before: dict[str, Any] = {"untie_tail": False, "entropy_when_tied": True, "untie_at_var": False}
 
     # Provided by SB3's OnPolicyAlgorithm.
     n_envs: int
@@ -209,6 +209,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
+        # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
+        self.untie_at_var = True
         self.entropy_when_tied = entropy_when_tied
         return long
 
@@ -500,7 +502,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
-            objective, gcvar_alpha = untied(objective, gcvar_alpha, buffer.episode_returns, buffer.episode_time_outs)
+            objective, gcvar_alpha = untied(
+                objective, gcvar_alpha, buffer.episode_returns, buffer.episode_time_outs, self.untie_at_var
+            )
         self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
             objective,

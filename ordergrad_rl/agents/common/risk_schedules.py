@@ -37,7 +37,12 @@ exactly) zero whatever the other episodes did. The level in force for that rollo
 enough for the tail to hold as many other episodes as the level itself: ``l' = f + l`` for a share ``f >= l`` of
 tied time-outs (the mean if ``l' >= 1``). Only time-outs count: a tie of terminated episodes is an outcome the
 objective ranks correctly (a sure arm paying 1 is the heavy-tail bandit's CVaR optimum; untying it was measured to
-pull the stochastic policy toward the riskier arm).
+pull the stochastic policy toward the riskier arm). A few costly episodes below the tie (the guarded maze's guard,
+2% of a uniform policy's episodes under 88% of time-outs) hide it from that rule, while the tail still gives every
+success a time-out's advantage and learns only to avoid the cost: when time-outs tied at the value at risk fill at
+least the level's share of the batch and better episodes lie above them (:func:`tie_holds_var`), the rollout trains
+the mean share's mixture ``0.1 * mean + 0.9 * target`` (:data:`UNTIE_MEAN_SHARE`) rather than moving the level to
+the mean, which would drop the tail's ranking of the cost.
 """
 
 from __future__ import annotations
@@ -351,6 +356,7 @@ def untied(
     gcvar_alpha: float | None,
     returns: np.ndarray,
     time_outs: np.ndarray,
+    at_var: bool = True,
 ) -> tuple[Objective | ChannelObjective, float | None]:
     """``(objective, gcvar_alpha)`` moved past a tail of tied time-outs of one rollout's ``returns`` (``[N]``).
 
@@ -362,8 +368,8 @@ def untied(
     episodes. When the tie is not the minimum but holds the value at risk between a few worse episodes and better
     ones (:func:`tie_holds_var`: the time-outs of a policy that seldom reaches the goal, above a costly event), the
     rollout trains a mixture with :data:`UNTIE_MEAN_SHARE` of the mean's rank weights instead (GCVaR, whose weights
-    do not mix, as given). Anything else (no tie filling the tail, upper tails, mixtures, several channels) is
-    returned as given.
+    do not mix, as given; ``at_var=False``, the rule of models saved before it, as given too). Anything else (no
+    tie filling the tail, upper tails, mixtures, several channels) is returned as given.
     """
     found = _lower_level(objective, gcvar_alpha)
     if found is None:
@@ -373,7 +379,7 @@ def untied(
     if share >= level:
         move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
         return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
-    if gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
+    if at_var and gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
         # Moving the level past this tie would reach the mean and trade the costly event below it for the mean's
         # preference; a mean share keeps the tail's ranking and ranks the successes above the tie.
         return objective_in_force(objective, RiskSchedule(MIXTURE), 1.0 - UNTIE_MEAN_SHARE)
