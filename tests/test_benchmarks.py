@@ -88,6 +88,23 @@ def test_nav_runs_scored_by_monte_carlo_get_their_own_row():
     assert bench.greedy_exact(_run("lava", "og-cvar", 0, 1.1))  # tabular runs were always exact
 
 
+def test_runs_from_before_the_tie_at_the_var_get_their_own_row_where_it_fires():
+    """Maze and lava runs stored before untie_tail untied a tie at the value at risk are labelled and not pooled;
+    elsewhere, and for the other algorithms, the rule changed nothing and the runs pool."""
+    new = [{**_run("maze", "og-cvar", seed, -2.0), "untie_at_var": True} for seed in range(2)]
+    old = _run("maze", "og-cvar", 2, -40.0)
+    rows = bench.summarize([*new, old, _run("maze", "ppo", 0, -9.3), _run("maze", "ppo", 1, -9.3)])
+    assert [(bench.method_label(row), row["seeds"]) for row in rows] == [
+        ("og-cvar", 2),
+        ("og-cvar untie-min", 1),
+        ("ppo", 2),
+    ]
+    bandit = [_run("bandit", "og-cvar", 0, 1.0), {**_run("bandit", "og-cvar", 1, 1.0), "untie_at_var": True}]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(bandit)] == [("og-cvar", 2)]
+    run = bench.run_one("bandit", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=5)
+    assert run["untie_at_var"] is True
+
+
 def test_steps_to_optimum_needs_the_optimum_kept_to_the_end():
     curve = [(10, -5.0), (20, 1.0), (30, -1.0), (40, 0.95), (50, 1.1)]
     assert bench.steps_to_optimum(curve, 0.9) == 40
@@ -192,6 +209,7 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     """Runs record the episodes per update they trained with; where that is not the method's default now (runs
     stored before a default changed), the row says so instead of pooling them with the runs at the default."""
     run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
+    run["untie_at_var"] = True  # (runs without it are labelled untie-min on the maze)
     run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
     runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
     runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update

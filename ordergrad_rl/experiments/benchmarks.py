@@ -126,6 +126,11 @@ TASKS: dict[str, Task] = {
 
 #: The env of a task's runs stored before runs recorded their ``env_id``, where it is not the task's env now.
 ENV_BEFORE_IDS = {"nav": "RiskyShortcutNav-v0"}
+#: The tasks whose OrderGrad runs stored before ``untie_tail`` also untied a tie of time-outs at the value at risk
+#: (``risk_schedules.tie_holds_var``) trained otherwise: their time-outs tie at one return above a costly event. The
+#: others never have such a tie (one step; a time limit at the best or the lowest return; continuous returns), so
+#: their runs are the same either way.
+TIE_AT_VAR_TASKS = ("maze", "lava")
 
 
 @dataclass(frozen=True)
@@ -387,6 +392,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     }
     if hasattr(model, "n_episodes"):  # the episodic agents' rollout size (their defaults depend on the env)
         result["n_episodes"] = int(model.n_episodes)
+    if hasattr(model, "untie_at_var"):
+        result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -530,7 +537,19 @@ def method_label(row: dict) -> str:
     task = TASKS[row["task"]]
     if task.greedy_scored_exactly and not row.get("greedy_exact", True):
         label = f"{label} greedy-MC"
+    if untied_at_minimum_only(row):
+        label = f"{label} untie-min"
     return label
+
+
+def untied_at_minimum_only(run: dict) -> bool:
+    """Whether an OrderGrad run (or row) on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail``
+    untied a tie of time-outs at the value at risk (it untied ties at the minimum only)."""
+    return (
+        run["task"] in TIE_AT_VAR_TASKS
+        and METHODS[run["method"]].algo in ("ordergrad_ppo", "ordergrad_reinforce")
+        and "untie_at_var" not in run
+    )
 
 
 def greedy_exact(run: dict) -> bool:
@@ -544,11 +563,12 @@ def summarize(results: list[dict]) -> list[dict]:
     greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
     have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None, int | None, bool], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None, bool, bool], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
+        key += (untied_at_minimum_only(result),)
         groups.setdefault(key, []).append(result)
-    for (task_name, method_name, budget, n_episodes, exact), runs in groups.items():
+    for (task_name, method_name, budget, n_episodes, exact, minimum_only), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
@@ -559,6 +579,8 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
+        if not minimum_only and task_name in TIE_AT_VAR_TASKS:
+            row["untie_at_var"] = True
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
