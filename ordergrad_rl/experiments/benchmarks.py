@@ -23,8 +23,9 @@ Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage l
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-level30`` (the usage line with the level schedule over the first 30% of
 training, not CeSoR's 60%), ``og-cvar-mixture-ent`` (the usage line with the mixture schedule: its entropy default
-kept), ``og-cvar-meanshare`` (the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's rank weights
-from start to end), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
+kept), ``og-cvar-linlr`` (the usage line with the learning rate decayed linearly to 0), ``og-cvar-meanshare``
+(the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's rank weights from start to end),
+``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
@@ -149,6 +150,13 @@ class Method:
 
 
 CVAR = {"objective": "cvar0.2"}
+
+
+def linear_learning_rate(progress_remaining: float) -> float:
+    """SB3 PPO's learning rate, 3e-4, decayed linearly to 0 over training (rl-zoo3's ``linear_schedule``)."""
+    return progress_remaining * 3e-4
+
+
 #: The OrderGradPPO variants below were measured before the entropy default (``ent_coef=None``: 0.01 for a ranked
 #: objective on categorical actions, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`); they keep
 #: ``ent_coef=0.0`` so that their stored runs (docs/measurements/benchmarks) reproduce.
@@ -180,6 +188,11 @@ METHODS: dict[str, Method] = {
     # above a tied VaR get ranked (see risk_schedules' *Mean share*).
     "og-cvar-meanshare": Method(
         "usage line + mean share 0.1", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture:0:0.1"}, "mediumvioletred"
+    ),
+    # The usage line with SB3's learning rate decayed linearly to 0 over training (rl-zoo3's "lin_3e-4"): the
+    # greedy policy of a converged run stops flipping between rollouts.
+    "og-cvar-linlr": Method(
+        "usage line + linear lr decay", "ordergrad_ppo", {**CVAR, "learning_rate": linear_learning_rate}, "darkcyan"
     ),
     "og-cvar-baseline": Method(
         "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"
