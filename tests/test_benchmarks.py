@@ -99,6 +99,10 @@ def test_runs_from_before_the_tie_at_the_var_get_their_own_row_where_it_fires():
         ("og-cvar untie-min", 1),
         ("ppo", 2),
     ]
+    unchanged = ("og-cvar-tied", "gcvar-level", "og-cvar-meanshare", "og-mean", "ppo", "qrdqn-cvar")
+    assert [bench.ties_at_var(name) for name in ("og-cvar", "og-cvar-mixture", "og-reinforce-cvar", *unchanged)] == [
+        True, True, True, *[False] * len(unchanged)
+    ]  # fmt: skip
     bandit = [_run("bandit", "og-cvar", 0, 1.0), {**_run("bandit", "og-cvar", 1, 1.0), "untie_at_var": True}]
     assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(bandit)] == [("og-cvar", 2)]
     run = bench.run_one("bandit", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=5)

@@ -556,13 +556,27 @@ def method_label(row: dict) -> str:
 
 
 def untied_at_minimum_only(run: dict) -> bool:
-    """Whether an OrderGrad run (or row) on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail``
-    untied a tie of time-outs at the value at risk (it untied ties at the minimum only)."""
-    return (
-        run["task"] in TIE_AT_VAR_TASKS
-        and METHODS[run["method"]].algo in ("ordergrad_ppo", "ordergrad_reinforce")
-        and "untie_at_var" not in run
-    )
+    """Whether a run (or row) on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail`` untied a tie of
+    time-outs at the value at risk, by a method that the rule changes (it untied ties at the minimum only)."""
+    return run["task"] in TIE_AT_VAR_TASKS and "untie_at_var" not in run and ties_at_var(run["method"])
+
+
+@functools.cache
+def ties_at_var(method_name: str) -> bool:
+    """Whether ``untie_tail``'s tie at the value at risk can act on the method: an OrderGrad agent with
+    ``untie_tail`` on, a lower-tail objective that is not GCVaR (whose weights do not mix), and no mean share (whose
+    mixture is always in force)."""
+    from ordergrad_rl.agents.common.risk_schedules import can_untie, parse_risk_schedule
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs
+    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or not kwargs.get("untie_tail", True):
+        return False
+    objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
+    schedule = parse_risk_schedule(kwargs.get("risk_schedule"))
+    return gcvar is None and can_untie(objective, None) and (schedule is None or schedule.mean_share == 0)
 
 
 def greedy_exact(run: dict) -> bool:
