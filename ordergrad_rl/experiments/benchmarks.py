@@ -128,9 +128,10 @@ TASKS: dict[str, Task] = {
 #: The env of a task's runs stored before runs recorded their ``env_id``, where it is not the task's env now.
 ENV_BEFORE_IDS = {"nav": "RiskyShortcutNav-v0"}
 #: The tasks whose OrderGrad runs stored before ``untie_tail`` also untied a tie of time-outs at the value at risk
-#: (``risk_schedules.tie_holds_var``) trained otherwise: their time-outs tie at one return above a costly event. The
-#: others never have such a tie (one step; a time limit at the best or the lowest return; continuous returns), so
-#: their runs are the same either way.
+#: (``risk_schedules.tie_holds_var``) may have trained otherwise: their time-outs tie at one return, with costly
+#: episodes below (on lava the usage line's and OrderGradREINFORCE's runs, rerun, were bit for bit the stored ones,
+#: and are stored with the flag). The others never have such a tie (one step; a time limit at the best or the
+#: lowest return; continuous returns), so their runs are the same either way.
 TIE_AT_VAR_TASKS = ("maze", "lava")
 
 
