@@ -380,7 +380,7 @@ def untied(
         move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
         return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
     if at_var and gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
-        # Moving the level past this tie would reach the mean and trade the costly event below it for the mean's
-        # preference; a mean share keeps the tail's ranking and ranks the successes above the tie.
+        # Moving the level past this tie reaches the mean, whose gradient took the guarded maze to its mean-optimal
+        # short path; a mean share keeps the tail's ranking and ranks the successes above the tie.
         return objective_in_force(objective, RiskSchedule(MIXTURE), 1.0 - UNTIE_MEAN_SHARE)
     return objective, gcvar_alpha

@@ -143,8 +143,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         the guarded maze to its mean-optimal short path). Measured (``reproduce benchmarks``, 10 seeds, against the
         rule at the minimum only, the same seeds): the guarded maze 4 -> 7 of 10 seeds at its CVaR optimum (every
         seed reaches it during training, against 7; the three that end off it flip late, see ``og-cvar-linlr``),
-        lava LAVA_RESULT; the bandit, CartPole-v1, Acrobot-v1, LunarLander-v3, the portfolio and the point
-        navigation never have such a tie (NAV_CHECK). A save from before this rule resumes without it.
+        lava 10 of 10 bit for bit as before (the rule never fired there); the bandit, CartPole-v1, Acrobot-v1,
+        LunarLander-v3, the portfolio and the point navigation never have such a tie (one step; a time limit at the
+        best or the lowest return; returns that never tie; the navigation's seed 0, rerun, was bit for bit the
+        stored run). A save from before this rule resumes without it.
         Default ``True`` (measured, ``reproduce benchmarks``, against ``untie_tail=False`` on the same seeds, both
         before the entropy default, at ``ent_coef=0.0``):
         Acrobot-v1 (5 seeds, 100k steps) worst-20% mean -395.5 -> -355.9 greedy, -465.7 -> -331.5 sampled; the
