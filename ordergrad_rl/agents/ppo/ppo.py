@@ -142,7 +142,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         and the mean's share ranks the successes above the tie (moving the level past it reached the mean and took
         the guarded maze to its mean-optimal short path). Measured (``reproduce benchmarks``, 10 seeds, against the
         rule at the minimum only, the same seeds): the guarded maze 4 -> 7 of 10 seeds at its CVaR optimum (every
-        seed reaches it during training, against 7; the three that end off it flip late, see ``og-cvar-linlr``),
+        seed reaches it during training, against 7; the three that end off it flip late, which a learning rate
+        decayed to 0 does not cure: README),
         lava 10 of 10 bit for bit as before (the rule never fired there); the bandit, CartPole-v1, Acrobot-v1,
         LunarLander-v3, the portfolio and the point navigation never have such a tie (one step; a time limit at the
         best or the lowest return; returns that never tie; the navigation's seed 0, rerun, was bit for bit the
