@@ -456,7 +456,7 @@ def _probabilities(model) -> np.ndarray:
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
-def test_agents_rank_success_above_a_tie_at_the_var(cls):
+def test_agents_rank_success_above_a_tie_at_the_var(cls, tmp_path):
     """A uniform policy's batch: 1/8 costly, 3/4 time-outs tied at the VaR, 1/8 paying. CVaR_0.2 alone only learns to
     avoid the cost (paying and timing out keep their ratio); untied (the default), the mean's share makes paying
     grow against timing out."""
@@ -465,7 +465,10 @@ def test_agents_rank_success_above_a_tie_at_the_var(cls):
     pays = {}
     for untie in (True, False):
         model = cls("MlpPolicy", _CostlyTimeOutOrPay(), untie_tail=untie, **kwargs)
+        model.set_logger(configure(str(tmp_path / str(untie)), ["csv"]))
         model.learn(64 * 20, callback=(trained := _Trained()))
+        if untie:  # logged: 1 while the tie holds the VaR (at first), 0 once the cost is avoided (a tie at the minimum)
+            assert _logged(tmp_path / str(untie), "risk/tie_at_var") == {0.0, 1.0}
         probs = _probabilities(model)
         assert probs[0] < 0.05  # both learn to avoid the cost
         pays[untie] = probs[7]

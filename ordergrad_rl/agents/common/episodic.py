@@ -46,6 +46,7 @@ from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.risk_schedules import (
+    TIE_AT_VAR,
     RiskSchedule,
     RiskScheduleLike,
     can_untie,
@@ -55,6 +56,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     parse_risk_schedule,
     tied_at_best,
     tied_share,
+    untie_case,
     untied,
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
@@ -303,7 +305,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
-        excluded.append("_rollout_tied_at_best")
+        excluded += ["_rollout_tied_at_best", "_rollout_untie_case"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -502,9 +504,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
-            objective, gcvar_alpha = untied(
-                objective, gcvar_alpha, buffer.episode_returns, buffer.episode_time_outs, self.untie_at_var
-            )
+            ties = (buffer.episode_returns, buffer.episode_time_outs, self.untie_at_var)
+            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties)
+            objective, gcvar_alpha = untied(objective, gcvar_alpha, *ties)
         self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
             objective,
@@ -614,6 +616,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
         if untie:
             logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns, buffer.episode_time_outs))
+            # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture.
+            logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(getattr(self, "_rollout_untie_case", None) == TIE_AT_VAR))
         if scheduled or untie:
             # The level this rollout was trained at (the schedule's, moved past a tied tail).
             rollout_risk = getattr(self, "_rollout_risk", None) or self._risk_in_force()

@@ -75,6 +75,8 @@ LEVEL_FAMILIES = (*_TAIL_LEVELS, *_END_COUNTS, "max", "min", "median", *_QUANTIL
 #: better episodes (:func:`untied`): ``"mixture:0:0.1"``'s, measured on the guarded maze (see the agents'
 #: ``untie_tail``).
 UNTIE_MEAN_SHARE = 0.1
+#: The ties :func:`untie_case` tells apart.
+TIE_AT_MINIMUM, TIE_AT_VAR = "minimum", "var"
 #: Lower-tail quantile families (below the median) that a tied tail moves.
 _LOWER_QUANTILES = ("quantile", "quantileweibull", "quantileblom")
 
@@ -371,16 +373,34 @@ def untied(
     do not mix, as given; ``at_var=False``, the rule of models saved before it, as given too). Anything else (no
     tie filling the tail, upper tails, mixtures, several channels) is returned as given.
     """
-    found = _lower_level(objective, gcvar_alpha)
-    if found is None:
-        return objective, gcvar_alpha
-    level, end = found
-    share = tied_share(returns, time_outs)
-    if share >= level:
+    case = untie_case(objective, gcvar_alpha, returns, time_outs, at_var)
+    if case == TIE_AT_MINIMUM:
+        level, end = _lower_level(objective, gcvar_alpha)  # type: ignore[misc]
+        share = tied_share(returns, time_outs)
         move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
         return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
-    if at_var and gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
+    if case == TIE_AT_VAR:
         # Moving the level past this tie reaches the mean, whose gradient took the guarded maze to its mean-optimal
         # short path; a mean share keeps the tail's ranking and ranks the successes above the tie.
         return objective_in_force(objective, RiskSchedule(MIXTURE), 1.0 - UNTIE_MEAN_SHARE)
     return objective, gcvar_alpha
+
+
+def untie_case(
+    objective: Objective | ChannelObjective,
+    gcvar_alpha: float | None,
+    returns: np.ndarray,
+    time_outs: np.ndarray,
+    at_var: bool = True,
+) -> str | None:
+    """The tie :func:`untied` acts on in one rollout: :data:`TIE_AT_MINIMUM` (time-outs tied at the lowest return
+    fill the tail), :data:`TIE_AT_VAR` (:func:`tie_holds_var`) or ``None``. Arguments as :func:`untied`'s."""
+    found = _lower_level(objective, gcvar_alpha)
+    if found is None:
+        return None
+    level = found[0]
+    if tied_share(returns, time_outs) >= level:
+        return TIE_AT_MINIMUM
+    if at_var and gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
+        return TIE_AT_VAR
+    return None
