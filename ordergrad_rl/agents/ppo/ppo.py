@@ -138,9 +138,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         returns (the portfolio, LunarLander) never tie: they train exactly as without it. A tie of time-outs that is
         not the minimum but holds the value at risk, with a few worse episodes below (a costly event) and better ones
         above, trains ``0.9 * target + 0.1 * mean`` instead
-        (:func:`~ordergrad_rl.agents.common.risk_schedules.tie_holds_var`; ``risk/tie_at_var`` logs 1): the tail keeps ranking the costly episodes
-        and the mean's share ranks the successes above the tie (moving the level past it reached the mean and took
-        the guarded maze to its mean-optimal short path). Measured (``reproduce benchmarks``, 10 seeds, against the
+        (:func:`~ordergrad_rl.agents.common.risk_schedules.tie_holds_var`; ``risk/tie_at_var`` logs 1): the tail
+        keeps ranking the costly episodes and the mean's share ranks the successes above the tie (moving the level
+        past it reached the mean and took the guarded maze to its mean-optimal short path).
+        Measured (``reproduce benchmarks``, 10 seeds, against the
         rule at the minimum only, the same seeds): the guarded maze 4 -> 7 of 10 seeds at its CVaR optimum (every
         seed reaches it during training, against 7; the three that end off it flip late, which a learning rate
         decayed to 0 does not cure: README),
