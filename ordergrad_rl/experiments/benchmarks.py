@@ -154,7 +154,8 @@ CVAR = {"objective": "cvar0.2"}
 
 
 def linear_learning_rate(progress_remaining: float) -> float:
-    """SB3 PPO's learning rate, 3e-4, decayed linearly to 0 over training (rl-zoo3's ``linear_schedule``)."""
+    """SB3 PPO's learning rate, 3e-4, decayed linearly to 0 over training (rl-zoo3's ``linear_schedule``; SB3's
+    ``get_linear_fn(3e-4, 0, 1)`` rounds differently, and the stored ``og-cvar-linlr`` runs were made with this)."""
     return progress_remaining * 3e-4
 
 
@@ -551,13 +552,13 @@ def method_label(row: dict) -> str:
     task = TASKS[row["task"]]
     if task.greedy_scored_exactly and not row.get("greedy_exact", True):
         label = f"{label} greedy-MC"
-    if untied_at_minimum_only(row):
+    if row.get("untie_min"):
         label = f"{label} untie-min"
     return label
 
 
 def untied_at_minimum_only(run: dict) -> bool:
-    """Whether a run (or row) on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail`` untied a tie of
+    """Whether a run on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail`` untied a tie of
     time-outs at the value at risk, by a method that the rule changes (it untied ties at the minimum only)."""
     return run["task"] in TIE_AT_VAR_TASKS and "untie_at_var" not in run and ties_at_var(run["method"])
 
@@ -607,8 +608,8 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
-        if not minimum_only and task_name in TIE_AT_VAR_TASKS:
-            row["untie_at_var"] = True
+        if minimum_only:
+            row["untie_min"] = True
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))

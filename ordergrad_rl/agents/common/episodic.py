@@ -57,7 +57,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     tied_at_best,
     tied_share,
     untie_case,
-    untied,
+    untied_at,
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
@@ -504,9 +504,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
-            ties = (buffer.episode_returns, buffer.episode_time_outs, self.untie_at_var)
-            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties)
-            objective, gcvar_alpha = untied(objective, gcvar_alpha, *ties)
+            ties = (buffer.episode_returns, buffer.episode_time_outs)
+            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties, self.untie_at_var)
+            objective, gcvar_alpha = untied_at(self._rollout_untie_case, objective, gcvar_alpha, *ties)
         self._rollout_risk = (objective, gcvar_alpha)
         buffer.advantages = compute_episodic_advantages(
             objective,

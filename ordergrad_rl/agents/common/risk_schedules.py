@@ -373,7 +373,19 @@ def untied(
     do not mix, as given; ``at_var=False``, the rule of models saved before it, as given too). Anything else (no
     tie filling the tail, upper tails, mixtures, several channels) is returned as given.
     """
-    case = untie_case(objective, gcvar_alpha, returns, time_outs, at_var)
+    return untied_at(
+        untie_case(objective, gcvar_alpha, returns, time_outs, at_var), objective, gcvar_alpha, returns, time_outs
+    )
+
+
+def untied_at(
+    case: str | None,
+    objective: Objective | ChannelObjective,
+    gcvar_alpha: float | None,
+    returns: np.ndarray,
+    time_outs: np.ndarray,
+) -> tuple[Objective | ChannelObjective, float | None]:
+    """:func:`untied` for a rollout whose :func:`untie_case` is ``case`` (the agents find it once, to log it too)."""
     if case == TIE_AT_MINIMUM:
         level, end = _lower_level(objective, gcvar_alpha)  # type: ignore[misc]
         share = tied_share(returns, time_outs)
