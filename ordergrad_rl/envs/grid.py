@@ -65,11 +65,20 @@ class GridEnv(gym.Env[np.integer, np.integer]):
             raise ValueError(f"action must be a move in {{0, 1, 2, 3}}, got {action!r}")
         if self._done:
             raise RuntimeError("step() called on a finished episode: reset the env first")
-        outcomes = self.P[self._state][int(action)]
+        outcomes = self._outcomes(self._state, int(action))
         cumulative = np.cumsum([outcome[0] for outcome in outcomes])
         pick = min(int(np.searchsorted(cumulative, self.np_random.random(), side="right")), len(outcomes) - 1)
+        info = self._step_info(self._state, int(action), pick)
         _, self._state, reward, self._done = outcomes[pick]
-        return self._state, reward, self._done, False, {}
+        return self._state, reward, self._done, False, info
+
+    def _outcomes(self, state: int, action: int) -> list[Outcome]:
+        """The outcomes a step draws from (hook: :attr:`P`'s, or those of changed noise probabilities)."""
+        return self.P[state][action]
+
+    def _step_info(self, state: int, action: int, pick: int) -> dict[str, Any]:
+        """The ``info`` of a step from ``state`` whose outcome was ``_outcomes(state, action)[pick]`` (hook)."""
+        return {}
 
     def render(self) -> str | np.ndarray | None:
         """``"ansi"``: the layout with the agent's cell shown as ``A``; ``"rgb_array"``: 16-pixel cells

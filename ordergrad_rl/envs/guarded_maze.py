@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.envs.grid import MOVES, GridEnv
+from ordergrad_rl.envs.noise import BernoulliNoiseMixin
 from ordergrad_rl.envs.tabular import Outcome
 
 #: Rows of the maze: # wall, S start, G goal, X guarded cell, . floor.
@@ -23,7 +26,7 @@ LAYOUT: tuple[str, ...] = (
 MAX_EPISODE_STEPS = 40
 
 
-class GuardedMazeEnv(GridEnv):
+class GuardedMazeEnv(BernoulliNoiseMixin, GridEnv):
     """An 8x8 maze: the short path to the goal passes a guard who sometimes charges a large bribe.
 
     ## Description
@@ -100,6 +103,11 @@ class GuardedMazeEnv(GridEnv):
     ``env.unwrapped.P[s][a]`` lists the ``(probability, next_state, reward, terminated)`` outcomes and
     ``env.unwrapped.tabular()`` gives the :class:`~ordergrad_rl.envs.tabular.TabularMDP`. Each step draws one uniform.
 
+    The guard is the env's noise event ``"guard"`` (:mod:`ordergrad_rl.envs.noise`): ``noise_probs`` is
+    ``{"guard": guard_prob}``, ``set_noise_probs({"guard": q})`` makes the following entries into X charge with
+    probability ``q`` (a sampler's; ``P`` and :meth:`tabular` keep ``guard_prob``), and a step that enters X reports
+    ``info["noise"] = {"guard": (1, charged)}``.
+
     ## Version History
 
     * v0: Initial version.
@@ -125,11 +133,22 @@ class GuardedMazeEnv(GridEnv):
         for name, bonus in (("goal_reward", goal_reward), ("guard_reward", guard_reward)):
             if not np.isfinite(step_reward + bonus):
                 raise ValueError(f"step_reward + {name} overflows: {step_reward!r} + {bonus!r}")
+        self.step_reward, self.goal_reward, self.guard_reward = step_reward, goal_reward, guard_reward
+        self.P, self._guarded = self._outcome_table(self.guard_prob)
+        self._sampling_P, self._sampling_guarded = self.P, self._guarded  # the tables the steps draw from
+
+    def _outcome_table(
+        self, guard_prob: float
+    ) -> tuple[dict[int, dict[int, list[Outcome]]], dict[int, dict[int, list[bool | None]]]]:
+        """The outcomes ``P[s][a]`` with the guard charging with ``guard_prob``, and for each outcome whether it
+        draws the guard: ``None`` (no draw), ``True`` (charged) or ``False``."""
+        table: dict[int, dict[int, list[Outcome]]] = {}
+        guarded: dict[int, dict[int, list[bool | None]]] = {}
         for state, cell in enumerate(self.cells):
-            self.P[state] = {}
+            table[state], guarded[state] = {}, {}
             for action in range(len(MOVES)):
                 if cell in "#G":  # walls are never entered, the goal is absorbing (as in FrozenLake)
-                    self.P[state][action] = [(1.0, state, 0.0, True)]
+                    table[state][action], guarded[state][action] = [(1.0, state, 0.0, True)], [None]
                     continue
                 probs: dict[int, float] = {}
                 for move in range(len(MOVES)):
@@ -137,14 +156,34 @@ class GuardedMazeEnv(GridEnv):
                     chance = self.slip / len(MOVES) + (1.0 - self.slip) * (move == action)
                     probs[target] = probs.get(target, 0.0) + chance
                 outcomes: list[Outcome] = []
+                draws: list[bool | None] = []
                 for nxt, prob in probs.items():
-                    reward = step_reward + (goal_reward if self.cells[nxt] == "G" else 0.0)
-                    if self.cells[nxt] == "X" and nxt != state and self.guard_prob > 0:
-                        outcomes.append((prob * self.guard_prob, nxt, reward + guard_reward, False))
-                        prob *= 1.0 - self.guard_prob
+                    reward = self.step_reward + (self.goal_reward if self.cells[nxt] == "G" else 0.0)
+                    guard = self.cells[nxt] == "X" and nxt != state
+                    if guard and guard_prob > 0:
+                        outcomes.append((prob * guard_prob, nxt, reward + self.guard_reward, False))
+                        draws.append(True)
+                        prob *= 1.0 - guard_prob
                     if prob > 0:
                         outcomes.append((prob, nxt, reward, self.cells[nxt] == "G"))
-                self.P[state][action] = outcomes
+                        draws.append(False if guard else None)
+                table[state][action], guarded[state][action] = outcomes, draws
+        return table, guarded
+
+    @property
+    def noise_probs(self) -> dict[str, float]:
+        """The guard's charge on an entry into X (``guard_prob``): the env's one noise event."""
+        return {"guard": self.guard_prob}
+
+    def _noise_changed(self) -> None:
+        self._sampling_P, self._sampling_guarded = self._outcome_table(self.noise_prob("guard"))
+
+    def _outcomes(self, state: int, action: int) -> list[Outcome]:
+        return self._sampling_P[state][action]
+
+    def _step_info(self, state: int, action: int, pick: int) -> dict[str, Any]:
+        guarded = self._sampling_guarded[state][action][pick]
+        return {} if guarded is None else self.noise_info("guard", guarded)
 
     def _move(self, state: int, move: int) -> int:
         row, col = divmod(state, self.n_cols)

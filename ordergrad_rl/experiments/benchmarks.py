@@ -196,6 +196,13 @@ METHODS: dict[str, Method] = {
     "og-cvar-linlr": Method(
         "usage line + linear lr decay", "ordergrad_ppo", {**CVAR, "learning_rate": linear_learning_rate}, "darkcyan"
     ),
+    # The usage line with the episode weights divided by a running scale across rollouts instead of each rollout's
+    # std, which shrinks a rare costly episode's weight to the size of the rollouts without one.
+    "og-cvar-running": Method(
+        "usage line + running scale", "ordergrad_ppo", {**CVAR, "normalize_advantage": "running"}, "teal"
+    ),
+    # The usage line with CeSoR's cross-entropy sampler of the env's noise (tasks whose env exposes it).
+    "og-cvar-noise": Method("usage line + CE sampler", "ordergrad_ppo", {**CVAR, "noise_sampler": True}, "orchid"),
     "og-cvar-baseline": Method(
         "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"
     ),

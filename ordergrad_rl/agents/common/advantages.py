@@ -21,9 +21,12 @@ from ordergrad_rl.agents.common.groups import group_normalize
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
 from ordergrad_rl.core.channels import REWARD
 from ordergrad_rl.core.gcvar import gcvar_weights
+from ordergrad_rl.core.weighted import weighted_lstat_advantage
 
 #: What ``normalize_advantage`` may be in episodic mode.
-NORMALIZE_MODES: tuple[bool | str, ...] = (True, False, "group", "channel")
+#: ``normalize_advantage="running"``: the episodic agents divide by a running scale across rollouts (not here).
+RUNNING = "running"
+NORMALIZE_MODES: tuple[bool | str, ...] = (True, False, "group", "channel", RUNNING)
 
 
 def channel_values(
@@ -195,6 +198,7 @@ def compute_episodic_advantages(
     rewards: np.ndarray | None = None,
     episode_step: np.ndarray | None = None,
     gamma: float = 1.0,
+    importance_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-step advantages of one episodic rollout: :func:`episode_weights` given to every step of each episode, or
     with ``reward_to_go`` (the pooled mean) :func:`reward_to_go_advantages`, divided by their standard deviation over
@@ -211,13 +215,29 @@ def compute_episodic_advantages(
     :param rewards: ``[T]`` rewards of the stored steps.
     :param episode_step: ``[T]`` step of each stored step within its episode.
     :param gamma: discount of the returns.
+    :param importance_weights: ``[N]`` likelihood ratios of episodes drawn by a noise sampler: the weights are then
+        ``k rho_i a_i`` of the weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`; one
+        pooled batch, one channel, no GCVaR), normalized as ``normalize`` says.
     :return: ``[T]`` float32 advantages.
     """
     episode_index = np.asarray(episode_index)
     if not reward_to_go:
         info_channels = objective.info_channels if isinstance(objective, ChannelObjective) else ()
         values = channel_values(episode_returns, episode_channels, info_channels, group_size)
-        weights = episode_weights(objective, values, normalize, gcvar_alpha)
+        if importance_weights is None:
+            weights = episode_weights(objective, values, normalize, gcvar_alpha)
+        else:
+            weights = (
+                importance_weights
+                * objective.k
+                * weighted_lstat_advantage(  # type: ignore[operator, union-attr]
+                    values[REWARD],
+                    importance_weights,
+                    objective,  # type: ignore[arg-type]
+                )
+            )
+            if normalize:
+                weights = weights / (weights.std() + 1e-8)
         return np.asarray(weights, dtype=np.float32)[episode_index]
     if rewards is None or episode_step is None:
         raise ValueError("reward_to_go needs the steps' rewards and episode_step")

@@ -25,6 +25,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.advantages import (
     NORMALIZE_MODES,
+    RUNNING,
     channel_values,
     compute_episodic_advantages,
 )
@@ -43,6 +44,7 @@ from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
+from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.risk_schedules import (
@@ -52,6 +54,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     can_untie,
     check_risk_schedule,
     level_in_force,
+    lower_level,
     objective_in_force,
     parse_risk_schedule,
     tied_at_best,
@@ -63,6 +66,7 @@ from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
+from ordergrad_rl.envs.noise import NOISE_INFO_KEY
 
 #: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
 EPISODIC = "episodic"
@@ -73,6 +77,11 @@ CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_varianc
 #: whole-episode rollouts can exhaust a budget in a handful of updates (LunarLander-v3: 5 updates of 256 episodes in
 #: 100k steps), and nothing else would tell the user why the policy barely moved.
 FEW_UPDATES = 5
+
+#: ``normalize_advantage="running"``: the decay per rollout of the running mean square of the episode weights
+#: (about 20 rollouts; not tuned). A rollout's own std would scale a rare costly episode's weight down to the size of
+#: the rollouts without one, so that the many rollouts without it outweigh the few with it.
+RUNNING_DECAY = 0.95
 
 #: The ``:param:`` lines the sb3-contrib PPO variants share (appended to their class docstrings).
 EPISODIC_PPO_PARAMS = """
@@ -126,7 +135,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
-    saved_before: dict[str, Any] = {"untie_tail": False, "entropy_when_tied": True, "untie_at_var": False}
+    saved_before: dict[str, Any] = {
+        "untie_tail": False,
+        "entropy_when_tied": True,
+        "untie_at_var": False,
+        "noise_sampler": False,
+    }
 
     # Provided by SB3's OnPolicyAlgorithm.
     n_envs: int
@@ -159,6 +173,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         long_episode_defaults: bool = False,
         untie_tail: bool = True,
         entropy_when_tied: bool = False,
+        noise_sampler: bool = False,
         **sb3_kwargs: Any,
     ) -> bool:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -172,6 +187,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param untie_tail: move the level past a tied lower tail in each rollout (:meth:`_compute_advantages`).
         :param entropy_when_tied: keep the entropy bonus on a rollout that ranks nothing
             (:meth:`_ent_coef_in_force`).
+        :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
+            by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
+            :mod:`ordergrad_rl.envs.noise`).
         :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
             ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
             whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` the long-episode defaults.
@@ -180,7 +198,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
             or ``entropy_when_tied``.
         """
-        for name, flag in (("untie_tail", untie_tail), ("entropy_when_tied", entropy_when_tied)):
+        flags = (("untie_tail", untie_tail), ("entropy_when_tied", entropy_when_tied), ("noise_sampler", noise_sampler))
+        for name, flag in flags:
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
@@ -214,7 +233,43 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
         self.untie_at_var = True
         self.entropy_when_tied = entropy_when_tied
+        self.noise_sampler = noise_sampler
+        self._noise: NoiseSampler | None = None
+        if noise_sampler:
+            self._check_noise_sampler(gcvar_alpha)
+            if getattr(self, "env", None) is not None:
+                self._noise = self._make_noise_sampler(self.env)  # type: ignore[attr-defined]
         return long
+
+    def _check_noise_sampler(self, gcvar_alpha: float | None) -> None:
+        """``ValueError`` where the noise sampler's weighted estimate is not defined: no lower-tail level (the tail
+        the sampler fits), GCVaR, info channels, groups or reward-to-go."""
+        ranked_tail = not isinstance(self.objective, ChannelObjective) and lower_level(self.objective) is not None
+        if gcvar_alpha is not None or not ranked_tail:
+            raise ValueError(
+                f"noise_sampler=True needs a lower-tail objective with a level (cvar, bot, min, a quantile below the "
+                f"median), got {'gcvar' + str(gcvar_alpha) if gcvar_alpha is not None else str(self.objective)!r}"
+            )
+        if self.group_size is not None or self.reward_to_go:
+            raise ValueError(
+                "noise_sampler=True weights one pooled batch of whole episodes: drop group_size and reward_to_go"
+            )
+
+    def _make_noise_sampler(self, env: VecEnv) -> NoiseSampler:
+        """The sampler of ``env``'s noise events (from its first env's ``noise_probs``).
+
+        :raises ValueError: the env does not expose its noise (:mod:`ordergrad_rl.envs.noise`).
+        """
+        try:
+            nominal = env.get_attr("noise_probs", [0])[0]
+        except AttributeError:
+            nominal = None
+        if not isinstance(nominal, dict):
+            raise ValueError(
+                "noise_sampler=True needs an env that exposes its noise (noise_probs, set_noise_probs and "
+                "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs"
+            )
+        return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
 
     def _init_episodic(
         self,
@@ -243,7 +298,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         group_size = check_group_size(group_size, n_episodes)
         if normalize_advantage not in NORMALIZE_MODES:
             raise ValueError(
-                f"normalize_advantage must be True, False, 'group' or 'channel', got {normalize_advantage!r}"
+                f"normalize_advantage must be True, False, 'group', 'channel' or 'running', got {normalize_advantage!r}"
             )
         if normalize_advantage in ("group", "channel") and group_size is None:
             raise ValueError(
@@ -278,7 +333,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.n_episodes = n_episodes
         self.group_size = group_size
         self.normalize_advantage = (
-            normalize_advantage if normalize_advantage in ("group", "channel") else bool(normalize_advantage)
+            normalize_advantage if normalize_advantage in ("group", "channel", RUNNING) else bool(normalize_advantage)
         )
         self.advantage = advantage
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
@@ -305,7 +360,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
-        excluded += ["_rollout_tied_at_best", "_rollout_untie_case"]
+        excluded += ["_rollout_tied_at_best", "_rollout_untie_case", "_noise_counts", "_noise_running"]
+        excluded += ["_rollout_noise_weights", "_rollout_noise_probs"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
         excluded.append("n_steps")
@@ -395,6 +451,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._start_groups(env, rollout_buffer)
         check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         channels = InfoChannels(self._info_channels)
+        self._start_noise(env)
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
         callback.on_rollout_start()
@@ -422,6 +479,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             time_outs = np.zeros(len(dones), dtype=bool)
             for i in np.flatnonzero(dones):
                 time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
+            if self._noise_counts is not None:
+                self._count_noise(env, infos, dones, rollout_buffer.pending_episodes)
             kept = rollout_buffer.add(  # type: ignore[has-type]
                 self._last_obs, actions, log_probs, rewards, dones, channel_values, time_outs=time_outs, **extras
             )
@@ -442,6 +501,36 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    # ------------------------------------------------------------------ noise sampler
+    def _start_noise(self, env: VecEnv) -> None:
+        """At a rollout's start: draw the noise probabilities of every env's first counted episode (the sampler's
+        ``q`` or the env's own) and zero the episodes' noise counts. No-op without ``noise_sampler``."""
+        self._noise_counts: np.ndarray | None = None
+        if not getattr(self, "noise_sampler", False):  # absent from saves before the sampler
+            return
+        if self._noise is None:
+            self._noise = self._make_noise_sampler(env)
+        names = len(self._noise.names)
+        self._noise_counts = np.zeros((self.n_episodes, names, 2))
+        self._noise_running = np.zeros((env.num_envs, names, 2))
+        self._rollout_noise_probs = dict(self._noise.probs)
+        for i in range(env.num_envs):
+            env.env_method("set_noise_probs", self._noise.episode_probs(), indices=[i])
+
+    def _count_noise(self, env: VecEnv, infos: list[dict[str, Any]], dones: np.ndarray, pending: np.ndarray) -> None:
+        """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
+        buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
+        sampler, running = self._noise, self._noise_running
+        for i, info in enumerate(infos):
+            for name, (draws, events) in info.get(NOISE_INFO_KEY, {}).items():
+                if name in sampler.names:  # type: ignore[union-attr]
+                    running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
+        for i in np.flatnonzero(dones):
+            if pending[i] >= 0:
+                self._noise_counts[pending[i]] = running[i]  # type: ignore[index]
+            running[i] = 0.0
+            env.env_method("set_noise_probs", sampler.episode_probs(), indices=[int(i)])  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ groups (shared by every collection loop)
     def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
@@ -508,19 +597,28 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties, self.untie_at_var)
             objective, gcvar_alpha = untied_at(self._rollout_untie_case, objective, gcvar_alpha, *ties)
         self._rollout_risk = (objective, gcvar_alpha)
+        counts = getattr(self, "_noise_counts", None)
+        weights = None if counts is None else self._noise.weights(counts)  # type: ignore[union-attr]
+        self._rollout_noise_weights = weights
+        running = self.normalize_advantage == RUNNING
         buffer.advantages = compute_episodic_advantages(
             objective,
             buffer.episode_returns,
             buffer.episode_index,
             buffer.episode_channels,
             group_size=self.group_size,
-            normalize=self.normalize_advantage,
+            normalize=False if running else self.normalize_advantage,
             gcvar_alpha=gcvar_alpha,
             reward_to_go=self.reward_to_go,
             rewards=buffer.rewards,
             episode_step=buffer.episode_step,
             gamma=self.gamma,
+            importance_weights=weights,
         )
+        if weights is not None:
+            self._noise.update(buffer.episode_returns, weights, counts)  # type: ignore[union-attr, arg-type]
+        if running:
+            buffer.advantages = buffer.advantages / self._running_scale(buffer.advantages, buffer.episode_index)
         # A rollout that ranks nothing: tied at the best seen (tied_at_best), so every weight is zero. Not "every
         # weight zero" alone: a tail of tied outcomes (lava dives) zeroes the CVaR weights too, and there the bonus
         # is what keeps unrewarded moves alive.
@@ -529,6 +627,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._rollout_tied_at_best = tied_at_best(returns, seen) and not np.any(buffer.advantages)
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
+
+    def _running_scale(self, advantages: np.ndarray, episode_index: np.ndarray) -> float:
+        """``normalize_advantage="running"``: the root of the running mean square of the episode weights, this
+        rollout's included (:data:`RUNNING_DECAY`; the first rollout starts it)."""
+        weights = np.zeros(self.n_episodes)
+        weights[episode_index] = advantages  # every step of an episode has the episode's weight
+        square = float(np.mean(weights**2))
+        before = getattr(self, "_weight_square", None)
+        self._weight_square = square if before is None else RUNNING_DECAY * before + (1.0 - RUNNING_DECAY) * square
+        return float(np.sqrt(self._weight_square)) + 1e-8
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0
@@ -618,6 +726,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns, buffer.episode_time_outs))
             # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture.
             logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(getattr(self, "_rollout_untie_case", None) == TIE_AT_VAR))
+        weights = getattr(self, "_rollout_noise_weights", None)
+        if weights is not None:
+            for name, prob in self._rollout_noise_probs.items():
+                logger.record(f"{TRAIN_PREFIX}/noise/{name}", prob)  # the sampler's q of this rollout
+            # Kish's effective sample size of the weighted batch, as a share of the episodes.
+            logger.record(f"{TRAIN_PREFIX}/noise_ess", float(weights.sum() ** 2 / (weights.size * (weights**2).sum())))
         if scheduled or untie:
             # The level this rollout was trained at (the schedule's, moved past a tied tail).
             rollout_risk = getattr(self, "_rollout_risk", None) or self._risk_in_force()

@@ -348,6 +348,12 @@ def _lower_level(objective: Objective | ChannelObjective, gcvar_alpha: float | N
     return None
 
 
+def lower_level(objective: Objective | ChannelObjective) -> float | None:
+    """The level of a lower-tail objective (cvar, bot, min, a quantile below the median), ``None`` for others."""
+    found = _lower_level(objective, None)
+    return None if found is None else found[0]
+
+
 def can_untie(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> bool:
     """Whether :func:`untied` can move ``objective``: a lower-tail objective with a level."""
     return _lower_level(objective, gcvar_alpha) is not None

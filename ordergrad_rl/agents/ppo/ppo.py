@@ -256,6 +256,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
+        noise_sampler: bool = False,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | None = None,
@@ -289,7 +290,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         long = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            long_episode_defaults=True, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            noise_sampler=noise_sampler, long_episode_defaults=True, batch_size=batch_size, learning_rate=learning_rate,
+            n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
             vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,

@@ -119,6 +119,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
+        noise_sampler: bool = False,
         ent_coef: float | None = 0.0,
         entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
@@ -148,7 +149,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
+            noise_sampler=noise_sampler, learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef,
+            vf_coef=0.0,
             max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
             stats_window_size=stats_window_size, tensorboard_log=tensorboard_log, monitor_wrapper=monitor_wrapper,

@@ -1,0 +1,89 @@
+"""Order-statistic objectives of an importance-weighted batch: the plug-in influence function as per-sample weights.
+
+OrderGrad's batch estimator (:func:`~ordergrad_rl.core.lstat_advantage`) is a U-statistic of ``N`` i.i.d. draws of
+the return's own distribution ``F``. When the batch is drawn from another distribution instead (a cross-entropy
+sampler that oversamples rare costly events, CeSoR), each sample carries a likelihood ratio ``rho_i = dF/dQ`` and
+the batch describes ``F`` only through its weighted empirical distribution ``F_w(y) = sum_i rho_i 1{R_i <= y} /
+sum_i rho_i``. This module gives the policy-gradient weights of that plug-in estimate.
+
+The objective is the expected L-statistic of ``k`` i.i.d. draws, ``V(F) = E[sum_j alpha_j Y_(j:k)]``. Writing each
+order statistic through its survival function, ``V(F) = c + int A(F(y)) dy`` with ``A(u) = sum_j alpha_j
+P(Bin(k, u) < j)``, so ``A'(u) = -k K(u)`` with the binomial kernel
+
+    K(u) = E[alpha_{X+1}],   X ~ Bin(k - 1, u)      (the Bernstein polynomial of alpha),
+
+and the influence function of ``V`` at ``F`` (its derivative towards a point mass at ``x``) is
+
+    IF(x) = k int K(F(y)) (F(y) - 1{x <= y}) dy.
+
+For a distribution with finitely many atoms (a weighted batch, sorted ``R_(1) <= ... <= R_(N)``, gaps ``D_l =
+R_(l+1) - R_(l)`` and cumulative weights ``F_l``) the integral is the finite sum
+
+    IF(R_(t)) = k sum_{l=1}^{N-1} D_l K(F_l) (F_l - 1{t <= l}).
+
+By the likelihood-ratio identity, ``grad V = E_F[IF(R) grad log p(tau)] = E_Q[rho IF(R) grad log p(tau)]``, so the
+per-sample weight is ``rho_i IF(R_i)``, with ``F_w`` in place of ``F`` (consistent, not unbiased at finite ``N``).
+With equal weights, ``F_l = l / N`` and this is the plug-in twin of OrderGrad's leave-one-out advantage
+(module docstring of :mod:`ordergrad_rl.core.weights`: ``(N - 1)`` for ``N`` and a hypergeometric ``K_l`` for
+the binomial one). Tied returns (zero gaps) get identical weights; ``sum_i rho_i IF(R_i) = 0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from ordergrad_rl.core.objectives import Objective
+
+
+def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``K(u) = sum_j alpha_j C(k-1, j-1) u^(j-1) (1-u)^(k-j)`` for each ``u`` (module docstring).
+
+    :param alpha: ``[k]`` rank weights, low to high.
+    :param u: ``[M]`` probabilities in ``[0, 1]``.
+    :return: ``[M]`` float64.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    u = np.clip(np.asarray(u, dtype=np.float64), 0.0, 1.0)
+    ranks = np.arange(alpha.size)  # j - 1
+    pmf = stats.binom.pmf(ranks[None, :], alpha.size - 1, u[:, None])  # [M, k]
+    return pmf @ alpha
+
+
+def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective: Objective) -> np.ndarray:
+    """Per-sample weights ``IF(R_i) / k`` of ``objective`` under the weighted empirical distribution of ``returns``.
+
+    The policy-gradient weight of sample ``i`` is ``k * rho_i * a_i`` (this returns ``a``, the scale of
+    :func:`~ordergrad_rl.core.lstat_advantage`; the caller multiplies by ``k`` and the likelihood ratio).
+
+    :param returns: ``[N]`` finite returns (higher is better).
+    :param weights: ``[N]`` positive finite likelihood ratios ``rho_i`` (any scale: they are normalized).
+    :param objective: a bound :class:`~ordergrad_rl.core.Objective`.
+    :return: ``[N]`` float64 advantages, ``sum_i rho_i a_i = 0``.
+    :raises ValueError: shapes that differ or are not 1-D, ``N < 2``, non-finite returns, weights that are not
+        positive and finite, or an unbound objective.
+    """
+    returns = np.asarray(returns, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if returns.ndim != 1 or weights.shape != returns.shape:
+        raise ValueError(
+            f"returns and weights must be 1-D arrays of one length, got shapes {returns.shape} and {weights.shape}"
+        )
+    if returns.size < 2:
+        raise ValueError(f"a weighted batch needs at least 2 samples, got {returns.size}")
+    if not np.isfinite(returns).all():
+        raise ValueError("returns contain NaN or inf")
+    if not (np.isfinite(weights).all() and (weights > 0).all()):
+        raise ValueError("importance weights must be positive and finite")
+    alpha = objective.weights  # raises for an unbound objective
+    order = np.argsort(returns, kind="stable")
+    sorted_returns = returns[order]
+    cumulative = np.cumsum(weights[order])
+    level = cumulative[:-1] / cumulative[-1]  # F_l, l = 1 .. N-1
+    gaps = np.diff(sorted_returns)  # D_l
+    terms = gaps * binomial_kernel(alpha, level)  # D_l K(F_l)
+    # IF(R_(t)) / k = sum_l terms_l F_l - sum_{l >= t} terms_l.
+    above = np.concatenate([np.cumsum(terms[::-1])[::-1], [0.0]])  # sum_{l >= t}, t = 1 .. N
+    advantages = np.empty_like(returns)
+    advantages[order] = np.dot(terms, level) - above
+    return advantages

@@ -1,0 +1,74 @@
+"""Envs that expose their noise: named Bernoulli events whose probabilities a sampler may change.
+
+A risk-averse agent learns about a rare costly event only from the batches that contain it. An env that names its
+random events lets the agent draw them more often and weight each episode by its likelihood ratio (CeSoR's
+cross-entropy sampler, :mod:`ordergrad_rl.agents.common.noise_sampler`). The contract, kept by
+:class:`BernoulliNoiseMixin`:
+
+* ``noise_probs``: ``{name: nominal probability}`` of the env's Bernoulli events (the env's own distribution);
+* ``set_noise_probs(probs)``: the probabilities the following steps draw with (``None``: the nominal ones);
+* each step that draws an event reports it in ``info["noise"]``: ``{name: (draws, events)}``, the number of
+  draws of that event on the step and how many happened.
+
+The episode's likelihood under any probabilities ``q`` is then ``prod_name q^events (1 - q)^(draws - events)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: The step-info key of the noise report.
+NOISE_INFO_KEY = "noise"
+
+
+def check_noise_probs(probs: Mapping[str, float] | None, nominal: Mapping[str, float]) -> dict[str, float]:
+    """``probs`` completed with the ``nominal`` ones (``None``: the nominal ones).
+
+    :raises ValueError: a name that is not an event of the env, or a probability outside ``[0, 1]``.
+    """
+    out = dict(nominal)
+    for name, prob in (probs or {}).items():
+        if name not in nominal:
+            raise ValueError(f"unknown noise event {name!r}; this env's events: {sorted(nominal)}")
+        if isinstance(prob, bool) or not isinstance(prob, int | float) or not 0.0 <= float(prob) <= 1.0:
+            raise ValueError(f"noise probability of {name!r} must be a number in [0, 1], got {prob!r}")
+        out[name] = float(prob)
+    return out
+
+
+class BernoulliNoiseMixin:
+    """The noise contract (module docstring) for an env whose random events are Bernoulli draws.
+
+    The subclass implements :attr:`noise_probs` and draws each event with :meth:`noise_prob`; :meth:`_noise_changed`
+    is called when the sampling probabilities change (an env that tabulates its outcomes rebuilds them there).
+    """
+
+    _sampling_probs: dict[str, float] | None = None
+
+    @property
+    def noise_probs(self) -> dict[str, float]:
+        """``{name: nominal probability}`` of the env's events."""
+        raise NotImplementedError
+
+    def set_noise_probs(self, probs: Mapping[str, float] | None) -> None:
+        """Draw the events with ``probs`` (missing names, or ``None``: the nominal probabilities) from the next step.
+
+        :raises ValueError: see :func:`check_noise_probs`.
+        """
+        checked = check_noise_probs(probs, self.noise_probs)
+        self._sampling_probs = None if checked == self.noise_probs else checked
+        self._noise_changed()
+
+    def noise_prob(self, name: str) -> float:
+        """The probability the env draws event ``name`` with now."""
+        probs = self._sampling_probs if self._sampling_probs is not None else self.noise_probs
+        return probs[name]
+
+    def _noise_changed(self) -> None:
+        """Hook: the sampling probabilities changed."""
+
+    @staticmethod
+    def noise_info(name: str, happened: bool) -> dict[str, Any]:
+        """The step-info entry of one draw of event ``name``."""
+        return {NOISE_INFO_KEY: {name: (1, int(happened))}}
