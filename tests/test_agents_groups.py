@@ -292,7 +292,7 @@ def test_group_arguments_are_checked() -> None:
         grouped_model(group_size=1)
     with pytest.raises(ValueError, match="set group_size"):
         grouped_model(group_size=None, normalize_advantage="group")
-    with pytest.raises(ValueError, match="normalize_advantage must be True, False, 'group' or 'channel'"):
+    with pytest.raises(ValueError, match="normalize_advantage must be True, False, 'group', 'channel' or 'running'"):
         grouped_model(normalize_advantage="groups")
     with pytest.raises(ValueError, match="normalize_advantage='channel' divides each group's weights.*set group_size"):
         grouped_model(group_size=None, normalize_advantage="channel")
@@ -300,8 +300,9 @@ def test_group_arguments_are_checked() -> None:
         grouped_model(objective="mean", reward_to_go=True)
     with pytest.raises(ValueError, match="Q-critic mode"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", group_size=4)
-    with pytest.raises(ValueError, match="'group' or 'channel' are for advantage='episodic'"):
-        OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", k=4, normalize_advantage="channel")
+    for mode in ("channel", "running"):
+        with pytest.raises(ValueError, match="'group', 'channel' or 'running' are for advantage='episodic'"):
+            OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", k=4, normalize_advantage=mode)
     # Unbound objectives take k = G // 2; PPO's default episode count is rounded up to a multiple of G.
     assert grouped_model(objective="cvar0.5", group_size=6).k == 3
     assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="max@6", group_size=24).n_episodes == 264

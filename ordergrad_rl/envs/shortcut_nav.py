@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.envs.noise import BernoulliNoiseMixin
 from ordergrad_rl.envs.rendering import plane_frame
 from ordergrad_rl.envs.tabular import ReturnDistribution
 
@@ -85,7 +86,7 @@ def crash_return_distribution(
     return ReturnDistribution.from_dict({v: p for v, p in masses.items() if p > 0})
 
 
-class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
+class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
     """A point moves to a goal past a wall band: through a risky gap (short) or over the band (long).
 
     ## Description
@@ -176,7 +177,9 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
     ``ValueError`` naming the argument. Each step that
     enters the zone draws one uniform; no other step draws. The step's ``info`` says whether it entered the zone
     (``"zone"``) and whether it crashed (``"crashed"``); ``env.unwrapped.deterministic_return_distribution(act)``
-    gives a deterministic policy's exact return distribution.
+    gives a deterministic policy's exact return distribution. The crash is the env's noise event ``"crash"``
+    (:mod:`ordergrad_rl.envs.noise`): ``set_noise_probs({"crash": q})`` makes the following zone steps crash with
+    probability ``q``, and each zone step reports ``info["noise"] = {"crash": (1, crashed)}``.
 
     ## Version History
 
@@ -216,6 +219,11 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         self._done = True
         self._potential = 0.0
 
+    @property
+    def noise_probs(self) -> dict[str, float]:
+        """The crash of a zone step (``crash_prob``): the env's one noise event."""
+        return {"crash": self.crash_prob}
+
     def _obs(self) -> np.ndarray:
         return np.array([*self._position, self._t / MAX_EPISODE_STEPS], dtype=np.float32)
 
@@ -244,7 +252,7 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
         if not any(segment_hits(self._position, target, wall) for wall in WALLS):
             zone = segment_hits(self._position, target, ZONE)
             if zone and self.crash_prob > 0:
-                crashed = bool(self.np_random.random() < self.crash_prob)
+                crashed = bool(self.np_random.random() < self.noise_prob("crash"))
             self._position = target
         if crashed:
             reward, terminated = reward + self.crash_reward, True
@@ -258,7 +266,10 @@ class RiskyShortcutNavEnv(gym.Env[np.ndarray, np.ndarray]):
             self._potential = after
         truncated = not terminated and self._t >= MAX_EPISODE_STEPS
         self._done = terminated or truncated
-        return self._obs(), float(reward), terminated, truncated, {"crashed": crashed, "zone": zone}
+        info: dict[str, Any] = {"crashed": crashed, "zone": zone}
+        if zone and self.crash_prob > 0:
+            info.update(self.noise_info("crash", crashed))
+        return self._obs(), float(reward), terminated, truncated, info
 
     def deterministic_return_distribution(self, act: Callable[[np.ndarray], Any]) -> ReturnDistribution:
         """The exact return distribution of the deterministic policy ``act`` (observation ``[3]`` to action ``[2]``,

@@ -240,10 +240,10 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             ``reward_to_go``, ``n_episodes``), a non-``Discrete`` action space, an objective without its number of
             action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
-        if group_size is not None or normalize_advantage in ("group", "channel"):
+        if group_size is not None or normalize_advantage in ("group", "channel", "running"):
             raise ValueError(
-                "group_size and normalize_advantage='group' or 'channel' are for advantage='episodic' (groups of "
-                "episodes); Q-critic mode ranks action draws per state"
+                "group_size and normalize_advantage='group', 'channel' or 'running' are for advantage='episodic' "
+                "(episode weights); Q-critic mode ranks action draws per state"
             )
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")

@@ -1,0 +1,193 @@
+"""The noise contract of envs (ordergrad_rl.envs.noise), CeSoR's cross-entropy sampler
+(ordergrad_rl.agents.common.noise_sampler) and normalize_advantage="running", on a task with a known answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.common.noise_sampler import NOMINAL_SHARE, PROB_CAP, NoiseSampler
+from ordergrad_rl.envs.noise import BernoulliNoiseMixin
+
+
+class RareCrash(BernoulliNoiseMixin, gym.Env):
+    """One step: action 0 returns 0.5; action 1 returns 1, or -30 when it crashes (probability 0.02).
+
+    Known answer: the safe action is optimal for the mean (0.5 against 0.98 - 0.6 = 0.38) and for CVaR_0.2 (0.5
+    against (0.02 * -30 + 0.18 * 1) / 0.2 = -2.1). A batch of 32 episodes holds a crash in about 28% of the rollouts
+    while both actions are drawn, so most rollouts rank the risky action above the safe one.
+    """
+
+    observation_space = spaces.Discrete(1)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, crash_prob: float = 0.02) -> None:
+        self.crash_prob = crash_prob
+
+    @property
+    def noise_probs(self) -> dict[str, float]:
+        return {"crash": self.crash_prob}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        if int(action) == 0:
+            return 0, 0.5, True, False, {}
+        crash = bool(self.np_random.random() < self.noise_prob("crash"))
+        return 0, -30.0 if crash else 1.0, True, False, self.noise_info("crash", crash)
+
+
+def p_risky(model: Any) -> float:
+    obs = model.policy.obs_to_tensor(np.array([0]))[0]
+    with th.no_grad():
+        return float(model.policy.get_distribution(obs).distribution.probs[0, 1])
+
+
+@pytest.mark.parametrize(
+    ("cls", "lr", "kwargs", "safe"),
+    [
+        (OrderGradPPO, 3e-3, {}, False),  # each rollout's std shrinks the rare crash's weight: the risky action wins
+        (OrderGradPPO, 3e-3, {"noise_sampler": True}, True),
+        (OrderGradPPO, 3e-3, {"normalize_advantage": "running"}, True),
+        (OrderGradREINFORCE, 1e-2, {}, False),
+        (OrderGradREINFORCE, 1e-2, {"noise_sampler": True}, True),
+    ],
+)
+def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe: bool) -> None:
+    th.set_num_threads(1)
+    model = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, learning_rate=lr, seed=0, **kwargs)
+    model.learn(4000)
+    assert (p_risky(model) < 0.1) if safe else (p_risky(model) > 0.9)
+    if kwargs.get("noise_sampler"):
+        # The sampler moved to the crash (the tail's only event), up to its cap.
+        assert model._noise.probs["crash"] == pytest.approx(PROB_CAP)
+
+
+def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
+    th.set_num_threads(1)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, noise_sampler=True, seed=0)
+    model.learn(640)
+    model.save(tmp_path / "m")
+    loaded = OrderGradPPO.load(tmp_path / "m", env=RareCrash())
+    assert loaded.noise_sampler is True
+    assert loaded._noise.probs == model._noise.probs
+    loaded.learn(320, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 960
+
+
+def test_running_scale_saved(tmp_path: Any) -> None:
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, normalize_advantage="running")
+    model.learn(320)
+    model.save(tmp_path / "m")
+    assert OrderGradPPO.load(tmp_path / "m")._weight_square == model._weight_square > 0
+
+
+def test_guarded_maze_exposes_its_guard() -> None:
+    env = gym.make("GuardedMaze-v0")
+    maze = env.unwrapped
+    assert maze.noise_probs == {"guard": 0.05}
+
+    def walk(probs: dict | None, episodes: int) -> tuple[list, int, int]:
+        maze.set_noise_probs(probs)
+        env.reset(seed=3)
+        trace, draws, events = [], 0, 0
+        for _ in range(episodes):
+            env.reset()
+            for _ in range(6):  # straight down the short path, into X on the 4th move
+                obs, reward, terminated, truncated, info = env.step(2)
+                trace.append((obs, reward))
+                if "noise" in info:
+                    d, e = info["noise"]["guard"]
+                    draws, events = draws + d, events + e
+                if terminated or truncated:
+                    break
+        return trace, draws, events
+
+    nominal, draws, events = walk(None, 400)
+    assert draws > 300 and 0.02 < events / draws < 0.09
+    _, draws, events = walk({"guard": 0.5}, 400)
+    assert 0.4 < events / draws < 0.6
+    # Back to the env's own probability: the same draws as an env the sampler never touched.
+    assert walk(None, 400)[0] == nominal
+    assert maze.tabular().n_states > 0  # the exact model keeps guard_prob
+    with pytest.raises(ValueError, match="unknown noise event 'crash'"):
+        maze.set_noise_probs({"crash": 0.1})
+    with pytest.raises(ValueError, match=r"must be a number in \[0, 1\]"):
+        maze.set_noise_probs({"guard": 1.5})
+
+
+def test_mixture_weights_are_unbiased() -> None:
+    # Episodes of 3 draws of one event: the deterministic-mixture weights make E_mixture[rho f] = E_p[f].
+    rng = np.random.default_rng(0)
+    sampler = NoiseSampler({"e": 0.05}, level=0.2, seed=1)
+    sampler.probs["e"] = 0.4
+    n = 200_000
+    nominal = rng.random(n) < NOMINAL_SHARE
+    probs = np.where(nominal, 0.05, 0.4)
+    events = (rng.random((n, 3)) < probs[:, None]).sum(axis=1)
+    counts = np.stack([np.full(n, 3.0), events], axis=-1)[:, None, :]
+    rho = sampler.weights(counts)
+    assert rho.max() <= 1 / NOMINAL_SHARE + 1e-12
+    f = events.astype(float) ** 2
+    exact = sum(x**2 * [1, 3, 3, 1][x] * 0.05**x * 0.95 ** (3 - x) for x in range(4))
+    assert np.mean(rho * f) == pytest.approx(exact, rel=0.05)
+    assert np.mean(rho) == pytest.approx(1.0, abs=0.01)
+
+
+def test_cross_entropy_step() -> None:
+    sampler = NoiseSampler({"e": 0.05, "never": 0.0}, level=0.25, seed=0)
+    assert sampler.names == ("e",)  # an event the env never draws is left alone
+    returns = np.array([-10.0, -10.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    counts = np.zeros((8, 1, 2))
+    counts[:, 0, 0] = 1
+    counts[0, 0, 1] = 1  # one of the two lowest returns (the tail, tied at the value at risk) drew the event
+    sampler.update(returns, np.ones(8), counts)
+    assert sampler.probs["e"] == pytest.approx(0.5 * 0.05 + 0.5 * 0.5)  # half-way to the tail's rate 1/2
+    counts[1, 0, 1] = 1
+    sampler.update(returns, np.ones(8), counts)
+    assert sampler.probs["e"] == PROB_CAP  # the tail's rate 1, capped
+    # A tail without the event: back down, never below the env's own probability.
+    counts[:, 0, 1] = 0
+    for _ in range(20):
+        sampler.update(returns, np.ones(8), counts)
+    assert sampler.probs["e"] == 0.05
+
+
+def test_errors() -> None:
+    with pytest.raises(ValueError, match="exposes its noise"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", noise_sampler=True)
+    for objective in ("mean", "gcvar0.2", "top2"):
+        with pytest.raises(ValueError, match="lower-tail objective with a level"):
+            OrderGradPPO("MlpPolicy", RareCrash(), objective=objective, noise_sampler=True)
+    with pytest.raises(ValueError, match="drop group_size"):
+        OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8, noise_sampler=True)
+    with pytest.raises(ValueError, match="noise_sampler must be True or False"):
+        OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", noise_sampler="yes")
+    with pytest.raises(ValueError, match="no probability strictly inside"):
+        NoiseSampler({"e": 0.0}, level=0.2)
+    with pytest.raises(ValueError, match="level must be in"):
+        NoiseSampler({"e": 0.1}, level=0.0)
+
+
+def test_shortcut_nav_exposes_its_crash() -> None:
+    env = gym.make("RiskyShortcutNav-v0")
+    nav = env.unwrapped
+    assert nav.noise_probs == {"crash": 0.015}
+    nav.set_noise_probs({"crash": 1.0})
+    env.reset(seed=0)
+    for _ in range(50):  # straight at the goal, through the zone: the first zone step crashes
+        _, reward, terminated, truncated, info = env.step(np.array([1.0, 0.0], dtype=np.float32))
+        if info["zone"]:
+            assert info["noise"] == {"crash": (1, 1)} and info["crashed"] and terminated
+            break
+        assert "noise" not in info
+    else:
+        pytest.fail("the straight line never entered the zone")
