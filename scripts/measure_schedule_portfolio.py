@@ -4,6 +4,7 @@ tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reprodu
 
     python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
         [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
+        [--normalize-advantage {true,false,running}]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -37,7 +38,12 @@ def main() -> None:
         help="lambda of the weights' lambda-returns over the baseline (default: the agent's; 1: w - b_t, as measured "
         "before the default)",
     )  # fmt: skip
+    parser.add_argument(
+        "--normalize-advantage", choices=["true", "false", "running"], default="true",
+        help="the episode weights' scale: each rollout's std (the agent's default), none, or a running scale",
+    )  # fmt: skip
     args = parser.parse_args()
+    normalize = {"true": True, "false": False}.get(args.normalize_advantage, args.normalize_advantage)
     torch.set_num_threads(1)
     for schedule in args.schedules:
         shares = []
@@ -46,7 +52,7 @@ def main() -> None:
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
                 value_baseline={None: None, "state": True, "none": False}.get(args.value_baseline, args.value_baseline),
-                baseline_lambda=args.baseline_lambda,
+                baseline_lambda=args.baseline_lambda, normalize_advantage=normalize,
             )  # fmt: skip
             model.learn(args.timesteps)
             metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))

@@ -97,7 +97,8 @@ EPISODIC_PPO_PARAMS = """
     :param gamma: discount of the episode return, 1.0 (undiscounted) by default.
     :param clip_range: surrogate clipping parameter (or schedule).
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8), once per
-        rollout (sb3-contrib's per-minibatch normalization is off).
+        rollout (sb3-contrib's per-minibatch normalization is off); ``"running"``: by a running scale over the
+        rollouts, as OrderGradPPO.
     :param reward_to_go: mean objective: per-step reward-to-go advantages (default on for ``"mean"``, refused for ranked
         objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see

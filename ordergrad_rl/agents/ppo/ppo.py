@@ -103,8 +103,16 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
     :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8;
         ``"group"``: each group's, ``"channel"``: each channel's in each group, see
-        :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.episode_weights`); Q-critic mode: SB3's
-        centring and scaling of each minibatch's advantages.
+        :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.episode_weights`; ``"running"``: by the
+        root of a running mean square of the weights over the rollouts, decay
+        :data:`~ordergrad_rl.agents.common.episodic.RUNNING_DECAY`); Q-critic mode: SB3's centring and scaling of
+        each minibatch's advantages. A rollout's own std scales a rare costly episode's weight down to the size of
+        the rollouts without one, so the many rollouts without it outweigh the few with it: on a one-step task whose
+        risky action crashes with probability 0.02 (safe optimal for the mean and CVaR_0.2; 32 episodes per
+        rollout) the default ends on the risky action, ``"running"`` and ``False`` on the safe one
+        (tests/test_noise_sampler.py). ``"running"`` on the guarded maze (10 seeds, ``reproduce benchmarks``,
+        ``og-cvar-running``): 9 of 10 seeds at the CVaR optimum, greedy CVaR_0.2 -2.39 [-2.57, -2.25], against the
+        default's 7 of 10, -3.45 [-4.61, -2.61] (README).
     :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
@@ -154,6 +162,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         Acrobot-v1 (5 seeds, 100k steps) worst-20% mean -395.5 -> -355.9 greedy, -465.7 -> -331.5 sampled; the
         guarded maze 5 of 10 seeds at its CVaR optimum (without it 0 of 2, never the goal); lava (5 seeds),
         CartPole-v1 (5) and the heavy-tail bandit (3) bit for bit unchanged (no tail of tied time-outs arose).
+    :param noise_sampler: episodic mode: CeSoR's cross-entropy sampler for an env that exposes its noise
+        (:mod:`ordergrad_rl.envs.noise`: ``GuardedMaze-v0``'s guard, ``RiskyShortcutNav``'s crash): the env's events
+        are drawn with probabilities fitted to the return's lower tail, every episode carries its likelihood ratio,
+        and the objective is estimated on the weighted batch (:mod:`~ordergrad_rl.agents.common.noise_sampler`,
+        :func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).
+        Needs a lower-tail objective with a level, one pooled batch and one channel; ``risk/noise/<event>`` logs the
+        sampler's probabilities, ``risk/noise_ess`` the weighted batch's effective size. Default ``False``: on the
+        guarded maze (4 seeds, 6-9) 3 of 4 at the CVaR optimum, greedy -3.13 [-4.45, -2.27], where the usage line
+        had 4 of 4 on those seeds (README).
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a

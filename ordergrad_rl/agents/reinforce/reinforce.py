@@ -63,7 +63,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         per rollout makes small batches pay), 256 (at least ``2 k``) for ranked objectives (the paper's).
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
     :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
-    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8).
+    :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8; ``"running"``: by
+        a running scale over the rollouts, see :class:`~ordergrad_rl.agents.OrderGradPPO`).
     :param reward_to_go: mean objective: each step is credited with the rewards from it on, minus the other
         episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``,
@@ -74,6 +75,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
+    :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise (see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
         too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
         class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable.
