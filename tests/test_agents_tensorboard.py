@@ -246,7 +246,7 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     hparams, metrics, flagged = read_hparams(run)
     expected = {"algorithm": "OrderGradPPO", "env": "RiskyBandit-v0", "objective": "cvar0.25@8", "k": 8.0}
     expected |= {"n_episodes": 16.0, "n_envs": 4.0, "learning_rate": 0.01, "seed": 3.0, "batch_size": 64.0}
-    expected |= {"normalize_advantage": "True", "reward_to_go": "False", "advantage": "episodic"}
+    expected |= {"normalize_advantage": "running", "reward_to_go": "False", "advantage": "episodic"}
     assert expected.items() <= hparams.items()
     # TensorBoard ticks the (first five) columns flagged "differs", else the first five by name (advantage, ...).
     assert sorted(flagged) == ["algorithm", "k", "n_episodes", "objective", "risk_schedule"]

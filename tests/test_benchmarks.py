@@ -109,6 +109,25 @@ def test_runs_from_before_the_tie_at_the_var_get_their_own_row_where_it_fires():
     assert run["untie_at_var"] is True
 
 
+def test_runs_from_before_the_running_scale_get_their_own_row():
+    """Runs stored before OrderGradPPO's weights were scaled by a running scale by default are labelled std-scale
+    where the default changed them (OrderGrad objectives of OrderGradPPO without an explicit normalize_advantage)."""
+    new = [_run("bandit", "og-cvar", seed, 1.1) for seed in range(2)]
+    old = {key: value for key, value in _run("bandit", "og-cvar", 2, 1.0).items() if key != "normalize_advantage"}
+    peer = {key: value for key, value in _run("bandit", "gcvar-level", 0, 0.9).items() if key != "normalize_advantage"}
+    rows = bench.summarize([*new, old, peer])
+    assert [(bench.method_label(row), row["seeds"]) for row in rows] == [
+        ("og-cvar", 2),
+        ("og-cvar std-scale", 1),
+        ("gcvar-level", 1),
+    ]
+    unchanged = ("og-cvar-running", "gcvar-level", "og-mean", "ppo", "qrdqn-cvar", "og-reinforce-cvar")
+    assert bench.running_by_default("og-cvar") and bench.running_by_default("og-cvar-level")
+    assert not any(bench.running_by_default(name) for name in unchanged)
+    run = bench.run_one("bandit", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=5)
+    assert run["normalize_advantage"] == "running"
+
+
 def test_steps_to_optimum_needs_the_optimum_kept_to_the_end():
     curve = [(10, -5.0), (20, 1.0), (30, -1.0), (40, 0.95), (50, 1.1)]
     assert bench.steps_to_optimum(curve, 0.9) == 40
@@ -124,9 +143,10 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
 
 
 def _run(task, method, seed, cvar, curve=()):
+    # (runs without normalize_advantage are labelled std-scale where the running default changed them)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
-            "curve": list(curve)}  # fmt: skip
+            "curve": list(curve), "normalize_advantage": "running"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():
@@ -214,6 +234,7 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     stored before a default changed), the row says so instead of pooling them with the runs at the default."""
     run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
     run["untie_at_var"] = True  # (runs without it are labelled untie-min on the maze)
+    run["normalize_advantage"] = "running"  # (runs without it, std-scale)
     run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
     runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
     runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update

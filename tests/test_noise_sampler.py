@@ -54,9 +54,10 @@ def p_risky(model: Any) -> float:
 @pytest.mark.parametrize(
     ("cls", "lr", "kwargs", "safe"),
     [
-        (OrderGradPPO, 3e-3, {}, False),  # each rollout's std shrinks the rare crash's weight: the risky action wins
-        (OrderGradPPO, 3e-3, {"noise_sampler": True}, True),
-        (OrderGradPPO, 3e-3, {"normalize_advantage": "running"}, True),
+        # Each rollout's std shrinks the rare crash's weight: the risky action wins.
+        (OrderGradPPO, 3e-3, {"normalize_advantage": True}, False),
+        (OrderGradPPO, 3e-3, {"normalize_advantage": True, "noise_sampler": True}, True),
+        (OrderGradPPO, 3e-3, {}, True),  # the default: a running scale across rollouts
         (OrderGradREINFORCE, 1e-2, {}, False),
         (OrderGradREINFORCE, 1e-2, {"noise_sampler": True}, True),
     ],
@@ -83,9 +84,16 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded.num_timesteps == 960
 
 
-def test_running_scale_saved(tmp_path: Any) -> None:
-    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, normalize_advantage="running")
+def test_running_scale_saved_and_used(tmp_path: Any) -> None:
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
+    assert model.normalize_advantage == "running"  # the default for a ranked objective of one pooled batch
+    assert OrderGradPPO("MlpPolicy", RareCrash(), objective="mean").normalize_advantage is True
+    assert OrderGradPPO("MlpPolicy", RareCrash(), objective="gcvar0.2").normalize_advantage is True  # a peer's scale
+    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="cvar0.2").normalize_advantage is True
     model.learn(320)
+    buffer = model.rollout_buffer
+    weights = model.episode_weights(buffer.episode_returns)  # the scale training used
+    np.testing.assert_allclose(buffer.advantages, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
     model.save(tmp_path / "m")
     assert OrderGradPPO.load(tmp_path / "m")._weight_square == model._weight_square > 0
 

@@ -416,6 +416,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["n_episodes"] = int(model.n_episodes)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
+    if hasattr(model, "n_episodes"):
+        result["normalize_advantage"] = model.normalize_advantage
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -561,7 +563,36 @@ def method_label(row: dict) -> str:
         label = f"{label} greedy-MC"
     if row.get("untie_min"):
         label = f"{label} untie-min"
+    if row.get("std_scale"):
+        label = f"{label} std-scale"
     return label
+
+
+def scaled_per_rollout(run: dict) -> bool:
+    """Whether a run was stored before OrderGradPPO's ``normalize_advantage`` became ``"running"`` by default, by a
+    method whose runs that default changes (it divided each rollout's weights by their std)."""
+    return "normalize_advantage" not in run and running_by_default(run["method"])
+
+
+@functools.cache
+def running_by_default(method_name: str) -> bool:
+    """Whether the method trains with ``normalize_advantage="running"`` by default: an episodic OrderGradPPO that
+    does not set it, whose objective gets it
+    (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`)."""
+    from ordergrad_rl.agents.common.arguments import default_normalize_advantage
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs
+    if (
+        method.algo != "ordergrad_ppo"
+        or "normalize_advantage" in kwargs
+        or kwargs.get("advantage", "episodic") != "episodic"
+    ):
+        return False
+    objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
+    return default_normalize_advantage(objective, kwargs.get("group_size"), gcvar) == "running"
 
 
 def untied_at_minimum_only(run: dict) -> bool:
@@ -599,12 +630,12 @@ def summarize(results: list[dict]) -> list[dict]:
     greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
     have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None, int | None, bool, bool], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None, bool, bool, bool], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
-        key += (untied_at_minimum_only(result),)
+        key += (untied_at_minimum_only(result), scaled_per_rollout(result))
         groups.setdefault(key, []).append(result)
-    for (task_name, method_name, budget, n_episodes, exact, minimum_only), runs in groups.items():
+    for (task_name, method_name, budget, n_episodes, exact, minimum_only, std_scale), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
@@ -617,6 +648,8 @@ def summarize(results: list[dict]) -> list[dict]:
         }
         if minimum_only:
             row["untie_min"] = True
+        if std_scale:
+            row["std_scale"] = True
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
@@ -797,7 +830,8 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                     f"--from-json {path}: a {run['task']} run on {env_id}, but the task is "
                     f"{TASKS[run['task']].env_id} now (its scores are not comparable): leave that file out"
                 )
-            runs[(run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))] = run
+            key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
+            runs[(*key, scaled_per_rollout(run))] = run  # a run at a default since changed is kept beside the new
     return list(runs.values())
 
 

@@ -35,6 +35,7 @@ from ordergrad_rl.agents.common.arguments import (
     check_n_episodes,
     default_ent_coef,
     default_n_episodes,
+    default_normalize_advantage,
     episodic_sizes,
     long_episodes,
 )
@@ -166,7 +167,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         n_episodes: int | None,
         n_envs: int | None,
         seed: int | None,
-        normalize_advantage: bool | str,
+        normalize_advantage: bool | str | None,
         reward_to_go: bool | None,
         group_size: int | None,
         batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
@@ -204,6 +205,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
+        if normalize_advantage is None:
+            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
         limit = episode_limit(env) if long_episode_defaults else None
@@ -577,7 +580,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def episode_weights(self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Per-episode policy-gradient weights ``w_i = k * a_i`` of this model's objective, groups and
-        ``normalize_advantage`` (:func:`~ordergrad_rl.agents.common.advantages.episode_weights`).
+        ``normalize_advantage`` (:func:`~ordergrad_rl.agents.common.advantages.episode_weights`; ``"running"``: over
+        the running scale of the last rollout).
 
         :param episode_returns: ``[N]`` returns of one rollout.
         :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
@@ -585,7 +589,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         values = self._channel_values(episode_returns, channels)
         gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
-        return _episode_weights(self.objective, values, self.normalize_advantage, gcvar_alpha)
+        weights = _episode_weights(self.objective, values, self.normalize_advantage, gcvar_alpha)
+        square = getattr(self, "_weight_square", None)
+        if self.normalize_advantage == RUNNING and square is not None:
+            weights = weights / (np.sqrt(square) + 1e-8)  # the running scale of the last rollout (_running_scale)
+        return weights
 
     def _compute_advantages(self) -> None:
         """Fill ``rollout_buffer.advantages`` once the rollout is finalized
@@ -637,7 +645,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         square = float(np.mean(weights**2))
         before = getattr(self, "_weight_square", None)
         self._weight_square = square if before is None else RUNNING_DECAY * before + (1.0 - RUNNING_DECAY) * square
-        return float(np.sqrt(self._weight_square)) + 1e-8
+        return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0

@@ -106,13 +106,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.episode_weights`; ``"running"``: by the
         root of a running mean square of the weights over the rollouts, decay
         :data:`~ordergrad_rl.agents.common.episodic.RUNNING_DECAY`); Q-critic mode: SB3's centring and scaling of
-        each minibatch's advantages. A rollout's own std scales a rare costly episode's weight down to the size of
+        each minibatch's advantages. ``None`` (default): ``"running"`` for a ranked objective of one pooled batch,
+        else ``True`` (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`, which gives the
+        measurements). A rollout's own std scales a rare costly episode's weight down to the size of
         the rollouts without one, so the many rollouts without it outweigh the few with it: on a one-step task whose
         risky action crashes with probability 0.02 (safe optimal for the mean and CVaR_0.2; 32 episodes per
-        rollout) the default ends on the risky action, ``"running"`` and ``False`` on the safe one
-        (tests/test_noise_sampler.py). ``"running"`` on the guarded maze (10 seeds, ``reproduce benchmarks``,
-        ``og-cvar-running``): 9 of 10 seeds at the CVaR optimum, greedy CVaR_0.2 -2.39 [-2.57, -2.25], against the
-        default's 7 of 10, -3.45 [-4.61, -2.61] (README).
+        rollout) ``True`` ends on the risky action, ``"running"`` and ``False`` on the safe one
+        (tests/test_noise_sampler.py). ``"running"`` on the guarded maze (10 seeds, ``reproduce benchmarks``):
+        9 of 10 seeds at the CVaR optimum, greedy CVaR_0.2 -2.39 [-2.57, -2.25], against ``True``'s 7 of 10,
+        -3.45 [-4.61, -2.61] (README). A save keeps the scale it was trained with.
     :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
@@ -268,7 +270,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         gae_lambda: float = 0.95,
         clip_range: float | Schedule = 0.2,
         clip_range_vf: float | Schedule | None = None,
-        normalize_advantage: bool | Literal["group", "channel"] = True,
+        normalize_advantage: bool | Literal["group", "channel", "running"] | None = None,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,

@@ -117,7 +117,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         n_episodes: int | None = None,
         learning_rate: float | Schedule = 3e-3,
         gamma: float = 1.0,
-        normalize_advantage: bool | Literal["group", "channel"] = True,
+        normalize_advantage: bool | Literal["group", "channel", "running"] = True,
         reward_to_go: bool | None = None,
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
