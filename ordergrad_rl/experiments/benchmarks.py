@@ -571,15 +571,16 @@ def method_label(row: dict) -> str:
 def scaled_per_rollout(run: dict) -> bool:
     """Whether a run was stored before OrderGradPPO's ``normalize_advantage`` became ``"running"`` by default, by a
     method whose runs that default changes (it divided each rollout's weights by their std)."""
-    return "normalize_advantage" not in run and running_by_default(run["method"])
+    return "normalize_advantage" not in run and running_by_default(run["method"], run["task"])
 
 
 @functools.cache
-def running_by_default(method_name: str) -> bool:
-    """Whether the method trains with ``normalize_advantage="running"`` by default: an episodic OrderGradPPO that
-    does not set it, whose objective gets it
+def running_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with ``normalize_advantage="running"`` by default on the task: an episodic
+    OrderGradPPO that does not set it, whose objective and episode limit get it
     (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`)."""
-    from ordergrad_rl.agents.common.arguments import default_normalize_advantage
+    from ordergrad_rl.agents.common.arguments import default_normalize_advantage, long_episodes
+    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
 
@@ -592,7 +593,8 @@ def running_by_default(method_name: str) -> bool:
     ):
         return False
     objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
-    return default_normalize_advantage(objective, kwargs.get("group_size"), gcvar) == "running"
+    long = long_episodes(objective, episode_limit(TASKS[task_name].env_id))
+    return default_normalize_advantage(objective, kwargs.get("group_size"), gcvar, long) == "running"
 
 
 def untied_at_minimum_only(run: dict) -> bool:

@@ -196,23 +196,28 @@ def default_ent_coef(objective: Objective | ChannelObjective, action_space: spac
 
 
 def default_normalize_advantage(
-    objective: Objective | ChannelObjective, group_size: int | None, gcvar_alpha: float | None = None
+    objective: Objective | ChannelObjective,
+    group_size: int | None,
+    gcvar_alpha: float | None = None,
+    long: bool = False,
 ) -> bool | str:
     """OrderGradPPO's ``normalize_advantage`` when it is ``None``: ``"running"`` (the episode weights over a running
-    scale across rollouts) for a ranked OrderGrad objective (k != 1) of one channel and one pooled batch; else
-    ``True`` (each rollout's std; groups keep GRPO's per-batch scale, the mean its per-step reward-to-go scale, and
-    GCVaR, a peer method, the scale it was measured with).
+    scale across rollouts) for a ranked OrderGrad objective (k != 1) of one channel and one pooled batch on short
+    episodes; else ``True`` (each rollout's std; the long-episode defaults, :func:`long_episodes`, keep it, as do
+    groups (GRPO's per-batch scale), the mean (its per-step reward-to-go scale) and GCVaR (a peer method, the scale it
+    was measured with)).
 
     A rollout's own std scales a rare costly episode's weight down to the size of the rollouts without one, so the
     many rollouts without it outweigh the few with it. Measured (``reproduce benchmarks``, the usage line with
     ``"running"`` against it, the same seeds, 300k steps): the guarded maze 7 -> 9 of 10 seeds at the CVaR optimum
     (greedy CVaR_0.2 -3.45 -> -2.39), lava 10 of 10 either way (sampled CVaR_0.2 0.455 -> 0.710), the heavy-tail
-    bandit 10 of 10 either way; CartPole-v1 at 100k steps (5 seeds) greedy 500.0 -> 499.6, sampled 483.8 -> 495.7;
-    the portfolio's usage line (200k steps, seeds 0-9) 96.6% -> 97.1% profitable. The others in the README's
-    benchmark notes ("A rare costly event and each rollout's std").
+    bandit 10 of 10 either way; the portfolio's usage line (200k steps, seeds 0-9) 96.6% -> 97.1% profitable. Not
+    on long episodes (100k steps): LunarLander-v3 ended lower (seeds 0-3, sampled worst-20% mean -23.2 -> -78.4),
+    Acrobot-v1 even (seeds 0-4), CartPole-v1 higher only in its sampled tail (5 seeds, 483.8 -> 495.7; greedy 500.0
+    -> 499.6). The README's benchmark notes ("A rare costly event and each rollout's std") give the rest.
     """
     ranked = isinstance(objective, Objective) and objective.k != 1 and gcvar_alpha is None
-    return RUNNING if ranked and group_size is None else True
+    return RUNNING if ranked and group_size is None and not long else True
 
 
 def default_value_baseline(

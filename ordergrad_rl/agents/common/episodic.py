@@ -205,12 +205,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
-        if normalize_advantage is None:
-            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha)
         schedule = parse_risk_schedule(risk_schedule)
         check_risk_schedule(schedule, parsed, gcvar_alpha)
         limit = episode_limit(env) if long_episode_defaults else None
         long = long_episodes(parsed, limit)
+        if normalize_advantage is None:
+            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, long)
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:

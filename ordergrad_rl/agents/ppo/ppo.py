@@ -106,9 +106,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.episode_weights`; ``"running"``: by the
         root of a running mean square of the weights over the rollouts, decay
         :data:`~ordergrad_rl.agents.common.episodic.RUNNING_DECAY`); Q-critic mode: SB3's centring and scaling of
-        each minibatch's advantages. ``None`` (default): ``"running"`` for a ranked objective of one pooled batch,
-        else ``True`` (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`, which gives the
-        measurements). A rollout's own std scales a rare costly episode's weight down to the size of
+        each minibatch's advantages. ``None`` (default): ``"running"`` for a ranked objective of one pooled batch on
+        episodes of at most 128 steps, else ``True``
+        (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`, which gives the measurements).
+        A rollout's own std scales a rare costly episode's weight down to the size of
         the rollouts without one, so the many rollouts without it outweigh the few with it: on a one-step task whose
         risky action crashes with probability 0.02 (safe optimal for the mean and CVaR_0.2; 32 episodes per
         rollout) ``True`` ends on the risky action, ``"running"`` and ``False`` on the safe one
