@@ -136,6 +136,7 @@ class GuardedMazeEnv(BernoulliNoiseMixin, GridEnv):
         self.step_reward, self.goal_reward, self.guard_reward = step_reward, goal_reward, guard_reward
         self.P, self._guarded = self._outcome_table(self.guard_prob)
         self._sampling_P, self._sampling_guarded = self.P, self._guarded  # the tables the steps draw from
+        self._q_tables: tuple[float, dict, dict] | None = None  # the last sampler probability's tables
 
     def _outcome_table(
         self, guard_prob: float
@@ -176,7 +177,14 @@ class GuardedMazeEnv(BernoulliNoiseMixin, GridEnv):
         return {"guard": self.guard_prob}
 
     def _noise_changed(self) -> None:
-        self._sampling_P, self._sampling_guarded = self._outcome_table(self.noise_prob("guard"))
+        # A sampler alternates between the env's own guard_prob and its q: keep the last q's tables.
+        prob = self.noise_prob("guard")
+        if prob == self.guard_prob:
+            self._sampling_P, self._sampling_guarded = self.P, self._guarded
+            return
+        if self._q_tables is None or self._q_tables[0] != prob:
+            self._q_tables = (prob, *self._outcome_table(prob))
+        _, self._sampling_P, self._sampling_guarded = self._q_tables
 
     def _outcomes(self, state: int, action: int) -> list[Outcome]:
         return self._sampling_P[state][action]

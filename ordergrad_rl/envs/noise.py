@@ -57,8 +57,10 @@ class BernoulliNoiseMixin:
         :raises ValueError: see :func:`check_noise_probs`.
         """
         checked = check_noise_probs(probs, self.noise_probs)
-        self._sampling_probs = None if checked == self.noise_probs else checked
-        self._noise_changed()
+        sampling = None if checked == self.noise_probs else checked
+        if sampling != self._sampling_probs:  # a sampler sets them at every episode's end, mostly to the same
+            self._sampling_probs = sampling
+            self._noise_changed()
 
     def noise_prob(self, name: str) -> float:
         """The probability the env draws event ``name`` with now."""

@@ -56,6 +56,7 @@ def episode_weights(
     values: Mapping[str, np.ndarray],
     normalize: bool | str = True,
     gcvar_alpha: float | None = None,
+    importance_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-episode policy-gradient weights ``w_i = k * a_i``, normalized as ``normalize`` says.
 
@@ -66,12 +67,16 @@ def episode_weights(
     ``(R_i - group mean) / group std``), ``"channel"`` each channel's ``k_c a_c`` by its own group std before the
     channel weights are applied (the same as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased
     estimator's weights. With ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
-    (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`, per group) instead of OrderGrad's.
+    (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`, per group) instead of OrderGrad's. With ``importance_weights``
+    (episodes drawn by a noise sampler; one pooled batch, one channel, no GCVaR): ``w_i = k rho_i a_i`` of the
+    weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).
 
     :param objective: the bound objective.
     :param values: ``{channel: [N] or [n_groups, G]}`` episode values, ``"reward"`` included.
-    :param normalize: ``True``, ``False``, ``"group"`` or ``"channel"``.
+    :param normalize: ``True``, ``False``, ``"group"`` or ``"channel"`` (``"running"``: as ``False``, the agents
+        scale across rollouts).
     :param gcvar_alpha: GCVaR's level, or ``None`` for OrderGrad's weights.
+    :param importance_weights: ``[N]`` the episodes' likelihood ratios ``rho_i``, or ``None``.
     :return: ``[N]`` float64 weights.
     """
     # "channel" normalizes each channel inside the channel sum; with one channel that is "group".
@@ -80,6 +85,9 @@ def episode_weights(
         weights = objective.advantage_weights(values, normalize=group_normalize if per_channel else None)
     elif gcvar_alpha is not None:
         weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
+    elif importance_weights is not None:
+        rho = importance_weights
+        weights = rho * objective.k * weighted_lstat_advantage(values[REWARD], rho, objective)  # type: ignore[operator]
     else:
         weights = objective.k * lstat_advantage(values[REWARD], objective)  # type: ignore[operator]
     if normalize in ("group", "channel") and not per_channel:
@@ -215,29 +223,15 @@ def compute_episodic_advantages(
     :param rewards: ``[T]`` rewards of the stored steps.
     :param episode_step: ``[T]`` step of each stored step within its episode.
     :param gamma: discount of the returns.
-    :param importance_weights: ``[N]`` likelihood ratios of episodes drawn by a noise sampler: the weights are then
-        ``k rho_i a_i`` of the weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`; one
-        pooled batch, one channel, no GCVaR), normalized as ``normalize`` says.
+    :param importance_weights: ``[N]`` likelihood ratios of episodes drawn by a noise sampler (see
+        :func:`episode_weights`).
     :return: ``[T]`` float32 advantages.
     """
     episode_index = np.asarray(episode_index)
     if not reward_to_go:
         info_channels = objective.info_channels if isinstance(objective, ChannelObjective) else ()
         values = channel_values(episode_returns, episode_channels, info_channels, group_size)
-        if importance_weights is None:
-            weights = episode_weights(objective, values, normalize, gcvar_alpha)
-        else:
-            weights = (
-                importance_weights
-                * objective.k
-                * weighted_lstat_advantage(  # type: ignore[operator, union-attr]
-                    values[REWARD],
-                    importance_weights,
-                    objective,  # type: ignore[arg-type]
-                )
-            )
-            if normalize:
-                weights = weights / (weights.std() + 1e-8)
+        weights = episode_weights(objective, values, normalize, gcvar_alpha, importance_weights)
         return np.asarray(weights, dtype=np.float32)[episode_index]
     if rewards is None or episode_step is None:
         raise ValueError("reward_to_go needs the steps' rewards and episode_step")

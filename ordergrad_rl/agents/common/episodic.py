@@ -590,9 +590,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values = self._channel_values(episode_returns, channels)
         gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from models saved before GCVaR existed
         weights = _episode_weights(self.objective, values, self.normalize_advantage, gcvar_alpha)
-        square = getattr(self, "_weight_square", None)
-        if self.normalize_advantage == RUNNING and square is not None:
-            weights = weights / (np.sqrt(square) + 1e-8)  # the running scale of the last rollout (_running_scale)
+        if self.normalize_advantage == RUNNING and getattr(self, "_weight_square", None) is not None:
+            weights = weights / self._running_scale()  # the scale the last rollout was trained with
         return weights
 
     def _compute_advantages(self) -> None:
@@ -627,7 +626,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if weights is not None:
             self._noise.update(buffer.episode_returns, weights, counts)  # type: ignore[union-attr, arg-type]
         if running:
-            buffer.advantages = buffer.advantages / self._running_scale(buffer.advantages, buffer.episode_index)
+            self._update_running_scale(buffer.advantages, buffer.episode_index)
+            buffer.advantages = buffer.advantages / self._running_scale()
         # A rollout that ranks nothing: tied at the best seen (tied_at_best), so every weight is zero. Not "every
         # weight zero" alone: a tail of tied outcomes (lava dives) zeroes the CVaR weights too, and there the bonus
         # is what keeps unrewarded moves alive.
@@ -637,14 +637,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
-    def _running_scale(self, advantages: np.ndarray, episode_index: np.ndarray) -> float:
-        """``normalize_advantage="running"``: the root of the running mean square of the episode weights, this
-        rollout's included (:data:`RUNNING_DECAY`; the first rollout starts it)."""
+    def _update_running_scale(self, advantages: np.ndarray, episode_index: np.ndarray) -> None:
+        """``normalize_advantage="running"``: add this rollout's unscaled episode weights (``[T]`` per step) to the
+        running mean square ``_weight_square`` (:data:`RUNNING_DECAY`; the first rollout starts it)."""
         weights = np.zeros(self.n_episodes)
         weights[episode_index] = advantages  # every step of an episode has the episode's weight
         square = float(np.mean(weights**2))
         before = getattr(self, "_weight_square", None)
         self._weight_square = square if before is None else RUNNING_DECAY * before + (1.0 - RUNNING_DECAY) * square
+
+    def _running_scale(self) -> float:
+        """The divisor of ``normalize_advantage="running"``: the root of the running mean square (+1e-8)."""
         return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
