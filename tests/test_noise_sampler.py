@@ -11,7 +11,9 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from sb3_contrib.common.wrappers import ActionMasker
+
+from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.noise_sampler import NOMINAL_SHARE, PROB_CAP, NoiseSampler
 from ordergrad_rl.envs.noise import BernoulliNoiseMixin
 
@@ -70,6 +72,46 @@ def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe
     if kwargs.get("noise_sampler"):
         # The sampler moved to the crash (the tail's only event), up to its cap.
         assert model._noise.probs["crash"] == pytest.approx(PROB_CAP)
+
+
+def contrib_p_risky(model: Any) -> float:
+    """P(risky) of a recurrent policy at an episode start, or of a maskable one with both actions allowed."""
+    obs = model.policy.obs_to_tensor(np.array([0]))[0]
+    with th.no_grad():
+        if isinstance(model, OrderGradRecurrentPPO):
+            lstm = model.policy.lstm_actor
+            zeros = th.zeros(lstm.num_layers, 1, lstm.hidden_size)
+            distribution, _ = model.policy.get_distribution(obs, (zeros, zeros.clone()), th.ones(1))
+        else:
+            distribution = model.policy.get_distribution(obs, action_masks=np.ones((1, 2), dtype=bool))
+    return float(distribution.distribution.probs[0, 1])
+
+
+@pytest.mark.parametrize("variant", ["recurrent", "maskable"])
+@pytest.mark.parametrize(("kwargs", "safe"), [({}, True), ({"normalize_advantage": True}, False)])
+def test_contrib_variants_rare_costly_event(variant: str, kwargs: dict, safe: bool) -> None:
+    """The sb3-contrib variants share OrderGradPPO's default scale, and end where it ends on the known answer."""
+    th.set_num_threads(1)
+    if variant == "recurrent":
+        model = OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2", n_episodes=32,
+                                      learning_rate=3e-3, seed=0, **kwargs)  # fmt: skip
+    else:
+        env = ActionMasker(RareCrash(), lambda env: np.ones(2, dtype=bool))
+        model = OrderGradMaskablePPO("MlpPolicy", env, objective="cvar0.2", n_episodes=32, learning_rate=3e-3,
+                                     seed=0, **kwargs)  # fmt: skip
+    assert model.normalize_advantage == kwargs.get("normalize_advantage", "running")
+    model.learn(4000)
+    assert (contrib_p_risky(model) < 0.1) if safe else (contrib_p_risky(model) > 0.9)
+
+
+def test_contrib_variants_take_the_sampler() -> None:
+    th.set_num_threads(1)
+    env = ActionMasker(RareCrash(), lambda env: np.ones(2, dtype=bool))
+    model = OrderGradMaskablePPO("MlpPolicy", env, objective="cvar0.2", n_episodes=32, noise_sampler=True, seed=0)
+    recurrent = OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), n_episodes=32, noise_sampler=True, seed=0)
+    for agent in (model, recurrent):
+        agent.learn(640)
+        assert agent._noise.probs["crash"] > 0.02  # the tail's crashes moved q up from the env's p
 
 
 def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:

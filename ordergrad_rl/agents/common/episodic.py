@@ -99,7 +99,12 @@ EPISODIC_PPO_PARAMS = """
     :param clip_range: surrogate clipping parameter (or schedule).
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8), once per
         rollout (sb3-contrib's per-minibatch normalization is off); ``"running"``: by a running scale over the
-        rollouts, as OrderGradPPO.
+        rollouts. ``None`` (default): as OrderGradPPO, ``"running"`` for a ranked objective of one pooled batch on
+        episodes of at most 128 steps, else ``True``
+        (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`, which gives the measurements;
+        each variant ends on the safe action of tests/test_noise_sampler.py's rare-crash task with it and on the
+        risky one with ``True``).
+    :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise, as OrderGradPPO; default off.
     :param reward_to_go: mean objective: per-step reward-to-go advantages (default on for ``"mean"``, refused for ranked
         objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
@@ -210,7 +215,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         limit = episode_limit(env) if long_episode_defaults else None
         long = long_episodes(parsed, limit)
         if normalize_advantage is None:
-            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, long)
+            # The scale's default follows the episode limit in every algorithm, whether it sizes rollouts by it or not.
+            long_limit = long if long_episode_defaults else long_episodes(parsed, episode_limit(env))
+            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, long_limit)
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:
