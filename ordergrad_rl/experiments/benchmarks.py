@@ -250,6 +250,13 @@ METHODS: dict[str, Method] = {
         "tab:green",
     ),
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
+    # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
+    "og-reinforce-running": Method(
+        "OrderGradREINFORCE + running scale", "ordergrad_reinforce", {**CVAR, "normalize_advantage": "running"}, "peru"
+    ),
+    "og-reinforce-level": Method(
+        "OrderGradREINFORCE + level schedule", "ordergrad_reinforce", {**CVAR, "risk_schedule": "level"}, "rosybrown"
+    ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
     "qrdqn-cvar": Method(
