@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-
 from sb3_contrib.common.wrappers import ActionMasker
 
 from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE

@@ -89,8 +89,8 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs, gamma=gamma,
-            gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
+            noise_sampler=noise_sampler, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            gamma=gamma, gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm,
             rollout_buffer_class=check_buffer_class(rollout_buffer_class, MaskableEpisodicRolloutBuffer),
             rollout_buffer_kwargs=rollout_buffer_kwargs, target_kl=target_kl, stats_window_size=stats_window_size,
