@@ -328,6 +328,40 @@ def test_shortcut_nav_table_and_step_counts() -> None:
     assert abs(returns.mean() - shortcut.mean()) < 4 * sd / np.sqrt(returns.size)
 
 
+def mixture(laws: list, weights: list[float]):
+    """The return law of a policy that draws one of ``laws``' paths at the start of each episode."""
+    masses: dict[float, float] = {}
+    for law, weight in zip(laws, weights, strict=True):
+        for value, prob in zip(law.values, law.probs, strict=True):
+            masses[float(value)] = masses.get(float(value), 0.0) + weight * prob
+    return type(laws[0]).from_dict({v: p for v, p in masses.items() if p > 0})
+
+
+def test_shortcut_nav_cvar_has_local_optima_between_the_paths() -> None:
+    """Why CVaR_0.2 gradients stop short on v1 (the README's navigation runs): between the policy that stops at the
+    wall beside the gap, the shortcut and the detour, CVaR_0.2 falls before it rises, exactly. Moving a share
+    ``e`` of episodes from the wall to the shortcut adds crashes below the wall's time-out to the tail (the
+    successes stay above the value at risk) until e > 0.8 (-43.0 to -44.5 at e = 0.8, then up to -4.62 at 1); from
+    the shortcut to the detour it replaces successes (14) in the tail by the detour's 7 while the crashes stay
+    (-4.62 to -6.92 at e = 0.15, back at -4.62 near e = 0.3); from the wall to the detour CVaR_0.2 is flat (no
+    gradient) until e = 0.8. So the wall and the shortcut are local optima of the objective itself."""
+    env = gym.make("RiskyShortcutNav-v1").unwrapped
+    wall = env.deterministic_return_distribution(lambda obs: np.array([1.0 if obs[0] < 0.75 else 0.0, 0.0]))
+    assert wall.values.tolist() == [-43.0]  # a time-out at (0.8, 0), 1.0 from the goal: -50 + 10 * 0.7
+    shortcut = env.deterministic_return_distribution(follow(env, list(SHORTCUT)))
+    detour = env.deterministic_return_distribution(follow(env, list(DETOUR)))
+
+    def cvar(a, b, e: float) -> float:
+        return mixture([a, b], [1.0 - e, e]).cvar(ALPHA)
+
+    assert cvar(wall, shortcut, 0.05) < cvar(wall, shortcut, 0.0) == pytest.approx(-43.0)
+    assert cvar(wall, shortcut, 0.8) < -44.5  # and it still falls at e = 0.8
+    assert cvar(shortcut, detour, 0.1) < cvar(shortcut, detour, 0.0) == pytest.approx(-4.620, abs=1e-3)
+    assert cvar(shortcut, detour, 0.15) < -6.9 and cvar(shortcut, detour, 0.28) < cvar(shortcut, detour, 0.0)
+    assert [cvar(wall, detour, e) for e in (0.05, 0.4, 0.8)] == pytest.approx([-43.0] * 3)
+    assert cvar(wall, shortcut, 1.0) < cvar(shortcut, detour, 1.0) == pytest.approx(7.0)  # the tabled optima
+
+
 def zone_pacer(obs: np.ndarray) -> np.ndarray:
     """A closed-loop policy of the observation alone: right up to x = 0.85, then back and forth across x = 0.85, so
     that every step from the 8th enters the zone (43 zone steps) and the episode times out if it never crashes."""
