@@ -419,12 +419,11 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         "budget": timesteps,
         "timesteps": int(model.num_timesteps),
     }
-    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size (their defaults depend on the env)
+    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size and weight scale (defaults by the env)
         result["n_episodes"] = int(model.n_episodes)
+        result["normalize_advantage"] = model.normalize_advantage
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
-    if hasattr(model, "n_episodes"):
-        result["normalize_advantage"] = model.normalize_advantage
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)

@@ -216,8 +216,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         long = long_episodes(parsed, limit)
         if normalize_advantage is None:
             # The scale's default follows the episode limit in every algorithm, whether it sizes rollouts by it or not.
-            long_limit = long if long_episode_defaults else long_episodes(parsed, episode_limit(env))
-            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, long_limit)
+            scale_limit = limit if long_episode_defaults else episode_limit(env)
+            scaled_long = long_episodes(parsed, scale_limit)
+            normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, scaled_long)
         if batch_size is Ellipsis:
             n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
         else:
