@@ -110,19 +110,26 @@ def test_runs_from_before_the_tie_at_the_var_get_their_own_row_where_it_fires():
 
 
 def test_runs_from_before_the_running_scale_get_their_own_row():
-    """Runs stored before OrderGradPPO's weights were scaled by a running scale by default are labelled std-scale
-    where the default changed them (OrderGrad objectives of OrderGradPPO without an explicit normalize_advantage)."""
+    """Runs stored before OrderGradPPO's (then OrderGradREINFORCE's) weights were scaled by a running scale by default
+    are labelled std-scale where the default changed them (OrderGrad objectives without an explicit
+    normalize_advantage)."""
     new = [_run("bandit", "og-cvar", seed, 1.1) for seed in range(2)]
     old = {key: value for key, value in _run("bandit", "og-cvar", 2, 1.0).items() if key != "normalize_advantage"}
     peer = {key: value for key, value in _run("bandit", "gcvar-level", 0, 0.9).items() if key != "normalize_advantage"}
-    rows = bench.summarize([*new, old, peer])
+    # OrderGradREINFORCE's default changed later: its runs recorded True then.
+    reinforce = [{**_run("lava", "og-reinforce-level", seed, -6.8), "untie_at_var": True} for seed in range(2)]
+    reinforce[0]["normalize_advantage"] = True
+    rows = bench.summarize([*new, old, peer, *reinforce])
     assert [(bench.method_label(row), row["seeds"]) for row in rows] == [
         ("og-cvar", 2),
         ("og-cvar std-scale", 1),
         ("gcvar-level", 1),
+        ("og-reinforce-level std-scale", 1),
+        ("og-reinforce-level", 1),
     ]
-    unchanged = ("og-cvar-running", "gcvar-level", "og-mean", "ppo", "qrdqn-cvar", "og-reinforce-cvar")
+    unchanged = ("og-cvar-running", "gcvar-level", "og-mean", "ppo", "qrdqn-cvar", "og-reinforce-running")
     assert bench.running_by_default("og-cvar", "maze") and bench.running_by_default("og-cvar-level", "bandit")
+    assert bench.running_by_default("og-reinforce-cvar", "lava")
     assert not any(bench.running_by_default(name, "maze") for name in unchanged)
     assert not bench.running_by_default("og-cvar", "lunarlander")  # long episodes keep each rollout's std
     run = bench.run_one("bandit", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=5)

@@ -59,8 +59,9 @@ def p_risky(model: Any) -> float:
         (OrderGradPPO, 3e-3, {"normalize_advantage": True}, False),
         (OrderGradPPO, 3e-3, {"normalize_advantage": True, "noise_sampler": True}, True),
         (OrderGradPPO, 3e-3, {}, True),  # the default: a running scale across rollouts
-        (OrderGradREINFORCE, 1e-2, {}, False),
-        (OrderGradREINFORCE, 1e-2, {"noise_sampler": True}, True),
+        (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True}, False),
+        (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True, "noise_sampler": True}, True),
+        (OrderGradREINFORCE, 3e-3, {}, True),  # its default too
     ],
 )
 def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe: bool) -> None:
@@ -131,7 +132,8 @@ def test_running_scale_saved_and_used(tmp_path: Any) -> None:
     assert model.normalize_advantage == "running"  # the default for a ranked objective of one pooled batch
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="mean").normalize_advantage is True
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="gcvar0.2").normalize_advantage is True  # a peer's scale
-    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="cvar0.2").normalize_advantage is True
+    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="cvar0.2").normalize_advantage == "running"
+    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="mean").normalize_advantage is True
     model.learn(320)
     buffer = model.rollout_buffer
     weights = model.episode_weights(buffer.episode_returns)  # the scale training used

@@ -575,15 +575,16 @@ def method_label(row: dict) -> str:
 
 
 def scaled_per_rollout(run: dict) -> bool:
-    """Whether a run was stored before OrderGradPPO's ``normalize_advantage`` became ``"running"`` by default, by a
-    method whose runs that default changes (it divided each rollout's weights by their std)."""
-    return "normalize_advantage" not in run and running_by_default(run["method"], run["task"])
+    """Whether a run divided each rollout's weights by their std where its method now trains with the running scale
+    by default: stored before the default changed (OrderGradPPO's, then OrderGradREINFORCE's), with ``True``
+    recorded or, before the scale was recorded, nothing."""
+    return run.get("normalize_advantage", True) is True and running_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def running_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with ``normalize_advantage="running"`` by default on the task: an episodic
-    OrderGradPPO that does not set it, whose objective and episode limit get it
+    OrderGradPPO or an OrderGradREINFORCE that does not set it, whose objective and episode limit get it
     (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`)."""
     from ordergrad_rl.agents.common.arguments import default_normalize_advantage, long_episodes
     from ordergrad_rl.agents.common.env_util import episode_limit
@@ -593,7 +594,7 @@ def running_by_default(method_name: str, task_name: str) -> bool:
     method = METHODS[method_name]
     kwargs = method.kwargs
     if (
-        method.algo != "ordergrad_ppo"
+        method.algo not in ("ordergrad_ppo", "ordergrad_reinforce")
         or "normalize_advantage" in kwargs
         or kwargs.get("advantage", "episodic") != "episodic"
     ):
