@@ -33,6 +33,9 @@ by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entr
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
 with every other default) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights
 with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
+``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
+``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
+grid's optimum),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
@@ -256,6 +259,14 @@ METHODS: dict[str, Method] = {
     ),
     "og-reinforce-level": Method(
         "OrderGradREINFORCE + level schedule", "ordergrad_reinforce", {**CVAR, "risk_schedule": "level"}, "rosybrown"
+    ),
+    # OrderGradREINFORCE with the level schedule and an entropy bonus of 0.3 (about PPO's 0.01 per step times the lava
+    # grid's episode length: this class sums each episode's log-probabilities but averages the entropy over steps).
+    "og-reinforce-level-ent": Method(
+        "OrderGradREINFORCE + level schedule + entropy 0.3",
+        "ordergrad_reinforce",
+        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3},
+        "sandybrown",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
