@@ -149,6 +149,12 @@ class Method:
     color: str = "tab:blue"
 
     @property
+    def episodic(self) -> bool:
+        """Whether the method is an episodic OrderGrad agent (its rollout size, weight scale and tie rule follow the
+        agents' defaults)."""
+        return self.algo in ("ordergrad_ppo", "ordergrad_reinforce")
+
+    @property
     def discrete_only(self) -> bool:
         return self.algo == "qrdqn_cvar"
 
@@ -558,7 +564,7 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     from ordergrad_rl.core.channels import parse_agent_objective
 
     method = METHODS[method_name]
-    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce"):
+    if not method.episodic:
         return None
     if "n_episodes" in method.kwargs:
         return int(method.kwargs["n_episodes"])
@@ -604,11 +610,7 @@ def running_by_default(method_name: str, task_name: str) -> bool:
 
     method = METHODS[method_name]
     kwargs = method.kwargs
-    if (
-        method.algo not in ("ordergrad_ppo", "ordergrad_reinforce")
-        or "normalize_advantage" in kwargs
-        or kwargs.get("advantage", "episodic") != "episodic"
-    ):
+    if not method.episodic or "normalize_advantage" in kwargs or kwargs.get("advantage", "episodic") != "episodic":
         return False
     objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
     long = long_episodes(objective, episode_limit(TASKS[task_name].env_id))
@@ -632,7 +634,7 @@ def ties_at_var(method_name: str) -> bool:
 
     method = METHODS[method_name]
     kwargs = method.kwargs
-    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or not kwargs.get("untie_tail", True):
+    if not method.episodic or not kwargs.get("untie_tail", True):
         return False
     objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
     schedule = parse_risk_schedule(kwargs.get("risk_schedule"))
