@@ -21,7 +21,8 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	# One worker per core (tests of the Ray sweep share one worker: see tests/conftest.py).
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_core.py

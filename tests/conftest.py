@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``make test`` runs one worker per core), one torch thread per worker.
+
+    Torch's default of one thread per core would have the workers' threads busy-wait on each other; the tests'
+    networks are small, so one thread loses nothing. Subprocesses (the CLI and Ray tests) inherit the variable.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+        import torch as th
+
+        os.environ["OMP_NUM_THREADS"] = "1"
+        th.set_num_threads(1)
 
 
 def load_script(name: str) -> ModuleType:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray.tune", reason='needs the [ray] extra: pip install "ordergrad-rl[ray]"')
+# One pytest-xdist worker runs these: each starts a local Ray instance with 2 CPUs, and two at once would share them.
+pytestmark = pytest.mark.xdist_group("ray")
 
 GRID = ["objective=mean,cvar0.25", "seed=0,1", "env=RiskyBandit-v0", "algo=reinforce", "n_episodes=16"]
 # About a second of training per trial: the Ctrl-C lands while a later trial runs (one CPU runs them one after
