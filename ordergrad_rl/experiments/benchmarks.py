@@ -35,7 +35,8 @@ with every other default) and ``og-cvar-n32-baseline`` (with the value baseline)
 with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
-grid's optimum),
+grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
+update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
@@ -273,6 +274,24 @@ METHODS: dict[str, Method] = {
         "ordergrad_reinforce",
         {**CVAR, "risk_schedule": "level", "ent_coef": 0.3},
         "sandybrown",
+    ),
+    # OrderGradREINFORCE with 32 episodes per update (8x its ranked default's updates per budget: one gradient step per
+    # rollout), alone and with the entropy bonus of og-reinforce-level-ent.
+    "og-reinforce-n32": Method(
+        "OrderGradREINFORCE, 32 episodes per update", "ordergrad_reinforce", {**CVAR, "n_episodes": 32}, "darkgoldenrod"
+    ),
+    "og-reinforce-n32-ent": Method(
+        "OrderGradREINFORCE, 32 episodes + entropy 0.3",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "ent_coef": 0.3},
+        "goldenrod",
+    ),
+    # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation).
+    "og-reinforce-n32-noise": Method(
+        "OrderGradREINFORCE, 32 episodes + noise sampler",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "noise_sampler": True},
+        "khaki",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
