@@ -6,9 +6,11 @@ import itertools
 import math
 from collections import Counter
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import EpisodicRolloutBuffer
 
@@ -74,3 +76,42 @@ def test_an_env_with_short_episodes_does_not_wait_for_its_quota() -> None:
     buffer, steps = run_buffer([(1,) * 10, (10,) * 2], buffer_size=2)
     assert steps == 10 and sorted(buffer.episode_lengths.tolist()) == [1, 1, 1, 10]
     assert buffer.size() == 13  # of 2 x 10 env steps: env 0 idles 7 steps after its third episode
+
+
+class ConstantStep(gym.Env):
+    """One-step episodes from one observation (not 0: gSDE's noise is linear in the policy's features, all 0 there
+    at SB3's zero-initialized biases); the reward is the action's first coordinate."""
+
+    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.ones(1, np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.ones(1, np.float32), float(np.clip(action[0], -1.0, 1.0)), True, False, {}
+
+
+@pytest.mark.parametrize(
+    ("algo", "policy"),
+    [("OrderGradPPO", "MlpPolicy"), ("OrderGradREINFORCE", "MlpPolicy"), ("OrderGradRecurrentPPO", "MlpLstmPolicy")],
+)
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_gsde_episodes_are_independent_draws(algo: str, policy: str, n_envs: int) -> None:
+    # gSDE's noise is a function of the state while its matrix is kept; SB3 keeps one per env for the whole rollout
+    # (sde_sample_freq=-1), which would make every episode from this one observation repeat the env's first.
+    import ordergrad_rl.agents as agents
+
+    env = DummyVecEnv([ConstantStep] * n_envs)
+    model = getattr(agents, algo)(policy, env, objective="cvar0.2", n_episodes=64, use_sde=True, seed=0)
+    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
+    actions = model.rollout_buffer.actions[:, 0]
+    assert len(np.unique(actions)) == 64
+    # And they are draws of one normal distribution, the policy's at that observation (read off the stored log-probs,
+    # a quadratic in the action): standardized, mean 0 and var 1 (64 draws: the mean's sd is 1/8, the var's ~0.18).
+    quadratic, linear, _ = np.polyfit(actions, model.rollout_buffer.log_probs, 2)
+    var = -0.5 / quadratic
+    z = (actions - linear * var) / np.sqrt(var)
+    assert abs(z.mean()) < 0.5
+    assert 0.5 < z.var() < 1.6

@@ -504,6 +504,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             n_steps += 1
             self._last_obs = new_obs
             self._last_episode_starts = dones
+            if self.use_sde and dones.any():
+                self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
         self._warn_if_few_updates(rollout_buffer)
@@ -513,6 +515,25 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _resample_episode_noise(self, dones: np.ndarray) -> None:
+        """gSDE: draw a fresh exploration matrix for each env whose episode just ended (``dones``: ``[n_envs]``).
+
+        A gSDE action's noise is a function of the state for as long as its matrix is kept, so episodes that share
+        one (SB3's ``sde_sample_freq=-1`` keeps it for the whole rollout) are not independent draws of the policy:
+        from the same start they repeat each other, and a rank-based estimate over them is not the objective's.
+        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples within it.
+        """
+        policy = self.policy
+        n_envs = len(dones)
+        if n_envs == 1:
+            policy.reset_noise(1)  # type: ignore[attr-defined]
+            return
+        dist = policy.action_dist  # type: ignore[attr-defined]
+        with th.no_grad():  # SB3 samples with rsample; collection needs no graph
+            fresh = dist.weights_dist.sample((n_envs,))
+            ended = th.as_tensor(dones, device=fresh.device).view(-1, 1, 1)
+            dist.exploration_matrices = th.where(ended, fresh, dist.exploration_matrices)
 
     # ------------------------------------------------------------------ noise sampler
     def _start_noise(self, env: VecEnv) -> None:

@@ -47,7 +47,9 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
     :param env: env id, ``gym.Env`` or ``VecEnv`` with episodes that end.
     :param batch_size: steps per minibatch (of whole episodes), default ``max(64, n_episodes)``.
     :param use_sde: gSDE exploration, as in SB3.
-    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
+    :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
+        starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
+        independent draws of the policy, as the estimator needs.
     :param rollout_buffer_class: a subclass of
         :class:`~ordergrad_rl.agents.ppo_recurrent.buffers.RecurrentEpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer (``max_episode_steps``).

@@ -108,7 +108,9 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         ``gym.make`` env without further wrappers) with a native batch (the tail-risk ids), else 1 env from an id and
         env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
-    :param sde_sample_freq: resample the gSDE noise every n steps (-1: once per rollout).
+    :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
+        starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
+        independent draws of the policy, as the estimator needs.
     :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
