@@ -410,6 +410,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             buffer.values = history.predict(features)
             features = history.updated(features, buffer.episode_step, so_far)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
+        if not np.any(buffer.returns):
+            # Every weight is zero (a tied rollout: all time-outs at one return, or all at the best): there is nothing
+            # to credit, and the baseline's terms, zero only in expectation, would move the policy by noise alone.
+            return
         lam = getattr(self, "baseline_lambda", 1.0)
         buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
             np.float32
