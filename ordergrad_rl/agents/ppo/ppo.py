@@ -184,7 +184,9 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small network, saved with the
         model; no value head needed): what decides an episode's rank at step ``t`` is the state *and* what the
         episode has collected so far (Bauerle and Ott's augmented state for CVaR), which ``V(s_t)`` cannot see.
-        Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn.
+        Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn. A rollout whose weights are all zero
+        (its returns tied: every episode at the time limit) keeps zero advantages: the baseline's terms are zero
+        only in expectation, and alone they would move the policy by noise.
         Default ``None`` (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`): ``"history"`` for a
         ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
         :func:`~ordergrad_rl.agents.common.arguments.long_episodes`); on short episodes ``True`` for a ranked
