@@ -259,35 +259,3 @@ def test_history_baseline_term_has_zero_expected_gradient():
             samples[name].append(th.cat([g.flatten() for g in grads]).numpy())
     assert _z_squared(np.asarray(samples["history"], dtype=np.float64)) < 2.0
     assert _z_squared(np.asarray(samples["own reward"], dtype=np.float64)) > 4.0
-
-
-class SureThing(gym.Env):
-    """Every action of every episode returns 1 in 3 steps: a rollout of tied returns, every rank weight zero."""
-
-    observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
-    action_space = spaces.Discrete(3)
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        super().reset(seed=seed)
-        self.t = 0
-        return np.ones(1, np.float32), {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        self.t += 1
-        return np.full(1, self.t / 3, np.float32), 1.0 / 3, self.t == 3, False, {}
-
-
-@pytest.mark.parametrize("value_baseline", [True, "history"])
-def test_a_tied_rollout_leaves_the_policy_where_it_is(value_baseline):
-    # With every weight zero there is nothing to credit: a baseline's terms, zero only in expectation, would move the
-    # policy by noise (Acrobot-v1's rollouts of 32 time-outs drifted away from the uniform policy before a success).
-    model = OrderGradPPO(
-        "MlpPolicy", SureThing(), objective="cvar0.2", n_episodes=16, ent_coef=0.0, value_baseline=value_baseline
-    )
-    before = copy.deepcopy(model.policy.action_net.state_dict())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # few updates
-        model.learn(48)
-    assert not np.any(model.rollout_buffer.advantages)
-    for name, value in model.policy.action_net.state_dict().items():
-        assert th.equal(value, before[name]), name

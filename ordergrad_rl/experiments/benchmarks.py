@@ -137,11 +137,6 @@ ENV_BEFORE_IDS = {"nav": "RiskyShortcutNav-v0"}
 #: and are stored with the flag). The others never have such a tie (one step; a time limit at the best or the
 #: lowest return; continuous returns), so their runs are the same either way.
 TIE_AT_VAR_TASKS = ("maze", "lava")
-#: The tasks on which a whole rollout ties (every episode at the time limit: Acrobot-v1 before its first success,
-#: CartPole-v1 once solved), where OrderGradPPO's per-step baseline moved the policy by its own terms alone until a
-#: rollout of zero weights was left as it is. Runs stored before (no ``tied_rollout_kept`` recorded) by a method
-#: with a baseline are marked ``baseline-on-ties``; the other tasks never tie a whole rollout.
-TIED_ROLLOUT_TASKS = ("acrobot", "cartpole")
 
 
 @dataclass(frozen=True)
@@ -465,9 +460,6 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["normalize_advantage"] = model.normalize_advantage
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
-    if hasattr(model, "value_baseline"):
-        result["value_baseline"] = model.value_baseline
-        result["tied_rollout_kept"] = True
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -615,8 +607,6 @@ def method_label(row: dict) -> str:
         label = f"{label} untie-min"
     if row.get("std_scale"):
         label = f"{label} std-scale"
-    if row.get("baseline_on_ties"):
-        label = f"{label} baseline-on-ties"
     return label
 
 
@@ -670,21 +660,6 @@ def ties_at_var(method_name: str) -> bool:
     return gcvar is None and can_untie(objective, None) and (schedule is None or schedule.mean_share == 0)
 
 
-def baseline_on_ties(run: dict) -> bool:
-    """Whether a run on a task of :data:`TIED_ROLLOUT_TASKS` was stored before a rollout of zero weights left the
-    policy as it is, by a method whose agent has a per-step baseline there (OrderGradPPO's ``value_baseline``, its
-    default on these long episodes being the history baseline)."""
-    if run["task"] not in TIED_ROLLOUT_TASKS or "tied_rollout_kept" in run:
-        return False
-    method = METHODS[run["method"]]
-    kwargs = method.kwargs
-    return (
-        method.algo == "ordergrad_ppo"
-        and kwargs.get("advantage", "episodic") == "episodic"
-        and (kwargs.get("value_baseline") is not False)
-    )
-
-
 def greedy_exact(run: dict) -> bool:
     """Whether a run's greedy scores are exact (runs stored before ``greedy_exact`` was recorded: the tabular
     tasks')."""
@@ -696,12 +671,12 @@ def summarize(results: list[dict]) -> list[dict]:
     greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
     have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None, int | None, bool, bool, bool, bool], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None, bool, bool, bool], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
-        key += (untied_at_minimum_only(result), scaled_per_rollout(result), baseline_on_ties(result))
+        key += (untied_at_minimum_only(result), scaled_per_rollout(result))
         groups.setdefault(key, []).append(result)
-    for (task_name, method_name, budget, n_episodes, exact, minimum_only, std_scale, on_ties), runs in groups.items():
+    for (task_name, method_name, budget, n_episodes, exact, minimum_only, std_scale), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
@@ -716,8 +691,6 @@ def summarize(results: list[dict]) -> list[dict]:
             row["untie_min"] = True
         if std_scale:
             row["std_scale"] = True
-        if on_ties:
-            row["baseline_on_ties"] = True
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
