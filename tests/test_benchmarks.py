@@ -181,11 +181,12 @@ def test_summary_keeps_budgets_apart():
     assert rows[1]["timesteps"] == 300_000
 
 
-def test_grid_leaves_qrdqn_out_of_continuous_tasks():
-    config = bench.Config(tasks=("bandit", "nav"), methods=("og-cvar", "qrdqn-cvar"), seeds=2)
+def test_grid_leaves_qrdqn_out_of_continuous_tasks_and_gsde_out_of_discrete_ones():
+    config = bench.Config(tasks=("bandit", "nav"), methods=("og-cvar", "qrdqn-cvar", "og-cvar-sde"), seeds=2)
     runs = bench.runs_of(config)
     assert ("nav", "qrdqn-cvar", 0, 300_000) not in runs and ("bandit", "qrdqn-cvar", 1, 300_000) in runs
-    assert len(runs) == 6
+    assert ("bandit", "og-cvar-sde", 0, 300_000) not in runs and ("nav", "og-cvar-sde", 1, 300_000) in runs
+    assert len(runs) == 8
 
 
 def test_first_seed_shifts_the_seeds_of_every_run():

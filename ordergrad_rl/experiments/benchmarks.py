@@ -159,6 +159,11 @@ class Method:
     def discrete_only(self) -> bool:
         return self.algo == "qrdqn_cvar"
 
+    @property
+    def continuous_only(self) -> bool:
+        """gSDE (``use_sde``) needs ``Box`` actions."""
+        return bool(self.kwargs.get("use_sde"))
+
 
 CVAR = {"objective": "cvar0.2"}
 
@@ -211,6 +216,9 @@ METHODS: dict[str, Method] = {
     "og-cvar-running": Method(
         "usage line + running scale", "ordergrad_ppo", {**CVAR, "normalize_advantage": "running"}, "teal"
     ),
+    # The usage line with gSDE (state-dependent exploration noise, one matrix per episode): the point navigation's
+    # detour needs consistent moves away from the goal, which per-step Gaussian noise rarely makes.
+    "og-cvar-sde": Method("usage line + gSDE", "ordergrad_ppo", {**CVAR, "use_sde": True}, "slategray"),
     # The usage line with CeSoR's cross-entropy sampler of the env's noise (tasks whose env exposes it).
     "og-cvar-noise": Method("usage line + CE sampler", "ordergrad_ppo", {**CVAR, "noise_sampler": True}, "orchid"),
     "og-cvar-baseline": Method(
@@ -489,8 +497,9 @@ def _check(config: Config) -> None:
 
 
 def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
-    """``(task, method, seed, timesteps)`` of every run (QR-DQN only where actions are discrete: the suite mixes
-    action spaces, so it is left out of the others' rows rather than refused)."""
+    """``(task, method, seed, timesteps)`` of every run (QR-DQN only where actions are discrete and gSDE only where
+    they are continuous: the suite mixes action spaces, so a method is left out of the others' rows rather than
+    refused)."""
     import gymnasium as gym
 
     runs = []
@@ -499,7 +508,8 @@ def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
         discrete = isinstance(gym.make(task.env_id).action_space, gym.spaces.Discrete)
         steps = config.timesteps or task.timesteps
         for method_name in config.methods:
-            if METHODS[method_name].discrete_only and not discrete:
+            method = METHODS[method_name]
+            if (method.discrete_only and not discrete) or (method.continuous_only and discrete):
                 continue
             seeds = range(config.first_seed, config.first_seed + (config.seeds or task.seeds))
             runs += [(task_name, method_name, seed, steps) for seed in seeds]
