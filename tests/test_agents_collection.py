@@ -12,7 +12,7 @@ import pytest
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from ordergrad_rl.agents import EpisodicRolloutBuffer
+from ordergrad_rl.agents import EpisodicRolloutBuffer, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 
 # Episode lengths and their probabilities: a short and a long episode, so that a length-biased rule shows.
 LENGTHS, PROBS = (1, 3), (0.7, 0.3)
@@ -95,16 +95,14 @@ class ConstantStep(gym.Env):
 
 @pytest.mark.parametrize(
     ("algo", "policy"),
-    [("OrderGradPPO", "MlpPolicy"), ("OrderGradREINFORCE", "MlpPolicy"), ("OrderGradRecurrentPPO", "MlpLstmPolicy")],
+    [(OrderGradPPO, "MlpPolicy"), (OrderGradREINFORCE, "MlpPolicy"), (OrderGradRecurrentPPO, "MlpLstmPolicy")],
 )
 @pytest.mark.parametrize("n_envs", [1, 3])
-def test_gsde_episodes_are_independent_draws(algo: str, policy: str, n_envs: int) -> None:
+def test_gsde_episodes_are_independent_draws(algo: type, policy: str, n_envs: int) -> None:
     # gSDE's noise is a function of the state while its matrix is kept; SB3 keeps one per env for the whole rollout
     # (sde_sample_freq=-1), which would make every episode from this one observation repeat the env's first.
-    import ordergrad_rl.agents as agents
-
     env = DummyVecEnv([ConstantStep] * n_envs)
-    model = getattr(agents, algo)(policy, env, objective="cvar0.2", n_episodes=64, use_sde=True, seed=0)
+    model = algo(policy, env, objective="cvar0.2", n_episodes=64, use_sde=True, seed=0)
     model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
     actions = model.rollout_buffer.actions[:, 0]
     assert len(np.unique(actions)) == 64

@@ -526,7 +526,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         policy = self.policy
         n_envs = len(dones)
-        if n_envs == 1:
+        if n_envs == 1:  # SB3 acts on a batch of one with its single exploration_mat, not the per-env matrices
             policy.reset_noise(1)  # type: ignore[attr-defined]
             return
         dist = policy.action_dist  # type: ignore[attr-defined]
