@@ -1,0 +1,126 @@
+"""The usage line on a risk task outside the suite: Gymnasium's slippery CliffWalking-v1 with a 100-step limit.
+
+    python scripts/cliffwalking_probe.py [--methods ppo og-cvar og-cvar-history] [--seeds 0] [--steps 100000]
+                                         [--episodes 500] [--exact] [--json out.json] [--quick]
+
+Each method is trained as a new user would (``PPO("MlpPolicy", env)``, ``OrderGradPPO("MlpPolicy", env,
+objective="cvar0.2", ...)``), then scored on the mean of the worst 20% of ``--episodes`` evaluation returns, greedy
+and sampled (start seeds 10,000 on, the same for every method). ``--exact`` adds the task's exact mean- and
+CVaR_0.2-optimal values (:func:`~ordergrad_rl.envs.tabular.cvar_optimum` on the env's own transition table; several
+minutes at a 100-step limit).
+
+The env: a slippery step goes the intended way with probability 1/3 and to either side with 1/3 each; a step into
+the cliff pays -100 and returns to the start (it does not end the episode), every step pays -1, and the goal ends
+it. ``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3 import PPO
+
+from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
+
+ALPHA = 0.2
+#: CliffWalking's start state (row 3, column 0).
+START = 36
+#: method name -> OrderGradPPO keyword arguments (``ppo``: SB3's PPO at its defaults).
+METHODS: dict[str, dict[str, Any]] = {
+    "ppo": {},
+    "og-cvar": {"objective": "cvar0.2"},
+    "og-cvar-history": {"objective": "cvar0.2", "value_baseline": "history"},
+}
+
+
+def make_env(limit: int) -> gym.Env:
+    """Slippery CliffWalking-v1 truncated after ``limit`` steps."""
+    return gym.make("CliffWalking-v1", is_slippery=True, max_episode_steps=limit)
+
+
+def tail(returns: list[float]) -> dict[str, float]:
+    """The mean of the worst ``ALPHA`` share of ``returns`` (and their mean and minimum)."""
+    r = np.sort(returns)
+    return {"cvar": float(r[: max(1, int(len(r) * ALPHA))].mean()), "mean": float(r.mean()), "min": float(r[0])}
+
+
+def evaluate(predict: Callable[..., Any], limit: int, episodes: int, deterministic: bool) -> dict[str, float]:
+    """Score ``predict`` on ``episodes`` episodes started from seeds 10,000 on."""
+    env, returns = make_env(limit), []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=10_000 + i)
+        done, total = False, 0.0
+        while not done:
+            action, _ = predict(obs, deterministic=deterministic)
+            obs, reward, terminated, truncated, _ = env.step(int(action))
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    return tail(returns)
+
+
+def run(method: str, seed: int, steps: int, limit: int, episodes: int) -> dict[str, Any]:
+    """Train ``method`` for ``steps`` env steps and score it greedy and sampled."""
+    start = time.time()
+    env = make_env(limit)
+    kwargs = METHODS[method]
+    model = PPO("MlpPolicy", env, seed=seed) if method == "ppo" else OrderGradPPO("MlpPolicy", env, seed=seed, **kwargs)
+    model.learn(steps)
+    return {
+        "method": method,
+        "kwargs": kwargs,
+        "seed": seed,
+        "timesteps": int(model.num_timesteps),
+        "greedy": evaluate(model.predict, limit, episodes, True),
+        "sampled": evaluate(model.predict, limit, episodes, False),
+        "seconds": round(time.time() - start, 1),
+    }
+
+
+def exact(limit: int) -> dict[str, float]:
+    """The exact mean- and CVaR_0.2-optimal values (history-dependent policies) at the time limit ``limit``."""
+    mdp = TabularMDP.from_outcomes(make_env(limit).unwrapped.P, START, limit)
+    solution = cvar_optimum(mdp, ALPHA)
+    return {"mean_optimum": float(mean_optimum(mdp)[0]), "cvar_optimum": float(solution.value)}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--limit", type=int, default=100, help="the episode limit (max_episode_steps)")
+    parser.add_argument("--episodes", type=int, default=500, help="evaluation episodes per score")
+    parser.add_argument("--exact", action="store_true", help="also solve the task exactly (minutes at limit 100)")
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.limit, args.episodes = 1_000, 30, 20
+    th.set_num_threads(1)
+    out: dict[str, Any] = {"env": "CliffWalking-v1", "is_slippery": True, "limit": args.limit, "runs": []}
+    if args.exact:
+        out.update(exact(args.limit))
+        print(f"exact: mean optimum {out['mean_optimum']:.3f}, CVaR_0.2 optimum {out['cvar_optimum']:.3f}")
+    print(f"{'method':>16} {'seed':>4} {'greedy CVaR_0.2':>16} {'sampled CVaR_0.2':>17}")
+    for method in args.methods:
+        for seed in args.seeds:
+            result = run(method, seed, args.steps, args.limit, args.episodes)
+            out["runs"].append(result)
+            print(f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""scripts/cliffwalking_probe.py: the usage line on slippery CliffWalking-v1, a risk task outside the suite."""
+
+import json
+
+import pytest
+from conftest import load_script as load
+
+
+def test_exact_values_match_an_independent_dp():
+    # Computed by a separate vectorized backward DP (mean: over (s, t); CVaR: Bauerle-Ott over (s, t, accumulated
+    # return) for every integer threshold b in [-250, -20]), not by ordergrad_rl.envs.tabular. At a 30-step limit the
+    # CVaR_0.2 optimum is to stay clear of the cliff and time out; the mean optimum risks the walk to the goal.
+    values = load("cliffwalking_probe").exact(30)
+    assert values["mean_optimum"] == pytest.approx(-29.930922934602968, abs=1e-9)
+    assert values["cvar_optimum"] == pytest.approx(-30.0, abs=1e-9)
+
+
+def test_tail_is_the_mean_of_the_worst_fifth():
+    script = load("cliffwalking_probe")
+    assert script.tail([-100.0, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -300.0]) == {
+        "cvar": -200.0,
+        "mean": -43.6,
+        "min": -300.0,
+    }
+
+
+@pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")  # 1,000 steps: a few updates
+def test_quick(tmp_path, capsys):
+    path = tmp_path / "cliff.json"
+    out = load("cliffwalking_probe").main(["--quick", "--methods", "ppo", "og-cvar", "--json", str(path)])
+    assert json.loads(path.read_text()) == json.loads(json.dumps(out))
+    assert [(r["method"], r["seed"]) for r in out["runs"]] == [("ppo", 0), ("og-cvar", 0)]
+    for run in out["runs"]:
+        assert run["timesteps"] >= 1_000
+        for score in (run["greedy"], run["sampled"]):
+            # 20 episodes of at most 30 steps, each at least -1 per step; a cliff step costs 100 more.
+            assert -30 - 100 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= -1
+    assert "og-cvar" in capsys.readouterr().out
