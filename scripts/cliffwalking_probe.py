@@ -29,6 +29,7 @@ from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
+from ordergrad_rl.risk import lower_tail_mean
 
 ALPHA = 0.2
 #: CliffWalking's start state (row 3, column 0).
@@ -48,8 +49,8 @@ def make_env(limit: int) -> gym.Env:
 
 def tail(returns: list[float]) -> dict[str, float]:
     """The mean of the worst ``ALPHA`` share of ``returns`` (and their mean and minimum)."""
-    r = np.sort(returns)
-    return {"cvar": float(r[: max(1, int(len(r) * ALPHA))].mean()), "mean": float(r.mean()), "min": float(r[0])}
+    r = np.asarray(returns, dtype=np.float64)
+    return {"cvar": lower_tail_mean(r, ALPHA), "mean": float(r.mean()), "min": float(r.min())}
 
 
 def evaluate(predict: Callable[..., Any], limit: int, episodes: int, deterministic: bool) -> dict[str, float]:
