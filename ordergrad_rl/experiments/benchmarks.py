@@ -468,6 +468,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["normalize_advantage"] = model.normalize_advantage
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
+    if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
+        result["value_baseline"] = model.value_baseline
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
