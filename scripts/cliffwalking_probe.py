@@ -79,6 +79,7 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int) -> dict[s
         "method": method,
         "kwargs": kwargs,
         "seed": seed,
+        "steps": steps,
         "timesteps": int(model.num_timesteps),
         "greedy": evaluate(model.predict, limit, episodes, True),
         "sampled": evaluate(model.predict, limit, episodes, False),

@@ -31,7 +31,7 @@ def test_quick(tmp_path, capsys):
     assert json.loads(path.read_text()) == json.loads(json.dumps(out))
     assert [(r["method"], r["seed"]) for r in out["runs"]] == [("ppo", 0), ("og-cvar", 0)]
     for run in out["runs"]:
-        assert run["timesteps"] >= 1_000
+        assert run["steps"] == 1_000 and run["timesteps"] >= 1_000
         for score in (run["greedy"], run["sampled"]):
             # 20 episodes of at most 30 steps, each at least -1 per step; a cliff step costs 100 more.
             assert -30 - 100 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= -1
