@@ -113,6 +113,9 @@ def test_ppo_subtracts_the_baseline_predicted_before_the_rollout_and_then_fits_i
     assert model.history_baseline.history_rms.count > before.history_rms.count
     assert not th.equal(model.history_baseline.net[0].weight, before.net[0].weight)
     assert "train/baseline_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+    # The fit's quality is logged out of sample: the prediction made before this rollout against its weights.
+    logged = model.logger.name_to_value["train/baseline_explained_variance"]
+    assert logged == pytest.approx(1 - np.var(buffer.returns - buffer.values) / np.var(buffer.returns), rel=1e-4)
     # The policy's value head is not trained (SB3's value loss is 0 without it).
     assert "train/value_loss" not in (tmp_path / "progress.csv").read_text().splitlines()[0]
 

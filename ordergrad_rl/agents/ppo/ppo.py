@@ -11,6 +11,7 @@ import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.utils import explained_variance
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
 from ordergrad_rl.agents.common.arguments import (
@@ -182,7 +183,9 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``policy_kwargs`` without ``critic="none"``). ``"history"``: a baseline of the history instead,
         ``b(s_t, t, G_<t)`` with ``G_<t`` the return collected before step ``t``
         (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small network, saved with the
-        model; no value head needed): what decides an episode's rank at step ``t`` is the state *and* what the
+        model; no value head needed; ``train/baseline_loss`` logs its fit, ``train/baseline_explained_variance`` how
+        much of each rollout's weight variance its prediction, made before that rollout, explains): what decides an
+        episode's rank at step ``t`` is the state *and* what the
         episode has collected so far (Bauerle and Ott's augmented state for CVaR), which ``V(s_t)`` cannot see.
         Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn. A rollout whose returns all tie (every
         weight zero: every episode at the time limit) still gets the baseline's terms, which are zero only in
@@ -414,6 +417,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
             # must not depend on the actions it credits.
             features = history.features(buffer.observations, buffer.episode_step, so_far)
             buffer.values = history.predict(features)
+            # Out of sample (predicted before this rollout is fitted), as SB3's train/explained_variance of a critic:
+            # at or below 0 the baseline adds as much variance to the advantages as it removes.
+            fit_quality = explained_variance(buffer.values, buffer.returns)
+            if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain)
+                self.logger.record("train/baseline_explained_variance", float(fit_quality))
             features = history.updated(features, buffer.episode_step, so_far)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
         lam = getattr(self, "baseline_lambda", 1.0)
