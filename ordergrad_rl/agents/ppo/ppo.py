@@ -185,8 +185,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small network, saved with the
         model; no value head needed; ``train/baseline_loss`` logs its fit, ``train/baseline_explained_variance`` how
         much of each rollout's weight variance its prediction, made before that rollout, explains): what decides an
-        episode's rank at step ``t`` is the state *and* what the
-        episode has collected so far (Bauerle and Ott's augmented state for CVaR), which ``V(s_t)`` cannot see.
+        episode's rank at step ``t`` is the state *and* what the episode has collected so far (Bauerle and Ott's
+        augmented state for CVaR), which ``V(s_t)`` cannot see.
         Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn. A rollout whose returns all tie (every
         weight zero: every episode at the time limit) still gets the baseline's terms, which are zero only in
         expectation and move the policy by noise there. Dropping them measured worse
