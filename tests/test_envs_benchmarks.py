@@ -3,6 +3,7 @@ MDPs, every number printed in the envs' docstrings recomputed, and the envs' sam
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -26,6 +27,8 @@ from ordergrad_rl.envs.shortcut_nav import (
     progress_potential,
 )
 from ordergrad_rl.envs.tabular import (
+    ReturnDistribution,
+    StationarySolution,
     TabularMDP,
     best_stationary_cvar,
     cvar_optimum,
@@ -178,16 +181,30 @@ def test_solver_arguments_are_checked() -> None:
         cvar_optimum(mdp, ALPHA, np.zeros((2, 2), dtype=bool))
     with pytest.raises(ValueError, match="policy"):
         return_distribution(mdp, np.zeros(5, dtype=int))
+    law = return_distribution(mdp, np.zeros(2, dtype=int))
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="weight"):
+            law.mix(law, bad)
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            law.cvar_slope(law, bad)
 
 
 # ---------------------------------------------------------------------------- the tabular envs' tables
-def tabular_rows(env: RiskyLavaGridEnv | GuardedMazeEnv) -> dict[str, list[float]]:
-    mdp = env.tabular()
+@functools.cache
+def solved(cls: type) -> tuple[TabularMDP, np.ndarray, StationarySolution]:
+    """A tabular env's default MDP, its mean-optimal ``[horizon, S]`` table and its best stationary CVaR_0.2 policy
+    (the maze's branch and bound takes seconds: solved once per session)."""
+    mdp = cls().tabular()
     _, mean_table = mean_optimum(mdp)
+    return mdp, mean_table, best_stationary_cvar(mdp, ALPHA, initial=[mean_table[0]])
+
+
+def tabular_rows(cls: type) -> dict[str, list[float]]:
+    mdp, mean_table, stationary = solved(cls)
     mean_law = return_distribution(mdp, markov_policy(mean_table, mdp.n_actions))
     history = cvar_optimum(mdp, ALPHA)
     history_law = return_distribution(mdp, history.policy)
-    stationary = best_stationary_cvar(mdp, ALPHA, initial=[mean_table[0]])
     assert stationary.exact
     stationary_law = return_distribution(mdp, stationary.policy)
     assert history_law.cvar(ALPHA) == pytest.approx(history.value, abs=1e-9)
@@ -201,7 +218,7 @@ def tabular_rows(env: RiskyLavaGridEnv | GuardedMazeEnv) -> dict[str, list[float
 @pytest.mark.parametrize("cls", [RiskyLavaGridEnv, GuardedMazeEnv])
 def test_tabular_env_tables_are_exact(cls: type) -> None:
     table = docstring_rows(cls)
-    exact = tabular_rows(cls())
+    exact = tabular_rows(cls)
     for name, numbers in exact.items():
         np.testing.assert_allclose(table[name], numbers, atol=6e-4, err_msg=name)
     # The mean- and CVaR-optimal policies differ by several units of CVaR_0.2.
@@ -360,6 +377,93 @@ def test_shortcut_nav_cvar_has_local_optima_between_the_paths() -> None:
     assert cvar(shortcut, detour, 0.15) < -6.9 and cvar(shortcut, detour, 0.28) < cvar(shortcut, detour, 0.0)
     assert [cvar(wall, detour, e) for e in (0.05, 0.4, 0.8)] == pytest.approx([-43.0] * 3)
     assert cvar(wall, shortcut, 1.0) < cvar(shortcut, detour, 1.0) == pytest.approx(7.0)  # the tabled optima
+
+
+def random_law(rng: np.random.Generator, tenths: bool):
+    """A law on 1-4 distinct integers in [-5, 5]; with ``tenths`` its probabilities are multiples of 0.1, so that
+    the CDF often equals the level 0.2 or 0.3 exactly (the tie in ``cvar_slope``)."""
+    values = rng.choice(np.arange(-5, 6), rng.integers(1, 5), replace=False)
+    weights = rng.integers(1, 6, values.size).astype(float)
+    probs = weights / weights.sum()
+    if tenths:
+        probs = np.maximum(np.round(probs * 10), 1) / 10
+        probs[-1] = 1.0 - probs[:-1].sum()
+        if probs[-1] <= 0:
+            return random_law(rng, tenths)
+    return ReturnDistribution.from_dict(dict(zip(values.astype(float).tolist(), probs.tolist(), strict=True)))
+
+
+@pytest.mark.parametrize("tenths", [False, True])
+def test_mix_and_cvar_slope_match_brute_force(tenths: bool) -> None:
+    """``mix`` against the independent ``mixture`` above; ``cvar_slope`` against a finite difference of the
+    independent ``lower_tail_mean`` of that mixture (CVaR is piecewise linear in the share, so a small step is exact
+    up to rounding), at levels that hit the CDF's atoms exactly and at a random one."""
+    rng = np.random.default_rng(int(tenths))
+    step, ties = 1e-7, 0
+    for _ in range(400):
+        a, b = random_law(rng, tenths), random_law(rng, tenths)
+        share = float(rng.uniform())
+        mixed, reference = a.mix(b, share), mixture([a, b], [1.0 - share, share])
+        np.testing.assert_allclose(mixed.values, reference.values)
+        np.testing.assert_allclose(mixed.probs, reference.probs, atol=1e-12)
+        for alpha in (0.2, 0.3, 1.0, float(rng.uniform(0.05, 1.0))):
+            ties += alpha < 1.0 and bool(np.isclose(np.cumsum(a.probs), alpha, rtol=0, atol=1e-12).any())
+            moved = mixture([a, b], [1.0 - step, step])
+            finite = lower_tail_mean(moved.values, moved.probs, alpha) - lower_tail_mean(a.values, a.probs, alpha)
+            assert a.cvar_slope(b, alpha) == pytest.approx(finite / step, abs=1e-5)
+        assert a.cvar_slope(b, 1.0) == pytest.approx(b.mean() - a.mean())
+    assert ties > 100 or not tenths  # the tie branch (a CDF equal to the level) is exercised
+
+
+def uniform_mean_and_cvar_laws(cls: type) -> tuple[ReturnDistribution, ...]:
+    """The return laws of a tabular env's uniform policy, its mean-optimal policy and its best stationary CVaR_0.2
+    policy."""
+    mdp, mean_table, stationary = solved(cls)
+    uniform = np.full((mdp.n_states, mdp.n_actions), 1.0 / mdp.n_actions)
+    policies = (uniform, markov_policy(mean_table, mdp.n_actions), stationary.policy)
+    return tuple(return_distribution(mdp, policy) for policy in policies)
+
+
+@pytest.mark.parametrize(
+    ("cls", "from_mean", "from_uniform"),
+    [
+        (RiskyLavaGridEnv, "slope +4.965", None),
+        (GuardedMazeEnv, "slope -19.874", "slope +6.161"),
+        (HeavyTailBanditEnv, "slope -10.800", "slope +3.900"),
+    ],
+)
+def test_docstring_slopes_from_the_mean_optimum(cls: type, from_mean: str, from_uniform: str | None) -> None:
+    """The slopes of CVaR_0.2 that the docstrings give (why a schedule that starts at the mean reaches the lava
+    grid's optimum and not the maze's or the bandit's), recomputed, and the valley they imply checked on the
+    mixture itself: a better policy behind a negative slope is reached only past a dip."""
+    uniform, mean_law, cvar_law = uniform_mean_and_cvar_laws(cls)
+    doc = " ".join(cls.__doc__.split())
+    assert from_mean in doc and f"{mean_law.cvar_slope(cvar_law, ALPHA):+.3f}" == from_mean.split()[1]
+    if from_uniform is not None:
+        assert from_uniform in doc and f"{uniform.cvar_slope(cvar_law, ALPHA):+.3f}" == from_uniform.split()[1]
+    dip = min(mean_law.mix(cvar_law, w).cvar(ALPHA) for w in np.linspace(0.0, 1.0, 1001))
+    assert cvar_law.cvar(ALPHA) > mean_law.cvar(ALPHA)
+    assert (dip < mean_law.cvar(ALPHA) - 1.0) == (mean_law.cvar_slope(cvar_law, ALPHA) < 0)
+    for match in re.finditer(
+        r"down to (-?\d+\.\d+) at ``w = (\d\.\d+)``, back to (-?\d+\.\d+) only at ``w = (\d\.\d+)``", doc
+    ):
+        low, at, back, where = map(float, match.groups())
+        assert mean_law.mix(cvar_law, at).cvar(ALPHA) == pytest.approx(low, abs=2e-3)
+        assert (
+            mean_law.mix(cvar_law, where - 1e-3).cvar(ALPHA) < back <= mean_law.mix(cvar_law, where + 1e-3).cvar(ALPHA)
+        )
+
+
+def test_shortcut_nav_docstring_slopes() -> None:
+    env = gym.make("RiskyShortcutNav-v1").unwrapped
+    wall = ReturnDistribution.from_dict({-43.0: 1.0})
+    shortcut = env.deterministic_return_distribution(follow(env, list(SHORTCUT)))
+    detour = env.deterministic_return_distribution(follow(env, list(DETOUR)))
+    doc = " ".join(RiskyShortcutNavEnv.__doc__.split())
+    assert f"slope {shortcut.cvar_slope(detour, ALPHA):.3f}" in doc
+    assert wall.cvar_slope(detour, ALPHA) == 0.0 and f"{wall.cvar_slope(shortcut, ALPHA):.3f}" in doc
+    dip = min(shortcut.mix(detour, w).cvar(ALPHA) for w in np.linspace(0.14, 0.16, 201))
+    assert f"down to {dip:.3f} at ``w = 0.150``" in doc
 
 
 def zone_pacer(obs: np.ndarray) -> np.ndarray:

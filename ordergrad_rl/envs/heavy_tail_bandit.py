@@ -38,6 +38,12 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
     So the mean-optimal policy (arm 2) has mean 4.16 and CVaR_0.2 -3.2, the CVaR_0.2-optimal one (arm 0) mean 2
     and CVaR_0.2 1. The loss of arm 2 comes once in 25 pulls: a batch of 256 episodes holds about 10.
 
+    Arm 2 is a local maximum of CVaR_0.2: moving a share ``w`` of pulls from it to arm 0 puts arm 0's 1s and 3s in
+    the tail below arm 2's 6 while its -40s stay, slope -10.800 (``ReturnDistribution.cvar_slope``), down to -5.000
+    at ``w = 0.167``, back to -3.200 only at ``w = 0.488``. From the uniform policy CVaR_0.2 rises towards arm 0
+    (slope +3.900) and falls towards arm 2 (-4.300), so an agent that starts near uniform is led to arm 0 and one
+    that first learns arm 2 (a risk schedule that starts at the mean) stays there.
+
     ## Action Space
 
     ``Discrete(3)``: the arm. Anything outside the space raises ``ValueError``.

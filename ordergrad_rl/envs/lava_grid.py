@@ -67,6 +67,10 @@ class RiskyLavaGridEnv(GridEnv):
     The stationary optimum (``CVAR_POLICY``) is the safe path except that, having slipped back to row 1 at
     column 2 or 3, it goes on right along the lava instead of climbing back: it beats the safe path (0.951).
 
+    From the mean-optimal policy towards the stationary optimum, CVaR_0.2 rises at once: slope +4.965 per unit
+    share of episodes moved (``ReturnDistribution.cvar_slope``), so an agent that first learns the shortcut (a
+    risk schedule that starts at the mean) still has a gradient to the safe path.
+
     ## Action Space
 
     ``Discrete(4)``: 0 up, 1 right, 2 down, 3 left. Anything else raises ``ValueError``.

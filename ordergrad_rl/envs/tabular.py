@@ -14,6 +14,8 @@ The library layer under the known-answer benchmark envs (no RL, NumPy only). A t
   where for each candidate ``b`` among the finitely many attainable returns ``min_pi E[(b - G)^+]`` is a backward
   recursion over (time, state, accumulated return); the optimal ``b`` is an attainable return (the optimal policy's
   ``a``-quantile), so the maximum over the candidates is exact;
+* :meth:`ReturnDistribution.cvar_slope`: how CVaR changes as a policy starts to mix in another, so whether a
+  better policy is within a gradient's reach or behind a valley (CVaR is convex in the mixture share);
 * :func:`best_stationary_cvar`: the best stationary deterministic policy of the state alone (what an agent that
   observes only the state can represent), by branch and bound: a node fixes the actions of some states, its bound is
   :func:`cvar_optimum` with the other states left free (history-dependent), which can only be larger.
@@ -140,6 +142,45 @@ class ReturnDistribution:
     def prob(self, condition: Callable[[np.ndarray], np.ndarray]) -> float:
         """Probability that ``condition(return)`` holds (``condition`` is vectorized over values)."""
         return float(self.probs[condition(self.values)].sum())
+
+    def mix(self, other: ReturnDistribution, weight: float) -> ReturnDistribution:
+        """The return of a policy that draws once, before the episode, to play ``other`` with probability ``weight``
+        and this one otherwise.
+
+        :raises ValueError: unless ``0 <= weight <= 1``.
+        """
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"weight must be in [0, 1], got {weight!r}")
+        masses: dict[float, float] = {}
+        for law, share in ((self, 1.0 - weight), (other, weight)):
+            for value, prob in zip(law.values, law.probs, strict=True):
+                masses[_key(value)] = masses.get(_key(value), 0.0) + share * prob
+        return ReturnDistribution.from_dict({v: p for v, p in masses.items() if p > 0.0})
+
+    def cvar_slope(self, other: ReturnDistribution, alpha: float) -> float:
+        """The right derivative of ``self.mix(other, w).cvar(alpha)`` at ``w = 0``: how the CVaR changes as the policy
+        starts to play ``other`` now and then, the direction a policy gradient can take between two policies.
+
+        By Danskin's theorem on ``CVaR_a(G) = max_b {b - E[(b - G)^+] / a}`` it is the largest
+        ``(E_self[(b - G)^+] - E_other[(b - G)^+]) / a`` over this law's maximizing ``b``: its ``alpha``-quantile,
+        or the interval between two values where the CDF equals ``alpha`` exactly. The expression is piecewise
+        linear in ``b`` with kinks at ``other``'s values, so the interval's ends and those values are enough. A
+        slope <= 0 toward a better law (``other.cvar(alpha) > self.cvar(alpha)``) makes this one a local maximum
+        along the mixture: CVaR is convex in the mixture weight, so the better law is across a valley.
+
+        :raises ValueError: unless ``0 < alpha <= 1``.
+        """
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+        cdf = np.cumsum(self.probs)
+        k = min(int(np.searchsorted(cdf, alpha - 1e-12)), len(self.values) - 1)
+        low = high = self.values[k]
+        if abs(cdf[k] - alpha) <= 1e-12:  # the CDF is flat at alpha up to the next value: every b in between is optimal
+            high = self.values[k + 1] if k + 1 < len(self.values) else max(low, other.values[-1])
+        inside = other.values[(other.values > low) & (other.values < high)]
+        candidates = np.concatenate([[low, high], inside])
+        shortfall = [np.maximum(candidates[:, None] - law.values, 0.0) @ law.probs for law in (self, other)]
+        return float(np.max(shortfall[0] - shortfall[1]) / alpha)
 
 
 @dataclass(frozen=True)
