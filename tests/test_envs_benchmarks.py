@@ -377,6 +377,12 @@ def test_shortcut_nav_cvar_has_local_optima_between_the_paths() -> None:
     assert cvar(shortcut, detour, 0.15) < -6.9 and cvar(shortcut, detour, 0.28) < cvar(shortcut, detour, 0.0)
     assert [cvar(wall, detour, e) for e in (0.05, 0.4, 0.8)] == pytest.approx([-43.0] * 3)
     assert cvar(wall, shortcut, 1.0) < cvar(shortcut, detour, 1.0) == pytest.approx(7.0)  # the tabled optima
+    # The slopes and the dip that the docstring gives, from the library's ``cvar_slope`` and ``mix``.
+    doc = " ".join(RiskyShortcutNavEnv.__doc__.split())
+    assert f"slope {shortcut.cvar_slope(detour, ALPHA):.3f}" in doc
+    assert wall.cvar_slope(detour, ALPHA) == 0.0 and f"{wall.cvar_slope(shortcut, ALPHA):.3f}" in doc
+    dip = min(shortcut.mix(detour, w).cvar(ALPHA) for w in np.linspace(0.14, 0.16, 201))
+    assert f"down to {dip:.3f} at ``w = 0.150``" in doc
 
 
 def random_law(rng: np.random.Generator, tenths: bool):
@@ -452,18 +458,6 @@ def test_docstring_slopes_from_the_mean_optimum(cls: type, from_mean: str, from_
         assert (
             mean_law.mix(cvar_law, where - 1e-3).cvar(ALPHA) < back <= mean_law.mix(cvar_law, where + 1e-3).cvar(ALPHA)
         )
-
-
-def test_shortcut_nav_docstring_slopes() -> None:
-    env = gym.make("RiskyShortcutNav-v1").unwrapped
-    wall = ReturnDistribution.from_dict({-43.0: 1.0})
-    shortcut = env.deterministic_return_distribution(follow(env, list(SHORTCUT)))
-    detour = env.deterministic_return_distribution(follow(env, list(DETOUR)))
-    doc = " ".join(RiskyShortcutNavEnv.__doc__.split())
-    assert f"slope {shortcut.cvar_slope(detour, ALPHA):.3f}" in doc
-    assert wall.cvar_slope(detour, ALPHA) == 0.0 and f"{wall.cvar_slope(shortcut, ALPHA):.3f}" in doc
-    dip = min(shortcut.mix(detour, w).cvar(ALPHA) for w in np.linspace(0.14, 0.16, 201))
-    assert f"down to {dip:.3f} at ``w = 0.150``" in doc
 
 
 def zone_pacer(obs: np.ndarray) -> np.ndarray:
