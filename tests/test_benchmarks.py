@@ -136,6 +136,34 @@ def test_runs_from_before_the_running_scale_get_their_own_row():
     assert run["normalize_advantage"] == "running"
 
 
+def test_runs_from_before_the_best_tie_rule_get_their_own_row_on_cartpole(tmp_path):
+    """CartPole runs with a per-step baseline stored before a rollout tied at the best return trained on zero
+    advantages are labelled tie-baseline; runs without a baseline, other algorithms and other tasks pool."""
+
+    def old(task, method, seed):
+        return {**_run(task, method, seed, 400.0), "normalize_advantage": True}
+
+    new = [{**old("cartpole", "og-cvar", seed), "best_tie_zeroed": True} for seed in range(2)]
+    runs = [*new, old("cartpole", "og-cvar", 2), old("cartpole", "og-cvar-n256", 0), old("cartpole", "ppo", 0)]
+    runs += [old("acrobot", "og-cvar", 0), {**old("acrobot", "og-cvar", 1), "best_tie_zeroed": True}]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-cvar", 2),
+        ("og-cvar tie-baseline", 1),
+        ("og-cvar-n256", 1),  # value_baseline=False
+        ("ppo", 1),
+        ("og-cvar", 2),  # Acrobot never ties a rollout at the best
+    ]
+    assert [bench.baseline_by_default(name) for name in ("gcvar-level", "og-cvar-state", "og-mean", "qrdqn-cvar")] == [
+        True, True, False, False
+    ]  # fmt: skip
+    before, now = tmp_path / "before.json", tmp_path / "now.json"
+    before.write_text(json.dumps({"runs": [old("cartpole", "og-cvar", 0)]}))
+    now.write_text(json.dumps({"runs": [new[0]]}))
+    assert len(bench.read_runs([before, now])) == 2  # the same seed and steps, kept side by side
+    run = bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert run["best_tie_zeroed"] is True
+
+
 def test_steps_to_optimum_needs_the_optimum_kept_to_the_end():
     curve = [(10, -5.0), (20, 1.0), (30, -1.0), (40, 0.95), (50, 1.1)]
     assert bench.steps_to_optimum(curve, 0.9) == 40

@@ -562,6 +562,25 @@ def test_a_rollout_tied_at_the_best_return_is_trained_without_the_entropy_bonus(
     assert model.ent_coef == 0.1  # the saved coefficient is the user's
 
 
+@pytest.mark.parametrize("baseline", [True, "history"])
+def test_a_rollout_tied_at_the_best_return_trains_on_zero_advantages_over_a_baseline(baseline):
+    """Every weight of a rollout tied at the best return is zero, and so are its advantages: the baseline's terms,
+    zero only in expectation, do not become its update. A rollout tied with nothing better seen keeps them (there the
+    noise explores: Acrobot-v1, ``value_baseline``'s docstring)."""
+    kwargs = {"objective": "cvar0.25", "n_episodes": 8, "seed": 0, "value_baseline": baseline}
+    at_best = OrderGradPPO("MlpPolicy", _SameReturn(worse_first=8), **kwargs)
+    at_bottom = OrderGradPPO("MlpPolicy", _SameReturn(), **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        at_best.learn(8 * 3)
+        at_bottom.learn(8 * 3)
+    assert at_best._rollout_tied_at_best and not np.any(at_best.rollout_buffer.advantages)
+    assert not at_bottom._rollout_tied_at_best
+    assert not np.any(at_bottom.rollout_buffer.returns)  # every weight zero there too ...
+    if baseline == "history":  # ... but not the baseline's prediction (V of the constant zero observation is 0)
+        assert np.all(at_bottom.rollout_buffer.advantages != 0)
+
+
 def test_a_rollout_tied_with_nothing_better_seen_keeps_the_entropy_bonus(tmp_path):
     """Every episode ties from the start (every Acrobot episode at -500): the bonus is all that explores."""
     model = OrderGradPPO("MlpPolicy", _SameReturn(), objective="cvar0.25", n_episodes=8, seed=0)

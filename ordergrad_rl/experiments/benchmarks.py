@@ -137,6 +137,12 @@ ENV_BEFORE_IDS = {"nav": "RiskyShortcutNav-v0"}
 #: and are stored with the flag). The others never have such a tie (one step; a time limit at the best or the
 #: lowest return; continuous returns), so their runs are the same either way.
 TIE_AT_VAR_TASKS = ("maze", "lava")
+#: The tasks where a whole rollout can tie at the best return (every CartPole-v1 episode at its 500-step limit). Runs
+#: with a per-step baseline stored before such a rollout trained on zero advantages kept the baseline's terms there,
+#: and form their own rows (``tie-baseline``); on the other tasks no rollout ties at the best (the lava grid, the maze,
+#: the bandit and the navigation train without a baseline; Acrobot-v1, LunarLander-v3 and the portfolio never tie a
+#: whole rollout at the top), so their runs are the same either way.
+TIE_AT_BEST_TASKS = ("cartpole",)
 
 
 @dataclass(frozen=True)
@@ -470,6 +476,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
+        result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -619,6 +626,8 @@ def method_label(row: dict) -> str:
         label = f"{label} untie-min"
     if row.get("std_scale"):
         label = f"{label} std-scale"
+    if row.get("tie_baseline"):
+        label = f"{label} tie-baseline"
     return label
 
 
@@ -646,6 +655,28 @@ def running_by_default(method_name: str, task_name: str) -> bool:
     objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
     long = long_episodes(objective, episode_limit(TASKS[task_name].env_id))
     return default_normalize_advantage(objective, kwargs.get("group_size"), gcvar, long) == "running"
+
+
+def kept_baseline_at_best_tie(run: dict) -> bool:
+    """Whether a run on a task of :data:`TIE_AT_BEST_TASKS` was stored before a rollout tied at the best return
+    trained on zero advantages, by a method with a per-step baseline (whose terms such a rollout then kept)."""
+    return run["task"] in TIE_AT_BEST_TASKS and "best_tie_zeroed" not in run and baseline_by_default(run["method"])
+
+
+@functools.cache
+def baseline_by_default(method_name: str) -> bool:
+    """Whether the method trains with OrderGradPPO's per-step baseline on a long-episode task: set, or left to the
+    default (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`: on for a ranked objective)."""
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    method = METHODS[method_name]
+    if method.algo != "ordergrad_ppo":
+        return False
+    if method.kwargs.get("value_baseline") is not None:
+        return bool(method.kwargs["value_baseline"])
+    objective, _ = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))
+    return objective.k != 1
 
 
 def untied_at_minimum_only(run: dict) -> bool:
@@ -683,12 +714,12 @@ def summarize(results: list[dict]) -> list[dict]:
     greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
     have none: one row per (task, method).)"""
     rows = []
-    groups: dict[tuple[str, str, int | None, int | None, bool, bool, bool], list[dict]] = {}
+    groups: dict[tuple[str, str, int | None, int | None, bool, tuple[bool, ...]], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
-        key += (untied_at_minimum_only(result), scaled_per_rollout(result))
-        groups.setdefault(key, []).append(result)
-    for (task_name, method_name, budget, n_episodes, exact, minimum_only, std_scale), runs in groups.items():
+        flags = (untied_at_minimum_only(result), scaled_per_rollout(result), kept_baseline_at_best_tie(result))
+        groups.setdefault((*key, flags), []).append(result)
+    for (task_name, method_name, budget, n_episodes, exact, flags), runs in groups.items():
         task = TASKS[task_name]
         row: dict[str, Any] = {
             "task": task_name,
@@ -699,10 +730,9 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
-        if minimum_only:
-            row["untie_min"] = True
-        if std_scale:
-            row["std_scale"] = True
+        for name, flag in zip(("untie_min", "std_scale", "tie_baseline"), flags, strict=True):
+            if flag:  # runs stored before a default changed (method_label)
+                row[name] = True
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
@@ -884,7 +914,8 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                     f"{TASKS[run['task']].env_id} now (its scores are not comparable): leave that file out"
                 )
             key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
-            runs[(*key, scaled_per_rollout(run))] = run  # a run at a default since changed is kept beside the new
+            # A run at a default since changed is kept beside the new one.
+            runs[(*key, scaled_per_rollout(run), kept_baseline_at_best_tie(run))] = run
     return list(runs.values())
 
 

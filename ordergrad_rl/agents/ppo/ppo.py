@@ -190,13 +190,17 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         much of each rollout's weight variance its prediction, made before that rollout, explains): what decides an
         episode's rank at step ``t`` is the state *and* what the episode has collected so far (Bauerle and Ott's
         augmented state for CVaR), which ``V(s_t)`` cannot see.
-        Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn. A rollout whose returns all tie (every
-        weight zero: every episode at the time limit) still gets the baseline's terms, which are zero only in
-        expectation and move the policy by noise there. Dropping them measured worse
-        (docs/measurements/tied_rollout_baseline_probe.json): Acrobot-v1 at 100k steps, worst-20% greedy mean
-        -150.5 -> -206.5 (10 seeds, two never swinging up); CartPole-v1 at 300k, sampled 500, 500, 500, 481.4 ->
-        458.1, 498.2, 439.5, 407.6 (seeds 0-3). At the bottom the noise explores; why it helps a solved CartPole
-        policy was not investigated.
+        Unbiased too: ``t`` and ``G_<t`` are known before ``a_t`` is drawn. A rollout whose returns all tie has every
+        weight zero, and the baseline's terms, zero only in expectation, would be its whole update. Tied at the
+        bottom (every episode timed out, nothing better seen) it keeps them: there the noise explores (dropping them
+        took Acrobot-v1 at 100k steps from -150.5 to -206.5, worst-20% greedy mean over 10 seeds, two never swinging
+        up; docs/measurements/tied_rollout_baseline_probe.json). Tied at the best return seen (a solved CartPole-v1:
+        every episode at the limit) it trains on zero advantages: there the noise moves a converged policy. Measured
+        (``reproduce benchmarks``, CartPole-v1, 300k steps, 10 seeds, against keeping the terms): worst-20% greedy
+        mean 482.6 -> 499.4 and sampled 438.4 -> 466.4; the three runs that had collapsed (sampled 358.8, 369.8 and
+        174.1, greedy 326.3 in the last) end at 500, 500 and 421.3 (greedy 493.7), while seeds 0-3 and 5 and 9 lose
+        2 to 74 sampled (500, 500, 500, 481.4, 500, 500 -> 458.1, 498.2, 439.5, 407.6, 478.0, 461.1). No other task
+        of the suite ties a whole rollout at the best.
         Default ``None`` (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`): ``"history"`` for a
         ranked objective on long episodes (the env's ``TimeLimit`` exceeds 128 steps,
         :func:`~ordergrad_rl.agents.common.arguments.long_episodes`); on short episodes ``True`` for a ranked
@@ -431,6 +435,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
             np.float32
         )
+        if getattr(self, "_rollout_tied_at_best", False):
+            # A rollout that ranks nothing (every episode tied at the best return seen) has every weight zero: its
+            # estimate of the objective's gradient is zero. The baseline's terms, zero only in expectation, would be
+            # the whole update, a random step of a converged policy (CartPole-v1: see ``value_baseline``).
+            buffer.advantages[:] = 0.0
 
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
