@@ -153,9 +153,9 @@ def test_runs_from_before_the_best_tie_rule_get_their_own_row_on_cartpole(tmp_pa
         ("ppo", 1),
         ("og-cvar", 2),  # Acrobot never ties a rollout at the best
     ]
-    assert [bench.baseline_by_default(name) for name in ("gcvar-level", "og-cvar-state", "og-mean", "qrdqn-cvar")] == [
-        True, True, False, False
-    ]  # fmt: skip
+    names = ("gcvar-level", "og-cvar-state", "og-mean", "qrdqn-cvar")
+    assert [bench.baseline_by_default(name, "cartpole") for name in names] == [True, True, False, False]
+    assert not bench.baseline_by_default("og-cvar", "lava")  # short episodes, categorical actions: no baseline
     before, now = tmp_path / "before.json", tmp_path / "now.json"
     before.write_text(json.dumps({"runs": [old("cartpole", "og-cvar", 0)]}))
     now.write_text(json.dumps({"runs": [new[0]]}))

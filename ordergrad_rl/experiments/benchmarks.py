@@ -660,23 +660,34 @@ def running_by_default(method_name: str, task_name: str) -> bool:
 def kept_baseline_at_best_tie(run: dict) -> bool:
     """Whether a run on a task of :data:`TIE_AT_BEST_TASKS` was stored before a rollout tied at the best return
     trained on zero advantages, by a method with a per-step baseline (whose terms such a rollout then kept)."""
-    return run["task"] in TIE_AT_BEST_TASKS and "best_tie_zeroed" not in run and baseline_by_default(run["method"])
+    return (
+        run["task"] in TIE_AT_BEST_TASKS
+        and "best_tie_zeroed" not in run
+        and baseline_by_default(run["method"], run["task"])
+    )
 
 
 @functools.cache
-def baseline_by_default(method_name: str) -> bool:
-    """Whether the method trains with OrderGradPPO's per-step baseline on a long-episode task: set, or left to the
-    default (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`: on for a ranked objective)."""
+def baseline_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with OrderGradPPO's per-step baseline on the task: set, or left to the default
+    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline` of its objective and the task's env)."""
+    import gymnasium as gym
+
+    from ordergrad_rl.agents.common.arguments import default_value_baseline, long_episodes
+    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
 
     method = METHODS[method_name]
     if method.algo != "ordergrad_ppo":
         return False
-    if method.kwargs.get("value_baseline") is not None:
-        return bool(method.kwargs["value_baseline"])
-    objective, _ = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))
-    return objective.k != 1
+    kwargs = method.kwargs
+    if kwargs.get("value_baseline") is not None:
+        return bool(kwargs["value_baseline"])
+    objective, _ = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
+    env_id = TASKS[task_name].env_id
+    long = long_episodes(objective, episode_limit(env_id))
+    return bool(default_value_baseline(objective, gym.make(env_id).action_space, long, kwargs.get("policy_kwargs")))
 
 
 def untied_at_minimum_only(run: dict) -> bool:

@@ -431,15 +431,15 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
                 self.logger.record("train/baseline_explained_variance", float(fit_quality))
             features = history.updated(features, buffer.episode_step, so_far)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
+        if getattr(self, "_rollout_tied_at_best", False):
+            # A rollout that ranks nothing (every episode tied at the best return seen) keeps its advantages, its
+            # weights, all zero: its estimate of the objective's gradient is zero. The baseline's terms, zero only in
+            # expectation, would be the whole update, a random step of a converged policy (see ``value_baseline``).
+            return
         lam = getattr(self, "baseline_lambda", 1.0)
         buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
             np.float32
         )
-        if getattr(self, "_rollout_tied_at_best", False):
-            # A rollout that ranks nothing (every episode tied at the best return seen) has every weight zero: its
-            # estimate of the objective's gradient is zero. The baseline's terms, zero only in expectation, would be
-            # the whole update, a random step of a converged policy (CartPole-v1: see ``value_baseline``).
-            buffer.advantages[:] = 0.0
 
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
