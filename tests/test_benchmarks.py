@@ -217,6 +217,22 @@ def test_grid_leaves_qrdqn_out_of_continuous_tasks_and_gsde_out_of_discrete_ones
     assert len(runs) == 8
 
 
+def test_a_method_tuned_per_task_runs_only_there_with_its_settings():
+    config = bench.Config(tasks=("bandit", "cartpole", "acrobot"), methods=("qrdqn-cvar", "qrdqn-cvar-zoo"), seeds=1)
+    assert {(task, method) for task, method, _, _ in bench.runs_of(config)} == {
+        ("bandit", "qrdqn-cvar"),
+        ("cartpole", "qrdqn-cvar"),
+        ("acrobot", "qrdqn-cvar"),
+        ("cartpole", "qrdqn-cvar-zoo"),
+        ("acrobot", "qrdqn-cvar-zoo"),
+    }
+    model = bench.build_model(bench.METHODS["qrdqn-cvar-zoo"], "CartPole-v1", 0, "cartpole")
+    assert (model.n_quantiles, model.train_freq.frequency, model.gradient_steps, model.alpha) == (10, 256, 128, 0.2)
+    assert model.policy.net_args["net_arch"] == [256, 256]
+    lunar = bench.METHODS["qrdqn-cvar-zoo"].kwargs_for("lunarlander")["learning_rate"]
+    assert (lunar(1.0), lunar(0.5)) == (1.5e-3, 0.75e-3)  # rl-zoo3's "lin_1.5e-3"
+
+
 def test_first_seed_shifts_the_seeds_of_every_run():
     config = bench.Config(tasks=("bandit",), methods=("og-cvar", "ppo"), seeds=3, first_seed=2)
     assert sorted({seed for _, _, seed, _ in bench.runs_of(config)}) == [2, 3, 4]
