@@ -37,7 +37,8 @@ with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinf
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
 update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
-``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``ppo`` (SB3's PPO defaults) and
+``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``qrdqn-cvar-zoo`` (the same with
+rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task``), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
 and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
