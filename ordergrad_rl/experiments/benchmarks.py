@@ -22,10 +22,10 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-level30`` (the usage line with the level schedule over the first 30% of
-training, not CeSoR's 60%), ``og-cvar-mixture-ent`` (the usage line with the mixture schedule: its entropy default
-kept), ``og-cvar-linlr`` (the usage line with the learning rate decayed linearly to 0), ``og-cvar-meanshare``
-(the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's rank weights from start to end),
-``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
+training, not CeSoR's 60%), ``og-cvar-level-ent`` and ``og-cvar-mixture-ent`` (the usage line with the level or
+mixture schedule: its entropy default kept), ``og-cvar-linlr`` (the usage line with the learning rate decayed
+linearly to 0), ``og-cvar-meanshare`` (the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's
+rank weights from start to end), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
@@ -218,6 +218,10 @@ METHODS: dict[str, Method] = {
         "+ mixture schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "mixture"}, "tab:olive"
     ),
     # The usage line with the mixture schedule (its entropy default kept: the candidate for a schedule default).
+    # The usage line with the level schedule (its entropy default kept, unlike og-cvar-level).
+    "og-cvar-level-ent": Method(
+        "usage line + level schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "level"}, "lightseagreen"
+    ),
     "og-cvar-mixture-ent": Method(
         "usage line + mixture schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture"}, "darkolivegreen"
     ),
