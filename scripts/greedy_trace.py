@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
     task, method = bench.TASKS[args.task], bench.METHODS[args.method]
     timesteps = 10_000 if args.quick else args.timesteps or task.timesteps
-    model = bench.build_model(method, task.env_id, args.seed)
+    model = bench.build_model(method, args.task, args.seed)
     with progress_bar(f"{args.task}/{args.method}/seed{args.seed}", timesteps, "step", args.quiet) as bar:
         trace = Trace(gym.make(task.env_id).unwrapped, bar)
         model.learn(timesteps, callback=trace)

@@ -226,7 +226,7 @@ def test_a_method_tuned_per_task_runs_only_there_with_its_settings():
         ("cartpole", "qrdqn-cvar-zoo"),
         ("acrobot", "qrdqn-cvar-zoo"),
     }
-    model = bench.build_model(bench.METHODS["qrdqn-cvar-zoo"], "CartPole-v1", 0, "cartpole")
+    model = bench.build_model(bench.METHODS["qrdqn-cvar-zoo"], "cartpole", 0)
     assert (model.n_quantiles, model.train_freq.frequency, model.gradient_steps, model.alpha) == (10, 256, 128, 0.2)
     assert model.policy.net_args["net_arch"] == [256, 256]
     lunar = bench.METHODS["qrdqn-cvar-zoo"].kwargs_for("lunarlander")["learning_rate"]

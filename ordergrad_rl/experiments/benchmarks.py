@@ -217,11 +217,11 @@ METHODS: dict[str, Method] = {
     "og-cvar-mixture": Method(
         "+ mixture schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "mixture"}, "tab:olive"
     ),
-    # The usage line with the mixture schedule (its entropy default kept: the candidate for a schedule default).
     # The usage line with the level schedule (its entropy default kept, unlike og-cvar-level).
     "og-cvar-level-ent": Method(
         "usage line + level schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "level"}, "lightseagreen"
     ),
+    # The usage line with the mixture schedule (its entropy default kept: the candidate for a schedule default).
     "og-cvar-mixture-ent": Method(
         "usage line + mixture schedule", "ordergrad_ppo", {**CVAR, "risk_schedule": "mixture"}, "darkolivegreen"
     ),
@@ -420,10 +420,9 @@ class Config:
 
 
 # ---------------------------------------------------------------------------------------------------- one run
-def build_model(method: Method, env_id: str, seed: int, task_name: str | None = None) -> Any:
-    """The method's model on ``env_id`` with its arguments on ``task_name`` (one torch thread is the caller's
-    business)."""
-    kwargs = method.kwargs_for(task_name) if task_name is not None else method.kwargs
+def build_model(method: Method, task_name: str, seed: int) -> Any:
+    """The method's model on the task's env, with its arguments there (one torch thread is the caller's business)."""
+    env_id, kwargs = TASKS[task_name].env_id, method.kwargs_for(task_name)
     if method.algo == "ordergrad_ppo":
         from ordergrad_rl.agents import OrderGradPPO
 
@@ -502,7 +501,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
 
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
-    model = build_model(method, task.env_id, seed, task_name)
+    model = build_model(method, task_name, seed)
     score_env = gym.make(task.env_id).unwrapped if task.greedy_scored_exactly else None
     mdp = score_env.tabular() if task.exact else None
     greedy_score: Callable[[Any], tuple[float, float]] | None = None
@@ -752,7 +751,7 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
     method = METHODS[method_name]
     if method.algo != "ordergrad_ppo":
         return False
-    kwargs = method.kwargs
+    kwargs = method.kwargs_for(task_name)
     if kwargs.get("value_baseline") is not None:
         return bool(kwargs["value_baseline"])
     objective, _ = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
