@@ -378,6 +378,7 @@ def test_long_episode_defaults_are_ordergrad_ppo_only() -> None:
     [
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), RANKED_ENT_COEF),  # Discrete actions
         (OrderGradPPO, "CartPole-v1", dict(objective="gcvar0.2"), RANKED_ENT_COEF),
+        (OrderGradPPO, "CartPole-v1", dict(objective="mean"), 0.0),
         (OrderGradPPO, lambda: MultiDiscreteBandit(), dict(objective="top2@4"), RANKED_ENT_COEF),
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="mean"), 0.0),  # SB3's, for the mean
         (OrderGradPPO, "SyntheticTailRisk-v0", dict(objective="cvar0.2"), 0.0),  # Box actions: a Gaussian's entropy
@@ -392,6 +393,41 @@ def test_ranked_objectives_on_categorical_actions_get_an_entropy_bonus(cls, env,
     assert model.ent_coef == expected and model.hparams()["ent_coef"] == expected
     model.save(tmp_path / "model.zip")
     assert cls.load(tmp_path / "model.zip").ent_coef == expected
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_an_entropy_schedule_is_evaluated_at_each_update(cls, tmp_path) -> None:
+    """A callable ``ent_coef`` (SB3's schedule convention) gives each update its value at the progress of training;
+    ``train/ent_coef`` logs it; a save keeps the schedule."""
+    from stable_baselines3.common.logger import configure
+
+    model = cls("MlpPolicy", "CartPole-v1", objective="cvar0.25", n_episodes=4, seed=0, ent_coef=_halving)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(400)
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    logged = [
+        (float(cells[header.index("time/total_timesteps")]), float(cells[header.index("train/ent_coef")]))
+        for cells in (row.split(",") for row in rows[1:])
+        if cells[header.index("train/ent_coef")]
+    ]
+    assert len(logged) >= 2 and len({coef for _, coef in logged}) == len(logged)  # a new value at each update
+    for _, coef in logged:
+        assert 0.0 < coef <= 0.5
+    model.save(tmp_path / "model.zip")
+    assert cls.load(tmp_path / "model.zip").ent_coef is _halving
+
+
+def _halving(progress_remaining: float) -> float:
+    return 0.5 * progress_remaining
+
+
+@pytest.mark.parametrize("bad", ["0.01x", float("nan"), [0.01]])
+def test_a_bad_entropy_coefficient_is_refused_by_name(bad) -> None:
+    with pytest.raises(ValueError, match="ent_coef must be"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", ent_coef=bad)
 
 
 class MultiDiscreteBandit(gym.Env):

@@ -136,12 +136,52 @@ def test_runs_from_before_the_running_scale_get_their_own_row():
     assert run["normalize_advantage"] == "running"
 
 
+def test_runs_from_before_the_untied_share_rule_get_their_own_row():
+    """CartPole and Acrobot runs stored before the bonus on long episodes was scaled by a rollout's untied share (no
+    ``entropy_by_untied_share`` recorded) are labelled full-ent where the rule acts: OrderGradPPO, a ranked objective,
+    a bonus, ``entropy_when_tied`` off; Acrobot's runs too. LunarLander, no bonus and other algorithms pool."""
+
+    def stored(task, method, seed, **extra):
+        return {**_run(task, method, seed, 1.0), "normalize_advantage": True, "best_tie_zeroed": True, **extra}
+
+    runs = [stored("cartpole", "og-cvar", seed, entropy_by_untied_share=True) for seed in range(2)]
+    runs += [stored("cartpole", "og-cvar", 2), stored("cartpole", "og-cvar-noent", 0), stored("cartpole", "ppo", 0)]
+    runs += [stored("acrobot", "og-cvar", 0), stored("acrobot", "og-cvar", 1, entropy_by_untied_share=True)]
+    runs += [stored("lunarlander", "og-cvar", 0), stored("lunarlander", "og-cvar", 1, entropy_by_untied_share=True)]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-cvar", 2),
+        ("og-cvar full-ent", 1),
+        ("og-cvar-noent", 1),  # ent_coef=0.0
+        ("ppo", 1),
+        ("og-cvar full-ent", 1),  # Acrobot's integer returns tie too
+        ("og-cvar", 1),
+        ("og-cvar", 2),  # LunarLander's returns never tie
+    ]
+    scaled = ("og-cvar", "og-cvar-level-ent", "og-cvar-running", "og-cvar-entlin")
+    assert all(bench.bonus_scaled_near_best_tie(name, "cartpole") for name in scaled)
+    fixed = ("og-cvar-noent", "og-cvar-tiedent", "gcvar-level", "og-mean", "ppo", "qrdqn-cvar", "og-reinforce-cvar")
+    assert not any(bench.bonus_scaled_near_best_tie(name, "cartpole") for name in fixed)
+    assert not bench.bonus_scaled_near_best_tie("og-cvar", "lava")  # short episodes
+    run = bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert run["entropy_by_untied_share"] is True
+
+
+def test_task_action_kinds_match_their_envs():
+    """``Task.discrete`` (known without building an env whose extra may be absent) is the env's action space."""
+    for name, task in bench.TASKS.items():
+        try:
+            env = gym.make(task.env_id)
+        except gym.error.DependencyNotInstalled:
+            continue  # LunarLander-v3 without box2d
+        assert task.discrete == isinstance(env.action_space, gym.spaces.Discrete), name
+
+
 def test_runs_from_before_the_best_tie_rule_get_their_own_row_on_cartpole(tmp_path):
     """CartPole runs with a per-step baseline stored before a rollout tied at the best return trained on zero
     advantages are labelled tie-baseline; runs without a baseline, other algorithms and other tasks pool."""
 
-    def old(task, method, seed):
-        return {**_run(task, method, seed, 400.0), "normalize_advantage": True}
+    def old(task, method, seed):  # the bonus rule of now (see the previous test)
+        return {**_run(task, method, seed, 400.0), "normalize_advantage": True, "entropy_by_untied_share": True}
 
     new = [{**old("cartpole", "og-cvar", seed), "best_tie_zeroed": True} for seed in range(2)]
     runs = [*new, old("cartpole", "og-cvar", 2), old("cartpole", "og-cvar-n256", 0), old("cartpole", "ppo", 0)]

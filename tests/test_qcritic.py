@@ -188,6 +188,8 @@ def test_invalid_action_spaces_and_combinations_are_refused() -> None:
         OrderGradPPO("MlpPolicy", counter_vec_env(), advantage="q")
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", counter_vec_env(), n_steps=8)
+    with pytest.raises(ValueError, match="ent_coef must be a number"):  # SB3's update multiplies by it
+        q_model(ent_coef=lambda progress_remaining: 0.01 * progress_remaining)
 
 
 def test_defaults_of_the_mode() -> None:

@@ -20,6 +20,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     level_in_force,
     objective_in_force,
     parse_risk_schedule,
+    share_tied_at_best,
     tie_holds_var,
     tied_at_best,
     tied_share,
@@ -525,6 +526,74 @@ def test_tied_at_best_is_a_tie_at_the_top_after_worse_returns():
     assert not tied_at_best(np.full(4, -500.0), (-500.0, -500.0))  # Acrobot at the start: nothing better or worse
     assert not tied_at_best(np.full(4, -500.0), (-500.0, -90.0))  # a tie at the bottom
     assert not tied_at_best(np.array([500.0, 500.0, 499.0, 500.0]), (9.0, 500.0))  # not a tie
+
+
+def test_share_tied_at_best_counts_the_tie_at_the_top_after_worse_returns():
+    assert share_tied_at_best(np.array([500.0, 500.0, 310.0, 500.0]), (9.0, 500.0)) == 0.75  # one failure
+    assert share_tied_at_best(np.array([500.0, 500.0, 310.0, 500.0]), (9.0, 480.0)) == 0.75  # a new best
+    assert share_tied_at_best(np.array([480.0, 480.0, 310.0, 500.0]), (9.0, 480.0)) == 0.0  # one episode at the top
+    assert share_tied_at_best(np.array([470.0, 470.0, 310.0]), (9.0, 480.0)) == 0.0  # below the best seen
+    assert share_tied_at_best(np.full(4, -500.0), (-500.0, -500.0)) == 0.0  # nothing worse seen
+    assert share_tied_at_best(np.full(4, 500.0), None) == 0.0  # the first rollout
+    rng = np.random.default_rng(0)  # brute force: a share of 1 is exactly tied_at_best
+    for _ in range(2000):
+        returns = rng.integers(0, 4, size=int(rng.integers(2, 6))).astype(float)
+        seen = None if rng.random() < 0.1 else tuple(sorted(rng.integers(0, 4, size=2).astype(float)))
+        share = share_tied_at_best(returns, seen)
+        assert (share == 1.0) == tied_at_best(returns, seen)
+        top = returns.max()
+        if share > 0:
+            assert share == np.mean(returns == top) and seen[0] < top >= seen[1]
+
+
+class _PartlyTied(gym.Env):
+    """One step: reward 1 in 3 of every 4 episodes, else a distinct amount in (-1, 0); registered with a 200-step
+    limit, so that OrderGradPPO's long-episode defaults apply."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(4)
+
+    def __init__(self) -> None:
+        self.episodes = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.episodes += 1
+        reward = -float(self.np_random.uniform()) if self.episodes % 4 == 0 else 1.0
+        return np.zeros(1, np.float32), reward, True, False, {}
+
+
+gym.register("ordergrad-test/PartlyTied-v0", entry_point=_PartlyTied, max_episode_steps=200)
+
+
+@pytest.mark.parametrize("when_tied", [False, True])
+def test_on_long_episodes_a_partly_tied_rollout_gets_the_bonus_of_its_untied_share(when_tied, tmp_path):
+    """6 of 8 episodes at the best return seen: the bonus times 2/8 (entropy_when_tied keeps it whole)."""
+    model = OrderGradPPO(
+        "MlpPolicy", "ordergrad-test/PartlyTied-v0", objective="cvar0.25", n_episodes=8, seed=0,
+        entropy_when_tied=when_tied,
+    )  # fmt: skip
+    assert model.entropy_by_untied_share
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(8 * 4)
+    # The first rollout has nothing seen before it: the whole bonus.
+    assert _logged(tmp_path, "train/ent_coef") == ({0.01} if when_tied else {0.01, 0.0025})
+    model.save(path := tmp_path / "model.zip")
+    assert OrderGradPPO.load(path).entropy_by_untied_share
+    # A save from before the rule trained with the whole bonus on such rollouts and resumes so.
+    model.save(old := tmp_path / "old.zip", exclude=["entropy_by_untied_share"])
+    assert not OrderGradPPO.load(old).entropy_by_untied_share
+
+
+def test_short_episodes_keep_the_whole_bonus_on_a_partly_tied_rollout():
+    """The share rule is a long-episode default: below 128 steps (here, no limit) it is off."""
+    model = OrderGradPPO("MlpPolicy", _PartlyTied(), objective="cvar0.25", n_episodes=8)
+    assert not model.entropy_by_untied_share
 
 
 def _logged(log_dir, key: str) -> set[float]:

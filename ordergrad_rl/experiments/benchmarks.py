@@ -97,6 +97,7 @@ class Task:
     :param exact_greedy: the greedy policy scored exactly through the env's ``deterministic_return_distribution``
         (its dynamics are deterministic but for the risk), the stochastic one by Monte Carlo.
     :param extra: the optional extra the env needs.
+    :param discrete: the env's actions are ``Discrete`` (known without building the env, whose extra may be absent).
     """
 
     env_id: str
@@ -107,6 +108,7 @@ class Task:
     exact: bool = False
     exact_greedy: bool = False
     extra: str | None = None
+    discrete: bool = True
 
     @property
     def greedy_scored_exactly(self) -> bool:
@@ -123,7 +125,7 @@ TASKS: dict[str, Task] = {
     "bandit": Task("HeavyTailBandit-v0", 300_000, 10, 1.0, 0.5, exact=True),
     # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62. v1: v0 with progress shaping, on
     # which the mean agent reaches the goal (on v0 no method did in 300k steps).
-    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0, exact_greedy=True),
+    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0, exact_greedy=True, discrete=False),
     "cartpole": Task("CartPole-v1", 100_000, 5),
     "acrobot": Task("Acrobot-v1", 100_000, 5),
     "lunarlander": Task("LunarLander-v3", 100_000, 5, extra="box2d"),
@@ -144,6 +146,12 @@ TIE_AT_VAR_TASKS = ("maze", "lava")
 #: the bandit and the navigation train without a baseline; Acrobot-v1, LunarLander-v3 and the portfolio never tie a
 #: whole rollout at the top), so their runs are the same either way.
 TIE_AT_BEST_TASKS = ("cartpole",)
+#: The tasks where some of a rollout's episodes can tie at the best return seen (integer returns: CartPole-v1's
+#: 500-step limit, Acrobot-v1's steps to the goal), so that OrderGradPPO's bonus on long episodes, scaled by the share
+#: of the other episodes (``entropy_by_untied_share``), trains otherwise than before that rule: runs stored before
+#: form their own rows (``full-ent``). LunarLander-v3's returns are continuous (its runs rerun bit for bit), and the
+#: short tasks keep the whole bonus.
+PARTLY_TIED_TASKS = ("cartpole", "acrobot")
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,12 @@ class Method:
 
 
 CVAR = {"objective": "cvar0.2"}
+
+
+def linear_ent_coef(progress_remaining: float) -> float:
+    """The ranked entropy bonus, 0.01, decayed linearly to 0 over training (SB3's ``LinearSchedule(0.01, 0, 1)`` up
+    to rounding; the stored ``og-cvar-entlin`` runs were made with this product)."""
+    return 0.01 * progress_remaining
 
 
 def linear_learning_rate(progress_remaining: float, initial: float = 3e-4) -> float:
@@ -237,6 +251,11 @@ METHODS: dict[str, Method] = {
     ),
     # The usage line with the episode weights divided by a running scale across rollouts instead of each rollout's
     # std, which shrinks a rare costly episode's weight to the size of the rollouts without one.
+    # The usage line with the entropy bonus decayed linearly to 0 over training: measured as a long-episode default
+    # before the share rule (entropy_by_untied_share), which replaced it.
+    "og-cvar-entlin": Method(
+        "usage line + entropy decay", "ordergrad_ppo", {**CVAR, "ent_coef": linear_ent_coef}, "navy"
+    ),
     "og-cvar-running": Method(
         "usage line + running scale", "ordergrad_ppo", {**CVAR, "normalize_advantage": "running"}, "teal"
     ),
@@ -542,6 +561,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "n_episodes"):  # the episodic agents' rollout size and weight scale (defaults by the env)
         result["n_episodes"] = int(model.n_episodes)
         result["normalize_advantage"] = model.normalize_advantage
+    if hasattr(model, "entropy_by_untied_share"):  # OrderGradPPO's bonus rule on long episodes (by the env)
+        result["entropy_by_untied_share"] = bool(model.entropy_by_untied_share)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
@@ -579,16 +600,13 @@ def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
     """``(task, method, seed, timesteps)`` of every run (QR-DQN only where actions are discrete and gSDE only where
     they are continuous: the suite mixes action spaces, so a method is left out of the others' rows rather than
     refused)."""
-    import gymnasium as gym
-
     runs = []
     for task_name in config.tasks:
         task = TASKS[task_name]
-        discrete = isinstance(gym.make(task.env_id).action_space, gym.spaces.Discrete)
         steps = config.timesteps or task.timesteps
         for method_name in config.methods:
             method = METHODS[method_name]
-            if not method.runs_on(task_name, discrete):
+            if not method.runs_on(task_name, task.discrete):
                 continue
             seeds = range(config.first_seed, config.first_seed + (config.seeds or task.seeds))
             runs += [(task_name, method_name, seed, steps) for seed in seeds]
@@ -698,6 +716,8 @@ def method_label(row: dict) -> str:
         label = f"{label} std-scale"
     if row.get("tie_baseline"):
         label = f"{label} tie-baseline"
+    if row.get("full_ent"):
+        label = f"{label} full-ent"
     return label
 
 
@@ -760,6 +780,37 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
     return bool(default_value_baseline(objective, gym.make(env_id).action_space, long, kwargs.get("policy_kwargs")))
 
 
+def full_bonus_near_best_tie(run: dict) -> bool:
+    """Whether a run on a task of :data:`PARTLY_TIED_TASKS` was stored before OrderGradPPO's bonus on long episodes
+    was scaled by the share of a rollout's episodes not tied at the best return (runs record
+    ``entropy_by_untied_share`` since), by a method that the rule changes (:func:`bonus_scaled_near_best_tie`)."""
+    return (
+        run["task"] in PARTLY_TIED_TASKS
+        and "entropy_by_untied_share" not in run
+        and bonus_scaled_near_best_tie(run["method"], run["task"])
+    )
+
+
+@functools.cache
+def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
+    """Whether the share rule acts on the method on the task: an OrderGradPPO with a ranked objective on long
+    episodes, an entropy bonus (``ent_coef`` not 0; left to the default, 0.01 on categorical actions) and
+    ``entropy_when_tied`` off."""
+    from ordergrad_rl.agents.common.arguments import long_episodes
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("ent_coef") == 0.0 or kwargs.get("entropy_when_tied", False):
+        return False
+    objective, _ = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
+    task = TASKS[task_name]
+    bonus = kwargs.get("ent_coef") is not None or task.discrete  # the default bonus: categorical actions only
+    return bonus and long_episodes(objective, episode_limit(task.env_id))
+
+
 def untied_at_minimum_only(run: dict) -> bool:
     """Whether a run on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail`` untied a tie of
     time-outs at the value at risk, by a method that the rule changes (it untied ties at the minimum only)."""
@@ -798,7 +849,12 @@ def summarize(results: list[dict]) -> list[dict]:
     groups: dict[tuple[str, str, int | None, int | None, bool, tuple[bool, ...]], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
-        flags = (untied_at_minimum_only(result), scaled_per_rollout(result), kept_baseline_at_best_tie(result))
+        flags = (
+            untied_at_minimum_only(result),
+            scaled_per_rollout(result),
+            kept_baseline_at_best_tie(result),
+            full_bonus_near_best_tie(result),
+        )
         groups.setdefault((*key, flags), []).append(result)
     for (task_name, method_name, budget, n_episodes, exact, flags), runs in groups.items():
         task = TASKS[task_name]
@@ -811,7 +867,7 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
-        for name, flag in zip(("untie_min", "std_scale", "tie_baseline"), flags, strict=True):
+        for name, flag in zip(("untie_min", "std_scale", "tie_baseline", "full_ent"), flags, strict=True):
             if flag:  # runs stored before a default changed (method_label)
                 row[name] = True
         for mode in ("greedy", "stochastic"):
@@ -996,7 +1052,8 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                 )
             key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
             # A run at a default since changed is kept beside the new one.
-            runs[(*key, scaled_per_rollout(run), kept_baseline_at_best_tie(run))] = run
+            changed = (scaled_per_rollout(run), kept_baseline_at_best_tie(run), full_bonus_near_best_tie(run))
+            runs[(*key, *changed)] = run
     return list(runs.values())
 
 

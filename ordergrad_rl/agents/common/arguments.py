@@ -96,7 +96,7 @@ def check_common_arguments(
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     if ent_coef is not None:  # None: the algorithm's default (the episodic agents: default_ent_coef)
-        check_number("ent_coef", ent_coef)
+        check_schedule("ent_coef", ent_coef, minimum=-math.inf)  # a schedule: the episodic agents, at each update
     check_number("max_grad_norm", max_grad_norm, allow_inf=True)  # inf: no clipping
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")

@@ -44,7 +44,7 @@ from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.agents.ppo_q_critic.policies import Q_CRITIC_POLICIES, Q_CRITIC_POLICY_ALIASES
-from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.common.arguments import check_int, check_number
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.core.objectives import ObjectiveLike
 
@@ -192,6 +192,8 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     ) -> None:
         check_advantage(advantage, self.advantages)
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        if ent_coef is not None:  # SB3's PPO update multiplies by it: no schedule here (the episodic modes take one)
+            check_number("ent_coef", ent_coef)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
         super().__init__(
             policy,
