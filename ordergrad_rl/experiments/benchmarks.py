@@ -65,7 +65,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -77,6 +77,9 @@ from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments.peers import bootstrap_ci
 from ordergrad_rl.zoo.models import evaluate_model
+
+if TYPE_CHECKING:
+    from ordergrad_rl.core import ChannelObjective, Objective
 
 #: The CVaR level every task is scored on.
 ALPHA = 0.2
@@ -728,22 +731,31 @@ def scaled_per_rollout(run: dict) -> bool:
     return run.get("normalize_advantage", True) is True and running_by_default(run["method"], run["task"])
 
 
+def parsed_on_task(kwargs: dict[str, Any], task_name: str) -> tuple[Objective | ChannelObjective, float | None, bool]:
+    """``(objective, gcvar_alpha, long)`` of a method's arguments on a task: the parsed objective (OrderGradPPO's
+    default where none is given) and whether the task's episode limit gets the long-episode defaults
+    (:func:`~ordergrad_rl.agents.common.arguments.long_episodes`)."""
+    from ordergrad_rl.agents.common.arguments import long_episodes
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
+    from ordergrad_rl.core.channels import parse_agent_objective
+
+    objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
+    return objective, gcvar, long_episodes(objective, episode_limit(TASKS[task_name].env_id))
+
+
 @functools.cache
 def running_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with ``normalize_advantage="running"`` by default on the task: an episodic
     OrderGradPPO or an OrderGradREINFORCE that does not set it, whose objective and episode limit get it
     (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`)."""
-    from ordergrad_rl.agents.common.arguments import default_normalize_advantage, long_episodes
-    from ordergrad_rl.agents.common.env_util import episode_limit
-    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
-    from ordergrad_rl.core.channels import parse_agent_objective
+    from ordergrad_rl.agents.common.arguments import default_normalize_advantage
 
     method = METHODS[method_name]
     kwargs = method.kwargs
     if not method.episodic or "normalize_advantage" in kwargs or kwargs.get("advantage", "episodic") != "episodic":
         return False
-    objective, gcvar = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
-    long = long_episodes(objective, episode_limit(TASKS[task_name].env_id))
+    objective, gcvar, long = parsed_on_task(kwargs, task_name)
     return default_normalize_advantage(objective, kwargs.get("group_size"), gcvar, long) == "running"
 
 
@@ -763,10 +775,7 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
     (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline` of its objective and the task's env)."""
     import gymnasium as gym
 
-    from ordergrad_rl.agents.common.arguments import default_value_baseline, long_episodes
-    from ordergrad_rl.agents.common.env_util import episode_limit
-    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
-    from ordergrad_rl.core.channels import parse_agent_objective
+    from ordergrad_rl.agents.common.arguments import default_value_baseline
 
     method = METHODS[method_name]
     if method.algo != "ordergrad_ppo":
@@ -774,10 +783,9 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
     kwargs = method.kwargs_for(task_name)
     if kwargs.get("value_baseline") is not None:
         return bool(kwargs["value_baseline"])
-    objective, _ = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
-    env_id = TASKS[task_name].env_id
-    long = long_episodes(objective, episode_limit(env_id))
-    return bool(default_value_baseline(objective, gym.make(env_id).action_space, long, kwargs.get("policy_kwargs")))
+    objective, _, long = parsed_on_task(kwargs, task_name)
+    action_space = gym.make(TASKS[task_name].env_id).action_space
+    return bool(default_value_baseline(objective, action_space, long, kwargs.get("policy_kwargs")))
 
 
 def full_bonus_near_best_tie(run: dict) -> bool:
@@ -796,19 +804,12 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
     """Whether the share rule acts on the method on the task: an OrderGradPPO with a ranked objective on long
     episodes, an entropy bonus (``ent_coef`` not 0; left to the default, 0.01 on categorical actions) and
     ``entropy_when_tied`` off."""
-    from ordergrad_rl.agents.common.arguments import long_episodes
-    from ordergrad_rl.agents.common.env_util import episode_limit
-    from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
-    from ordergrad_rl.core.channels import parse_agent_objective
-
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
     if method.algo != "ordergrad_ppo" or kwargs.get("ent_coef") == 0.0 or kwargs.get("entropy_when_tied", False):
         return False
-    objective, _ = parse_agent_objective(kwargs.get("objective", DEFAULT_OBJECTIVE), kwargs.get("k"))
-    task = TASKS[task_name]
-    bonus = kwargs.get("ent_coef") is not None or task.discrete  # the default bonus: categorical actions only
-    return bonus and long_episodes(objective, episode_limit(task.env_id))
+    bonus = kwargs.get("ent_coef") is not None or TASKS[task_name].discrete  # the default: categorical actions only
+    return bonus and parsed_on_task(kwargs, task_name)[2]
 
 
 def untied_at_minimum_only(run: dict) -> bool:

@@ -59,7 +59,6 @@ from ordergrad_rl.agents.common.risk_schedules import (
     objective_in_force,
     parse_risk_schedule,
     share_tied_at_best,
-    tied_at_best,
     tied_share,
     untie_case,
     untied_at,
@@ -669,8 +668,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # is what keeps unrewarded moves alive.
         returns = buffer.episode_returns
         seen = getattr(self, "_returns_seen", None)  # (lowest, highest) episode return of the earlier rollouts
-        self._rollout_tied_at_best = tied_at_best(returns, seen) and not np.any(buffer.advantages)
         self._rollout_tied_share = share_tied_at_best(returns, seen)
+        self._rollout_tied_at_best = self._rollout_tied_share == 1.0 and not np.any(buffer.advantages)
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 

@@ -326,14 +326,13 @@ def tied_at_best(returns: np.ndarray, seen: tuple[float, float] | None) -> bool:
     :param returns: ``[N]`` episode returns of the rollout.
     :param seen: ``(lowest, highest)`` episode return of the earlier rollouts; ``None`` before the first.
     """
-    values = np.asarray(returns, dtype=np.float64).reshape(-1)
-    return seen is not None and bool(np.all(values == values[0])) and seen[0] < values[0] >= seen[1]
+    return share_tied_at_best(returns, seen) == 1.0
 
 
 def share_tied_at_best(returns: np.ndarray, seen: tuple[float, float] | None) -> float:
     """The share of a rollout's episodes tied at its best return, where at least two tie there, at or above the best
     return of the earlier rollouts, some earlier episode having done worse (31 of 32 CartPole episodes at the
-    500-step limit: 0.97); else 0. It is 1 exactly where :func:`tied_at_best` holds (two or more episodes).
+    500-step limit: 0.97); else 0. 1 is :func:`tied_at_best` (rollouts hold two episodes or more).
 
     :param returns: ``[N]`` episode returns of the rollout.
     :param seen: ``(lowest, highest)`` episode return of the earlier rollouts; ``None`` before the first.
