@@ -166,6 +166,40 @@ def test_runs_from_before_the_untied_share_rule_get_their_own_row():
     assert run["entropy_by_untied_share"] is True
 
 
+def test_runs_from_before_the_schedule_default_get_their_own_row():
+    """Runs of the usage line on long episodes stored before the level schedule became its default there (no
+    ``risk_schedule`` recorded) are labelled no-sched; methods that set a schedule (or pin none), other algorithms
+    and short episodes pool."""
+
+    def stored(task, method, seed):
+        run = {**_run(task, method, seed, 1.0), "normalize_advantage": True, "best_tie_zeroed": True}
+        return {**run, "entropy_by_untied_share": True}
+
+    def before(task, method, seed):
+        return {key: value for key, value in stored(task, method, seed).items() if key != "risk_schedule"}
+
+    runs = [stored("lunarlander", "og-cvar", 0), before("lunarlander", "og-cvar", 1)]
+    runs += [before("lunarlander", "og-cvar-level-ent", 0), before("lunarlander", "og-cvar-nosched", 0)]
+    runs += [
+        before("lunarlander", "ppo", 0),
+        {**before("lava", "og-cvar", 0), "normalize_advantage": "running", "untie_at_var": True},
+    ]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-cvar", 1),
+        ("og-cvar no-sched", 1),
+        ("og-cvar-level-ent", 1),  # sets its schedule
+        ("og-cvar-nosched", 1),  # pins none
+        ("ppo", 1),
+        ("og-cvar", 1),  # short episodes: no schedule by default
+    ]
+    assert [name for name in bench.METHODS if bench.scheduled_by_default(name, "cartpole")] == ["og-cvar"]
+    assert not bench.scheduled_by_default("og-cvar", "maze")
+    assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == (
+        "level:0.6"
+    )
+    assert bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == "none"
+
+
 def test_task_action_kinds_match_their_envs():
     """``Task.discrete`` (known without building an env whose extra may be absent) is the env's action space."""
     for name, task in bench.TASKS.items():
@@ -219,10 +253,11 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
 
 
 def _run(task, method, seed, cvar, curve=()):
-    # (runs without normalize_advantage are labelled std-scale where the running default changed them)
+    # (runs without normalize_advantage are labelled std-scale where the running default changed them, runs without
+    # risk_schedule no-sched where the long-episode default gives one)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
-            "curve": list(curve), "normalize_advantage": "running"}  # fmt: skip
+            "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

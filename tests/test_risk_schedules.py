@@ -35,6 +35,9 @@ from ordergrad_rl.core.channels import ChannelObjective, parse_agent_objective
     ("value", "expected"),
     [
         (None, None),
+        ("none", None),
+        (" None", None),
+        (False, None),
         ("level", RiskSchedule("level", 0.6)),
         ("mixture", RiskSchedule("mixture", 0.6)),
         ("level:0.5", RiskSchedule("level", 0.5)),
@@ -61,6 +64,7 @@ def test_parse(value, expected):
         ({"kind": "mixture", "mean_share": True}, r"mean_share must be a number in \[0, 1\)"),
         ("mixture:0:0.1:0.2", "'mixture:<fraction>:<mean_share>'"),
         (0.5, "risk_schedule must be None"),
+        (True, "risk_schedule must be None, 'none'"),
     ],
 )
 def test_bad_schedules_name_the_argument(value, message):
@@ -234,6 +238,42 @@ def test_mean_share_is_in_force_saved_and_older_schedules_load_without_it(tmp_pa
     older = RiskSchedule("mixture", 0.5)
     object.__delattr__(older, "mean_share")  # a schedule pickled before the field existed
     assert older.share(0.0) == 1.0 and str(older) == "mixture:0.5"
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs", "expected"),
+    [
+        ("CartPole-v1", {}, RiskSchedule("level")),  # a lower tail on long episodes (500 steps)
+        ("CartPole-v1", {"objective": "quantile0.1"}, RiskSchedule("level")),
+        ("CartPole-v1", {"objective": "bot2@16"}, RiskSchedule("level")),
+        ("CartPole-v1", {"risk_schedule": "none"}, None),  # asked for explicitly
+        ("CartPole-v1", {"risk_schedule": False}, None),
+        ("CartPole-v1", {"risk_schedule": "mixture"}, RiskSchedule("mixture")),
+        ("CartPole-v1", {"objective": "gcvar0.2"}, None),  # a peer method: the schedule it is given
+        ("CartPole-v1", {"objective": "top4@32"}, None),  # an upper tail: not measured
+        ("CartPole-v1", {"objective": "trim2@32"}, None),  # no level
+        ("CartPole-v1", {"objective": "mean"}, None),
+        ("GuardedMaze-v0", {}, None),  # short episodes (40 steps)
+        ("SyntheticTailRisk-v0", {}, None),  # no time limit
+    ],
+)
+def test_long_episodes_get_the_level_schedule_by_default(env, kwargs, expected):
+    model = OrderGradPPO("MlpPolicy", env, **{"objective": "cvar0.2", **kwargs})
+    assert model.risk_schedule == expected
+    assert model.hparams()["risk_schedule"] == (str(expected) if expected else "none")
+
+
+def test_only_ordergrad_ppo_sizes_by_the_episode_limit_and_saves_keep_the_schedule(tmp_path):
+    assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2").risk_schedule is None
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2")
+    model.save(path := tmp_path / "model.zip")
+    assert OrderGradPPO.load(path).risk_schedule == RiskSchedule("level")
+    # A save from before risk_schedule existed trained without one, with or without an env at hand.
+    model.save(old := tmp_path / "old.zip", exclude=["risk_schedule"])
+    assert OrderGradPPO.load(old, env=model.get_env()).risk_schedule is None
+    unscheduled = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", risk_schedule="none")
+    unscheduled.save(path)
+    assert OrderGradPPO.load(path, env=model.get_env()).risk_schedule is None
 
 
 @pytest.mark.parametrize("cls", [OrderGradRecurrentPPO, OrderGradMaskablePPO])
@@ -780,6 +820,8 @@ def test_train_takes_a_schedule_and_names_a_bad_one(tmp_path, capsys):
             "--timesteps", "40", "--quiet", "--conf-file", "none"]  # fmt: skip
     assert main([*base, "--hparams", "risk_schedule=level:0.5"]) == 0
     assert main([*base, "--hparams", "risk_schedule=mixture:0:0.1"]) == 0
+    assert main([*base, "--hparams", "risk_schedule=none"]) == 0
+    assert main([*base, "--hparams", "risk_schedule=False"]) == 0
     assert main([*base, "--hparams", "risk_schedule=levels"]) == 2
     assert "risk_schedule kind must be 'level' or 'mixture'" in capsys.readouterr().err
 

@@ -20,7 +20,9 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
   CVaR_0.2 of ``--eval-episodes`` evaluation episodes on seeds apart from training's.
 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
-``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-level`` and ``og-cvar-mixture``
+``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-nosched`` (the usage line with
+``risk_schedule="none"``: on the Gymnasium tasks the usage line before the schedule default on long episodes),
+``og-cvar-level`` and ``og-cvar-mixture``
 (with the soft risk schedule), ``og-cvar-level30`` (the usage line with the level schedule over the first 30% of
 training, not CeSoR's 60%), ``og-cvar-level-ent`` and ``og-cvar-mixture-ent`` (the usage line with the level or
 mixture schedule: its entropy default kept), ``og-cvar-linlr`` (the usage line with the learning rate decayed
@@ -42,7 +44,8 @@ rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task`
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
 and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
-``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default.
+``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default. Every
+OrderGradPPO variant without a schedule of its own keeps ``risk_schedule="none"``, as it was measured.
 
 Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's
 default now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic
@@ -211,18 +214,28 @@ def linear_learning_rate(progress_remaining: float, initial: float = 3e-4) -> fl
     return progress_remaining * initial
 
 
+#: The usage line before the schedule default on long episodes (``risk_schedule=None``: ``"level"`` for a lower tail
+#: on long episodes, :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`). The OrderGradPPO
+#: variants below without a schedule of their own were measured before it and pin ``"none"`` (the default's value on
+#: short episodes, so their runs there are the same either way).
+CVAR_UNSCHEDULED = {**CVAR, "risk_schedule": "none"}
 #: The OrderGradPPO variants below were measured before the entropy default (``ent_coef=None``: 0.01 for a ranked
 #: objective on categorical actions, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`); they keep
 #: ``ent_coef=0.0`` so that their stored runs (docs/measurements/benchmarks) reproduce.
-CVAR0 = {**CVAR, "ent_coef": 0.0}
+CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
 TIED_ENT = {"entropy_when_tied": True}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
+    # The usage line before the schedule default on long episodes (how og-cvar ran on CartPole, Acrobot and
+    # LunarLander before it; on the other tasks the usage line itself).
+    "og-cvar-nosched": Method("usage line, no schedule", "ordergrad_ppo", CVAR_UNSCHEDULED, "midnightblue"),
     # The usage line before entropy_when_tied's default (the entropy bonus also on rollouts tied at the best return).
-    "og-cvar-tiedent": Method("+ bonus on tied rollouts", "ordergrad_ppo", {**CVAR, **TIED_ENT}, "chocolate"),
+    "og-cvar-tiedent": Method(
+        "+ bonus on tied rollouts", "ordergrad_ppo", {**CVAR_UNSCHEDULED, **TIED_ENT}, "chocolate"
+    ),
     # The usage line before the entropy default.
     "og-cvar-noent": Method("no entropy bonus", "ordergrad_ppo", CVAR0, "gold"),
     "og-cvar-level": Method("+ level schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "level"}, "tab:cyan"),
@@ -250,23 +263,28 @@ METHODS: dict[str, Method] = {
     # The usage line with SB3's learning rate decayed linearly to 0 over training (rl-zoo3's "lin_3e-4"): the
     # greedy policy of a converged run stops flipping between rollouts.
     "og-cvar-linlr": Method(
-        "usage line + linear lr decay", "ordergrad_ppo", {**CVAR, "learning_rate": linear_learning_rate}, "darkcyan"
+        "usage line + linear lr decay",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, "learning_rate": linear_learning_rate},
+        "darkcyan",
     ),
     # The usage line with the episode weights divided by a running scale across rollouts instead of each rollout's
     # std, which shrinks a rare costly episode's weight to the size of the rollouts without one.
     # The usage line with the entropy bonus decayed linearly to 0 over training: measured as a long-episode default
     # before the share rule (entropy_by_untied_share), which replaced it.
     "og-cvar-entlin": Method(
-        "usage line + entropy decay", "ordergrad_ppo", {**CVAR, "ent_coef": linear_ent_coef}, "navy"
+        "usage line + entropy decay", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "ent_coef": linear_ent_coef}, "navy"
     ),
     "og-cvar-running": Method(
-        "usage line + running scale", "ordergrad_ppo", {**CVAR, "normalize_advantage": "running"}, "teal"
+        "usage line + running scale", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "normalize_advantage": "running"}, "teal"
     ),
     # The usage line with gSDE (state-dependent exploration noise, one matrix per episode): the point navigation's
     # detour needs consistent moves away from the goal, which per-step Gaussian noise rarely makes.
-    "og-cvar-sde": Method("usage line + gSDE", "ordergrad_ppo", {**CVAR, "use_sde": True}, "slategray"),
+    "og-cvar-sde": Method("usage line + gSDE", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "use_sde": True}, "slategray"),
     # The usage line with CeSoR's cross-entropy sampler of the env's noise (tasks whose env exposes it).
-    "og-cvar-noise": Method("usage line + CE sampler", "ordergrad_ppo", {**CVAR, "noise_sampler": True}, "orchid"),
+    "og-cvar-noise": Method(
+        "usage line + CE sampler", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "noise_sampler": True}, "orchid"
+    ),
     "og-cvar-baseline": Method(
         "+ value baseline", "ordergrad_ppo", {**CVAR0, "value_baseline": True, **LAMBDA1}, "tab:pink"
     ),
@@ -284,8 +302,10 @@ METHODS: dict[str, Method] = {
     "og-cvar-tied": Method("tied tails kept", "ordergrad_ppo", {**CVAR0, "untie_tail": False}, "sienna"),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR0, "n_episodes": 32}, "tab:purple"),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
-    "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "teal"),
-    "og-cvar-n128": Method("N=128 episodes per update", "ordergrad_ppo", {**CVAR, "n_episodes": 128}, "slateblue"),
+    "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
+    "og-cvar-n128": Method(
+        "N=128 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 128}, "slateblue"
+    ),
     "og-cvar-n32-baseline": Method(
         "N=32, value baseline", "ordergrad_ppo", {**CVAR0, "n_episodes": 32, "value_baseline": True, **LAMBDA1}, "black"
     ),
@@ -293,18 +313,21 @@ METHODS: dict[str, Method] = {
     # none): V(s_t) of the policy's value head, or the history baseline b(s_t, t, G_<t); the first two at lambda = 1
     # (w - b_t, the usage line before baseline_lambda), the last at the default baseline_lambda.
     "og-cvar-state": Method(
-        "+ state baseline V(s)", "ordergrad_ppo", {**CVAR, **TIED_ENT, "value_baseline": True, **LAMBDA1}, "tab:pink"
+        "+ state baseline V(s)",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, **TIED_ENT, "value_baseline": True, **LAMBDA1},
+        "tab:pink",
     ),
     "og-cvar-lambda1": Method(
         "+ history baseline, lambda 1",
         "ordergrad_ppo",
-        {**CVAR, **TIED_ENT, "value_baseline": "history", **LAMBDA1},
+        {**CVAR_UNSCHEDULED, **TIED_ENT, "value_baseline": "history", **LAMBDA1},
         "seagreen",
     ),
     "og-cvar-history": Method(
         "+ history baseline b(s, t, G<t)",
         "ordergrad_ppo",
-        {**CVAR, **TIED_ENT, "value_baseline": "history"},
+        {**CVAR_UNSCHEDULED, **TIED_ENT, "value_baseline": "history"},
         "darkgreen",
     ),
     "gcvar-level": Method(
@@ -566,6 +589,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["normalize_advantage"] = model.normalize_advantage
     if hasattr(model, "entropy_by_untied_share"):  # OrderGradPPO's bonus rule on long episodes (by the env)
         result["entropy_by_untied_share"] = bool(model.entropy_by_untied_share)
+    if hasattr(model, "risk_schedule"):  # the episodic agents' schedule (OrderGradPPO's default by the env)
+        result["risk_schedule"] = "none" if model.risk_schedule is None else str(model.risk_schedule)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
@@ -721,6 +746,8 @@ def method_label(row: dict) -> str:
         label = f"{label} tie-baseline"
     if row.get("full_ent"):
         label = f"{label} full-ent"
+    if row.get("no_sched"):
+        label = f"{label} no-sched"
     return label
 
 
@@ -812,6 +839,25 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
     return bonus and parsed_on_task(kwargs, task_name)[2]
 
 
+def unscheduled_before_default(run: dict) -> bool:
+    """Whether a run was stored before OrderGradPPO's level schedule became the default on long episodes (runs
+    record ``risk_schedule`` since), by a method that the default gives a schedule (:func:`scheduled_by_default`)."""
+    return "risk_schedule" not in run and scheduled_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def scheduled_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with a schedule it does not set on the task: an OrderGradPPO left to
+    :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long episodes)."""
+    from ordergrad_rl.agents.common.risk_schedules import default_risk_schedule
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("risk_schedule") is not None:
+        return False
+    return default_risk_schedule(*parsed_on_task(kwargs, task_name)) is not None
+
+
 def untied_at_minimum_only(run: dict) -> bool:
     """Whether a run on a task of :data:`TIE_AT_VAR_TASKS` was stored before ``untie_tail`` untied a tie of
     time-outs at the value at risk, by a method that the rule changes (it untied ties at the minimum only)."""
@@ -855,6 +901,7 @@ def summarize(results: list[dict]) -> list[dict]:
             scaled_per_rollout(result),
             kept_baseline_at_best_tie(result),
             full_bonus_near_best_tie(result),
+            unscheduled_before_default(result),
         )
         groups.setdefault((*key, flags), []).append(result)
     for (task_name, method_name, budget, n_episodes, exact, flags), runs in groups.items():
@@ -868,7 +915,8 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
-        for name, flag in zip(("untie_min", "std_scale", "tie_baseline", "full_ent"), flags, strict=True):
+        names = ("untie_min", "std_scale", "tie_baseline", "full_ent", "no_sched")
+        for name, flag in zip(names, flags, strict=True):
             if flag:  # runs stored before a default changed (method_label)
                 row[name] = True
         for mode in ("greedy", "stochastic"):
@@ -1053,7 +1101,12 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                 )
             key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
             # A run at a default since changed is kept beside the new one.
-            changed = (scaled_per_rollout(run), kept_baseline_at_best_tie(run), full_bonus_near_best_tie(run))
+            changed = (
+                scaled_per_rollout(run),
+                kept_baseline_at_best_tie(run),
+                full_bonus_near_best_tie(run),
+                unscheduled_before_default(run),
+            )
             runs[(*key, *changed)] = run
     return list(runs.values())
 

@@ -54,6 +54,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     RiskScheduleLike,
     can_untie,
     check_risk_schedule,
+    default_risk_schedule,
     level_in_force,
     lower_level,
     objective_in_force,
@@ -109,7 +110,9 @@ EPISODIC_PPO_PARAMS = """
         objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
-    :param risk_schedule: soft risk: ``None`` (the target objective from the start), ``"level"``, ``"mixture"``,
+    :param risk_schedule: soft risk: ``None`` (the agent's default: ``"level"`` for a lower tail on OrderGradPPO's
+        long episodes, else none, :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`),
+        ``"none"`` or ``False`` (the target objective from the start), ``"level"``, ``"mixture"``,
         ``"<kind>:<fraction>"``, ``"mixture:<fraction>:<mean_share>"`` (the mean's share kept to the end) or a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
@@ -149,6 +152,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "untie_at_var": False,
         "noise_sampler": False,
         "entropy_by_untied_share": False,
+        "risk_schedule": None,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -212,10 +216,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
-        schedule = parse_risk_schedule(risk_schedule)
-        check_risk_schedule(schedule, parsed, gcvar_alpha)
         limit = episode_limit(env) if long_episode_defaults else None
         long = long_episodes(parsed, limit)
+        if risk_schedule is None:
+            schedule = default_risk_schedule(parsed, gcvar_alpha, long)
+        else:
+            schedule = parse_risk_schedule(risk_schedule)
+            check_risk_schedule(schedule, parsed, gcvar_alpha)
         if normalize_advantage is None:
             # The scale's default follows the episode limit in every algorithm, whether it sizes rollouts by it or not.
             scale_limit = limit if long_episode_defaults else episode_limit(env)

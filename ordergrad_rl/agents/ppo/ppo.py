@@ -125,27 +125,28 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (``None``, ``"level"``, ``"mixture"``, ``"level:0.6"``, a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule`; see
         :mod:`ordergrad_rl.agents.common.risk_schedules`). ``risk/schedule`` and ``risk/level`` log what is in force.
-        Default ``None`` (measured, ``reproduce benchmarks``): ``"level"`` took the lava grid from 2 to 3 of 3 seeds
-        at the CVaR optimum (the defaults reach 10 of 10 over 10 seeds) and the guarded maze from -40 to -9.3 (not its
-        optimum -2.0), but took the heavy-tail bandit from 3 of 3 seeds at the optimum to 0 of 3 (it commits to the
-        mean-optimal arm during the mean phase) and the portfolio's usage line from 95.2% to 89.2% profitable over 8
-        seeds. ``"mixture"`` on top of the other defaults: lava 4 of 4 seeds at the optimum, the portfolio 96.1%
-        against 96.7% (seeds 0-9), the point navigation's goal reached safely in 2 of 5 seeds (0 of 5 without), the
-        maze's short path in 6 of 6 (-9.29; the optimum in none, against 2 of those seeds without) and the bandit 0
-        of 3, as ``"level"``. ``"mixture:0:0.1"`` (10% of the mean's rank weights throughout, ``mean_share``) on
-        top of the defaults, 10 seeds: the maze 7 of 10 at the optimum (4 without), lava 5 of 10 (10 without; the
+        Default ``None``: ``"level"`` for a lower tail with a level on long episodes, else no schedule
+        (:func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` gives the measurement); ``"none"`` or
+        ``False``: no schedule. On short episodes (measured, ``reproduce benchmarks``): ``"level"`` took the lava grid
+        from 2 to 3 of 3 seeds at the CVaR optimum (the defaults reach 10 of 10 over 10 seeds) and the guarded maze from
+        -40 to -9.3 (not its optimum -2.0), but took the heavy-tail bandit from 3 of 3 seeds at the optimum to 0 of 3
+        (it commits to the mean-optimal arm during the mean phase) and the portfolio's usage line from 95.2% to 89.2%
+        profitable over 8 seeds. ``"mixture"`` on top of the other defaults: lava 4 of 4 seeds at the optimum, the
+        portfolio 96.1% against 96.7% (seeds 0-9), the point navigation's goal reached safely in 2 of 5 seeds (0 of 5
+        without), the maze's short path in 6 of 6 (-9.29; the optimum in none, against 2 of those seeds without) and the
+        bandit 0 of 3, as ``"level"``. ``"mixture:0:0.1"`` (10% of the mean's rank weights throughout, ``mean_share``)
+        on top of the defaults, 10 seeds: the maze 7 of 10 at the optimum (4 without), lava 5 of 10 (10 without; the
         greedy policy flips in rarely visited cells late in training, the sampled CVaR_0.2 is better, 0.59 against
         0.46), the bandit's greedy policy at the optimum but its sampled one worse (0.21 against 0.996), the point
-        navigation's seeds 0 and 2 at the wall as without; on CartPole-v1, Acrobot-v1 and LunarLander-v3 (100k
-        steps, 5 seeds) greedy tails within 2 of the defaults' on the same seeds (LunarLander's 12 higher), and
-        LunarLander's sampled one 20 lower: not a default. The exact reason (``ReturnDistribution.cvar_slope``,
-        the envs' docstrings): on the maze, the bandit and the navigation the mean-optimal policy is a local maximum
-        of CVaR_0.2 (slopes -19.9, -10.8 and -16.4 towards the CVaR optimum), so a schedule that reaches it in its
-        mean phase stays there; only on the lava grid is the slope positive (+5.0). ``"level"`` on long episodes
-        alone (the usage line with it, worst-20% mean of 100 evaluation returns, greedy / sampled): LunarLander-v3
-        -162.4 / -42.8 -> -125.4 / -35.4 at 100k steps (10 seeds) and 16.4 / 8.3 -> 77.4 / -9.0 at 300k (5),
-        Acrobot-v1 even at 100k (10), but CartPole-v1 at 300k (10) 499.4 / 466.4 -> 481.0 / 394.9: solved in the
-        mean phase, it trains on tied rollouts until a late chance failure's update breaks it (README).
+        navigation's seeds 0 and 2 at the wall as without; on CartPole-v1, Acrobot-v1 and LunarLander-v3 (100k steps, 5
+        seeds) greedy tails within 2 of the defaults' on the same seeds (LunarLander's 12 higher), and LunarLander's
+        sampled one 20 lower: not a default. The exact reason (``ReturnDistribution.cvar_slope``, the envs' docstrings):
+        on the maze, the bandit and the navigation the mean-optimal policy is a local maximum of CVaR_0.2 (slopes -19.9,
+        -10.8 and -16.4 towards the CVaR optimum), so a schedule that reaches it in its mean phase stays there; only on
+        the lava grid is the slope positive (+5.0). ``"level"`` on long episodes alone, first measured before
+        ``entropy_by_untied_share``: CartPole-v1 at 300k broke (10 seeds, 499.4 / 466.4 -> 481.0 / 394.9: solved in the
+        mean phase, it trained on tied rollouts until a late chance failure's update broke it, README); with that rule
+        it is the long-episode default.
     :param untie_tail: episodic mode: when time-outs (episodes truncated, not terminated) tied at a rollout's lowest
         return fill a lower-tail objective's tail, train that rollout at the level that reaches past the tie,
         ``l' = f + l`` for a share ``f >= l`` of tied time-outs (the mean if ``l' >= 1``;
