@@ -45,7 +45,9 @@ rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task`
 ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
 and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
 ``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default. Every
-OrderGradPPO variant without a schedule of its own keeps ``risk_schedule="none"``, as it was measured.
+OrderGradPPO variant without a schedule of its own keeps ``risk_schedule="none"``, as it was measured, but for
+``og-cvar-entdecay`` (the usage line with ``ent_coef`` decayed linearly from 0.01 to 0; ``og-cvar-entlin`` is the
+same before the schedule default).
 
 Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's
 default now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic
@@ -274,6 +276,11 @@ METHODS: dict[str, Method] = {
     # before the share rule (entropy_by_untied_share), which replaced it.
     "og-cvar-entlin": Method(
         "usage line + entropy decay", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "ent_coef": linear_ent_coef}, "navy"
+    ),
+    # The usage line (with its level schedule on long episodes) and the entropy bonus decayed linearly to 0: a
+    # probe of Acrobot-v1's sampled tail, where the share rule rarely acts.
+    "og-cvar-entdecay": Method(
+        "usage line + entropy decay (scheduled)", "ordergrad_ppo", {**CVAR, "ent_coef": linear_ent_coef}, "royalblue"
     ),
     "og-cvar-running": Method(
         "usage line + running scale", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "normalize_advantage": "running"}, "teal"
