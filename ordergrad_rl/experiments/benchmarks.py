@@ -745,16 +745,9 @@ def method_label(row: dict) -> str:
     task = TASKS[row["task"]]
     if task.greedy_scored_exactly and not row.get("greedy_exact", True):
         label = f"{label} greedy-MC"
-    if row.get("untie_min"):
-        label = f"{label} untie-min"
-    if row.get("std_scale"):
-        label = f"{label} std-scale"
-    if row.get("tie_baseline"):
-        label = f"{label} tie-baseline"
-    if row.get("full_ent"):
-        label = f"{label} full-ent"
-    if row.get("no_sched"):
-        label = f"{label} no-sched"
+    for name in STORED_BEFORE:
+        if row.get(name):
+            label = f"{label} {name.replace('_', '-')}"
     return label
 
 
@@ -895,6 +888,21 @@ def greedy_exact(run: dict) -> bool:
     return bool(run.get("greedy_exact", TASKS[run["task"]].exact))
 
 
+#: Row flags of runs stored before a default changed, in label order, and the predicate that marks such a run.
+STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
+    "untie_min": untied_at_minimum_only,
+    "std_scale": scaled_per_rollout,
+    "tie_baseline": kept_baseline_at_best_tie,
+    "full_ent": full_bonus_near_best_tie,
+    "no_sched": unscheduled_before_default,
+}
+
+
+def stored_before(run: dict) -> tuple[bool, ...]:
+    """The run's :data:`STORED_BEFORE` flags, in order."""
+    return tuple(marks(run) for marks in STORED_BEFORE.values())
+
+
 def summarize(results: list[dict]) -> list[dict]:
     """One row per (task, method, env-step budget, episodes per update, exact greedy scores or not): seeds,
     greedy/stochastic CVaR intervals, share at the optimum, steps there. (Runs stored before the budget was recorded
@@ -903,13 +911,7 @@ def summarize(results: list[dict]) -> list[dict]:
     groups: dict[tuple[str, str, int | None, int | None, bool, tuple[bool, ...]], list[dict]] = {}
     for result in results:
         key = (result["task"], result["method"], result.get("budget"), result.get("n_episodes"), greedy_exact(result))
-        flags = (
-            untied_at_minimum_only(result),
-            scaled_per_rollout(result),
-            kept_baseline_at_best_tie(result),
-            full_bonus_near_best_tie(result),
-            unscheduled_before_default(result),
-        )
+        flags = stored_before(result)
         groups.setdefault((*key, flags), []).append(result)
     for (task_name, method_name, budget, n_episodes, exact, flags), runs in groups.items():
         task = TASKS[task_name]
@@ -922,8 +924,7 @@ def summarize(results: list[dict]) -> list[dict]:
             "timesteps": int(np.mean([r["timesteps"] for r in runs])),
             "greedy_exact": exact,
         }
-        names = ("untie_min", "std_scale", "tie_baseline", "full_ent", "no_sched")
-        for name, flag in zip(names, flags, strict=True):
+        for name, flag in zip(STORED_BEFORE, flags, strict=True):
             if flag:  # runs stored before a default changed (method_label)
                 row[name] = True
         for mode in ("greedy", "stochastic"):
@@ -1108,12 +1109,7 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                 )
             key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
             # A run at a default since changed is kept beside the new one.
-            changed = (
-                scaled_per_rollout(run),
-                kept_baseline_at_best_tie(run),
-                full_bonus_near_best_tie(run),
-                unscheduled_before_default(run),
-            )
+            changed = stored_before(run)[1:]  # untie-min is not part of the key: a rerun replaces such a run
             runs[(*key, *changed)] = run
     return list(runs.values())
 
