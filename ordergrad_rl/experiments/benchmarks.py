@@ -213,8 +213,9 @@ def linear_ent_coef(progress_remaining: float) -> float:
 def late_linear_ent_coef(progress_remaining: float) -> float:
     """The ranked entropy bonus, 0.01, held while the level schedule moves the level (the first 60% of training,
     CeSoR's fraction) and then decayed linearly to 0 over the rest: the bonus explores while the objective is near
-    the mean and is gone by the end, when a risk-averse policy should be sharp."""
-    return 0.01 * min(1.0, progress_remaining / 0.4)
+    the mean and is gone by the end, when a risk-averse policy should be sharp. (0.4: the schedule's remaining
+    progress at its end, ``1 - DEFAULT_FRACTION``, written out: importing the agents here would pull in torch.)"""
+    return linear_ent_coef(min(1.0, progress_remaining / 0.4))
 
 
 def linear_learning_rate(progress_remaining: float, initial: float = 3e-4) -> float:
@@ -1125,7 +1126,8 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                 )
             key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
             # A run at a default since changed is kept beside the new one.
-            changed = stored_before(run)[1:]  # untie-min is not part of the key: a rerun replaces such a run
+            # untie-min is not part of the key: a rerun replaces such a run.
+            changed = tuple(marks(run) for name, marks in STORED_BEFORE.items() if name != "untie_min")
             runs[(*key, *changed)] = run
     return list(runs.values())
 
