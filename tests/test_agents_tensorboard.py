@@ -13,6 +13,7 @@ from tensorboard.plugins.custom_scalar import layout_pb2
 from test_agents_estimator import LONG, SHORT, RandomLengthEnv  # tests/ is on sys.path under pytest
 
 from ordergrad_rl.agents import EpisodeInfoAggregator, OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents.common.hparams import hparam_value
 from ordergrad_rl.core import lstat_value
 from ordergrad_rl.risk import risk_profile
 
@@ -260,6 +261,27 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     without_eval = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8, tensorboard_log=str(tmp_path))
     without_eval.learn(8, tb_log_name="plain")
     assert not any(tag.startswith("eval") for tag in read_hparams(read_run(tmp_path / "plain_1"))[1])
+
+
+def test_hparams_show_a_schedule_by_its_values_at_the_start_and_the_end(tmp_path: Path) -> None:
+    """A decayed ``ent_coef`` or ``learning_rate`` (SB3's callable of ``progress_remaining``) is a column of the
+    HParams table, not left out: runs with and without the decay are told apart."""
+    model = OrderGradPPO(
+        "MlpPolicy",
+        "RiskyBandit-v0",
+        objective="cvar0.25",
+        n_episodes=8,
+        learning_rate=lambda progress: 3e-4 * progress,
+        ent_coef=lambda progress: 0.01,
+        tensorboard_log=str(tmp_path),
+        n_epochs=1,
+    )
+    model.learn(8, tb_log_name="decayed")
+    hparams = read_hparams(read_run(tmp_path / "decayed_1"))[0]
+    assert hparams["learning_rate"] == "0.0003 -> 0" and hparams["ent_coef"] == "0.01"
+    assert hparam_value(lambda progress: {"lr": progress}) is None  # returns no number: not a schedule
+    assert hparam_value(lambda: 1.0) is None and hparam_value(len) is None  # takes no progress / no float
+    assert hparam_value(lambda progress: True) is None
 
 
 def test_periodic_evaluation_also_evaluates_the_final_policy() -> None:

@@ -59,6 +59,28 @@ def test_parse_hparams_literals_and_strings():
     }
 
 
+def test_parse_hparams_reads_rl_zoos_linear_schedules():
+    """``lin_<x>`` (rl-zoo3's notation) is a schedule from x to 0 for any argument that takes one."""
+    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+
+    parsed = parse_hparams(["learning_rate=lin_3e-4", "ent_coef=lin_0.01", "clip_range=lin_0.2"], OrderGradPPO)
+    values = [(parsed[key](1.0), parsed[key](0.5), parsed[key](0.0)) for key in parsed]
+    assert values == [pytest.approx(ends) for ends in [(3e-4, 1.5e-4, 0.0), (0.01, 0.005, 0.0), (0.2, 0.1, 0.0)]]
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", n_episodes=4, **parse_hparams(["ent_coef=lin_0.3"], OrderGradREINFORCE)
+    )
+    model.learn(8)
+    assert model.logger.name_to_value["train/ent_coef"] == pytest.approx(0.0)  # the value at the end of training
+    with pytest.raises(
+        CommandError, match=re.escape("--hparams learning_rate=lin_x: 'lin_x' is not a linear schedule")
+    ):
+        parse_hparams(["learning_rate=lin_x"], OrderGradPPO)
+    with pytest.raises(CommandError, match="lin_nan' is not a linear schedule"):
+        parse_hparams(["learning_rate=lin_nan"], OrderGradPPO)
+    with pytest.raises(CommandError, match="n_epochs expects an integer, got text"):  # takes no schedule
+        parse_hparams(["n_epochs=lin_3"], OrderGradPPO)
+
+
 #: What OrderGradPPO's normalize_advantage annotation accepts.
 NORMALIZE_TYPES = "True or False or one of 'group', 'channel', 'running' or None"
 

@@ -129,6 +129,17 @@ def test_train_errors_of_the_conf_file(tmp_path, capsys):
     assert "--conf-file" in capsys.readouterr().err
 
 
+def test_conf_file_takes_rl_zoos_linear_schedules(tmp_path):
+    """``learning_rate: lin_0.01`` in a per-env file is the schedule, as in rl-zoo3's files."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: lin_0.01\n  ent_coef: 0.0\n")
+    entry = zoo_hyperparams("ppo", "RiskyBandit-v0", conf)
+    schedule = entry.kwargs["learning_rate"]
+    assert (schedule(1.0), schedule(0.25), schedule(0.0)) == pytest.approx((0.01, 0.0025, 0.0)) and entry.kwargs[
+        "ent_coef"
+    ] == 0.0
+
+
 def test_train_uses_the_shipped_entry_by_default(capsys):
     """Without --timesteps the shipped entry's n_timesteps is the budget; one rollout shows it is applied."""
     assert main([*TAILRISK, "--algo", "ppo", "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0

@@ -23,6 +23,7 @@ from typing import Any
 
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import RUN_KEYS, hyperparameters
+from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
 from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
 
 
@@ -67,7 +68,10 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     for stale in tensorboard.glob(f"{name}_*"):  # an interrupted attempt of this trial: start its run afresh
         shutil.rmtree(stale, ignore_errors=True)
     settings = train_settings(trial, out / "tensorboard")
-    model = build_model(settings, hyperparameters(trial))
+    cls = algorithm_class(trial["algo"])
+    # Checked again (the grid was checked before any trial ran) for the values the check makes: lin_<x> schedules.
+    hparams = {key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()}
+    model = build_model(settings, hparams)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
     model.learn(trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")

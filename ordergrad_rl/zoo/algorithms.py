@@ -11,12 +11,16 @@ import ast
 import collections.abc
 import importlib
 import inspect
+import math
 import sys
 import types
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.utils import LinearSchedule
 
 ALGOS: dict[str, str] = {
     "ppo": "OrderGradPPO",
@@ -162,8 +166,38 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     return out
 
 
+#: rl-zoo3's notation for a schedule decayed linearly to 0 over training: ``lin_3e-4`` (``learning_rate``,
+#: ``clip_range``, ``ent_coef`` of the episodic agents: any argument that takes a schedule).
+LINEAR_PREFIX = "lin_"
+
+
+def _accepts_schedule(annotation: Any) -> bool:
+    """Whether ``annotation`` admits a callable (SB3's ``Schedule``)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts_schedule(arg) for arg in typing.get_args(annotation))
+    return origin is collections.abc.Callable or annotation is collections.abc.Callable
+
+
+def linear_schedule(text: str, where: str) -> LinearSchedule:
+    """``lin_<x>`` -> SB3's schedule from ``x`` at the start of training to 0 at its end (rl-zoo3's notation).
+
+    :raises CommandError: what follows ``lin_`` is not a finite number.
+    """
+    try:
+        start = float(text[len(LINEAR_PREFIX) :])
+    except ValueError:
+        start = float("nan")
+    if not math.isfinite(start):
+        raise CommandError(f"{where}: {text!r} is not a linear schedule: write {LINEAR_PREFIX}<number>, e.g. lin_3e-4")
+    from stable_baselines3.common.utils import LinearSchedule  # here: SB3 pulls in torch (see algorithm_class)
+
+    return LinearSchedule(start, 0.0, 1.0)
+
+
 def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False, options: tuple[str, ...] = ()) -> Any:
-    """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type.
+    """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type; text
+    ``lin_<x>`` for an argument that takes a schedule is that schedule (:func:`linear_schedule`).
 
     :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
     :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
@@ -176,6 +210,8 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
     if key not in valid:
         raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
+    if isinstance(value, str) and value.startswith(LINEAR_PREFIX) and _accepts_schedule(expected):
+        return linear_schedule(value, where)
     if expected is not None and not _matches(value, expected):
         got = "text that is not a Python literal" if raw else f"{type(value).__name__} {value!r}"
         accepted = _describe(expected) or "a class or function (cannot be given on the command line)"

@@ -82,7 +82,7 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
     if entry is None:
         return None
     for key, value in entry.kwargs.items():
-        check_hparam(key, value, cls, f"{entry.source}: {env}: {key}", options=ENTRY_OPTIONS)
+        entry.kwargs[key] = check_hparam(key, value, cls, f"{entry.source}: {env}: {key}", options=ENTRY_OPTIONS)
     return entry
 
 

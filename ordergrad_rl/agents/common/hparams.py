@@ -25,14 +25,31 @@ SHOWN_HPARAMS: tuple[str, ...] = ("objective", "k", "algorithm", "risk_schedule"
 
 def hparam_value(value: Any) -> str | float | int | None:
     """A value TensorBoard's HParams dashboard can show: numbers and strings as they are, booleans as ``"True"`` /
-    ``"False"`` (TensorBoard would show 1 / 0), other values (schedules, dicts) ``None`` (not logged)."""
+    ``"False"`` (TensorBoard would show 1 / 0), an SB3 schedule (a callable of ``progress_remaining`` returning a
+    number, e.g. a decayed ``ent_coef`` or ``learning_rate``) as its values at the start and the end of training,
+    ``"0.01 -> 0"``; other values (dicts, callables that are not schedules) ``None`` (not logged)."""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (int, float, str)):
         return value
     if isinstance(value, np.generic):
         return value.item()
+    if callable(value):
+        return _schedule_value(value)
     return None
+
+
+def _schedule_value(schedule: Any) -> str | None:
+    """``"<value at the start> -> <value at the end>"`` of an SB3 schedule, ``None`` if it is not one (a callable that
+    takes no float or returns no number: a class, a policy constructor)."""
+    try:
+        ends = [schedule(1.0), schedule(0.0)]
+    except Exception:  # any callable may reach here: one that is not a schedule is left out, as before
+        return None
+    if not all(isinstance(end, (int, float, np.number)) and not isinstance(end, bool) for end in ends):
+        return None
+    start, end = (float(value) for value in ends)
+    return f"{start:g}" if start == end else f"{start:g} -> {end:g}"
 
 
 def _struct_value(value: str | float | int) -> struct_pb2.Value:

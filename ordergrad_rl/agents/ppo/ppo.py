@@ -311,7 +311,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         noise_sampler: bool = False,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
-        ent_coef: float | None = None,
+        ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,

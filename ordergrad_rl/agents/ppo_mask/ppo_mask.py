@@ -70,7 +70,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        ent_coef: float | None = None,
+        ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
         noise_sampler: bool = False,
         max_grad_norm: float = 0.5,

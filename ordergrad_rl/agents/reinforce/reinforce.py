@@ -146,7 +146,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         noise_sampler: bool = False,
-        ent_coef: float | None = 0.0,
+        ent_coef: float | Schedule | None = 0.0,
         entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
