@@ -33,8 +33,10 @@ by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entr
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
 ``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
-with every other default) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights
-with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE),
+with every other default), ``og-cvar-n16`` (the usage line at 16 episodes per update), ``og-cvar-n16-drift`` (the
+same with ``drift_when_blind=True``) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
+(GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
+(OrderGradREINFORCE),
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
@@ -325,6 +327,17 @@ METHODS: dict[str, Method] = {
     # The usage line before untie_tail (how og-cvar ran before it was on by default).
     "og-cvar-tied": Method("tied tails kept", "ordergrad_ppo", {**CVAR0, "untie_tail": False}, "sienna"),
     "og-cvar-n32": Method("N=32 episodes per update", "ordergrad_ppo", {**CVAR0, "n_episodes": 32}, "tab:purple"),
+    # The usage line with 16 episodes per update, half its long-episode default: twice the updates per budget
+    # (Acrobot-v1's 500-step episodes leave about 6 updates in 100k steps at 32).
+    "og-cvar-n16": Method("usage line, N=16", "ordergrad_ppo", {**CVAR, "n_episodes": 16}, "mediumpurple"),
+    # ... and with drift_when_blind: a rollout whose episodes all time out, nothing better seen yet, takes a random
+    # step (at N=16 two Acrobot-v1 seeds of ten never swung up in 100k steps, at N=32 one).
+    "og-cvar-n16-drift": Method(
+        "usage line, N=16, drift when blind",
+        "ordergrad_ppo",
+        {**CVAR, "n_episodes": 16, "drift_when_blind": True},
+        "darkmagenta",
+    ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
     "og-cvar-n128": Method(

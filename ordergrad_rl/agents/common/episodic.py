@@ -153,6 +153,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "noise_sampler": False,
         "entropy_by_untied_share": False,
         "risk_schedule": None,
+        "drift_when_blind": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -187,6 +188,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         untie_tail: bool = True,
         entropy_when_tied: bool = False,
         noise_sampler: bool = False,
+        drift_when_blind: bool = False,
         **sb3_kwargs: Any,
     ) -> bool:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -203,6 +205,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
             :mod:`ordergrad_rl.envs.noise`).
+        :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
         :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
             ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
             whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` the long-episode defaults.
@@ -212,7 +215,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             or ``entropy_when_tied``.
         """
         flags = (("untie_tail", untie_tail), ("entropy_when_tied", entropy_when_tied), ("noise_sampler", noise_sampler))
-        for name, flag in flags:
+        for name, flag in (*flags, ("drift_when_blind", drift_when_blind)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
@@ -258,6 +261,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
         self.noise_sampler = noise_sampler
+        self.drift_when_blind = drift_when_blind
         self._noise: NoiseSampler | None = None
         if noise_sampler:
             self._check_noise_sampler(gcvar_alpha)
@@ -385,6 +389,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
         excluded += ["_rollout_tied_at_best", "_rollout_tied_share", "_rollout_untie_case", "_noise_counts"]
+        excluded += ["_rollout_blind"]
         excluded += ["_noise_running"]
         excluded += ["_rollout_noise_weights", "_rollout_noise_probs"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
@@ -524,6 +529,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._warn_if_few_updates(rollout_buffer)
         channels.check()
         self._compute_advantages()
+        self._drift_if_blind()
         self._record_rollout_logs()
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -675,10 +681,35 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # is what keeps unrewarded moves alive.
         returns = buffer.episode_returns
         seen = getattr(self, "_returns_seen", None)  # (lowest, highest) episode return of the earlier rollouts
+        self._rollout_blind = bool(np.all(returns == returns[0])) and (seen is None or seen[0] == seen[1] == returns[0])
         self._rollout_tied_share = share_tied_at_best(returns, seen)
         self._rollout_tied_at_best = self._rollout_tied_share == 1.0 and not np.any(buffer.advantages)
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
+
+    def _drift_if_blind(self) -> None:
+        """``drift_when_blind``: a rollout blind to success (every return the same, and no other return seen in
+        training: every Acrobot-v1 episode timed out at -500 so far) ranks nothing, so its gradient estimate is zero
+        and, but for the entropy bonus, the policy does not move. Such a rollout gets random episode weights instead,
+        standard normal, standardized to mean 0 and std 1 over the rollout (the same weight on every step of an
+        episode; no baseline): a random step in policy space, zero in expectation like the estimate it replaces.
+        The steps make the policy's action choices consistent across states, which near-uniform play is not (a
+        uniform policy swings Acrobot-v1 up in 3% of episodes). The draws are a function of ``seed`` and
+        ``num_timesteps``, so a resumed run draws what an uninterrupted one would. ``train/blind_drift`` logs 1 on
+        such a rollout, else 0.
+        """
+        if not getattr(self, "drift_when_blind", False):
+            return
+        blind = getattr(self, "_rollout_blind", False)
+        self.logger.record("train/blind_drift", float(blind))  # type: ignore[attr-defined]
+        if not blind:
+            return
+        seed = getattr(self, "seed", None)
+        rng = np.random.default_rng(None if seed is None else (seed, self.num_timesteps))
+        weights = rng.standard_normal(self.n_episodes)
+        weights = (weights - weights.mean()) / (weights.std() + 1e-8)
+        buffer = self.rollout_buffer
+        buffer.advantages = weights[buffer.episode_index].astype(np.float32)
 
     def _update_running_scale(self, advantages: np.ndarray, episode_index: np.ndarray) -> None:
         """``normalize_advantage="running"``: add this rollout's unscaled episode weights (``[T]`` per step) to the

@@ -183,6 +183,10 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         sampler's probabilities, ``risk/noise_ess`` the weighted batch's effective size. Default ``False``: on the
         guarded maze (4 seeds, 6-9) 3 of 4 at the CVaR optimum, greedy -3.13 [-4.45, -2.27], where the usage line
         had 4 of 4 on those seeds (README).
+    :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
+        other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
+        random step in policy space, instead of none (:meth:`_drift_if_blind`). Default ``False``: a probe
+        (``reproduce benchmarks``, ``og-cvar-n16-drift``), not measured across the suite.
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a
@@ -309,6 +313,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         noise_sampler: bool = False,
+        drift_when_blind: bool = False,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = None,
@@ -342,8 +347,8 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         long = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, long_episode_defaults=True, batch_size=batch_size, learning_rate=learning_rate,
-            n_epochs=n_epochs,
+            noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, long_episode_defaults=True,
+            batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
             vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
