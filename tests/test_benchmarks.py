@@ -193,7 +193,14 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         ("og-cvar", 1),  # short episodes: no schedule by default
     ]
     scheduled = [name for name in bench.METHODS if bench.scheduled_by_default(name, "cartpole")]
-    assert scheduled == ["og-cvar", "og-cvar-entdecay", "og-cvar-entlate", "og-cvar-n16", "og-cvar-n16-drift"]
+    assert scheduled == [
+        "og-cvar",
+        "og-cvar-entdecay",
+        "og-cvar-entlate",
+        "og-cvar-n16",
+        "og-cvar-n16-drift",
+        "og-cvar-drift",
+    ]
     assert not bench.scheduled_by_default("og-cvar", "maze")
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == (
         "level:0.6"

@@ -34,7 +34,8 @@ by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entr
 ``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
 with every other default), ``og-cvar-n16`` (the usage line at 16 episodes per update), ``og-cvar-n16-drift`` (the
-same with ``drift_when_blind=True``) and ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
+same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``) and
+``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
 (GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
 (OrderGradREINFORCE),
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
@@ -337,6 +338,11 @@ METHODS: dict[str, Method] = {
         "ordergrad_ppo",
         {**CVAR, "n_episodes": 16, "drift_when_blind": True},
         "darkmagenta",
+    ),
+    # The usage line with drift_when_blind alone (its rollout size kept): the flag acts on no rollout of CartPole-v1,
+    # LunarLander-v3 or the small tasks, whose returns differ from the first rollout on.
+    "og-cvar-drift": Method(
+        "usage line, drift when blind", "ordergrad_ppo", {**CVAR, "drift_when_blind": True}, "purple"
     ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
