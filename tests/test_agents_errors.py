@@ -101,6 +101,15 @@ def test_q_critic_on_a_box_env_names_the_problem() -> None:
         OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", advantage="q_critic", objective="top2@4")
 
 
+def test_q_critic_mode_names_the_episodic_arguments_it_does_not_take() -> None:
+    with pytest.raises(
+        ValueError, match="drift_when_blind, noise_sampler: an argument of OrderGradPPO's episodic mode"
+    ):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", noise_sampler=True, drift_when_blind=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'drift_when_blnd'"):  # a typo: not ours
+        OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", drift_when_blnd=True)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

@@ -380,6 +380,13 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         (the Q-critic algorithm, its own class since release 0.2); any other ``advantage`` an OrderGradPPO."""
         advantage = kwargs.get("advantage", args[5] if len(args) > 5 else EPISODIC)
         if cls is OrderGradPPO and advantage == Q_CRITIC:
+            mine, q_critic = (set(inspect.signature(c).parameters) for c in (OrderGradPPO, OrderGradQCriticPPO))
+            episodic_only = sorted(set(kwargs) & mine - q_critic)
+            if episodic_only:  # else Python's "unexpected keyword argument" from a class the user did not name
+                raise ValueError(
+                    f"{', '.join(episodic_only)}: an argument of OrderGradPPO's episodic mode only; "
+                    "advantage='q_critic' (OrderGradQCriticPPO) does not take it"
+                )
             if len(args) < 3:  # OrderGradPPO's default objective, not OrderGradQCriticPPO's
                 kwargs.setdefault("objective", DEFAULT_OBJECTIVE)
             return OrderGradQCriticPPO(*args, **kwargs)
