@@ -81,6 +81,11 @@ def _annotation(cls: type, name: str) -> Any:
         return None
 
 
+def _is_callable(annotation: Any) -> bool:
+    """Whether ``annotation`` is ``Callable`` or ``Callable[...]`` (SB3's ``Schedule``), not a union holding one."""
+    return annotation is collections.abc.Callable or typing.get_origin(annotation) is collections.abc.Callable
+
+
 def _matches(value: Any, annotation: Any) -> bool:
     """Whether ``value`` (a Python literal) fits ``annotation``; unknown annotations accept anything.
 
@@ -97,7 +102,7 @@ def _matches(value: Any, annotation: Any) -> bool:
         return any(_matches(value, arg) for arg in typing.get_args(annotation))
     if origin is typing.Literal:
         return value in typing.get_args(annotation)
-    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+    if origin is type or _is_callable(annotation):
         return False
     if annotation is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -129,7 +134,7 @@ def _describe(annotation: Any) -> str:
         return " or ".join(part for part in map(_describe, typing.get_args(annotation)) if part)
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(v) for v in typing.get_args(annotation))
-    if origin in (type, collections.abc.Callable) or annotation is collections.abc.Callable:
+    if origin is type or _is_callable(annotation):
         return ""
     return _LITERAL_KINDS.get(origin or annotation, str(annotation))
 
@@ -173,10 +178,9 @@ LINEAR_PREFIX = "lin_"
 
 def _accepts_schedule(annotation: Any) -> bool:
     """Whether ``annotation`` admits a callable (SB3's ``Schedule``)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return any(_accepts_schedule(arg) for arg in typing.get_args(annotation))
-    return origin is collections.abc.Callable or annotation is collections.abc.Callable
+    return _is_callable(annotation)
 
 
 def linear_schedule(text: str, where: str) -> LinearSchedule:

@@ -214,8 +214,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
             or ``entropy_when_tied``.
         """
-        flags = (("untie_tail", untie_tail), ("entropy_when_tied", entropy_when_tied), ("noise_sampler", noise_sampler))
-        for name, flag in (*flags, ("drift_when_blind", drift_when_blind)):
+        flags = {
+            "untie_tail": untie_tail,
+            "entropy_when_tied": entropy_when_tied,
+            "noise_sampler": noise_sampler,
+            "drift_when_blind": drift_when_blind,
+        }
+        for name, flag in flags.items():
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
