@@ -347,19 +347,22 @@ def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int
         ("CartPole-v1", dict(objective="cvar0.2", value_baseline=True), (32, True)),  # the state baseline V(s)
         ("CartPole-v1", dict(objective="cvar0.2", n_episodes=256), (256, "history")),
         ("CartPole-v1", dict(objective="mean"), (16, False)),  # the mean keeps reward-to-go
-        (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (64, False)),  # not long
-        # Short episodes: the state baseline for a ranked objective on continuous actions, none on categorical ones.
+        # Not long: 64 episodes, and the history baseline of short categorical episodes.
+        (lambda: gym.make("CartPole-v1", max_episode_steps=100), dict(objective="cvar0.2"), (64, "history")),
+        # Short episodes: the state baseline for a ranked objective on continuous actions ...
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2"), (256, True)),  # a fixed horizon, no limit
         ("SyntheticTailRisk-v0", dict(objective="mean"), (16, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(learn_log_std=False)), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
         ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (128, True)),  # a 50-step limit: 128 * 50 <= 8192
-        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, False)),  # Discrete; 30 steps: 256 * 30 <= 8192
-        ("GuardedMaze-v0", dict(objective="cvar0.2"), (128, False)),  # 40 steps
-        ("HeavyTailBandit-v0", dict(objective="cvar0.2"), (256, False)),  # one step: at most 256
-        ("GuardedMaze-v0", dict(objective="max@200"), (400, False)),  # at least 2k
-        ("GuardedMaze-v0", dict(objective="top2@4", group_size=6), (132, False)),  # a multiple of the group size
+        # ... and the history baseline for a ranked objective of one pooled batch on categorical ones.
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, "history")),  # Discrete; 30 steps: 256 * 30 <= 8192
+        ("GuardedMaze-v0", dict(objective="cvar0.2"), (128, "history")),  # 40 steps
+        ("HeavyTailBandit-v0", dict(objective="cvar0.2"), (256, "history")),  # one step: at most 256
+        ("GuardedMaze-v0", dict(objective="max@200"), (400, "history")),  # at least 2k
+        ("GuardedMaze-v0", dict(objective="top2@4", group_size=6), (132, False)),  # groups: whole-episode weights
+        ("GuardedMaze-v0", dict(objective="cvar0.2", value_baseline=False), (128, False)),
         ("RiskyLavaGrid-v0", dict(objective="mean"), (16, False)),
         ("Pendulum-v1", dict(objective="cvar0.2"), (32, "history")),  # long episodes: the history baseline
     ],
@@ -459,13 +462,13 @@ class ConstantBandit(gym.Env):
 
 
 def test_default_entropy_bonus_reaches_the_update() -> None:
-    """All weights are zero: with ``ent_coef=0.0`` the update leaves a skewed policy exactly as it is, with the
-    default bonus its entropy rises (kept on these tied rollouts by ``entropy_when_tied``; its default leaves them
-    alone, tests/test_risk_schedules.py)."""
+    """All weights are zero (and no baseline's terms): with ``ent_coef=0.0`` the update leaves a skewed policy exactly
+    as it is, with the default bonus its entropy rises (kept on these tied rollouts by ``entropy_when_tied``; its
+    default leaves them alone, tests/test_risk_schedules.py)."""
     entropies = {}
     for ent_coef in (None, 0.0):
         model = OrderGradPPO("MlpPolicy", ConstantBandit(), objective="cvar0.2", n_episodes=16, seed=0,
-                             ent_coef=ent_coef, entropy_when_tied=True)  # fmt: skip
+                             ent_coef=ent_coef, entropy_when_tied=True, value_baseline=False)  # fmt: skip
         with th.no_grad():
             model.policy.action_net.bias.copy_(th.tensor([4.0, 0.0, 0.0]))  # P(arm 0) about 0.96
         before = model.policy.get_distribution(th.zeros(1, 1)).entropy().item()

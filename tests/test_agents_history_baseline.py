@@ -170,13 +170,14 @@ def test_baseline_lambda_defaults_and_bad_values_are_named(tmp_path):
     assert model.hparams()["baseline_lambda"] == BASELINE_LAMBDA
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, baseline_lambda=1)
     assert model.baseline_lambda == 1.0
-    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=8).baseline_lambda == 1.0  # no baseline
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=8).baseline_lambda == BASELINE_LAMBDA  # history
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="mean").baseline_lambda == 1.0  # no baseline
     for bad, match in ((1.5, r"baseline_lambda must be in \[0, 1\], got 1.5"), (float("nan"), "baseline_lambda"),
                        ("0.9", "baseline_lambda must be a number")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=8, baseline_lambda=bad)
     with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
-        OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=8, baseline_lambda=0.9)
+        OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="mean", baseline_lambda=0.9)
     with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=8, value_baseline=False, baseline_lambda=0.9)
 

@@ -208,6 +208,37 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
     assert bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == "none"
 
 
+def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
+    """Runs on short categorical episodes stored before the history baseline became OrderGradPPO's default there
+    (``value_baseline`` not recorded, or recorded False) are labelled no-hist where the default gives it: a ranked
+    objective left to the default. Methods that set a baseline, the mean, other algorithms, continuous actions and long
+    episodes pool."""
+
+    def before(task, method, seed):
+        run = {**_run(task, method, seed, 1.0), "untie_at_var": True, "best_tie_zeroed": True}
+        run["entropy_by_untied_share"] = True
+        return {key: value for key, value in run.items() if key != "value_baseline"}
+
+    runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
+    runs += [before("maze", "og-cvar", 2) | {"value_baseline": False}, before("maze", "og-cvar-history", 0)]
+    runs += [before("maze", "og-cvar-n256", 0), before("maze", "og-mean", 0), before("maze", "ppo", 0)]
+    runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True}, before("cartpole", "og-cvar", 0)]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-cvar", 1),
+        ("og-cvar no-hist", 2),
+        ("og-cvar-history", 1),  # sets it
+        ("og-cvar-n256", 1),  # value_baseline=False (runs without n_episodes recorded: no N= label)
+        ("og-mean", 1),  # the mean has rewards-to-go
+        ("ppo", 1),
+        ("og-cvar", 1),  # continuous actions: the value head's V(s)
+        ("og-cvar", 1),  # long episodes had the history baseline already
+    ]
+    assert bench.history_by_default("gcvar-level", "lava") and bench.history_by_default("og-cvar-level", "bandit")
+    assert not any(bench.history_by_default("og-cvar", task) for task in ("nav", "cartpole", "acrobot"))
+    run = bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert run["value_baseline"] == "history"
+
+
 def test_task_action_kinds_match_their_envs():
     """``Task.discrete`` (known without building an env whose extra may be absent) is the env's action space."""
     for name, task in bench.TASKS.items():
@@ -237,7 +268,8 @@ def test_runs_from_before_the_best_tie_rule_get_their_own_row_on_cartpole(tmp_pa
     ]
     names = ("gcvar-level", "og-cvar-state", "og-mean", "qrdqn-cvar")
     assert [bench.baseline_by_default(name, "cartpole") for name in names] == [True, True, False, False]
-    assert not bench.baseline_by_default("og-cvar", "lava")  # short episodes, categorical actions: no baseline
+    assert bench.baseline_by_default("og-cvar", "lava")  # short episodes, categorical actions: the history baseline
+    assert not bench.baseline_by_default("og-cvar-n256", "lava")  # value_baseline=False
     before, now = tmp_path / "before.json", tmp_path / "now.json"
     before.write_text(json.dumps({"runs": [old("cartpole", "og-cvar", 0)]}))
     now.write_text(json.dumps({"runs": [new[0]]}))
@@ -262,10 +294,12 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
 
 def _run(task, method, seed, cvar, curve=()):
     # (runs without normalize_advantage are labelled std-scale where the running default changed them, runs without
-    # risk_schedule no-sched where the long-episode default gives one)
+    # risk_schedule no-sched where the long-episode default gives one, runs without value_baseline no-hist where the
+    # short categorical episodes' default gives the history baseline)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
-            "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6"}  # fmt: skip
+            "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
+            "value_baseline": "history"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():
@@ -371,6 +405,7 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
     run["untie_at_var"] = True  # (runs without it are labelled untie-min on the maze)
     run["normalize_advantage"] = "running"  # (runs without it, std-scale)
+    run["value_baseline"] = "history"  # (runs without it, no-hist)
     run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
     runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
     runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update

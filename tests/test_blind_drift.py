@@ -33,8 +33,9 @@ class TimeOutEnv(gym.Env):
 
 def model(drift: bool, env: Any = None, seed: int = 0) -> OrderGradPPO:
     env = DummyVecEnv([TimeOutEnv]) if env is None else env
+    # Whole-episode weights (no per-step baseline, whose terms a blind rollout would keep): the weights are the test.
     return OrderGradPPO("MlpPolicy", env, objective="cvar0.25", n_episodes=N, seed=seed, n_epochs=1,
-                        drift_when_blind=drift)  # fmt: skip
+                        drift_when_blind=drift, value_baseline=False)  # fmt: skip
 
 
 def episode_weights(agent: OrderGradPPO) -> np.ndarray:

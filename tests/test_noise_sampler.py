@@ -128,7 +128,7 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
 
 
 def test_running_scale_saved_and_used(tmp_path: Any) -> None:
-    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, value_baseline=False)
     assert model.normalize_advantage == "running"  # the default for a ranked objective of one pooled batch
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="mean").normalize_advantage is True
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="gcvar0.2").normalize_advantage is True  # a peer's scale

@@ -450,6 +450,8 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     tail, so the target's weights are all zero and the policy stays where it is; untied (the default), the rollout
     trains near the mean and learns to pay. The same ties from terminated episodes are left as they are."""
     kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0, "ent_coef": 0.0}  # only the weights move it
+    if cls is OrderGradPPO:
+        kwargs["value_baseline"] = False  # nor a baseline's terms
     model = cls("MlpPolicy", _TimeOutOrPay(), **kwargs)
     assert model.untie_tail is True and model.hparams()["untie_tail"] is True
     model.set_logger(configure(str(tmp_path), ["csv"]))
@@ -751,8 +753,10 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"learn_log_std": False}, False),  # a fixed noise scale
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"net_arch": [8]}, True),
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), True, None, "history"),  # long episodes: the history baseline
-        ("cvar0.2", gym.spaces.Discrete(3), False, None, False),  # categorical: whole-episode weights
-        ("cvar0.2", gym.spaces.MultiDiscrete([2, 3]), False, None, False),
+        ("cvar0.2", gym.spaces.Discrete(3), False, None, "history"),  # categorical: the history baseline
+        ("cvar0.2", gym.spaces.MultiDiscrete([2, 3]), False, None, "history"),
+        ("cvar0.2", gym.spaces.Discrete(3), False, {"critic": "none"}, "history"),  # its own network
+        ("mean", gym.spaces.Discrete(3), False, None, False),
         ("mean", gym.spaces.Box(-1, 1, (2,)), False, None, False),  # the mean ranks nothing
         ("median@8", gym.spaces.Box(-1, 1, (2,)), False, None, True),
     ],
@@ -760,6 +764,13 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
 def test_default_value_baseline(objective, space, long, policy_kwargs, expected):
     parsed, _ = parse_agent_objective(objective, None)
     assert default_value_baseline(parsed, space, long, policy_kwargs) == expected
+
+
+def test_groups_keep_whole_episode_weights_on_short_categorical_episodes():
+    """Groups (GRPO-style, e.g. TargetSum-v0) were not measured with the history baseline: off by default."""
+    parsed, _ = parse_agent_objective("top2@4", None)
+    assert default_value_baseline(parsed, gym.spaces.Discrete(3), False, None, group_size=8) is False
+    assert default_value_baseline(parsed, gym.spaces.Discrete(3), True, None, group_size=8) == "history"
 
 
 def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):

@@ -835,20 +835,28 @@ def kept_baseline_at_best_tie(run: dict) -> bool:
 @functools.cache
 def baseline_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradPPO's per-step baseline on the task: set, or left to the default
-    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline` of its objective and the task's env)."""
-    import gymnasium as gym
-
-    from ordergrad_rl.agents.common.arguments import default_value_baseline
-
+    (:func:`default_baseline_on_task`)."""
     method = METHODS[method_name]
     if method.algo != "ordergrad_ppo":
         return False
     kwargs = method.kwargs_for(task_name)
     if kwargs.get("value_baseline") is not None:
         return bool(kwargs["value_baseline"])
+    return bool(default_baseline_on_task(method_name, task_name))
+
+
+@functools.cache
+def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
+    """OrderGradPPO's default ``value_baseline`` for the method's objective on the task's env
+    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`), whether or not the method sets its own."""
+    import gymnasium as gym
+
+    from ordergrad_rl.agents.common.arguments import default_value_baseline
+
+    kwargs = METHODS[method_name].kwargs_for(task_name)
     objective, _, long = parsed_on_task(kwargs, task_name)
     action_space = gym.make(TASKS[task_name].env_id).action_space
-    return bool(default_value_baseline(objective, action_space, long, kwargs.get("policy_kwargs")))
+    return default_value_baseline(objective, action_space, long, kwargs.get("policy_kwargs"), kwargs.get("group_size"))
 
 
 def full_bonus_near_best_tie(run: dict) -> bool:
@@ -873,6 +881,27 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
         return False
     bonus = kwargs.get("ent_coef") is not None or TASKS[task_name].discrete  # the default: categorical actions only
     return bonus and parsed_on_task(kwargs, task_name)[2]
+
+
+def unbaselined_before_default(run: dict) -> bool:
+    """Whether a run on a task of short episodes and categorical actions was stored before OrderGradPPO's history
+    baseline became the default there (runs record ``value_baseline``; before that default none was on such a task),
+    by a method left to that default (:func:`history_by_default`)."""
+    return run.get("value_baseline", False) is False and history_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def history_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with the history baseline on a task of short episodes and categorical actions
+    without setting it: an OrderGradPPO left to :func:`default_baseline_on_task`."""
+    from ordergrad_rl.agents.common.history_baseline import HISTORY
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("value_baseline") is not None or not TASKS[task_name].discrete:
+        return False
+    long = parsed_on_task(kwargs, task_name)[2]
+    return not long and default_baseline_on_task(method_name, task_name) == HISTORY
 
 
 def unscheduled_before_default(run: dict) -> bool:
@@ -931,6 +960,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "tie_baseline": kept_baseline_at_best_tie,
     "full_ent": full_bonus_near_best_tie,
     "no_sched": unscheduled_before_default,
+    "no_hist": unbaselined_before_default,
 }
 
 
