@@ -266,3 +266,22 @@ def test_history_baseline_term_has_zero_expected_gradient():
             samples[name].append(th.cat([g.flatten() for g in grads]).numpy())
     assert _z_squared(np.asarray(samples["history"], dtype=np.float64)) < 2.0
     assert _z_squared(np.asarray(samples["own reward"], dtype=np.float64)) > 4.0
+
+
+def test_short_categorical_episodes_save_the_default_and_saves_from_before_keep_whole_episode_weights(tmp_path):
+    """The history baseline, the default on short categorical episodes since it measured better there, travels with a
+    save; a save made before (``value_baseline=False`` recorded, the default then) resumes without one."""
+    now = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, seed=0)
+    assert now.value_baseline == "history"
+    now.learn(64)
+    now.save(tmp_path / "now")
+    loaded = OrderGradPPO.load(tmp_path / "now", env=gym.make("RiskyLavaGrid-v0"))
+    assert loaded.value_baseline == "history"
+    for mine, theirs in zip(now.history_baseline.parameters(), loaded.history_baseline.parameters(), strict=True):
+        assert th.equal(mine, theirs)
+    before = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=False)
+    before.save(tmp_path / "before")
+    loaded = OrderGradPPO.load(tmp_path / "before", env=gym.make("RiskyLavaGrid-v0"))
+    assert loaded.value_baseline is False and getattr(loaded, "history_baseline", None) is None
+    loaded.learn(64, reset_num_timesteps=False)
+    assert loaded.num_timesteps >= 64
