@@ -892,16 +892,15 @@ def unbaselined_before_default(run: dict) -> bool:
 
 @functools.cache
 def history_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with the history baseline on a task of short episodes and categorical actions
-    without setting it: an OrderGradPPO left to :func:`default_baseline_on_task`."""
+    """Whether the method trains with the history baseline on a task of short episodes without setting it: an
+    OrderGradPPO left to :func:`default_baseline_on_task`, which gives it there on categorical actions only."""
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("value_baseline") is not None or not TASKS[task_name].discrete:
+    if method.algo != "ordergrad_ppo" or kwargs.get("value_baseline") is not None:
         return False
-    long = parsed_on_task(kwargs, task_name)[2]
-    return not long and default_baseline_on_task(method_name, task_name) == HISTORY
+    return not parsed_on_task(kwargs, task_name)[2] and default_baseline_on_task(method_name, task_name) == HISTORY
 
 
 def unscheduled_before_default(run: dict) -> bool:
