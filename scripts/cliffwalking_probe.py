@@ -1,7 +1,8 @@
 """The usage line on a risk task outside the suite: Gymnasium's slippery CliffWalking-v1 with a 100-step limit.
 
-    python scripts/cliffwalking_probe.py [--methods ppo og-cvar og-cvar-history og-cvar-whole] [--seeds 0]
-                                         [--steps 100000] [--episodes 500] [--exact] [--json out.json] [--quick]
+    python scripts/cliffwalking_probe.py [--methods ppo og-cvar og-cvar-history og-cvar-whole og-cvar-noent]
+                                         [--seeds 0] [--steps 100000] [--episodes 500] [--exact] [--json out.json]
+                                         [--quick]
 
 Each method is trained as a new user would (``PPO("MlpPolicy", env)``, ``OrderGradPPO("MlpPolicy", env,
 objective="cvar0.2", ...)``), then scored on the mean of the worst 20% of ``--episodes`` evaluation returns, greedy
@@ -36,12 +37,14 @@ ALPHA = 0.2
 START = 36
 #: method name -> OrderGradPPO keyword arguments (``ppo``: SB3's PPO at its defaults). ``og-cvar`` is the usage line,
 #: which on these short categorical episodes has trained with the history baseline by default since 2026-11-29
-#: (``og-cvar-history`` sets it); ``og-cvar-whole`` is the usage line before, with whole-episode weights.
+#: (``og-cvar-history`` sets it); ``og-cvar-whole`` is the usage line before, with whole-episode weights;
+#: ``og-cvar-noent`` the usage line without its entropy bonus.
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
     "og-cvar-history": {"objective": "cvar0.2", "value_baseline": "history"},
     "og-cvar-whole": {"objective": "cvar0.2", "value_baseline": False},
+    "og-cvar-noent": {"objective": "cvar0.2", "ent_coef": 0.0},
 }
 
 
