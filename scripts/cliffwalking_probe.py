@@ -45,6 +45,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-history": {"objective": "cvar0.2", "value_baseline": "history"},
     "og-cvar-whole": {"objective": "cvar0.2", "value_baseline": False},
     "og-cvar-noent": {"objective": "cvar0.2", "ent_coef": 0.0},
+    "og-cvar-ent005": {"objective": "cvar0.2", "ent_coef": 0.005},
 }
 
 

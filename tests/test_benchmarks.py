@@ -196,6 +196,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
     assert scheduled == [
         "og-cvar",
         "og-cvar-entdecay",
+        "og-cvar-ent005",
         "og-cvar-entlate",
         "og-cvar-n16",
         "og-cvar-n16-drift",
