@@ -1,8 +1,9 @@
 """The usage line on a risk task outside the suite: Gymnasium's slippery CliffWalking-v1 with a 100-step limit.
 
-    python scripts/cliffwalking_probe.py [--methods ppo og-cvar og-cvar-history og-cvar-whole og-cvar-noent]
-                                         [--seeds 0] [--steps 100000] [--episodes 500] [--exact] [--json out.json]
-                                         [--quick]
+    python scripts/cliffwalking_probe.py [--methods METHOD ...] [--seeds 0] [--steps 100000] [--episodes 500]
+                                         [--exact] [--json out.json] [--quick]
+
+``--methods`` takes names of :data:`METHODS` (default: all of them).
 
 Each method is trained as a new user would (``PPO("MlpPolicy", env)``, ``OrderGradPPO("MlpPolicy", env,
 objective="cvar0.2", ...)``), then scored on the mean of the worst 20% of ``--episodes`` evaluation returns, greedy
@@ -38,7 +39,7 @@ START = 36
 #: method name -> OrderGradPPO keyword arguments (``ppo``: SB3's PPO at its defaults). ``og-cvar`` is the usage line,
 #: which on these short categorical episodes has trained with the history baseline by default since 2026-11-29
 #: (``og-cvar-history`` sets it); ``og-cvar-whole`` is the usage line before, with whole-episode weights;
-#: ``og-cvar-noent`` the usage line without its entropy bonus.
+#: ``og-cvar-noent`` and ``og-cvar-ent005`` the usage line without its entropy bonus and with half of it.
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},

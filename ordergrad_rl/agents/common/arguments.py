@@ -79,11 +79,11 @@ RANKED_ROLLOUT_STEPS = 8192
 #: stationary optimum with one cell changed, and of no other one-cell change) step right into the lava from the cell
 #: below the start, which only a slip reaches: early on a lava step there (-17) beats the time-outs (-30) that fill
 #: the tail, and once the softmax saturates on it the cell's gradient, proportional to ``1 - pi``, is gone; the
-#: bonus keeps it from saturating. Outside the
-#: suite, slippery CliffWalking-v1 (``scripts/cliffwalking_probe.py``, 100k steps, seeds 0-5) has the bonus's cost:
-#: without it the greedy tail is SB3 PPO's (-100.3 against -120.5 with it) and the sampled one -217.3 against -339.9
-#: (PPO -110.4). Half the bonus, 0.005 (``og-cvar-ent005``, seeds 0-9), lands between on every score and meets
-#: neither goal: lava 8 of 10 (two in the same trap), the maze 9 of 10 (sampled -2.59), CliffWalking -104.8 / -267.4.
+#: bonus keeps it from saturating. Outside the suite, slippery CliffWalking-v1 (``scripts/cliffwalking_probe.py``,
+#: 100k steps, seeds 0-5) has the bonus's cost: without it the greedy tail is SB3 PPO's (-100.3 against -120.5 with
+#: it) and the sampled one -217.3 against -339.9 (PPO -110.4). Half the bonus, 0.005 (``og-cvar-ent005``, seeds
+#: 0-9), lands between on every score and meets neither goal: lava 8 of 10 (two in the same trap), the maze 9 of 10
+#: (sampled -2.59), CliffWalking -104.8 / -267.4.
 RANKED_ENT_COEF = 0.01
 #: OrderGradPPO's ``baseline_lambda`` when a per-step baseline is on: the ``lambda`` of the weight's lambda-returns
 #: over the baseline (:func:`~ordergrad_rl.agents.common.advantages.lambda_advantages`), SB3's ``gae_lambda`` default,
