@@ -15,7 +15,7 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
 
-from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
 from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA
 from ordergrad_rl.agents.common.history_baseline import HistoryBaseline
@@ -285,3 +285,83 @@ def test_short_categorical_episodes_save_the_default_and_saves_from_before_keep_
     assert loaded.value_baseline is False and getattr(loaded, "history_baseline", None) is None
     loaded.learn(64, reset_num_timesteps=False)
     assert loaded.num_timesteps >= 64
+
+
+def test_reinforce_steps_on_the_weights_over_the_history_baseline(tmp_path):
+    """OrderGradREINFORCE's ``value_baseline="history"``: each step's advantage is the lambda-return of its episode's
+    weight over the baseline predicted before the rollout, the gradient step is on those, and the baseline is fitted
+    after."""
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=16, value_baseline="history",
+        risk_schedule="none", normalize_advantage=False, seed=0,
+    )  # fmt: skip
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    assert (model.value_baseline, model.baseline_lambda) == ("history", BASELINE_LAMBDA)
+    assert model.hparams()["value_baseline"] == "history"
+    model.learn(2000)
+    before = copy.deepcopy(model.history_baseline)
+    _one_rollout(model)
+    buffer = model.rollout_buffer
+    so_far = returns_before(buffer.rewards, buffer.episode_index)
+    expected = before.predict(before.features(buffer.observations, buffer.episode_step, so_far))
+    np.testing.assert_allclose(buffer.values, expected, atol=1e-6)
+    weights = model.episode_weights(buffer.episode_returns)
+    np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
+    expected = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, BASELINE_LAMBDA)
+    np.testing.assert_allclose(buffer.advantages, expected, atol=1e-5)
+    assert model.history_baseline.history_rms.count > before.history_rms.count
+    # The update's gradient is -(1/N) sum_t A_t grad log pi(a_t | s_t): the advantages over the baseline.
+    policy = model.policy
+    obs, _ = policy.obs_to_tensor(buffer.observations)
+    _, log_prob, _ = policy.evaluate_actions(obs, th.as_tensor(buffer.actions).long().flatten())
+    advantages = th.as_tensor(buffer.advantages).flatten()
+    expected_grads = th.autograd.grad(-(advantages * log_prob).sum() / model.n_episodes, policy.action_net.weight)
+    model.ent_coef, model.max_grad_norm = 0.0, 1e9
+    captured = {}
+    hook = policy.action_net.weight.register_hook(lambda grad: captured.setdefault("grad", grad.clone()))
+    model.train()
+    hook.remove()
+    th.testing.assert_close(captured["grad"], expected_grads[0], rtol=1e-4, atol=1e-6)
+    assert "train/baseline_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+
+
+def test_reinforce_history_baseline_is_saved_loaded_and_resumed_and_older_saves_have_none(tmp_path):
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline="history", seed=0
+    )
+    assert model.baseline_lambda == BASELINE_LAMBDA
+    model.learn(200)
+    model.save(tmp_path / "model.zip")
+    loaded = OrderGradREINFORCE.load(tmp_path / "model.zip", env=gym.make("RiskyLavaGrid-v0"))
+    assert (loaded.value_baseline, loaded.baseline_lambda) == ("history", BASELINE_LAMBDA)
+    for mine, theirs in zip(model.history_baseline.parameters(), loaded.history_baseline.parameters(), strict=True):
+        assert th.equal(mine, theirs)
+    assert loaded.history_baseline.history_rms.count == model.history_baseline.history_rms.count
+    assert loaded.history_baseline.optimizer.state_dict()["state"]  # Adam's moments came along
+    loaded.learn(100, reset_num_timesteps=False)
+    assert loaded.num_timesteps > model.num_timesteps
+    # A save from before the argument existed (no value_baseline in its data) trained without a baseline and resumes so.
+    plain = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8)
+    assert (plain.value_baseline, plain.baseline_lambda) == (False, 1.0)
+    plain.save(tmp_path / "plain.zip")
+    with zipfile.ZipFile(tmp_path / "plain.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                del data["value_baseline"], data["baseline_lambda"]
+                content = json.dumps(data).encode()
+            old.writestr(item, content)
+    old = OrderGradREINFORCE.load(tmp_path / "old.zip", env=gym.make("RiskyLavaGrid-v0"))
+    assert (old.value_baseline, old.baseline_lambda) == (False, 1.0)
+    assert getattr(old, "history_baseline", None) is None
+    old.learn(50, reset_num_timesteps=False)
+
+
+def test_reinforce_refuses_the_state_baseline_and_bad_values():
+    with pytest.raises(ValueError, match="value_baseline=True regresses the policy's value head.*'history'"):
+        OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", value_baseline=True)
+    with pytest.raises(ValueError, match="value_baseline must be True, False, 'history' or None, got 'state'"):
+        OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", value_baseline="state")
+    with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
+        OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", baseline_lambda=0.9)

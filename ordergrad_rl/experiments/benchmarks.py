@@ -42,6 +42,8 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
 update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
+``og-reinforce-history``, ``og-reinforce-n32-history`` and ``og-reinforce-n32-history-ent`` (the history baseline, at
+256 or 32 episodes per update, the last with ``ent_coef=0.3``),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``qrdqn-cvar-zoo`` (the same with
 rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task``), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
@@ -415,6 +417,27 @@ METHODS: dict[str, Method] = {
         "ordergrad_reinforce",
         {**CVAR, "n_episodes": 32, "noise_sampler": True},
         "khaki",
+    ),
+    # OrderGradREINFORCE with the history baseline (per-step credit, OrderGradPPO's default on short categorical
+    # episodes), at its default rollout and with 32 episodes per update, the latter also with the entropy bonus of
+    # og-reinforce-n32-ent.
+    "og-reinforce-history": Method(
+        "OrderGradREINFORCE + history baseline",
+        "ordergrad_reinforce",
+        {**CVAR, "value_baseline": "history"},
+        "chocolate",
+    ),
+    "og-reinforce-n32-history": Method(
+        "OrderGradREINFORCE, 32 episodes + history baseline",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "value_baseline": "history"},
+        "saddlebrown",
+    ),
+    "og-reinforce-n32-history-ent": Method(
+        "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.3",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3},
+        "burlywood",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.

@@ -6,27 +6,22 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar, Literal
 
-import numpy as np
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
-from stable_baselines3.common.utils import explained_variance
 
-from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
 from ordergrad_rl.agents.common.arguments import (
     check_advantage,
     check_ppo_arguments,
     default_value_baseline,
-    resolve_baseline_lambda,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.episodic import EPISODIC, EpisodicAlgorithmMixin, train_on_episode_weights
-from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
+from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
     OrderGradActorCriticPolicy,
-    predict_values,
     value_head_unused,
 )
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -39,7 +34,7 @@ from ordergrad_rl.core.channels import AnyObjective
 DEFAULT_OBJECTIVE = "cvar0.2"
 
 
-class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
+class OrderGradPPO(PerStepBaselineMixin, PPO):
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 
     ``advantage="q_critic"`` builds the Q-critic algorithm instead, :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
@@ -295,9 +290,6 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
-    # A save without baseline_lambda trained on w - b_t, one without value_baseline with no baseline at all (the
-    # constructor that SB3's load runs would give the default of the env at hand).
-    saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -352,8 +344,7 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
-            raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
+        check_value_baseline(value_baseline)
         long = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
@@ -369,12 +360,11 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         has_value_head = (policy_kwargs or {}).get("critic") != "none"
         if value_baseline is True and not has_value_head:
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
-        if value_baseline is None:  # SB3's load builds without an env (no action space); the save's value follows
-            value_baseline = hasattr(self, "action_space") and default_value_baseline(
-                self.objective, self.action_space, long, policy_kwargs, self.group_size
-            )
-        self.value_baseline = value_baseline
-        self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
+        # SB3's load builds without an env (no action space); the save's value follows.
+        default = hasattr(self, "action_space") and default_value_baseline(
+            self.objective, self.action_space, long, policy_kwargs, self.group_size
+        )
+        self._init_value_baseline(value_baseline, baseline_lambda, default)
         if _init_setup_model:
             self._setup_model()
 
@@ -406,76 +396,6 @@ class OrderGradPPO(EpisodicAlgorithmMixin, PPO):
         if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
         return super().load(path, env=env, device=device, **kwargs)
-
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        if getattr(self, "value_baseline", False) == HISTORY:
-            self.history_baseline = HistoryBaseline(self.observation_space).to(self.device)
-            saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
-            if saved is not None:
-                self.history_baseline.load_saved_state(saved)
-
-    def _excluded_save_params(self) -> list[str]:
-        # The history baseline travels in the save's data (history_baseline_state), not among its torch state
-        # dicts, so that SB3's PPO.load of the save, which has no such module, still loads it.
-        return [*super()._excluded_save_params(), "history_baseline"]
-
-    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
-        """SB3's ``save``; with ``value_baseline="history"`` the baseline (network, optimizer, statistics) too."""
-        baseline = getattr(self, "history_baseline", None)
-        if baseline is not None:
-            self.history_baseline_state = baseline.saved_state()
-        try:
-            super().save(path, exclude, include)
-        finally:
-            self.__dict__.pop("history_baseline_state", None)
-
-    def hparams(self) -> dict[str, Any]:
-        values = super().hparams()
-        # One type per HParams column: "state" (True), "history" or "none" (False).
-        baseline = getattr(self, "value_baseline", False)
-        values["value_baseline"] = {True: "state", False: "none"}.get(baseline, baseline)
-        values["baseline_lambda"] = getattr(self, "baseline_lambda", 1.0)
-        return values
-
-    def _compute_advantages(self) -> None:
-        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`) over the
-        ``value_baseline``: ``V(s_t)`` (``True``; the weights become the value head's regression targets) or the
-        history baseline ``b(s_t, t, G_<t)`` (``"history"``, fitted to this rollout's weights once they are used),
-        as the ``baseline_lambda``-returns of the weights."""
-        super()._compute_advantages()
-        baseline = getattr(self, "value_baseline", False)  # absent from saves before 0.2
-        if not baseline:
-            return
-        buffer = self.rollout_buffer
-        buffer.returns = buffer.advantages.copy()
-        if baseline is True:
-            buffer.values = predict_values(self.policy, buffer.observations)
-        else:
-            so_far = returns_before(
-                discounted_rewards(buffer.rewards, buffer.episode_step, self.gamma), buffer.episode_index
-            )
-            history = self.history_baseline
-            # Predict before this rollout enters anything (the standardization included): the baseline of a step
-            # must not depend on the actions it credits.
-            features = history.features(buffer.observations, buffer.episode_step, so_far)
-            buffer.values = history.predict(features)
-            # Out of sample (predicted before this rollout is fitted), as SB3's train/explained_variance of a critic:
-            # at or below 0 the baseline adds as much variance to the advantages as it removes.
-            fit_quality = explained_variance(buffer.values, buffer.returns)
-            if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain)
-                self.logger.record("train/baseline_explained_variance", float(fit_quality))
-            features = history.updated(features, buffer.episode_step, so_far)
-            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
-        if getattr(self, "_rollout_tied_at_best", False):
-            # A rollout that ranks nothing (every episode tied at the best return seen) keeps its advantages, its
-            # weights, all zero: its estimate of the objective's gradient is zero. The baseline's terms, zero only in
-            # expectation, would be the whole update, a random step of a converged policy (see ``value_baseline``).
-            return
-        lam = getattr(self, "baseline_lambda", 1.0)
-        buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
-            np.float32
-        )
 
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""

@@ -12,7 +12,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import check_common_arguments
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
     OrderGradActorCriticPolicy,
@@ -23,7 +23,7 @@ from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps
 from ordergrad_rl.core.channels import AnyObjective
 
 
-class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
+class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     """REINFORCE on an order-statistic objective of the episode return (paper Sec. 3, eq. og-batch-estimator).
 
     Every update collects ``n_episodes`` complete episodes, turns their returns ``G_i`` into the OrderGrad weights
@@ -93,6 +93,14 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
     :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
+    :param value_baseline: per-step credit for a ranked objective: ``"history"`` subtracts the history baseline
+        ``b(s_t, t, G_<t)`` (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small
+        network fitted to each rollout's weights after they are used, saved with the model; see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`) from each step's episode weight, which stays unbiased. ``True``
+        (the value head's ``V(s)``) is refused: this class trains no critic. Default ``None``: off.
+    :param baseline_lambda: with the history baseline, the ``lambda`` of the weight's lambda-returns over it (see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`); default 0.95 with a baseline, ``1.0`` (``w - b_t``,
+        unbiased) gives the exact estimator.
     :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
         too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
         class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable. With ``n_episodes=32``, 0.3 (about
@@ -146,6 +154,8 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         noise_sampler: bool = False,
+        value_baseline: bool | Literal["history"] | None = None,
+        baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = 0.0,
         entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
@@ -172,6 +182,12 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
+        check_value_baseline(value_baseline)
+        if value_baseline is True:
+            raise ValueError(
+                f"value_baseline=True regresses the policy's value head, which {type(self).__name__} does not train "
+                "(no critic): use value_baseline='history', a baseline network of its own"
+            )
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
@@ -183,6 +199,7 @@ class OrderGradREINFORCE(EpisodicAlgorithmMixin, OnPolicyAlgorithm):
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )  # fmt: skip
+        self._init_value_baseline(value_baseline, baseline_lambda, default=False)
         if _init_setup_model:
             self._setup_model()
 

@@ -1,0 +1,120 @@
+"""Per-step credit for the episodic algorithms: the episode weights over a baseline (``value_baseline``).
+
+An episodic algorithm gives every step of episode ``i`` the episode's weight ``w_i``. With a per-step baseline
+``b_t`` each step gets ``w_i - b_t`` instead (or, at ``baseline_lambda < 1``, the lambda-returns of the weight over
+the baseline, :func:`~ordergrad_rl.agents.common.advantages.lambda_advantages`): the value head's ``V(s_t)``
+(``value_baseline=True``; the weights become its regression targets, which the algorithm's update must train) or
+the history baseline ``b(s_t, t, G_<t)`` (``"history"``,
+:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own network, fitted here after each
+rollout's advantages are computed). Both are functions of what is known
+before ``a_t`` is drawn, so the estimator stays unbiased at ``baseline_lambda=1``. OrderGradPPO and
+OrderGradREINFORCE mix this in front of :class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.utils import explained_variance
+
+from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
+from ordergrad_rl.agents.common.arguments import resolve_baseline_lambda
+from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
+from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
+from ordergrad_rl.agents.common.policies import predict_values
+
+
+def check_value_baseline(value_baseline: Any) -> None:
+    """``ValueError`` naming the values ``value_baseline`` takes (``True``, ``False``, ``"history"``, ``None``)."""
+    if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
+        raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
+
+
+class PerStepBaselineMixin(EpisodicAlgorithmMixin):
+    """``value_baseline`` and ``baseline_lambda`` of an episodic algorithm (module docstring): set by
+    :meth:`_init_value_baseline` after :meth:`_init_episodic_algorithm`; the history baseline is built with the model,
+    saved in the save's data (so that SB3's loaders of the file, which have no such module, still load it) and fitted
+    in :meth:`_compute_advantages`."""
+
+    # A save without baseline_lambda trained on w - b_t, one without value_baseline with no baseline at all (the
+    # constructor that SB3's load runs would give the default of the env at hand).
+    saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
+
+    def _init_value_baseline(
+        self, value_baseline: bool | str | None, baseline_lambda: float | None, default: bool | str
+    ) -> None:
+        """Set ``value_baseline`` (``default`` where it is ``None``) and ``baseline_lambda``
+        (:func:`~ordergrad_rl.agents.common.arguments.resolve_baseline_lambda`)."""
+        self.value_baseline = default if value_baseline is None else value_baseline
+        self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        if getattr(self, "value_baseline", False) == HISTORY:
+            self.history_baseline = HistoryBaseline(self.observation_space).to(self.device)  # type: ignore[attr-defined]
+            saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
+            if saved is not None:
+                self.history_baseline.load_saved_state(saved)
+
+    def _excluded_save_params(self) -> list[str]:
+        # The history baseline travels in the save's data (history_baseline_state), not among its torch state
+        # dicts, so that SB3's loaders of the save, which have no such module, still load it.
+        return [*super()._excluded_save_params(), "history_baseline"]
+
+    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
+        """SB3's ``save``; with ``value_baseline="history"`` the baseline (network, optimizer, statistics) too."""
+        baseline = getattr(self, "history_baseline", None)
+        if baseline is not None:
+            self.history_baseline_state = baseline.saved_state()
+        try:
+            super().save(path, exclude, include)  # type: ignore[misc]
+        finally:
+            self.__dict__.pop("history_baseline_state", None)
+
+    def hparams(self) -> dict[str, Any]:
+        values = super().hparams()
+        # One type per HParams column: "state" (True), "history" or "none" (False).
+        baseline = getattr(self, "value_baseline", False)
+        values["value_baseline"] = {True: "state", False: "none"}.get(baseline, baseline)
+        values["baseline_lambda"] = getattr(self, "baseline_lambda", 1.0)
+        return values
+
+    def _compute_advantages(self) -> None:
+        """The episode weights of every step (:meth:`EpisodicAlgorithmMixin._compute_advantages`) over the
+        ``value_baseline``: ``V(s_t)`` (``True``; the weights become the value head's regression targets) or the
+        history baseline ``b(s_t, t, G_<t)`` (``"history"``, fitted to this rollout's weights once they are used),
+        as the ``baseline_lambda``-returns of the weights."""
+        super()._compute_advantages()
+        baseline = getattr(self, "value_baseline", False)  # absent from saves before 0.2
+        if not baseline:
+            return
+        buffer = self.rollout_buffer
+        buffer.returns = buffer.advantages.copy()
+        if baseline is True:
+            buffer.values = predict_values(self.policy, buffer.observations)  # type: ignore[attr-defined]
+        else:
+            so_far = returns_before(
+                discounted_rewards(buffer.rewards, buffer.episode_step, self.gamma), buffer.episode_index
+            )
+            history = self.history_baseline
+            # Predict before this rollout enters anything (the standardization included): the baseline of a step
+            # must not depend on the actions it credits.
+            features = history.features(buffer.observations, buffer.episode_step, so_far)
+            buffer.values = history.predict(features)
+            # Out of sample (predicted before this rollout is fitted), as SB3's train/explained_variance of a critic:
+            # at or below 0 the baseline adds as much variance to the advantages as it removes.
+            fit_quality = explained_variance(buffer.values, buffer.returns)
+            if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain)
+                self.logger.record("train/baseline_explained_variance", float(fit_quality))  # type: ignore[attr-defined]
+            features = history.updated(features, buffer.episode_step, so_far)
+            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))  # type: ignore[attr-defined]
+        if getattr(self, "_rollout_tied_at_best", False):
+            # A rollout that ranks nothing (every episode tied at the best return seen) keeps its advantages, its
+            # weights, all zero: its estimate of the objective's gradient is zero. The baseline's terms, zero only in
+            # expectation, would be the whole update, a random step of a converged policy (see ``value_baseline``).
+            return
+        lam = getattr(self, "baseline_lambda", 1.0)
+        buffer.advantages = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam).astype(
+            np.float32
+        )
