@@ -243,6 +243,8 @@ CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
 TIED_ENT = {"entropy_when_tied": True}
+#: OrderGradREINFORCE's bonus as the mean over the rollout's steps, the rule before entropy_per_episode.
+STEP_MEAN_ENTROPY = {"entropy_per_episode": False}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
     # The usage line before the schedule default on long episodes (how og-cvar ran on CartPole, Acrobot and
@@ -384,6 +386,8 @@ METHODS: dict[str, Method] = {
         {"objective": "gcvar0.2", "risk_schedule": "level", "ent_coef": 0.0},
         "tab:green",
     ),
+    # The REINFORCE variants with a bonus were measured with the bonus averaged over the rollout's steps, before it was
+    # summed over each episode's steps (OrderGradREINFORCE's entropy_per_episode).
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
@@ -397,7 +401,7 @@ METHODS: dict[str, Method] = {
     "og-reinforce-level-ent": Method(
         "OrderGradREINFORCE + level schedule + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3},
+        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
         "sandybrown",
     ),
     # OrderGradREINFORCE with 32 episodes per update (8x its ranked default's updates per budget: one gradient step per
@@ -408,7 +412,7 @@ METHODS: dict[str, Method] = {
     "og-reinforce-n32-ent": Method(
         "OrderGradREINFORCE, 32 episodes + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "ent_coef": 0.3},
+        {**CVAR, "n_episodes": 32, "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
         "goldenrod",
     ),
     # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation).
@@ -436,8 +440,29 @@ METHODS: dict[str, Method] = {
     "og-reinforce-n32-history-ent": Method(
         "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3},
+        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
         "burlywood",
+    ),
+    # ... and with 128 episodes per update (OrderGradPPO's rollout size on the maze and the navigation).
+    "og-reinforce-n128-history-ent": Method(
+        "OrderGradREINFORCE, 128 episodes + history baseline + entropy 0.3",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
+        "wheat",
+    ),
+    # The history baseline with OrderGradPPO's entropy coefficient for ranked objectives, 0.01, per step (the bonus
+    # summed over each episode's steps as the policy term is): at the default rollout and at 32 episodes.
+    "og-reinforce-history-ent": Method(
+        "OrderGradREINFORCE + history baseline + entropy 0.01 per step",
+        "ordergrad_reinforce",
+        {**CVAR, "value_baseline": "history", "ent_coef": 0.01},
+        "peachpuff",
+    ),
+    "og-reinforce-n32-history-ent01": Method(
+        "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.01 per step",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.01},
+        "tan",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
