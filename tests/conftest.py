@@ -42,3 +42,21 @@ def one_torch_thread():
     th.set_num_threads(1)
     yield
     th.set_num_threads(threads)
+
+
+def save_from_before(path: Path, old_path: Path, *keys: str) -> Path:
+    """A copy of the SB3 save ``path`` at ``old_path`` whose data lacks ``keys``: a save made before those arguments
+    existed."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old_path, "w") as old:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                for key in keys:
+                    del data[key]
+                content = json.dumps(data).encode()
+            old.writestr(item, content)
+    return old_path

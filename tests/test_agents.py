@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import save_from_before
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -486,9 +487,6 @@ def test_reinforce_entropy_bonus_is_summed_over_each_episode_or_averaged_over_st
     ``ent_coef`` means per step what it means in PPO; ``False``: ``-mean_t H_t`` (the rule before). Checked on the
     logged term against the policy's entropies on the rollout it trained on; saves keep the rule, older ones (no entry)
     average."""
-    import json
-    import zipfile
-
     from stable_baselines3.common.logger import configure
 
     model = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, seed=0,
@@ -507,14 +505,7 @@ def test_reinforce_entropy_bonus_is_summed_over_each_episode_or_averaged_over_st
     assert model.logger.name_to_value["train/entropy_loss"] == pytest.approx(expected, rel=1e-5)
     model.save(tmp_path / "model.zip")
     assert OrderGradREINFORCE.load(tmp_path / "model.zip").entropy_per_episode is per_episode
-    with zipfile.ZipFile(tmp_path / "model.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
-        for item in source.infolist():
-            content = source.read(item.filename)
-            if item.filename == "data":
-                data = json.loads(content)
-                del data["entropy_per_episode"]
-                content = json.dumps(data).encode()
-            old.writestr(item, content)
+    save_from_before(tmp_path / "model.zip", tmp_path / "old.zip", "entropy_per_episode")
     assert OrderGradREINFORCE.load(tmp_path / "old.zip").entropy_per_episode is False
     with pytest.raises(ValueError, match="entropy_per_episode must be True or False, got 'yes'"):
         OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", entropy_per_episode="yes")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import warnings
-import zipfile
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import save_from_before
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
@@ -188,14 +187,7 @@ def test_baseline_lambda_is_saved_and_older_saves_keep_lambda_one(tmp_path):
     assert OrderGradPPO.load(tmp_path / "model.zip", env=model.get_env()).baseline_lambda == 0.8
     # A save from before baseline_lambda existed (its data has no such entry) trained on w - b_t and still does,
     # also when loaded with a long-episode env, whose default would be BASELINE_LAMBDA.
-    with zipfile.ZipFile(tmp_path / "model.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
-        for item in source.infolist():
-            content = source.read(item.filename)
-            if item.filename == "data":
-                data = json.loads(content)
-                del data["baseline_lambda"]
-                content = json.dumps(data).encode()
-            old.writestr(item, content)
+    save_from_before(tmp_path / "model.zip", tmp_path / "old.zip", "baseline_lambda")
     assert OrderGradPPO.load(tmp_path / "old.zip", env=model.get_env()).baseline_lambda == 1.0
     assert OrderGradPPO.load(tmp_path / "old.zip", baseline_lambda=0.5).baseline_lambda == 0.5
 
@@ -344,14 +336,7 @@ def test_reinforce_history_baseline_is_saved_loaded_and_resumed_and_older_saves_
     plain = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8)
     assert (plain.value_baseline, plain.baseline_lambda) == (False, 1.0)
     plain.save(tmp_path / "plain.zip")
-    with zipfile.ZipFile(tmp_path / "plain.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
-        for item in source.infolist():
-            content = source.read(item.filename)
-            if item.filename == "data":
-                data = json.loads(content)
-                del data["value_baseline"], data["baseline_lambda"]
-                content = json.dumps(data).encode()
-            old.writestr(item, content)
+    save_from_before(tmp_path / "plain.zip", tmp_path / "old.zip", "value_baseline", "baseline_lambda")
     old = OrderGradREINFORCE.load(tmp_path / "old.zip", env=gym.make("RiskyLavaGrid-v0"))
     assert (old.value_baseline, old.baseline_lambda) == (False, 1.0)
     assert getattr(old, "history_baseline", None) is None

@@ -43,7 +43,10 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
 update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
 ``og-reinforce-history``, ``og-reinforce-n32-history`` and ``og-reinforce-n32-history-ent`` (the history baseline, at
-256 or 32 episodes per update, the last with ``ent_coef=0.3``),
+256 or 32 episodes per update, the last with ``ent_coef=0.3`` averaged over steps), ``og-reinforce-n128-history-ent``
+(the same at 128 episodes), ``og-reinforce-history-ent``, ``og-reinforce-n32-history-ent01`` and
+``og-reinforce-n32-history-ent03`` (the history baseline with ``ent_coef`` 0.01 or 0.03 per step, summed over each
+episode's steps),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``qrdqn-cvar-zoo`` (the same with
 rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task``), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
@@ -463,6 +466,12 @@ METHODS: dict[str, Method] = {
         "ordergrad_reinforce",
         {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.01},
         "tan",
+    ),
+    "og-reinforce-n32-history-ent03": Method(
+        "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.03 per step",
+        "ordergrad_reinforce",
+        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.03},
+        "navajowhite",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
