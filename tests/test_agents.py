@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from conftest import save_from_before
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -479,36 +478,6 @@ def test_default_entropy_bonus_reaches_the_update() -> None:
         entropies[ent_coef] = (before, model.policy.get_distribution(th.zeros(1, 1)).entropy().item())
     assert entropies[None][1] > entropies[None][0] + 1e-3
     assert entropies[0.0][1] == pytest.approx(entropies[0.0][0], abs=1e-6)
-
-
-@pytest.mark.parametrize("per_episode", [True, False])
-def test_reinforce_entropy_bonus_is_summed_over_each_episode_or_averaged_over_steps(per_episode, tmp_path) -> None:
-    """``entropy_per_episode`` (default): the bonus term is ``-(1/N) sum_i sum_t H_it``, the policy term's scale, so
-    ``ent_coef`` means per step what it means in PPO; ``False``: ``-mean_t H_t`` (the rule before). Checked on the
-    logged term against the policy's entropies on the rollout it trained on; saves keep the rule, older ones (no entry)
-    average."""
-    from stable_baselines3.common.logger import configure
-
-    model = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, seed=0,
-                               ent_coef=0.01, entropy_per_episode=per_episode)  # fmt: skip
-    assert model.hparams()["entropy_per_episode"] is per_episode
-    model.set_logger(configure(str(tmp_path), ["csv"]))
-    model._setup_learn(10**9, None)
-    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 10**9)
-    buffer = model.rollout_buffer
-    obs, _ = model.policy.obs_to_tensor(buffer.observations)
-    with th.no_grad():
-        entropy = model.policy.get_distribution(obs).entropy().numpy()
-    assert len(entropy) > 2 * model.n_episodes  # episodes of several steps: the two rules differ
-    model.train()
-    expected = -entropy.sum() / model.n_episodes if per_episode else -entropy.mean()
-    assert model.logger.name_to_value["train/entropy_loss"] == pytest.approx(expected, rel=1e-5)
-    model.save(tmp_path / "model.zip")
-    assert OrderGradREINFORCE.load(tmp_path / "model.zip").entropy_per_episode is per_episode
-    save_from_before(tmp_path / "model.zip", tmp_path / "old.zip", "entropy_per_episode")
-    assert OrderGradREINFORCE.load(tmp_path / "old.zip").entropy_per_episode is False
-    with pytest.raises(ValueError, match="entropy_per_episode must be True or False, got 'yes'"):
-        OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", entropy_per_episode="yes")
 
 
 def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:

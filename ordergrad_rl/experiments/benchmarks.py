@@ -43,10 +43,8 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
 update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
 ``og-reinforce-history``, ``og-reinforce-n32-history`` and ``og-reinforce-n32-history-ent`` (the history baseline, at
-256 or 32 episodes per update, the last with ``ent_coef=0.3`` averaged over steps), ``og-reinforce-n128-history-ent``
-(the same at 128 episodes), ``og-reinforce-history-ent``, ``og-reinforce-n32-history-ent01`` and
-``og-reinforce-n32-history-ent03`` (the history baseline with ``ent_coef`` 0.01 or 0.03 per step, summed over each
-episode's steps),
+256 or 32 episodes per update, the last with ``ent_coef=0.3``) and ``og-reinforce-n128-history-ent`` (the same at
+128 episodes),
 ``qrdqn-cvar`` (QR-DQN acting on the CVaR of its quantiles; discrete actions), ``qrdqn-cvar-zoo`` (the same with
 rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task``), ``ppo`` (SB3's PPO defaults) and
 ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``,
@@ -246,8 +244,6 @@ CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
 TIED_ENT = {"entropy_when_tied": True}
-#: OrderGradREINFORCE's bonus as the mean over the rollout's steps, the rule before entropy_per_episode.
-STEP_MEAN_ENTROPY = {"entropy_per_episode": False}
 METHODS: dict[str, Method] = {
     "og-cvar": Method("OrderGradPPO CVaR_0.2 (defaults)", "ordergrad_ppo", CVAR, "tab:blue"),
     # The usage line before the schedule default on long episodes (how og-cvar ran on CartPole, Acrobot and
@@ -389,8 +385,6 @@ METHODS: dict[str, Method] = {
         {"objective": "gcvar0.2", "risk_schedule": "level", "ent_coef": 0.0},
         "tab:green",
     ),
-    # The REINFORCE variants with a bonus were measured with the bonus averaged over the rollout's steps, before it was
-    # summed over each episode's steps (OrderGradREINFORCE's entropy_per_episode).
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
@@ -404,7 +398,7 @@ METHODS: dict[str, Method] = {
     "og-reinforce-level-ent": Method(
         "OrderGradREINFORCE + level schedule + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
+        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3},
         "sandybrown",
     ),
     # OrderGradREINFORCE with 32 episodes per update (8x its ranked default's updates per budget: one gradient step per
@@ -415,7 +409,7 @@ METHODS: dict[str, Method] = {
     "og-reinforce-n32-ent": Method(
         "OrderGradREINFORCE, 32 episodes + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
+        {**CVAR, "n_episodes": 32, "ent_coef": 0.3},
         "goldenrod",
     ),
     # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation).
@@ -443,35 +437,15 @@ METHODS: dict[str, Method] = {
     "og-reinforce-n32-history-ent": Method(
         "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
+        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3},
         "burlywood",
     ),
     # ... and with 128 episodes per update (OrderGradPPO's rollout size on the maze and the navigation).
     "og-reinforce-n128-history-ent": Method(
         "OrderGradREINFORCE, 128 episodes + history baseline + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3, **STEP_MEAN_ENTROPY},
+        {**CVAR, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3},
         "wheat",
-    ),
-    # The history baseline with OrderGradPPO's entropy coefficient for ranked objectives, 0.01, per step (the bonus
-    # summed over each episode's steps as the policy term is): at the default rollout and at 32 episodes.
-    "og-reinforce-history-ent": Method(
-        "OrderGradREINFORCE + history baseline + entropy 0.01 per step",
-        "ordergrad_reinforce",
-        {**CVAR, "value_baseline": "history", "ent_coef": 0.01},
-        "peachpuff",
-    ),
-    "og-reinforce-n32-history-ent01": Method(
-        "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.01 per step",
-        "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.01},
-        "tan",
-    ),
-    "og-reinforce-n32-history-ent03": Method(
-        "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.03 per step",
-        "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.03},
-        "navajowhite",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.

@@ -29,7 +29,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     Every update collects ``n_episodes`` complete episodes, turns their returns ``G_i`` into the OrderGrad weights
     ``w_i = k * a_i`` and takes one gradient step on
 
-        loss = -(1/N) sum_i sum_t [w_i log pi(a_t | s_t)  +  ent_coef * H(pi(. | s_t))],
+        loss = -(1/N) sum_i w_i sum_t log pi(a_t | s_t)  -  ent_coef * mean_t H(pi(. | s_t)),
 
     with the gradient norm clipped at ``max_grad_norm``. With ``normalize_advantage=False`` the gradient is exactly
     the unbiased estimator ``(k/N) sum_i a_i grad log p(tau_i)``; ``True`` divides the weights by their
@@ -109,11 +109,6 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         (``reproduce benchmarks``, ``og-reinforce-n32-ent``), but it is no default: on one-step episodes it keeps the
         sampled policy spread (the heavy-tail bandit's sampled CVaR_0.2 -1.65 against 1.00, 2 seeds), and on the
         guarded maze it ends on the mean-optimal short path (-9.29, 2 of 2).
-    :param entropy_per_episode: the bonus sums each episode's per-step entropies and averages over the episodes, as
-        the policy term sums its log-probabilities (default), so that ``ent_coef`` weighs a step's entropy against a
-        step's credit as in PPO whatever the episode length. ``False``: the mean entropy over the rollout's steps, the
-        rule before it (saves from before keep it), which made a coefficient worth the episode length times more on
-        one-step episodes than on 30-step ones.
     :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best seen (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param max_grad_norm: gradient-norm clipping threshold.
@@ -143,8 +138,6 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
-    # A save from before entropy_per_episode averaged the bonus over the rollout's steps.
-    saved_before = {**PerStepBaselineMixin.saved_before, "entropy_per_episode": False}
 
     def __init__(
         self,
@@ -164,7 +157,6 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = 0.0,
-        entropy_per_episode: bool = True,
         entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
@@ -191,8 +183,6 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         check_value_baseline(value_baseline)
-        if not isinstance(entropy_per_episode, bool):
-            raise ValueError(f"entropy_per_episode must be True or False, got {entropy_per_episode!r}")
         if value_baseline is True:
             raise ValueError(
                 f"value_baseline=True regresses the policy's value head, which {type(self).__name__} does not train "
@@ -210,12 +200,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )  # fmt: skip
         self._init_value_baseline(value_baseline, baseline_lambda, default=False)
-        self.entropy_per_episode = entropy_per_episode
         if _init_setup_model:
             self._setup_model()
-
-    def hparams(self) -> dict[str, Any]:
-        return {**super().hparams(), "entropy_per_episode": getattr(self, "entropy_per_episode", False)}
 
     def _excluded_save_params(self) -> list[str]:
         # Constants of this class (no critic), left out so that A2C.load of the file gets A2C's own values.
@@ -233,13 +219,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         _, log_prob, entropy = evaluate_actions_without_value(self.policy, data.observations, actions)
         # sum over steps / N = (1/N) sum_i sum_t w_it log pi: the episode, not the step, is the sample.
         policy_loss = -(data.advantages * log_prob).sum() / self.rollout_buffer.n_episodes
-        entropy = -log_prob if entropy is None else entropy
-        if getattr(self, "entropy_per_episode", False):  # absent from saves before it: the mean over steps
-            # Summed over each episode's steps as the policy term sums its log-probabilities, so that ent_coef
-            # weighs a step's entropy against a step's credit, as in PPO, whatever the episodes' length.
-            entropy_loss = -entropy.sum() / self.rollout_buffer.n_episodes
-        else:
-            entropy_loss = -th.mean(entropy)
+        entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
         ent_coef = self._ent_coef_in_force()
         loss = policy_loss + ent_coef * entropy_loss
 
