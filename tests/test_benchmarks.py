@@ -240,6 +240,35 @@ def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
     assert run["value_baseline"] == "history"
 
 
+def test_runs_from_before_the_noise_sampler_default_get_their_own_row():
+    """Runs on a task whose env exposes its noise (the maze, the navigation) stored before OrderGradPPO's noise sampler
+    became the default there (``noise_sampler`` not recorded, or recorded False) are labelled no-sampler where the
+    default gives it: a lower-tail objective with a level, left to the default. Methods that set it, GCVaR, the mean,
+    other algorithms and tasks without the noise API pool."""
+
+    def before(task, method, seed):
+        run = {**_run(task, method, seed, 1.0), "untie_at_var": True}  # (runs without it: untie-min on the maze)
+        return {key: value for key, value in run.items() if key != "noise_sampler"}
+
+    runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
+    runs += [before("maze", "og-cvar", 2), before("maze", "og-cvar", 3) | {"noise_sampler": False}]
+    runs += [before("maze", "og-cvar-noise", 0)]
+    runs += [before("maze", "gcvar-level", 0), before("maze", "og-mean", 0), before("maze", "og-reinforce-cvar", 0)]
+    runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True}, before("lava", "og-cvar", 0)]
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-cvar", 1),
+        ("og-cvar no-sampler", 3),
+        ("og-cvar-noise", 1),  # sets it
+        ("gcvar-level", 1),
+        ("og-mean", 1),
+        ("og-reinforce-cvar", 1),  # its default keeps the sampler off
+        ("og-cvar no-sampler", 1),  # the navigation exposes its crash
+        ("og-cvar", 1),  # the lava grid exposes no noise
+    ]
+    assert bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_sampler"] is True
+    assert bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_sampler"] is False
+
+
 def test_task_action_kinds_match_their_envs():
     """``Task.discrete`` (known without building an env whose extra may be absent) is the env's action space."""
     for name, task in bench.TASKS.items():
@@ -296,11 +325,12 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
 def _run(task, method, seed, cvar, curve=()):
     # (runs without normalize_advantage are labelled std-scale where the running default changed them, runs without
     # risk_schedule no-sched where the long-episode default gives one, runs without value_baseline no-hist where the
-    # short categorical episodes' default gives the history baseline)
+    # short categorical episodes' default gives the history baseline, runs without noise_sampler no-sampler where the
+    # env exposes its noise)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
-            "value_baseline": "history"}  # fmt: skip
+            "value_baseline": "history", "noise_sampler": True}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():
@@ -407,6 +437,7 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     run["untie_at_var"] = True  # (runs without it are labelled untie-min on the maze)
     run["normalize_advantage"] = "running"  # (runs without it, std-scale)
     run["value_baseline"] = "history"  # (runs without it, no-hist)
+    run["noise_sampler"] = True  # (runs without it, no-sampler)
     run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
     runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
     runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import save_from_before
 from gymnasium import spaces
 from sb3_contrib.common.wrappers import ActionMasker
 
@@ -56,9 +57,10 @@ def p_risky(model: Any) -> float:
     ("cls", "lr", "kwargs", "safe"),
     [
         # Each rollout's std shrinks the rare crash's weight: the risky action wins.
-        (OrderGradPPO, 3e-3, {"normalize_advantage": True}, False),
+        (OrderGradPPO, 3e-3, {"normalize_advantage": True, "noise_sampler": False}, False),
         (OrderGradPPO, 3e-3, {"normalize_advantage": True, "noise_sampler": True}, True),
-        (OrderGradPPO, 3e-3, {}, True),  # the default: a running scale across rollouts
+        (OrderGradPPO, 3e-3, {"noise_sampler": False}, True),  # the default scale alone: running across rollouts
+        (OrderGradPPO, 3e-3, {}, True),  # the defaults: that scale and, this env exposing its noise, the sampler
         (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True}, False),
         (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True, "noise_sampler": True}, True),
         (OrderGradREINFORCE, 3e-3, {}, True),  # its default too
@@ -69,7 +71,8 @@ def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe
     model = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, learning_rate=lr, seed=0, **kwargs)
     model.learn(4000)
     assert (p_risky(model) < 0.1) if safe else (p_risky(model) > 0.9)
-    if kwargs.get("noise_sampler"):
+    assert model.noise_sampler is kwargs.get("noise_sampler", cls is OrderGradPPO)  # OrderGradPPO's default
+    if model.noise_sampler:
         # The sampler moved to the crash (the tail's only event), up to its cap.
         assert model._noise.probs["crash"] == pytest.approx(PROB_CAP)
 
@@ -127,8 +130,30 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded.num_timesteps == 960
 
 
+def test_saves_keep_the_sampler_they_trained_with_under_the_default(tmp_path: Any) -> None:
+    """A save trained without the sampler (``noise_sampler=False`` recorded, or nothing recorded: from before the
+    argument) resumes without it on an env that exposes its noise, where the default would turn it on; one trained
+    with the default's sampler resumes with it."""
+    th.set_num_threads(1)
+    off = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, noise_sampler=False, seed=0)
+    off.learn(64)
+    off.save(tmp_path / "off")
+    save_from_before(tmp_path / "off.zip", tmp_path / "older.zip", "noise_sampler")
+    for name in ("off", "older"):
+        loaded = OrderGradPPO.load(tmp_path / name, env=RareCrash())
+        assert loaded.noise_sampler is False, name
+        loaded.learn(64, reset_num_timesteps=False)
+        assert getattr(loaded, "_noise_counts", None) is None, name  # no episode was drawn with the sampler
+    on = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, seed=0)  # the default: on
+    on.learn(64)
+    on.save(tmp_path / "on")
+    assert OrderGradPPO.load(tmp_path / "on", env=RareCrash()).noise_sampler is True
+
+
 def test_running_scale_saved_and_used(tmp_path: Any) -> None:
-    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, value_baseline=False)
+    model = OrderGradPPO(
+        "MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, value_baseline=False, noise_sampler=False
+    )  # the scale alone: the sampler's likelihood ratios would weight the episodes too
     assert model.normalize_advantage == "running"  # the default for a ranked objective of one pooled batch
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="mean").normalize_advantage is True
     assert OrderGradPPO("MlpPolicy", RareCrash(), objective="gcvar0.2").normalize_advantage is True  # a peer's scale
@@ -213,6 +238,23 @@ def test_cross_entropy_step() -> None:
     assert sampler.probs["e"] == 0.05
 
 
+def test_ordergrad_ppo_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective_admits_it() -> None:
+    """``noise_sampler=None`` (OrderGradPPO's default): on for a lower-tail objective with a level on an env that
+    exposes its noise (the sampler built, its events the env's), off where either is missing, without an error; the
+    other episodic classes keep it off unless asked; the HParams dashboard shows it."""
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
+    assert model.noise_sampler is True and model.hparams()["noise_sampler"] is True
+    assert model._noise is not None and model._noise.names == ("crash",)
+    for env, objective in (("CartPole-v1", "cvar0.2"), (RareCrash(), "mean"), (RareCrash(), "gcvar0.2"),
+                           (RareCrash(), "top2"), ("GuardedMaze-v0", "max@8")):  # fmt: skip
+        off = OrderGradPPO("MlpPolicy", env, objective=objective, n_episodes=16)
+        assert off.noise_sampler is False and off._noise is None, (env, objective)
+    assert OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
+    assert OrderGradPPO("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
+    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
+    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="cvar0.2").noise_sampler is False
+
+
 def test_errors() -> None:
     with pytest.raises(ValueError, match="exposes its noise"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", noise_sampler=True)
@@ -221,7 +263,7 @@ def test_errors() -> None:
             OrderGradPPO("MlpPolicy", RareCrash(), objective=objective, noise_sampler=True)
     with pytest.raises(ValueError, match="drop group_size"):
         OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8, noise_sampler=True)
-    with pytest.raises(ValueError, match="noise_sampler must be True or False"):
+    with pytest.raises(ValueError, match="noise_sampler must be True, False or None, got 'yes'"):
         OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", noise_sampler="yes")
     with pytest.raises(ValueError, match="no probability strictly inside"):
         NoiseSampler({"e": 0.0}, level=0.2)

@@ -670,6 +670,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["risk_schedule"] = "none" if model.risk_schedule is None else str(model.risk_schedule)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
+    if hasattr(model, "noise_sampler"):  # CeSoR's sampler (OrderGradPPO's default: where the env exposes noise)
+        result["noise_sampler"] = bool(model.noise_sampler)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
@@ -937,6 +939,33 @@ def history_by_default(method_name: str, task_name: str) -> bool:
     return not parsed_on_task(kwargs, task_name)[2] and default_baseline_on_task(method_name, task_name) == HISTORY
 
 
+def unsampled_before_default(run: dict) -> bool:
+    """Whether a run on a task whose env exposes its noise was stored before OrderGradPPO's noise sampler became the
+    default there (runs record ``noise_sampler`` since), by a method left to that default (:func:`sampled_by_default`).
+    """
+    return not run.get("noise_sampler", False) and sampled_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def sampled_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with CeSoR's noise sampler on the task without setting it: an OrderGradPPO left to
+    its default, with a lower-tail objective with a level (not GCVaR), one pooled batch, on an env that exposes its
+    noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
+    import gymnasium as gym
+
+    from ordergrad_rl.agents.common.risk_schedules import lower_level
+    from ordergrad_rl.core import ChannelObjective
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("noise_sampler") is not None or kwargs.get("group_size"):
+        return False
+    objective, gcvar_alpha, _ = parsed_on_task(kwargs, task_name)
+    if gcvar_alpha is not None or isinstance(objective, ChannelObjective) or lower_level(objective) is None:
+        return False
+    return isinstance(getattr(gym.make(TASKS[task_name].env_id).unwrapped, "noise_probs", None), dict)
+
+
 def unscheduled_before_default(run: dict) -> bool:
     """Whether a run was stored before OrderGradPPO's level schedule became the default on long episodes (runs
     record ``risk_schedule`` since), by a method that the default gives a schedule (:func:`scheduled_by_default`)."""
@@ -994,6 +1023,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "full_ent": full_bonus_near_best_tie,
     "no_sched": unscheduled_before_default,
     "no_hist": unbaselined_before_default,
+    "no_sampler": unsampled_before_default,
 }
 
 

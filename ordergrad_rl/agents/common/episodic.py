@@ -134,6 +134,18 @@ EPISODIC_PPO_PARAMS = """
 """
 
 
+def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
+    """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
+    :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env)."""
+    if env is None:
+        return None
+    try:
+        nominal = env.get_attr("noise_probs", [0])[0]
+    except AttributeError:
+        return None
+    return nominal if isinstance(nominal, dict) else None
+
+
 class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
@@ -187,7 +199,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         long_episode_defaults: bool = False,
         untie_tail: bool = True,
         entropy_when_tied: bool = False,
-        noise_sampler: bool = False,
+        noise_sampler: bool | None = False,
         drift_when_blind: bool = False,
         **sb3_kwargs: Any,
     ) -> bool:
@@ -204,7 +216,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             (:meth:`_ent_coef_in_force`).
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
-            :mod:`ordergrad_rl.envs.noise`).
+            :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
+            sampler (OrderGradPPO's default), else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
         :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
             ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
@@ -217,12 +230,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         flags = {
             "untie_tail": untie_tail,
             "entropy_when_tied": entropy_when_tied,
-            "noise_sampler": noise_sampler,
             "drift_when_blind": drift_when_blind,
         }
         for name, flag in flags.items():
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
+        if noise_sampler is not None and not isinstance(noise_sampler, bool):
+            raise ValueError(f"noise_sampler must be True, False or None, got {noise_sampler!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         limit = episode_limit(env) if long_episode_defaults else None
         long = long_episodes(parsed, limit)
@@ -265,39 +279,40 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # On long episodes a rollout partly tied at the best return gets the bonus in proportion to its other
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
+        env = getattr(self, "env", None)
+        if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
+            noise_sampler = self._noise_sampler_error(gcvar_alpha) is None and env_noise_probs(env) is not None
         self.noise_sampler = noise_sampler
         self.drift_when_blind = drift_when_blind
         self._noise: NoiseSampler | None = None
         if noise_sampler:
-            self._check_noise_sampler(gcvar_alpha)
-            if getattr(self, "env", None) is not None:
-                self._noise = self._make_noise_sampler(self.env)  # type: ignore[attr-defined]
+            error = self._noise_sampler_error(gcvar_alpha)
+            if error is not None:
+                raise ValueError(error)
+            if env is not None:
+                self._noise = self._make_noise_sampler(env)
         return long
 
-    def _check_noise_sampler(self, gcvar_alpha: float | None) -> None:
-        """``ValueError`` where the noise sampler's weighted estimate is not defined: no lower-tail level (the tail
-        the sampler fits), GCVaR, info channels, groups or reward-to-go."""
+    def _noise_sampler_error(self, gcvar_alpha: float | None) -> str | None:
+        """Why the noise sampler's weighted estimate is not defined for this agent (no lower-tail level, the tail the
+        sampler fits; GCVaR; info channels; groups or reward-to-go), or ``None`` where it is."""
         ranked_tail = not isinstance(self.objective, ChannelObjective) and lower_level(self.objective) is not None
         if gcvar_alpha is not None or not ranked_tail:
-            raise ValueError(
+            return (
                 f"noise_sampler=True needs a lower-tail objective with a level (cvar, bot, min, a quantile below the "
                 f"median), got {'gcvar' + str(gcvar_alpha) if gcvar_alpha is not None else str(self.objective)!r}"
             )
         if self.group_size is not None or self.reward_to_go:
-            raise ValueError(
-                "noise_sampler=True weights one pooled batch of whole episodes: drop group_size and reward_to_go"
-            )
+            return "noise_sampler=True weights one pooled batch of whole episodes: drop group_size and reward_to_go"
+        return None
 
     def _make_noise_sampler(self, env: VecEnv) -> NoiseSampler:
         """The sampler of ``env``'s noise events (from its first env's ``noise_probs``).
 
         :raises ValueError: the env does not expose its noise (:mod:`ordergrad_rl.envs.noise`).
         """
-        try:
-            nominal = env.get_attr("noise_probs", [0])[0]
-        except AttributeError:
-            nominal = None
-        if not isinstance(nominal, dict):
+        nominal = env_noise_probs(env)
+        if nominal is None:
             raise ValueError(
                 "noise_sampler=True needs an env that exposes its noise (noise_probs, set_noise_probs and "
                 "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs"
@@ -778,6 +793,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values["risk_schedule"] = "none" if schedule is None else str(schedule)
         values["untie_tail"] = self.untie_tail
         values["entropy_when_tied"] = self.entropy_when_tied
+        values["noise_sampler"] = getattr(self, "noise_sampler", False)  # on by default where the env exposes noise
         return values
 
     def _ent_coef_in_force(self) -> float:
