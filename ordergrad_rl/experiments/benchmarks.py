@@ -40,7 +40,8 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 (OrderGradREINFORCE),
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
-grid's optimum), ``og-reinforce-n32``, ``og-reinforce-n32-ent`` and ``og-reinforce-n32-noise`` (32 episodes per
+grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
+and ``og-reinforce-n32-noise`` (32 episodes per
 update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the navigation expose their noise),
 ``og-reinforce-history``, ``og-reinforce-n32-history`` and ``og-reinforce-n32-history-ent`` (the history baseline, at
 256 or 32 episodes per update, the last with ``ent_coef=0.3``) and ``og-reinforce-n128-history-ent`` (the same at
@@ -412,7 +413,11 @@ METHODS: dict[str, Method] = {
         {**CVAR, "n_episodes": 32, "ent_coef": 0.3},
         "goldenrod",
     ),
-    # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation).
+    # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation), at 32 episodes per
+    # update and at its defaults.
+    "og-reinforce-noise": Method(
+        "OrderGradREINFORCE + noise sampler", "ordergrad_reinforce", {**CVAR, "noise_sampler": True}, "plum"
+    ),
     "og-reinforce-n32-noise": Method(
         "OrderGradREINFORCE, 32 episodes + noise sampler",
         "ordergrad_reinforce",

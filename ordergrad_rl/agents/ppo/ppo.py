@@ -185,7 +185,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         from a median 135k steps against 150k; the point navigation (10 seeds, its crash exposed) at the wall either
         way, 0 of 10 at the optimum, greedy -40.3 against -37.5 (one seed reaches the goal, -12.0, against two) and
         sampled -41.5 against -41.7. No other task of the suite exposes its noise. Other classes keep it off unless
-        asked (not measured with it at their defaults).
+        asked: OrderGradREINFORCE with it at its defaults stays at the maze's time-out (seeds 0-1, -40.0,
+        ``og-reinforce-noise``), and the recurrent and maskable variants were not measured with it.
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
         other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
         random step in policy space, instead of none (:meth:`_drift_if_blind`). It acts on no rollout of the
