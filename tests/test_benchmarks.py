@@ -176,7 +176,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         return {**run, "entropy_by_untied_share": True}
 
     def before(task, method, seed):
-        return {key: value for key, value in stored(task, method, seed).items() if key != "risk_schedule"}
+        return _without(stored(task, method, seed), "risk_schedule")
 
     runs = [stored("lunarlander", "og-cvar", 0), before("lunarlander", "og-cvar", 1)]
     runs += [before("lunarlander", "og-cvar-level-ent", 0), before("lunarlander", "og-cvar-nosched", 0)]
@@ -218,7 +218,7 @@ def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
     def before(task, method, seed):
         run = {**_run(task, method, seed, 1.0), "untie_at_var": True, "best_tie_zeroed": True}
         run["entropy_by_untied_share"] = True
-        return {key: value for key, value in run.items() if key != "value_baseline"}
+        return _without(run, "value_baseline")
 
     runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
     runs += [before("maze", "og-cvar", 2) | {"value_baseline": False}, before("maze", "og-cvar-history", 0)]
@@ -248,7 +248,7 @@ def test_runs_from_before_the_noise_sampler_default_get_their_own_row():
 
     def before(task, method, seed):
         run = {**_run(task, method, seed, 1.0), "untie_at_var": True}  # (runs without it: untie-min on the maze)
-        return {key: value for key, value in run.items() if key != "noise_sampler"}
+        return _without(run, "noise_sampler")
 
     runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
     runs += [before("maze", "og-cvar", 2), before("maze", "og-cvar", 3) | {"noise_sampler": False}]
@@ -320,6 +320,11 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
     assert mean == 4.0 and low < mean < high and 1.0 <= low and high <= 10.0
     assert bench.interval([2.0]) == (2.0, 2.0, 2.0)
     assert bench.interval([3.0, 3.0]) == (3.0, 3.0, 3.0)
+
+
+def _without(run, key):
+    """``run`` as stored before ``key`` was recorded."""
+    return {name: value for name, value in run.items() if name != key}
 
 
 def _run(task, method, seed, cvar, curve=()):

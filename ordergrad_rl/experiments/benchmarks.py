@@ -958,15 +958,15 @@ def sampled_by_default(method_name: str, task_name: str) -> bool:
     noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
     import gymnasium as gym
 
-    from ordergrad_rl.agents.common.risk_schedules import lower_level
-    from ordergrad_rl.core import ChannelObjective
+    from ordergrad_rl.agents.common.episodic import noise_sampler_error
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("noise_sampler") is not None or kwargs.get("group_size"):
+    if method.algo != "ordergrad_ppo" or kwargs.get("noise_sampler") is not None:
         return False
     objective, gcvar_alpha, _ = parsed_on_task(kwargs, task_name)
-    if gcvar_alpha is not None or isinstance(objective, ChannelObjective) or lower_level(objective) is None:
+    # reward_to_go is off by default for a ranked objective, the only kind the sampler admits.
+    if noise_sampler_error(objective, gcvar_alpha, kwargs.get("group_size"), bool(kwargs.get("reward_to_go"))):
         return False
     return isinstance(getattr(gym.make(TASKS[task_name].env_id).unwrapped, "noise_probs", None), dict)
 

@@ -146,6 +146,22 @@ def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     return nominal if isinstance(nominal, dict) else None
 
 
+def noise_sampler_error(
+    objective: Objective | ChannelObjective, gcvar_alpha: float | None, group_size: int | None, reward_to_go: bool
+) -> str | None:
+    """Why the noise sampler's weighted estimate is not defined for an agent with these arguments (no lower-tail
+    level, the tail the sampler fits; GCVaR; info channels; groups or reward-to-go), or ``None`` where it is."""
+    ranked_tail = not isinstance(objective, ChannelObjective) and lower_level(objective) is not None
+    if gcvar_alpha is not None or not ranked_tail:
+        return (
+            f"noise_sampler=True needs a lower-tail objective with a level (cvar, bot, min, a quantile below the "
+            f"median), got {'gcvar' + str(gcvar_alpha) if gcvar_alpha is not None else str(objective)!r}"
+        )
+    if group_size is not None or reward_to_go:
+        return "noise_sampler=True weights one pooled batch of whole episodes: drop group_size and reward_to_go"
+    return None
+
+
 class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
@@ -280,31 +296,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
         env = getattr(self, "env", None)
+        error = noise_sampler_error(self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
-            noise_sampler = self._noise_sampler_error(gcvar_alpha) is None and env_noise_probs(env) is not None
+            noise_sampler = error is None and env_noise_probs(env) is not None
+        if noise_sampler and error is not None:
+            raise ValueError(error)
         self.noise_sampler = noise_sampler
         self.drift_when_blind = drift_when_blind
         self._noise: NoiseSampler | None = None
-        if noise_sampler:
-            error = self._noise_sampler_error(gcvar_alpha)
-            if error is not None:
-                raise ValueError(error)
-            if env is not None:
-                self._noise = self._make_noise_sampler(env)
+        if noise_sampler and env is not None:
+            self._noise = self._make_noise_sampler(env)
         return long
-
-    def _noise_sampler_error(self, gcvar_alpha: float | None) -> str | None:
-        """Why the noise sampler's weighted estimate is not defined for this agent (no lower-tail level, the tail the
-        sampler fits; GCVaR; info channels; groups or reward-to-go), or ``None`` where it is."""
-        ranked_tail = not isinstance(self.objective, ChannelObjective) and lower_level(self.objective) is not None
-        if gcvar_alpha is not None or not ranked_tail:
-            return (
-                f"noise_sampler=True needs a lower-tail objective with a level (cvar, bot, min, a quantile below the "
-                f"median), got {'gcvar' + str(gcvar_alpha) if gcvar_alpha is not None else str(self.objective)!r}"
-            )
-        if self.group_size is not None or self.reward_to_go:
-            return "noise_sampler=True weights one pooled batch of whole episodes: drop group_size and reward_to_go"
-        return None
 
     def _make_noise_sampler(self, env: VecEnv) -> NoiseSampler:
         """The sampler of ``env``'s noise events (from its first env's ``noise_probs``).
