@@ -1,9 +1,10 @@
 """Does the soft risk schedule keep the portfolio result? The README's usage line on SyntheticTailRisk-v0
 (OrderGradPPO, objective="cvar0.2", 200k steps) with and without ``risk_schedule``, deployed like ``reproduce
 tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reproduction's deployment seeds).
+``--agent reinforce`` measures OrderGradREINFORCE's usage line the same way.
 
-    python scripts/measure_schedule_portfolio.py [--seeds 8] [--first-seed 0] [--schedules none level]
-        [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
+    python scripts/measure_schedule_portfolio.py [--agent {ppo,reinforce}] [--seeds 8] [--first-seed 0]
+        [--schedules none level] [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
         [--normalize-advantage {true,false,running}]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
@@ -16,13 +17,14 @@ import argparse
 import numpy as np
 import torch
 
-from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 from ordergrad_rl.common.options import seed_int
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, SEED_STRIDE, TRAIN_ENV, deploy, deployment_metrics
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", choices=["ppo", "reinforce"], default="ppo", help="default: %(default)s")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--first-seed", type=seed_int, default=0, help="seeds F, F+1, ... (default: %(default)s)")
     parser.add_argument("--schedules", nargs="+", default=["none", "level"])
@@ -39,16 +41,18 @@ def main() -> None:
         "before the default)",
     )  # fmt: skip
     parser.add_argument(
-        "--normalize-advantage", choices=["true", "false", "running"], default="true",
-        help="the episode weights' scale: each rollout's std (the agent's default), none, or a running scale",
+        "--normalize-advantage", choices=["true", "false", "running", "default"], default="true",
+        help="the episode weights' scale: each rollout's std (the scale of the README's measurements with this script "
+        "before the running scale became the agents' default), none, a running scale, or the agent's default",
     )  # fmt: skip
     args = parser.parse_args()
-    normalize = {"true": True, "false": False}.get(args.normalize_advantage, args.normalize_advantage)
+    normalize = {"true": True, "false": False, "default": None}.get(args.normalize_advantage, args.normalize_advantage)
+    agent = {"ppo": OrderGradPPO, "reinforce": OrderGradREINFORCE}[args.agent]
     torch.set_num_threads(1)
     for schedule in args.schedules:
         shares = []
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            model = OrderGradPPO(
+            model = agent(
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
                 value_baseline={None: None, "state": True, "none": False}.get(args.value_baseline, args.value_baseline),
