@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -22,7 +23,14 @@ from ordergrad_rl.agents import (
     OrderGradPPO,
     OrderGradREINFORCE,
 )
-from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF, RANKED_ROLLOUT_STEPS, ranked_n_episodes
+from ordergrad_rl.agents.common.arguments import (
+    RANKED_ENT_COEF,
+    RANKED_ROLLOUT_STEPS,
+    REINFORCE_RANKED_ENT_COEF,
+    REINFORCE_RANKED_ROLLOUT_STEPS,
+    ranked_n_episodes,
+)
+from ordergrad_rl.agents.common.hparams import hparam_value
 from ordergrad_rl.core import Objective
 from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -372,8 +380,23 @@ def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool 
     assert (model.n_episodes, model.value_baseline) == expected
 
 
-def test_long_episode_defaults_are_ordergrad_ppo_only() -> None:
-    assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_envs=1).n_episodes == 256
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [("CartPole-v1", 32), ("RiskyLavaGrid-v0", 32), ("GuardedMaze-v0", 32), ("HeavyTailBandit-v0", 256)]
+    + [("SyntheticTailRisk-v0", 256)],  # no episode limit
+)
+def test_long_episode_defaults_are_ordergrad_ppo_only(env: str, expected: int) -> None:
+    """OrderGradREINFORCE sizes its ranked rollout by the episode limit at its own step budget (at most 1024 steps
+    at the limit: 32 episodes of 30 steps or more, 256 of one step; at least ``2 k``, a multiple of the group size),
+    16 episodes for the mean, and gets no per-step baseline."""
+    assert ranked_n_episodes(30, REINFORCE_RANKED_ROLLOUT_STEPS) == 32 and ranked_n_episodes(8, 1024) == 128
+    model = OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2", n_envs=1)
+    assert (model.n_episodes, model.value_baseline) == (expected, False)
+    assert OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2@200", n_envs=1).n_episodes == max(400, expected)
+    assert OrderGradREINFORCE("MlpPolicy", env, objective="top2@4", group_size=6, n_envs=1).n_episodes == (
+        expected + 4 if expected == 32 else 258
+    )
+    assert OrderGradREINFORCE("MlpPolicy", env, objective="mean", n_envs=1).n_episodes == 16
 
 
 @pytest.mark.parametrize(
@@ -387,15 +410,26 @@ def test_long_episode_defaults_are_ordergrad_ppo_only() -> None:
         (OrderGradPPO, "SyntheticTailRisk-v0", dict(objective="cvar0.2"), 0.0),  # Box actions: a Gaussian's entropy
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.0), 0.0),  # as given
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.05), 0.05),
-        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), 0.0),  # not measured there: SB3's 0
-        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=None), RANKED_ENT_COEF),
+        # OrderGradREINFORCE's own bonus, decayed to 0 over training (its policy term sums each episode's steps).
+        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), REINFORCE_RANKED_ENT_COEF),
+        (OrderGradREINFORCE, "GuardedMaze-v0", dict(objective="top2@4", ent_coef=None), REINFORCE_RANKED_ENT_COEF),
+        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="mean"), 0.0),
+        (OrderGradREINFORCE, "SyntheticTailRisk-v0", dict(objective="cvar0.2"), 0.0),
+        (OrderGradREINFORCE, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.0), 0.0),
     ],
 )
 def test_ranked_objectives_on_categorical_actions_get_an_entropy_bonus(cls, env, kwargs, expected, tmp_path) -> None:
     model = cls("MlpPolicy", env if isinstance(env, str) else env(), n_episodes=8, **kwargs)
-    assert model.ent_coef == expected and model.hparams()["ent_coef"] == expected
+    assert _schedule_values(model.ent_coef) == _schedule_values(expected)
+    assert hparam_value(model.hparams()["ent_coef"]) == ("0.3 -> 0" if callable(expected) else expected)
     model.save(tmp_path / "model.zip")
-    assert cls.load(tmp_path / "model.zip").ent_coef == expected
+    assert _schedule_values(cls.load(tmp_path / "model.zip").ent_coef) == _schedule_values(expected)
+
+
+def _schedule_values(value: Any) -> Any:
+    """A schedule's values at the start, the middle and the end of training (SB3's schedules define no equality); a
+    number as it is."""
+    return tuple(value(p) for p in (1.0, 0.5, 0.0)) if callable(value) else value
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])

@@ -254,6 +254,7 @@ def test_runs_from_before_the_noise_sampler_default_get_their_own_row():
     runs += [before("maze", "og-cvar", 2), before("maze", "og-cvar", 3) | {"noise_sampler": False}]
     runs += [before("maze", "og-cvar-noise", 0)]
     runs += [before("maze", "gcvar-level", 0), before("maze", "og-mean", 0), before("maze", "og-reinforce-cvar", 0)]
+    runs += [before("maze", "og-reinforce-n32", 0) | {"ent_coef": 0.0}]
     runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True}, before("lava", "og-cvar", 0)]
     assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
         ("og-cvar", 1),
@@ -261,12 +262,33 @@ def test_runs_from_before_the_noise_sampler_default_get_their_own_row():
         ("og-cvar-noise", 1),  # sets it
         ("gcvar-level", 1),
         ("og-mean", 1),
-        ("og-reinforce-cvar", 1),  # its default keeps the sampler off
+        ("og-reinforce-cvar no-sampler no-ent", 1),  # its defaults since 2026-12-01: the sampler and the bonus
+        ("og-reinforce-n32", 1),  # pins the defaults of before
         ("og-cvar no-sampler", 1),  # the navigation exposes its crash
         ("og-cvar", 1),  # the lava grid exposes no noise
     ]
     assert bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_sampler"] is True
     assert bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_sampler"] is False
+
+
+def test_runs_from_before_the_reinforce_entropy_default_get_their_own_row():
+    """OrderGradREINFORCE runs stored before its decayed entropy bonus became the default (no ``ent_coef`` recorded;
+    it was 0.0) are labelled no-ent where the default gives the bonus: a ranked objective on categorical actions, the
+    bonus left to the default. Runs recording it, methods that set it, continuous actions and the PPO family pool."""
+    done = {"untie_at_var": True, "noise_sampler": False, "n_episodes": 32, "normalize_advantage": "running"}
+    runs = [_run("lava", "og-reinforce-cvar", 0, 1.0) | done | {"ent_coef": "0.3 -> 0"}]
+    runs += [_without(_run("lava", "og-reinforce-cvar", seed, 1.0) | done, "ent_coef") for seed in (1, 2)]
+    runs += [_run("lava", "og-reinforce-n32-ent", 0, 1.0) | done]  # sets it
+    runs += [_run("nav", "og-reinforce-cvar", 0, 1.0) | done | {"greedy_exact": True}]  # Box actions: no bonus
+    assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
+        ("og-reinforce-cvar", 1),
+        ("og-reinforce-cvar no-ent", 2),
+        ("og-reinforce-n32-ent", 1),
+        ("og-reinforce-cvar no-sampler", 1),
+    ]
+    run = bench.run_one("lava", "og-reinforce-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert (run["ent_coef"], run["n_episodes"]) == ("0.3 -> 0", 32)
+    assert bench.run_one("lava", "og-reinforce-n32", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0
 
 
 def test_task_action_kinds_match_their_envs():
@@ -454,7 +476,8 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     assert "| maze | ppo | 1 |" in table
     now = bench.default_n_episodes_now
     assert now("og-cvar", "nav") == 128 and now("og-cvar", "lava") == 256 and now("og-cvar-n32", "nav") == 32
-    assert now("og-reinforce-cvar", "lava") == 256 and now("ppo", "lava") is None
+    assert now("og-reinforce-cvar", "lava") == 32 and now("og-reinforce-running", "lava") == 256  # pinned
+    assert now("ppo", "lava") is None
 
 
 def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys, monkeypatch):

@@ -61,9 +61,10 @@ def p_risky(model: Any) -> float:
         (OrderGradPPO, 3e-3, {"normalize_advantage": True, "noise_sampler": True}, True),
         (OrderGradPPO, 3e-3, {"noise_sampler": False}, True),  # the default scale alone: running across rollouts
         (OrderGradPPO, 3e-3, {}, True),  # the defaults: that scale and, this env exposing its noise, the sampler
-        (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True}, False),
+        (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True, "noise_sampler": False}, False),
         (OrderGradREINFORCE, 1e-2, {"normalize_advantage": True, "noise_sampler": True}, True),
-        (OrderGradREINFORCE, 3e-3, {}, True),  # its default too
+        (OrderGradREINFORCE, 3e-3, {"noise_sampler": False}, True),  # its default scale too
+        (OrderGradREINFORCE, 3e-3, {}, True),  # and its defaults, the sampler on as OrderGradPPO's
     ],
 )
 def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe: bool) -> None:
@@ -71,7 +72,7 @@ def test_rare_costly_event_known_answer(cls: type, lr: float, kwargs: dict, safe
     model = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, learning_rate=lr, seed=0, **kwargs)
     model.learn(4000)
     assert (p_risky(model) < 0.1) if safe else (p_risky(model) > 0.9)
-    assert model.noise_sampler is kwargs.get("noise_sampler", cls is OrderGradPPO)  # OrderGradPPO's default
+    assert model.noise_sampler is kwargs.get("noise_sampler", True)  # the default: the env exposes its noise
     if model.noise_sampler:
         # The sampler moved to the crash (the tail's only event), up to its cap.
         assert model._noise.probs["crash"] == pytest.approx(PROB_CAP)
@@ -130,24 +131,25 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded.num_timesteps == 960
 
 
-def test_saves_keep_the_sampler_they_trained_with_under_the_default(tmp_path: Any) -> None:
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_saves_keep_the_sampler_they_trained_with_under_the_default(cls: type, tmp_path: Any) -> None:
     """A save trained without the sampler (``noise_sampler=False`` recorded, or nothing recorded: from before the
     argument) resumes without it on an env that exposes its noise, where the default would turn it on; one trained
     with the default's sampler resumes with it."""
     th.set_num_threads(1)
-    off = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, noise_sampler=False, seed=0)
+    off = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, noise_sampler=False, seed=0)
     off.learn(64)
     off.save(tmp_path / "off")
     save_from_before(tmp_path / "off.zip", tmp_path / "older.zip", "noise_sampler")
     for name in ("off", "older"):
-        loaded = OrderGradPPO.load(tmp_path / name, env=RareCrash())
+        loaded = cls.load(tmp_path / name, env=RareCrash())
         assert loaded.noise_sampler is False, name
         loaded.learn(64, reset_num_timesteps=False)
         assert getattr(loaded, "_noise_counts", None) is None, name  # no episode was drawn with the sampler
-    on = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, seed=0)  # the default: on
+    on = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, seed=0)  # the default: on
     on.learn(64)
     on.save(tmp_path / "on")
-    assert OrderGradPPO.load(tmp_path / "on", env=RareCrash()).noise_sampler is True
+    assert cls.load(tmp_path / "on", env=RareCrash()).noise_sampler is True
 
 
 def test_running_scale_saved_and_used(tmp_path: Any) -> None:
@@ -238,21 +240,24 @@ def test_cross_entropy_step() -> None:
     assert sampler.probs["e"] == 0.05
 
 
-def test_ordergrad_ppo_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective_admits_it() -> None:
-    """``noise_sampler=None`` (OrderGradPPO's default): on for a lower-tail objective with a level on an env that
-    exposes its noise (the sampler built, its events the env's), off where either is missing, without an error; the
-    other episodic classes keep it off unless asked; the HParams dashboard shows it."""
-    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective_admits_it(cls: type) -> None:
+    """``noise_sampler=None`` (OrderGradPPO's and OrderGradREINFORCE's default): on for a lower-tail objective with a
+    level on an env that exposes its noise (the sampler built, its events the env's), off where either is missing,
+    without an error; the sb3-contrib variants keep it off unless asked; the HParams dashboard shows it."""
+    model = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
     assert model.noise_sampler is True and model.hparams()["noise_sampler"] is True
     assert model._noise is not None and model._noise.names == ("crash",)
     for env, objective in (("CartPole-v1", "cvar0.2"), (RareCrash(), "mean"), (RareCrash(), "gcvar0.2"),
                            (RareCrash(), "top2"), ("GuardedMaze-v0", "max@8")):  # fmt: skip
-        off = OrderGradPPO("MlpPolicy", env, objective=objective, n_episodes=16)
+        off = cls("MlpPolicy", env, objective=objective, n_episodes=16)
         assert off.noise_sampler is False and off._noise is None, (env, objective)
-    assert OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
-    assert OrderGradPPO("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
-    assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
-    assert OrderGradREINFORCE("MlpPolicy", RareCrash(), objective="cvar0.2").noise_sampler is False
+    assert cls("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
+    assert cls("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
+    assert cls("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
+    assert OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2").noise_sampler is False
+    masked = ActionMasker(RareCrash(), lambda env: np.ones(2, dtype=bool))
+    assert OrderGradMaskablePPO("MlpPolicy", masked, objective="cvar0.2").noise_sampler is False
 
 
 def test_errors() -> None:

@@ -37,7 +37,8 @@ with every other default), ``og-cvar-n16`` (the usage line at 16 episodes per up
 same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
 (GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
-(OrderGradREINFORCE),
+(OrderGradREINFORCE at its defaults), the OrderGradREINFORCE variants below at its defaults of before 2026-12-01
+(256 episodes per update, no entropy bonus, no noise sampler, unless they set them: ``REINFORCE0``):
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
@@ -241,6 +242,11 @@ CVAR_UNSCHEDULED = {**CVAR, "risk_schedule": "none"}
 #: objective on categorical actions, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`); they keep
 #: ``ent_coef=0.0`` so that their stored runs (docs/measurements/benchmarks) reproduce.
 CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
+#: The OrderGradREINFORCE variants below were measured before its ranked defaults of 2026-12-01 (32 episodes per
+#: update, the entropy bonus 0.3 decayed to 0, the noise sampler where the env exposes its noise): they pin the
+#: defaults of before, 256 episodes, no bonus and no sampler, so that their stored runs reproduce. The usage line,
+#: ``og-reinforce-cvar``, follows the defaults; its runs stored before are labelled by what they lacked.
+REINFORCE0 = {**CVAR, "n_episodes": 256, "ent_coef": 0.0, "noise_sampler": False}
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
@@ -389,39 +395,48 @@ METHODS: dict[str, Method] = {
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
-        "OrderGradREINFORCE + running scale", "ordergrad_reinforce", {**CVAR, "normalize_advantage": "running"}, "peru"
+        "OrderGradREINFORCE + running scale",
+        "ordergrad_reinforce",
+        {**REINFORCE0, "normalize_advantage": "running"},
+        "peru",
     ),
     "og-reinforce-level": Method(
-        "OrderGradREINFORCE + level schedule", "ordergrad_reinforce", {**CVAR, "risk_schedule": "level"}, "rosybrown"
+        "OrderGradREINFORCE + level schedule",
+        "ordergrad_reinforce",
+        {**REINFORCE0, "risk_schedule": "level"},
+        "rosybrown",
     ),
     # OrderGradREINFORCE with the level schedule and an entropy bonus of 0.3 (about PPO's 0.01 per step times the lava
     # grid's episode length: this class sums each episode's log-probabilities but averages the entropy over steps).
     "og-reinforce-level-ent": Method(
         "OrderGradREINFORCE + level schedule + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "risk_schedule": "level", "ent_coef": 0.3},
+        {**REINFORCE0, "risk_schedule": "level", "ent_coef": 0.3},
         "sandybrown",
     ),
     # OrderGradREINFORCE with 32 episodes per update (8x its ranked default's updates per budget: one gradient step per
     # rollout), alone and with the entropy bonus of og-reinforce-level-ent.
     "og-reinforce-n32": Method(
-        "OrderGradREINFORCE, 32 episodes per update", "ordergrad_reinforce", {**CVAR, "n_episodes": 32}, "darkgoldenrod"
+        "OrderGradREINFORCE, 32 episodes per update",
+        "ordergrad_reinforce",
+        {**REINFORCE0, "n_episodes": 32},
+        "darkgoldenrod",
     ),
     "og-reinforce-n32-ent": Method(
         "OrderGradREINFORCE, 32 episodes + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "ent_coef": 0.3},
+        {**REINFORCE0, "n_episodes": 32, "ent_coef": 0.3},
         "goldenrod",
     ),
-    # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation), at 32 episodes per
-    # update and at its defaults.
+    # ... and with CeSoR's sampler (the envs that expose their noise: the maze and the navigation), at 256 episodes per
+    # update (the default before) and at 32.
     "og-reinforce-noise": Method(
-        "OrderGradREINFORCE + noise sampler", "ordergrad_reinforce", {**CVAR, "noise_sampler": True}, "plum"
+        "OrderGradREINFORCE + noise sampler", "ordergrad_reinforce", {**REINFORCE0, "noise_sampler": True}, "plum"
     ),
     "og-reinforce-n32-noise": Method(
         "OrderGradREINFORCE, 32 episodes + noise sampler",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "noise_sampler": True},
+        {**REINFORCE0, "n_episodes": 32, "noise_sampler": True},
         "khaki",
     ),
     # OrderGradREINFORCE with the history baseline (per-step credit, OrderGradPPO's default on short categorical
@@ -430,26 +445,26 @@ METHODS: dict[str, Method] = {
     "og-reinforce-history": Method(
         "OrderGradREINFORCE + history baseline",
         "ordergrad_reinforce",
-        {**CVAR, "value_baseline": "history"},
+        {**REINFORCE0, "value_baseline": "history"},
         "chocolate",
     ),
     "og-reinforce-n32-history": Method(
         "OrderGradREINFORCE, 32 episodes + history baseline",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history"},
+        {**REINFORCE0, "n_episodes": 32, "value_baseline": "history"},
         "saddlebrown",
     ),
     "og-reinforce-n32-history-ent": Method(
         "OrderGradREINFORCE, 32 episodes + history baseline + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3},
+        {**REINFORCE0, "n_episodes": 32, "value_baseline": "history", "ent_coef": 0.3},
         "burlywood",
     ),
     # ... and with 128 episodes per update (OrderGradPPO's rollout size on the maze and the navigation).
     "og-reinforce-n128-history-ent": Method(
         "OrderGradREINFORCE, 128 episodes + history baseline + entropy 0.3",
         "ordergrad_reinforce",
-        {**CVAR, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3},
+        {**REINFORCE0, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3},
         "wheat",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
@@ -626,6 +641,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     import torch as th
     from stable_baselines3.common.callbacks import BaseCallback
 
+    from ordergrad_rl.agents.common.hparams import hparam_value
+
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
     model = build_model(method, task_name, seed)
@@ -675,8 +692,10 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["risk_schedule"] = "none" if model.risk_schedule is None else str(model.risk_schedule)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
-    if hasattr(model, "noise_sampler"):  # CeSoR's sampler (OrderGradPPO's default: where the env exposes noise)
+    if hasattr(model, "noise_sampler"):  # CeSoR's sampler (on by default where the env exposes its noise)
         result["noise_sampler"] = bool(model.noise_sampler)
+    if hasattr(model, "n_episodes"):  # the entropy bonus, a schedule as "start -> end" (defaults by the action space)
+        result["ent_coef"] = hparam_value(model.ent_coef)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
@@ -796,7 +815,11 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents.common.arguments import default_n_episodes
+    from ordergrad_rl.agents.common.arguments import (
+        RANKED_ROLLOUT_STEPS,
+        REINFORCE_RANKED_ROLLOUT_STEPS,
+        default_n_episodes,
+    )
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
@@ -807,8 +830,9 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     if "n_episodes" in method.kwargs:
         return int(method.kwargs["n_episodes"])
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
-    limit = episode_limit(TASKS[task_name].env_id) if method.algo == "ordergrad_ppo" else None
-    return default_n_episodes(objective, method.kwargs.get("group_size"), limit)
+    limit = episode_limit(TASKS[task_name].env_id)
+    steps = RANKED_ROLLOUT_STEPS if method.algo == "ordergrad_ppo" else REINFORCE_RANKED_ROLLOUT_STEPS
+    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, steps)
 
 
 def method_label(row: dict) -> str:
@@ -945,24 +969,24 @@ def history_by_default(method_name: str, task_name: str) -> bool:
 
 
 def unsampled_before_default(run: dict) -> bool:
-    """Whether a run on a task whose env exposes its noise was stored before OrderGradPPO's noise sampler became the
-    default there (runs record ``noise_sampler`` since), by a method left to that default (:func:`sampled_by_default`).
-    """
+    """Whether a run on a task whose env exposes its noise was stored before the noise sampler became the default
+    there (OrderGradPPO's, then OrderGradREINFORCE's; runs record ``noise_sampler`` since), by a method left to that
+    default (:func:`sampled_by_default`)."""
     return not run.get("noise_sampler", False) and sampled_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def sampled_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with CeSoR's noise sampler on the task without setting it: an OrderGradPPO left to
-    its default, with a lower-tail objective with a level (not GCVaR), one pooled batch, on an env that exposes its
-    noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
+    """Whether the method trains with CeSoR's noise sampler on the task without setting it: an OrderGradPPO or an
+    OrderGradREINFORCE left to its default, with a lower-tail objective with a level (not GCVaR), one pooled batch,
+    on an env that exposes its noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
     import gymnasium as gym
 
     from ordergrad_rl.agents.common.episodic import noise_sampler_error
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("noise_sampler") is not None:
+    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or kwargs.get("noise_sampler") is not None:
         return False
     objective, gcvar_alpha, _ = parsed_on_task(kwargs, task_name)
     # reward_to_go is off by default for a ranked objective, the only kind the sampler admits.
@@ -1020,6 +1044,28 @@ def greedy_exact(run: dict) -> bool:
     return bool(run.get("greedy_exact", TASKS[run["task"]].exact))
 
 
+def unbonused_before_default(run: dict) -> bool:
+    """Whether a run was stored before OrderGradREINFORCE's decayed entropy bonus became its default (runs record
+    ``ent_coef`` since; it was 0.0), by a method that the default gives it (:func:`decayed_bonus_by_default`)."""
+    return "ent_coef" not in run and decayed_bonus_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with OrderGradREINFORCE's default entropy bonus on the task without setting it: a
+    ranked objective on categorical actions (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
+    import gymnasium as gym
+
+    from ordergrad_rl.agents.common.arguments import default_ent_coef
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_reinforce" or kwargs.get("ent_coef") is not None:
+        return False
+    objective = parsed_on_task(kwargs, task_name)[0]
+    return default_ent_coef(objective, gym.make(TASKS[task_name].env_id).action_space, 1.0) == 1.0
+
+
 #: Row flags of runs stored before a default changed, in label order, and the predicate that marks such a run.
 STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "untie_min": untied_at_minimum_only,
@@ -1029,6 +1075,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_sched": unscheduled_before_default,
     "no_hist": unbaselined_before_default,
     "no_sampler": unsampled_before_default,
+    "no_ent": unbonused_before_default,
 }
 
 

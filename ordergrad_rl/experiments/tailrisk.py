@@ -173,6 +173,7 @@ class Config:
             max_grad_norm=self.max_grad_norm,
             normalize_advantage=True,
             reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
+            ent_coef=0.0,  # and has no entropy bonus (the class's default on categorical actions, the peers' lava grid)
             policy_kwargs=self.policy_kwargs(),
             device="cpu",
         )

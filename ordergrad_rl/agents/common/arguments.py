@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.utils import LinearSchedule
 
 from ordergrad_rl.agents.common.advantages import RUNNING
 from ordergrad_rl.agents.common.history_baseline import HISTORY
@@ -85,6 +87,30 @@ RANKED_ROLLOUT_STEPS = 8192
 #: 0-9), lands between on every score and meets neither goal: lava 8 of 10 (two in the same trap), the maze 9 of 10
 #: (sampled -2.59), CliffWalking -104.8 / -267.4.
 RANKED_ENT_COEF = 0.01
+#: OrderGradREINFORCE's ranked rollout holds at most this many steps at the env's episode limit when ``n_episodes`` is
+#: not given (:func:`ranked_n_episodes`): 32 episodes on the lava grid (30 steps), the guarded maze (40), the point
+#: navigation (50) and long episodes, 256 on the one-step bandit and on an env without a limit (the portfolio). This
+#: class takes one gradient step per rollout, and 256 episodes left it 30-40 steps in 300k on the lava grid and the
+#: maze. Measured with :data:`REINFORCE_RANKED_ENT_COEF` and the noise sampler, the defaults since 2026-12-01
+#: (``reproduce benchmarks``, 300k steps, 10 seeds, exact greedy CVaR_0.2; the runs before: 256 episodes, no bonus,
+#: no sampler, seeds 0-1): the lava grid 9 of 10 seeds at the optimum, 0 before (greedy 1.07-1.12 in the nine, sampled
+#: 1.05-1.12; -6.79 and -17.4 before); the guarded maze 10 of 10 on the CVaR-optimal long path, 6 within 1 of the
+#: optimum (greedy -2.03 to -3.34; a time-out, -40, before); CartPole-v1 (3 seeds, 100k steps) worst-20% mean 468.2
+#: greedy, 256.2 sampled, against 56.7 and 28.7. Not 32 everywhere: on the one-step bandit 32 episodes with the bonus
+#: left the sure arm late in 3 of 10 seeds (BANDIT32), and on the portfolio (no limit, ``Box`` actions, no bonus) 32
+#: episodes took the usage line from 93.6% to 81.7% profitable (seeds 0-9, 200k steps, lowest seed 90.2% -> 65.2%;
+#: ``scripts/measure_schedule_portfolio.py --agent reinforce --normalize-advantage default``).
+REINFORCE_RANKED_ROLLOUT_STEPS = 1024
+#: OrderGradREINFORCE's entropy coefficient for a ranked objective on categorical actions, when ``ent_coef`` is not
+#: given: 0.3 decayed linearly to 0 over training (SB3's ``LinearSchedule``). 0.3 is about OrderGradPPO's 0.01 per
+#: step times the lava grid's 30 steps: this class sums each episode's log-probabilities and averages the entropy
+#: over the steps. Without it the lava grid's 32-episode runs end at the shortcut-like -6.79 (2 of 2), with 0.3 held
+#: they reach the optimum (10 of 10) but the maze ends on its short path (-9.29, 2 of 2) and one-step episodes keep a
+#: spread sampled policy (the bandit's sampled CVaR_0.2 -1.65 against 1.00). Decayed, it explores early and is gone
+#: by the end: the lava grid's sampled CVaR_0.2 1.05-1.12 against 0.85 held. Decayed over the first half of training
+#: instead (the same seeds): the lava grid 7 of 10, the maze 6 of 10, the bandit at 32 episodes 6 of 10 (7 with the
+#: linear decay).
+REINFORCE_RANKED_ENT_COEF = LinearSchedule(0.3, 0.0, 1.0)
 #: OrderGradPPO's ``baseline_lambda`` when a per-step baseline is on: the ``lambda`` of the weight's lambda-returns
 #: over the baseline (:func:`~ordergrad_rl.agents.common.advantages.lambda_advantages`), SB3's ``gae_lambda`` default,
 #: not tuned. Measured against lambda = 1 (``w - b_t``, unbiased) with the long-episode defaults' history baseline
@@ -162,16 +188,17 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
     return objective.k != 1 and limit is not None and limit > LONG_EPISODE_STEPS
 
 
-def ranked_n_episodes(limit: int | None) -> int:
-    """OrderGradPPO's episodes per rollout for a ranked objective on an env whose episodes last at most ``limit``
-    steps: the largest power of two whose episodes hold at most :data:`RANKED_ROLLOUT_STEPS` steps at the limit,
-    within [:data:`LONG_RANKED_N_EPISODES`, :data:`RANKED_N_EPISODES`]: 256 up to 32 steps, 128 up to 64, 64 up to
-    128 and 32 beyond (the long episodes, :data:`LONG_EPISODE_STEPS`); :data:`RANKED_N_EPISODES` for an env
-    without a known limit.
+def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STEPS) -> int:
+    """The episodes per rollout for a ranked objective on an env whose episodes last at most ``limit`` steps: the
+    largest power of two whose episodes hold at most ``rollout_steps`` steps at the limit, within
+    [:data:`LONG_RANKED_N_EPISODES`, :data:`RANKED_N_EPISODES`]; :data:`RANKED_N_EPISODES` for an env without a known
+    limit. OrderGradPPO's, at :data:`RANKED_ROLLOUT_STEPS`: 256 up to 32 steps, 128 up to 64, 64 up to 128 and 32
+    beyond (the long episodes, :data:`LONG_EPISODE_STEPS`). OrderGradREINFORCE's, at
+    :data:`REINFORCE_RANKED_ROLLOUT_STEPS`: 256 up to 4 steps, 128 up to 8, 64 up to 16 and 32 beyond.
     """
     if limit is None:
         return RANKED_N_EPISODES
-    n = 2 ** math.floor(math.log2(RANKED_ROLLOUT_STEPS / limit))  # below 1 past 8192 steps: the floor applies
+    n = 2 ** math.floor(math.log2(rollout_steps / limit))  # below 1 past rollout_steps: the floor applies
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
 
 
@@ -179,29 +206,37 @@ def default_n_episodes(
     objective: Objective | ChannelObjective,
     group_size: int | None = None,
     limit: int | None = None,
+    rollout_steps: int = RANKED_ROLLOUT_STEPS,
 ) -> int:
     """The episodic agents' episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
-    :data:`RANKED_N_EPISODES` for any ranked objective (OrderGradPPO: :func:`ranked_n_episodes` of the env's episode
-    ``limit``), at least ``2 k`` if the objective fixes ``k``; with ``group_size``, rounded up to a multiple of it.
+    :func:`ranked_n_episodes` of the env's episode ``limit`` and ``rollout_steps`` for any ranked objective, at least
+    ``2 k`` if the objective fixes ``k``; with ``group_size``, rounded up to a multiple of it.
 
     :param objective: the parsed objective (:func:`~ordergrad_rl.core.channels.parse_agent_objective`; GCVaR targets
         the CVaR of its level and gets that objective's default).
     :param limit: the env's episode limit (``max_episode_steps``) for an algorithm that sizes its rollouts by it
         (OrderGradPPO); ``None``: unknown, or another algorithm.
+    :param rollout_steps: the most steps a ranked rollout holds at the limit (the algorithm's: OrderGradPPO's
+        :data:`RANKED_ROLLOUT_STEPS`, OrderGradREINFORCE's :data:`REINFORCE_RANKED_ROLLOUT_STEPS`).
     """
     if objective.k == 1:  # the mean (k = 1 ranks nothing)
         n = MEAN_N_EPISODES
     else:
-        ranked = ranked_n_episodes(limit)
+        ranked = ranked_n_episodes(limit, rollout_steps)
         n = max(ranked, 2 * objective.k) if objective.is_bound else ranked  # type: ignore[operator]
     if group_size is not None and not isinstance(group_size, bool) and isinstance(group_size, int) and group_size > 0:
         n = -(-n // group_size) * group_size
     return n
 
 
-def default_ent_coef(objective: Objective | ChannelObjective, action_space: spaces.Space) -> float:
-    """The PPO family's ``ent_coef`` when it is ``None``: :data:`RANKED_ENT_COEF` for a ranked objective (k != 1) on
-    categorical actions (``Discrete``, ``MultiDiscrete``, ``MultiBinary``), else SB3's 0.0. The mean keeps 0.0, SB3's
+def default_ent_coef(
+    objective: Objective | ChannelObjective,
+    action_space: spaces.Space,
+    ranked: float | Schedule = RANKED_ENT_COEF,
+) -> float | Schedule:
+    """The episodic agents' ``ent_coef`` when it is ``None``: ``ranked`` (the PPO family's :data:`RANKED_ENT_COEF`,
+    OrderGradREINFORCE's :data:`REINFORCE_RANKED_ENT_COEF`) for a ranked objective (k != 1) on categorical actions
+    (``Discrete``, ``MultiDiscrete``, ``MultiBinary``), else SB3's 0.0. The mean keeps 0.0, SB3's
     PPO default, with which it solves CartPole-v1 in SB3 PPO's budget (:data:`MEAN_N_EPISODES`). Continuous
     actions keep 0.0: a Gaussian policy's entropy grows without bound with its log-std, which already drifts up
     under PPO's clipping on the tail-risk portfolio (measured 1 -> 5, ``zoo/hyperparams/ordergrad_ppo.yml``);
@@ -215,7 +250,7 @@ def default_ent_coef(objective: Objective | ChannelObjective, action_space: spac
     kept less of Acrobot's gain (-108.5 / -122.8).
     """
     categorical = isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
-    return RANKED_ENT_COEF if objective.k != 1 and categorical else 0.0
+    return ranked if objective.k != 1 and categorical else 0.0
 
 
 def default_normalize_advantage(

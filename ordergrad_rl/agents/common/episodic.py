@@ -19,7 +19,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -31,6 +31,8 @@ from ordergrad_rl.agents.common.advantages import (
 )
 from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
 from ordergrad_rl.agents.common.arguments import (
+    RANKED_ENT_COEF,
+    RANKED_ROLLOUT_STEPS,
     check_advantage,
     check_n_episodes,
     default_ent_coef,
@@ -173,6 +175,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     policy_aliases = POLICY_ALIASES
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
+    #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``, for an
+    #: algorithm without minibatches (OrderGradREINFORCE: :func:`~.arguments.ranked_n_episodes`). (The PPO family
+    #: sizes its rollouts with :func:`~.arguments.episodic_sizes`.)
+    ranked_rollout_steps: int = RANKED_ROLLOUT_STEPS
+    #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
+    #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
+    default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -233,7 +242,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
             :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
-            sampler (OrderGradPPO's default), else off.
+            sampler (OrderGradPPO's and OrderGradREINFORCE's default), else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
         :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
             ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
@@ -267,7 +276,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             scaled_long = long_episodes(parsed, scale_limit)
             normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, scaled_long)
         if batch_size is Ellipsis:
-            n_episodes = check_n_episodes(default_n_episodes(parsed, group_size) if n_episodes is None else n_episodes)
+            if n_episodes is None:
+                n_episodes = default_n_episodes(parsed, group_size, episode_limit(env), self.ranked_rollout_steps)
+            n_episodes = check_n_episodes(n_episodes)
         else:
             n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size, limit)
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
@@ -285,7 +296,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 **sb3_kwargs,
             )
         if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
-            self.ent_coef = default_ent_coef(parsed, self.action_space)  # space), then sets the save's ent_coef
+            self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)  # space), then
+            # sets the save's ent_coef
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail

@@ -10,7 +10,11 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
-from ordergrad_rl.agents.common.arguments import check_common_arguments
+from ordergrad_rl.agents.common.arguments import (
+    REINFORCE_RANKED_ENT_COEF,
+    REINFORCE_RANKED_ROLLOUT_STEPS,
+    check_common_arguments,
+)
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
@@ -61,11 +65,11 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         (:func:`~ordergrad_rl.agents.common.arguments.default_n_episodes`): 16 for ``"mean"``, measured across the
         project's envs by ``scripts/measure_reinforce_defaults.py`` (at equal env steps, N = 16 beats 64 and 256 on
         CartPole-v1 and RiskyLavaGrid-v0 and ties on RiskyBandit-v0 and SyntheticTailRisk-v0: one gradient step
-        per rollout makes small batches pay), 256 (at least ``2 k``) for ranked objectives (the paper's). 32 gives 8x
-        the updates per budget: on the guarded maze it leaves the time-out the default ends on (2 of 2 seeds on the
-        mean-optimal short path at 300k steps; with ``noise_sampler=True``, 7 of 10 at the CVaR optimum, the other 3
-        still at the time-out), with the lava grid and the heavy-tail bandit where the default ends (2 seeds each);
-        not a default without a measurement on the portfolio.
+        per rollout makes small batches pay). For ranked objectives (at least ``2 k``), since 2026-12-01, as many
+        episodes as hold at most 1024 steps at the env's episode limit, from 32 to 256
+        (:data:`~ordergrad_rl.agents.common.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`, which gives the measurement):
+        32 on the lava grid, the guarded maze, the point navigation and long episodes, 256 on the one-step bandit and
+        on an env without a limit (the paper's 256 on the portfolio, where 32 measured worse). 256 everywhere before.
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
     :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8; ``"running"``: by a
@@ -92,7 +96,11 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
     :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise (see
-        :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
+        :class:`~ordergrad_rl.agents.OrderGradPPO`). ``None`` (default since 2026-12-01, OrderGradPPO's): on where the
+        env exposes its noise and the objective admits the sampler. With 32 episodes per update it takes the guarded
+        maze from the short path (-9.29, 2 of 2 at 300k steps) to the long one (7 of 10 at the optimum without the
+        entropy bonus; with the default bonus all 10 on the long path, 6 within 1 of the optimum); at 256 episodes
+        it stays at the time-out (-40, 2 of 2), so it came with the 32-episode default.
     :param value_baseline: per-step credit for a ranked objective: ``"history"`` subtracts the history baseline
         ``b(s_t, t, G_<t)`` (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small
         network fitted to each rollout's weights after they are used, saved with the model; see
@@ -108,14 +116,13 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     :param baseline_lambda: with the history baseline, the ``lambda`` of the weight's lambda-returns over it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default 0.95 with a baseline, ``1.0`` (``w - b_t``,
         unbiased) gives the exact estimator.
-    :param ent_coef: entropy bonus coefficient. Default 0.0, unlike OrderGradPPO's (``None``, which this class takes
-        too: :func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`): in the README's lava diagnosis (this
-        class, Adam 0.03) a bonus of 0.01 or 0.1 changed nothing measurable. With ``n_episodes=32``, 0.3 (about
-        OrderGradPPO's 0.01 per step times the lava grid's episode length: the policy term sums each episode's steps,
-        the bonus averages them) reaches the lava grid's CVaR_0.2 optimum in 10 of 10 seeds by a median of 75k steps
-        (``reproduce benchmarks``, ``og-reinforce-n32-ent``), but it is no default: on one-step episodes it keeps the
-        sampled policy spread (the heavy-tail bandit's sampled CVaR_0.2 -1.65 against 1.00, 2 seeds), and on the
-        guarded maze it ends on the mean-optimal short path (-9.29, 2 of 2).
+    :param ent_coef: entropy bonus coefficient, or a schedule of ``progress_remaining``. ``None`` (default since
+        2026-12-01; 0.0 before): for a ranked objective on categorical actions 0.3 decayed linearly to 0 over training
+        (:data:`~ordergrad_rl.agents.common.arguments.REINFORCE_RANKED_ENT_COEF`, which gives the measurement: about
+        OrderGradPPO's 0.01 per step times the lava grid's episode length, since the policy term sums each episode's
+        steps and the bonus averages them), else 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
+        Held at 0.3 it reaches the lava grid's optimum but ends the maze on its short path and keeps one-step
+        episodes' sampled policy spread; decayed, it reaches the lava grid's optimum in 9 of 10 seeds.
     :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best seen (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param max_grad_norm: gradient-norm clipping threshold.
@@ -145,6 +152,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+    ranked_rollout_steps = REINFORCE_RANKED_ROLLOUT_STEPS
+    default_ranked_ent_coef = REINFORCE_RANKED_ENT_COEF
 
     def __init__(
         self,
@@ -160,10 +169,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         group_size: int | None = None,
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
-        noise_sampler: bool = False,
+        noise_sampler: bool | None = None,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
-        ent_coef: float | Schedule | None = 0.0,
+        ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
         max_grad_norm: float = 1.0,
         n_envs: int | None = None,
