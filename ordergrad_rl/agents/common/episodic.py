@@ -296,8 +296,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 **sb3_kwargs,
             )
         if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
-            self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)  # space), then
-            # sets the save's ent_coef
+            # space), then sets the save's ent_coef
+            self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
