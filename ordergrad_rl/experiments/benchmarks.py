@@ -683,9 +683,11 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         "budget": timesteps,
         "timesteps": int(model.num_timesteps),
     }
-    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size and weight scale (defaults by the env)
+    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size, weight scale and entropy bonus (a schedule
+        # as "start -> end"), whose defaults depend on the env
         result["n_episodes"] = int(model.n_episodes)
         result["normalize_advantage"] = model.normalize_advantage
+        result["ent_coef"] = hparam_value(model.ent_coef)
     if hasattr(model, "entropy_by_untied_share"):  # OrderGradPPO's bonus rule on long episodes (by the env)
         result["entropy_by_untied_share"] = bool(model.entropy_by_untied_share)
     if hasattr(model, "risk_schedule"):  # the episodic agents' schedule (OrderGradPPO's default by the env)
@@ -694,8 +696,6 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     if hasattr(model, "noise_sampler"):  # CeSoR's sampler (on by default where the env exposes its noise)
         result["noise_sampler"] = bool(model.noise_sampler)
-    if hasattr(model, "n_episodes"):  # the entropy bonus, a schedule as "start -> end" (defaults by the action space)
-        result["ent_coef"] = hparam_value(model.ent_coef)
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
@@ -815,11 +815,8 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents.common.arguments import (
-        RANKED_ROLLOUT_STEPS,
-        REINFORCE_RANKED_ROLLOUT_STEPS,
-        default_n_episodes,
-    )
+    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+    from ordergrad_rl.agents.common.arguments import default_n_episodes
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
@@ -830,9 +827,9 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     if "n_episodes" in method.kwargs:
         return int(method.kwargs["n_episodes"])
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
+    algorithm = OrderGradPPO if method.algo == "ordergrad_ppo" else OrderGradREINFORCE
     limit = episode_limit(TASKS[task_name].env_id)
-    steps = RANKED_ROLLOUT_STEPS if method.algo == "ordergrad_ppo" else REINFORCE_RANKED_ROLLOUT_STEPS
-    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, steps)
+    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, algorithm.ranked_rollout_steps)
 
 
 def method_label(row: dict) -> str:
@@ -911,16 +908,23 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
 
 
 @functools.cache
+def task_env(task_name: str) -> Any:
+    """The task's env (``gym.make`` of its id), built once: the label predicates read its action space and whether it
+    exposes its noise."""
+    import gymnasium as gym
+
+    return gym.make(TASKS[task_name].env_id)
+
+
+@functools.cache
 def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     """OrderGradPPO's default ``value_baseline`` for the method's objective on the task's env
     (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`), whether or not the method sets its own."""
-    import gymnasium as gym
-
     from ordergrad_rl.agents.common.arguments import default_value_baseline
 
     kwargs = METHODS[method_name].kwargs_for(task_name)
     objective, _, long = parsed_on_task(kwargs, task_name)
-    action_space = gym.make(TASKS[task_name].env_id).action_space
+    action_space = task_env(task_name).action_space
     return default_value_baseline(objective, action_space, long, kwargs.get("policy_kwargs"), kwargs.get("group_size"))
 
 
@@ -980,8 +984,6 @@ def sampled_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with CeSoR's noise sampler on the task without setting it: an OrderGradPPO or an
     OrderGradREINFORCE left to its default, with a lower-tail objective with a level (not GCVaR), one pooled batch,
     on an env that exposes its noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
-    import gymnasium as gym
-
     from ordergrad_rl.agents.common.episodic import noise_sampler_error
 
     method = METHODS[method_name]
@@ -992,7 +994,7 @@ def sampled_by_default(method_name: str, task_name: str) -> bool:
     # reward_to_go is off by default for a ranked objective, the only kind the sampler admits.
     if noise_sampler_error(objective, gcvar_alpha, kwargs.get("group_size"), bool(kwargs.get("reward_to_go"))):
         return False
-    return isinstance(getattr(gym.make(TASKS[task_name].env_id).unwrapped, "noise_probs", None), dict)
+    return isinstance(getattr(task_env(task_name).unwrapped, "noise_probs", None), dict)
 
 
 def unscheduled_before_default(run: dict) -> bool:
@@ -1054,16 +1056,15 @@ def unbonused_before_default(run: dict) -> bool:
 def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradREINFORCE's default entropy bonus on the task without setting it: a
     ranked objective on categorical actions (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
-    import gymnasium as gym
-
-    from ordergrad_rl.agents.common.arguments import default_ent_coef
+    from ordergrad_rl.agents.common.arguments import REINFORCE_RANKED_ENT_COEF, default_ent_coef
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
     if method.algo != "ordergrad_reinforce" or kwargs.get("ent_coef") is not None:
         return False
     objective = parsed_on_task(kwargs, task_name)[0]
-    return default_ent_coef(objective, gym.make(TASKS[task_name].env_id).action_space, 1.0) == 1.0
+    bonus = REINFORCE_RANKED_ENT_COEF
+    return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
 #: Row flags of runs stored before a default changed, in label order, and the predicate that marks such a run.

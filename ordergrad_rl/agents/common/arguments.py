@@ -189,15 +189,16 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
     return objective.k != 1 and limit is not None and limit > LONG_EPISODE_STEPS
 
 
-def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STEPS) -> int:
+def ranked_n_episodes(limit: int | None, rollout_steps: int | None = RANKED_ROLLOUT_STEPS) -> int:
     """The episodes per rollout for a ranked objective on an env whose episodes last at most ``limit`` steps: the
     largest power of two whose episodes hold at most ``rollout_steps`` steps at the limit, within
     [:data:`LONG_RANKED_N_EPISODES`, :data:`RANKED_N_EPISODES`]; :data:`RANKED_N_EPISODES` for an env without a known
-    limit. OrderGradPPO's, at :data:`RANKED_ROLLOUT_STEPS`: 256 up to 32 steps, 128 up to 64, 64 up to 128 and 32
-    beyond (the long episodes, :data:`LONG_EPISODE_STEPS`). OrderGradREINFORCE's, at
-    :data:`REINFORCE_RANKED_ROLLOUT_STEPS`: 256 up to 4 steps, 128 up to 8, 64 up to 16 and 32 beyond.
+    limit or an algorithm that does not size its rollouts by it (``rollout_steps=None``: the sb3-contrib variants).
+    OrderGradPPO's, at :data:`RANKED_ROLLOUT_STEPS`: 256 up to 32 steps, 128 up to 64, 64 up to 128 and 32 beyond
+    (the long episodes, :data:`LONG_EPISODE_STEPS`). OrderGradREINFORCE's, at :data:`REINFORCE_RANKED_ROLLOUT_STEPS`:
+    256 up to 4 steps, 128 up to 8, 64 up to 16 and 32 beyond.
     """
-    if limit is None:
+    if limit is None or rollout_steps is None:
         return RANKED_N_EPISODES
     n = 2 ** math.floor(math.log2(rollout_steps / limit))  # below 1 past rollout_steps: the floor applies
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
@@ -207,7 +208,7 @@ def default_n_episodes(
     objective: Objective | ChannelObjective,
     group_size: int | None = None,
     limit: int | None = None,
-    rollout_steps: int = RANKED_ROLLOUT_STEPS,
+    rollout_steps: int | None = RANKED_ROLLOUT_STEPS,
 ) -> int:
     """The episodic agents' episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
     :func:`ranked_n_episodes` of the env's episode ``limit`` and ``rollout_steps`` for any ranked objective, at least
@@ -215,10 +216,10 @@ def default_n_episodes(
 
     :param objective: the parsed objective (:func:`~ordergrad_rl.core.channels.parse_agent_objective`; GCVaR targets
         the CVaR of its level and gets that objective's default).
-    :param limit: the env's episode limit (``max_episode_steps``) for an algorithm that sizes its rollouts by it
-        (OrderGradPPO); ``None``: unknown, or another algorithm.
+    :param limit: the env's episode limit (``max_episode_steps``); ``None``: unknown.
     :param rollout_steps: the most steps a ranked rollout holds at the limit (the algorithm's: OrderGradPPO's
-        :data:`RANKED_ROLLOUT_STEPS`, OrderGradREINFORCE's :data:`REINFORCE_RANKED_ROLLOUT_STEPS`).
+        :data:`RANKED_ROLLOUT_STEPS`, OrderGradREINFORCE's :data:`REINFORCE_RANKED_ROLLOUT_STEPS`; ``None``: the
+        algorithm does not size its rollouts by the limit).
     """
     if objective.k == 1:  # the mean (k = 1 ranks nothing)
         n = MEAN_N_EPISODES
@@ -348,16 +349,18 @@ def episodic_sizes(
     batch_size: int | None,
     group_size: int | None = None,
     limit: int | None = None,
+    rollout_steps: int | None = RANKED_ROLLOUT_STEPS,
 ) -> tuple[int, int]:
     """Checked ``(n_episodes, batch_size)`` of a PPO-family algorithm in episodic mode, with the defaults
     :func:`default_n_episodes` and :func:`default_batch_size`.
 
     :param objective: the parsed objective.
-    :param limit: the env's episode limit, for an algorithm that sizes its rollouts by it (:func:`default_n_episodes`).
+    :param limit: the env's episode limit and ``rollout_steps`` the algorithm's budget at it
+        (:func:`default_n_episodes`).
     :raises ValueError: ``n_episodes < 2`` or a ``batch_size`` below 2.
     """
     if n_episodes is None:
-        n_episodes = default_n_episodes(objective, group_size, limit)
+        n_episodes = default_n_episodes(objective, group_size, limit, rollout_steps)
     n_episodes = check_n_episodes(n_episodes)
     batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
     check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against

@@ -32,7 +32,6 @@ from ordergrad_rl.agents.common.advantages import (
 from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
 from ordergrad_rl.agents.common.arguments import (
     RANKED_ENT_COEF,
-    RANKED_ROLLOUT_STEPS,
     check_advantage,
     check_n_episodes,
     default_ent_coef,
@@ -175,10 +174,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     policy_aliases = POLICY_ALIASES
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
-    #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``, for an
-    #: algorithm without minibatches (OrderGradREINFORCE: :func:`~.arguments.ranked_n_episodes`). (The PPO family
-    #: sizes its rollouts with :func:`~.arguments.episodic_sizes`.)
-    ranked_rollout_steps: int = RANKED_ROLLOUT_STEPS
+    #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``
+    #: (:func:`~.arguments.ranked_n_episodes`): OrderGradPPO's :data:`~.arguments.RANKED_ROLLOUT_STEPS`,
+    #: OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`; ``None``: the algorithm does not size
+    #: its rollouts by the limit (the sb3-contrib variants: :data:`~.arguments.RANKED_N_EPISODES`).
+    ranked_rollout_steps: int | None = None
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
@@ -244,9 +244,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
             sampler (OrderGradPPO's and OrderGradREINFORCE's default), else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
-        :param long_episode_defaults: the algorithm sizes its rollouts by the env's episode limit (OrderGradPPO): a
-            ranked objective gets :func:`~.arguments.ranked_n_episodes` episodes per rollout by default, and on an env
-            whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS` the long-episode defaults.
+        :param long_episode_defaults: the algorithm takes the long-episode defaults (OrderGradPPO) on an env whose
+            limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
         :param sb3_kwargs: the SB3 constructor's other arguments.
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
@@ -263,24 +262,25 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if noise_sampler is not None and not isinstance(noise_sampler, bool):
             raise ValueError(f"noise_sampler must be True, False or None, got {noise_sampler!r}")
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
-        limit = episode_limit(env) if long_episode_defaults else None
-        long = long_episodes(parsed, limit)
+        env_limit = episode_limit(env)
+        long = long_episodes(parsed, env_limit if long_episode_defaults else None)
         if risk_schedule is None:
             schedule = default_risk_schedule(parsed, gcvar_alpha, long)
         else:
             schedule = parse_risk_schedule(risk_schedule)
             check_risk_schedule(schedule, parsed, gcvar_alpha)
         if normalize_advantage is None:
-            # The scale's default follows the episode limit in every algorithm, whether it sizes rollouts by it or not.
-            scale_limit = limit if long_episode_defaults else episode_limit(env)
-            scaled_long = long_episodes(parsed, scale_limit)
+            # The scale's default follows the episode limit in every algorithm, whatever its other defaults.
+            scaled_long = long_episodes(parsed, env_limit)
             normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, scaled_long)
         if batch_size is Ellipsis:
             if n_episodes is None:
-                n_episodes = default_n_episodes(parsed, group_size, episode_limit(env), self.ranked_rollout_steps)
+                n_episodes = default_n_episodes(parsed, group_size, env_limit, self.ranked_rollout_steps)
             n_episodes = check_n_episodes(n_episodes)
         else:
-            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(parsed, n_episodes, batch_size, group_size, limit)
+            n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(
+                parsed, n_episodes, batch_size, group_size, env_limit, self.ranked_rollout_steps
+            )
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)

@@ -12,6 +12,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
+    RANKED_ROLLOUT_STEPS,
     check_advantage,
     check_ppo_arguments,
     default_value_baseline,
@@ -184,9 +185,9 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         -2.59] against -6.23 [-10.77, -2.97] (better in 15 of 24 seeds, paired Wilcoxon p = 0.05), at the optimum
         from a median 135k steps against 150k; the point navigation (10 seeds, its crash exposed) at the wall either
         way, 0 of 10 at the optimum, greedy -40.3 against -37.5 (one seed reaches the goal, -12.0, against two) and
-        sampled -41.5 against -41.7. No other task of the suite exposes its noise. Other classes keep it off unless
-        asked: OrderGradREINFORCE with it at its defaults stays at the maze's time-out (seeds 0-1, -40.0,
-        ``og-reinforce-noise``), and the recurrent and maskable variants were not measured with it.
+        sampled -41.5 against -41.7. No other task of the suite exposes its noise. OrderGradREINFORCE has the same
+        default (since 2026-12-01, with its 32-episode rollouts: see its docstring); the recurrent and maskable
+        variants keep it off unless asked, not measured with it.
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
         other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
         random step in policy space, instead of none (:meth:`_drift_if_blind`). It acts on no rollout of the
@@ -297,6 +298,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    ranked_rollout_steps = RANKED_ROLLOUT_STEPS
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
