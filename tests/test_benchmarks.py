@@ -392,6 +392,23 @@ def test_grid_leaves_qrdqn_out_of_continuous_tasks_and_gsde_out_of_discrete_ones
     assert len(runs) == 8
 
 
+def test_contrib_variants_run_as_a_user_runs_them_and_the_lstm_is_scored_by_episodes():
+    """OrderGradMaskablePPO on discrete tasks only (every action valid), OrderGradRecurrentPPO everywhere; the LSTM
+    acts on its history, so a task scored exactly by state scores it by Monte Carlo."""
+    config = bench.Config(tasks=("bandit", "nav"), methods=("og-mask-cvar", "og-recurrent-cvar"), seeds=1)
+    assert {(task, method) for task, method, _, _ in bench.runs_of(config)} == {
+        ("bandit", "og-mask-cvar"),
+        ("bandit", "og-recurrent-cvar"),
+        ("nav", "og-recurrent-cvar"),
+    }
+    masked = bench.build_model(bench.METHODS["og-mask-cvar"], "lava", 0)
+    assert type(masked).__name__ == "OrderGradMaskablePPO" and masked.env.env_method("action_masks")[0].all()
+    for method, exact in (("og-mask-cvar", True), ("og-recurrent-cvar", False)):
+        run = bench.run_one("bandit", method, 0, 256, 1, 10)
+        assert run["greedy_exact"] is exact and run["n_episodes"] == bench.default_n_episodes_now(method, "bandit")
+        assert ("greedy-MC" in bench.method_label(run)) is not exact
+
+
 def test_a_method_tuned_per_task_runs_only_there_with_its_settings():
     config = bench.Config(tasks=("bandit", "cartpole", "acrobot"), methods=("qrdqn-cvar", "qrdqn-cvar-zoo"), seeds=1)
     assert {(task, method) for task, method, _, _ in bench.runs_of(config)} == {

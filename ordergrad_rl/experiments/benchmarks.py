@@ -37,8 +37,10 @@ with every other default), ``og-cvar-n16`` (the usage line at 16 episodes per up
 same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
 (GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
-(OrderGradREINFORCE at its defaults), the OrderGradREINFORCE variants below at its defaults of before 2026-12-01
-(256 episodes per update, no entropy bonus, no noise sampler, unless they set them: ``REINFORCE0``):
+(OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and ``og-recurrent-cvar`` (the usage lines of
+OrderGradMaskablePPO, every action valid, and OrderGradRecurrentPPO, ``"MlpLstmPolicy"``, whose policy acts on its
+history and is scored by Monte Carlo on every task), the OrderGradREINFORCE variants below at its defaults of
+before 2026-12-01 (256 episodes per update, no entropy bonus, no noise sampler, unless they set them: ``REINFORCE0``):
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
@@ -171,10 +173,15 @@ TIE_AT_BEST_TASKS = ("cartpole",)
 PARTLY_TIED_TASKS = ("cartpole", "acrobot")
 
 
+#: The episodic OrderGrad algorithms of the harness (``Method.algo``), whose rollout size, weight scale and tie rule
+#: follow the agents' defaults; the sb3-contrib variants run on the suite as a user would run them.
+EPISODIC_ALGOS = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo", "ordergrad_recurrent_ppo")
+
+
 @dataclass(frozen=True)
 class Method:
-    """A method: ``algo`` (``"ordergrad_ppo"``, ``"ordergrad_reinforce"``, ``"ppo"``, ``"qrdqn_cvar"``) built with
-    ``kwargs`` on top of its defaults."""
+    """A method: ``algo`` (one of :data:`EPISODIC_ALGOS`, ``"ppo"`` or ``"qrdqn_cvar"``) built with ``kwargs`` on top of
+    its defaults."""
 
     label: str
     algo: str
@@ -197,11 +204,18 @@ class Method:
     def episodic(self) -> bool:
         """Whether the method is an episodic OrderGrad agent (its rollout size, weight scale and tie rule follow the
         agents' defaults)."""
-        return self.algo in ("ordergrad_ppo", "ordergrad_reinforce")
+        return self.algo in EPISODIC_ALGOS
 
     @property
     def discrete_only(self) -> bool:
-        return self.algo == "qrdqn_cvar"
+        """QR-DQN's argmax and MaskablePPO's masks need discrete actions."""
+        return self.algo in ("qrdqn_cvar", "ordergrad_maskable_ppo")
+
+    @property
+    def markov(self) -> bool:
+        """Whether the method's policy acts on the observation alone, so that the tasks scored exactly can score it by
+        state (an LSTM policy acts on its history: scored by Monte Carlo everywhere)."""
+        return self.algo != "ordergrad_recurrent_ppo"
 
     @property
     def continuous_only(self) -> bool:
@@ -393,6 +407,10 @@ METHODS: dict[str, Method] = {
         "tab:green",
     ),
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
+    # The usage lines of the sb3-contrib variants, defaults: MaskablePPO with every action valid (the suite's envs
+    # mask nothing) and RecurrentPPO with its LSTM policy.
+    "og-mask-cvar": Method("OrderGradMaskablePPO CVaR_0.2", "ordergrad_maskable_ppo", CVAR, "steelblue"),
+    "og-recurrent-cvar": Method("OrderGradRecurrentPPO CVaR_0.2", "ordergrad_recurrent_ppo", CVAR, "darkslateblue"),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
         "OrderGradREINFORCE + running scale",
@@ -562,17 +580,36 @@ class Config:
 
 
 # ---------------------------------------------------------------------------------------------------- one run
+def episodic_algorithm(algo: str) -> type:
+    """The agent class of an episodic ``algo`` (:data:`EPISODIC_ALGOS`)."""
+    from ordergrad_rl import agents
+
+    return {
+        "ordergrad_ppo": agents.OrderGradPPO,
+        "ordergrad_reinforce": agents.OrderGradREINFORCE,
+        "ordergrad_maskable_ppo": agents.OrderGradMaskablePPO,
+        "ordergrad_recurrent_ppo": agents.OrderGradRecurrentPPO,
+    }[algo]
+
+
+def all_actions_valid(env: Any) -> np.ndarray:
+    """The action mask of an env that masks nothing (``[n]`` of ``True``; sb3-contrib's ``ActionMasker`` callback)."""
+    return np.ones(env.action_space.n, dtype=bool)
+
+
 def build_model(method: Method, task_name: str, seed: int) -> Any:
     """The method's model on the task's env, with its arguments there (one torch thread is the caller's business)."""
     env_id, kwargs = TASKS[task_name].env_id, method.kwargs_for(task_name)
-    if method.algo == "ordergrad_ppo":
-        from ordergrad_rl.agents import OrderGradPPO
+    if method.algo == "ordergrad_maskable_ppo":
+        import gymnasium as gym
+        from sb3_contrib.common.wrappers import ActionMasker
 
-        return OrderGradPPO("MlpPolicy", env_id, seed=seed, **kwargs)
-    if method.algo == "ordergrad_reinforce":
-        from ordergrad_rl.agents import OrderGradREINFORCE
-
-        return OrderGradREINFORCE("MlpPolicy", env_id, seed=seed, **kwargs)
+        env = ActionMasker(gym.make(env_id), all_actions_valid)
+        return episodic_algorithm(method.algo)("MlpPolicy", env, seed=seed, **kwargs)
+    if method.algo == "ordergrad_recurrent_ppo":
+        return episodic_algorithm(method.algo)("MlpLstmPolicy", env_id, seed=seed, **kwargs)
+    if method.episodic:
+        return episodic_algorithm(method.algo)("MlpPolicy", env_id, seed=seed, **kwargs)
     if method.algo == "qrdqn_cvar":
         from ordergrad_rl.agents import QRDQNCVaR
 
@@ -646,12 +683,12 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
     model = build_model(method, task_name, seed)
-    score_env = gym.make(task.env_id).unwrapped if task.greedy_scored_exactly else None
-    mdp = score_env.tabular() if task.exact else None
+    score_env = gym.make(task.env_id).unwrapped if task.greedy_scored_exactly and method.markov else None
+    mdp = score_env.tabular() if task.exact and score_env is not None else None
     greedy_score: Callable[[Any], tuple[float, float]] | None = None
     if mdp is not None:
         greedy_score = functools.partial(exact_score, env=score_env, mdp=mdp, deterministic=True)
-    elif task.exact_greedy:
+    elif task.exact_greedy and score_env is not None:
         greedy_score = functools.partial(deterministic_score, env=score_env)
     every = max(1, timesteps // max(1, checkpoints))
     curve: list[tuple[int, float]] = []
@@ -815,7 +852,6 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
     from ordergrad_rl.agents.common.arguments import default_n_episodes
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
@@ -827,9 +863,9 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     if "n_episodes" in method.kwargs:
         return int(method.kwargs["n_episodes"])
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
-    algorithm = OrderGradPPO if method.algo == "ordergrad_ppo" else OrderGradREINFORCE
     limit = episode_limit(TASKS[task_name].env_id)
-    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, algorithm.ranked_rollout_steps)
+    rollout_steps = episodic_algorithm(method.algo).ranked_rollout_steps
+    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, rollout_steps)
 
 
 def method_label(row: dict) -> str:
