@@ -115,7 +115,7 @@ def test_masks_are_required_and_must_allow_an_action() -> None:
 # ent_coef=0: the loss is the estimator alone (a ranked objective's default entropy bonus would add a term).
 COMMON = dict(
     n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=False, max_grad_norm=float("inf"), seed=5,
-    ent_coef=0.0,
+    ent_coef=0.0, risk_schedule="none",  # the target objective from the first rollout (CartPole's are long episodes)
 )  # fmt: skip
 
 
@@ -253,6 +253,29 @@ def test_save_load_keeps_the_ordergrad_arguments(cls, tmp_path) -> None:
     assert detect_algorithm(path).name == cls.__name__
     with pytest.raises(ValueError, match=f"saved by {cls.__name__}"):
         OrderGradPPO.load(path)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "objective", "expected"),
+    [("GuardedMaze-v0", "cvar0.2", 128), ("CartPole-v1", "cvar0.2", 32), ("RiskyLavaGrid-v0", "cvar0.2", 256)]
+    + [("CartPole-v1", "mean", 16), ("CartPole-v1", "max@20", 40)],
+)
+def test_contrib_variants_take_ordergrad_ppos_episodic_defaults(env_id: str, objective: str, expected: int) -> None:
+    """At most 8192 steps per ranked rollout at the episode limit (128 episodes of the maze's 40 steps, 32 of
+    CartPole's 500, at least ``2 k``: 256 episodes of 500 steps would leave about one update in 100k steps), and on
+    long episodes the level schedule and the entropy bonus of the untied share, as OrderGradPPO."""
+    masker = ActionMasker(gym.make(env_id), lambda env: np.ones(env.action_space.n, dtype=bool))
+    masked = OrderGradMaskablePPO("MlpPolicy", masker, objective=objective)
+    recurrent = OrderGradRecurrentPPO("MlpLstmPolicy", env_id, objective=objective, policy_kwargs=LSTM)
+    ppo = OrderGradPPO("MlpPolicy", env_id, objective=objective)
+    assert masked.n_episodes == recurrent.n_episodes == ppo.n_episodes == expected
+    for model in (masked, recurrent):
+        assert model.risk_schedule == ppo.risk_schedule, (env_id, objective)
+        assert (
+            model.entropy_by_untied_share
+            == ppo.entropy_by_untied_share
+            == (env_id == "CartPole-v1" and objective != "mean")
+        )
 
 
 def test_recurrent_policy_has_no_critic_lstm_in_episodic_mode() -> None:

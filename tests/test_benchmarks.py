@@ -168,8 +168,8 @@ def test_runs_from_before_the_untied_share_rule_get_their_own_row():
 
 def test_runs_from_before_the_schedule_default_get_their_own_row():
     """Runs of the usage line on long episodes stored before the level schedule became its default there (no
-    ``risk_schedule`` recorded) are labelled no-sched; methods that set a schedule (or pin none), other algorithms
-    and short episodes pool."""
+    ``risk_schedule`` recorded, or ``"none"``) are labelled no-sched; methods that set a schedule (or pin none), other
+    algorithms and short episodes pool."""
 
     def stored(task, method, seed):
         run = {**_run(task, method, seed, 1.0), "normalize_advantage": True, "best_tie_zeroed": True}
@@ -201,7 +201,13 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-n16",
         "og-cvar-n16-drift",
         "og-cvar-drift",
+        "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
+        "og-recurrent-cvar",
     ]
+    # Their runs stored before that recorded no schedule ("none"), where the usage line's recorded nothing.
+    contrib = {**_run("cartpole", "og-recurrent-cvar", 0, 1.0), "risk_schedule": "none"}
+    assert bench.unscheduled_before_default(contrib)
+    assert not bench.unscheduled_before_default({**contrib, "risk_schedule": "level:0.6"})
     assert not bench.scheduled_by_default("og-cvar", "maze")
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == (
         "level:0.6"
@@ -393,13 +399,15 @@ def test_grid_leaves_qrdqn_out_of_continuous_tasks_and_gsde_out_of_discrete_ones
 
 
 def test_contrib_variants_run_as_a_user_runs_them_and_the_lstm_is_scored_by_episodes():
-    """OrderGradMaskablePPO on discrete tasks only (every action valid), OrderGradRecurrentPPO everywhere; the LSTM
-    acts on its history, so a task scored exactly by state scores it by Monte Carlo."""
-    config = bench.Config(tasks=("bandit", "nav"), methods=("og-mask-cvar", "og-recurrent-cvar"), seeds=1)
+    """OrderGradMaskablePPO on the tabular tasks only (every action valid; scored from its probabilities, where a
+    Monte-Carlo score would need masks from the evaluation env), OrderGradRecurrentPPO everywhere; the LSTM acts on
+    its history, so a task scored exactly by state scores it by Monte Carlo."""
+    config = bench.Config(tasks=("bandit", "nav", "cartpole"), methods=("og-mask-cvar", "og-recurrent-cvar"), seeds=1)
     assert {(task, method) for task, method, _, _ in bench.runs_of(config)} == {
         ("bandit", "og-mask-cvar"),
         ("bandit", "og-recurrent-cvar"),
         ("nav", "og-recurrent-cvar"),
+        ("cartpole", "og-recurrent-cvar"),
     }
     masked = bench.build_model(bench.METHODS["og-mask-cvar"], "lava", 0)
     assert type(masked).__name__ == "OrderGradMaskablePPO" and masked.env.env_method("action_masks")[0].all()

@@ -242,9 +242,9 @@ def test_cross_entropy_step() -> None:
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective_admits_it(cls: type) -> None:
-    """``noise_sampler=None`` (OrderGradPPO's and OrderGradREINFORCE's default): on for a lower-tail objective with a
-    level on an env that exposes its noise (the sampler built, its events the env's), off where either is missing,
-    without an error; the sb3-contrib variants keep it off unless asked; the HParams dashboard shows it."""
+    """``noise_sampler=None`` (the default of every episodic agent): on for a lower-tail objective with a level on an
+    env that exposes its noise (the sampler built, its events the env's), off where either is missing, without an
+    error, in the sb3-contrib variants too; the HParams dashboard shows it."""
     model = cls("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)
     assert model.noise_sampler is True and model.hparams()["noise_sampler"] is True
     assert model._noise is not None and model._noise.names == ("crash",)
@@ -255,9 +255,11 @@ def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective
     assert cls("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
     assert cls("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
     assert cls("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
-    assert OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2").noise_sampler is False
+    assert OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2").noise_sampler is True
+    assert OrderGradRecurrentPPO("MlpLstmPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False
     masked = ActionMasker(RareCrash(), lambda env: np.ones(2, dtype=bool))
-    assert OrderGradMaskablePPO("MlpPolicy", masked, objective="cvar0.2").noise_sampler is False
+    assert OrderGradMaskablePPO("MlpPolicy", masked, objective="cvar0.2").noise_sampler is True  # through the wrapper
+    assert OrderGradMaskablePPO("MlpPolicy", masked, objective="mean").noise_sampler is False
 
 
 def test_errors() -> None:

@@ -263,7 +263,7 @@ def test_long_episodes_get_the_level_schedule_by_default(env, kwargs, expected):
     assert model.hparams()["risk_schedule"] == (str(expected) if expected else "none")
 
 
-def test_only_ordergrad_ppo_sizes_by_the_episode_limit_and_saves_keep_the_schedule(tmp_path):
+def test_reinforce_takes_no_long_episode_schedule_and_saves_keep_the_schedule(tmp_path):
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2").risk_schedule is None
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2")
     model.save(path := tmp_path / "model.zip")

@@ -38,9 +38,10 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
 (GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
 (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and ``og-recurrent-cvar`` (the usage lines of
-OrderGradMaskablePPO, every action valid, and OrderGradRecurrentPPO, ``"MlpLstmPolicy"``, whose policy acts on its
-history and is scored by Monte Carlo on every task), the OrderGradREINFORCE variants below at its defaults of
-before 2026-12-01 (256 episodes per update, no entropy bonus, no noise sampler, unless they set them: ``REINFORCE0``):
+OrderGradMaskablePPO, every action valid, on the tabular tasks, and OrderGradRecurrentPPO, ``"MlpLstmPolicy"``,
+whose policy acts on its history and is scored by Monte Carlo on every task), the OrderGradREINFORCE variants below
+at its defaults of before 2026-12-01 (256 episodes per update, no entropy bonus, no noise sampler, unless they set
+them: ``REINFORCE0``):
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
@@ -173,9 +174,12 @@ TIE_AT_BEST_TASKS = ("cartpole",)
 PARTLY_TIED_TASKS = ("cartpole", "acrobot")
 
 
-#: The episodic OrderGrad algorithms of the harness (``Method.algo``), whose rollout size, weight scale and tie rule
-#: follow the agents' defaults; the sb3-contrib variants run on the suite as a user would run them.
-EPISODIC_ALGOS = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo", "ordergrad_recurrent_ppo")
+#: The PPO family of the harness (``Method.algo``): OrderGradPPO and the sb3-contrib variants, which take the
+#: long-episode defaults (the level schedule, the entropy bonus scaled by the untied share).
+PPO_FAMILY = ("ordergrad_ppo", "ordergrad_maskable_ppo", "ordergrad_recurrent_ppo")
+#: The episodic OrderGrad algorithms of the harness, whose rollout size, weight scale and tie rule follow the agents'
+#: defaults; the sb3-contrib variants run on the suite as a user would run them.
+EPISODIC_ALGOS = (*PPO_FAMILY, "ordergrad_reinforce")
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,10 @@ class Method:
     def runs_on(self, task_name: str, discrete: bool) -> bool:
         """Whether the method has a run on ``task_name`` (whose actions are ``discrete`` or not)."""
         if self.per_task is not None and task_name not in self.per_task:
+            return False
+        if self.algo == "ordergrad_maskable_ppo" and not TASKS[task_name].exact:
+            # Scored from its policy's probabilities on the tabular tasks: sb3-contrib's evaluation of a MaskablePPO
+            # needs masks from the evaluation env, which the suite's Gymnasium envs do not have.
             return False
         return not ((self.discrete_only and not discrete) or (self.continuous_only and discrete))
 
@@ -970,19 +978,19 @@ def full_bonus_near_best_tie(run: dict) -> bool:
     ``entropy_by_untied_share`` since), by a method that the rule changes (:func:`bonus_scaled_near_best_tie`)."""
     return (
         run["task"] in PARTLY_TIED_TASKS
-        and "entropy_by_untied_share" not in run
+        and not run.get("entropy_by_untied_share", False)
         and bonus_scaled_near_best_tie(run["method"], run["task"])
     )
 
 
 @functools.cache
 def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
-    """Whether the share rule acts on the method on the task: an OrderGradPPO with a ranked objective on long
-    episodes, an entropy bonus (``ent_coef`` not 0; left to the default, 0.01 on categorical actions) and
-    ``entropy_when_tied`` off."""
+    """Whether the share rule acts on the method on the task: a PPO-family agent (:data:`PPO_FAMILY`) with a ranked
+    objective on long episodes, an entropy bonus (``ent_coef`` not 0; left to the default, 0.01 on categorical
+    actions) and ``entropy_when_tied`` off."""
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("ent_coef") == 0.0 or kwargs.get("entropy_when_tied", False):
+    if method.algo not in PPO_FAMILY or kwargs.get("ent_coef") == 0.0 or kwargs.get("entropy_when_tied", False):
         return False
     bonus = kwargs.get("ent_coef") is not None or TASKS[task_name].discrete  # the default: categorical actions only
     return bonus and parsed_on_task(kwargs, task_name)[2]
@@ -1010,21 +1018,21 @@ def history_by_default(method_name: str, task_name: str) -> bool:
 
 def unsampled_before_default(run: dict) -> bool:
     """Whether a run on a task whose env exposes its noise was stored before the noise sampler became the default
-    there (OrderGradPPO's, then OrderGradREINFORCE's; runs record ``noise_sampler`` since), by a method left to that
-    default (:func:`sampled_by_default`)."""
+    there (OrderGradPPO's, then OrderGradREINFORCE's and the sb3-contrib variants'; runs record ``noise_sampler``
+    since), by a method left to that default (:func:`sampled_by_default`)."""
     return not run.get("noise_sampler", False) and sampled_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def sampled_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with CeSoR's noise sampler on the task without setting it: an OrderGradPPO or an
-    OrderGradREINFORCE left to its default, with a lower-tail objective with a level (not GCVaR), one pooled batch,
-    on an env that exposes its noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
+    """Whether the method trains with CeSoR's noise sampler on the task without setting it: an episodic OrderGrad
+    agent left to its default, with a lower-tail objective with a level (not GCVaR), one pooled batch, on an env
+    that exposes its noise (``noise_probs``, :mod:`ordergrad_rl.envs.noise`)."""
     from ordergrad_rl.agents.common.episodic import noise_sampler_error
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or kwargs.get("noise_sampler") is not None:
+    if not method.episodic or kwargs.get("noise_sampler") is not None:
         return False
     objective, gcvar_alpha, _ = parsed_on_task(kwargs, task_name)
     # reward_to_go is off by default for a ranked objective, the only kind the sampler admits.
@@ -1034,20 +1042,22 @@ def sampled_by_default(method_name: str, task_name: str) -> bool:
 
 
 def unscheduled_before_default(run: dict) -> bool:
-    """Whether a run was stored before OrderGradPPO's level schedule became the default on long episodes (runs
-    record ``risk_schedule`` since), by a method that the default gives a schedule (:func:`scheduled_by_default`)."""
-    return "risk_schedule" not in run and scheduled_by_default(run["method"], run["task"])
+    """Whether a run was trained without the level schedule that is now the default on long episodes (OrderGradPPO's,
+    then the sb3-contrib variants'; runs record ``risk_schedule`` since the first, ``"none"`` where they had none),
+    by a method that the default gives a schedule (:func:`scheduled_by_default`)."""
+    return run.get("risk_schedule", "none") == "none" and scheduled_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def scheduled_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with a schedule it does not set on the task: an OrderGradPPO left to
-    :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long episodes)."""
+    """Whether the method trains with a schedule it does not set on the task: a PPO-family agent (:data:`PPO_FAMILY`)
+    left to :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long
+    episodes)."""
     from ordergrad_rl.agents.common.risk_schedules import default_risk_schedule
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("risk_schedule") is not None:
+    if method.algo not in PPO_FAMILY or kwargs.get("risk_schedule") is not None:
         return False
     return default_risk_schedule(*parsed_on_task(kwargs, task_name)) is not None
 

@@ -32,6 +32,7 @@ from ordergrad_rl.agents.common.advantages import (
 from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
 from ordergrad_rl.agents.common.arguments import (
     RANKED_ENT_COEF,
+    RANKED_ROLLOUT_STEPS,
     check_advantage,
     check_n_episodes,
     default_ent_coef,
@@ -92,7 +93,9 @@ EPISODIC_PPO_PARAMS = """
         is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
     :param k: order-statistic size if the spec has no ``@K`` (default ``n_episodes // 2``); ``mean`` has k = 1.
     :param n_episodes: episodes per rollout ``N`` (``k < N``; any number of envs). Default as
-        OrderGradPPO: 16 for ``"mean"``, 256 (at least ``2 k``) for ranked objectives.
+        OrderGradPPO: 16 for ``"mean"``; for ranked objectives (at least ``2 k``) the largest power of two from 32
+        to 256 whose episodes hold at most 8192 steps at the env's episode limit, 256 without one
+        (:func:`~ordergrad_rl.agents.common.arguments.ranked_n_episodes`).
     :param n_envs: number of envs; ``None``: as OrderGradPPO (a native NumPy batch of ``n_episodes`` envs for the
         tail-risk ids, else 1 env from an id, env objects as they are).
     :param learning_rate: Adam learning rate (or schedule).
@@ -106,13 +109,15 @@ EPISODIC_PPO_PARAMS = """
         (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`, which gives the measurements;
         each variant ends on the safe action of tests/test_noise_sampler.py's rare-crash task with it and on the
         risky one with ``True``).
-    :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise, as OrderGradPPO; default off.
+    :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise; ``None`` (default): as OrderGradPPO, on
+        where the env exposes its noise and the objective admits the sampler.
     :param reward_to_go: mean objective: per-step reward-to-go advantages (default on for ``"mean"``, refused for ranked
         objectives), see :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`.
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
-    :param risk_schedule: soft risk: ``None`` (the agent's default: ``"level"`` for a lower tail on OrderGradPPO's
-        long episodes, else none, :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`),
+    :param risk_schedule: soft risk: ``None`` (the default, as OrderGradPPO: ``"level"`` for a lower tail on long
+        episodes, else none, :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`; on long
+        episodes a rollout partly tied at the best return also gets the entropy bonus of its untied share),
         ``"none"`` or ``False`` (the target objective from the start), ``"level"``, ``"mixture"``,
         ``"<kind>:<fraction>"``, ``"mixture:<fraction>:<mean_share>"`` (the mean's share kept to the end) or a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
@@ -175,10 +180,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
     #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``
-    #: (:func:`~.arguments.ranked_n_episodes`): OrderGradPPO's :data:`~.arguments.RANKED_ROLLOUT_STEPS`,
-    #: OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`; ``None``: the algorithm does not size
-    #: its rollouts by the limit (the sb3-contrib variants: :data:`~.arguments.RANKED_N_EPISODES`).
-    ranked_rollout_steps: int | None = None
+    #: (:func:`~.arguments.ranked_n_episodes`): the PPO family's :data:`~.arguments.RANKED_ROLLOUT_STEPS` (OrderGradPPO
+    #: and the sb3-contrib variants), OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`;
+    #: ``None``: a subclass that does not size its rollouts by the limit (:data:`~.arguments.RANKED_N_EPISODES`).
+    ranked_rollout_steps: int | None = RANKED_ROLLOUT_STEPS
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
@@ -242,10 +247,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
             :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
-            sampler (OrderGradPPO's and OrderGradREINFORCE's default), else off.
+            sampler (the default of every episodic agent), else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
-        :param long_episode_defaults: the algorithm takes the long-episode defaults (OrderGradPPO) on an env whose
-            limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
+        :param long_episode_defaults: the algorithm takes the long-episode defaults (the PPO family: OrderGradPPO
+            and the sb3-contrib variants) on an env whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
         :param sb3_kwargs: the SB3 constructor's other arguments.
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``

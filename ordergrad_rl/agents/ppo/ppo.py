@@ -12,7 +12,6 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
-    RANKED_ROLLOUT_STEPS,
     check_advantage,
     check_ppo_arguments,
     default_value_baseline,
@@ -298,7 +297,6 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
-    ranked_rollout_steps = RANKED_ROLLOUT_STEPS
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]

@@ -72,7 +72,7 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         untie_tail: bool = True,
         ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
-        noise_sampler: bool = False,
+        noise_sampler: bool | None = None,
         max_grad_norm: float = 0.5,
         rollout_buffer_class: type[MaskableEpisodicRolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,
@@ -89,7 +89,8 @@ class OrderGradMaskablePPO(EpisodicAlgorithmMixin, MaskablePPO):
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            noise_sampler=noise_sampler, long_episode_defaults=True, batch_size=batch_size,
+            learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=gamma, gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm,
             rollout_buffer_class=check_buffer_class(rollout_buffer_class, MaskableEpisodicRolloutBuffer),

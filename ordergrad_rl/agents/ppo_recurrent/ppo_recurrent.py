@@ -80,7 +80,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         untie_tail: bool = True,
         ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
-        noise_sampler: bool = False,
+        noise_sampler: bool | None = None,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
@@ -100,7 +100,8 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
+            noise_sampler=noise_sampler, long_episode_defaults=True, batch_size=batch_size,
+            learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=gamma, gae_lambda=1.0, clip_range=clip_range, ent_coef=ent_coef,
             vf_coef=0.0, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
