@@ -202,9 +202,7 @@ class Method:
         """Whether the method has a run on ``task_name`` (whose actions are ``discrete`` or not)."""
         if self.per_task is not None and task_name not in self.per_task:
             return False
-        if self.algo == "ordergrad_maskable_ppo" and not TASKS[task_name].exact:
-            # Scored from its policy's probabilities on the tabular tasks: sb3-contrib's evaluation of a MaskablePPO
-            # needs masks from the evaluation env, which the suite's Gymnasium envs do not have.
+        if self.tabular_only and not TASKS[task_name].exact:
             return False
         return not ((self.discrete_only and not discrete) or (self.continuous_only and discrete))
 
@@ -216,8 +214,13 @@ class Method:
 
     @property
     def discrete_only(self) -> bool:
-        """QR-DQN's argmax and MaskablePPO's masks need discrete actions."""
-        return self.algo in ("qrdqn_cvar", "ordergrad_maskable_ppo")
+        return self.algo == "qrdqn_cvar"
+
+    @property
+    def tabular_only(self) -> bool:
+        """MaskablePPO runs on the tabular tasks (discrete), scored from its policy's probabilities: sb3-contrib's
+        evaluation of a MaskablePPO needs masks from the evaluation env, which the suite's Gymnasium envs lack."""
+        return self.algo == "ordergrad_maskable_ppo"
 
     @property
     def markov(self) -> bool:

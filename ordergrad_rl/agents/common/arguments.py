@@ -195,17 +195,17 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
     return objective.k != 1 and limit is not None and limit > LONG_EPISODE_STEPS
 
 
-def ranked_n_episodes(limit: int | None, rollout_steps: int | None = RANKED_ROLLOUT_STEPS) -> int:
+def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STEPS) -> int:
     """The episodes per rollout for a ranked objective on an env whose episodes last at most ``limit`` steps: the
     largest power of two whose episodes hold at most ``rollout_steps`` steps at the limit, within
     [:data:`LONG_RANKED_N_EPISODES`, :data:`RANKED_N_EPISODES`]; :data:`RANKED_N_EPISODES` for an env without a known
-    limit or an algorithm that does not size its rollouts by it (``rollout_steps=None``).
+    limit.
     The PPO family's (OrderGradPPO and the sb3-contrib variants), at :data:`RANKED_ROLLOUT_STEPS`: 256 up to 32
     steps, 128 up to 64, 64 up to 128 and 32 beyond (the long episodes, :data:`LONG_EPISODE_STEPS`).
     OrderGradREINFORCE's, at :data:`REINFORCE_RANKED_ROLLOUT_STEPS`: 256 up to 4 steps, 128 up to 8, 64 up to 16 and
     32 beyond.
     """
-    if limit is None or rollout_steps is None:
+    if limit is None:
         return RANKED_N_EPISODES
     n = 2 ** math.floor(math.log2(rollout_steps / limit))  # below 1 past rollout_steps: the floor applies
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
@@ -215,7 +215,7 @@ def default_n_episodes(
     objective: Objective | ChannelObjective,
     group_size: int | None = None,
     limit: int | None = None,
-    rollout_steps: int | None = RANKED_ROLLOUT_STEPS,
+    rollout_steps: int = RANKED_ROLLOUT_STEPS,
 ) -> int:
     """The episodic agents' episodes per rollout when ``n_episodes`` is not given: :data:`MEAN_N_EPISODES` for the mean,
     :func:`ranked_n_episodes` of the env's episode ``limit`` and ``rollout_steps`` for any ranked objective, at least
@@ -224,9 +224,8 @@ def default_n_episodes(
     :param objective: the parsed objective (:func:`~ordergrad_rl.core.channels.parse_agent_objective`; GCVaR targets
         the CVaR of its level and gets that objective's default).
     :param limit: the env's episode limit (``max_episode_steps``); ``None``: unknown.
-    :param rollout_steps: the most steps a ranked rollout holds at the limit (the algorithm's: OrderGradPPO's
-        :data:`RANKED_ROLLOUT_STEPS`, OrderGradREINFORCE's :data:`REINFORCE_RANKED_ROLLOUT_STEPS`; ``None``: the
-        algorithm does not size its rollouts by the limit).
+    :param rollout_steps: the most steps a ranked rollout holds at the limit (the algorithm's: the PPO family's
+        :data:`RANKED_ROLLOUT_STEPS`, OrderGradREINFORCE's :data:`REINFORCE_RANKED_ROLLOUT_STEPS`).
     """
     if objective.k == 1:  # the mean (k = 1 ranks nothing)
         n = MEAN_N_EPISODES
@@ -356,7 +355,7 @@ def episodic_sizes(
     batch_size: int | None,
     group_size: int | None = None,
     limit: int | None = None,
-    rollout_steps: int | None = RANKED_ROLLOUT_STEPS,
+    rollout_steps: int = RANKED_ROLLOUT_STEPS,
 ) -> tuple[int, int]:
     """Checked ``(n_episodes, batch_size)`` of a PPO-family algorithm in episodic mode, with the defaults
     :func:`default_n_episodes` and :func:`default_batch_size`.

@@ -181,9 +181,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     advantages: tuple[str, ...] = (EPISODIC,)
     #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``
     #: (:func:`~.arguments.ranked_n_episodes`): the PPO family's :data:`~.arguments.RANKED_ROLLOUT_STEPS` (OrderGradPPO
-    #: and the sb3-contrib variants), OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`;
-    #: ``None``: a subclass that does not size its rollouts by the limit (:data:`~.arguments.RANKED_N_EPISODES`).
-    ranked_rollout_steps: int | None = RANKED_ROLLOUT_STEPS
+    #: and the sb3-contrib variants), OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`.
+    ranked_rollout_steps: int = RANKED_ROLLOUT_STEPS
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
