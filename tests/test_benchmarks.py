@@ -209,10 +209,40 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
     assert bench.unscheduled_before_default(contrib)
     assert not bench.unscheduled_before_default({**contrib, "risk_schedule": "level:0.6"})
     assert not bench.scheduled_by_default("og-cvar", "maze")
+    # Continuous actions with a time limit take it on short episodes too (the navigation), not without a limit.
+    assert bench.scheduled_by_default("og-cvar", "nav") and not bench.scheduled_by_default("og-reinforce-cvar", "nav")
+    nav_before = {**_run("nav", "og-cvar", 0, -40.0), "risk_schedule": "none", "greedy_exact": True}
+    assert bench.method_label(bench.summarize([nav_before])[0]) == "og-cvar no-sched"
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == (
         "level:0.6"
     )
     assert bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == "none"
+
+
+def test_runs_whose_sampler_fitted_the_target_under_a_level_schedule_get_their_own_row():
+    """A run with the noise sampler and a level schedule stored before the sampler fitted the level in force is
+    labelled sampler-at-target; one without a schedule, without the sampler or recording the rule pools."""
+    exact = {"greedy_exact": True}
+    runs = [
+        _run("nav", "og-cvar", 0, -4.6) | exact,
+        _without(_run("nav", "og-cvar", 1, -43.0) | exact, "noise_follows_schedule"),
+    ]
+    runs += [
+        _without(
+            {**_run("maze", "og-cvar", 0, -2.0), "risk_schedule": "none", "untie_at_var": True},
+            "noise_follows_schedule",
+        )
+    ]
+    runs += [
+        _without({**_run("nav", "og-cvar-level", 0, -4.6) | exact, "noise_sampler": False}, "noise_follows_schedule")
+    ]
+    assert [bench.method_label(row) for row in bench.summarize(runs)] == [
+        "og-cvar",
+        "og-cvar sampler-at-target",
+        "og-cvar",
+        "og-cvar-level no-sampler",
+    ]
+    assert bench.run_one("nav", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_follows_schedule"]
 
 
 def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
@@ -363,7 +393,7 @@ def _run(task, method, seed, cvar, curve=()):
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
-            "value_baseline": "history", "noise_sampler": True}  # fmt: skip
+            "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

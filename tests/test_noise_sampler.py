@@ -240,6 +240,41 @@ def test_cross_entropy_step() -> None:
     assert sampler.probs["e"] == 0.05
 
 
+def test_cross_entropy_step_at_a_wider_level() -> None:
+    # The same batch fitted at the target (the two lowest returns, both with the event) and at level 1 (every
+    # episode below the best return: 2 events in 4 draws), as a level schedule in its mean phase asks.
+    returns = np.array([-10.0, -9.0, 0.0, 0.0, 1.0])
+    counts = np.zeros((5, 1, 2))
+    counts[:, 0, 0] = 1
+    counts[:2, 0, 1] = 1
+    at_target = NoiseSampler({"e": 0.05}, level=0.4, seed=0)
+    at_target.update(returns, np.ones(5), counts)
+    assert at_target.probs["e"] == PROB_CAP  # half-way to 1, capped
+    wide = NoiseSampler({"e": 0.05}, level=0.4, seed=0)
+    wide.update(returns, np.ones(5), counts, level=1.0)
+    assert wide.probs["e"] == pytest.approx(0.5 * 0.05 + 0.5 * 2 / 4)
+    for level in (0.2, 1.5):
+        with pytest.raises(ValueError, match=r"fitted level must be in \[0.4, 1\]"):
+            wide.update(returns, np.ones(5), counts, level=level)
+
+
+def test_sampler_fits_the_level_the_schedule_has_in_force(tmp_path: Any) -> None:
+    """With a level schedule the sampler fits the tail the objective ranks now (the mean's whole batch at first, the
+    target's once the schedule ends); without one, or in a save from before the rule, the target's."""
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, risk_schedule="level", seed=0)
+    assert model.noise_follows_schedule is True
+    assert model._noise_level() == 1.0  # the schedule starts at the mean
+    model.learn(32 * 4)  # the level falls over the first 60% of the 4 rollouts and reaches the target
+    assert model._noise_level() == pytest.approx(0.2)
+    assert OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32)._noise_level() is None
+    mixture = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, risk_schedule="mixture")
+    assert mixture._noise_level() is None  # a mixture has no level: the target's
+    model.save(path := tmp_path / "model.zip")
+    assert OrderGradPPO.load(path).noise_follows_schedule is True
+    old = save_from_before(path, tmp_path / "old.zip", "noise_follows_schedule")
+    assert OrderGradPPO.load(old).noise_follows_schedule is False
+
+
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective_admits_it(cls: type) -> None:
     """``noise_sampler=None`` (the default of every episodic agent): on for a lower-tail objective with a level on an

@@ -253,8 +253,10 @@ def test_mean_share_is_in_force_saved_and_older_schedules_load_without_it(tmp_pa
         ("CartPole-v1", {"objective": "top4@32"}, None),  # an upper tail: not measured
         ("CartPole-v1", {"objective": "trim2@32"}, None),  # no level
         ("CartPole-v1", {"objective": "mean"}, None),
-        ("GuardedMaze-v0", {}, None),  # short episodes (40 steps)
-        ("SyntheticTailRisk-v0", {}, None),  # no time limit
+        ("GuardedMaze-v0", {}, None),  # short episodes (40 steps), categorical actions
+        ("RiskyShortcutNav-v1", {}, RiskSchedule("level")),  # short episodes (50 steps), continuous actions
+        ("RiskyShortcutNav-v1", {"objective": "gcvar0.2"}, None),
+        ("SyntheticTailRisk-v0", {}, None),  # continuous actions, no time limit
     ],
 )
 def test_long_episodes_get_the_level_schedule_by_default(env, kwargs, expected):
@@ -265,6 +267,7 @@ def test_long_episodes_get_the_level_schedule_by_default(env, kwargs, expected):
 
 def test_reinforce_takes_no_long_episode_schedule_and_saves_keep_the_schedule(tmp_path):
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2").risk_schedule is None
+    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.2").risk_schedule is None
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2")
     model.save(path := tmp_path / "model.zip")
     assert OrderGradPPO.load(path).risk_schedule == RiskSchedule("level")

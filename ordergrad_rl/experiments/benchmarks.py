@@ -744,6 +744,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
     if hasattr(model, "noise_sampler"):  # CeSoR's sampler (on by default where the env exposes its noise)
         result["noise_sampler"] = bool(model.noise_sampler)
+        # and the level it fits: the schedule's in force since 2026-12-02
+        result["noise_follows_schedule"] = bool(getattr(model, "noise_follows_schedule", False))
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
@@ -1055,14 +1057,19 @@ def unscheduled_before_default(run: dict) -> bool:
 def scheduled_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with a schedule it does not set on the task: a PPO-family agent (:data:`PPO_FAMILY`)
     left to :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long
-    episodes)."""
+    episodes or on continuous actions with a time limit)."""
+    from gymnasium import spaces
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.common.risk_schedules import default_risk_schedule
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
     if method.algo not in PPO_FAMILY or kwargs.get("risk_schedule") is not None:
         return False
-    return default_risk_schedule(*parsed_on_task(kwargs, task_name)) is not None
+    timed = episode_limit(TASKS[task_name].env_id) is not None
+    timed_box = timed and isinstance(task_env(task_name).action_space, spaces.Box)
+    return default_risk_schedule(*parsed_on_task(kwargs, task_name), timed_box) is not None
 
 
 def untied_at_minimum_only(run: dict) -> bool:
@@ -1116,6 +1123,13 @@ def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
+def sampler_at_target(run: dict) -> bool:
+    """Whether a run drew the env's noise with a sampler fitted to the target's tail under a level schedule: stored
+    before the sampler fitted the level the schedule has in force (``noise_follows_schedule``, recorded since)."""
+    scheduled = str(run.get("risk_schedule", "none")).startswith("level")
+    return bool(run.get("noise_sampler")) and scheduled and "noise_follows_schedule" not in run
+
+
 #: Row flags of runs stored before a default changed, in label order, and the predicate that marks such a run.
 STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "untie_min": untied_at_minimum_only,
@@ -1126,6 +1140,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_hist": unbaselined_before_default,
     "no_sampler": unsampled_before_default,
     "no_ent": unbonused_before_default,
+    "sampler_at_target": sampler_at_target,
 }
 
 

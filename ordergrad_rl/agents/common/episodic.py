@@ -195,6 +195,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "entropy_by_untied_share": False,
         "risk_schedule": None,
         "drift_when_blind": False,
+        "noise_follows_schedule": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -268,9 +269,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         env_limit = episode_limit(env)
         long = long_episodes(parsed, env_limit if long_episode_defaults else None)
-        if risk_schedule is None:
-            schedule = default_risk_schedule(parsed, gcvar_alpha, long)
-        else:
+        if risk_schedule is not None:
             schedule = parse_risk_schedule(risk_schedule)
             check_risk_schedule(schedule, parsed, gcvar_alpha)
         if normalize_advantage is None:
@@ -303,6 +302,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # space), then sets the save's ent_coef
             self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
+        if risk_schedule is None:  # after the env is built: the default reads its action space (SB3's load builds
+            # without an env, then sets the save's schedule)
+            timed = long_episode_defaults and env_limit is not None
+            timed_box = timed and isinstance(getattr(self, "action_space", None), spaces.Box)
+            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed_box)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
@@ -318,11 +322,30 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if noise_sampler and error is not None:
             raise ValueError(error)
         self.noise_sampler = noise_sampler
+        # The sampler fits the level the risk schedule has in force (_noise_level); False in saves from before it.
+        self.noise_follows_schedule = True
         self.drift_when_blind = drift_when_blind
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
         return long
+
+    def _noise_level(self) -> float | None:
+        """The lower-tail share the noise sampler fits this rollout's events to: the level the risk schedule has in
+        force (``noise_follows_schedule``; the target's once the schedule ends), ``None`` (the target's) without a
+        level schedule or in saves from before the rule.
+
+        Why: early in a level schedule the objective ranks nearly the whole batch, and a sampler fitted to the
+        target's tail draws its costly events up to :data:`~.noise_sampler.PROB_CAP` per draw, so the batch the mean
+        phase learns from holds almost no success (the point navigation: every episode that entered the risky gap
+        crashed, from about 80k steps on), where at the level in force the sampler draws the events as the env does
+        until the tail narrows.
+        """
+        if not getattr(self, "noise_follows_schedule", False) or getattr(self, "risk_schedule", None) is None:
+            return None
+        level = level_in_force(*self._risk_in_force())
+        target = self._noise.level  # type: ignore[union-attr]
+        return None if level is None else min(1.0, max(target, level))
 
     def _make_noise_sampler(self, env: VecEnv) -> NoiseSampler:
         """The sampler of ``env``'s noise events (from its first env's ``noise_probs``).
@@ -710,7 +733,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             importance_weights=weights,
         )
         if weights is not None:
-            self._noise.update(buffer.episode_returns, weights, counts)  # type: ignore[union-attr, arg-type]
+            self._noise.update(buffer.episode_returns, weights, counts, self._noise_level())  # type: ignore[union-attr, arg-type]
         if running:
             self._update_running_scale(buffer.advantages, buffer.episode_index)
             buffer.advantages = buffer.advantages / self._running_scale()

@@ -11,9 +11,10 @@ weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).
   deterministic-mixture ratio ``rho = P / (nu P + (1 - nu) Q)`` (Owen and Zhou, 2000), with ``P`` and ``Q`` the
   episode's likelihoods under ``p`` and ``q``: unbiased for any split, and at most ``1 / nu`` however far ``q`` moves.
 * After each rollout, the cross-entropy step: the tail is the episodes below the weighted ``level``-quantile of the
-  returns (the objective's level; at it, if none is below); ``q_name`` moves a share :data:`SMOOTHING` towards the
-  tail's weighted event rate ``sum rho events / sum rho draws`` (the maximum-likelihood fit of the Bernoulli to the
-  tail), and stays where it is when the tail drew no such event. ``q`` never falls below the env's own ``p``: an
+  returns (the objective's level, or the wider one a level schedule has in force; at it, if none is below);
+  ``q_name`` moves a share :data:`SMOOTHING` towards the tail's weighted event rate ``sum rho events / sum rho
+  draws`` (the maximum-likelihood fit of the Bernoulli to the tail), and stays where it is when the tail drew no such
+  event. ``q`` never falls below the env's own ``p``: an
   event the tail does not need is sampled as the env draws it (a fit to a tail of tied returns above every event
   would otherwise drive ``q`` to 0, and the event would never be seen again), and it stays at or below
   :data:`PROB_CAP`.
@@ -73,16 +74,21 @@ class NoiseSampler:
         log_ratio = self._log_likelihood(self.probs, counts) - self._log_likelihood(self.nominal, counts)  # log Q/P
         return 1.0 / (NOMINAL_SHARE + (1.0 - NOMINAL_SHARE) * np.exp(np.minimum(log_ratio, 700.0)))
 
-    def update(self, returns: np.ndarray, weights: np.ndarray, counts: np.ndarray) -> None:
+    def update(self, returns: np.ndarray, weights: np.ndarray, counts: np.ndarray, level: float | None = None) -> None:
         """The cross-entropy step of ``q`` on one rollout (module docstring).
 
         :param returns: ``[N]`` episode returns.
         :param weights: ``[N]`` their likelihood ratios (:meth:`weights`, before this update).
         :param counts: ``[N, n_names, 2]`` draws and events.
+        :param level: the lower-tail share to fit this step, in ``[self.level, 1]`` (the level a soft risk schedule
+            has in force); ``None``: the sampler's own ``level``.
         """
+        level = self.level if level is None else level
+        if not self.level <= level <= 1.0:
+            raise ValueError(f"the fitted level must be in [{self.level}, 1], got {level!r}")
         order = np.argsort(returns, kind="stable")
         cumulative = np.cumsum(weights[order]) / weights.sum()
-        var = returns[order][min(int(np.searchsorted(cumulative, self.level - 1e-12)), returns.size - 1)]
+        var = returns[order][min(int(np.searchsorted(cumulative, level - 1e-12)), returns.size - 1)]
         # Strictly below the value at risk where possible: a tie at it (time-outs, the safe action's return) holds
         # episodes the events did not bring there, and would dilute the fit towards the env's own p.
         tail = returns < var

@@ -120,7 +120,9 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         (``None``, ``"level"``, ``"mixture"``, ``"level:0.6"``, a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule`; see
         :mod:`ordergrad_rl.agents.common.risk_schedules`). ``risk/schedule`` and ``risk/level`` log what is in force.
-        Default ``None``: ``"level"`` for a lower tail with a level on long episodes, else no schedule
+        Default ``None``: ``"level"`` for a lower tail with a level on long episodes and on continuous actions
+        with a time limit (since 2026-12-02: the point navigation from the wall, -40.3, to the goal in 8 of 10
+        seeds, -12.0), else no schedule
         (:func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` gives the measurement); ``"none"`` or
         ``False``: no schedule. On short episodes (measured, ``reproduce benchmarks``): ``"level"`` took the lava grid
         from 2 to 3 of 3 seeds at the CVaR optimum (the defaults reach 10 of 10 over 10 seeds) and the guarded maze from
@@ -184,9 +186,13 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         -2.59] against -6.23 [-10.77, -2.97] (better in 15 of 24 seeds, paired Wilcoxon p = 0.05), at the optimum
         from a median 135k steps against 150k; the point navigation (10 seeds, its crash exposed) at the wall either
         way, 0 of 10 at the optimum, greedy -40.3 against -37.5 (one seed reaches the goal, -12.0, against two) and
-        sampled -41.5 against -41.7. No other task of the suite exposes its noise. OrderGradREINFORCE has the same
-        default (since 2026-12-01, with its 32-episode rollouts: see its docstring); the recurrent and maskable
-        variants keep it off unless asked, not measured with it.
+        sampled -41.5 against -41.7. No other task of the suite exposes its noise. Under a level schedule the
+        sampler fits the level in force, not the target's (``_noise_level``; since 2026-12-02): fitted to the
+        target's tail from the start, it drew the navigation's crash at up to 50% per zone step while the mean phase
+        was learning to cross, and the usage line with its new schedule default reached the goal in 7 of 10 seeds
+        (-15.6) against 8 of 10 (-12.0) with the fit at the level in force (the same seeds). OrderGradREINFORCE has
+        the same default (since 2026-12-01, with its 32-episode rollouts: see its docstring), and so have the
+        recurrent and maskable variants (since 2026-12-01).
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
         other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
         random step in policy space, instead of none (:meth:`_drift_if_blind`). It acts on no rollout of the
