@@ -1067,9 +1067,11 @@ def scheduled_by_default(method_name: str, task_name: str) -> bool:
     kwargs = method.kwargs_for(task_name)
     if method.algo not in PPO_FAMILY or kwargs.get("risk_schedule") is not None:
         return False
-    timed = episode_limit(TASKS[task_name].env_id) is not None
+    objective, gcvar_alpha, long = parsed_on_task(kwargs, task_name)
+    # The env is built only on short episodes: a long task's env may need an extra (LunarLander-v3: box2d).
+    timed = not long and episode_limit(TASKS[task_name].env_id) is not None
     timed_box = timed and isinstance(task_env(task_name).action_space, spaces.Box)
-    return default_risk_schedule(*parsed_on_task(kwargs, task_name), timed_box) is not None
+    return default_risk_schedule(objective, gcvar_alpha, long, timed_box) is not None
 
 
 def untied_at_minimum_only(run: dict) -> bool:
