@@ -188,9 +188,10 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         way, 0 of 10 at the optimum, greedy -40.3 against -37.5 (one seed reaches the goal, -12.0, against two) and
         sampled -41.5 against -41.7. No other task of the suite exposes its noise. Under a level schedule the
         sampler fits the level in force, not the target's (``_noise_level``; since 2026-12-02): fitted to the
-        target's tail from the start, it drew the navigation's crash at up to 50% per zone step while the mean phase
-        was learning to cross, and the usage line with its new schedule default reached the goal in 7 of 10 seeds
-        (-15.6) against 8 of 10 (-12.0) with the fit at the level in force (the same seeds). OrderGradREINFORCE has
+        target's tail from the start, it draws the navigation's crash at up to its 50% cap (reached within 25k steps
+        in a probe without a schedule) while the mean phase is learning to cross, and the usage line with its new
+        schedule default reached the goal in 7 of 10 seeds (-15.6) against 8 of 10 (-12.0) with the fit at the level
+        in force (the same seeds). OrderGradREINFORCE has
         the same default (since 2026-12-01, with its 32-episode rollouts: see its docstring), and so have the
         recurrent and maskable variants (since 2026-12-01).
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
