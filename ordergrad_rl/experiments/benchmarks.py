@@ -1058,8 +1058,7 @@ def scheduled_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with a schedule it does not set on the task: a PPO-family agent (:data:`PPO_FAMILY`)
     left to :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long
     episodes or on continuous actions with a time limit)."""
-    from gymnasium import spaces
-
+    from ordergrad_rl.agents.common.arguments import timed_box
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.common.risk_schedules import default_risk_schedule
 
@@ -1069,9 +1068,9 @@ def scheduled_by_default(method_name: str, task_name: str) -> bool:
         return False
     objective, gcvar_alpha, long = parsed_on_task(kwargs, task_name)
     # The env is built only on short episodes: a long task's env may need an extra (LunarLander-v3: box2d).
-    timed = not long and episode_limit(TASKS[task_name].env_id) is not None
-    timed_box = timed and isinstance(task_env(task_name).action_space, spaces.Box)
-    return default_risk_schedule(objective, gcvar_alpha, long, timed_box) is not None
+    limit = None if long else episode_limit(TASKS[task_name].env_id)
+    timed = limit is not None and timed_box(task_env(task_name).action_space, limit)
+    return default_risk_schedule(objective, gcvar_alpha, long, timed) is not None
 
 
 def untied_at_minimum_only(run: dict) -> bool:

@@ -195,6 +195,12 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
     return objective.k != 1 and limit is not None and limit > LONG_EPISODE_STEPS
 
 
+def timed_box(action_space: spaces.Space | None, limit: int | None) -> bool:
+    """Whether an env has continuous (``Box``) actions and a known episode limit: the PPO family's level schedule is
+    on there at any episode length (:func:`~.risk_schedules.default_risk_schedule`)."""
+    return limit is not None and isinstance(action_space, spaces.Box)
+
+
 def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STEPS) -> int:
     """The episodes per rollout for a ranked objective on an env whose episodes last at most ``limit`` steps: the
     largest power of two whose episodes hold at most ``rollout_steps`` steps at the limit, within

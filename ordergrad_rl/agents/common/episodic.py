@@ -40,6 +40,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_normalize_advantage,
     episodic_sizes,
     long_episodes,
+    timed_box,
 )
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
@@ -304,9 +305,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # after the env is built: the default reads its action space (SB3's load builds
             # without an env, then sets the save's schedule)
-            timed = long_episode_defaults and env_limit is not None
-            timed_box = timed and isinstance(getattr(self, "action_space", None), spaces.Box)
-            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed_box)
+            timed = long_episode_defaults and timed_box(getattr(self, "action_space", None), env_limit)
+            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.

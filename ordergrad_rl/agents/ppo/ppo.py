@@ -191,9 +191,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         target's tail from the start, it draws the navigation's crash at up to its 50% cap (reached within 25k steps
         in a probe without a schedule) while the mean phase is learning to cross, and the usage line with its new
         schedule default reached the goal in 7 of 10 seeds (-15.6) against 8 of 10 (-12.0) with the fit at the level
-        in force (the same seeds). OrderGradREINFORCE has
-        the same default (since 2026-12-01, with its 32-episode rollouts: see its docstring), and so have the
-        recurrent and maskable variants (since 2026-12-01).
+        in force (the same seeds). OrderGradREINFORCE has the same default (since 2026-12-01, with its 32-episode
+        rollouts: see its docstring), and so have the recurrent and maskable variants (since 2026-12-01).
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
         other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
         random step in policy space, instead of none (:meth:`_drift_if_blind`). It acts on no rollout of the
