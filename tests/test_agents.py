@@ -28,7 +28,9 @@ from ordergrad_rl.agents.common.arguments import (
     RANKED_ROLLOUT_STEPS,
     REINFORCE_RANKED_ENT_COEF,
     REINFORCE_RANKED_ROLLOUT_STEPS,
+    TIMED_BOX_ROLLOUT_STEPS,
     ranked_n_episodes,
+    timed_box_rollout_steps,
 )
 from ordergrad_rl.agents.common.hparams import hparam_value
 from ordergrad_rl.core import Objective
@@ -363,7 +365,13 @@ def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(critic="none")), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(learn_log_std=False)), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
-        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (128, True)),  # a 50-step limit: 128 * 50 <= 8192
+        # Continuous actions with a time limit: at most 2048 steps at the limit (SB3 PPO's rollout), 32 episodes of
+        # 50 steps (128 on categorical actions) ...
+        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (32, True)),
+        (lambda: gym.make("RiskyShortcutNav-v1"), dict(objective="gcvar0.2"), (32, True)),  # GCVaR takes CVaR's size
+        (lambda: gym.make("Pendulum-v1", max_episode_steps=20), dict(objective="cvar0.2"), (64, True)),  # 64 * 20
+        (lambda: gym.make("Pendulum-v1", max_episode_steps=100), dict(objective="cvar0.2"), (32, True)),  # the floor
+        (lambda: gym.make("CartPole-v1", max_episode_steps=50), dict(objective="cvar0.2"), (128, "history")),
         # ... and the history baseline for a ranked objective of one pooled batch on categorical ones.
         ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, "history")),  # Discrete; 30 steps: 256 * 30 <= 8192
         ("GuardedMaze-v0", dict(objective="cvar0.2"), (128, "history")),  # 40 steps
@@ -378,6 +386,18 @@ def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int
 def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool | str]) -> None:
     model = OrderGradPPO("MlpPolicy", env if isinstance(env, str) else env(), **kwargs)
     assert (model.n_episodes, model.value_baseline) == expected
+
+
+def test_timed_box_rollout_budget_halves_on_continuous_actions_with_a_time_limit() -> None:
+    box, discrete = gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(3)
+    assert timed_box_rollout_steps(RANKED_ROLLOUT_STEPS, box, 50) == TIMED_BOX_ROLLOUT_STEPS == 2048
+    assert timed_box_rollout_steps(RANKED_ROLLOUT_STEPS, discrete, 50) == RANKED_ROLLOUT_STEPS  # categorical
+    assert timed_box_rollout_steps(RANKED_ROLLOUT_STEPS, box, None) == RANKED_ROLLOUT_STEPS  # no time limit
+    assert timed_box_rollout_steps(REINFORCE_RANKED_ROLLOUT_STEPS, box, 50) == REINFORCE_RANKED_ROLLOUT_STEPS  # below
+    # Long episodes take the floor of 32 episodes either way.
+    assert ranked_n_episodes(129, TIMED_BOX_ROLLOUT_STEPS) == ranked_n_episodes(129) == 32
+    # OrderGradREINFORCE keeps its own budget; the sb3-contrib variants take the PPO family's.
+    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.2").n_episodes == 32
 
 
 @pytest.mark.parametrize(

@@ -199,6 +199,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-ent005",
         "og-cvar-entlate",
         "og-cvar-n16",
+        "og-cvar-n64-sched",
         "og-cvar-n16-drift",
         "og-cvar-drift",
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
@@ -210,7 +211,9 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
     assert not bench.unscheduled_before_default({**contrib, "risk_schedule": "level:0.6"})
     assert not bench.scheduled_by_default("og-cvar", "maze")
     # Continuous actions with a time limit take it on short episodes too (the navigation), not without a limit.
-    assert bench.scheduled_by_default("og-cvar", "nav") and not bench.scheduled_by_default("og-reinforce-cvar", "nav")
+    assert bench.scheduled_by_default("og-cvar", "nav") and bench.scheduled_by_default("og-reinforce-cvar", "nav")
+    assert not bench.scheduled_by_default("og-reinforce-cvar", "cartpole")  # no long-episode defaults
+    assert not bench.scheduled_by_default("og-reinforce-n32", "nav")  # the defaults of before 2026-12-01, pinned
     nav_before = {**_run("nav", "og-cvar", 0, -40.0), "risk_schedule": "none", "greedy_exact": True}
     assert bench.method_label(bench.summarize([nav_before])[0]) == "og-cvar no-sched"
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["risk_schedule"] == (
@@ -530,7 +533,10 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     assert "| maze | og-cvar N=256 | 1 |" in table and "| maze | og-cvar | 2 |" in table  # the maze's default: 128
     assert "| maze | ppo | 1 |" in table
     now = bench.default_n_episodes_now
-    assert now("og-cvar", "nav") == 128 and now("og-cvar", "lava") == 256 and now("og-cvar-n32", "nav") == 32
+    assert now("og-cvar", "maze") == 128 and now("og-cvar", "lava") == 256 and now("og-cvar-n32", "nav") == 32
+    # Continuous actions with a time limit (the PPO family): 2048 steps at the limit; GCVaR takes CVaR's size.
+    assert now("og-cvar", "nav") == now("gcvar-level", "nav") == now("og-mask-cvar", "nav") == 32
+    assert now("og-reinforce-cvar", "nav") == 32  # its own budget, 1024 steps at the limit
     assert now("og-reinforce-cvar", "lava") == 32 and now("og-reinforce-running", "lava") == 256  # pinned
     assert now("ppo", "lava") is None
 

@@ -267,7 +267,12 @@ def test_long_episodes_get_the_level_schedule_by_default(env, kwargs, expected):
 
 def test_reinforce_takes_no_long_episode_schedule_and_saves_keep_the_schedule(tmp_path):
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2").risk_schedule is None
-    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.2").risk_schedule is None
+    assert OrderGradREINFORCE("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").risk_schedule is None
+    # Continuous actions with a time limit: every episodic agent (since 2026-12-02), at any length.
+    for env in ("RiskyShortcutNav-v1", "Pendulum-v1"):
+        assert OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2").risk_schedule == RiskSchedule("level")
+    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="gcvar0.2").risk_schedule is None
+    assert OrderGradREINFORCE("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2").risk_schedule is None
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2")
     model.save(path := tmp_path / "model.zip")
     assert OrderGradPPO.load(path).risk_schedule == RiskSchedule("level")

@@ -33,15 +33,15 @@ by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entr
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
 ``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
-with every other default), ``og-cvar-n16`` (the usage line at 16 episodes per update), ``og-cvar-n16-drift`` (the
+with every other default), ``og-cvar-n16`` and ``og-cvar-n64-sched`` (the usage line at 16 or 64 episodes per
+update, its schedule default kept), ``og-cvar-n16-drift`` (the
 same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``) and
-``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level``
-(GCVaR's weights with the level schedule: CeSoR without its sampler, in the same PPO), ``og-reinforce-cvar``
-(OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and ``og-recurrent-cvar`` (the usage lines of
-OrderGradMaskablePPO, every action valid, on the tabular tasks, and OrderGradRecurrentPPO, ``"MlpLstmPolicy"``,
-whose policy acts on its history and is scored by Monte Carlo on every task), the OrderGradREINFORCE variants below
-at its defaults of before 2026-12-01 (256 episodes per update, no entropy bonus, no noise sampler, unless they set
-them: ``REINFORCE0``):
+``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
+without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
+``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
+OrderGradRecurrentPPO, ``"MlpLstmPolicy"``, whose policy acts on its history and is scored by Monte Carlo on every
+task), the OrderGradREINFORCE variants below at its defaults of before 2026-12-01 (256 episodes per update, no entropy
+bonus, no noise sampler, no schedule, unless they set them: ``REINFORCE0``):
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
@@ -269,9 +269,10 @@ CVAR_UNSCHEDULED = {**CVAR, "risk_schedule": "none"}
 CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
 #: The OrderGradREINFORCE variants below were measured before its ranked defaults of 2026-12-01 (32 episodes per
 #: update, the entropy bonus 0.3 decayed to 0, the noise sampler where the env exposes its noise): they pin the
-#: defaults of before, 256 episodes, no bonus and no sampler, so that their stored runs reproduce. The usage line,
+#: defaults of before, 256 episodes, no bonus, no sampler and no schedule (the level schedule on continuous actions
+#: with a time limit since 2026-12-02), so that their stored runs reproduce. The usage line,
 #: ``og-reinforce-cvar``, follows the defaults; its runs stored before are labelled by what they lacked.
-REINFORCE0 = {**CVAR, "n_episodes": 256, "ent_coef": 0.0, "noise_sampler": False}
+REINFORCE0 = {**CVAR, "n_episodes": 256, "ent_coef": 0.0, "noise_sampler": False, "risk_schedule": "none"}
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
@@ -369,6 +370,9 @@ METHODS: dict[str, Method] = {
     # The usage line with 16 episodes per update, half its long-episode default: twice the updates per budget
     # (Acrobot-v1's 500-step episodes leave about 6 updates in 100k steps at 32).
     "og-cvar-n16": Method("usage line, N=16", "ordergrad_ppo", {**CVAR, "n_episodes": 16}, "mediumpurple"),
+    # The usage line at 64 episodes per update (og-cvar-n64 has no schedule): measured on the point navigation between
+    # its 128 of before and the 32 of the rollout default on continuous actions with a time limit.
+    "og-cvar-n64-sched": Method("usage line, N=64", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "darkcyan"),
     # ... and with drift_when_blind: a rollout whose episodes all time out, nothing better seen yet, takes a random
     # step (at N=16 two Acrobot-v1 seeds of ten never swung up in 100k steps, at N=32 one).
     "og-cvar-n16-drift": Method(
@@ -865,7 +869,7 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents.common.arguments import default_n_episodes
+    from ordergrad_rl.agents.common.arguments import TIMED_BOX_ROLLOUT_STEPS, default_n_episodes
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
@@ -878,6 +882,8 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
     limit = episode_limit(TASKS[task_name].env_id)
     rollout_steps = episodic_algorithm(method.algo).ranked_rollout_steps
+    if method.algo in PPO_FAMILY and timed_box_task(task_name):
+        rollout_steps = min(rollout_steps, TIMED_BOX_ROLLOUT_STEPS)
     return default_n_episodes(objective, method.kwargs.get("group_size"), limit, rollout_steps)
 
 
@@ -1055,22 +1061,34 @@ def unscheduled_before_default(run: dict) -> bool:
 
 @functools.cache
 def scheduled_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with a schedule it does not set on the task: a PPO-family agent (:data:`PPO_FAMILY`)
-    left to :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long
-    episodes or on continuous actions with a time limit)."""
-    from ordergrad_rl.agents.common.arguments import timed_box
-    from ordergrad_rl.agents.common.env_util import episode_limit
+    """Whether the method trains with a schedule it does not set on the task: an episodic agent left to
+    :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule` (a lower tail on long episodes, the PPO
+    family's, :data:`PPO_FAMILY`, or on continuous actions with a time limit, every episodic agent's)."""
     from ordergrad_rl.agents.common.risk_schedules import default_risk_schedule
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in PPO_FAMILY or kwargs.get("risk_schedule") is not None:
+    if method.algo not in EPISODIC_ALGOS or kwargs.get("risk_schedule") is not None:
         return False
     objective, gcvar_alpha, long = parsed_on_task(kwargs, task_name)
-    # The env is built only on short episodes: a long task's env may need an extra (LunarLander-v3: box2d).
-    limit = None if long else episode_limit(TASKS[task_name].env_id)
-    timed = limit is not None and timed_box(task_env(task_name).action_space, limit)
-    return default_risk_schedule(objective, gcvar_alpha, long, timed) is not None
+    long = long and method.algo in PPO_FAMILY  # OrderGradREINFORCE takes no long-episode defaults
+    return default_risk_schedule(objective, gcvar_alpha, long, not long and timed_box_task(task_name)) is not None
+
+
+@functools.cache
+def timed_box_task(task_name: str) -> bool:
+    """Whether a task with episodes of at most :data:`~ordergrad_rl.agents.common.arguments.LONG_EPISODE_STEPS` steps
+    has continuous actions and a time limit (:func:`~ordergrad_rl.agents.common.arguments.timed_box`: the PPO family's
+    level schedule and rollout size follow it). Long tasks read ``False``: their env may need an extra
+    (LunarLander-v3: box2d), and the PPO family's defaults are the long-episode ones there whatever the actions (the
+    suite has no long task with continuous actions, where OrderGradREINFORCE would take the schedule)."""
+    from ordergrad_rl.agents.common.arguments import LONG_EPISODE_STEPS, timed_box
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    limit = episode_limit(TASKS[task_name].env_id)
+    if limit is None or limit > LONG_EPISODE_STEPS:
+        return False
+    return timed_box(task_env(task_name).action_space, limit)
 
 
 def untied_at_minimum_only(run: dict) -> bool:

@@ -41,6 +41,7 @@ from ordergrad_rl.agents.common.arguments import (
     episodic_sizes,
     long_episodes,
     timed_box,
+    timed_box_rollout_steps,
 )
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
@@ -117,7 +118,8 @@ EPISODIC_PPO_PARAMS = """
     :param group_size: episodes per group sharing a start context (GRPO-style groups, see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); ``None``: one pooled batch.
     :param risk_schedule: soft risk: ``None`` (the default, as OrderGradPPO: ``"level"`` for a lower tail on long
-        episodes, else none, :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`; on long
+        episodes and, for every episodic agent, on continuous actions with a time limit, else none,
+        :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`; on long
         episodes a rollout partly tied at the best return also gets the entropy bonus of its untied share),
         ``"none"`` or ``False`` (the target objective from the start), ``"level"``, ``"mixture"``,
         ``"<kind>:<fraction>"``, ``"mixture:<fraction>:<mean_share>"`` (the mean's share kept to the end) or a
@@ -277,13 +279,23 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The scale's default follows the episode limit in every algorithm, whatever its other defaults.
             scaled_long = long_episodes(parsed, env_limit)
             normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, scaled_long)
+        rollout_steps = self.ranked_rollout_steps
+        # Built before the rollout's size: its default reads the action space. n_episodes only sizes a native batch
+        # (the tail-risk ids), which has no time limit, so the first guess is the final size there.
+        if n_episodes is not None:
+            n_episodes = check_n_episodes(n_episodes)
+        first_guess = n_episodes or default_n_episodes(parsed, group_size, env_limit, rollout_steps)
+        training_env = build_env(env, n_envs, seed, first_guess)
+        if long_episode_defaults:  # the PPO family
+            action_space = getattr(training_env, "action_space", None)  # None in SB3's load, which builds no env
+            rollout_steps = timed_box_rollout_steps(rollout_steps, action_space, env_limit)
         if batch_size is Ellipsis:
             if n_episodes is None:
-                n_episodes = default_n_episodes(parsed, group_size, env_limit, self.ranked_rollout_steps)
+                n_episodes = default_n_episodes(parsed, group_size, env_limit, rollout_steps)
             n_episodes = check_n_episodes(n_episodes)
         else:
             n_episodes, sb3_kwargs["batch_size"] = episodic_sizes(
-                parsed, n_episodes, batch_size, group_size, env_limit, self.ranked_rollout_steps
+                parsed, n_episodes, batch_size, group_size, env_limit, rollout_steps
             )
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
@@ -293,7 +305,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
             sb3_init(
                 policy,
-                build_env(env, n_envs, seed, n_episodes),
+                training_env,
                 n_steps=n_episodes,  # replaced by episodes per env in _setup_model
                 seed=seed,
                 _init_setup_model=False,
@@ -305,7 +317,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # after the env is built: the default reads its action space (SB3's load builds
             # without an env, then sets the save's schedule)
-            timed = long_episode_defaults and timed_box(getattr(self, "action_space", None), env_limit)
+            timed = timed_box(getattr(self, "action_space", None), env_limit)  # every episodic agent
             schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed)
         self.risk_schedule = schedule
         self.untie_tail = untie_tail

@@ -92,7 +92,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         ``False``.
     :param group_size: episodes per group sharing a start context (see :class:`~ordergrad_rl.agents.OrderGradPPO`).
     :param risk_schedule: soft risk (see :class:`~ordergrad_rl.agents.OrderGradPPO` and
-        :mod:`ordergrad_rl.agents.common.risk_schedules`).
+        :mod:`ordergrad_rl.agents.common.risk_schedules`). ``None`` (default): ``"level"`` for a lower tail with a
+        level on continuous actions with a time limit (since 2026-12-02: the point navigation from the wall in 10 of 10
+        seeds, -43.2, to the goal in 7 of 10, -18.6), else none (this class takes no long-episode defaults;
+        :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`).
     :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
     :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise (see
