@@ -388,7 +388,7 @@ def test_ppo_long_episode_defaults(env, kwargs: dict, expected: tuple[int, bool 
     assert (model.n_episodes, model.value_baseline) == expected
 
 
-def test_timed_box_rollout_budget_halves_on_continuous_actions_with_a_time_limit() -> None:
+def test_timed_box_rollout_budget_is_sb3_ppos_rollout_on_continuous_actions_with_a_time_limit() -> None:
     box, discrete = gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(3)
     assert timed_box_rollout_steps(RANKED_ROLLOUT_STEPS, box, 50) == TIMED_BOX_ROLLOUT_STEPS == 2048
     assert timed_box_rollout_steps(RANKED_ROLLOUT_STEPS, discrete, 50) == RANKED_ROLLOUT_STEPS  # categorical

@@ -869,7 +869,7 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents.common.arguments import TIMED_BOX_ROLLOUT_STEPS, default_n_episodes
+    from ordergrad_rl.agents.common.arguments import default_n_episodes, timed_box_rollout_steps
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
@@ -882,8 +882,8 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     objective = parse_agent_objective(method.kwargs.get("objective", DEFAULT_OBJECTIVE), method.kwargs.get("k"))[0]
     limit = episode_limit(TASKS[task_name].env_id)
     rollout_steps = episodic_algorithm(method.algo).ranked_rollout_steps
-    if method.algo in PPO_FAMILY and timed_box_task(task_name):
-        rollout_steps = min(rollout_steps, TIMED_BOX_ROLLOUT_STEPS)
+    if method.algo in PPO_FAMILY and timed_box_task(task_name):  # (the guard builds only short tasks' envs)
+        rollout_steps = timed_box_rollout_steps(rollout_steps, task_env(task_name).action_space, limit)
     return default_n_episodes(objective, method.kwargs.get("group_size"), limit, rollout_steps)
 
 

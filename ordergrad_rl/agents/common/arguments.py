@@ -208,8 +208,9 @@ def long_episodes(objective: Objective | ChannelObjective, limit: int | None) ->
 
 
 def timed_box(action_space: spaces.Space | None, limit: int | None) -> bool:
-    """Whether an env has continuous (``Box``) actions and a known episode limit: the PPO family's level schedule is
-    on there at any episode length (:func:`~.risk_schedules.default_risk_schedule`)."""
+    """Whether an env has continuous (``Box``) actions and a known episode limit: every episodic agent's level schedule
+    is on there at any episode length (:func:`~.risk_schedules.default_risk_schedule`), and the PPO family's rollout
+    is at most :data:`TIMED_BOX_ROLLOUT_STEPS` (:func:`timed_box_rollout_steps`)."""
     return limit is not None and isinstance(action_space, spaces.Box)
 
 

@@ -286,8 +286,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             n_episodes = check_n_episodes(n_episodes)
         first_guess = n_episodes or default_n_episodes(parsed, group_size, env_limit, rollout_steps)
         training_env = build_env(env, n_envs, seed, first_guess)
+        action_space = getattr(training_env, "action_space", None)  # None in SB3's load without an env
         if long_episode_defaults:  # the PPO family
-            action_space = getattr(training_env, "action_space", None)  # None in SB3's load, which builds no env
             rollout_steps = timed_box_rollout_steps(rollout_steps, action_space, env_limit)
         if batch_size is Ellipsis:
             if n_episodes is None:
@@ -315,10 +315,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # space), then sets the save's ent_coef
             self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
-        if risk_schedule is None:  # after the env is built: the default reads its action space (SB3's load builds
-            # without an env, then sets the save's schedule)
-            timed = timed_box(getattr(self, "action_space", None), env_limit)  # every episodic agent
-            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed)
+        if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
+            # sets the save's schedule)
+            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed_box(action_space, env_limit))
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
