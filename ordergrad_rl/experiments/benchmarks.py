@@ -500,6 +500,15 @@ METHODS: dict[str, Method] = {
         {**REINFORCE0, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3},
         "wheat",
     ),
+    # The usage line of OrderGradREINFORCE (its defaults since 2026-12-01: 32 episodes, the decayed entropy bonus,
+    # the noise sampler) with the history baseline: per-step credit for the maze's wasted steps, which a whole-episode
+    # weight of 32 episodes hides.
+    "og-reinforce-cvar-history": Method(
+        "OrderGradREINFORCE CVaR_0.2 + history baseline",
+        "ordergrad_reinforce",
+        {**CVAR, "value_baseline": "history"},
+        "sienna",
+    ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
     "qrdqn-cvar": Method(
