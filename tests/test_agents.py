@@ -408,10 +408,13 @@ def test_timed_box_rollout_budget_is_sb3_ppos_rollout_on_continuous_actions_with
 def test_long_episode_defaults_are_ordergrad_ppo_only(env: str, expected: int) -> None:
     """OrderGradREINFORCE sizes its ranked rollout by the episode limit at its own step budget (at most 1024 steps
     at the limit: 32 episodes of 30 steps or more, 256 of one step; at least ``2 k``, a multiple of the group size),
-    16 episodes for the mean, and gets no per-step baseline."""
+    16 episodes for the mean, and gets the history baseline on categorical actions at any episode length (its own
+    rule, :func:`default_reinforce_value_baseline`, not the long-episode one; the portfolio's ``Box`` actions keep
+    whole-episode weights)."""
     assert ranked_n_episodes(30, REINFORCE_RANKED_ROLLOUT_STEPS) == 32 and ranked_n_episodes(8, 1024) == 128
     model = OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2", n_envs=1)
-    assert (model.n_episodes, model.value_baseline) == (expected, False)
+    baseline = False if env == "SyntheticTailRisk-v0" else "history"
+    assert (model.n_episodes, model.value_baseline) == (expected, baseline)
     assert OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2@200", n_envs=1).n_episodes == max(400, expected)
     assert OrderGradREINFORCE("MlpPolicy", env, objective="top2@4", group_size=6, n_envs=1).n_episodes == (
         expected + 4 if expected == 32 else 258

@@ -73,7 +73,7 @@ def assert_loss_gradient(model, expected_ascent: list[th.Tensor | None]) -> None
 # ent_coef=0: the loss is the estimator alone (a ranked objective's default entropy bonus would add a term).
 COMMON = dict(
     n_episodes=8, n_envs=2, learning_rate=0.0, normalize_advantage=False, max_grad_norm=float("inf"), seed=5,
-    ent_coef=0.0,
+    ent_coef=0.0, value_baseline=False,
 )  # fmt: skip
 
 
@@ -93,7 +93,6 @@ def test_ppo_first_minibatch_gradient_is_the_estimator_per_step() -> None:
         objective="cvar0.25@4",
         n_epochs=1,
         batch_size=100_000,
-        value_baseline=False,
         risk_schedule="none",  # the target's weights from the first rollout (long episodes get "level" by default)
         **COMMON,
     )

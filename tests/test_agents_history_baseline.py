@@ -333,7 +333,7 @@ def test_reinforce_history_baseline_is_saved_loaded_and_resumed_and_older_saves_
     loaded.learn(100, reset_num_timesteps=False)
     assert loaded.num_timesteps > model.num_timesteps
     # A save from before the argument existed (no value_baseline in its data) trained without a baseline and resumes so.
-    plain = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8)
+    plain = OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=False)
     assert (plain.value_baseline, plain.baseline_lambda) == (False, 1.0)
     plain.save(tmp_path / "plain.zip")
     save_from_before(tmp_path / "plain.zip", tmp_path / "old.zip", "value_baseline", "baseline_lambda")
@@ -349,4 +349,39 @@ def test_reinforce_refuses_the_state_baseline_and_bad_values():
     with pytest.raises(ValueError, match="value_baseline must be True, False, 'history' or None, got 'state'"):
         OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", value_baseline="state")
     with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
-        OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", baseline_lambda=0.9)
+        OrderGradREINFORCE(
+            "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", value_baseline=False, baseline_lambda=0.9
+        )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "expected"),
+    [
+        ("RiskyLavaGrid-v0", {"objective": "cvar0.2"}, "history"),  # a ranked objective on categorical actions
+        ("GuardedMaze-v0", {"objective": "cvar0.2"}, "history"),
+        ("CartPole-v1", {"objective": "cvar0.2"}, "history"),  # long episodes too: the rule reads the actions only
+        ("RiskyLavaGrid-v0", {"objective": "mean"}, False),  # the mean: its reward-to-go is its per-step credit
+        ("RiskyLavaGrid-v0", {"objective": "cvar0.2", "group_size": 4, "n_episodes": 16}, False),  # groups
+        ("RiskyShortcutNav-v1", {"objective": "cvar0.2"}, False),  # continuous actions: not measured with it
+        ("RiskyLavaGrid-v0", {"objective": "cvar0.2", "value_baseline": False}, False),  # the user's value
+    ],
+)
+def test_reinforce_default_baseline_is_history_for_a_ranked_objective_on_categorical_actions(env_id, kwargs, expected):
+    model = OrderGradREINFORCE("MlpPolicy", env_id, **kwargs)
+    assert model.value_baseline == expected
+    assert model.baseline_lambda == (BASELINE_LAMBDA if expected else 1.0)
+    assert (getattr(model, "history_baseline", None) is not None) == bool(expected)
+
+
+def test_reinforce_saves_from_before_the_default_keep_whole_episode_weights(tmp_path):
+    """A save made before the history baseline became OrderGradREINFORCE's default on categorical actions
+    (``value_baseline=False`` recorded, the default then) loads and resumes without one."""
+    before = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8, value_baseline=False
+    )
+    before.save(tmp_path / "before")
+    loaded = OrderGradREINFORCE.load(tmp_path / "before", env=gym.make("RiskyLavaGrid-v0"))
+    assert (loaded.value_baseline, loaded.baseline_lambda) == (False, 1.0)
+    assert getattr(loaded, "history_baseline", None) is None
+    loaded.learn(64, reset_num_timesteps=False)
+    assert loaded.num_timesteps >= 64

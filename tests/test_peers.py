@@ -64,7 +64,7 @@ def test_gcvar_weights_refuse_bad_returns(bad) -> None:
 def test_reinforce_gcvar_gradient_on_a_fixed_batch() -> None:
     model = OrderGradREINFORCE(
         "MlpPolicy", "CartPole-v1", objective="gcvar0.5", n_episodes=8, n_envs=2, learning_rate=0.0,
-        normalize_advantage=False, max_grad_norm=float("inf"), seed=5,
+        normalize_advantage=False, value_baseline=False, max_grad_norm=float("inf"), seed=5,
     )  # fmt: skip
     assert model.gcvar_alpha == 0.5 and not model.reward_to_go
     model.learn(1)

@@ -458,8 +458,7 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     tail, so the target's weights are all zero and the policy stays where it is; untied (the default), the rollout
     trains near the mean and learns to pay. The same ties from terminated episodes are left as they are."""
     kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0, "ent_coef": 0.0}  # only the weights move it
-    if cls is OrderGradPPO:
-        kwargs["value_baseline"] = False  # nor a baseline's terms
+    kwargs["value_baseline"] = False  # nor a baseline's terms
     model = cls("MlpPolicy", _TimeOutOrPay(), **kwargs)
     assert model.untie_tail is True and model.hparams()["untie_tail"] is True
     model.set_logger(configure(str(tmp_path), ["csv"]))

@@ -269,10 +269,18 @@ CVAR_UNSCHEDULED = {**CVAR, "risk_schedule": "none"}
 CVAR0 = {**CVAR_UNSCHEDULED, "ent_coef": 0.0}
 #: The OrderGradREINFORCE variants below were measured before its ranked defaults of 2026-12-01 (32 episodes per
 #: update, the entropy bonus 0.3 decayed to 0, the noise sampler where the env exposes its noise): they pin the
-#: defaults of before, 256 episodes, no bonus, no sampler and no schedule (the level schedule on continuous actions
-#: with a time limit since 2026-12-02), so that their stored runs reproduce. The usage line,
-#: ``og-reinforce-cvar``, follows the defaults; its runs stored before are labelled by what they lacked.
-REINFORCE0 = {**CVAR, "n_episodes": 256, "ent_coef": 0.0, "noise_sampler": False, "risk_schedule": "none"}
+#: defaults of before, 256 episodes, no bonus, no sampler, no schedule (the level schedule on continuous actions
+#: with a time limit since 2026-12-02) and no baseline (the history baseline on categorical actions since
+#: 2026-12-02), so that their stored runs reproduce. The usage line, ``og-reinforce-cvar``, follows the defaults;
+#: its runs stored before are labelled by what they lacked.
+REINFORCE0 = {
+    **CVAR,
+    "n_episodes": 256,
+    "ent_coef": 0.0,
+    "noise_sampler": False,
+    "risk_schedule": "none",
+    "value_baseline": False,
+}
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
@@ -499,15 +507,6 @@ METHODS: dict[str, Method] = {
         "ordergrad_reinforce",
         {**REINFORCE0, "n_episodes": 128, "value_baseline": "history", "ent_coef": 0.3},
         "wheat",
-    ),
-    # The usage line of OrderGradREINFORCE (its defaults since 2026-12-01: 32 episodes, the decayed entropy bonus,
-    # the noise sampler) with the history baseline: per-step credit for the maze's wasted steps, which a whole-episode
-    # weight of 32 episodes hides.
-    "og-reinforce-cvar-history": Method(
-        "OrderGradREINFORCE CVaR_0.2 + history baseline",
-        "ordergrad_reinforce",
-        {**CVAR, "value_baseline": "history"},
-        "sienna",
     ),
     # 50 quantiles, not sb3-contrib's 200: its pairwise quantile-Huber loss made 200 run at about 50 steps/s here
     # (27 ms per update), too slow for the suite; rl-zoo3's CartPole setting uses 10. Fixed before measuring.
@@ -1017,21 +1016,31 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
 
 
 def unbaselined_before_default(run: dict) -> bool:
-    """Whether a run on a task of short episodes and categorical actions was stored before OrderGradPPO's history
-    baseline became the default there (runs record ``value_baseline``; before that default none was on such a task),
-    by a method left to that default (:func:`history_by_default`)."""
+    """Whether a run on a task of categorical actions was stored before the history baseline became the default there
+    (OrderGradPPO's on short episodes, then OrderGradREINFORCE's; runs record ``value_baseline``; before either
+    default none was on such a task), by a method left to that default (:func:`history_by_default`)."""
     return run.get("value_baseline", False) is False and history_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def history_by_default(method_name: str, task_name: str) -> bool:
-    """Whether the method trains with the history baseline on a task of short episodes without setting it: an
-    OrderGradPPO left to :func:`default_baseline_on_task`, which gives it there on categorical actions only."""
+    """Whether the method trains with the history baseline without setting it where runs were stored without one: an
+    OrderGradPPO left to :func:`default_baseline_on_task` on a task of short episodes (which gives it there on
+    categorical actions only), or an OrderGradREINFORCE left to its default since 2026-12-02 (a ranked objective of
+    one pooled batch on categorical actions:
+    :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`)."""
+    from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("value_baseline") is not None:
+    if kwargs.get("value_baseline") is not None:
+        return False
+    if method.algo == "ordergrad_reinforce":
+        objective = parsed_on_task(kwargs, task_name)[0]
+        action_space = task_env(task_name).action_space
+        return default_reinforce_value_baseline(objective, action_space, kwargs.get("group_size")) == HISTORY
+    if method.algo != "ordergrad_ppo":
         return False
     return not parsed_on_task(kwargs, task_name)[2] and default_baseline_on_task(method_name, task_name) == HISTORY
 

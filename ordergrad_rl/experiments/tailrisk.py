@@ -174,6 +174,7 @@ class Config:
             normalize_advantage=True,
             reward_to_go=False,  # the paper's REINFORCE weights whole episodes by their standardized return
             ent_coef=0.0,  # and has no entropy bonus (the class's default on categorical actions, the peers' lava grid)
+            value_baseline=False,  # nor a per-step baseline (the class's default there too)
             policy_kwargs=self.policy_kwargs(),
             device="cpu",
         )

@@ -200,6 +200,11 @@ def _check_net_arch(net_arch: Any) -> None:
     layers(net_arch, "")
 
 
+def categorical(action_space: spaces.Space | None) -> bool:
+    """Whether ``action_space`` is categorical: ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``."""
+    return isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+
+
 def long_episodes(objective: Objective | ChannelObjective, limit: int | None) -> bool:
     """Whether the PPO family's long-episode defaults apply (OrderGradPPO's and the sb3-contrib variants'): a ranked
     objective (k != 1) on an env whose episode limit exceeds :data:`LONG_EPISODE_STEPS` (an env without a known limit
@@ -282,8 +287,7 @@ def default_ent_coef(
     seeds), and moved no 100k cell consistently; held over the first 60% and decayed after (``og-cvar-entlate``) it
     kept less of Acrobot's gain (-108.5 / -122.8).
     """
-    categorical = isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
-    return ranked if objective.k != 1 and categorical else 0.0
+    return ranked if objective.k != 1 and categorical(action_space) else 0.0
 
 
 def default_normalize_advantage(
@@ -360,6 +364,29 @@ def default_value_baseline(
         kwargs = policy_kwargs or {}
         return kwargs.get("critic") != "none" and bool(kwargs.get("learn_log_std", True))
     return HISTORY if group_size is None else False
+
+
+def default_reinforce_value_baseline(
+    objective: Objective | ChannelObjective, action_space: spaces.Space, group_size: int | None = None
+) -> bool | str:
+    """OrderGradREINFORCE's ``value_baseline`` when it is ``None`` (since 2026-12-02; off before): ``"history"`` for a
+    ranked objective (k != 1) of one pooled batch (no ``group_size``) on categorical actions, else off.
+
+    This class takes one gradient step per rollout of whole-episode weights: on the guarded maze a step wasted on
+    the long path costs its episode little next to the weight's noise over 32 episodes, and the greedy path kept a
+    detour (4 of 10 seeds more than 1 from the optimum at 300k steps, 2 at 600k and 1M). The history baseline
+    credits a step with what the weight did after it. Measured (``reproduce benchmarks``, the usage line with the
+    baseline, ``og-reinforce-cvar``, against it without, ``og-reinforce-cvar no-hist``, seeds 0-9, 300k steps,
+    greedy CVaR_0.2 exact, [95% bootstrap intervals]): the guarded maze 10 of 10 seeds within 1 of the optimum
+    against 6 (greedy -2.09 [-2.15, -2.05] against -2.79 [-3.08, -2.46], sampled -2.09 against -2.81; at the optimum
+    from a median 173k steps); the lava grid 9 of 10 either way (greedy 0.61 [-0.32, 1.09] against 0.30 [-1.28,
+    1.11], sampled 0.60 against 0.29); the heavy-tail bandit 10 of 10 either way (1.000, from 15k steps);
+    CartPole-v1 (100k steps, worst-20% mean of 100 evaluation returns) greedy 437.9 against 410.2, sampled 239.8
+    against 227.7 (intervals overlapping). Continuous actions keep whole-episode weights: the portfolio's usage line
+    (no time limit) and the point navigation were not measured with it. The mean's reward-to-go is its own per-step
+    credit; groups (GRPO-style prompts) keep whole-episode weights, as OrderGradPPO's.
+    """
+    return HISTORY if objective.k != 1 and categorical(action_space) and group_size is None else False
 
 
 def default_batch_size(n_episodes: int) -> int:

@@ -14,6 +14,7 @@ from ordergrad_rl.agents.common.arguments import (
     REINFORCE_RANKED_ENT_COEF,
     REINFORCE_RANKED_ROLLOUT_STEPS,
     check_common_arguments,
+    default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
@@ -108,14 +109,12 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         ``b(s_t, t, G_<t)`` (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small
         network fitted to each rollout's weights after they are used, saved with the model; see
         :class:`~ordergrad_rl.agents.OrderGradPPO`) from each step's episode weight, which stays unbiased. ``True``
-        (the value head's ``V(s)``) is refused: this class trains no critic. Default ``None``: off, for no measured
-        gain (``reproduce benchmarks``, ``og-reinforce-history``, ``-n32-history``, ``-n32-history-ent`` and
-        ``-n128-history-ent``, seeds 0-1, 300k steps): with it this class ends where it ends without. The lava grid
-        stays at -6.79 at 256 and 32 episodes and reaches the optimum with 32 and ``ent_coef=0.3`` (2 of 2, sampled
-        0.865; 0.849 over 10 seeds without); the guarded maze stays at the time-out at 256 episodes (-40) and on the
-        short path at 32 (-9.31; with the bonus too, and still at 1M steps), and at 128 with the bonus both seeds sit
-        at the time-out past 280k steps. One unclipped step per rollout, not the credit of each step, is what keeps
-        it from the optima (the README's benchmark notes).
+        (the value head's ``V(s)``) is refused: this class trains no critic. ``None`` (default since 2026-12-02; off
+        before): ``"history"`` for a ranked objective of one pooled batch on categorical actions, else off
+        (:func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`, which gives the measurement:
+        the guarded maze 10 of 10 seeds within 1 of its optimum at 300k steps, against 6 of 10). Before this
+        class's ranked defaults of 2026-12-01 (256 episodes, no bonus, no sampler) it measured no gain (seeds 0-1,
+        300k steps): the lava grid stayed at -6.79 and the maze at the time-out (-40) or on its short path (-9.31).
     :param baseline_lambda: with the history baseline, the ``lambda`` of the weight's lambda-returns over it (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default 0.95 with a baseline, ``1.0`` (``w - b_t``,
         unbiased) gives the exact estimator.
@@ -218,7 +217,11 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )  # fmt: skip
-        self._init_value_baseline(value_baseline, baseline_lambda, default=False)
+        # SB3's load builds without an env (no action space); the save's value follows.
+        default = hasattr(self, "action_space") and default_reinforce_value_baseline(
+            self.objective, self.action_space, self.group_size
+        )
+        self._init_value_baseline(value_baseline, baseline_lambda, default)
         if _init_setup_model:
             self._setup_model()
 
