@@ -366,11 +366,11 @@ def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", policy_kwargs=dict(learn_log_std=False)), (256, False)),
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
         # Continuous actions with a time limit: at most 2048 steps at the limit (SB3 PPO's rollout), 32 episodes of
-        # 50 steps (128 on categorical actions) ...
-        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (32, True)),
-        (lambda: gym.make("RiskyShortcutNav-v1"), dict(objective="gcvar0.2"), (32, True)),  # GCVaR takes CVaR's size
-        (lambda: gym.make("Pendulum-v1", max_episode_steps=20), dict(objective="cvar0.2"), (64, True)),  # 64 * 20
-        (lambda: gym.make("Pendulum-v1", max_episode_steps=100), dict(objective="cvar0.2"), (32, True)),  # the floor
+        # 50 steps (128 on categorical actions), and the history baseline (since 2026-12-02; V(s) before) ...
+        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (32, "history")),
+        (lambda: gym.make("RiskyShortcutNav-v1"), dict(objective="gcvar0.2"), (32, "history")),  # CVaR's defaults
+        (lambda: gym.make("Pendulum-v1", max_episode_steps=20), dict(objective="cvar0.2"), (64, "history")),  # 64*20
+        (lambda: gym.make("Pendulum-v1", max_episode_steps=100), dict(objective="cvar0.2"), (32, "history")),
         (lambda: gym.make("CartPole-v1", max_episode_steps=50), dict(objective="cvar0.2"), (128, "history")),
         # ... and the history baseline for a ranked objective of one pooled batch on categorical ones.
         ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), (256, "history")),  # Discrete; 30 steps: 256 * 30 <= 8192

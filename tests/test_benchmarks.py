@@ -249,10 +249,11 @@ def test_runs_whose_sampler_fitted_the_target_under_a_level_schedule_get_their_o
 
 
 def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
-    """Runs on short categorical episodes stored before the history baseline became OrderGradPPO's default there
-    (``value_baseline`` not recorded, or recorded False) are labelled no-hist where the default gives it: a ranked
-    objective left to the default. Methods that set a baseline, the mean, other algorithms, continuous actions and long
-    episodes pool."""
+    """Runs on short episodes stored before the history baseline became OrderGradPPO's default there (categorical
+    actions; then continuous actions with a time limit, the navigation, where the value head's V(s) was the default;
+    ``value_baseline`` not recorded, or recorded False or True) are labelled no-hist where the default gives it: a
+    ranked objective left to the default. Methods that set a baseline, the mean, other algorithms and long episodes
+    pool."""
 
     def before(task, method, seed):
         run = {**_run(task, method, seed, 1.0), "untie_at_var": True, "best_tie_zeroed": True}
@@ -262,7 +263,9 @@ def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
     runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
     runs += [before("maze", "og-cvar", 2) | {"value_baseline": False}, before("maze", "og-cvar-history", 0)]
     runs += [before("maze", "og-cvar-n256", 0), before("maze", "og-mean", 0), before("maze", "ppo", 0)]
-    runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True}, before("cartpole", "og-cvar", 0)]
+    runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True, "value_baseline": True}]
+    runs += [_run("nav", "og-cvar", 1, 1.0) | {"greedy_exact": True, "value_baseline": "history"}]
+    runs += [before("cartpole", "og-cvar", 0)]
     assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
         ("og-cvar", 1),
         ("og-cvar no-hist", 2),
@@ -270,11 +273,13 @@ def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
         ("og-cvar-n256", 1),  # value_baseline=False (runs without n_episodes recorded: no N= label)
         ("og-mean", 1),  # the mean has rewards-to-go
         ("ppo", 1),
-        ("og-cvar", 1),  # continuous actions: the value head's V(s)
+        ("og-cvar no-hist", 1),  # continuous actions with a time limit: the value head's V(s) before
+        ("og-cvar", 1),
         ("og-cvar", 1),  # long episodes had the history baseline already
     ]
     assert bench.history_by_default("gcvar-level", "lava") and bench.history_by_default("og-cvar-level", "bandit")
-    assert not any(bench.history_by_default("og-cvar", task) for task in ("nav", "cartpole", "acrobot"))
+    assert bench.history_by_default("og-cvar", "nav") and bench.history_by_default("gcvar-level", "nav")
+    assert not any(bench.history_by_default("og-cvar", task) for task in ("cartpole", "acrobot"))
     run = bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
     assert run["value_baseline"] == "history"
 

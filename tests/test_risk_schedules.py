@@ -755,7 +755,7 @@ def test_value_baseline_subtracts_the_state_value_and_trains_it(tmp_path):
 @pytest.mark.parametrize(
     ("objective", "space", "long", "policy_kwargs", "expected"),
     [
-        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, None, True),  # a Gaussian policy on short episodes
+        ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, None, True),  # a Gaussian policy without a time limit
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"critic": "none"}, False),  # no value head to learn V(s)
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"learn_log_std": False}, False),  # a fixed noise scale
         ("cvar0.2", gym.spaces.Box(-1, 1, (2,)), False, {"net_arch": [8]}, True),
@@ -773,6 +773,31 @@ def test_default_value_baseline(objective, space, long, policy_kwargs, expected)
     assert default_value_baseline(parsed, space, long, policy_kwargs) == expected
 
 
+@pytest.mark.parametrize(
+    ("objective", "policy_kwargs", "group_size", "limit", "expected"),
+    [
+        ("cvar0.2", None, None, 50, "history"),  # continuous actions with a time limit: the history baseline
+        ("cvar0.2", {"critic": "none"}, None, 100, "history"),  # its own network: no value head needed
+        ("cvar0.2", {"learn_log_std": False}, None, 100, "history"),
+        ("median@8", None, None, 128, "history"),
+        ("cvar0.2", None, None, None, True),  # no time limit (the portfolio): V(s), as before
+        ("cvar0.2", None, 4, 50, True),  # groups keep what they had
+        ("mean", None, None, 50, False),
+    ],
+)
+def test_default_value_baseline_on_continuous_actions_with_a_time_limit(
+    objective, policy_kwargs, group_size, limit, expected
+):
+    parsed, _ = parse_agent_objective(objective, None)
+    box = gym.spaces.Box(-1, 1, (2,))
+    assert default_value_baseline(parsed, box, False, policy_kwargs, group_size, limit) == expected
+    # Categorical actions read no limit.
+    ranked = objective != "mean" and group_size is None
+    assert default_value_baseline(parsed, gym.spaces.Discrete(3), False, None, group_size, limit) == (
+        "history" if ranked else False
+    )
+
+
 def test_groups_keep_whole_episode_weights_on_short_categorical_episodes():
     """Groups (GRPO-style, e.g. TargetSum-v0) were not measured with the history baseline: off by default."""
     parsed, _ = parse_agent_objective("top2@4", None)
@@ -781,8 +806,8 @@ def test_groups_keep_whole_episode_weights_on_short_categorical_episodes():
 
 
 def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
-    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8)
-    assert model.value_baseline is True  # continuous actions, short episodes
+    model = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.25", n_episodes=8)
+    assert model.value_baseline is True  # continuous actions without a time limit
     model.save(path := tmp_path / "model.zip")
     assert OrderGradPPO.load(path).value_baseline is True
     # A save from before the argument existed trained without a baseline, with or without an env at hand.
@@ -793,6 +818,14 @@ def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
     model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8, value_baseline=False)
     model.save(path)
     assert OrderGradPPO.load(path, env=model.get_env()).value_baseline is False
+    # Continuous actions with a time limit: the history baseline since 2026-12-02; a save from before keeps V(s).
+    nav = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8)
+    assert nav.value_baseline == "history"
+    before = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8, value_baseline=True)
+    before.save(path)
+    loaded = OrderGradPPO.load(path, env=before.get_env())
+    assert loaded.value_baseline is True and getattr(loaded, "history_baseline", None) is None
+    loaded.learn(100, reset_num_timesteps=False)
 
 
 def test_value_baseline_term_has_zero_expected_gradient():

@@ -984,11 +984,13 @@ def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     """OrderGradPPO's default ``value_baseline`` for the method's objective on the task's env
     (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`), whether or not the method sets its own."""
     from ordergrad_rl.agents.common.arguments import default_value_baseline
+    from ordergrad_rl.agents.common.env_util import episode_limit
 
     kwargs = METHODS[method_name].kwargs_for(task_name)
     objective, _, long = parsed_on_task(kwargs, task_name)
-    action_space = task_env(task_name).action_space
-    return default_value_baseline(objective, action_space, long, kwargs.get("policy_kwargs"), kwargs.get("group_size"))
+    action_space, limit = task_env(task_name).action_space, episode_limit(TASKS[task_name].env_id)
+    policy_kwargs, group_size = kwargs.get("policy_kwargs"), kwargs.get("group_size")
+    return default_value_baseline(objective, action_space, long, policy_kwargs, group_size, limit)
 
 
 def full_bonus_near_best_tie(run: dict) -> bool:
@@ -1016,18 +1018,21 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
 
 
 def unbaselined_before_default(run: dict) -> bool:
-    """Whether a run on a task of categorical actions was stored before the history baseline became the default there
-    (OrderGradPPO's on short episodes, then OrderGradREINFORCE's; runs record ``value_baseline``; before either
-    default none was on such a task), by a method left to that default (:func:`history_by_default`)."""
-    return run.get("value_baseline", False) is False and history_by_default(run["method"], run["task"])
+    """Whether a run was stored before the history baseline became the default on its task (OrderGradPPO's on short
+    categorical episodes, then OrderGradREINFORCE's on categorical actions and OrderGradPPO's on continuous actions
+    with a time limit, where the value head's ``V(s)`` was before; runs record ``value_baseline``; before those
+    defaults none had it), by a method left to that default (:func:`history_by_default`)."""
+    from ordergrad_rl.agents.common.history_baseline import HISTORY
+
+    return run.get("value_baseline", False) != HISTORY and history_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def history_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with the history baseline without setting it where runs were stored without one: an
     OrderGradPPO left to :func:`default_baseline_on_task` on a task of short episodes (which gives it there on
-    categorical actions only), or an OrderGradREINFORCE left to its default since 2026-12-02 (a ranked objective of
-    one pooled batch on categorical actions:
+    categorical actions and on continuous ones with a time limit), or an OrderGradREINFORCE left to its default since
+    2026-12-02 (a ranked objective of one pooled batch on categorical actions:
     :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`)."""
     from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline
     from ordergrad_rl.agents.common.history_baseline import HISTORY

@@ -98,7 +98,7 @@ TIMED_BOX_ROLLOUT_STEPS = 2048
 #: stationary optimum with one cell changed, and of no other one-cell change) step right into the lava from the cell
 #: below the start, which only a slip reaches: early on a lava step there (-17) beats the time-outs (-30) that fill
 #: the tail, and once the softmax saturates on it the cell's gradient, proportional to ``1 - pi``, is gone; the
-#: bonus keeps it from saturating. Outside the suite, slippery CliffWalking-v1 (``scripts/cliffwalking_probe.py``,
+#: bonus keeps it from saturating. Outside the suite, slippery CliffWalking-v1 (``scripts/outside_probe.py``,
 #: 100k steps, seeds 0-5) has the bonus's cost: without it the greedy tail is SB3 PPO's (-100.3 against -120.5 with
 #: it) and the sampled one -217.3 against -339.9 (PPO -110.4). Half the bonus, 0.005 (``og-cvar-ent005``, seeds
 #: 0-9), lands between on every score and meets neither goal: lava 8 of 10 (two in the same trap), the maze 9 of 10
@@ -321,12 +321,26 @@ def default_value_baseline(
     long: bool,
     policy_kwargs: Mapping[str, Any] | None = None,
     group_size: int | None = None,
+    limit: int | None = None,
 ) -> bool | str:
     """OrderGradPPO's ``value_baseline`` when it is ``None``: ``"history"`` on long episodes (:func:`long_episodes`:
-    a ranked objective and a ``TimeLimit`` above :data:`LONG_EPISODE_STEPS`); on short ones ``True`` (``V(s)``) for a
-    ranked objective on continuous (``Box``) actions whose Gaussian log-std is learned, where the policy has its
-    value head (``policy_kwargs`` without ``critic="none"`` or ``learn_log_std=False``), ``"history"`` for a ranked
-    objective of one pooled batch (no ``group_size``) on categorical actions; else off.
+    a ranked objective and a ``TimeLimit`` above :data:`LONG_EPISODE_STEPS`); on short ones, for a ranked objective
+    of one pooled batch (no ``group_size``), ``"history"`` on categorical actions and on continuous (``Box``) actions
+    with a time limit (``limit``, :func:`timed_box`; since 2026-12-02); ``True`` (``V(s)``) for a ranked objective on
+    other continuous actions (without a time limit, or in groups) whose Gaussian log-std is learned, where the policy
+    has its value head (``policy_kwargs`` without ``critic="none"`` or ``learn_log_std=False``); else off.
+
+    Why the history baseline on continuous actions with a time limit: there the weight of an episode depends on how
+    much time is left and on what the episode has collected so far, which ``V(s)`` cannot see and ``b(s, t, G_<t)``
+    does. Measured (the usage line with ``value_baseline="history"`` against the default of before, ``V(s)``, the
+    same seeds, 300k steps): outside the suite, Pendulum-v1 with a 100-step limit (``scripts/outside_probe.py --task
+    pendulum``, worst-20% mean of 100 greedy evaluation returns, seeds 0-4) from -565.6 (-520 to -590: it barely
+    learns; mean return -502) to -273.6 (-270 to -277; mean -137), SB3 PPO -306.6 (-288 to -335), sampled -572.2 ->
+    -285.8 (PPO -316.8); the point navigation (``reproduce benchmarks``, seeds 0-9) reaches its goal in 10 of 10
+    either way, greedy CVaR_0.2 -3.66 [-4.62, -1.73] against -4.75 [-6.68, -2.50], sampled -4.53 [-10.23, 1.54]
+    against -3.15 [-8.17, 2.06], and 1 of 10 at the CVaR optimum (seed 5's detour, 5.0, within 2 of 7) against none.
+    Long episodes already had it (Pendulum-v1 at its 200-step limit: -273 to -281 over seeds 0-2, SB3 PPO -330 to
+    -429); the portfolio (no limit) keeps ``V(s)``.
 
     Why continuous actions: a Gaussian policy draws fresh noise at every step, and a whole-episode weight says nothing
     about any one step's draw, so its log-std learns from noise (on the tail-risk portfolio it starts at 1 and
@@ -337,10 +351,10 @@ def default_value_baseline(
     ``scripts/measure_schedule_portfolio.py --value-baseline``, the same seeds): seeds 0-9 95.2% -> 96.7% profitable,
     seeds 10-19 94.7% -> 95.4%; over the 20, 95.0% -> 96.0% and the lowest seed 86.7% -> 92.6% (3 seeds below 92%
     without, none with). The point navigation, the suite's other continuous task, did not discriminate in its v0 (no
-    method reached its goal); v1 was measured with this default only. A fixed log-std (``learn_log_std=False``, the
-    tail-risk hyperparameter entry's) keeps whole-episode weights: there is no noise scale to learn, and it was
-    measured without. About 25% more wall time per step on the portfolio (the value head's regression), as SB3's PPO
-    spends on its own.
+    method reached its goal); v1 takes the history baseline since 2026-12-02 (above). Without a time limit a fixed
+    log-std (``learn_log_std=False``, the tail-risk hyperparameter entry's) keeps whole-episode weights: there is no
+    noise scale to learn, and it was measured without. About 25% more wall time per step on the portfolio (the value
+    head's regression), as SB3's PPO spends on its own.
 
     Why the history baseline on short categorical episodes (``value_baseline`` of OrderGradPPO has the method):
     a step that costs at once (a cliff, a guard) gets its own credit, where a whole-episode weight gives every step of
@@ -349,7 +363,7 @@ def default_value_baseline(
     22, greedy CVaR_0.2 -3.94 against -3.95 (median -2.09 against -2.33), sampled better in 22 of 24 seeds (median
     -2.90 against -5.14; paired Wilcoxon p = 0.002), at the optimum from a median 150k steps against 232k; the lava
     grid (10 seeds) 10 of 10 either way, sampled 0.880 against 0.710; the heavy-tail bandit (10) even. Outside the
-    suite, slippery CliffWalking-v1 (100-step limit, 100k steps, ``scripts/cliffwalking_probe.py``): greedy -120.5
+    suite, slippery CliffWalking-v1 (100-step limit, 100k steps, ``scripts/outside_probe.py``): greedy -120.5
     against -220.0 over seeds 0-5 (SB3 PPO -100.3), sampled -339.9 against -550.9 (PPO -110.4). The state
     baseline ``V(s)`` had measured worse on lava (2 of 5 seeds at the optimum against 4). Groups (``group_size``:
     GRPO-style prompts) keep whole-episode weights: not measured with it. Its regression costs 6-8% more wall time
@@ -360,6 +374,8 @@ def default_value_baseline(
         return HISTORY
     if objective.k == 1:
         return False
+    if timed_box(action_space, limit) and group_size is None:
+        return HISTORY
     if isinstance(action_space, spaces.Box):
         kwargs = policy_kwargs or {}
         return kwargs.get("critic") != "none" and bool(kwargs.get("learn_log_std", True))

@@ -1,4 +1,4 @@
-"""scripts/cliffwalking_probe.py: the usage line on slippery CliffWalking-v1, a risk task outside the suite."""
+"""scripts/outside_probe.py: the usage line on risk tasks outside the suite (slippery CliffWalking-v1, Pendulum-v1)."""
 
 import json
 
@@ -10,13 +10,13 @@ def test_exact_values_match_an_independent_dp():
     # Computed by a separate vectorized backward DP (mean: over (s, t); CVaR: Bauerle-Ott over (s, t, accumulated
     # return) for every integer threshold b in [-250, -20]), not by ordergrad_rl.envs.tabular. At a 30-step limit the
     # CVaR_0.2 optimum is to stay clear of the cliff and time out; the mean optimum risks the walk to the goal.
-    values = load("cliffwalking_probe").exact(30)
+    values = load("outside_probe").exact(30)
     assert values["mean_optimum"] == pytest.approx(-29.930922934602968, abs=1e-9)
     assert values["cvar_optimum"] == pytest.approx(-30.0, abs=1e-9)
 
 
 def test_tail_is_the_mean_of_the_worst_fifth():
-    script = load("cliffwalking_probe")
+    script = load("outside_probe")
     assert script.tail([-100.0, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -300.0]) == {
         "cvar": -200.0,
         "mean": -43.6,
@@ -27,7 +27,7 @@ def test_tail_is_the_mean_of_the_worst_fifth():
 @pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")  # 1,000 steps: a few updates
 def test_quick(tmp_path, capsys):
     path = tmp_path / "cliff.json"
-    out = load("cliffwalking_probe").main(["--quick", "--methods", "ppo", "og-cvar", "--json", str(path)])
+    out = load("outside_probe").main(["--quick", "--methods", "ppo", "og-cvar", "--json", str(path)])
     assert json.loads(path.read_text()) == json.loads(json.dumps(out))
     assert [(r["method"], r["seed"]) for r in out["runs"]] == [("ppo", 0), ("og-cvar", 0)]
     for run in out["runs"]:
@@ -36,3 +36,19 @@ def test_quick(tmp_path, capsys):
             # 20 episodes of at most 30 steps, each at least -1 per step; a cliff step costs 100 more.
             assert -30 - 100 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= -1
     assert "og-cvar" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
+def test_quick_pendulum_scores_continuous_actions(tmp_path):
+    out = load("outside_probe").main(["--task", "pendulum", "--quick", "--methods", "og-cvar", "og-cvar-state"])
+    assert (out["env"], out["limit"]) == ("Pendulum-v1", 30)
+    assert [r["method"] for r in out["runs"]] == ["og-cvar", "og-cvar-state"]
+    for run in out["runs"]:
+        for score in (run["greedy"], run["sampled"]):
+            # 30 steps, each paying between -16.3 (upside down, fastest, full torque) and 0.
+            assert -16.3 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= 0.0
+
+
+def test_exact_is_cliffwalking_only():
+    with pytest.raises(SystemExit):
+        load("outside_probe").main(["--task", "pendulum", "--exact", "--quick"])

@@ -1,19 +1,27 @@
-"""The usage line on a risk task outside the suite: Gymnasium's slippery CliffWalking-v1 with a 100-step limit.
+"""The usage line on risk tasks outside the suite: slippery CliffWalking-v1 and Pendulum-v1 with a short limit.
 
-    python scripts/cliffwalking_probe.py [--methods METHOD ...] [--seeds 0] [--steps 100000] [--episodes 500]
-                                         [--exact] [--json out.json] [--quick]
+    python scripts/outside_probe.py [--task cliffwalking|pendulum] [--methods METHOD ...] [--seeds 0]
+                                    [--steps 100000] [--limit 100] [--episodes 500] [--exact] [--json out.json]
+                                    [--quick]
 
 ``--methods`` takes names of :data:`METHODS` (default: all of them).
 
 Each method is trained as a new user would (``PPO("MlpPolicy", env)``, ``OrderGradPPO("MlpPolicy", env,
 objective="cvar0.2", ...)``), then scored on the mean of the worst 20% of ``--episodes`` evaluation returns, greedy
-and sampled (start seeds 10,000 on, the same for every method). ``--exact`` adds the task's exact mean- and
-CVaR_0.2-optimal values (:func:`~ordergrad_rl.envs.tabular.cvar_optimum` on the env's own transition table; several
-minutes at a 100-step limit).
+and sampled (start seeds 10,000 on, the same for every method).
 
-The env: a slippery step goes the intended way with probability 1/3 and to either side with 1/3 each; a step into
-the cliff pays -100 and returns to the start (it does not end the episode), every step pays -1, and the goal ends
-it. ``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
+``--task cliffwalking``: a slippery step goes the intended way with probability 1/3 and to either side with 1/3
+each; a step into the cliff pays -100 and returns to the start (it does not end the episode), every step pays -1,
+and the goal ends it. ``--exact`` adds the task's exact mean- and CVaR_0.2-optimal values
+(:func:`~ordergrad_rl.envs.tabular.cvar_optimum` on the env's own transition table; several minutes at a 100-step
+limit).
+
+``--task pendulum``: Gymnasium's Pendulum-v1 (continuous observations and actions) truncated after ``--limit``
+steps, 100 by default (its registered limit is 200): at 100 steps its episodes count as short
+(:data:`~ordergrad_rl.agents.common.arguments.LONG_EPISODE_STEPS`), with continuous actions and a time limit. Its
+return's lower tail is the starts that hang down (a swing-up takes most of the episode).
+
+``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
 """
 
 from __future__ import annotations
@@ -37,22 +45,31 @@ ALPHA = 0.2
 #: CliffWalking's start state (row 3, column 0).
 START = 36
 #: method name -> OrderGradPPO keyword arguments (``ppo``: SB3's PPO at its defaults). ``og-cvar`` is the usage line,
-#: which on these short categorical episodes has trained with the history baseline by default since 2026-11-29
-#: (``og-cvar-history`` sets it); ``og-cvar-whole`` is the usage line before, with whole-episode weights;
-#: ``og-cvar-noent`` and ``og-cvar-ent005`` the usage line without its entropy bonus and with half of it.
+#: which on short episodes with categorical actions has trained with the history baseline by default since 2026-11-29
+#: and on continuous actions with a time limit since 2026-12-02 (``og-cvar-history`` sets it); ``og-cvar-whole`` is
+#: the usage line before on CliffWalking, with whole-episode weights, and ``og-cvar-state`` the usage line before on
+#: Pendulum, with the value head's ``V(s)``; ``og-cvar-noent`` and ``og-cvar-ent005`` the usage line without its
+#: entropy bonus and with half of it (categorical actions only: continuous ones have no bonus by default).
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
     "og-cvar-history": {"objective": "cvar0.2", "value_baseline": "history"},
     "og-cvar-whole": {"objective": "cvar0.2", "value_baseline": False},
+    "og-cvar-state": {"objective": "cvar0.2", "value_baseline": True},
     "og-cvar-noent": {"objective": "cvar0.2", "ent_coef": 0.0},
     "og-cvar-ent005": {"objective": "cvar0.2", "ent_coef": 0.005},
 }
+#: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
+TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "cliffwalking": ("CliffWalking-v1", {"is_slippery": True}),
+    "pendulum": ("Pendulum-v1", {}),
+}
 
 
-def make_env(limit: int) -> gym.Env:
-    """Slippery CliffWalking-v1 truncated after ``limit`` steps."""
-    return gym.make("CliffWalking-v1", is_slippery=True, max_episode_steps=limit)
+def make_env(limit: int, task: str = "cliffwalking") -> gym.Env:
+    """The ``task``'s env (:data:`TASKS`) truncated after ``limit`` steps."""
+    env_id, kwargs = TASKS[task]
+    return gym.make(env_id, max_episode_steps=limit, **kwargs)
 
 
 def tail(returns: list[float]) -> dict[str, float]:
@@ -61,25 +78,28 @@ def tail(returns: list[float]) -> dict[str, float]:
     return {"cvar": lower_tail_mean(r, ALPHA), "mean": float(r.mean()), "min": float(r.min())}
 
 
-def evaluate(predict: Callable[..., Any], limit: int, episodes: int, deterministic: bool) -> dict[str, float]:
-    """Score ``predict`` on ``episodes`` episodes started from seeds 10,000 on."""
-    env, returns = make_env(limit), []
+def evaluate(
+    predict: Callable[..., Any], limit: int, episodes: int, deterministic: bool, task: str = "cliffwalking"
+) -> dict[str, float]:
+    """Score ``predict`` on ``episodes`` episodes of ``task`` started from seeds 10,000 on."""
+    env, returns = make_env(limit, task), []
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
     for i in range(episodes):
         obs, _ = env.reset(seed=10_000 + i)
         done, total = False, 0.0
         while not done:
             action, _ = predict(obs, deterministic=deterministic)
-            obs, reward, terminated, truncated, _ = env.step(int(action))
+            obs, reward, terminated, truncated, _ = env.step(int(action) if discrete else action)
             total += float(reward)
             done = terminated or truncated
         returns.append(total)
     return tail(returns)
 
 
-def run(method: str, seed: int, steps: int, limit: int, episodes: int) -> dict[str, Any]:
-    """Train ``method`` for ``steps`` env steps and score it greedy and sampled."""
+def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str = "cliffwalking") -> dict[str, Any]:
+    """Train ``method`` on ``task`` for ``steps`` env steps and score it greedy and sampled."""
     start = time.time()
-    env = make_env(limit)
+    env = make_env(limit, task)
     kwargs = METHODS[method]
     model = PPO("MlpPolicy", env, seed=seed) if method == "ppo" else OrderGradPPO("MlpPolicy", env, seed=seed, **kwargs)
     model.learn(steps)
@@ -89,8 +109,8 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int) -> dict[s
         "seed": seed,
         "steps": steps,
         "timesteps": int(model.num_timesteps),
-        "greedy": evaluate(model.predict, limit, episodes, True),
-        "sampled": evaluate(model.predict, limit, episodes, False),
+        "greedy": evaluate(model.predict, limit, episodes, True, task),
+        "sampled": evaluate(model.predict, limit, episodes, False, task),
         "seconds": round(time.time() - start, 1),
     }
 
@@ -104,26 +124,30 @@ def exact(limit: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="cliffwalking", choices=list(TASKS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--limit", type=int, default=100, help="the episode limit (max_episode_steps)")
     parser.add_argument("--episodes", type=int, default=500, help="evaluation episodes per score")
-    parser.add_argument("--exact", action="store_true", help="also solve the task exactly (minutes at limit 100)")
+    parser.add_argument("--exact", action="store_true", help="also solve cliffwalking exactly (minutes at limit 100)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI)")
     args = parser.parse_args(argv)
+    if args.exact and args.task != "cliffwalking":
+        parser.error(f"--exact solves cliffwalking's transition table; {args.task} has none")
     if args.quick:
         args.steps, args.limit, args.episodes = 1_000, 30, 20
     th.set_num_threads(1)
-    out: dict[str, Any] = {"env": "CliffWalking-v1", "is_slippery": True, "limit": args.limit, "runs": []}
+    env_id, env_kwargs = TASKS[args.task]
+    out: dict[str, Any] = {"env": env_id, **env_kwargs, "limit": args.limit, "runs": []}
     if args.exact:
         out.update(exact(args.limit))
         print(f"exact: mean optimum {out['mean_optimum']:.3f}, CVaR_0.2 optimum {out['cvar_optimum']:.3f}")
     print(f"{'method':>16} {'seed':>4} {'greedy CVaR_0.2':>16} {'sampled CVaR_0.2':>17}")
     for method in args.methods:
         for seed in args.seeds:
-            result = run(method, seed, args.steps, args.limit, args.episodes)
+            result = run(method, seed, args.steps, args.limit, args.episodes, args.task)
             out["runs"].append(result)
             print(f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}")
     if args.json:
