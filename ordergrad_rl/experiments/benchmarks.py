@@ -1032,9 +1032,10 @@ def history_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with the history baseline without setting it where runs were stored without one: an
     OrderGradPPO left to :func:`default_baseline_on_task` on a task of short episodes (which gives it there on
     categorical actions and on continuous ones with a time limit), or an OrderGradREINFORCE left to its default since
-    2026-12-02 (a ranked objective of one pooled batch on categorical actions:
+    2026-12-02 (a ranked objective of one pooled batch on categorical actions or continuous ones with a time limit:
     :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`)."""
     from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline
+    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
@@ -1043,8 +1044,8 @@ def history_by_default(method_name: str, task_name: str) -> bool:
         return False
     if method.algo == "ordergrad_reinforce":
         objective = parsed_on_task(kwargs, task_name)[0]
-        action_space = task_env(task_name).action_space
-        return default_reinforce_value_baseline(objective, action_space, kwargs.get("group_size")) == HISTORY
+        action_space, limit = task_env(task_name).action_space, episode_limit(TASKS[task_name].env_id)
+        return default_reinforce_value_baseline(objective, action_space, kwargs.get("group_size"), limit) == HISTORY
     if method.algo != "ordergrad_ppo":
         return False
     return not parsed_on_task(kwargs, task_name)[2] and default_baseline_on_task(method_name, task_name) == HISTORY
