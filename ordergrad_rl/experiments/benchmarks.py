@@ -981,15 +981,19 @@ def task_env(task_name: str) -> Any:
 
 @functools.cache
 def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
-    """OrderGradPPO's default ``value_baseline`` for the method's objective on the task's env
-    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`), whether or not the method sets its own."""
-    from ordergrad_rl.agents.common.arguments import default_value_baseline
+    """The default ``value_baseline`` of the method's agent for its objective on the task's env, whether or not the
+    method sets its own: OrderGradREINFORCE's
+    (:func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), else OrderGradPPO's
+    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`)."""
+    from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline, default_value_baseline
     from ordergrad_rl.agents.common.env_util import episode_limit
 
     kwargs = METHODS[method_name].kwargs_for(task_name)
     objective, _, long = parsed_on_task(kwargs, task_name)
     action_space, limit = task_env(task_name).action_space, episode_limit(TASKS[task_name].env_id)
     policy_kwargs, group_size = kwargs.get("policy_kwargs"), kwargs.get("group_size")
+    if METHODS[method_name].algo == "ordergrad_reinforce":
+        return default_reinforce_value_baseline(objective, action_space, group_size, limit)
     return default_value_baseline(objective, action_space, long, policy_kwargs, group_size, limit)
 
 
@@ -1034,21 +1038,15 @@ def history_by_default(method_name: str, task_name: str) -> bool:
     categorical actions and on continuous ones with a time limit), or an OrderGradREINFORCE left to its default since
     2026-12-02 (a ranked objective of one pooled batch on categorical actions or continuous ones with a time limit:
     :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`)."""
-    from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline
-    from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if kwargs.get("value_baseline") is not None:
+    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or kwargs.get("value_baseline") is not None:
         return False
-    if method.algo == "ordergrad_reinforce":
-        objective = parsed_on_task(kwargs, task_name)[0]
-        action_space, limit = task_env(task_name).action_space, episode_limit(TASKS[task_name].env_id)
-        return default_reinforce_value_baseline(objective, action_space, kwargs.get("group_size"), limit) == HISTORY
-    if method.algo != "ordergrad_ppo":
-        return False
-    return not parsed_on_task(kwargs, task_name)[2] and default_baseline_on_task(method_name, task_name) == HISTORY
+    if method.algo == "ordergrad_ppo" and parsed_on_task(kwargs, task_name)[2]:
+        return False  # OrderGradPPO's long episodes had it before any run was stored
+    return default_baseline_on_task(method_name, task_name) == HISTORY
 
 
 def unsampled_before_default(run: dict) -> bool:

@@ -200,11 +200,6 @@ def _check_net_arch(net_arch: Any) -> None:
     layers(net_arch, "")
 
 
-def categorical(action_space: spaces.Space | None) -> bool:
-    """Whether ``action_space`` is categorical: ``Discrete``, ``MultiDiscrete`` or ``MultiBinary``."""
-    return isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
-
-
 def long_episodes(objective: Objective | ChannelObjective, limit: int | None) -> bool:
     """Whether the PPO family's long-episode defaults apply (OrderGradPPO's and the sb3-contrib variants'): a ranked
     objective (k != 1) on an env whose episode limit exceeds :data:`LONG_EPISODE_STEPS` (an env without a known limit
@@ -287,7 +282,8 @@ def default_ent_coef(
     seeds), and moved no 100k cell consistently; held over the first 60% and decayed after (``og-cvar-entlate``) it
     kept less of Acrobot's gain (-108.5 / -122.8).
     """
-    return ranked if objective.k != 1 and categorical(action_space) else 0.0
+    categorical = isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+    return ranked if objective.k != 1 and categorical else 0.0
 
 
 def default_normalize_advantage(
@@ -410,8 +406,9 @@ def default_reinforce_value_baseline(
     whole-episode weights: the portfolio's usage line was not measured with it. The mean's reward-to-go is its own
     per-step credit; groups (GRPO-style prompts) keep whole-episode weights, as OrderGradPPO's.
     """
-    per_step = categorical(action_space) or timed_box(action_space, limit)
-    return HISTORY if objective.k != 1 and per_step and group_size is None else False
+    # OrderGradPPO's rule for a policy without a value head on short episodes: this class trains no critic, so V(s)
+    # is out, and it takes no long-episode defaults.
+    return default_value_baseline(objective, action_space, False, {"critic": "none"}, group_size, limit)
 
 
 def default_batch_size(n_episodes: int) -> int:
