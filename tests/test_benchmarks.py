@@ -73,6 +73,26 @@ def test_nav_greedy_score_is_exact_and_a_run_records_it():
     run = bench.run_one("nav", "og-cvar", 0, timesteps=1_000, checkpoints=2, eval_episodes=5)
     assert run["greedy_exact"] and len(run["curve"]) >= 1 and run["curve"][-1][1] == run["greedy"]["cvar"]
     assert run["greedy"]["cvar"] <= bench.TASKS["nav"].optimum + 1e-9
+    assert run["eval_seed"] == bench.eval_seed(0)  # the sampled score's evaluation envs
+
+
+def test_each_seed_evaluates_on_its_own_env_seeds(monkeypatch):
+    """Adjacent seeds used to share 7 of their 8 evaluation envs, so their crash draws were nearly common."""
+    from ordergrad_rl.zoo.models import eval_n_envs
+
+    n_envs = max(eval_n_envs(bench.TASKS[name].env_id, 100) for name in ("nav", "cartpole", "lunarlander"))
+    blocks = [set(range(bench.eval_seed(seed), bench.eval_seed(seed) + n_envs)) for seed in range(20)]
+    assert all(not a & b for i, a in enumerate(blocks) for b in blocks[i + 1 :])
+    assert min(map(min, blocks)) > 20 + 16  # above every training env seed (seed + rank)
+    seen = []
+    monkeypatch.setattr(bench, "evaluate_model", lambda *args, seed, **kwargs: seen.append(seed) or _Profile())
+    bench.sampled_score(None, "RiskyShortcutNav-v1", 100, 3, deterministic=False)
+    assert seen == [bench.eval_seed(3)]
+
+
+class _Profile:
+    def profile(self):
+        return {"cvar_0.2": 0.0, "mean": 0.0}
 
 
 def test_nav_runs_scored_by_monte_carlo_get_their_own_row():

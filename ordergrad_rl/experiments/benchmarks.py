@@ -17,7 +17,8 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
   stored before greedy scores were exact there (by Monte Carlo, whose 100 episodes put one shortcut policy anywhere
   from -11.45 to 1.2 against its exact -4.62) form their own rows, marked ``greedy-MC``;
 * the Gymnasium tasks ``cartpole``, ``acrobot``, ``lunarlander`` (``[box2d]`` extra), scored by Monte Carlo:
-  CVaR_0.2 of ``--eval-episodes`` evaluation episodes on seeds apart from training's.
+  CVaR_0.2 of ``--eval-episodes`` evaluation episodes on env seeds apart from training's and from the other seeds'
+  (:func:`eval_seed`).
 
 Methods (``--methods``), at the task's env-step budget: ``og-cvar`` (the usage line,
 ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2")``, defaults), ``og-cvar-nosched`` (the usage line with
@@ -93,6 +94,7 @@ from ordergrad_rl.common.options import add_address_argument, add_output_argumen
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments.peers import bootstrap_ci
+from ordergrad_rl.experiments.tailrisk import SEED_STRIDE
 from ordergrad_rl.zoo.models import evaluate_model
 
 if TYPE_CHECKING:
@@ -100,7 +102,7 @@ if TYPE_CHECKING:
 
 #: The CVaR level every task is scored on.
 ALPHA = 0.2
-#: Evaluation envs are seeded apart from the training envs.
+#: Evaluation envs are seeded apart from the training envs: those of seed ``s`` from ``eval_seed(s)`` on.
 EVAL_SEED_OFFSET = 900_000
 
 
@@ -684,10 +686,23 @@ def deterministic_score(model: Any, env: Any) -> tuple[float, float]:
     return float(law.cvar(ALPHA)), float(law.mean())
 
 
+def eval_seed(seed: int) -> int:
+    """The first evaluation env seed of a run of training seed ``seed`` (the env of rank ``i`` gets ``eval_seed(seed)
+    + i``): in seed ``seed``'s own block, ``seed * SEED_STRIDE + EVAL_SEED_OFFSET``, as ``reproduce tailrisk`` seeds.
+
+    Disjoint blocks, so that the seeds' scores are independent draws and their bootstrap interval is one. Runs stored
+    before 2026-12-02 (no ``eval_seed`` in their record) evaluated from ``seed + EVAL_SEED_OFFSET``: the 8 envs of
+    adjacent seeds shared 7 env seeds, so their noise (the navigation's crash draws, the Gymnasium tasks' starts) was
+    nearly common. The straight shortcut, a fixed policy of exact CVaR_0.2 -4.62, scored -11.4, -11.4, -5.1, -5.1,
+    1.2, 4.4, 1.2, 7.6, 10.8 and 10.8 on seeds 0-9 that way (mean 0.27), and -4.45 on disjoint blocks.
+    """
+    return seed * SEED_STRIDE + EVAL_SEED_OFFSET
+
+
 def sampled_score(model: Any, env_id: str, episodes: int, seed: int, deterministic: bool) -> tuple[float, float]:
     """``(CVaR_0.2, mean)`` of ``episodes`` evaluation episodes (the empirical lower-tail mean), on envs seeded apart
-    from training's (:func:`~ordergrad_rl.zoo.models.evaluate_model`)."""
-    profile = evaluate_model(model, env_id, episodes, deterministic, seed=seed + EVAL_SEED_OFFSET, quiet=True).profile()
+    from training's and from the other seeds' (:func:`eval_seed`, :func:`~ordergrad_rl.zoo.models.evaluate_model`)."""
+    profile = evaluate_model(model, env_id, episodes, deterministic, seed=eval_seed(seed), quiet=True).profile()
     return float(profile["cvar_0.2"]), float(profile["mean"])
 
 
@@ -768,6 +783,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
             cvar, mean = exact_score(model, score_env, mdp, deterministic)
         else:
             cvar, mean = sampled_score(model, task.env_id, eval_episodes, seed, deterministic)
+            result["eval_seed"] = eval_seed(seed)
         result[mode] = {"cvar": cvar, "mean": mean}
     result["greedy_exact"] = greedy_score is not None
     if greedy_score is not None:
