@@ -367,8 +367,8 @@ def test_ranked_rollouts_hold_at_most_8192_steps_at_the_episode_limit(limit: int
         ("SyntheticTailRisk-v0", dict(objective="cvar0.2", value_baseline="history"), (256, "history")),
         # Continuous actions with a time limit: at most 2048 steps at the limit (SB3 PPO's rollout), 32 episodes of
         # 50 steps (128 on categorical actions), and the history baseline (since 2026-12-02; V(s) before) ...
-        ("RiskyShortcutNav-v1", dict(objective="cvar0.2"), (32, "history")),
-        (lambda: gym.make("RiskyShortcutNav-v1"), dict(objective="gcvar0.2"), (32, "history")),  # CVaR's defaults
+        ("RiskyShortcutNav-v2", dict(objective="cvar0.2"), (32, "history")),
+        (lambda: gym.make("RiskyShortcutNav-v2"), dict(objective="gcvar0.2"), (32, "history")),  # CVaR's defaults
         (lambda: gym.make("Pendulum-v1", max_episode_steps=20), dict(objective="cvar0.2"), (64, "history")),  # 64*20
         (lambda: gym.make("Pendulum-v1", max_episode_steps=100), dict(objective="cvar0.2"), (32, "history")),
         (lambda: gym.make("CartPole-v1", max_episode_steps=50), dict(objective="cvar0.2"), (128, "history")),
@@ -397,7 +397,7 @@ def test_timed_box_rollout_budget_is_sb3_ppos_rollout_on_continuous_actions_with
     # Long episodes take the floor of 32 episodes either way.
     assert ranked_n_episodes(129, TIMED_BOX_ROLLOUT_STEPS) == ranked_n_episodes(129) == 32
     # OrderGradREINFORCE keeps its own budget; the sb3-contrib variants take the PPO family's.
-    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.2").n_episodes == 32
+    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v2", objective="cvar0.2").n_episodes == 32
 
 
 @pytest.mark.parametrize(

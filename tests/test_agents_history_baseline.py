@@ -362,7 +362,7 @@ def test_reinforce_refuses_the_state_baseline_and_bad_values():
         ("CartPole-v1", {"objective": "cvar0.2"}, "history"),  # long episodes too: the rule reads the actions only
         ("RiskyLavaGrid-v0", {"objective": "mean"}, False),  # the mean: its reward-to-go is its per-step credit
         ("RiskyLavaGrid-v0", {"objective": "cvar0.2", "group_size": 4, "n_episodes": 16}, False),  # groups
-        ("RiskyShortcutNav-v1", {"objective": "cvar0.2"}, "history"),  # continuous actions with a time limit
+        ("RiskyShortcutNav-v2", {"objective": "cvar0.2"}, "history"),  # continuous actions with a time limit
         ("SyntheticTailRisk-v0", {"objective": "cvar0.2"}, False),  # ... and without one: whole-episode weights
         ("RiskyLavaGrid-v0", {"objective": "cvar0.2", "value_baseline": False}, False),  # the user's value
     ],

@@ -67,7 +67,7 @@ class _StraightAhead:
 
 
 def test_nav_greedy_score_is_exact_and_a_run_records_it():
-    env = gym.make("RiskyShortcutNav-v1").unwrapped
+    env = gym.make("RiskyShortcutNav-v2").unwrapped
     cvar, mean = bench.deterministic_score(_StraightAhead(), env)
     assert cvar == pytest.approx(-4.620, abs=5e-4) and mean == pytest.approx(10.276, abs=5e-4)  # the docstring's
     run = bench.run_one("nav", "og-cvar", 0, timesteps=1_000, checkpoints=2, eval_episodes=5)
@@ -86,7 +86,7 @@ def test_each_seed_evaluates_on_its_own_env_seeds(monkeypatch):
     assert min(map(min, blocks)) > 20 + 16  # above every training env seed (seed + rank)
     seen = []
     monkeypatch.setattr(bench, "evaluate_model", lambda *args, seed, **kwargs: seen.append(seed) or _Profile())
-    bench.sampled_score(None, "RiskyShortcutNav-v1", 100, 3, deterministic=False)
+    bench.sampled_score(None, "RiskyShortcutNav-v2", 100, 3, deterministic=False)
     assert seen == [bench.eval_seed(3)]
 
 
@@ -533,9 +533,13 @@ def test_runs_on_an_earlier_env_version_are_not_pooled(tmp_path, capsys):
     before = tmp_path / "before.json"  # stored before runs recorded their env: nav was RiskyShortcutNav-v0
     before.write_text(json.dumps({"runs": [run]}))
     assert main(["reproduce", "benchmarks", "--from-json", str(before), "--out", str(tmp_path)]) == 2
-    assert "RiskyShortcutNav-v0, but the task is RiskyShortcutNav-v1" in capsys.readouterr().err
+    assert "RiskyShortcutNav-v0, but the task is RiskyShortcutNav-v2" in capsys.readouterr().err
+    v1 = tmp_path / "v1.json"  # the lower wall's gap at the arena's edge (the env's v2 entry)
+    v1.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v1"}]}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(v1), "--out", str(tmp_path)]) == 2
+    assert "RiskyShortcutNav-v1, but the task is RiskyShortcutNav-v2" in capsys.readouterr().err
     now = tmp_path / "now.json"
-    now.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v1"}]}))
+    now.write_text(json.dumps({"runs": [{**run, "env_id": "RiskyShortcutNav-v2"}]}))
     assert main(["reproduce", "benchmarks", "--from-json", str(now), "--out", str(tmp_path)]) == 0
     assert "| nav | ppo greedy-MC | 1 |" in " ".join(capsys.readouterr().out.split())  # scored before exact scores
 

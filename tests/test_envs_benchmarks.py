@@ -466,7 +466,7 @@ def zone_pacer(obs: np.ndarray) -> np.ndarray:
     return np.array([1.0 if obs[0] < 0.85 else -1.0, 0.0], dtype=np.float32)
 
 
-@pytest.mark.parametrize("env_id", ["RiskyShortcutNav-v0", "RiskyShortcutNav-v1"])
+@pytest.mark.parametrize("env_id", ["RiskyShortcutNav-v0", "RiskyShortcutNav-v1", "RiskyShortcutNav-v2"])
 def test_shortcut_nav_deterministic_return_distribution_is_exact(env_id: str) -> None:
     """A deterministic policy's exact law: the documented paths' laws, and Monte Carlo of the env itself (its own
     crash draws) on a policy that meets the zone 43 times and then times out (v1: with its last potential)."""
@@ -581,6 +581,7 @@ def test_shortcut_nav_progress_shaping_keeps_terminated_returns() -> None:
         ("RiskyShortcutNav-v0", {"step_reward": "x"}),
         ("RiskyShortcutNav-v0", {"progress_reward": -1.0}),
         ("RiskyShortcutNav-v1", {"progress_reward": float("nan")}),
+        ("RiskyShortcutNav-v2", {"sealed_edge": 1}),
     ],
     ids=repr,
 )
@@ -593,5 +594,27 @@ def test_bad_arguments_name_the_argument(env_id: str, kwargs: dict) -> None:
 def test_registered_time_limits() -> None:
     assert gym.spec("GuardedMaze-v0").max_episode_steps == GuardedMazeEnv().tabular().horizon == 40
     assert gym.spec("HeavyTailBandit-v0").max_episode_steps == 1
-    assert gym.spec("RiskyShortcutNav-v0").max_episode_steps == gym.spec("RiskyShortcutNav-v1").max_episode_steps == 50
+    assert {gym.spec(f"RiskyShortcutNav-v{v}").max_episode_steps for v in range(3)} == {50}
     assert RiskyLavaGridEnv().tabular().horizon == gym.spec("RiskyLavaGrid-v0").max_episode_steps
+
+
+def edge_slider(obs: np.ndarray) -> np.ndarray:
+    """Down to the arena's bottom edge, then along it to the right and up to the goal once past the lower wall."""
+    x, y = float(obs[0]), float(obs[1])
+    if x > 1.2:
+        return np.array([0.6, 1.0], dtype=np.float32)
+    return np.array([0.0, -1.0], dtype=np.float32) if y > -1.0 else np.array([1.0, -1.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize(("env_id", "passes"), [("RiskyShortcutNav-v1", True), ("RiskyShortcutNav-v2", False)])
+def test_the_lower_wall_holds_the_arena_edge_from_v2_on(env_id: str, passes: bool) -> None:
+    """v0 and v1's lower wall, an open rectangle ending at y = -1, let a point clipped to the edge slide under it:
+    a safe route of at least 27 steps (the docstring's v2 entry). From v2 the wall blocks it and the point times out
+    at the wall."""
+    law = gym.make(env_id).unwrapped.deterministic_return_distribution(edge_slider)
+    if passes:
+        ((value, prob),) = zip(law.values, law.probs, strict=True)
+        assert prob == 1.0 and value == 30.0 - 37  # the goal in 37 steps, never entering the zone
+        assert value <= 30.0 - 27 < 7.0  # below the detour's optimum: the table's optima stand
+    else:
+        assert law.cvar(0.2) < -40.0  # timed out at the wall, never past it

@@ -22,6 +22,7 @@ ENV_IDS = [
     "HeavyTailBandit-v0",
     "RiskyShortcutNav-v0",
     "RiskyShortcutNav-v1",
+    "RiskyShortcutNav-v2",
 ]
 
 

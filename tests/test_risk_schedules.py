@@ -254,8 +254,8 @@ def test_mean_share_is_in_force_saved_and_older_schedules_load_without_it(tmp_pa
         ("CartPole-v1", {"objective": "trim2@32"}, None),  # no level
         ("CartPole-v1", {"objective": "mean"}, None),
         ("GuardedMaze-v0", {}, None),  # short episodes (40 steps), categorical actions
-        ("RiskyShortcutNav-v1", {}, RiskSchedule("level")),  # short episodes (50 steps), continuous actions
-        ("RiskyShortcutNav-v1", {"objective": "gcvar0.2"}, None),
+        ("RiskyShortcutNav-v2", {}, RiskSchedule("level")),  # short episodes (50 steps), continuous actions
+        ("RiskyShortcutNav-v2", {"objective": "gcvar0.2"}, None),
         ("SyntheticTailRisk-v0", {}, None),  # continuous actions, no time limit
     ],
 )
@@ -269,9 +269,9 @@ def test_reinforce_takes_no_long_episode_schedule_and_saves_keep_the_schedule(tm
     assert OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="cvar0.2").risk_schedule is None
     assert OrderGradREINFORCE("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").risk_schedule is None
     # Continuous actions with a time limit: every episodic agent (since 2026-12-02), at any length.
-    for env in ("RiskyShortcutNav-v1", "Pendulum-v1"):
+    for env in ("RiskyShortcutNav-v2", "Pendulum-v1"):
         assert OrderGradREINFORCE("MlpPolicy", env, objective="cvar0.2").risk_schedule == RiskSchedule("level")
-    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v1", objective="gcvar0.2").risk_schedule is None
+    assert OrderGradREINFORCE("MlpPolicy", "RiskyShortcutNav-v2", objective="gcvar0.2").risk_schedule is None
     assert OrderGradREINFORCE("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2").risk_schedule is None
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2")
     model.save(path := tmp_path / "model.zip")
@@ -815,13 +815,13 @@ def test_value_baseline_default_is_saved_and_older_saves_keep_none(tmp_path):
     assert OrderGradPPO.load(old).value_baseline is False
     assert OrderGradPPO.load(old, env=model.get_env()).value_baseline is False
     assert OrderGradPPO.load(old, value_baseline=True).value_baseline is True
-    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8, value_baseline=False)
+    model = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v2", objective="cvar0.25", n_episodes=8, value_baseline=False)
     model.save(path)
     assert OrderGradPPO.load(path, env=model.get_env()).value_baseline is False
     # Continuous actions with a time limit: the history baseline since 2026-12-02; a save from before keeps V(s).
-    nav = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8)
+    nav = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v2", objective="cvar0.25", n_episodes=8)
     assert nav.value_baseline == "history"
-    before = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v1", objective="cvar0.25", n_episodes=8, value_baseline=True)
+    before = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v2", objective="cvar0.25", n_episodes=8, value_baseline=True)
     before.save(path)
     loaded = OrderGradPPO.load(path, env=before.get_env())
     assert loaded.value_baseline is True and getattr(loaded, "history_baseline", None) is None

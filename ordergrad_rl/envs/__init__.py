@@ -10,7 +10,8 @@ id                              environment
 ``GuardedMaze-v0``              8x8 maze: short path past a guard (CeSoR's Guarded Maze)
 ``HeavyTailBandit-v0``          one-step bandit: the best-mean arm has a rare large loss
 ``RiskyShortcutNav-v0``         2-D point navigation (continuous): a risky gap vs. a detour
-``RiskyShortcutNav-v1``         the same, with potential-based progress shaping (the suite's)
+``RiskyShortcutNav-v1``         the same, with potential-based progress shaping
+``RiskyShortcutNav-v2``         the same, the gap under the lower wall closed (the suite's)
 ``TargetSum-v0``                verifiable reasoning: pick numbers adding up to a target,
                                 token by token, with running totals (train/test splits)
 =============================== ===========================================================
@@ -92,9 +93,16 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "id": "RiskyShortcutNav-v0",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
         "max_episode_steps": 50,
+        "kwargs": {"sealed_edge": False},
     },
     {
         "id": "RiskyShortcutNav-v1",
+        "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
+        "max_episode_steps": 50,
+        "kwargs": {"progress_reward": 10.0, "sealed_edge": False},
+    },
+    {
+        "id": "RiskyShortcutNav-v2",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
         "max_episode_steps": 50,
         "kwargs": {"progress_reward": 10.0},

@@ -14,15 +14,18 @@ from ordergrad_rl.envs.noise import BernoulliNoiseMixin
 from ordergrad_rl.envs.rendering import plane_frame
 from ordergrad_rl.envs.tabular import ReturnDistribution
 
+STEP_SIZE = 0.1
 #: The arena ``[x_low, x_high] x [y_low, y_high]``; positions are clipped to it.
 ARENA = ((0.0, 2.0), (-1.0, 1.0))
 #: Walls, open rectangles ``((x_low, x_high), (y_low, y_high))``: a band across the arena with two openings.
 WALLS = (((0.82, 1.17), (-1.0, -0.15)), ((0.82, 1.17), (0.15, 0.75)))
+#: The walls of v2 on: the lower one reaches past the arena's bottom edge. An open rectangle does not hold its edge,
+#: so in ``WALLS`` a point clipped to ``y = -1`` slid under the lower wall (v0 and v1, ``sealed_edge=False``).
+SEALED_WALLS = (((0.82, 1.17), (-1.0 - STEP_SIZE, -0.15)), WALLS[1])
 #: The risky opening (an open rectangle): every step whose segment enters it may crash.
 ZONE = ((0.82, 1.17), (-0.15, 0.15))
 START = (0.1, 0.0)
 GOAL, GOAL_RADIUS = (1.8, 0.0), 0.15
-STEP_SIZE = 0.1
 #: The registered time limit.
 MAX_EPISODE_STEPS = 50
 #: The fewest steps to the goal through the zone (entering it on steps 8 to 11) and over the wall band.
@@ -149,8 +152,8 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
     ``step_reward`` (-1) per step, plus ``goal_reward`` (+30) on reaching the goal disk, plus ``crash_reward`` (-40)
     on a crash. The shortcut scores 14 when it does not crash, the detour 7.
 
-    With ``progress_reward = c > 0`` (``RiskyShortcutNav-v1``: c = 10, so that a move of one step size straight at
-    the goal earns 1, as much as a step costs) each step also earns the change of the
+    With ``progress_reward = c > 0`` (``RiskyShortcutNav-v1`` and ``-v2``: c = 10, so that a move of one step size
+    straight at the goal earns 1, as much as a step costs) each step also earns the change of the
     potential ``c * (1.7 - |position - G|)`` (:func:`progress_potential`; 1.7 is the start's distance to G), which
     is 0 at the start and is taken as 0 once the episode terminates (Ng et al., 1999, with the terminal potential
     0). The terms telescope: an episode that reaches the goal or crashes returns exactly what it returns without them
@@ -180,7 +183,8 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
     ```
 
     ``crash_prob=0.015`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=30.0``,
-    ``crash_reward=-40.0`` (finite numbers), ``progress_reward=0.0`` (a finite number >= 0); anything else raises
+    ``crash_reward=-40.0`` (finite numbers), ``progress_reward=0.0`` (a finite number >= 0), ``sealed_edge=True`` (the
+    lower wall reaches the arena's edge, as in the drawing; ``False``: v0's and v1's gap under it); anything else raises
     ``ValueError`` naming the argument. Each step that
     enters the zone draws one uniform; no other step draws. The step's ``info`` says whether it entered the zone
     (``"zone"``) and whether it crashed (``"crashed"``); ``env.unwrapped.deterministic_return_distribution(act)``
@@ -190,6 +194,12 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
 
     ## Version History
 
+    * v2: the lower wall reaches past the arena's bottom edge (``sealed_edge=True``); the shaping, the time limit
+      and the table are v1's. In v0 and v1 the wall was an open rectangle ending at ``y = -1``, which does not hold
+      its edge, so a point clipped to the arena's edge slid under it: a third route, safe and slow (S -> (0.82, -1)
+      -> (1.17, -1) -> the goal disk is 2.614 long, so at least 27 steps, a return of at most 3). The optima in the
+      table hold there too, but that route is a local optimum the table does not show: the usage line without a level
+      schedule ended on it in seed 2 (``reproduce benchmarks``, 300k steps: 34 steps, -4.0).
     * v1: ``progress_reward=10`` (the shaping above); the dynamics, the time limit and the table are v0's.
     * v0: Initial version (``progress_reward=0``).
     """
@@ -204,6 +214,7 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         crash_reward: float = -40.0,
         progress_reward: float = 0.0,
         render_mode: str | None = None,
+        sealed_edge: bool = True,
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
@@ -213,6 +224,10 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         self.goal_reward = check_float("goal_reward", goal_reward)
         self.crash_reward = check_float("crash_reward", crash_reward)
         self.progress_reward = check_float("progress_reward", progress_reward, 0.0)
+        if not isinstance(sealed_edge, bool):
+            raise ValueError(f"sealed_edge must be True or False, got {sealed_edge!r}")
+        self.sealed_edge = sealed_edge
+        self.walls = SEALED_WALLS if sealed_edge else WALLS
         for name, bonus in (("goal_reward", self.goal_reward), ("crash_reward", self.crash_reward)):
             if not np.isfinite(self.step_reward + bonus):
                 raise ValueError(f"step_reward + {name} overflows: {self.step_reward!r} + {bonus!r}")
@@ -256,7 +271,7 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         target = np.clip(self._position + move, (x_low, y_low), (x_high, y_high))
         self._t += 1
         reward, terminated, crashed, zone = self.step_reward, False, False, False
-        if not any(segment_hits(self._position, target, wall) for wall in WALLS):
+        if not any(segment_hits(self._position, target, wall) for wall in self.walls):
             zone = segment_hits(self._position, target, ZONE)
             if zone and self.crash_prob > 0:
                 crashed = bool(self.np_random.random() < self.noise_prob("crash"))
@@ -287,7 +302,14 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         (:func:`crash_return_distribution`), and returns what the crash-free episode returned if it never does.
         Runs on a copy of this env; its state and random generator are left alone.
         """
-        free = RiskyShortcutNavEnv(0.0, self.step_reward, self.goal_reward, self.crash_reward, self.progress_reward)
+        free = RiskyShortcutNavEnv(
+            0.0,
+            self.step_reward,
+            self.goal_reward,
+            self.crash_reward,
+            self.progress_reward,
+            sealed_edge=self.sealed_edge,
+        )
         obs, _ = free.reset()
         zone_steps: list[int] = []
         total, done = 0.0, False
@@ -304,4 +326,4 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         if self.render_mode != "rgb_array":
             return None
         discs = [(GOAL, GOAL_RADIUS, (60, 170, 70)), (tuple(self._position), 0.04, (30, 60, 160))]
-        return plane_frame(ARENA, {(70, 70, 70): WALLS, (240, 110, 30): (ZONE,)}, discs)
+        return plane_frame(ARENA, {(70, 70, 70): self.walls, (240, 110, 30): (ZONE,)}, discs)

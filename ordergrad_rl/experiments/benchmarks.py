@@ -11,7 +11,7 @@ Tasks (``--tasks``), each scored on CVaR_0.2 of the episode return (the mean of 
   the env's :class:`~ordergrad_rl.envs.tabular.TabularMDP` (greedy: its most likely action in each state;
   stochastic: its action probabilities), and compared with the exact CVaR optimum over stationary policies of the
   state (the best an agent that observes the state can do), printed in each env's docstring;
-* ``nav`` (RiskyShortcutNav-v1, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum):
+* ``nav`` (RiskyShortcutNav-v2, continuous observations and actions; the detour's CVaR_0.2 = 7.0 is the optimum):
   its greedy policy scored exactly (its dynamics are deterministic but for the crashes, so one crash-free episode
   gives the return distribution: ``deterministic_return_distribution``), its stochastic policy by Monte Carlo. Runs
   stored before greedy scores were exact there (by Monte Carlo, whose 100 episodes put one shortcut policy anywhere
@@ -147,7 +147,7 @@ TASKS: dict[str, Task] = {
     "bandit": Task("HeavyTailBandit-v0", 300_000, 10, 1.0, 0.5, exact=True),
     # The detour (7.0 for sure) is CVaR_0.2-optimal; the shortcut scores -4.62. v1: v0 with progress shaping, on
     # which the mean agent reaches the goal (on v0 no method did in 300k steps).
-    "nav": Task("RiskyShortcutNav-v1", 300_000, 10, 7.0, 2.0, exact_greedy=True, discrete=False),
+    "nav": Task("RiskyShortcutNav-v2", 300_000, 10, 7.0, 2.0, exact_greedy=True, discrete=False),
     "cartpole": Task("CartPole-v1", 100_000, 5),
     "acrobot": Task("Acrobot-v1", 100_000, 5),
     "lunarlander": Task("LunarLander-v3", 100_000, 5, extra="box2d"),
