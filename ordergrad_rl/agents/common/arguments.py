@@ -402,7 +402,10 @@ def default_reinforce_value_baseline(
     OrderGradPPO's measurement there) the point navigation (seeds 0-9) reaches its goal in 10 of 10 seeds against 7,
     greedy -7.61 [-10.31, -5.36] against -18.58 [-29.53, -8.45], sampled -15.38 [-22.24, -9.05] against -29.35;
     Pendulum-v1 with a 100-step limit (``scripts/outside_probe.py``'s protocol, seeds 0-2) -544.0 against -624.6
-    (SB3 PPO -303.4: this class learns little there either way). Continuous actions without a time limit keep
+    (SB3 PPO -303.4: this class learns little there either way); at Pendulum-v1's own 200-step limit (the same
+    protocol, seeds 0-2) -1161.2, -1196.3 and -1127.7, against -1236.8 and -1209.7 without it (seeds 0-1; SB3 PPO
+    -330 to -429). On the navigation's v2 (its lower wall sealed, 2026-12-02) the usage line reaches the goal in 9
+    of 10 seeds, greedy -10.87 [-18.78, -5.69]. Continuous actions without a time limit keep
     whole-episode weights: the portfolio's usage line was not measured with it. The mean's reward-to-go is its own
     per-step credit; groups (GRPO-style prompts) keep whole-episode weights, as OrderGradPPO's.
     """
