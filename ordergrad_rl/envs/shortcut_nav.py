@@ -200,7 +200,7 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
       -> (1.17, -1) -> the goal disk is 2.614 long, so at least 27 steps, a return of at most 3). The optima in the
       table hold there too, but that route is a local optimum the table does not show: the usage line without a level
       schedule ended on it in seed 2 (``reproduce benchmarks``, 300k steps: 34 steps, -4.0). The navigation figures
-      in the agents' docstrings dated before 2026-12-02 are v1 runs (``docs/measurements/nav_v1.json``); the usage
+      in the agents' docstrings are v1 runs (``docs/measurements/nav_v1.json``) but where they say v2; the usage
       line and SB3's PPO end where they did on v1, GCVaR-level's seed 0 on the shortcut instead of at the wall (README).
     * v1: ``progress_reward=10`` (the shaping above); the dynamics, the time limit and the table are v0's.
     * v0: Initial version (``progress_reward=0``).

@@ -691,10 +691,10 @@ def eval_seed(seed: int) -> int:
     + i``): in seed ``seed``'s own block, ``seed * SEED_STRIDE + EVAL_SEED_OFFSET``, as ``reproduce tailrisk`` seeds.
 
     Disjoint blocks, so that the seeds' scores are independent draws and their bootstrap interval is one. Runs stored
-    before 2026-12-02 (no ``eval_seed`` in their record) evaluated from ``seed + EVAL_SEED_OFFSET``: the 8 envs of
-    adjacent seeds shared 7 env seeds, so their noise (the navigation's crash draws, the Gymnasium tasks' starts) was
-    nearly common. The straight shortcut, a fixed policy of exact CVaR_0.2 -4.62, scored -11.4, -11.4, -5.1, -5.1,
-    1.2, 4.4, 1.2, 7.6, 10.8 and 10.8 on seeds 0-9 that way (mean 0.27), and -4.45 on disjoint blocks.
+    without ``eval_seed`` in their record (before it, on 2026-12-02) evaluated from ``seed + EVAL_SEED_OFFSET``: the 8
+    envs of adjacent seeds shared 7 env seeds, so their noise (the navigation's crash draws, the Gymnasium tasks'
+    starts) was nearly common. The straight shortcut, a fixed policy of exact CVaR_0.2 -4.62, scored -11.4, -11.4,
+    -5.1, -5.1, 1.2, 4.4, 1.2, 7.6, 10.8 and 10.8 on seeds 0-9 that way (mean 0.27), and -4.45 on disjoint blocks.
     """
     return seed * SEED_STRIDE + EVAL_SEED_OFFSET
 
