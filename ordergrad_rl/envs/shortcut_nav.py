@@ -21,7 +21,7 @@ ARENA = ((0.0, 2.0), (-1.0, 1.0))
 WALLS = (((0.82, 1.17), (-1.0, -0.15)), ((0.82, 1.17), (0.15, 0.75)))
 #: The walls of v2 on: the lower one reaches past the arena's bottom edge. An open rectangle does not hold its edge,
 #: so in ``WALLS`` a point clipped to ``y = -1`` slid under the lower wall (v0 and v1, ``sealed_edge=False``).
-SEALED_WALLS = (((0.82, 1.17), (-1.0 - STEP_SIZE, -0.15)), WALLS[1])
+SEALED_WALLS = ((WALLS[0][0], (ARENA[1][0] - STEP_SIZE, WALLS[0][1][1])), WALLS[1])
 #: The risky opening (an open rectangle): every step whose segment enters it may crash.
 ZONE = ((0.82, 1.17), (-0.15, 0.15))
 START = (0.1, 0.0)

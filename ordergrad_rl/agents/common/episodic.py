@@ -235,7 +235,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         noise_sampler: bool | None = False,
         drift_when_blind: bool = False,
         **sb3_kwargs: Any,
-    ) -> bool:
+    ) -> tuple[bool, int | None]:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
         size the rollout, build the env, run the SB3 constructor ``sb3_init`` without building the model, then set
         the OrderGrad arguments (:meth:`_init_episodic`). The caller builds the model (``_setup_model``).
@@ -255,7 +255,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param long_episode_defaults: the algorithm takes the long-episode defaults (the PPO family: OrderGradPPO
             and the sb3-contrib variants) on an env whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
         :param sb3_kwargs: the SB3 constructor's other arguments.
-        :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`).
+        :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`), and the env's episode
+            limit (:func:`~.env_util.episode_limit`; ``None``: none known), which the agents' other defaults read.
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
             or ``entropy_when_tied``.
         """
@@ -339,7 +340,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
-        return long
+        return long, env_limit
 
     def _noise_level(self) -> float | None:
         """The lower-tail share the noise sampler fits this rollout's events to: the level the risk schedule has in

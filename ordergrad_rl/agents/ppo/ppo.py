@@ -17,7 +17,6 @@ from ordergrad_rl.agents.common.arguments import (
     default_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.env_util import episode_limit
 from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
@@ -368,7 +367,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         check_value_baseline(value_baseline)
-        long = self._init_episodic_algorithm(
+        long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, long_episode_defaults=True,
@@ -385,7 +384,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
         # SB3's load builds without an env (no action space); the save's value follows.
         default = hasattr(self, "action_space") and default_value_baseline(
-            self.objective, self.action_space, long, policy_kwargs, self.group_size, episode_limit(env)
+            self.objective, self.action_space, long, policy_kwargs, self.group_size, limit
         )
         self._init_value_baseline(value_baseline, baseline_lambda, default)
         if _init_setup_model:

@@ -17,7 +17,6 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.env_util import episode_limit
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
@@ -208,7 +207,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
                 f"value_baseline=True regresses the policy's value head, which {type(self).__name__} does not train "
                 "(no critic): use value_baseline='history', a baseline network of its own"
             )
-        self._init_episodic_algorithm(
+        _, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             noise_sampler=noise_sampler, learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef,
@@ -221,7 +220,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         )  # fmt: skip
         # SB3's load builds without an env (no action space); the save's value follows.
         default = hasattr(self, "action_space") and default_reinforce_value_baseline(
-            self.objective, self.action_space, self.group_size, episode_limit(env)
+            self.objective, self.action_space, self.group_size, limit
         )
         self._init_value_baseline(value_baseline, baseline_lambda, default)
         if _init_setup_model:
