@@ -114,6 +114,27 @@ def test_a_cached_run_is_reused_only_for_its_own_key(tmp_path: Path) -> None:
     assert exp._run_path(tmp_path, "breakout", "ppo_q_ent", 0) != exp._run_path(tmp_path, "breakout", "ppo_q", 0)
 
 
+def test_each_seed_evaluates_on_its_own_env_seeds(monkeypatch) -> None:
+    """The final evaluation of seed ``s`` runs on envs in ``s``'s own seed block: before, envs seeded ``10_000 + s +
+    i`` made adjacent seeds share all but one of their evaluation envs, so their scores were not independent."""
+    config = exp.Config(games=("breakout",), steps=64, n_envs=2, n_steps=32, batch_size=32, eval_episodes=2)
+    real, seen = exp.make_minatar_vec_env, []
+
+    def recording(game: str, n_envs: int, seed: int):
+        seen.append(range(seed, seed + n_envs))
+        return real(game, n_envs, seed=seed)
+
+    monkeypatch.setattr(exp, "make_minatar_vec_env", recording)
+    runs = [exp.train_run("breakout", "ppo_v", seed, config) for seed in (1, 2)]
+    (train_1, eval_1), (train_2, eval_2) = seen[:2], seen[2:]
+    assert [run["eval_seed"] for run in runs] == [eval_1.start, eval_2.start] == [exp.eval_seed(1), exp.eval_seed(2)]
+    assert set(train_1) & set(train_2)  # training envs follow SB3's seed + i, as before
+    # At the default 16 evaluation envs, the blocks of 20 seeds are disjoint from each other and from training.
+    blocks = [set(range(exp.eval_seed(seed), exp.eval_seed(seed) + 16)) for seed in range(20)]
+    assert len(set().union(*blocks)) == 20 * 16 and not set().union(*blocks) & set(range(20 + 16))
+    assert exp.eval_seed(0) == 10_000  # seed 0 keeps the envs of the README's tables
+
+
 # ---------------------------------------------------------------------------------------------------------- subsets
 def _fake_run(game: str, method: str, seed: int, score: float) -> dict:
     return dict(

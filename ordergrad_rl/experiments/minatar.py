@@ -55,6 +55,10 @@ from ordergrad_rl.common.jobs import Job, run_jobs
 from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
+from ordergrad_rl.experiments.tailrisk import SEED_STRIDE
+
+#: The evaluation envs of seed ``s`` start at ``eval_seed(s)``, in ``s``'s own block of ``SEED_STRIDE`` seeds.
+EVAL_SEED_OFFSET = 10_000
 
 #: Normalization maxima of the paper (from Nishimori et al. 2026).
 MAX_SCORES: dict[str, float] = {"breakout": 251.15, "asterix": 64.95, "space_invaders": 880.91}
@@ -216,6 +220,19 @@ def _recorder(max_states: int = 2048):
     return CurveRecorder()
 
 
+def eval_seed(seed: int) -> int:
+    """The first evaluation env seed of training seed ``seed`` (env ``i`` of the evaluation VecEnv gets
+    ``eval_seed(seed) + i``): ``seed * SEED_STRIDE + EVAL_SEED_OFFSET``, the block convention of ``reproduce
+    tailrisk`` and ``reproduce benchmarks``.
+
+    Disjoint blocks make the seeds' final scores independent draws, which the bootstrap intervals over seeds assume.
+    Runs cached without ``eval_seed`` in their record (before it, on 2026-12-02) were evaluated on envs seeded
+    ``10_000 + seed + i``: seeds 0, 1 and 2 of the README's tables shared 14 or 15 of their 16 evaluation envs. Seed 0
+    keeps its envs; a cached run stays valid (each is still an unbiased draw of its own seed's score).
+    """
+    return seed * SEED_STRIDE + EVAL_SEED_OFFSET
+
+
 def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log: str | None = None) -> dict[str, Any]:
     """Train one method on one game with one seed; return its curves and final evaluation (JSON-able)."""
     import torch as th
@@ -230,7 +247,7 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
     start = time.perf_counter()
     model.learn(config.steps, callback=recorder, tb_log_name=f"seed{seed}")
     train_seconds = time.perf_counter() - start
-    eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=10_000 + seed)
+    eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=eval_seed(seed))
     returns, _ = evaluate_policy(
         model, eval_env, n_eval_episodes=config.eval_episodes, deterministic=False, return_episode_rewards=True
     )
@@ -244,6 +261,7 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
         train_seconds=train_seconds,
         steps_per_second=model.num_timesteps / train_seconds,
         eval_returns=[float(r) for r in returns],
+        eval_seed=eval_seed(seed),
         episodes=recorder.episodes,
         entropy=recorder.entropy,
         config=config.run_key(method),
