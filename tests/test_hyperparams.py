@@ -146,3 +146,26 @@ def test_train_uses_the_shipped_entry_by_default(capsys):
     out = capsys.readouterr().out
     assert "hyperparameters of SyntheticTailRisk-v0 from" in out and "ordergrad_ppo.yml" in out
     assert "learn_log_std" in out
+
+
+def test_train_evaluates_each_seed_on_its_own_env_seeds(monkeypatch):
+    """The evaluation envs of seeds 0 and 1 are disjoint blocks: a batched evaluation env runs ``eval_episodes``
+    envs at once, and envs seeded ``seed + 10**6 + i`` made adjacent seeds share all but one of them."""
+    import ordergrad_rl.envs
+    from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, eval_seed
+
+    real, seen = ordergrad_rl.envs.make_sb3_vec_env, []
+
+    def recording(env_id, n_envs, seed=None, **kwargs):
+        seen.append(set(range(seed, seed + n_envs)))
+        return real(env_id, n_envs, seed=seed, **kwargs)
+
+    monkeypatch.setattr(ordergrad_rl.envs, "make_sb3_vec_env", recording)
+    for seed in (0, 1):
+        settings = TrainSettings(
+            "ppo", "SyntheticTailRisk-v0", "cvar0.2", seed=seed, eval_env="SyntheticTailRiskDeploy-v0"
+        )
+        eval_callback(settings, build_model(settings))
+    assert len(seen[0]) == len(seen[1]) == 100 and not seen[0] & seen[1]
+    assert min(seen[0]) == eval_seed(0) == 1_000_000  # seed 0 keeps its envs
+    assert min(seen[1]) == eval_seed(1)

@@ -60,8 +60,20 @@ class TrainSettings:
     conf_file: str | Path | None = None
 
 
-#: Seeds of the evaluation envs are offset from the training envs' (env i of a VecEnv seeded s gets s + i).
+#: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
 EVAL_SEED_OFFSET = 1_000_000
+
+
+def eval_seed(seed: int) -> int:
+    """The first evaluation env seed of a run of seed ``seed`` (env ``i`` of the evaluation VecEnv gets
+    ``eval_seed(seed) + i``): ``(seed + 1) * EVAL_SEED_OFFSET``, a block of its own, apart from the training envs'
+    ``seed + i``.
+
+    Why: a sweep's interval over seeds treats the seeds' evaluations as independent draws. Before 2026-12-02 the
+    evaluation envs were seeded from ``seed + EVAL_SEED_OFFSET``; an env that runs as one NumPy batch evaluates on
+    ``eval_episodes`` envs at once, so seeds 0 and 1 shared 99 of their 100 evaluation envs. Seed 0 keeps its envs.
+    """
+    return (seed + 1) * EVAL_SEED_OFFSET
 
 
 def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) -> Any:
@@ -146,7 +158,7 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
     from ordergrad_rl.envs import make_sb3_vec_env
 
     n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
-    eval_env = make_sb3_vec_env(settings.eval_env, n_eval_envs, seed=settings.seed + EVAL_SEED_OFFSET)
+    eval_env = make_sb3_vec_env(settings.eval_env, n_eval_envs, seed=eval_seed(settings.seed))
     check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
     return RiskEvalCallback(
         eval_env,
