@@ -94,7 +94,7 @@ from ordergrad_rl.common.options import add_address_argument, add_output_argumen
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments.peers import bootstrap_ci
-from ordergrad_rl.experiments.tailrisk import SEED_STRIDE
+from ordergrad_rl.experiments.tailrisk import block_seed
 from ordergrad_rl.zoo.models import evaluate_model
 
 if TYPE_CHECKING:
@@ -696,7 +696,7 @@ def eval_seed(seed: int) -> int:
     starts) was nearly common. The straight shortcut, a fixed policy of exact CVaR_0.2 -4.62, scored -11.4, -11.4,
     -5.1, -5.1, 1.2, 4.4, 1.2, 7.6, 10.8 and 10.8 on seeds 0-9 that way (mean 0.27), and -4.45 on disjoint blocks.
     """
-    return seed * SEED_STRIDE + EVAL_SEED_OFFSET
+    return block_seed(seed, EVAL_SEED_OFFSET)
 
 
 def sampled_score(model: Any, env_id: str, episodes: int, seed: int, deterministic: bool) -> tuple[float, float]:

@@ -55,7 +55,7 @@ from ordergrad_rl.common.jobs import Job, run_jobs
 from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
-from ordergrad_rl.experiments.tailrisk import SEED_STRIDE
+from ordergrad_rl.experiments.tailrisk import block_seed
 
 #: The evaluation envs of seed ``s`` start at ``eval_seed(s)``, in ``s``'s own block of ``SEED_STRIDE`` seeds.
 EVAL_SEED_OFFSET = 10_000
@@ -230,7 +230,7 @@ def eval_seed(seed: int) -> int:
     ``10_000 + seed + i``: seeds 0, 1 and 2 of the README's tables shared 14 or 15 of their 16 evaluation envs. Seed 0
     keeps its envs; a cached run stays valid (each is still an unbiased draw of its own seed's score).
     """
-    return seed * SEED_STRIDE + EVAL_SEED_OFFSET
+    return block_seed(seed, EVAL_SEED_OFFSET)
 
 
 def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log: str | None = None) -> dict[str, Any]:

@@ -67,6 +67,13 @@ DEPLOY_ENV = "SyntheticTailRiskDeploy-v0"
 STRESS_P: tuple[float, ...] = (0.0, 0.10, 0.20, 0.35, 0.50, 0.65)
 #: Seed s uses the seed block [s * SEED_STRIDE, (s + 1) * SEED_STRIDE): training, deployment and evaluation envs.
 SEED_STRIDE = 1_000_000
+
+
+def block_seed(seed: int, offset: int = 0) -> int:
+    """Seed ``offset`` of seed ``seed``'s block: ``seed * SEED_STRIDE + offset`` (``0 <= offset < SEED_STRIDE``)."""
+    return seed * SEED_STRIDE + offset
+
+
 DEPLOY_OFFSET = 500_000
 EVAL_OFFSET = 700_000
 
