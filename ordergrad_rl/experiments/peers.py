@@ -48,7 +48,7 @@ from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_output_arguments, positive_int
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments import tailrisk
-from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, SEED_STRIDE, Method
+from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, Method, block_seed
 
 LAVA_ENV = "RiskyLavaGrid-v0"
 ALPHA = 0.2
@@ -131,7 +131,7 @@ def make_model(env: str, method: str, seed: int, config: Config) -> Any:
     """The untrained model of ``method`` on ``env`` (seed block of ``seed``)."""
     from ordergrad_rl.agents import OrderGradREINFORCE, QRDQNCVaR
 
-    base = seed * SEED_STRIDE
+    base = block_seed(seed)
     if METHODS[method].algo == "qrdqn":
         return QRDQNCVaR(
             "MlpPolicy",
@@ -190,7 +190,7 @@ def train_run(env: str, method: str, seed: int, config: Config) -> dict[str, Any
     """
     from stable_baselines3.common.callbacks import BaseCallback
 
-    base = seed * SEED_STRIDE
+    base = block_seed(seed)
     total = config.steps(env)
     grid = np.linspace(0, total, config.evaluations + 1).round().astype(int)
     curve: dict[str, list[float]] = {"steps": [], "mean": [], "cvar": []}
@@ -315,7 +315,7 @@ def gradient_variance(
         tailrisk.TRAIN_ENV,
         objective=METHODS["ordergrad_cvar"].objective,
         k=k,
-        seed=seed * SEED_STRIDE + 900_000,
+        seed=block_seed(seed, 900_000),
         **kwargs,
     )
     policy = model.policy
@@ -374,7 +374,7 @@ def trained_policy(config: Config, updates: int, seed: int = 0) -> tuple[dict[st
     config = dataclasses.replace(config, tailrisk_updates=updates)
     model = make_model("tailrisk", "ordergrad_cvar", seed, config)
     model.learn(config.steps("tailrisk"))
-    final = evaluation_returns("tailrisk", model, config.eval_episodes, seed * SEED_STRIDE + DEPLOY_OFFSET)
+    final = evaluation_returns("tailrisk", model, config.eval_episodes, block_seed(seed, DEPLOY_OFFSET))
     deployment = {"profitable": final["profitable"], "below_0.9": final["below_0.9"], "cvar": cvar(final["returns"])}
     return model.policy.state_dict(), deployment
 

@@ -287,7 +287,7 @@ def train_method(
     from ordergrad_rl.envs import make_sb3_vec_env
 
     planned = planned_steps(method, config)
-    base = seed * SEED_STRIDE
+    base = block_seed(seed)
     tensorboard_log = None if tensorboard is None else str(tensorboard)
     if METHODS[method].algo == "ppo":
         # The usage line: every argument but the objective at its default.
@@ -339,7 +339,7 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
     start = time.perf_counter()
     model = train_method(method, seed, config, tensorboard, on_update=report_progress)
     train_seconds = time.perf_counter() - start
-    deploy_seed = seed * SEED_STRIDE + DEPLOY_OFFSET
+    deploy_seed = block_seed(seed, DEPLOY_OFFSET)
     stress = {p: deploy(model, config.deploy_paths, deploy_seed, p=p) for p in STRESS_P} if config.stress else {}
     path = None
     if models is not None:
