@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import save_from_before
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -28,6 +29,7 @@ from ordergrad_rl.agents.common.arguments import (
     RANKED_ROLLOUT_STEPS,
     REINFORCE_RANKED_ENT_COEF,
     REINFORCE_RANKED_ROLLOUT_STEPS,
+    RELATIVE_RANKED_ENT_COEF,
     TIMED_BOX_ROLLOUT_STEPS,
     ranked_n_episodes,
     timed_box_rollout_steps,
@@ -535,6 +537,85 @@ def test_default_entropy_bonus_reaches_the_update() -> None:
         entropies[ent_coef] = (before, model.policy.get_distribution(th.zeros(1, 1)).entropy().item())
     assert entropies[None][1] > entropies[None][0] + 1e-3
     assert entropies[0.0][1] == pytest.approx(entropies[0.0][0], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs", "relative", "coef"),
+    [
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), False, RANKED_ENT_COEF),  # the default: a fixed bonus
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2", relative_ent_coef=True), True, RELATIVE_RANKED_ENT_COEF),
+        ("CartPole-v1", dict(objective="top2@4", relative_ent_coef=True), True, RELATIVE_RANKED_ENT_COEF),
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.05, relative_ent_coef=True), True, 0.05),  # as given
+        ("RiskyLavaGrid-v0", dict(objective="mean", relative_ent_coef=True), True, 0.0),  # no bonus to scale
+        ("SyntheticTailRisk-v0", dict(objective="cvar0.2", relative_ent_coef=True), True, 0.0),  # Box: no bonus
+    ],
+)
+def test_a_relative_bonus_takes_its_own_default_coefficient(env, kwargs, relative, coef, tmp_path) -> None:
+    model = OrderGradPPO("MlpPolicy", env, n_episodes=8, **kwargs)
+    assert model.relative_ent_coef is relative and model.ent_coef == coef
+    assert model.hparams()["relative_ent_coef"] is relative
+    model.save(tmp_path / "model.zip")
+    loaded = OrderGradPPO.load(tmp_path / "model.zip")
+    assert loaded.relative_ent_coef is relative and loaded.ent_coef == coef
+    old = save_from_before(tmp_path / "model.zip", tmp_path / "old.zip", "relative_ent_coef")
+    assert OrderGradPPO.load(old).relative_ent_coef is False  # a save from before trained with a fixed coefficient
+
+
+def test_a_relative_bonus_is_the_coefficient_times_the_rollouts_advantage_rms(tmp_path) -> None:
+    """Each update's ``train/ent_coef`` is ``ent_coef`` times the root mean square of that rollout's per-step
+    advantages (after the history baseline); OrderGradREINFORCE's coefficient stays fixed."""
+    from stable_baselines3.common.logger import configure
+
+    model = OrderGradPPO(
+        "MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=16, seed=0, relative_ent_coef=True
+    )
+    assert model.value_baseline == "history"
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    scales = []
+    train = model.train
+
+    def train_and_record() -> None:
+        scales.append(float(np.sqrt(np.mean(np.square(model.rollout_buffer.advantages, dtype=np.float64)))))
+        train()
+
+    model.train = train_and_record  # type: ignore[method-assign]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(16 * 30 * 3)
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    column = header.index("train/ent_coef")
+    logged = [float(cells[column]) for cells in (row.split(",") for row in rows[1:]) if cells[column]]
+    # The logger writes an update's values at the next rollout's end: the last update's may not be written yet.
+    assert len(scales) - 1 <= len(logged) <= len(scales) and len(logged) >= 3 and len(set(logged)) == len(logged)
+    expected = [RELATIVE_RANKED_ENT_COEF * scale for scale in scales[: len(logged)]]
+    np.testing.assert_allclose(logged, expected, rtol=1e-6)
+    assert 0.0 < min(scales) and max(scales) < 10.0
+    assert not hasattr(OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2"), "relative_ent_coef")
+
+
+def test_a_relative_bonus_keeps_its_unit_scale_where_nothing_is_ranked(tmp_path) -> None:
+    """Every weight zero (a constant payoff, no baseline): the bonus is the coefficient itself, not zero."""
+    from stable_baselines3.common.logger import configure
+
+    model = OrderGradPPO("MlpPolicy", ConstantBandit(), objective="cvar0.2", n_episodes=16, seed=0,
+                         entropy_when_tied=True, value_baseline=False, relative_ent_coef=True)  # fmt: skip
+    assert model.relative_ent_coef is True
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few updates
+        model.learn(16 * 2)
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    column = header.index("train/ent_coef")
+    logged = {float(cells[column]) for cells in (row.split(",") for row in rows[1:]) if cells[column]}
+    assert logged == {RELATIVE_RANKED_ENT_COEF}
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_a_bad_relative_ent_coef_is_refused_by_name(bad) -> None:
+    with pytest.raises(ValueError, match="relative_ent_coef must be True or False"):
+        OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", relative_ent_coef=bad)
 
 
 def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:

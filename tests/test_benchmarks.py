@@ -217,6 +217,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar",
         "og-cvar-entdecay",
         "og-cvar-ent005",
+        "og-cvar-entrel",
         "og-cvar-entlate",
         "og-cvar-n16",
         "og-cvar-n64-sched",

@@ -54,3 +54,4 @@ def test_saved_model_loads_and_predicts_identically(release: Path, name: str) ->
         assert model.untie_tail is False
         assert model.entropy_when_tied is True
         assert model.untie_at_var is False
+        assert getattr(model, "relative_ent_coef", False) is False  # the fixed coefficient it trained with

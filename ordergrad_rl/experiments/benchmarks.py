@@ -32,6 +32,8 @@ rank weights from start to end), ``og-cvar-baseline`` (with the value baseline),
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
 by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
+``og-cvar-ent005`` and ``og-cvar-entrel`` (the usage line with half its entropy bonus, or with the bonus relative to
+each rollout's advantage scale, ``relative_ent_coef=True``),
 ``og-cvar-lambda1`` (the history baseline at ``baseline_lambda=1``: the usage line on long episodes before that
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
 with every other default), ``og-cvar-n16`` and ``og-cvar-n64-sched`` (the usage line at 16 or 64 episodes per
@@ -343,6 +345,12 @@ METHODS: dict[str, Method] = {
     # The usage line with half its entropy bonus: lava needs the bonus (a saturated step into the lava without it)
     # while the maze and CliffWalking's sampled tails do better without it.
     "og-cvar-ent005": Method("usage line, ent_coef=0.005", "ordergrad_ppo", {**CVAR, "ent_coef": 0.005}, "khaki"),
+    # The usage line with its bonus relative to each rollout's advantage scale (relative_ent_coef; 0.03 times the
+    # advantages' root mean square): a fixed 0.01 weighs about six times more against the gradient on the maze than
+    # on the lava grid.
+    "og-cvar-entrel": Method(
+        "usage line, relative entropy bonus", "ordergrad_ppo", {**CVAR, "relative_ent_coef": True}, "olive"
+    ),
     # The same with the bonus held over the schedule's 60% and decayed over the last 40% only: og-cvar-entdecay cost
     # CartPole-v1 and LunarLander-v3 at 100k steps, its bonus gone before some seeds had solved the task.
     "og-cvar-entlate": Method(

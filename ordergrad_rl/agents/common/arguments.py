@@ -104,6 +104,20 @@ TIMED_BOX_ROLLOUT_STEPS = 2048
 #: 0-9), lands between on every score and meets neither goal: lava 8 of 10 (two in the same trap), the maze 9 of 10
 #: (sampled -2.59), CliffWalking -104.8 / -267.4.
 RANKED_ENT_COEF = 0.01
+#: OrderGradPPO's entropy coefficient for a ranked objective on categorical actions when ``ent_coef`` is not given and
+#: ``relative_ent_coef=True``: the bonus of an update is this times the root mean square of the rollout's per-step
+#: advantages, as SB3's PPO weighs its bonus against advantages normalized to unit scale. A fixed coefficient does not
+#: weigh the same against the gradient on every task: the per-step advantages' root mean square (after the running
+#: weight scale and the history baseline's lambda-returns; the usage line, seed 0, the median over the updates of
+#: 60k steps, ``scripts/measure_advantage_scale.py``) is 0.27-0.46 on the lava grid, CartPole-v1, Acrobot-v1,
+#: LunarLander-v3 and slippery CliffWalking, but 0.066 on the guarded maze, whose rare guard payments hold the running
+#: scale up; 0.03 times a scale of about 0.3 is :data:`RANKED_ENT_COEF` on the tasks of the first group. Measured
+#: (``reproduce benchmarks``, ``og-cvar-entrel`` against the usage line, the same seeds 0-9, greedy / sampled
+#: CVaR_0.2): the lava grid 1.104 / 0.584 against 1.089 / 0.880 (10 of 10 at the optimum either way, from a median
+#: 82,500 steps against 112,500), the maze -2.029 / -2.929 against -2.056 / -2.680 (10 of 10 either way, 90,000 steps
+#: against 135,000), Acrobot-v1 at 100k steps -170.0 / -213.0 against -148.6 / -212.4 (worst-20% mean of 100
+#: returns): the optimum sooner, the tails lower, so it is not the default (``relative_ent_coef=False``).
+RELATIVE_RANKED_ENT_COEF = 0.03
 #: OrderGradREINFORCE's ranked rollout holds at most this many steps at the env's episode limit when ``n_episodes`` is
 #: not given (:func:`ranked_n_episodes`): 32 episodes on the lava grid (30 steps), the guarded maze (40), the point
 #: navigation (50) and long episodes, 256 on the one-step bandit and on an env without a limit (the portfolio). This
@@ -466,6 +480,12 @@ def check_ppo_arguments(
     check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
     check_int("n_epochs", n_epochs, 1)
     check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
+
+
+def check_relative_ent_coef(relative_ent_coef: Any) -> None:
+    """:raises ValueError: naming ``relative_ent_coef`` if it is not ``True`` or ``False``."""
+    if not isinstance(relative_ent_coef, bool):
+        raise ValueError(f"relative_ent_coef must be True or False, got {relative_ent_coef!r}")
 
 
 def check_buffer_class(buffer_class: Any, expected: type) -> type:

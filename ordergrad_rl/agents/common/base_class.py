@@ -39,6 +39,7 @@ HPARAM_NAMES: tuple[str, ...] = (
     "gamma",
     "gae_lambda",
     "ent_coef",
+    "relative_ent_coef",
     "vf_coef",
     "max_grad_norm",
     "normalize_advantage",

@@ -199,6 +199,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "risk_schedule": None,
         "drift_when_blind": False,
         "noise_follows_schedule": False,
+        "relative_ent_coef": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -855,7 +856,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         and the rollout's returns all tie at the best return of training so far, some earlier episode having done
         worse (every weight is then zero: nothing is ranked). On long episodes (``entropy_by_untied_share``, the
         long-episode defaults' rule) a rollout of which a share ``s`` ties at the best that way gets ``(1 - s)``
-        times the coefficient.
+        times the coefficient. With ``relative_ent_coef`` (OrderGradPPO) the coefficient is first multiplied by
+        the rollout's advantage scale (:meth:`_advantage_scale`), so that it weighs against the policy gradient as
+        SB3's does against its unit-scale advantages.
 
         The bonus is there against the tail's gradient, which drives an unrewarded move's probability to zero
         (exploration collapse, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`). A rollout tied at the
@@ -872,6 +875,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         coef = self.ent_coef
         coef = float(coef(self._current_progress_remaining) if callable(coef) else coef)
+        if getattr(self, "relative_ent_coef", False):  # absent from other algorithms and from saves before it
+            coef *= self._advantage_scale()
         if self.entropy_when_tied:
             return coef
         if getattr(self, "_rollout_tied_at_best", False):
@@ -879,6 +884,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if getattr(self, "entropy_by_untied_share", False):
             return coef * (1.0 - getattr(self, "_rollout_tied_share", 0.0))
         return coef
+
+    def _advantage_scale(self) -> float:
+        """The root mean square of this rollout's per-step advantages (``relative_ent_coef``), or 1.0 where every
+        episode weight is zero (nothing is ranked: the bonus keeps its unit-scale size, as where it is all that
+        explores)."""
+        buffer = self.rollout_buffer
+        # With a per-step baseline the episode weights are the baseline's targets (PerStepBaselineMixin).
+        weights = buffer.returns if getattr(self, "value_baseline", False) else buffer.advantages
+        if not np.any(weights):
+            return 1.0
+        return float(np.sqrt(np.mean(np.square(buffer.advantages, dtype=np.float64))))
 
     def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
         """``(objective, gcvar_alpha)`` of the current rollout (the target's before the first rollout)."""

@@ -12,8 +12,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
+    RELATIVE_RANKED_ENT_COEF,
     check_advantage,
     check_ppo_arguments,
+    check_relative_ent_coef,
     default_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
@@ -264,13 +266,29 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (a callable, SB3's convention for
         ``learning_rate``; episodic mode evaluates it at each update, ``train/ent_coef`` logs the value). Default
         ``None``: 0.01 for a ranked objective on categorical actions (``Discrete``, ``MultiDiscrete``,
-        ``MultiBinary``), else SB3's 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`). The
+        ``MultiBinary``; 0.03 relative with ``relative_ent_coef``), else SB3's 0.0
+        (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`). The
         tail's gradient drives the probability of a move that the batch's tail does not reward to zero, and once no
         batch samples that move nothing brings it back (exploration collapse). Measured across the suite (the lava
         grid 8 -> 10 of 10 seeds at the CVaR optimum, Acrobot-v1 better, CartPole-v1 and the bandit even, the maze
         and LunarLander-v3 worse): see :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`. On long
         episodes a rollout partly tied at the best return gets the bonus in proportion to its other episodes (see
         ``entropy_when_tied``).
+    :param relative_ent_coef: episodic mode: weigh the entropy bonus against the policy gradient's scale, as SB3's
+        PPO does by normalizing each minibatch's advantages to unit scale before adding it: each update's
+        coefficient is ``ent_coef`` times the root mean square of the rollout's per-step advantages (1.0 where every
+        episode weight is zero: nothing ranked, the bonus all that moves the policy); ``train/ent_coef`` logs it.
+        With ``ent_coef=None`` a ranked objective on categorical actions then gets
+        :data:`~ordergrad_rl.agents.common.arguments.RELATIVE_RANKED_ENT_COEF` (0.03). The advantages' scale differs
+        between tasks (a median 0.27-0.46 on the lava grid, CartPole-v1, Acrobot-v1, LunarLander-v3 and slippery
+        CliffWalking; 0.066 on the guarded maze: ``scripts/measure_advantage_scale.py``), so a fixed coefficient
+        weighs about six times more on the maze than on the lava grid. Default ``False``, measured (2026-12-02,
+        ``reproduce benchmarks``, ``og-cvar-entrel`` against the usage line, the same seeds 0-9): both reach the
+        lava grid's and the maze's CVaR optimum in 10 of 10 seeds, the relative bonus sooner (a median 82,500 steps
+        against 112,500 and 90,000 against 135,000), but its sampled tails are lower (lava 0.584 against 0.880,
+        lower in 8 of 10 seeds: later in training lava's advantages' scale exceeds 0.33, so the relative bonus is
+        the larger there; the maze -2.929 against -2.680), and on Acrobot-v1 at 100k steps its greedy tail is lower
+        (-170.0 against -148.6, worst-20% mean of 100 returns; README, "Why no single coefficient served both").
     :param entropy_when_tied: episodic mode: keep the entropy bonus on a rollout whose returns all tie at the best
         return seen in training, some earlier episode having done worse (every episode at the time limit of a solved
         task: every weight is zero, nothing is ranked). Default ``False``: such a rollout is updated without the bonus
@@ -342,6 +360,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
+        relative_ent_coef: bool = False,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -367,6 +386,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         check_value_baseline(value_baseline)
+        check_relative_ent_coef(relative_ent_coef)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
@@ -387,6 +407,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             self.objective, self.action_space, long, policy_kwargs, self.group_size, limit
         )
         self._init_value_baseline(value_baseline, baseline_lambda, default)
+        self.relative_ent_coef = relative_ent_coef
+        # The default bonus of a ranked objective, relative (SB3's load builds without an env, ent_coef still None
+        # here: the save's values follow).
+        if relative_ent_coef and ent_coef is None and self.ent_coef not in (None, 0.0):
+            self.ent_coef = RELATIVE_RANKED_ENT_COEF
         if _init_setup_model:
             self._setup_model()
 
