@@ -23,6 +23,7 @@ import torch as th
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
+from ordergrad_rl.agents.common.episodic import rollout_episode_weights, root_mean_square
 
 DEFAULT_ENVS = ("RiskyLavaGrid-v0", "GuardedMaze-v0", "CartPole-v1", "Acrobot-v1", "LunarLander-v3", "cliffwalking")
 
@@ -34,11 +35,6 @@ def make_env(name: str) -> gym.Env | str:
     return name
 
 
-def rms(values: np.ndarray) -> float:
-    """The root mean square of ``values``."""
-    return float(np.sqrt(np.mean(np.square(values, dtype=np.float64))))
-
-
 def advantage_scales(env: str, steps: int, seed: int) -> np.ndarray:
     """``[updates, 2]``: the root mean square of each rollout's episode weights (per step) and per-step advantages."""
     model = OrderGradPPO("MlpPolicy", make_env(env), objective="cvar0.2", seed=seed, device="cpu")
@@ -47,9 +43,8 @@ def advantage_scales(env: str, steps: int, seed: int) -> np.ndarray:
 
     def train_and_record() -> None:
         buffer = model.rollout_buffer
-        # With a per-step baseline the weights are its targets (PerStepBaselineMixin._compute_advantages).
-        weights = buffer.returns if model.value_baseline else buffer.advantages
-        rows.append((rms(weights), rms(buffer.advantages)))
+        weights = rollout_episode_weights(buffer, model.value_baseline)
+        rows.append((root_mean_square(weights), root_mean_square(buffer.advantages)))
         train()
 
     model.train = train_and_record  # type: ignore[method-assign]

@@ -482,12 +482,6 @@ def check_ppo_arguments(
     check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
 
 
-def check_relative_ent_coef(relative_ent_coef: Any) -> None:
-    """:raises ValueError: naming ``relative_ent_coef`` if it is not ``True`` or ``False``."""
-    if not isinstance(relative_ent_coef, bool):
-        raise ValueError(f"relative_ent_coef must be True or False, got {relative_ent_coef!r}")
-
-
 def check_buffer_class(buffer_class: Any, expected: type) -> type:
     """``buffer_class`` (``expected`` when ``None``) if it subclasses ``expected``.
 

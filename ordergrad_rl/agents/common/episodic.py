@@ -155,6 +155,19 @@ def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     return nominal if isinstance(nominal, dict) else None
 
 
+def rollout_episode_weights(buffer: EpisodicRolloutBuffer, value_baseline: bool) -> np.ndarray:
+    """``[n_steps, n_envs]``: each step's episode weight in a filled rollout: ``buffer.advantages``, or with a
+    per-step baseline the baseline's targets ``buffer.returns``, where
+    :class:`~ordergrad_rl.agents.common.per_step_baseline.PerStepBaselineMixin` moves the weights before it takes
+    the lambda-returns' advantages."""
+    return buffer.returns if value_baseline else buffer.advantages
+
+
+def root_mean_square(values: np.ndarray) -> float:
+    """The root mean square of ``values`` (any shape), in float64."""
+    return float(np.sqrt(np.mean(np.square(values, dtype=np.float64))))
+
+
 def noise_sampler_error(
     objective: Objective | ChannelObjective, gcvar_alpha: float | None, group_size: int | None, reward_to_go: bool
 ) -> str | None:
@@ -235,6 +248,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         entropy_when_tied: bool = False,
         noise_sampler: bool | None = False,
         drift_when_blind: bool = False,
+        relative_ent_coef: bool = False,
         **sb3_kwargs: Any,
     ) -> tuple[bool, int | None]:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -253,6 +267,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
             sampler (the default of every episodic agent), else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_drift_if_blind`).
+        :param relative_ent_coef: OrderGradPPO's flag (checked here with the others; the caller sets it).
         :param long_episode_defaults: the algorithm takes the long-episode defaults (the PPO family: OrderGradPPO
             and the sb3-contrib variants) on an env whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
         :param sb3_kwargs: the SB3 constructor's other arguments.
@@ -265,6 +280,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             "untie_tail": untie_tail,
             "entropy_when_tied": entropy_when_tied,
             "drift_when_blind": drift_when_blind,
+            "relative_ent_coef": relative_ent_coef,
         }
         for name, flag in flags.items():
             if not isinstance(flag, bool):
@@ -890,11 +906,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         episode weight is zero (nothing is ranked: the bonus keeps its unit-scale size, as where it is all that
         explores)."""
         buffer = self.rollout_buffer
-        # With a per-step baseline the episode weights are the baseline's targets (PerStepBaselineMixin).
-        weights = buffer.returns if getattr(self, "value_baseline", False) else buffer.advantages
-        if not np.any(weights):
+        if not np.any(rollout_episode_weights(buffer, getattr(self, "value_baseline", False))):
             return 1.0
-        return float(np.sqrt(np.mean(np.square(buffer.advantages, dtype=np.float64))))
+        return root_mean_square(buffer.advantages)
 
     def _risk_in_force(self) -> tuple[Objective | ChannelObjective, float | None]:
         """``(objective, gcvar_alpha)`` of the current rollout (the target's before the first rollout)."""

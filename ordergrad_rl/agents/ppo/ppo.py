@@ -15,7 +15,6 @@ from ordergrad_rl.agents.common.arguments import (
     RELATIVE_RANKED_ENT_COEF,
     check_advantage,
     check_ppo_arguments,
-    check_relative_ent_coef,
     default_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
@@ -386,11 +385,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         check_value_baseline(value_baseline)
-        check_relative_ent_coef(relative_ent_coef)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, long_episode_defaults=True,
+            noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, relative_ent_coef=relative_ent_coef,
+            long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
