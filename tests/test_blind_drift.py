@@ -1,5 +1,6 @@
-"""``drift_when_blind``: a rollout blind to success (every return the same, no other ever seen) gets random
-zero-mean episode weights; every other rollout is trained exactly as without the flag."""
+"""``drift_when_blind`` and ``novelty_when_blind``: a rollout blind to success (every return the same, no other ever
+seen) gets random zero-mean episode weights, or its episodes' standardized novelty; every other rollout is trained
+exactly as without the flag."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
 
 N = 8
 
@@ -31,11 +34,29 @@ class TimeOutEnv(gym.Env):
         return self.np_random.uniform(-1, 1, 2).astype(np.float32), -1.0, False, self.t >= 3, {}
 
 
-def model(drift: bool, env: Any = None, seed: int = 0) -> OrderGradPPO:
+class ChainEnv(gym.Env):
+    """A walk on 0..10 from 0 (action 1 right, 0 left): every episode times out after 10 steps at -10, so every
+    rollout is blind; the episodes that walk right reach the rarely visited far end."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.t = self.x = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.x = min(max(self.x + (1 if action == 1 else -1), 0), 10)
+        return np.array([self.x / 10], np.float32), -1.0, False, self.t >= 10, {}
+
+
+def model(drift: bool, env: Any = None, seed: int = 0, novelty: bool | None = False) -> OrderGradPPO:
     env = DummyVecEnv([TimeOutEnv]) if env is None else env
     # Whole-episode weights (no per-step baseline, whose terms a blind rollout would keep): the weights are the test.
     return OrderGradPPO("MlpPolicy", env, objective="cvar0.25", n_episodes=N, seed=seed, n_epochs=1,
-                        drift_when_blind=drift, value_baseline=False)  # fmt: skip
+                        drift_when_blind=drift, novelty_when_blind=novelty, value_baseline=False)  # fmt: skip
 
 
 def episode_weights(agent: OrderGradPPO) -> np.ndarray:
@@ -87,3 +108,43 @@ def test_the_flag_is_checked_saved_and_absent_from_older_saves(tmp_path):
     agent.save(tmp_path / "drift")
     assert OrderGradPPO.load(tmp_path / "drift").drift_when_blind is True
     assert OrderGradPPO.saved_before["drift_when_blind"] is False  # a save from before the flag loads without it
+
+
+def test_a_blind_rollout_gets_its_episodes_standardized_novelty():
+    agent = model(drift=False, novelty=True)
+    agent.learn(3 * N)
+    buffer = agent.rollout_buffer
+    expected = novelty_weights(episode_novelty(buffer.observations, agent.observation_space, buffer.episode_index, N))
+    assert agent._rollout_blind and np.any(expected)
+    np.testing.assert_allclose(episode_weights(agent), expected, rtol=1e-6)
+
+
+def test_novelty_walks_a_blind_policy_towards_new_states():
+    # Blind throughout (every return -10): without a remedy only the entropy bonus acts, and it holds P(right) at
+    # one half; the novelty steps towards the walks that reach the far end.
+    p_right = {}
+    for novelty in (False, True):
+        agent = OrderGradPPO("MlpPolicy", DummyVecEnv([ChainEnv]), objective="cvar0.25", n_episodes=16, seed=0,
+                             novelty_when_blind=novelty, value_baseline=False)  # fmt: skip
+        agent.learn(6 * 160)
+        with th.no_grad():
+            probs = agent.policy.get_distribution(th.linspace(0, 1, 11).reshape(-1, 1)).distribution.probs
+        p_right[novelty] = float(probs[:, 1].mean())
+    assert abs(p_right[False] - 0.5) < 0.05
+    assert p_right[True] > 0.7
+
+
+def test_novelty_is_checked_saved_and_absent_from_older_saves(tmp_path):
+    with pytest.raises(ValueError, match="novelty_when_blind must be True, False or None, got 'yes'"):
+        model(drift=False, novelty="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="drift_when_blind and novelty_when_blind"):
+        model(drift=True, novelty=True)
+    assert model(drift=False, novelty=None).novelty_when_blind is True  # None: on for a ranked objective
+    assert model(drift=True, novelty=None).novelty_when_blind is False  # unless drift_when_blind takes the rollouts
+    mean = OrderGradPPO("MlpPolicy", DummyVecEnv([TimeOutEnv]), objective="mean", n_episodes=N)
+    assert mean.novelty_when_blind is False  # the mean's reward-to-go has a direction on a tied rollout
+    agent = model(drift=False, novelty=True)
+    assert agent.hparams()["novelty_when_blind"] is True
+    agent.save(tmp_path / "novelty")
+    assert OrderGradPPO.load(tmp_path / "novelty").novelty_when_blind is True
+    assert OrderGradPPO.saved_before["novelty_when_blind"] is False

@@ -55,3 +55,4 @@ def test_saved_model_loads_and_predicts_identically(release: Path, name: str) ->
         assert model.entropy_when_tied is True
         assert model.untie_at_var is False
         assert getattr(model, "relative_ent_coef", False) is False  # the fixed coefficient it trained with
+        assert getattr(model, "novelty_when_blind", False) is False  # blind rollouts kept the baseline's terms

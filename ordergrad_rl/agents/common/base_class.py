@@ -40,6 +40,7 @@ HPARAM_NAMES: tuple[str, ...] = (
     "gae_lambda",
     "ent_coef",
     "relative_ent_coef",
+    "novelty_when_blind",
     "vf_coef",
     "max_grad_norm",
     "normalize_advantage",

@@ -40,10 +40,10 @@ N_EPOCHS = 10
 BATCH_SIZE = 256
 
 
-def _flat_observations(observations: Any, observation_space: spaces.Space) -> th.Tensor:
+def flat_observations(observations: Any, observation_space: spaces.Space) -> th.Tensor:
     """``[T, D]`` float32: SB3's ``preprocess_obs`` of each sub-observation, flattened and concatenated."""
     if isinstance(observation_space, spaces.Dict):
-        parts = [_flat_observations(observations[key], space) for key, space in observation_space.spaces.items()]
+        parts = [flat_observations(observations[key], space) for key, space in observation_space.spaces.items()]
         return th.cat(parts, dim=1)
     tensor = th.as_tensor(np.asarray(observations))
     processed = preprocess_obs(tensor, observation_space, normalize_images=True)
@@ -51,7 +51,7 @@ def _flat_observations(observations: Any, observation_space: spaces.Space) -> th
 
 
 def _flat_dim(observation_space: spaces.Space) -> int:
-    """Width of :func:`_flat_observations`' rows."""
+    """Width of :func:`flat_observations`' rows."""
     if isinstance(observation_space, spaces.Dict):
         return sum(_flat_dim(space) for space in observation_space.spaces.values())
     return get_flattened_obs_dim(observation_space)
@@ -99,7 +99,7 @@ class HistoryBaseline(nn.Module):
         :param update: first fold this rollout's ``(t, G_<t)`` into the running mean and variance.
         """
         device = next(self.parameters()).device
-        obs = _flat_observations(observations, self.observation_space).to(device)
+        obs = flat_observations(observations, self.observation_space).to(device)
         return th.cat([obs, self._history_columns(episode_step, return_so_far, update)], dim=1)
 
     def updated(self, features: th.Tensor, episode_step: np.ndarray, return_so_far: np.ndarray) -> th.Tensor:

@@ -201,7 +201,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         rollouts: see its docstring), and so have the recurrent and maskable variants (since 2026-12-01).
     :param drift_when_blind: episodic mode: a rollout blind to success (every episode's return the same and no
         other return seen yet, e.g. every Acrobot-v1 episode timed out) gets random zero-mean episode weights, a
-        random step in policy space, instead of none (:meth:`_drift_if_blind`). It acts on no rollout of the
+        random step in policy space, instead of none (:meth:`_explore_if_blind`). It acts on no rollout of the
         suite's small tasks, CartPole-v1 or LunarLander-v3 (their returns differ from the first rollout on).
         Default ``False``: measured worse (``reproduce benchmarks``, Acrobot-v1, 100k steps, 10 seeds, worst-20%
         mean of 100 evaluation returns, greedy / sampled, against the same seeds without it): at the default 32
@@ -209,7 +209,19 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         -225.1 / -242.3 against -152.0 / -219.9; at 16 episodes (``og-cvar-n16-drift``) -166.8 / -218.8 against
         -181.0 / -229.2 (seeds 3 and 5 at -500 without it; seed 1 at -500 and seed 9 at -242.4 / -500 with it).
         Its weights replace the history baseline's terms on such a
-        rollout, which already explore (``value_baseline``).
+        rollout, which already explore (``value_baseline``). ``True`` with ``novelty_when_blind=True`` raises
+        ``ValueError``.
+    :param novelty_when_blind: episodic mode: a rollout blind to success (as for ``drift_when_blind``) gets its
+        episodes' novelty as their weights, standardized: how far each episode's states went from the rollout's
+        average state (:mod:`~ordergrad_rl.agents.common.novelty`; count-based on one-hot observations), a step
+        towards the behaviours that reach new states until one of them ends differently (:meth:`_explore_if_blind`;
+        ``train/blind_novelty`` logs 1 on such a rollout). It acts on no rollout of the suite's small tasks,
+        CartPole-v1 or LunarLander-v3. Default ``None``: on for a ranked objective unless ``drift_when_blind``
+        (:func:`~ordergrad_rl.agents.common.arguments.default_novelty_when_blind`, with the measurement: Acrobot-v1
+        at 100k steps from -148.6 / -212.4 to -116.8 / -164.0, worst-20% mean greedy / sampled over 10 seeds, the
+        seed that never swung up at -96.5 instead of -500; at 300k greedy lower, -117.9 / -141.7 against -104.7 /
+        -138.4; MountainCar-v0, outside the suite, from -200 in every episode to the flag in two of three seeds). A
+        save from before it loads without it.
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a
@@ -355,6 +367,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         untie_tail: bool = True,
         noise_sampler: bool | None = None,
         drift_when_blind: bool = False,
+        novelty_when_blind: bool | None = None,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = None,
@@ -389,6 +402,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, relative_ent_coef=relative_ent_coef,
+            novelty_when_blind=novelty_when_blind,
             long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
