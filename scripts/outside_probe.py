@@ -1,4 +1,4 @@
-"""The usage line on risk tasks outside the suite: slippery CliffWalking-v1 and Pendulum-v1 with a short limit.
+"""The usage line on tasks outside the suite: slippery CliffWalking-v1, Pendulum-v1 with a short limit, MountainCar-v0.
 
     python scripts/outside_probe.py [--task cliffwalking|pendulum] [--methods METHOD ...] [--seeds 0]
                                     [--steps 100000] [--limit 100] [--episodes 500] [--exact] [--json out.json]
@@ -20,6 +20,10 @@ limit).
 steps, 100 by default (its registered limit is 200): at 100 steps its episodes count as short
 (:data:`~ordergrad_rl.agents.common.arguments.LONG_EPISODE_STEPS`), with continuous actions and a time limit. Its
 return's lower tail is the starts that hang down (a swing-up takes most of the episode).
+
+``--task mountaincar``: Gymnasium's MountainCar-v0 (``--limit 200``, its registered limit): every step pays -1 and
+reaching the flag ends the episode, so every episode of a policy that never reaches it returns the limit's -200, tied:
+a rollout blind to success until the first one (``novelty_when_blind``; ``og-cvar-nonovelty`` without it).
 
 ``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
 """
@@ -49,7 +53,8 @@ START = 36
 #: and on continuous actions with a time limit since 2026-12-02 (``og-cvar-history`` sets it); ``og-cvar-whole`` is
 #: the usage line before on CliffWalking, with whole-episode weights, and ``og-cvar-state`` the usage line before on
 #: Pendulum, with the value head's ``V(s)``; ``og-cvar-noent`` and ``og-cvar-ent005`` the usage line without its
-#: entropy bonus and with half of it (categorical actions only: continuous ones have no bonus by default).
+#: entropy bonus and with half of it (categorical actions only: continuous ones have no bonus by default);
+#: ``og-cvar-nonovelty`` the usage line before ``novelty_when_blind`` was its default (2026-12-02).
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
@@ -58,11 +63,13 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-state": {"objective": "cvar0.2", "value_baseline": True},
     "og-cvar-noent": {"objective": "cvar0.2", "ent_coef": 0.0},
     "og-cvar-ent005": {"objective": "cvar0.2", "ent_coef": 0.005},
+    "og-cvar-nonovelty": {"objective": "cvar0.2", "novelty_when_blind": False},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "cliffwalking": ("CliffWalking-v1", {"is_slippery": True}),
     "pendulum": ("Pendulum-v1", {}),
+    "mountaincar": ("MountainCar-v0", {}),
 }
 
 

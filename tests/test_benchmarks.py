@@ -223,6 +223,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-n64-sched",
         "og-cvar-n16-drift",
         "og-cvar-drift",
+        "og-cvar-novelty",
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
         "og-recurrent-cvar",
     ]
@@ -267,6 +268,23 @@ def test_runs_whose_sampler_fitted_the_target_under_a_level_schedule_get_their_o
         "og-cvar-level no-sampler",
     ]
     assert bench.run_one("nav", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["noise_follows_schedule"]
+
+
+def test_acrobot_runs_from_before_the_novelty_default_get_their_own_row():
+    """Acrobot-v1 runs of a ranked OrderGradPPO method left to the default, stored before ``novelty_when_blind``
+    became the default (not recorded), are labelled no-novelty; methods that set it or drift_when_blind, the mean,
+    other algorithms and other tasks (whose rollouts are never blind) pool."""
+
+    def run(task, method, seed, cvar):  # as runs of the long-episode defaults record them
+        return _run(task, method, seed, cvar) | {"entropy_by_untied_share": True, "best_tie_zeroed": True}
+
+    runs = [run("acrobot", "og-cvar", 0, -100.0), _without(run("acrobot", "og-cvar", 1, -500.0), "novelty_when_blind")]
+    others = ("og-cvar-novelty", "og-cvar-drift", "og-mean", "ppo")
+    runs += [_without(run("acrobot", name, 0, -100.0), "novelty_when_blind") for name in others]
+    runs += [_without(run("cartpole", "og-cvar", 0, 500.0), "novelty_when_blind")]
+    labels = [bench.method_label(row) for row in bench.summarize(runs)]
+    assert labels == ["og-cvar", "og-cvar no-novelty", "og-cvar-novelty", "og-cvar-drift", "og-mean", "ppo", "og-cvar"]
+    assert bench.run_one("acrobot", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["novelty_when_blind"]
 
 
 def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
@@ -422,7 +440,8 @@ def _run(task, method, seed, cvar, curve=()):
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
-            "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True}  # fmt: skip
+            "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
+            "novelty_when_blind": True}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

@@ -1,4 +1,5 @@
-"""scripts/outside_probe.py: the usage line on risk tasks outside the suite (slippery CliffWalking-v1, Pendulum-v1)."""
+"""scripts/outside_probe.py: the usage line on tasks outside the suite (slippery CliffWalking-v1, Pendulum-v1,
+MountainCar-v0)."""
 
 import json
 
@@ -47,6 +48,15 @@ def test_quick_pendulum_scores_continuous_actions(tmp_path):
         for score in (run["greedy"], run["sampled"]):
             # 30 steps, each paying between -16.3 (upside down, fastest, full torque) and 0.
             assert -16.3 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= 0.0
+
+
+@pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
+def test_quick_mountaincar_is_blind_at_first():
+    out = load("outside_probe").main(["--task", "mountaincar", "--quick", "--methods", "og-cvar", "og-cvar-nonovelty"])
+    assert (out["env"], out["limit"]) == ("MountainCar-v0", 30)
+    assert [r["method"] for r in out["runs"]] == ["og-cvar", "og-cvar-nonovelty"]
+    for run in out["runs"]:  # 30 steps cannot reach the flag: every episode times out at -30
+        assert run["greedy"] == run["sampled"] == {"cvar": -30.0, "mean": -30.0, "min": -30.0}
 
 
 def test_exact_is_cliffwalking_only():

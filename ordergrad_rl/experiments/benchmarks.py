@@ -38,7 +38,9 @@ each rollout's advantage scale, ``relative_ent_coef=True``),
 default), ``og-cvar-n32``, ``og-cvar-n64`` and ``og-cvar-n128`` (32, 64 or 128 episodes per update; the last two
 with every other default), ``og-cvar-n16`` and ``og-cvar-n64-sched`` (the usage line at 16 or 64 episodes per
 update, its schedule default kept), ``og-cvar-n16-drift`` (the
-same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``) and
+same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``),
+``og-cvar-novelty`` (the usage line with ``novelty_when_blind=True``, its default since 2026-12-02: the usage line's
+runs on Acrobot-v1 stored before are labelled ``no-novelty``) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
 ``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
@@ -176,6 +178,10 @@ TIE_AT_BEST_TASKS = ("cartpole",)
 #: form their own rows (``full-ent``). LunarLander-v3's returns are continuous (its runs rerun bit for bit), and the
 #: short tasks keep the whole bonus.
 PARTLY_TIED_TASKS = ("cartpole", "acrobot")
+#: The tasks where a rollout can be blind to success (every episode timed out at Acrobot-v1's -500, nothing better
+#: seen), so that OrderGradPPO's ``novelty_when_blind`` default trains otherwise than before it: runs stored before
+#: form their own rows (``no-novelty``). Every other task's first rollout already has differing returns.
+BLIND_TASKS = ("acrobot",)
 
 
 #: The PPO family of the harness (``Method.algo``): OrderGradPPO and the sb3-contrib variants, which take the
@@ -403,6 +409,11 @@ METHODS: dict[str, Method] = {
     # LunarLander-v3 or the small tasks, whose returns differ from the first rollout on.
     "og-cvar-drift": Method(
         "usage line, drift when blind", "ordergrad_ppo", {**CVAR, "drift_when_blind": True}, "purple"
+    ),
+    # The usage line with novelty_when_blind: a rollout whose episodes all time out, nothing better seen yet, ranks its
+    # episodes by how far their states went from the rollout's average state (acts on Acrobot-v1 only in the suite).
+    "og-cvar-novelty": Method(
+        "usage line, novelty when blind", "ordergrad_ppo", {**CVAR, "novelty_when_blind": True}, "darkorchid"
     ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
@@ -784,6 +795,9 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
+    if hasattr(model, "novelty_when_blind"):  # OrderGradPPO's remedy for a rollout blind to success (its default
+        # since 2026-12-02)
+        result["novelty_when_blind"] = bool(model.novelty_when_blind)
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -1188,6 +1202,29 @@ def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
+def unnoveled_before_default(run: dict) -> bool:
+    """Whether a run on a task of :data:`BLIND_TASKS` was stored before ``novelty_when_blind`` became OrderGradPPO's
+    default (runs record it since), by a method left to that default (:func:`novelty_by_default`)."""
+    stored_without = run["task"] in BLIND_TASKS and "novelty_when_blind" not in run
+    return stored_without and novelty_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def novelty_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with ``novelty_when_blind`` on the task without setting it: an episodic
+    OrderGradPPO left to its default (:func:`~ordergrad_rl.agents.common.arguments.default_novelty_when_blind`)."""
+    from ordergrad_rl.agents.common.arguments import default_novelty_when_blind
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
+        return False
+    if kwargs.get("novelty_when_blind") is not None:
+        return False
+    objective = parsed_on_task(kwargs, task_name)[0]
+    return default_novelty_when_blind(objective, bool(kwargs.get("drift_when_blind", False)))
+
+
 def sampler_at_target(run: dict) -> bool:
     """Whether a run drew the env's noise with a sampler fitted to the target's tail under a level schedule: stored
     before the sampler fitted the level the schedule has in force (``noise_follows_schedule``, recorded since)."""
@@ -1206,6 +1243,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_sampler": unsampled_before_default,
     "no_ent": unbonused_before_default,
     "sampler_at_target": sampler_at_target,
+    "no_novelty": unnoveled_before_default,
 }
 
 
