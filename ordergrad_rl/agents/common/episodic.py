@@ -809,7 +809,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
           seed). The draws are a function of ``seed`` and ``num_timesteps``, so a resumed run draws what an
           uninterrupted one would. ``train/blind_drift`` logs 1 on such a rollout, else 0.
 
-        Either is a function of the rollout (and the seed), so save/load and resume need no state.
+        Where every episode is as novel as the others (observations constant over the rollout) the novelty ranks
+        nothing either, and the rollout keeps the advantages it had. Either is a function of the rollout (and the
+        seed), so save/load and resume need no state.
         """
         novelty = getattr(self, "novelty_when_blind", False)  # absent from saves before it
         drift = getattr(self, "drift_when_blind", False)
@@ -828,6 +830,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self.n_episodes,  # type: ignore
             )
             weights = novelty_weights(scores)
+            if not np.any(weights):  # every episode as novel as the others (constant observations): nothing to
+                return  # rank by, so the rollout keeps what it had (a per-step baseline's terms)
         else:
             seed = getattr(self, "seed", None)
             rng = np.random.default_rng(None if seed is None else (seed, self.num_timesteps))
