@@ -1,6 +1,6 @@
 """The usage line on tasks outside the suite: slippery CliffWalking-v1, Pendulum-v1 with a short limit, MountainCar-v0.
 
-    python scripts/outside_probe.py [--task cliffwalking|pendulum] [--methods METHOD ...] [--seeds 0]
+    python scripts/outside_probe.py [--task cliffwalking|pendulum|mountaincar] [--methods METHOD ...] [--seeds 0]
                                     [--steps 100000] [--limit 100] [--episodes 500] [--exact] [--json out.json]
                                     [--quick]
 

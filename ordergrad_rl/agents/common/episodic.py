@@ -823,12 +823,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         buffer = self.rollout_buffer
         if novelty:
-            scores = episode_novelty(
-                buffer.observations,
-                self.observation_space,
-                buffer.episode_index,
-                self.n_episodes,  # type: ignore
-            )
+            space = self.observation_space  # type: ignore[attr-defined]
+            scores = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes)
             weights = novelty_weights(scores)
             if not np.any(weights):  # every episode as novel as the others (constant observations): nothing to
                 return  # rank by, so the rollout keeps what it had (a per-step baseline's terms)
