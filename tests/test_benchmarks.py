@@ -224,6 +224,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-n16-drift",
         "og-cvar-drift",
         "og-cvar-novelty",
+        "og-cvar-nonovelty",
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
         "og-recurrent-cvar",
     ]
@@ -285,6 +286,28 @@ def test_acrobot_runs_from_before_the_novelty_default_get_their_own_row():
     labels = [bench.method_label(row) for row in bench.summarize(runs)]
     assert labels == ["og-cvar", "og-cvar no-novelty", "og-cvar-novelty", "og-cvar-drift", "og-mean", "ppo", "og-cvar"]
     assert bench.run_one("acrobot", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["novelty_when_blind"]
+
+
+def test_acrobot_runs_that_took_novelty_at_once_get_their_own_row():
+    """Acrobot-v1 runs with ``novelty_when_blind`` stored before it waited for chance (no ``blind_patience``) are
+    labelled novelty-at-once, whichever method set it; runs without novelty and other tasks pool."""
+
+    def run(task, method, seed, cvar):
+        return _run(task, method, seed, cvar) | {"entropy_by_untied_share": True, "best_tie_zeroed": True}
+
+    runs = [run("acrobot", "og-cvar", 0, -100.0), _without(run("acrobot", "og-cvar", 1, -120.0), "blind_patience")]
+    runs += [_without(run("acrobot", "og-cvar-novelty", 0, -100.0), "blind_patience", "novelty_when_blind")]
+    runs += [_without(run("acrobot", "og-cvar-nonovelty", 0, -100.0) | {"novelty_when_blind": False}, "blind_patience")]
+    runs += [_without(run("cartpole", "og-cvar", 0, 500.0), "blind_patience")]
+    labels = [bench.method_label(row) for row in bench.summarize(runs)]
+    assert labels == [
+        "og-cvar",
+        "og-cvar novelty-at-once",
+        "og-cvar-novelty novelty-at-once",
+        "og-cvar-nonovelty",
+        "og-cvar",
+    ]
+    assert bench.run_one("acrobot", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["blind_patience"] == 96
 
 
 def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
@@ -427,9 +450,9 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
     assert bench.interval([3.0, 3.0]) == (3.0, 3.0, 3.0)
 
 
-def _without(run, key):
-    """``run`` as stored before ``key`` was recorded."""
-    return {name: value for name, value in run.items() if name != key}
+def _without(run, *keys):
+    """``run`` as stored before ``keys`` were recorded."""
+    return {name: value for name, value in run.items() if name not in keys}
 
 
 def _run(task, method, seed, cvar, curve=()):
@@ -441,7 +464,7 @@ def _run(task, method, seed, cvar, curve=()):
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
-            "novelty_when_blind": True}  # fmt: skip
+            "novelty_when_blind": True, "blind_patience": 96}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

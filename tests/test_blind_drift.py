@@ -13,7 +13,8 @@ import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
+from ordergrad_rl.agents.common import episodic
+from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 
 N = 8
 
@@ -110,7 +111,8 @@ def test_the_flag_is_checked_saved_and_absent_from_older_saves(tmp_path):
     assert OrderGradPPO.saved_before["drift_when_blind"] is False  # a save from before the flag loads without it
 
 
-def test_a_blind_rollout_gets_its_episodes_standardized_novelty():
+def test_a_blind_rollout_gets_its_episodes_standardized_novelty(monkeypatch):
+    monkeypatch.setattr(episodic, "BLIND_PATIENCE_EPISODES", 0)  # no wait: the first rollout is the one checked
     agent = model(drift=False, novelty=True)
     agent.learn(3 * N)
     buffer = agent.rollout_buffer
@@ -119,14 +121,35 @@ def test_a_blind_rollout_gets_its_episodes_standardized_novelty():
     np.testing.assert_allclose(episode_weights(agent), expected, rtol=1e-6)
 
 
+def test_novelty_waits_for_chance_then_acts_and_a_resumed_run_waits_as_an_uninterrupted_one(tmp_path):
+    wait = BLIND_PATIENCE_EPISODES // N  # blind rollouts trained as they are (no baseline: zero advantages)
+    assert wait * N == BLIND_PATIENCE_EPISODES and wait > 1
+    agent = model(drift=False, novelty=True)
+    for _ in range(wait):
+        agent.learn(3 * N, reset_num_timesteps=False)
+        assert agent._rollout_blind and not np.any(agent.rollout_buffer.advantages)
+    agent.learn(3 * N, reset_num_timesteps=False)
+    acted = episode_weights(agent)
+    assert acted.std() == pytest.approx(1.0, abs=1e-5)  # the first rollout after the wait takes its novelty
+    resumed = model(drift=False, novelty=True)
+    resumed.learn(3 * N * (wait - 1))
+    resumed.save(tmp_path / "waiting")
+    resumed = OrderGradPPO.load(tmp_path / "waiting", env=DummyVecEnv([TimeOutEnv]))
+    resumed.learn(3 * N, reset_num_timesteps=False)  # the last rollout of the wait, after the load
+    assert not np.any(resumed.rollout_buffer.advantages)
+    resumed.learn(3 * N, reset_num_timesteps=False)
+    assert np.any(resumed.rollout_buffer.advantages)
+
+
 def test_novelty_walks_a_blind_policy_towards_new_states():
     # Blind throughout (every return -10): without a remedy only the entropy bonus acts, and it holds P(right) at
-    # one half; the novelty steps towards the walks that reach the far end.
+    # one half; the novelty steps towards the walks that reach the far end once the wait is over.
     p_right = {}
+    wait = BLIND_PATIENCE_EPISODES // 16
     for novelty in (False, True):
         agent = OrderGradPPO("MlpPolicy", DummyVecEnv([ChainEnv]), objective="cvar0.25", n_episodes=16, seed=0,
                              novelty_when_blind=novelty, value_baseline=False)  # fmt: skip
-        agent.learn(6 * 160)
+        agent.learn((wait + 6) * 160)
         with th.no_grad():
             probs = agent.policy.get_distribution(th.linspace(0, 1, 11).reshape(-1, 1)).distribution.probs
         p_right[novelty] = float(probs[:, 1].mean())

@@ -40,7 +40,8 @@ with every other default), ``og-cvar-n16`` and ``og-cvar-n64-sched`` (the usage 
 update, its schedule default kept), ``og-cvar-n16-drift`` (the
 same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``),
 ``og-cvar-novelty`` (the usage line with ``novelty_when_blind=True``, its default since 2026-12-02: the usage line's
-runs on Acrobot-v1 stored before are labelled ``no-novelty``) and
+runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovelty`` (the usage line with
+``novelty_when_blind=False``: the same as those, rerun) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
 ``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
@@ -415,6 +416,11 @@ METHODS: dict[str, Method] = {
     "og-cvar-novelty": Method(
         "usage line, novelty when blind", "ordergrad_ppo", {**CVAR, "novelty_when_blind": True}, "darkorchid"
     ),
+    # The usage line before that default (novelty_when_blind=False): reruns of the runs labelled no-novelty, scored on
+    # today's evaluation seeds, for a paired comparison with the usage line.
+    "og-cvar-nonovelty": Method(
+        "usage line, no novelty when blind", "ordergrad_ppo", {**CVAR, "novelty_when_blind": False}, "plum"
+    ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
     "og-cvar-n128": Method(
@@ -736,6 +742,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     from stable_baselines3.common.callbacks import BaseCallback
 
     from ordergrad_rl.agents.common.hparams import hparam_value
+    from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES
 
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
@@ -798,6 +805,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "novelty_when_blind"):  # OrderGradPPO's remedy for a rollout blind to success (its default
         # since 2026-12-02)
         result["novelty_when_blind"] = bool(model.novelty_when_blind)
+        if model.novelty_when_blind:  # after this many tied episodes (since 2026-12-03)
+            result["blind_patience"] = BLIND_PATIENCE_EPISODES
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
@@ -1209,6 +1218,18 @@ def unnoveled_before_default(run: dict) -> bool:
     return stored_without and novelty_by_default(run["method"], run["task"])
 
 
+def novelty_at_once(run: dict) -> bool:
+    """Whether a run on a task of :data:`BLIND_TASKS` took ``novelty_when_blind`` from the first blind rollout: stored
+    before the novelty waited for :data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES` tied episodes
+    (2026-12-03; runs record the wait since). Runs that did not record the flag took it if their method sets it."""
+    if run["task"] not in BLIND_TASKS or "blind_patience" in run:
+        return False
+    took = run.get("novelty_when_blind")
+    if took is None and run["method"] in METHODS:
+        took = METHODS[run["method"]].kwargs_for(run["task"]).get("novelty_when_blind")
+    return bool(took)
+
+
 @functools.cache
 def novelty_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with ``novelty_when_blind`` on the task without setting it: an episodic
@@ -1244,6 +1265,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_ent": unbonused_before_default,
     "sampler_at_target": sampler_at_target,
     "no_novelty": unnoveled_before_default,
+    "novelty_at_once": novelty_at_once,
 }
 
 

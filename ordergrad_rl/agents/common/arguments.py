@@ -305,19 +305,20 @@ def default_novelty_when_blind(objective: Objective | ChannelObjective, drift_wh
     ``drift_when_blind`` takes such rollouts. A rollout blind to success ranks nothing, so the tail's estimate
     gives no direction; the mean's reward-to-go still has one and keeps it.
 
-    Measured (``reproduce benchmarks``, Acrobot-v1, 100k steps, 10 seeds, worst-20% mean of 100 evaluation returns,
-    greedy / sampled, ``og-cvar-novelty`` against the usage line on the same seeds): -116.8 [-132.5, -103.3] /
-    -164.0 [-187.3, -145.8] against -148.6 / -212.4 (SB3 PPO -104.1 / -116.6). Seed 3, whose 192 uniform episodes
-    never swung up, ends at -96.5 / -155.8 against -500; seeds 0-2 had no blind rollout and train bit for bit as
-    before; on seeds 4-9 it acts only until the first success (greedy lower in 5 of 6, by 14.1 on average; sampled
-    higher by 23.2 on average). At 300k steps it costs greedy tail: -117.9 [-126.0, -110.6] / -141.7 [-156.2,
-    -130.4] against -104.7 / -138.4 (SB3 PPO -110.8 / -108.9; the runs before were scored on overlapping evaluation
-    seeds), seeds 3-9, where it acted, lower greedy in 6 of 7 by 18.5 on average. It is the default for the 100k
-    gain and because a task whose every episode ties until a success otherwise may never leave the uniform policy:
-    outside the suite, MountainCar-v0 at 100k steps (seeds 0-2, ``scripts/outside_probe.py``) reached the flag in
-    every greedy episode of two seeds (worst-20% mean -161.2 and -181.2; mean return -144.9, -141.3, -184.9) against
-    -200 in every episode without it and for SB3 PPO. No rollout of the suite's other tasks is blind (their first
-    rollout's returns already differ), so they train as before.
+    Measured (``reproduce benchmarks``, Acrobot-v1, seeds 0-9, worst-20% mean of 100 evaluation returns, greedy /
+    sampled; SB3 PPO -104.1 / -116.6 at 100k steps, -110.8 / -108.9 at 300k): at 100k -111.1 / -190.9 against
+    -148.6 / -212.4 without it, at 300k -112.7 / -134.7 against -106.9 / -134.3 (seeds 3-9 rerun without it on the
+    same evaluation envs, ``og-cvar-nonovelty``). Seed 3, whose 192 uniform episodes never swung up, ends at
+    -124.5 / -285.0 at 100k against -500; it is the only seed of the ten that waits out
+    :data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES` (the others swing up by chance after 1-3 blind
+    rollouts of 32 episodes and train bit for bit as without it). From the first blind rollout (the default of
+    2026-12-02) it acted on seeds 3-9: -116.8 / -164.0 at 100k, -117.9 / -141.7 at 300k (greedy lower on 5 of
+    seeds 3-9, by 15.8 on average over the seven). It is the default because a task whose every episode ties until
+    a success otherwise may never leave the uniform policy: outside the suite, MountainCar-v0 at 100k steps (seeds 0-2,
+    ``scripts/outside_probe.py``) reached the flag in every greedy episode of two seeds (worst-20% mean -145.7 and
+    -156.1; mean return -140.8, -151.9, -178.5) against -200 in every episode without it and for SB3 PPO. No
+    rollout of the suite's other tasks is blind (their first rollout's returns already differ), so they train as
+    before.
     """
     return objective.k != 1 and not drift_when_blind
 

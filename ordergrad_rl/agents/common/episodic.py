@@ -51,7 +51,7 @@ from ordergrad_rl.agents.common.checks import check_finite_step
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
-from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
+from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.risk_schedules import (
@@ -801,8 +801,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
           uniform policy a run starts from dithers (Acrobot-v1 swings up in 2% of its episodes, a random policy
           linear in the observation at about the same entropy in 27%); on one seed that never swung up in 100k
           steps, held blind by a wrapper, the sampled policy swung up in 48% of episodes after one such rollout and
-          96% after two, at entropy 1.07 of 1.10 (0-6% after each of four rollouts without it). ``train/blind_novelty``
-          logs 1 on such a rollout, else 0.
+          96% after two, at entropy 1.07 of 1.10 (0-6% after each of four rollouts without it). Chance first: the
+          rollouts stay as they are until :data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES` blind
+          episodes have been trained (a count saved with the model, so a resumed run waits as an uninterrupted one
+          would). ``train/blind_novelty`` logs 1 on a rollout it acts on, else 0.
         - ``drift_when_blind``: random weights, standard normal, a random step in policy space, zero in expectation
           like the estimate it replaces. It measured worse on Acrobot-v1 (OrderGradPPO's ``drift_when_blind``):
           steps of random directions move the policy little (entropy 1.099 -> 1.02 over 13 blind rollouts on one
@@ -810,14 +812,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
           uninterrupted one would. ``train/blind_drift`` logs 1 on such a rollout, else 0.
 
         Where every episode is as novel as the others (observations constant over the rollout) the novelty ranks
-        nothing either, and the rollout keeps the advantages it had. Either is a function of the rollout (and the
-        seed), so save/load and resume need no state.
+        nothing either, and the rollout keeps the advantages it had. Either weight is a function of the rollout (and
+        the seed).
         """
         novelty = getattr(self, "novelty_when_blind", False)  # absent from saves before it
         drift = getattr(self, "drift_when_blind", False)
         if not (novelty or drift):
             return
         blind = getattr(self, "_rollout_blind", False)
+        if blind and novelty:  # chance first: the blind episodes trained before this rollout (absent from older saves)
+            waited = getattr(self, "_blind_episodes", 0)
+            self._blind_episodes = waited + self.n_episodes
+            blind = waited >= BLIND_PATIENCE_EPISODES
         self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(blind))  # type: ignore
         if not blind:
             return

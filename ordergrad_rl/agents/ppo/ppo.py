@@ -215,13 +215,16 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         episodes' novelty as their weights, standardized: how far each episode's states went from the rollout's
         average state (:mod:`~ordergrad_rl.agents.common.novelty`; count-based on one-hot observations), a step
         towards the behaviours that reach new states until one of them ends differently (:meth:`_explore_if_blind`;
-        ``train/blind_novelty`` logs 1 on such a rollout). It acts on no rollout of the suite's small tasks,
-        CartPole-v1 or LunarLander-v3. Default ``None``: on for a ranked objective unless ``drift_when_blind``
+        ``train/blind_novelty`` logs 1 on a rollout it acts on). Chance first: it acts once
+        :data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES` (96) tied episodes have been trained
+        without a success (since 2026-12-03; the count is saved, so a resumed run waits as an uninterrupted one). It
+        acts on no rollout of the suite's small tasks, CartPole-v1 or LunarLander-v3. Default ``None``: on for a
+        ranked objective unless ``drift_when_blind``
         (:func:`~ordergrad_rl.agents.common.arguments.default_novelty_when_blind`, with the measurement: Acrobot-v1
-        at 100k steps from -148.6 / -212.4 to -116.8 / -164.0, worst-20% mean greedy / sampled over 10 seeds, the
-        seed that never swung up at -96.5 instead of -500; at 300k greedy lower, -117.9 / -141.7 against -104.7 /
-        -138.4; MountainCar-v0, outside the suite, from -200 in every episode to the flag in two of three seeds). A
-        save from before it loads without it.
+        at 100k steps from -148.6 / -212.4 to -111.1 / -190.9, worst-20% mean greedy / sampled over 10 seeds, the
+        seed that never swung up at -124.5 instead of -500, the other nine bit for bit as without it; at 300k
+        -112.7 / -134.7 against -106.9 / -134.3; MountainCar-v0, outside the suite, from -200 in every episode to the
+        flag in two of three seeds). A save from before it loads without it.
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a
