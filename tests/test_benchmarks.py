@@ -613,6 +613,36 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     assert now("ppo", "lava") is None
 
 
+def test_from_json_keeps_the_tasks_and_methods_asked_for_and_current_keeps_the_defaults_now(tmp_path, capsys):
+    """The README's table: ``--methods`` picks and orders the pooled rows, ``--current`` drops rows of runs stored
+    before a default changed (a label beside the method's name)."""
+    run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
+    run.update(untie_at_var=True, normalize_advantage="running", value_baseline="history", noise_sampler=True)
+    run.update(n_episodes=128, greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5})
+    run["curve"] = [[300_000, -2.0]]
+    runs = [run, {**run, "seed": 1, "noise_sampler": False}, {**run, "method": "ppo", "n_episodes": None}]
+    runs.append({**run, "task": "lava", "method": "ppo", "n_episodes": None, "greedy": {"cvar": -4.4, "mean": 1.0}})
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": runs}))
+
+    def table(*options: str) -> list[str]:
+        assert main(["reproduce", "benchmarks", "--from-json", str(path), *options, "--out", str(tmp_path)]) == 0
+        lines = capsys.readouterr().out.split("\n")
+        return [" ".join(line.split()) for line in lines if line.startswith("|") and "---" not in line][1:]
+
+    everything = table()
+    assert len(everything) == 4 and any("og-cvar no-sampler | 1 |" in line for line in everything)
+    picked = table("--methods", "ppo", "og-cvar", "--current")
+    assert [line.split(" | ")[:3] for line in picked] == [  # TASKS' order, then the order asked for
+        ["| lava", "ppo", "1"],
+        ["| maze", "ppo", "1"],
+        ["| maze", "og-cvar", "1"],
+    ]
+    assert [line.split(" | ")[:2] for line in table("--tasks", "lava")] == [["| lava", "ppo"]]
+    assert main(["reproduce", "benchmarks", "--from-json", str(path), "--methods", "cesor"]) == 2
+    assert "unknown method 'cesor'" in capsys.readouterr().err
+
+
 def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys, monkeypatch):
     """A protocol cut short keeps its finished runs in ``--json``; ``--resume`` runs only the others."""
     calls: list[int] = []

@@ -355,8 +355,8 @@ def mixture(laws: list, weights: list[float]):
 
 
 def test_shortcut_nav_cvar_has_local_optima_between_the_paths() -> None:
-    """Why CVaR_0.2 gradients stop short on v1 (the README's navigation runs): between the policy that stops at the
-    wall beside the gap, the shortcut and the detour, CVaR_0.2 falls before it rises, exactly. Moving a share
+    """Why CVaR_0.2 gradients stop short on v1 (docs/benchmarks.md's navigation runs): between the policy that stops
+    at the wall beside the gap, the shortcut and the detour, CVaR_0.2 falls before it rises, exactly. Moving a share
     ``e`` of episodes from the wall to the shortcut adds crashes below the wall's time-out to the tail (the
     successes stay above the value at risk) until e > 0.8 (-43.0 to -44.5 at e = 0.8, then up to -4.62 at 1); from
     the shortcut to the detour it replaces successes (14) in the tail by the detour's 7 while the crashes stay

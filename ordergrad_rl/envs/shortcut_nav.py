@@ -201,7 +201,8 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
       table hold there too, but that route is a local optimum the table does not show: the usage line without a level
       schedule ended on it in seed 2 (``reproduce benchmarks``, 300k steps: 34 steps, -4.0). The navigation figures
       in the agents' docstrings are v1 runs (``docs/measurements/nav_v1.json``) but where they say v2; the usage
-      line and SB3's PPO end where they did on v1, GCVaR-level's seed 0 on the shortcut instead of at the wall (README).
+      line and SB3's PPO end where they did on v1, GCVaR-level's seed 0 on the shortcut instead of at the wall
+      (docs/benchmarks.md).
     * v1: ``progress_reward=10`` (the shaping above); the dynamics, the time limit and the table are v0's.
     * v0: Initial version (``progress_reward=0``).
     """

@@ -824,16 +824,22 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
 
 
 # ---------------------------------------------------------------------------------------------------- the grid
-def _check(config: Config) -> None:
-    """Refuse unknown names and missing extras before any work."""
-    for name in config.tasks:
+def _check_names(tasks: Sequence[str], methods: Sequence[str]) -> None:
+    """Refuse unknown task and method names."""
+    for name in tasks:
         if name not in TASKS:
             raise CommandError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
-        if TASKS[name].extra is not None:
-            require_extra(TASKS[name].extra, ("Box2D", "pygame"), f"reproduce benchmarks --tasks {name}")
-    for name in config.methods:
+    for name in methods:
         if name not in METHODS:
             raise CommandError(f"unknown method {name!r}; methods: {', '.join(METHODS)}")
+
+
+def _check(config: Config) -> None:
+    """Refuse unknown names and missing extras before any work."""
+    _check_names(config.tasks, config.methods)
+    for name in config.tasks:
+        if TASKS[name].extra is not None:
+            require_extra(TASKS[name].extra, ("Box2D", "pygame"), f"reproduce benchmarks --tasks {name}")
 
 
 def runs_of(config: Config) -> list[tuple[str, str, int, int]]:
@@ -1318,7 +1324,7 @@ def _cell(triple: tuple[float, float, float]) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    """The README table: one row per (task, method)."""
+    """The benchmark table (the README's, docs/benchmarks.md's): one row per (task, method)."""
     lines = []
     for row in rows:
         task = TASKS[row["task"]]
@@ -1352,12 +1358,20 @@ def format_table(rows: list[dict]) -> str:
     return markdown_table(headers, lines)
 
 
+#: Panels per line of the figure (one per task): the suite's seven tasks fit two lines of a page.
+FIGURE_COLUMNS = 4
+
+
 def plot(rows: list[dict], path: Path) -> Path:
     """Greedy CVaR_0.2 per task and method (mean and 95% interval), the optimum as a dashed line."""
     plt = pyplot()
     tasks = list(dict.fromkeys(row["task"] for row in rows))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 4), squeeze=False)
-    for ax, task_name in zip(axes[0], tasks, strict=True):
+    columns = min(len(tasks), FIGURE_COLUMNS)
+    lines = -(-len(tasks) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.2 * columns, 4.6 * lines), squeeze=False)
+    for ax in axes.flat[len(tasks) :]:
+        ax.set_visible(False)
+    for ax, task_name in zip(axes.flat, tasks, strict=False):
         task_rows = [row for row in rows if row["task"] == task_name]
         for x, row in enumerate(task_rows):
             mean, low, high = row["greedy"]
@@ -1386,16 +1400,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tasks",
         nargs="+",
-        default=list(default.tasks),
+        default=None,
         metavar="TASK",
-        help=f"tasks (default: %(default)s; all: {', '.join(TASKS)})",
+        help=f"tasks (default: {' '.join(default.tasks)}; all: {', '.join(TASKS)}); with --from-json: only these "
+        "tasks' runs (default: every task's)",
     )
     parser.add_argument(
         "--methods",
         nargs="+",
-        default=list(default.methods),
+        default=None,
         metavar="METHOD",
-        help=f"methods (default: %(default)s; all: {', '.join(METHODS)})",
+        help=f"methods (default: {' '.join(default.methods)}; all: {', '.join(METHODS)}); with --from-json: only "
+        "these methods' runs, in this order (default: every method's, in the files' order)",
+    )
+    parser.add_argument(
+        "--current",
+        action="store_true",
+        help="only the rows at each method's defaults of this release: no row of runs stored before a default "
+        "changed (those the table labels N=<n>, greedy-MC, no-sched, ...)",
     )
     parser.add_argument(
         "--seeds",
@@ -1491,14 +1513,21 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and (args.json is None or args.from_json is not None):
         raise CommandError("--resume continues the runs of a --json file: give --json PATH (and no --from-json)")
     if args.from_json is not None:
-        results = read_runs(args.from_json)
+        _check_names(args.tasks or (), args.methods or ())
+        results = [
+            run
+            for run in read_runs(args.from_json)
+            if (args.tasks is None or run["task"] in args.tasks)
+            and (args.methods is None or run["method"] in args.methods)
+        ]
     else:
         if args.quick:
             config = dataclasses.replace(Config.quick(), workers=args.workers, address=args.address)
         else:
+            default = Config()
             config = Config(
-                tuple(args.tasks),
-                tuple(args.methods),
+                tuple(args.tasks or default.tasks),
+                tuple(args.methods or default.methods),
                 args.seeds,
                 args.timesteps,
                 args.checkpoints,
@@ -1521,6 +1550,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(new)} runs in {time.perf_counter() - start:.0f} s{kept}\n")
         results = earlier + new
     rows = summarize(results)
+    if args.current:
+        rows = [row for row in rows if method_label(row) == row["method"]]
+    if args.from_json is not None and args.methods is not None:  # the order asked for, per task and budget
+        rows.sort(key=lambda row: (list(TASKS).index(row["task"]), args.methods.index(row["method"]), row["timesteps"]))
     print(format_table(rows))
     figure = plot(rows, args.out / "benchmarks.png")
     print(f"\nfigure: {figure}")

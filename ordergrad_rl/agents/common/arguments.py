@@ -342,7 +342,7 @@ def default_normalize_advantage(
     bandit 10 of 10 either way; the portfolio's usage line (200k steps, seeds 0-9) 96.6% -> 97.1% profitable. Not
     on long episodes (100k steps): LunarLander-v3 ended lower (seeds 0-3, sampled worst-20% mean -23.2 -> -78.4),
     Acrobot-v1 even (seeds 0-4), CartPole-v1 higher only in its sampled tail (5 seeds, 483.8 -> 495.7; greedy 500.0
-    -> 499.6). The README's benchmark notes ("A rare costly event and each rollout's std") give the rest.
+    -> 499.6). The benchmark record (docs/benchmarks.md, "A rare costly event and each rollout's std") gives the rest.
     """
     ranked = isinstance(objective, Objective) and objective.k != 1 and gcvar_alpha is None
     return RUNNING if ranked and group_size is None and not long else True

@@ -925,8 +925,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         Why the share: where 31 of 32 episodes reach the limit, the tail's gradient comes from one episode and the
         full bonus, on every step of all 32, still holds the solved policy stochastic (CartPole-v1 at 300k steps:
         entropy 0.55 nats of a uniform policy's 0.69, sampled worst-20% mean 466.4 against SB3 PPO's 500). See
-        :func:`~ordergrad_rl.agents.common.risk_schedules.share_tied_at_best` and ``reproduce benchmarks`` (README,
-        "The entropy bonus on rollouts partly tied at the best").
+        :func:`~ordergrad_rl.agents.common.risk_schedules.share_tied_at_best` and ``reproduce benchmarks``
+        (docs/benchmarks.md, "The entropy bonus on rollouts partly tied at the best").
         """
         coef = self.ent_coef
         coef = float(coef(self._current_progress_remaining) if callable(coef) else coef)

@@ -204,8 +204,8 @@ def default_risk_schedule(
     that rule CartPole at 300k broke (481.0 / 394.9), a solved policy kept stochastic until a late chance failure's
     full-size update. Short episodes keep
     none on categorical actions: the mean phase commits the guarded maze and the heavy-tail bandit to their
-    mean-optimal policies, local maxima of CVaR_0.2 (the README's exact slopes), while without a schedule the usage
-    line reaches their CVaR optima. Continuous actions with a time limit take it on short episodes too (since
+    mean-optimal policies, local maxima of CVaR_0.2 (the exact slopes in docs/benchmarks.md), while without a schedule
+    the usage line reaches their CVaR optima. Continuous actions with a time limit take it on short episodes too (since
     2026-12-02): from scratch a Gaussian policy's tail of time-outs learns to stop short of the hazard and never
     samples a success, where the mean phase reaches the goal. On the point navigation (50 steps, 300k steps, seeds
     0-9, greedy CVaR_0.2 exact, ``reproduce benchmarks``) the usage line went from the wall beside the risky gap in

@@ -116,7 +116,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         rollout) ``True`` ends on the risky action, ``"running"`` and ``False`` on the safe one
         (tests/test_noise_sampler.py). ``"running"`` on the guarded maze (10 seeds, ``reproduce benchmarks``):
         9 of 10 seeds at the CVaR optimum, greedy CVaR_0.2 -2.39 [-2.57, -2.25], against ``True``'s 7 of 10,
-        -3.45 [-4.61, -2.61] (README). A save keeps the scale it was trained with.
+        -3.45 [-4.61, -2.61] (docs/benchmarks.md). A save keeps the scale it was trained with.
     :param reward_to_go: episodic mode, mean objective: credit each step with the rewards from it on, minus the
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
@@ -148,8 +148,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         -10.8 and -16.4 towards the CVaR optimum), so a schedule that reaches it in its mean phase stays there; only on
         the lava grid is the slope positive (+5.0). ``"level"`` on long episodes alone, first measured before
         ``entropy_by_untied_share``: CartPole-v1 at 300k broke (10 seeds, 499.4 / 466.4 -> 481.0 / 394.9: solved in the
-        mean phase, it trained on tied rollouts until a late chance failure's update broke it, README); with that rule
-        it is the long-episode default.
+        mean phase, it trained on tied rollouts until a late chance failure's update broke it, docs/benchmarks.md);
+        with that rule it is the long-episode default.
     :param untie_tail: episodic mode: when time-outs (episodes truncated, not terminated) tied at a rollout's lowest
         return fill a lower-tail objective's tail, train that rollout at the level that reaches past the tie,
         ``l' = f + l`` for a share ``f >= l`` of tied time-outs (the mean if ``l' >= 1``;
@@ -167,7 +167,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         Measured (``reproduce benchmarks``, 10 seeds, against the
         rule at the minimum only, the same seeds): the guarded maze 4 -> 7 of 10 seeds at its CVaR optimum (every
         seed reaches it during training, against 7; the three that end off it flip late, which a learning rate
-        decayed to 0 does not cure: README),
+        decayed to 0 does not cure: docs/benchmarks.md),
         lava 10 of 10 bit for bit as before (the rule never fired there); the bandit, CartPole-v1, Acrobot-v1,
         LunarLander-v3, the portfolio and the point navigation never have such a tie (one step; a time limit at the
         best or the lowest return; returns that never tie; the navigation's seed 0, rerun, was bit for bit the
@@ -302,7 +302,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         against 112,500 and 90,000 against 135,000), but its sampled tails are lower (lava 0.584 against 0.880,
         lower in 8 of 10 seeds: later in training lava's advantages' scale exceeds 0.33, so the relative bonus is
         the larger there; the maze -2.929 against -2.680), and on Acrobot-v1 at 100k steps its greedy tail is lower
-        (-170.0 against -148.6, worst-20% mean of 100 returns; README, "Why no single coefficient served both").
+        (-170.0 against -148.6, worst-20% mean of 100 returns; docs/benchmarks.md, "Why no single coefficient served
+        both").
     :param entropy_when_tied: episodic mode: keep the entropy bonus on a rollout whose returns all tie at the best
         return seen in training, some earlier episode having done worse (every episode at the time limit of a solved
         task: every weight is zero, nothing is ranked). Default ``False``: such a rollout is updated without the bonus
@@ -320,7 +321,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         then comes from the one failure while a full bonus on every step held the solved policy stochastic.
         Measured (``reproduce benchmarks``, against the usage line before it, the same seeds): CartPole-v1 at 300k
         steps (10 seeds) sampled worst-20% mean 466.4 -> 496.2 (9 seeds at 500), greedy 499.4 -> 498.1; the rest in
-        the README ("The entropy bonus on rollouts partly tied at the best"). A save from before it resumes without.
+        docs/benchmarks.md ("The entropy bonus on rollouts partly tied at the best"). A save from before it resumes
+        without.
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
