@@ -819,13 +819,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         drift = getattr(self, "drift_when_blind", False)
         if not (novelty or drift):
             return
-        blind = getattr(self, "_rollout_blind", False)
-        if blind and novelty:  # chance first: the blind episodes trained before this rollout (absent from older saves)
+        acts = getattr(self, "_rollout_blind", False)
+        if acts and novelty:  # chance first: the blind episodes trained before this rollout (absent from older saves)
             waited = getattr(self, "_blind_episodes", 0)
             self._blind_episodes = waited + self.n_episodes
-            blind = waited >= BLIND_PATIENCE_EPISODES
-        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(blind))  # type: ignore
-        if not blind:
+            acts = waited >= BLIND_PATIENCE_EPISODES
+        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))  # type: ignore
+        if not acts:
             return
         buffer = self.rollout_buffer
         if novelty:
