@@ -1,0 +1,113 @@
+"""A probe of directed exploration on the point navigation: novelty weights for a first phase of training.
+
+    python scripts/probe_nav_novelty_phase.py [--seeds 0 1 ...] [--fraction 0.3] [--timesteps 300000]
+                                              [--json out.json] [--quick]
+
+The usage line without its risk schedule (``reproduce benchmarks``' ``og-cvar-nosched``) on ``RiskyShortcutNav-v2``,
+except that for the first ``--fraction`` of training each rollout trains on its episodes' novelty weights
+(:func:`~ordergrad_rl.agents.common.novelty.episode_novelty`, standardized: how far an episode's states went from the
+rollout's average state) instead of its CVaR_0.2 advantages. Without the schedule 4 of 10 seeds stop at the wall
+beside the risky gap, where a move into the wall is cancelled and the time-outs' shaped returns punish climbing
+towards the safe detour; the novelty phase asks whether steering towards new states frees them. Not a library
+option: a probe whose runs are in ``docs/measurements/nav_v2_novelty_phase_probe.json`` (docs/benchmarks.md).
+
+Scored as ``reproduce benchmarks`` scores the navigation: the greedy policy exactly
+(:func:`~ordergrad_rl.experiments.benchmarks.deterministic_score`, with a curve every 15k steps), the stochastic
+one on 100 evaluation episodes (:func:`~ordergrad_rl.experiments.benchmarks.sampled_score`). ``--quick`` (CI): 2,000
+steps, 20 episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
+from ordergrad_rl.experiments import benchmarks as bench
+
+ENV_ID = "RiskyShortcutNav-v2"
+#: The usage line without its schedule, as ``reproduce benchmarks`` builds it.
+METHOD = "og-cvar-nosched"
+#: Env steps between two exact greedy scores of the curve (a tenth of a shorter run).
+CURVE_EVERY = 15_000
+
+
+def novelty_phase(model: Any, fraction: float, total: int) -> None:
+    """Make ``model`` (an episodic OrderGrad agent) train on its rollouts' novelty weights until ``fraction`` of
+    ``total`` env steps, and on its own advantages after."""
+    own = model._explore_if_blind  # called once a rollout's advantages are in the buffer, before training
+
+    def explore() -> None:
+        own()
+        if model.num_timesteps >= fraction * total:
+            return
+        buffer = model.rollout_buffer
+        scores = episode_novelty(buffer.observations, model.observation_space, buffer.episode_index, model.n_episodes)
+        buffer.advantages = novelty_weights(scores)[buffer.episode_index].astype(np.float32)
+
+    model._explore_if_blind = explore
+
+
+def run(seed: int, fraction: float, timesteps: int, episodes: int) -> dict:
+    """Train and score one seed."""
+    th.set_num_threads(1)
+    model = bench.build_model(bench.METHODS[METHOD], "nav", seed)
+    novelty_phase(model, fraction, timesteps)
+    env = gym.make(ENV_ID).unwrapped
+    curve: list[tuple[int, float]] = []
+    every = min(CURVE_EVERY, max(1, timesteps // 10))
+
+    class Curve(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps // every > len(curve):
+                curve.append((self.num_timesteps, bench.deterministic_score(self.model, env)[0]))
+            return True
+
+    start = time.perf_counter()
+    model.learn(timesteps, callback=Curve())
+    greedy = bench.deterministic_score(model, env)
+    sampled = bench.sampled_score(model, ENV_ID, episodes, seed, deterministic=False)
+    return {
+        "seed": seed,
+        "fraction": fraction,
+        "method": METHOD,
+        "timesteps": model.num_timesteps,
+        "seconds": time.perf_counter() - start,
+        "greedy": {"cvar": greedy[0], "mean": greedy[1]},
+        "stochastic": {"cvar": sampled[0], "mean": sampled[1]},
+        "eval_seed": bench.eval_seed(seed),
+        "curve": curve,
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--fraction", type=float, default=0.3, help="the novelty phase's share of training")
+    parser.add_argument("--timesteps", type=int, default=300_000)
+    parser.add_argument("--json", type=Path, default=None, help="write the runs here (rewritten after each)")
+    parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
+    args = parser.parse_args(argv)
+    if not 0.0 <= args.fraction <= 1.0:
+        parser.error(f"--fraction must be in [0, 1], got {args.fraction}")
+    timesteps, episodes = (2_000, 20) if args.quick else (args.timesteps, 100)
+    runs = []
+    for seed in args.seeds:
+        runs.append(run(seed, args.fraction, timesteps, episodes))
+        greedy, sampled = runs[-1]["greedy"]["cvar"], runs[-1]["stochastic"]["cvar"]
+        print(f"seed {seed}: greedy CVaR_0.2 {greedy:.2f}, sampled {sampled:.2f} ({runs[-1]['seconds']:.0f} s)")
+        if args.json is not None:
+            args.json.write_text(json.dumps({"runs": runs}, indent=1))
+    return runs
+
+
+if __name__ == "__main__":
+    main()
