@@ -641,6 +641,8 @@ def test_from_json_keeps_the_tasks_and_methods_asked_for_and_current_keeps_the_d
     assert [line.split(" | ")[:2] for line in table("--tasks", "lava")] == [["| lava", "ppo"]]
     assert main(["reproduce", "benchmarks", "--from-json", str(path), "--methods", "cesor"]) == 2
     assert "unknown method 'cesor'" in capsys.readouterr().err
+    assert main(["reproduce", "benchmarks", "--from-json", str(path), "--tasks", "bandit", "--out", str(tmp_path)]) == 2
+    assert "no runs to tabulate" in capsys.readouterr().err
 
 
 def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys, monkeypatch):

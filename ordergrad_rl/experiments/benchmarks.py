@@ -1554,6 +1554,8 @@ def run(args: argparse.Namespace) -> int:
         rows = [row for row in rows if method_label(row) == row["method"]]
     if args.from_json is not None and args.methods is not None:  # the order asked for, per task and budget
         rows.sort(key=lambda row: (list(TASKS).index(row["task"]), args.methods.index(row["method"]), row["timesteps"]))
+    if not rows:
+        raise CommandError("no runs to tabulate: --tasks, --methods and --current left none of the --from-json runs")
     print(format_table(rows))
     figure = plot(rows, args.out / "benchmarks.png")
     print(f"\nfigure: {figure}")
