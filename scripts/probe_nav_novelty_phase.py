@@ -6,10 +6,12 @@
 The usage line without its risk schedule (``reproduce benchmarks``' ``og-cvar-nosched``) on ``RiskyShortcutNav-v2``,
 except that for the first ``--fraction`` of training each rollout trains on its episodes' novelty weights
 (:func:`~ordergrad_rl.agents.common.novelty.episode_novelty`, standardized: how far an episode's states went from the
-rollout's average state) instead of its CVaR_0.2 advantages. Without the schedule 4 of 10 seeds stop at the wall
-beside the risky gap, where a move into the wall is cancelled and the time-outs' shaped returns punish climbing
-towards the safe detour; the novelty phase asks whether steering towards new states frees them. Not a library
-option: a probe whose runs are in ``docs/measurements/nav_v2_novelty_phase_probe.json`` (docs/benchmarks.md).
+rollout's average state) instead of its CVaR_0.2 advantages: OrderGradPPO's ``novelty_phase=<fraction>`` (the probe's
+first version patched the agent to the same effect, bit for bit: ``tests/test_novelty_phase.py``). Without the schedule
+4 of 10 seeds stop at the wall beside the risky gap, where a move into the wall is cancelled and the time-outs' shaped
+returns punish climbing towards the safe detour; the novelty phase asks whether steering towards new states frees them.
+Not a library default: a probe whose runs are in ``docs/measurements/nav_v2_novelty_phase_probe.json``
+(docs/benchmarks.md).
 
 Scored as ``reproduce benchmarks`` scores the navigation: the greedy policy exactly
 (:func:`~ordergrad_rl.experiments.benchmarks.deterministic_score`, with a curve every 15k steps), the stochastic
@@ -20,17 +22,16 @@ steps, 20 episodes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
 from ordergrad_rl.experiments import benchmarks as bench
 
 ENV_ID = "RiskyShortcutNav-v2"
@@ -40,27 +41,18 @@ METHOD = "og-cvar-nosched"
 CURVE_EVERY = 15_000
 
 
-def novelty_phase(model: Any, fraction: float, total: int) -> None:
-    """Make ``model`` (an episodic OrderGrad agent) train on its rollouts' novelty weights until ``fraction`` of
-    ``total`` env steps, and on its own advantages after."""
-    own = model._explore_if_blind  # called once a rollout's advantages are in the buffer, before training
-
-    def explore() -> None:
-        own()
-        if model.num_timesteps >= fraction * total:
-            return
-        buffer = model.rollout_buffer
-        scores = episode_novelty(buffer.observations, model.observation_space, buffer.episode_index, model.n_episodes)
-        buffer.advantages = novelty_weights(scores)[buffer.episode_index].astype(np.float32)
-
-    model._explore_if_blind = explore
+def build(seed: int, fraction: float) -> Any:
+    """The no-schedule usage line on the navigation with ``novelty_phase=fraction``."""
+    method = bench.METHODS[METHOD]
+    return bench.build_model(
+        dataclasses.replace(method, kwargs={**method.kwargs, "novelty_phase": fraction}), "nav", seed
+    )
 
 
 def run(seed: int, fraction: float, timesteps: int, episodes: int) -> dict:
     """Train and score one seed."""
     th.set_num_threads(1)
-    model = bench.build_model(bench.METHODS[METHOD], "nav", seed)
-    novelty_phase(model, fraction, timesteps)
+    model = build(seed, fraction)
     env = gym.make(ENV_ID).unwrapped
     curve: list[tuple[int, float]] = []
     every = min(CURVE_EVERY, max(1, timesteps // 10))

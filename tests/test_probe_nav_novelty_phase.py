@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from conftest import load_script as load
 
 
-def test_the_phase_trains_on_novelty_weights_then_on_the_objective():
-    script = load("probe_nav_novelty_phase")
-    from ordergrad_rl.experiments import benchmarks as bench
-
-    model = bench.build_model(bench.METHODS[script.METHOD], "nav", 0)
-    script.novelty_phase(model, 0.5, 4_000)
-    seen: list[np.ndarray] = []
-    train = model.train
-
-    def record() -> None:
-        seen.append(np.array(model.rollout_buffer.advantages))
-        train()
-
-    model.train = record
-    model.learn(4_000)
-    index = model.rollout_buffer.episode_index
-    first, last = seen[0], seen[-1]
-    per_episode = np.array([first[index == e][0] for e in range(model.n_episodes)])
-    assert np.allclose(first, per_episode[index])  # one weight per episode: the novelty's, standardized
-    assert per_episode.mean() == pytest.approx(0.0, abs=1e-5) and per_episode.std() == pytest.approx(1.0, abs=1e-4)
-    assert not np.allclose(last, np.array([last[index == e][0] for e in range(model.n_episodes)])[index])
+def test_the_probe_trains_the_no_schedule_usage_line_with_the_novelty_phase():
+    # The option itself (and that it trains what the probe's first version did) is tested in test_novelty_phase.py.
+    model = load("probe_nav_novelty_phase").build(0, 0.15)
+    assert model.novelty_phase == 0.15 and model.risk_schedule is None and str(model.objective) == "cvar0.2@16"
 
 
 def test_quick_run_writes_scored_runs(tmp_path):

@@ -41,7 +41,8 @@ update, its schedule default kept), ``og-cvar-n16-drift`` (the
 same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``drift_when_blind=True``),
 ``og-cvar-novelty`` (the usage line with ``novelty_when_blind=True``, its default since 2026-12-02: the usage line's
 runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovelty`` (the usage line with
-``novelty_when_blind=False``: the same as those, rerun) and
+``novelty_when_blind=False``: the same as those, rerun), ``og-cvar-novphase`` and ``og-cvar-nosched-novphase`` (the
+usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
 ``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
@@ -420,6 +421,18 @@ METHODS: dict[str, Method] = {
     # today's evaluation seeds, for a paired comparison with the usage line.
     "og-cvar-nonovelty": Method(
         "usage line, no novelty when blind", "ordergrad_ppo", {**CVAR, "novelty_when_blind": False}, "plum"
+    ),
+    # The usage line with a novelty phase: its rollouts train on their episodes' novelty over the first 15% of
+    # training, then on the objective (its risk schedule, where it has one, runs on through the phase) ...
+    "og-cvar-novphase": Method(
+        "usage line, novelty phase 15%", "ordergrad_ppo", {**CVAR, "novelty_phase": 0.15}, "mediumseagreen"
+    ),
+    # ... and without the schedule: the navigation's probe (scripts/probe_nav_novelty_phase.py) as an option.
+    "og-cvar-nosched-novphase": Method(
+        "usage line, no schedule, novelty phase 15%",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, "novelty_phase": 0.15},
+        "olivedrab",
     ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),

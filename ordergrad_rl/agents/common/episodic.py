@@ -72,6 +72,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
+from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.envs.noise import NOISE_INFO_KEY
@@ -216,6 +217,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "noise_follows_schedule": False,
         "relative_ent_coef": False,
         "novelty_when_blind": False,
+        "novelty_phase": 0.0,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -253,6 +255,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         drift_when_blind: bool = False,
         relative_ent_coef: bool = False,
         novelty_when_blind: bool | None = False,
+        novelty_phase: float = 0.0,
         **sb3_kwargs: Any,
     ) -> tuple[bool, int | None]:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -273,6 +276,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_explore_if_blind`).
         :param novelty_when_blind: a rollout blind to success gets its episodes' novelty as their weights
             (:meth:`_explore_if_blind`); ``None``: :func:`~.arguments.default_novelty_when_blind`.
+        :param novelty_phase: the share of training, in ``[0, 1]``, whose rollouts train on their episodes' novelty
+            instead of their advantages (:meth:`_explore_in_novelty_phase`); 0: none.
         :param relative_ent_coef: OrderGradPPO's flag (checked here with the others; the caller sets it).
         :param long_episode_defaults: the algorithm takes the long-episode defaults (the PPO family: OrderGradPPO
             and the sb3-contrib variants) on an env whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
@@ -296,6 +301,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 raise ValueError(f"{name} must be True, False or None, got {flag!r}")
         if novelty_when_blind and drift_when_blind:
             raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
+        novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         env_limit = episode_limit(env)
         long = long_episodes(parsed, env_limit if long_episode_defaults else None)
@@ -366,6 +372,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if novelty_when_blind is None:
             novelty_when_blind = default_novelty_when_blind(parsed, drift_when_blind)
         self.novelty_when_blind = novelty_when_blind
+        self.novelty_phase = novelty_phase
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
@@ -632,6 +639,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         channels.check()
         self._compute_advantages()
         self._explore_if_blind()
+        self._explore_in_novelty_phase()
         self._record_rollout_logs()
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -827,19 +835,47 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))  # type: ignore
         if not acts:
             return
-        buffer = self.rollout_buffer
         if novelty:
-            space = self.observation_space  # type: ignore[attr-defined]
-            scores = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes)
-            weights = novelty_weights(scores)
-            if not np.any(weights):  # every episode as novel as the others (constant observations): nothing to
-                return  # rank by, so the rollout keeps what it had (a per-step baseline's terms)
-        else:
-            seed = getattr(self, "seed", None)
-            rng = np.random.default_rng(None if seed is None else (seed, self.num_timesteps))
-            weights = rng.standard_normal(self.n_episodes)
-            weights = (weights - weights.mean()) / (weights.std() + 1e-8)
+            self._train_on_novelty()
+            return
+        seed = getattr(self, "seed", None)
+        rng = np.random.default_rng(None if seed is None else (seed, self.num_timesteps))
+        weights = rng.standard_normal(self.n_episodes)
+        weights = (weights - weights.mean()) / (weights.std() + 1e-8)
+        buffer = self.rollout_buffer
         buffer.advantages = weights[buffer.episode_index].astype(np.float32)
+
+    def _explore_in_novelty_phase(self) -> None:
+        """``novelty_phase``: while the env steps taken are under that share of training's total (the progress the
+        risk schedule reads, so a ``learn(..., reset_num_timesteps=False)`` goes on where the phase was), each
+        rollout trains on its episodes' standardized novelty (:meth:`_train_on_novelty`) instead of its advantages,
+        whatever they rank. ``train/novelty_phase`` logs 1 on such a rollout, else 0 (not logged without a phase).
+
+        Why: a tail objective from scratch learns from its worst episodes what to avoid, and where every early
+        episode fails (the point navigation's time-outs at the wall beside the risky gap) it can settle before any
+        episode has seen the goal. Directed exploration first (Lehman and Stanley's novelty search) spreads the
+        policy's states over the task before the objective ranks them. Measured in docs/benchmarks.md ("A novelty
+        phase on the navigation").
+        """
+        phase = getattr(self, "novelty_phase", 0.0)  # absent from saves before it
+        if not phase:
+            return
+        total = getattr(self, "_total_timesteps", 0)
+        acts = total > 0 and self.num_timesteps < phase * total
+        self.logger.record("train/novelty_phase", float(acts))  # type: ignore[attr-defined]
+        if acts:
+            self._train_on_novelty()
+
+    def _train_on_novelty(self) -> None:
+        """Replace the rollout's advantages with its episodes' standardized novelty
+        (:mod:`~ordergrad_rl.agents.common.novelty`), the same weight on every step of an episode; where every
+        episode is as novel as the others (observations constant over the rollout) nothing ranks, and the rollout
+        keeps the advantages it had (a per-step baseline's terms)."""
+        buffer = self.rollout_buffer
+        space = self.observation_space  # type: ignore[attr-defined]
+        weights = novelty_weights(episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes))
+        if np.any(weights):
+            buffer.advantages = weights[buffer.episode_index].astype(np.float32)
 
     def _update_running_scale(self, advantages: np.ndarray, episode_index: np.ndarray) -> None:
         """``normalize_advantage="running"``: add this rollout's unscaled episode weights (``[T]`` per step) to the
@@ -903,6 +939,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values["untie_tail"] = self.untie_tail
         values["entropy_when_tied"] = self.entropy_when_tied
         values["noise_sampler"] = getattr(self, "noise_sampler", False)  # on by default where the env exposes noise
+        values["novelty_phase"] = getattr(self, "novelty_phase", 0.0)
         return values
 
     def _ent_coef_in_force(self) -> float:

@@ -225,6 +225,14 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         seed that never swung up at -124.5 instead of -500, the other nine bit for bit as without it; at 300k
         -112.7 / -134.7 against -106.9 / -134.3; MountainCar-v0, outside the suite, from -200 in every episode to the
         flag in two of three seeds). A save from before it loads without it.
+    :param novelty_phase: episodic mode: the share of training, in ``[0, 1]``, whose rollouts train on their
+        episodes' standardized novelty (as ``novelty_when_blind``'s weights) instead of their advantages, whatever
+        they rank: directed exploration first, the objective after (``train/novelty_phase`` logs 1 while it acts). It
+        counts training's progress as ``risk_schedule`` does, so a resumed ``learn(..., reset_num_timesteps=False)``
+        goes on where it was, and a risk schedule runs on through it. Default 0.0 (none): measured on the point
+        navigation only so far, where 0.15 without the risk schedule took all 10 seeds to the safe detour (exact
+        greedy CVaR_0.2 -0.50 against the usage line's -3.66, docs/benchmarks.md, "A novelty phase on the
+        navigation").
     :param value_baseline: episodic mode: per-step credit for a ranked objective. The value head learns the expected
         episode weight from each state, ``V(s) ~ E[w | s]`` (trained on the weights as its returns), and each step's
         advantage is ``w_i - V(s_t)`` (at ``baseline_lambda=1``; the default 0.95 takes lambda-returns, below): a
@@ -373,6 +381,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         noise_sampler: bool | None = None,
         drift_when_blind: bool = False,
         novelty_when_blind: bool | None = None,
+        novelty_phase: float = 0.0,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = None,
@@ -408,6 +417,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, relative_ent_coef=relative_ent_coef,
             novelty_when_blind=novelty_when_blind,
+            novelty_phase=novelty_phase,
             long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,

@@ -105,6 +105,14 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         maze from the short path (-9.29, 2 of 2 at 300k steps) to the long one (7 of 10 at the optimum without the
         entropy bonus; with the default bonus all 10 on the long path, 6 within 1 of the optimum); at 256 episodes
         it stays at the time-out (-40, 2 of 2), so it came with the 32-episode default.
+    :param novelty_phase: the share of training, in ``[0, 1]``, whose rollouts train on their episodes' standardized
+        novelty (how far each episode's states went from the rollout's average state,
+        :mod:`~ordergrad_rl.agents.common.novelty`) instead of their advantages, whatever they rank: directed
+        exploration first, the objective after (``train/novelty_phase`` logs 1 while it acts). It counts training's
+        progress as ``risk_schedule`` does, so a resumed ``learn(..., reset_num_timesteps=False)`` goes on where it was,
+        and a risk schedule runs on through it. Default 0.0 (none): measured on the point navigation only so far, where
+        OrderGradPPO with 0.15 and no risk schedule took all 10 seeds to the safe detour (exact greedy CVaR_0.2 -0.50
+        against its usage line's -3.66, docs/benchmarks.md, "A novelty phase on the navigation").
     :param value_baseline: per-step credit for a ranked objective: ``"history"`` subtracts the history baseline
         ``b(s_t, t, G_<t)`` (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own small
         network fitted to each rollout's weights after they are used, saved with the model; see
@@ -173,6 +181,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         risk_schedule: RiskScheduleLike = None,
         untie_tail: bool = True,
         noise_sampler: bool | None = None,
+        novelty_phase: float = 0.0,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
         ent_coef: float | Schedule | None = None,
@@ -210,8 +219,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         _, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
-            noise_sampler=noise_sampler, learning_rate=learning_rate, gamma=gamma, gae_lambda=1.0, ent_coef=ent_coef,
-            vf_coef=0.0,
+            noise_sampler=noise_sampler, novelty_phase=novelty_phase, learning_rate=learning_rate, gamma=gamma,
+            gae_lambda=1.0, ent_coef=ent_coef, vf_coef=0.0,
             max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
             stats_window_size=stats_window_size, tensorboard_log=tensorboard_log, monitor_wrapper=monitor_wrapper,
