@@ -5,7 +5,7 @@ tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reprodu
 
     python scripts/measure_schedule_portfolio.py [--agent {ppo,reinforce}] [--seeds 8] [--first-seed 0]
         [--schedules none level] [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
-        [--normalize-advantage {true,false,running}]
+        [--normalize-advantage {true,false,running}] [--novelty-phase F]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -45,6 +45,10 @@ def main() -> None:
         help="the episode weights' scale: each rollout's std (the scale of the README's measurements with this script "
         "before the running scale became the agents' default), none, a running scale, or the agent's default",
     )  # fmt: skip
+    parser.add_argument(
+        "--novelty-phase", type=float, default=0.0,
+        help="the share of training whose rollouts train on their episodes' novelty (default: %(default)s, none)",
+    )  # fmt: skip
     args = parser.parse_args()
     normalize = {"true": True, "false": False, "default": None}.get(args.normalize_advantage, args.normalize_advantage)
     agent = {"ppo": OrderGradPPO, "reinforce": OrderGradREINFORCE}[args.agent]
@@ -56,7 +60,7 @@ def main() -> None:
                 "MlpPolicy", TRAIN_ENV, objective="cvar0.2", seed=seed * SEED_STRIDE,
                 risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
                 value_baseline={None: None, "state": True, "none": False}.get(args.value_baseline, args.value_baseline),
-                baseline_lambda=args.baseline_lambda, normalize_advantage=normalize,
+                baseline_lambda=args.baseline_lambda, normalize_advantage=normalize, novelty_phase=args.novelty_phase,
             )  # fmt: skip
             model.learn(args.timesteps)
             metrics = deployment_metrics(deploy(model, 256, seed * SEED_STRIDE + DEPLOY_OFFSET))

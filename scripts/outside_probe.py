@@ -54,7 +54,8 @@ START = 36
 #: the usage line before on CliffWalking, with whole-episode weights, and ``og-cvar-state`` the usage line before on
 #: Pendulum, with the value head's ``V(s)``; ``og-cvar-noent`` and ``og-cvar-ent005`` the usage line without its
 #: entropy bonus and with half of it (categorical actions only: continuous ones have no bonus by default);
-#: ``og-cvar-nonovelty`` the usage line before ``novelty_when_blind`` was its default (2026-12-02).
+#: ``og-cvar-nonovelty`` the usage line before ``novelty_when_blind`` was its default (2026-12-02); ``og-cvar-novphase``
+#: and ``og-cvar-nosched-novphase`` the usage line, with or without its risk schedule, with ``novelty_phase=0.15``.
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
@@ -64,6 +65,8 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-noent": {"objective": "cvar0.2", "ent_coef": 0.0},
     "og-cvar-ent005": {"objective": "cvar0.2", "ent_coef": 0.005},
     "og-cvar-nonovelty": {"objective": "cvar0.2", "novelty_when_blind": False},
+    "og-cvar-novphase": {"objective": "cvar0.2", "novelty_phase": 0.15},
+    "og-cvar-nosched-novphase": {"objective": "cvar0.2", "risk_schedule": "none", "novelty_phase": 0.15},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {

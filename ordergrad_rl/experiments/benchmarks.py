@@ -42,7 +42,8 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 ``og-cvar-novelty`` (the usage line with ``novelty_when_blind=True``, its default since 2026-12-02: the usage line's
 runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovelty`` (the usage line with
 ``novelty_when_blind=False``: the same as those, rerun), ``og-cvar-novphase`` and ``og-cvar-nosched-novphase`` (the
-usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty) and
+usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty),
+``og-reinforce-nosched-novphase`` (OrderGradREINFORCE's usage line the same way, without its schedule) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
 ``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
@@ -470,6 +471,13 @@ METHODS: dict[str, Method] = {
         "tab:green",
     ),
     "og-reinforce-cvar": Method("OrderGradREINFORCE CVaR_0.2", "ordergrad_reinforce", CVAR, "tab:brown"),
+    # OrderGradREINFORCE at its defaults with the novelty phase, without its schedule (as og-cvar-nosched-novphase).
+    "og-reinforce-nosched-novphase": Method(
+        "OrderGradREINFORCE, no schedule, novelty phase 15%",
+        "ordergrad_reinforce",
+        {**CVAR_UNSCHEDULED, "novelty_phase": 0.15},
+        "indianred",
+    ),
     # The usage lines of the sb3-contrib variants, defaults: MaskablePPO with every action valid (the suite's envs
     # mask nothing) and RecurrentPPO with its LSTM policy.
     "og-mask-cvar": Method("OrderGradMaskablePPO CVaR_0.2", "ordergrad_maskable_ppo", CVAR, "steelblue"),
