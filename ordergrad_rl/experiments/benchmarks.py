@@ -828,6 +828,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["novelty_when_blind"] = bool(model.novelty_when_blind)
         if model.novelty_when_blind:  # after this many tied episodes (since 2026-12-03)
             result["blind_patience"] = BLIND_PATIENCE_EPISODES
+    if hasattr(model, "novelty_phase"):  # the share of training on novelty (since 2026-12-03; none by default)
+        result["novelty_phase"] = float(model.novelty_phase)
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
