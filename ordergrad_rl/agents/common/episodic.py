@@ -854,8 +854,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         Why: a tail objective from scratch learns from its worst episodes what to avoid, and where every early
         episode fails (the point navigation's time-outs at the wall beside the risky gap) it can settle before any
         episode has seen the goal. Directed exploration first (Lehman and Stanley's novelty search) spreads the
-        policy's states over the task before the objective ranks them. Measured in docs/benchmarks.md ("A novelty
-        phase on the navigation").
+        policy's states over the task before the objective ranks them. Measured in docs/benchmarks.md ("The novelty
+        phase as an option").
         """
         phase = getattr(self, "novelty_phase", 0.0)  # absent from saves before it
         if not phase:
