@@ -24,60 +24,35 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
-
 from ordergrad_rl.experiments import benchmarks as bench
 
-ENV_ID = "RiskyShortcutNav-v2"
 #: The usage line without its schedule, as ``reproduce benchmarks`` builds it.
 METHOD = "og-cvar-nosched"
-#: Env steps between two exact greedy scores of the curve (a tenth of a shorter run).
+#: Env steps between two exact greedy scores of the curve.
 CURVE_EVERY = 15_000
 
 
 def build(seed: int, fraction: float) -> Any:
     """The no-schedule usage line on the navigation with ``novelty_phase=fraction``."""
-    method = bench.METHODS[METHOD]
-    return bench.build_model(
-        dataclasses.replace(method, kwargs={**method.kwargs, "novelty_phase": fraction}), "nav", seed
-    )
+    return bench.build_model(method(fraction), "nav", seed)
+
+
+def method(fraction: float) -> bench.Method:
+    """``og-cvar-nosched`` with ``novelty_phase=fraction``."""
+    unscheduled = bench.METHODS[METHOD]
+    return dataclasses.replace(unscheduled, kwargs={**unscheduled.kwargs, "novelty_phase": fraction})
 
 
 def run(seed: int, fraction: float, timesteps: int, episodes: int) -> dict:
-    """Train and score one seed."""
-    th.set_num_threads(1)
-    model = build(seed, fraction)
-    env = gym.make(ENV_ID).unwrapped
-    curve: list[tuple[int, float]] = []
-    every = min(CURVE_EVERY, max(1, timesteps // 10))
-
-    class Curve(BaseCallback):
-        def _on_step(self) -> bool:
-            if self.num_timesteps // every > len(curve):
-                curve.append((self.num_timesteps, bench.deterministic_score(self.model, env)[0]))
-            return True
-
-    start = time.perf_counter()
-    model.learn(timesteps, callback=Curve())
-    greedy = bench.deterministic_score(model, env)
-    sampled = bench.sampled_score(model, ENV_ID, episodes, seed, deterministic=False)
-    return {
-        "seed": seed,
-        "fraction": fraction,
-        "method": METHOD,
-        "timesteps": model.num_timesteps,
-        "seconds": time.perf_counter() - start,
-        "greedy": {"cvar": greedy[0], "mean": greedy[1]},
-        "stochastic": {"cvar": sampled[0], "mean": sampled[1]},
-        "eval_seed": bench.eval_seed(seed),
-        "curve": curve,
-    }
+    """Train and score one seed as ``reproduce benchmarks`` does (:func:`~ordergrad_rl.experiments.benchmarks.run_one`,
+    under a method name of its own registered for the run)."""
+    name = f"{METHOD}-novphase{fraction:g}"
+    bench.METHODS.setdefault(name, method(fraction))
+    checkpoints = max(1, timesteps // CURVE_EVERY)
+    return {**bench.run_one("nav", name, seed, timesteps, checkpoints, episodes), "fraction": fraction}
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
