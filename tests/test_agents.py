@@ -627,3 +627,21 @@ def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
     assert episode_limit("SyntheticTailRisk-v0") is None  # a fixed horizon, no TimeLimit
     assert episode_limit(make_sb3_vec_env("SyntheticTailRisk-v0", 4, seed=0)) is None
     assert episode_limit("NoSuchEnv-v0") is None  # left to build_env to refuse
+
+
+def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:
+    """gymnasium.wrappers.TimeLimit(env, n) around an env made without gym.make has no spec to read it from."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.envs.bandit import RiskyBanditEnv
+
+    assert RiskyBanditEnv().spec is None and episode_limit(RiskyBanditEnv()) is None
+    assert episode_limit(gym.wrappers.TimeLimit(RiskyBanditEnv(), 300)) == 300
+    assert episode_limit(Monitor(gym.wrappers.TimeLimit(RiskyBanditEnv(), 300))) == 300
+    assert episode_limit(DummyVecEnv([lambda: Monitor(gym.wrappers.TimeLimit(RiskyBanditEnv(), 300))])) == 300
+    assert episode_limit(DummyVecEnv([lambda: Monitor(RiskyBanditEnv())])) is None
+    # The defaults read it: 300 steps are long episodes (32 per rollout for a ranked objective).
+    model = OrderGradPPO("MlpPolicy", gym.wrappers.TimeLimit(RiskyBanditEnv(), 300), objective="cvar0.2")
+    assert model.n_episodes == 32 and model.value_baseline == "history"

@@ -43,8 +43,9 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
 
 
 def episode_limit(env: GymEnv | str) -> int | None:
-    """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec; a ``VecEnv``'s first env), or
-    ``None`` when it has none or it cannot be read (an unknown id is left to :func:`build_env` to refuse)."""
+    """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec, else of a ``TimeLimit`` wrapper
+    around an env without a registered spec; a ``VecEnv``'s first env), or ``None`` when it has none or it cannot be
+    read (an unknown id is left to :func:`build_env` to refuse)."""
     try:
         if isinstance(env, str):
             spec = gym.spec(env)
@@ -55,4 +56,13 @@ def episode_limit(env: GymEnv | str) -> int | None:
     except Exception:  # noqa: BLE001 - any env that does not expose its spec simply has no known limit
         return None
     limit = getattr(spec, "max_episode_steps", None)
+    if limit is None and not isinstance(env, str):
+        # gymnasium.wrappers.TimeLimit(env, n) around an unregistered env leaves its spec None.
+        try:
+            if isinstance(env, gym.Env):
+                limit = env.get_wrapper_attr("_max_episode_steps")
+            else:
+                limit = env.get_attr("_max_episode_steps", [0])[0]
+        except Exception:  # noqa: BLE001 - no TimeLimit in the wrapper chain
+            return None
     return int(limit) if isinstance(limit, int | np.integer) and limit > 0 else None
