@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
-from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS
+from ordergrad_rl.agents.common import episodic
+from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 
 
 class EndlessEnv(gym.Env):
@@ -30,6 +33,40 @@ class EndlessEnv(gym.Env):
 
     def step(self, action):
         return np.zeros(2, np.float32), 1.0, False, False, {}
+
+
+class LongEpisodeEnv(gym.Env):
+    """Terminates after ``length`` steps; no time limit registered."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, length: int = 200) -> None:
+        self.length, self.t = length, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(2, np.float32), 1.0, self.t >= self.length, False, {}
+
+
+class StopAt(BaseCallback):
+    """Stops training once ``num_timesteps`` reaches ``steps``."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def _on_step(self) -> bool:
+        return self.num_timesteps < self.steps
+
+
+def rollout_warnings(records: list) -> list[str]:
+    return [str(r.message) for r in records if "rollout" in str(r.message)]
 
 
 class BadValueEnv(gym.Env):
@@ -131,6 +168,63 @@ def test_endless_episode_stops_with_the_fix_named() -> None:
     with pytest.raises(ValueError, match=r"env 0's episode has run 300 steps.*TimeLimit"):
         model.learn(1000)
     assert model.num_timesteps == 300  # stopped at the bound, not later
+
+
+def test_buffer_counts_the_ended_episodes_and_their_steps() -> None:
+    buffer = EpisodicRolloutBuffer(8, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), "cpu", n_envs=2)
+    assert buffer.ended_episodes == (0, 0)
+    for dones in ([False, False], [False, True], [True, False]):  # env 1 ends after 2 steps, env 0 after 3
+        zeros = np.zeros(2)
+        buffer.add(zeros[:, None], zeros, zeros, np.ones(2), np.array(dones))
+    assert buffer.ended_episodes == (2, 5)  # env 1's third episode is running (1 step stored)
+    assert buffer.pos == 6
+
+
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_rollout_that_outgrows_the_budget_warns_while_it_runs(algo: type, monkeypatch) -> None:
+    """A first rollout past the steps its learn call had left (and past OUTGROWN_ROLLOUT_STEPS) warns at that step,
+    with what it knows so far and the fix; the few-updates warning after it is not repeated."""
+    monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
+    model = algo("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), n_episodes=4, k=2)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        model.learn(100)
+    (message,) = rollout_warnings(records)
+    assert message.startswith(f"{algo.__name__}: the first rollout has taken 300 env steps (total_timesteps left 100")
+    assert "1 of its 4 episodes have ended; they lasted 200 steps on average, so the rollout will take about 800" in (
+        message
+    )
+    assert message.endswith("the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, "
+                            "max_episode_steps=...)) or lower n_episodes")  # fmt: skip
+    assert model.num_timesteps == 800  # the rollout went on to its end
+
+    # An env with a time limit gets the other fix; a second learn call counts its own budget.
+    limited = algo(
+        "MlpPolicy", DummyVecEnv([lambda: gym.wrappers.TimeLimit(LongEpisodeEnv(), 1000)]), n_episodes=4, k=2
+    )
+    with pytest.warns(UserWarning, match=r"taken 300 env steps \(total_timesteps left 50 .*raise total_timesteps$"):
+        limited.learn(50)
+    with pytest.warns(UserWarning, match=r"taken 300 env steps \(total_timesteps left 200 "):
+        limited.learn(200, reset_num_timesteps=False)
+
+
+def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) -> None:
+    monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
+    model = OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), n_episodes=4, k=2)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        model.learn(2000)  # rollouts of 800 steps: about 2.5 updates
+    (message,) = rollout_warnings(records)
+    assert "the first rollout took 800 env steps" in message  # the few-updates warning, after the rollout
+
+
+def test_an_env_without_a_time_limit_is_named_within_the_floor_of_steps() -> None:
+    """CliffWalking-v1 has no time limit and its episodes under a near-uniform policy last thousands of steps: a user's
+    learn(3_000) hears at 10,000 steps (OUTGROWN_ROLLOUT_STEPS) that the first rollout of 256 episodes is that long."""
+    model = OrderGradPPO("MlpPolicy", "CliffWalking-v1", objective="cvar0.2", seed=0)
+    with pytest.warns(UserWarning, match=r"has taken 10,000 env steps \(total_timesteps left 3,000.*has no time lim"):
+        model.learn(3_000, callback=StopAt(10_001))
+    assert model.num_timesteps == 10_001
 
 
 def test_endless_episode_default_bound_is_documented() -> None:

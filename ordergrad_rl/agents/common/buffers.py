@@ -153,6 +153,13 @@ class EpisodicRolloutBuffer(BaseBuffer):
         pass
 
     @property
+    def ended_episodes(self) -> tuple[int, int]:
+        """``(n, steps)``: how many kept episodes have ended so far in this rollout, and how many steps they hold."""
+        running = self._episode_id >= 0
+        ended = self._n_started - int(running.sum())
+        return ended, self.pos - int(self._episode_step[running].sum())
+
+    @property
     def pending_episodes(self) -> np.ndarray:
         """``[n_envs]``: the index of the kept episode each env is in (it was assigned when the episode started, in
         the order episodes start), ``-1`` for an env whose current episode is not kept."""

@@ -86,6 +86,13 @@ CRITIC_LOG_KEYS: tuple[str, ...] = ("train/value_loss", "train/explained_varianc
 #: whole-episode rollouts can exhaust a budget in a handful of updates (LunarLander-v3: 5 updates of 256 episodes in
 #: 100k steps), and nothing else would tell the user why the policy barely moved.
 FEW_UPDATES = 5
+#: A ``learn`` call's first rollout that has taken all the steps its budget had left, and at least this many, while
+#: its episodes have not all ended draws a warning at once rather than after the rollout: on an env without a time
+#: limit whose episodes wander (CliffWalking-v1 under a uniform random policy: 6,264 steps each on average over 20
+#: episodes), 256 episodes are about 1.6M steps, and ``learn(3_000)`` would otherwise say nothing for more than ten
+#: minutes (about 2,000 steps a second here). Below it a rollout takes seconds, and the few-updates warning after it
+#: says the same.
+OUTGROWN_ROLLOUT_STEPS = 10_000
 
 #: ``normalize_advantage="running"``: the decay per rollout of the running mean square of the episode weights
 #: (about 20 rollouts; not tuned). A rollout's own std would scale a rare costly episode's weight down to the size of
@@ -596,6 +603,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         callback.on_rollout_start()
 
         n_steps = 0
+        rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
@@ -623,6 +631,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             kept = rollout_buffer.add(  # type: ignore[has-type]
                 self._last_obs, actions, log_probs, rewards, dones, channel_values, time_outs=time_outs, **extras
             )
+            if self.num_timesteps >= outgrown_at:
+                self._warn_rollout_outgrown(rollout_buffer, rollout_start)
+                outgrown_at = np.inf
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
@@ -892,13 +903,50 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0
+        self._rollout_outgrown = False
         return super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+
+    def _outgrown_rollout_at(self) -> float:
+        """The ``num_timesteps`` at which the rollout starting now has outgrown its ``learn`` call's budget
+        (:data:`OUTGROWN_ROLLOUT_STEPS`): the first rollout of the call only, ``inf`` for the others."""
+        if getattr(self, "_rollouts_this_learn", 0) != 0:
+            return np.inf
+        left = getattr(self, "_total_timesteps", 0) - self.num_timesteps
+        return self.num_timesteps + max(left, OUTGROWN_ROLLOUT_STEPS)
+
+    def _warn_rollout_outgrown(self, buffer: EpisodicRolloutBuffer, rollout_start: int) -> None:
+        """Warn, while the first rollout (begun at ``num_timesteps == rollout_start``) is still collecting, that it
+        has outgrown the budget: how many of its episodes have ended, how long they were, and the fix (a
+        ``TimeLimit`` where the env has none)."""
+        self._rollout_outgrown = True
+        steps, left = self.num_timesteps - rollout_start, getattr(self, "_total_timesteps", 0) - rollout_start
+        ended, ended_steps = buffer.ended_episodes
+        pace = (
+            f"; they lasted {ended_steps / ended:,.0f} steps on average, so the rollout will take about "
+            f"{self.n_episodes * ended_steps / ended:,.0f} steps"
+            if ended
+            else "; none has ended yet"
+        )
+        if episode_limit(self.env) is None:  # type: ignore[attr-defined]
+            fix = (
+                "the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, max_episode_steps=...)) "
+                "or lower n_episodes"
+            )
+        else:
+            fix = "lower n_episodes or raise total_timesteps"
+        warnings.warn(
+            f"{type(self).__name__}: the first rollout has taken {steps:,} env steps (total_timesteps left "
+            f"{left:,} to this learn call), and {ended} of its {self.n_episodes} episodes have ended{pace}. "
+            f"A rollout lasts until all {self.n_episodes} episodes end: {fix}",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer) -> None:
         """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
         :data:`FEW_UPDATES` updates in the budget."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
-        if self._rollouts_this_learn != 1:
+        if self._rollouts_this_learn != 1 or getattr(self, "_rollout_outgrown", False):  # told while it ran
             return
         steps = max(1, int(buffer.episode_lengths.sum()))
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
