@@ -215,6 +215,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
     scheduled = [name for name in bench.METHODS if bench.scheduled_by_default(name, "cartpole")]
     assert scheduled == [
         "og-cvar",
+        "og-cvar-sched-noent",
         "og-cvar-entdecay",
         "og-cvar-ent005",
         "og-cvar-entrel",

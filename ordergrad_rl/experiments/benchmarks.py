@@ -30,7 +30,8 @@ mixture schedule: its entropy default kept), ``og-cvar-linlr`` (the usage line w
 linearly to 0), ``og-cvar-meanshare`` (the usage line with ``risk_schedule="mixture:0:0.1"``: 10% of the mean's
 rank weights from start to end), ``og-cvar-baseline`` (with the value baseline), ``og-cvar-tuned`` (level schedule,
 value baseline, 32 episodes per update), ``og-cvar-tied`` (``untie_tail=False``, the usage line before it was on
-by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default), ``og-cvar-state`` and
+by default), ``og-cvar-noent`` (``ent_coef=0.0``, the usage line before the entropy default),
+``og-cvar-sched-noent`` (the usage line with ``ent_coef=0.0``, its schedule default kept), ``og-cvar-state`` and
 ``og-cvar-history`` (the usage line with ``value_baseline=True`` or ``"history"``; the first at ``baseline_lambda=1``),
 ``og-cvar-ent005`` and ``og-cvar-entrel`` (the usage line with half its entropy bonus, or with the bonus relative to
 each rollout's advantage scale, ``relative_ent_coef=True``),
@@ -309,6 +310,9 @@ METHODS: dict[str, Method] = {
     ),
     # The usage line before the entropy default.
     "og-cvar-noent": Method("no entropy bonus", "ordergrad_ppo", CVAR0, "gold"),
+    # The usage line without its entropy bonus, its schedule default kept (og-cvar-noent has neither): a probe of
+    # the bonus on long episodes, where novelty_when_blind now explores the rollouts tied at the bottom.
+    "og-cvar-sched-noent": Method("usage line, ent_coef=0.0", "ordergrad_ppo", {**CVAR, "ent_coef": 0.0}, "goldenrod"),
     "og-cvar-level": Method("+ level schedule", "ordergrad_ppo", {**CVAR0, "risk_schedule": "level"}, "tab:cyan"),
     # The usage line with the level schedule over the first 30% of training (the default fraction is CeSoR's 60%),
     # measured as a default for continuous actions: less of training at the mean than "level", for the portfolio.
