@@ -632,7 +632,7 @@ def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
 def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:
     """gymnasium.wrappers.TimeLimit(env, n) around an env made without gym.make has no spec to read it from."""
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
@@ -642,6 +642,18 @@ def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -
     assert episode_limit(Monitor(gym.wrappers.TimeLimit(RiskyBanditEnv(), 300))) == 300
     assert episode_limit(DummyVecEnv([lambda: Monitor(gym.wrappers.TimeLimit(RiskyBanditEnv(), 300))])) == 300
     assert episode_limit(DummyVecEnv([lambda: Monitor(RiskyBanditEnv())])) is None
+    # A subprocess worker dies on a get_attr of an attribute its env lacks: the wrapper is asked about first.
+    subproc = SubprocVecEnv([lambda: Monitor(RiskyBanditEnv())] * 2, start_method="fork")
+    try:
+        assert episode_limit(subproc) is None
+        subproc.reset()  # the workers are alive
+    finally:
+        subproc.close()
+    subproc = SubprocVecEnv([lambda: gym.wrappers.TimeLimit(RiskyBanditEnv(), 300)] * 2, start_method="fork")
+    try:
+        assert episode_limit(subproc) == 300
+    finally:
+        subproc.close()
     # The defaults read it: 300 steps are long episodes (32 per rollout for a ranked objective).
     model = OrderGradPPO("MlpPolicy", gym.wrappers.TimeLimit(RiskyBanditEnv(), 300), objective="cvar0.2")
     assert model.n_episodes == 32 and model.value_baseline == "history"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.type_aliases import GymEnv
 
 from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec
@@ -61,7 +62,8 @@ def episode_limit(env: GymEnv | str) -> int | None:
         try:
             if isinstance(env, gym.Env):
                 limit = env.get_wrapper_attr("_max_episode_steps")
-            else:
+            elif env.env_is_wrapped(TimeLimit, [0])[0]:
+                # Asked first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
                 limit = env.get_attr("_max_episode_steps", [0])[0]
         except Exception:  # noqa: BLE001 - no TimeLimit in the wrapper chain
             return None
