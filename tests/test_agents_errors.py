@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
 import zipfile
 from pathlib import Path
@@ -21,27 +22,13 @@ from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 
 
-class EndlessEnv(gym.Env):
-    """Never terminates or truncates."""
-
-    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        return np.zeros(2, np.float32), 1.0, False, False, {}
-
-
 class LongEpisodeEnv(gym.Env):
     """Terminates after ``length`` steps; no time limit registered."""
 
     observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
     action_space = spaces.Discrete(2)
 
-    def __init__(self, length: int = 200) -> None:
+    def __init__(self, length: float = 200) -> None:
         self.length, self.t = length, 0
 
     def reset(self, *, seed=None, options=None):
@@ -52,6 +39,13 @@ class LongEpisodeEnv(gym.Env):
     def step(self, action):
         self.t += 1
         return np.zeros(2, np.float32), 1.0, self.t >= self.length, False, {}
+
+
+class EndlessEnv(LongEpisodeEnv):
+    """Never terminates or truncates."""
+
+    def __init__(self) -> None:
+        super().__init__(length=math.inf)
 
 
 class StopAt(BaseCallback):
