@@ -43,6 +43,7 @@ from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
+from ordergrad_rl.experiments.benchmarks import late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
 
 ALPHA = 0.2
@@ -56,6 +57,9 @@ START = 36
 #: entropy bonus and with half of it (categorical actions only: continuous ones have no bonus by default);
 #: ``og-cvar-nonovelty`` the usage line before ``novelty_when_blind`` was its default (2026-12-02); ``og-cvar-novphase``
 #: and ``og-cvar-nosched-novphase`` the usage line, with or without its risk schedule, with ``novelty_phase=0.15``.
+#: ``og-cvar-n16`` and ``og-cvar-n16-noent``: the usage line at 16 episodes per update (64 at a 100-step limit), with
+#: and without its bonus; ``og-cvar-entlate``: its bonus held over the first 60% of training and decayed linearly to 0
+#: over the rest (:func:`~ordergrad_rl.experiments.benchmarks.late_linear_ent_coef`, recorded by its name).
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
@@ -67,6 +71,9 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-nonovelty": {"objective": "cvar0.2", "novelty_when_blind": False},
     "og-cvar-novphase": {"objective": "cvar0.2", "novelty_phase": 0.15},
     "og-cvar-nosched-novphase": {"objective": "cvar0.2", "risk_schedule": "none", "novelty_phase": 0.15},
+    "og-cvar-n16": {"objective": "cvar0.2", "n_episodes": 16},
+    "og-cvar-n16-noent": {"objective": "cvar0.2", "n_episodes": 16, "ent_coef": 0.0},
+    "og-cvar-entlate": {"objective": "cvar0.2", "ent_coef": late_linear_ent_coef},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -162,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump(out, f, indent=1, default=lambda value: value.__name__)  # a schedule by its name
     return out
 
 

@@ -62,3 +62,11 @@ def test_quick_mountaincar_is_blind_at_first():
 def test_exact_is_cliffwalking_only():
     with pytest.raises(SystemExit):
         load("outside_probe").main(["--task", "pendulum", "--exact", "--quick"])
+
+
+@pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
+def test_a_scheduled_bonus_is_recorded_by_its_name(tmp_path):
+    path = tmp_path / "cliff.json"
+    load("outside_probe").main(["--quick", "--methods", "og-cvar-entlate", "--json", str(path)])
+    (run,) = json.loads(path.read_text())["runs"]
+    assert run["kwargs"] == {"objective": "cvar0.2", "ent_coef": "late_linear_ent_coef"}
