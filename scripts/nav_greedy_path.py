@@ -34,6 +34,9 @@ from ordergrad_rl.envs.shortcut_nav import ARENA, STEP_SIZE
 from ordergrad_rl.experiments import benchmarks as bench
 
 TASK = "nav"
+#: The arena's low and high corners, ``[[x_low, y_low], [x_high, y_high]]``: a position on either coordinate's bound
+#: lies on its edge.
+CORNERS = np.array(ARENA).T
 
 
 def follow_greedy(mean_action: Callable[[np.ndarray], np.ndarray], env: Any) -> list[dict[str, Any]]:
@@ -52,11 +55,10 @@ def follow_greedy(mean_action: Callable[[np.ndarray], np.ndarray], env: Any) -> 
         before = np.array(obs[:2], dtype=np.float64)
         obs, reward, terminated, truncated, _ = env.step(np.clip(mean, low, high).astype(np.float32))
         after = np.array(obs[:2], dtype=np.float64)
-        corners = np.array(ARENA).T  # [[x_low, y_low], [x_high, y_high]]
-        on_edge = bool(np.any(np.isclose(after, corners[0]) | np.isclose(after, corners[1])))
+        on_edge = bool(np.any(np.isclose(after, CORNERS[0]) | np.isclose(after, CORNERS[1])))
         rows.append({"position": before.round(4).tolist(), "mean": mean.round(4).tolist(),
                      "move": ((after - before) / STEP_SIZE).round(4).tolist(), "reward": float(reward),
-                     "saturated": bool(np.all(np.abs(mean) > high)), "edge": on_edge})  # fmt: skip
+                     "saturated": bool(np.all((mean < low) | (mean > high))), "edge": on_edge})  # fmt: skip
         done = terminated or truncated
     return rows
 
