@@ -59,7 +59,9 @@ START = 36
 #: and ``og-cvar-nosched-novphase`` the usage line, with or without its risk schedule, with ``novelty_phase=0.15``.
 #: ``og-cvar-n16`` and ``og-cvar-n16-noent``: the usage line at 16 episodes per update (64 at a 100-step limit), with
 #: and without its bonus; ``og-cvar-entlate``: its bonus held over the first 60% of training and decayed linearly to 0
-#: over the rest (:func:`~ordergrad_rl.experiments.benchmarks.late_linear_ent_coef`, recorded by its name).
+#: over the rest (:func:`~ordergrad_rl.experiments.benchmarks.late_linear_ent_coef`, recorded by its name): the
+#: usage line's own bonus on short categorical episodes since 2026-12-03 (CliffWalking), so ``og-cvar-n16`` has it
+#: there too since, and the stored ``og-cvar-n16`` runs had the constant 0.01.
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},

@@ -30,6 +30,7 @@ from ordergrad_rl.agents.common.arguments import (
     REINFORCE_RANKED_ENT_COEF,
     REINFORCE_RANKED_ROLLOUT_STEPS,
     RELATIVE_RANKED_ENT_COEF,
+    SHORT_RANKED_ENT_COEF,
     TIMED_BOX_ROLLOUT_STEPS,
     ranked_n_episodes,
     timed_box_rollout_steps,
@@ -427,10 +428,11 @@ def test_long_episode_defaults_are_ordergrad_ppo_only(env: str, expected: int) -
 @pytest.mark.parametrize(
     ("cls", "env", "kwargs", "expected"),
     [
-        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), RANKED_ENT_COEF),  # Discrete actions
-        (OrderGradPPO, "CartPole-v1", dict(objective="gcvar0.2"), RANKED_ENT_COEF),
+        # Discrete actions, short episodes: the bonus held, then decayed over the last 40% of training.
+        (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2"), SHORT_RANKED_ENT_COEF),
+        (OrderGradPPO, "CartPole-v1", dict(objective="gcvar0.2"), RANKED_ENT_COEF),  # long episodes: held throughout
         (OrderGradPPO, "CartPole-v1", dict(objective="mean"), 0.0),
-        (OrderGradPPO, lambda: MultiDiscreteBandit(), dict(objective="top2@4"), RANKED_ENT_COEF),
+        (OrderGradPPO, lambda: MultiDiscreteBandit(), dict(objective="top2@4"), SHORT_RANKED_ENT_COEF),  # no limit
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="mean"), 0.0),  # SB3's, for the mean
         (OrderGradPPO, "SyntheticTailRisk-v0", dict(objective="cvar0.2"), 0.0),  # Box actions: a Gaussian's entropy
         (OrderGradPPO, "RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.0), 0.0),  # as given
@@ -446,7 +448,7 @@ def test_long_episode_defaults_are_ordergrad_ppo_only(env: str, expected: int) -
 def test_ranked_objectives_on_categorical_actions_get_an_entropy_bonus(cls, env, kwargs, expected, tmp_path) -> None:
     model = cls("MlpPolicy", env if isinstance(env, str) else env(), n_episodes=8, **kwargs)
     assert _schedule_values(model.ent_coef) == _schedule_values(expected)
-    assert hparam_value(model.hparams()["ent_coef"]) == ("0.3 -> 0" if callable(expected) else expected)
+    assert hparam_value(model.hparams()["ent_coef"]) == hparam_value(expected)
     model.save(tmp_path / "model.zip")
     assert _schedule_values(cls.load(tmp_path / "model.zip").ent_coef) == _schedule_values(expected)
 
@@ -468,18 +470,23 @@ def test_an_entropy_schedule_is_evaluated_at_each_update(cls, tmp_path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # few updates
         model.learn(400)
-    rows = (tmp_path / "progress.csv").read_text().splitlines()
-    header = rows[0].split(",")
-    logged = [
-        (float(cells[header.index("time/total_timesteps")]), float(cells[header.index("train/ent_coef")]))
-        for cells in (row.split(",") for row in rows[1:])
-        if cells[header.index("train/ent_coef")]
-    ]
+    logged = _logged_ent_coefs(tmp_path)
     assert len(logged) >= 2 and len({coef for _, coef in logged}) == len(logged)  # a new value at each update
     for _, coef in logged:
         assert 0.0 < coef <= 0.5
     model.save(tmp_path / "model.zip")
     assert cls.load(tmp_path / "model.zip").ent_coef is _halving
+
+
+def _logged_ent_coefs(log_dir) -> list[tuple[float, float]]:
+    """``(total timesteps, train/ent_coef)`` of each update in a CSV log's ``progress.csv``."""
+    rows = (log_dir / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    return [
+        (float(cells[header.index("time/total_timesteps")]), float(cells[header.index("train/ent_coef")]))
+        for cells in (row.split(",") for row in rows[1:])
+        if cells[header.index("train/ent_coef")]
+    ]
 
 
 def _halving(progress_remaining: float) -> float:
@@ -542,7 +549,7 @@ def test_default_entropy_bonus_reaches_the_update() -> None:
 @pytest.mark.parametrize(
     ("env", "kwargs", "relative", "coef"),
     [
-        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), False, RANKED_ENT_COEF),  # the default: a fixed bonus
+        ("RiskyLavaGrid-v0", dict(objective="cvar0.2"), False, SHORT_RANKED_ENT_COEF),  # the default: not relative
         ("RiskyLavaGrid-v0", dict(objective="cvar0.2", relative_ent_coef=True), True, RELATIVE_RANKED_ENT_COEF),
         ("CartPole-v1", dict(objective="top2@4", relative_ent_coef=True), True, RELATIVE_RANKED_ENT_COEF),
         ("RiskyLavaGrid-v0", dict(objective="cvar0.2", ent_coef=0.05, relative_ent_coef=True), True, 0.05),  # as given
@@ -657,3 +664,22 @@ def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -
     # The defaults read it: 300 steps are long episodes (32 per rollout for a ranked objective).
     model = OrderGradPPO("MlpPolicy", gym.wrappers.TimeLimit(RiskyBanditEnv(), 300), objective="cvar0.2")
     assert model.n_episodes == 32 and model.value_baseline == "history"
+
+
+def test_the_short_episode_bonus_is_held_then_decays_over_training(tmp_path) -> None:
+    """OrderGradPPO's default bonus on short categorical episodes, as the updates see it (``train/ent_coef``): 0.01
+    over the first 60% of training, then lower at each update to the end; a save resumes with the same schedule."""
+    from stable_baselines3.common.logger import configure
+
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=4, seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(2_000)
+    logged = _logged_ent_coefs(tmp_path)
+    held = [coef for steps, coef in logged if steps <= 0.6 * 2_000]
+    # Past the update that straddles 60%; 0.0 is a rollout tied at the best return (entropy_when_tied off).
+    decayed = [coef for steps, coef in logged if steps > 0.6 * 2_000 + 200 and coef > 0.0]
+    assert held and set(held) <= {RANKED_ENT_COEF, 0.0} and RANKED_ENT_COEF in held
+    assert len(decayed) >= 2 and decayed == sorted(decayed, reverse=True) and len(set(decayed)) == len(decayed)
+    assert decayed[-1] < RANKED_ENT_COEF / 2
+    model.save(tmp_path / "model.zip")
+    assert OrderGradPPO.load(tmp_path / "model.zip").ent_coef == SHORT_RANKED_ENT_COEF

@@ -316,3 +316,14 @@ def test_recurrent_groups_normalize_each_group():
     weights = model.episode_weights(returns).reshape(4, 4)
     centred = returns.reshape(4, 4) - returns.reshape(4, 4).mean(axis=1, keepdims=True)
     np.testing.assert_allclose(weights, centred / (centred.std(axis=1, keepdims=True) + 1e-8), rtol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [OrderGradMaskablePPO, OrderGradRecurrentPPO])
+def test_the_contrib_variants_keep_the_constant_bonus_on_short_episodes(cls) -> None:
+    """OrderGradPPO decays its default bonus on short categorical episodes; the variants were not measured with that
+    schedule and keep the constant."""
+    from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
+
+    policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
+    model = cls(policy, "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=4)
+    assert model.ent_coef == RANKED_ENT_COEF

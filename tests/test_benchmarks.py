@@ -222,6 +222,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-entlate",
         "og-cvar-n16",
         "og-cvar-n64-sched",
+        "og-cvar-n32-sched",
         "og-cvar-n16-drift",
         "og-cvar-drift",
         "og-cvar-novelty",
@@ -362,7 +363,8 @@ def test_runs_from_before_the_noise_sampler_default_get_their_own_row():
     runs = [_run("maze", "og-cvar", 0, 1.0) | {"untie_at_var": True}, before("maze", "og-cvar", 1)]
     runs += [before("maze", "og-cvar", 2), before("maze", "og-cvar", 3) | {"noise_sampler": False}]
     runs += [before("maze", "og-cvar-noise", 0)]
-    runs += [before("maze", "gcvar-level", 0), before("maze", "og-mean", 0), before("maze", "og-reinforce-cvar", 0)]
+    runs += [before("maze", "gcvar-level", 0), before("maze", "og-mean", 0)]
+    runs += [_without(before("maze", "og-reinforce-cvar", 0), "ent_coef")]
     runs += [before("maze", "og-reinforce-n32", 0) | {"ent_coef": 0.0}]
     runs += [before("nav", "og-cvar", 0) | {"greedy_exact": True}, before("lava", "og-cvar", 0)]
     assert [(bench.method_label(row), row["seeds"]) for row in bench.summarize(runs)] == [
@@ -398,6 +400,34 @@ def test_runs_from_before_the_reinforce_entropy_default_get_their_own_row():
     run = bench.run_one("lava", "og-reinforce-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
     assert (run["ent_coef"], run["n_episodes"]) == ("0.3 -> 0", 32)
     assert bench.run_one("lava", "og-reinforce-n32", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0
+
+
+def test_runs_from_before_the_held_bonus_default_get_their_own_row():
+    """OrderGradPPO runs on short categorical episodes stored before its bonus there was held and then decayed (no
+    ``ent_coef`` recorded, or the constant 0.01) are labelled const-ent where the default gives the schedule: a ranked
+    objective, the bonus and its relative form left to the default. Long episodes, continuous actions, methods that
+    set the bonus, the mean, the sb3-contrib variants and OrderGradREINFORCE pool."""
+
+    def run(task, method, seed):  # (runs without untie_at_var: untie-min on the maze)
+        return _run(task, method, seed, -2.0) | {"untie_at_var": True}
+
+    runs = [run("maze", "og-cvar", 0)]  # records "0.01 -> 0"
+    runs += [_without(run("maze", "og-cvar", 1), "ent_coef"), run("maze", "og-cvar", 2) | {"ent_coef": 0.01}]
+    runs += [_without(run(task, method, 0), "ent_coef") for task, method in [
+        ("cartpole", "og-cvar"),  # long episodes: the constant
+        ("nav", "og-cvar"),  # Box actions: no bonus
+        ("maze", "og-cvar-noent"),  # sets it
+        ("maze", "og-cvar-entrel"),  # relative: its own constant
+        ("maze", "og-mean"),  # the mean: no bonus
+        ("maze", "og-mask-cvar"),  # the sb3-contrib variants keep the constant
+    ]]  # fmt: skip
+    labels = [bench.method_label(row) for row in bench.summarize(runs)]
+    assert labels[:2] == ["og-cvar", "og-cvar const-ent"] and not any("const-ent" in label for label in labels[2:])
+    assert [row["seeds"] for row in bench.summarize(runs)][:2] == [1, 2]
+    assert bench.held_bonus_by_default("og-cvar", "lava") and bench.held_bonus_by_default("og-cvar", "bandit")
+    run = bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert run["ent_coef"] == "0.01 -> 0"  # what marks a run at the default
+    assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0.01
 
 
 def test_task_action_kinds_match_their_envs():
@@ -462,12 +492,12 @@ def _run(task, method, seed, cvar, curve=()):
     # (runs without normalize_advantage are labelled std-scale where the running default changed them, runs without
     # risk_schedule no-sched where the long-episode default gives one, runs without value_baseline no-hist where the
     # short categorical episodes' default gives the history baseline, runs without noise_sampler no-sampler where the
-    # env exposes its noise)
+    # env exposes its noise, runs without a scheduled ent_coef const-ent where OrderGradPPO's default schedules it)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
-            "novelty_when_blind": True, "blind_patience": 96}  # fmt: skip
+            "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():
@@ -598,6 +628,7 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     run["normalize_advantage"] = "running"  # (runs without it, std-scale)
     run["value_baseline"] = "history"  # (runs without it, no-hist)
     run["noise_sampler"] = True  # (runs without it, no-sampler)
+    run["ent_coef"] = "0.01 -> 0"  # (runs without it, const-ent)
     run.update(greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5}, curve=[[300_000, -2.0]])
     runs = [{**run, "n_episodes": 256}, {**run, "n_episodes": 128}, {**run, "seed": 1, "n_episodes": 128}]
     runs.append({**run, "method": "ppo"})  # SB3's PPO has no episodes per update
@@ -621,6 +652,7 @@ def test_from_json_keeps_the_tasks_and_methods_asked_for_and_current_keeps_the_d
     before a default changed (a label beside the method's name)."""
     run = {"task": "maze", "method": "og-cvar", "seed": 0, "timesteps": 300_000, "budget": 300_000, "seconds": 1.0}
     run.update(untie_at_var=True, normalize_advantage="running", value_baseline="history", noise_sampler=True)
+    run["ent_coef"] = "0.01 -> 0"
     run.update(n_episodes=128, greedy={"cvar": -2.0, "mean": 1.0}, stochastic={"cvar": -3.0, "mean": 0.5})
     run["curve"] = [[300_000, -2.0]]
     runs = [run, {**run, "seed": 1, "noise_sampler": False}, {**run, "method": "ppo", "n_episodes": None}]

@@ -103,6 +103,7 @@ from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int, seed_int
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.schedules import HeldLinearSchedule
 from ordergrad_rl.experiments.peers import bootstrap_ci
 from ordergrad_rl.experiments.tailrisk import block_seed
 from ordergrad_rl.zoo.models import evaluate_model
@@ -259,12 +260,17 @@ def linear_ent_coef(progress_remaining: float) -> float:
     return 0.01 * progress_remaining
 
 
+#: OrderGradPPO's default bonus on short categorical episodes since 2026-12-03
+#: (:data:`~ordergrad_rl.agents.common.arguments.SHORT_RANKED_ENT_COEF`; importing it here would pull in torch).
+_HELD_BONUS = HeldLinearSchedule(0.01, 0.0, 0.6)
+
+
 def late_linear_ent_coef(progress_remaining: float) -> float:
     """The ranked entropy bonus, 0.01, held while the level schedule moves the level (the first 60% of training,
     CeSoR's fraction) and then decayed linearly to 0 over the rest: the bonus explores while the objective is near
-    the mean and is gone by the end, when a risk-averse policy should be sharp. (0.4: the schedule's remaining
-    progress at its end, ``1 - DEFAULT_FRACTION``, written out: importing the agents here would pull in torch.)"""
-    return linear_ent_coef(min(1.0, progress_remaining / 0.4))
+    the mean and is gone by the end, when a risk-averse policy should be sharp. The values of OrderGradPPO's default
+    on short categorical episodes since 2026-12-03, to the bit (a function: probes record it by name)."""
+    return _HELD_BONUS(progress_remaining)
 
 
 def linear_learning_rate(progress_remaining: float, initial: float = 3e-4) -> float:
@@ -367,7 +373,8 @@ METHODS: dict[str, Method] = {
         "usage line, relative entropy bonus", "ordergrad_ppo", {**CVAR, "relative_ent_coef": True}, "olive"
     ),
     # The same with the bonus held over the schedule's 60% and decayed over the last 40% only: og-cvar-entdecay cost
-    # CartPole-v1 and LunarLander-v3 at 100k steps, its bonus gone before some seeds had solved the task.
+    # CartPole-v1 and LunarLander-v3 at 100k steps, its bonus gone before some seeds had solved the task. The usage
+    # line on short categorical episodes since 2026-12-03 (its runs there stored under og-cvar since).
     "og-cvar-entlate": Method(
         "usage line + late entropy decay",
         "ordergrad_ppo",
@@ -406,6 +413,9 @@ METHODS: dict[str, Method] = {
     # The usage line at 64 episodes per update (og-cvar-n64 has no schedule): measured on the point navigation between
     # its 128 of before and the 32 of the rollout default on continuous actions with a time limit.
     "og-cvar-n64-sched": Method("usage line, N=64", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "darkcyan"),
+    # ... and at 32 (og-cvar-n32 has neither the schedule nor the bonus): with og-cvar-n64-sched on the lava grid and
+    # og-cvar-n16 on CliffWalking, the rollouts of a 2048-step budget on short categorical episodes.
+    "og-cvar-n32-sched": Method("usage line, N=32", "ordergrad_ppo", {**CVAR, "n_episodes": 32}, "slateblue"),
     # ... and with drift_when_blind: a rollout whose episodes all time out, nothing better seen yet, takes a random
     # step (at N=16 two Acrobot-v1 seeds of ten never swung up in 100k steps, at N=32 one).
     "og-cvar-n16-drift": Method(
@@ -1254,6 +1264,32 @@ def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
+def constant_bonus_before_default(run: dict) -> bool:
+    """Whether a run was stored before OrderGradPPO's bonus on short categorical episodes became the held-then-decayed
+    schedule (2026-12-03, :data:`~ordergrad_rl.agents.common.arguments.SHORT_RANKED_ENT_COEF`; runs record
+    ``ent_coef``, the schedule as ``"0.01 -> 0"``; the constant 0.01 before), by a method left to that default
+    (:func:`held_bonus_by_default`)."""
+    return not isinstance(run.get("ent_coef"), str) and held_bonus_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def held_bonus_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with OrderGradPPO's held-then-decayed bonus on the task without setting it: an
+    episodic OrderGradPPO with no ``ent_coef`` nor ``relative_ent_coef``, a ranked objective on categorical actions and
+    short episodes (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
+    from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, default_ent_coef
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
+        return False
+    if kwargs.get("ent_coef") is not None or kwargs.get("relative_ent_coef", False):
+        return False
+    objective, _, long = parsed_on_task(kwargs, task_name)
+    bonus = SHORT_RANKED_ENT_COEF
+    return not long and default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
+
+
 def unnoveled_before_default(run: dict) -> bool:
     """Whether a run on a task of :data:`BLIND_TASKS` was stored before ``novelty_when_blind`` became OrderGradPPO's
     default (runs record it since), by a method left to that default (:func:`novelty_by_default`)."""
@@ -1309,6 +1345,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "sampler_at_target": sampler_at_target,
     "no_novelty": unnoveled_before_default,
     "novelty_at_once": novelty_at_once,
+    "const_ent": constant_bonus_before_default,
 }
 
 

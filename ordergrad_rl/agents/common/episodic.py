@@ -138,8 +138,9 @@ EPISODIC_PPO_PARAMS = """
     :param untie_tail: train a rollout whose lower tail is one tie (all time-outs) at the level that reaches past
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (SB3's convention for
-        ``learning_rate``); ``None`` (default): as OrderGradPPO, 0.01 for a ranked objective on categorical actions,
-        else 0.0 (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
+        ``learning_rate``); ``None`` (default): 0.01 for a ranked objective on categorical actions
+        (OrderGradPPO's decays over the last 40% of training on short episodes), else 0.0
+        (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
     :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best return seen so
         far (nothing ranked); default off, as OrderGradPPO.
     :param max_grad_norm: gradient-norm clipping threshold.
@@ -212,6 +213,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
+    #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`); ``None``: as
+    #: ``default_ranked_ent_coef`` (OrderGradPPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
+    default_short_ranked_ent_coef: float | Schedule | None = None
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -353,7 +357,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             )
         if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
             # space), then sets the save's ent_coef
-            self.ent_coef = default_ent_coef(parsed, self.action_space, self.default_ranked_ent_coef)
+            short = self.default_short_ranked_ent_coef
+            ranked = short if short is not None and not long else self.default_ranked_ent_coef
+            self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
