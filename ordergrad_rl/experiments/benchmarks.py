@@ -505,6 +505,13 @@ METHODS: dict[str, Method] = {
     # The usage lines of the sb3-contrib variants, defaults: MaskablePPO with every action valid (the suite's envs
     # mask nothing) and RecurrentPPO with its LSTM policy.
     "og-mask-cvar": Method("OrderGradMaskablePPO CVaR_0.2", "ordergrad_maskable_ppo", CVAR, "steelblue"),
+    # ... with OrderGradPPO's bonus on short categorical episodes, held and then decayed (og-cvar-entlate's).
+    "og-mask-cvar-entlate": Method(
+        "OrderGradMaskablePPO CVaR_0.2 + late entropy decay",
+        "ordergrad_maskable_ppo",
+        {**CVAR, "ent_coef": late_linear_ent_coef},
+        "lightsteelblue",
+    ),
     "og-recurrent-cvar": Method("OrderGradRecurrentPPO CVaR_0.2", "ordergrad_recurrent_ppo", CVAR, "darkslateblue"),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
