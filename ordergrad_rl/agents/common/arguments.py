@@ -67,7 +67,11 @@ LONG_EPISODE_STEPS = 128
 #: everywhere before): OrderGradMaskablePPO on the maze (10 seeds, 300k steps) from 5 of 10 within 1 of the optimum
 #: and 4 time-outs (greedy -18.0) to 7 of 10 and all on the long path (-2.99); OrderGradRecurrentPPO on CartPole-v1
 #: (100k steps, worst 20% of 100 greedy evaluations) from 70.8 (4 seeds) to 304.8 (10 seeds; 32 episodes without the
-#: level schedule: 103.7, 4 seeds).
+#: level schedule: 103.7, 4 seeds). Re-measured with the defaults of 2026-12-03 (the history baseline, the running
+#: scale, the bonus held and then decayed; ``og-cvar-n64-sched`` on the lava grid and ``og-cvar-n32-sched`` on the
+#: maze, the episodes of a 2048-step budget, seeds 0-3, paired with the usage line): both reach the optimum in 4 of 4
+#: seeds and sooner (a median 60,000 and 90,000 steps against 112,500 and 135,000), but end with lower sampled tails,
+#: the lava grid 0.510 against 1.023 (lower in 4 of 4) and the maze -2.299 against -2.206 (lower in 3 of 4).
 RANKED_ROLLOUT_STEPS = 8192
 #: The PPO family's ranked rollout budget on continuous actions with a time limit (:func:`timed_box_rollout_steps`,
 #: since 2026-12-02), SB3 PPO's 2048-step rollout: 32 episodes on the point navigation's 50 steps, against 128 at
