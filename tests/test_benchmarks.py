@@ -431,6 +431,14 @@ def test_runs_from_before_the_held_bonus_default_get_their_own_row():
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0.01
 
 
+def test_the_late_decay_probe_is_the_short_episode_default():
+    """``late_linear_ent_coef`` (the harness cannot import the agents' torch-bound defaults) is the schedule of
+    OrderGradPPO's default bonus on short categorical episodes, whose stored runs it made."""
+    from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF
+
+    assert bench._HELD_BONUS == SHORT_RANKED_ENT_COEF
+
+
 def test_task_action_kinds_match_their_envs():
     """``Task.discrete`` (known without building an env whose extra may be absent) is the env's action space."""
     for name, task in bench.TASKS.items():

@@ -7,7 +7,7 @@ that a model saved with one pickles it by name and shows what it is.
 
 from __future__ import annotations
 
-import math
+from ordergrad_rl.common.arguments import check_float
 
 
 class HeldLinearSchedule:
@@ -25,14 +25,9 @@ class HeldLinearSchedule:
     """
 
     def __init__(self, start: float, end: float, hold_fraction: float) -> None:
-        for name, value in (("start", start), ("end", end)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if isinstance(hold_fraction, bool) or not isinstance(hold_fraction, (int, float)) or not 0 <= hold_fraction < 1:
-            raise ValueError(f"hold_fraction must be a number in [0, 1), got {hold_fraction!r}")
-        self.start = float(start)
-        self.end = float(end)
-        self.hold_fraction = float(hold_fraction)
+        self.start = check_float("start", start)
+        self.end = check_float("end", end)
+        self.hold_fraction = check_float("hold_fraction", hold_fraction, 0, 1, open_high=True)
 
     def __call__(self, progress_remaining: float) -> float:
         decay = 1.0 - self.hold_fraction  # the remaining progress at which the decay begins

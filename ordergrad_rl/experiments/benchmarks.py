@@ -1260,14 +1260,22 @@ def unbonused_before_default(run: dict) -> bool:
 def decayed_bonus_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradREINFORCE's default entropy bonus on the task without setting it: a
     ranked objective on categorical actions (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
-    from ordergrad_rl.agents.common.arguments import REINFORCE_RANKED_ENT_COEF, default_ent_coef
+    from ordergrad_rl.agents.common.arguments import REINFORCE_RANKED_ENT_COEF
 
     method = METHODS[method_name]
+    return method.algo == "ordergrad_reinforce" and default_bonus_is(method, task_name, REINFORCE_RANKED_ENT_COEF)
+
+
+def default_bonus_is(method: Method, task_name: str, bonus: float | Callable[[float], float]) -> bool:
+    """Whether the method leaves ``ent_coef`` to the default and its objective on the task's actions gets ``bonus``
+    there (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`: a ranked objective on categorical
+    actions)."""
+    from ordergrad_rl.agents.common.arguments import default_ent_coef
+
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_reinforce" or kwargs.get("ent_coef") is not None:
+    if kwargs.get("ent_coef") is not None:
         return False
     objective = parsed_on_task(kwargs, task_name)[0]
-    bonus = REINFORCE_RANKED_ENT_COEF
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
@@ -1284,17 +1292,15 @@ def held_bonus_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradPPO's held-then-decayed bonus on the task without setting it: an
     episodic OrderGradPPO with no ``ent_coef`` nor ``relative_ent_coef``, a ranked objective on categorical actions and
     short episodes (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
-    from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, default_ent_coef
+    from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
     if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
         return False
-    if kwargs.get("ent_coef") is not None or kwargs.get("relative_ent_coef", False):
+    if kwargs.get("relative_ent_coef", False) or parsed_on_task(kwargs, task_name)[2]:  # relative, or long episodes
         return False
-    objective, _, long = parsed_on_task(kwargs, task_name)
-    bonus = SHORT_RANKED_ENT_COEF
-    return not long and default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
+    return default_bonus_is(method, task_name, SHORT_RANKED_ENT_COEF)
 
 
 def unnoveled_before_default(run: dict) -> bool:

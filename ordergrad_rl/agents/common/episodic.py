@@ -213,9 +213,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
-    #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`); ``None``: as
-    #: ``default_ranked_ent_coef`` (OrderGradPPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
-    default_short_ranked_ent_coef: float | Schedule | None = None
+    #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`; OrderGradPPO's is
+    #: :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
+    default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -357,8 +357,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             )
         if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
             # space), then sets the save's ent_coef
-            short = self.default_short_ranked_ent_coef
-            ranked = short if short is not None and not long else self.default_ranked_ent_coef
+            ranked = self.default_ranked_ent_coef if long else self.default_short_ranked_ent_coef
             self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
