@@ -319,11 +319,14 @@ def test_recurrent_groups_normalize_each_group():
 
 
 @pytest.mark.parametrize("cls", [OrderGradMaskablePPO, OrderGradRecurrentPPO])
-def test_the_contrib_variants_keep_the_constant_bonus_on_short_episodes(cls) -> None:
-    """OrderGradPPO decays its default bonus on short categorical episodes; the variants were not measured with that
-    schedule and keep the constant."""
-    from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
+def test_the_contrib_variants_bonus_on_short_episodes(cls) -> None:
+    """OrderGradMaskablePPO takes OrderGradPPO's held-then-decayed bonus on short categorical episodes (measured with
+    it); OrderGradRecurrentPPO was not and keeps the constant. Long episodes keep the constant on both."""
+    from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF, SHORT_RANKED_ENT_COEF
 
     policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
     model = cls(policy, "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=4)
-    assert model.ent_coef == RANKED_ENT_COEF
+    assert model.ent_coef == (SHORT_RANKED_ENT_COEF if cls is OrderGradMaskablePPO else RANKED_ENT_COEF)
+    long_env = ActionMasker(gym.make("CartPole-v1"), lambda env: np.ones(env.action_space.n, dtype=bool))
+    long = cls(policy, long_env, objective="cvar0.2", n_episodes=4)
+    assert long.ent_coef == RANKED_ENT_COEF

@@ -231,6 +231,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
         "og-mask-cvar-entlate",
         "og-recurrent-cvar",
+        "og-recurrent-cvar-entlate",
     ]
     # Their runs stored before that recorded no schedule ("none"), where the usage line's recorded nothing.
     contrib = {**_run("cartpole", "og-recurrent-cvar", 0, 1.0), "risk_schedule": "none"}
@@ -404,10 +405,10 @@ def test_runs_from_before_the_reinforce_entropy_default_get_their_own_row():
 
 
 def test_runs_from_before_the_held_bonus_default_get_their_own_row():
-    """OrderGradPPO runs on short categorical episodes stored before its bonus there was held and then decayed (no
-    ``ent_coef`` recorded, or the constant 0.01) are labelled const-ent where the default gives the schedule: a ranked
-    objective, the bonus and its relative form left to the default. Long episodes, continuous actions, methods that
-    set the bonus, the mean, the sb3-contrib variants and OrderGradREINFORCE pool."""
+    """OrderGradPPO and OrderGradMaskablePPO runs on short categorical episodes stored before their bonus there was
+    held and then decayed (no ``ent_coef`` recorded, or the constant 0.01) are labelled const-ent where the default
+    gives the schedule: a ranked objective, the bonus and its relative form left to the default. Long episodes,
+    continuous actions, methods that set the bonus, the mean, OrderGradRecurrentPPO and OrderGradREINFORCE pool."""
 
     def run(task, method, seed):  # (runs without untie_at_var: untie-min on the maze)
         return _run(task, method, seed, -2.0) | {"untie_at_var": True}
@@ -420,12 +421,17 @@ def test_runs_from_before_the_held_bonus_default_get_their_own_row():
         ("maze", "og-cvar-noent"),  # sets it
         ("maze", "og-cvar-entrel"),  # relative: its own constant
         ("maze", "og-mean"),  # the mean: no bonus
-        ("maze", "og-mask-cvar"),  # the sb3-contrib variants keep the constant
+        ("maze", "og-recurrent-cvar"),  # OrderGradRecurrentPPO keeps the constant
     ]]  # fmt: skip
+    runs += [_without(run("maze", "og-mask-cvar", 0), "ent_coef"), run("maze", "og-mask-cvar", 1)]
     labels = [bench.method_label(row) for row in bench.summarize(runs)]
-    assert labels[:2] == ["og-cvar", "og-cvar const-ent"] and not any("const-ent" in label for label in labels[2:])
+    assert labels[:2] == ["og-cvar", "og-cvar const-ent"]
+    assert sorted(label for label in labels if "mask" in label) == ["og-mask-cvar", "og-mask-cvar const-ent"]
+    assert [label for label in labels if "const-ent" in label] == ["og-cvar const-ent", "og-mask-cvar const-ent"]
     assert [row["seeds"] for row in bench.summarize(runs)][:2] == [1, 2]
     assert bench.held_bonus_by_default("og-cvar", "lava") and bench.held_bonus_by_default("og-cvar", "bandit")
+    assert bench.held_bonus_by_default("og-mask-cvar", "lava")
+    assert not bench.held_bonus_by_default("og-mask-cvar", "cartpole")  # long episodes
     run = bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
     assert run["ent_coef"] == "0.01 -> 0"  # what marks a run at the default
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0.01

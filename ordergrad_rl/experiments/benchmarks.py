@@ -505,7 +505,8 @@ METHODS: dict[str, Method] = {
     # The usage lines of the sb3-contrib variants, defaults: MaskablePPO with every action valid (the suite's envs
     # mask nothing) and RecurrentPPO with its LSTM policy.
     "og-mask-cvar": Method("OrderGradMaskablePPO CVaR_0.2", "ordergrad_maskable_ppo", CVAR, "steelblue"),
-    # ... with OrderGradPPO's bonus on short categorical episodes, held and then decayed (og-cvar-entlate's).
+    # ... with OrderGradPPO's bonus on short categorical episodes, held and then decayed (og-cvar-entlate's); its
+    # default there since 2026-12-04, and its runs on lava, the maze and the bandit are stored as og-mask-cvar.
     "og-mask-cvar-entlate": Method(
         "OrderGradMaskablePPO CVaR_0.2 + late entropy decay",
         "ordergrad_maskable_ppo",
@@ -513,6 +514,13 @@ METHODS: dict[str, Method] = {
         "lightsteelblue",
     ),
     "og-recurrent-cvar": Method("OrderGradRecurrentPPO CVaR_0.2", "ordergrad_recurrent_ppo", CVAR, "darkslateblue"),
+    # ... the same probe on OrderGradRecurrentPPO.
+    "og-recurrent-cvar-entlate": Method(
+        "OrderGradRecurrentPPO CVaR_0.2 + late entropy decay",
+        "ordergrad_recurrent_ppo",
+        {**CVAR, "ent_coef": late_linear_ent_coef},
+        "slateblue",
+    ),
     # OrderGradREINFORCE with the running scale (OrderGradPPO's default on short episodes) and with the level schedule.
     "og-reinforce-running": Method(
         "OrderGradREINFORCE + running scale",
@@ -1279,24 +1287,30 @@ def default_bonus_is(method: Method, task_name: str, bonus: float | Callable[[fl
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
+#: The algorithms whose ``ent_coef=None`` is the held-then-decayed bonus on short categorical episodes
+#: (``default_short_ranked_ent_coef``; OrderGradRecurrentPPO keeps the constant, not measured with it).
+HELD_BONUS_ALGOS = ("ordergrad_ppo", "ordergrad_maskable_ppo")
+
+
 def constant_bonus_before_default(run: dict) -> bool:
-    """Whether a run was stored before OrderGradPPO's bonus on short categorical episodes became the held-then-decayed
-    schedule (2026-12-03, :data:`~ordergrad_rl.agents.common.arguments.SHORT_RANKED_ENT_COEF`; runs record
-    ``ent_coef``, the schedule as ``"0.01 -> 0"``; the constant 0.01 before), by a method left to that default
-    (:func:`held_bonus_by_default`)."""
+    """Whether a run was stored before its algorithm's bonus on short categorical episodes became the held-then-decayed
+    schedule (:data:`~ordergrad_rl.agents.common.arguments.SHORT_RANKED_ENT_COEF`; OrderGradPPO's since 2026-12-03,
+    OrderGradMaskablePPO's since 2026-12-04; runs record ``ent_coef``, the schedule as ``"0.01 -> 0"``; the constant
+    0.01 before), by a method left to that default (:func:`held_bonus_by_default`)."""
     return not isinstance(run.get("ent_coef"), str) and held_bonus_by_default(run["method"], run["task"])
 
 
 @functools.cache
 def held_bonus_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradPPO's held-then-decayed bonus on the task without setting it: an
-    episodic OrderGradPPO with no ``ent_coef`` nor ``relative_ent_coef``, a ranked objective on categorical actions and
-    short episodes (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
+    episodic OrderGradPPO or OrderGradMaskablePPO (its default since 2026-12-04) with no ``ent_coef`` nor
+    ``relative_ent_coef``, a ranked objective on categorical actions and short episodes
+    (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
     from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
+    if method.algo not in HELD_BONUS_ALGOS or kwargs.get("advantage", "episodic") != "episodic":
         return False
     if kwargs.get("relative_ent_coef", False) or parsed_on_task(kwargs, task_name)[2]:  # relative, or long episodes
         return False

@@ -122,8 +122,11 @@ RANKED_ENT_COEF = 0.01
 #: ``scripts/outside_probe.py``): -113.6 / -262.4 against -124.6 / -351.8 (sampled higher in 10 of 10). Decayed from
 #: the start instead (``og-cvar-entdecay``) it loses seeds: lava 9 of 10 (seed 4 in the trap), the maze 7 of 10 (one
 #: time-out). Long episodes keep the constant: there LunarLander-v3 lost both tails with it (100k steps, seeds 0-4,
-#: -185.0 / -43.0 against -113.1 / -17.4; :func:`default_ent_coef`). The sb3-contrib variants keep the constant too
-#: (not measured with it).
+#: -185.0 / -43.0 against -113.1 / -17.4; :func:`default_ent_coef`). OrderGradMaskablePPO's default too since
+#: 2026-12-04 (``og-mask-cvar-entlate`` against its constant, the same seeds: lava 1.066 / 0.901 against 0.467 /
+#: 0.587, 5 of 5 seeds at the optimum against 4; the maze -3.306 / -3.921 against -2.992 / -4.867, paired sampled
+#: +0.946 [0.256, 1.524], 8 of 10 against 7; the bandit 1.000 / 0.999 against 1.000 / 0.997).
+#: OrderGradRecurrentPPO keeps the constant (not measured with it).
 SHORT_RANKED_ENT_COEF = HeldLinearSchedule(RANKED_ENT_COEF, 0.0, 0.6)
 #: OrderGradPPO's entropy coefficient for a ranked objective on categorical actions when ``ent_coef`` is not given and
 #: ``relative_ent_coef=True``: the bonus of an update is this times the root mean square of the rollout's per-step

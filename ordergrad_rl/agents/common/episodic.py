@@ -139,7 +139,8 @@ EPISODIC_PPO_PARAMS = """
         it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (SB3's convention for
         ``learning_rate``); ``None`` (default): 0.01 for a ranked objective on categorical actions
-        (OrderGradPPO's decays over the last 40% of training on short episodes), else 0.0
+        (OrderGradPPO's and OrderGradMaskablePPO's is held, then decays over the last 40% of training on short
+        episodes: :data:`~ordergrad_rl.agents.common.arguments.SHORT_RANKED_ENT_COEF`), else 0.0
         (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`).
     :param entropy_when_tied: keep the entropy bonus on a rollout whose returns all tie at the best return seen so
         far (nothing ranked); default off, as OrderGradPPO.
@@ -213,8 +214,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: ``ent_coef`` for a ranked objective on categorical actions when it is ``None``
     #: (:func:`~.arguments.default_ent_coef`; OrderGradREINFORCE's is its own).
     default_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
-    #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`; OrderGradPPO's is
-    #: :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
+    #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`; OrderGradPPO's and
+    #: OrderGradMaskablePPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
     default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
