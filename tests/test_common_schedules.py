@@ -47,3 +47,9 @@ def test_it_pickles_compares_and_shows_its_arguments() -> None:
     assert copy == schedule and hash(copy) == hash(schedule) and copy(0.2) == schedule(0.2)
     assert schedule != HeldLinearSchedule(0.01, 0.0, 0.5) and schedule != 0.01
     assert repr(schedule) == "HeldLinearSchedule(start=0.01, end=0, hold_fraction=0.6)"
+
+
+def test_progress_past_either_end_holds_the_end_values() -> None:
+    # SB3's progress turns negative when a rollout of whole episodes overshoots the budget: the end value, never past.
+    schedule = HeldLinearSchedule(0.01, 0.0, 0.6)
+    assert schedule(-0.25) == 0.0 and schedule(1.5) == 0.01

@@ -169,3 +169,19 @@ def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
     out = capsys.readouterr().out
     assert "total time:" in out and "Top-2@4 + Bottom-2@4 length" in out
     assert len(list((tmp_path / "out").glob("*.png"))) == 6
+
+
+def test_every_method_trains_with_the_measured_bonus_and_no_novelty(tmp_path, monkeypatch) -> None:
+    # The README table was measured with no entropy bonus and no novelty for every method; the ranked objectives'
+    # agent defaults have moved since (the mean's have not), so train_run pins them, the same for every method.
+    from dataclasses import replace
+
+    from ordergrad_rl.experiments.reasoning import quick_config, train_run
+    from ordergrad_rl.reasoning import build_base_model
+
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
+    config = replace(quick_config(), updates=0)
+    base = build_base_model(config.base_config(), seed=0)
+    for method in METHODS:
+        model = train_run(method, 0, config, base)
+        assert model.ent_coef == 0.0 and model.novelty_when_blind is False, method

@@ -31,7 +31,9 @@ class HeldLinearSchedule:
 
     def __call__(self, progress_remaining: float) -> float:
         decay = 1.0 - self.hold_fraction  # the remaining progress at which the decay begins
-        return self.end + (self.start - self.end) * min(1.0, progress_remaining / decay)
+        # Held in [0, 1] as SB3's LinearSchedule holds its end: a rollout of whole episodes overshoots the budget,
+        # and SB3's own progress then turns negative.
+        return self.end + (self.start - self.end) * min(1.0, max(0.0, progress_remaining / decay))
 
     def __repr__(self) -> str:
         return f"HeldLinearSchedule(start={self.start:g}, end={self.end:g}, hold_fraction={self.hold_fraction:g})"

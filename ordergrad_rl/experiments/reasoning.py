@@ -156,7 +156,11 @@ def train_run(method: str, seed: int, config: Config, base: Any, on_update: Any 
         "MlpPolicy", venv, objective=METHODS[method][1], n_episodes=config.n_episodes, group_size=config.group_size,
         normalize_advantage=NORMALIZE[config.normalize], learning_rate=config.learning_rate, n_epochs=config.n_epochs,
         batch_size=config.batch_size, clip_range=0.2, seed=seed, policy_kwargs=base.policy_kwargs, device="cpu",
+        ent_coef=0.0, novelty_when_blind=False,
     )  # fmt: skip
+    # ent_coef and novelty_when_blind are pinned to the agent's defaults when the table was measured (2026-11-25),
+    # the same for every method: the ranked methods' defaults have moved since (an entropy bonus, novelty on blind
+    # rollouts) and the mean's have not, which would make the comparison unequal.
     load_base_policy(model, base)
     model.train_curve = []
     for _ in range(config.updates):

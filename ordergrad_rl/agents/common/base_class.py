@@ -17,6 +17,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
@@ -182,7 +183,12 @@ class OrderGradAlgorithmMixin:
 
         ``total_timesteps`` counts env steps, like SB3: a rollout of ``n_episodes`` episodes of length ``L`` costs at
         least ``n_episodes * L`` of them (e.g. 750 updates of 256 tail-risk episodes = 750 * 256 * 16 steps).
+
+        Schedules of ``progress_remaining`` follow one call, as SB3's: ``reset_num_timesteps=False`` after a call that
+        ran to its end starts them again, and says so in a ``UserWarning`` when one is in force
+        (:func:`~ordergrad_rl.agents.common.progress.warn_if_schedules_restart`).
         """
+        warn_if_schedules_restart(self, reset_num_timesteps, stacklevel=2)
         return super().learn(  # type: ignore[misc]
             total_timesteps=total_timesteps,
             callback=callback,
@@ -191,6 +197,12 @@ class OrderGradAlgorithmMixin:
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        """SB3's progress, held at 0 once a rollout of whole episodes overshoots the budget
+        (:func:`~ordergrad_rl.agents.common.progress.clamped_progress_remaining`): the last update reads every
+        schedule at its end value, never past it (``lambda p: 0.01 * p`` would be an entropy penalty there)."""
+        self._current_progress_remaining = clamped_progress_remaining(num_timesteps, total_timesteps)
 
     def _setup_learn(
         self,
