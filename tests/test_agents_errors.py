@@ -192,14 +192,19 @@ def test_a_rollout_that_outgrows_the_budget_warns_while_it_runs(algo: type, monk
                             "max_episode_steps=...)) or lower n_episodes")  # fmt: skip
     assert model.num_timesteps == 800  # the rollout went on to its end
 
-    # An env with a time limit gets the other fix; a second learn call counts its own budget.
+    # An env with a time limit gets the other fix; a fresh learn call counts its own budget, and a call that goes on
+    # from earlier steps (training in pieces) is not told again.
     limited = algo(
         "MlpPolicy", DummyVecEnv([lambda: gym.wrappers.TimeLimit(LongEpisodeEnv(), 1000)]), n_episodes=4, k=2
     )
     with pytest.warns(UserWarning, match=r"taken 300 env steps \(total_timesteps left 50 .*raise total_timesteps$"):
         limited.learn(50)
-    with pytest.warns(UserWarning, match=r"taken 300 env steps \(total_timesteps left 200 "):
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
         limited.learn(200, reset_num_timesteps=False)
+    assert not rollout_warnings(records)
+    with pytest.warns(UserWarning, match=r"taken 300 env steps \(total_timesteps left 200 "):
+        limited.learn(200)
 
 
 def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) -> None:

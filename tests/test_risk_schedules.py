@@ -866,6 +866,20 @@ def test_few_updates_warn_after_the_first_rollout():
     assert not [r for r in records if "updates" in str(r.message)]
 
 
+def test_budget_warnings_come_once_when_learning_in_pieces():
+    """A loop of learn calls that go on from earlier steps is one run in pieces: its first call warns that its budget
+    leaves few updates or that its rollout outgrew it; the pieces after it, each a rollout or so, do not repeat that
+    (they warned at every piece before, with a different message each time, so Python's filter showed them all)."""
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=16, seed=0)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            model.learn(100, reset_num_timesteps=False)
+    assert len([r for r in records if "leaves about" in str(r.message)]) == 1
+    with pytest.warns(UserWarning, match="leaves about .* updates"):  # a fresh run warns again
+        model.learn(100)
+
+
 # ---------------------------------------------------------------------------------------------------- CLI and sweeps
 def test_train_takes_a_schedule_and_names_a_bad_one(tmp_path, capsys):
     from ordergrad_rl.cli import main

@@ -510,6 +510,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
+        excluded += ["_rollout_outgrown", "_learn_continues"]
         excluded += ["_rollout_tied_at_best", "_rollout_tied_share", "_rollout_untie_case", "_noise_counts"]
         excluded += ["_rollout_blind"]
         excluded += ["_noise_running"]
@@ -910,12 +911,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
-        return super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+        setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+        # SB3 zeroes num_timesteps unless reset_num_timesteps=False: a call that goes on from earlier steps is a
+        # piece of a longer run (training in pieces, a resumed interruption), whose own budget says nothing about the
+        # run's, so the budget warnings (_warn_rollout_outgrown, _warn_if_few_updates) are told at the first call
+        # only, not at every piece of a learn(1) loop.
+        self._learn_continues = self.num_timesteps > 0
+        return setup
 
     def _outgrown_rollout_at(self) -> float:
         """The ``num_timesteps`` at which the rollout starting now has outgrown its ``learn`` call's budget
         (:data:`OUTGROWN_ROLLOUT_STEPS`): the first rollout of the call only, ``inf`` for the others."""
-        if getattr(self, "_rollouts_this_learn", 0) != 0:
+        if getattr(self, "_rollouts_this_learn", 0) != 0 or getattr(self, "_learn_continues", False):
             return np.inf
         left = getattr(self, "_total_timesteps", 0) - self.num_timesteps
         return self.num_timesteps + max(left, OUTGROWN_ROLLOUT_STEPS)
@@ -950,9 +957,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer) -> None:
         """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
-        :data:`FEW_UPDATES` updates in the budget."""
+        :data:`FEW_UPDATES` updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
         if self._rollouts_this_learn != 1 or getattr(self, "_rollout_outgrown", False):  # told while it ran
+            return
+        if getattr(self, "_learn_continues", False):  # a piece of a longer run (_setup_learn)
             return
         steps = max(1, int(buffer.episode_lengths.sum()))
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
