@@ -50,8 +50,10 @@ usage line, with or without its schedule, with ``novelty_phase=0.15``: its first
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
 ``og-recurrent-cvar`` (the usage lines of OrderGradMaskablePPO, every action valid, on the tabular tasks, and
 OrderGradRecurrentPPO, ``"MlpLstmPolicy"``, whose policy acts on its history and is scored by Monte Carlo on every
-task), the OrderGradREINFORCE variants below at its defaults of before 2026-12-01 (256 episodes per update, no entropy
-bonus, no noise sampler, no schedule, unless they set them: ``REINFORCE0``):
+task), ``og-mask-cvar-entlate`` and ``og-recurrent-cvar-entlate`` (those usage lines with the held-then-decayed bonus),
+``og-recurrent-cvar-level`` (OrderGradRecurrentPPO's usage line with the level schedule), the OrderGradREINFORCE
+variants below at its defaults of before 2026-12-01 (256 episodes per update, no entropy bonus, no noise sampler,
+no schedule, unless they set them: ``REINFORCE0``):
 ``og-reinforce-running`` and ``og-reinforce-level`` (with the running scale, its default since, or the level schedule),
 ``og-reinforce-level-ent`` (the level schedule and ``ent_coef=0.3``: the arguments with which it reaches the lava
 grid's optimum), ``og-reinforce-noise`` (with the noise sampler), ``og-reinforce-n32``, ``og-reinforce-n32-ent``
