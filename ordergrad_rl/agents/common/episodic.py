@@ -959,9 +959,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
         :data:`FEW_UPDATES` updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
-        if self._rollouts_this_learn != 1 or getattr(self, "_rollout_outgrown", False):  # told while it ran
-            return
-        if getattr(self, "_learn_continues", False):  # a piece of a longer run (_setup_learn)
+        # Told while it ran (_rollout_outgrown), or a piece of a longer run (_learn_continues, _setup_learn).
+        told_or_piece = getattr(self, "_rollout_outgrown", False) or getattr(self, "_learn_continues", False)
+        if self._rollouts_this_learn != 1 or told_or_piece:
             return
         steps = max(1, int(buffer.episode_lengths.sum()))
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
