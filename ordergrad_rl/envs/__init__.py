@@ -17,7 +17,8 @@ id                              environment
 =============================== ===========================================================
 
 The known-answer benchmark envs (lava grid, guarded maze, heavy-tail bandit, shortcut navigation) print their
-exact mean- and CVaR-optimal values in their docstrings; ``ordergrad_rl.envs.tabular`` computes them.
+exact mean- and CVaR-optimal values in their docstrings; ``ordergrad_rl.envs.tabular`` computes them, and
+``ordergrad_rl.envs.tabular_history`` brackets the return law of a policy with memory (a recurrent policy) there.
 
 The classes are imported on first access, so ``import ordergrad_rl`` stays light (no SB3).
 """
