@@ -567,6 +567,14 @@ def test_contrib_variants_run_as_a_user_runs_them_and_the_lstm_is_scored_by_its_
     assert run["greedy_bounds"] == [run["greedy"]["cvar"]] * 2 and run["greedy_cut"] == 0.0
 
 
+def test_a_wide_history_bracket_leaves_the_lstm_to_monte_carlo_inside_it(monkeypatch):
+    monkeypatch.setattr(bench, "TREE_TOLERANCE", -1.0)  # every bracket too wide
+    run = bench.run_one("bandit", "og-recurrent-cvar", 0, 256, 1, 10)
+    assert not run["greedy_exact"] and "greedy_mc" in run and "eval_seed" in run
+    low, high = run["greedy_bounds"]
+    assert low <= run["greedy"]["cvar"] <= high
+
+
 class SumOfStatesMemory:
     """A stand-in for a recurrent model, with ``RecurrentPPO.predict``'s conventions (``state`` a tuple of
     ``[layers, n, hidden]`` arrays, reset where ``episode_start``): it remembers the sum of the states it has seen
@@ -627,6 +635,9 @@ def test_the_history_tree_follows_a_recurrent_models_memory():
     np.testing.assert_allclose(record["greedy_mean_bounds"], [law.mean()] * 2)
     assert bench.tree_exact(bench.TASKS["lava"], {"greedy_bounds": [1.0, 1.05]})
     assert not bench.tree_exact(bench.TASKS["lava"], {"greedy_bounds": [1.0, 1.1]})
+    run = {"greedy": {"cvar": -4.65, "mean": -0.7}, "greedy_bounds": [-41.3, -7.3], "greedy_mean_bounds": [-3, 2]}
+    bench.clamp_to_tree(run)
+    assert run["greedy"] == {"cvar": -7.3, "mean": -0.7} and run["greedy_mc"] == {"cvar": -4.65, "mean": -0.7}
 
 
 def test_a_method_tuned_per_task_runs_only_there_with_its_settings():
