@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.envs.tabular import DECIMALS, ReturnDistribution, TabularMDP
+from ordergrad_rl.envs.tabular import ReturnDistribution, TabularMDP, _key  # _key: tabular's rounding of returns
 
 #: ``act(t, states [n], memory) -> (actions [n], memory)``: the actions of ``n`` live histories at time ``t`` in
 #: ``states``, given the memory the policy returned for them at ``t - 1`` (``None`` at ``t = 0``).
@@ -66,13 +66,18 @@ def continuation_bounds(mdp: TabularMDP) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _add(masses: dict[float, float], values: np.ndarray, probs: np.ndarray) -> None:
-    """Add ``probs`` at ``values`` (rounded as :mod:`~ordergrad_rl.envs.tabular` merges returns) to ``masses``."""
-    for value, prob in zip(np.round(values, DECIMALS).tolist(), probs.tolist(), strict=True):
-        masses[value + 0.0] = masses.get(value + 0.0, 0.0) + prob  # + 0.0: -0.0 and 0.0 are one key
+    """Add ``probs`` at ``values`` to ``masses`` (returns merged as :mod:`~ordergrad_rl.envs.tabular` merges them)."""
+    for value, prob in zip(values.tolist(), probs.tolist(), strict=True):
+        masses[_key(value)] = masses.get(_key(value), 0.0) + prob
 
 
-def _law(masses: dict[float, float]) -> ReturnDistribution:
-    return ReturnDistribution.from_dict({v: p for v, p in masses.items() if p > 0.0})
+def _law(masses: dict[float, float], *more: dict[float, float]) -> ReturnDistribution:
+    """The law of the masses of ``masses`` and ``more`` together."""
+    total = dict(masses)
+    for extra in more:
+        for value, prob in extra.items():
+            total[value] = total.get(value, 0.0) + prob
+    return ReturnDistribution.from_dict({v: p for v, p in total.items() if p > 0.0})
 
 
 def history_return_distribution(
@@ -98,8 +103,9 @@ def history_return_distribution(
     low, high = continuation_bounds(mdp)
     states = np.flatnonzero(mdp.start)
     probs, returns, memory = mdp.start[states].astype(float), np.zeros(len(states)), None
-    lower: dict[float, float] = {}
-    upper: dict[float, float] = {}
+    ended_mass: dict[float, float] = {}  # the histories enumerated to their end
+    cut_low: dict[float, float] = {}  # the cut histories' mass at their lowest and highest reachable returns
+    cut_high: dict[float, float] = {}
     cut, peak = 0.0, len(states)
     for t in range(mdp.horizon):
         actions, memory = act(t, states, memory)
@@ -116,8 +122,7 @@ def history_return_distribution(
         child_return = returns[:, None] + mdp.reward[states, actions]
         possible = child_prob > 0
         ended = possible & mdp.terminated[states, actions]
-        _add(lower, child_return[ended], child_prob[ended])
-        _add(upper, child_return[ended], child_prob[ended])
+        _add(ended_mass, child_return[ended], child_prob[ended])
         going = possible & ~ended
         dropped = going & (child_prob < min_prob)
         alive = np.flatnonzero(going & ~dropped)  # indices into the flattened [n, K] outcomes
@@ -128,8 +133,8 @@ def history_return_distribution(
         if dropped.any():
             cut += float(child_prob[dropped].sum())
             where = child_state[dropped]
-            _add(lower, child_return[dropped] + low[t + 1][where], child_prob[dropped])
-            _add(upper, child_return[dropped] + high[t + 1][where], child_prob[dropped])
+            _add(cut_low, child_return[dropped] + low[t + 1][where], child_prob[dropped])
+            _add(cut_high, child_return[dropped] + high[t + 1][where], child_prob[dropped])
         kept = going & ~dropped
         parent = np.nonzero(kept)[0]
         states, probs, returns = child_state[kept], child_prob[kept], child_return[kept]
@@ -137,6 +142,5 @@ def history_return_distribution(
         peak = max(peak, len(states))
         if not len(states):
             break
-    _add(lower, returns, probs)  # truncated by the time limit
-    _add(upper, returns, probs)
-    return BoundedReturn(_law(lower), _law(upper), cut, peak)
+    _add(ended_mass, returns, probs)  # truncated by the time limit
+    return BoundedReturn(_law(ended_mass, cut_low), _law(ended_mass, cut_high), cut, peak)

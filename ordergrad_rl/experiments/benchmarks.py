@@ -803,17 +803,17 @@ def history_greedy_score(model: Any, env: Any) -> dict[str, Any]:
     ``greedy_mean_bounds`` (``[low, high]``), and the probability mass cut from the tree (``greedy_cut``)."""
     from ordergrad_rl.envs.tabular_history import history_return_distribution
 
-    observations = _state_observations(env, env.tabular().n_states)
+    mdp = env.tabular()
+    observations = _state_observations(env, mdp.n_states)
 
     def act(t: int, states: np.ndarray, memory: Any) -> tuple[np.ndarray, Any]:
         starts = np.full(len(states), t == 0)
-        actions, memory = model.predict(observations[states], state=memory, episode_start=starts, deterministic=True)
-        return np.asarray(actions, dtype=np.int64).reshape(-1), memory
+        return model.predict(observations[states], state=memory, episode_start=starts, deterministic=True)
 
     def take(memory: Any, index: np.ndarray) -> Any:  # (h, c), each [layers, histories, hidden]
         return tuple(part[:, index] for part in memory)
 
-    tree = history_return_distribution(env.tabular(), act, take, TREE_MIN_PROB, TREE_HISTORIES)
+    tree = history_return_distribution(mdp, act, take, TREE_MIN_PROB, TREE_HISTORIES)
     return {"greedy_bounds": list(tree.cvar(ALPHA)), "greedy_mean_bounds": list(tree.mean()), "greedy_cut": tree.cut}
 
 
