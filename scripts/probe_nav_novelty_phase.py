@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +65,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if not 0.0 <= args.fraction <= 1.0:
         parser.error(f"--fraction must be in [0, 1], got {args.fraction}")
     timesteps, episodes = (2_000, 20) if args.quick else (args.timesteps, 100)
-    runs = []
-    for seed in args.seeds:
-        runs.append(run(seed, args.fraction, timesteps, episodes))
-        greedy, sampled = runs[-1]["greedy"]["cvar"], runs[-1]["stochastic"]["cvar"]
-        print(f"seed {seed}: greedy CVaR_0.2 {greedy:.2f}, sampled {sampled:.2f} ({runs[-1]['seconds']:.0f} s)")
-        if args.json is not None:
-            args.json.write_text(json.dumps({"runs": runs}, indent=1))
-    return runs
+    return bench.run_seeds(lambda seed: run(seed, args.fraction, timesteps, episodes), args.seeds, args.json, "nav")
 
 
 if __name__ == "__main__":

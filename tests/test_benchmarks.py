@@ -816,3 +816,18 @@ def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_tha
     rows = json.loads(path.read_text())["rows"]
     assert len(rows) >= 2 and np.allclose(np.sum(rows[0]["probabilities"], axis=1), 1.0, atol=1e-3)
     assert all(row["greedy"] <= bench.TASKS["lava"].optimum + 1e-9 for row in rows)
+
+
+def test_run_seeds_rewrites_the_json_after_each_run_and_prints_its_scores(tmp_path, capsys):
+    path, seen = tmp_path / "runs.json", []
+
+    def job(seed):
+        if seed == 2:  # the file holds the runs finished before this one
+            seen.append(json.loads(path.read_text())["runs"])
+        return {"seed": seed, "greedy": {"cvar": -1.5}, "stochastic": {"cvar": -2.25}, "seconds": 3.0}
+
+    runs = bench.run_seeds(job, [1, 2], path, "lava")
+    assert [run["seed"] for run in runs] == [1, 2] and [run["seed"] for run in seen[0]] == [1]
+    assert json.loads(path.read_text())["runs"] == runs
+    assert "lava seed 2: greedy CVaR_0.2 -1.50, sampled -2.25 (3 s)" in capsys.readouterr().out
+    assert bench.run_seeds(job, [3], None, "lava")[0]["seed"] == 3  # no file asked for

@@ -1655,6 +1655,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "benchmarks")
 
 
+def run_seeds(job: Callable[[int], dict], seeds: Sequence[int], path: Path | None, label: str) -> list[dict]:
+    """The probe scripts' loop: ``job(seed)`` for each seed in turn (a :func:`run_one` record), a line with its
+    scores printed after each, and ``path`` (``{"runs": [...]}``, readable by ``--from-json`` where the method is
+    registered) rewritten after each, so that a probe cut short keeps its finished runs."""
+    runs: list[dict] = []
+    for seed in seeds:
+        runs.append(job(seed))
+        greedy, sampled, seconds = runs[-1]["greedy"]["cvar"], runs[-1]["stochastic"]["cvar"], runs[-1]["seconds"]
+        print(f"{label} seed {seed}: greedy CVaR_0.2 {greedy:.2f}, sampled {sampled:.2f} ({seconds:.0f} s)")
+        if path is not None:
+            path.write_text(json.dumps({"runs": runs}, indent=1))
+    return runs
+
+
 def read_runs(paths: Sequence[Path]) -> list[dict]:
     """The runs of earlier ``--json`` files (a run repeated across files counts once).
 
