@@ -45,7 +45,12 @@ RANKED_N_EPISODES = 256
 #: 72.6% profitable (4 seeds); lava, maze, bandit and the portfolio were measured at 256. Not 16 (``og-cvar-n16``,
 #: the usage line since, 10 seeds, greedy / sampled against 32): CartPole-v1 at 300k 499.6 / 495.6 against 500 / 500
 #: (sampled lower in 6 of 10 seeds); at 100k no task moved consistently (Acrobot-v1 -181.0 / -229.2 against
-#: -152.0 / -219.9, two seeds never swinging up; LunarLander-v3 -93.2 / -43.1 against -125.4 / -35.4).
+#: -152.0 / -219.9, two seeds never swinging up; LunarLander-v3 -93.2 / -43.1 against -125.4 / -35.4). Again on
+#: 2026-12-04, with novelty on blind rollouts (every seed swings up): Acrobot-v1 at 100k -108.2 / -149.8 against
+#: -111.1 / -190.9, at 300k -110.3 / -148.8 against -112.7 / -134.7 (SB3 PPO -104.1 / -116.6 and -110.8 / -108.9):
+#: the gain at 100k is gone by 300k. Nor 16 during the level schedule's mean phase and 32 at its target
+#: (``scripts/probe_level_sized_rollouts.py``): CartPole-v1 at 300k 498.6 / 497.7 against 500 / 500. Both in
+#: docs/benchmarks.md ("Sixteen episodes per update on long episodes, again").
 LONG_RANKED_N_EPISODES = 32
 #: Episode limit (``max_episode_steps``) above which an env counts as long-episode: between the suite's short tasks
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones
