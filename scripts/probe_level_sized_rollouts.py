@@ -29,7 +29,6 @@ import numpy as np
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.arguments import LONG_RANKED_N_EPISODES, MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import level_in_force
-from ordergrad_rl.core.channels import parse_agent_objective
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: The probe's method name, registered for its runs.
@@ -49,14 +48,11 @@ class LevelSizedPPO(OrderGradPPO):
     its objective bound to ``k = N // 2`` as the constructor binds it (``cvar0.2@16`` at 32 episodes, ``@8`` at 16)."""
 
     def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: Any, n_rollout_steps: int) -> bool:
-        if not hasattr(self, "_unbound"):  # the objective before the constructor bound its k
-            spec = self.objective.name + "".join(f"{p:g}" for p in self.objective.params)
-            self._unbound = parse_agent_objective(spec)[0]
         self._update_risk()
         level = level_in_force(self._objective_in_force, self._gcvar_in_force)
         n = rollout_episodes(level, level_in_force(self.objective, getattr(self, "gcvar_alpha", None)))
         self.n_episodes = rollout_buffer.n_episodes = n
-        self._set_objective(self._unbound.bind(n // 2))
+        self._set_objective(self.objective.bind(n // 2))  # Objective.bind rebinds a bound objective
         self.logger.record("rollout/n_episodes", n)
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
