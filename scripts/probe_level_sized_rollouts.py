@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,24 +58,16 @@ class LevelSizedPPO(OrderGradPPO):
 
 def run(task: str, seed: int, timesteps: int, episodes: int) -> dict:
     """Train and score one seed as ``reproduce benchmarks`` does, OrderGradPPO patched to :class:`LevelSizedPPO`."""
-    bench.METHODS.setdefault(METHOD, dataclasses.replace(bench.METHODS["og-cvar"], label="rollouts sized by level"))
-    original = bench.episodic_algorithm
-    bench.episodic_algorithm = lambda algo: LevelSizedPPO if algo == "ordergrad_ppo" else original(algo)
-    try:
-        return bench.run_one(task, METHOD, seed, timesteps, 1, episodes)
-    finally:
-        bench.episodic_algorithm = original
+    method = dataclasses.replace(bench.METHODS["og-cvar"], label="rollouts sized by level")
+    return bench.run_with_agent(task, method, METHOD, LevelSizedPPO, seed, timesteps, episodes)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=("cartpole", "acrobot", "lunarlander"), default="acrobot")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
-    parser.add_argument("--timesteps", type=int, default=100_000)
-    parser.add_argument("--json", type=Path, default=None, help="write the runs here (rewritten after each)")
-    parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
+    bench.add_probe_arguments(parser, timesteps=100_000)
     args = parser.parse_args(argv)
-    timesteps, episodes = (2_000, 20) if args.quick else (args.timesteps, 100)
+    timesteps, episodes = bench.probe_budget(args)
     return bench.run_seeds(lambda seed: run(args.task, seed, timesteps, episodes), args.seeds, args.json, args.task)
 
 

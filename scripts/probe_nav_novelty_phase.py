@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.experiments import benchmarks as bench
@@ -56,15 +55,12 @@ def run(seed: int, fraction: float, timesteps: int, episodes: int) -> dict:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--fraction", type=float, default=0.3, help="the novelty phase's share of training")
-    parser.add_argument("--timesteps", type=int, default=300_000)
-    parser.add_argument("--json", type=Path, default=None, help="write the runs here (rewritten after each)")
-    parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
+    bench.add_probe_arguments(parser, timesteps=300_000)
     args = parser.parse_args(argv)
     if not 0.0 <= args.fraction <= 1.0:
         parser.error(f"--fraction must be in [0, 1], got {args.fraction}")
-    timesteps, episodes = (2_000, 20) if args.quick else (args.timesteps, 100)
+    timesteps, episodes = bench.probe_budget(args)
     return bench.run_seeds(lambda seed: run(seed, args.fraction, timesteps, episodes), args.seeds, args.json, "nav")
 
 

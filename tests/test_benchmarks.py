@@ -831,3 +831,28 @@ def test_run_seeds_rewrites_the_json_after_each_run_and_prints_its_scores(tmp_pa
     assert json.loads(path.read_text())["runs"] == runs
     assert "lava seed 2: greedy CVaR_0.2 -1.50, sampled -2.25 (3 s)" in capsys.readouterr().out
     assert bench.run_seeds(job, [3], None, "lava")[0]["seed"] == 3  # no file asked for
+
+
+def test_run_with_agent_builds_the_probes_class_for_its_run_only(monkeypatch):
+    from ordergrad_rl.agents import OrderGradPPO
+
+    class Probe(OrderGradPPO):
+        pass
+
+    built = []
+
+    def run_one(task, name, seed, timesteps, checkpoints, episodes):
+        built.append((bench.episodic_algorithm("ordergrad_ppo"), bench.episodic_algorithm("ordergrad_reinforce")))
+        if seed == 1:
+            raise RuntimeError("the run failed")
+        return {"task": task, "method": name, "seed": seed}
+
+    monkeypatch.setattr(bench, "run_one", run_one)
+    monkeypatch.setattr(bench, "METHODS", dict(bench.METHODS))
+    method = bench.METHODS["og-cvar"]
+    assert bench.run_with_agent("cartpole", method, "og-probe", Probe, 0, 2_000, 20)["method"] == "og-probe"
+    assert built[0][0] is Probe and built[0][1].__name__ == "OrderGradREINFORCE"  # only its algo is replaced
+    assert bench.METHODS["og-probe"] is method
+    with pytest.raises(RuntimeError, match="the run failed"):
+        bench.run_with_agent("cartpole", method, "og-probe", Probe, 1, 2_000, 20)
+    assert bench.episodic_algorithm("ordergrad_ppo") is OrderGradPPO  # the override is gone, even after a failure

@@ -703,10 +703,16 @@ class Config:
 
 
 # ---------------------------------------------------------------------------------------------------- one run
+#: ``algo`` -> the agent class its runs build instead of the library's, while :func:`run_with_agent` runs a probe.
+_AGENT_OVERRIDES: dict[str, type] = {}
+
+
 def episodic_algorithm(algo: str) -> type:
     """The agent class of an episodic ``algo`` (:data:`EPISODIC_ALGOS`)."""
     from ordergrad_rl import agents
 
+    if algo in _AGENT_OVERRIDES:
+        return _AGENT_OVERRIDES[algo]
     return {
         "ordergrad_ppo": agents.OrderGradPPO,
         "ordergrad_reinforce": agents.OrderGradREINFORCE,
@@ -1667,6 +1673,35 @@ def run_seeds(job: Callable[[int], dict], seeds: Sequence[int], path: Path | Non
         if path is not None:
             path.write_text(json.dumps({"runs": runs}, indent=1))
     return runs
+
+
+def run_with_agent(task: str, method: Method, name: str, agent: type, seed: int, timesteps: int, episodes: int) -> dict:
+    """:func:`run_one` of a probe's agent: ``method`` registered as ``name`` (where it is not yet), its
+    ``method.algo`` built as ``agent`` (a patched subclass of the library's class) for this run only.
+
+    :param episodes: evaluation episodes.
+    """
+    METHODS.setdefault(name, method)
+    _AGENT_OVERRIDES[method.algo] = agent
+    try:
+        return run_one(task, name, seed, timesteps, 1, episodes)
+    finally:
+        del _AGENT_OVERRIDES[method.algo]
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser, timesteps: int) -> None:
+    """The probe scripts' common arguments: ``--seeds`` (0-9), ``--timesteps`` (``timesteps``), ``--json`` and
+    ``--quick`` (:func:`probe_budget`)."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--timesteps", type=int, default=timesteps)
+    parser.add_argument("--json", type=Path, default=None, help="write the runs here (rewritten after each)")
+    parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
+
+
+def probe_budget(args: argparse.Namespace) -> tuple[int, int]:
+    """``(env steps, evaluation episodes)`` of a probe's runs: ``--timesteps`` and 100, or 2,000 and 20 with
+    ``--quick``."""
+    return (2_000, 20) if args.quick else (args.timesteps, 100)
 
 
 def read_runs(paths: Sequence[Path]) -> list[dict]:
