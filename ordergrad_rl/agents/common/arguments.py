@@ -53,7 +53,7 @@ RANKED_N_EPISODES = 256
 #: docs/benchmarks.md ("Sixteen episodes per update on long episodes, again"). Nor 16 new episodes ranked with the
 #: 16 returns of the rollout before, their weights centred (``scripts/probe_return_pool.py --center``): CartPole-v1
 #: at 100k 500.0 / 490.1, but at 300k 499.9 / 494.0, Acrobot-v1 at 300k -110.4 / -160.9 and LunarLander-v3 at 100k
-#: -171.3 / -50.3 against -113.1 / -17.4 (seeds 0-4; docs/benchmarks.md, "Ranking each rollout against a pool").
+#: -149.7 / -44.7 against -127.7 / -28.2 (docs/benchmarks.md, "Ranking each rollout against a pool").
 LONG_RANKED_N_EPISODES = 32
 #: Episode limit (``max_episode_steps``) above which an env counts as long-episode: between the suite's short tasks
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones
