@@ -65,16 +65,12 @@ class ReturnPoolPPO(OrderGradPPO):
     trained on. The entropy bonus's tie rules see the rollout's own returns, as the usage line's do: a rollout tied at
     the best return seen trains on nothing and gets no bonus, whatever the pool holds."""
 
-    #: Returns of earlier rollouts ranked with each rollout's episodes (the constructor's ``pool_size`` replaces it).
+    #: Returns of earlier rollouts ranked with each rollout's episodes (:func:`agent_class` sets it).
     pool_size: int = POOL
-    #: Subtract the mean weight of the rollout's own episodes (the constructor's ``center`` replaces it).
+    #: Subtract the mean weight of the rollout's own episodes (:func:`agent_class` sets it).
     center: bool = False
 
-    def __init__(self, *args: Any, pool_size: int | None = None, center: bool | None = None, **kwargs: Any) -> None:
-        if pool_size is not None:
-            self.pool_size = pool_size
-        if center is not None:
-            self.center = center
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._pool_returns = np.zeros(0)
         self._pool_time_outs = np.zeros(0, dtype=bool)
         super().__init__(*args, **kwargs)
@@ -112,6 +108,12 @@ class ReturnPoolPPO(OrderGradPPO):
         self._pool_time_outs = pooled(time_outs, self._pool_time_outs)[: self.pool_size]
 
 
+def agent_class(pool: int = POOL, center: bool = False) -> type[ReturnPoolPPO]:
+    """:class:`ReturnPoolPPO` ranking against ``pool`` returns, its weights centred or not: a class, as
+    ``reproduce benchmarks`` builds its runs from one."""
+    return type(ReturnPoolPPO.__name__, (ReturnPoolPPO,), {"pool_size": pool, "center": center})
+
+
 def method_name(pool: int, center: bool = False) -> str:
     """The probe's method name for a pool of ``pool`` returns (``c``: centred), registered for its runs."""
     return f"og-cvar-pool{pool}{'c' if center else ''}"
@@ -123,9 +125,10 @@ def run(task: str, seed: int, timesteps: int, episodes: int, pool: int = POOL, c
     base = bench.METHODS["og-cvar"]
     kwargs = {**base.kwargs, "n_episodes": MEAN_N_EPISODES}
     label = f"16 new + {pool} pooled returns{', centred' if center else ''}"
-    sized = type(ReturnPoolPPO.__name__, (ReturnPoolPPO,), {"pool_size": pool, "center": center})
     method = dataclasses.replace(base, label=label, kwargs=kwargs)
-    return bench.run_with_agent(task, method, method_name(pool, center), sized, seed, timesteps, episodes)
+    return bench.run_with_agent(
+        task, method, method_name(pool, center), agent_class(pool, center), seed, timesteps, episodes
+    )
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

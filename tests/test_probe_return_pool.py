@@ -20,12 +20,11 @@ def test_pooled_keeps_the_rollouts_episodes_first():
 
 def test_new_episodes_take_their_weights_in_the_pooled_batch_and_the_pool_rolls(one_torch_thread):
     probe = load("probe_return_pool")
-    model = probe.ReturnPoolPPO(
+    model = probe.agent_class(8)(
         "MlpPolicy",
         "CartPole-v1",
         objective="cvar0.2",
         n_episodes=8,
-        pool_size=8,
         value_baseline=False,
         normalize_advantage=False,
         seed=0,
@@ -67,8 +66,8 @@ def test_centred_weights_average_zero_over_episodes_not_steps():
 
 def test_a_rollout_above_the_whole_pool_trains_on_nothing_when_centred(one_torch_thread):
     probe = load("probe_return_pool")
-    kwargs = dict(objective="cvar0.2", n_episodes=8, pool_size=8, value_baseline=False, seed=0)
-    model = probe.ReturnPoolPPO("MlpPolicy", "CartPole-v1", center=True, **kwargs)
+    kwargs = dict(objective="cvar0.2", n_episodes=8, value_baseline=False, seed=0)
+    model = probe.agent_class(8, center=True)("MlpPolicy", "CartPole-v1", **kwargs)
     model.learn(600)
     model._pool_returns = np.full(8, -1.0)  # every pooled return below every CartPole return (>= 8)
     callback = CallbackList([])
