@@ -324,10 +324,11 @@ def default_ent_coef(
 
     Not decayed over training on long episodes: decayed linearly to 0 (``reproduce benchmarks``,
     ``og-cvar-entdecay``: the usage line with ``ent_coef=lambda p: 0.01 * p``, against the usage line, the same seeds,
-    300k steps, worst-20% mean of 100 evaluation returns, greedy / sampled) it took Acrobot-v1 from -104.7 / -138.4
-    to -96.3 / -112.0 (10 seeds; SB3 PPO -110.8 / -108.9) but LunarLander-v3 from 77.4 / -9.0 to -66.8 / 1.8 (5
-    seeds), and moved no 100k cell consistently; held over the first 60% and decayed after (``og-cvar-entlate``) it
-    kept less of Acrobot's gain (-108.5 / -122.8) and at 100k steps lost LunarLander's tails (-178.3 / -46.9 against
+    300k steps, worst-20% mean of 100 evaluation returns, greedy / sampled) it took Acrobot-v1 from -112.7 / -134.7
+    to -99.0 / -116.5 (10 seeds, rerun 2026-12-04; SB3 PPO on the same envs -111.6 / -116.0) but LunarLander-v3
+    from 77.4 / -9.0 to -66.8 / 1.8 (5 seeds), and moved no 100k cell consistently; held over the first 60% and
+    decayed after (``og-cvar-entlate``) it kept less of Acrobot's gain (-110.6 / -120.6) and at 100k steps lost
+    LunarLander's tails (-178.3 / -46.9 against
     -127.7 / -28.2, seeds 0-9, paired sampled -18.7 [-36.6, -0.9]; greedy 50 behind SB3 PPO's -128.2, where the
     usage line is even with it), the schedule OrderGradPPO takes on short episodes (:data:`SHORT_RANKED_ENT_COEF`).
 
