@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
 from ordergrad_rl.common.options import positive_int, seed_int
@@ -78,9 +77,9 @@ def trace(task_name: str, method_name: str, seed: int, timesteps: int, eval_epis
     :raises ValueError: on a task whose actions are not ``Discrete``.
     """
     task = bench.TASKS[task_name]
+    if not task.discrete:  # known without building the env (whose extra may be absent)
+        raise ValueError(f"--task {task_name}: the trace needs Discrete actions, and {task.env_id}'s are continuous")
     model = bench.build_model(bench.METHODS[method_name], task_name, seed)
-    if not isinstance(model.action_space, spaces.Discrete):
-        raise ValueError(f"--task {task_name}: the trace needs Discrete actions, got {model.action_space}")
     with progress_bar(f"{task_name}/{method_name}/seed{seed}", timesteps, "step", quiet) as bar:
         callback = EntropyTrace(bar)
         model.learn(timesteps, callback=callback)

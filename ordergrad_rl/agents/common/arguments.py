@@ -328,9 +328,9 @@ def default_ent_coef(
     to -99.0 / -116.5 (10 seeds, rerun 2026-12-04; SB3 PPO on the same envs -111.6 / -116.0) but LunarLander-v3
     from 77.4 / -9.0 to -66.8 / 1.8 (5 seeds), and moved no 100k cell consistently; held over the first 60% and
     decayed after (``og-cvar-entlate``) it kept less of Acrobot's gain (-110.6 / -120.6) and at 100k steps lost
-    LunarLander's tails (-178.3 / -46.9 against
-    -127.7 / -28.2, seeds 0-9, paired sampled -18.7 [-36.6, -0.9]; greedy 50 behind SB3 PPO's -128.2, where the
-    usage line is even with it), the schedule OrderGradPPO takes on short episodes (:data:`SHORT_RANKED_ENT_COEF`).
+    LunarLander's tails (-178.3 / -46.9 against -127.7 / -28.2, seeds 0-9, paired sampled -18.7 [-36.6, -0.9];
+    greedy 50 behind SB3 PPO's -128.2, where the usage line is even with it), the schedule OrderGradPPO takes on
+    short episodes (:data:`SHORT_RANKED_ENT_COEF`).
 
     Kept on long episodes since ``novelty_when_blind`` explores their blind rollouts (``og-cvar-sched-noent``, the
     usage line with ``ent_coef=0.0``, 100k steps, the same seeds, greedy / sampled): CartPole-v1 499.9 / 495.9
