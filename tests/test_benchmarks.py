@@ -220,6 +220,8 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-ent005",
         "og-cvar-entrel",
         "og-cvar-entlate",
+        "og-cvar-noplateau",
+        "og-cvar-plateau-p01",
         "og-cvar-n16",
         "og-cvar-n64-sched",
         "og-cvar-n32-sched",
@@ -437,6 +439,35 @@ def test_runs_from_before_the_held_bonus_default_get_their_own_row():
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["ent_coef"] == 0.01
 
 
+def test_runs_from_before_the_plateau_default_get_their_own_row():
+    """OrderGradPPO runs on long categorical episodes stored before ``entropy_plateau`` became the default there (no
+    ``entropy_plateau`` recorded) are labelled no-plateau where the default gives it: a ranked objective, the bonus
+    and the plateau left to their defaults. Short episodes, methods that set the bonus or the plateau, the mean and
+    other algorithms pool."""
+
+    def run(task, method, seed):
+        return _run(task, method, seed, -100.0) | {"ent_coef": 0.01, "entropy_by_untied_share": True}
+
+    runs = [run("acrobot", "og-cvar", 0), _without(run("acrobot", "og-cvar", 1), "entropy_plateau")]
+    runs += [_without(run(task, method, 0), "entropy_plateau") for task, method in [
+        ("lava", "og-cvar"),  # short episodes: the held bonus
+        ("acrobot", "og-cvar-noplateau"),  # sets it off
+        ("acrobot", "og-cvar-entdecay"),  # sets the bonus
+        ("acrobot", "og-mean"),  # the mean: no bonus
+        ("acrobot", "og-mask-cvar"),  # OrderGradMaskablePPO: not its default
+    ]]  # fmt: skip
+    labels = [bench.method_label(row) for row in bench.summarize(runs)]
+    assert labels[:2] == ["og-cvar", "og-cvar no-plateau"]
+    assert [label for label in labels if "no-plateau" in label] == ["og-cvar no-plateau"]
+    assert bench.plateau_by_default("og-cvar", "lunarlander") and bench.plateau_by_default("og-cvar-n16", "cartpole")
+    assert not bench.plateau_by_default("og-cvar", "maze") and not bench.plateau_by_default("og-cvar-level", "cartpole")
+    record = bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
+    assert record["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"
+    assert (
+        bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["entropy_plateau"] == "none"
+    )
+
+
 def test_the_late_decay_probe_is_the_short_episode_default():
     """``late_linear_ent_coef`` (the harness cannot import the agents' torch-bound defaults) is the schedule of
     OrderGradPPO's default bonus on short categorical episodes, whose stored runs it made."""
@@ -507,12 +538,14 @@ def _run(task, method, seed, cvar, curve=()):
     # (runs without normalize_advantage are labelled std-scale where the running default changed them, runs without
     # risk_schedule no-sched where the long-episode default gives one, runs without value_baseline no-hist where the
     # short categorical episodes' default gives the history baseline, runs without noise_sampler no-sampler where the
-    # env exposes its noise, runs without a scheduled ent_coef const-ent where OrderGradPPO's default schedules it)
+    # env exposes its noise, runs without a scheduled ent_coef const-ent where OrderGradPPO's default schedules it,
+    # runs without entropy_plateau no-plateau where the long-episode default decays the bonus on plateaus)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
-            "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0"}  # fmt: skip
+            "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0",
+            "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

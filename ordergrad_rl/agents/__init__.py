@@ -22,6 +22,7 @@ its policies and buffer) on the shared machinery of ``common/``.
 
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.callbacks import PassAtKEvalCallback, RiskEvalCallback
+from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, sample_successes
 from ordergrad_rl.agents.common.policies import (
@@ -48,6 +49,7 @@ __all__ = [
     "ChannelObjective",
     "CnnPolicy",
     "EpisodeInfoAggregator",
+    "EntropyPlateau",
     "EpisodicAlgorithmMixin",
     "EpisodicRolloutBuffer",
     "GridCNN",

@@ -386,6 +386,19 @@ METHODS: dict[str, Method] = {
         {**CVAR, "ent_coef": late_linear_ent_coef},
         "cornflowerblue",
     ),
+    # The usage line without entropy_plateau (the bonus held constant on long episodes): how og-cvar ran on CartPole,
+    # Acrobot and LunarLander before the plateau decay became its default there (its runs stored under og-cvar).
+    "og-cvar-noplateau": Method(
+        "usage line, constant bonus", "ordergrad_ppo", {**CVAR, "entropy_plateau": False}, "lightskyblue"
+    ),
+    # The plateau decay at a stricter test and a slower decay (p < 0.1 counts as improving, a full decay over half the
+    # budget): measured against the default's p < 0.5 over a quarter (2026-12-04).
+    "og-cvar-plateau-p01": Method(
+        "usage line, plateau test at p 0.1",
+        "ordergrad_ppo",
+        {**CVAR, "entropy_plateau": {"p_value": 0.1, "decay_share": 0.5}},
+        "deepskyblue",
+    ),
     "og-cvar-running": Method(
         "usage line + running scale", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "normalize_advantage": "running"}, "teal"
     ),
@@ -941,6 +954,9 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
             result["blind_patience"] = BLIND_PATIENCE_EPISODES
     if hasattr(model, "novelty_phase"):  # the share of training on novelty (since 2026-12-03; none by default)
         result["novelty_phase"] = float(model.novelty_phase)
+    if hasattr(model, "entropy_plateau"):  # the bonus decayed on the returns' plateaus (OrderGradPPO's default on
+        # long episodes since 2026-12-04)
+        result["entropy_plateau"] = str(model.entropy_plateau or "none")
     tree = None if tree_env is None else history_greedy_score(model, tree_env)
     if tree is not None:
         result.update(tree)
@@ -1397,6 +1413,28 @@ def held_bonus_by_default(method_name: str, task_name: str) -> bool:
     return default_bonus_is(method, task_name, SHORT_RANKED_ENT_COEF)
 
 
+def unplateaued_before_default(run: dict) -> bool:
+    """Whether a run was stored before ``entropy_plateau`` became OrderGradPPO's default on long episodes (runs
+    record it since), by a method left to that default (:func:`plateau_by_default`)."""
+    return "entropy_plateau" not in run and plateau_by_default(run["method"], run["task"])
+
+
+@functools.cache
+def plateau_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with ``entropy_plateau`` on the task without setting it: an episodic OrderGradPPO
+    that leaves it and ``ent_coef`` to their defaults, on long episodes with the constant bonus
+    (:func:`~ordergrad_rl.agents.common.arguments.default_entropy_plateau`)."""
+    from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
+
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
+        return False
+    if kwargs.get("entropy_plateau") is not None or not parsed_on_task(kwargs, task_name)[2]:
+        return False
+    return default_bonus_is(method, task_name, RANKED_ENT_COEF)
+
+
 def unnoveled_before_default(run: dict) -> bool:
     """Whether a run on a task of :data:`BLIND_TASKS` was stored before ``novelty_when_blind`` became OrderGradPPO's
     default (runs record it since), by a method left to that default (:func:`novelty_by_default`)."""
@@ -1453,6 +1491,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_novelty": unnoveled_before_default,
     "novelty_at_once": novelty_at_once,
     "const_ent": constant_bonus_before_default,
+    "no_plateau": unplateaued_before_default,
 }
 
 

@@ -36,6 +36,7 @@ from ordergrad_rl.agents.common.arguments import (
     check_advantage,
     check_n_episodes,
     default_ent_coef,
+    default_entropy_plateau,
     default_n_episodes,
     default_normalize_advantage,
     default_novelty_when_blind,
@@ -48,6 +49,7 @@ from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step
+from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
@@ -230,6 +232,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "relative_ent_coef": False,
         "novelty_when_blind": False,
         "novelty_phase": 0.0,
+        "entropy_plateau": None,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -268,6 +271,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         relative_ent_coef: bool = False,
         novelty_when_blind: bool | None = False,
         novelty_phase: float = 0.0,
+        entropy_plateau: bool | EntropyPlateau | dict[str, Any] | None = False,
         **sb3_kwargs: Any,
     ) -> tuple[bool, int | None]:
         """The constructor of every episodic algorithm, after its own argument checks: parse the objective (once),
@@ -291,6 +295,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param novelty_phase: the share of training, in ``[0, 1]``, whose rollouts train on their episodes' novelty
             instead of their advantages (:meth:`_explore_in_novelty_phase`); 0: none.
         :param relative_ent_coef: OrderGradPPO's flag (checked here with the others; the caller sets it).
+        :param entropy_plateau: decay the entropy bonus while the returns stop improving
+            (:mod:`~ordergrad_rl.agents.common.entropy_plateau`): ``True`` (its default settings), a dict of settings
+            or an :class:`~ordergrad_rl.agents.common.entropy_plateau.EntropyPlateau` (its settings; copied),
+            ``False``, or ``None``: :func:`~.arguments.default_entropy_plateau`.
         :param long_episode_defaults: the algorithm takes the long-episode defaults (the PPO family: OrderGradPPO
             and the sb3-contrib variants) on an env whose limit exceeds :data:`~.arguments.LONG_EPISODE_STEPS`.
         :param sb3_kwargs: the SB3 constructor's other arguments.
@@ -356,10 +364,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 _init_setup_model=False,
                 **sb3_kwargs,
             )
+        default_bonus = False
         if self.ent_coef is None and hasattr(self, "action_space"):  # SB3's load builds without an env (no action
             # space), then sets the save's ent_coef
             ranked = self.default_ranked_ent_coef if long else self.default_short_ranked_ent_coef
             self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
+            default_bonus = self.ent_coef == RANKED_ENT_COEF
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
@@ -386,6 +396,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             novelty_when_blind = default_novelty_when_blind(parsed, drift_when_blind)
         self.novelty_when_blind = novelty_when_blind
         self.novelty_phase = novelty_phase
+        if entropy_plateau is None:  # SB3's load builds without an env: the save's value follows
+            entropy_plateau = default_entropy_plateau(long, default_bonus)
+        self.entropy_plateau = make_entropy_plateau(entropy_plateau)
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
@@ -658,6 +671,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._compute_advantages()
         self._explore_if_blind()
         self._explore_in_novelty_phase()
+        self._update_entropy_plateau()
         self._record_rollout_logs()
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -863,6 +877,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer = self.rollout_buffer
         buffer.advantages = weights[buffer.episode_index].astype(np.float32)
 
+    def _update_entropy_plateau(self) -> None:
+        """``entropy_plateau``: the bonus's scale after this rollout (the test of its returns against the rollouts'
+        before, :class:`~ordergrad_rl.agents.common.entropy_plateau.EntropyPlateau`), which
+        :meth:`_ent_coef_in_force` applies; ``train/entropy_scale`` logs it (not logged without the rule)."""
+        plateau = getattr(self, "entropy_plateau", None)  # absent from saves before it
+        if plateau is None:
+            return
+        blind = getattr(self, "_rollout_blind", False)
+        total = getattr(self, "_total_timesteps", self.num_timesteps)
+        scale = plateau.update(self.rollout_buffer.episode_returns, blind, self.num_timesteps, total)
+        self.logger.record("train/entropy_scale", scale)  # type: ignore[attr-defined]
+
     def _explore_in_novelty_phase(self) -> None:
         """``novelty_phase``: while the env steps taken are under that share of training's total (the progress the
         risk schedule reads, so a ``learn(..., reset_num_timesteps=False)`` goes on where the phase was), each
@@ -1003,6 +1029,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         values["entropy_when_tied"] = self.entropy_when_tied
         values["noise_sampler"] = getattr(self, "noise_sampler", False)  # on by default where the env exposes noise
         values["novelty_phase"] = getattr(self, "novelty_phase", 0.0)
+        values["entropy_plateau"] = str(getattr(self, "entropy_plateau", None) or "none")
         return values
 
     def _ent_coef_in_force(self) -> float:
@@ -1013,7 +1040,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         long-episode defaults' rule) a rollout of which a share ``s`` ties at the best that way gets ``(1 - s)``
         times the coefficient. With ``relative_ent_coef`` (OrderGradPPO) the coefficient is first multiplied by
         the rollout's advantage scale (:meth:`_advantage_scale`), so that it weighs against the policy gradient as
-        SB3's does against its unit-scale advantages.
+        SB3's does against its unit-scale advantages. With ``entropy_plateau`` it is then multiplied by the scale
+        the returns' plateaus have left (:meth:`_update_entropy_plateau`).
 
         The bonus is there against the tail's gradient, which drives an unrewarded move's probability to zero
         (exploration collapse, :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`). A rollout tied at the
@@ -1030,6 +1058,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         coef = self.ent_coef
         coef = float(coef(self._current_progress_remaining) if callable(coef) else coef)
+        plateau = getattr(self, "entropy_plateau", None)  # absent from other algorithms and from saves before it
+        if plateau is not None:
+            coef *= plateau.scale
         if getattr(self, "relative_ent_coef", False):  # absent from other algorithms and from saves before it
             coef *= self._advantage_scale()
         if self.entropy_when_tied:

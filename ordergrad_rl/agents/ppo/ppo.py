@@ -19,6 +19,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.policies import (
@@ -302,6 +303,16 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         and LunarLander-v3 worse): see :data:`~ordergrad_rl.agents.common.arguments.RANKED_ENT_COEF`. On long
         episodes a rollout partly tied at the best return gets the bonus in proportion to its other episodes (see
         ``entropy_when_tied``).
+    :param entropy_plateau: episodic mode: decay the entropy bonus while the episode returns stop improving, and
+        never restore it (:mod:`~ordergrad_rl.agents.common.entropy_plateau`): after each rollout a one-sided
+        Mann-Whitney test of the last 3 rollouts' returns against the 3 before; where they do not rank above them
+        (p >= 0.5), the bonus's scale falls by the rollout's steps over a quarter of the budget
+        (``train/entropy_scale`` logs it). ``True``: those settings; a dict of settings
+        (``{"p_value": 0.1}``, the form the YAML files hold) or an
+        :class:`~ordergrad_rl.agents.common.entropy_plateau.EntropyPlateau`: its own; ``False``: the bonus as
+        ``ent_coef`` gives it. Default ``None``: on where the long-episode defaults give the constant 0.01
+        (:func:`~ordergrad_rl.agents.common.arguments.default_entropy_plateau`, measured there), else off. A save
+        from before it loads without it.
     :param relative_ent_coef: episodic mode: weigh the entropy bonus against the policy gradient's scale, as SB3's
         PPO does by normalizing each minibatch's advantages to unit scale before adding it: each update's
         coefficient is ``ent_coef`` times the root mean square of the rollout's per-step advantages (1.0 where every
@@ -394,6 +405,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
         relative_ent_coef: bool = False,
+        entropy_plateau: bool | EntropyPlateau | dict[str, Any] | None = None,
         vf_coef: float = 0.5,
         max_grad_norm: float = 0.5,
         use_sde: bool = False,
@@ -424,7 +436,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
             noise_sampler=noise_sampler, drift_when_blind=drift_when_blind, relative_ent_coef=relative_ent_coef,
             novelty_when_blind=novelty_when_blind,
-            novelty_phase=novelty_phase,
+            novelty_phase=novelty_phase, entropy_plateau=entropy_plateau,
             long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
             gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
