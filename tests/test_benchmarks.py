@@ -459,7 +459,7 @@ def test_runs_from_before_the_plateau_default_get_their_own_row():
     labels = [bench.method_label(row) for row in bench.summarize(runs)]
     assert labels[:2] == ["og-cvar", "og-cvar no-plateau"]
     assert [label for label in labels if "no-plateau" in label] == ["og-cvar no-plateau"]
-    assert bench.plateau_by_default("og-cvar", "lunarlander") and bench.plateau_by_default("og-cvar-n16", "cartpole")
+    assert bench.plateau_by_default("og-cvar", "acrobot") and bench.plateau_by_default("og-cvar-n16", "cartpole")
     assert not bench.plateau_by_default("og-cvar", "maze") and not bench.plateau_by_default("og-cvar-level", "cartpole")
     record = bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
     assert record["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"
