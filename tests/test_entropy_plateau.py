@@ -85,7 +85,8 @@ def test_a_blind_rollout_empties_the_window_and_keeps_the_scale():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [({"window": 0}, "window"), ({"window": 1.5}, "window"), ({"p_value": 1.0}, "p_value"),
-     ({"p_value": 0.0}, "p_value"), ({"decay_share": 0.0}, "decay_share"), ({"decay_share": 1.5}, "decay_share")],
+     ({"p_value": 0.0}, "p_value"), ({"p_value": float("nan")}, "p_value"), ({"p_value": "0.1"}, "p_value"),
+     ({"decay_share": 0.0}, "decay_share"), ({"decay_share": 1.5}, "decay_share"), ({"window": True}, "window")],
 )  # fmt: skip
 def test_bad_settings_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):

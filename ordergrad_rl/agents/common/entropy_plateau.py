@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.common.arguments import check_float
+
 #: Rollouts on each side of the test: 96 episodes a side at the long-episode defaults' 32 per rollout.
 PLATEAU_WINDOW = 3
 #: The test's level: a rollout improves where its window's returns are higher than the window's before at this level.
@@ -73,13 +75,14 @@ class EntropyPlateau:
     ) -> None:
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f"window must be an integer >= 1, got {window!r}")
-        if not 0.0 < p_value < 1.0:
-            raise ValueError(f"p_value must be in (0, 1), got {p_value!r}")
-        if not 0.0 < decay_share <= 1.0:
-            raise ValueError(f"decay_share must be in (0, 1], got {decay_share!r}")
+        p_value = check_float("p_value", p_value, 0.0, 1.0, open_high=True)
+        decay_share = check_float("decay_share", decay_share, 0.0, 1.0)
+        for name, value in (("p_value", p_value), ("decay_share", decay_share)):
+            if value == 0.0:  # a test that never finds a rise / a decay with no length
+                raise ValueError(f"{name} must be above 0, got {value!r}")
         self.window = int(window)
-        self.p_value = float(p_value)
-        self.decay_share = float(decay_share)
+        self.p_value = p_value
+        self.decay_share = decay_share
         #: The bonus's current scale.
         self.scale = 1.0
         self._returns: list[np.ndarray] = []
