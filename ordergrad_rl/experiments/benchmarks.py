@@ -1383,6 +1383,14 @@ def default_bonus_is(method: Method, task_name: str, bonus: float | Callable[[fl
     return default_ent_coef(objective, task_env(task_name).action_space, bonus) is bonus
 
 
+def episodic_kwargs(method_name: str, task_name: str, algos: Sequence[str]) -> dict[str, Any] | None:
+    """The method's arguments on the task where it runs one of ``algos`` in episodic mode (not ``q_critic``), else
+    ``None``: the first question of every default-by-method predicate below."""
+    method = METHODS[method_name]
+    kwargs = method.kwargs_for(task_name)
+    return kwargs if method.algo in algos and kwargs.get("advantage", "episodic") == "episodic" else None
+
+
 #: The algorithms whose ``ent_coef=None`` is the held-then-decayed bonus on short categorical episodes
 #: (``default_short_ranked_ent_coef``; OrderGradRecurrentPPO keeps the constant, not measured with it).
 HELD_BONUS_ALGOS = ("ordergrad_ppo", "ordergrad_maskable_ppo")
@@ -1404,13 +1412,11 @@ def held_bonus_by_default(method_name: str, task_name: str) -> bool:
     (:func:`~ordergrad_rl.agents.common.arguments.default_ent_coef`)."""
     from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF
 
-    method = METHODS[method_name]
-    kwargs = method.kwargs_for(task_name)
-    if method.algo not in HELD_BONUS_ALGOS or kwargs.get("advantage", "episodic") != "episodic":
+    kwargs = episodic_kwargs(method_name, task_name, HELD_BONUS_ALGOS)
+    if kwargs is None or kwargs.get("relative_ent_coef", False) or parsed_on_task(kwargs, task_name)[2]:  # relative,
+        # or long episodes
         return False
-    if kwargs.get("relative_ent_coef", False) or parsed_on_task(kwargs, task_name)[2]:  # relative, or long episodes
-        return False
-    return default_bonus_is(method, task_name, SHORT_RANKED_ENT_COEF)
+    return default_bonus_is(METHODS[method_name], task_name, SHORT_RANKED_ENT_COEF)
 
 
 def unplateaued_before_default(run: dict) -> bool:
@@ -1426,13 +1432,10 @@ def plateau_by_default(method_name: str, task_name: str) -> bool:
     (:func:`~ordergrad_rl.agents.common.arguments.default_entropy_plateau`)."""
     from ordergrad_rl.agents.common.arguments import RANKED_ENT_COEF
 
-    method = METHODS[method_name]
-    kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
+    kwargs = episodic_kwargs(method_name, task_name, ("ordergrad_ppo",))
+    if kwargs is None or kwargs.get("entropy_plateau") is not None or not parsed_on_task(kwargs, task_name)[2]:
         return False
-    if kwargs.get("entropy_plateau") is not None or not parsed_on_task(kwargs, task_name)[2]:
-        return False
-    return default_bonus_is(method, task_name, RANKED_ENT_COEF)
+    return default_bonus_is(METHODS[method_name], task_name, RANKED_ENT_COEF)
 
 
 def unnoveled_before_default(run: dict) -> bool:
@@ -1460,11 +1463,8 @@ def novelty_by_default(method_name: str, task_name: str) -> bool:
     OrderGradPPO left to its default (:func:`~ordergrad_rl.agents.common.arguments.default_novelty_when_blind`)."""
     from ordergrad_rl.agents.common.arguments import default_novelty_when_blind
 
-    method = METHODS[method_name]
-    kwargs = method.kwargs_for(task_name)
-    if method.algo != "ordergrad_ppo" or kwargs.get("advantage", "episodic") != "episodic":
-        return False
-    if kwargs.get("novelty_when_blind") is not None:
+    kwargs = episodic_kwargs(method_name, task_name, ("ordergrad_ppo",))
+    if kwargs is None or kwargs.get("novelty_when_blind") is not None:
         return False
     objective = parsed_on_task(kwargs, task_name)[0]
     return default_novelty_when_blind(objective, bool(kwargs.get("drift_when_blind", False)))
