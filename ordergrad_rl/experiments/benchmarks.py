@@ -1084,11 +1084,18 @@ def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int 
     return reached
 
 
-def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
+def default_n_episodes_now(method_name: str, task_name: str, budget: int | None = None) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
-    episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env."""
+    episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env, and for the
+    env-step ``budget`` where the agent sizes its rollout by the budget (OrderGradPPO on long episodes,
+    :func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`; ``None``: before the budget was known)."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
-    from ordergrad_rl.agents.common.arguments import default_n_episodes, timed_box_rollout_steps
+    from ordergrad_rl.agents.common.arguments import (
+        budget_n_episodes,
+        default_n_episodes,
+        long_episodes,
+        timed_box_rollout_steps,
+    )
     from ordergrad_rl.agents.common.env_util import episode_limit
     from ordergrad_rl.agents.ppo.ppo import DEFAULT_OBJECTIVE
     from ordergrad_rl.core.channels import parse_agent_objective
@@ -1103,7 +1110,12 @@ def default_n_episodes_now(method_name: str, task_name: str) -> int | None:
     rollout_steps = episodic_algorithm(method.algo).ranked_rollout_steps
     if method.algo in PPO_FAMILY and timed_box_task(task_name):  # (the guard builds only short tasks' envs)
         rollout_steps = timed_box_rollout_steps(rollout_steps, task_env(task_name).action_space, limit)
-    return default_n_episodes(objective, method.kwargs.get("group_size"), limit, rollout_steps)
+    group_size = method.kwargs.get("group_size")
+    n_episodes = default_n_episodes(objective, group_size, limit, rollout_steps)
+    by_budget = episodic_algorithm(method.algo).budget_sized_rollouts and group_size is None
+    if budget is not None and by_budget and long_episodes(objective, limit) and not objective.is_bound:
+        return budget_n_episodes(n_episodes, budget, limit)
+    return n_episodes
 
 
 def method_label(row: dict) -> str:
@@ -1112,7 +1124,7 @@ def method_label(row: dict) -> str:
     exactly (runs stored before)."""
     label = row["method"]
     n = row.get("n_episodes")
-    if n is not None and n != default_n_episodes_now(row["method"], row["task"]):
+    if n is not None and n != default_n_episodes_now(row["method"], row["task"], row.get("budget")):
         label = f"{label} N={n}"
     task = TASKS[row["task"]]
     if task.greedy_scored_exactly and not row.get("greedy_exact", True):

@@ -53,8 +53,26 @@ RANKED_N_EPISODES = 256
 #: docs/benchmarks.md ("Sixteen episodes per update on long episodes, again"). Nor 16 new episodes ranked with the
 #: 16 returns of the rollout before, their weights centred (``scripts/probe_return_pool.py --center``): CartPole-v1
 #: at 100k 500.0 / 490.1, but at 300k 499.9 / 494.0, Acrobot-v1 at 300k -110.4 / -160.9 and LunarLander-v3 at 100k
-#: -149.7 / -44.7 against -127.7 / -28.2 (docs/benchmarks.md, "Ranking each rollout against a pool").
+#: -149.7 / -44.7 against -127.7 / -28.2 (docs/benchmarks.md, "Ranking each rollout against a pool"). But 16 where
+#: the first ``learn`` call's budget is small, since 2026-12-05 (:data:`SMALL_BUDGET_N_EPISODES`).
 LONG_RANKED_N_EPISODES = 32
+#: OrderGradPPO's episodes per rollout on long episodes when the first ``learn`` call's budget is small
+#: (:func:`budget_n_episodes`): twice the updates where the run ends before the policy settles. Measured
+#: (``reproduce benchmarks``, ``og-cvar-n16`` against the usage line at 32, 100k steps, seeds 0-9, worst 20% of 100
+#: evaluation returns greedy / sampled, paired 95% bootstrap on the same evaluation envs, 2026-12-05): Acrobot-v1
+#: -115.5 / -154.9 against -111.9 / -190.6 (-3.6 [-11.6, 4.4] / +35.6 [2.6, 77.0], sampled higher in 7 of 10),
+#: CartPole-v1 495.5 / 489.8 against 496.1 / 478.2 (-0.7 / +11.6; 7 of 10 seeds at 500 / 500 against 5),
+#: LunarLander-v3 -113.7 / -34.9 against -133.7 / -29.4 (+20.0 [-95.8, 123.0] / -5.5 [-25.7, 14.3], greedy higher
+#: in 8 of 10); SB3 PPO -104.1 / -116.6, 500 / 500 and -128.2 / -84.7. Not at 300k: there 16 lost Acrobot-v1's
+#: sampled tail (-148.8 against -134.7) and CartPole-v1's (495.6 against 500.0), so large budgets keep 32
+#: (docs/benchmarks.md, "Sixteen episodes per update on long episodes, again", and "Rollouts halved for small
+#: budgets on long episodes").
+SMALL_BUDGET_N_EPISODES = 16
+#: A budget is small when it holds fewer than this many rollouts of the default size at the episode limit
+#: (:func:`budget_n_episodes`): between the measured budgets that gain from 16 episodes (100k steps: 6.25 rollouts
+#: of 32 at CartPole-v1's and Acrobot-v1's 500 steps, 3.1 at LunarLander-v3's 1000) and those that lose or were not
+#: shown to gain (300k: 18.75 and 9.4). Budgets between were not measured.
+SMALL_BUDGET_ROLLOUTS = 8
 #: Episode limit (``max_episode_steps``) above which an env counts as long-episode: between the suite's short tasks
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones
 #: (CartPole-v1 and Acrobot-v1 500, LunarLander-v3 1000). 256 episodes of 128 steps are 32k steps per update.
@@ -280,6 +298,18 @@ def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STE
         return RANKED_N_EPISODES
     n = 2 ** math.floor(math.log2(rollout_steps / limit))  # below 1 past rollout_steps: the floor applies
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
+
+
+def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
+    """The episodes per rollout a long-episode OrderGradPPO takes for its first ``learn`` call's ``total_timesteps``
+    when ``n_episodes`` was not given: :data:`SMALL_BUDGET_N_EPISODES` if the budget holds fewer than
+    :data:`SMALL_BUDGET_ROLLOUTS` rollouts of ``n_episodes`` episodes at the episode ``limit``, else ``n_episodes``
+    (never more; ``n_episodes`` without a known limit). With 32 episodes: 16 below 128k steps at a limit of 500
+    (CartPole-v1, Acrobot-v1), below 256k at 1000 (LunarLander-v3).
+    """
+    if limit is None or total_timesteps >= SMALL_BUDGET_ROLLOUTS * n_episodes * limit:
+        return n_episodes
+    return min(n_episodes, SMALL_BUDGET_N_EPISODES)
 
 
 def default_n_episodes(

@@ -33,6 +33,8 @@ from ordergrad_rl.agents.common.advantages import episode_weights as _episode_we
 from ordergrad_rl.agents.common.arguments import (
     RANKED_ENT_COEF,
     RANKED_ROLLOUT_STEPS,
+    SMALL_BUDGET_N_EPISODES,
+    budget_n_episodes,
     check_advantage,
     check_n_episodes,
     default_ent_coef,
@@ -219,6 +221,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`; OrderGradPPO's and
     #: OrderGradMaskablePPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
     default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
+    #: Whether ``n_episodes=None`` on long episodes lets the first ``learn`` call halve the rollout for a small budget
+    #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's, measured there; the other classes keep their size).
+    budget_sized_rollouts: bool = False
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -233,6 +238,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "novelty_when_blind": False,
         "novelty_phase": 0.0,
         "entropy_plateau": None,
+        "n_episodes_by_budget": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -333,6 +339,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             scaled_long = long_episodes(parsed, env_limit)
             normalize_advantage = default_normalize_advantage(parsed, group_size, gcvar_alpha, scaled_long)
         rollout_steps = self.ranked_rollout_steps
+        n_episodes_given = n_episodes is not None
         # Built before the rollout's size: its default reads the action space. n_episodes only sizes a native batch
         # (the tail-risk ids), which has no time limit, so the first guess is the final size there.
         if n_episodes is not None:
@@ -399,6 +406,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if entropy_plateau is None:  # SB3's load builds without an env: the save's value follows
             entropy_plateau = default_entropy_plateau(long, default_bonus)
         self.entropy_plateau = make_entropy_plateau(entropy_plateau)
+        # The first learn call sizes the rollout from its budget (_size_rollout_by_budget); False in saves from
+        # before the rule, and once a learn call has decided.
+        self.n_episodes_by_budget = (
+            self.budget_sized_rollouts
+            and long
+            and not n_episodes_given
+            and group_size is None
+            and isinstance(parsed, Objective)
+            and not parsed.is_bound
+            and self.n_episodes > SMALL_BUDGET_N_EPISODES
+        )
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
@@ -935,6 +953,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
+        if getattr(self, "n_episodes_by_budget", False):
+            self._size_rollout_by_budget(total_timesteps)
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
         setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
@@ -944,6 +964,29 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # only, not at every piece of a learn(1) loop.
         self._learn_continues = self.num_timesteps > 0
         return setup
+
+    def _size_rollout_by_budget(self, total_timesteps: int) -> None:
+        """At the first ``learn`` call of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
+        :func:`~.arguments.budget_n_episodes` of ``total_timesteps``; a smaller size rebinds the objective's default
+        ``k`` (``n_episodes // 2``) and rebuilds the rollout buffer (the policy is untouched). Decided once: later
+        calls, and saves, keep the size."""
+        self.n_episodes_by_budget = False
+        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, episode_limit(self.env))  # type: ignore[attr-defined]
+        if n_episodes == self.n_episodes:
+            return
+        self._set_objective(self.objective.bind(n_episodes // 2))  # type: ignore[union-attr]
+        self.n_episodes = n_episodes
+        self.n_steps = -(-n_episodes // self.n_envs)
+        self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
+            self.n_steps,
+            self.observation_space,  # type: ignore[attr-defined]
+            self.action_space,
+            device=self.device,  # type: ignore[attr-defined]
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,  # type: ignore[attr-defined]
+            n_envs=self.n_envs,
+            **self._episodic_buffer_kwargs(),
+        )
 
     def _outgrown_rollout_at(self) -> float:
         """The ``num_timesteps`` at which the rollout starting now has outgrown its ``learn`` call's budget

@@ -82,7 +82,13 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         :func:`~ordergrad_rl.agents.common.arguments.ranked_n_episodes`,
         :data:`~ordergrad_rl.agents.common.arguments.RANKED_ROLLOUT_STEPS`,
         :data:`~ordergrad_rl.agents.common.arguments.TIMED_BOX_ROLLOUT_STEPS` and
-        :data:`~ordergrad_rl.agents.common.arguments.LONG_RANKED_N_EPISODES` for the measurements.
+        :data:`~ordergrad_rl.agents.common.arguments.LONG_RANKED_N_EPISODES` for the measurements. On long episodes
+        (a ranked objective without ``k``, no groups) the first ``learn`` call halves the 32 to 16 when its
+        ``total_timesteps`` holds fewer than 8 rollouts of 32 episodes at the ``TimeLimit`` (below 128k steps at 500,
+        256k at 1000): twice the updates where the budget is too short for the policy to settle, the same size
+        where it is not (:func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`, measured there); the
+        objective's default ``k`` follows (``n_episodes // 2``), and ``model.n_episodes`` shows the size from then
+        on. Pass ``n_episodes=32`` to keep 32 at any budget.
         Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
@@ -372,6 +378,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
     default_short_ranked_ent_coef = SHORT_RANKED_ENT_COEF
+    budget_sized_rollouts = True
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(

@@ -1,0 +1,109 @@
+"""OrderGradPPO on long episodes halves its default rollout when the first ``learn`` call's budget is small."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO
+from ordergrad_rl.agents.common.arguments import (
+    LONG_RANKED_N_EPISODES,
+    SMALL_BUDGET_N_EPISODES,
+    SMALL_BUDGET_ROLLOUTS,
+    budget_n_episodes,
+)
+
+
+class StopAtOnce(BaseCallback):
+    """Ends ``learn`` at its first step: the budget's decision is taken, nothing is trained."""
+
+    def _on_step(self) -> bool:
+        return False
+
+
+def usage_line(**kwargs) -> OrderGradPPO:
+    return OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", seed=0, n_epochs=1, **kwargs)
+
+
+def test_the_budget_threshold_is_the_default_rollouts_at_the_episode_limit():
+    n, limit = LONG_RANKED_N_EPISODES, 500
+    edge = SMALL_BUDGET_ROLLOUTS * n * limit  # 128k steps on CartPole-v1 and Acrobot-v1
+    assert budget_n_episodes(n, edge - 1, limit) == SMALL_BUDGET_N_EPISODES
+    assert budget_n_episodes(n, edge, limit) == n
+    assert budget_n_episodes(n, 100_000, 500) == 16 and budget_n_episodes(n, 300_000, 500) == 32
+    assert budget_n_episodes(n, 100_000, 1000) == 16 and budget_n_episodes(n, 300_000, 1000) == 32
+    assert budget_n_episodes(n, 1, None) == n  # no known limit: nothing to size by
+    assert budget_n_episodes(8, 1, 500) == 8  # never more episodes than the default
+
+
+def test_a_small_budget_trains_exactly_as_sixteen_episodes_given():
+    sized = usage_line()  # each built and trained in turn: both draw from torch's global generator
+    assert sized.n_episodes == 32 and sized.n_episodes_by_budget
+    sized.learn(1_500)
+    given = usage_line(n_episodes=16)
+    given.learn(1_500)
+    assert (sized.n_episodes, sized.k, str(sized.objective)) == (16, 8, "cvar0.2@8")
+    assert sized.rollout_buffer.n_episodes == 16 and not sized.n_episodes_by_budget
+    assert sized.num_timesteps == given.num_timesteps
+    for a, b in zip(sized.policy.parameters(), given.policy.parameters(), strict=True):
+        assert th_equal(a, b)
+    assert sized.hparams()["n_episodes"] == 16
+
+
+def th_equal(a, b) -> bool:
+    return np.array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
+
+
+def test_a_large_budget_keeps_the_default_and_the_decision_is_taken_once():
+    model = usage_line()
+    model.learn(10**6, callback=StopAtOnce())
+    assert model.n_episodes == 32 and model.k == 16 and not model.n_episodes_by_budget
+    model.learn(1_000)  # a later small call does not resize a model that has decided
+    assert model.n_episodes == 32 and model.rollout_buffer.n_episodes == 32
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: usage_line(n_episodes=32),  # given
+        lambda: usage_line(k=10),  # k given
+        lambda: OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2@10", seed=0),  # @K given
+        lambda: OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", seed=0),  # the mean: 16 already
+        lambda: OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", seed=0),  # short episodes
+        lambda: OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="cvar0.2", seed=0),  # not measured
+    ],
+)
+def test_only_the_long_episode_default_of_ordergrad_ppo_waits_for_the_budget(make):
+    model = make()
+    n = model.n_episodes
+    assert not model.n_episodes_by_budget
+    model.learn(1, callback=StopAtOnce())
+    assert model.n_episodes == n
+
+
+def test_save_load_and_resume_keep_the_size(tmp_path):
+    model = usage_line()
+    model.learn(1_000)
+    model.save(tmp_path / "m")
+    loaded = OrderGradPPO.load(tmp_path / "m", env=model.get_env())
+    assert (loaded.n_episodes, loaded.k, loaded.n_episodes_by_budget) == (16, 8, False)
+    with pytest.warns(UserWarning, match="reset_num_timesteps=False"):  # the schedules' note on a finished call
+        loaded.learn(10**6, reset_num_timesteps=False, callback=StopAtOnce())
+    assert loaded.n_episodes == 16
+    fresh = usage_line()
+    fresh.save(tmp_path / "fresh")  # saved before any learn call: the first one still decides
+    loaded = OrderGradPPO.load(tmp_path / "fresh", env=fresh.get_env())
+    assert loaded.n_episodes_by_budget
+    loaded.learn(1_000)
+    assert loaded.n_episodes == 16 and loaded.rollout_buffer.n_episodes == 16
+
+
+def test_a_save_from_before_the_rule_keeps_its_size(tmp_path):
+    model = usage_line()
+    del model.n_episodes_by_budget  # as a save of an earlier release holds none
+    model.save(tmp_path / "old")
+    loaded = OrderGradPPO.load(tmp_path / "old", env=model.get_env())
+    assert not loaded.n_episodes_by_budget
+    loaded.learn(1_000)
+    assert loaded.n_episodes == 32
