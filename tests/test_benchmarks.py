@@ -468,6 +468,19 @@ def test_runs_from_before_the_plateau_default_get_their_own_row():
     )
 
 
+def test_long_episode_runs_at_a_small_budget_are_labelled_by_the_size_they_took():
+    """OrderGradPPO's long-episode rollout is 16 below the budget of 8 rollouts of 32 at the limit since 2026-12-05:
+    runs at 100k steps stored at 32 read ``N=32``, the runs at 16 and at 300k with 32 read as the usage line."""
+
+    def run(budget, n_episodes, seed):
+        run = _run("acrobot", "og-cvar", seed, -100.0) | {"ent_coef": 0.01, "entropy_by_untied_share": True}
+        return run | {"budget": budget, "n_episodes": n_episodes}
+
+    runs = [run(100_000, 32, 0), run(100_000, 16, 0), run(300_000, 32, 0)]
+    labels = sorted(bench.method_label(row) for row in bench.summarize(runs))
+    assert labels == ["og-cvar", "og-cvar", "og-cvar N=32"]
+
+
 def test_the_late_decay_probe_is_the_short_episode_default():
     """``late_linear_ent_coef`` (the harness cannot import the agents' torch-bound defaults) is the schedule of
     OrderGradPPO's default bonus on short categorical episodes, whose stored runs it made."""
@@ -767,6 +780,12 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     assert now("og-reinforce-cvar", "nav") == 32  # its own budget, 1024 steps at the limit
     assert now("og-reinforce-cvar", "lava") == 32 and now("og-reinforce-running", "lava") == 256  # pinned
     assert now("ppo", "lava") is None
+    # Long episodes: OrderGradPPO halves its 32 for a small first budget (GCVaR too); pinned sizes, the mean and the
+    # other agents keep theirs.
+    assert now("og-cvar", "acrobot") == now("og-cvar", "acrobot", 300_000) == 32
+    assert now("og-cvar", "acrobot", 100_000) == now("gcvar-level", "cartpole", 100_000) == 16
+    assert now("og-cvar-n32-sched", "acrobot", 100_000) == 32 and now("og-mask-cvar", "acrobot", 100_000) == 32
+    assert now("og-mean", "cartpole", 100_000) == 16 and now("og-cvar", "maze", 100_000) == 128
 
 
 def test_from_json_keeps_the_tasks_and_methods_asked_for_and_current_keeps_the_defaults_now(tmp_path, capsys):
