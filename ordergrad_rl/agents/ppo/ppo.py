@@ -88,7 +88,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         256k at 1000): twice the updates where the budget is too short for the policy to settle, the same size
         where it is not (:func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`, measured there); the
         objective's default ``k`` follows (``n_episodes // 2``), and ``model.n_episodes`` shows the size from then
-        on. Pass ``n_episodes=32`` to keep 32 at any budget.
+        on. Pass ``n_episodes=32`` to keep 32 at any budget (or to size a run trained in pieces,
+        ``learn(..., reset_num_timesteps=False)`` in a loop, by its whole budget rather than its first piece's).
         Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
