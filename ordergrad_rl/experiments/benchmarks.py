@@ -1094,6 +1094,7 @@ def default_n_episodes_now(method_name: str, task_name: str, budget: int | None 
         budget_n_episodes,
         default_n_episodes,
         long_episodes,
+        sized_by_budget,
         timed_box_rollout_steps,
     )
     from ordergrad_rl.agents.common.env_util import episode_limit
@@ -1112,8 +1113,8 @@ def default_n_episodes_now(method_name: str, task_name: str, budget: int | None 
         rollout_steps = timed_box_rollout_steps(rollout_steps, task_env(task_name).action_space, limit)
     group_size = method.kwargs.get("group_size")
     n_episodes = default_n_episodes(objective, group_size, limit, rollout_steps)
-    by_budget = episodic_algorithm(method.algo).budget_sized_rollouts and group_size is None
-    if budget is not None and by_budget and long_episodes(objective, limit) and not objective.is_bound:
+    by_budget = episodic_algorithm(method.algo).budget_sized_rollouts
+    if budget is not None and by_budget and sized_by_budget(objective, long_episodes(objective, limit), group_size):
         return budget_n_episodes(n_episodes, budget, limit)
     return n_episodes
 

@@ -301,6 +301,13 @@ def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STE
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
 
 
+def sized_by_budget(objective: Objective | ChannelObjective, long: bool, group_size: int | None) -> bool:
+    """Whether a default ``n_episodes`` waits for the first ``learn`` call's budget (:func:`budget_n_episodes`, in an
+    algorithm that sizes by it): on long episodes, for a ranked objective whose ``k`` comes from the rollout size
+    (no ``k`` given, no ``@K``), without groups."""
+    return long and group_size is None and isinstance(objective, Objective) and not objective.is_bound
+
+
 def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
     """The episodes per rollout a long-episode OrderGradPPO takes for its first ``learn`` call's ``total_timesteps``
     when ``n_episodes`` was not given: :data:`SMALL_BUDGET_N_EPISODES` if the budget holds fewer than

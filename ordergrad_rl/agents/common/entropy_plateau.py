@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.common.arguments import check_float, check_int
 
 #: Rollouts on each side of the test: 96 episodes a side at the long-episode defaults' 32 per rollout.
 PLATEAU_WINDOW = 3
@@ -73,14 +73,12 @@ class EntropyPlateau:
         p_value: float = PLATEAU_P_VALUE,
         decay_share: float = PLATEAU_DECAY_SHARE,
     ) -> None:
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {window!r}")
         p_value = check_float("p_value", p_value, 0.0, 1.0, open_high=True)
         decay_share = check_float("decay_share", decay_share, 0.0, 1.0)
         for name, value in (("p_value", p_value), ("decay_share", decay_share)):
             if value == 0.0:  # a test that never finds a rise / a decay with no length
                 raise ValueError(f"{name} must be above 0, got {value!r}")
-        self.window = int(window)
+        self.window = check_int("window", window, 1)
         self.p_value = p_value
         self.decay_share = decay_share
         #: The bonus's current scale.

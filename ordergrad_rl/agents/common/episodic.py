@@ -33,7 +33,6 @@ from ordergrad_rl.agents.common.advantages import episode_weights as _episode_we
 from ordergrad_rl.agents.common.arguments import (
     RANKED_ENT_COEF,
     RANKED_ROLLOUT_STEPS,
-    SMALL_BUDGET_N_EPISODES,
     budget_n_episodes,
     check_advantage,
     check_n_episodes,
@@ -44,6 +43,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_novelty_when_blind,
     episodic_sizes,
     long_episodes,
+    sized_by_budget,
     timed_box,
     timed_box_rollout_steps,
 )
@@ -409,13 +409,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # The first learn call sizes the rollout from its budget (_size_rollout_by_budget); False in saves from
         # before the rule, and once a learn call has decided.
         self.n_episodes_by_budget = (
-            self.budget_sized_rollouts
-            and long
-            and not n_episodes_given
-            and group_size is None
-            and isinstance(parsed, Objective)
-            and not parsed.is_bound
-            and self.n_episodes > SMALL_BUDGET_N_EPISODES
+            self.budget_sized_rollouts and not n_episodes_given and sized_by_budget(parsed, long, group_size)
         )
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
