@@ -971,6 +971,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._set_objective(self.objective.bind(n_episodes // 2))  # type: ignore[union-attr]
         self.n_episodes = n_episodes
         self.n_steps = -(-n_episodes // self.n_envs)
+        self._build_episodic_buffer()
+
+    def _build_episodic_buffer(self, **kwargs: Any) -> None:
+        """(Re)build ``rollout_buffer`` for the current ``n_episodes`` and ``n_steps``, as SB3's ``_setup_model``
+        builds it, with the episodic options (:meth:`_episodic_buffer_kwargs`) and the class's own ``kwargs``."""
         self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
             self.n_steps,
             self.observation_space,  # type: ignore[attr-defined]
@@ -979,6 +984,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,  # type: ignore[attr-defined]
             n_envs=self.n_envs,
+            **kwargs,
             **self._episodic_buffer_kwargs(),
         )
 

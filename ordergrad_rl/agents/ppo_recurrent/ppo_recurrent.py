@@ -121,17 +121,7 @@ class OrderGradRecurrentPPO(EpisodicAlgorithmMixin, RecurrentPPO):
         with lent_attributes(self, policy_kwargs={"critic": "none", **self.policy_kwargs}):
             super()._setup_model()
         lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
-        self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
-            self.n_steps,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            gamma=self.gamma,
-            gae_lambda=self.gae_lambda,
-            n_envs=self.n_envs,
-            lstm_shape=(lstm.num_layers, lstm.hidden_size),
-            **self._episodic_buffer_kwargs(),
-        )
+        self._build_episodic_buffer(lstm_shape=(lstm.num_layers, lstm.hidden_size))
 
     def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
         """The actor LSTM's step: its state is reset where an episode starts and carried otherwise."""
