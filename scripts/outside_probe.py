@@ -58,7 +58,8 @@ START = 36
 #: ``og-cvar-nonovelty`` the usage line before ``novelty_when_blind`` was its default (2026-12-02); ``og-cvar-novphase``
 #: and ``og-cvar-nosched-novphase`` the usage line, with or without its risk schedule, with ``novelty_phase=0.15``.
 #: ``og-cvar-n16`` and ``og-cvar-n16-noent``: the usage line at 16 episodes per update (64 at a 100-step limit), with
-#: and without its bonus; ``og-cvar-entlate``: its bonus held over the first 60% of training and decayed linearly to 0
+#: and without its bonus (16 is the usage line's own size at 100k steps and a 100-step limit since 2026-12-05);
+#: ``og-cvar-n32``: at 32; ``og-cvar-entlate``: its bonus held over the first 60% of training and decayed linearly to 0
 #: over the rest (:func:`~ordergrad_rl.experiments.benchmarks.late_linear_ent_coef`, recorded by its name): the
 #: usage line's own bonus on short categorical episodes since 2026-12-03 (CliffWalking), so ``og-cvar-n16`` has it
 #: there too since, and the stored ``og-cvar-n16`` runs had the constant 0.01.
@@ -74,6 +75,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-novphase": {"objective": "cvar0.2", "novelty_phase": 0.15},
     "og-cvar-nosched-novphase": {"objective": "cvar0.2", "risk_schedule": "none", "novelty_phase": 0.15},
     "og-cvar-n16": {"objective": "cvar0.2", "n_episodes": 16},
+    "og-cvar-n32": {"objective": "cvar0.2", "n_episodes": 32},
     "og-cvar-n16-noent": {"objective": "cvar0.2", "n_episodes": 16, "ent_coef": 0.0},
     "og-cvar-entlate": {"objective": "cvar0.2", "ent_coef": late_linear_ent_coef},
 }

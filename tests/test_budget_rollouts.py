@@ -1,4 +1,4 @@
-"""OrderGradPPO on long episodes halves its default rollout when the first ``learn`` call's budget is small."""
+"""OrderGradPPO halves its default rollout when the first ``learn`` call's budget is small (long and short episodes)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
-from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.arguments import (
     LONG_RANKED_N_EPISODES,
+    SHORT_BUDGET_ROLLOUTS,
     SMALL_BUDGET_N_EPISODES,
     SMALL_BUDGET_ROLLOUTS,
     budget_n_episodes,
@@ -35,6 +36,28 @@ def test_the_budget_threshold_is_the_default_rollouts_at_the_episode_limit():
     assert budget_n_episodes(n, 100_000, 1000) == 16 and budget_n_episodes(n, 300_000, 1000) == 32
     assert budget_n_episodes(n, 1, None) == n  # no known limit: nothing to size by
     assert budget_n_episodes(8, 1, 500) == 8  # never more episodes than the default
+
+
+def test_short_episodes_halve_until_the_budget_holds_the_rollouts_at_the_limit():
+    # lava grid (30 steps, 256 episodes), guarded maze (40, 128), a 100-step CliffWalking (64)
+    assert [budget_n_episodes(n, 100_000, limit) for n, limit in ((256, 30), (128, 40), (64, 100))] == [64, 64, 16]
+    assert [budget_n_episodes(n, 300_000, limit) for n, limit in ((256, 30), (128, 40), (64, 100))] == [256, 128, 64]
+    n, limit = 256, 30
+    edge = SHORT_BUDGET_ROLLOUTS * n * limit
+    assert budget_n_episodes(n, edge, limit) == n and budget_n_episodes(n, edge - 1, limit) == n // 2
+    assert budget_n_episodes(n, 1, limit) == SMALL_BUDGET_N_EPISODES  # never below it
+    assert budget_n_episodes(n, 1, 1) == SMALL_BUDGET_N_EPISODES and budget_n_episodes(n, 10**6, 1) == n  # a bandit
+    assert budget_n_episodes(8, 1, 30) == 8  # never more episodes than the default
+
+
+@pytest.mark.parametrize(("env_id", "before", "after"), [("RiskyLavaGrid-v0", 256, 64), ("GuardedMaze-v0", 128, 64)])
+def test_a_short_task_at_a_small_budget_takes_the_halved_rollout(env_id, before, after):
+    model = OrderGradPPO("MlpPolicy", env_id, objective="cvar0.2", seed=0)
+    assert model.n_episodes == before and model.n_episodes_by_budget
+    model.learn(100_000, callback=StopAtOnce())
+    assert (model.n_episodes, model.k, model.rollout_buffer.n_episodes) == (after, after // 2, after)
+    mean = OrderGradPPO("MlpPolicy", env_id, objective="mean", seed=0)  # the mean's 16 is not sized
+    assert not mean.n_episodes_by_budget
 
 
 def test_a_small_budget_trains_exactly_as_sixteen_episodes_given():
@@ -70,11 +93,12 @@ def test_a_large_budget_keeps_the_default_and_the_decision_is_taken_once():
         lambda: usage_line(k=10),  # k given
         lambda: OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2@10", seed=0),  # @K given
         lambda: OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", seed=0),  # the mean: 16 already
-        lambda: OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", seed=0),  # short episodes
+        lambda: OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2", seed=0),  # no time limit
+        lambda: OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", seed=0),  # not measured
         lambda: OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="cvar0.2", seed=0),  # not measured
     ],
 )
-def test_only_the_long_episode_default_of_ordergrad_ppo_waits_for_the_budget(make):
+def test_only_the_ranked_default_of_ordergrad_ppo_with_a_time_limit_waits_for_the_budget(make):
     model = make()
     n = model.n_episodes
     assert not model.n_episodes_by_budget

@@ -80,7 +80,8 @@ def test_the_option_trains_what_the_navigation_probe_measured_bit_for_bit():
         model._explore_if_blind = explore
 
     th.set_num_threads(1)
-    kwargs = {"objective": "cvar0.2", "risk_schedule": "none", "seed": 3}
+    # The probe's 32 episodes (a budget this small would halve the default: arguments.budget_n_episodes).
+    kwargs = {"objective": "cvar0.2", "risk_schedule": "none", "seed": 3, "n_episodes": 32}
     probe = OrderGradPPO("MlpPolicy", "RiskyShortcutNav-v2", **kwargs)
     probe_patch(probe, 0.5, 4_000)
     probe.learn(4_000)

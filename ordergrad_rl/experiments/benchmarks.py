@@ -1087,13 +1087,12 @@ def steps_to_optimum(curve: Sequence[Sequence[float]], threshold: float) -> int 
 def default_n_episodes_now(method_name: str, task_name: str, budget: int | None = None) -> int | None:
     """The episodes per update that ``method_name`` trains with on ``task_name`` at this release (``None``: not an
     episodic OrderGrad agent): its pinned ``n_episodes``, else its agent's default for the task's env, and for the
-    env-step ``budget`` where the agent sizes its rollout by the budget (OrderGradPPO on long episodes,
+    env-step ``budget`` where the agent sizes its rollout by the budget (OrderGradPPO with a time limit,
     :func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`; ``None``: before the budget was known)."""
     import ordergrad_rl.envs  # noqa: F401 - registers the suite's envs
     from ordergrad_rl.agents.common.arguments import (
         budget_n_episodes,
         default_n_episodes,
-        long_episodes,
         sized_by_budget,
         timed_box_rollout_steps,
     )
@@ -1114,7 +1113,7 @@ def default_n_episodes_now(method_name: str, task_name: str, budget: int | None 
     group_size = method.kwargs.get("group_size")
     n_episodes = default_n_episodes(objective, group_size, limit, rollout_steps)
     by_budget = episodic_algorithm(method.algo).budget_sized_rollouts
-    if budget is not None and by_budget and sized_by_budget(objective, long_episodes(objective, limit), group_size):
+    if budget is not None and by_budget and sized_by_budget(objective, limit, group_size):
         return budget_n_episodes(n_episodes, budget, limit)
     return n_episodes
 

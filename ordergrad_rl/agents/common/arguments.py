@@ -76,6 +76,22 @@ SMALL_BUDGET_N_EPISODES = 16
 #: Acrobot-v1 and CartPole-v1 at 200k steps (12.5 rollouts, so 32; seeds 0-9) -108.5 / -133.7 and 500.0 / 487.2
 #: against 16 episodes' -153.3 / -126.1 (greedy lower in 9 of 10) and 474.9 / 473.1.
 SMALL_BUDGET_ROLLOUTS = 8
+#: On short episodes (at most :data:`LONG_EPISODE_STEPS`) the first ``learn`` call halves OrderGradPPO's default
+#: rollout, down to :data:`SMALL_BUDGET_N_EPISODES`, until its budget holds this many rollouts at the episode limit
+#: (:func:`budget_n_episodes`): a short task's rollout of 8192 steps at the limit leaves 13-20 updates in 100k steps.
+#: At 32 the suite's 300k budgets keep their measured sizes (the lava grid's 256 episodes of 30 steps: 39 rollouts;
+#: the maze's 128 of 40: 59; the navigation's 32 of 50: 187). Measured (``reproduce benchmarks``, the usage line at
+#: its size before against pinned sizes, seeds 0-9, 100k steps, exact greedy / sampled CVaR_0.2, 2026-12-05): the
+#: lava grid at 256 / 128 / 64 episodes 5 / 8 / 10 of 10 seeds at the optimum, -0.62 / 0.61 / 1.07 greedy, -1.13 /
+#: 0.34 / 0.64 sampled; the guarded maze at 128 / 64 3 / 7 of 10, -28.6 / -9.8 and -30.7 / -12.0 (paired +18.8
+#: [7.5, 30.2] / +18.8 [9.8, 27.9]); slippery CliffWalking-v1 at a 100-step limit (outside the suite,
+#: ``scripts/outside_probe.py``, worst 20% of 500 returns) at 64 / 32 / 16 -113.6 / -110.1 / -102.2 greedy,
+#: -262.4 / -207.4 / -174.4 sampled (SB3 PPO -100.2 / -112.0); Pendulum-v1 cut at 100 steps (continuous, seeds 0-4)
+#: at 32 / 16 -506.8 / -504.5 and -516.0 / -511.9, even (neither has swung up by 100k). Not 26 or fewer, which keep
+#: the lava grid's 256 at 200k: there 128 episodes (32 takes 128 below 245,760 steps) cost 0.09 [-0.17, 0.02] of
+#: its sampled tail (lower in 9 of 10; greedy even, 9 of 10 at the optimum either way), while 26 would give it 128
+#: at 100k (above) and CliffWalking 32.
+SHORT_BUDGET_ROLLOUTS = 32
 #: Episode limit (``max_episode_steps``) above which an env counts as long-episode: between the suite's short tasks
 #: (bandit 1, lava 30, maze 40, nav 50; the portfolio has a fixed 16-step horizon and no limit) and its long ones
 #: (CartPole-v1 and Acrobot-v1 500, LunarLander-v3 1000). 256 episodes of 128 steps are 32k steps per update.
@@ -303,23 +319,35 @@ def ranked_n_episodes(limit: int | None, rollout_steps: int = RANKED_ROLLOUT_STE
     return int(min(RANKED_N_EPISODES, max(LONG_RANKED_N_EPISODES, n)))
 
 
-def sized_by_budget(objective: Objective | ChannelObjective, long: bool, group_size: int | None) -> bool:
+def sized_by_budget(objective: Objective | ChannelObjective, limit: int | None, group_size: int | None) -> bool:
     """Whether a default ``n_episodes`` waits for the first ``learn`` call's budget (:func:`budget_n_episodes`, in an
-    algorithm that sizes by it): on long episodes, for a ranked objective whose ``k`` comes from the rollout size
-    (no ``k`` given, no ``@K``), without groups."""
-    return long and group_size is None and isinstance(objective, Objective) and not objective.is_bound
+    algorithm that sizes by it): on an env with a known episode ``limit``, for a ranked objective whose ``k`` comes
+    from the rollout size (no ``k`` given, no ``@K``), without groups."""
+    ranked = isinstance(objective, Objective) and objective.k != 1 and not objective.is_bound
+    return limit is not None and group_size is None and ranked
 
 
 def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
-    """The episodes per rollout a long-episode OrderGradPPO takes for its first ``learn`` call's ``total_timesteps``
-    when ``n_episodes`` was not given: :data:`SMALL_BUDGET_N_EPISODES` if the budget holds fewer than
-    :data:`SMALL_BUDGET_ROLLOUTS` rollouts of ``n_episodes`` episodes at the episode ``limit``, else ``n_episodes``
-    (never more; ``n_episodes`` without a known limit). With 32 episodes: 16 below 128k steps at a limit of 500
-    (CartPole-v1, Acrobot-v1), below 256k at 1000 (LunarLander-v3).
+    """The episodes per rollout OrderGradPPO takes for its first ``learn`` call's ``total_timesteps`` when
+    ``n_episodes`` was not given (never more than ``n_episodes``; ``n_episodes`` without a known limit):
+
+    - on long episodes (``limit`` above :data:`LONG_EPISODE_STEPS`), :data:`SMALL_BUDGET_N_EPISODES` if the budget
+      holds fewer than :data:`SMALL_BUDGET_ROLLOUTS` rollouts of ``n_episodes`` episodes at the episode ``limit``:
+      with 32 episodes, 16 below 128k steps at a limit of 500 (CartPole-v1, Acrobot-v1), below 256k at 1000
+      (LunarLander-v3);
+    - on short ones, ``n_episodes`` halved until the budget holds :data:`SHORT_BUDGET_ROLLOUTS` rollouts at the
+      limit, not below :data:`SMALL_BUDGET_N_EPISODES`: at 100k steps 64 episodes on the lava grid (30 steps, 256 by
+      default) and the guarded maze (40 steps, 128), 16 on a 100-step CliffWalking (64).
     """
-    if limit is None or total_timesteps >= SMALL_BUDGET_ROLLOUTS * n_episodes * limit:
+    if limit is None:
         return n_episodes
-    return min(n_episodes, SMALL_BUDGET_N_EPISODES)
+    if limit > LONG_EPISODE_STEPS:
+        if total_timesteps >= SMALL_BUDGET_ROLLOUTS * n_episodes * limit:
+            return n_episodes
+        return min(n_episodes, SMALL_BUDGET_N_EPISODES)
+    while n_episodes > SMALL_BUDGET_N_EPISODES and total_timesteps < SHORT_BUDGET_ROLLOUTS * n_episodes * limit:
+        n_episodes = max(n_episodes // 2, SMALL_BUDGET_N_EPISODES)
+    return n_episodes
 
 
 def default_n_episodes(

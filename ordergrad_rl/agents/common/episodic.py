@@ -221,7 +221,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: ... on short episodes (the long-episode defaults off: :data:`~.arguments.LONG_EPISODE_STEPS`; OrderGradPPO's and
     #: OrderGradMaskablePPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
     default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
-    #: Whether ``n_episodes=None`` on long episodes lets the first ``learn`` call halve the rollout for a small budget
+    #: Whether ``n_episodes=None`` with a time limit lets the first ``learn`` call halve the rollout for a small budget
     #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's, measured there; the other classes keep their size).
     budget_sized_rollouts: bool = False
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
@@ -409,7 +409,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # The first learn call sizes the rollout from its budget (_size_rollout_by_budget); False in saves from
         # before the rule, and once a learn call has decided.
         self.n_episodes_by_budget = (
-            self.budget_sized_rollouts and not n_episodes_given and sized_by_budget(parsed, long, group_size)
+            self.budget_sized_rollouts and not n_episodes_given and sized_by_budget(parsed, env_limit, group_size)
         )
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:

@@ -88,7 +88,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         256k at 1000): twice the updates where the budget is too short for the policy to settle, the same size
         where it is not (:func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`, measured there); the
         objective's default ``k`` follows (``n_episodes // 2``), and ``model.n_episodes`` shows the size from then
-        on. Pass ``n_episodes=32`` to keep 32 at any budget (or to size a run trained in pieces,
+        on. On short episodes with a ``TimeLimit`` (since 2026-12-05) the first ``learn`` call halves the default,
+        not below 16, until ``total_timesteps`` holds 32 rollouts at the limit (at 100k steps 64 episodes on the
+        lava grid and the guarded maze, 16 on a 100-step CliffWalking; the suite's 300k budgets keep theirs): more
+        updates where a budget holds few (:data:`~ordergrad_rl.agents.common.arguments.SHORT_BUDGET_ROLLOUTS`,
+        measured there). Pass ``n_episodes`` to keep a size at any budget (or to size a run trained in pieces,
         ``learn(..., reset_num_timesteps=False)`` in a loop, by its whole budget rather than its first piece's).
         Must stay ``None`` in Q-critic mode.
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
