@@ -74,6 +74,24 @@ def test_a_small_budget_trains_exactly_as_sixteen_episodes_given():
     assert sized.hparams()["n_episodes"] == 16
 
 
+def test_a_short_task_at_a_small_budget_trains_exactly_as_the_halved_size_given():
+    # The lava grid: 256 episodes and 256-step minibatches by default, its noise sampler on. 3,000 steps hold fewer
+    # than 32 rollouts of 16 at its 30-step limit, so the size falls to the floor, and the minibatch with it.
+    kwargs = {"objective": "cvar0.2", "seed": 0, "n_epochs": 2}
+    sized = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", **kwargs)
+    assert (sized.n_episodes, sized.batch_size, sized.batch_size_by_budget) == (256, 256, True)
+    sized.learn(3_000)
+    given = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", n_episodes=16, **kwargs)
+    given.learn(3_000)
+    assert (sized.n_episodes, sized.batch_size) == (given.n_episodes, given.batch_size) == (16, 64)
+    assert sized.num_timesteps == given.num_timesteps
+    for a, b in zip(sized.policy.parameters(), given.policy.parameters(), strict=True):
+        assert th_equal(a, b)
+    pinned = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", batch_size=128, **kwargs)  # a given minibatch stays
+    pinned.learn(100_000, callback=StopAtOnce())
+    assert (pinned.n_episodes, pinned.batch_size) == (64, 128)
+
+
 def th_equal(a, b) -> bool:
     return np.array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
 

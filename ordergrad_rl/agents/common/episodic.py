@@ -36,6 +36,7 @@ from ordergrad_rl.agents.common.arguments import (
     budget_n_episodes,
     check_advantage,
     check_n_episodes,
+    default_batch_size,
     default_ent_coef,
     default_entropy_plateau,
     default_n_episodes,
@@ -239,6 +240,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "novelty_phase": 0.0,
         "entropy_plateau": None,
         "n_episodes_by_budget": False,
+        "batch_size_by_budget": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -411,6 +413,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.n_episodes_by_budget = (
             self.budget_sized_rollouts and not n_episodes_given and sized_by_budget(parsed, env_limit, group_size)
         )
+        # ... and the default minibatch (default_batch_size) follows the size decided (absent from saves before it:
+        # there the minibatch stays, as the long-episode rule's 32 and 16 share theirs, 64).
+        self.batch_size_by_budget = self.n_episodes_by_budget and batch_size is None
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
@@ -962,8 +967,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _size_rollout_by_budget(self, total_timesteps: int) -> None:
         """At the first ``learn`` call of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
         :func:`~.arguments.budget_n_episodes` of ``total_timesteps``; a smaller size rebinds the objective's default
-        ``k`` (``n_episodes // 2``) and rebuilds the rollout buffer (the policy is untouched). Decided once: later
-        calls, and saves, keep the size."""
+        ``k`` (``n_episodes // 2``), sets a default minibatch to the size's (:func:`~.arguments.default_batch_size`:
+        256 episodes had 256-step minibatches, 64 have 64) and rebuilds the rollout buffer (the policy is untouched).
+        Decided once: later calls, and saves, keep the size."""
         self.n_episodes_by_budget = False
         n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, episode_limit(self.env))  # type: ignore[attr-defined]
         if n_episodes == self.n_episodes:
@@ -971,6 +977,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._set_objective(self.objective.bind(n_episodes // 2))  # type: ignore[union-attr]
         self.n_episodes = n_episodes
         self.n_steps = -(-n_episodes // self.n_envs)
+        if getattr(self, "batch_size_by_budget", False):
+            self.batch_size = default_batch_size(n_episodes)
         self._build_episodic_buffer()
 
     def _build_episodic_buffer(self, **kwargs: Any) -> None:
