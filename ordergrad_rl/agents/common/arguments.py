@@ -84,7 +84,8 @@ SMALL_BUDGET_ROLLOUTS = 8
 #: its size before against pinned sizes, seeds 0-9, 100k steps, exact greedy / sampled CVaR_0.2, 2026-12-05): the
 #: lava grid at 256 / 128 / 64 episodes 5 / 8 / 10 of 10 seeds at the optimum, -0.62 / 0.61 / 1.07 greedy, -1.13 /
 #: 0.34 / 0.64 sampled; the guarded maze at 128 / 64 3 / 7 of 10, -28.6 / -9.8 and -30.7 / -12.0 (paired +18.8
-#: [7.5, 30.2] / +18.8 [9.8, 27.9]); slippery CliffWalking-v1 at a 100-step limit (outside the suite,
+#: [7.5, 30.2] / +18.8 [9.8, 27.9]), and at 150k 10 / 9 of 10 at 64 / 128, sampled -2.51 / -9.02 (+6.5 [0.9,
+#: 14.8]); slippery CliffWalking-v1 at a 100-step limit (outside the suite,
 #: ``scripts/outside_probe.py``, worst 20% of 500 returns) at 64 / 32 / 16 -113.6 / -110.1 / -102.2 greedy,
 #: -262.4 / -207.4 / -174.4 sampled (SB3 PPO -100.2 / -112.0); Pendulum-v1 cut at 100 steps (continuous, seeds 0-4)
 #: at 32 / 16 -506.8 / -504.5 and -516.0 / -511.9, even (neither has swung up by 100k). Not 26 or fewer, which keep
