@@ -324,29 +324,26 @@ def sized_by_budget(objective: Objective | ChannelObjective, limit: int | None, 
     """Whether a default ``n_episodes`` waits for the first ``learn`` call's budget (:func:`budget_n_episodes`, in an
     algorithm that sizes by it): on an env with a known episode ``limit``, for a ranked objective whose ``k`` comes
     from the rollout size (no ``k`` given, no ``@K``), without groups."""
-    ranked = isinstance(objective, Objective) and objective.k != 1 and not objective.is_bound
-    return limit is not None and group_size is None and ranked
+    # An unbound objective is ranked: the mean is bound (k = 1).
+    return limit is not None and group_size is None and isinstance(objective, Objective) and not objective.is_bound
 
 
 def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
     """The episodes per rollout OrderGradPPO takes for its first ``learn`` call's ``total_timesteps`` when
-    ``n_episodes`` was not given (never more than ``n_episodes``; ``n_episodes`` without a known limit):
+    ``n_episodes`` was not given: ``n_episodes`` halved, not below :data:`SMALL_BUDGET_N_EPISODES` (never more than
+    ``n_episodes``; ``n_episodes`` without a known limit), until the budget holds this many rollouts at the episode
+    ``limit``:
 
-    - on long episodes (``limit`` above :data:`LONG_EPISODE_STEPS`), :data:`SMALL_BUDGET_N_EPISODES` if the budget
-      holds fewer than :data:`SMALL_BUDGET_ROLLOUTS` rollouts of ``n_episodes`` episodes at the episode ``limit``:
-      with 32 episodes, 16 below 128k steps at a limit of 500 (CartPole-v1, Acrobot-v1), below 256k at 1000
-      (LunarLander-v3);
-    - on short ones, ``n_episodes`` halved until the budget holds :data:`SHORT_BUDGET_ROLLOUTS` rollouts at the
-      limit, not below :data:`SMALL_BUDGET_N_EPISODES`: at 100k steps 64 episodes on the lava grid (30 steps, 256 by
+    - on long episodes (``limit`` above :data:`LONG_EPISODE_STEPS`) :data:`SMALL_BUDGET_ROLLOUTS`: with 32 episodes,
+      16 below 128k steps at a limit of 500 (CartPole-v1, Acrobot-v1), below 256k at 1000 (LunarLander-v3);
+    - on short ones :data:`SHORT_BUDGET_ROLLOUTS`: at 100k steps 64 episodes on the lava grid (30 steps, 256 by
       default) and the guarded maze (40 steps, 128), 16 on a 100-step CliffWalking (64).
     """
     if limit is None:
         return n_episodes
-    if limit > LONG_EPISODE_STEPS:
-        if total_timesteps >= SMALL_BUDGET_ROLLOUTS * n_episodes * limit:
-            return n_episodes
-        return min(n_episodes, SMALL_BUDGET_N_EPISODES)
-    while n_episodes > SMALL_BUDGET_N_EPISODES and total_timesteps < SHORT_BUDGET_ROLLOUTS * n_episodes * limit:
+    # One rule, two thresholds: long episodes' default (32) reaches the floor (16) in one halving.
+    rollouts = SMALL_BUDGET_ROLLOUTS if limit > LONG_EPISODE_STEPS else SHORT_BUDGET_ROLLOUTS
+    while n_episodes > SMALL_BUDGET_N_EPISODES and total_timesteps < rollouts * n_episodes * limit:
         n_episodes = max(n_episodes // 2, SMALL_BUDGET_N_EPISODES)
     return n_episodes
 
