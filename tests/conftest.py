@@ -60,3 +60,28 @@ def save_from_before(path: Path, old_path: Path, *keys: str) -> Path:
                 content = json.dumps(data).encode()
             old.writestr(item, content)
     return old_path
+
+
+def collect_one_rollout(model) -> None:
+    """One rollout of an episodic ``model`` into its buffer, advantages computed, without an update."""
+    model._setup_learn(10**9, None)
+    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 10**9)
+
+
+def check_history_advantages(model, before, lam: float) -> None:
+    """The rollout in ``model``'s buffer was credited by the history baseline ``before`` it was fitted to it: each
+    step's baseline is ``before``'s prediction, its return its episode's weight, its advantage the ``lam``-return of
+    the weight over the baseline, and the baseline saw the rollout after predicting."""
+    import numpy as np
+
+    from ordergrad_rl.agents.common.advantages import lambda_advantages, returns_before
+
+    buffer = model.rollout_buffer
+    so_far = returns_before(buffer.rewards, buffer.episode_index)
+    predicted = before.predict(before.features(buffer.observations, buffer.episode_step, so_far))
+    np.testing.assert_allclose(buffer.values, predicted, atol=1e-6)
+    weights = model.episode_weights(buffer.episode_returns)
+    np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
+    expected = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam)
+    np.testing.assert_allclose(buffer.advantages, expected, atol=1e-5)
+    assert model.history_baseline.history_rms.count > before.history_rms.count

@@ -171,7 +171,10 @@ def test_maskable_gradient_is_the_estimator_on_a_fixed_batch() -> None:
         "CartPole-v1", n_envs=2, seed=5, wrapper_class=ActionMasker,
         wrapper_kwargs=dict(action_mask_fn=lambda env: np.array([True, True])),
     )  # fmt: skip
-    model = OrderGradMaskablePPO("MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, **COMMON)
+    # Whole-episode weights (the history baseline's per-step terms: tests/test_maskable_defaults.py).
+    model = OrderGradMaskablePPO(
+        "MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, value_baseline=False, **COMMON
+    )
     model.learn(1)
     assert_loss_gradient(model, hand_ascent(model, episode_log_probs(model, replay=False)))
 

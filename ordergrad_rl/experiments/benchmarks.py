@@ -1258,14 +1258,16 @@ def unbaselined_before_default(run: dict) -> bool:
 def history_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with the history baseline without setting it where runs were stored without one: an
     OrderGradPPO left to :func:`default_baseline_on_task` on a task of short episodes (which gives it there on
-    categorical actions and on continuous ones with a time limit), or an OrderGradREINFORCE left to its default since
+    categorical actions and on continuous ones with a time limit), an OrderGradREINFORCE left to its default since
     2026-12-02 (a ranked objective of one pooled batch on categorical actions or continuous ones with a time limit:
-    :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`)."""
+    :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), or an OrderGradMaskablePPO left
+    to OrderGradPPO's default, its own since 2026-12-05 (at any episode length: it had no baseline before)."""
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in ("ordergrad_ppo", "ordergrad_reinforce") or kwargs.get("value_baseline") is not None:
+    algos = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo")
+    if method.algo not in algos or kwargs.get("value_baseline") is not None:
         return False
     if method.algo == "ordergrad_ppo" and parsed_on_task(kwargs, task_name)[2]:
         return False  # OrderGradPPO's long episodes had it before any run was stored

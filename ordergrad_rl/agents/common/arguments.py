@@ -329,10 +329,10 @@ def sized_by_budget(objective: Objective | ChannelObjective, limit: int | None, 
 
 
 def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
-    """The episodes per rollout OrderGradPPO takes for its first ``learn`` call's ``total_timesteps`` when
-    ``n_episodes`` was not given: ``n_episodes`` halved, not below :data:`SMALL_BUDGET_N_EPISODES` (never more than
-    ``n_episodes``; ``n_episodes`` without a known limit), until the budget holds this many rollouts at the episode
-    ``limit``:
+    """The episodes per rollout OrderGradPPO and OrderGradMaskablePPO take for their first ``learn`` call's
+    ``total_timesteps`` when ``n_episodes`` was not given: ``n_episodes`` halved, not below
+    :data:`SMALL_BUDGET_N_EPISODES` (never more than ``n_episodes``; ``n_episodes`` without a known limit), until the
+    budget holds this many rollouts at the episode ``limit``:
 
     - on long episodes (``limit`` above :data:`LONG_EPISODE_STEPS`) :data:`SMALL_BUDGET_ROLLOUTS`: with 32 episodes,
       16 below 128k steps at a limit of 500 (CartPole-v1, Acrobot-v1), below 256k at 1000 (LunarLander-v3);

@@ -223,7 +223,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: OrderGradMaskablePPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
     default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
     #: Whether ``n_episodes=None`` with a time limit lets the first ``learn`` call halve the rollout for a small budget
-    #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's, measured there; the other classes keep their size).
+    #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's and OrderGradMaskablePPO's, measured on each; the other
+    #: classes keep their size).
     budget_sized_rollouts: bool = False
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {

@@ -57,6 +57,17 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             if saved is not None:
                 self.history_baseline.load_saved_state(saved)
 
+    @classmethod
+    def load(cls, path: Any, env: Any = None, device: Any = "auto", **kwargs: Any) -> Any:
+        """The mixin's ``load``; a save without the history baseline (``value_baseline`` not ``"history"``, or a save
+        from before the argument) keeps none."""
+        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+        if getattr(model, "value_baseline", False) != HISTORY:
+            # SB3's load set the model up at the constructor's default (the history baseline for a ranked default
+            # objective) before the save's own value, or the value of a save from before it (saved_before), applied.
+            model.__dict__.pop("history_baseline", None)
+        return model
+
     def _excluded_save_params(self) -> list[str]:
         # The history baseline travels in the save's data (history_baseline_state), not among its torch state
         # dicts, so that SB3's loaders of the save, which have no such module, still load it.
