@@ -8,13 +8,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from conftest import save_from_before
+from conftest import check_history_advantages, collect_one_rollout, save_from_before
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 
 from ordergrad_rl.agents import OrderGradMaskablePPO
-from ordergrad_rl.agents.common.advantages import lambda_advantages, returns_before
 from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA
 
 
@@ -66,17 +65,8 @@ def test_advantages_are_the_weights_over_the_baseline_predicted_before_the_rollo
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(2_000)  # a fitted baseline, with nonzero running statistics
     before = copy.deepcopy(model.history_baseline)
-    model._setup_learn(10**9, None)
-    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 10**9)
-    buffer = model.rollout_buffer
-    so_far = returns_before(buffer.rewards, buffer.episode_index)
-    predicted = before.predict(before.features(buffer.observations, buffer.episode_step, so_far))
-    np.testing.assert_allclose(buffer.values, predicted, atol=1e-6)
-    weights = model.episode_weights(buffer.episode_returns)
-    np.testing.assert_allclose(buffer.returns, weights[buffer.episode_index], rtol=1e-5, atol=1e-6)
-    expected = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, BASELINE_LAMBDA)
-    np.testing.assert_allclose(buffer.advantages, expected, atol=1e-5)
-    assert model.history_baseline.history_rms.count > before.history_rms.count  # fitted after the prediction
+    collect_one_rollout(model)
+    check_history_advantages(model, before, BASELINE_LAMBDA)
     assert "train/baseline_loss" in (tmp_path / "progress.csv").read_text().splitlines()[0]
 
 
