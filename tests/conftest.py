@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from stable_baselines3.common.callbacks import BaseCallback
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
@@ -85,3 +86,10 @@ def check_history_advantages(model, before, lam: float) -> None:
     expected = lambda_advantages(buffer.returns, buffer.values, buffer.episode_index, lam)
     np.testing.assert_allclose(buffer.advantages, expected, atol=1e-5)
     assert model.history_baseline.history_rms.count > before.history_rms.count
+
+
+class StopAtOnce(BaseCallback):
+    """Ends ``learn`` at its first step: decisions taken at the start of ``learn`` are made, nothing is trained."""
+
+    def _on_step(self) -> bool:
+        return False

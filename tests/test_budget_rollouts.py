@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from stable_baselines3.common.callbacks import BaseCallback
+from conftest import StopAtOnce
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.arguments import (
@@ -14,13 +14,6 @@ from ordergrad_rl.agents.common.arguments import (
     SMALL_BUDGET_ROLLOUTS,
     budget_n_episodes,
 )
-
-
-class StopAtOnce(BaseCallback):
-    """Ends ``learn`` at its first step: the budget's decision is taken, nothing is trained."""
-
-    def _on_step(self) -> bool:
-        return False
 
 
 def usage_line(**kwargs) -> OrderGradPPO:

@@ -8,9 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from conftest import check_history_advantages, collect_one_rollout, save_from_before
+from conftest import StopAtOnce, check_history_advantages, collect_one_rollout, save_from_before
 from sb3_contrib.common.wrappers import ActionMasker
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 
 from ordergrad_rl.agents import OrderGradMaskablePPO
@@ -20,13 +19,6 @@ from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA
 def masked(env_id: str) -> gym.Env:
     """``env_id`` with a mask that allows every action (sb3-contrib's ``ActionMasker``)."""
     return ActionMasker(gym.make(env_id), lambda env: np.ones(env.action_space.n, dtype=bool))
-
-
-class StopAtOnce(BaseCallback):
-    """Ends ``learn`` at its first step: the budget's decision is taken, nothing is trained."""
-
-    def _on_step(self) -> bool:
-        return False
 
 
 @pytest.mark.parametrize(

@@ -526,11 +526,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
         ``kwargs`` sets it)."""
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
-        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
-        for name, before in cls.saved_before.items():
-            if name not in saved and name not in kwargs:
-                setattr(model, name, before)
-        return model
+        # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
+        # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
+        # default for the env at hand.
+        before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
+        return super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
 
     @property
     def n_groups(self) -> int:

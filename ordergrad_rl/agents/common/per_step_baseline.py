@@ -19,16 +19,23 @@ import numpy as np
 from stable_baselines3.common.utils import explained_variance
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
-from ordergrad_rl.agents.common.arguments import resolve_baseline_lambda
+from ordergrad_rl.agents.common.arguments import default_value_baseline, resolve_baseline_lambda
 from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
 from ordergrad_rl.agents.common.policies import predict_values
 
 
-def check_value_baseline(value_baseline: Any) -> None:
-    """``ValueError`` naming the values ``value_baseline`` takes (``True``, ``False``, ``"history"``, ``None``)."""
+def check_value_baseline(value_baseline: Any, algorithm: str | None = None) -> None:
+    """``ValueError`` naming the values ``value_baseline`` takes (``True``, ``False``, ``"history"``, ``None``); with
+    the name of an ``algorithm`` that trains no critic (OrderGradREINFORCE, OrderGradMaskablePPO), also for ``True``,
+    which regresses the value head."""
     if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
         raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
+    if algorithm is not None and value_baseline is True:
+        raise ValueError(
+            f"value_baseline=True regresses the policy's value head, which {algorithm} does not train "
+            "(no critic): use value_baseline='history', a baseline network of its own"
+        )
 
 
 class PerStepBaselineMixin(EpisodicAlgorithmMixin):
@@ -49,6 +56,16 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         self.value_baseline = default if value_baseline is None else value_baseline
         self.baseline_lambda = resolve_baseline_lambda(baseline_lambda, self.value_baseline)
 
+    def _default_value_baseline(
+        self, long: bool, policy_kwargs: dict[str, Any] | None, limit: int | None
+    ) -> bool | str:
+        """The PPO family's ``value_baseline=None`` for the model's objective and env
+        (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`); ``False`` while SB3's load builds
+        without an env (no action space: the save's value follows)."""
+        if not hasattr(self, "action_space"):
+            return False
+        return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)  # type: ignore[attr-defined]
+
     def _setup_model(self) -> None:
         super()._setup_model()
         if getattr(self, "value_baseline", False) == HISTORY:
@@ -56,17 +73,6 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
             if saved is not None:
                 self.history_baseline.load_saved_state(saved)
-
-    @classmethod
-    def load(cls, path: Any, env: Any = None, device: Any = "auto", **kwargs: Any) -> Any:
-        """The mixin's ``load``; a save without the history baseline (``value_baseline`` not ``"history"``, or a save
-        from before the argument) keeps none."""
-        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
-        if getattr(model, "value_baseline", False) != HISTORY:
-            # SB3's load set the model up at the constructor's default (the history baseline for a ranked default
-            # objective) before the save's own value, or the value of a save from before it (saved_before), applied.
-            model.__dict__.pop("history_baseline", None)
-        return model
 
     def _excluded_save_params(self) -> list[str]:
         # The history baseline travels in the save's data (history_baseline_state), not among its torch state

@@ -16,7 +16,6 @@ from ordergrad_rl.agents.common.arguments import (
     SHORT_RANKED_ENT_COEF,
     check_advantage,
     check_ppo_arguments,
-    default_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
@@ -461,10 +460,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         has_value_head = (policy_kwargs or {}).get("critic") != "none"
         if value_baseline is True and not has_value_head:
             raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
-        # SB3's load builds without an env (no action space); the save's value follows.
-        default = hasattr(self, "action_space") and default_value_baseline(
-            self.objective, self.action_space, long, policy_kwargs, self.group_size, limit
-        )
+        default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
         self.relative_ent_coef = relative_ent_coef
         # The default bonus of a ranked objective, relative (SB3's load builds without an env, ent_coef still None

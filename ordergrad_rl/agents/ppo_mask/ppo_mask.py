@@ -20,12 +20,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.arguments import (
-    SHORT_RANKED_ENT_COEF,
-    check_buffer_class,
-    check_ppo_arguments,
-    default_value_baseline,
-)
+from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -117,12 +112,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         _init_setup_model: bool = True,
     ) -> None:
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
-        check_value_baseline(value_baseline)
-        if value_baseline is True:
-            raise ValueError(
-                f"value_baseline=True regresses the policy's value head, which {type(self).__name__} does not train "
-                "(no critic): use value_baseline='history', a baseline network of its own"
-            )
+        check_value_baseline(value_baseline, type(self).__name__)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
@@ -134,10 +124,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
             rollout_buffer_kwargs=rollout_buffer_kwargs, target_kl=target_kl, stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log, policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
-        # SB3's load builds without an env (no action space); the save's value follows.
-        default = hasattr(self, "action_space") and default_value_baseline(
-            self.objective, self.action_space, long, policy_kwargs, self.group_size, limit
-        )
+        default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
         self._use_masking = True
         if _init_setup_model:

@@ -210,12 +210,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
-        check_value_baseline(value_baseline)
-        if value_baseline is True:
-            raise ValueError(
-                f"value_baseline=True regresses the policy's value head, which {type(self).__name__} does not train "
-                "(no critic): use value_baseline='history', a baseline network of its own"
-            )
+        check_value_baseline(value_baseline, type(self).__name__)
         _, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
