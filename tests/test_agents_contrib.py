@@ -158,9 +158,10 @@ def hand_ascent(model, log_probs: list[th.Tensor]) -> list[th.Tensor | None]:
 
 
 def test_recurrent_gradient_is_the_estimator_on_a_fixed_batch() -> None:
+    # Whole-episode weights (the history baseline's per-step terms: tests/test_contrib_defaults.py).
     model = OrderGradRecurrentPPO(
         "MlpLstmPolicy", "CartPole-v1", objective="cvar0.25@4", n_epochs=1, batch_size=100_000, policy_kwargs=LSTM,
-        **COMMON,
+        value_baseline=False, **COMMON,
     )  # fmt: skip
     model.learn(1)
     assert_loss_gradient(model, hand_ascent(model, episode_log_probs(model, replay=True)))
@@ -171,7 +172,7 @@ def test_maskable_gradient_is_the_estimator_on_a_fixed_batch() -> None:
         "CartPole-v1", n_envs=2, seed=5, wrapper_class=ActionMasker,
         wrapper_kwargs=dict(action_mask_fn=lambda env: np.array([True, True])),
     )  # fmt: skip
-    # Whole-episode weights (the history baseline's per-step terms: tests/test_maskable_defaults.py).
+    # Whole-episode weights (the history baseline's per-step terms: tests/test_contrib_defaults.py).
     model = OrderGradMaskablePPO(
         "MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, value_baseline=False, **COMMON
     )

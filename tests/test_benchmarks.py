@@ -350,6 +350,10 @@ def test_runs_from_before_the_short_episode_history_default_get_their_own_row():
     assert bench.history_by_default("gcvar-level", "lava") and bench.history_by_default("og-cvar-level", "bandit")
     assert bench.history_by_default("og-cvar", "nav") and bench.history_by_default("gcvar-level", "nav")
     assert not any(bench.history_by_default("og-cvar", task) for task in ("cartpole", "acrobot"))
+    # The sb3-contrib variants had no baseline before, on any episode length (theirs since 2026-12-05).
+    assert all(bench.history_by_default(m, t) for m in ("og-mask-cvar", "og-recurrent-cvar") for t in ("lava", "maze"))
+    assert bench.history_by_default("og-recurrent-cvar", "cartpole")
+    assert bench.default_baseline_on_task("og-recurrent-cvar", "nav") == "history"
     run = bench.run_one("maze", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
     assert run["value_baseline"] == "history"
 
@@ -785,7 +789,8 @@ def test_runs_at_an_earlier_rollout_size_get_their_own_row(tmp_path, capsys):
     assert now("og-cvar", "acrobot") == now("og-cvar", "acrobot", 300_000) == 32
     assert now("og-cvar", "acrobot", 100_000) == now("gcvar-level", "cartpole", 100_000) == 16
     assert now("og-mask-cvar", "acrobot", 100_000) == 16 and now("og-mask-cvar", "lava", 100_000) == 64
-    assert now("og-cvar-n32-sched", "acrobot", 100_000) == 32 and now("og-recurrent-cvar", "acrobot", 100_000) == 32
+    assert now("og-cvar-n32-sched", "acrobot", 100_000) == 32 and now("og-recurrent-cvar", "acrobot", 100_000) == 16
+    assert now("og-recurrent-cvar", "maze", 100_000) == 64 and now("og-recurrent-cvar", "maze", 300_000) == 128
     assert now("og-mean", "cartpole", 100_000) == 16
     # Short episodes: halved until the budget holds 32 rollouts at the limit; the suite's 300k keep their sizes.
     assert now("og-cvar", "maze", 100_000) == now("og-cvar", "lava", 100_000) == 64

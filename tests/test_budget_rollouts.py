@@ -106,10 +106,10 @@ def test_a_large_budget_keeps_the_default_and_the_decision_is_taken_once():
         lambda: OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", seed=0),  # the mean: 16 already
         lambda: OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2", seed=0),  # no time limit
         lambda: OrderGradREINFORCE("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", seed=0),  # not measured
-        lambda: OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="cvar0.2", seed=0),  # not measured
+        lambda: OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=32),  # given
     ],
 )
-def test_only_the_ranked_default_of_ordergrad_ppo_with_a_time_limit_waits_for_the_budget(make):
+def test_only_the_ranked_default_of_the_ppo_family_with_a_time_limit_waits_for_the_budget(make):
     model = make()
     n = model.n_episodes
     assert not model.n_episodes_by_budget

@@ -1207,7 +1207,8 @@ def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     """The default ``value_baseline`` of the method's agent for its objective on the task's env, whether or not the
     method sets its own: OrderGradREINFORCE's
     (:func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), else OrderGradPPO's
-    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`)."""
+    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`; without the value head for
+    OrderGradRecurrentPPO, which trains no critic)."""
     from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline, default_value_baseline
     from ordergrad_rl.agents.common.env_util import episode_limit
 
@@ -1217,6 +1218,8 @@ def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     policy_kwargs, group_size = kwargs.get("policy_kwargs"), kwargs.get("group_size")
     if METHODS[method_name].algo == "ordergrad_reinforce":
         return default_reinforce_value_baseline(objective, action_space, group_size, limit)
+    if METHODS[method_name].algo == "ordergrad_recurrent_ppo":  # its constructor's: no critic to regress
+        policy_kwargs = {**(policy_kwargs or {}), "critic": "none"}
     return default_value_baseline(objective, action_space, long, policy_kwargs, group_size, limit)
 
 
@@ -1260,13 +1263,14 @@ def history_by_default(method_name: str, task_name: str) -> bool:
     OrderGradPPO left to :func:`default_baseline_on_task` on a task of short episodes (which gives it there on
     categorical actions and on continuous ones with a time limit), an OrderGradREINFORCE left to its default since
     2026-12-02 (a ranked objective of one pooled batch on categorical actions or continuous ones with a time limit:
-    :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), or an OrderGradMaskablePPO left
-    to OrderGradPPO's default, its own since 2026-12-05 (at any episode length: it had no baseline before)."""
+    :func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), or an OrderGradMaskablePPO or
+    OrderGradRecurrentPPO left to OrderGradPPO's default, theirs since 2026-12-05 (at any episode length: they had no
+    baseline before)."""
     from ordergrad_rl.agents.common.history_baseline import HISTORY
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    algos = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo")
+    algos = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo", "ordergrad_recurrent_ppo")
     if method.algo not in algos or kwargs.get("value_baseline") is not None:
         return False
     if method.algo == "ordergrad_ppo" and parsed_on_task(kwargs, task_name)[2]:

@@ -329,7 +329,7 @@ def sized_by_budget(objective: Objective | ChannelObjective, limit: int | None, 
 
 
 def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
-    """The episodes per rollout OrderGradPPO and OrderGradMaskablePPO take for their first ``learn`` call's
+    """The episodes per rollout OrderGradPPO and the sb3-contrib variants take for their first ``learn`` call's
     ``total_timesteps`` when ``n_episodes`` was not given: ``n_episodes`` halved, not below
     :data:`SMALL_BUDGET_N_EPISODES` (never more than ``n_episodes``; ``n_episodes`` without a known limit), until the
     budget holds this many rollouts at the episode ``limit``:

@@ -112,7 +112,8 @@ EPISODIC_PPO_PARAMS = """
     :param n_episodes: episodes per rollout ``N`` (``k < N``; any number of envs). Default as
         OrderGradPPO: 16 for ``"mean"``; for ranked objectives (at least ``2 k``) the largest power of two from 32
         to 256 whose episodes hold at most 8192 steps at the env's episode limit, 256 without one
-        (:func:`~ordergrad_rl.agents.common.arguments.ranked_n_episodes`).
+        (:func:`~ordergrad_rl.agents.common.arguments.ranked_n_episodes`), halved with a time limit for a small first
+        ``learn`` budget (:func:`~ordergrad_rl.agents.common.arguments.budget_n_episodes`; since 2026-12-05).
     :param n_envs: number of envs; ``None``: as OrderGradPPO (a native NumPy batch of ``n_episodes`` envs for the
         tail-risk ids, else 1 env from an id, env objects as they are).
     :param learning_rate: Adam learning rate (or schedule).
@@ -223,8 +224,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: OrderGradMaskablePPO's is :data:`~.arguments.SHORT_RANKED_ENT_COEF`).
     default_short_ranked_ent_coef: float | Schedule = RANKED_ENT_COEF
     #: Whether ``n_episodes=None`` with a time limit lets the first ``learn`` call halve the rollout for a small budget
-    #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's and OrderGradMaskablePPO's, measured on each; the other
-    #: classes keep their size).
+    #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's, OrderGradMaskablePPO's and OrderGradRecurrentPPO's,
+    #: measured on each; OrderGradREINFORCE keeps its size).
     budget_sized_rollouts: bool = False
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {

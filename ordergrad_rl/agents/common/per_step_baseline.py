@@ -121,8 +121,9 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             buffer.values = history.predict(features)
             # Out of sample (predicted before this rollout is fitted), as SB3's train/explained_variance of a critic:
             # at or below 0 the baseline adds as much variance to the advantages as it removes.
-            fit_quality = explained_variance(buffer.values, buffer.returns)
-            if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain)
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # weights all but tied: var ~ 1e-300
+                fit_quality = explained_variance(buffer.values, buffer.returns)
+            if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain), inf when nearly
                 self.logger.record("train/baseline_explained_variance", float(fit_quality))  # type: ignore[attr-defined]
             features = history.updated(features, buffer.episode_step, so_far)
             self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))  # type: ignore[attr-defined]
