@@ -7,8 +7,8 @@ the baseline, :func:`~ordergrad_rl.agents.common.advantages.lambda_advantages`):
 the history baseline ``b(s_t, t, G_<t)`` (``"history"``,
 :class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, its own network, fitted here after each
 rollout's advantages are computed). Both are functions of what is known
-before ``a_t`` is drawn, so the estimator stays unbiased at ``baseline_lambda=1``. OrderGradPPO and
-OrderGradREINFORCE mix this in front of :class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`.
+before ``a_t`` is drawn, so the estimator stays unbiased at ``baseline_lambda=1``. OrderGradPPO, OrderGradREINFORCE
+and the sb3-contrib variants mix this in front of :class:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ordergrad_rl.agents.common.policies import predict_values
 
 def check_value_baseline(value_baseline: Any, algorithm: str | None = None) -> None:
     """``ValueError`` naming the values ``value_baseline`` takes (``True``, ``False``, ``"history"``, ``None``); with
-    the name of an ``algorithm`` that trains no critic (OrderGradREINFORCE, OrderGradMaskablePPO), also for ``True``,
-    which regresses the value head."""
+    the name of an ``algorithm`` that trains no critic (OrderGradREINFORCE and the sb3-contrib variants), also for
+    ``True``, which regresses the value head."""
     if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
         raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
     if algorithm is not None and value_baseline is True:
