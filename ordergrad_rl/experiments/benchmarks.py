@@ -1207,8 +1207,8 @@ def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     """The default ``value_baseline`` of the method's agent for its objective on the task's env, whether or not the
     method sets its own: OrderGradREINFORCE's
     (:func:`~ordergrad_rl.agents.common.arguments.default_reinforce_value_baseline`), else OrderGradPPO's
-    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`; without the value head for
-    OrderGradRecurrentPPO, which trains no critic)."""
+    (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`, without the value head for a class that
+    trains no critic: ``baseline_rule_policy_kwargs``)."""
     from ordergrad_rl.agents.common.arguments import default_reinforce_value_baseline, default_value_baseline
     from ordergrad_rl.agents.common.env_util import episode_limit
 
@@ -1216,10 +1216,10 @@ def default_baseline_on_task(method_name: str, task_name: str) -> bool | str:
     objective, _, long = parsed_on_task(kwargs, task_name)
     action_space, limit = task_env(task_name).action_space, episode_limit(TASKS[task_name].env_id)
     policy_kwargs, group_size = kwargs.get("policy_kwargs"), kwargs.get("group_size")
-    if METHODS[method_name].algo == "ordergrad_reinforce":
+    algo = METHODS[method_name].algo
+    if algo == "ordergrad_reinforce":
         return default_reinforce_value_baseline(objective, action_space, group_size, limit)
-    if METHODS[method_name].algo == "ordergrad_recurrent_ppo":  # its constructor's: no critic to regress
-        policy_kwargs = {**(policy_kwargs or {}), "critic": "none"}
+    policy_kwargs = episodic_algorithm(algo).baseline_rule_policy_kwargs(policy_kwargs)
     return default_value_baseline(objective, action_space, long, policy_kwargs, group_size, limit)
 
 
@@ -1270,8 +1270,7 @@ def history_by_default(method_name: str, task_name: str) -> bool:
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    algos = ("ordergrad_ppo", "ordergrad_reinforce", "ordergrad_maskable_ppo", "ordergrad_recurrent_ppo")
-    if method.algo not in algos or kwargs.get("value_baseline") is not None:
+    if method.algo not in EPISODIC_ALGOS or kwargs.get("value_baseline") is not None:
         return False
     if method.algo == "ordergrad_ppo" and parsed_on_task(kwargs, task_name)[2]:
         return False  # OrderGradPPO's long episodes had it before any run was stored

@@ -47,6 +47,16 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     # A save without baseline_lambda trained on w - b_t, one without value_baseline with no baseline at all (the
     # constructor that SB3's load runs would give the default of the env at hand).
     saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
+    #: Whether the algorithm's update regresses the policy's value head (``value_baseline=True``'s ``V(s)``):
+    #: OrderGradPPO's does; OrderGradREINFORCE and the sb3-contrib variants train no critic.
+    trains_critic: bool = True
+
+    @classmethod
+    def baseline_rule_policy_kwargs(cls, policy_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The ``policy_kwargs`` that OrderGradPPO's rule (:func:`default_value_baseline`) sees for this class: the
+        user's, or without a critic (``critic="none"``) where the class trains none, so that the rule's ``V(s)``
+        case (continuous actions without a time limit) keeps whole-episode weights there."""
+        return policy_kwargs if cls.trains_critic else {**(policy_kwargs or {}), "critic": "none"}
 
     def _init_value_baseline(
         self, value_baseline: bool | str | None, baseline_lambda: float | None, default: bool | str
@@ -60,10 +70,12 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         self, long: bool, policy_kwargs: dict[str, Any] | None, limit: int | None
     ) -> bool | str:
         """The PPO family's ``value_baseline=None`` for the model's objective and env
-        (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`); ``False`` while SB3's load builds
-        without an env (no action space: the save's value follows)."""
+        (:func:`~ordergrad_rl.agents.common.arguments.default_value_baseline`, seeing
+        :meth:`baseline_rule_policy_kwargs`); ``False`` while SB3's load builds without an env (no action space: the
+        save's value follows)."""
         if not hasattr(self, "action_space"):
             return False
+        policy_kwargs = self.baseline_rule_policy_kwargs(policy_kwargs)
         return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)  # type: ignore[attr-defined]
 
     def _setup_model(self) -> None:

@@ -74,6 +74,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
     # OrderGradPPO's rollouts halved for small budgets (budget_n_episodes), measured on this class with the history
     # baseline (value_baseline): at 100k steps lava 10 of 10 seeds at the optimum against 9, the maze 8 against 1.
     budget_sized_rollouts = True
+    trains_critic = False
     rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(

@@ -83,6 +83,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     # baseline (value_baseline): at 100k steps no lava seed of five ends in the lava against four, and no maze seed
     # times out against four.
     budget_sized_rollouts = True
+    trains_critic = False
     rollout_buffer: RecurrentEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -135,9 +136,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
-        # The rule's V(s) branch (continuous actions without a time limit) needs a critic this class does not train.
-        no_critic = {**(policy_kwargs or {}), "critic": "none"}
-        self._init_value_baseline(value_baseline, baseline_lambda, self._default_value_baseline(long, no_critic, limit))
+        default = self._default_value_baseline(long, policy_kwargs, limit)
+        self._init_value_baseline(value_baseline, baseline_lambda, default)
         # RecurrentPPO's constructor takes no buffer arguments; OnPolicyAlgorithm's attributes hold them.
         self.rollout_buffer_class = buffer_class
         self.rollout_buffer_kwargs = dict(rollout_buffer_kwargs or {})

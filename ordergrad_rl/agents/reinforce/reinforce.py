@@ -164,6 +164,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
     ranked_rollout_steps = REINFORCE_RANKED_ROLLOUT_STEPS
+    trains_critic = False
     default_ranked_ent_coef = default_short_ranked_ent_coef = REINFORCE_RANKED_ENT_COEF
 
     def __init__(
