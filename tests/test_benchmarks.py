@@ -233,6 +233,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
         "og-mask-cvar-entlate",
         "og-recurrent-cvar",
+        "og-recurrent-cvar-n64",
         "og-recurrent-cvar-entlate",
     ]
     # Their runs stored before that recorded no schedule ("none"), where the usage line's recorded nothing.

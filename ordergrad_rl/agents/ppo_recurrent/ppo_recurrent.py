@@ -81,7 +81,9 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES  # type: ignore[assignment]
     # OrderGradPPO's rollouts halved for small budgets (budget_n_episodes), measured on this class with the history
     # baseline (value_baseline): at 100k steps no lava seed of five ends in the lava against four, and no maze seed
-    # times out against four.
+    # times out against four. Not 64 episodes at every budget (og-recurrent-cvar-n64, 300k steps, seeds 0-4): lava
+    # gains (3 of 5 at the optimum, none in the lava, against 2 of 5 and three in it at 256) but the maze loses
+    # (1 of 5 within 1 of the optimum against 4 of 5 at 128; docs/benchmarks.md), so the sizes stay OrderGradPPO's.
     budget_sized_rollouts = True
     trains_critic = False
     rollout_buffer: RecurrentEpisodicRolloutBuffer  # type: ignore[assignment]
