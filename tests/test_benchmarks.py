@@ -224,6 +224,8 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-plateau-p01",
         "og-cvar-n16",
         "og-cvar-n64-sched",
+        "og-cvar-net256",
+        "og-cvar-mb256",
         "og-cvar-n32-sched",
         "og-cvar-n16-drift",
         "og-cvar-drift",

@@ -431,6 +431,15 @@ METHODS: dict[str, Method] = {
     # The usage line at 64 episodes per update (og-cvar-n64 has no schedule): measured on the point navigation between
     # its 128 of before and the 32 of the rollout default on continuous actions with a time limit.
     "og-cvar-n64-sched": Method("usage line, N=64", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "darkcyan"),
+    # Probes of Acrobot-v1's sampled tail at 100k steps (the usage line's 16 episodes): OrderGradRecurrentPPO's is
+    # wider apart from its greedy one by less, with an LSTM of 256 units and about half the minibatches per rollout.
+    "og-cvar-net256": Method(
+        "usage line, actor [256, 256]",
+        "ordergrad_ppo",
+        {**CVAR, "policy_kwargs": {"net_arch": [256, 256]}},
+        "darkorchid",
+    ),
+    "og-cvar-mb256": Method("usage line, minibatch 256", "ordergrad_ppo", {**CVAR, "batch_size": 256}, "orchid"),
     # ... and at 32 (og-cvar-n32 has neither the schedule nor the bonus): with og-cvar-n64-sched on the lava grid and
     # og-cvar-n16 on CliffWalking, the rollouts of a 2048-step budget on short categorical episodes.
     "og-cvar-n32-sched": Method("usage line, N=32", "ordergrad_ppo", {**CVAR, "n_episodes": 32}, "slateblue"),
