@@ -431,8 +431,8 @@ METHODS: dict[str, Method] = {
     # The usage line at 64 episodes per update (og-cvar-n64 has no schedule): measured on the point navigation between
     # its 128 of before and the 32 of the rollout default on continuous actions with a time limit.
     "og-cvar-n64-sched": Method("usage line, N=64", "ordergrad_ppo", {**CVAR, "n_episodes": 64}, "darkcyan"),
-    # Probes of Acrobot-v1's sampled tail at 100k steps (the usage line's 16 episodes): OrderGradRecurrentPPO's is
-    # wider apart from its greedy one by less, with an LSTM of 256 units and about half the minibatches per rollout.
+    # Probes of Acrobot-v1's sampled tail at 100k steps (the usage line's 16 episodes): OrderGradRecurrentPPO's lies
+    # closer to its greedy one, with an LSTM of 256 units and fewer minibatches per rollout (whole episodes each).
     "og-cvar-net256": Method(
         "usage line, actor [256, 256]",
         "ordergrad_ppo",

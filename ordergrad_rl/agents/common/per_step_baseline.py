@@ -48,7 +48,8 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     # constructor that SB3's load runs would give the default of the env at hand).
     saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
     #: Whether the algorithm's update regresses the policy's value head (``value_baseline=True``'s ``V(s)``):
-    #: OrderGradPPO's does; OrderGradREINFORCE and the sb3-contrib variants train no critic.
+    #: OrderGradPPO's does; OrderGradREINFORCE and the sb3-contrib variants train no critic, and refuse ``True``
+    #: (:meth:`_check_value_baseline`).
     trains_critic: bool = True
 
     @classmethod
@@ -57,6 +58,11 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         user's, or without a critic (``critic="none"``) where the class trains none, so that the rule's ``V(s)``
         case (continuous actions without a time limit) keeps whole-episode weights there."""
         return policy_kwargs if cls.trains_critic else {**(policy_kwargs or {}), "critic": "none"}
+
+    @classmethod
+    def _check_value_baseline(cls, value_baseline: Any) -> None:
+        """:func:`check_value_baseline` for this class: ``True`` is refused where it trains no critic."""
+        check_value_baseline(value_baseline, None if cls.trains_critic else cls.__name__)
 
     def _init_value_baseline(
         self, value_baseline: bool | str | None, baseline_lambda: float | None, default: bool | str

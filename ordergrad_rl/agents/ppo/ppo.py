@@ -20,7 +20,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
     OrderGradActorCriticPolicy,
@@ -441,7 +441,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        check_value_baseline(value_baseline)
+        self._check_value_baseline(value_baseline)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,

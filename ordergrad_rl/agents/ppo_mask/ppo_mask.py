@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
@@ -113,7 +113,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         _init_setup_model: bool = True,
     ) -> None:
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
-        check_value_baseline(value_baseline, type(self).__name__)
+        self._check_value_baseline(value_baseline)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,

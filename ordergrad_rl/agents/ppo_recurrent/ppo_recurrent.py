@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
@@ -126,7 +126,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         _init_setup_model: bool = True,
     ) -> None:
         check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
-        check_value_baseline(value_baseline, type(self).__name__)
+        self._check_value_baseline(value_baseline)
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,

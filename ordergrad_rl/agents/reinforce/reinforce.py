@@ -17,7 +17,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_baseline
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
     OrderGradActorCriticPolicy,
@@ -211,7 +211,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
-        check_value_baseline(value_baseline, type(self).__name__)
+        self._check_value_baseline(value_baseline)
         _, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
