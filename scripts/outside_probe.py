@@ -1,6 +1,6 @@
-"""The usage line on tasks outside the suite: slippery CliffWalking-v1, Pendulum-v1 with a short limit, MountainCar-v0.
+"""The usage line on tasks outside the suite: slippery CliffWalking-v1 and FrozenLake 8x8, Pendulum-v1, MountainCar.
 
-    python scripts/outside_probe.py [--task cliffwalking|pendulum|mountaincar] [--methods METHOD ...] [--seeds 0]
+    python scripts/outside_probe.py [--task cliffwalking|pendulum|mountaincar|...] [--methods METHOD ...] [--seeds 0]
                                     [--steps 100000] [--limit 100] [--episodes 500] [--exact] [--json out.json]
                                     [--quick]
 
@@ -25,6 +25,16 @@ return's lower tail is the starts that hang down (a swing-up takes most of the e
 reaching the flag ends the episode, so every episode of a policy that never reaches it returns the limit's -200, tied:
 a rollout blind to success until the first one (``novelty_when_blind``; ``og-cvar-nonovelty`` without it).
 
+``--task mountaincarcontinuous`` (MountainCarContinuous-v0, ``--limit 999``) and ``--task lunarlandercontinuous``
+(LunarLander-v3 with ``continuous=True``, ``--limit 1000``): long episodes with continuous actions, the action cost in
+the return.
+
+``--task frozenlake8x8``: Gymnasium's slippery 8x8 FrozenLake (``--limit 200``, FrozenLake8x8-v1's): the goal pays 1,
+every failure (a hole, or the time limit) 0, so CVaR_0.2 is ``max(0, (p - 0.8) / 0.2)`` for a success rate ``p``:
+0 for every policy that fails more than 20% of the time. On the tabular tasks (cliffwalking and frozenlake8x8) each
+run is also scored exactly (``greedy_exact`` and ``sampled_exact``, CVaR_0.2; ``greedy_exact_mean``): the policy's
+action probabilities in every state, propagated forward (:func:`policy_scores`); ``--exact`` adds the task's optima.
+
 ``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
 """
 
@@ -42,13 +52,11 @@ import torch as th
 from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
+from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum, return_distribution
 from ordergrad_rl.experiments.benchmarks import late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
 
 ALPHA = 0.2
-#: CliffWalking's start state (row 3, column 0).
-START = 36
 #: method name -> OrderGradPPO keyword arguments (``ppo``: SB3's PPO at its defaults). ``og-cvar`` is the usage line,
 #: which on short episodes with categorical actions has trained with the history baseline by default since 2026-11-29
 #: and on continuous actions with a time limit since 2026-12-02 (``og-cvar-history`` sets it); ``og-cvar-whole`` is
@@ -84,6 +92,9 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "cliffwalking": ("CliffWalking-v1", {"is_slippery": True}),
     "pendulum": ("Pendulum-v1", {}),
     "mountaincar": ("MountainCar-v0", {}),
+    "mountaincarcontinuous": ("MountainCarContinuous-v0", {}),
+    "lunarlandercontinuous": ("LunarLander-v3", {"continuous": True}),
+    "frozenlake8x8": ("FrozenLake-v1", {"map_name": "8x8", "is_slippery": True}),
 }
 
 
@@ -124,6 +135,7 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
     kwargs = METHODS[method]
     model = PPO("MlpPolicy", env, seed=seed) if method == "ppo" else OrderGradPPO("MlpPolicy", env, seed=seed, **kwargs)
     model.learn(steps)
+    tabular = hasattr(env.unwrapped, "P")
     return {
         "method": method,
         "kwargs": kwargs,
@@ -132,15 +144,45 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
         "timesteps": int(model.num_timesteps),
         "greedy": evaluate(model.predict, limit, episodes, True, task),
         "sampled": evaluate(model.predict, limit, episodes, False, task),
+        **(exact_scores(model, tabular_mdp(limit, task)) if tabular else {}),
         "seconds": round(time.time() - start, 1),
     }
 
 
-def exact(limit: int) -> dict[str, float]:
+def tabular_mdp(limit: int, task: str = "cliffwalking") -> TabularMDP:
+    """The ``task``'s transition table (``env.unwrapped.P``) as a :class:`TabularMDP` with horizon ``limit``."""
+    env = make_env(limit, task).unwrapped
+    if not hasattr(env, "P"):
+        raise ValueError(f"{task} has no transition table: exact values need cliffwalking or frozenlake8x8")
+    return TabularMDP.from_outcomes(env.P, env.initial_state_distrib, limit)
+
+
+def exact(limit: int, task: str = "cliffwalking") -> dict[str, float]:
     """The exact mean- and CVaR_0.2-optimal values (history-dependent policies) at the time limit ``limit``."""
-    mdp = TabularMDP.from_outcomes(make_env(limit).unwrapped.P, START, limit)
+    mdp = tabular_mdp(limit, task)
     solution = cvar_optimum(mdp, ALPHA)
     return {"mean_optimum": float(mean_optimum(mdp)[0]), "cvar_optimum": float(solution.value)}
+
+
+def exact_scores(model: Any, mdp: TabularMDP) -> dict[str, float]:
+    """A trained model's exact greedy and sampled CVaR_0.2 on a tabular task: its action probabilities in each
+    state (the observation is the state alone), propagated forward (:func:`policy_scores`)."""
+    obs, _ = model.policy.obs_to_tensor(np.arange(mdp.n_states))
+    with th.no_grad():
+        probs = model.policy.get_distribution(obs).distribution.probs.cpu().numpy()
+    return policy_scores(probs.astype(np.float64), mdp)
+
+
+def policy_scores(probs: np.ndarray, mdp: TabularMDP) -> dict[str, float]:
+    """The exact CVaR_0.2 of the stationary policy ``probs`` (``[S, A]`` action probabilities) and of its greedy
+    policy (the most probable action in each state), and the greedy policy's mean (:func:`return_distribution`)."""
+    greedy = return_distribution(mdp, probs.argmax(axis=1))
+    sampled = return_distribution(mdp, probs / probs.sum(axis=1, keepdims=True))
+    return {
+        "greedy_exact": greedy.cvar(ALPHA),
+        "sampled_exact": sampled.cvar(ALPHA),
+        "greedy_exact_mean": greedy.mean(),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -151,26 +193,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--limit", type=int, default=100, help="the episode limit (max_episode_steps)")
     parser.add_argument("--episodes", type=int, default=500, help="evaluation episodes per score")
-    parser.add_argument("--exact", action="store_true", help="also solve cliffwalking exactly (minutes at limit 100)")
+    parser.add_argument(
+        "--exact", action="store_true", help="also solve a tabular task exactly (cliffwalking: minutes at limit 100)"
+    )
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI)")
     args = parser.parse_args(argv)
-    if args.exact and args.task != "cliffwalking":
-        parser.error(f"--exact solves cliffwalking's transition table; {args.task} has none")
+    if args.exact and not hasattr(make_env(1, args.task).unwrapped, "P"):
+        parser.error(f"--exact solves a transition table; {args.task} has none")
     if args.quick:
         args.steps, args.limit, args.episodes = 1_000, 30, 20
     th.set_num_threads(1)
     env_id, env_kwargs = TASKS[args.task]
     out: dict[str, Any] = {"env": env_id, **env_kwargs, "limit": args.limit, "runs": []}
     if args.exact:
-        out.update(exact(args.limit))
+        out.update(exact(args.limit, args.task))
         print(f"exact: mean optimum {out['mean_optimum']:.3f}, CVaR_0.2 optimum {out['cvar_optimum']:.3f}")
     print(f"{'method':>16} {'seed':>4} {'greedy CVaR_0.2':>16} {'sampled CVaR_0.2':>17}")
     for method in args.methods:
         for seed in args.seeds:
             result = run(method, seed, args.steps, args.limit, args.episodes, args.task)
             out["runs"].append(result)
-            print(f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}")
+            line = f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}"
+            if "greedy_exact" in result:
+                line += f"  exact {result['greedy_exact']:.3f} / {result['sampled_exact']:.3f}"
+            print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=lambda value: value.__name__)  # a schedule by its name

@@ -3,8 +3,11 @@ MountainCar-v0)."""
 
 import json
 
+import numpy as np
 import pytest
 from conftest import load_script as load
+
+from ordergrad_rl.envs.tabular import mean_optimum
 
 
 def test_exact_values_match_an_independent_dp():
@@ -59,9 +62,33 @@ def test_quick_mountaincar_is_blind_at_first():
         assert run["greedy"] == run["sampled"] == {"cvar": -30.0, "mean": -30.0, "min": -30.0}
 
 
-def test_exact_is_cliffwalking_only():
+def test_exact_is_for_tabular_tasks_only():
     with pytest.raises(SystemExit):
         load("outside_probe").main(["--task", "pendulum", "--exact", "--quick"])
+
+
+def test_frozenlake_exact_scores_match_monte_carlo():
+    """The exact scoring (forward propagation of a stationary policy) against Monte Carlo on the env itself: the
+    greedy policy of the mean-optimal first step in every state, 4,000 episodes at the 200-step limit."""
+    script = load("outside_probe")
+    mdp = script.tabular_mdp(200, "frozenlake8x8")
+    actions = mean_optimum(mdp)[1][0]  # [S]: the mean-optimal action of each state at time 0
+    probs = np.full((mdp.n_states, mdp.n_actions), 0.1)
+    probs[np.arange(mdp.n_states), actions] = 0.7  # greedy: those actions; sampled: 70% of the time
+    exact = script.policy_scores(probs, mdp)
+    env = script.make_env(200, "frozenlake8x8")
+    successes = []
+    for episode in range(4000):
+        state, _ = env.reset(seed=episode)
+        done, total = False, 0.0
+        while not done:
+            state, reward, terminated, truncated, _ = env.step(int(actions[state]))
+            total, done = total + reward, terminated or truncated
+        successes.append(total)
+    p, se = np.mean(successes), np.std(successes) / np.sqrt(4000)
+    assert abs(exact["greedy_exact_mean"] - p) < 4 * se
+    assert exact["greedy_exact"] == pytest.approx(max(0.0, (exact["greedy_exact_mean"] - 0.8) / 0.2))
+    assert exact["greedy_exact_mean"] > 0.85 and 0.0 <= exact["sampled_exact"] < exact["greedy_exact"]
 
 
 @pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
