@@ -16,6 +16,7 @@ from stable_baselines3.common.logger import configure
 from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.arguments import default_value_baseline
 from ordergrad_rl.agents.common.risk_schedules import (
+    TIE_AT_MINIMUM,
     RiskSchedule,
     level_in_force,
     objective_in_force,
@@ -24,6 +25,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     tie_holds_var,
     tied_at_best,
     tied_share,
+    untie_case,
     untied,
 )
 from ordergrad_rl.core import Objective, lstat_advantage, lstat_value
@@ -360,7 +362,8 @@ def test_untied_moves_gcvar_and_leaves_channels():
 
 
 def test_only_time_outs_are_untied():
-    """Ties of terminated episodes are outcomes (a sure payoff); only the tied time-outs count toward ``f``."""
+    """Ties of terminated episodes are outcomes (a sure payoff); only the tied time-outs count toward ``f``, unless
+    the tie is the lowest return seen in training (``floor``: the next test)."""
     target, returns = Objective.parse("cvar0.2", 16), _tied(64, 32)
     time_outs = np.zeros(64, bool)
     assert untied(target, None, returns, time_outs) == (target, None)
@@ -369,6 +372,29 @@ def test_only_time_outs_are_untied():
     time_outs[:] = False
     time_outs[40:] = True  # time-outs, but not at the lowest return
     assert untied(target, None, returns, time_outs) == (target, None)
+
+
+def test_terminated_ties_at_the_floor_are_untied():
+    """A binary success (FrozenLake: every failure returns 0, terminated) at a success rate below 0.8: CVaR_0.2 is 0
+    for the batch and every weight is zero. At the floor (nothing worse seen) the terminated ties count as the
+    time-outs do, and the level moves past them; a tie that is not the batch's minimum never counts."""
+    target = Objective.parse("cvar0.2", 16)
+    returns = np.concatenate([np.zeros(48), np.ones(16)])  # 25% successes
+    terminated = np.zeros(64, bool)
+    blind = np.abs(lstat_advantage(returns, target)).max()
+    assert blind < 1e-7  # nonzero only for the 16-subsets with 13 successes or more
+    assert untied(target, None, returns, terminated) == (target, None)
+    assert tied_share(returns, terminated) == 0.0 and tied_share(returns, terminated, terminated=True) == 0.75
+    moved = untied(target, None, returns, terminated, floor=True)[0]
+    assert str(moved) == "cvar0.95@16"  # f + l = 0.75 + 0.2
+    advantages = lstat_advantage(returns, moved)
+    assert np.all(advantages[48:] > 0) and np.all(advantages[:48] < 0)  # the successes are ranked above
+    assert np.abs(advantages).min() > 1e5 * blind
+    assert untie_case(target, None, returns, terminated, floor=True) == TIE_AT_MINIMUM
+    assert untie_case(target, None, returns, terminated) is None
+    costly = np.concatenate([[-5.0], returns[1:]])  # a worse episode below the tie: no tie at the minimum
+    assert untied(target, None, costly, terminated, floor=True) == (target, None)
+    assert untied(target, None, _tied(64, 12), terminated, floor=True) == (target, None)  # 12/64 < 0.2
 
 
 def test_a_tie_at_the_var_above_a_costly_event_is_untied_with_a_mean_share():
@@ -413,19 +439,23 @@ def test_tie_holds_var_only_for_time_outs_tied_at_the_var_with_better_episodes(c
 
 class _TimeOutOrPay(gym.Env):
     """One step: actions 0-2 time out (truncated, exactly -10: a tie), action 3 pays a distinct uniform amount in
-    (0, 1) and terminates. ``terminate=True``: actions 0-2 terminate too (an outcome, not a time-out)."""
+    (0, 1) and terminates. ``terminate=True``: actions 0-2 terminate too (an outcome, not a time-out). The first
+    ``worse_first`` episodes end at -20 (terminated) whatever the action: a worse return seen before the ties."""
 
     observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(4)
 
-    def __init__(self, terminate: bool = False) -> None:
-        self.terminate = terminate
+    def __init__(self, terminate: bool = False, worse_first: int = 0) -> None:
+        self.terminate, self.worse_first, self.episodes = terminate, worse_first, 0
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         return np.zeros(1, np.float32), {}
 
     def step(self, action):
+        self.episodes += 1
+        if self.episodes <= self.worse_first:
+            return np.zeros(1, np.float32), -20.0, True, False, {}
         pays = int(action) == 3
         reward = float(self.np_random.uniform()) if pays else -10.0
         ends = pays or self.terminate
@@ -456,7 +486,8 @@ def _pay_probability(model) -> float:
 def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     """Three quarters of a uniform policy's episodes time out at -10: every 32-subset of 64 has a tied CVaR_0.2
     tail, so the target's weights are all zero and the policy stays where it is; untied (the default), the rollout
-    trains near the mean and learns to pay. The same ties from terminated episodes are left as they are."""
+    trains near the mean and learns to pay. The same ties from terminated episodes are untied too while nothing
+    worse has been seen (a floor: FrozenLake's failures), and left as they are above a worse return seen before."""
     kwargs = {"objective": "cvar0.2", "n_episodes": 64, "seed": 0, "ent_coef": 0.0}  # only the weights move it
     kwargs["value_baseline"] = False  # nor a baseline's terms
     model = cls("MlpPolicy", _TimeOutOrPay(), **kwargs)
@@ -474,10 +505,16 @@ def test_agents_untie_a_tied_tail_by_default_and_log_it(cls, tmp_path):
     assert _pay_probability(model) > before + 0.01 and _pay_probability(off) == pytest.approx(before, abs=1e-6)
     log = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
     assert "risk/tied" in log and "risk/level" in log
-    outcomes = cls("MlpPolicy", _TimeOutOrPay(terminate=True), **kwargs)  # the same ties, terminated: ranked as is
+    floor = cls("MlpPolicy", _TimeOutOrPay(terminate=True), **kwargs)  # terminated ties, nothing worse seen
+    before = _pay_probability(floor)
+    # One -20 in the first rollout: the terminated ties above it are outcomes, ranked as they are.
+    outcomes = cls("MlpPolicy", _TimeOutOrPay(terminate=True, worse_first=1), **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        floor.learn(64 * 5, callback=(trained_floor := _Trained()))
         outcomes.learn(64 * 2, callback=(trained_outcomes := _Trained()))
+    assert trained_floor.objectives[0].startswith("cvar0.") and float(trained_floor.objectives[0][4:8]) >= 0.5
+    assert _pay_probability(floor) > before + 0.01
     assert trained_outcomes.objectives == ["cvar0.2@32"] * 2
 
 
@@ -535,6 +572,15 @@ def test_saves_from_before_the_tie_at_the_var_train_as_they_did(tmp_path):
     returns = np.concatenate([np.full(2, -100.0), np.full(50, -40.0), -2.0 - 0.1 * np.arange(12)])
     target = Objective.parse("cvar0.2", 16)
     assert untied(target, None, returns, np.arange(64) < 52, at_var=False) == (target, None)
+
+
+def test_saves_from_before_the_floor_rule_keep_terminated_ties(tmp_path):
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8)
+    model.save(path := tmp_path / "model.zip")
+    assert model.untie_terminated is True and OrderGradPPO.load(path).untie_terminated is True
+    model.save(old := tmp_path / "old.zip", exclude=["untie_terminated"])
+    loaded = OrderGradPPO.load(old)
+    assert loaded.untie_terminated is False and loaded._at_floor() is False  # before any rollout: no floor either
 
 
 @pytest.mark.parametrize("untie", [True, False])

@@ -954,6 +954,9 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["risk_schedule"] = "none" if model.risk_schedule is None else str(model.risk_schedule)
     if hasattr(model, "untie_at_var"):
         result["untie_at_var"] = bool(model.untie_at_var and model.untie_tail)
+        # and terminated ties at the lowest return seen (since 2026-12-05; it changed no stored run, see
+        # docs/benchmarks.md, "Terminated ties at the floor")
+        result["untie_terminated"] = bool(getattr(model, "untie_terminated", False) and model.untie_tail)
     if hasattr(model, "noise_sampler"):  # CeSoR's sampler (on by default where the env exposes its noise)
         result["noise_sampler"] = bool(model.noise_sampler)
         # and the level it fits: the schedule's in force since 2026-12-02

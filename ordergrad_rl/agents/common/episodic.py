@@ -141,8 +141,9 @@ EPISODIC_PPO_PARAMS = """
         ``"<kind>:<fraction>"``, ``"mixture:<fraction>:<mean_share>"`` (the mean's share kept to the end) or a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule` (see
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
-    :param untie_tail: train a rollout whose lower tail is one tie (all time-outs) at the level that reaches past
-        it (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
+    :param untie_tail: train a rollout whose lower tail is one tie (time-outs, or any episodes at the lowest return
+        seen in training) at the level that reaches past it
+        (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (SB3's convention for
         ``learning_rate``); ``None`` (default): 0.01 for a ranked objective on categorical actions
         (OrderGradPPO's and OrderGradMaskablePPO's is held, then decays over the last 40% of training on short
@@ -232,6 +233,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "untie_tail": False,
         "entropy_when_tied": True,
         "untie_at_var": False,
+        "untie_terminated": False,
         "noise_sampler": False,
         "entropy_by_untied_share": False,
         "risk_schedule": None,
@@ -389,6 +391,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.untie_tail = untie_tail
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
         self.untie_at_var = True
+        # untie_tail's terminated episodes tied at the lowest return seen (_at_floor); False in saves from before it.
+        self.untie_terminated = True
         self.entropy_when_tied = entropy_when_tied
         # On long episodes a rollout partly tied at the best return gets the bonus in proportion to its other
         # episodes (_ent_coef_in_force); False in saves from before it.
@@ -544,6 +548,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
         excluded += ["_rollout_outgrown", "_learn_continues"]
         excluded += ["_rollout_tied_at_best", "_rollout_tied_share", "_rollout_untie_case", "_noise_counts"]
+        excluded += ["_rollout_floor"]
         excluded += ["_rollout_blind"]
         excluded += ["_noise_running"]
         excluded += ["_rollout_noise_weights", "_rollout_noise_probs"]
@@ -811,8 +816,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
             ties = (buffer.episode_returns, buffer.episode_time_outs)
-            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties, self.untie_at_var)
-            objective, gcvar_alpha = untied_at(self._rollout_untie_case, objective, gcvar_alpha, *ties)
+            floor = self._rollout_floor = self._at_floor()
+            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties, self.untie_at_var, floor)
+            objective, gcvar_alpha = untied_at(self._rollout_untie_case, objective, gcvar_alpha, *ties, floor)
         self._rollout_risk = (objective, gcvar_alpha)
         counts = getattr(self, "_noise_counts", None)
         weights = None if counts is None else self._noise.weights(counts)  # type: ignore[union-attr]
@@ -847,6 +853,14 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._rollout_tied_at_best = self._rollout_tied_share == 1.0 and not np.any(buffer.advantages)
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
+
+    def _at_floor(self) -> bool:
+        """Whether this rollout's lowest return is the lowest seen in training (``untie_terminated``): its terminated
+        episodes tied there then count as a tied tail (:func:`~.risk_schedules.untie_case`)."""
+        if not getattr(self, "untie_terminated", False):
+            return False
+        seen = getattr(self, "_returns_seen", None)  # of the earlier rollouts
+        return seen is None or float(np.min(self.rollout_buffer.episode_returns)) <= seen[0]
 
     def _explore_if_blind(self) -> None:
         """A rollout blind to success (every return the same, and no other return seen in training: every Acrobot-v1
@@ -1152,7 +1166,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The share of the target's risk in force (0: the mean, 1: the target).
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
         if untie:
-            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(buffer.episode_returns, buffer.episode_time_outs))
+            ties = (buffer.episode_returns, buffer.episode_time_outs)
+            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(*ties, getattr(self, "_rollout_floor", False)))
             # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture.
             logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(getattr(self, "_rollout_untie_case", None) == TIE_AT_VAR))
         weights = getattr(self, "_rollout_noise_weights", None)

@@ -35,10 +35,12 @@ episodes truncated by the time limit with the batch's lowest return (a constant 
 fill the lower tail, a CVaR_0.2 batch whose worst 20% all time out ranks nothing, and its gradient is (nearly or
 exactly) zero whatever the other episodes did. The level in force for that rollout moves toward the mean just far
 enough for the tail to hold as many other episodes as the level itself: ``l' = f + l`` for a share ``f >= l`` of
-tied time-outs (the mean if ``l' >= 1``). Only time-outs count: a tie of terminated episodes is an outcome the
-objective ranks correctly (a sure arm paying 1 is the heavy-tail bandit's CVaR optimum; untying it was measured to
-pull the stochastic policy toward the riskier arm). A few costly episodes below the tie (the guarded maze's guard,
-2% of a uniform policy's episodes under 88% of time-outs) hide it from that rule, while the tail still gives every
+tied time-outs (the mean if ``l' >= 1``). Only time-outs count, unless the tie is the floor: a tie of terminated
+episodes is an outcome the objective ranks correctly (a sure arm paying 1 is the heavy-tail bandit's CVaR optimum;
+untying it was measured to pull the stochastic policy toward the riskier arm), but a tie at the lowest return seen
+in training (the failures of a binary success, all 0) ranks nothing, as the time-outs do, and counts with them.
+A few costly episodes below the tie (the guarded maze's guard, 2% of a uniform policy's episodes under 88% of
+time-outs) hide it from that rule, while the tail still gives every
 success a time-out's advantage and learns only to avoid the cost: when time-outs tied at the value at risk fill at
 least the level's share of the batch and better episodes lie above them (:func:`tie_holds_var`), the rollout trains
 the mean share's mixture ``0.1 * mean + 0.9 * target`` (:data:`UNTIE_MEAN_SHARE`) rather than moving the level to
@@ -334,14 +336,20 @@ def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float |
     return None
 
 
-def tied_share(returns: np.ndarray, time_outs: np.ndarray) -> float:
-    """The share of episodes that timed out with the lowest return of the batch.
+def tied_share(returns: np.ndarray, time_outs: np.ndarray, terminated: bool = False) -> float:
+    """The share of episodes that timed out with the lowest return of the batch (with ``terminated``: of all the
+    episodes with that return, the terminated ones too).
 
     :param returns: ``[N]`` episode returns (time-outs of a constant step cost tie bit for bit).
     :param time_outs: ``[N]`` bool, the episodes truncated (not terminated).
+    :param terminated: count the terminated episodes tied at the lowest return as well (a floor: see
+        :func:`untie_case`).
     """
     values = np.asarray(returns, dtype=np.float64).reshape(-1)
-    return float(np.mean((values == values.min()) & np.asarray(time_outs, dtype=bool).reshape(-1)))
+    tied = values == values.min()
+    if not terminated:
+        tied &= np.asarray(time_outs, dtype=bool).reshape(-1)
+    return float(np.mean(tied))
 
 
 def tie_holds_var(returns: np.ndarray, time_outs: np.ndarray, level: float) -> bool:
@@ -429,6 +437,7 @@ def untied(
     returns: np.ndarray,
     time_outs: np.ndarray,
     at_var: bool = True,
+    floor: bool = False,
 ) -> tuple[Objective | ChannelObjective, float | None]:
     """``(objective, gcvar_alpha)`` moved past a tail of tied time-outs of one rollout's ``returns`` (``[N]``).
 
@@ -440,12 +449,13 @@ def untied(
     episodes. When the tie is not the minimum but holds the value at risk between a few worse episodes and better
     ones (:func:`tie_holds_var`: the time-outs of a policy that seldom reaches the goal, above a costly event), the
     rollout trains a mixture with :data:`UNTIE_MEAN_SHARE` of the mean's rank weights instead (GCVaR, whose weights
-    do not mix, as given; ``at_var=False``, the rule of models saved before it, as given too). Anything else (no
-    tie filling the tail, upper tails, mixtures, several channels) is returned as given.
+    do not mix, as given; ``at_var=False``, the rule of models saved before it, as given too). With ``floor`` (the
+    batch's lowest return is the lowest seen in training), terminated episodes tied at it count as the time-outs do
+    (:func:`untie_case`). Anything else (no tie filling the tail, upper tails, mixtures, several channels) is
+    returned as given.
     """
-    return untied_at(
-        untie_case(objective, gcvar_alpha, returns, time_outs, at_var), objective, gcvar_alpha, returns, time_outs
-    )
+    case = untie_case(objective, gcvar_alpha, returns, time_outs, at_var, floor)
+    return untied_at(case, objective, gcvar_alpha, returns, time_outs, floor)
 
 
 def untied_at(
@@ -454,11 +464,12 @@ def untied_at(
     gcvar_alpha: float | None,
     returns: np.ndarray,
     time_outs: np.ndarray,
+    floor: bool = False,
 ) -> tuple[Objective | ChannelObjective, float | None]:
     """:func:`untied` for a rollout whose :func:`untie_case` is ``case`` (the agents find it once, to log it too)."""
     if case == TIE_AT_MINIMUM:
         level, end = _lower_level(objective, gcvar_alpha)  # type: ignore[misc]
-        share = tied_share(returns, time_outs)
+        share = tied_share(returns, time_outs, floor)
         move = min(1.0, max(0.0, (end - (share + level)) / (end - level)))  # the level schedule's share at l'
         return objective_in_force(objective, RiskSchedule(LEVEL), move, gcvar_alpha)
     if case == TIE_AT_VAR:
@@ -474,14 +485,23 @@ def untie_case(
     returns: np.ndarray,
     time_outs: np.ndarray,
     at_var: bool = True,
+    floor: bool = False,
 ) -> str | None:
     """The tie :func:`untied` acts on in one rollout: :data:`TIE_AT_MINIMUM` (time-outs tied at the lowest return
-    fill the tail), :data:`TIE_AT_VAR` (:func:`tie_holds_var`) or ``None``. Arguments as :func:`untied`'s."""
+    fill the tail), :data:`TIE_AT_VAR` (:func:`tie_holds_var`) or ``None``. Arguments as :func:`untied`'s.
+
+    ``floor``: the batch's lowest return is the lowest seen in training, so nothing worse is known. Terminated
+    episodes tied there then count as well: a lower tail made of them ranks nothing either (a binary success, as on
+    a slippery FrozenLake, whose failures all return 0: CVaR_0.2 is 0 for every policy that fails more than 20% of
+    the time, so its gradient is zero until the success rate passes 0.8). A tie of terminated episodes above a
+    worse return seen before (the heavy-tail bandit's sure arm, above the -40 of its risky arm) is an outcome the
+    objective ranks correctly, and does not count.
+    """
     found = _lower_level(objective, gcvar_alpha)
     if found is None:
         return None
     level = found[0]
-    if tied_share(returns, time_outs) >= level:
+    if tied_share(returns, time_outs, floor) >= level:
         return TIE_AT_MINIMUM
     if at_var and gcvar_alpha is None and tie_holds_var(returns, time_outs, level):
         return TIE_AT_VAR
