@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ordergrad_rl.agents.common import episodic
-from ordergrad_rl.agents.common.risk_schedules import level_in_force
+from ordergrad_rl.agents.common.risk_schedules import level_in_force, untied
 from ordergrad_rl.experiments import benchmarks as bench
 
 
@@ -29,21 +29,17 @@ from ordergrad_rl.experiments import benchmarks as bench
 def counted(stats: dict[str, int]) -> Iterator[None]:
     """Count, in ``stats``, the rollouts that decide a tie, those at the floor and those the floor changes, while
     the agents decide as usual (with the rule)."""
-    case_of, untied_at = episodic.untie_case, episodic.untied_at
+    case_of = episodic.untie_case
 
     def untie_case(
         objective: Any, gcvar_alpha: Any, returns: Any, time_outs: Any, at_var: bool = True, floor: bool = False
     ) -> str | None:
         stats["rollouts"] += 1
         stats["rollouts_at_floor"] += bool(floor)
-        ties = (returns, time_outs)
-        with_rule = case_of(objective, gcvar_alpha, *ties, at_var, floor)
-        without = case_of(objective, gcvar_alpha, *ties, at_var, False)
-        levels = [
-            level_in_force(*untied_at(case, objective, gcvar_alpha, *ties, at_floor))
-            for case, at_floor in ((with_rule, floor), (without, False))
-        ]
-        stats["rollouts_changed"] += with_rule != without or levels[0] != levels[1]
+        ties = (objective, gcvar_alpha, returns, time_outs, at_var)
+        with_rule = case_of(*ties, floor)
+        levels = [level_in_force(*untied(*ties, at_floor)) for at_floor in (floor, False)]
+        stats["rollouts_changed"] += with_rule != case_of(*ties, False) or levels[0] != levels[1]
         return with_rule
 
     episodic.untie_case = untie_case

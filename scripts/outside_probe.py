@@ -33,7 +33,7 @@ the return.
 every failure (a hole, or the time limit) 0, so CVaR_0.2 is ``max(0, (p - 0.8) / 0.2)`` for a success rate ``p``:
 0 for every policy that fails more than 20% of the time. On the tabular tasks (cliffwalking and frozenlake8x8) each
 run is also scored exactly (``greedy_exact`` and ``sampled_exact``, CVaR_0.2; ``greedy_exact_mean``): the policy's
-action probabilities in every state, propagated forward (:func:`policy_scores`); ``--exact`` adds the task's optima.
+action probabilities in every state, propagated forward (:func:`exact_scores`); ``--exact`` adds the task's optima.
 
 ``--quick`` (CI) trains 1,000 steps on a 30-step limit and scores 20 episodes.
 """
@@ -52,8 +52,8 @@ import torch as th
 from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum, return_distribution
-from ordergrad_rl.experiments.benchmarks import late_linear_ent_coef
+from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
+from ordergrad_rl.experiments.benchmarks import exact_score, late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
 
 ALPHA = 0.2
@@ -96,6 +96,8 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "lunarlandercontinuous": ("LunarLander-v3", {"continuous": True}),
     "frozenlake8x8": ("FrozenLake-v1", {"map_name": "8x8", "is_slippery": True}),
 }
+#: The tasks with a transition table (``env.unwrapped.P``): scored exactly, and solved with ``--exact``.
+TABULAR = ("cliffwalking", "frozenlake8x8")
 
 
 def make_env(limit: int, task: str = "cliffwalking") -> gym.Env:
@@ -135,7 +137,6 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
     kwargs = METHODS[method]
     model = PPO("MlpPolicy", env, seed=seed) if method == "ppo" else OrderGradPPO("MlpPolicy", env, seed=seed, **kwargs)
     model.learn(steps)
-    tabular = hasattr(env.unwrapped, "P")
     return {
         "method": method,
         "kwargs": kwargs,
@@ -144,16 +145,16 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
         "timesteps": int(model.num_timesteps),
         "greedy": evaluate(model.predict, limit, episodes, True, task),
         "sampled": evaluate(model.predict, limit, episodes, False, task),
-        **(exact_scores(model, tabular_mdp(limit, task)) if tabular else {}),
+        **(exact_scores(model, env, tabular_mdp(limit, task)) if task in TABULAR else {}),
         "seconds": round(time.time() - start, 1),
     }
 
 
 def tabular_mdp(limit: int, task: str = "cliffwalking") -> TabularMDP:
     """The ``task``'s transition table (``env.unwrapped.P``) as a :class:`TabularMDP` with horizon ``limit``."""
+    if task not in TABULAR:
+        raise ValueError(f"{task} has no transition table: exact values need one of {TABULAR}")
     env = make_env(limit, task).unwrapped
-    if not hasattr(env, "P"):
-        raise ValueError(f"{task} has no transition table: exact values need cliffwalking or frozenlake8x8")
     return TabularMDP.from_outcomes(env.P, env.initial_state_distrib, limit)
 
 
@@ -164,25 +165,13 @@ def exact(limit: int, task: str = "cliffwalking") -> dict[str, float]:
     return {"mean_optimum": float(mean_optimum(mdp)[0]), "cvar_optimum": float(solution.value)}
 
 
-def exact_scores(model: Any, mdp: TabularMDP) -> dict[str, float]:
-    """A trained model's exact greedy and sampled CVaR_0.2 on a tabular task: its action probabilities in each
-    state (the observation is the state alone), propagated forward (:func:`policy_scores`)."""
-    obs, _ = model.policy.obs_to_tensor(np.arange(mdp.n_states))
-    with th.no_grad():
-        probs = model.policy.get_distribution(obs).distribution.probs.cpu().numpy()
-    return policy_scores(probs.astype(np.float64), mdp)
-
-
-def policy_scores(probs: np.ndarray, mdp: TabularMDP) -> dict[str, float]:
-    """The exact CVaR_0.2 of the stationary policy ``probs`` (``[S, A]`` action probabilities) and of its greedy
-    policy (the most probable action in each state), and the greedy policy's mean (:func:`return_distribution`)."""
-    greedy = return_distribution(mdp, probs.argmax(axis=1))
-    sampled = return_distribution(mdp, probs / probs.sum(axis=1, keepdims=True))
-    return {
-        "greedy_exact": greedy.cvar(ALPHA),
-        "sampled_exact": sampled.cvar(ALPHA),
-        "greedy_exact_mean": greedy.mean(),
-    }
+def exact_scores(model: Any, env: gym.Env, mdp: TabularMDP) -> dict[str, float]:
+    """A trained model's exact greedy and sampled CVaR_0.2 on a tabular task, and its greedy policy's mean: the
+    policy in each state propagated forward, as ``reproduce benchmarks`` scores its tabular tasks
+    (:func:`exact_score`)."""
+    greedy, greedy_mean = exact_score(model, env, mdp, True)
+    sampled, _ = exact_score(model, env, mdp, False)
+    return {"greedy_exact": greedy, "sampled_exact": sampled, "greedy_exact_mean": greedy_mean}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -199,7 +188,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI)")
     args = parser.parse_args(argv)
-    if args.exact and not hasattr(make_env(1, args.task).unwrapped, "P"):
+    if args.exact and args.task not in TABULAR:
         parser.error(f"--exact solves a transition table; {args.task} has none")
     if args.quick:
         args.steps, args.limit, args.episodes = 1_000, 30, 20

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import load_script as load
 
-from ordergrad_rl.envs.tabular import mean_optimum
+from ordergrad_rl.envs.tabular import mean_optimum, return_distribution
 
 
 def test_exact_values_match_an_independent_dp():
@@ -67,15 +67,13 @@ def test_exact_is_for_tabular_tasks_only():
         load("outside_probe").main(["--task", "pendulum", "--exact", "--quick"])
 
 
-def test_frozenlake_exact_scores_match_monte_carlo():
-    """The exact scoring (forward propagation of a stationary policy) against Monte Carlo on the env itself: the
-    greedy policy of the mean-optimal first step in every state, 4,000 episodes at the 200-step limit."""
+def test_frozenlake_table_matches_monte_carlo():
+    """The table the exact scores propagate on (start, holes, slips, the 200-step limit) against Monte Carlo on the
+    env itself: the mean-optimal first step of every state, held as a stationary policy, 4,000 episodes."""
     script = load("outside_probe")
     mdp = script.tabular_mdp(200, "frozenlake8x8")
     actions = mean_optimum(mdp)[1][0]  # [S]: the mean-optimal action of each state at time 0
-    probs = np.full((mdp.n_states, mdp.n_actions), 0.1)
-    probs[np.arange(mdp.n_states), actions] = 0.7  # greedy: those actions; sampled: 70% of the time
-    exact = script.policy_scores(probs, mdp)
+    law = return_distribution(mdp, actions)
     env = script.make_env(200, "frozenlake8x8")
     successes = []
     for episode in range(4000):
@@ -86,9 +84,18 @@ def test_frozenlake_exact_scores_match_monte_carlo():
             total, done = total + reward, terminated or truncated
         successes.append(total)
     p, se = np.mean(successes), np.std(successes) / np.sqrt(4000)
-    assert abs(exact["greedy_exact_mean"] - p) < 4 * se
-    assert exact["greedy_exact"] == pytest.approx(max(0.0, (exact["greedy_exact_mean"] - 0.8) / 0.2))
-    assert exact["greedy_exact_mean"] > 0.85 and 0.0 <= exact["sampled_exact"] < exact["greedy_exact"]
+    assert abs(law.mean() - p) < 4 * se
+    assert law.cvar(0.2) == pytest.approx(max(0.0, (law.mean() - 0.8) / 0.2))
+    assert law.mean() > 0.85
+
+
+@pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
+def test_quick_frozenlake_runs_are_scored_exactly():
+    out = load("outside_probe").main(["--task", "frozenlake8x8", "--quick", "--methods", "ppo", "--exact"])
+    assert out["cvar_optimum"] == 0.0  # 30 steps: no policy succeeds 80% of the time
+    (run,) = out["runs"]
+    for key in ("greedy_exact", "sampled_exact", "greedy_exact_mean"):
+        assert 0.0 <= run[key] <= 1.0
 
 
 @pytest.mark.filterwarnings("ignore:OrderGradPPO. the first rollout took")
