@@ -52,6 +52,7 @@ import torch as th
 from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.common.provenance import run_provenance
 from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
 from ordergrad_rl.experiments.benchmarks import exact_score, late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
@@ -147,6 +148,7 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
         "sampled": evaluate(model.predict, limit, episodes, False, task),
         **(exact_scores(model, env, tabular_mdp(limit, task)) if task in TABULAR else {}),
         "seconds": round(time.time() - start, 1),
+        "provenance": run_provenance(),  # it reproduces bit for bit only where this matches
     }
 
 

@@ -921,3 +921,30 @@ def test_run_with_agent_builds_the_probes_class_for_its_run_only(monkeypatch):
     with pytest.raises(RuntimeError, match="the run failed"):
         bench.run_with_agent("cartpole", method, "og-probe", Probe, 1, 2_000, 20)
     assert bench.episodic_algorithm("ordergrad_ppo") is OrderGradPPO  # the override is gone, even after a failure
+
+
+def test_a_seed_run_again_counts_once_whatever_its_env_steps(tmp_path):
+    """A rerun of a seed on another machine trains elsewhere (another arithmetic path) and ends at other env steps;
+    pooled, it replaces the run before it instead of counting as an eleventh seed. Runs stored before the budget
+    was recorded key on their env steps."""
+    first = [{**_run("lava", "og-cvar", seed, 1.0), "budget": 300_000, "timesteps": 300_100} for seed in range(2)]
+    again = {**_run("lava", "og-cvar", 0, 0.5), "budget": 300_000, "timesteps": 300_040}
+    other_budget = {**_run("lava", "og-cvar", 0, 0.7), "budget": 100_000, "timesteps": 100_020}
+    no_budget = [{**_run("lava", "og-cvar", 0, 0.2), "timesteps": steps} for steps in (290_000, 310_000)]
+    paths = []
+    for name, runs in (("first", first), ("again", [again, other_budget, *no_budget])):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps({"runs": runs}))
+    runs = bench.read_runs(paths)
+    assert len(runs) == 5
+    at_300k = [run for run in runs if run.get("budget") == 300_000]
+    assert sorted((run["seed"], run["greedy"]["cvar"]) for run in at_300k) == [(0, 0.5), (1, 1.0)]  # the later run
+    assert [row["seeds"] for row in bench.summarize(at_300k)] == [2]
+
+
+def test_a_benchmark_run_records_where_it_ran():
+    run = bench.run_one("bandit", "ppo", 0, timesteps=64, checkpoints=1, eval_episodes=5)
+    provenance = run["provenance"]
+    for key in ("Stable-Baselines3", "PyTorch", "Numpy", "Gymnasium", "cpu", "cpu_flags", "cpu_capability"):
+        assert isinstance(provenance[key], str), key
+    json.dumps(run)  # stored as it is

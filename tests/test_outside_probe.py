@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import torch as th
 from conftest import load_script as load
 
 from ordergrad_rl.envs.tabular import mean_optimum, return_distribution
@@ -39,6 +40,7 @@ def test_quick(tmp_path, capsys):
         for score in (run["greedy"], run["sampled"]):
             # 20 episodes of at most 30 steps, each at least -1 per step; a cliff step costs 100 more.
             assert -30 - 100 * 30 <= score["min"] <= score["cvar"] <= score["mean"] <= -1
+        assert run["provenance"]["PyTorch"] == th.__version__  # where it ran
     assert "og-cvar" in capsys.readouterr().out
 
 

@@ -106,6 +106,7 @@ from ordergrad_rl.common.extras import require_extra
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int, seed_int
 from ordergrad_rl.common.progress import available_cores
+from ordergrad_rl.common.provenance import run_provenance
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.common.schedules import HeldLinearSchedule
 from ordergrad_rl.experiments.peers import bootstrap_ci
@@ -974,6 +975,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "entropy_plateau"):  # the bonus decayed on the returns' plateaus (OrderGradPPO's default on
         # long episodes since 2026-12-04)
         result["entropy_plateau"] = str(model.entropy_plateau or "none")
+    result["provenance"] = run_provenance()  # where it ran: it reproduces bit for bit only where this matches
     tree = None if tree_env is None else history_greedy_score(model, tree_env)
     if tree is not None:
         result.update(tree)
@@ -1778,7 +1780,8 @@ def probe_budget(args: argparse.Namespace) -> tuple[int, int]:
 
 
 def read_runs(paths: Sequence[Path]) -> list[dict]:
-    """The runs of earlier ``--json`` files (a run repeated across files counts once).
+    """The runs of earlier ``--json`` files (a seed run again, in the same file or a later one, counts once: the
+    later run is kept).
 
     :raises CommandError: a file that is not a benchmarks JSON, or a run on another env than its task's now (an
         earlier version: its scores are not comparable).
@@ -1797,11 +1800,13 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
                     f"--from-json {path}: a {run['task']} run on {env_id}, but the task is "
                     f"{TASKS[run['task']].env_id} now (its scores are not comparable): leave that file out"
                 )
-            key = (run["task"], run["method"], run["seed"], run["timesteps"], run.get("n_episodes"))
-            # A run at a default since changed is kept beside the new one.
-            # untie-min is not part of the key: a rerun replaces such a run.
-            changed = tuple(marks(run) for name, marks in STORED_BEFORE.items() if name != "untie_min")
-            runs[(*key, *changed)] = run
+            # One run per seed of a configuration: a rerun replaces the run before it, also where its env steps
+            # differ (another machine's arithmetic, see common.provenance, trains the same seed elsewhere; kept
+            # beside it, the seed would count twice). Runs stored before the budget was recorded key on their env
+            # steps. A run at a default since changed is kept beside the new one (its row is marked).
+            budget = run.get("budget") or run["timesteps"]
+            key = (run["task"], run["method"], run["seed"], budget, run.get("n_episodes"), *stored_before(run))
+            runs[key] = run
     return list(runs.values())
 
 
