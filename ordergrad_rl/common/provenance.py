@@ -3,11 +3,12 @@
 Training is chaotic in the last bits of its arithmetic: the same code and seed on a machine whose math library takes
 another code path diverges within a few updates and ends elsewhere. The usage line's Acrobot-v1 seed 0 at 100k steps
 ends at a greedy / sampled worst 20% of -100.6 / -124.8 on the project's machine since 2026-12-05 11:00, at
--127.1 / -159.8 on the same machine with MKL's code path pinned to AVX2 (``MKL_CBWR=AVX2``, nothing else changed),
-and at -116.8 / -147.0 in the run stored from the machine before, with the same code (docs/benchmarks.md, "Stored
-runs and the machine they ran on"). SB3 2.8.0 or 2.9.0 for 2.9.2, Gymnasium 1.3.0 for 1.4.0 and NumPy 2.3.5 for
-2.4.6 changed nothing there, but library versions can. So a stored run reproduces bit for bit only where its
-provenance matches, and runs whose provenance differs compare as independent draws, not as the same seed twice.
+-127.1 / -159.8 on the same machine with MKL's code path pinned to AVX2 (``MKL_CBWR=AVX2``, beside torch's own
+kernels on AVX2, which alone change nothing), and at -116.8 / -147.0 in the run stored from the machine before, with
+the same code (docs/benchmarks.md, "Stored runs and the machine they ran on"). SB3 2.8.0 or 2.9.0 for 2.9.2,
+Gymnasium 1.3.0 for 1.4.0 and NumPy 2.3.5 for 2.4.6 changed nothing there, but library versions can. So a stored run
+reproduces bit for bit only where its provenance matches, and runs whose provenance differs compare as independent
+draws, not as the same seed twice.
 
 :func:`run_provenance` records it with each run: SB3's own ``get_system_info`` (library versions), plus the three
 things that set the CPU's arithmetic: the instruction sets the CPU reports, torch's SIMD dispatch, and the
