@@ -2,7 +2,7 @@
 
 import torch as th
 
-from ordergrad_rl.common.provenance import cpu_flags, run_provenance
+from ordergrad_rl.common.provenance import _provenance, cpu_flags, run_provenance
 
 CPUINFO = """processor\t: 0
 model name\t: Intel(R) Xeon(R) Processor
@@ -24,10 +24,12 @@ def test_cpu_flags_name_the_model_and_digest_the_instruction_sets():
 
 
 def test_run_provenance_holds_the_library_versions_and_the_dispatch(monkeypatch):
-    run_provenance.cache_clear()
+    _provenance.cache_clear()
     monkeypatch.setenv("MKL_CBWR", "AVX2")
     provenance = run_provenance()
-    run_provenance.cache_clear()  # the variable set here stays out of later callers' provenance
+    run_provenance()["PyTorch"] = "edited"
+    assert run_provenance()["PyTorch"] == th.__version__  # a copy per call
+    _provenance.cache_clear()  # the variable set here stays out of later callers' provenance
     assert provenance["PyTorch"] == th.__version__
     assert provenance["cpu_capability"] == th.backends.cpu.get_cpu_capability()
     assert provenance["MKL_CBWR"] == "AVX2"

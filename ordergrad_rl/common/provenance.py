@@ -48,11 +48,16 @@ def cpu_flags(cpuinfo: str | None = None) -> tuple[str, str]:
     return model, digest
 
 
-@functools.cache
 def run_provenance() -> dict[str, str]:
     """Library versions (SB3's ``get_system_info``: OS, Python, SB3, PyTorch, NumPy, Gymnasium ...), the CPU
     (``cpu``: its model; ``cpu_flags``: a digest of its instruction sets), torch's SIMD dispatch (``cpu_capability``)
-    and any of :data:`DISPATCH_VARIABLES` set. Computed once per process."""
+    and any of :data:`DISPATCH_VARIABLES` set. Computed once per process; each call returns its own copy (a run
+    record that edits its copy leaves the next run's alone)."""
+    return dict(_provenance())
+
+
+@functools.cache
+def _provenance() -> dict[str, str]:
     import torch as th
     from stable_baselines3.common.utils import get_system_info
 
