@@ -21,6 +21,7 @@ spread; for independent draws it is about ``sqrt(2)`` times that spread.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import statistics
@@ -67,12 +68,12 @@ def main(argv: list[str] | None = None) -> None:
     columns = ["task", "budget", "method", "mode", "seeds", "sd before", "sd today", "sd of the redraw", "mean moved"]
     columns += ["expected sd", "in sd", "r"]
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
-    for task, budget in sorted({(run["task"], run["budget"]) for run in replaced}):
+    for task in sorted({run["task"] for run in replaced}):
         stored = json.loads((MEASUREMENTS / "benchmarks" / f"{task}.json").read_text())["runs"]
         today_runs = [run for run in stored if "provenance" in run]
-        for method in args.methods:
-            before = by_seed([run for run in replaced if run["task"] == task], method, budget)
-            today = by_seed(today_runs, method, budget)
+        before_runs = [run for run in replaced if run["task"] == task]
+        for budget, method in itertools.product(sorted({run["budget"] for run in before_runs}), args.methods):
+            before, today = by_seed(before_runs, method, budget), by_seed(today_runs, method, budget)
             seeds = sorted(set(before) & set(today))
             if len(seeds) < 2:
                 continue
