@@ -2,6 +2,7 @@
 
     python scripts/greedy_trace.py [--task maze] [--method og-cvar] [--seed 0] [--timesteps 300000] [--json PATH]
                                    [--quick]
+    python scripts/greedy_trace.py --from-json PATH     # the summary of an earlier --json, without training
 
 Trains one ``reproduce benchmarks`` run (``--task`` among the exact tasks, ``--method`` among its methods) and, after
 every rollout, scores the policy exactly as the benchmark does (``benchmarks.exact_score``: forward propagation of
@@ -9,12 +10,17 @@ the return distribution through the env's tabular model, greedy and stochastic) 
 in every state. Printed: the greedy CVaR_0.2 over training, the share of the rollouts of the last third whose greedy
 policy is within the task's epsilon of the optimum, and the states whose greedy action changes during that third,
 with their mean action probabilities. The benchmark scores only the policy after the last rollout: where that share
-is well below 1, whether a seed "ends at the optimum" is a draw from it.
+is well below 1, whether a seed "ends at the optimum" is a draw from it. Last, the changes of one state's action
+that would raise the final greedy policy's CVaR_0.2 (``tabular.one_state_switches``), with how often the sampled
+policy visits that state per episode and its probabilities there: a policy stuck at one rarely visited state (the
+lava grid's cell below the start, reached by a slip) shows there; one on another route (a local optimum, one state
+at a time) shows none.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from ordergrad_rl.common.options import positive_int, seed_int
 from ordergrad_rl.common.progress import progress_bar
 from ordergrad_rl.common.reports import markdown_table, write_json
+from ordergrad_rl.envs.tabular import TabularMDP, one_state_switches, propagate
 from ordergrad_rl.experiments import benchmarks as bench
 
 
@@ -81,6 +88,49 @@ def late_summary(
     return share, changing
 
 
+#: The one-state changes printed (the best first): a policy that drifts between near-ties has dozens.
+SHOWN_SWITCHES = 10
+
+
+def switch_rows(mdp: TabularMDP, probabilities: np.ndarray, alpha: float = 0.2) -> list[list[Any]]:
+    """A row ``[state, greedy action (probability), better action (probability), visits per episode of the sampled
+    policy, CVaR after the change]`` for each change of one state's action that raises the CVaR of the greedy policy
+    of ``probabilities`` (``[S, A]``), best first."""
+    probabilities = np.asarray(probabilities)
+    greedy = probabilities.argmax(axis=1)
+    visits = propagate(mdp, probabilities)[1]
+    return [
+        [state, f"{greedy[state]} ({probabilities[state, greedy[state]]:.3f})",
+         f"{action} ({probabilities[state, action]:.3f})", round(float(visits[state]), 4), value]
+        for state, action, value in one_state_switches(mdp, greedy, alpha)
+    ]  # fmt: skip
+
+
+def summarize(task_name: str, rows: list[dict[str, Any]], mdp: TabularMDP) -> float:
+    """Print the trace's table, its last third and the final greedy policy's one-state changes; the late share."""
+    task = bench.TASKS[task_name]
+    every = max(1, len(rows) // 20)
+    print(markdown_table(["env steps", "greedy CVaR_0.2", "stochastic CVaR_0.2"],
+                         [[r["timesteps"], r["greedy"], r["stochastic"]] for r in rows[::every]]))  # fmt: skip
+    share, changing = late_summary(rows, task.optimum, task.epsilon, acting_states(mdp))
+    late = max(1, len(rows) // 3)
+    print(f"\nlast third ({late} rollouts): greedy within {task.epsilon} of the optimum {task.optimum} in "
+          f"{share:.0%}; the policy scored at the end: {rows[-1]['greedy']:.3f}")  # fmt: skip
+    if changing:
+        print("\nstates (that an episode can act in) whose greedy action changes in the last third:")
+        print(markdown_table(["state", "greedy action: rollouts", "mean probabilities"], changing))
+    switches = switch_rows(mdp, np.array(rows[-1]["probabilities"]))
+    if switches:
+        print("\nchanges of one state's action that raise the final greedy policy's CVaR_0.2:")
+        header = ["state", "greedy action (prob.)", "better action (prob.)", "visits per episode", "CVaR_0.2 after"]
+        print(markdown_table(header, switches[:SHOWN_SWITCHES]))
+        if len(switches) > SHOWN_SWITCHES:
+            print(f"({len(switches) - SHOWN_SWITCHES} more, each raising it less)")
+    else:
+        print("\nno change of one state's action raises the final greedy policy's CVaR_0.2")
+    return share
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     exact = [name for name, task in bench.TASKS.items() if task.exact]
@@ -91,10 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10,000 steps (CI; the numbers mean nothing)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--json", type=Path, default=None, help="write every rollout's scores and probabilities")
+    parser.add_argument("--from-json", type=Path, default=None, help="summarize an earlier --json (no training)")
     args = parser.parse_args(argv)
     th.set_num_threads(1)
     import gymnasium as gym
 
+    if args.from_json is not None:
+        payload = json.loads(args.from_json.read_text())
+        mdp = gym.make(bench.TASKS[payload["task"]].env_id).unwrapped.tabular()
+        print(f"{payload['task']}/{payload['method']}/seed{payload['seed']} ({args.from_json})")
+        summarize(payload["task"], payload["rows"], mdp)
+        return 0
     task, method = bench.TASKS[args.task], bench.METHODS[args.method]
     timesteps = 10_000 if args.quick else args.timesteps or task.timesteps
     model = bench.build_model(method, args.task, args.seed)
@@ -102,16 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         trace = Trace(gym.make(task.env_id).unwrapped, bar)
         model.learn(timesteps, callback=trace)
     rows = trace.rows
-    every = max(1, len(rows) // 20)
-    print(markdown_table(["env steps", "greedy CVaR_0.2", "stochastic CVaR_0.2"],
-                         [[r["timesteps"], r["greedy"], r["stochastic"]] for r in rows[::every]]))  # fmt: skip
-    share, changing = late_summary(rows, task.optimum, task.epsilon, acting_states(trace.mdp))
-    late = max(1, len(rows) // 3)
-    print(f"\nlast third ({late} rollouts): greedy within {task.epsilon} of the optimum {task.optimum} in "
-          f"{share:.0%}; the policy scored at the end: {rows[-1]['greedy']:.3f}")  # fmt: skip
-    if changing:
-        print("\nstates (that an episode can act in) whose greedy action changes in the last third:")
-        print(markdown_table(["state", "greedy action: rollouts", "mean probabilities"], changing))
+    share = summarize(args.task, rows, trace.mdp)
     if args.json is not None:
         payload = {"task": args.task, "method": args.method, "seed": args.seed, "late_share": share, "rows": rows}
         print(f"json: {write_json(args.json, payload)}")

@@ -881,6 +881,24 @@ def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_tha
     rows = json.loads(path.read_text())["rows"]
     assert len(rows) >= 2 and np.allclose(np.sum(rows[0]["probabilities"], axis=1), 1.0, atol=1e-3)
     assert all(row["greedy"] <= bench.TASKS["lava"].optimum + 1e-9 for row in rows)
+    assert script.main(["--from-json", str(path)]) == 0  # the same summary, without training
+    out = capsys.readouterr().out
+    assert "last third" in out and "final greedy policy's CVaR_0.2" in out
+
+
+def test_greedy_trace_names_the_state_a_trapped_policy_is_stuck_at():
+    from ordergrad_rl.envs.lava_grid import CVAR_POLICY
+
+    script = load_script("greedy_trace")
+    mdp = gym.make("RiskyLavaGrid-v0").unwrapped.tabular()
+    probabilities = np.full((mdp.n_states, 4), 0.01)
+    probabilities[np.arange(mdp.n_states), CVAR_POLICY] = 0.97
+    assert script.switch_rows(mdp, probabilities) == []  # at the stationary optimum
+    probabilities[10] = [0.004, 0.996, 0.0, 0.0]  # lava seed 6 of 2026-12-05: right, into the lava, below the start
+    [row] = script.switch_rows(mdp, probabilities)
+    assert row[:3] == [10, "1 (0.996)", "0 (0.004)"]
+    assert 0.0 < row[3] < 0.05  # reached by a slip only
+    assert row[4] == pytest.approx(bench.TASKS["lava"].optimum, abs=1e-3)
 
 
 def test_run_seeds_rewrites_the_json_after_each_run_and_prints_its_scores(tmp_path, capsys):

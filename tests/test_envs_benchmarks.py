@@ -34,6 +34,7 @@ from ordergrad_rl.envs.tabular import (
     cvar_optimum,
     markov_policy,
     mean_optimum,
+    one_state_switches,
     return_distribution,
 )
 
@@ -230,6 +231,36 @@ def test_lava_grid_stationary_optimum_is_the_documented_policy() -> None:
     law = return_distribution(mdp, CVAR_POLICY)
     assert law.cvar(ALPHA) == pytest.approx(best_stationary_cvar(mdp, ALPHA).value, abs=1e-12)
     assert law.cvar(ALPHA) > 0.951 + 0.15  # above the safe path (issue 21 measured 1.07-1.12)
+
+
+def test_one_state_switches_find_the_lava_trap_and_match_brute_force() -> None:
+    mdp = RiskyLavaGridEnv().tabular()
+    up, right = 0, 1
+    assert one_state_switches(mdp, CVAR_POLICY, ALPHA) == []  # the best stationary policy: no change raises it
+    trapped = CVAR_POLICY.copy()
+    trapped[10] = right  # below the start, reached by a slip: into the lava (lava seed 6 of 2026-12-05)
+    assert return_distribution(mdp, trapped).cvar(ALPHA) == pytest.approx(-1.163, abs=1e-3)
+    switches = one_state_switches(mdp, trapped, ALPHA)
+    assert switches[0][:2] == (10, up)
+    assert switches[0][2] == pytest.approx(return_distribution(mdp, CVAR_POLICY).cvar(ALPHA), abs=1e-12)
+    # Brute force over every state, the unvisited ones included.
+    rng = np.random.default_rng(0)
+    for policy in [trapped, SHORTCUT_POLICY, rng.integers(0, 4, mdp.n_states)]:
+        base = return_distribution(mdp, policy).cvar(ALPHA)
+        expected = []
+        for state, action in itertools.product(range(mdp.n_states), range(mdp.n_actions)):
+            changed = np.array(policy).copy()
+            changed[state] = action
+            value = return_distribution(mdp, changed).cvar(ALPHA)
+            if action != policy[state] and value > base + 1e-9:
+                expected.append((state, action, value))
+        found = one_state_switches(mdp, policy, ALPHA)
+        assert expected and sorted(found) == sorted(expected)
+        assert [value for _, _, value in found] == sorted((value for _, _, value in found), reverse=True)
+    with pytest.raises(ValueError, match="policy"):
+        one_state_switches(mdp, np.zeros((mdp.n_states, 4)), ALPHA)
+    with pytest.raises(ValueError, match="alpha"):
+        one_state_switches(mdp, trapped, 0.0)
 
 
 def test_bandit_table_is_exact() -> None:

@@ -18,7 +18,9 @@ The library layer under the known-answer benchmark envs (no RL, NumPy only). A t
   better policy is within a gradient's reach or behind a valley (CVaR is convex in the mixture share);
 * :func:`best_stationary_cvar`: the best stationary deterministic policy of the state alone (what an agent that
   observes only the state can represent), by branch and bound: a node fixes the actions of some states, its bound is
-  :func:`cvar_optimum` with the other states left free (history-dependent), which can only be larger.
+  :func:`cvar_optimum` with the other states left free (history-dependent), which can only be larger;
+* :func:`one_state_switches`: the changes of one state's action that raise a stationary policy's CVaR (is a trained
+  greedy policy stuck at one state, or on another route?).
 
 Returns are sums of float rewards; accumulated returns are merged when equal after rounding to ``DECIMALS`` decimals,
 so with the usual integer or short-decimal rewards every value is exact (no binning).
@@ -477,3 +479,35 @@ def best_stationary_cvar(
         stack.extend(children)
     upper = max([best_value, *open_bounds])
     return StationarySolution(float(best_value), best_policy, float(upper), nodes)
+
+
+def one_state_switches(mdp: TabularMDP, policy: np.ndarray, alpha: float) -> list[tuple[int, int, float]]:
+    """The changes of one state's action that raise the CVaR_alpha of a stationary deterministic ``policy``.
+
+    A policy with none is a local optimum among stationary deterministic policies, one state at a time. A trained
+    greedy policy below the optimum that has one is stuck at that state rather than on another route: typically a
+    state that only rare episodes reach (a slip), where the softmax saturated on a bad action early and the
+    gradient, proportional to ``1 - pi``, no longer moves it. States the policy never visits are skipped: their
+    action does not change the return distribution.
+
+    :param policy: ``[S]`` actions.
+    :param alpha: the CVaR level in (0, 1].
+    :return: ``(state, action, CVaR_alpha after the change)`` for every change that raises it by more than 1e-9,
+        best first.
+    """
+    _check_alpha(alpha)
+    policy = np.asarray(policy, dtype=np.int64)
+    if policy.shape != (mdp.n_states,):
+        raise ValueError(f"policy must be [S] = [{mdp.n_states}] actions, got shape {policy.shape}")
+    law, visits = propagate(mdp, policy)
+    base, switches = law.cvar(alpha), []
+    for state in np.flatnonzero(visits > 0):
+        for action in range(mdp.n_actions):
+            if action == policy[state]:
+                continue
+            changed = policy.copy()
+            changed[state] = action
+            value = return_distribution(mdp, changed).cvar(alpha)
+            if value > base + 1e-9:
+                switches.append((int(state), action, float(value)))
+    return sorted(switches, key=lambda switch: -switch[2])
