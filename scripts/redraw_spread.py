@@ -28,6 +28,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ordergrad_rl.common.reports import markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "docs" / "measurements"
 MODES = ("greedy", "stochastic")
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     replaced = json.loads((MEASUREMENTS / "machine_redraw.json").read_text())["replaced"]
     columns = ["task", "budget", "method", "mode", "seeds", "sd before", "sd today", "sd of the redraw", "mean moved"]
     columns += ["expected sd", "in sd", "r"]
-    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    rows = []
     for task in sorted({run["task"] for run in replaced}):
         stored = json.loads((MEASUREMENTS / "benchmarks" / f"{task}.json").read_text())["runs"]
         today_runs = [run for run in stored if "provenance" in run]
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
                 cells += [f"{row[key]:.2f}" for key in ("sd_before", "sd_today", "sd_redraw")]
                 cells += [f"{row['mean_move']:+.2f}", f"{row['expected_sd_of_move']:.2f}", f"{row['move_in_sd']:+.2f}"]
                 cells += ["-" if math.isnan(row["correlation"]) else f"{row['correlation']:.2f}"]
-                print("| " + " | ".join(str(cell) for cell in cells) + " |")
+                rows.append(cells)
+    print(markdown_table(columns, rows))
 
 
 if __name__ == "__main__":
