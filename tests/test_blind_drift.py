@@ -13,7 +13,6 @@ import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 
 N = 8
@@ -112,7 +111,7 @@ def test_the_flag_is_checked_saved_and_absent_from_older_saves(tmp_path):
 
 
 def test_a_blind_rollout_gets_its_episodes_standardized_novelty(monkeypatch):
-    monkeypatch.setattr(episodic, "BLIND_PATIENCE_EPISODES", 0)  # no wait: the first rollout is the one checked
+    monkeypatch.setattr(OrderGradPPO, "blind_patience_episodes", 0)  # no wait: the first rollout is the one checked
     agent = model(drift=False, novelty=True)
     agent.learn(3 * N)
     buffer = agent.rollout_buffer
@@ -124,6 +123,7 @@ def test_a_blind_rollout_gets_its_episodes_standardized_novelty(monkeypatch):
 def test_novelty_waits_for_chance_then_acts_and_a_resumed_run_waits_as_an_uninterrupted_one(tmp_path):
     wait = BLIND_PATIENCE_EPISODES // N  # blind rollouts trained as they are (no baseline: zero advantages)
     assert wait * N == BLIND_PATIENCE_EPISODES and wait > 1
+    assert OrderGradPPO.blind_patience_episodes == BLIND_PATIENCE_EPISODES  # the default wait
     agent = model(drift=False, novelty=True)
     for _ in range(wait):
         agent.learn(3 * N, reset_num_timesteps=False)

@@ -900,7 +900,6 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     from stable_baselines3.common.callbacks import BaseCallback
 
     from ordergrad_rl.agents.common.hparams import hparam_value
-    from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES
 
     th.set_num_threads(1)
     task, method = TASKS[task_name], METHODS[method_name]
@@ -969,7 +968,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         # since 2026-12-02)
         result["novelty_when_blind"] = bool(model.novelty_when_blind)
         if model.novelty_when_blind:  # after this many tied episodes (since 2026-12-03)
-            result["blind_patience"] = BLIND_PATIENCE_EPISODES
+            result["blind_patience"] = int(model.blind_patience_episodes)
     if hasattr(model, "novelty_phase"):  # the share of training on novelty (since 2026-12-03; none by default)
         result["novelty_phase"] = float(model.novelty_phase)
     if hasattr(model, "entropy_plateau"):  # the bonus decayed on the returns' plateaus (OrderGradPPO's default on

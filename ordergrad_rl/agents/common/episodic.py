@@ -228,6 +228,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: (:func:`~.arguments.budget_n_episodes`; OrderGradPPO's, OrderGradMaskablePPO's and OrderGradRecurrentPPO's,
     #: measured on each; OrderGradREINFORCE keeps its size).
     budget_sized_rollouts: bool = False
+    #: Blind episodes trained as they are before ``novelty_when_blind`` acts
+    #: (:data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES`; a class attribute so that a probe can
+    #: measure another wait, ``scripts/probe_blind_patience.py``).
+    blind_patience_episodes: int = BLIND_PATIENCE_EPISODES
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -875,9 +879,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
           linear in the observation at about the same entropy in 27%); on one seed that never swung up in 100k
           steps, held blind by a wrapper, the sampled policy swung up in 48% of episodes after one such rollout and
           96% after two, at entropy 1.07 of 1.10 (0-6% after each of four rollouts without it). Chance first: the
-          rollouts stay as they are until :data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES` blind
-          episodes have been trained (a count saved with the model, so a resumed run waits as an uninterrupted one
-          would). ``train/blind_novelty`` logs 1 on a rollout it acts on, else 0.
+          rollouts stay as they are until :attr:`blind_patience_episodes` blind episodes have been trained (a count
+          saved with the model, so a resumed run waits as an uninterrupted one would). ``train/blind_novelty`` logs
+          1 on a rollout it acts on, else 0.
         - ``drift_when_blind``: random weights, standard normal, a random step in policy space, zero in expectation
           like the estimate it replaces. It measured worse on Acrobot-v1 (OrderGradPPO's ``drift_when_blind``):
           steps of random directions move the policy little (entropy 1.099 -> 1.02 over 13 blind rollouts on one
@@ -896,7 +900,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if acts and novelty:  # chance first: the blind episodes trained before this rollout (absent from older saves)
             waited = getattr(self, "_blind_episodes", 0)
             self._blind_episodes = waited + self.n_episodes
-            acts = waited >= BLIND_PATIENCE_EPISODES
+            acts = waited >= self.blind_patience_episodes
         self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))  # type: ignore
         if not acts:
             return
