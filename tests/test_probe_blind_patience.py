@@ -3,42 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import load_script as load
 from stable_baselines3.common.vec_env import DummyVecEnv
+from test_blind_drift import TimeOutEnv  # every episode times out at -3: every rollout is blind
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES
 from ordergrad_rl.experiments import benchmarks as bench
 
 
-class TiedEnv(gym.Env):
-    """Every episode times out after 4 steps at -4, whatever the policy does: every rollout is blind."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.uniform(-1, 1, 2).astype(np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.np_random.uniform(-1, 1, 2).astype(np.float32), -1.0, False, self.t >= 4, {}
-
-
 def blind_rollouts_acted_on(agent_class: type[OrderGradPPO], rollouts: int) -> list[bool]:
     """Whether novelty acted on each of ``rollouts`` blind rollouts of 8 episodes."""
-    agent = agent_class("MlpPolicy", DummyVecEnv([TiedEnv]), objective="cvar0.25", n_episodes=8, seed=0, n_epochs=1,
+    agent = agent_class("MlpPolicy", DummyVecEnv([TimeOutEnv]), objective="cvar0.25", n_episodes=8, seed=0, n_epochs=1,
                         value_baseline=False, novelty_when_blind=True)  # fmt: skip
     acted = []
     for _ in range(rollouts):
-        agent.learn(32, reset_num_timesteps=False)  # one rollout of 8 episodes of 4 steps
+        agent.learn(24, reset_num_timesteps=False)  # one rollout of 8 episodes of 3 steps
         assert agent._rollout_blind
         acted.append(bool(np.any(agent.rollout_buffer.advantages)))
     return acted
