@@ -470,10 +470,34 @@ def test_runs_from_before_the_plateau_default_get_their_own_row():
     assert bench.plateau_by_default("og-cvar", "acrobot") and bench.plateau_by_default("og-cvar-n16", "cartpole")
     assert not bench.plateau_by_default("og-cvar", "maze") and not bench.plateau_by_default("og-cvar-level", "cartpole")
     record = bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)
-    assert record["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"
+    assert record["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)"
     assert (
         bench.run_one("lava", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["entropy_plateau"] == "none"
     )
+
+
+def test_runs_from_before_the_faster_plateau_decay_get_their_own_row():
+    """Runs whose plateau decay took a quarter of the budget (``entropy_plateau``'s default until 2026-12-06) are
+    labelled quarter-plateau where the method leaves the rule to its default; methods that set it (to a quarter or
+    otherwise) pool with their own runs."""
+
+    def run(method, seed, plateau):
+        record = _run("acrobot", method, seed, -100.0) | {"ent_coef": 0.01, "entropy_by_untied_share": True}
+        return record | {"entropy_plateau": f"EntropyPlateau(window=3, p_value={plateau[0]}, decay_share={plateau[1]})"}
+
+    runs = [run("og-cvar", 0, (0.5, 0.1)), run("og-cvar", 1, (0.5, 0.25)), run("og-cvar", 2, (0.5, 0.25))]
+    runs += [run("og-cvar-plateau-p01", 0, (0.1, 0.5)), run("og-cvar-plateau-fast", 0, (0.5, 0.1))]
+    runs += [run("og-cvar-noplateau", 0, (0.5, 0.25)) | {"entropy_plateau": "none"}]
+    rows = bench.summarize(runs)
+    assert [(bench.method_label(row), row["seeds"]) for row in rows] == [
+        ("og-cvar", 1),
+        ("og-cvar quarter-plateau", 2),
+        ("og-cvar-plateau-p01", 1),
+        ("og-cvar-plateau-fast", 1),
+        ("og-cvar-noplateau", 1),
+    ]
+    assert bench.quarter_plateau_before_default(run("og-cvar", 1, (0.5, 0.25)))
+    assert not bench.quarter_plateau_before_default(run("og-cvar-plateau-p01", 1, (0.5, 0.25)))  # sets its rule
 
 
 def test_long_episode_runs_at_a_small_budget_are_labelled_by_the_size_they_took():
@@ -566,7 +590,7 @@ def _run(task, method, seed, cvar, curve=()):
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
             "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0",
-            "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"}  # fmt: skip
+            "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)"}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

@@ -99,7 +99,7 @@ def test_the_argument_takes_bools_none_or_settings_and_names_anything_else():
     settings = EntropyPlateau(window=2)
     copied = make_entropy_plateau(settings)
     assert copied is not settings and copied.window == 2  # a run's state is its own
-    assert repr(make_entropy_plateau({"p_value": 0.1})) == "EntropyPlateau(window=3, p_value=0.1, decay_share=0.25)"
+    assert repr(make_entropy_plateau({"p_value": 0.1})) == "EntropyPlateau(window=3, p_value=0.1, decay_share=0.1)"
     with pytest.raises(ValueError, match="unknown settings \\['patience'\\]"):
         make_entropy_plateau({"patience": 3})
     with pytest.raises(ValueError, match="p_value"):
@@ -119,7 +119,7 @@ def test_on_by_default_only_where_long_episodes_take_the_constant_bonus():
     assert short.entropy_plateau is None  # its held-then-decayed bonus instead
     given = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", entropy_plateau=True)
     assert isinstance(given.entropy_plateau, EntropyPlateau)
-    assert long.hparams()["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.25)"
+    assert long.hparams()["entropy_plateau"] == "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)"
 
 
 def fast_plateau_agent(**kwargs: Any) -> OrderGradPPO:

@@ -402,7 +402,7 @@ METHODS: dict[str, Method] = {
     ),
     # The plateau decay at the default test and a faster decay (a full decay over a tenth of the budget): Acrobot-v1's
     # returns plateau from about 120k of 300k steps, and the default's quarter left the bonus there until the end
-    # (2026-12-06).
+    # (2026-12-06). The default since that day; its runs were then stored under og-cvar (``measured_as`` records it).
     "og-cvar-plateau-fast": Method(
         "usage line, plateau decay over 10%",
         "ordergrad_ppo",
@@ -1482,6 +1482,14 @@ def plateau_by_default(method_name: str, task_name: str) -> bool:
     return default_bonus_is(METHODS[method_name], task_name, RANKED_ENT_COEF)
 
 
+def quarter_plateau_before_default(run: dict) -> bool:
+    """Whether a run decayed the bonus on plateaus over a quarter of the budget, ``entropy_plateau``'s default from
+    2026-12-04 to 2026-12-06 (runs record the rule; a tenth since,
+    :data:`~ordergrad_rl.agents.common.entropy_plateau.PLATEAU_DECAY_SHARE`), by a method left to the default
+    (:func:`plateau_by_default`)."""
+    return "decay_share=0.25)" in str(run.get("entropy_plateau", "")) and plateau_by_default(run["method"], run["task"])
+
+
 def unnoveled_before_default(run: dict) -> bool:
     """Whether a run on a task of :data:`BLIND_TASKS` was stored before ``novelty_when_blind`` became OrderGradPPO's
     default (runs record it since), by a method left to that default (:func:`novelty_by_default`)."""
@@ -1536,6 +1544,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "novelty_at_once": novelty_at_once,
     "const_ent": constant_bonus_before_default,
     "no_plateau": unplateaued_before_default,
+    "quarter_plateau": quarter_plateau_before_default,
 }
 
 

@@ -322,7 +322,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     :param entropy_plateau: episodic mode: decay the entropy bonus while the episode returns stop improving, and
         never restore it (:mod:`~ordergrad_rl.agents.common.entropy_plateau`): after each rollout a one-sided
         Mann-Whitney test of the last 3 rollouts' returns against the 3 before; where they do not rank above them
-        (p >= 0.5), the bonus's scale falls by the rollout's steps over a quarter of the budget
+        (p >= 0.5), the bonus's scale falls by the rollout's steps over a tenth of the budget
         (``train/entropy_scale`` logs it). ``True``: those settings; a dict of settings
         (``{"p_value": 0.1}``, the form the YAML files hold) or an
         :class:`~ordergrad_rl.agents.common.entropy_plateau.EntropyPlateau`: its own; ``False``: the bonus as
