@@ -71,7 +71,9 @@ ALPHA = 0.2
 #: ``og-cvar-n32``: at 32; ``og-cvar-entlate``: its bonus held over the first 60% of training and decayed linearly to 0
 #: over the rest (:func:`~ordergrad_rl.experiments.benchmarks.late_linear_ent_coef`, recorded by its name): the
 #: usage line's own bonus on short categorical episodes since 2026-12-03 (CliffWalking), so ``og-cvar-n16`` has it
-#: there too since, and the stored ``og-cvar-n16`` runs had the constant 0.01.
+#: there too since, and the stored ``og-cvar-n16`` runs had the constant 0.01. ``og-cvar-plateau-quarter``: the usage
+#: line on long episodes before 2026-12-06, its bonus decayed on the returns' plateaus over a quarter of the budget
+#: (a tenth since).
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
@@ -87,6 +89,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-n32": {"objective": "cvar0.2", "n_episodes": 32},
     "og-cvar-n16-noent": {"objective": "cvar0.2", "n_episodes": 16, "ent_coef": 0.0},
     "og-cvar-entlate": {"objective": "cvar0.2", "ent_coef": late_linear_ent_coef},
+    "og-cvar-plateau-quarter": {"objective": "cvar0.2", "entropy_plateau": {"decay_share": 0.25}},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -149,6 +152,8 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
         **(exact_scores(model, env, tabular_mdp(limit, task)) if task in TABULAR else {}),
         "seconds": round(time.time() - start, 1),
         "provenance": run_provenance(),  # it reproduces bit for bit only where this matches
+        # the plateau rule in force (OrderGradPPO's on long categorical episodes; recorded since 2026-12-06)
+        **({"entropy_plateau": str(model.entropy_plateau or "none")} if hasattr(model, "entropy_plateau") else {}),
     }
 
 
