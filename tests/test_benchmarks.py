@@ -223,6 +223,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-noplateau",
         "og-cvar-plateau-p01",
         "og-cvar-plateau-fast",
+        "og-cvar-plateau-quarter",
         "og-cvar-n16",
         "og-cvar-n64-sched",
         "og-cvar-net256",

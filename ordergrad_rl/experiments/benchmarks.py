@@ -409,6 +409,14 @@ METHODS: dict[str, Method] = {
         {**CVAR, "entropy_plateau": {"decay_share": 0.1}},
         "dodgerblue",
     ),
+    # ... and the plateau decay at the quarter, the default from 2026-12-04 to 2026-12-06 (the usage line's runs of then
+    # are its rows og-cvar quarter-plateau): a baseline for seeds run after the default changed.
+    "og-cvar-plateau-quarter": Method(
+        "usage line, plateau decay over 25%",
+        "ordergrad_ppo",
+        {**CVAR, "entropy_plateau": {"decay_share": 0.25}},
+        "cadetblue",
+    ),
     "og-cvar-running": Method(
         "usage line + running scale", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "normalize_advantage": "running"}, "teal"
     ),
