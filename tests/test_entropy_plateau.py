@@ -161,6 +161,7 @@ def test_save_load_and_resume_keep_the_scale_and_the_window(tmp_path):
     model.save(tmp_path / "m")
     loaded = OrderGradPPO.load(tmp_path / "m", env=model.get_env())
     assert loaded.entropy_plateau.scale == scale
+    assert loaded.entropy_plateau.decay_share == 0.05  # the save's own share, not this release's default
     assert [list(r) for r in loaded.entropy_plateau._returns] == [list(r) for r in model.entropy_plateau._returns]
     with pytest.warns(UserWarning, match="reset_num_timesteps=False"):  # the schedules' note on a finished call
         loaded.learn(1_000, reset_num_timesteps=False)
