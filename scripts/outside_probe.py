@@ -152,8 +152,8 @@ def run(method: str, seed: int, steps: int, limit: int, episodes: int, task: str
         **(exact_scores(model, env, tabular_mdp(limit, task)) if task in TABULAR else {}),
         "seconds": round(time.time() - start, 1),
         "provenance": run_provenance(),  # it reproduces bit for bit only where this matches
-        # the plateau rule in force (OrderGradPPO's on long categorical episodes; recorded since 2026-12-06)
-        **({"entropy_plateau": str(model.entropy_plateau or "none")} if hasattr(model, "entropy_plateau") else {}),
+        # the plateau rule in force, as the agent logs it (OrderGradPPO: long categorical episodes; since 2026-12-06)
+        **({"entropy_plateau": model.hparams()["entropy_plateau"]} if isinstance(model, OrderGradPPO) else {}),
     }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import load_script
 
+from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.cli import main
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY
 from ordergrad_rl.experiments import benchmarks as bench
@@ -484,7 +485,7 @@ def test_runs_from_before_the_faster_plateau_decay_get_their_own_row():
 
     def run(method, seed, plateau):
         record = _run("acrobot", method, seed, -100.0) | {"ent_coef": 0.01, "entropy_by_untied_share": True}
-        return record | {"entropy_plateau": f"EntropyPlateau(window=3, p_value={plateau[0]}, decay_share={plateau[1]})"}
+        return record | {"entropy_plateau": repr(EntropyPlateau(p_value=plateau[0], decay_share=plateau[1]))}
 
     runs = [run("og-cvar", 0, (0.5, 0.1)), run("og-cvar", 1, (0.5, 0.25)), run("og-cvar", 2, (0.5, 0.25))]
     runs += [run("og-cvar-plateau-p01", 0, (0.1, 0.5)), run("og-cvar-plateau-fast", 0, (0.5, 0.1))]
