@@ -666,6 +666,34 @@ def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -
     assert model.n_episodes == 32 and model.value_baseline == "history"
 
 
+@pytest.mark.parametrize("algorithm", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_subprocess_vec_env_trains_and_evaluates(algorithm) -> None:
+    """A SubprocVecEnv's worker dies on a get_attr of an attribute its env lacks (CartPole-v1 has no noise_probs or
+    info_names), so the agents ask with has_attr first; an env that has them is read through the workers."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from ordergrad_rl.agents.common.episodic import env_noise_probs
+    from ordergrad_rl.agents.common.evaluation import info_component_names
+
+    venv = make_vec_env("CartPole-v1", 2, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"})
+    try:
+        assert env_noise_probs(venv) is None and info_component_names(venv) == {}
+        model = algorithm("MlpPolicy", venv, objective="cvar0.2", n_episodes=4, seed=0)
+        model.learn(600)
+        assert model.num_timesteps >= 600
+        venv.reset()  # the workers are alive
+    finally:
+        venv.close()
+    maze = make_vec_env("GuardedMaze-v0", 2, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"})
+    try:
+        assert env_noise_probs(maze) == gym.make("GuardedMaze-v0").unwrapped.noise_probs
+        model = algorithm("MlpPolicy", maze, objective="cvar0.2", n_episodes=4, noise_sampler=True, seed=0)
+        model.learn(400)
+    finally:
+        maze.close()
+
+
 def test_the_short_episode_bonus_is_held_then_decays_over_training(tmp_path) -> None:
     """OrderGradPPO's default bonus on short categorical episodes, as the updates see it (``train/ent_coef``): 0.01
     over the first 60% of training, then lower at each update to the end; a save resumes with the same schedule."""

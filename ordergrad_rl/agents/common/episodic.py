@@ -165,12 +165,10 @@ EPISODIC_PPO_PARAMS = """
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
     :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env)."""
-    if env is None:
+    # Asked with has_attr first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
+    if env is None or not env.has_attr("noise_probs"):
         return None
-    try:
-        nominal = env.get_attr("noise_probs", [0])[0]
-    except AttributeError:
-        return None
+    nominal = env.get_attr("noise_probs", [0])[0]
     return nominal if isinstance(nominal, dict) else None
 
 

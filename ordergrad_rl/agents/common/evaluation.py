@@ -56,10 +56,9 @@ def info_component_names(venv: VecEnv) -> dict[str, tuple[str, ...]]:
     An env declares ``info_names = {"weights": ("weight_high_yield_tailrisk", ...)}`` (one name per component) so
     that logs and tables show ``weight_high_yield_tailrisk`` instead of a position ``weights_0``.
     """
-    try:
-        names = venv.get_attr("info_names", [0])[0]
-    except AttributeError:
+    if not venv.has_attr("info_names"):  # not get_attr alone: a SubprocVecEnv's worker dies on a missing attribute
         return {}
+    names = venv.get_attr("info_names", [0])[0]
     return {key: tuple(value) for key, value in dict(names).items()}
 
 
