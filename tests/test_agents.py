@@ -116,6 +116,31 @@ def test_construction_errors(cls, kwargs: dict, message: str) -> None:
         cls(**kwargs)
 
 
+class _ShiftedActions(gym.Env):
+    """Actions -1, 0 and 1 (``Discrete(3, start=-1)``), or with ``multi`` a ``MultiDiscrete`` starting at 1."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self, multi: bool = False) -> None:
+        shifted = gym.spaces.MultiDiscrete([2, 3], start=[0, 1]) if multi else gym.spaces.Discrete(3, start=-1)
+        self.action_space = shifted
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.zeros(2, np.float32), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("multi", [False, True])
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_an_action_space_not_starting_at_0_is_refused(cls, multi: bool) -> None:
+    """SB3's policies draw 0 .. n-1 whatever the start: the env would get actions it does not have."""
+    with pytest.raises(ValueError, match=r"starts at .*draw actions from 0"):
+        cls("MlpPolicy", _ShiftedActions(multi), objective="cvar0.2")
+
+
 def test_ppo_specific_construction_errors() -> None:
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)

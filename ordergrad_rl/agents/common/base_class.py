@@ -17,6 +17,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.checks import check_action_start
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
@@ -197,6 +198,10 @@ class OrderGradAlgorithmMixin:
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
+
+    def _setup_model(self) -> None:
+        check_action_start(self.action_space)  # type: ignore[attr-defined]
+        super()._setup_model()  # type: ignore[misc]
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
         """SB3's progress, held at 0 once a rollout of whole episodes overshoots the budget

@@ -1,5 +1,6 @@
 """Finite-step checks of the OrderGrad agents: a clear error at the step where an env returns a NaN or infinite
-observation or reward, instead of a failure deep inside SB3 or torch later.
+observation or reward, instead of a failure deep inside SB3 or torch later; and the action spaces SB3's policies
+would act in wrongly.
 """
 
 from __future__ import annotations
@@ -8,8 +9,24 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+
+def check_action_start(action_space: spaces.Space) -> None:
+    """``ValueError`` for a ``Discrete`` or ``MultiDiscrete`` action space whose ``start`` is not 0.
+
+    SB3's categorical policies draw actions ``0 .. n-1`` whatever the space's ``start``, so an env with
+    ``Discrete(3, start=-1)`` would be sent 2 for an action it does not have and never -1 (SB3's env checker only
+    warns). Refused before the first step instead.
+    """
+    start = getattr(action_space, "start", None)
+    if isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(np.asarray(start) != 0):
+        raise ValueError(
+            f"the env's action space {action_space} starts at {np.asarray(start).tolist()}, but SB3's policies "
+            "draw actions from 0: shift the actions to start at 0 (a gymnasium.ActionWrapper adding the start)"
+        )
 
 
 def _all_finite(obs: Any) -> bool:
