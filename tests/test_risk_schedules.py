@@ -248,6 +248,10 @@ def test_mean_share_is_in_force_saved_and_older_schedules_load_without_it(tmp_pa
         ("CartPole-v1", {}, RiskSchedule("level")),  # a lower tail on long episodes (500 steps)
         ("CartPole-v1", {"objective": "quantile0.1"}, RiskSchedule("level")),
         ("CartPole-v1", {"objective": "bot2@16"}, RiskSchedule("level")),
+        # Without "@k" the level m / k is read once k is bound to the rollout's size (a crash before 2026-12-06).
+        ("CartPole-v1", {"objective": "bot2"}, RiskSchedule("level")),
+        ("CartPole-v1", {"objective": "min"}, RiskSchedule("level")),
+        ("RiskyShortcutNav-v2", {"objective": "min"}, RiskSchedule("level")),
         ("CartPole-v1", {"risk_schedule": "none"}, None),  # asked for explicitly
         ("CartPole-v1", {"risk_schedule": False}, None),
         ("CartPole-v1", {"risk_schedule": "mixture"}, RiskSchedule("mixture")),

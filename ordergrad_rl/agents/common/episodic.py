@@ -388,7 +388,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
-            schedule = default_risk_schedule(parsed, gcvar_alpha, long, timed_box(action_space, env_limit))
+            schedule = default_risk_schedule(self.objective, gcvar_alpha, long, timed_box(action_space, env_limit))
         self.risk_schedule = schedule
         self.untie_tail = untie_tail
         # untie_tail's tie at the value at risk (risk_schedules.tie_holds_var); False in saves from before it.
