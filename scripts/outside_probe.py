@@ -90,6 +90,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-n16-noent": {"objective": "cvar0.2", "n_episodes": 16, "ent_coef": 0.0},
     "og-cvar-entlate": {"objective": "cvar0.2", "ent_coef": late_linear_ent_coef},
     "og-cvar-plateau-quarter": {"objective": "cvar0.2", "entropy_plateau": {"decay_share": 0.25}},
+    "og-cvar-plateau": {"objective": "cvar0.2", "entropy_plateau": True},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {
