@@ -268,13 +268,15 @@ def pass_at_k_evaluation(
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
+    from ordergrad_rl.agents.common.env_util import first_env_attr
     from ordergrad_rl.agents.common.evaluation import sample_successes
     from ordergrad_rl.agents.common.groups import N_CONTEXTS
 
     batched = is_batched(env_id)
     venv = make_eval_env(env_id, 1, seed, env_kwargs)
-    if venv.has_attr(N_CONTEXTS):
-        available = int(venv.get_attr(N_CONTEXTS, indices=[0])[0])
+    declared = first_env_attr(venv, N_CONTEXTS)
+    if declared is not None:
+        available = int(declared)
         if n_contexts is not None and n_contexts > available:
             raise CommandError(f"--contexts {n_contexts}: {env_id} has {available} contexts")
         contexts = np.arange(available if n_contexts is None else n_contexts)

@@ -21,11 +21,10 @@ def check_action_start(action_space: spaces.Space) -> None:
     ``Discrete(3, start=-1)`` would be sent 2 for an action it does not have and never -1 (SB3's env checker only
     warns). Refused before the first step instead.
     """
-    start = getattr(action_space, "start", None)
-    if isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(np.asarray(start) != 0):
+    if isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(action_space.start != 0):
         raise ValueError(
-            f"the env's action space {action_space} starts at {np.asarray(start).tolist()}, but SB3's policies "
-            "draw actions from 0: shift the actions to start at 0 (a gymnasium.ActionWrapper adding the start)"
+            f"the env's action space {action_space} starts at {np.asarray(action_space.start).tolist()}, but SB3's "
+            "policies draw actions from 0: shift the actions to start at 0 (a gymnasium.ActionWrapper adding the start)"
         )
 
 

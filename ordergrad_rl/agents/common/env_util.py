@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec
 
@@ -41,6 +44,12 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
             f"{getattr(env, 'num_envs', 1)}"
         )
     return env
+
+
+def first_env_attr(venv: VecEnv, name: str) -> Any:
+    """The attribute ``name`` of ``venv``'s first env, or ``None`` where its envs lack it. Asked with ``has_attr``
+    first: a ``SubprocVecEnv``'s worker dies on a ``get_attr`` of a missing attribute."""
+    return venv.get_attr(name, [0])[0] if venv.has_attr(name) else None
 
 
 def episode_limit(env: GymEnv | str) -> int | None:

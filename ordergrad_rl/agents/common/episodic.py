@@ -53,7 +53,7 @@ from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRol
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
@@ -165,10 +165,7 @@ EPISODIC_PPO_PARAMS = """
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
     :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env)."""
-    # Asked with has_attr first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
-    if env is None or not env.has_attr("noise_probs"):
-        return None
-    nominal = env.get_attr("noise_probs", [0])[0]
+    nominal = None if env is None else first_env_attr(env, "noise_probs")
     return nominal if isinstance(nominal, dict) else None
 
 

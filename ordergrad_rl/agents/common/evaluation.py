@@ -21,6 +21,7 @@ from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_m
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.env_util import first_env_attr
 from ordergrad_rl.agents.common.groups import N_CONTEXTS, OPTIONS_RULE, GroupResetter
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.passk import pass_at_k_curve
@@ -56,10 +57,8 @@ def info_component_names(venv: VecEnv) -> dict[str, tuple[str, ...]]:
     An env declares ``info_names = {"weights": ("weight_high_yield_tailrisk", ...)}`` (one name per component) so
     that logs and tables show ``weight_high_yield_tailrisk`` instead of a position ``weights_0``.
     """
-    if not venv.has_attr("info_names"):  # not get_attr alone: a SubprocVecEnv's worker dies on a missing attribute
-        return {}
-    names = venv.get_attr("info_names", [0])[0]
-    return {key: tuple(value) for key, value in dict(names).items()}
+    names = first_env_attr(venv, "info_names")
+    return {} if names is None else {key: tuple(value) for key, value in dict(names).items()}
 
 
 class EpisodeInfoAggregator:
@@ -181,12 +180,13 @@ def all_contexts(venv: VecEnv) -> np.ndarray:
 
     :raises ValueError: the env does not (pass the contexts, e.g. reset seeds, explicitly).
     """
-    if not venv.has_attr(N_CONTEXTS):
+    n_contexts = first_env_attr(venv, N_CONTEXTS)
+    if n_contexts is None:
         raise ValueError(
             "the env does not declare its contexts (attributes context_key and n_contexts): pass contexts explicitly "
             "(with the seed rule they are reset seeds, e.g. range(100))"
         )
-    return np.arange(int(venv.get_attr(N_CONTEXTS, indices=[0])[0]))
+    return np.arange(int(n_contexts))
 
 
 def sample_successes(
