@@ -122,6 +122,27 @@ def test_bug5_episodic_buffer_options_stay_out_of_sb3s_buffer(cls, sb3_cls, tmp_
     sb3_model.learn(sb3_model.n_steps)
 
 
+@pytest.mark.parametrize(
+    ("cls", "sb3_cls", "env_id"), [(OrderGradPPO, PPO, "RiskyLavaGrid-v0"), (OrderGradREINFORCE, A2C, "CartPole-v1")]
+)
+def test_a_scheduled_ent_coef_saves_as_a_number_sb3_can_train_with(cls, sb3_cls, env_id, tmp_path) -> None:
+    # The ranked defaults here schedule the bonus (a held-then-decayed one on short categorical episodes, a linear
+    # one for OrderGradREINFORCE): SB3's update multiplies by ent_coef, and a schedule there crashed it.
+    model = cls("MlpPolicy", env_id, objective="cvar0.2", n_episodes=4, seed=0)
+    schedule = model.ent_coef
+    assert callable(schedule)
+    model.learn(200)
+    model.save(tmp_path / "og")
+    assert model.ent_coef is schedule and not hasattr(model, "ent_coef_schedule")  # save leaves the model as it was
+    short = dict(n_steps=32, n_epochs=1) if sb3_cls is PPO else {}
+    sb3_model = sb3_cls.load(tmp_path / "og", env=make_vec_env(env_id, n_envs=1), **short)
+    assert sb3_model.ent_coef == pytest.approx(schedule(model._current_progress_remaining))  # the one in force
+    sb3_model.learn(64)
+    loaded = cls.load(tmp_path / "og")
+    assert repr(loaded.ent_coef) == repr(schedule) and not hasattr(loaded, "ent_coef_schedule")
+    assert cls.load(tmp_path / "og", ent_coef=0.0).ent_coef == 0.0  # the caller's value wins
+
+
 @pytest.mark.parametrize("cls", ALGORITHMS)
 def test_bug4_rollout_buffer_holds_numpy_arrays(cls) -> None:
     model = cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4).learn(50)

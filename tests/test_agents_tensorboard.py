@@ -225,6 +225,9 @@ def test_default_run_name_is_algorithm_and_objective_and_slashes_group_runs(tmp_
         "mine_1",
     ]
     assert cvar.tensorboard_log == str(tmp_path)  # the parent directory was only used for that run
+    # GCVaR trains at objective_spec cvar0.25@k: its name says gcvar, or it reads as the OrderGrad CVaR run
+    gcvar = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="gcvar0.25", n_episodes=8)
+    assert gcvar.run_name() == "OrderGradPPO_gcvar0.25" and gcvar.hparams()["objective"] == "gcvar0.25"
     long = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", objective=list(np.linspace(0, 1, 30) / 15), n_episodes=32)
     assert len(long.run_name()) <= len("OrderGradREINFORCE_") + 40 and "[" not in long.run_name()
 

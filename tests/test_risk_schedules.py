@@ -43,6 +43,8 @@ from ordergrad_rl.core.channels import ChannelObjective, parse_agent_objective
         ("level", RiskSchedule("level", 0.6)),
         ("mixture", RiskSchedule("mixture", 0.6)),
         ("level:0.5", RiskSchedule("level", 0.5)),
+        ("Level", RiskSchedule("level", 0.6)),  # case-insensitive, as objective specs are
+        (" MIXTURE:0.5 ", RiskSchedule("mixture", 0.5)),
         ({"kind": "mixture", "fraction": 0.25}, RiskSchedule("mixture", 0.25)),
         (RiskSchedule("level", 0.0), RiskSchedule("level", 0.0)),
         ("mixture:0:0.1", RiskSchedule("mixture", 0.0, mean_share=0.1)),

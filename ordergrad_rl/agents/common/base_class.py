@@ -236,15 +236,20 @@ class OrderGradAlgorithmMixin:
         """The name in run names and hparams: the class's, or the saved name of a class saved as another."""
         return self.saved_as or type(self).__name__
 
+    def objective_label(self) -> str:
+        """The objective as run names and hparams show it: ``objective_spec``, or the spec a user gave where the
+        weights are not the spec's own (GCVaR's ``"gcvar0.2"``, which trains at ``objective_spec`` ``cvar0.2@k``)."""
+        return self.objective_spec
+
     def run_name(self) -> str:
         """Default TensorBoard run name: the algorithm and the objective, ``OrderGradPPO_cvar0.2@128``."""
-        return default_run_name(self._algorithm_name(), self.objective_spec)
+        return default_run_name(self._algorithm_name(), self.objective_label())
 
     def hparams(self) -> dict[str, Any]:
         """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
         constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id
         (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
-        values = {"objective": self.objective_spec, "algorithm": self._algorithm_name()}
+        values = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
         values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
         return values

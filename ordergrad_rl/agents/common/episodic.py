@@ -534,7 +534,30 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
         # default for the env at hand.
         before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
+        if "ent_coef" in kwargs:  # the caller's ent_coef wins over the save's schedule (see save)
+            kwargs["ent_coef_schedule"] = None
         return super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+
+    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
+        """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
+        categorical episodes and OrderGradREINFORCE's are) is saved as ``ent_coef_schedule``, and ``ent_coef`` as
+        the coefficient in force: SB3's ``PPO.load`` / ``A2C.load`` of the save multiply their loss by
+        ``ent_coef``, so a callable there crashed their first update. ``load`` puts the schedule back."""
+        coef = self.ent_coef  # type: ignore[has-type]
+        if callable(coef):
+            self.ent_coef_schedule = coef
+            self.ent_coef = float(coef(self._current_progress_remaining))  # type: ignore[attr-defined]
+        try:
+            super().save(path, exclude, include)  # type: ignore[misc]
+        finally:
+            self.ent_coef = coef
+            self.__dict__.pop("ent_coef_schedule", None)
+
+    def objective_label(self) -> str:
+        # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
+        # or it could not be told from the OrderGrad CVaR run beside it.
+        alpha = getattr(self, "gcvar_alpha", None)  # absent from saves before GCVaR
+        return super().objective_label() if alpha is None else f"gcvar{alpha:g}"  # type: ignore[misc]
 
     @property
     def n_groups(self) -> int:
@@ -560,6 +583,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _setup_model(self) -> None:
         self._restore_objective()
+        schedule = self.__dict__.pop("ent_coef_schedule", None)  # SB3's load put the save's data here (save)
+        if schedule is not None:
+            self.ent_coef = schedule
         # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load
         # of a save gives its own buffer the rest; saves of earlier versions hold them in rollout_buffer_kwargs.
         kwargs = self.rollout_buffer_kwargs

@@ -162,7 +162,8 @@ def parse_risk_schedule(value: RiskScheduleLike) -> RiskSchedule | None:
     if value is False or (isinstance(value, str) and value.strip().lower() == NONE):
         return None
     if isinstance(value, str):
-        kind, *numbers = (part.strip() for part in value.strip().split(":"))
+        # Case-insensitive, as objective specs are ("Level:0.5").
+        kind, *numbers = (part.strip() for part in value.strip().lower().split(":"))
         malformed = ValueError(
             f"risk_schedule {value!r}: expected 'level', 'mixture', '<kind>:<fraction>' such as 'level:0.6' or "
             "'mixture:<fraction>:<mean_share>' such as 'mixture:0:0.1'"
