@@ -101,6 +101,7 @@ class BadValueEnv(gym.Env):
         ({"n_epochs": 0}, "n_epochs must be an integer >= 1"),
         ({"batch_size": 1}, "batch_size must be an integer >= 2"),
         ({"n_episodes": 2.5}, "n_episodes must be an integer >= 2"),
+        ({"objective": "alpha[0,0,0]"}, "all-zero rank weights"),
         ({"n_envs": 0}, "n_envs must be a positive integer"),
         ({"gamma": 1.5}, r"gamma must be in \(0, 1\]"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
@@ -118,6 +119,8 @@ def test_ppo_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> 
     ("kwargs", "match"),
     [
         ({"learning_rate": "fast"}, "learning_rate must be a number or a schedule"),
+        ({"objective": [0.0, 0.0, 0.0], "n_episodes": 8}, "all-zero rank weights"),
+        ({"objective": "alpha[0,0]", "n_episodes": 8}, "all-zero rank weights"),
         ({"ent_coef": float("inf")}, "ent_coef must be a finite number"),
         ({"policy_kwargs": ["net_arch"]}, "policy_kwargs must be a dict"),
     ],
@@ -289,3 +292,13 @@ def test_saved_objective_is_a_readable_spec(tmp_path: Path) -> None:
     assert data["objective_spec"] == "top2@4" and data["ordergrad_algorithm"] == "OrderGradPPO"
     assert "objective" not in data
     assert str(OrderGradPPO.load(path).objective) == "top2@4"
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_ranked_objective_whose_default_k_is_1_warns_that_it_trains_the_mean(cls) -> None:
+    with pytest.warns(UserWarning, match=r"default k = n_episodes // 2 = 1.*trains the mean"):
+        cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=3)  # the mean asked for: nothing to say
+        cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=4)
