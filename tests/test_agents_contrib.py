@@ -259,6 +259,21 @@ def test_save_load_keeps_the_ordergrad_arguments(cls, tmp_path) -> None:
         OrderGradPPO.load(path)
 
 
+def test_a_maskable_save_loads_into_sb3_contribs_maskable_ppo_and_trains(tmp_path) -> None:
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+
+    from ordergrad_rl.agents.ppo_mask.buffers import MaskableEpisodicRolloutBuffer
+
+    model = OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=2), objective="cvar0.2", n_episodes=8, seed=0)
+    model.learn(16)
+    model.save(tmp_path / "model.zip")
+    contrib = MaskablePPO.load(tmp_path / "model.zip", env=masked_bandit(n_envs=2), n_steps=16, n_epochs=1)
+    contrib.learn(32)  # its own masking buffer: the saved episodic one failed MaskablePPO's masking check
+    assert type(contrib.rollout_buffer) is MaskableRolloutBuffer
+    assert OrderGradMaskablePPO.load(tmp_path / "model.zip").rollout_buffer_class is MaskableEpisodicRolloutBuffer
+
+
 @pytest.mark.parametrize(
     ("env_id", "objective", "expected"),
     [("GuardedMaze-v0", "cvar0.2", 128), ("CartPole-v1", "cvar0.2", 32), ("RiskyLavaGrid-v0", "cvar0.2", 256)]

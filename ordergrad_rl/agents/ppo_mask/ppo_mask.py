@@ -132,7 +132,12 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
             self._setup_model()
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_use_masking"]
+        excluded = [*super()._excluded_save_params(), "_use_masking"]
+        # The class default is set again by the constructor load calls; left out, sb3-contrib's MaskablePPO.load of
+        # the save builds its own masking buffer and trains (a saved episodic buffer failed its masking check).
+        if self.rollout_buffer_class is MaskableEpisodicRolloutBuffer:
+            excluded.append("rollout_buffer_class")
+        return excluded
 
     def collect_rollouts(  # type: ignore[override]
         self,
