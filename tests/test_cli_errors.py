@@ -34,11 +34,15 @@ def _output_cases(a_file: Path, a_dir: Path) -> list[tuple[list[str], str]]:
     under_file = str(a_file / "sub")
     cases = [
         ([*TRAIN, "--save", under_file], "--save"),
-        ([*TRAIN, "--save", str(a_dir)], None),  # a directory without suffix: SB3 writes <dir>.zip, which is fine
+        ([*TRAIN, "--save", str(a_dir)], "--save"),  # SB3 would write <dir>.zip beside it
+        ([*TRAIN, "--save", str(a_dir / "model")], None),
         ([*TRAIN, "--tensorboard", str(a_file)], "--tensorboard"),
         (["evaluate", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
         (["compare", "m.zip", *BANDIT, "--out", under_file], "--out"),
         (["compare", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir)], "--figure"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir / "out.xyz")], "--figure"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir / "noext")], None),
     ]
     for name in REPRODUCTIONS:
         cases.append((["reproduce", name, "--json", str(a_dir)], "--json"))
@@ -68,6 +72,19 @@ def test_output_options_are_checked_before_the_work(tmp_path, a_file, monkeypatc
         command = " ".join(argv[:2]) if argv[0] == "reproduce" else argv[0]
         assert err.startswith(f"ordergrad-rl {command}: error: {option} "), (argv, err)
         assert "Traceback" not in err
+
+
+def test_file_option_errors_say_what_to_give(tmp_path, monkeypatch, capsys):
+    for module in (train, compare):
+        monkeypatch.setattr(module, "run", _no_work)
+    argv = ["compare", "m.zip", *BANDIT]
+    assert main([*argv, "--figure", str(tmp_path)]) == 2
+    assert f"is a directory; give a file path such as {tmp_path / 'figure.png'}" in capsys.readouterr().err
+    assert main([*argv, "--figure", str(tmp_path / "out.xyz")]) == 2
+    err = capsys.readouterr().err
+    assert "--figure" in err and "matplotlib cannot write .xyz figures; use one of" in err and ".pdf" in err
+    assert main([*TRAIN, "--save", str(tmp_path)]) == 2
+    assert f"is a directory; give a file path such as {tmp_path / 'model.zip'}" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")

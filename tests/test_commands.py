@@ -322,8 +322,10 @@ def test_expand_log_dir_and_errors(tmp_path):
 def test_train_run_name(tmp_path, capsys):
     argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip
-    assert main(argv) == 0 and main([*argv, "--run-name", "cvar/seed0"]) == 0
-    assert f"TensorBoard run: {tmp_path / 'cvar' / 'seed0_1'}" in capsys.readouterr().out
+    assert main(argv) == 0 and main([*argv, "--run-name", "cvar/seed0", "--save", str(tmp_path / "model")]) == 0
+    out = capsys.readouterr().out
+    assert f"TensorBoard run: {tmp_path / 'cvar' / 'seed0_1'}" in out
+    assert f"model: {tmp_path / 'model.zip'}\n" in out and (tmp_path / "model.zip").is_file()  # the file written
     runs = sorted(str(p.parent.relative_to(tmp_path)) for p in tmp_path.rglob("events.out.tfevents.*"))
     assert runs == ["OrderGradREINFORCE_cvar0.25@4_1", "cvar/seed0_1"]
     for bad in ("", "/abs", "a/../b", "a//b"):
@@ -384,3 +386,6 @@ def test_compare_labels_training_returns_beside_evaluations(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "trained_1 (training)" in out and "evaluated_1 (training)" not in out
     assert "note: 1 of 2 entries have no evaluation returns" in out
+    assert main(["compare", str(tmp_path / "runs"), "--figure", str(tmp_path / "noext")]) == 0
+    assert f"figure: {tmp_path / 'noext.png'}\n" in capsys.readouterr().out  # the file matplotlib wrote
+    assert (tmp_path / "noext.png").is_file()

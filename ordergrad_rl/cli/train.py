@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.options import model_file, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
@@ -98,7 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
         "'group/name' writes the run into the subdirectory 'group'",
     )
-    parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="save the trained model to PATH (.zip added without a suffix)",
+    )
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
         "--eval-freq",
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(["return statistic", *columns], [[key, *(c[key] for c in columns.values())] for key in keys]))
     if args.save is not None:
         model.save(args.save)
-        print(f"model: {args.save}")
+        print(f"model: {model_file(args.save)}")
     if args.tensorboard is not None:
         print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
     return 0
