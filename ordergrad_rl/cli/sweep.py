@@ -24,7 +24,8 @@ compare figure of the final evaluation returns, compare_<name>.png, and the dash
 
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
-sweep's state; --resume runs the failed and unfinished trials only. Needs the [ray] extra:
+sweep's state; --resume runs the failed and unfinished trials only (all of them if the sweep stopped before Ray
+Tune started, which a plain rerun does too). Needs the [ray] extra:
 pip install "ordergrad-rl[ray]".
 """
 
@@ -39,7 +40,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
-from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
+from ordergrad_rl.common.ray_tune import experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
@@ -130,12 +131,17 @@ def run(args: argparse.Namespace) -> int:
 
     require_ray("sweep")  # before any work: say which extra to install
     out = args.out.resolve()
+    # The plan is written before Ray starts, so a sweep that failed before Tune ran (a bad --address, Ctrl-C during
+    # Ray's start-up) leaves a plan without Tune state: no trial ran, so it may be run again, or resumed from the top.
+    started = experiment_dir(out / "ray").exists()
     if args.resume:
         sweep = resumed_plan(args)
     else:
         sweep = plan(args)
         if (out / PLAN_FILE).exists():
-            raise CommandError(f"{out} already holds a sweep: --resume it, or choose another --out")
+            if started:
+                raise CommandError(f"{out} already holds a sweep: --resume it, or choose another --out")
+            print(f"{out} holds the plan of a sweep that never started its trials: replacing it")
         write_json(out / PLAN_FILE, sweep)
     trials = sweep["trials"]
     resources = sweep["resources"]
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     init_ray(args.address, args.num_cpus, quiet=args.quiet)
     start = time.perf_counter()
     try:
-        outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume, quiet=args.quiet)
+        outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume and started, quiet=args.quiet)
     finally:
         ray.shutdown()
     wall = time.perf_counter() - start
