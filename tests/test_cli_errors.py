@@ -100,6 +100,20 @@ def test_unwritable_directory_is_refused(tmp_path, monkeypatch, capsys):
         locked.chmod(0o700)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--env", "RiskyLavaGrid-v0", "--policy", "CnnPolicy"], "--policy CnnPolicy needs image observations"),
+        (["--env", "CartPole-v1", "--policy", "MultiInputPolicy"], "--policy MultiInputPolicy needs Dict observations"),
+    ],
+)
+def test_a_policy_that_cannot_read_the_observations_is_named_before_training(options, message, monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradPPO, "learn", _no_work)
+    assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "10", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
+
+
 def test_tailrisk_k_is_checked_before_the_workers(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tailrisk, "run_experiment", _no_work)
     assert main(["reproduce", "tailrisk", "--k", "300", "--quiet", "--out", str(tmp_path)]) == 2

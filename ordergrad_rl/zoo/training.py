@@ -118,6 +118,7 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
+    check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
     try:
         model = cls(
             policy,
@@ -135,6 +136,47 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         raise CommandError(f"{cls.__name__}: {err}") from err
     check_action_masks(model, settings.env)
     return model
+
+
+def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, Any] | None = None) -> None:
+    """:raises CommandError: a policy whose features extractor cannot read ``env_id``'s observations (CnnPolicy's
+    NatureCNN needs images, MultiInputPolicy's CombinedExtractor a Dict space), before SB3 fails on them with an
+    ``AssertionError`` or ``AttributeError``. Other policies, and unknown names, are left to the algorithm."""
+    import inspect
+
+    from gymnasium import spaces
+    from stable_baselines3.common.preprocessing import is_image_space
+    from stable_baselines3.common.torch_layers import CombinedExtractor, NatureCNN
+
+    policy_class = cls.policy_aliases.get(policy) if isinstance(policy, str) else policy
+    if not isinstance(policy_class, type):
+        return
+    kwargs = dict(policy_kwargs or {})
+    # The default of the first class in the MRO that declares it (the episodic policies pass *args, **kwargs on).
+    defaults = (
+        inspect.signature(klass.__init__).parameters.get("features_extractor_class") for klass in policy_class.__mro__
+    )
+    parameter = next((p for p in defaults if p is not None), None)
+    extractor = kwargs.get("features_extractor_class", None if parameter is None else parameter.default)
+    if not (isinstance(extractor, type) and issubclass(extractor, (NatureCNN, CombinedExtractor))):
+        return
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(env_id, 1)  # only for these policies: the default ones never pay for an extra env
+    space = venv.observation_space
+    venv.close()
+    name = getattr(policy, "__name__", policy)
+    usable = next(iter(cls.policy_aliases))
+    observes = f"a {space.dtype} Box of shape {space.shape}" if isinstance(space, spaces.Box) else str(space)
+    if issubclass(extractor, NatureCNN):
+        normalized = not kwargs.get("normalize_images", True)
+        if not is_image_space(space, check_channels=False, normalized_image=normalized):
+            image = "a Box of shape (H, W, C) or (C, H, W)" + ("" if normalized else ", dtype uint8 in [0, 255]")
+            raise CommandError(
+                f"--policy {name} needs image observations ({image}); {env_id} observes {observes}: use {usable}"
+            )
+    elif not isinstance(space, spaces.Dict):
+        raise CommandError(f"--policy {name} needs Dict observations; {env_id} observes {observes}: use {usable}")
 
 
 def check_action_masks(model: Any, env_id: str) -> None:
