@@ -114,6 +114,32 @@ def test_a_policy_that_cannot_read_the_observations_is_named_before_training(opt
     assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
 
 
+@pytest.mark.parametrize(
+    "objective, message",
+    [
+        ("mean", "--k 5 does not apply to objective mean"),
+        ("gcvar0.2", "--k 5 does not apply to gcvar0.2: GCVaR has no order-statistic size"),
+    ],
+)
+def test_k_for_an_objective_without_one_is_refused(objective, message, monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    assert main([*TRAIN[:4], objective, *TRAIN[5:], "--k", "5"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tailrisk_evaluation_options_need_tensorboard(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tailrisk, "run_experiment", _no_work)
+    for option in ("--eval-every", "--eval-episodes"):
+        assert main(["reproduce", "tailrisk", option, "5", "--quiet", "--out", str(tmp_path)]) == 2
+        assert f"{option} set the TensorBoard evaluations: give --tensorboard DIR too" in capsys.readouterr().err
+
+
+def test_train_help_says_n_envs_need_not_divide_n_episodes(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "any number: N episodes are collected across them" in " ".join(capsys.readouterr().out.split())
+
+
 def test_tailrisk_k_is_checked_before_the_workers(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tailrisk, "run_experiment", _no_work)
     assert main(["reproduce", "tailrisk", "--k", "300", "--quiet", "--out", str(tmp_path)]) == 2

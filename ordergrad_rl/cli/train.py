@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="E",
-        help="parallel envs, a divisor of N (default: the algorithm's n_envs)",
+        help="parallel envs, any number: N episodes are collected across them (default: the algorithm's n_envs)",
     )
     parser.add_argument(
         "--timesteps",

@@ -118,6 +118,7 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
+    check_k_applies(settings.objective, settings.k)
     check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
     try:
         model = cls(
@@ -136,6 +137,26 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         raise CommandError(f"{cls.__name__}: {err}") from err
     check_action_masks(model, settings.env)
     return model
+
+
+def check_k_applies(objective: str, k: int | None) -> None:
+    """:raises CommandError: ``k`` given for an objective without an order-statistic size (``mean``, whose k is
+    1, and GCVaR), which the agents would ignore."""
+    if k is None:
+        return
+    from ordergrad_rl.core import Objective
+    from ordergrad_rl.core.gcvar import gcvar_level
+
+    try:
+        if gcvar_level(objective) is not None:
+            raise CommandError(f"--k {k} does not apply to {objective}: GCVaR has no order-statistic size; drop --k")
+        name = Objective.parse(objective).name
+    except (TypeError, ValueError):
+        return  # not a plain objective (a channel objective, a bad spec): the algorithm's checks report it
+    if name == "mean":
+        raise CommandError(
+            f"--k {k} does not apply to objective {objective}: the mean has no order statistics; drop --k"
+        )
 
 
 def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, Any] | None = None) -> None:
