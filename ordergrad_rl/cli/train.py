@@ -13,7 +13,8 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 
 Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
 (ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
-n_timesteps when --timesteps is not given; --conf-file PATH reads another file, --conf-file none applies none.
+n_timesteps when --timesteps is not given, its policy and n_envs unless --policy and --n-envs are given;
+--conf-file PATH reads another file, --conf-file none applies none.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
 options win over the file. TensorBoard logs the
