@@ -81,6 +81,22 @@ def test_parse_hparams_reads_rl_zoos_linear_schedules():
         parse_hparams(["n_epochs=lin_3"], OrderGradPPO)
 
 
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("clip_range=lin_-0.2", "clip_range must start at a finite number >= 1e-12, got a schedule starting at -0.2"),
+        ("clip_range=lin_0", "clip_range must start at a finite number >= 1e-12, got a schedule starting at 0.0"),
+        ("learning_rate=lin_-1", "learning_rate must start at a finite number >= 0.0, got a schedule starting at -1.0"),
+    ],
+)
+def test_train_checks_a_linear_schedules_start_like_the_number(item, message, capsys):
+    """``lin_<x>`` is refused where the plain ``x`` is (it trained silently, or failed inside torch's Adam)."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--hparams", item]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: OrderGradPPO: ") and message in err
+
+
 #: What OrderGradPPO's normalize_advantage annotation accepts.
 NORMALIZE_TYPES = "True or False or one of 'group', 'channel', 'running' or None"
 
