@@ -94,6 +94,16 @@ def test_grid_option_reads_yaml_lists():
         ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "max@8", "n_episodes": 8}, "needs k < n_episodes"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "learning_rat": 0.1}, "has no hyperparameter 'learning_rat'"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
+        # What train refuses before training, not only once a Ray worker builds the model:
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "policy": "FooPolicy"}, "trial OrderGradPPO_mean: OrderGradPPO: "),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "deterministic": "maybe"}, "deterministic must be true or false"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "device": "bogus"}, "'bogus' is not a torch device"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "eval_env": "CartPole-v1"}, "does not fit --eval-env CartPole-v1"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "algo": "maskable_ppo"}, "needs an env with an action_masks()"),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "n_episodes": 16, "group_size": 3},
+            "n_episodes=16 is not a multiple of group_size=3",
+        ),
     ],
 )
 def test_trials_are_checked_before_any_run(fixed, message):

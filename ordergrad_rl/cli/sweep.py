@@ -13,7 +13,8 @@ The config (YAML) has a grid (every combination is a trial), fixed values and pe
 
 Trial keys: the options of `ordergrad-rl train` (env, algo, objective, k, n_episodes, n_envs, seed, timesteps,
 policy, device, eval_env, eval_episodes, eval_freq, deterministic) and any other constructor argument of the
-algorithm (checked like train --hparams). --grid key=v1,v2 adds or replaces a grid key.
+algorithm (checked like train --hparams). Every trial is checked before any runs: each distinct model is built once,
+as train builds it. --grid key=v1,v2 adds or replaces a grid key.
 
 Each trial trains, then evaluates its final policy on eval_env (default: env; eval_episodes deterministic
 episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its
@@ -100,8 +101,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         config.resources["gpu"] = args.gpus_per_trial
     check_resources(config.resources)
     trials = config.trials()
-    check_trials(trials)
     varying = config.varying()
+    check_trials(trials, varying)
     planned = [{"trial_id": trial_id(t, varying), "method": method_name(t, varying), "trial": t} for t in trials]
     ids = [p["trial_id"] for p in planned]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
