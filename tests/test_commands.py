@@ -405,3 +405,21 @@ def test_compare_labels_training_returns_beside_evaluations(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "runs"), "--figure", str(tmp_path / "noext")]) == 0
     assert f"figure: {tmp_path / 'noext.png'}\n" in capsys.readouterr().out  # the file matplotlib wrote
     assert (tmp_path / "noext.png").is_file()
+
+
+def test_compare_skips_runs_of_other_agents_below_a_log_dir(tmp_path, capsys):
+    from torch.utils.tensorboard import SummaryWriter
+
+    logdir = tmp_path / "mixed"
+    assert main(["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes",
+                 "4", "--timesteps", "8", "--quiet", "--tensorboard", str(logdir / "og")]) == 0  # fmt: skip
+    with SummaryWriter(str(logdir / "sb3" / "PPO_2")) as writer:  # an SB3 run: no risk/* scalars
+        writer.add_scalar("rollout/ep_rew_mean", 1.0, 1)
+    capsys.readouterr()
+    assert main(["compare", str(logdir), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert f"note: skipping {logdir / 'sb3' / 'PPO_2'} has no eval_risk/* or risk/* scalars" in out
+    assert "OrderGradREINFORCE_mean_1 (training)" in out
+    assert main(["compare", str(logdir / "sb3" / "PPO_2"), "--out", str(tmp_path / "cmp")]) == 2  # named: an error
+    assert main(["compare", str(logdir / "sb3"), "--out", str(tmp_path / "cmp")]) == 2
+    assert "nothing to compare: no run below the arguments" in capsys.readouterr().err
