@@ -423,3 +423,13 @@ def test_compare_skips_runs_of_other_agents_below_a_log_dir(tmp_path, capsys):
     assert main(["compare", str(logdir / "sb3" / "PPO_2"), "--out", str(tmp_path / "cmp")]) == 2  # named: an error
     assert main(["compare", str(logdir / "sb3"), "--out", str(tmp_path / "cmp")]) == 2
     assert "nothing to compare: no run below the arguments" in capsys.readouterr().err
+
+
+def test_train_reports_an_objective_channel_the_env_lacks_as_a_usage_error(capsys):
+    """The rollout finds it (the env's info keys are known only then): an error naming the objective, no traceback."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "reward=top2@4 + 0.4*length=bot2@4",
+            "--n-episodes", "8", "--timesteps", "8", "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: --objective reward=top2@4 + 0.4*length=bot2@4: ")
+    assert "objective channels ['length'] never appeared in the env's step info" in err

@@ -34,7 +34,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import model_file, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, learn, zoo_hyperparams
 
 
 def run_name(text: str) -> str:
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    model.learn(timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    learn(model, timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}

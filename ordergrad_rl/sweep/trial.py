@@ -24,7 +24,7 @@ from typing import Any
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
-from ordergrad_rl.zoo.training import build_model, eval_callback
+from ordergrad_rl.zoo.training import build_model, eval_callback, learn
 
 
 def row_path(out: Path, trial_id: str) -> Path:
@@ -64,7 +64,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model = build_model(settings, hparams)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
-    model.learn(trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
+    learn(model, trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
     train_seconds = time.perf_counter() - start
     # The final evaluation (the callback evaluates at the end of training): the run's last eval_risk/* values.
     profile = callback.last_profile
