@@ -34,11 +34,15 @@ def _output_cases(a_file: Path, a_dir: Path) -> list[tuple[list[str], str]]:
     under_file = str(a_file / "sub")
     cases = [
         ([*TRAIN, "--save", under_file], "--save"),
-        ([*TRAIN, "--save", str(a_dir)], None),  # a directory without suffix: SB3 writes <dir>.zip, which is fine
+        ([*TRAIN, "--save", str(a_dir)], "--save"),  # SB3 would write <dir>.zip beside it
+        ([*TRAIN, "--save", str(a_dir / "model")], None),
         ([*TRAIN, "--tensorboard", str(a_file)], "--tensorboard"),
         (["evaluate", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
         (["compare", "m.zip", *BANDIT, "--out", under_file], "--out"),
         (["compare", "m.zip", *BANDIT, "--json", str(a_dir)], "--json"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir)], "--figure"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir / "out.xyz")], "--figure"),
+        (["compare", "m.zip", *BANDIT, "--figure", str(a_dir / "noext")], None),
     ]
     for name in REPRODUCTIONS:
         cases.append((["reproduce", name, "--json", str(a_dir)], "--json"))
@@ -70,6 +74,19 @@ def test_output_options_are_checked_before_the_work(tmp_path, a_file, monkeypatc
         assert "Traceback" not in err
 
 
+def test_file_option_errors_say_what_to_give(tmp_path, monkeypatch, capsys):
+    for module in (train, compare):
+        monkeypatch.setattr(module, "run", _no_work)
+    argv = ["compare", "m.zip", *BANDIT]
+    assert main([*argv, "--figure", str(tmp_path)]) == 2
+    assert f"is a directory; give a file path such as {tmp_path / 'figure.png'}" in capsys.readouterr().err
+    assert main([*argv, "--figure", str(tmp_path / "out.xyz")]) == 2
+    err = capsys.readouterr().err
+    assert "--figure" in err and "matplotlib cannot write .xyz figures; use one of" in err and ".pdf" in err
+    assert main([*TRAIN, "--save", str(tmp_path)]) == 2
+    assert f"is a directory; give a file path such as {tmp_path / 'model.zip'}" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
 def test_unwritable_directory_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(train, "run", _no_work)
@@ -81,6 +98,46 @@ def test_unwritable_directory_is_refused(tmp_path, monkeypatch, capsys):
         assert f"{locked} is not writable" in capsys.readouterr().err
     finally:
         locked.chmod(0o700)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--env", "RiskyLavaGrid-v0", "--policy", "CnnPolicy"], "--policy CnnPolicy needs image observations"),
+        (["--env", "CartPole-v1", "--policy", "MultiInputPolicy"], "--policy MultiInputPolicy needs Dict observations"),
+    ],
+)
+def test_a_policy_that_cannot_read_the_observations_is_named_before_training(options, message, monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradPPO, "learn", _no_work)
+    assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "10", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
+
+
+@pytest.mark.parametrize(
+    "objective, message",
+    [
+        ("mean", "--k 5 does not apply to objective mean"),
+        ("gcvar0.2", "--k 5 does not apply to gcvar0.2: GCVaR has no order-statistic size"),
+    ],
+)
+def test_k_for_an_objective_without_one_is_refused(objective, message, monkeypatch, capsys):
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    assert main([*TRAIN[:4], objective, *TRAIN[5:], "--k", "5"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tailrisk_evaluation_options_need_tensorboard(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tailrisk, "run_experiment", _no_work)
+    for option in ("--eval-every", "--eval-episodes"):
+        assert main(["reproduce", "tailrisk", option, "5", "--quiet", "--out", str(tmp_path)]) == 2
+        assert f"{option} set the TensorBoard evaluations: give --tensorboard DIR too" in capsys.readouterr().err
+
+
+def test_train_help_says_n_envs_need_not_divide_n_episodes(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "any number: N episodes are collected across them" in " ".join(capsys.readouterr().out.split())
 
 
 def test_tailrisk_k_is_checked_before_the_workers(tmp_path, monkeypatch, capsys):

@@ -81,6 +81,22 @@ def test_parse_hparams_reads_rl_zoos_linear_schedules():
         parse_hparams(["n_epochs=lin_3"], OrderGradPPO)
 
 
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("clip_range=lin_-0.2", "clip_range must start at a finite number >= 1e-12, got a schedule starting at -0.2"),
+        ("clip_range=lin_0", "clip_range must start at a finite number >= 1e-12, got a schedule starting at 0.0"),
+        ("learning_rate=lin_-1", "learning_rate must start at a finite number >= 0.0, got a schedule starting at -1.0"),
+    ],
+)
+def test_train_checks_a_linear_schedules_start_like_the_number(item, message, capsys):
+    """``lin_<x>`` is refused where the plain ``x`` is (it trained silently, or failed inside torch's Adam)."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--hparams", item]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: OrderGradPPO: ") and message in err
+
+
 #: What OrderGradPPO's normalize_advantage annotation accepts.
 NORMALIZE_TYPES = "True or False or one of 'group', 'channel', 'running' or None"
 
@@ -322,8 +338,10 @@ def test_expand_log_dir_and_errors(tmp_path):
 def test_train_run_name(tmp_path, capsys):
     argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip
-    assert main(argv) == 0 and main([*argv, "--run-name", "cvar/seed0"]) == 0
-    assert f"TensorBoard run: {tmp_path / 'cvar' / 'seed0_1'}" in capsys.readouterr().out
+    assert main(argv) == 0 and main([*argv, "--run-name", "cvar/seed0", "--save", str(tmp_path / "model")]) == 0
+    out = capsys.readouterr().out
+    assert f"TensorBoard run: {tmp_path / 'cvar' / 'seed0_1'}" in out
+    assert f"model: {tmp_path / 'model.zip'}\n" in out and (tmp_path / "model.zip").is_file()  # the file written
     runs = sorted(str(p.parent.relative_to(tmp_path)) for p in tmp_path.rglob("events.out.tfevents.*"))
     assert runs == ["OrderGradREINFORCE_cvar0.25@4_1", "cvar/seed0_1"]
     for bad in ("", "/abs", "a/../b", "a//b"):
@@ -384,3 +402,34 @@ def test_compare_labels_training_returns_beside_evaluations(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "trained_1 (training)" in out and "evaluated_1 (training)" not in out
     assert "note: 1 of 2 entries have no evaluation returns" in out
+    assert main(["compare", str(tmp_path / "runs"), "--figure", str(tmp_path / "noext")]) == 0
+    assert f"figure: {tmp_path / 'noext.png'}\n" in capsys.readouterr().out  # the file matplotlib wrote
+    assert (tmp_path / "noext.png").is_file()
+
+
+def test_compare_skips_runs_of_other_agents_below_a_log_dir(tmp_path, capsys):
+    from torch.utils.tensorboard import SummaryWriter
+
+    logdir = tmp_path / "mixed"
+    assert main(["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes",
+                 "4", "--timesteps", "8", "--quiet", "--tensorboard", str(logdir / "og")]) == 0  # fmt: skip
+    with SummaryWriter(str(logdir / "sb3" / "PPO_2")) as writer:  # an SB3 run: no risk/* scalars
+        writer.add_scalar("rollout/ep_rew_mean", 1.0, 1)
+    capsys.readouterr()
+    assert main(["compare", str(logdir), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert f"note: skipping {logdir / 'sb3' / 'PPO_2'} has no eval_risk/* or risk/* scalars" in out
+    assert "OrderGradREINFORCE_mean_1 (training)" in out
+    assert main(["compare", str(logdir / "sb3" / "PPO_2"), "--out", str(tmp_path / "cmp")]) == 2  # named: an error
+    assert main(["compare", str(logdir / "sb3"), "--out", str(tmp_path / "cmp")]) == 2
+    assert "nothing to compare: no run below the arguments" in capsys.readouterr().err
+
+
+def test_train_reports_an_objective_channel_the_env_lacks_as_a_usage_error(capsys):
+    """The rollout finds it (the env's info keys are known only then): an error naming the objective, no traceback."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "reward=top2@4 + 0.4*length=bot2@4",
+            "--n-episodes", "8", "--timesteps", "8", "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: --objective reward=top2@4 + 0.4*length=bot2@4: ")
+    assert "objective channels ['length'] never appeared in the env's step info" in err

@@ -114,6 +114,45 @@ def test_an_entry_may_set_n_episodes_and_the_option_wins(tmp_path, monkeypatch):
     assert main(base) == 2
 
 
+def test_an_entry_may_set_rl_zoos_n_envs_and_the_option_wins(tmp_path, monkeypatch):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  n_episodes: 8\n  n_envs: 2\n")
+    base = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet",
+            "--conf-file", str(conf)]  # fmt: skip
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    assert main(base) == 0 and built[-1].n_envs == 2
+    assert main([*base, "--n-envs", "4"]) == 0 and built[-1].n_envs == 4
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            "objective: cvar0.2",
+            "conf.yml: RiskyBandit-v0: objective: set objective with --objective",
+        ),
+        ("learning_rte: 0.1", "conf.yml: RiskyBandit-v0: learning_rte: OrderGradREINFORCE has no hyperparameter"),
+        (
+            "normalize: true",
+            "conf.yml: RiskyBandit-v0: normalize: rl-zoo3's normalize is not supported by ordergrad-rl",
+        ),
+    ],
+)
+def test_entry_errors_name_the_file_and_the_entry(line, message, tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"RiskyBandit-v0:\n  n_timesteps: 8\n  {line}\n")
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--conf-file", str(conf)]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_hparams_errors_name_the_item(capsys):
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "8"]
+    assert main([*argv, "--hparams", "n_envs=4"]) == 2
+    assert "error: --hparams n_envs=4: set n_envs with --n-envs" in capsys.readouterr().err
+
+
 def test_train_errors_of_the_conf_file(tmp_path, capsys):
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet"]
     assert main(base) == 2  # no entry for the bandit, no --timesteps

@@ -94,6 +94,16 @@ def test_grid_option_reads_yaml_lists():
         ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "max@8", "n_episodes": 8}, "needs k < n_episodes"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "learning_rat": 0.1}, "has no hyperparameter 'learning_rat'"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
+        # What train refuses before training, not only once a Ray worker builds the model:
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "policy": "FooPolicy"}, "trial OrderGradPPO_mean: OrderGradPPO: "),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "deterministic": "maybe"}, "deterministic must be true or false"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "device": "bogus"}, "'bogus' is not a torch device"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "eval_env": "CartPole-v1"}, "does not fit --eval-env CartPole-v1"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "algo": "maskable_ppo"}, "needs an env with an action_masks()"),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "n_episodes": 16, "group_size": 3},
+            "n_episodes=16 is not a multiple of group_size=3",
+        ),
     ],
 )
 def test_trials_are_checked_before_any_run(fixed, message):
@@ -146,11 +156,39 @@ def test_resume_needs_a_sweep_and_a_new_sweep_an_empty_out(tmp_path, capsys):
     assert main(["sweep", "--resume", "--out", str(tmp_path)]) == 2
     assert f"nothing to resume: {tmp_path / 'sweep.json'} does not exist" in capsys.readouterr().err
     (tmp_path / "sweep.json").write_text(json.dumps({"name": "x", "resources": {}, "trials": []}))
+    (tmp_path / "ray" / "tune").mkdir(parents=True)  # Tune's state: the sweep started its trials
     assert main(["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path)]) == 2
     assert "already holds a sweep: --resume it, or choose another --out" in capsys.readouterr().err
     argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--resume"]
     assert main(argv) == 2
     assert "--resume: the trials differ from those of the sweep" in capsys.readouterr().err
+
+
+def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    def no_cluster(address, *args, **kwargs):
+        raise CommandError(f"no Ray cluster at --address {address}")
+
+    tune_runs = []
+
+    def fake_tune(function, specs, storage, resources, resume=False, quiet=False):
+        tune_runs.append(resume)
+        return TuneOutcome([], {}, interrupted=False)
+
+    monkeypatch.setattr(sweep_command, "init_ray", no_cluster)
+    monkeypatch.setattr(sweep_command, "run_tune", fake_tune)
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
+    assert main([*argv, "--address", "127.0.0.1:1"]) == 2
+    assert (tmp_path / "sweep.json").exists() and not tune_runs
+    capsys.readouterr()
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    assert main(argv) == 0  # a rerun: no trial ran, so the plan is replaced
+    assert "holds the plan of a sweep that never started its trials: replacing it" in capsys.readouterr().out
+    (tmp_path / "ray").mkdir(exist_ok=True)  # the fake Tune wrote no state: --resume runs every trial afresh
+    assert main(["sweep", "--resume", "--out", str(tmp_path), "--quiet"]) == 0
+    assert tune_runs == [False, False]
 
 
 def test_one_trial_writes_its_model_run_and_row(tmp_path):

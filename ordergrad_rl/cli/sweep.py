@@ -13,7 +13,8 @@ The config (YAML) has a grid (every combination is a trial), fixed values and pe
 
 Trial keys: the options of `ordergrad-rl train` (env, algo, objective, k, n_episodes, n_envs, seed, timesteps,
 policy, device, eval_env, eval_episodes, eval_freq, deterministic) and any other constructor argument of the
-algorithm (checked like train --hparams). --grid key=v1,v2 adds or replaces a grid key.
+algorithm (checked like train --hparams). Every trial is checked before any runs: each distinct model is built once,
+as train builds it. --grid key=v1,v2 adds or replaces a grid key.
 
 Each trial trains, then evaluates its final policy on eval_env (default: env; eval_episodes deterministic
 episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its
@@ -24,7 +25,8 @@ compare figure of the final evaluation returns, compare_<name>.png, and the dash
 
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
-sweep's state; --resume runs the failed and unfinished trials only. Needs the [ray] extra:
+sweep's state; --resume runs the failed and unfinished trials only (all of them if the sweep stopped before Ray
+Tune started, which a plain rerun does too). Needs the [ray] extra:
 pip install "ordergrad-rl[ray]".
 """
 
@@ -39,7 +41,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
-from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
+from ordergrad_rl.common.ray_tune import experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
@@ -99,8 +101,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         config.resources["gpu"] = args.gpus_per_trial
     check_resources(config.resources)
     trials = config.trials()
-    check_trials(trials)
     varying = config.varying()
+    check_trials(trials, varying)
     planned = [{"trial_id": trial_id(t, varying), "method": method_name(t, varying), "trial": t} for t in trials]
     ids = [p["trial_id"] for p in planned]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -130,12 +132,17 @@ def run(args: argparse.Namespace) -> int:
 
     require_ray("sweep")  # before any work: say which extra to install
     out = args.out.resolve()
+    # The plan is written before Ray starts, so a sweep that failed before Tune ran (a bad --address, Ctrl-C during
+    # Ray's start-up) leaves a plan without Tune state: no trial ran, so it may be run again, or resumed from the top.
+    started = experiment_dir(out / "ray").exists()
     if args.resume:
         sweep = resumed_plan(args)
     else:
         sweep = plan(args)
         if (out / PLAN_FILE).exists():
-            raise CommandError(f"{out} already holds a sweep: --resume it, or choose another --out")
+            if started:
+                raise CommandError(f"{out} already holds a sweep: --resume it, or choose another --out")
+            print(f"{out} holds the plan of a sweep that never started its trials: replacing it")
         write_json(out / PLAN_FILE, sweep)
     trials = sweep["trials"]
     resources = sweep["resources"]
@@ -156,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     init_ray(args.address, args.num_cpus, quiet=args.quiet)
     start = time.perf_counter()
     try:
-        outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume, quiet=args.quiet)
+        outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume and started, quiet=args.quiet)
     finally:
         ray.shutdown()
     wall = time.perf_counter() - start

@@ -13,7 +13,8 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 
 Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
 (ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
-n_timesteps when --timesteps is not given; --conf-file PATH reads another file, --conf-file none applies none.
+n_timesteps when --timesteps is not given, its policy and n_envs unless --policy and --n-envs are given;
+--conf-file PATH reads another file, --conf-file none applies none.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
 options win over the file. TensorBoard logs the
@@ -30,10 +31,10 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.options import model_file, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, learn, zoo_hyperparams
 
 
 def run_name(text: str) -> str:
@@ -66,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="E",
-        help="parallel envs, a divisor of N (default: the algorithm's n_envs)",
+        help="parallel envs, any number: N episodes are collected across them (default: the algorithm's n_envs)",
     )
     parser.add_argument(
         "--timesteps",
@@ -98,7 +99,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
         "'group/name' writes the run into the subdirectory 'group'",
     )
-    parser.add_argument("--save", type=Path, default=None, metavar="PATH", help="save the trained model (.zip) to PATH")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="save the trained model to PATH (.zip added without a suffix)",
+    )
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
         "--eval-freq",
@@ -164,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    model.learn(timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    learn(model, timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
@@ -174,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(["return statistic", *columns], [[key, *(c[key] for c in columns.values())] for key in keys]))
     if args.save is not None:
         model.save(args.save)
-        print(f"model: {args.save}")
+        print(f"model: {model_file(args.save)}")
     if args.tensorboard is not None:
         print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
     return 0

@@ -50,11 +50,19 @@ def check_number(name: str, value: Any, minimum: float = -math.inf, allow_inf: b
 
 
 def check_schedule(name: str, value: Any, minimum: float = 0.0) -> None:
-    """A finite number ``>= minimum``, or a schedule (a callable of the remaining progress), as SB3 accepts.
+    """A finite number ``>= minimum``, or a schedule (a callable of the remaining progress), as SB3 accepts, whose
+    value at the start of training (remaining progress 1) is such a number when it is a number at all.
 
-    :raises ValueError: anything else, e.g. the string ``"1e-2x"`` from a mistyped command line.
+    :raises ValueError: anything else, e.g. the string ``"1e-2x"`` from a mistyped command line, or rl-zoo3's
+        ``clip_range=lin_-0.2`` (a schedule from -0.2 to 0).
     """
     if callable(value):
+        try:
+            start = value(1.0)  # as SB3 calls it when it builds the optimizer; a schedule decays from here
+        except Exception:
+            return  # not callable like a schedule: left to SB3, which calls it
+        if isinstance(start, Real) and not isinstance(start, bool) and not (math.isfinite(start) and start >= minimum):
+            raise ValueError(f"{name} must start at a finite number >= {minimum}, got a schedule starting at {start!r}")
         return
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValueError(f"{name} must be a number or a schedule (callable), got {value!r}")

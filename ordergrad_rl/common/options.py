@@ -19,15 +19,22 @@ from pathlib import Path
 from ordergrad_rl.common.errors import CommandError
 
 #: Standard output options, checked before any command runs: ``dest -> (flag, kind)``. ``dir``: a directory that
-#: exists or can be created; ``file``: a file path (not a directory) in such a directory; ``model``: a file that
-#: SB3's ``model.save`` writes (``.zip`` appended when the path has no suffix).
+#: exists or can be created; ``file``: a file path (not a directory) in such a directory; ``figure``: such a file
+#: whose extension matplotlib writes (none: ``.png``, see :func:`figure_file`); ``model``: a file that SB3's
+#: ``model.save`` writes (``.zip`` appended when the path has no suffix, see :func:`model_file`).
 OUTPUT_OPTIONS: dict[str, tuple[str, str]] = {
     "out": ("--out", "dir"),
     "tensorboard": ("--tensorboard", "dir"),
     "json": ("--json", "file"),
-    "figure": ("--figure", "file"),
+    "figure": ("--figure", "figure"),
     "save": ("--save", "model"),
 }
+
+#: A file name the directory error of each kind of file option suggests.
+_EXAMPLE_NAMES = {"file": "results.json", "figure": "figure.png", "model": "model.zip"}
+
+#: The format of a figure path without an extension (matplotlib's default ``savefig.format``).
+DEFAULT_FIGURE_FORMAT = "png"
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -61,20 +68,55 @@ def check_directory(path: str | Path, option: str) -> Path:
     return path
 
 
-def check_file(path: str | Path, option: str) -> Path:
+def check_file(path: str | Path, option: str, example: str = _EXAMPLE_NAMES["file"]) -> Path:
     """``path`` can be written as a file: it is not a directory, and its directory can be created and written.
 
+    :param example: a file name the error for a directory suggests inside it.
     :raises CommandError: naming ``option``.
     """
     path = Path(path)
     if path.is_dir():
-        raise CommandError(f"{option} {path} is a directory; give a file path such as {path / 'results.json'}")
+        raise CommandError(f"{option} {path} is a directory; give a file path such as {path / example}")
     if path.exists() and not os.access(path, os.W_OK):
         raise CommandError(f"{option} {path}: the file is not writable")
     problem = _directory_problem(path.parent)
     if problem is not None:
         raise CommandError(f"{option} {path}: its directory {path.parent} {problem}")
     return path
+
+
+def model_file(path: str | Path) -> Path:
+    """The file SB3's ``model.save(path)`` writes: ``path``, with ``.zip`` appended when it has no suffix."""
+    path = Path(path)
+    return path if path.suffix else path.with_name(path.name + ".zip")
+
+
+def figure_file(path: str | Path) -> Path:
+    """The file a figure saved to ``path`` is written to: ``path``, with ``.png`` appended when it has no suffix
+    (as matplotlib's ``savefig`` does, which would not say so)."""
+    path = Path(path)
+    return path if path.suffix else path.with_name(f"{path.name}.{DEFAULT_FIGURE_FORMAT}")
+
+
+def check_figure(path: str | Path, option: str) -> Path:
+    """:func:`check_file` of :func:`figure_file` ``(path)``, whose extension matplotlib must write (checked now,
+    not after the work that makes the figure).
+
+    :raises CommandError: naming ``option`` and the supported extensions.
+    """
+    path = Path(path)
+    if path.is_dir():
+        check_file(path, option, _EXAMPLE_NAMES["figure"])
+    from matplotlib.figure import Figure  # here: only commands given --figure pay for matplotlib
+
+    supported = Figure().canvas.get_supported_filetypes()
+    extension = figure_file(path).suffix[1:].lower()
+    if extension not in supported:
+        raise CommandError(
+            f"{option} {path}: matplotlib cannot write .{extension} figures; use one of "
+            + ", ".join(f".{name}" for name in sorted(supported))
+        )
+    return check_file(figure_file(path), option, _EXAMPLE_NAMES["figure"])
 
 
 def check_output_arguments(args: argparse.Namespace) -> None:
@@ -90,9 +132,12 @@ def check_output_arguments(args: argparse.Namespace) -> None:
             check_directory(value, flag)
         elif kind == "file":
             check_file(value, flag)
+        elif kind == "figure":
+            check_figure(value, flag)
         else:
-            path = Path(value)
-            check_file(path if path.suffix else path.with_name(path.name + ".zip"), flag)
+            # SB3 would write <dir>.zip beside a directory (or <dir>_2 for one with a suffix): refuse it instead.
+            check_file(value, flag, _EXAMPLE_NAMES["model"])
+            check_file(model_file(value), flag, _EXAMPLE_NAMES["model"])
 
 
 def check_device(device: str) -> str:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ordergrad_rl.common.options import figure_file
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
@@ -31,7 +33,9 @@ def pyplot():
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
-    """Write ``fig`` to ``path`` (parent directories created), close it, and return the path."""
+    """Write ``fig`` to ``path`` (``.png`` appended without a suffix; parent directories created), close it, and
+    return the path written."""
+    path = figure_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, bbox_inches="tight")
     pyplot().close(fig)

@@ -671,16 +671,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-every",
         type=positive_int,
-        default=default.eval_every,
+        default=None,
         metavar="U",
-        help="with --tensorboard: evaluate on the deployment env every U updates (default: %(default)s)",
+        help=f"with --tensorboard: evaluate on the deployment env every U updates (default: {default.eval_every})",
     )
     parser.add_argument(
         "--eval-episodes",
         type=positive_int,
-        default=default.eval_episodes,
+        default=None,
         metavar="E",
-        help="with --tensorboard: deterministic episodes per evaluation (default: %(default)s)",
+        help=f"with --tensorboard: deterministic episodes per evaluation (default: {default.eval_episodes})",
     )
     parser.add_argument(
         "--workers",
@@ -698,6 +698,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
         raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")
+    evaluation = {"eval_every": args.eval_every, "eval_episodes": args.eval_episodes}
+    if args.tensorboard is None:
+        given = [f"--{key.replace('_', '-')}" for key, value in evaluation.items() if value is not None]
+        if given:  # the evaluations are logged to TensorBoard only: without it they would be silently dropped
+            raise CommandError(f"{' and '.join(given)} set the TensorBoard evaluations: give --tensorboard DIR too")
     start = time.perf_counter()
     config = Config(
         seeds=args.seeds,
@@ -708,10 +713,9 @@ def run(args: argparse.Namespace) -> int:
         k=args.k,
         deploy_paths=args.deploy_paths,
         stress=args.stress,
-        eval_every=args.eval_every,
-        eval_episodes=args.eval_episodes,
         workers=args.workers,
         address=args.address,
+        **{key: value for key, value in evaluation.items() if value is not None},
     )
     results = run_experiment(
         config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet, storage=args.out / "ray"

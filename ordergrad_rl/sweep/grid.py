@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import itertools
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
 from ordergrad_rl.zoo.models import is_batched
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
 #: or, for ``eval_env``, the training env).
@@ -197,10 +200,13 @@ def check_resources(resources: dict[str, Any]) -> None:
             raise CommandError(f"resources: {key} must be a number {'>' if key == 'cpu' else '>='} 0, got {value!r}")
 
 
-def check_trials(trials: list[dict[str, Any]]) -> None:
+def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> None:
     """Check every trial before any runs: required keys, the algorithm, env ids, objectives, ``k < n_episodes``,
-    integer counts and the hyperparameters' types (the checks of ``train --hparams``).
+    integer counts and the hyperparameters' types (the checks of ``train --hparams``), then what ``train`` checks
+    before training (the policy, the device, eval_env's spaces, action masks, the algorithm's own checks such as
+    ``group_size`` against ``n_episodes``) by building each distinct model once (:func:`check_models`).
 
+    :param varying: the grid keys that tell methods apart (:meth:`SweepConfig.varying`), to name a failing trial.
     :raises CommandError: the first problem, naming the key.
     """
     from ordergrad_rl.core import Objective
@@ -218,6 +224,9 @@ def check_trials(trials: list[dict[str, Any]]) -> None:
                 raise CommandError(f"{key} must be an integer >= 1, got {value!r}")
         if isinstance(trial["seed"], bool) or not isinstance(trial["seed"], int) or trial["seed"] < 0:
             raise CommandError(f"seed must be an integer >= 0, got {trial['seed']!r}")
+        if not isinstance(trial["deterministic"], bool):
+            raise CommandError(f"deterministic must be true or false, got {trial['deterministic']!r}")
+        check_device(str(trial["device"]))
         for key in ("env", "eval_env"):
             env_id = trial[key]
             if env_id is not None and env_id not in checked_envs:
@@ -241,6 +250,43 @@ def check_trials(trials: list[dict[str, Any]]) -> None:
                 check_risk_schedule(parse_risk_schedule(trial["risk_schedule"]), objective)
             except ValueError as err:
                 raise CommandError(f"sweep key risk_schedule: {err}") from err
+    check_models(trials, varying)
+
+
+def train_settings(trial: dict[str, Any], tensorboard: Path | None) -> TrainSettings:
+    """The training run of a trial (built and evaluated exactly like ``ordergrad-rl train``'s)."""
+    options = {key: trial.get(key, default) for key, default in RUN_KEYS.items()}
+    timesteps = options.pop("timesteps")
+    # No periodic evaluation unless asked for: the final one is always made.
+    options["eval_freq"] = options["eval_freq"] or timesteps + 1
+    options["eval_env"] = options["eval_env"] or options["env"]
+    return TrainSettings(**options, tensorboard=tensorboard)
+
+
+def check_models(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> None:
+    """Build the model and the evaluation callback of every distinct configuration of ``trials`` (trials that
+    differ only in their seed or timesteps share one) as ``train`` and the trial do, on the CPU: whatever ``train``
+    refuses before training fails here, not in a Ray worker.
+
+    :raises CommandError: the first configuration refused, naming its method.
+    """
+    seen: set[str] = set()
+    for trial in trials:
+        config = json.dumps({k: v for k, v in trial.items() if k not in ("seed", "timesteps")}, sort_keys=True)
+        if config in seen:
+            continue
+        seen.add(config)
+        settings = train_settings(trial | {"device": "cpu"}, None)  # the device was checked; a GPU may be elsewhere
+        cls = algorithm_class(trial["algo"])
+        hparams = {
+            key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()
+        }
+        try:
+            model = build_model(settings, hparams)
+            eval_callback(settings, model)
+        except CommandError as err:
+            raise CommandError(f"trial {method_name(trial, varying)}: {err}") from err
+        model.get_env().close()
 
 
 def hyperparameters(trial: dict[str, Any]) -> dict[str, Any]:

@@ -22,24 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.reports import write_json
-from ordergrad_rl.sweep.grid import RUN_KEYS, hyperparameters
+from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
+from ordergrad_rl.zoo.training import build_model, eval_callback, learn
 
 
 def row_path(out: Path, trial_id: str) -> Path:
     """Where the JSON row of a trial goes."""
     return out / "trials" / f"{trial_id}.json"
-
-
-def train_settings(trial: dict[str, Any], tensorboard: Path) -> TrainSettings:
-    """The training run of a trial (built and evaluated exactly like ``ordergrad-rl train``'s)."""
-    options = {key: trial.get(key, default) for key, default in RUN_KEYS.items()}
-    timesteps = options.pop("timesteps")
-    # No periodic evaluation unless asked for: the final one is always made.
-    options["eval_freq"] = options["eval_freq"] or timesteps + 1
-    options["eval_env"] = options["eval_env"] or options["env"]
-    return TrainSettings(**options, tensorboard=tensorboard)
 
 
 def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str, threads: int = 1) -> dict[str, Any]:
@@ -74,7 +64,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model = build_model(settings, hparams)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
-    model.learn(trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
+    learn(model, trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
     train_seconds = time.perf_counter() - start
     # The final evaluation (the callback evaluates at the end of training): the run's last eval_risk/* values.
     profile = callback.last_profile

@@ -45,8 +45,20 @@ OPTION_OF: dict[str, str] = {
 }
 
 
-#: Options a per-env hyperparameter file may also set, as rl-zoo's entries set their rollout size (the option wins).
-ENTRY_OPTIONS = ("n_episodes",)
+#: Options a per-env hyperparameter file may also set, as rl-zoo3's entries set their rollout size and number of
+#: envs (the option wins; ``n_timesteps`` and ``policy`` are read by :mod:`ordergrad_rl.zoo.hyperparams`).
+ENTRY_OPTIONS = ("n_episodes", "n_envs")
+
+#: Keys of rl-zoo3's entries that ``train`` has no equivalent of (env wrappers, observation normalization, ...).
+RL_ZOO_ONLY_KEYS = (
+    "callback",
+    "env_kwargs",
+    "env_wrapper",
+    "frame_stack",
+    "normalize",
+    "normalize_kwargs",
+    "vec_env_wrapper",
+)
 
 
 def algorithm_class(algo: str) -> type:
@@ -209,10 +221,12 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
     :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
     """
     if key in OPTION_OF and key not in options:
-        raise CommandError(f"set {key} with {OPTION_OF[key]}, not --hparams")
+        raise CommandError(f"{where}: set {key} with {OPTION_OF[key]}")
+    if key in RL_ZOO_ONLY_KEYS:
+        raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
     valid = [*hyperparameter_names(cls), *options]
     if key not in valid:
-        raise CommandError(f"{cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
+        raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
     if isinstance(value, str) and value.startswith(LINEAR_PREFIX) and _accepts_schedule(expected):
         return linear_schedule(value, where)

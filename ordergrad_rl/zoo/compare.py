@@ -184,8 +184,11 @@ def load_entries(
     :param env: the env id the models are evaluated on (``--env``); needed only when there are models.
     :param episodes: deterministic evaluation episodes per model, on envs seeded from ``seed``.
 
-    :raises CommandError: a model without --env, one that does not fit --env, or an argument that is neither a
-        model nor a run.
+    A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
+    an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
+
+    :raises CommandError: a model without --env, one that does not fit --env, an argument that is neither a
+        model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
     models = {}
@@ -207,12 +210,19 @@ def load_entries(
     entries = []
     for path in paths:
         if path not in models:
-            entries.append(read_run(path))
+            try:
+                entries.append(read_run(path))
+            except CommandError as err:
+                if path in arguments:
+                    raise
+                print(f"note: skipping {err}")
             continue
         file, model, algorithm = models[path]
         evaluation = evaluate_model(model, env, episodes, deterministic=True, seed=seed, quiet=quiet)
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}"
         entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
+    if not entries:
+        raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")
     training = [e.label for e in entries if e.label.endswith(" (training)")]
     if training and len(training) < len(entries):
         print(

@@ -118,6 +118,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
+    check_k_applies(settings.objective, settings.k)
+    check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
     try:
         model = cls(
             policy,
@@ -137,6 +139,67 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     return model
 
 
+def check_k_applies(objective: str, k: int | None) -> None:
+    """:raises CommandError: ``k`` given for an objective without an order-statistic size (``mean``, whose k is
+    1, and GCVaR), which the agents would ignore."""
+    if k is None:
+        return
+    from ordergrad_rl.core import Objective
+    from ordergrad_rl.core.gcvar import gcvar_level
+
+    try:
+        if gcvar_level(objective) is not None:
+            raise CommandError(f"--k {k} does not apply to {objective}: GCVaR has no order-statistic size; drop --k")
+        name = Objective.parse(objective).name
+    except (TypeError, ValueError):
+        return  # not a plain objective (a channel objective, a bad spec): the algorithm's checks report it
+    if name == "mean":
+        raise CommandError(
+            f"--k {k} does not apply to objective {objective}: the mean has no order statistics; drop --k"
+        )
+
+
+def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, Any] | None = None) -> None:
+    """:raises CommandError: a policy whose features extractor cannot read ``env_id``'s observations (CnnPolicy's
+    NatureCNN needs images, MultiInputPolicy's CombinedExtractor a Dict space), before SB3 fails on them with an
+    ``AssertionError`` or ``AttributeError``. Other policies, and unknown names, are left to the algorithm."""
+    import inspect
+
+    from gymnasium import spaces
+    from stable_baselines3.common.preprocessing import is_image_space
+    from stable_baselines3.common.torch_layers import CombinedExtractor, NatureCNN
+
+    policy_class = cls.policy_aliases.get(policy) if isinstance(policy, str) else policy
+    if not isinstance(policy_class, type):
+        return
+    kwargs = dict(policy_kwargs or {})
+    # The default of the first class in the MRO that declares it (the episodic policies pass *args, **kwargs on).
+    defaults = (
+        inspect.signature(klass.__init__).parameters.get("features_extractor_class") for klass in policy_class.__mro__
+    )
+    parameter = next((p for p in defaults if p is not None), None)
+    extractor = kwargs.get("features_extractor_class", None if parameter is None else parameter.default)
+    if not (isinstance(extractor, type) and issubclass(extractor, (NatureCNN, CombinedExtractor))):
+        return
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(env_id, 1)  # only for these policies: the default ones never pay for an extra env
+    space = venv.observation_space
+    venv.close()
+    name = getattr(policy, "__name__", policy)
+    usable = next(iter(cls.policy_aliases))
+    observes = f"a {space.dtype} Box of shape {space.shape}" if isinstance(space, spaces.Box) else str(space)
+    if issubclass(extractor, NatureCNN):
+        normalized = not kwargs.get("normalize_images", True)
+        if not is_image_space(space, check_channels=False, normalized_image=normalized):
+            image = "a Box of shape (H, W, C) or (C, H, W)" + ("" if normalized else ", dtype uint8 in [0, 255]")
+            raise CommandError(
+                f"--policy {name} needs image observations ({image}); {env_id} observes {observes}: use {usable}"
+            )
+    elif not isinstance(space, spaces.Dict):
+        raise CommandError(f"--policy {name} needs Dict observations; {env_id} observes {observes}: use {usable}")
+
+
 def check_action_masks(model: Any, env_id: str) -> None:
     """:raises CommandError: a MaskablePPO model on an env without ``action_masks()`` (checked before training)."""
     from sb3_contrib import MaskablePPO
@@ -144,6 +207,28 @@ def check_action_masks(model: Any, env_id: str) -> None:
 
     if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
         raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
+
+
+#: The module whose ``ValueError`` during training means that the objective's info channels do not fit the env
+#: (a channel the env's step info never has): a user error that only the rollout can reveal.
+CHANNELS_MODULE = "ordergrad_rl.agents.common.channels"
+
+
+def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
+    """``model.learn(timesteps, **kwargs)``.
+
+    :raises CommandError: the objective names an info channel the env does not report (found by the first
+        rollout; the error is raised by :mod:`ordergrad_rl.agents.common.channels`).
+    """
+    try:
+        return model.learn(timesteps, **kwargs)
+    except ValueError as err:
+        trace = err.__traceback__
+        while trace is not None and trace.tb_next is not None:
+            trace = trace.tb_next
+        if trace is None or trace.tb_frame.f_globals.get("__name__") != CHANNELS_MODULE:
+            raise  # a bug, not a user error: keep the traceback
+        raise CommandError(f"--objective {model.objective}: {err}") from err
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
