@@ -9,6 +9,7 @@ import pytest
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.common.channels import InfoChannelError
 from ordergrad_rl.core import Objective, lstat_advantage
 from ordergrad_rl.core.channels import parse_objective
 
@@ -170,7 +171,8 @@ def test_unknown_channel_names_the_keys_present() -> None:
     model = OrderGradREINFORCE(
         "MlpPolicy", "TargetSum-v0", objective={"reward": "top2@4", "lenght": "bot2@4"}, n_episodes=16, seed=0
     )
-    with pytest.raises(ValueError, match=r"\['lenght'\] never appeared.*'is_success', 'length'"):
+    # InfoChannelError: a ValueError of its own type, which the commands report as the user's error
+    with pytest.raises(InfoChannelError, match=r"\['lenght'\] never appeared.*'is_success', 'length'"):
         model.learn(1)
 
 

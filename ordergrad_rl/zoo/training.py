@@ -209,25 +209,17 @@ def check_action_masks(model: Any, env_id: str) -> None:
         raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
 
 
-#: The module whose ``ValueError`` during training means that the objective's info channels do not fit the env
-#: (a channel the env's step info never has): a user error that only the rollout can reveal.
-CHANNELS_MODULE = "ordergrad_rl.agents.common.channels"
-
-
 def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
     """``model.learn(timesteps, **kwargs)``.
 
-    :raises CommandError: the objective names an info channel the env does not report (found by the first
-        rollout; the error is raised by :mod:`ordergrad_rl.agents.common.channels`).
+    :raises CommandError: the objective names an info channel the env does not report, found by the first
+        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`).
     """
+    from ordergrad_rl.agents.common.channels import InfoChannelError
+
     try:
         return model.learn(timesteps, **kwargs)
-    except ValueError as err:
-        trace = err.__traceback__
-        while trace is not None and trace.tb_next is not None:
-            trace = trace.tb_next
-        if trace is None or trace.tb_frame.f_globals.get("__name__") != CHANNELS_MODULE:
-            raise  # a bug, not a user error: keep the traceback
+    except InfoChannelError as err:  # any other error of training keeps its traceback
         raise CommandError(f"--objective {model.objective}: {err}") from err
 
 

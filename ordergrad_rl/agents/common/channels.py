@@ -8,6 +8,12 @@ from typing import Any
 import numpy as np
 
 
+class InfoChannelError(ValueError):
+    """The env's step infos do not fit the objective's info channels: a channel that never appears, or a value that
+    is not a real scalar. A ``ValueError`` (what the agents raise for bad input) of its own type, so that a command
+    can report it as the user's error without mistaking another ``ValueError`` of training for one."""
+
+
 class InfoChannels:
     """Per-step values of the info channels during a rollout (``info[name]``, 0 at steps without the entry), and
     the check that each channel appeared at all.
@@ -22,7 +28,7 @@ class InfoChannels:
     def step(self, infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
         """``{name: [n_envs] float64}`` of one vectorized step's infos (``None`` without channels).
 
-        :raises ValueError: a value that is not a real scalar.
+        :raises InfoChannelError: a value that is not a real scalar.
         """
         if not self.names:
             return None
@@ -32,14 +38,15 @@ class InfoChannels:
             try:
                 values[name] = np.array([info.get(name, 0.0) for info in infos], dtype=np.float64)
             except (TypeError, ValueError) as err:
-                raise ValueError(f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})") from err
+                message = f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})"
+                raise InfoChannelError(message) from err
         return values
 
     def check(self) -> None:
-        """``ValueError`` naming the info keys present if some channel never appeared (a misspelt key)."""
+        """:class:`InfoChannelError` naming the info keys present if some channel never appeared (a misspelt key)."""
         missing = [name for name in self.names if name not in self.keys]
         if missing:
-            raise ValueError(
+            raise InfoChannelError(
                 f"objective channels {missing} never appeared in the env's step info during a rollout; info keys "
                 f"present: {sorted(self.keys)} (a channel is 'reward' or an info key summed over the episode)"
             )
