@@ -62,6 +62,9 @@ def test_sweep_interrupted_by_ctrl_c_resumes_without_redoing_finished_trials(tmp
     )
     assert resumed.returncode == 0, resumed.stderr
     assert "4 of 4 trials finished" in resumed.stdout
+    # --quiet: no Tune configuration box or status tables, no Ray INFO lines
+    assert "Configuration for experiment" not in resumed.stdout + resumed.stderr
+    assert " INFO " not in resumed.stdout + resumed.stderr
     final = rows(out)
     methods = ("OrderGradREINFORCE_mean", "OrderGradREINFORCE_cvar0.25")
     assert sorted(final) == sorted(f"{method}_seed{seed}" for method in methods for seed in (0, 1))

@@ -10,6 +10,7 @@ A trial is a *spec*: a dict with a ``"trial_id"`` (its name) and the keyword arg
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,8 +42,14 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
     :raises CommandError: no cluster at ``address``.
     """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage reports to Ray's servers
+    if quiet:
+        # Tune's newer console output prints its configuration box whatever RunConfig's verbose; the classic one
+        # honours verbose=0 (run_tune).
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+        logging.getLogger("ray.tune").setLevel(logging.WARNING)  # its "Wrote the latest version ..." INFO line
     import ray
 
+    level = logging.WARNING if quiet else logging.INFO  # ray.init's own default is INFO ("Started a local Ray ...")
     try:
         if address is None:
             # "local": a new instance even if `ray start` runs on this machine (that one is used with --address).
@@ -51,8 +58,9 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
                 num_cpus=num_cpus or available_cores(),
                 include_dashboard=False,
                 log_to_driver=not quiet,
+                logging_level=level,
             )
-        return ray.init(address=address, log_to_driver=not quiet)
+        return ray.init(address=address, log_to_driver=not quiet, logging_level=level)
     except ConnectionError as err:
         raise CommandError(f"no Ray cluster at --address {address}: {err}") from err
 
