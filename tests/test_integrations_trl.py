@@ -151,6 +151,42 @@ def test_one_grpo_step_end_to_end_with_ordergrad_advantages(tmp_path):
     assert {"risk/digits/objective", "risk/short/objective", "risk/adv_abs_mean"} <= set(logged)
 
 
+def test_an_infinite_reward_is_refused_naming_the_function_and_the_completion():
+    rewards = _rewards()
+    rewards[11, 1] = np.inf  # ranked, it made its whole group's advantages inf - inf = NaN
+    with pytest.raises(ValueError, match=r"reward function 'b' returned inf for completion 11"):
+        group_advantages(parse_group_objective("top2@4", G, ["a", "b"]), rewards, G, ["a", "b"])
+
+
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_an_unscorable_completion_is_left_out_of_its_group_with_advantage_0(scale):
+    # TRL 1.16: a completion every reward function returned None for is excluded from its group's baseline and std
+    # and gets advantage 0; one that some function scored counts the others as 0 (TRL's nansum).
+    rewards = _rewards()
+    rewards[3] = np.nan  # unscorable
+    rewards[12, 0] = np.nan  # scored by function b only
+    objective = parse_group_objective("top2@4", G, ["a", "b"])
+    out = group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)
+    assert out[0, 3] == 0.0
+    total = np.nan_to_num(rewards).sum(axis=1).reshape(-1, G)
+    first = 4 * lstat_advantage(np.delete(total[0], 3), objective)  # ranked among its 7 scored completions
+    second = 4 * lstat_advantage(total[1], objective)
+    if scale == "group":
+        first, second = first / (first.std(ddof=1) + 1e-4), second / (second.std(ddof=1) + 1e-4)
+    if scale == "batch":
+        np.testing.assert_allclose(out[0] / out[1, 0], np.insert(first, 3, 0.0) / second[0], atol=1e-12)
+    else:
+        np.testing.assert_allclose(out[0], np.insert(first, 3, 0.0), atol=1e-12)
+        np.testing.assert_allclose(out[1], second, atol=1e-12)
+    rewards[G : G + 6] = np.nan  # 2 scored completions left: not more than k = 2, no leave-one-out advantage
+    assert np.all(group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)[1] == 0.0)
+
+
+def test_groups_no_larger_than_k_get_advantage_0():  # evaluation groups of num_generations_eval <= k
+    objective = parse_group_objective("top2@4", G, ["a"])
+    assert np.all(group_advantages(objective, _rewards(functions=1)[:8], 2, ["a"]) == 0.0)
+
+
 def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
     _require_trl()
     from datasets import Dataset
@@ -165,6 +201,31 @@ def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
         OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
                              train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}), processing_class=tokenizer,
                              objective="top4@8")  # fmt: skip
+
+
+def test_trainer_refuses_normalize_then_sum_and_evaluates_small_groups_at_the_training_k(tmp_path):
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    common = dict(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                  report_to=[], use_cpu=True)  # fmt: skip
+    kwargs = dict(reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+                  train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}), processing_class=tokenizer)  # fmt: skip
+    with pytest.raises(ValueError, match="multi_objective_aggregation='normalize_then_sum'.*scale='channel'"):
+        OrderGradGRPOTrainer(model, args=GRPOConfig(**common, multi_objective_aggregation="normalize_then_sum"),
+                             objective="top2@4", **kwargs)  # fmt: skip
+    # TRL allows one completion per prompt at evaluation: it trains, and evaluation's advantages are 0
+    with pytest.warns(UserWarning, match="num_generations_eval=1 holds no leave-one-out advantage"):
+        trainer = OrderGradGRPOTrainer(model, args=GRPOConfig(**common, num_generations_eval=1), objective="mean",
+                                       **kwargs)  # fmt: skip
+    assert str(trainer.ordergrad_objective) == "mean"
+    small = OrderGradGRPOTrainer(model, args=GRPOConfig(**common, num_generations_eval=4), objective="cvar0.5",
+                                 **kwargs)  # fmt: skip
+    assert str(small.ordergrad_objective) == "cvar0.5@4"  # evaluation measures what training optimizes
 
 
 def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):

@@ -38,6 +38,12 @@ def std(values: np.ndarray, axis: int | None = None) -> np.ndarray:
     return values.std(axis=axis, ddof=1, keepdims=axis is not None)
 
 
+def objective_ks(objective: Objective | ChannelObjective) -> list[int]:
+    """The order-statistic sizes of a bound objective: one per channel of a channel objective."""
+    parts = objective.channels if isinstance(objective, ChannelObjective) else ()
+    return [int(c.objective.k) for c in parts] or [int(objective.k)]  # type: ignore[arg-type]
+
+
 def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = ()) -> Objective | ChannelObjective:
     """The objective of ``spec`` bound to ``k = group_size // 2`` when it has none, checked before any generation.
 
@@ -50,13 +56,13 @@ def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = 
         raise ValueError(f"objective {spec!r}: GCVaR's weights are not available here; use 'cvar{gcvar}'")
     if not parsed.is_bound:
         parsed = parsed.bind(group_size // 2) if isinstance(parsed, Objective) else parsed.bind_default(group_size // 2)
-    parts = parsed.channels if isinstance(parsed, ChannelObjective) else ()
-    for k in [c.objective.k for c in parts] or [parsed.k]:
+    for k in objective_ks(parsed):
         if k >= group_size:
             raise ValueError(
                 f"objective {str(parsed)!r} has k={k}, but the leave-one-out advantage needs k < G = num_generations "
                 f"= {group_size}: raise num_generations or lower k"
             )
+    parts = parsed.channels if isinstance(parsed, ChannelObjective) else ()
     unknown = [c.name for c in parts if c.name not in channels]
     if unknown:
         raise ValueError(f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}")
@@ -74,21 +80,56 @@ def group_advantages(
     """Per-completion OrderGrad advantages of a rollout.
 
     :param objective: the bound objective (:func:`parse_group_objective`).
-    :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous; NaN
-        (a function that did not score a completion) counts as 0, as in TRL's weighted sum.
+    :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous. NaN is a
+        function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the sum
+        when another function scored the completion; a completion no function scored is unscorable, left out of its
+        group's ranking and std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
+        group of ``num_generations_eval <= k`` among them) has no leave-one-out advantage: all 0.
     :param names: the reward functions' names (channels).
     :param weights: the reward functions' weights in the plain objective's sum (default 1 each).
     :param scale: ``"group"``, ``"batch"``, ``"channel"`` or ``"none"``.
     :return: ``[B]`` float64 advantages.
+    :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape or scale.
     """
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    rewards = np.nan_to_num(np.asarray(rewards, dtype=np.float64), nan=0.0)
+    rewards = np.asarray(rewards, dtype=np.float64)
     if rewards.ndim != 2 or rewards.shape[1] != len(names) or rewards.shape[0] % group_size:
         raise ValueError(
             f"rewards must be [B, {len(names)}] with B a multiple of G = {group_size}, got shape {rewards.shape}"
         )
-    grouped = rewards.reshape(-1, group_size, len(names))
+    infinite = np.argwhere(np.isinf(rewards))
+    if infinite.size:  # ranked, an infinite reward turns its whole group's weights into inf - inf = NaN
+        row, column = infinite[0]
+        raise ValueError(
+            f"reward function {names[column]!r} returned {rewards[row, column]} for completion {row} of the batch: "
+            "OrderGrad ranks finite rewards (return None for a completion it cannot score)"
+        )
+    scored = ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)
+    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
+    if group_size <= max(objective_ks(objective)):  # evaluation groups may be smaller than training's
+        return np.zeros(rewards.shape[0])
+    if scored.all():
+        out = _ranked(objective, grouped, names, weights, scale)
+    else:  # unscorable completions: each group ranked on its scored ones
+        out = np.zeros(scored.shape)
+        for group, keep in enumerate(scored):
+            if keep.sum() > max(objective_ks(objective)):
+                out[group, keep] = _ranked(objective, grouped[group, keep][None], names, weights, scale)[0]
+    if scale == "batch":
+        out = out / (std(out[scored]) + EPS)
+    return np.asarray(out, dtype=np.float64).reshape(-1)
+
+
+def _ranked(
+    objective: Objective | ChannelObjective,
+    grouped: np.ndarray,
+    names: Sequence[str],
+    weights: Sequence[float] | None,
+    scale: str,
+) -> np.ndarray:
+    """``[n_groups, n]`` advantages of ``[n_groups, n, F]`` scored rewards, each group ranked (and, with
+    ``scale`` ``"group"`` or ``"channel"``, scaled) on its own."""
 
     def normalize(values: np.ndarray) -> np.ndarray:
         return values / (std(values, axis=-1) + EPS)
@@ -101,6 +142,4 @@ def group_advantages(
         out = objective.k * lstat_advantage(total, objective)
     if scale in ("group", "channel") and not (scale == "channel" and isinstance(objective, ChannelObjective)):
         out = normalize(out)
-    elif scale == "batch":
-        out = out / (std(out.reshape(-1)) + EPS)
-    return np.asarray(out, dtype=np.float64).reshape(-1)
+    return out

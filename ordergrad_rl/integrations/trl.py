@@ -21,6 +21,7 @@ objective's mean batch value over the groups, of the weighted reward sum or per 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
     ) from err
 
 from ordergrad_rl.core import ChannelObjective, lstat_value
-from ordergrad_rl.integrations.advantages import SCALES, group_advantages, parse_group_objective
+from ordergrad_rl.integrations.advantages import SCALES, group_advantages, objective_ks, parse_group_objective
 from ordergrad_rl.passk import default_ks, pass_at_k_curve
 
 
@@ -57,13 +58,23 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         self.ordergrad_scale = self.scale_rewards if scale is None else scale
         if self.ordergrad_scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {self.ordergrad_scale!r}")
-        self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
-        if self.num_generations_eval != self.num_generations:
-            self.ordergrad_eval_objective = parse_group_objective(
-                objective, self.num_generations_eval, self.reward_func_names
+        aggregation = getattr(self, "multi_objective_aggregation", "sum_then_normalize")  # TRL >= 1.x
+        if aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"multi_objective_aggregation={aggregation!r}: a plain objective ranks the weighted sum of the reward "
+                "functions (TRL's 'sum_then_normalize'); to rank and normalize each reward function on its own, "
+                "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
-        else:
-            self.ordergrad_eval_objective = self.ordergrad_objective
+        self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
+        # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
+        # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
+        k = max(objective_ks(self.ordergrad_objective))
+        if self.num_generations_eval <= k:
+            warnings.warn(
+                f"num_generations_eval={self.num_generations_eval} holds no leave-one-out advantage of objective "
+                f"{str(self.ordergrad_objective)!r} (k={k}): evaluation's advantages are 0, and so is its loss",
+                stacklevel=2,
+            )
         self._ordergrad_rewards: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
@@ -75,7 +86,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        objective = self.ordergrad_objective if mode == "train" else self.ordergrad_eval_objective
+        objective = self.ordergrad_objective
         rewards = self._ordergrad_rewards.detach().float().cpu().numpy()
         advantages = group_advantages(
             objective,
@@ -97,16 +108,30 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         self, mode: str, objective: Any, rewards: np.ndarray, advantages: np.ndarray, group_size: int
     ) -> None:
         metrics = self._metrics[mode]
+        scored = ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)  # unscorable completions are left out
         grouped = np.nan_to_num(rewards).reshape(-1, group_size, rewards.shape[1])
         if isinstance(objective, ChannelObjective):
             for c in objective.channels:
                 column = grouped[..., self.reward_func_names.index(c.name)]
-                metrics[f"risk/{c.name}/objective"].append(float(np.mean(lstat_value(column, c.objective))))
+                value = _mean_group_value(column, scored, c.objective)
+                if value is not None:
+                    metrics[f"risk/{c.name}/objective"].append(value)
         else:
-            total = grouped @ self.reward_weights.numpy().astype(np.float64)
-            metrics["risk/objective"].append(float(np.mean(lstat_value(total, objective))))
+            value = _mean_group_value(grouped @ self.reward_weights.numpy().astype(np.float64), scored, objective)
+            if value is not None:
+                metrics["risk/objective"].append(value)
         metrics["risk/adv_abs_mean"].append(float(np.abs(advantages).mean()))
         metrics["risk/frac_zero_adv"].append(float(np.mean(np.isclose(advantages, 0.0))))
+
+
+def _mean_group_value(values: np.ndarray, scored: np.ndarray, objective: Any) -> float | None:
+    """The objective's value of each group's scored ``[n_groups, G]`` values, averaged over the groups with at least
+    ``k`` of them (``None`` if none has: an evaluation group smaller than ``k``)."""
+    if scored.all():
+        return float(np.mean(lstat_value(values, objective))) if values.shape[1] >= objective.k else None
+    rows = zip(values, scored, strict=True)
+    per_group = [lstat_value(row[keep], objective) for row, keep in rows if keep.sum() >= objective.k]
+    return float(np.mean(per_group)) if per_group else None
 
 
 class PassAtKCallback(TrainerCallback):
