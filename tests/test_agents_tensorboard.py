@@ -298,3 +298,19 @@ def test_periodic_evaluation_also_evaluates_the_final_policy() -> None:
     model.learn(8, callback=periodic)
     assert periodic.evaluations_timesteps[-1] == model.num_timesteps
     assert len(set(periodic.evaluations_timesteps)) == len(periodic.evaluations_timesteps)  # never twice at the end
+
+
+def test_sb3s_stop_callbacks_work_after_a_risk_evaluation() -> None:
+    """``callback_after_eval`` with SB3's stoppers, which read ``parent.best_mean_reward`` (AttributeError before)."""
+    from stable_baselines3.common.callbacks import StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold
+
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    stop = StopTrainingOnRewardThreshold(reward_threshold=-np.inf)  # met at the first evaluation
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=5, eval_freq=4, callback_after_eval=stop)
+    model.learn(400, callback=callback)
+    assert model.num_timesteps < 400 and len(callback.evaluations_timesteps) == 1
+    assert callback.last_mean_reward == callback.best_mean_reward == callback.last_returns.mean()
+    patience = StopTrainingOnNoModelImprovement(max_no_improvement_evals=1)
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=5, eval_freq=4, callback_after_eval=patience)
+    model.learn(400, callback=callback)
+    assert callback.best_mean_reward == max(returns.mean() for returns in callback.evaluations_returns)

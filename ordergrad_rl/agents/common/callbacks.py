@@ -136,7 +136,9 @@ class RiskEvalCallback(PeriodicEvalCallback):
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
     (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
-    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history.
+    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history;
+    ``last_mean_reward`` and ``best_mean_reward`` are kept as SB3's ``EvalCallback`` keeps them, so that SB3's
+    ``StopTrainingOnRewardThreshold`` and ``StopTrainingOnNoModelImprovement`` work as ``callback_after_eval``.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
         in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
@@ -177,6 +179,8 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.last_profile: dict[str, float] = {}
         self.last_info: dict[str, float] = {}
         self.evaluations_returns: list[np.ndarray] = []
+        self.last_mean_reward = -np.inf
+        self.best_mean_reward = -np.inf
 
     @property
     def risk_prefix(self) -> str:
@@ -213,7 +217,9 @@ class RiskEvalCallback(PeriodicEvalCallback):
             self.logger.record(f"{self.log_name}_info/{key}", value)
         for key, values in infos.histograms().items():
             self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
-        self.logger.record(f"{self.log_name}/mean_reward", float(returns.mean()))
+        self.last_mean_reward = float(returns.mean())
+        self.best_mean_reward = max(self.best_mean_reward, self.last_mean_reward)
+        self.logger.record(f"{self.log_name}/mean_reward", self.last_mean_reward)
         self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
         self.evaluations_returns.append(returns)
         return self.last_profile
