@@ -27,12 +27,17 @@ def risk_profile(
     returns: Sequence[float] | np.ndarray,
     cvar_levels: Sequence[float] = CVAR_LEVELS,
     quantile_levels: Sequence[float] = QUANTILE_LEVELS,
+    weights: Sequence[float] | np.ndarray | None = None,
 ) -> dict[str, float]:
     """Summary statistics of a batch of returns (higher is better).
 
     :param returns: shape ``(n,)`` (any shape is flattened), finite, ``n >= 1``.
     :param cvar_levels: lower-tail levels ``a`` in (0, 1] for ``cvar_<a>``.
     :param quantile_levels: levels ``q`` in [0, 1] for ``quantile_<q>`` (Hazen).
+    :param weights: ``(n,)`` positive likelihood ratios of a batch drawn by a sampler (the noise sampler's): the
+        profile is then that of the weighted empirical distribution, which describes the policy's own returns, not
+        the sampler's draws (``cvar_<a>`` the mean of its lower ``a`` of mass, ``quantile_<q>`` Hazen's positions
+        at the cumulative weights); ``None``: every return weighs the same, as above.
     :return: ``{"mean", "std" (population), "min", "max", "cvar_0.05", ..., "quantile_0.05", ...}`` as floats,
         the keys TensorBoard logs under ``risk/`` and ``eval_risk/``.
     """
@@ -41,6 +46,10 @@ def risk_profile(
         raise ValueError("risk_profile needs at least one return")
     if not np.all(np.isfinite(values)):
         raise ValueError("returns contain NaN or inf")
+    if any(not 0.0 < level <= 1.0 for level in cvar_levels):
+        raise ValueError(f"CVaR levels must be in (0, 1], got {list(cvar_levels)}")
+    if weights is not None:
+        return _weighted_profile(values, weights, cvar_levels, quantile_levels)
     profile = {
         "mean": float(values.mean()),
         "std": float(values.std()),
@@ -48,10 +57,37 @@ def risk_profile(
         "max": float(values.max()),
     }
     for level in cvar_levels:
-        if not 0.0 < level <= 1.0:
-            raise ValueError(f"CVaR levels must be in (0, 1], got {level}")
         profile[f"cvar_{level:g}"] = lower_tail_mean(values, level)
     quantiles = np.quantile(values, list(quantile_levels), method="hazen") if len(quantile_levels) else []
     for level, value in zip(quantile_levels, quantiles, strict=True):
         profile[f"quantile_{level:g}"] = float(value)
+    return profile
+
+
+def _weighted_profile(
+    values: np.ndarray,
+    weights: Sequence[float] | np.ndarray,
+    cvar_levels: Sequence[float],
+    quantile_levels: Sequence[float],
+) -> dict[str, float]:
+    """:func:`risk_profile` of the weighted empirical distribution of ``values``."""
+    from ordergrad_rl.core.weighted import check_weighted_batch
+
+    values, weights = check_weighted_batch(values, np.asarray(weights, dtype=np.float64).ravel())
+    order = np.argsort(values, kind="stable")
+    values, mass = values[order], weights[order] / weights.sum()
+    mean = float(mass @ values)
+    profile = {
+        "mean": mean,
+        "std": float(np.sqrt(mass @ (values - mean) ** 2)),
+        "min": float(values[0]),
+        "max": float(values[-1]),
+    }
+    below = np.concatenate([[0.0], np.cumsum(mass)[:-1]])  # the mass below each sorted value
+    for level in cvar_levels:
+        taken = np.clip(level - below, 0.0, mass)  # each value's share of the lower `level` of mass
+        profile[f"cvar_{level:g}"] = float(taken @ values / level)
+    positions = below + mass / 2  # Hazen's (j - 0.5) / n with equal weights
+    for level in quantile_levels:
+        profile[f"quantile_{level:g}"] = float(np.interp(level, positions, values))
     return profile

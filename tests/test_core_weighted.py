@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ordergrad_rl import Objective, lstat_advantage
-from ordergrad_rl.core.weighted import binomial_kernel, weighted_lstat_advantage
+from ordergrad_rl.core.weighted import binomial_kernel, weighted_lstat_advantage, weighted_lstat_value
 
 
 def brute_value(support: np.ndarray, probs: np.ndarray, alpha: np.ndarray) -> float:
@@ -93,3 +93,13 @@ def test_bad_input(returns: list, weights: list, match: str) -> None:
 def test_unbound_objective() -> None:
     with pytest.raises(ValueError, match="no k"):
         weighted_lstat_advantage(np.zeros(3), np.ones(3), Objective.parse("cvar0.2"))
+
+
+@pytest.mark.parametrize("spec", ["cvar0.34@3", "median@3", "max@3", "mean", "alpha[0.5,-1,2]"])
+def test_the_weighted_value_is_the_enumerated_value_of_the_weighted_distribution(spec: str) -> None:
+    objective = Objective.parse(spec)
+    support = np.array([-3.0, -1.0, 0.5, 0.5, 2.0])  # a tie included
+    weights = np.array([0.2, 0.8, 0.5, 0.1, 0.4])  # any scale
+    expected = brute_value(support, weights / weights.sum(), objective.weights)
+    assert weighted_lstat_value(support, weights, objective) == pytest.approx(expected, abs=1e-12)
+    assert weighted_lstat_value(support[:1], weights[:1], objective) == pytest.approx(-3.0 * objective.weights.sum())

@@ -327,3 +327,33 @@ def test_shortcut_nav_exposes_its_crash() -> None:
         assert "noise" not in info
     else:
         pytest.fail("the straight line never entered the zone")
+
+
+def test_risk_logs_weigh_the_samplers_draws_back_to_the_policys_returns() -> None:
+    """risk/* and risk/objective of a rollout drawn by the sampler describe the policy's returns (the weighted
+    batch), not the sampler's draws, which oversample the crash."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from ordergrad_rl.core.weighted import weighted_lstat_value
+    from ordergrad_rl.risk import risk_profile
+
+    class Logged(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:  # after the rollout's logs, before the next rollout replaces them
+            model = self.model
+            weights = model._rollout_noise_weights
+            if weights is not None and not np.allclose(weights, weights[0]):
+                self.seen = (dict(model.logger.name_to_value), model.rollout_buffer.episode_returns.copy(), weights)
+
+    model = OrderGradREINFORCE("MlpPolicy", RareCrash(crash_prob=0.05), objective="cvar0.2", n_episodes=32,
+                               learning_rate=0.0, seed=1, noise_sampler=True)  # fmt: skip
+    callback = Logged()
+    model.learn(32 * 30, callback=callback)
+    logged, returns, weights = callback.seen  # a rollout the sampler drew with q != p
+    expected = risk_profile(returns, weights=weights)
+    for key in ("mean", "cvar_0.2", "quantile_0.5"):
+        assert logged[f"risk/{key}"] == pytest.approx(expected[key])
+    assert logged["risk/mean"] != pytest.approx(returns.mean())  # not the draws' own
+    assert logged["risk/objective"] == pytest.approx(weighted_lstat_value(returns, weights, model.objective))

@@ -37,3 +37,27 @@ def test_bad_returns():
         risk_profile([1.0, np.nan])
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         risk_profile([1.0], cvar_levels=[0.0])
+
+
+def test_a_weighted_profile_is_the_profile_of_the_weighted_distribution():
+    rng = np.random.default_rng(0)
+    returns = rng.normal(size=20)
+    counts = rng.integers(1, 4, size=20)
+    replicated = risk_profile(np.repeat(returns, counts))
+    weighted = risk_profile(returns, cvar_levels=(0.1, 0.25, 1.0), weights=counts * 0.5)  # any scale
+    assert weighted["mean"] == pytest.approx(replicated["mean"])
+    assert weighted["std"] == pytest.approx(replicated["std"])
+    assert (weighted["min"], weighted["max"]) == (replicated["min"], replicated["max"])
+    # the lower tail by mass: the worst values' weights until the level, a share of the last one
+    order = np.argsort(returns)
+    mass = counts[order] / counts.sum()
+    for level in (0.1, 0.25, 1.0):
+        taken = np.clip(level - np.concatenate([[0.0], np.cumsum(mass)[:-1]]), 0, mass)
+        assert weighted[f"cvar_{level:g}"] == pytest.approx(taken @ returns[order] / level)
+    assert weighted["cvar_1"] == pytest.approx(weighted["mean"])
+    # equal weights: the unweighted profile (where a * n is a whole number of returns)
+    equal = risk_profile(returns, weights=np.ones(20))
+    plain = risk_profile(returns)
+    assert equal == pytest.approx(plain)
+    with pytest.raises(ValueError, match="positive"):
+        risk_profile(returns, weights=np.zeros(20))

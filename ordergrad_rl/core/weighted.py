@@ -30,10 +30,33 @@ the binomial one). Tied returns (zero gaps) get identical weights; ``sum_i rho_i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
 from ordergrad_rl.core.objectives import Objective
+
+
+def check_weighted_batch(returns: Any, weights: Any, minimum: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``(returns, weights)`` as float64 arrays if they are one weighted batch.
+
+    :raises ValueError: shapes that differ or are not 1-D, fewer than ``minimum`` samples, non-finite returns, or
+        weights that are not positive and finite.
+    """
+    returns = np.asarray(returns, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if returns.ndim != 1 or weights.shape != returns.shape:
+        raise ValueError(
+            f"returns and weights must be 1-D arrays of one length, got shapes {returns.shape} and {weights.shape}"
+        )
+    if returns.size < minimum:
+        raise ValueError(f"a weighted batch needs at least {minimum} samples, got {returns.size}")
+    if not np.isfinite(returns).all():
+        raise ValueError("returns contain NaN or inf")
+    if not (np.isfinite(weights).all() and (weights > 0).all()):
+        raise ValueError("importance weights must be positive and finite")
+    return returns, weights
 
 
 def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -63,18 +86,7 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     :raises ValueError: shapes that differ or are not 1-D, ``N < 2``, non-finite returns, weights that are not
         positive and finite, or an unbound objective.
     """
-    returns = np.asarray(returns, dtype=np.float64)
-    weights = np.asarray(weights, dtype=np.float64)
-    if returns.ndim != 1 or weights.shape != returns.shape:
-        raise ValueError(
-            f"returns and weights must be 1-D arrays of one length, got shapes {returns.shape} and {weights.shape}"
-        )
-    if returns.size < 2:
-        raise ValueError(f"a weighted batch needs at least 2 samples, got {returns.size}")
-    if not np.isfinite(returns).all():
-        raise ValueError("returns contain NaN or inf")
-    if not (np.isfinite(weights).all() and (weights > 0).all()):
-        raise ValueError("importance weights must be positive and finite")
+    returns, weights = check_weighted_batch(returns, weights, 2)
     alpha = objective.weights  # raises for an unbound objective
     order = np.argsort(returns, kind="stable")
     sorted_returns = returns[order]
@@ -87,3 +99,29 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     advantages = np.empty_like(returns)
     advantages[order] = np.dot(terms, level) - above
     return advantages
+
+
+def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: Objective) -> float:
+    """The plug-in value ``V(F_w) = E[sum_j alpha_j Y_(j:k)]`` of ``k`` i.i.d. draws ``Y`` of the weighted
+    empirical distribution ``F_w`` of ``returns`` (module docstring): with the returns sorted, gaps ``D_l`` and
+    cumulative weights ``F_l``, ``V = R_(1) sum_j alpha_j + sum_l D_l sum_j alpha_j P(Bin(k, F_l) < j)``, since
+    ``Y_(j:k) > y`` exactly when fewer than ``j`` of the ``k`` draws are ``<= y``.
+
+    What a batch drawn by a sampler says about the objective's value under ``F`` (consistent, as the weights of
+    :func:`weighted_lstat_advantage`); with equal weights, the V-statistic (draws with replacement), not
+    :func:`~ordergrad_rl.core.lstat_value`'s U-statistic.
+
+    :param returns: ``[N]`` finite returns.
+    :param weights: ``[N]`` positive finite likelihood ratios (any scale).
+    :param objective: a bound :class:`~ordergrad_rl.core.Objective`.
+    :raises ValueError: as :func:`check_weighted_batch`, or an unbound objective.
+    """
+    returns, weights = check_weighted_batch(returns, weights)
+    alpha = objective.weights
+    order = np.argsort(returns, kind="stable")
+    sorted_returns = returns[order]
+    cumulative = np.cumsum(weights[order])
+    level = cumulative[:-1] / cumulative[-1]  # F_l, l = 1 .. N-1
+    # P(Bin(k, F_l) < j) = P(Bin(k, F_l) <= j - 1), j = 1 .. k: [N-1, k]
+    below = stats.binom.cdf(np.arange(alpha.size)[None, :], alpha.size, level[:, None])
+    return float(sorted_returns[0] * alpha.sum() + np.diff(sorted_returns) @ (below @ alpha))

@@ -80,6 +80,7 @@ from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
+from ordergrad_rl.core.weighted import weighted_lstat_value
 from ordergrad_rl.envs.noise import NOISE_INFO_KEY
 
 #: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
@@ -1190,10 +1191,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _record_rollout_logs(self) -> None:
         """``risk/*`` of the rollout's episode returns and ``risk/objective`` (the batch value ``v^alpha``, averaged
         over the groups); with info channels, ``risk/<channel>/*`` of their episode sums and
-        ``risk/<channel>/objective`` of every channel (``risk/objective`` is then the weighted sum)."""
+        ``risk/<channel>/objective`` of every channel (``risk/objective`` is then the weighted sum). A rollout
+        drawn by the noise sampler is weighed by its likelihood ratios, so that these describe the policy's own
+        returns, not the sampler's draws (``risk/objective`` is then the plug-in value of the weighted batch)."""
         buffer = self.rollout_buffer
         logger = self.logger  # type: ignore[attr-defined]
-        record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns)
+        weights = getattr(self, "_rollout_noise_weights", None)
+        record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns, weights)
         scheduled = getattr(self, "risk_schedule", None) is not None
         untie = self.untie_tail and can_untie(self.objective, getattr(self, "gcvar_alpha", None))
         if scheduled:
@@ -1204,7 +1208,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             logger.record(f"{TRAIN_PREFIX}/tied", tied_share(*ties, getattr(self, "_rollout_floor", False)))
             # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture.
             logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(getattr(self, "_rollout_untie_case", None) == TIE_AT_VAR))
-        weights = getattr(self, "_rollout_noise_weights", None)
         if weights is not None:
             for name, prob in self._rollout_noise_probs.items():
                 logger.record(f"{TRAIN_PREFIX}/noise/{name}", prob)  # the sampler's q of this rollout
@@ -1218,7 +1221,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 logger.record(f"{TRAIN_PREFIX}/level", level)
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)
         if not isinstance(self.objective, ChannelObjective):
-            logger.record(f"{TRAIN_PREFIX}/objective", float(np.mean(lstat_value(values[REWARD], self.objective))))
+            if weights is None:
+                value = float(np.mean(lstat_value(values[REWARD], self.objective)))
+            else:  # the sampler pools one batch (no groups, no channels: noise_sampler_error)
+                value = weighted_lstat_value(np.ravel(values[REWARD]), weights, self.objective)
+            logger.record(f"{TRAIN_PREFIX}/objective", value)
             return
         total = 0.0
         for channel in self.objective.channels:

@@ -44,15 +44,20 @@ HPARAM_METRIC_KEYS: tuple[str, ...] = ("mean", "std", "min", "cvar_0.05", "cvar_
 _CATEGORY_TITLES = {TRAIN_PREFIX: "risk (training batches)", EVAL_PREFIX: "eval_risk (evaluation)"}
 
 
-def record_risk_profile(logger: Logger, prefix: str, returns: np.ndarray) -> dict[str, float]:
+def record_risk_profile(
+    logger: Logger, prefix: str, returns: np.ndarray, weights: np.ndarray | None = None
+) -> dict[str, float]:
     """Record ``<prefix>/<key>`` for the risk profile of ``returns`` and the histogram ``<prefix>/episode_returns``.
 
     :param logger: SB3 logger (values are written at its next ``dump``).
     :param prefix: tag prefix, ``"risk"`` or ``"eval_risk"``.
     :param returns: ``[n]`` episode returns.
+    :param weights: ``[n]`` likelihood ratios of a batch drawn by the noise sampler: the profile is the policy's
+        (:func:`~ordergrad_rl.risk.risk_profile`); the histogram still shows the draws (TensorBoard's histograms
+        take no weights).
     :return: the profile.
     """
-    profile = risk_profile(returns)
+    profile = risk_profile(returns, weights=weights)
     for key, value in profile.items():
         logger.record(f"{prefix}/{key}", value)
     logger.record(
