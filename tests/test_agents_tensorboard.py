@@ -314,3 +314,11 @@ def test_sb3s_stop_callbacks_work_after_a_risk_evaluation() -> None:
     callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=5, eval_freq=4, callback_after_eval=patience)
     model.learn(400, callback=callback)
     assert callback.best_mean_reward == max(returns.mean() for returns in callback.evaluations_returns)
+
+
+def test_the_run_name_has_the_k_the_first_learn_call_sized(tmp_path: Path) -> None:
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", tensorboard_log=str(tmp_path), n_epochs=1, seed=0)
+    assert model.n_episodes == 32 and str(model.objective) == "cvar0.2@16"
+    model.learn(1_000)  # a small budget halves the rollout to 16 episodes: k = 8
+    assert model.n_episodes == 16
+    assert [p.name for p in tmp_path.iterdir()] == ["OrderGradPPO_cvar0.2@8_1"]

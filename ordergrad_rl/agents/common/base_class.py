@@ -194,7 +194,8 @@ class OrderGradAlgorithmMixin:
             total_timesteps=total_timesteps,
             callback=callback,
             log_interval=log_interval,
-            tb_log_name=tb_log_name or self.run_name(),
+            # None: the run name is made in _setup_learn, after a first call has sized the rollout (and so k)
+            tb_log_name=tb_log_name or None,
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
@@ -214,10 +215,10 @@ class OrderGradAlgorithmMixin:
         total_timesteps: int,
         callback: MaybeCallback = None,
         reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
+        tb_log_name: str | None = None,
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        parent, _, name = tb_log_name.rpartition("/")
+        parent, _, name = (tb_log_name or self.run_name()).rpartition("/")
         log_dir = self.tensorboard_log  # type: ignore[has-type]
         # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
         run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir
