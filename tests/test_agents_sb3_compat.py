@@ -224,6 +224,14 @@ def test_fine_tuning_from_an_sb3_save(ppo_model, tmp_path) -> None:
     assert same_actions(reinforce, ppo_model, OBS)
 
 
+def test_fine_tuning_from_a2c_keeps_the_layout_not_its_rmsprop() -> None:
+    a2c = A2C("MlpPolicy", "CartPole-v1", policy_kwargs=dict(net_arch=[16]), seed=0)
+    assert a2c.policy_kwargs["optimizer_class"] is th.optim.RMSprop
+    model = OrderGradREINFORCE.from_sb3(a2c, n_episodes=4)
+    assert type(model.policy.optimizer) is th.optim.Adam and same_actions(model, a2c, OBS)
+    assert model.policy_kwargs["net_arch"] == [16]
+
+
 def test_fine_tuning_into_q_critic_mode_starts_a_fresh_q_head(ppo_model) -> None:
     model = OrderGradPPO.from_sb3(ppo_model, advantage="q_critic", objective="top2@4", n_steps=16)
     assert model.policy.value_net.out_features == 2 and same_actions(model, ppo_model, OBS)

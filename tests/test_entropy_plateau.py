@@ -102,7 +102,7 @@ def test_the_argument_takes_bools_none_or_settings_and_names_anything_else():
     assert repr(make_entropy_plateau({"p_value": 0.1})) == "EntropyPlateau(window=3, p_value=0.1, decay_share=0.1)"
     with pytest.raises(ValueError, match="unknown settings \\['patience'\\]"):
         make_entropy_plateau({"patience": 3})
-    with pytest.raises(ValueError, match="p_value"):
+    with pytest.raises(ValueError, match="entropy_plateau: p_value"):
         make_entropy_plateau({"p_value": 2.0})
     with pytest.raises(ValueError, match="entropy_plateau"):
         make_entropy_plateau("yes")  # type: ignore[arg-type]

@@ -131,7 +131,10 @@ def make_entropy_plateau(value: bool | EntropyPlateau | dict[str, Any] | None) -
         unknown = sorted(set(value) - {"window", "p_value", "decay_share"})
         if unknown:
             raise ValueError(f"entropy_plateau: unknown settings {unknown}; settings: window, p_value, decay_share")
-        return EntropyPlateau(**value)
+        try:
+            return EntropyPlateau(**value)
+        except ValueError as err:
+            raise ValueError(f"entropy_plateau: {err}") from None
     if value is False or value is None:
         return None
     raise ValueError(

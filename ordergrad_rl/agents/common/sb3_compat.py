@@ -174,7 +174,8 @@ def from_sb3(
     :param env: the training env; default: the model's env (required for a path).
     :param device: torch device of the new agent.
     :param kwargs: the OrderGrad agent's arguments (``objective``, ``n_episodes`` ...). ``policy_kwargs`` and
-        ``use_sde`` default to the SB3 model's (the layouts must match).
+        ``use_sde`` default to the SB3 model's (the layouts must match), less its optimizer (A2C's RMSprop): the
+        agent's own is used.
     :raises ValueError: no env, a policy that is not an actor-critic, or an actor layout that differs.
     """
     if isinstance(source, BaseAlgorithm):
@@ -189,7 +190,10 @@ def from_sb3(
         raise ValueError(f"{cls.__name__}.from_sb3 needs env=: the SB3 model has no env (a save holds none)")
     if not (isinstance(policy_class, type) and issubclass(policy_class, ActorCriticPolicy)):
         raise ValueError(f"from_sb3 needs an actor-critic policy (PPO, A2C ...), the SB3 model has {policy_class!r}")
-    kwargs.setdefault("policy_kwargs", copy.deepcopy(policy_kwargs))
+    # The layout, not the optimizer: A2C puts its RMSprop in policy_kwargs, and the OrderGrad agent trains with its
+    # own (Adam, as its defaults were measured with).
+    layout = {key: value for key, value in policy_kwargs.items() if key not in ("optimizer_class", "optimizer_kwargs")}
+    kwargs.setdefault("policy_kwargs", copy.deepcopy(layout))
     kwargs.setdefault("use_sde", use_sde)
     model = cls(ORDERGRAD_POLICIES.get(policy_class, policy_class), env, device=device, **kwargs)
     copy_policy_weights(state, model.policy)
