@@ -19,21 +19,12 @@ An agent checks ``noise_probs`` and ``set_noise_probs`` once, where it sets its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from numbers import Real
 from typing import Any
+
+from ordergrad_rl.common.arguments import check_float
 
 #: The step-info key of the noise report.
 NOISE_INFO_KEY = "noise"
-
-
-def _probability(name: str, prob: Any, where: str) -> float:
-    """``prob`` as a float, the probability of event ``name`` given in ``where``.
-
-    :raises ValueError: not a real number in ``[0, 1]`` (NaN, a string, a bool included).
-    """
-    if isinstance(prob, bool) or not isinstance(prob, Real) or not 0.0 <= float(prob) <= 1.0:
-        raise ValueError(f"{where}: noise probability of {name!r} must be a number in [0, 1], got {prob!r}")
-    return float(prob)
 
 
 def check_noise_probs(probs: Mapping[str, float] | None, nominal: Mapping[str, float]) -> dict[str, float]:
@@ -45,7 +36,7 @@ def check_noise_probs(probs: Mapping[str, float] | None, nominal: Mapping[str, f
     for name, prob in (probs or {}).items():
         if name not in nominal:
             raise ValueError(f"unknown noise event {name!r}; this env's events: {sorted(nominal)}")
-        out[name] = _probability(name, prob, "set_noise_probs")
+        out[name] = check_float(f"noise probability of {name!r}", prob, 0, 1)
     return out
 
 
@@ -64,7 +55,7 @@ def check_nominal_noise_probs(nominal: Any) -> dict[str, float]:
     for name, prob in nominal.items():
         if not isinstance(name, str):
             raise ValueError(f"the env's noise_probs must be keyed by event names (strings), got {name!r}")
-        out[name] = _probability(name, prob, "the env's noise_probs")
+        out[name] = check_float(f"the env's noise_probs[{name!r}]", prob, 0, 1)
     return out
 
 
