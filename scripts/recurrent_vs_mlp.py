@@ -18,7 +18,8 @@ The comparison, fixed before running:
 * Seeds: seed s trains with seed s * 10^6 and deploys on the ``reproduce tailrisk`` seed block (s * 10^6 + 500000),
   so both agents of a seed see the same deployment paths (a paired comparison).
 * Deployment: ``tailrisk.deploy`` with the deterministic policy (the recurrent one carries its LSTM state through a
-  path and starts each from zero, as in training) and ``tailrisk.deployment_metrics``, plus the CVaR_0.2 of log W_T.
+  path and starts each from zero, as in training: ``deploy`` acts through a ``PolicyActor``) and
+  ``tailrisk.deployment_metrics``, plus the CVaR_0.2 of log W_T.
 
 Prints one row per metric: each agent's mean over seeds with a 95% Student-t interval, and the paired difference
 recurrent - MLP with its interval; and the training times (ratio recurrent / MLP, timed in the same run).
@@ -58,23 +59,6 @@ ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class StatefulPredictor:
-    """``predict(obs, deterministic)`` of a recurrent model over one batch of paths started together: the LSTM
-    state is carried from step to step and zero at the first step (``tailrisk.deploy`` calls ``predict`` once per
-    decision, and every path of a deployment starts and ends together)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model, self.state, self.start = model, None, True
-
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> tuple[np.ndarray, Any]:
-        starts = np.full(len(obs), self.start)
-        action, self.state = self.model.predict(
-            obs, state=self.state, episode_start=starts, deterministic=deterministic
-        )
-        self.start = False
-        return action, self.state
-
-
 def train(agent: str, seed: int, steps: int, bar: Any) -> tuple[Any, float]:
     """Train ``agent`` at its defaults with cvar0.2 on the deployment env; returns (model, seconds)."""
     import ordergrad_rl.agents as agents
@@ -88,8 +72,7 @@ def train(agent: str, seed: int, steps: int, bar: Any) -> tuple[Any, float]:
 
 def evaluate(agent: str, model: Any, seed: int, n_paths: int) -> dict[str, float]:
     """Deployment metrics of ``n_paths`` deterministic paths (the seed block's deployment seeds)."""
-    predictor = StatefulPredictor(model) if agent == "recurrent" else model
-    deployment = deploy(predictor, n_paths, seed * SEED_STRIDE + DEPLOY_OFFSET)
+    deployment = deploy(model, n_paths, seed * SEED_STRIDE + DEPLOY_OFFSET)
     metrics = deployment_metrics(deployment)
     weights = metrics.pop("weights")
     metrics.update(

@@ -14,7 +14,7 @@ from test_agents_channels import Capture  # tests/ is on sys.path under pytest
 from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture)
 
 from ordergrad_rl import pass_at_k
-from ordergrad_rl.agents import OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
+from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
 from ordergrad_rl.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -94,6 +94,54 @@ def test_seed_rule_contexts_and_periodic_evaluation() -> None:
     result = sample_successes(model, DummyVecEnv([SeededCoins] * 2), [seeds[0], seeds[2]], 60, seed=1)
     rates = result.success.mean(1)
     assert rates[0] < 0.25 and rates[1] > 0.7, rates
+
+
+class MaskedCoins(Coins):
+    """Action 1 is always masked and fails the episode: every episode of a policy that respects the masks is a
+    success."""
+
+    def action_masks(self) -> np.ndarray:
+        return np.array([True, False])
+
+    def step(self, action):
+        self.t += 1
+        done = int(action) == 1 or self.t >= 3
+        return np.eye(3, dtype=np.float32)[self.problem], 0.0, done, False, {"is_success": int(action) == 0}
+
+
+def test_maskable_model_acts_with_the_masks() -> None:
+    model = OrderGradMaskablePPO("MlpPolicy", DummyVecEnv([MaskedCoins]), objective="mean", n_episodes=4, seed=0)
+    result = sample_successes(model, DummyVecEnv([MaskedCoins] * 2), [0, 1], 20, seed=0)
+    assert result.success.all() and np.all(result.lengths == 3)  # a sampled, unmasked action 1 fails (p = 7/8)
+    with pytest.raises(ValueError, match="action_masks().*ActionMasker"):
+        sample_successes(model, DummyVecEnv([Coins]), [0], 2)
+
+
+class Alternate(Coins):
+    """The same observation at every step of problem ``c``'s ``c + 1`` steps; success needs actions 0, 1, 0, ...
+    (a policy with memory)."""
+
+    def step(self, action):
+        right = int(action) == self.t % 2
+        self.t += 1
+        done = not right or self.t > self.problem
+        info = {"is_success": right and self.t > self.problem}
+        return np.eye(3, dtype=np.float32)[self.problem], 0.0, done, False, info
+
+
+class CountingModel:
+    """A stand-in for a recurrent model: its state counts the steps of each env's episode (reset at
+    ``episode_start``, as an LSTM's), and it plays the count's parity."""
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=False):
+        state = np.zeros(len(obs), dtype=np.int64) if state is None else np.where(episode_start, 0, state)
+        return state % 2, state + 1
+
+
+def test_recurrent_model_carries_its_state_and_resets_it() -> None:
+    # Two envs, episodes of 1 to 3 steps: the envs start episodes at different steps.
+    result = sample_successes(CountingModel(), DummyVecEnv([Alternate] * 2), [0, 1, 2], 5, seed=0)
+    assert result.success.all() and np.all(result.lengths == np.array([[1], [2], [3]]))
 
 
 def test_errors() -> None:

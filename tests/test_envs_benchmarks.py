@@ -191,6 +191,58 @@ def test_solver_arguments_are_checked() -> None:
             law.cvar_slope(law, bad)
 
 
+def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
+    """Bad tables are refused with the entry named, where they used to fail inside the solvers' loops (an
+    IndexError, a KeyError nan), be cut (a horizon of 2.5 ran 2 steps) or give a law of total mass 3.168."""
+    good = tiny_mdp(0, 2, 3)
+    fields = {name: getattr(good, name) for name in ("prob", "next_state", "reward", "terminated", "start")}
+
+    def with_entry(name: str, index: tuple[int, ...], value: float) -> dict:
+        array = fields[name].astype(float if isinstance(value, float) else fields[name].dtype)
+        array[index] = value
+        return {**fields, name: array}
+
+    cases = [
+        (with_entry("next_state", (1, 0, 1), 5), r"next_state\[1, 0, 1\] must be a state in \[0, 2\), got 5"),
+        (with_entry("next_state", (0, 0, 0), -1), r"next_state\[0, 0, 0\] must be a state in \[0, 2\)"),
+        ({**fields, "next_state": fields["next_state"].astype(float)}, "next_state must be an integer array"),
+        (with_entry("reward", (0, 1, 0), float("nan")), r"reward\[0, 1, 0\] must be a finite number, got nan"),
+        (with_entry("reward", (0, 1, 0), float("inf")), r"reward\[0, 1, 0\] must be a finite number"),
+        (with_entry("prob", (1, 1, 0), 1.5), r"prob\[1, 1, 0\] must be a probability in \[0, 1\], got 1.5"),
+        (with_entry("prob", (1, 1, 0), float("nan")), r"prob\[1, 1, 0\] must be a probability"),
+        (with_entry("prob", (1, 1, 0), 0.0), r"prob\[1, 1\] must sum to 1"),
+        (with_entry("start", (0,), 2.0), r"start\[0\] must be a probability in \[0, 1\]"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            TabularMDP(**kwargs, horizon=3)
+    for horizon in (2.5, 0, True):
+        with pytest.raises(ValueError, match=rf"horizon must be an integer >= 1, got {horizon}"):
+            TabularMDP(**fields, horizon=horizon)
+    assert TabularMDP(**fields, horizon=np.int64(3)).horizon == 3
+    table = {0: {0: [(1.0, 5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}
+    with pytest.raises(ValueError, match=r"next_state\[0, 0, 0\] must be a state in \[0, 1\), got 5"):
+        TabularMDP.from_outcomes(table, 0, 2)
+    with pytest.raises(ValueError, match=r"outcomes\[0\]\[0\]\[0\]: the next state must be an integer, got 0.5"):
+        TabularMDP.from_outcomes({0: {0: [(1.0, 0.5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2)
+    with pytest.raises(ValueError, match="horizon must be an integer >= 1, got 2.5"):
+        TabularMDP.from_outcomes({0: {0: [(1.0, 0, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2.5)
+    # Policies: rows of probabilities, or actions.
+    for policy, match in (
+        (np.array([[0.9, 0.9], [0.5, 0.5]]), r"policy\[0\] must sum to 1 \(within 1e-05\), got a sum of 1.8"),
+        (np.array([[1.2, -0.2], [0.5, 0.5]]), r"policy\[0, 0\] must be a probability in \[0, 1\], got 1.2"),
+        (np.array([0, 2]), r"policy\[1\] must be an action in \[0, 2\), got 2"),
+        (np.array([0.5, 1.0]), r"policy\[0\] must be an action in \[0, 2\), got 0.5"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            return_distribution(good, policy)
+    with pytest.raises(ValueError, match=r"policy\[1\] must be an action"):
+        one_state_switches(good, np.array([0, 0.5]), ALPHA)
+    # A float32 softmax's rows sum to 1 within about 1e-7: accepted.
+    probs = np.array([[0.3, 0.7], [0.5, 0.5]], dtype=np.float32) * np.float32(1 + 1e-7)
+    assert return_distribution(good, probs).probs.sum() == pytest.approx(1.0, abs=1e-6)
+
+
 # ---------------------------------------------------------------------------- the tabular envs' tables
 @functools.cache
 def solved(cls: type) -> tuple[TabularMDP, np.ndarray, StationarySolution]:

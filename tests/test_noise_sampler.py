@@ -313,6 +313,63 @@ def test_errors() -> None:
         NoiseSampler({"e": 0.1}, level=0.0)
 
 
+class Malformed(RareCrash):
+    """RareCrash with its nominal probabilities, or its step's noise report, replaced."""
+
+    def __init__(self, probs: Any = None, report: Any = None) -> None:
+        super().__init__()
+        self.probs, self.report = probs, report
+
+    @property
+    def noise_probs(self) -> Any:
+        return super().noise_probs if self.probs is None else self.probs
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(1)
+        return obs, reward, terminated, truncated, info if self.report is None else {"noise": self.report}
+
+
+class NoSetter(gym.Env):
+    """Nominal probabilities and no ``set_noise_probs``."""
+
+    observation_space = spaces.Discrete(1)
+    action_space = spaces.Discrete(2)
+    noise_probs = {"crash": 0.02}
+
+
+@pytest.mark.parametrize("noise_sampler", [True, None])
+def test_malformed_noise_probs_and_setter_are_refused_at_construction(noise_sampler: bool | None) -> None:
+    def build(env: gym.Env) -> OrderGradPPO:
+        return OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=4, noise_sampler=noise_sampler)
+
+    for bad in (1.5, -0.2, float("nan"), "0.05"):
+        # An invalid event beside a valid one was dropped, a string failed in a comparison.
+        with pytest.raises(ValueError, match=r"noise_probs\['bad'\] must be a number in \[0, 1\]"):
+            build(Malformed({"crash": 0.02, "bad": bad}))
+    with pytest.raises(ValueError, match="noise_probs must be a dict .* got a list"):  # was "has no noise_probs"
+        build(Malformed([0.02]))
+    with pytest.raises(ValueError, match=r"needs an env with a set_noise_probs\(probs\) method"):  # was at learn
+        build(NoSetter())
+    with pytest.raises(ValueError, match=r"noise_probs\['e'\] must be a number in \[0, 1\], got '0.1'"):
+        NoiseSampler({"e": "0.1"}, level=0.2)
+
+
+@pytest.mark.parametrize(
+    ("report", "match"),
+    [
+        ({"crash": 1}, r"info\['noise'\]\['crash'\] must be a pair \(draws, events\).* got 1$"),
+        ({"crash": (1, 3)}, r"0 <= events <= draws .* got \(1, 3\)"),  # more events than draws
+        ({"crash": (-1, 0)}, r"got \(-1, 0\)"),
+        ({"crash": ("1", "0")}, r"got \('1', '0'\)"),
+        ([1, 0], r"info\['noise'\] must be a dict \{event name: \(draws, events\)\}.* got a list"),
+    ],
+)
+def test_malformed_noise_report_is_refused(report: Any, match: str) -> None:
+    model = OrderGradPPO("MlpPolicy", Malformed(report=report), objective="cvar0.2", n_episodes=4, n_epochs=1)
+    with pytest.raises(ValueError, match=match):
+        model.learn(4)
+
+
 def test_shortcut_nav_exposes_its_crash() -> None:
     env = gym.make("RiskyShortcutNav-v0")
     nav = env.unwrapped

@@ -7,32 +7,6 @@ import pytest
 from conftest import load_script as load
 
 
-class CountingRecurrentModel:
-    """A stand-in for RecurrentPPO's predict: the state counts the steps since the last episode start."""
-
-    def __init__(self):
-        self.calls = []
-
-    def predict(self, obs, state=None, episode_start=None, deterministic=False):
-        self.calls.append((state, np.array(episode_start)))
-        count = np.zeros(len(obs)) if state is None else state
-        count = np.where(episode_start, 0, count) + 1
-        return np.repeat(count[:, None], 4, axis=1), count
-
-
-def test_stateful_predictor_carries_the_lstm_state_through_a_deployment():
-    script = load("recurrent_vs_mlp")
-    model = CountingRecurrentModel()
-    deployment = script.deploy(script.StatefulPredictor(model), 3, seed=0)
-    decisions = deployment.daily_returns.shape[1] // 5
-    assert len(model.calls) == decisions == 32
-    # Zero state and episode starts at the first decision only, then the state returned by the previous call.
-    assert model.calls[0][0] is None and model.calls[0][1].all()
-    for step, (state, starts) in enumerate(model.calls[1:], start=1):
-        assert not starts.any()
-        np.testing.assert_array_equal(state, np.full(3, step))
-
-
 def test_recurrent_vs_mlp_quick(tmp_path, capsys):
     path = tmp_path / "rvm.json"
     assert load("recurrent_vs_mlp").main(["--quick", "--quiet", "--json", str(path)]) == 0

@@ -17,9 +17,22 @@ class ConstantPolicy:
     def __init__(self, logits):
         self.logits = np.asarray(logits, dtype=np.float32)
 
-    def predict(self, obs, deterministic=False):
+    def predict(self, obs, state=None, episode_start=None, deterministic=False):
         assert deterministic
         return np.tile(self.logits, (len(obs), 1)), None
+
+
+class AlternatingPolicy:
+    """A stand-in for a recurrent model: its state counts each path's decisions (reset at ``episode_start``, as an
+    LSTM's), and it plays ``logits[0]`` at even decisions, ``logits[1]`` at odd ones."""
+
+    def __init__(self, logits):
+        self.logits = np.asarray(logits, dtype=np.float32)
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=False):
+        assert deterministic
+        state = np.zeros(len(obs), dtype=np.int64) if state is None else np.where(episode_start, 0, state)
+        return self.logits[state % 2], state + 1
 
 
 def test_deploy_replays_the_simulator():
@@ -37,6 +50,15 @@ def test_deploy_replays_the_simulator():
     np.testing.assert_allclose(deployment.max_drawdown, max_drawdown)
     # Constant logits: after the first decision the weights never change.
     np.testing.assert_allclose(deployment.weights, np.tile(cash_capped_weights(np.array(logits), 0.1), (8, 1)))
+
+
+def test_deploy_carries_the_state_of_a_recurrent_model():
+    logits = np.array([[2.0, -1.0, 0.0, 0.5], [-1.0, 2.0, 0.0, 0.5]])
+    deployment = tr.deploy(AlternatingPolicy(logits), n_paths=4, seed=0)
+    decisions = TailRiskSimulator(1, p=0.35, traded_days=160).num_decisions
+    expected = np.mean([cash_capped_weights(logits[t % 2], 0.1) for t in range(decisions)], axis=0)
+    # Without the state (each call a first decision) every decision would play logits[0].
+    np.testing.assert_allclose(deployment.weights, np.tile(expected, (4, 1)), rtol=1e-6)
 
 
 def test_deploy_p_switches_disasters_on_the_same_paths():

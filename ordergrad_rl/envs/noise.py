@@ -11,12 +11,17 @@ cross-entropy sampler, :mod:`ordergrad_rl.agents.common.noise_sampler`). The con
   draws of that event on the step and how many happened.
 
 The episode's likelihood under any probabilities ``q`` is then ``prod_name q^events (1 - q)^(draws - events)``.
+
+An agent checks ``noise_probs`` and ``set_noise_probs`` once, where it sets its sampler up
+(:func:`check_nominal_noise_probs`), and each report it reads (:func:`check_noise_report`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from ordergrad_rl.common.arguments import check_float
 
 #: The step-info key of the noise report.
 NOISE_INFO_KEY = "noise"
@@ -31,10 +36,52 @@ def check_noise_probs(probs: Mapping[str, float] | None, nominal: Mapping[str, f
     for name, prob in (probs or {}).items():
         if name not in nominal:
             raise ValueError(f"unknown noise event {name!r}; this env's events: {sorted(nominal)}")
-        if isinstance(prob, bool) or not isinstance(prob, int | float) or not 0.0 <= float(prob) <= 1.0:
-            raise ValueError(f"noise probability of {name!r} must be a number in [0, 1], got {prob!r}")
-        out[name] = float(prob)
+        out[name] = check_float(f"noise probability of {name!r}", prob, 0, 1)
     return out
+
+
+def check_nominal_noise_probs(nominal: Any) -> dict[str, float]:
+    """An env's ``noise_probs`` as ``{name: float}``, checked once (where a sampler is set up) so that no invalid
+    event is dropped or fails later in a rollout.
+
+    :raises ValueError: not a mapping of event names (strings) to probabilities in ``[0, 1]``.
+    """
+    if not isinstance(nominal, Mapping):
+        raise ValueError(
+            "the env's noise_probs must be a dict {event name: nominal probability in [0, 1]} (see "
+            f"ordergrad_rl.envs.noise), got a {type(nominal).__name__}: {nominal!r}"
+        )
+    out = {}
+    for name, prob in nominal.items():
+        if not isinstance(name, str):
+            raise ValueError(f"the env's noise_probs must be keyed by event names (strings), got {name!r}")
+        out[name] = check_float(f"the env's noise_probs[{name!r}]", prob, 0, 1)
+    return out
+
+
+def check_noise_report(report: Any) -> Mapping[str, Any]:
+    """A step's ``info["noise"]`` (``{name: (draws, events)}``), checked: it is read at every step of a rollout,
+    so this costs one comparison per event reported.
+
+    :raises ValueError: not a mapping, or an entry that is not a pair of counts ``0 <= events <= draws``.
+    """
+    if not isinstance(report, Mapping):
+        raise ValueError(
+            f"info[{NOISE_INFO_KEY!r}] must be a dict {{event name: (draws, events)}} (see ordergrad_rl.envs.noise), "
+            f"got a {type(report).__name__}: {report!r}"
+        )
+    for name, counts in report.items():
+        try:
+            draws, events = counts
+            valid = 0 <= events <= draws  # False for NaN; TypeError for a string
+        except (TypeError, ValueError):  # not a pair of numbers
+            valid = False
+        if not valid:
+            raise ValueError(
+                f"info[{NOISE_INFO_KEY!r}][{name!r}] must be a pair (draws, events) of counts with "
+                f"0 <= events <= draws (see ordergrad_rl.envs.noise), got {counts!r}"
+            )
+    return report
 
 
 class BernoulliNoiseMixin:

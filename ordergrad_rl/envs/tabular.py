@@ -33,12 +33,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 from scipy import sparse
 
+from ordergrad_rl.common.arguments import check_int
+
 #: Accumulated returns equal after rounding to this many decimals are one value.
 DECIMALS = 9
+#: How far a probability vector's sum (an MDP's outcomes, its start, a policy's row) may be from 1: NumPy's
+#: ``allclose`` tolerance at 1, which the MDP's check has always used; a float32 softmax sums to 1 within about 1e-7.
+PROB_ATOL = 1e-5
 
 #: ``(probability, next_state, reward, terminated)``, as in Gymnasium's FrozenLake ``env.P[s][a]``.
 Outcome = tuple[float, int, float, bool]
@@ -48,6 +54,26 @@ PolicyFn = Callable[[int, int, float], np.ndarray]
 
 def _key(value: float) -> float:
     return round(float(value), DECIMALS) + 0.0  # + 0.0: -0.0 and 0.0 are one key
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    """The index of the first ``True`` of ``mask`` (for an error message)."""
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def _check_probability_rows(name: str, table: np.ndarray) -> None:
+    """``ValueError`` naming ``name`` and the first bad entry or row unless every last-axis row of ``table`` is a
+    probability vector: entries in ``[0, 1]`` (NaN refused) summing to 1 within :data:`PROB_ATOL`."""
+    outside = ~((table >= 0.0) & (table <= 1.0))
+    if outside.any():
+        index = _first(outside)
+        raise ValueError(f"{name}{list(index)} must be a probability in [0, 1], got {table[index].item()!r}")
+    sums = table.sum(axis=-1)
+    off = np.abs(sums - 1.0) > PROB_ATOL
+    if off.any():
+        index = _first(off)
+        row = list(index) if index else ""  # a single vector (start) has no row index
+        raise ValueError(f"{name}{row} must sum to 1 (within {PROB_ATOL:g}), got a sum of {sums[index].item():.6g}")
 
 
 @dataclass(frozen=True)
@@ -61,7 +87,10 @@ class TabularMDP:
     :param reward: ``[S, A, K]`` the reward of the transition.
     :param terminated: ``[S, A, K]`` bool, whether the outcome ends the episode.
     :param start: ``[S]`` start distribution.
-    :param horizon: the time limit: the episode is truncated after ``horizon`` steps.
+    :param horizon: the time limit, an integer >= 1: the episode is truncated after ``horizon`` steps.
+    :raises ValueError: at construction, naming the first bad entry: a probability outside ``[0, 1]`` or a
+        ``prob``/``start`` row that does not sum to 1 (within :data:`PROB_ATOL`), a ``next_state`` that is not a
+        state, a reward that is not finite, or a horizon that is not an integer >= 1.
     """
 
     prob: np.ndarray
@@ -77,12 +106,23 @@ class TabularMDP:
             raise ValueError("prob, next_state, reward and terminated must share one shape [S, A, K]")
         if self.start.shape != (shape[0],):
             raise ValueError(f"start must have shape [S] = [{shape[0]}], got {self.start.shape}")
-        if not np.allclose(self.prob.sum(axis=-1), 1.0, atol=1e-9) or (self.prob < 0).any():
-            raise ValueError("prob: every [s, a] row must be a probability vector")
-        if not np.isclose(self.start.sum(), 1.0, atol=1e-9) or (self.start < 0).any():
-            raise ValueError("start must be a probability vector")
-        if self.horizon < 1:
-            raise ValueError(f"horizon must be >= 1, got {self.horizon}")
+        # Checked once here: the solvers' inner loops index states and accumulate rewards without checks, so a bad
+        # entry would fail there as a bare IndexError or KeyError, or give a law that is not a distribution.
+        _check_probability_rows("prob", self.prob)
+        _check_probability_rows("start", self.start)
+        if not np.issubdtype(self.next_state.dtype, np.integer):
+            raise ValueError(f"next_state must be an integer array, got dtype {self.next_state.dtype}")
+        outside = (self.next_state < 0) | (self.next_state >= shape[0])
+        if outside.any():
+            index = _first(outside)
+            raise ValueError(
+                f"next_state{list(index)} must be a state in [0, {shape[0]}), got {self.next_state[index].item()!r}"
+            )
+        infinite = ~np.isfinite(self.reward)
+        if infinite.any():
+            index = _first(infinite)
+            raise ValueError(f"reward{list(index)} must be a finite number, got {self.reward[index].item()!r}")
+        object.__setattr__(self, "horizon", check_int("horizon", self.horizon, 1))  # 2.5 is not cut to 2
 
     @property
     def n_states(self) -> int:
@@ -99,6 +139,7 @@ class TabularMDP:
         """From a FrozenLake-style table ``outcomes[s][a] = [(probability, next_state, reward, terminated), ...]``.
 
         :param start: a start state or a start distribution ``[S]``.
+        :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer.
         """
         n_states, n_actions = len(outcomes), len(outcomes[0])
         width = max(len(outcomes[s][a]) for s in range(n_states) for a in range(n_actions))
@@ -109,11 +150,13 @@ class TabularMDP:
         for s in range(n_states):
             for a in range(n_actions):
                 for k, (p, s2, r, term) in enumerate(outcomes[s][a]):
+                    if isinstance(s2, bool) or not isinstance(s2, Integral):  # the int array would truncate it
+                        raise ValueError(f"outcomes[{s}][{a}][{k}]: the next state must be an integer, got {s2!r}")
                     prob[s, a, k], next_state[s, a, k], reward[s, a, k], terminated[s, a, k] = p, s2, r, term
                 next_state[s, a, len(outcomes[s][a]) :] = s  # padding: probability 0
         if np.ndim(start) == 0:
             start = np.eye(n_states)[int(start)]
-        return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), int(horizon))
+        return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), horizon)
 
 
 @dataclass(frozen=True)
@@ -224,15 +267,37 @@ class StationarySolution:
         return self.upper <= self.value + 1e-9
 
 
+def _check_actions(mdp: TabularMDP, policy: np.ndarray) -> np.ndarray:
+    """A stationary deterministic ``policy`` (``[S]`` actions) as int64.
+
+    :raises ValueError: not ``[S]`` integers in ``[0, A)`` (``0.5`` is refused, not cut to action 0).
+    """
+    if policy.shape != (mdp.n_states,):
+        raise ValueError(f"policy must be [S] = [{mdp.n_states}] actions, got shape {policy.shape}")
+    bad = ~np.isin(policy, np.arange(mdp.n_actions))
+    if bad.any():
+        index = _first(bad)
+        raise ValueError(f"policy{list(index)} must be an action in [0, {mdp.n_actions}), got {policy[index].item()!r}")
+    return policy.astype(np.int64)
+
+
 def _as_policy(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> PolicyFn:
-    """A stationary ``[S]`` (actions) or ``[S, A]`` (probabilities) array, or a callable, as a callable."""
+    """A stationary ``[S]`` (actions) or ``[S, A]`` (probabilities) array, or a callable, as a callable.
+
+    An array is checked here, once, not in the propagation's loops: a row that is not a probability vector would
+    give a "return distribution" whose mass is not 1. A callable is trusted.
+
+    :raises ValueError: an array of another shape, actions outside ``[0, A)``, or a row of probabilities that is
+        not non-negative summing to 1 (within :data:`PROB_ATOL`).
+    """
     if callable(policy):
         return policy
     table = np.asarray(policy)
     if table.shape == (mdp.n_states,):
-        table = np.eye(mdp.n_actions)[table.astype(np.int64)]
+        table = np.eye(mdp.n_actions)[_check_actions(mdp, table)]
     if table.shape != (mdp.n_states, mdp.n_actions):
         raise ValueError(f"policy must have shape [S] or [S, A] = [{mdp.n_states}, {mdp.n_actions}], got {table.shape}")
+    _check_probability_rows("policy", table)
     return lambda t, state, ret: table[state]
 
 
@@ -496,9 +561,7 @@ def one_state_switches(mdp: TabularMDP, policy: np.ndarray, alpha: float) -> lis
         best first.
     """
     _check_alpha(alpha)
-    policy = np.asarray(policy, dtype=np.int64)
-    if policy.shape != (mdp.n_states,):
-        raise ValueError(f"policy must be [S] = [{mdp.n_states}] actions, got shape {policy.shape}")
+    policy = _check_actions(mdp, np.asarray(policy))
     law, visits = propagate(mdp, policy)
     base, switches = law.cvar(alpha), []
     for state in np.flatnonzero(visits > 0):

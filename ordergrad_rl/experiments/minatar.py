@@ -236,7 +236,8 @@ def eval_seed(seed: int) -> int:
 def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log: str | None = None) -> dict[str, Any]:
     """Train one method on one game with one seed; return its curves and final evaluation (JSON-able)."""
     import torch as th
-    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from ordergrad_rl.agents.common.evaluation import evaluate_episodes
 
     th.set_num_threads(1)  # one core per run; runs go in parallel processes
     env = make_minatar_vec_env(game, config.n_envs, seed=seed)
@@ -248,7 +249,7 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
     model.learn(config.steps, callback=recorder, tb_log_name=f"seed{seed}")
     train_seconds = time.perf_counter() - start
     eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=eval_seed(seed))
-    returns, _ = evaluate_policy(
+    returns, _ = evaluate_episodes(
         model, eval_env, n_eval_episodes=config.eval_episodes, deterministic=False, return_episode_rewards=True
     )
     env.close()

@@ -223,15 +223,20 @@ class Deployment:
 def deploy(model: Any, n_paths: int, seed: int, p: float | None = None, env_id: str = DEPLOY_ENV) -> Deployment:
     """Run ``n_paths`` episodes of ``env_id`` (disaster probability ``p``, default the env's) with the deterministic
     policy of ``model`` on the batched simulator (``make_sb3_vec_env``); env ``i`` is seeded ``seed + i``.
+
+    ``model`` acts through a :class:`~ordergrad_rl.agents.common.evaluation.PolicyActor` (a recurrent model carries
+    its LSTM state along each path).
     """
+    from ordergrad_rl.agents.common.evaluation import PolicyActor
     from ordergrad_rl.envs import make_sb3_vec_env
 
     venv = make_sb3_vec_env(env_id, n_paths, seed=seed, env_kwargs=None if p is None else {"p": p})
+    actor = PolicyActor(model, venv, deterministic=True)
     obs = venv.reset()
     weights, daily = [], []
     while True:
-        action, _ = model.predict(obs, deterministic=True)
-        obs, _, dones, infos = venv.step(action)
+        obs, _, dones, infos = venv.step(actor.act(obs))
+        actor.observe(dones)
         weights.append(np.stack([info["weights"] for info in infos]))
         daily.append(np.stack([info["daily_returns"] for info in infos]))
         if dones.any():

@@ -81,7 +81,7 @@ from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
-from ordergrad_rl.envs.noise import NOISE_INFO_KEY
+from ordergrad_rl.envs.noise import NOISE_INFO_KEY, check_noise_report, check_nominal_noise_probs
 
 #: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
 EPISODIC = "episodic"
@@ -165,9 +165,13 @@ EPISODIC_PPO_PARAMS = """
 
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
-    :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env)."""
+    :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env).
+
+    :raises ValueError: its ``noise_probs`` is not ``{name: probability in [0, 1]}``
+        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`).
+    """
     nominal = None if env is None else first_env_attr(env, "noise_probs")
-    return nominal if isinstance(nominal, dict) else None
+    return None if nominal is None else check_nominal_noise_probs(nominal)
 
 
 def rollout_episode_weights(buffer: EpisodicRolloutBuffer, value_baseline: bool) -> np.ndarray:
@@ -447,13 +451,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _make_noise_sampler(self, env: VecEnv) -> NoiseSampler:
         """The sampler of ``env``'s noise events (from its first env's ``noise_probs``).
 
-        :raises ValueError: the env does not expose its noise (:mod:`ordergrad_rl.envs.noise`).
+        :raises ValueError: the env does not expose its noise (:mod:`ordergrad_rl.envs.noise`), or exposes it
+            malformed.
         """
         nominal = env_noise_probs(env)
         if nominal is None:
             raise ValueError(
                 "noise_sampler=True needs an env that exposes its noise (noise_probs, set_noise_probs and "
                 "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs"
+            )
+        # Asked here, once: the sampler calls it at every episode's end, and would fail only in the first rollout.
+        if not env.has_attr("set_noise_probs"):
+            raise ValueError(
+                "the noise sampler (noise_sampler=True, or the default where the env has noise_probs) needs an env "
+                "with a set_noise_probs(probs) method, which this one lacks (ordergrad_rl.envs.noise; "
+                "BernoulliNoiseMixin provides it); pass noise_sampler=False to train without the sampler"
             )
         return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
 
@@ -776,7 +788,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
         sampler, running = self._noise, self._noise_running
         for i, info in enumerate(infos):
-            for name, (draws, events) in info.get(NOISE_INFO_KEY, {}).items():
+            report = info.get(NOISE_INFO_KEY)
+            if report is None:
+                continue
+            for name, (draws, events) in check_noise_report(report).items():
                 if name in sampler.names:  # type: ignore[union-attr]
                     running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
         for i in np.flatnonzero(dones):

@@ -2,6 +2,8 @@
 ``common/evaluation.py``):
 
 * :func:`evaluate_episodes`: SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models);
+* :class:`PolicyActor`: the same calls of ``predict``, step by step, for the other rollouts of a model (action masks
+  of a MaskablePPO model, the LSTM state of a recurrent one);
 * :class:`EpisodeInfoAggregator` and :func:`info_component_names`: per-episode summaries of numeric ``info`` entries;
 * :func:`sample_successes` and :class:`PassAtK`: pass@k of a policy, ``n`` sampled episodes per context, success from
   ``info["is_success"]`` (contexts posed as in grouped rollouts, see :mod:`ordergrad_rl.agents.common.groups`:
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -30,19 +33,69 @@ __all__ = [
     "SUCCESS_KEY",
     "EpisodeInfoAggregator",
     "PassAtK",
+    "PolicyActor",
     "all_contexts",
     "evaluate_episodes",
     "info_component_names",
     "sample_successes",
+    "uses_action_masks",
 ]
 
 
+def uses_action_masks(model: Any) -> bool:
+    """Whether ``model`` acts with its env's ``action_masks()`` (a MaskablePPO model, ``OrderGradMaskablePPO``):
+    without them, masked actions could be picked."""
+    return isinstance(model, MaskablePPO)
+
+
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
-    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a MaskablePPO model (``OrderGradMaskablePPO``)
-    sb3-contrib's, which acts with the env's ``action_masks()`` (without them, masked actions could be picked)."""
-    if isinstance(model, MaskablePPO):
+    """SB3's ``evaluate_policy(model, env, **kwargs)``; for a model that :func:`uses_action_masks`, sb3-contrib's,
+    which acts with the env's ``action_masks()``."""
+    if uses_action_masks(model):
         return evaluate_masked(model, env, **kwargs)
     return evaluate_policy(model, env, **kwargs)
+
+
+class PolicyActor:
+    """The actions of ``model`` along a rollout of ``venv``, with ``predict`` called as :func:`evaluate_episodes`
+    calls it: with the env's ``action_masks()`` for a model that :func:`uses_action_masks`, and with the state the
+    previous call returned and ``episode_start`` set where an episode began since (a recurrent model's LSTM state,
+    reset at each new episode; a model without memory ignores both). Every rollout of a model outside
+    :func:`evaluate_episodes` acts through one, so that it scores the policy that was trained.
+
+    Call :meth:`act` with each batch observation and :meth:`observe` with the ``dones`` of the step taken.
+
+    :param model: anything with SB3's ``predict(obs, state=..., episode_start=..., deterministic=...)``.
+    :param venv: the env rolled out.
+    :param deterministic: act with the most likely action.
+    :raises ValueError: ``model`` uses action masks and ``venv``'s envs have no ``action_masks()``.
+    """
+
+    def __init__(self, model: Any, venv: VecEnv, deterministic: bool) -> None:
+        self.model = model
+        self.venv = venv
+        self.deterministic = deterministic
+        self.use_masking = uses_action_masks(model)
+        if self.use_masking and not is_masking_supported(venv):
+            raise ValueError(
+                f"{type(model).__name__} acts with the env's action_masks(), which the env passed does not have: "
+                "give it an action_masks() method or wrap it in sb3_contrib's ActionMasker"
+            )
+        self.state: Any = None
+        self.episode_start = np.ones(venv.num_envs, dtype=bool)
+
+    def act(self, obs: Any) -> np.ndarray:
+        """``[n_envs, ...]`` actions for the batch observation ``obs`` (``[n_envs, ...]``, or a dict of such)."""
+        masks = {"action_masks": get_action_masks(self.venv)} if self.use_masking else {}
+        actions, self.state = self.model.predict(
+            obs, state=self.state, episode_start=self.episode_start, deterministic=self.deterministic, **masks
+        )
+        return actions
+
+    def observe(self, dones: np.ndarray) -> None:
+        """Record the ``[n_envs]`` ``dones`` of the step taken: those envs start a new episode (the VecEnv resets
+        them; so does any later reset of the same envs, e.g. into a context, before the next :meth:`act`)."""
+        self.episode_start = np.array(dones, dtype=bool)
 
 
 #: Info entries written by SB3 / Gymnasium wrappers, not by the env.
@@ -203,7 +256,8 @@ def sample_successes(
     Every env of ``venv`` takes the next (context, sample) job when its episode ends; episodes are independent
     samples of the policy given the context (see :mod:`ordergrad_rl.agents.common.groups`).
 
-    :param model: anything with SB3's ``predict(obs, deterministic=...)``.
+    :param model: anything with SB3's ``predict(obs, state=..., episode_start=..., deterministic=...)``; it acts
+        through a :class:`PolicyActor` (action masks, LSTM state).
     :param venv: the env (``VecMonitor`` / ``VecNormalize`` wrappers only).
     :param contexts: ``[P]`` context indices (options rule) or reset seeds (seed rule).
     :param n_samples: episodes per context.
@@ -226,6 +280,7 @@ def sample_successes(
     job = np.full(n_envs, -1)  # the job each env runs (-1: none)
     steps = np.zeros(n_envs, dtype=np.int64)
     next_job = 0
+    actor = PolicyActor(model, venv, deterministic)
 
     obs = venv.reset()
     first = np.arange(min(n_envs, jobs.size))
@@ -233,8 +288,8 @@ def sample_successes(
     next_job = first.size
     obs = resetter.reset(first, contexts[jobs[first]], obs)
     while np.any(job >= 0):
-        actions, _ = model.predict(obs, deterministic=deterministic)
-        obs, _, dones, infos = venv.step(actions)
+        obs, _, dones, infos = venv.step(actor.act(obs))
+        actor.observe(dones)
         running = job >= 0
         steps[running] += 1
         ended = np.flatnonzero(dones & running)

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ordergrad_rl.envs.noise import check_nominal_noise_probs
+
 #: Share of each rollout's episodes drawn from the env's own distribution; it bounds every weight by 1 / 0.2 = 5.
 NOMINAL_SHARE = 0.2
 #: Share of the way ``q`` moves to the cross-entropy fit per rollout (the usual 0.5-0.9 of CE smoothing, low end:
@@ -42,13 +44,15 @@ class NoiseSampler:
     :param nominal: ``{name: p}`` the env's own probabilities (events with ``p`` of 0 or 1 are left alone).
     :param level: the lower-tail share the cross-entropy step fits ``q`` to, in ``(0, 1]``.
     :param seed: seed of the draw of each episode's distribution.
-    :raises ValueError: a ``level`` outside ``(0, 1]``, or an env with no event to sample.
+    :raises ValueError: a ``level`` outside ``(0, 1]``, a ``nominal`` that is not ``{name: probability in [0, 1]}``
+        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`), or an env with no event to sample.
     """
 
     def __init__(self, nominal: Mapping[str, float], level: float, seed: int | None = None) -> None:
         if not 0.0 < level <= 1.0:
             raise ValueError(f"the noise sampler's level must be in (0, 1], got {level!r}")
-        self.nominal = {name: float(p) for name, p in nominal.items() if 0.0 < p < 1.0}
+        checked = check_nominal_noise_probs(nominal)
+        self.nominal = {name: p for name, p in checked.items() if 0.0 < p < 1.0}
         if not self.nominal:
             raise ValueError(f"the env's noise events {dict(nominal)} have no probability strictly inside (0, 1)")
         self.names = tuple(sorted(self.nominal))
