@@ -96,7 +96,9 @@ def switch_rows(mdp: TabularMDP, probabilities: np.ndarray, alpha: float = 0.2) 
     """A row ``[state, greedy action (probability), better action (probability), visits per episode of the sampled
     policy, CVaR after the change]`` for each change of one state's action that raises the CVaR of the greedy policy
     of ``probabilities`` (``[S, A]``), best first."""
-    probabilities = np.asarray(probabilities)
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    # Rows are stored rounded to 4 decimals (a sum of 0.9999 is no probability vector for propagate)
+    probabilities = probabilities / probabilities.sum(axis=1, keepdims=True)
     greedy = probabilities.argmax(axis=1)
     visits = propagate(mdp, probabilities)[1]
     return [

@@ -891,6 +891,50 @@ def test_json_is_saved_run_by_run_and_resume_runs_only_the_rest(tmp_path, capsys
     assert "--resume continues the runs of a --json file" in capsys.readouterr().err
 
 
+def test_options_that_would_be_ignored_or_overwrite_runs_are_refused(tmp_path, capsys, monkeypatch):
+    out = ["--out", str(tmp_path)]
+    refused = {
+        ("--quick", "--tasks", "bogus"): "--quick sets its own grid and sizes",
+        ("--quick", "--seeds", "2"): "drop --seeds 2",
+        ("--tasks", "Lava"): "did you mean 'lava'",
+        ("--from-json", "x.json", "--timesteps", "5"): "--from-json trains nothing: drop --timesteps 5",
+        ("--tasks", "nav", "--methods", "qrdqn-cvar"): "QR-DQN runs only on discrete actions",
+    }
+    for args, message in refused.items():
+        assert main(["reproduce", "benchmarks", *args, *out]) == 2, args
+        assert message in capsys.readouterr().err, args
+    stored = tmp_path / "runs.json"
+    stored.write_text(json.dumps({"runs": []}))
+    assert main(["reproduce", "benchmarks", "--tasks", "bandit", "--json", str(stored), *out]) == 2
+    assert "exists: --resume keeps its runs" in capsys.readouterr().err
+    assert main(["reproduce", "benchmarks", "--from-json", str(stored), "--json", str(stored), *out]) == 2
+    assert "is one of the --from-json files" in capsys.readouterr().err
+    probe = tmp_path / "probe.json"
+    score = {"cvar": 1.0, "mean": 1.0}
+    run = {"task": "bandit", "method": "og-cvar-patience32", "seed": 0, "timesteps": 1, "greedy": score,
+           "stochastic": score}  # fmt: skip
+    probe.write_text(json.dumps({"runs": [run]}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(probe), *out]) == 2
+    assert "['og-cvar-patience32'] are not this release's" in capsys.readouterr().err
+    probe.write_text(json.dumps({"runs": [{"foo": 1}]}))
+    assert main(["reproduce", "benchmarks", "--from-json", str(probe), *out]) == 2
+    assert "a run lacks 'task'" in capsys.readouterr().err
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "run_one", interrupted)
+    fresh = tmp_path / "fresh.json"
+    args = ["--tasks", "bandit", "--methods", "ppo", "--seeds", "1", "--workers", "1", "--quiet", "--json", str(fresh)]
+    assert main(["reproduce", "benchmarks", *args, *out]) == 130
+    assert "interrupted: 0 runs are in" in capsys.readouterr().err and "--resume" not in str(fresh)
+
+
+def test_checkpoints_cap_the_greedy_scores_of_a_tiny_budget():
+    result = bench.run_one("bandit", "og-cvar", 0, 1, 2, 8)  # every = 1 env step; a rollout is many more
+    assert len(result["curve"]) == 3  # the two checkpoints and the final policy (it scored every step before)
+
+
 def test_greedy_trace_counts_the_late_rollouts_at_the_optimum_and_the_states_that_flip(tmp_path, capsys):
     script = load_script("greedy_trace")
     steady, flip = [[0.1, 0.9], [0.8, 0.2]], [[0.1, 0.9], [0.4, 0.6]]

@@ -90,9 +90,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -944,7 +946,9 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
             if done - self.reported >= max(1, every // 4):
                 report_progress(done - self.reported)
                 self.reported = done
-            if greedy_score is not None and self.num_timesteps >= (len(curve) + 1) * every:
+            # At most `checkpoints` scores: a budget smaller than the checkpoints (every = 1) scored every step.
+            due = self.num_timesteps >= (len(curve) + 1) * every and len(curve) < checkpoints
+            if greedy_score is not None and due:
                 curve.append((self.num_timesteps, greedy_score(self.model)[0]))
             return True
 
@@ -1019,12 +1023,14 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
 # ---------------------------------------------------------------------------------------------------- the grid
 def _check_names(tasks: Sequence[str], methods: Sequence[str]) -> None:
     """Refuse unknown task and method names."""
-    for name in tasks:
-        if name not in TASKS:
-            raise CommandError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
-    for name in methods:
-        if name not in METHODS:
-            raise CommandError(f"unknown method {name!r}; methods: {', '.join(METHODS)}")
+    for kind, names, known in (("task", tasks, TASKS), ("method", methods, METHODS)):
+        for name in names:
+            if name not in known:
+                close = difflib.get_close_matches(name, list(known), n=1) or [
+                    k for k in known if k.lower() == name.lower()
+                ]
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise CommandError(f"unknown {kind} {name!r}{hint}; {kind}s: {', '.join(known)}")
 
 
 def _check(config: Config) -> None:
@@ -1804,20 +1810,35 @@ def probe_budget(args: argparse.Namespace) -> tuple[int, int]:
     return (2_000, 20) if args.quick else (args.timesteps, 100)
 
 
-def read_runs(paths: Sequence[Path]) -> list[dict]:
+#: What every stored run has (older runs may lack the rest, e.g. ``budget`` and ``env_id``).
+RUN_KEYS = ("task", "method", "seed", "timesteps", "greedy", "stochastic")
+
+
+def read_runs(paths: Sequence[Path], flag: str = "--from-json") -> list[dict]:
     """The runs of earlier ``--json`` files (a seed run again, in the same file or a later one, counts once: the
     later run is kept).
 
-    :raises CommandError: a file that is not a benchmarks JSON, or a run on another env than its task's now (an
-        earlier version: its scores are not comparable).
+    :param flag: the option that named the files, for the errors.
+    :raises CommandError: a file that is not a benchmarks JSON (or holds runs of methods this release does not
+        have, such as a probe script's), or a run on another env than its task's now (an earlier version: its scores
+        are not comparable).
     """
     runs: dict[tuple, dict] = {}
     for path in paths:
         try:
             payload = json.loads(Path(path).read_text())
             items = payload["runs"]
+            missing = next((key for run in items for key in RUN_KEYS if key not in run), None)
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise CommandError(f"--from-json {path}: not a JSON file written by reproduce benchmarks ({err})") from err
+            raise CommandError(f"{flag} {path}: not a JSON file written by reproduce benchmarks ({err})") from err
+        if missing is not None:
+            raise CommandError(f"{flag} {path}: not a benchmarks JSON file (a run lacks {missing!r})")
+        unknown = sorted({run["method"] for run in items} - set(METHODS))
+        if unknown:
+            raise CommandError(
+                f"{flag} {path}: methods {unknown} are not this release's reproduce benchmarks methods (a probe "
+                "script's runs?): the table pools only those"
+            )
         for run in items:
             env_id = run.get("env_id", ENV_BEFORE_IDS.get(run["task"]))
             if run["task"] in TASKS and env_id not in (None, TASKS[run["task"]].env_id):
@@ -1835,10 +1856,42 @@ def read_runs(paths: Sequence[Path]) -> list[dict]:
     return list(runs.values())
 
 
+def check_run_options(args: argparse.Namespace) -> None:
+    """Refuse options that would be ignored: sizes beside ``--quick`` (it sets its own) or ``--from-json`` (it
+    trains nothing), and a ``--json`` that would overwrite runs (an existing file without ``--resume``, or one of
+    the ``--from-json`` files).
+
+    :raises CommandError: naming the options.
+    """
+    default = Config()
+    sizes = {
+        "--seeds": args.seeds,
+        "--timesteps": args.timesteps,
+        "--first-seed": args.first_seed or None,
+        "--checkpoints": None if args.checkpoints == default.checkpoints else args.checkpoints,
+        "--eval-episodes": None if args.eval_episodes == default.eval_episodes else args.eval_episodes,
+    }
+    given = " ".join(f"{flag} {value}" for flag, value in sizes.items() if value is not None)
+    if args.quick and args.from_json is not None:
+        raise CommandError("--quick trains on tiny budgets and --from-json trains nothing: drop one")
+    if args.quick and (given or args.tasks or args.methods):
+        options = " ".join(filter(None, (given, "--tasks" if args.tasks else "", "--methods" if args.methods else "")))
+        raise CommandError(f"--quick sets its own grid and sizes (a smoke test); drop {options}, or drop --quick")
+    if args.from_json is not None and given:
+        raise CommandError(f"--from-json trains nothing: drop {given}")
+    if args.json is None:
+        return
+    if args.from_json is not None and any(Path(path).resolve() == args.json.resolve() for path in args.from_json):
+        raise CommandError(f"--json {args.json} is one of the --from-json files: write the pooled table elsewhere")
+    if args.from_json is None and not args.resume and args.json.exists():
+        raise CommandError(f"--json {args.json} exists: --resume keeps its runs and runs the rest, or give another")
+
+
 def run(args: argparse.Namespace) -> int:
     """Train and score every run (or pool earlier ones), print the table, write the figure and JSON."""
     if args.resume and (args.json is None or args.from_json is not None):
         raise CommandError("--resume continues the runs of a --json file: give --json PATH (and no --from-json)")
+    check_run_options(args)
     if args.from_json is not None:
         _check_names(args.tasks or (), args.methods or ())
         results = [
@@ -1863,8 +1916,14 @@ def run(args: argparse.Namespace) -> int:
                 args.address,
                 args.first_seed,
             )
-        earlier = read_runs([args.json]) if args.resume and args.json.exists() else []
+        earlier = read_runs([args.json], "--json") if args.resume and args.json.exists() else []
         so_far = list(earlier)
+        _check(config)  # the names before the grid is made of them
+        if not runs_of(config):
+            raise CommandError(
+                f"no runs: {' '.join(config.methods)} on {' '.join(config.tasks)} (QR-DQN runs only on discrete "
+                "actions and gSDE only on continuous ones)"
+            )
 
         def save(result: dict) -> None:
             """Rewrite the JSON with every run so far: a protocol cut short loses only the runs still going."""
@@ -1872,7 +1931,14 @@ def run(args: argparse.Namespace) -> int:
             write_json(args.json, {"rows": summarize(so_far), "runs": so_far})
 
         start = time.perf_counter()
-        new = run_experiment(config, quiet=args.quiet, done=earlier, on_run=None if args.json is None else save)
+        try:
+            new = run_experiment(config, quiet=args.quiet, done=earlier, on_run=None if args.json is None else save)
+        except KeyboardInterrupt:
+            kept = "no --json was given, so no run was kept"
+            if args.json is not None:
+                kept = f"{len(so_far)} runs are in {args.json}; rerun with --resume to run only the rest"
+            print(f"interrupted: {kept}", file=sys.stderr)
+            return 130
         kept = f" ({len(earlier)} earlier runs kept from {args.json})" if args.resume else ""
         print(f"{len(new)} runs in {time.perf_counter() - start:.0f} s{kept}\n")
         results = earlier + new
@@ -1882,7 +1948,8 @@ def run(args: argparse.Namespace) -> int:
     if args.from_json is not None and args.methods is not None:  # the order asked for, per task and budget
         rows.sort(key=lambda row: (list(TASKS).index(row["task"]), args.methods.index(row["method"]), row["timesteps"]))
     if not rows:
-        raise CommandError("no runs to tabulate: --tasks, --methods and --current left none of the --from-json runs")
+        source = "of the --from-json runs" if args.from_json is not None else "of the runs"
+        raise CommandError(f"no runs to tabulate: --tasks, --methods and --current left none {source}")
     print(format_table(rows))
     figure = plot(rows, args.out / "benchmarks.png")
     print(f"\nfigure: {figure}")
