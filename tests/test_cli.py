@@ -104,3 +104,14 @@ def test_every_command_takes_threads_and_sets_torch_threads(monkeypatch):
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)
+
+
+def test_ctrl_c_returns_130_without_a_traceback(capsys, monkeypatch):
+    from ordergrad_rl.experiments import weight_profiles
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(weight_profiles, "run", interrupted)
+    assert cli.main(["reproduce", "weights"]) == 130
+    assert "interrupted" in capsys.readouterr().err

@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
     returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
     ``--save``, ``--figure``) are checked before the command runs, and a ``CommandError`` raised by a command is
-    printed like a usage error (status 2) instead of a traceback.
+    printed like a usage error (status 2) instead of a traceback; Ctrl-C returns 130, also without one.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -226,4 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = args._run(args)
     except CommandError as err:
         return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, without a traceback
+        print(f"{args._prog}: interrupted", file=sys.stderr)
+        return 130
     return 0 if status is None else int(status)
