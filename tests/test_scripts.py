@@ -36,3 +36,29 @@ def test_make_saved_fixtures_refuses_an_out_that_is_a_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         load("make_saved_fixtures").parse_args(["--out", str(tmp_path / "file")])
     assert "--out" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- bench_qcritic
+def test_bench_qcritic_times_the_q_critic_model_against_ppo(capsys, one_torch_thread):
+    pytest.importorskip("minatar")
+    load("bench_qcritic").main(["--updates", "1", "--repeats", "1", "--n-envs", "1", "--batch-size", "64"])
+    out = capsys.readouterr().out
+    assert "SB3 PPO (scalar value head), baseline" in out
+    ratio_line = next(line for line in out.splitlines() if line.startswith("OrderGradPPO q_critic"))
+    assert float(ratio_line.split()[-4]) > 0  # the ratio against the baseline timed in the same run
+    assert "advantage step" in out
+
+
+def test_bench_qcritic_hook_times_the_advantage_step():
+    pytest.importorskip("minatar")
+    from ordergrad_rl.agents import OrderGradQCriticPPO
+    from ordergrad_rl.envs.minatar import make_minatar_vec_env
+    from ordergrad_rl.experiments.minatar import Config, build_model
+
+    script = load("bench_qcritic")
+    config = Config(n_envs=1, n_steps=16, batch_size=16, n_epochs=1)
+    model = build_model(script.OBJECTIVE, make_minatar_vec_env("breakout", 1, seed=0), config, 0)
+    script.time_advantage_step(model)
+    assert type(model) is OrderGradQCriticPPO  # the model keeps its class and attributes
+    model.learn(16)
+    assert model.advantage_seconds > 0
