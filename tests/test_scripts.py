@@ -62,3 +62,18 @@ def test_bench_qcritic_hook_times_the_advantage_step():
     assert type(model) is OrderGradQCriticPPO  # the model keeps its class and attributes
     model.learn(16)
     assert model.advantage_seconds > 0
+
+
+# ------------------------------------------------------------------------------------------------ measure_discarded
+def test_measure_discarded_runs_both_rules(capsys, one_torch_thread):
+    load("measure_discarded").main(["--n-envs", "2", "--rollouts", "1", "--cases", "mean:4"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| mean | 4 |")]
+    assert [row.split("|")[3].strip() for row in rows] == ["per-env quota", "first-N-started"]
+
+
+@pytest.mark.parametrize("case", ["foo", "foo:4", "mean:0", "mean:x", ":4", "top2@4:2"])
+def test_measure_discarded_refuses_a_bad_case(case, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_discarded").main(["--cases", case])
+    assert exit_info.value.code == 2
+    assert "--cases" in capsys.readouterr().err
