@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, nargs="+", default=[16, 64, 256], help="n_episodes values")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--envs", nargs="+", default=list(BUDGETS), choices=list(BUDGETS))
-    parser.add_argument("--quick", action="store_true", help="2% budgets, 1 seed (CI)")
+    parser.add_argument("--quick", action="store_true", help="2%% budgets, 1 seed (CI)")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args(argv)
     th.set_num_threads(1)

@@ -3,10 +3,34 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from conftest import SCRIPTS
 from conftest import load_script as load
 
 import ordergrad_rl
+
+SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
+#: The package's optional dependencies (its extras): a script importing one at load is skipped without it.
+OPTIONAL_MODULES = {"minatar", "rliable", "pandas", "jax", "mpmath", "ray", "yaml", "trl", "transformers", "Box2D"}
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_every_script_prints_help_and_does_nothing_else(name, monkeypatch, capsys):
+    # In-process, with the command line a user types: a help string with a bare % (argparse formats help with %),
+    # an optional dependency imported before parsing, or work done before parsing fail here.
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
+    try:
+        script = load(name)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
+            raise
+        pytest.skip(f"needs {err.name}")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main()
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage:")
 
 
 # ------------------------------------------------------------------------------------------- make_saved_fixtures
