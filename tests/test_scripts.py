@@ -101,3 +101,17 @@ def test_measure_discarded_refuses_a_bad_case(case, capsys):
         load("measure_discarded").main(["--cases", case])
     assert exit_info.value.code == 2
     assert "--cases" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------- measure_base_model
+def test_measure_base_model_reports_pass_at_k_with_k_at_most_n():
+    largest_k = load("measure_base_model").largest_k
+    assert [largest_k(n) for n in (1, 8, 100, 256, 1024)] == [1, 8, 64, 256, 256]
+
+
+@pytest.mark.parametrize("argv", [["--n", "0"], ["--json", "."]])
+def test_measure_base_model_refuses_bad_arguments_before_building(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_base_model").main(argv)
+    assert exit_info.value.code == 2
+    assert argv[0] in capsys.readouterr().err
