@@ -197,12 +197,22 @@ def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> No
     parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
 
 
+def _int_at_least(text: str, minimum: int) -> int:
+    value = int(text)  # a ValueError: argparse's "invalid <type name> value"
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
+    return _int_at_least(text, 1)
+
+
+def sample_size_int(text: str) -> int:
+    """argparse type of a number of repeats a standard deviation or standard error is computed from: an integer
+    >= 2 (one repeat has none)."""
+    return _int_at_least(text, 2)
 
 
 def seed_int(text: str) -> int:
