@@ -3,6 +3,7 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
@@ -115,3 +116,30 @@ def test_measure_base_model_refuses_bad_arguments_before_building(argv, capsys):
         load("measure_base_model").main(argv)
     assert exit_info.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------------ the benches
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        ("bench_envs", ["--repeats", "0"]),
+        ("bench_envs", ["--num-envs", "-5"]),
+        ("bench_threads", ["--repeats", "0"]),
+        ("bench_agents", ["--repeats", "0"]),
+        ("bench_core", ["--repeats", "0"]),
+        ("bench_core", ["--big-objectives", "cvar0.2", "foo"]),  # a typo, once printed as "unsupported"
+        ("bench_groups", ["--rollouts", "0"]),
+        ("bench_qcritic", ["--n-envs", "0"]),
+    ],
+)
+def test_bench_arguments_are_checked(name, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load(name).main(argv)
+    assert exit_info.value.code == 2
+    assert f"argument {argv[0]}:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("seconds", "baseline"), [(math.inf, math.inf), (math.nan, 1.0), (math.inf, 1.0)])
+def test_bench_core_never_marks_an_unmeasured_row_ok(seconds, baseline, capsys):
+    load("bench_core").row("label", seconds, baseline, "baseline", "<= 1.5x", True)
+    assert capsys.readouterr().out.rstrip().endswith("MISSED")
