@@ -28,8 +28,7 @@ from sb3_contrib.common.wrappers import ActionMasker
 
 import ordergrad_rl
 from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
-from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import check_directory
+from ordergrad_rl.common.options import parser_check_outputs
 
 ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 ENV_ID = "CartPole-v1"
@@ -91,10 +90,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--force", action="store_true", help="overwrite an existing saved_<version>/ (normally kept forever)"
     )
     args = parser.parse_args(argv)
-    try:
-        check_directory(args.out, "--out")
-    except CommandError as err:
-        parser.error(str(err))
+    parser_check_outputs(parser, args)
     target = release_directory(args.out)
     if target.exists() and not args.force:
         parser.error(f"{target} exists: a release's fixtures are written once and kept; pass --force to overwrite them")

@@ -23,8 +23,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch as th  # noqa: E402
 
-from ordergrad_rl.common.errors import CommandError  # noqa: E402
-from ordergrad_rl.common.options import check_file, positive_int  # noqa: E402
+from ordergrad_rl.common.options import parser_check_outputs, positive_int  # noqa: E402
 from ordergrad_rl.envs.target_sum import target_sum_problems  # noqa: E402
 from ordergrad_rl.passk import default_ks, pass_at_k  # noqa: E402
 from ordergrad_rl.reasoning import build_base_model, evaluate_pass_at_k, sample_answers, sampling  # noqa: E402
@@ -63,11 +62,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cache", action="store_true", help="read/write the default cache instead of rebuilding")
     parser.add_argument("--json", help="write the report here")
     args = parser.parse_args(argv)
-    if args.json is not None:
-        try:  # before the build and the sampling, not after them
-            check_file(args.json, "--json")
-        except CommandError as err:
-            parser.error(str(err))
+    parser_check_outputs(parser, args)  # --json: before the build and the sampling, not after them
     th.set_num_threads(1)
     top = largest_k(args.n)
 

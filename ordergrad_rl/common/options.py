@@ -140,6 +140,18 @@ def check_output_arguments(args: argparse.Namespace) -> None:
             check_file(model_file(value), flag, _EXAMPLE_NAMES["model"])
 
 
+def parser_check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """:func:`check_output_arguments` for a script's own parser (``scripts/``): an unusable output option is
+    ``parser``'s usage error (exit status 2), before the script's work.
+
+    :raises SystemExit: from ``parser.error``.
+    """
+    try:
+        check_output_arguments(args)
+    except CommandError as err:
+        parser.error(str(err))
+
+
 def check_device(device: str) -> str:
     """``device`` if torch (or SB3, for ``"auto"``) accepts it as a device string.
 
