@@ -3,6 +3,7 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 
@@ -143,3 +144,51 @@ def test_bench_arguments_are_checked(name, argv, capsys):
 def test_bench_core_never_marks_an_unmeasured_row_ok(seconds, baseline, capsys):
     load("bench_core").row("label", seconds, baseline, "baseline", "<= 1.5x", True)
     assert capsys.readouterr().out.rstrip().endswith("MISSED")
+
+
+# ------------------------------------------------------------------------------------------------------ greedy_trace
+def _lava_trace(mass: float = 1.0, **changes):
+    import gymnasium as gym
+
+    from ordergrad_rl.experiments import benchmarks as bench
+
+    mdp = gym.make(bench.TASKS["lava"].env_id).unwrapped.tabular()
+    uniform = [[mass / mdp.n_actions] * mdp.n_actions] * mdp.n_states
+    row = {"timesteps": 100, "greedy": -1.0, "stochastic": -2.0, "probabilities": uniform}
+    return {"task": "lava", "method": "og-cvar", "seed": 0, "rows": [row, row, row], **changes}
+
+
+def test_greedy_trace_summarizes_a_trace_without_training(tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(_lava_trace()))
+    assert load("greedy_trace").main(["--from-json", str(path)]) == 0
+    assert "last third" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,  # no such file
+        "not json",
+        json.dumps({"runs": []}),  # another script's JSON
+        json.dumps(_lava_trace(task="cartpole")),
+        json.dumps(_lava_trace(rows=[])),
+        json.dumps(_lava_trace(rows=[{"greedy": 1.0}])),
+        json.dumps(_lava_trace(rows=[{"timesteps": 1, "greedy": 1.0, "stochastic": 1.0, "probabilities": [[1.0]]}])),
+        json.dumps(_lava_trace(mass=0.0)),  # rows of probabilities that do not sum to 1
+    ],
+)
+def test_greedy_trace_refuses_a_file_that_is_not_its_trace(content, tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        load("greedy_trace").main(["--from-json", str(path)])
+    assert exit_info.value.code == 2
+    assert "argument --from-json:" in capsys.readouterr().err
+
+
+def test_greedy_trace_checks_json_before_training(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        load("greedy_trace").main(["--task", "lava", "--json", str(tmp_path)])
+    assert "--json" in capsys.readouterr().err
