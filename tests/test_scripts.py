@@ -192,3 +192,22 @@ def test_greedy_trace_checks_json_before_training(tmp_path, capsys):
     with pytest.raises(SystemExit):
         load("greedy_trace").main(["--task", "lava", "--json", str(tmp_path)])
     assert "--json" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------- measure_schedule_portfolio
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "0"], "--seeds"),
+        (["--timesteps", "0"], "--timesteps"),
+        (["--schedules", "none", "foo"], "'foo'"),
+        (["--n-episodes", "1"], "n_episodes"),
+    ],
+)
+def test_measure_schedule_portfolio_refuses_bad_settings_before_training(argv, message, monkeypatch, capsys):
+    script = load("measure_schedule_portfolio")
+    monkeypatch.setattr(script, "deploy", lambda *args: pytest.fail("trained despite a bad argument"))
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
