@@ -211,3 +211,18 @@ def test_measure_schedule_portfolio_refuses_bad_settings_before_training(argv, m
         script.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------- measure_reinforce_defaults
+def test_measure_reinforce_defaults_prints_no_sd_for_one_seed():
+    mean_sd = load("measure_reinforce_defaults").mean_sd
+    assert mean_sd([0.5]) == "0.500 (-)"
+    assert mean_sd([1.0, 3.0]) == "2.000 (1.414)"
+
+
+@pytest.mark.parametrize(("argv", "option"), [(["--seeds", "0"], "--seeds"), (["--json", "."], "--json")])
+def test_measure_reinforce_defaults_refuses_bad_arguments(argv, option, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_reinforce_defaults").main(argv)
+    assert exit_info.value.code == 2
+    assert option in capsys.readouterr().err
