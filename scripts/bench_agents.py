@@ -29,6 +29,7 @@ import torch
 from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.common.options import positive_int
 from ordergrad_rl.envs import make_sb3_vec_env
 
 ENV_ID = "SyntheticTailRisk-v0"
@@ -83,16 +84,16 @@ def env_steps_only(updates: int, seed: int) -> Callable[[], object]:
     return run
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cartpole-steps", type=int, default=20_000, help="env steps per timed CartPole run")
-    parser.add_argument("--updates", type=int, default=10, help="rollouts + updates per timed PPO run")
-    parser.add_argument("--reinforce-updates", type=int, default=50, help="updates per timed REINFORCE run")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--n-epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one core per run)")
-    args = parser.parse_args()
+    parser.add_argument("--cartpole-steps", type=positive_int, default=20_000, help="env steps per timed CartPole run")
+    parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
+    parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--n-epochs", type=positive_int, default=10)
+    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     steps = args.cartpole_steps
     print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")

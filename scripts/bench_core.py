@@ -12,6 +12,7 @@ compare. Accuracy is checked separately by ``scripts/check_accuracy.py``.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 
 from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
+from ordergrad_rl.common.options import positive_int
 from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import batch, weights
 
@@ -56,6 +58,8 @@ def row(label: str, seconds: float | None, baseline: float, base_label: str, tar
     if seconds is None:
         print(f"{label:<52} {'unsupported':>13}")
         return
+    if ok is not None and not (math.isfinite(seconds) and math.isfinite(seconds / baseline)):
+        ok = False  # an infinite or NaN time or ratio (nothing measured) never meets a target
     mark = "" if ok is None else ("  ok" if ok else "  MISSED")
     print(f"{label:<52} {seconds * 1e3:10.3f} ms  {seconds / baseline:8.2f}x {base_label:<20} {target}{mark}")
 
@@ -74,12 +78,19 @@ def timed_or_none(fn: Callable[[], object], repeats: int) -> float | None:
         raise
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=200)
-    parser.add_argument("--big-objectives", nargs="*", default=OBJECTIVES)
+    parser.add_argument("--repeats", type=positive_int, default=200)
+    parser.add_argument(
+        "--big-objectives",
+        nargs="*",
+        choices=OBJECTIVES,  # a typo is an error, not an "unsupported" row
+        default=OBJECTIVES,
+        metavar="SPEC",
+        help="objectives of the N = 10^5 first calls, among those of the N = 10^4 ones (default: all)",
+    )
     parser.add_argument("--skip-big", action="store_true", help="skip the N = 10^5, k = 5*10^4 first calls")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)  # one core, like the targets
     rng = np.random.default_rng(0)
 

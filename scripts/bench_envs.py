@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 import ordergrad_rl  # noqa: E402, F401  (registers the envs)
+from ordergrad_rl.common.options import positive_int  # noqa: E402
 from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env  # noqa: E402
 
 TAILRISK = "SyntheticTailRisk-v0"
@@ -94,11 +95,11 @@ def sb3_vec_runner(venv, actions: np.ndarray) -> Callable[[], int]:
     return run
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--num-envs", type=int, default=256)
-    args = parser.parse_args()
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--num-envs", type=positive_int, default=256)
+    args = parser.parse_args(argv)
     n, rng = args.num_envs, np.random.default_rng(0)
 
     vec_logits = rng.normal(0, 1, size=(17 * 20, n, 4)).astype(np.float32)  # 20 episodes + resets

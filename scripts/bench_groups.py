@@ -26,6 +26,7 @@ import time
 import torch
 
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.common.options import positive_int
 
 CASES = (
     # (env id, n_envs, n_episodes, objective, group size)
@@ -74,12 +75,12 @@ def rollout_timer(env_id: str, n_envs: int, n_episodes: int, objective: str, gro
     return run
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rollouts", type=int, default=20, help="rollouts per timed run")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per mode (best kept)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    args = parser.parse_args()
+    parser.add_argument("--rollouts", type=positive_int, default=20, help="rollouts per timed run")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs per mode (best kept)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     header = f"{'env':<22} {'envs':>5} {'episodes':>8} {'G':>3} {'pooled us':>9} {'grouped us':>10} {'ratio':>6}"
     print(header + f" {'hooks':>6}", flush=True)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 
 import torch
 
-from ordergrad_rl.agents import OrderGradPPO, q_critic_advantages
+from ordergrad_rl.agents import q_critic_advantages
+from ordergrad_rl.common.options import positive_int
 from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.envs.minatar import make_minatar_vec_env
@@ -29,22 +31,29 @@ from ordergrad_rl.experiments.minatar import Config, build_model
 OBJECTIVE = "top9@10"
 
 
-class TimedOrderGradPPO(OrderGradPPO):
-    """OrderGradPPO that accumulates the wall time of its per-rollout advantage step."""
+def time_advantage_step(model) -> None:
+    """Have ``model`` accumulate the wall time of its per-rollout advantage step in ``model.advantage_seconds``.
 
-    advantage_seconds = 0.0
+    The hook wraps the instance's bound method rather than swapping its class: ``build_model`` returns an
+    ``OrderGradQCriticPPO`` (what ``OrderGradPPO(advantage="q_critic")`` builds), and a class swap to a subclass of
+    another class left the model without that class's attributes.
+    """
+    compute = model._compute_advantages
+    model.advantage_seconds = 0.0
 
-    def _compute_advantages(self) -> None:
+    def timed() -> None:
         start = time.perf_counter()
-        super()._compute_advantages()
-        self.advantage_seconds += time.perf_counter() - start
+        compute()
+        model.advantage_seconds += time.perf_counter() - start
+
+    model._compute_advantages = timed
 
 
 def timed_learn(method: str, config: Config, updates: int, seed: int) -> tuple[float, object]:
     """Wall time of ``updates`` rollouts + updates on a freshly built model (one warm-up update not timed)."""
     model = build_model(method, make_minatar_vec_env("breakout", config.n_envs, seed=seed), config, seed)
     if method != "ppo_v":
-        model.__class__ = TimedOrderGradPPO  # same state, timed hook
+        time_advantage_step(model)
     rollout = config.n_envs * config.n_steps
     model.learn(rollout)  # warm-up: first-call allocations, env resets
     model.advantage_seconds = 0.0
@@ -53,14 +62,14 @@ def timed_learn(method: str, config: Config, updates: int, seed: int) -> tuple[f
     return time.perf_counter() - start, model
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--updates", type=int, default=5, help="timed rollouts + updates per run")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--n-envs", type=int, default=16)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: one core per run)")
-    args = parser.parse_args()
+    parser.add_argument("--updates", type=positive_int, default=5, help="timed rollouts + updates per run")
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--n-envs", type=positive_int, default=16)
+    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = Config(n_envs=args.n_envs, batch_size=args.batch_size)
     rollout = config.n_envs * config.n_steps

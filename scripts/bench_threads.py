@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+from ordergrad_rl.common.options import positive_int
+
 CHILD = """
 import time, torch
 from stable_baselines3 import PPO
@@ -34,10 +36,10 @@ def timed(threads: int | None) -> tuple[float, int]:
     return float(seconds), int(used)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    args = parser.parse_args(argv)
     best: dict[str, tuple[float, int]] = {}
     for _ in range(args.repeats):  # interleaved, so a change in the machine's load hits both settings
         for name, threads in (("1 thread", 1), ("torch default", None)):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.risk_schedules import level_in_force, untied
+from ordergrad_rl.common.options import parser_check_outputs, positive_int, seed_int
 from ordergrad_rl.experiments import benchmarks as bench
 
 
@@ -61,12 +62,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", required=True, choices=list(bench.TASKS))
     parser.add_argument("--method", default="og-cvar", choices=list(bench.METHODS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--timesteps", type=int, help="default: the task's budget")
+    parser.add_argument("--seeds", nargs="+", type=seed_int, default=[0])
+    parser.add_argument("--timesteps", type=positive_int, help="default: the task's budget")
     parser.add_argument("--json", help="write the counts here")
     parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
     args = parser.parse_args(argv)
-    timesteps = 2_000 if args.quick else args.timesteps or bench.TASKS[args.task].timesteps
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
+    if args.quick:
+        timesteps = 2_000
+    else:
+        timesteps = bench.TASKS[args.task].timesteps if args.timesteps is None else args.timesteps
     episodes = 20 if args.quick else 100
     results = []
     for seed in args.seeds:

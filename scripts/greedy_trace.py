@@ -28,7 +28,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
-from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.options import parser_check_outputs, positive_int, seed_int
 from ordergrad_rl.common.progress import progress_bar
 from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.envs.tabular import TabularMDP, one_state_switches, propagate
@@ -97,7 +97,7 @@ def switch_rows(mdp: TabularMDP, probabilities: np.ndarray, alpha: float = 0.2) 
     policy, CVaR after the change]`` for each change of one state's action that raises the CVaR of the greedy policy
     of ``probabilities`` (``[S, A]``), best first."""
     probabilities = np.asarray(probabilities, dtype=np.float64)
-    # Rows are stored rounded to 4 decimals (a sum of 0.9999 is no probability vector for propagate)
+    # A trace stores them rounded to 4 decimals: rows sum to 1 only within ~1e-4, which propagate refuses.
     probabilities = probabilities / probabilities.sum(axis=1, keepdims=True)
     greedy = probabilities.argmax(axis=1)
     visits = propagate(mdp, probabilities)[1]
@@ -133,6 +133,54 @@ def summarize(task_name: str, rows: list[dict[str, Any]], mdp: TabularMDP) -> fl
     return share
 
 
+#: What each rollout's row of a ``--json`` trace holds.
+ROW_KEYS = ("timesteps", "greedy", "stochastic", "probabilities")
+
+
+def _is_row(row: Any, shape: tuple[int, int]) -> bool:
+    """``row`` is a rollout's row of a trace of a task whose probabilities have ``shape``."""
+    if not isinstance(row, dict) or not set(ROW_KEYS) <= row.keys():
+        return False
+    scores = (row["timesteps"], row["greedy"], row["stochastic"])
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in scores):
+        return False
+    try:
+        probabilities = np.asarray(row["probabilities"], dtype=float)
+    except (TypeError, ValueError):  # ragged, or not numbers
+        return False
+    # Rounded to 4 decimals (the trace's precision), each state's row still sums to about 1.
+    rows_sum_to_one = np.allclose(probabilities.sum(axis=-1), 1.0, atol=1e-3)
+    return probabilities.shape == shape and bool(np.all(probabilities >= 0)) and rows_sum_to_one
+
+
+def read_trace(path: Path) -> tuple[dict[str, Any], TabularMDP]:
+    """The payload of an earlier ``--json`` at ``path`` and its task's tabular model, checked against each other.
+
+    :raises ValueError: ``path`` cannot be read, is not JSON, or is not such a trace (e.g. another script's JSON).
+    """
+    import gymnasium as gym
+
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from err
+    exact = [name for name, task in bench.TASKS.items() if task.exact]
+    what = "the --json of greedy_trace.py"
+    if not isinstance(payload, dict) or not {"task", "method", "seed", "rows"} <= payload.keys():
+        raise ValueError(f"{path} is not {what}: expected an object with task, method, seed and rows")
+    if payload["task"] not in exact:
+        raise ValueError(f"{path}: task {payload['task']!r} is not one of the exact tasks {', '.join(exact)}")
+    mdp = gym.make(bench.TASKS[payload["task"]].env_id).unwrapped.tabular()
+    shape = (mdp.n_states, mdp.n_actions)
+    rows = payload["rows"]
+    if not isinstance(rows, list) or not rows or not all(_is_row(row, shape) for row in rows):
+        raise ValueError(
+            f"{path} is not {what}: rows must be a non-empty list of {{{', '.join(ROW_KEYS)}}}, the scores numbers "
+            f"and the probabilities [states, actions] = {list(shape)} of task {payload['task']}"
+        )
+    return payload, mdp
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     exact = [name for name, task in bench.TASKS.items() if task.exact]
@@ -145,12 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every rollout's scores and probabilities")
     parser.add_argument("--from-json", type=Path, default=None, help="summarize an earlier --json (no training)")
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
     th.set_num_threads(1)
     import gymnasium as gym
 
     if args.from_json is not None:
-        payload = json.loads(args.from_json.read_text())
-        mdp = gym.make(bench.TASKS[payload["task"]].env_id).unwrapped.tabular()
+        try:
+            payload, mdp = read_trace(args.from_json)
+        except ValueError as err:
+            parser.error(f"argument --from-json: {err}")
         print(f"{payload['task']}/{payload['method']}/seed{payload['seed']} ({args.from_json})")
         summarize(payload["task"], payload["rows"], mdp)
         return 0

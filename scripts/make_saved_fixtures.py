@@ -6,13 +6,19 @@ kept forever; ``tests/test_saved_fixtures.py`` loads them all with today's code 
 exactly what it predicted when it was saved.
 
     python scripts/make_saved_fixtures.py          # writes tests/fixtures/saved_<__version__>/
+    python scripts/make_saved_fixtures.py --out /tmp/fixtures   # elsewhere (a dry run)
+
+An existing ``saved_<version>`` directory is refused (that release's fixtures are what its users' saves look
+like; rewriting them would test nothing): ``--force`` overwrites it, e.g. before the release is published.
 
 Each model is tiny (a few hundred env steps, 8-unit layers) so the fixtures stay a few tens of KB.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import gymnasium as gym
@@ -22,6 +28,7 @@ from sb3_contrib.common.wrappers import ActionMasker
 
 import ordergrad_rl
 from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
+from ordergrad_rl.common.options import parser_check_outputs
 
 ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 ENV_ID = "CartPole-v1"
@@ -63,9 +70,37 @@ def predictions(model, observations: np.ndarray) -> dict[str, list]:
     return {"actions": actions.tolist(), "probs": dist.distribution.probs.numpy().tolist()}
 
 
-def main() -> None:
+def release_directory(root: Path) -> Path:
+    """The fixtures directory of this release under ``root``: ``saved_<version>`` with dots as underscores."""
+    return root / f"saved_{ordergrad_rl.__version__.replace('.', '_')}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, checked before any model is trained: ``--out`` must be writable, and this release's
+    directory in it must not exist unless ``--force``."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT,
+        metavar="DIR",
+        help="directory that receives saved_<version>/ (default: the tests' fixtures, %(default)s)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite an existing saved_<version>/ (normally kept forever)"
+    )
+    args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)
+    target = release_directory(args.out)
+    if target.exists() and not args.force:
+        parser.error(f"{target} exists: a release's fixtures are written once and kept; pass --force to overwrite them")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
     th.set_num_threads(1)
-    out = ROOT / f"saved_{ordergrad_rl.__version__.replace('.', '_')}"
+    out = release_directory(args.out)
     out.mkdir(parents=True, exist_ok=True)
     observations = np.random.default_rng(0).normal(scale=0.5, size=(N_OBS, 4)).astype(np.float32)
     expected = {"observations": observations.tolist(), "models": {}}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from ordergrad_rl.agents import EpisodicRolloutBuffer, OrderGradPPO
+from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.core import Objective
 
 
 class CountingBuffer(EpisodicRolloutBuffer):
@@ -34,8 +37,9 @@ class CountingBuffer(EpisodicRolloutBuffer):
     vector_steps = 0
     stored: np.ndarray | None = None
 
-    def add(self, *args: Any) -> np.ndarray:
-        keep = super().add(*args)
+    def add(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        # The collector passes the optional arrays (time_outs, channels, extras) by keyword.
+        keep = super().add(*args, **kwargs)
         self.vector_steps += 1
         self.stored = keep.astype(np.int64) if self.stored is None else self.stored + keep
         return keep
@@ -96,25 +100,47 @@ def measure(
     }
 
 
-def main() -> None:
+def case(text: str) -> tuple[str, int]:
+    """argparse type of ``--cases``: ``objective:N``, an objective spec and a number of episodes >= 1."""
+    objective, sep, n_episodes = text.rpartition(":")
+    if not sep or not objective:
+        raise argparse.ArgumentTypeError(f"expected objective:N (e.g. cvar0.2:256), got {text!r}")
+    try:
+        Objective.parse(objective)
+    except (TypeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from err
+    try:
+        return objective, positive_int(n_episodes)
+    except (argparse.ArgumentTypeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: N must be an integer >= 1, got {n_episodes!r}") from err
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("--n-envs", type=int, default=8)
-    parser.add_argument("--rollouts", type=int, default=20)
-    parser.add_argument("--cases", nargs="+", default=["mean:16", "mean:64", "cvar0.2:256"], help="objective:N")
+    parser.add_argument("--n-envs", type=positive_int, default=8)
+    parser.add_argument("--rollouts", type=positive_int, default=20)
+    parser.add_argument(
+        "--cases", nargs="+", type=case, default=[("mean", 16), ("mean", 64), ("cvar0.2", 256)], help="objective:N"
+    )
     parser.add_argument("--fixed-policy", action="store_true", help="learning rate 0 (the untrained policy)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    parser.add_argument("--seed", type=seed_int, default=0)
+    args = parser.parse_args(argv)
     th.set_num_threads(1)
+    for objective, n_episodes in args.cases:
+        # The agent's own checks (e.g. k < N), on a throwaway model: a bad case fails now, not after the others ran.
+        try:
+            OrderGradPPO("MlpPolicy", make_vec_env(args.env, n_envs=1), objective, n_episodes=n_episodes)
+        except ValueError as err:
+            parser.error(f"argument --cases: '{objective}:{n_episodes}': {err}")
     policy = "fixed untrained policy" if args.fixed_policy else "training"
     print(f"{args.env}, {args.n_envs} envs, OrderGradPPO, {policy}, {args.rollouts} rollouts, seed {args.seed}\n")
     print("| objective | N | rule | discarded (all envs) | per env: mean | min | max | env steps | time ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for case in args.cases:
-        objective, n_episodes = case.rsplit(":", 1)
+    for objective, n_episodes in args.cases:
         rows = {
             rule: measure(
-                args.env, args.n_envs, objective, int(n_episodes), buffer, args.rollouts, args.fixed_policy, args.seed
+                args.env, args.n_envs, objective, n_episodes, buffer, args.rollouts, args.fixed_policy, args.seed
             )
             for rule, buffer in (("per-env quota", PerEnvQuotaBuffer), ("first-N-started", CountingBuffer))
         }

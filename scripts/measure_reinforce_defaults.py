@@ -25,6 +25,8 @@ import numpy as np
 import torch as th
 from tqdm import tqdm
 
+from ordergrad_rl.common.options import parser_check_outputs, positive_int
+
 #: env id -> (env steps per run, evaluation episodes); the budgets are the ones the project's tests and README use.
 BUDGETS: dict[str, tuple[int, int]] = {
     "CartPole-v1": (100_000, 20),
@@ -58,14 +60,21 @@ def run(env_id: str, n_episodes: int, seed: int, scale: float) -> float:
     return score(model, env_id, max(2, int(episodes * scale)) if episodes else 0, seed)
 
 
+def mean_sd(values: list[float]) -> str:
+    """``mean (sd)`` of a cell's seeds; ``mean (-)`` for one seed, which has no standard deviation."""
+    sd = f"{np.std(values, ddof=1):.3f}" if len(values) > 1 else "-"
+    return f"{np.mean(values):.3f} ({sd})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[16, 64, 256], help="n_episodes values")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--n", type=positive_int, nargs="+", default=[16, 64, 256], help="n_episodes values")
+    parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument("--envs", nargs="+", default=list(BUDGETS), choices=list(BUDGETS))
-    parser.add_argument("--quick", action="store_true", help="2% budgets, 1 seed (CI)")
+    parser.add_argument("--quick", action="store_true", help="2%% budgets, 1 seed (CI)")
     parser.add_argument("--json", type=str, default=None)
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the runs, not after them
     th.set_num_threads(1)
     import ordergrad_rl  # noqa: F401  (registers the envs)
 
@@ -80,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| env | " + " | ".join(f"N = {n}" for n in args.n) + " |")
     print("|---|" + "---|" * len(args.n))
     for env in args.envs:
-        cells = [f"{np.mean(v):.3f} ({np.std(v, ddof=1) if len(v) > 1 else 0.0:.3f})" for v in scores[env].values()]
+        cells = [mean_sd(values) for values in scores[env].values()]
         print(f"| {env} ({BUDGETS[env][0] * scale:,.0f} steps) | " + " | ".join(cells) + " |")
     print(f"total time {time.perf_counter() - start:.0f} s")
     if args.json:

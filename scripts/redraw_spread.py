@@ -63,10 +63,14 @@ def spread_row(before: list[float], today: list[float]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--methods", nargs="+", default=["og-cvar", "ppo"])
+    parser.add_argument("--methods", nargs="+", default=["og-cvar", "ppo"], help="methods of the redrawn runs")
     args = parser.parse_args(argv)
 
     replaced = json.loads((MEASUREMENTS / "machine_redraw.json").read_text())["replaced"]
+    redrawn = sorted({run["method"] for run in replaced})
+    unknown = [method for method in args.methods if method not in redrawn]
+    if unknown:  # a typo would print an empty table
+        parser.error(f"argument --methods: no redrawn runs of {', '.join(unknown)}; choose from {', '.join(redrawn)}")
     columns = ["task", "budget", "method", "mode", "seeds", "sd before", "sd today", "sd of the redraw", "mean moved"]
     columns += ["expected sd", "in sd", "r"]
     rows = []

@@ -30,10 +30,9 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from playwright.sync_api import sync_playwright
 
 from ordergrad_rl.zoo.dashboards import find_runs, tensorboard_url
 
@@ -86,13 +85,17 @@ def screenshot(page: Any, url: str, path: Path, settle_ms: int) -> None:
     print(path)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logdir", type=Path, help="the TensorBoard log dir")
     parser.add_argument("out", type=Path, help="directory for the PNG files")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium", help="Chromium executable")
     parser.add_argument("--settle-ms", type=int, default=15_000, help="time each page gets to draw its charts")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:  # after parsing: --help works without Playwright, an optional tool of this script only
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise SystemExit("needs Playwright: pip install playwright (no 'playwright install' needed)") from None
     if shutil.which(args.chromium) is None and not Path(args.chromium).exists():
         raise SystemExit(f"no Chromium at {args.chromium!r}: apt install chromium, or give --chromium PATH")
     groups = find_runs(args.logdir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from conftest import load_script as load
 
 from ordergrad_rl.agents.common import episodic
@@ -36,3 +37,34 @@ def test_quick_run_counts_its_rollouts(tmp_path, one_torch_thread):
     # bandit's worse arms lie below its safe arm's ties, so nothing changes.
     assert run["rollouts"] == 63 and 1 <= run["rollouts_at_floor"] < 63 and run["rollouts_changed"] == 0
     assert episodic.untie_case.__module__ == "ordergrad_rl.agents.common.risk_schedules"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [(["--json", "."], "--json"), (["--timesteps", "0"], "--timesteps"), (["--seeds", "-1"], "--seeds")],
+)
+def test_bad_arguments_are_refused_before_training(argv, option, monkeypatch, capsys):
+    script = load("check_floor_rule")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained despite a bad argument")
+
+    monkeypatch.setattr(script.bench, "run_one", no_training)
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--task", "bandit", *argv])
+    assert exit_info.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_timesteps_given_is_the_budget_trained(monkeypatch):
+    script = load("check_floor_rule")
+    budgets = []
+
+    def check(task, method, seed, timesteps, episodes):
+        budgets.append(timesteps)
+        return {"rollouts": 0, "rollouts_at_floor": 0, "rollouts_changed": 0}
+
+    monkeypatch.setattr(script, "check", check)
+    script.main(["--task", "bandit", "--timesteps", "64"])
+    script.main(["--task", "bandit"])
+    assert budgets == [64, script.bench.TASKS["bandit"].timesteps]

@@ -60,3 +60,17 @@ def test_first_move_rows_rank_the_safe_move_last_under_cvar():
     """The measured mechanism: at the uniform policy, CVaR_0.2 prefers diving into the lava to the safe first move."""
     rows = {row[0]: float(row[-1]) for row in load("lava_diagnosis").first_move_rows()}
     assert rows["down"] > rows["right (shortcut)"] > rows["up (safe path)"]
+
+
+def test_recurrent_vs_mlp_intervals_of_probabilities_stay_in_their_range():
+    script = load("recurrent_vs_mlp")
+    per_seed = {agent: {key: [0.0, 0.0] for key, _, _ in script.ROWS} for agent in script.AGENTS}
+    per_seed["mlp"]["profitable"] = [0.4, 1.0]  # mean 70%: its t-interval of two seeds reaches far past 100%
+    per_seed["recurrent"]["profitable"] = [0.0, 1.0]
+    row = next(line for line in script.format_table(per_seed).splitlines() if "profitable" in line)
+    assert [cell.strip() for cell in row.strip("|").split("|")][1:] == [
+        "70.0% [0.0%, 100.0%]",
+        "50.0% [0.0%, 100.0%]",
+        "-20.0% [-100.0%, 100.0%]",
+    ]
+    assert script.t_interval(np.array([1.0, 3.0]))[1] < 0  # unbounded metrics keep the t-interval

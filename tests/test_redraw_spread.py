@@ -44,3 +44,11 @@ def test_stored_runs_give_a_row_per_task_budget_method_and_mode(capsys):
     assert all(row["seeds"] == "10" for row in rows if row["budget"] == "100000")
     assert all(int(row["seeds"]) >= 2 for row in rows)
     assert len(rows) == len(cells)
+
+
+def test_unknown_methods_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("redraw_spread").main(["--methods", "og-cvar", "foo"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--methods" in err and "foo" in err and "og-cvar" in err.split("choose from")[1]

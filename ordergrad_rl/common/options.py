@@ -140,6 +140,18 @@ def check_output_arguments(args: argparse.Namespace) -> None:
             check_file(model_file(value), flag, _EXAMPLE_NAMES["model"])
 
 
+def parser_check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """:func:`check_output_arguments` for a script's own parser (``scripts/``): an unusable output option is
+    ``parser``'s usage error (exit status 2), before the script's work.
+
+    :raises SystemExit: from ``parser.error``.
+    """
+    try:
+        check_output_arguments(args)
+    except CommandError as err:
+        parser.error(str(err))
+
+
 def check_device(device: str) -> str:
     """``device`` if torch (or SB3, for ``"auto"``) accepts it as a device string.
 
@@ -197,12 +209,22 @@ def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> No
     parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
 
 
+def _int_at_least(text: str, minimum: int) -> int:
+    value = int(text)  # a ValueError: argparse's "invalid <type name> value"
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
+    return _int_at_least(text, 1)
+
+
+def sample_size_int(text: str) -> int:
+    """argparse type of a number of repeats a standard deviation or standard error is computed from: an integer
+    >= 2 (one repeat has none)."""
+    return _int_at_least(text, 2)
 
 
 def seed_int(text: str) -> int:

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 from scipy import integrate, optimize, stats
 
-from ordergrad_rl.common.options import add_output_arguments, positive_int, refuse_option, seed_int
+from ordergrad_rl.common.options import (
+    add_output_arguments,
+    refuse_option,
+    sample_size_int,
+    seed_int,
+)
 from ordergrad_rl.common.progress import progress
 from ordergrad_rl.common.reports import best_time, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.core import Objective, OrderStatTransform, lstat_advantage, lstat_value
@@ -442,9 +447,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     refuse_option(parser, "--seeds", "diagnostics is one Monte-Carlo run: its seed is --seed, its repeats --reps")
     parser.add_argument(
         "--reps",
-        type=positive_int,
+        type=sample_size_int,  # the panels' standard deviations and errors need two estimates
         default=None,
-        help="repeated estimates per variance/SNR point (default: 4000; the bias panel uses 5x)",
+        help="repeated estimates per variance/SNR point, >= 2 (default: 4000; the bias panel uses 5x)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "diagnostics")

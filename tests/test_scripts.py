@@ -1,0 +1,228 @@
+"""The maintenance and measurement scripts of ``scripts/``: argument checks before any work, and a run of each
+fixed script at its smallest setting."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+from conftest import SCRIPTS
+from conftest import load_script as load
+
+import ordergrad_rl
+
+SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
+#: The package's optional dependencies (its extras): a script importing one at load is skipped without it.
+OPTIONAL_MODULES = {"minatar", "rliable", "pandas", "jax", "mpmath", "ray", "yaml", "trl", "transformers", "Box2D"}
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_every_script_prints_help_and_does_nothing_else(name, monkeypatch, capsys):
+    # In-process, with the command line a user types: a help string with a bare % (argparse formats help with %),
+    # an optional dependency imported before parsing, or work done before parsing fail here.
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
+    try:
+        script = load(name)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
+            raise
+        pytest.skip(f"needs {err.name}")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main()
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage:")
+
+
+# ------------------------------------------------------------------------------------------- make_saved_fixtures
+def test_make_saved_fixtures_refuses_an_existing_release_directory(tmp_path, capsys):
+    script = load("make_saved_fixtures")
+    release = script.release_directory(tmp_path)
+    assert release.name == f"saved_{ordergrad_rl.__version__.replace('.', '_')}"
+    release.mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and "--force" in err
+    assert list(release.iterdir()) == []  # nothing trained, nothing written
+    assert script.parse_args(["--out", str(tmp_path), "--force"]).force
+
+
+def test_make_saved_fixtures_writes_into_out_only(tmp_path):
+    script = load("make_saved_fixtures")
+    args = script.parse_args(["--out", str(tmp_path / "new")])
+    assert args.out == tmp_path / "new" and not args.force
+    assert script.parse_args([]).out == script.ROOT  # default: the tests' fixtures, as documented
+
+
+def test_make_saved_fixtures_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        load("make_saved_fixtures").parse_args(["--out", str(tmp_path / "file")])
+    assert "--out" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- bench_qcritic
+def test_bench_qcritic_times_the_q_critic_model_against_ppo(capsys, one_torch_thread):
+    pytest.importorskip("minatar")
+    load("bench_qcritic").main(["--updates", "1", "--repeats", "1", "--n-envs", "1", "--batch-size", "64"])
+    out = capsys.readouterr().out
+    assert "SB3 PPO (scalar value head), baseline" in out
+    ratio_line = next(line for line in out.splitlines() if line.startswith("OrderGradPPO q_critic"))
+    assert float(ratio_line.split()[-4]) > 0  # the ratio against the baseline timed in the same run
+    assert "advantage step" in out
+
+
+def test_bench_qcritic_hook_times_the_advantage_step():
+    pytest.importorskip("minatar")
+    from ordergrad_rl.agents import OrderGradQCriticPPO
+    from ordergrad_rl.envs.minatar import make_minatar_vec_env
+    from ordergrad_rl.experiments.minatar import Config, build_model
+
+    script = load("bench_qcritic")
+    config = Config(n_envs=1, n_steps=16, batch_size=16, n_epochs=1)
+    model = build_model(script.OBJECTIVE, make_minatar_vec_env("breakout", 1, seed=0), config, 0)
+    script.time_advantage_step(model)
+    assert type(model) is OrderGradQCriticPPO  # the model keeps its class and attributes
+    model.learn(16)
+    assert model.advantage_seconds > 0
+
+
+# ------------------------------------------------------------------------------------------------ measure_discarded
+def test_measure_discarded_runs_both_rules(capsys, one_torch_thread):
+    load("measure_discarded").main(["--n-envs", "2", "--rollouts", "1", "--cases", "mean:4"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| mean | 4 |")]
+    assert [row.split("|")[3].strip() for row in rows] == ["per-env quota", "first-N-started"]
+
+
+@pytest.mark.parametrize("case", ["foo", "foo:4", "mean:0", "mean:x", ":4", "top2@4:2"])
+def test_measure_discarded_refuses_a_bad_case(case, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_discarded").main(["--cases", case])
+    assert exit_info.value.code == 2
+    assert "--cases" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------- measure_base_model
+def test_measure_base_model_reports_pass_at_k_with_k_at_most_n():
+    largest_k = load("measure_base_model").largest_k
+    assert [largest_k(n) for n in (1, 8, 100, 256, 1024)] == [1, 8, 64, 256, 256]
+
+
+@pytest.mark.parametrize("argv", [["--n", "0"], ["--json", "."]])
+def test_measure_base_model_refuses_bad_arguments_before_building(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_base_model").main(argv)
+    assert exit_info.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------------ the benches
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        ("bench_envs", ["--repeats", "0"]),
+        ("bench_envs", ["--num-envs", "-5"]),
+        ("bench_threads", ["--repeats", "0"]),
+        ("bench_agents", ["--repeats", "0"]),
+        ("bench_core", ["--repeats", "0"]),
+        ("bench_core", ["--big-objectives", "cvar0.2", "foo"]),  # a typo, once printed as "unsupported"
+        ("bench_groups", ["--rollouts", "0"]),
+        ("bench_qcritic", ["--n-envs", "0"]),
+    ],
+)
+def test_bench_arguments_are_checked(name, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load(name).main(argv)
+    assert exit_info.value.code == 2
+    assert f"argument {argv[0]}:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("seconds", "baseline"), [(math.inf, math.inf), (math.nan, 1.0), (math.inf, 1.0)])
+def test_bench_core_never_marks_an_unmeasured_row_ok(seconds, baseline, capsys):
+    load("bench_core").row("label", seconds, baseline, "baseline", "<= 1.5x", True)
+    assert capsys.readouterr().out.rstrip().endswith("MISSED")
+
+
+# ------------------------------------------------------------------------------------------------------ greedy_trace
+def _lava_trace(mass: float = 1.0, **changes):
+    import gymnasium as gym
+
+    from ordergrad_rl.experiments import benchmarks as bench
+
+    mdp = gym.make(bench.TASKS["lava"].env_id).unwrapped.tabular()
+    uniform = [[mass / mdp.n_actions] * mdp.n_actions] * mdp.n_states
+    row = {"timesteps": 100, "greedy": -1.0, "stochastic": -2.0, "probabilities": uniform}
+    return {"task": "lava", "method": "og-cvar", "seed": 0, "rows": [row, row, row], **changes}
+
+
+def test_greedy_trace_summarizes_a_trace_without_training(tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(_lava_trace()))
+    assert load("greedy_trace").main(["--from-json", str(path)]) == 0
+    assert "last third" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        None,  # no such file
+        "not json",
+        json.dumps({"runs": []}),  # another script's JSON
+        json.dumps(_lava_trace(task="cartpole")),
+        json.dumps(_lava_trace(rows=[])),
+        json.dumps(_lava_trace(rows=[{"greedy": 1.0}])),
+        json.dumps(_lava_trace(rows=[{"timesteps": 1, "greedy": 1.0, "stochastic": 1.0, "probabilities": [[1.0]]}])),
+        json.dumps(_lava_trace(mass=0.0)),  # rows of probabilities that do not sum to 1
+    ],
+)
+def test_greedy_trace_refuses_a_file_that_is_not_its_trace(content, tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        load("greedy_trace").main(["--from-json", str(path)])
+    assert exit_info.value.code == 2
+    assert "argument --from-json:" in capsys.readouterr().err
+
+
+def test_greedy_trace_checks_json_before_training(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        load("greedy_trace").main(["--task", "lava", "--json", str(tmp_path)])
+    assert "--json" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------- measure_schedule_portfolio
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "0"], "--seeds"),
+        (["--timesteps", "0"], "--timesteps"),
+        (["--schedules", "none", "foo"], "'foo'"),
+        (["--n-episodes", "1"], "n_episodes"),
+    ],
+)
+def test_measure_schedule_portfolio_refuses_bad_settings_before_training(argv, message, monkeypatch, capsys):
+    script = load("measure_schedule_portfolio")
+    monkeypatch.setattr(script, "deploy", lambda *args: pytest.fail("trained despite a bad argument"))
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------- measure_reinforce_defaults
+def test_measure_reinforce_defaults_prints_no_sd_for_one_seed():
+    mean_sd = load("measure_reinforce_defaults").mean_sd
+    assert mean_sd([0.5]) == "0.500 (-)"
+    assert mean_sd([1.0, 3.0]) == "2.000 (1.414)"
+
+
+@pytest.mark.parametrize(("argv", "option"), [(["--seeds", "0"], "--seeds"), (["--json", "."], "--json")])
+def test_measure_reinforce_defaults_refuses_bad_arguments(argv, option, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_reinforce_defaults").main(argv)
+    assert exit_info.value.code == 2
+    assert option in capsys.readouterr().err
