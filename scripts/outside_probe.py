@@ -194,11 +194,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--exact", action="store_true", help="also solve a tabular task exactly (cliffwalking: minutes at limit 100)"
     )
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI)")
+    parser.add_argument(
+        "--quick", action="store_true", help="1,000 steps, a 30-step limit, 20 episodes (CI): drop those options"
+    )
     args = parser.parse_args(argv)
     if args.exact and args.task not in TABULAR:
         parser.error(f"--exact solves a transition table; {args.task} has none")
     if args.quick:
+        sizes = ("steps", "limit", "episodes")
+        given = [f"--{key}" for key in sizes if getattr(args, key) != parser.get_default(key)]
+        if given:
+            parser.error(f"--quick sets its own sizes (a smoke test); drop {' '.join(given)}, or drop --quick")
         args.steps, args.limit, args.episodes = 1_000, 30, 20
     th.set_num_threads(1)
     env_id, env_kwargs = TASKS[args.task]
@@ -206,14 +212,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.exact:
         out.update(exact(args.limit, args.task))
         print(f"exact: mean optimum {out['mean_optimum']:.3f}, CVaR_0.2 optimum {out['cvar_optimum']:.3f}")
-    print(f"{'method':>16} {'seed':>4} {'greedy CVaR_0.2':>16} {'sampled CVaR_0.2':>17}")
+    width = max(16, *(len(method) for method in args.methods))  # long method names keep the columns aligned
+    header = f"{'method':>{width}} {'seed':>4} {'greedy CVaR_0.2':>16} {'sampled CVaR_0.2':>17}"
+    print(header + ("  exact greedy / sampled CVaR_0.2" if args.exact else ""))
     for method in args.methods:
         for seed in args.seeds:
             result = run(method, seed, args.steps, args.limit, args.episodes, args.task)
             out["runs"].append(result)
-            line = f"{method:>16} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}"
+            line = f"{method:>{width}} {seed:>4} {result['greedy']['cvar']:>16.2f} {result['sampled']['cvar']:>17.2f}"
             if "greedy_exact" in result:
-                line += f"  exact {result['greedy_exact']:.3f} / {result['sampled_exact']:.3f}"
+                line += f"  {result['greedy_exact']:.3f} / {result['sampled_exact']:.3f}"
             print(line)
     if args.json:
         with open(args.json, "w") as f:

@@ -106,3 +106,8 @@ def test_a_scheduled_bonus_is_recorded_by_its_name(tmp_path):
     load("outside_probe").main(["--quick", "--methods", "og-cvar-entlate", "--json", str(path)])
     (run,) = json.loads(path.read_text())["runs"]
     assert run["kwargs"] == {"objective": "cvar0.2", "ent_coef": "late_linear_ent_coef"}
+
+
+def test_quick_refuses_the_sizes_it_sets():
+    with pytest.raises(SystemExit):
+        load("outside_probe").main(["--quick", "--episodes", "50"])

@@ -596,7 +596,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--envs", nargs="+", choices=list(ENV_METHODS), default=list(default.envs), help="envs (default: both)"
     )
     parser.add_argument(
-        "--quick", action="store_true", help="tiny budgets on the same code path (a smoke test; numbers mean nothing)"
+        "--quick",
+        action="store_true",
+        help="tiny budgets on the same code path, at most 2 seeds (a smoke test; numbers mean nothing)",
     )
     parser.add_argument(
         "--workers",
