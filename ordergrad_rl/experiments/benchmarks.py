@@ -1666,7 +1666,7 @@ def plot(rows: list[dict], path: Path) -> Path:
             ax.errorbar([x], [mean], yerr=[[mean - low], [high - mean]], fmt="o", color=method.color, capsize=4)
         if TASKS[task_name].optimum is not None:
             ax.axhline(TASKS[task_name].optimum, ls="--", color="k", lw=1, label="exact optimum")
-            ax.legend(loc="lower right", fontsize=8)
+            ax.legend(loc="best", fontsize=8)  # where it hides the fewest points
         labels = [
             method_label(row)
             if row.get("budget") in (None, TASKS[task_name].timesteps)
