@@ -178,6 +178,16 @@ def test_info_aggregator_skips_wrapper_and_non_numeric_entries() -> None:
     assert "weights" in wrong.histograms()
 
 
+def test_an_entry_of_the_last_step_only_has_its_value_as_its_step_mean() -> None:
+    aggregator = EpisodeInfoAggregator(n_envs=1)
+    for step in range(4):  # is_success only at the episode's last step (TargetSum-v0's), cost at every step
+        info = {"cost": float(step)} | ({"is_success": True} if step == 3 else {})
+        aggregator({"i": 0, "info": info, "done": step == 3}, {})
+    summary = aggregator.summary()
+    assert summary["is_success_mean"] == summary["is_success_final"] == 1.0  # not 1 / 4
+    assert summary["cost_mean"] == 1.5 and summary["cost_final"] == 3.0
+
+
 def test_eval_callback_writes_its_layout_for_plain_sb3_models(tmp_path: Path) -> None:
     from stable_baselines3 import PPO
 

@@ -343,6 +343,7 @@ def test_step_before_reset_raises() -> None:
         ({"rebalance_every": 0}, "rebalance_every"),
         ({"cost": -0.001}, "cost"),
         ({"cost": 0.5}, "cost"),
+        ({"cost": 0.09}, r"cost must be a number in \[0.0, 0.09\)"),  # the bound itself: wealth could reach 0
         ({"cash_cap": 1.2}, "cash_cap"),
         ({"lookback": 1}, "lookback"),
         ({"lookback": 2.5}, "lookback"),

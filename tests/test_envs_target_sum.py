@@ -227,6 +227,7 @@ def test_reset_draws_problems_with_the_env_generator() -> None:
         (lambda env: env.reset(options={"problem": 1.5}), ValueError, "integer problem index"),
         (lambda env: env.reset(options={"problme": 1}), ValueError, "unknown reset options"),
         (lambda env: TargetSumEnv(max_answer_length=2), ValueError, "max_answer_length"),
+        (lambda env: TargetSumEnv(problem_seed=-1), ValueError, "problem_seed must be"),  # named as the argument
         (lambda env: TargetSumEnv(split="dev"), ValueError, "split"),
         (lambda env: TargetSumEnv(render_mode="human"), ValueError, "render_mode"),
     ],

@@ -179,6 +179,19 @@ def test_conf_file_takes_rl_zoos_linear_schedules(tmp_path):
     ] == 0.0
 
 
+def test_load_hyperparams_gives_constructor_arguments_as_the_readme_uses_them(tmp_path):
+    """``cls(hp.policy, env, **hp.kwargs)`` from Python: lin_<x> is the schedule there too, and rl-zoo3's wrapper
+    keys are refused when the file is read (they were passed on, and the constructor failed on them)."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  learning_rate: lin_0.01\n  n_episodes: 8\n")
+    hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    assert hp.kwargs["learning_rate"](0.5) == pytest.approx(0.005)
+    algorithm_class("ppo")(hp.policy, "RiskyBandit-v0", objective="cvar0.25", **hp.kwargs).learn(16)
+    conf.write_text("RiskyBandit-v0:\n  env_kwargs: {p: 0.3}\n")
+    with pytest.raises(ValueError, match="RiskyBandit-v0: env_kwargs: rl-zoo3's env_kwargs is not supported"):
+        load_hyperparams("ppo", "RiskyBandit-v0", conf)
+
+
 def test_train_uses_the_shipped_entry_by_default(capsys):
     """Without --timesteps the shipped entry's n_timesteps is the budget; one rollout shows it is applied."""
     assert main([*TAILRISK, "--algo", "ppo", "--timesteps", "1", "--hparams", "n_epochs=1"]) == 0

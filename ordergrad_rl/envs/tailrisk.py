@@ -164,7 +164,8 @@ class TailRiskSimulator:
         if self.traded_days % self.rebalance_every:
             raise ValueError(f"traded_days ({traded_days}) must be a multiple of rebalance_every ({rebalance_every})")
         # Wealth stays positive iff the worst daily portfolio return, clip_low - 2 * cost, exceeds -1.
-        self.cost = check_float("cost", cost, 0.0, (1.0 + self.return_clip[0]) / 2, open_high=True)
+        # Rounded: in floats the bound is 0.09000000000000002, and cost=0.09 passed a strict check of it.
+        self.cost = check_float("cost", cost, 0.0, round((1.0 + self.return_clip[0]) / 2, 12), open_high=True)
         self.cash_cap = check_float("cash_cap", cash_cap, 0.0, 1.0)
         self.lookback = check_int("lookback", lookback, 2)
         self.ema_rate = check_float("ema_rate", ema_rate, 0.0, 1.0)

@@ -25,6 +25,7 @@ from gymnasium import spaces
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode
 
+from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv, reseed
 
 #: Numbers of a problem are integers in ``1 .. MAX_VALUE``.
@@ -345,11 +346,12 @@ def _batch_from_kwargs(
     max_answer_length: int = 16,
 ) -> TargetSumBatch:
     """The batch of the env arguments (see :class:`TargetSumEnv`), validated."""
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-    valid = isinstance(max_answer_length, (int, np.integer)) and not isinstance(max_answer_length, bool)
-    if not valid or max_answer_length < 3:
-        raise ValueError(f"max_answer_length must be an integer >= 3 (the shortest answer), got {max_answer_length!r}")
+    check_int("num_envs", num_envs, 1)
+    check_int("problem_seed", problem_seed, 0)  # named as the env's argument, not target_sum_problems' seed
+    try:
+        check_int("max_answer_length", max_answer_length, 3)
+    except ValueError as err:
+        raise ValueError(f"{err} (3 is the shortest answer)") from None
     problems = target_sum_problems(split, problem_seed, n_train, n_test)
     return TargetSumBatch(int(num_envs), problems, int(max_answer_length))
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam
+from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
 from ordergrad_rl.zoo.models import check_fits, is_batched
 
@@ -86,16 +86,10 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
         return None
     if conf_file is None and algo not in FILES:
         return None  # no file shipped for this algorithm
-    cls = algorithm_class(algo)
     try:
-        entry = load_hyperparams(algo, env, conf_file)
+        return load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
-    if entry is None:
-        return None
-    for key, value in entry.kwargs.items():
-        entry.kwargs[key] = check_hparam(key, value, cls, f"{entry.source}: {env}: {key}", options=ENTRY_OPTIONS)
-    return entry
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:

@@ -117,6 +117,9 @@ def info_component_names(venv: VecEnv) -> dict[str, tuple[str, ...]]:
 class EpisodeInfoAggregator:
     """Per-episode step means and final values of numeric ``info`` entries (an ``evaluate_policy`` callback).
 
+    A step mean is over the steps that report the entry: one an env reports only at an episode's last step
+    (``is_success``) has its final value as its mean, not that value divided by the episode's length.
+
     Scalar entries and vector entries with component ``names`` are summarized per component (:meth:`summary`);
     the values of other vector entries are pooled over all steps (:meth:`histograms`).
 
@@ -132,7 +135,7 @@ class EpisodeInfoAggregator:
         self.keys = None if keys is None else frozenset(keys)
         self.names = {key: tuple(value) for key, value in (names or {}).items()}
         self._sums: list[dict[str, np.ndarray]] = [{} for _ in range(n_envs)]
-        self._steps = np.zeros(n_envs, dtype=np.int64)
+        self._counts: list[dict[str, int]] = [{} for _ in range(n_envs)]  # the steps that reported each entry
         self.episode_means: dict[str, list[np.ndarray]] = {}
         self.episode_finals: dict[str, list[np.ndarray]] = {}
         self.pooled: dict[str, list[np.ndarray]] = {}
@@ -154,21 +157,21 @@ class EpisodeInfoAggregator:
     def __call__(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
         env_index, info, done = locals_["i"], locals_["info"], locals_["done"]
         values = self._numeric(info)
-        sums = self._sums[env_index]
+        sums, counts = self._sums[env_index], self._counts[env_index]
         for key, value in values.items():
             if self._summarized(key, value):
                 sums[key] = sums[key] + value if key in sums else value
+                counts[key] = counts.get(key, 0) + 1
             else:
                 self.pooled.setdefault(key, []).append(value.ravel())
-        self._steps[env_index] += 1
         if done:
             for key, total in sums.items():
-                self.episode_means.setdefault(key, []).append(total / self._steps[env_index])
+                self.episode_means.setdefault(key, []).append(total / counts[key])
             for key, value in values.items():
                 if key in sums:
                     self.episode_finals.setdefault(key, []).append(value)
             self._sums[env_index] = {}
-            self._steps[env_index] = 0
+            self._counts[env_index] = {}
 
     def summary(self) -> dict[str, float]:
         """``{"<key>_mean": ..., "<key>_final": ...}``; for named vector entries ``<name>_mean``, ``<name>_final``

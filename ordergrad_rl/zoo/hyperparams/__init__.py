@@ -76,7 +76,8 @@ def read_hyperparams_file(path: str | Path) -> dict[str, dict[str, Any]]:
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> Hyperparams | None:
     """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none.
 
-    :raises ValueError: unknown ``algo``, a malformed file, or an ``n_timesteps`` that is not a positive integer.
+    :raises ValueError: unknown ``algo``, a malformed file, an ``n_timesteps`` that is not a positive integer, or a
+        key or value the algorithm does not accept (``lin_<x>`` becomes a linear schedule, as in ``train``).
     """
     source = hyperparams_file(algo) if path is None else Path(path)
     entry = read_hyperparams_file(source).get(env_id)
@@ -94,6 +95,17 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
             raise ValueError(f"{source}: {env_id}: n_timesteps must be a positive integer, got {n_timesteps!r}")
         n_timesteps = int(count)
     policy = kwargs.pop(POLICY, "MlpPolicy")
+    # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
+    # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam
+
+    cls = algorithm_class(algo)
+    try:
+        for key, value in kwargs.items():
+            kwargs[key] = check_hparam(key, value, cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
+    except CommandError as err:
+        raise ValueError(str(err)) from err
     return Hyperparams(env_id=env_id, kwargs=kwargs, n_timesteps=n_timesteps, policy=policy, source=str(source))
 
 
