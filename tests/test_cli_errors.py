@@ -85,6 +85,10 @@ def test_file_option_errors_say_what_to_give(tmp_path, monkeypatch, capsys):
     assert "--figure" in err and "matplotlib cannot write .xyz figures; use one of" in err and ".pdf" in err
     assert main([*TRAIN, "--save", str(tmp_path)]) == 2
     assert f"is a directory; give a file path such as {tmp_path / 'model.zip'}" in capsys.readouterr().err
+    # a directory not made yet, named by a trailing separator (Path("newdir/") is the file newdir: newdir.zip)
+    with pytest.raises(SystemExit):
+        main([*TRAIN, "--save", f"{tmp_path / 'newdir'}/"])
+    assert "ends in a separator, so it names a directory" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")

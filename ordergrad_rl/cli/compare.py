@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ordergrad_rl.common.options import add_output_arguments, positive_int, seed_int
+from ordergrad_rl.common.options import add_output_arguments, file_path, positive_int, seed_int
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.zoo.compare import figure_name, format_table, load_entries, plot
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "compare")
     parser.add_argument(
         "--figure",
-        type=Path,
+        type=file_path,
         default=None,
         metavar="PATH",
         help="write the figure to PATH (default: <--out>/compare_<inputs>.png, named after the arguments)",

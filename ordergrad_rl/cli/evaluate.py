@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import positive_int, seed_int
+from ordergrad_rl.common.options import file_path, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--contexts", type=positive_int, default=None, metavar="M", help="pass@k: the first M contexts (see above)"
     )
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results to PATH")
+    parser.add_argument("--json", type=file_path, default=None, metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import model_file, positive_int, seed_int
+from ordergrad_rl.common.options import file_path, model_file, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, learn, zoo_hyperparams
@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--save",
-        type=Path,
+        type=file_path,
         default=None,
         metavar="PATH",
         help="save the trained model to PATH (.zip added without a suffix)",

@@ -179,7 +179,7 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     )
     parser.add_argument(
         "--json",
-        type=Path,
+        type=file_path,
         default=None,
         metavar="PATH",
         help="also write the measured numbers to this JSON file",
@@ -214,6 +214,14 @@ def _int_at_least(text: str, minimum: int) -> int:
     if value < minimum:
         raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
     return value
+
+
+def file_path(text: str) -> Path:
+    """argparse type of a file to write (``--save``, ``--json``, ``--figure``): refuses text that ends in a path
+    separator, ``newdir/``, which ``Path`` would read as the file ``newdir`` (a save then wrote ``newdir.zip``)."""
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"{text!r} ends in a separator, so it names a directory: give a file in it")
+    return Path(text)
 
 
 def positive_int(text: str) -> int:

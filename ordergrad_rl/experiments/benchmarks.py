@@ -106,7 +106,13 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
-from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int, seed_int
+from ordergrad_rl.common.options import (
+    add_address_argument,
+    add_output_arguments,
+    file_path,
+    positive_int,
+    seed_int,
+)
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.provenance import run_provenance
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
@@ -1800,7 +1806,7 @@ def add_probe_arguments(parser: argparse.ArgumentParser, timesteps: int) -> None
     ``--quick`` (:func:`probe_budget`)."""
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--timesteps", type=int, default=timesteps)
-    parser.add_argument("--json", type=Path, default=None, help="write the runs here (rewritten after each)")
+    parser.add_argument("--json", type=file_path, default=None, help="write the runs here (rewritten after each)")
     parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
 
 
