@@ -59,6 +59,14 @@ def check_weighted_batch(returns: Any, weights: Any, minimum: int = 1) -> tuple[
     return returns, weights
 
 
+def _sorted_levels(returns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, sorted returns, F_l)``: the stable sort of a weighted batch and its cumulative weights ``F_l``,
+    ``l = 1 .. N-1`` (module docstring)."""
+    order = np.argsort(returns, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return order, returns[order], cumulative[:-1] / cumulative[-1]
+
+
 def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
     """``K(u) = sum_j alpha_j C(k-1, j-1) u^(j-1) (1-u)^(k-j)`` for each ``u`` (module docstring).
 
@@ -88,10 +96,7 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     """
     returns, weights = check_weighted_batch(returns, weights, 2)
     alpha = objective.weights  # raises for an unbound objective
-    order = np.argsort(returns, kind="stable")
-    sorted_returns = returns[order]
-    cumulative = np.cumsum(weights[order])
-    level = cumulative[:-1] / cumulative[-1]  # F_l, l = 1 .. N-1
+    order, sorted_returns, level = _sorted_levels(returns, weights)
     gaps = np.diff(sorted_returns)  # D_l
     terms = gaps * binomial_kernel(alpha, level)  # D_l K(F_l)
     # IF(R_(t)) / k = sum_l terms_l F_l - sum_{l >= t} terms_l.
@@ -118,10 +123,7 @@ def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: Ob
     """
     returns, weights = check_weighted_batch(returns, weights)
     alpha = objective.weights
-    order = np.argsort(returns, kind="stable")
-    sorted_returns = returns[order]
-    cumulative = np.cumsum(weights[order])
-    level = cumulative[:-1] / cumulative[-1]  # F_l, l = 1 .. N-1
+    _, sorted_returns, level = _sorted_levels(returns, weights)
     # P(Bin(k, F_l) < j) = P(Bin(k, F_l) <= j - 1), j = 1 .. k: [N-1, k]
     below = stats.binom.cdf(np.arange(alpha.size)[None, :], alpha.size, level[:, None])
     return float(sorted_returns[0] * alpha.sum() + np.diff(sorted_returns) @ (below @ alpha))

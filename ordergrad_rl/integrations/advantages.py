@@ -44,6 +44,12 @@ def objective_ks(objective: Objective | ChannelObjective) -> list[int]:
     return [int(c.objective.k) for c in parts] or [int(objective.k)]  # type: ignore[arg-type]
 
 
+def scored_completions(rewards: np.ndarray, group_size: int) -> np.ndarray:
+    """``[n_groups, group_size]`` bool: the completions of ``rewards`` (``[B, F]``) that some reward function scored
+    (TRL 1.16 calls one that every function returned ``None`` for, all NaN, unscorable)."""
+    return ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)
+
+
 def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = ()) -> Objective | ChannelObjective:
     """The objective of ``spec`` bound to ``k = group_size // 2`` when it has none, checked before any generation.
 
@@ -105,16 +111,17 @@ def group_advantages(
             f"reward function {names[column]!r} returned {rewards[row, column]} for completion {row} of the batch: "
             "OrderGrad ranks finite rewards (return None for a completion it cannot score)"
         )
-    scored = ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)
-    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
-    if group_size <= max(objective_ks(objective)):  # evaluation groups may be smaller than training's
+    k = max(objective_ks(objective))
+    if group_size <= k:  # evaluation groups may be smaller than training's
         return np.zeros(rewards.shape[0])
+    scored = scored_completions(rewards, group_size)
+    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
     if scored.all():
         out = _ranked(objective, grouped, names, weights, scale)
     else:  # unscorable completions: each group ranked on its scored ones
         out = np.zeros(scored.shape)
         for group, keep in enumerate(scored):
-            if keep.sum() > max(objective_ks(objective)):
+            if keep.sum() > k:
                 out[group, keep] = _ranked(objective, grouped[group, keep][None], names, weights, scale)[0]
     if scale == "batch":
         out = out / (std(out[scored]) + EPS)

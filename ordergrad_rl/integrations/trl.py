@@ -36,7 +36,13 @@ except ImportError as err:  # pragma: no cover - the message names the extra
     ) from err
 
 from ordergrad_rl.core import ChannelObjective, lstat_value
-from ordergrad_rl.integrations.advantages import SCALES, group_advantages, objective_ks, parse_group_objective
+from ordergrad_rl.integrations.advantages import (
+    SCALES,
+    group_advantages,
+    objective_ks,
+    parse_group_objective,
+    scored_completions,
+)
 from ordergrad_rl.passk import default_ks, pass_at_k_curve
 
 
@@ -108,7 +114,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         self, mode: str, objective: Any, rewards: np.ndarray, advantages: np.ndarray, group_size: int
     ) -> None:
         metrics = self._metrics[mode]
-        scored = ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)  # unscorable completions are left out
+        scored = scored_completions(rewards, group_size)  # unscorable completions are left out
         grouped = np.nan_to_num(rewards).reshape(-1, group_size, rewards.shape[1])
         if isinstance(objective, ChannelObjective):
             for c in objective.channels:

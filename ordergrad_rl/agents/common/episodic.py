@@ -506,18 +506,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
         # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
         self.gcvar_alpha = gcvar_alpha
+        size = f"n_episodes={n_episodes}" if group_size is None else f"group_size={group_size}"
         parsed = objective
         if not parsed.is_bound:
             parsed = parsed.bind(compared // 2) if isinstance(parsed, Objective) else parsed.bind_default(compared // 2)
             if compared // 2 == 1 and isinstance(parsed, Objective) and parsed.name != "mean":
-                size = f"n_episodes={n_episodes}" if group_size is None else f"group_size={group_size}"
                 warnings.warn(
                     f"objective {str(objective)!r} binds the default k = {size.split('=')[0]} // 2 = 1, where every "
                     f"rank-weighted objective is the mean: with {size} it trains the mean; use at least 4",
                     stacklevel=3,
                 )
         if parsed.k >= compared:  # type: ignore[operator]
-            size = f"n_episodes={n_episodes}" if group_size is None else f"group_size={group_size}"
             raise ValueError(
                 f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
                 f"k < {size} (paper Sec. 3.2): raise {size.split('=')[0]} or lower k"
