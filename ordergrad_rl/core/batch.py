@@ -58,8 +58,14 @@ def is_live(alpha: Any) -> bool:
 class OrderStatTransform:
     """OrderGrad batch quantities for a fixed batch size ``n`` and objective, with tables precomputed once.
 
+    >>> import numpy as np
+    >>> returns = np.random.default_rng(0).normal(size=(4, 256))   # 4 batches of 256 episode returns
     >>> t = OrderStatTransform(n=256, objective="cvar0.2", k=128)
-    >>> weights = 128 * t.advantage(returns)   # per-episode policy-gradient weights, shape [..., 256]
+    >>> weights = 128 * t.advantage(returns)   # per-episode policy-gradient weights
+    >>> weights.shape
+    (4, 256)
+    >>> bool(np.allclose(t.advantage(returns + 5.0), t.advantage(returns)))   # invariant to a shift
+    True
 
     :param n: batch size ``N`` (the last dimension of every input), an integer >= 1.
     :param objective: an :class:`Objective`, a spec string such as ``"cvar0.2@128"`` or a low-to-high alpha vector.

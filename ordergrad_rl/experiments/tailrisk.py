@@ -487,7 +487,10 @@ def deployment_table(models: dict[str, Any], n_paths: int = 256, seed: int = 0, 
     """The deployment metrics of each model (the rows of the reproduction's table) on the same ``n_paths``
     deterministic paths of ``env_id``, as a markdown table with one column per model.
 
-    >>> print(deployment_table({"mean": mean_model, "cvar0.2": cvar_model}))
+    >>> from ordergrad_rl import OrderGradPPO
+    >>> models = {o: OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective=o, seed=0) for o in ("mean", "cvar0.2")}
+    >>> print(deployment_table(models, n_paths=8).splitlines()[0])  # untrained here; train them with .learn first
+    | SyntheticTailRiskDeploy-v0, 8 paths | mean   | cvar0.2 |
 
     :param models: column label -> a model with SB3's ``predict`` (trained on a tail-risk env).
     :param seed: env ``i`` of the deployment batch is seeded ``seed + i``.

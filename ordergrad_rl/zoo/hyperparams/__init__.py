@@ -6,7 +6,7 @@ comment. ``ordergrad-rl train`` applies the entry of its ``--env`` by default; f
     >>> from ordergrad_rl.zoo.hyperparams import load_hyperparams
     >>> hp = load_hyperparams("ppo", "SyntheticTailRisk-v0")
     >>> model = OrderGradPPO(hp.policy, "SyntheticTailRisk-v0", objective="cvar0.2", **hp.kwargs)
-    >>> model.learn(hp.n_timesteps)
+    >>> model = model.learn(hp.n_timesteps)  # doctest: +SKIP
 
 An env without an entry needs none: the algorithms' defaults are meant to work everywhere (see their docstrings);
 an entry exists only where an env is measured to need its own settings.
