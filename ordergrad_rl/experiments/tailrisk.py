@@ -488,7 +488,7 @@ def deployment_table(models: dict[str, Any], n_paths: int = 256, seed: int = 0, 
     deterministic paths of ``env_id``, as a markdown table with one column per model.
 
     >>> from ordergrad_rl import OrderGradPPO
-    >>> models = {o: OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective=o, seed=0) for o in ("mean", "cvar0.2")}
+    >>> models = {o: OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective=o) for o in ("mean", "cvar0.2")}
     >>> print(deployment_table(models, n_paths=8).splitlines()[0])  # untrained here; train them with .learn first
     | SyntheticTailRiskDeploy-v0, 8 paths | mean   | cvar0.2 |
 
