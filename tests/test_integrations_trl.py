@@ -253,3 +253,30 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     assert any("eval_pass@k/k=8" in entry for entry in trainer.state.log_history)
     with pytest.raises(ValueError, match="ks must be in"):
         PassAtKCallback(prompts, lambda p, c: True, n_samples=4, ks=[8])
+
+
+def test_the_completions_table_shows_ordergrads_advantages(tmp_path):
+    """log_completions writes each logged step's completions with their advantage (completions_<step>.parquet, the
+    printed sample, wandb/trackio): OrderGrad's, not the GRPO advantages TRL computed before they were replaced."""
+    _require_trl()
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=16, num_generations=G, max_steps=1,
+                      max_completion_length=4, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                      log_completions=True, num_completions_to_print=0, seed=0)  # fmt: skip
+    trainer = OrderGradGRPOTrainer(
+        model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]], args=args,
+        train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 =", "sum 3 + 4 ="] * 2}), processing_class=tokenizer,
+        objective="cvar0.25",
+    )  # fmt: skip
+    trainer.train()
+    table = pd.read_parquet(tmp_path / "completions" / "completions_00001.parquet")
+    rewards = np.asarray(trainer._ordergrad_rewards)  # those of the one generation, the table's rows in order
+    expected = group_advantages(trainer.ordergrad_objective, rewards, G, trainer.reward_func_names, scale="group")
+    np.testing.assert_allclose(table["advantage"].to_numpy(), expected, rtol=1e-6, atol=1e-9)

@@ -108,6 +108,12 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             advantages[rows], dtype=output["advantages"].dtype, device=output["advantages"].device
         )
         self._log_risk(mode, objective, rewards, advantages, group_size)
+        # TRL's completions table (log_completions: the printed sample, completions_<step>.parquet, wandb/trackio)
+        # has just received its own advantages of every process's completions: it shows OrderGrad's instead.
+        logged = self._logs["advantages"]
+        for _ in range(min(len(logged), len(advantages))):
+            logged.pop()
+        logged.extend(advantages.tolist())
         return output
 
     def _log_risk(
