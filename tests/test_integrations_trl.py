@@ -253,3 +253,61 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     assert any("eval_pass@k/k=8" in entry for entry in trainer.state.log_history)
     with pytest.raises(ValueError, match="ks must be in"):
         PassAtKCallback(prompts, lambda p, c: True, n_samples=4, ks=[8])
+
+
+def test_the_completions_table_shows_ordergrads_advantages(tmp_path):
+    """log_completions writes each logged step's completions with their advantage (completions_<step>.parquet, the
+    printed sample, wandb/trackio): OrderGrad's, not the GRPO advantages TRL computed before they were replaced."""
+    _require_trl()
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=16, num_generations=G, max_steps=1,
+                      max_completion_length=4, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+                      log_completions=True, num_completions_to_print=0, seed=0)  # fmt: skip
+    trainer = OrderGradGRPOTrainer(
+        model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]], args=args,
+        train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 =", "sum 3 + 4 ="] * 2}), processing_class=tokenizer,
+        objective="cvar0.25",
+    )  # fmt: skip
+    trainer.train()
+    table = pd.read_parquet(tmp_path / "completions" / "completions_00001.parquet")
+    rewards = np.asarray(trainer._ordergrad_rewards)  # those of the one generation, the table's rows in order
+    expected = group_advantages(trainer.ordergrad_objective, rewards, G, trainer.reward_func_names, scale="group")
+    np.testing.assert_allclose(table["advantage"].to_numpy(), expected, rtol=1e-6, atol=1e-9)
+
+
+def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
+    """A channel objective weighs each reward function in its spec; TRL's reward_weights, which weigh the plain
+    objective's sum, changed nothing (reward_weights=[1, 0] trained on both functions): refused."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+
+    def a(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    def b(completions, **kwargs):
+        return [1.0] * len(completions)
+
+    def trainer(obj, weights):
+        args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                          report_to=[], use_cpu=True, reward_weights=weights)  # fmt: skip
+        dataset = Dataset.from_dict({"prompt": ["1 ="] * 4})
+        return OrderGradGRPOTrainer(
+            model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj
+        )
+
+    with pytest.raises(ValueError, match=r"reward_weights=\[1.0, 0.0\].*put the weights there"):
+        trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 0.0])
+    assert trainer("top2@4", [1.0, 0.0]).reward_weights.tolist() == [1.0, 0.0]  # the plain objective's sum
+    assert str(trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 1.0]).ordergrad_objective) == "a=top2@4 + 0.4*b=bot2@4"

@@ -51,8 +51,9 @@ class OrderGradGRPOTrainer(GRPOTrainer):
 
     :param objective: an objective spec of the core (``"top2@4"``, ``"max@4"``, ``"cvar0.25@4"``, ``"mean"`` =
         GRPO's baseline), default ``k = num_generations // 2``; or per reward function, in the agents' channel
-        syntax with the reward functions' names: ``"correct=top2@4 + 0.4*length=bot2@4"``. ``k < num_generations``
-        is checked at construction, before any generation.
+        syntax with the reward functions' names: ``"correct=top2@4 + 0.4*length=bot2@4"`` (its weights replace TRL's
+        ``reward_weights``, which it refuses). ``k < num_generations`` is checked at construction, before any
+        generation.
     :param scale: ``"group"``, ``"batch"``, ``"none"`` (default: ``args.scale_rewards``, TRL's option) or
         ``"channel"`` (each reward function's advantages divided by their group std before the weights, the
         paper's normalization for the correctness + length objective).
@@ -72,6 +73,12 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
+        if isinstance(self.ordergrad_objective, ChannelObjective) and not torch.all(self.reward_weights == 1):
+            raise ValueError(
+                f"reward_weights={self.reward_weights.tolist()} weigh the plain objective's sum of the reward "
+                f"functions; a channel objective weighs each reward function in its spec "
+                f"({str(self.ordergrad_objective)!r}): put the weights there and leave reward_weights unset"
+            )
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
         k = max(objective_ks(self.ordergrad_objective))
@@ -108,6 +115,12 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             advantages[rows], dtype=output["advantages"].dtype, device=output["advantages"].device
         )
         self._log_risk(mode, objective, rewards, advantages, group_size)
+        # TRL's completions table (log_completions: the printed sample, completions_<step>.parquet, wandb/trackio)
+        # has just received its own advantages of every process's completions: it shows OrderGrad's instead.
+        logged = self._logs["advantages"]
+        for _ in range(min(len(logged), len(advantages))):
+            logged.pop()
+        logged.extend(advantages.tolist())
         return output
 
     def _log_risk(
