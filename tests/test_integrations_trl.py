@@ -311,3 +311,31 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
         trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 0.0])
     assert trainer("top2@4", [1.0, 0.0]).reward_weights.tolist() == [1.0, 0.0]  # the plain objective's sum
     assert str(trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 1.0]).ordergrad_objective) == "a=top2@4 + 0.4*b=bot2@4"
+
+
+def test_pass_at_k_reaches_tensorboard(tmp_path):
+    """The curve is written by the run's reporting backends (before, it went to ``state.log_history`` only)."""
+    _require_trl()
+    from datasets import Dataset
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    prompts = ["sum 1 + 2 =", "sum 3 + 4 ="]
+    callback = PassAtKCallback(prompts, lambda p, c: True, n_samples=2, max_new_tokens=2)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=2,
+                      logging_steps=2, max_completion_length=4, report_to=["tensorboard"], use_cpu=True,
+                      save_strategy="no")  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": prompts * 4}), processing_class=tokenizer,
+                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+    assert callback.trainer is trainer
+    trainer.train()
+    (events,) = {path.parent for path in tmp_path.rglob("events.out.tfevents.*")}  # <output_dir>/runs/<run>
+    scalars = EventAccumulator(str(events)).Reload().Tags()["scalars"]
+    assert {"eval/pass@k/k=1", "eval/pass@k/k=2"} <= set(scalars), scalars  # transformers renames eval_ to eval/
+    # TRL's training metrics are still averaged over its logging steps: one entry at step 2, none at step 1
+    logged = [entry["step"] for entry in trainer.state.log_history if "risk/objective" in entry]
+    assert logged == [2]

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 try:
-    from transformers import TrainerCallback
+    from transformers import Trainer, TrainerCallback
     from trl import GRPOTrainer
 except ImportError as err:  # pragma: no cover - the message names the extra
     raise ImportError(
@@ -89,6 +89,9 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 stacklevel=2,
             )
         self._ordergrad_rewards: torch.Tensor | None = None
+        for callback in self.callback_handler.callbacks:
+            if isinstance(callback, PassAtKCallback) and callback.trainer is None:
+                callback.trainer = self
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # type: ignore[override]
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -157,7 +160,11 @@ class PassAtKCallback(TrainerCallback):
     """pass@k of a TRL (or any ``transformers``) run on held-out prompts: every ``eval_steps`` optimizer steps and at
     the end of training, ``n_samples`` sampled completions per prompt, scored by ``is_correct``, give the unbiased
     pass@k of :func:`ordergrad_rl.passk.pass_at_k_curve` (the paper's estimator), logged as ``eval_pass@k/k=<k>``
-    to the run's log history (and so to every ``report_to`` backend through the trainer's next log).
+    through ``trainer``'s log, to its history and to every ``report_to`` backend (TensorBoard, wandb, ...).
+
+    :class:`OrderGradGRPOTrainer` binds the callbacks it is given to itself. For another trainer, pass it, as for
+    TRL's ``LogCompletionsCallback``: ``trainer.add_callback(PassAtKCallback(prompts, is_correct, trainer=trainer))``;
+    without a trainer the curve goes to ``state.log_history`` (and :attr:`history`) only.
 
     :param prompts: the held-out prompts (text).
     :param is_correct: ``(prompt, completion) -> bool``.
@@ -166,6 +173,7 @@ class PassAtKCallback(TrainerCallback):
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
     :param max_new_tokens: completion length limit.
     :param temperature: sampling temperature.
+    :param trainer: the ``transformers.Trainer`` (TRL's trainers included) whose log reports the curve.
     """
 
     def __init__(
@@ -177,6 +185,7 @@ class PassAtKCallback(TrainerCallback):
         eval_steps: int | None = None,
         max_new_tokens: int = 32,
         temperature: float = 1.0,
+        trainer: Trainer | None = None,
     ) -> None:
         if n_samples < 1 or not prompts:
             raise ValueError(f"need prompts and n_samples >= 1, got {len(prompts)} prompts, n_samples={n_samples}")
@@ -189,6 +198,7 @@ class PassAtKCallback(TrainerCallback):
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
+        self.trainer = trainer
         self.history: list[tuple[int, dict[int, float]]] = []
 
     @torch.no_grad()
@@ -217,10 +227,18 @@ class PassAtKCallback(TrainerCallback):
             return
         curve = self.evaluate(model, tokenizer)
         self.history.append((state.global_step, curve))
-        state.log_history.append({**{f"eval_pass@k/k={k}": v for k, v in curve.items()}, "step": state.global_step})
+        logs = {f"eval_pass@k/k={k}": v for k, v in curve.items()}
+        if self.trainer is None:
+            state.log_history.append({**logs, "step": state.global_step})
+        else:
+            # transformers' own log, not the trainer's override: TRL's would flush (and average) its training metrics
+            # here, between its logging steps. On every process, as the reporting callbacks write on process 0 only.
+            Trainer.log(self.trainer, logs)
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
-        if self.eval_steps is not None and state.global_step % self.eval_steps == 0:
+        # The last step is evaluated here, before on_train_end, where the reporting callbacks close their writers.
+        last = state.global_step == state.max_steps
+        if last or (self.eval_steps is not None and state.global_step % self.eval_steps == 0):
             self._log(state, model, processing_class)
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
