@@ -194,3 +194,17 @@ def test_dashboard_command(logdir: Path, capsys: pytest.CaptureFixture) -> None:
     empty.mkdir()
     with pytest.raises(CommandError, match="without TensorBoard runs"):
         dashboards.write_dashboards(empty)
+
+
+def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest.CaptureFixture) -> None:
+    """SB3's own PPO_1 and PPO_2 beside OrderGrad's runs: no mean_over_seeds run of them (it would hold an HParams
+    experiment without metrics, which TensorBoard may take for the columns of the whole table)."""
+    for name in ("PPO_1", "PPO_2"):
+        writer = SummaryWriter(str(logdir / name))
+        writer.add_scalar("rollout/ep_rew_mean", 1.0, 64)
+        writer.close()
+    result = dashboards.write_dashboards(logdir)
+    assert len(result.groups["PPO"]) == 2 and "PPO" not in result.aggregates
+    assert not (logdir / "PPO").exists()
+    assert main(["dashboard", str(logdir)]) == 0
+    assert re.search(r"\|\s+PPO \|\s+2 \|\s+- \(no eval_risk/\* or risk/\* scalars\)", capsys.readouterr().out)

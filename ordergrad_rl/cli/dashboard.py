@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.dashboards import tensorboard_url, write_dashboards
+from ordergrad_rl.zoo.dashboards import Dashboards, tensorboard_url, write_dashboards
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def aggregated(dashboards: Dashboards, group: str) -> str:
+    """The aggregated run of ``group``, else why it has none."""
+    if group in dashboards.aggregates:
+        return str(dashboards.aggregates[group])
+    return "- (one run)" if len(dashboards.groups[group]) == 1 else "- (no eval_risk/* or risk/* scalars)"
+
+
 def run(args: argparse.Namespace) -> int:
     dashboards = write_dashboards(args.logdir)
-    rows = [
-        [group, len(runs), str(dashboards.aggregates.get(group, "- (one run)"))]
-        for group, runs in dashboards.groups.items()
-    ]
+    rows = [[group, len(runs), aggregated(dashboards, group)] for group, runs in dashboards.groups.items()]
     print(markdown_table(["method", "runs", "aggregated run"], rows))
     print(f"TensorBoard: tensorboard --logdir {args.logdir}")
     print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")

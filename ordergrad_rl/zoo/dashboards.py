@@ -173,6 +173,11 @@ def mean_and_band(
     return grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0)
 
 
+def common_tags(runs: Sequence[RunData]) -> list[str]:
+    """The aggregated tags every run of a method logged (a run still writing may lack some: no mean to show)."""
+    return [tag for tag in aggregate_tags() if all(tag in run.scalars for run in runs)]
+
+
 def shared_hparams(runs: Sequence[RunData]) -> dict[str, Any]:
     """The arguments every run of a method logged with the same value (the seed differs), plus ``seeds``."""
     common = dict(runs[0].hparams)
@@ -199,11 +204,9 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
     writer = _writer(path)
-    for tag in aggregate_tags():
-        series = [run.scalars[tag] for run in runs if tag in run.scalars]
-        if len(series) < len(runs):  # not every seed logged it (a run still writing): no mean to show
-            continue
-        steps, mean, low, high = mean_and_band(series)
+    tags = common_tags(runs)
+    for tag in tags:
+        steps, mean, low, high = mean_and_band([run.scalars[tag] for run in runs])
         for i, step in enumerate(steps.tolist()):
             writer.add_scalar(tag, mean[i], step)
         if tag not in CHART_TAGS:
@@ -214,8 +217,7 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    metrics = [tag for tag in aggregate_tags() if all(tag in run.scalars for run in runs)]
-    write_hparams(writer, shared_hparams(runs), metrics, group_name=f"{group}/{AGGREGATE_RUN}")
+    write_hparams(writer, shared_hparams(runs), tags, group_name=f"{group}/{AGGREGATE_RUN}")
     writer.close()
     return path
 
@@ -260,14 +262,15 @@ def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
 
 def write_dashboards(logdir: Path) -> Dashboards:
     """Aggregated runs (with their HParams rows) and the layout for the runs below ``logdir`` (see the module
-    docstring).
+    docstring): for the methods of two or more runs that share risk scalars.
 
     :raises CommandError: no runs below ``logdir``, or ``logdir`` is a run.
     """
     groups = find_runs(logdir)
-    aggregates = {
-        group: [read_run_data(run, logdir) for run in runs] for group, runs in groups.items() if len(runs) >= 2
-    }
+    data = {group: [read_run_data(run, logdir) for run in runs] for group, runs in groups.items() if len(runs) >= 2}
+    # Runs without risk scalars (SB3's PPO_1 and PPO_2 beside OrderGrad's) have no mean to show: their aggregate
+    # would be an HParams experiment without metrics, which TensorBoard may take for the whole table's columns.
+    aggregates = {group: runs for group, runs in data.items() if common_tags(runs)}
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
     if aggregates:
         tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
