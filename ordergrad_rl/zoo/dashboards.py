@@ -204,8 +204,7 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
     writer = _writer(path)
-    tags = common_tags(runs)
-    for tag in tags:
+    for tag in common_tags(runs):
         steps, mean, low, high = mean_and_band([run.scalars[tag] for run in runs])
         for i, step in enumerate(steps.tolist()):
             writer.add_scalar(tag, mean[i], step)
@@ -217,7 +216,8 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    write_hparams(writer, shared_hparams(runs), tags, group_name=f"{group}/{AGGREGATE_RUN}")
+    # The seeds' metric columns, whichever the seeds logged (TensorBoard takes one run's columns for the table).
+    write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=f"{group}/{AGGREGATE_RUN}")
     writer.close()
     return path
 
