@@ -38,13 +38,13 @@ import shutil
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_run, runs_below, strip_seed
+from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, group_of, is_run, runs_below
 
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
@@ -93,16 +93,6 @@ def aggregate_tags() -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-def group_of(run: Path, logdir: Path) -> str:
-    """The method of ``run``: its path below ``logdir`` without the seed and run counter (``og-cvar/seed3_1`` ->
-    ``og-cvar``)."""
-    relative = PurePosixPath(run.relative_to(logdir).as_posix())
-    stripped = strip_seed(relative.name)
-    if not stripped:
-        return str(relative.parent) if str(relative.parent) != "." else relative.name
-    return str(relative.parent / stripped)
-
-
 def read_run_data(run: Path, logdir: Path) -> RunData:
     """The aggregated tags and the HParams arguments of ``run``."""
     from tensorboard.backend.event_processing import event_accumulator as ea
