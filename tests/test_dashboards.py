@@ -209,3 +209,14 @@ def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest
     assert not (logdir / "PPO").exists()
     assert main(["dashboard", str(logdir)]) == 0
     assert re.search(r"\|\s+PPO \|\s+2 \|\s+- \(no eval_risk/\* or risk/\* scalars\)", capsys.readouterr().out)
+
+
+def test_runs_logged_at_step_0_only(tmp_path: Path) -> None:
+    """Runs whose only point is at step 0 (an evaluation before any training step): their share of training is
+    100%, not a ValueError from numpy (0 / 0 steps)."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "cvar" / f"seed{seed}_1", [0], [float(seed)], "cvar0.2", seed)
+    run = read(dashboards.write_dashboards(tmp_path).aggregates["cvar"])
+    assert curve(run, "eval_risk/cvar_0.2") == ([0], [0.5])
+    assert curve(run, "methods/eval_risk/cvar_0.2") == ([100], [0.5])
+    assert curve(run, "methods/eval_risk/cvar_0.2/max") == ([100], [1.0])

@@ -202,7 +202,8 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
             continue
         write_band(writer, f"{group}/{tag}", steps, (mean, low, high))
         # Across methods the x-axis is the share of training: methods of 200k and of 3M steps end together.
-        percent = np.arange(np.ceil(100 * steps[0] / steps[-1]), 101)
+        # (Runs whose only point is at step 0, an evaluation before any training step: one point, at 100%.)
+        percent = np.arange(np.ceil(100 * steps[0] / steps[-1]) if steps[-1] > 0 else 100, 101)
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
