@@ -4,6 +4,7 @@ read back with EventAccumulator and checked against the seeds' numbers, the layo
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +221,15 @@ def test_runs_logged_at_step_0_only(tmp_path: Path) -> None:
     assert curve(run, "eval_risk/cvar_0.2") == ([0], [0.5])
     assert curve(run, "methods/eval_risk/cvar_0.2") == ([100], [0.5])
     assert curve(run, "methods/eval_risk/cvar_0.2/max") == ([100], [1.0])
+
+
+def test_an_aggregate_whose_method_lost_its_seeds_is_removed(logdir: Path) -> None:
+    """A seed deleted after a first call: the method's mean_over_seeds (2 seeds, one of them gone) and the layout
+    charting it do not stay behind as if current."""
+    dashboards.write_dashboards(logdir)
+    shutil.rmtree(logdir / "cvar-level" / "seed1_1")
+    assert set(dashboards.write_dashboards(logdir).aggregates) == {"cvar"}
+    assert not (logdir / "cvar-level" / "mean_over_seeds").exists() and (logdir / "cvar" / "mean_over_seeds").exists()
+    shutil.rmtree(logdir / "cvar" / "seed1_1")
+    assert dashboards.write_dashboards(logdir).aggregates == {} and not list(logdir.rglob("mean_over_seeds"))
+    assert not list(logdir.glob("events.out.tfevents.*"))  # no layout charting methods without aggregates

@@ -243,9 +243,12 @@ def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
 
 
 def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
-    """Write :func:`layout` to the root event file of ``logdir`` (replacing an earlier one)."""
+    """Write :func:`layout` to the root event file of ``logdir`` (replacing an earlier one; none without
+    ``groups``)."""
     for stale in logdir.glob(f"events.out.tfevents.*{DASHBOARD_SUFFIX}"):
         stale.unlink()
+    if not groups:
+        return
     writer = _writer(logdir, DASHBOARD_SUFFIX)
     writer.add_custom_scalars(layout(groups, tags))
     writer.close()
@@ -253,7 +256,8 @@ def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
 
 def write_dashboards(logdir: Path) -> Dashboards:
     """Aggregated runs (with their HParams rows) and the layout for the runs below ``logdir`` (see the module
-    docstring): for the methods of two or more runs that share risk scalars.
+    docstring): for the methods of two or more runs that share risk scalars. What an earlier call wrote is
+    replaced, or removed where a method gets no aggregate now.
 
     :raises CommandError: no runs below ``logdir``, or ``logdir`` is a run.
     """
@@ -263,9 +267,13 @@ def write_dashboards(logdir: Path) -> Dashboards:
     # would be an HParams experiment without metrics, which TensorBoard may take for the whole table's columns.
     aggregates = {group: runs for group, runs in data.items() if common_tags(runs)}
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
-    if aggregates:
-        tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
-        write_layout(logdir, sorted(aggregates), tags)
+    # What an earlier call wrote for a method that gets no aggregate now (a seed deleted, runs renamed) would show
+    # the mean of runs that are gone.
+    for stale in {event.parent for event in logdir.rglob(f"{AGGREGATE_RUN}/events.out.tfevents.*")}:
+        if stale not in paths.values():
+            shutil.rmtree(stale)
+    tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
+    write_layout(logdir, sorted(aggregates), tags)
     return Dashboards(groups, paths, tensorboard_url(sorted(groups)))
 
 
