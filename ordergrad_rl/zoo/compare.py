@@ -98,7 +98,7 @@ def strip_seed(name: str) -> str:
 # ---------------------------------------------------------------------------------------------------- TensorBoard
 #: The run :mod:`ordergrad_rl.zoo.dashboards` writes beside the seeds of a method: ``<method>/mean_over_seeds``.
 AGGREGATE_RUN = "mean_over_seeds"
-#: Suffix of the event file holding the dashboards' HParams experiment and layout at the root of a log dir.
+#: Suffix of the event file holding the dashboards' Custom Scalars layout at the root of a log dir.
 DASHBOARD_SUFFIX = ".dashboards"
 
 
