@@ -126,6 +126,11 @@ def _from_value(value: Any) -> Any:
     )
 
 
+def aggregates_below(logdir: Path) -> set[Path]:
+    """The ``mean_over_seeds`` runs below ``logdir`` (what :func:`write_dashboards` wrote there)."""
+    return {event.parent for event in logdir.rglob(f"{AGGREGATE_RUN}/events.out.tfevents.*")}
+
+
 def find_runs(logdir: Path) -> dict[str, list[Path]]:
     """Method -> its runs below ``logdir`` (not the aggregated ones), sorted.
 
@@ -269,9 +274,8 @@ def write_dashboards(logdir: Path) -> Dashboards:
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
     # What an earlier call wrote for a method that gets no aggregate now (a seed deleted, runs renamed) would show
     # the mean of runs that are gone.
-    for stale in {event.parent for event in logdir.rglob(f"{AGGREGATE_RUN}/events.out.tfevents.*")}:
-        if stale not in paths.values():
-            shutil.rmtree(stale)
+    for stale in aggregates_below(logdir) - set(paths.values()):
+        shutil.rmtree(stale)
     tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
     write_layout(logdir, sorted(aggregates), tags)
     return Dashboards(groups, paths, tensorboard_url(sorted(groups)))
