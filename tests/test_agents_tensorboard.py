@@ -297,6 +297,8 @@ def test_hparams_show_a_schedule_by_its_values_at_the_start_and_the_end(tmp_path
     assert hparam_value(lambda progress: {"lr": progress}) is None  # returns no number: not a schedule
     assert hparam_value(lambda: 1.0) is None and hparam_value(len) is None  # takes no progress / no float
     assert hparam_value(lambda progress: True) is None
+    # NumPy scalars (a sweep's grid, a value computed with NumPy) as Python's: np.bool_ is "True", not 1.0.
+    assert hparam_value(np.bool_(True)) == "True" and hparam_value(np.int64(3)) == 3
 
 
 def test_periodic_evaluation_also_evaluates_the_final_policy() -> None:

@@ -28,12 +28,12 @@ def hparam_value(value: Any) -> str | float | int | None:
     ``"False"`` (TensorBoard would show 1 / 0), an SB3 schedule (a callable of ``progress_remaining`` returning a
     number, e.g. a decayed ``ent_coef`` or ``learning_rate``) as its values at the start and the end of training,
     ``"0.01 -> 0"``; other values (dicts, callables that are not schedules) ``None`` (not logged)."""
+    if isinstance(value, np.generic):  # a NumPy scalar as the Python one (np.bool_ as a boolean)
+        value = value.item()
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (int, float, str)):
         return value
-    if isinstance(value, np.generic):
-        return value.item()
     if callable(value):
         return _schedule_value(value)
     return None
