@@ -233,3 +233,15 @@ def test_an_aggregate_whose_method_lost_its_seeds_is_removed(logdir: Path) -> No
     shutil.rmtree(logdir / "cvar" / "seed1_1")
     assert dashboards.write_dashboards(logdir).aggregates == {} and not list(logdir.rglob("mean_over_seeds"))
     assert not list(logdir.glob("events.out.tfevents.*"))  # no layout charting methods without aggregates
+
+
+def test_seeds_without_hparams_give_an_aggregate_without_hparams(tmp_path: Path) -> None:
+    """SB3's PPO with RiskEvalCallback logs eval_risk/* but no HParams: its mean_over_seeds gets the mean but no
+    HParams record, whose only column would be 'seeds' (TensorBoard may take one run's columns for the table)."""
+    for seed in (0, 1):
+        writer = SummaryWriter(str(tmp_path / f"PPO_{seed + 1}"))
+        writer.add_scalar("eval_risk/cvar_0.2", float(seed), 64)
+        writer.close()
+    run = read(dashboards.write_dashboards(tmp_path).aggregates["PPO"])
+    assert curve(run, "eval_risk/cvar_0.2") == ([64], [0.5])
+    assert not run.Tags()["tensors"]  # no _hparams_/experiment nor session

@@ -212,8 +212,11 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    # The seeds' metric columns, whichever the seeds logged (TensorBoard takes one run's columns for the table).
-    write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=f"{group}/{AGGREGATE_RUN}")
+    # A row of the HParams table beside its seeds' rows, with their metric columns whichever they logged (TensorBoard
+    # takes one run's columns for the whole table). Seeds without rows (SB3's PPO with RiskEvalCallback) get none:
+    # its columns would be 'seeds' alone, the table's columns whenever TensorBoard took them from this run.
+    if any(run.hparams for run in runs):
+        write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=f"{group}/{AGGREGATE_RUN}")
     writer.close()
     return path
 
