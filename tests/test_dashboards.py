@@ -116,6 +116,8 @@ def test_aggregated_runs_hold_the_mean_and_range_of_the_seeds(logdir: Path) -> N
     # The columns of every agent's run (TensorBoard takes one run's for the whole table), whichever the seeds logged.
     assert [m.name.tag for m in experiment.metric_infos] == list(dashboards.aggregate_tags())
     assert {info.name for info in experiment.hparam_infos if info.differs} == {"objective", "k"}
+    # Its columns are its seeds' too: were TensorBoard to take the table's columns from it, the seeds keep theirs.
+    assert {info.name for info in experiment.hparam_infos} == {"objective", "k", "learning_rate", "seed", "seeds"}
 
 
 def test_layout_compares_the_methods_first_then_charts_each(logdir: Path) -> None:

@@ -212,11 +212,13 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    # A row of the HParams table beside its seeds' rows, with their metric columns whichever they logged (TensorBoard
-    # takes one run's columns for the whole table). Seeds without rows (SB3's PPO with RiskEvalCallback) get none:
-    # its columns would be 'seeds' alone, the table's columns whenever TensorBoard took them from this run.
+    # A row of the HParams table beside its seeds' rows, with their columns (their seed, their metrics whichever they
+    # logged: TensorBoard takes one run's columns for the whole table). Seeds without rows (SB3's PPO with
+    # RiskEvalCallback) get none: its columns would be 'seeds' alone.
     if any(run.hparams for run in runs):
-        write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=f"{group}/{AGGREGATE_RUN}")
+        columns = {name: value for run in runs for name, value in run.hparams.items()}
+        name = f"{group}/{AGGREGATE_RUN}"
+        write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=name, columns=columns)
     writer.close()
     return path
 
