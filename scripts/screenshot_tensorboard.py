@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ordergrad_rl.zoo.dashboards import find_runs, tensorboard_url
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo.dashboards import aggregates_below, find_runs, tensorboard_url
 
 #: Chromium flags for a closed network (no background connections) and no GPU.
 CHROMIUM_FLAGS = (
@@ -54,6 +55,12 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def expected_runs(logdir: Path) -> int:
+    """The runs TensorBoard lists with scalars: the seeds and the aggregated runs ``ordergrad-rl dashboard`` wrote
+    (none if it was not run; none for a method whose runs log no risk scalars)."""
+    return sum(len(runs) for runs in find_runs(logdir).values()) + len(aggregates_below(logdir))
 
 
 def wait_until_loaded(address: str, runs: int, seconds: float = 300.0) -> None:
@@ -98,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("needs Playwright: pip install playwright (no 'playwright install' needed)") from None
     if shutil.which(args.chromium) is None and not Path(args.chromium).exists():
         raise SystemExit(f"no Chromium at {args.chromium!r}: apt install chromium, or give --chromium PATH")
-    groups = find_runs(args.logdir)
+    try:
+        groups = find_runs(args.logdir)
+    except CommandError as err:  # no such log dir, or no runs below it
+        raise SystemExit(str(err)) from None
     args.out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     address = f"http://127.0.0.1:{port}"
@@ -108,9 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        # The seeds and the aggregated runs (methods of two or more seeds) have scalars.
-        aggregated = sum(len(runs) >= 2 for runs in groups.values())
-        wait_until_loaded(address, sum(len(runs) for runs in groups.values()) + aggregated)
+        wait_until_loaded(address, expected_runs(args.logdir))
         base, fragment = tensorboard_url(sorted(groups), address).split("#")
 
         def filtered(tags: str) -> str:

@@ -335,6 +335,30 @@ def test_expand_log_dir_and_errors(tmp_path):
     ]
 
 
+def test_runs_below_a_log_dir_are_named_and_grouped_by_their_path_below_it(tmp_path):
+    """compare runs/: rows named as TensorBoard lists the runs (env1/cvar/seed1_1, not a bare seed1_1 when no other
+    run shares its name), and the methods of nested log dirs kept apart (env1/cvar and env2/cvar were one "cvar
+    (4 runs)" colour), as ``ordergrad-rl dashboard`` groups them."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    names = ["env1/cvar/seed0_1", "env1/cvar/seed1_1", "env2/cvar/seed0_1", "env2/mean/seed0_1"]
+    for name in names:
+        writer = SummaryWriter(str(tmp_path / "runs" / name))
+        writer.add_scalar("eval_risk/mean", 1.0, 8)
+        writer.close()
+    entries = zoo_compare.load_entries([tmp_path / "runs"], None, 1)
+    assert [entry.label for entry in entries] == names
+    assert [entry.group for entry in entries] == ["env1/cvar", "env1/cvar", "env2/cvar", "env2/mean"]
+    # A run given itself keeps its name; two of one name are told apart by the log dir above them.
+    (run,) = zoo_compare.load_entries([tmp_path / "runs" / "env1" / "cvar" / "seed1_1"], None, 1)
+    assert (run.label, run.group) == ("seed1_1", "cvar")
+    seeds = zoo_compare.load_entries([tmp_path / "runs" / "env1" / "cvar"], None, 1)  # the log dir of one method
+    assert [(entry.label, entry.group) for entry in seeds] == [("seed0_1", "cvar"), ("seed1_1", "cvar")]
+    twice = zoo_compare.load_entries([tmp_path / "runs" / "env1", tmp_path / "runs" / "env2"], None, 1)
+    labels = ["env1/cvar/seed0_1", "cvar/seed1_1", "env2/cvar/seed0_1", "mean/seed0_1"]
+    assert [entry.label for entry in twice] == labels
+
+
 def test_train_run_name(tmp_path, capsys):
     argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip

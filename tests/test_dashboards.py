@@ -4,6 +4,7 @@ read back with EventAccumulator and checked against the seeds' numbers, the layo
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -112,8 +113,11 @@ def test_aggregated_runs_hold_the_mean_and_range_of_the_seeds(logdir: Path) -> N
     }
     assert start.hparams["seeds"].number_value == 2 and start.hparams["objective"].string_value == "cvar0.2"
     experiment = metadata.parse_experiment_plugin_data(content[metadata.EXPERIMENT_TAG])
-    assert [m.name.tag for m in experiment.metric_infos] == ["eval_risk/mean", "eval_risk/cvar_0.2"]
+    # The columns of every agent's run (TensorBoard takes one run's for the whole table), whichever the seeds logged.
+    assert [m.name.tag for m in experiment.metric_infos] == list(dashboards.aggregate_tags())
     assert {info.name for info in experiment.hparam_infos if info.differs} == {"objective", "k"}
+    # Its columns are its seeds' too: were TensorBoard to take the table's columns from it, the seeds keep theirs.
+    assert {info.name for info in experiment.hparam_infos} == {"objective", "k", "learning_rate", "seed", "seeds"}
 
 
 def test_layout_compares_the_methods_first_then_charts_each(logdir: Path) -> None:
@@ -194,3 +198,52 @@ def test_dashboard_command(logdir: Path, capsys: pytest.CaptureFixture) -> None:
     empty.mkdir()
     with pytest.raises(CommandError, match="without TensorBoard runs"):
         dashboards.write_dashboards(empty)
+
+
+def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest.CaptureFixture) -> None:
+    """SB3's own PPO_1 and PPO_2 beside OrderGrad's runs: no mean_over_seeds run of them (it would hold an HParams
+    experiment without metrics, which TensorBoard may take for the columns of the whole table)."""
+    for name in ("PPO_1", "PPO_2"):
+        writer = SummaryWriter(str(logdir / name))
+        writer.add_scalar("rollout/ep_rew_mean", 1.0, 64)
+        writer.close()
+    result = dashboards.write_dashboards(logdir)
+    assert len(result.groups["PPO"]) == 2 and "PPO" not in result.aggregates
+    assert not (logdir / "PPO").exists()
+    assert main(["dashboard", str(logdir)]) == 0
+    assert re.search(r"\|\s+PPO \|\s+2 \|\s+- \(no eval_risk/\* or risk/\* scalars\)", capsys.readouterr().out)
+
+
+def test_runs_logged_at_step_0_only(tmp_path: Path) -> None:
+    """Runs whose only point is at step 0 (an evaluation before any training step): their share of training is
+    100%, not a ValueError from numpy (0 / 0 steps)."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "cvar" / f"seed{seed}_1", [0], [float(seed)], "cvar0.2", seed)
+    run = read(dashboards.write_dashboards(tmp_path).aggregates["cvar"])
+    assert curve(run, "eval_risk/cvar_0.2") == ([0], [0.5])
+    assert curve(run, "methods/eval_risk/cvar_0.2") == ([100], [0.5])
+    assert curve(run, "methods/eval_risk/cvar_0.2/max") == ([100], [1.0])
+
+
+def test_an_aggregate_whose_method_lost_its_seeds_is_removed(logdir: Path) -> None:
+    """A seed deleted after a first call: the method's mean_over_seeds (2 seeds, one of them gone) and the layout
+    charting it do not stay behind as if current."""
+    dashboards.write_dashboards(logdir)
+    shutil.rmtree(logdir / "cvar-level" / "seed1_1")
+    assert set(dashboards.write_dashboards(logdir).aggregates) == {"cvar"}
+    assert not (logdir / "cvar-level" / "mean_over_seeds").exists() and (logdir / "cvar" / "mean_over_seeds").exists()
+    shutil.rmtree(logdir / "cvar" / "seed1_1")
+    assert dashboards.write_dashboards(logdir).aggregates == {} and not list(logdir.rglob("mean_over_seeds"))
+    assert not list(logdir.glob("events.out.tfevents.*"))  # no layout charting methods without aggregates
+
+
+def test_seeds_without_hparams_give_an_aggregate_without_hparams(tmp_path: Path) -> None:
+    """SB3's PPO with RiskEvalCallback logs eval_risk/* but no HParams: its mean_over_seeds gets the mean but no
+    HParams record, whose only column would be 'seeds' (TensorBoard may take one run's columns for the table)."""
+    for seed in (0, 1):
+        writer = SummaryWriter(str(tmp_path / f"PPO_{seed + 1}"))
+        writer.add_scalar("eval_risk/cvar_0.2", float(seed), 64)
+        writer.close()
+    run = read(dashboards.write_dashboards(tmp_path).aggregates["PPO"])
+    assert curve(run, "eval_risk/cvar_0.2") == ([64], [0.5])
+    assert not run.Tags()["tensors"]  # no _hparams_/experiment nor session

@@ -226,3 +226,24 @@ def test_measure_reinforce_defaults_refuses_bad_arguments(argv, option, capsys):
         load("measure_reinforce_defaults").main(argv)
     assert exit_info.value.code == 2
     assert option in capsys.readouterr().err
+
+
+def test_screenshot_tensorboard_waits_for_the_runs_that_exist(tmp_path):
+    """It waited for a mean_over_seeds run per method of two runs, written or not: on a log dir where `ordergrad-rl
+    dashboard` had not run, or beside SB3's PPO_1 and PPO_2 (no risk scalars, no aggregate), it waited 300 s for
+    runs that never come, then said TensorBoard 'did not load' them."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from ordergrad_rl.zoo.dashboards import write_dashboards
+
+    script = load("screenshot_tensorboard")
+    for run, tag in [("cvar/seed0_1", "eval_risk/mean"), ("cvar/seed1_1", "eval_risk/mean")] + [
+        ("PPO_1", "rollout/ep_rew_mean"),
+        ("PPO_2", "rollout/ep_rew_mean"),
+    ]:
+        writer = SummaryWriter(str(tmp_path / run))
+        writer.add_scalar(tag, 1.0, 8)
+        writer.close()
+    assert script.expected_runs(tmp_path) == 4  # before the dashboards
+    write_dashboards(tmp_path)
+    assert script.expected_runs(tmp_path) == 5  # and cvar/mean_over_seeds, no PPO one

@@ -10,10 +10,12 @@ Each argument is either
   * a TensorBoard run directory written by the OrderGrad agents: the last logged eval_risk/* scalars (the
     evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
     <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir
-    stands for every run below it (runs of one method may share a parent: runs/tailrisk/ordergrad_cvar/seed0_1).
+    stands for every run below it (runs of one method may share a parent: runs/tailrisk/ordergrad_cvar/seed0_1),
+    each named by its path below it, as TensorBoard lists it.
 Entries of one method share a colour: the method of an entry is its name without the seed and SB3's run counter
 (ordergrad_cvar_seed3.zip and ordergrad_cvar/seed0_1 -> ordergrad_cvar, OrderGradPPO_cvar0.2@128_2 ->
-OrderGradPPO_cvar0.2@128); several seeds of a method are thin lines of its colour.
+OrderGradPPO_cvar0.2@128, env1/cvar/seed0_1 below a log dir -> env1/cvar, as `dashboard` groups runs); several
+seeds of a method are thin lines of its colour.
 Prints one risk table (a row per entry) and writes a figure of the quantile functions (return against probability
 level) and the return histograms: --figure PATH, else <--out>/compare_<inputs>.png named after the arguments
 (compare_reinforce_seed0_vs_ordergrad_cvar_seed0.png, compare_tailrisk.png), so comparisons of different inputs

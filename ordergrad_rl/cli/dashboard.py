@@ -5,11 +5,13 @@
 
 The runs below LOGDIR are grouped by method (a run's path without its seed and SB3's run counter: og-cvar/seed3_1
 and og-cvar/seed4_1 -> og-cvar; OrderGradPPO_cvar0.2@128_1 and _2 -> OrderGradPPO_cvar0.2@128). For every method
-with two or more runs it writes <LOGDIR>/<method>/mean_over_seeds: the mean over seeds of the eval_risk/* and
-risk/* mean, min, CVaR_0.05, CVaR_0.2 and median, with the range of the seeds as a band, under the seeds' tags
-and under methods/* (one chart, a line per method) and <method>/* (charts per method, each with its own x-axis).
-At LOGDIR's root it writes the Custom Scalars layout (the methods' bands side by side, then each method's) and the
-HParams columns (objective and k first, plus seeds). Run it again after adding runs: it replaces what it wrote.
+with two or more runs that log risk scalars it writes <LOGDIR>/<method>/mean_over_seeds: the mean over seeds of
+the eval_risk/* and risk/* mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2 and median (and risk/objective) under
+the seeds' tags, so it is the method's row of the HParams table (the arguments its seeds share, plus seeds); and
+for CVaR_0.2 and the mean, the mean with the range of the seeds as a band under methods/* (one chart, a line per
+method, x = % of training) and <method>/* (charts per method, each with its own x-axis). At LOGDIR's root it
+writes the Custom Scalars layout (the methods' bands side by side, then each method's). Run it again after
+adding or removing runs: it replaces what it wrote.
 The printed address opens TensorBoard's Time Series with one colour per method (runColorGroup). `reproduce
 tailrisk --tensorboard` and `sweep` run it on the runs they write; `compare` skips the aggregated runs.
 """
@@ -20,7 +22,7 @@ import argparse
 from pathlib import Path
 
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.dashboards import tensorboard_url, write_dashboards
+from ordergrad_rl.zoo.dashboards import Dashboards, tensorboard_url, write_dashboards
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def aggregated(dashboards: Dashboards, group: str) -> str:
+    """The aggregated run of ``group``, else why it has none."""
+    if group in dashboards.aggregates:
+        return str(dashboards.aggregates[group])
+    return "- (one run)" if len(dashboards.groups[group]) == 1 else "- (no eval_risk/* or risk/* scalars)"
+
+
 def run(args: argparse.Namespace) -> int:
     dashboards = write_dashboards(args.logdir)
-    rows = [
-        [group, len(runs), str(dashboards.aggregates.get(group, "- (one run)"))]
-        for group, runs in dashboards.groups.items()
-    ]
+    rows = [[group, len(runs), aggregated(dashboards, group)] for group, runs in dashboards.groups.items()]
     print(markdown_table(["method", "runs", "aggregated run"], rows))
     print(f"TensorBoard: tensorboard --logdir {args.logdir}")
     print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,16 @@ def method_of(path: Path) -> str:
     return strip_seed(name) or path.parent.name or name
 
 
+def group_of(run: Path, logdir: Path) -> str:
+    """The method of a run found below ``logdir``: its path below ``logdir`` without the seed and run counter
+    (``og-cvar/seed3_1`` -> ``og-cvar``, ``env1/cvar/seed0_1`` -> ``env1/cvar``)."""
+    relative = PurePosixPath(run.relative_to(logdir).as_posix())
+    stripped = strip_seed(relative.name)
+    if not stripped:
+        return str(relative.parent) if str(relative.parent) != "." else relative.name
+    return str(relative.parent / stripped)
+
+
 def strip_seed(name: str) -> str:
     """``name`` without a trailing seed and SB3's run counter: ``seed0_1`` -> ``""``, ``ppo_seed3`` -> ``ppo``,
     ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``."""
@@ -88,7 +98,7 @@ def strip_seed(name: str) -> str:
 # ---------------------------------------------------------------------------------------------------- TensorBoard
 #: The run :mod:`ordergrad_rl.zoo.dashboards` writes beside the seeds of a method: ``<method>/mean_over_seeds``.
 AGGREGATE_RUN = "mean_over_seeds"
-#: Suffix of the event file holding the dashboards' HParams experiment and layout at the root of a log dir.
+#: Suffix of the event file holding the dashboards' Custom Scalars layout at the root of a log dir.
 DASHBOARD_SUFFIX = ".dashboards"
 
 
@@ -115,9 +125,11 @@ def histogram_arrays(histogram: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(edges, histogram.min, histogram.max), counts
 
 
-def read_run(path: Path) -> Entry:
+def read_run(path: Path, logdir: Path | None = None) -> Entry:
     """The last ``eval_risk/*`` (else ``risk/*``) scalars and ``episode_returns`` histogram of a run.
 
+    :param logdir: the log dir the run was found below: the entry is named and grouped as TensorBoard lists it
+        there, by its path below it (``env1/cvar/seed0_1``, method ``env1/cvar``); ``None``: by the run's name.
     :raises CommandError: the run has no risk scalars.
     """
     from tensorboard.backend.event_processing import event_accumulator as ea
@@ -142,8 +154,11 @@ def read_run(path: Path) -> Entry:
     step = last(accumulator.Scalars(f"{prefix}/mean")).step
     # A run without evaluations gives its training batches' returns: labelled so, since they are not deployment
     # returns (stochastic actions, an earlier policy) and compare would put them beside others' evaluations.
-    label = path.name if prefix == "eval_risk" else f"{path.name} (training)"
-    entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile)
+    name = path.name if logdir is None else path.relative_to(logdir).as_posix()
+    label = name if prefix == "eval_risk" else f"{name} (training)"
+    # A run right below the log dir: method_of (seed0_1 in runs/og-cvar is og-cvar's, not a method of its own).
+    group = "" if logdir is None or path.parent == logdir else group_of(path, logdir)
+    entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile, group=group)
     histogram_tag = f"{prefix}/episode_returns"
     if histogram_tag in histograms:
         entry.edges, entry.counts = histogram_arrays(last(accumulator.Histograms(histogram_tag)).histogram_value)
@@ -151,12 +166,15 @@ def read_run(path: Path) -> Entry:
 
 
 # ---------------------------------------------------------------------------------------------------- entries
-def expand(paths: list[Path]) -> list[Path]:
-    """Arguments -> entries: a log dir stands for every run below it (sorted), but the aggregated runs
-    :mod:`ordergrad_rl.zoo.dashboards` writes."""
-    out: list[Path] = []
+def expand(paths: list[Path]) -> dict[Path, Path | None]:
+    """Arguments -> entries, each with the log dir it was found below (``None``: an argument itself): a log dir
+    stands for every run below it (sorted), but the aggregated runs :mod:`ordergrad_rl.zoo.dashboards` writes."""
+    out: dict[Path, Path | None] = {}
     for path in paths:
-        out.extend(runs_below(path) if path.is_dir() and not is_run(path) else [path])
+        if path.is_dir() and not is_run(path):
+            out.update(dict.fromkeys(runs_below(path), path))
+        else:
+            out[path] = None
     return out
 
 
@@ -211,7 +229,7 @@ def load_entries(
     for path in paths:
         if path not in models:
             try:
-                entries.append(read_run(path))
+                entries.append(read_run(path, paths[path]))
             except CommandError as err:
                 if path in arguments:
                     raise
@@ -231,8 +249,8 @@ def load_entries(
         )
     labels = [e.label for e in entries]
     for entry in entries:
-        if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the parent's name
-            entry.label = f"{entry.path.parent.name}/{entry.label}"
+        if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the log dir's name
+            entry.label = f"{entry.path.parents[entry.label.count('/')].name}/{entry.label}"
     return entries
 
 

@@ -38,13 +38,13 @@ import shutil
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, is_run, runs_below, strip_seed
+from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, group_of, is_run, runs_below
 
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
@@ -93,16 +93,6 @@ def aggregate_tags() -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-def group_of(run: Path, logdir: Path) -> str:
-    """The method of ``run``: its path below ``logdir`` without the seed and run counter (``og-cvar/seed3_1`` ->
-    ``og-cvar``)."""
-    relative = PurePosixPath(run.relative_to(logdir).as_posix())
-    stripped = strip_seed(relative.name)
-    if not stripped:
-        return str(relative.parent) if str(relative.parent) != "." else relative.name
-    return str(relative.parent / stripped)
-
-
 def read_run_data(run: Path, logdir: Path) -> RunData:
     """The aggregated tags and the HParams arguments of ``run``."""
     from tensorboard.backend.event_processing import event_accumulator as ea
@@ -134,6 +124,11 @@ def _from_value(value: Any) -> Any:
     return {"string_value": value.string_value, "number_value": value.number_value, "bool_value": value.bool_value}.get(
         kind
     )
+
+
+def aggregates_below(logdir: Path) -> set[Path]:
+    """The ``mean_over_seeds`` runs below ``logdir`` (what :func:`write_dashboards` wrote there)."""
+    return {event.parent for event in logdir.rglob(f"{AGGREGATE_RUN}/events.out.tfevents.*")}
 
 
 def find_runs(logdir: Path) -> dict[str, list[Path]]:
@@ -173,6 +168,11 @@ def mean_and_band(
     return grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0)
 
 
+def common_tags(runs: Sequence[RunData]) -> list[str]:
+    """The aggregated tags every run of a method logged (a run still writing may lack some: no mean to show)."""
+    return [tag for tag in aggregate_tags() if all(tag in run.scalars for run in runs)]
+
+
 def shared_hparams(runs: Sequence[RunData]) -> dict[str, Any]:
     """The arguments every run of a method logged with the same value (the seed differs), plus ``seeds``."""
     common = dict(runs[0].hparams)
@@ -199,23 +199,26 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
     writer = _writer(path)
-    for tag in aggregate_tags():
-        series = [run.scalars[tag] for run in runs if tag in run.scalars]
-        if len(series) < len(runs):  # not every seed logged it (a run still writing): no mean to show
-            continue
-        steps, mean, low, high = mean_and_band(series)
+    for tag in common_tags(runs):
+        steps, mean, low, high = mean_and_band([run.scalars[tag] for run in runs])
         for i, step in enumerate(steps.tolist()):
             writer.add_scalar(tag, mean[i], step)
         if tag not in CHART_TAGS:
             continue
         write_band(writer, f"{group}/{tag}", steps, (mean, low, high))
         # Across methods the x-axis is the share of training: methods of 200k and of 3M steps end together.
-        percent = np.arange(np.ceil(100 * steps[0] / steps[-1]), 101)
+        # (Runs whose only point is at step 0, an evaluation before any training step: one point, at 100%.)
+        percent = np.arange(np.ceil(100 * steps[0] / steps[-1]) if steps[-1] > 0 else 100, 101)
         at = percent / 100 * steps[-1]
         band = tuple(np.interp(at, steps, values) for values in (mean, low, high))
         write_band(writer, f"{METHODS_ROOT}/{tag}", percent.astype(int), band)
-    metrics = [tag for tag in aggregate_tags() if all(tag in run.scalars for run in runs)]
-    write_hparams(writer, shared_hparams(runs), metrics, group_name=f"{group}/{AGGREGATE_RUN}")
+    # A row of the HParams table beside its seeds' rows, with their columns (their seed, their metrics whichever they
+    # logged: TensorBoard takes one run's columns for the whole table). Seeds without rows (SB3's PPO with
+    # RiskEvalCallback) get none: its columns would be 'seeds' alone.
+    if any(run.hparams for run in runs):
+        columns = {name: value for run in runs for name, value in run.hparams.items()}
+        name = f"{group}/{AGGREGATE_RUN}"
+        write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=name, columns=columns)
     writer.close()
     return path
 
@@ -250,9 +253,12 @@ def layout(groups: Sequence[str], tags: set[str]) -> dict[str, dict[str, list]]:
 
 
 def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
-    """Write :func:`layout` to the root event file of ``logdir`` (replacing an earlier one)."""
+    """Write :func:`layout` to the root event file of ``logdir`` (replacing an earlier one; none without
+    ``groups``)."""
     for stale in logdir.glob(f"events.out.tfevents.*{DASHBOARD_SUFFIX}"):
         stale.unlink()
+    if not groups:
+        return
     writer = _writer(logdir, DASHBOARD_SUFFIX)
     writer.add_custom_scalars(layout(groups, tags))
     writer.close()
@@ -260,18 +266,23 @@ def write_layout(logdir: Path, groups: Sequence[str], tags: set[str]) -> None:
 
 def write_dashboards(logdir: Path) -> Dashboards:
     """Aggregated runs (with their HParams rows) and the layout for the runs below ``logdir`` (see the module
-    docstring).
+    docstring): for the methods of two or more runs that share risk scalars. What an earlier call wrote is
+    replaced, or removed where a method gets no aggregate now.
 
     :raises CommandError: no runs below ``logdir``, or ``logdir`` is a run.
     """
     groups = find_runs(logdir)
-    aggregates = {
-        group: [read_run_data(run, logdir) for run in runs] for group, runs in groups.items() if len(runs) >= 2
-    }
+    data = {group: [read_run_data(run, logdir) for run in runs] for group, runs in groups.items() if len(runs) >= 2}
+    # Runs without risk scalars (SB3's PPO_1 and PPO_2 beside OrderGrad's) have no mean to show: their aggregate
+    # would be an HParams experiment without metrics, which TensorBoard may take for the whole table's columns.
+    aggregates = {group: runs for group, runs in data.items() if common_tags(runs)}
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
-    if aggregates:
-        tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
-        write_layout(logdir, sorted(aggregates), tags)
+    # What an earlier call wrote for a method that gets no aggregate now (a seed deleted, runs renamed) would show
+    # the mean of runs that are gone.
+    for stale in aggregates_below(logdir) - set(paths.values()):
+        shutil.rmtree(stale)
+    tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
+    write_layout(logdir, sorted(aggregates), tags)
     return Dashboards(groups, paths, tensorboard_url(sorted(groups)))
 
 

@@ -28,12 +28,12 @@ def hparam_value(value: Any) -> str | float | int | None:
     ``"False"`` (TensorBoard would show 1 / 0), an SB3 schedule (a callable of ``progress_remaining`` returning a
     number, e.g. a decayed ``ent_coef`` or ``learning_rate``) as its values at the start and the end of training,
     ``"0.01 -> 0"``; other values (dicts, callables that are not schedules) ``None`` (not logged)."""
+    if isinstance(value, np.generic):  # a NumPy scalar as the Python one (np.bool_ as a boolean)
+        value = value.item()
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (int, float, str)):
         return value
-    if isinstance(value, np.generic):
-        return value.item()
     if callable(value):
         return _schedule_value(value)
     return None
@@ -102,14 +102,27 @@ def session_end_summary() -> summary_pb2.Summary:
     return _summary(metadata.SESSION_END_INFO_TAG, plugin_data_pb2.HParamsPluginData(session_end_info=info))
 
 
-def write_hparams(writer: Any, hparams: Mapping[str, Any], metrics: Sequence[str], group_name: str = "") -> None:
+def write_hparams(
+    writer: Any,
+    hparams: Mapping[str, Any],
+    metrics: Sequence[str],
+    group_name: str = "",
+    columns: Mapping[str, Any] | None = None,
+) -> None:
     """Write a run's experiment, session start and end to ``writer`` (a ``torch.utils.tensorboard.SummaryWriter``).
 
     :param hparams: argument name -> value; values without a TensorBoard form (:func:`hparam_value`) are left out.
     :param metrics: scalar tags whose last values the HParams table shows.
+    :param columns: more argument columns of the experiment, without a value in this run (name -> a value of their
+        type, from the runs that have them): TensorBoard takes the whole table's columns from one run's experiment.
     """
-    values = {name: hparam_value(value) for name, value in hparams.items()}
-    values = {name: value for name, value in values.items() if value is not None}
-    for summary in (experiment_summary(values, metrics), session_start_summary(values, group_name)):
+    values, others = (_loggable(mapping) for mapping in (hparams, columns or {}))
+    for summary in (experiment_summary(others | values, metrics), session_start_summary(values, group_name)):
         writer.file_writer.add_summary(summary)
     writer.file_writer.add_summary(session_end_summary())
+
+
+def _loggable(hparams: Mapping[str, Any]) -> dict[str, str | float | int]:
+    """The values of ``hparams`` that have a TensorBoard form (:func:`hparam_value`), in it."""
+    values = {name: hparam_value(value) for name, value in hparams.items()}
+    return {name: value for name, value in values.items() if value is not None}

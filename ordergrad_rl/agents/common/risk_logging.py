@@ -125,12 +125,15 @@ def hparam_metrics(prefixes: Iterable[str]) -> list[str]:
 
 
 def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterable[str] = (TRAIN_PREFIX,)) -> None:
-    """Write ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``prefixes`` as metrics
-    (:func:`hparam_metrics`), to every TensorBoard output of ``logger`` (:func:`~ordergrad_rl.agents.common.hparams.
-    write_hparams`: objective, k, algorithm, risk_schedule and n_episodes are the columns shown by default).
+    """Write ``hparams`` for TensorBoard's HParams dashboard, with the risk tags of ``eval_risk``, ``risk`` and
+    ``prefixes`` as metrics (:func:`hparam_metrics`), to every TensorBoard output of ``logger``
+    (:func:`~ordergrad_rl.agents.common.hparams.write_hparams`: objective, k, algorithm, risk_schedule and n_episodes
+    are the columns shown by default).
 
     TensorBoard reads a metric's value from the run's scalars, so the dashboard shows the last logged values: the
-    run's final risk profile.
+    run's final risk profile. It takes the metric columns of the whole table from one run, chosen anew at every
+    start: every run lists the evaluation columns, evaluating or not (its cells stay empty), so that a run without
+    an evaluation callback does not hide the ``eval_risk/*`` columns of the runs beside it.
 
     :param hparams: argument name -> value; values without a TensorBoard form (see
         :func:`~ordergrad_rl.agents.common.hparams.hparam_value`) are left out.
@@ -138,4 +141,4 @@ def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterabl
     """
     for output in logger.output_formats:
         if isinstance(output, TensorBoardOutputFormat):
-            write_hparams(output.writer, hparams, hparam_metrics(prefixes))
+            write_hparams(output.writer, hparams, hparam_metrics((EVAL_PREFIX, TRAIN_PREFIX, *prefixes)))
