@@ -130,6 +130,19 @@ def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: st
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
 
 
+@pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
+def test_a_gymnasium_vector_env_is_refused_with_the_sb3_alternative_named(mode: str) -> None:
+    # SB3 refused it with "we expect OpenAI Gym to be installed", which named neither the problem nor the fix.
+    envs = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode=mode)
+    match = r"Gymnasium vector env \((CartPoleVectorEnv|SyncVectorEnv)\).*make_vec_env\(env_id, n_envs"
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", envs)
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", envs, advantage="q_critic", objective="top2@4")
+    with pytest.raises(ValueError, match=match):
+        RiskEvalCallback(envs)
+
+
 def test_q_critic_on_a_box_env_names_the_problem() -> None:
     with pytest.raises(ValueError, match="q_critic' needs a Discrete action space"):
         OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", advantage="q_critic", objective="top2@4")

@@ -5,6 +5,7 @@ Imports SB3, so :mod:`ordergrad_rl.envs` loads this module only on first use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -213,6 +214,25 @@ def make_sb3_vec_env(
     venv.spec = spec
     if seed is not None:
         venv.seed(seed)
+    return VecMonitor(venv)
+
+
+#: Keys of a ``gym.make_vec``'d native batch's spec kwargs that are not arguments of the single env: those
+#: ``gym.make_vec`` adds and the batch's ``autoreset_mode``.
+VECTOR_ONLY_KEYS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers", "autoreset_mode")
+
+
+def native_sb3_vec_env(vector_env: NativeVectorEnv) -> VecEnv:
+    """The SB3 face of a native batch passed as a Gymnasium vector env (``gym.make_vec("SyntheticTailRisk-v0",
+    num_envs=n)``): ``VecMonitor(NativeVecEnv(vector_env))``, as :func:`make_sb3_vec_env` builds it, with the spec
+    ``gym.make_vec`` recorded less its vector-only keys (:data:`VECTOR_ONLY_KEYS`), so that ``gym.make(spec)`` makes
+    one env of it. The batch's autoreset mode is not used (the face resets finished envs itself, SB3's way).
+    """
+    venv = NativeVecEnv(vector_env)
+    spec = getattr(vector_env, "spec", None)
+    if spec is not None:
+        kwargs = {key: value for key, value in spec.kwargs.items() if key not in VECTOR_ONLY_KEYS}
+        venv.spec = dataclasses.replace(spec, kwargs=kwargs)
     return VecMonitor(venv)
 
 
