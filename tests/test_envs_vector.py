@@ -251,3 +251,15 @@ def test_agents_train_on_a_native_make_vec_as_on_the_id(mode: str) -> None:
     gym.make(on_vec.get_env().get_attr("spec", [0])[0])
     callback = RiskEvalCallback(gym.make_vec("SyntheticTailRisk-v0", num_envs=2), n_eval_episodes=2, eval_freq=None)
     assert callback.eval_env.num_envs == 2
+
+
+def test_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
+    # They wrap their env with SB3's _wrap_env, which failed on a Gymnasium vector env as the constructor did.
+    from ordergrad_rl.agents import OrderGradPPO
+
+    OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", n_episodes=8, device="cpu").save(tmp_path / "model.zip")
+    model = OrderGradPPO.load(tmp_path / "model.zip", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+    assert model.n_envs == 8 and model.get_env().get_attr("spec", [0])[0].id == "SyntheticTailRisk-v0"
+    model.set_env(gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+    with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
+        model.set_env(gym.make_vec("CartPole-v1", num_envs=8))
