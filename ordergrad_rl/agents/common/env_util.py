@@ -19,7 +19,8 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
 
     * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has
       a native batch (the tail-risk ids: one NumPy batch steps all episodes of a rollout at once), else 1.
-    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added, and ``n_envs=None``
+    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added and no
+      ``render_mode``, and ``n_envs=None``
       becomes that batch of ``n_episodes`` envs with the same kwargs (the same episode distribution, about
       ``n_episodes`` times fewer Python steps). Pass ``n_envs=1`` to train on the env object itself.
     * A Gymnasium vector env: see :func:`sb3_vec_env_of` (a native batch gets its SB3 face, others are refused).
