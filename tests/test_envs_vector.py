@@ -223,6 +223,20 @@ def test_make_sb3_vec_env() -> None:
     np.testing.assert_array_equal(make_sb3_vec_env("CartPole-v1", n_envs=2, seed=0).reset(), reference.reset())
 
 
+def test_a_native_batch_registered_as_a_class_is_used() -> None:
+    # gym.register takes the vector entry point as a class too; only a "module:Class" string was recognized, so a
+    # user's native batch registered that way ran as a DummyVecEnv of single envs.
+    from ordergrad_rl.envs.sb3_vec_env import has_native_batch
+    from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv
+
+    gym.register("ClassEntryTailRisk-v0", SyntheticTailRiskEnv, vector_entry_point=SyntheticTailRiskVectorEnv)
+    try:
+        assert has_native_batch("ClassEntryTailRisk-v0")
+        assert isinstance(make_sb3_vec_env("ClassEntryTailRisk-v0", 4, seed=0).unwrapped, TailRiskVecEnv)
+    finally:
+        del gym.registry["ClassEntryTailRisk-v0"]
+
+
 def test_sb3_ppo_runs_on_native_vec_env() -> None:
     from stable_baselines3 import PPO
 

@@ -175,11 +175,13 @@ class TailRiskVecEnv(NativeVecEnv):
 
 
 def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
-    """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point``, if any."""
+    """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point`` (a ``"module:Class"``
+    string or the class itself, as ``gym.register`` takes either), if any."""
     spec = gym.spec(env_id)
-    if spec.vector_entry_point is None or spec.max_episode_steps is not None:
+    entry = spec.vector_entry_point
+    if entry is None or spec.max_episode_steps is not None:
         return None
-    creator = load_env_creator(spec.vector_entry_point) if isinstance(spec.vector_entry_point, str) else None
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
     return creator if isinstance(creator, type) and issubclass(creator, NativeVectorEnv) else None
 
 
