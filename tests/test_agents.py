@@ -324,6 +324,14 @@ def test_a_gym_make_env_trains_as_its_native_batch_like_the_env_id() -> None:
     assert OrderGradPPO("MlpPolicy", wrapped, **kwargs).n_envs == 1
 
 
+def test_a_gym_make_env_with_a_render_mode_trains_on_the_env_itself() -> None:
+    # The batch does not render: it was rebuilt with the render_mode among its kwargs, a TypeError deep in TargetSum.
+    env = gym.make("TargetSum-v0", render_mode="ansi")
+    model = OrderGradPPO("MlpPolicy", env, objective="max@4", n_episodes=8, n_epochs=1, seed=0)
+    assert model.n_envs == 1 and model.get_env().render_mode == "ansi"
+    model.learn(1)
+
+
 def test_cnn_policy_on_image_observations() -> None:
     class ImageEnv(gym.Env):
         observation_space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)

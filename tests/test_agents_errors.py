@@ -12,9 +12,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from gymnasium.wrappers import NormalizeReward
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
@@ -130,6 +131,19 @@ def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: st
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
 
 
+@pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
+def test_a_gymnasium_vector_env_is_refused_with_the_sb3_alternative_named(mode: str) -> None:
+    # SB3 refused it with "we expect OpenAI Gym to be installed", which named neither the problem nor the fix.
+    envs = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode=mode)
+    match = r"Gymnasium vector env \((CartPoleVectorEnv|SyncVectorEnv)\).*make_vec_env\(env_id, n_envs"
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", envs)
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", envs, advantage="q_critic", objective="top2@4")
+    with pytest.raises(ValueError, match=match):
+        RiskEvalCallback(envs)
+
+
 def test_q_critic_on_a_box_env_names_the_problem() -> None:
     with pytest.raises(ValueError, match="q_critic' needs a Discrete action space"):
         OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", advantage="q_critic", objective="top2@4")
@@ -232,6 +246,20 @@ def test_an_env_without_a_time_limit_is_named_within_the_floor_of_steps() -> Non
 def test_endless_episode_default_bound_is_documented() -> None:
     assert MAX_EPISODE_STEPS == 100_000
     assert "max_episode_steps" in OrderGradPPO.__doc__ and "max_episode_steps" in OrderGradREINFORCE.__doc__
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_ranked_objective_on_normalized_rewards_warns_that_ranks_change(cls: type) -> None:
+    # The objective ranks the rewards the agent steps on: a running reward scale ranked episodes by when they ran.
+    vec_normalize = VecNormalize(DummyVecEnv([LongEpisodeEnv]))
+    normalize_reward = DummyVecEnv([lambda: NormalizeReward(LongEpisodeEnv())])
+    for env, wrapper in ((vec_normalize, r"VecNormalize\(norm_reward=True\)"), (normalize_reward, "NormalizeReward")):
+        with pytest.warns(UserWarning, match=rf"objective 'cvar0.2@4' ranks .* with .*{wrapper}.*not ranked by"):
+            cls("MlpPolicy", env, objective="cvar0.2", n_episodes=8)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not ranked by their returns")
+        cls("MlpPolicy", vec_normalize, objective="mean", n_episodes=8)  # linear in the rewards, as in SB3
+        cls("MlpPolicy", VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False), n_episodes=8)
 
 
 @pytest.mark.parametrize("where", ["obs", "reward"])

@@ -223,6 +223,20 @@ def test_make_sb3_vec_env() -> None:
     np.testing.assert_array_equal(make_sb3_vec_env("CartPole-v1", n_envs=2, seed=0).reset(), reference.reset())
 
 
+def test_a_native_batch_registered_as_a_class_is_used() -> None:
+    # gym.register takes the vector entry point as a class too; only a "module:Class" string was recognized, so a
+    # user's native batch registered that way ran as a DummyVecEnv of single envs.
+    from ordergrad_rl.envs.sb3_vec_env import has_native_batch
+    from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskEnv
+
+    gym.register("ClassEntryTailRisk-v0", SyntheticTailRiskEnv, vector_entry_point=SyntheticTailRiskVectorEnv)
+    try:
+        assert has_native_batch("ClassEntryTailRisk-v0")
+        assert isinstance(make_sb3_vec_env("ClassEntryTailRisk-v0", 4, seed=0).unwrapped, TailRiskVecEnv)
+    finally:
+        del gym.registry["ClassEntryTailRisk-v0"]
+
+
 def test_sb3_ppo_runs_on_native_vec_env() -> None:
     from stable_baselines3 import PPO
 
@@ -230,3 +244,36 @@ def test_sb3_ppo_runs_on_native_vec_env() -> None:
     model = PPO("MlpPolicy", venv, n_steps=16, batch_size=128, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=2 * 16 * 16)
     assert len(model.ep_info_buffer) == 2 * 16
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_agents_train_on_a_native_make_vec_as_on_the_id(mode: str) -> None:
+    # gym.make_vec of a native id failed in SB3's env patching ("we expect OpenAI Gym to be installed"); it is the
+    # batch its id builds, so training on it is training on the id, whatever its autoreset mode.
+    from ordergrad_rl.agents import OrderGradPPO, RiskEvalCallback
+
+    kwargs = {"n_episodes": 8, "n_epochs": 1, "seed": 0, "device": "cpu"}
+    on_id = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", **kwargs).learn(8 * 16)
+    envs = gym.make_vec("SyntheticTailRisk-v0", num_envs=8, autoreset_mode=mode)
+    on_vec = OrderGradPPO("MlpPolicy", envs, **kwargs)
+    assert on_vec.n_envs == 8 and on_vec.hparams()["env"] == "SyntheticTailRisk-v0"
+    on_vec.learn(8 * 16)
+    np.testing.assert_array_equal(on_vec.rollout_buffer.episode_returns, on_id.rollout_buffer.episode_returns)
+    for a, b in zip(on_vec.policy.parameters(), on_id.policy.parameters(), strict=True):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    # make_vec's own keys are not arguments of the env: the spec the agent reads rebuilds a single env.
+    gym.make(on_vec.get_env().get_attr("spec", [0])[0])
+    callback = RiskEvalCallback(gym.make_vec("SyntheticTailRisk-v0", num_envs=2), n_eval_episodes=2, eval_freq=None)
+    assert callback.eval_env.num_envs == 2
+
+
+def test_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
+    # They wrap their env with SB3's _wrap_env, which failed on a Gymnasium vector env as the constructor did.
+    from ordergrad_rl.agents import OrderGradPPO
+
+    OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", n_episodes=8, device="cpu").save(tmp_path / "model.zip")
+    model = OrderGradPPO.load(tmp_path / "model.zip", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+    assert model.n_envs == 8 and model.get_env().get_attr("spec", [0])[0].id == "SyntheticTailRisk-v0"
+    model.set_env(gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+    with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
+        model.set_env(gym.make_vec("CartPole-v1", num_envs=8))

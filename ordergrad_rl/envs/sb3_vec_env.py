@@ -5,6 +5,7 @@ Imports SB3, so :mod:`ordergrad_rl.envs` loads this module only on first use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -174,11 +175,13 @@ class TailRiskVecEnv(NativeVecEnv):
 
 
 def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
-    """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point``, if any."""
+    """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point`` (a ``"module:Class"``
+    string or the class itself, as ``gym.register`` takes either), if any."""
     spec = gym.spec(env_id)
-    if spec.vector_entry_point is None or spec.max_episode_steps is not None:
+    entry = spec.vector_entry_point
+    if entry is None or spec.max_episode_steps is not None:
         return None
-    creator = load_env_creator(spec.vector_entry_point) if isinstance(spec.vector_entry_point, str) else None
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
     return creator if isinstance(creator, type) and issubclass(creator, NativeVectorEnv) else None
 
 
@@ -216,6 +219,25 @@ def make_sb3_vec_env(
     return VecMonitor(venv)
 
 
+#: Keys of a ``gym.make_vec``'d native batch's spec kwargs that are not arguments of the single env: those
+#: ``gym.make_vec`` adds and the batch's ``autoreset_mode``.
+VECTOR_ONLY_KEYS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers", "autoreset_mode")
+
+
+def native_sb3_vec_env(vector_env: NativeVectorEnv) -> VecEnv:
+    """The SB3 face of a native batch passed as a Gymnasium vector env (``gym.make_vec("SyntheticTailRisk-v0",
+    num_envs=n)``): ``VecMonitor(NativeVecEnv(vector_env))``, as :func:`make_sb3_vec_env` builds it, with the spec
+    ``gym.make_vec`` recorded less its vector-only keys (:data:`VECTOR_ONLY_KEYS`), so that ``gym.make(spec)`` makes
+    one env of it. The batch's autoreset mode is not used (the face resets finished envs itself, SB3's way).
+    """
+    venv = NativeVecEnv(vector_env)
+    spec = getattr(vector_env, "spec", None)
+    if spec is not None:
+        kwargs = {key: value for key, value in spec.kwargs.items() if key not in VECTOR_ONLY_KEYS}
+        venv.spec = dataclasses.replace(spec, kwargs=kwargs)
+    return VecMonitor(venv)
+
+
 def has_native_batch(env_id: str) -> bool:
     """Whether :func:`make_sb3_vec_env` runs ``env_id`` as one NumPy batch (a :class:`NativeVectorEnv`: the tail-risk
     and TargetSum ids), so that many envs cost about as much as one.
@@ -227,7 +249,8 @@ def has_native_batch(env_id: str) -> bool:
 
 def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     """The spec of ``env`` if it can be rebuilt as a native batch: made by ``gym.make(id, **kwargs)`` from an id with
-    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make``; else ``None``.
+    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make`` and no ``render_mode`` (the
+    batch does not render); else ``None``.
 
     ``make_sb3_vec_env(spec.id, n, env_kwargs=spec.kwargs)`` then gives ``n`` envs with the same episode
     distribution as ``env``.
@@ -239,4 +262,4 @@ def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     # An env may carry a spec whose id is not registered (SB3's BitFlippingEnv): then it is no registered id's env.
     if spec is None or spec.additional_wrappers or spec.id not in gym.registry or not has_native_batch(spec.id):
         return None
-    return spec
+    return spec if getattr(env, "render_mode", None) is None else None

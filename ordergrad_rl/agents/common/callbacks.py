@@ -38,6 +38,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
 
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
     EpisodeInfoAggregator,
     PassAtK,
@@ -54,9 +55,12 @@ from ordergrad_rl.passk import default_ks
 
 def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) -> VecEnv:
     """An evaluation env as a VecEnv: an id is built with ``make_sb3_vec_env(env, n_envs, seed)``, a VecEnv kept, a
-    ``gym.Env`` wrapped in ``Monitor`` (unless it is one) and a ``DummyVecEnv``."""
+    ``gym.Env`` wrapped in ``Monitor`` (unless it is one) and a ``DummyVecEnv``, a Gymnasium vector env as the agents
+    take one (:func:`~ordergrad_rl.agents.common.env_util.sb3_vec_env_of`: a native batch, others refused)."""
     if isinstance(env, str):
         return make_sb3_vec_env(env, n_envs, seed=seed)
+    if isinstance(env, gym.vector.VectorEnv):
+        return sb3_vec_env_of(env)
     if isinstance(env, VecEnv):
         return env
     monitored = env if isinstance(env, Monitor) else Monitor(env)
@@ -141,7 +145,8 @@ class RiskEvalCallback(PeriodicEvalCallback):
     ``StopTrainingOnRewardThreshold`` and ``StopTrainingOnNoModelImprovement`` work as ``callback_after_eval``.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
-        in ``Monitor`` and a ``DummyVecEnv``) or ``VecEnv``.
+        in ``Monitor`` and a ``DummyVecEnv``), ``VecEnv`` or a native batch's ``gym.make_vec`` (see
+        :func:`as_eval_vec_env`).
     :param n_eval_episodes: episodes per evaluation.
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
         ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).

@@ -1,16 +1,18 @@
 """Finite-step checks of the OrderGrad agents: a clear error at the step where an env returns a NaN or infinite
-observation or reward, instead of a failure deep inside SB3 or torch later; and the action spaces SB3's policies
-would act in wrongly.
+observation or reward, instead of a failure deep inside SB3 or torch later; the action spaces SB3's policies
+would act in wrongly; and reward normalizations whose running scale changes the ranks of the returns.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from gymnasium.wrappers import NormalizeReward
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_normalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 
@@ -26,6 +28,38 @@ def check_action_start(action_space: spaces.Space) -> None:
             f"the env's action space {action_space} starts at {np.asarray(action_space.start).tolist()}, but SB3's "
             "policies draw actions from 0: shift the actions to start at 0 (a gymnasium.ActionWrapper adding the start)"
         )
+
+
+def warn_if_rewards_normalized(venv: VecEnv, objective: str, stacklevel: int) -> None:
+    """``UserWarning`` where ``venv`` divides its rewards by a running scale (SB3's ``VecNormalize(norm_reward=True)``,
+    Gymnasium's ``NormalizeReward`` around its envs) and ``objective`` ranks the episode returns.
+
+    A ranked objective ranks the returns of the rewards the agent steps on, as SB3 trains on them. A running scale
+    changes within a rollout (and ``VecNormalize`` clips each reward at ``clip_reward``), so the normalized returns are
+    not ranked as the env's returns are: the tail trained is not the env's tail. The mean is linear in the rewards and
+    is left alone, as in SB3.
+
+    :param venv: the training env.
+    :param objective: the objective's spec, named in the warning.
+    :param stacklevel: the caller's ``stacklevel`` (1 points at the caller).
+    """
+    normalize = unwrap_vec_normalize(venv)
+    if normalize is not None and normalize.norm_reward:
+        wrapper = "VecNormalize(norm_reward=True), which divides them by a running std and clips them at clip_reward"
+        fix = "use VecNormalize(norm_reward=False)"
+    elif any(venv.env_is_wrapped(NormalizeReward)):
+        wrapper = "gymnasium.wrappers.NormalizeReward, which divides them by a running std"
+        fix = "drop the NormalizeReward wrapper"
+    else:
+        return
+    warnings.warn(
+        f"objective {objective!r} ranks the episode returns of the rewards the agent is trained on, and the env "
+        f"normalizes them with {wrapper}: the scale changes during a rollout, so episodes are not ranked by their "
+        f"returns: {fix}, or scale them by a constant (gymnasium.wrappers.TransformReward); the agent normalizes "
+        "its episode weights itself (normalize_advantage)",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _all_finite(obs: Any) -> bool:

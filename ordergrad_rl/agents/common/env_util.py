@@ -10,7 +10,8 @@ from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec
+from ordergrad_rl.envs.native_vector import NativeVectorEnv
+from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec, native_sb3_vec_env
 
 
 def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
@@ -18,17 +19,21 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
 
     * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has
       a native batch (the tail-risk ids: one NumPy batch steps all episodes of a rollout at once), else 1.
-    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added, and ``n_envs=None``
+    * A ``gym.Env`` made by ``gym.make`` from an id with a native batch, with no wrapper added and no
+      ``render_mode``, and ``n_envs=None``
       becomes that batch of ``n_episodes`` envs with the same kwargs (the same episode distribution, about
       ``n_episodes`` times fewer Python steps). Pass ``n_envs=1`` to train on the env object itself.
+    * A Gymnasium vector env: see :func:`sb3_vec_env_of` (a native batch gets its SB3 face, others are refused).
     * Any other env is returned as is (SB3 wraps it).
 
     :param n_episodes: episodes per rollout (episodic mode), ``None`` in step-based modes.
     :raises ValueError: ``n_envs`` not a positive integer, or given for an env object with a different number of
-        envs.
+        envs; a Gymnasium vector env other than a native batch.
     """
     if n_envs is not None and (isinstance(n_envs, bool) or not isinstance(n_envs, int | np.integer) or n_envs < 1):
         raise ValueError(f"n_envs must be a positive integer or None, got {n_envs!r}")
+    if isinstance(env, gym.vector.VectorEnv):
+        env = sb3_vec_env_of(env)
     if isinstance(env, str):
         if n_envs is None:
             n_envs = n_episodes if n_episodes is not None and has_native_batch(env) else 1
@@ -44,6 +49,23 @@ def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episode
             f"{getattr(env, 'num_envs', 1)}"
         )
     return env
+
+
+def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
+    """The SB3 ``VecEnv`` that trains on a Gymnasium vector env: a native batch (``gym.make_vec`` of the tail-risk and
+    TargetSum ids, unwrapped) gets its SB3 face (:func:`~ordergrad_rl.envs.sb3_vec_env.native_sb3_vec_env`).
+
+    :raises ValueError: any other Gymnasium vector env (``SyncVectorEnv``, ``AsyncVectorEnv``, a vector wrapper):
+        SB3's algorithms step SB3 ``VecEnv`` objects, whose autoreset and info layout differ; SB3 refuses them with a
+        message about OpenAI Gym.
+    """
+    if isinstance(env, NativeVectorEnv):
+        return native_sb3_vec_env(env)
+    raise ValueError(
+        f"the env is a Gymnasium vector env ({type(env).__name__}), which SB3's algorithms do not step: pass the env "
+        "id (with n_envs=...), a gym.Env, or an SB3 VecEnv, e.g. stable_baselines3.common.env_util.make_vec_env("
+        "env_id, n_envs, env_kwargs=..., vec_env_cls=SubprocVecEnv) in place of gym.make_vec"
+    )
 
 
 def first_env_attr(venv: VecEnv, name: str) -> Any:

@@ -51,7 +51,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
-from ordergrad_rl.agents.common.checks import check_finite_step
+from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
@@ -388,6 +388,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
             default_bonus = self.ent_coef == RANKED_ENT_COEF
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
+        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
+            warn_if_rewards_normalized(self.env, self.objective_label(), stacklevel=3)
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
             schedule = default_risk_schedule(self.objective, gcvar_alpha, long, timed_box(action_space, env_limit))

@@ -97,9 +97,10 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     :param advantage: ``"episodic"`` (trajectory-level weights from complete episodes, no critic) or
         ``"q_critic"`` (per-state known-regime advantages with a per-action Q critic, ``Discrete`` actions).
     :param n_envs: number of envs. ``None`` (default): for an env id, or a ``gym.Env`` made by ``gym.make`` without
-        further wrappers, whose env has a native batch (the tail-risk ids), episodic mode runs ``n_episodes`` envs as
-        one NumPy batch (about ``n_episodes`` times fewer Python steps, the same episodes in distribution); other
-        ids get 1 env and other env objects are used as they are. An integer builds that many envs from an id.
+        further wrappers or a render mode, whose env has a native batch (the tail-risk ids), episodic mode runs
+        ``n_episodes`` envs as one NumPy batch (about ``n_episodes`` times fewer Python steps, the same episodes in
+        distribution); other ids get 1 env and other env objects are used as they are. An integer builds that many
+        envs from an id.
     :param learning_rate: as in SB3's PPO.
     :param n_steps: Q-critic mode: steps per env per rollout (default 2048). Not used in episodic mode (a rollout is
         ``n_episodes`` episodes); must stay ``None`` there (the error names the ``n_episodes`` that gives about as

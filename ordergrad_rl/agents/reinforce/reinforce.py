@@ -138,8 +138,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         :class:`~ordergrad_rl.agents.OrderGradPPO`); default off.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param n_envs: number of envs. ``None`` (default): ``n_episodes`` envs as one NumPy batch for an env id (or a
-        ``gym.make`` env without further wrappers) with a native batch (the tail-risk ids), else 1 env from an id and
-        env objects as they are. An integer builds that many envs from an id.
+        ``gym.make`` env without further wrappers or a render mode) with a native batch (the tail-risk ids), else 1
+        env from an id and env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
     :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
         starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
