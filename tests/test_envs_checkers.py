@@ -9,6 +9,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
+from stable_baselines3.common.env_util import make_vec_env
 
 from ordergrad_rl.envs import register_envs
 
@@ -31,6 +32,15 @@ ENV_IDS = [
 def test_env_checkers(env_id: str) -> None:
     check_env(gym.make(env_id).unwrapped)
     sb3_check_env(gym.make(env_id))
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # RiskyShortcutNav-v0 and -v1
+def test_sb3_make_vec_env_builds_every_env(env_id: str) -> None:
+    """SB3's own ``make_vec_env(id)`` asks for ``render_mode="rgb_array"`` and falls back only on a ``TypeError``
+    (TargetSum, a text env, raised a bare ``ValueError``, so SB3's ``PPO("MlpPolicy", "TargetSum-v0")`` failed)."""
+    venv = make_vec_env(env_id, n_envs=2, seed=0)
+    assert venv.reset().shape[0] == 2
 
 
 def test_registration_is_idempotent() -> None:

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ordergrad_rl.envs.rendering import arms_frame
+from ordergrad_rl.envs.rendering import arms_frame, check_render_mode
 
 #: Each arm is a Gaussian mixture: rows of (probability, mean, std) of its components.
 ARMS: dict[str, tuple[tuple[float, float, float], ...]] = {
@@ -86,8 +86,7 @@ class RiskyBanditEnv(gym.Env[np.ndarray, np.integer]):
     arm_names: tuple[str, ...] = tuple(ARMS)
 
     def __init__(self, render_mode: str | None = None) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata)
         self.render_mode = render_mode
         self._last_arm: int | None = None
         self.observation_space = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ordergrad_rl.envs.rendering import grid_frame
+from ordergrad_rl.envs.rendering import check_render_mode, grid_frame
 from ordergrad_rl.envs.tabular import Outcome, TabularMDP
 
 #: Moves of the actions 0-3: up, right, down, left (row, column deltas).
@@ -36,8 +36,7 @@ class GridEnv(gym.Env[np.integer, np.integer]):
 
         :raises ValueError: a ``render_mode`` other than ``None``, ``"ansi"`` and ``"rgb_array"``.
         """
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata)
         self.render_mode = render_mode
         self.cells = "".join(layout)
         self.n_rows, self.n_cols = len(layout), len(layout[0])

@@ -1,14 +1,28 @@
 """``rgb_array`` frames of the small benchmark envs: grids of coloured cells, bandit arms, a 2-D plane.
 
-SB3 builds an env from an id with ``gym.make(id, render_mode="rgb_array")``, so every registered env accepts that
-mode; these helpers draw the frames (NumPy only, ``uint8 [H, W, 3]``).
+SB3 builds an env from an id with ``gym.make(id, render_mode="rgb_array")``, so the registered envs accept that
+mode (TargetSum, a text env, refuses it in the way SB3 falls back from); these helpers draw the frames (NumPy only,
+``uint8 [H, W, 3]``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+
+
+class RenderModeError(ValueError, TypeError):
+    """A render mode the env does not draw. Also a ``TypeError``: SB3's ``make_vec_env`` asks every env id for
+    ``render_mode="rgb_array"`` and builds the env without one when that raises a ``TypeError``."""
+
+
+def check_render_mode(render_mode: str | None, metadata: Mapping[str, Any]) -> None:
+    """Raise :class:`RenderModeError` unless ``render_mode`` is ``None`` or one of ``metadata["render_modes"]``."""
+    if render_mode not in (None, *metadata["render_modes"]):
+        raise RenderModeError(f"render_mode must be None or one of {metadata['render_modes']}, got {render_mode!r}")
+
 
 #: Cell colours of the grid layouts: floor, wall, lava, guard, goal, start; the agent is :data:`AGENT`.
 CELL_COLORS: dict[str, tuple[int, int, int]] = {

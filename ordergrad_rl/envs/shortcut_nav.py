@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.envs.noise import BernoulliNoiseMixin
-from ordergrad_rl.envs.rendering import plane_frame
+from ordergrad_rl.envs.rendering import check_render_mode, plane_frame
 from ordergrad_rl.envs.tabular import ReturnDistribution
 
 STEP_SIZE = 0.1
@@ -219,8 +219,7 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
         render_mode: str | None = None,
         sealed_edge: bool = True,
     ) -> None:
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata)
         self.render_mode = render_mode
         self.crash_prob = check_float("crash_prob", crash_prob, 0.0, 1.0)
         self.step_reward = check_float("step_reward", step_reward)

@@ -27,6 +27,7 @@ from gymnasium.vector import AutoresetMode
 
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv, reseed
+from ordergrad_rl.envs.rendering import check_render_mode
 
 #: Numbers of a problem are integers in ``1 .. MAX_VALUE``.
 MAX_VALUE = 12
@@ -458,8 +459,7 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
     context_key = "problem"
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_render_mode(render_mode, self.metadata)
         self.render_mode = render_mode
         self.batch = _batch_from_kwargs(1, **kwargs)
         self.problems = self.batch.problems
