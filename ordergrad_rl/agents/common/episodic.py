@@ -163,6 +163,18 @@ EPISODIC_PPO_PARAMS = """
 """
 
 
+def check_leave_one_out(objective: Objective | ChannelObjective, n_episodes: int, group_size: int | None) -> None:
+    """``ValueError`` unless the bound ``objective``'s ``k`` is below the ``N`` its leave-one-out advantage ranks
+    against: ``n_episodes``, or ``group_size`` with groups (paper Sec. 3.2)."""
+    compared = n_episodes if group_size is None else group_size
+    if objective.k >= compared:  # type: ignore[operator]
+        size = "n_episodes" if group_size is None else "group_size"
+        raise ValueError(
+            f"objective {str(objective)!r} has k={objective.k}, but the leave-one-out advantage needs "
+            f"k < {size}={compared} (paper Sec. 3.2): raise {size} or lower k"
+        )
+
+
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
     """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
     :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env).
@@ -516,11 +528,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                     f"rank-weighted objective is the mean: with {size} it trains the mean; use at least 4",
                     stacklevel=3,
                 )
-        if parsed.k >= compared:  # type: ignore[operator]
-            raise ValueError(
-                f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
-                f"k < {size} (paper Sec. 3.2): raise {size.split('=')[0]} or lower k"
-            )
+        check_leave_one_out(parsed, n_episodes, group_size)
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
             raise ValueError(f"objective {str(parsed)!r} has all-zero rank weights: its gradient is 0, nothing trains")
         whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
@@ -557,7 +565,14 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
         if "ent_coef" in kwargs:  # the caller's ent_coef wins over the save's schedule (see save)
             kwargs["ent_coef_schedule"] = None
-        return super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
+            kwargs.setdefault("n_episodes_by_budget", False)
+            kwargs.setdefault("batch_size_by_budget", False)
+        model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
+            n_episodes = check_n_episodes(model.n_episodes)
+            check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
+        return model
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
