@@ -53,7 +53,7 @@ from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRol
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
@@ -557,7 +557,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
-        ``kwargs`` sets it)."""
+        ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
@@ -565,6 +566,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
         if "ent_coef" in kwargs:  # the caller's ent_coef wins over the save's schedule (see save)
             kwargs["ent_coef_schedule"] = None
+        if env is not None and isinstance(saved.get("n_envs"), int):
+            env = rebuilt_env(env, saved["n_envs"])
         if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
             kwargs.setdefault("n_episodes_by_budget", False)
             kwargs.setdefault("batch_size_by_budget", False)
@@ -573,6 +576,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             n_episodes = check_n_episodes(model.n_episodes)
             check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
         return model
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
+        super().set_env(rebuilt_env(env, self.n_envs), force_reset)  # type: ignore[misc]
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
