@@ -332,6 +332,21 @@ def test_a_gym_make_env_with_a_render_mode_trains_on_the_env_itself() -> None:
     model.learn(1)
 
 
+def test_set_env_and_load_take_the_gym_make_env_the_model_was_built_from(tmp_path) -> None:
+    # set_env(gym.make(...)) failed SB3's assertion "(1 != 8)", and load(path, env=gym.make(...)) went on with one
+    # env (n_envs 1, eight times the Python steps) instead of the native batch the model was built on.
+    model = OrderGradPPO("MlpPolicy", gym.make("SyntheticTailRisk-v0"), objective="cvar0.2", n_episodes=8, seed=3)
+    model.set_env(gym.make("SyntheticTailRisk-v0", p=0.35))
+    assert model.n_envs == model.get_env().num_envs == 8 and model.get_env().get_attr("p", [0]) == [0.35]
+    model.save(tmp_path / "model")
+    loaded = OrderGradPPO.load(tmp_path / "model", env=gym.make("SyntheticTailRisk-v0"))
+    assert loaded.n_envs == loaded.get_env().num_envs == 8
+    loaded.learn(1, reset_num_timesteps=False)
+    one_env = OrderGradPPO("MlpPolicy", gym.make("SyntheticTailRisk-v0"), n_episodes=8, n_envs=1)
+    one_env.set_env(gym.make("SyntheticTailRisk-v0"))  # a model of one env keeps the env object
+    assert one_env.n_envs == 1
+
+
 def test_cnn_policy_on_image_observations() -> None:
     class ImageEnv(gym.Env):
         observation_space = gym.spaces.Box(0, 255, (36, 36, 3), np.uint8)

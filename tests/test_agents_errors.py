@@ -322,6 +322,28 @@ def test_saved_objective_is_a_readable_spec(tmp_path: Path) -> None:
     assert str(OrderGradPPO.load(path).objective) == "top2@4"
 
 
+@pytest.mark.parametrize("change", [{"objective": "cvar0.1"}, {"k": 2}])
+def test_load_refuses_to_change_the_objective(tmp_path: Path, change) -> None:
+    # SB3's load sets its kwargs on the model; the saved objective_spec then won over objective= (cvar0.2@4 trained
+    # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2").
+    path = tmp_path / "model.zip"
+    OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
+    with pytest.raises(ValueError, match=f"keeps the objective the model was saved with; {next(iter(change))} "):
+        OrderGradPPO.load(path, **change)
+
+
+def test_load_checks_a_new_rollout_size_as_the_constructor_does(tmp_path: Path) -> None:
+    path = tmp_path / "model.zip"
+    OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2@4", n_episodes=8).save(path)
+    # It failed in the estimator core at the first rollout ("batch values need k <= N ... got k=4, N=4").
+    with pytest.raises(ValueError, match=r"has k=4, but the leave-one-out advantage needs k < n_episodes=4"):
+        OrderGradPPO.load(path, n_episodes=4)
+    with pytest.raises(ValueError, match="n_episodes=8 is not a multiple of group_size=3"):
+        OrderGradPPO.load(path, group_size=3)
+    model = OrderGradPPO.load(path, env=DummyVecEnv([lambda: gym.make("CartPole-v1")]), n_episodes=6)
+    assert (model.n_episodes, model.rollout_buffer.n_episodes, str(model.objective)) == (6, 6, "cvar0.2@4")
+
+
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_a_ranked_objective_whose_default_k_is_1_warns_that_it_trains_the_mean(cls) -> None:
     with pytest.warns(UserWarning, match=r"default k = n_episodes // 2 = 1.*trains the mean"):

@@ -203,6 +203,27 @@ def test_history_baseline_is_saved_loaded_and_resumed(tmp_path):
     assert loaded.num_timesteps > model.num_timesteps
 
 
+def test_a_gpu_save_of_the_history_baseline_loads_on_a_cpu(tmp_path, monkeypatch):
+    # A model trained on a GPU saves its tensors tagged "cuda:0" (what the tagger below makes torch write here). SB3
+    # maps its own state dicts to the load's device, but the baseline travelled pickled in the save's data: on a
+    # machine without a GPU SB3 only warned "Could not deserialize object history_baseline_state" and the model
+    # went on with a fresh baseline.
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline="history")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(200)
+    with monkeypatch.context() as patch:
+        gpu_tag = (0, lambda storage: "cuda:0", lambda storage, location: None)
+        patch.setattr(th.serialization, "_package_registry", [gpu_tag, *th.serialization._package_registry])
+        model.save(tmp_path / "model.zip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        loaded = OrderGradPPO.load(tmp_path / "model.zip", device="cpu")
+    for name, value in model.history_baseline.state_dict().items():
+        assert th.equal(loaded.history_baseline.state_dict()[name], value) if name != "_extra_state" else True
+    assert loaded.history_baseline.optimizer.state_dict()["state"]
+
+
 def test_history_baseline_needs_no_value_head_and_bad_values_are_named():
     model = OrderGradPPO(
         "MlpPolicy", "CartPole-v1", objective="cvar0.2", value_baseline="history", policy_kwargs={"critic": "none"}

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from test_agents_channels import Capture  # tests/ is on sys.path under pytest
 from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture)
 
@@ -94,6 +94,16 @@ def test_seed_rule_contexts_and_periodic_evaluation() -> None:
     result = sample_successes(model, DummyVecEnv([SeededCoins] * 2), [seeds[0], seeds[2]], 60, seed=1)
     rates = result.success.mean(1)
     assert rates[0] < 0.25 and rates[1] > 0.7, rates
+
+
+def test_a_vec_normalize_eval_env_gets_the_training_statistics() -> None:
+    # SB3's EvalCallback syncs a VecNormalize eval env with the training env before each evaluation; the policy acted
+    # on observations normalized by the eval env's own statistics (never updated with training=False) instead.
+    model = OrderGradREINFORCE("MlpPolicy", VecNormalize(DummyVecEnv([Coins] * 4)), objective="mean", n_episodes=8)
+    eval_env = VecNormalize(DummyVecEnv([Coins] * 2), training=False)
+    model.learn(40, callback=PassAtKEvalCallback(eval_env, n_samples=2, eval_freq=2))
+    assert np.array_equal(eval_env.obs_rms.mean, model.get_vec_normalize_env().obs_rms.mean)
+    assert np.any(eval_env.obs_rms.mean != 0)
 
 
 class MaskedCoins(Coins):

@@ -135,8 +135,16 @@ class OrderGradAlgorithmMixin:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
         :mod:`ordergrad_rl.agents.common.saving`); the saved objective is re-parsed strictly.
 
-        :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
+        :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, or ``objective``
+            or ``k`` among ``kwargs``: the model keeps the objective it was saved with.
         """
+        fixed = [name for name in ("objective", "k") if name in kwargs]
+        if fixed:
+            raise ValueError(
+                f"{cls.__name__}.load keeps the objective the model was saved with; {' and '.join(fixed)} cannot "
+                "change at load: build a model with the new objective and copy the saved weights with its "
+                "set_parameters(path)"
+            )
         check_saved_algorithm(path, cls)
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
 

@@ -116,7 +116,10 @@ class PeriodicEvalCallback(EventCallback):
             self.evaluate()
 
     def evaluate(self) -> Any:
-        """Run one evaluation now, record its tags and dump the logger; return its result."""
+        """Run one evaluation now, record its tags and dump the logger; return its result. A ``VecNormalize``
+        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``."""
+        if self.model.get_vec_normalize_env() is not None:
+            sync_envs_normalization(self.training_env, self.eval_env)
         result = self._evaluate()
         self.evaluations_timesteps.append(self.num_timesteps)
         if self.verbose >= 1:
@@ -202,8 +205,6 @@ class RiskEvalCallback(PeriodicEvalCallback):
         return super().evaluate()
 
     def _evaluate(self) -> dict[str, float]:
-        if self.model.get_vec_normalize_env() is not None:
-            sync_envs_normalization(self.training_env, self.eval_env)
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
         episode_returns, episode_lengths = evaluate_episodes(
             self.model,

@@ -68,6 +68,16 @@ def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
     )
 
 
+def rebuilt_env(env: GymEnv, n_envs: int) -> GymEnv:
+    """The env that ``set_env`` and ``load`` give a model of ``n_envs`` envs: a ``gym.Env`` that :func:`build_env`
+    rebuilds as a native batch becomes that batch of ``n_envs`` envs (what the constructor trained on), so the
+    object the model was built from can be passed again; anything else is returned as is (SB3 wraps it and checks
+    its number of envs)."""
+    if n_envs > 1 and isinstance(env, gym.Env):
+        return build_env(env, None, None, n_envs)
+    return env
+
+
 def first_env_attr(venv: VecEnv, name: str) -> Any:
     """The attribute ``name`` of ``venv``'s first env, or ``None`` where its envs lack it. Asked with ``has_attr``
     first: a ``SubprocVecEnv``'s worker dies on a ``get_attr`` of a missing attribute."""

@@ -53,7 +53,7 @@ from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRol
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
@@ -161,6 +161,18 @@ EPISODIC_PPO_PARAMS = """
     :param device: torch device.
     :param _init_setup_model: build the networks at construction.
 """
+
+
+def check_leave_one_out(objective: Objective | ChannelObjective, n_episodes: int, group_size: int | None) -> None:
+    """``ValueError`` unless the bound ``objective``'s ``k`` is below the ``N`` its leave-one-out advantage ranks
+    against: ``n_episodes``, or ``group_size`` with groups (paper Sec. 3.2)."""
+    compared = n_episodes if group_size is None else group_size
+    if objective.k >= compared:  # type: ignore[operator]
+        size = "n_episodes" if group_size is None else "group_size"
+        raise ValueError(
+            f"objective {str(objective)!r} has k={objective.k}, but the leave-one-out advantage needs "
+            f"k < {size}={compared} (paper Sec. 3.2): raise {size} or lower k"
+        )
 
 
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
@@ -518,11 +530,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                     f"rank-weighted objective is the mean: with {size} it trains the mean; use at least 4",
                     stacklevel=3,
                 )
-        if parsed.k >= compared:  # type: ignore[operator]
-            raise ValueError(
-                f"objective {str(parsed)!r} has k={parsed.k}, but the leave-one-out advantage needs "
-                f"k < {size} (paper Sec. 3.2): raise {size.split('=')[0]} or lower k"
-            )
+        check_leave_one_out(parsed, n_episodes, group_size)
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
             raise ValueError(f"objective {str(parsed)!r} has all-zero rank weights: its gradient is 0, nothing trains")
         whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
@@ -551,7 +559,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
-        ``kwargs`` sets it)."""
+        ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
@@ -559,7 +568,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
         if "ent_coef" in kwargs:  # the caller's ent_coef wins over the save's schedule (see save)
             kwargs["ent_coef_schedule"] = None
-        return super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        if env is not None and isinstance(saved.get("n_envs"), int):
+            env = rebuilt_env(env, saved["n_envs"])
+        if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
+            kwargs.setdefault("n_episodes_by_budget", False)
+            kwargs.setdefault("batch_size_by_budget", False)
+        model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
+            n_episodes = check_n_episodes(model.n_episodes)
+            check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
+        return model
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
+        super().set_env(rebuilt_env(env, self.n_envs), force_reset)  # type: ignore[misc]
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short

@@ -18,6 +18,7 @@ never its own baseline; the standardization is updated after the prediction too)
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -139,11 +140,18 @@ class HistoryBaseline(nn.Module):
                 losses.append(loss.item())
         return float(np.mean(losses))
 
-    def saved_state(self) -> dict[str, Any]:
-        """Everything :meth:`load_saved_state` restores: the network with its statistics, and Adam's state."""
-        return {"module": self.state_dict(), "optimizer": self.optimizer.state_dict()}
+    def saved_state(self) -> bytes:
+        """Everything :meth:`load_saved_state` restores (the network with its statistics, and Adam's state), written
+        by ``torch.save``: the model's save pickles it, and tensors pickled on a GPU do not unpickle on a machine
+        without one, where ``torch.load`` maps them to the baseline's device."""
+        buffer = io.BytesIO()
+        th.save({"module": self.state_dict(), "optimizer": self.optimizer.state_dict()}, buffer)
+        return buffer.getvalue()
 
-    def load_saved_state(self, state: dict[str, Any]) -> None:
+    def load_saved_state(self, state: bytes | dict[str, Any]) -> None:
+        """Restore :meth:`saved_state` (or the dict of tensors that saves before it hold)."""
+        if isinstance(state, bytes):
+            state = th.load(io.BytesIO(state), map_location=next(self.parameters()).device)
         self.load_state_dict(state["module"])
         self.optimizer.load_state_dict(state["optimizer"])
 
