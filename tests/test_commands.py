@@ -196,8 +196,10 @@ def test_train_reports_bad_arguments_as_usage_errors(capsys):
 # ---------------------------------------------------------------------------------------------------- saved models
 @pytest.fixture(scope="module")
 def saved_models(tmp_path_factory):
-    """One tiny saved model per supported algorithm, and one unsupported (DQN)."""
-    from stable_baselines3 import A2C, DQN, PPO
+    """One tiny saved model per supported algorithm, and one of an algorithm of the user's own (``Custom``)."""
+    from sb3_contrib import ARS, QRDQN, TQC, TRPO, CrossQ, MaskablePPO, RecurrentPPO
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+    from stable_baselines3.common.save_util import save_to_zip_file
 
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 
@@ -208,22 +210,46 @@ def saved_models(tmp_path_factory):
         "PPO": PPO("MlpPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, device="cpu"),
         "A2C": A2C("MlpPolicy", "RiskyBandit-v0", device="cpu"),
         "DQN": DQN("MlpPolicy", "RiskyBandit-v0", buffer_size=10, device="cpu"),
+        "QRDQN": QRDQN("MlpPolicy", "RiskyBandit-v0", buffer_size=10, device="cpu"),
+        "RecurrentPPO": RecurrentPPO("MlpLstmPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, device="cpu"),
+        "MaskablePPO": MaskablePPO("MlpPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, device="cpu"),
+        "TRPO": TRPO("MlpPolicy", "RiskyBandit-v0", n_steps=8, batch_size=8, device="cpu"),
+        "ARS": ARS("LinearPolicy", "RiskyBandit-v0", device="cpu"),
+        "SAC": SAC("MlpPolicy", "RiskyShortcutNav-v2", buffer_size=10, device="cpu"),
+        "TD3": TD3("MlpPolicy", "RiskyShortcutNav-v2", buffer_size=10, device="cpu"),
+        "DDPG": DDPG("MlpPolicy", "RiskyShortcutNav-v2", buffer_size=10, device="cpu"),
+        "TQC": TQC("MlpPolicy", "RiskyShortcutNav-v2", buffer_size=10, device="cpu"),
+        "CrossQ": CrossQ("MlpPolicy", "RiskyShortcutNav-v2", buffer_size=10, device="cpu"),
     }
     for name, model in models.items():
         model.save(root / name)
+    save_to_zip_file(
+        root / "Custom.zip", data={"learning_rate": 0.1, "my_lab_steps": 3}
+    )  # an algorithm of the user's own
     return root
 
 
-@pytest.mark.parametrize("name", ["OrderGradPPO", "OrderGradREINFORCE", "PPO", "A2C"])
+@pytest.mark.parametrize(
+    "name",
+    ["OrderGradPPO", "OrderGradREINFORCE", "PPO", "A2C", "DQN", "QRDQN", "RecurrentPPO", "MaskablePPO", "TRPO", "ARS",
+     "SAC", "TD3", "TQC", "CrossQ"],
+)  # fmt: skip
 def test_detect_and_load(saved_models, name):
+    """SB3's and sb3-contrib's algorithms load: the baselines a user compares against (DQN and others were refused)."""
     assert zoo_models.detect_algorithm(saved_models / f"{name}.zip").name == name
     model, algorithm = zoo_models.load_model(saved_models / name)  # the path without .zip works too
     assert type(model).__name__ == name == algorithm.name
 
 
+def test_a_ddpg_save_loads_as_td3(saved_models):
+    """DDPG is TD3 with one critic and no delay, saved with TD3's policies: TD3's ``load`` acts with it."""
+    model, algorithm = zoo_models.load_model(saved_models / "DDPG")
+    assert algorithm.name == "TD3" and model.policy_delay == 1
+
+
 def test_detect_rejects_other_files(saved_models, tmp_path):
-    with pytest.raises(CommandError, match="cannot tell which algorithm saved .*DQN.zip; supported: Order"):
-        zoo_models.detect_algorithm(saved_models / "DQN.zip")
+    with pytest.raises(CommandError, match="cannot tell which algorithm saved .*Custom.zip; supported: Order"):
+        zoo_models.detect_algorithm(saved_models / "Custom.zip")
     (tmp_path / "junk.zip").write_text("not a zip")
     with pytest.raises(CommandError, match="not a model saved by Stable-Baselines3"):
         zoo_models.detect_algorithm(tmp_path / "junk.zip")
@@ -235,6 +261,17 @@ def test_evaluate_rejects_a_model_of_another_env(saved_models, capsys):
     argv = ["evaluate", str(saved_models / "PPO.zip"), "--env", "SyntheticTailRisk-v0", "--quiet"]
     assert main(argv) == 2
     assert "does not fit SyntheticTailRisk-v0: Observation spaces do not match" in capsys.readouterr().err
+
+
+def test_evaluate_a_baseline_of_sb3_or_sb3_contrib(saved_models, capsys):
+    """A risk profile of a DQN (refused before), and a MaskablePPO on an env without masks is a usage error, not
+    sb3-contrib's traceback from inside its evaluation."""
+    assert (
+        main(["evaluate", str(saved_models / "DQN.zip"), "--env", "RiskyBandit-v0", "--episodes", "4", "--quiet"]) == 0
+    )
+    assert "cvar_0.2" in capsys.readouterr().out
+    assert main(["evaluate", str(saved_models / "MaskablePPO.zip"), "--env", "RiskyBandit-v0", "--quiet"]) == 2
+    assert "MaskablePPO acts with the env's action_masks()" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------- TensorBoard

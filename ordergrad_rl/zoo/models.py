@@ -56,6 +56,9 @@ class Algorithm:
     absent: frozenset[str] = frozenset()
     #: Policy modules it never uses (sb3-contrib's PPO variants save the same attributes as PPO).
     foreign_policy_modules: tuple[str, ...] = ()
+    #: Policy modules of which it is the only user (most SB3 and sb3-contrib algorithms keep their policies in their
+    #: own package: ``stable_baselines3.dqn.policies``); a save with such a policy is recognized by it alone.
+    policy_modules: tuple[str, ...] = ()
 
     def load_class(self) -> type:
         return getattr(importlib.import_module(self.module), self.name)
@@ -68,6 +71,8 @@ class Algorithm:
             return ordergrad == self.name
         policy = data.get("policy_class")
         policy_module = policy.get("__module__", "") if isinstance(policy, dict) else ""
+        if self.policy_modules:
+            return ordergrad is None and policy_module.startswith(self.policy_modules)
         return (
             ordergrad is None
             and self.required <= data.keys()
@@ -98,6 +103,18 @@ ALGORITHMS: tuple[Algorithm, ...] = (
         frozenset({"n_epochs", "clip_range", "batch_size", "buffer_size"}),
         _CONTRIB,
     ),
+    # The risk-neutral baselines a user compares against, recognized by their policies' packages.
+    Algorithm("DQN", "stable_baselines3", policy_modules=("stable_baselines3.dqn.",)),
+    Algorithm("SAC", "stable_baselines3", policy_modules=("stable_baselines3.sac.",)),
+    Algorithm("TD3", "stable_baselines3", policy_modules=("stable_baselines3.td3.",)),  # DDPG's saves too
+    Algorithm("QRDQN", "sb3_contrib", policy_modules=("sb3_contrib.qrdqn.",)),
+    Algorithm("TQC", "sb3_contrib", policy_modules=("sb3_contrib.tqc.",)),
+    Algorithm("CrossQ", "sb3_contrib", policy_modules=("sb3_contrib.crossq.",)),
+    Algorithm("ARS", "sb3_contrib", policy_modules=("sb3_contrib.ars.",)),
+    Algorithm("RecurrentPPO", "sb3_contrib", policy_modules=("sb3_contrib.common.recurrent.",)),
+    Algorithm("MaskablePPO", "sb3_contrib", policy_modules=("sb3_contrib.common.maskable.",)),
+    # TRPO's policies are SB3's ActorCriticPolicy, as PPO's and A2C's are: told apart by its conjugate-gradient steps.
+    Algorithm("TRPO", "sb3_contrib", frozenset({"cg_max_steps", "line_search_max_iter", "n_critic_updates"})),
 )
 
 
@@ -139,7 +156,12 @@ def load_model(path: str | Path, device: str = "cpu") -> tuple[Any, Algorithm]:
     """
     algorithm = detect_algorithm(path)
     # Schedules are pickled functions that may not load in another Python; inference does not need them.
-    inference_only = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    inference_only = {
+        "learning_rate": 0.0,
+        "lr_schedule": lambda _: 0.0,
+        "clip_range": lambda _: 0.0,
+        "exploration_schedule": lambda _: 0.0,  # DQN's and QR-DQN's (predict reads exploration_rate, saved apart)
+    }
     model = algorithm.load_class().load(model_path(path), device=device, custom_objects=inference_only)
     return model, algorithm
 
@@ -176,14 +198,18 @@ class Evaluation:
 
 
 def check_fits(model: Any, venv: Any, env_id: str) -> None:
-    """SB3's ``check_for_correct_spaces`` of ``model`` on ``venv`` (made from ``env_id``).
+    """SB3's ``check_for_correct_spaces`` of ``model`` on ``venv`` (made from ``env_id``), and the env's action
+    masks for a model that acts with them.
 
-    :raises CommandError: the observation or action spaces differ.
+    :raises CommandError: the observation or action spaces differ, or a MaskablePPO model meets an env without masks.
     """
     from stable_baselines3.common.utils import check_for_correct_spaces
 
+    from ordergrad_rl.agents.common.evaluation import check_action_masks
+
     try:
         check_for_correct_spaces(venv, model.observation_space, model.action_space)
+        check_action_masks(model, venv)
     except ValueError as err:
         raise CommandError(f"the model does not fit {env_id}: {err}") from err
 

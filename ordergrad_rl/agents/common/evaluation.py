@@ -37,6 +37,7 @@ __all__ = [
     "all_contexts",
     "evaluate_episodes",
     "info_component_names",
+    "check_action_masks",
     "sample_successes",
     "uses_action_masks",
 ]
@@ -48,9 +49,19 @@ def uses_action_masks(model: Any) -> bool:
     return isinstance(model, MaskablePPO)
 
 
+def check_action_masks(model: Any, venv: VecEnv) -> None:
+    """:raises ValueError: ``model`` :func:`uses_action_masks` and ``venv``'s envs have no ``action_masks()``."""
+    if uses_action_masks(model) and not is_masking_supported(venv):
+        raise ValueError(
+            f"{type(model).__name__} acts with the env's action_masks(), which the env passed does not have: "
+            "give it an action_masks() method or wrap it in sb3_contrib's ActionMasker"
+        )
+
+
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy(model, env, **kwargs)``; for a model that :func:`uses_action_masks`, sb3-contrib's,
     which acts with the env's ``action_masks()``."""
+    check_action_masks(model, env)
     if uses_action_masks(model):
         return evaluate_masked(model, env, **kwargs)
     return evaluate_policy(model, env, **kwargs)
@@ -75,12 +86,8 @@ class PolicyActor:
         self.model = model
         self.venv = venv
         self.deterministic = deterministic
+        check_action_masks(model, venv)
         self.use_masking = uses_action_masks(model)
-        if self.use_masking and not is_masking_supported(venv):
-            raise ValueError(
-                f"{type(model).__name__} acts with the env's action_masks(), which the env passed does not have: "
-                "give it an action_masks() method or wrap it in sb3_contrib's ActionMasker"
-            )
         self.state: Any = None
         self.episode_start = np.ones(venv.num_envs, dtype=bool)
 
