@@ -191,6 +191,16 @@ def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_pat
     assert tune_runs == [False, False]
 
 
+def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
+    """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path / "out")]
+    assert main([*argv, "--address", "127.0.0.1:1", "--num-cpus", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--num-cpus sizes a local Ray instance; the cluster at --address 127.0.0.1:1 has the CPUs" in err
+    assert not (tmp_path / "out" / "sweep.json").exists()
+
+
 def test_one_trial_writes_its_model_run_and_row(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from test_agents_tensorboard import read_hparams  # tests/ is on sys.path under pytest

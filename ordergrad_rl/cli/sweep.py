@@ -26,7 +26,8 @@ compare figure of the final evaluation returns, compare_<name>.png, and the dash
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
 sweep's state; --resume runs the failed and unfinished trials only (all of them if the sweep stopped before Ray
-Tune started, which a plain rerun does too). Needs the [ray] extra:
+Tune started, which a plain rerun does too). --num-cpus sizes the local instance only: a cluster's nodes have the
+CPUs `ray start` gave them. Needs the [ray] extra:
 pip install "ordergrad-rl[ray]".
 """
 
@@ -131,6 +132,12 @@ def run(args: argparse.Namespace) -> int:
     """Plan, run the trials on Ray Tune, print the risk table, write the figure (and JSON)."""
 
     require_ray("sweep")  # before any work: say which extra to install
+    if args.address is not None and args.num_cpus is not None:
+        # ray.init refuses num_cpus with an address too: a cluster's nodes have the CPUs `ray start` gave them.
+        raise CommandError(
+            f"--num-cpus sizes a local Ray instance; the cluster at --address {args.address} has the CPUs its "
+            "nodes were started with (ray start --num-cpus): drop --num-cpus"
+        )
     out = args.out.resolve()
     # The plan is written before Ray starts, so a sweep that failed before Tune ran (a bad --address, Ctrl-C during
     # Ray's start-up) leaves a plan without Tune state: no trial ran, so it may be run again, or resumed from the top.
