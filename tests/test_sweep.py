@@ -191,6 +191,27 @@ def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_pat
     assert tune_runs == [False, False]
 
 
+def test_resume_keeps_the_resources_the_sweep_started_with(tmp_path, monkeypatch, capsys):
+    """Tune restores each trial with the resources it was planned with: --resume refuses other ones instead of
+    ignoring them (it printed the old "4 CPUs ... per trial" and waited on a trial no node could hold)."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
+    items = ["env=RiskyBandit-v0", "timesteps=8"]
+    out = ["--out", str(tmp_path), "--quiet"]
+    assert main(["sweep", "--grid", *items, "--cpus-per-trial", "4", *out]) == 0
+    capsys.readouterr()
+    for resumed in (["--cpus-per-trial", "1"], ["--grid", *items, "--gpus-per-trial", "1"], ["--grid", *items]):
+        assert main(["sweep", "--resume", *resumed, *out]) == 2
+        err = capsys.readouterr().err
+        assert "--resume: the sweep in" in err and "runs its trials with 4 CPUs and 0 GPUs per trial" in err
+        assert "they cannot change when it resumes" in err
+    assert main(["sweep", "--resume", "--cpus-per-trial", "4", *out]) == 0
+    assert "4 CPUs and 0 GPUs per trial" in capsys.readouterr().out
+
+
 def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
     """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
     pytest.importorskip("ray.tune", reason="needs the [ray] extra")

@@ -26,8 +26,8 @@ compare figure of the final evaluation returns, compare_<name>.png, and the dash
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
 sweep's state; --resume runs the failed and unfinished trials only (all of them if the sweep stopped before Ray
-Tune started, which a plain rerun does too). --num-cpus sizes the local instance only: a cluster's nodes have the
-CPUs `ray start` gave them. Needs the [ray] extra:
+Tune started, which a plain rerun does too), with the resources per trial it started with. --num-cpus sizes the local
+instance only: a cluster's nodes have the CPUs `ray start` gave them. Needs the [ray] extra:
 pip install "ordergrad-rl[ray]".
 """
 
@@ -96,11 +96,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     if args.config is None and not args.grid:
         raise CommandError("give a sweep config file, --grid key=values, or --resume")
     config = load_config(args.config, args.grid, args.name)
-    if args.cpus_per_trial is not None:
-        config.resources["cpu"] = args.cpus_per_trial
-    if args.gpus_per_trial is not None:
-        config.resources["gpu"] = args.gpus_per_trial
-    check_resources(config.resources)
+    config.resources = resources_of(args, config.resources)
     trials = config.trials()
     varying = config.varying()
     check_trials(trials, varying)
@@ -125,7 +121,33 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
         given = json.loads(json.dumps(plan(args)))
         if given["trials"] != saved["trials"]:
             raise CommandError(f"--resume: the trials differ from those of the sweep in {args.out}")
+        resources = given["resources"]
+    else:
+        resources = resources_of(args, saved["resources"])
+    if resources != saved["resources"]:
+        # Tune keeps each trial's resource request in its saved state: a resumed trial would run with the old one.
+        raise CommandError(
+            f"--resume: the sweep in {args.out} runs its trials with {describe_resources(saved['resources'])}; "
+            f"they cannot change when it resumes (asked: {describe_resources(resources)}): run the sweep again "
+            "in another --out"
+        )
     return saved
+
+
+def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[str, float]:
+    """``resources`` with ``--cpus-per-trial`` and ``--gpus-per-trial`` applied, checked.
+
+    :raises CommandError: a bad value (see :func:`check_resources`).
+    """
+    overrides = {"cpu": args.cpus_per_trial, "gpu": args.gpus_per_trial}
+    resources = resources | {key: value for key, value in overrides.items() if value is not None}
+    check_resources(resources)
+    return resources
+
+
+def describe_resources(resources: dict[str, float]) -> str:
+    """``"2 CPUs and 0 GPUs per trial"``."""
+    return f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     resources = sweep["resources"]
     print(
         f"sweep {sweep['name']}: {len(trials)} trials, {len(dict.fromkeys(t['method'] for t in trials))} methods, "
-        f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
+        f"{describe_resources(resources)}"
         f"{'' if args.address is None else f', Ray cluster {args.address}'}; output in {out}"
     )
     specs = [
