@@ -178,6 +178,7 @@ def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_pat
         return TuneOutcome([], {}, interrupted=False)
 
     monkeypatch.setattr(sweep_command, "init_ray", no_cluster)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
     monkeypatch.setattr(sweep_command, "run_tune", fake_tune)
     argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
     assert main([*argv, "--address", "127.0.0.1:1"]) == 2
@@ -198,6 +199,7 @@ def test_resume_keeps_the_resources_the_sweep_started_with(tmp_path, monkeypatch
     from ordergrad_rl.common.ray_tune import TuneOutcome
 
     monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
     monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
     items = ["env=RiskyBandit-v0", "timesteps=8"]
     out = ["--out", str(tmp_path), "--quiet"]

@@ -110,3 +110,15 @@ def test_tailrisk_grid_on_ray_gives_the_local_results(tmp_path):
     assert on_ray["methods"] == local["methods"]
     (state,) = (tmp_path / "ray").iterdir()  # one fresh directory per run: a rerun never meets an old state
     assert len(list((state / "results").glob("*.pkl"))) == len(config.methods)
+
+
+@pytest.mark.slow
+def test_a_trial_larger_than_the_local_instance_is_refused_instead_of_pending_forever(tmp_path):
+    """Tune leaves a trial that asks for more CPUs than any node has pending, and the sweep waited forever."""
+    out = tmp_path / "sweep"
+    argv = ["--grid", *GRID, *FIXED, "--out", str(out), "--num-cpus", "1", "--cpus-per-trial", "2"]
+    result = subprocess.run(sweep(*argv), capture_output=True, text=True, timeout=180)
+    assert result.returncode == 2, result.stderr
+    assert "a trial asks for 2 CPUs and 0 GPUs, the local Ray instance (--num-cpus" in result.stderr
+    assert "has 1 CPUs and 0 GPUs: no trial could start" in result.stderr
+    assert not (out / "ray").exists()  # Tune never started: a plain rerun with other resources replaces the plan

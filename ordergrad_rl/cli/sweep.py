@@ -42,7 +42,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
-from ordergrad_rl.common.ray_tune import experiment_dir, init_ray, require_ray, run_tune
+from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
@@ -192,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
     init_ray(args.address, args.num_cpus, quiet=args.quiet)
     start = time.perf_counter()
     try:
+        if args.address is None:  # (a cluster may add nodes: there Tune warns and waits)
+            check_trials_fit(resources, "the local Ray instance (--num-cpus, default: this machine's cores)")
         outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume and started, quiet=args.quiet)
     finally:
         ray.shutdown()

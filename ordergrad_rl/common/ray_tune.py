@@ -65,6 +65,24 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
         raise CommandError(f"no Ray cluster at --address {address}: {err}") from err
 
 
+def check_trials_fit(resources: dict[str, float], where: str) -> None:
+    """Check that a trial's ``{"cpu": c, "gpu": g}`` fits in the Ray instance ``ray.init`` started or joined: Tune
+    leaves a trial that asks for more pending forever (it warns every minute, for a cluster that may grow).
+
+    :param where: the instance, in the error message (``"the local Ray instance"``).
+    :raises CommandError: the trial asks for more CPUs or GPUs than the instance has.
+    """
+    import ray
+
+    total = ray.cluster_resources()
+    has = {"cpu": total.get("CPU", 0.0), "gpu": total.get("GPU", 0.0)}
+    if any(resources[key] > has[key] for key in has):
+        raise CommandError(
+            f"a trial asks for {resources['cpu']:g} CPUs and {resources['gpu']:g} GPUs, {where} has "
+            f"{has['cpu']:g} CPUs and {has['gpu']:g} GPUs: no trial could start"
+        )
+
+
 def _scalars(result: Any) -> dict[str, Any]:
     """The scalar entries of a function's result (one level of nested dicts as ``key/sub``): Tune's metrics."""
     if not isinstance(result, dict):
