@@ -113,6 +113,31 @@ def test_trials_are_checked_before_any_run(fixed, message):
     assert message in str(err.value)
 
 
+def test_an_env_of_ones_own_in_gymnasiums_module_form_is_swept(tmp_path, monkeypatch):
+    """``"module:EnvId-v0"`` (``gym.make`` imports the module, which registers the env) is how an env of one's own
+    reaches a Ray worker, where the driver's registrations do not exist: the sweep's checks and the agents read the
+    id as ``gym.make`` does (they refused it as an unknown id, and ``OrderGradPPO`` raised ``NameNotFound``)."""
+    import gymnasium as gym
+
+    (tmp_path / "my_sweep_envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('MySweepBandit-v0', entry_point='ordergrad_rl.envs.bandit:RiskyBanditEnv', max_episode_steps=7)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_sweep_envs", raising=False)
+    env_id = "my_sweep_envs:MySweepBandit-v0"
+    try:
+        trials = grid.SweepConfig("x", fixed={"env": env_id, "timesteps": 8, "eval_env": env_id}).trials()
+        grid.check_trials(trials)  # builds the model and its evaluation env
+        from ordergrad_rl.agents.common.env_util import episode_limit
+
+        assert episode_limit(env_id) == 7
+        with pytest.raises(CommandError, match="cannot import 'no_such_module' to register 'X-v0'"):
+            grid.check_trials(grid.SweepConfig("x", fixed={"env": "no_such_module:X-v0", "timesteps": 8}).trials())
+    finally:
+        gym.registry.pop("MySweepBandit-v0", None)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
