@@ -122,3 +122,20 @@ def test_a_trial_larger_than_the_local_instance_is_refused_instead_of_pending_fo
     assert "a trial asks for 2 CPUs and 0 GPUs, the local Ray instance (--num-cpus" in result.stderr
     assert "has 1 CPUs and 0 GPUs: no trial could start" in result.stderr
     assert not (out / "ray").exists()  # Tune never started: a plain rerun with other resources replaces the plan
+
+
+@pytest.mark.slow
+def test_a_failed_ray_job_names_the_file_with_its_traceback(tmp_path):
+    """The last line of an error says what failed, not where: the report names Tune's copy of the traceback (it
+    scrolled by among the other trials' output)."""
+    import re
+
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.common.jobs import Job, run_jobs
+
+    with pytest.raises(CommandError) as err:
+        run_jobs([Job("bad", json.loads, {"s": "{"})], address="local", storage=tmp_path, quiet=True)
+    message = str(err.value)
+    assert "1 of 1 Ray jobs did not finish. bad: json.decoder.JSONDecodeError: Expecting property name" in message
+    log = Path(re.search(r"\(traceback: (.+error\.txt)\)", message).group(1))
+    assert log.is_relative_to(tmp_path) and "in call_and_save" in log.read_text()

@@ -110,7 +110,8 @@ class TuneOutcome:
     """What a Tune run did.
 
     :param finished: trial ids that finished (now or in an earlier, resumed run).
-    :param errors: trial id -> error message of the trials that failed.
+    :param errors: trial id -> error message of the trials that failed (the last line of the error, and the file that
+        holds its traceback).
     :param interrupted: the run stopped early (Ctrl-C): resume it to run the rest.
     """
 
@@ -173,7 +174,11 @@ def run_tune(
     for result in results:
         spec = (result.config or {}).get("spec", {})  # a trial that never started has no config
         if result.error is not None:
-            errors[spec.get("trial_id", str(result.path))] = str(result.error).strip().splitlines()[-1]
+            message = str(result.error).strip().splitlines()[-1]
+            log = Path(result.path or ".") / "error.txt"  # Tune's copy of the trial's traceback
+            if log.exists():
+                message += f" (traceback: {log})"
+            errors[spec.get("trial_id", str(result.path))] = message
         elif result.metrics and FINISHED in result.metrics:  # the trainable's return value: it finished
             finished.append(result.metrics[FINISHED])
     return TuneOutcome(finished, errors, interrupted=len(finished) + len(errors) < len(specs))
