@@ -139,3 +139,16 @@ def test_a_failed_ray_job_names_the_file_with_its_traceback(tmp_path):
     assert "1 of 1 Ray jobs did not finish. bad: json.decoder.JSONDecodeError: Expecting property name" in message
     log = Path(re.search(r"\(traceback: (.+error\.txt)\)", message).group(1))
     assert log.is_relative_to(tmp_path) and "in call_and_save" in log.read_text()
+
+
+@pytest.mark.slow
+def test_job_ids_with_a_slash_run_as_ray_trials(tmp_path):
+    """``reproduce benchmarks --address`` names its runs ``task/method/seed0``: Tune refused the trial directory
+    (ValueError: Trial dirname must not contain '/') before any run started."""
+    from ordergrad_rl.common.jobs import Job, run_jobs
+
+    jobs = [
+        Job("bandit/og-cvar/seed0", json.loads, {"s": "1"}),
+        Job("bandit%2Fog-cvar%2Fseed0", json.loads, {"s": "2"}),
+    ]
+    assert run_jobs(jobs, address="local", storage=tmp_path, quiet=True) == {jobs[0].id: 1, jobs[1].id: 2}

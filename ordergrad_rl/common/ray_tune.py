@@ -160,12 +160,17 @@ def run_tune(
         def trial_name(trial: Any) -> str:
             return trial.config["spec"]["trial_id"]
 
+        def trial_dirname(trial: Any) -> str:
+            # Tune refuses a "/" in a trial's directory (a benchmark run is "task/method/seed0"); escaped so that
+            # distinct ids keep distinct directories.
+            return trial_name(trial).replace("%", "%25").replace("/", "%2F")
+
         tuner = tune.Tuner(
             trainable,
             param_space={"spec": tune.grid_search(described)},
             # Reused actors: a trial does not pay the import of torch and SB3 again in a fresh worker.
             tune_config=tune.TuneConfig(
-                trial_name_creator=trial_name, trial_dirname_creator=trial_name, reuse_actors=True
+                trial_name_creator=trial_name, trial_dirname_creator=trial_dirname, reuse_actors=True
             ),
             run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(path.parent), verbose=0 if quiet else 1),
         )
