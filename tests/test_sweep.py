@@ -113,6 +113,31 @@ def test_trials_are_checked_before_any_run(fixed, message):
     assert message in str(err.value)
 
 
+def test_an_env_of_ones_own_in_gymnasiums_module_form_is_swept(tmp_path, monkeypatch):
+    """``"module:EnvId-v0"`` (``gym.make`` imports the module, which registers the env) is how an env of one's own
+    reaches a Ray worker, where the driver's registrations do not exist: the sweep's checks and the agents read the
+    id as ``gym.make`` does (they refused it as an unknown id, and ``OrderGradPPO`` raised ``NameNotFound``)."""
+    import gymnasium as gym
+
+    (tmp_path / "my_sweep_envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('MySweepBandit-v0', entry_point='ordergrad_rl.envs.bandit:RiskyBanditEnv', max_episode_steps=7)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_sweep_envs", raising=False)
+    env_id = "my_sweep_envs:MySweepBandit-v0"
+    try:
+        trials = grid.SweepConfig("x", fixed={"env": env_id, "timesteps": 8, "eval_env": env_id}).trials()
+        grid.check_trials(trials)  # builds the model and its evaluation env
+        from ordergrad_rl.agents.common.env_util import episode_limit
+
+        assert episode_limit(env_id) == 7
+        with pytest.raises(CommandError, match="cannot import 'no_such_module' to register 'X-v0'"):
+            grid.check_trials(grid.SweepConfig("x", fixed={"env": "no_such_module:X-v0", "timesteps": 8}).trials())
+    finally:
+        gym.registry.pop("MySweepBandit-v0", None)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -178,6 +203,7 @@ def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_pat
         return TuneOutcome([], {}, interrupted=False)
 
     monkeypatch.setattr(sweep_command, "init_ray", no_cluster)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
     monkeypatch.setattr(sweep_command, "run_tune", fake_tune)
     argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
     assert main([*argv, "--address", "127.0.0.1:1"]) == 2
@@ -189,6 +215,38 @@ def test_a_sweep_that_failed_before_tune_started_can_be_rerun_or_resumed(tmp_pat
     (tmp_path / "ray").mkdir(exist_ok=True)  # the fake Tune wrote no state: --resume runs every trial afresh
     assert main(["sweep", "--resume", "--out", str(tmp_path), "--quiet"]) == 0
     assert tune_runs == [False, False]
+
+
+def test_resume_keeps_the_resources_the_sweep_started_with(tmp_path, monkeypatch, capsys):
+    """Tune restores each trial with the resources it was planned with: --resume refuses other ones instead of
+    ignoring them (it printed the old "4 CPUs ... per trial" and waited on a trial no node could hold)."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
+    monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
+    items = ["env=RiskyBandit-v0", "timesteps=8"]
+    out = ["--out", str(tmp_path), "--quiet"]
+    assert main(["sweep", "--grid", *items, "--cpus-per-trial", "4", *out]) == 0
+    capsys.readouterr()
+    for resumed in (["--cpus-per-trial", "1"], ["--grid", *items, "--gpus-per-trial", "1"], ["--grid", *items]):
+        assert main(["sweep", "--resume", *resumed, *out]) == 2
+        err = capsys.readouterr().err
+        assert "--resume: the sweep in" in err and "runs its trials with 4 CPUs and 0 GPUs per trial" in err
+        assert "they cannot change when it resumes" in err
+    assert main(["sweep", "--resume", "--cpus-per-trial", "4", *out]) == 0
+    assert "4 CPUs and 0 GPUs per trial" in capsys.readouterr().out
+
+
+def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
+    """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path / "out")]
+    assert main([*argv, "--address", "127.0.0.1:1", "--num-cpus", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--num-cpus sizes a local Ray instance; the cluster at --address 127.0.0.1:1 has the CPUs" in err
+    assert not (tmp_path / "out" / "sweep.json").exists()
 
 
 def test_one_trial_writes_its_model_run_and_row(tmp_path):

@@ -110,3 +110,45 @@ def test_tailrisk_grid_on_ray_gives_the_local_results(tmp_path):
     assert on_ray["methods"] == local["methods"]
     (state,) = (tmp_path / "ray").iterdir()  # one fresh directory per run: a rerun never meets an old state
     assert len(list((state / "results").glob("*.pkl"))) == len(config.methods)
+
+
+@pytest.mark.slow
+def test_a_trial_larger_than_the_local_instance_is_refused_instead_of_pending_forever(tmp_path):
+    """Tune leaves a trial that asks for more CPUs than any node has pending, and the sweep waited forever."""
+    out = tmp_path / "sweep"
+    argv = ["--grid", *GRID, *FIXED, "--out", str(out), "--num-cpus", "1", "--cpus-per-trial", "2"]
+    result = subprocess.run(sweep(*argv), capture_output=True, text=True, timeout=180)
+    assert result.returncode == 2, result.stderr
+    assert "a trial asks for 2 CPUs and 0 GPUs, the local Ray instance (--num-cpus" in result.stderr
+    assert "has 1 CPUs and 0 GPUs: no trial could start" in result.stderr
+    assert not (out / "ray").exists()  # Tune never started: a plain rerun with other resources replaces the plan
+
+
+@pytest.mark.slow
+def test_a_failed_ray_job_names_the_file_with_its_traceback(tmp_path):
+    """The last line of an error says what failed, not where: the report names Tune's copy of the traceback (it
+    scrolled by among the other trials' output)."""
+    import re
+
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.common.jobs import Job, run_jobs
+
+    with pytest.raises(CommandError) as err:
+        run_jobs([Job("bad", json.loads, {"s": "{"})], address="local", storage=tmp_path, quiet=True)
+    message = str(err.value)
+    assert "1 of 1 Ray jobs did not finish. bad: json.decoder.JSONDecodeError: Expecting property name" in message
+    log = Path(re.search(r"\(traceback: (.+error\.txt)\)", message).group(1))
+    assert log.is_relative_to(tmp_path) and "in call_and_save" in log.read_text()
+
+
+@pytest.mark.slow
+def test_job_ids_with_a_slash_run_as_ray_trials(tmp_path):
+    """``reproduce benchmarks --address`` names its runs ``task/method/seed0``: Tune refused the trial directory
+    (ValueError: Trial dirname must not contain '/') before any run started."""
+    from ordergrad_rl.common.jobs import Job, run_jobs
+
+    jobs = [
+        Job("bandit/og-cvar/seed0", json.loads, {"s": "1"}),
+        Job("bandit%2Fog-cvar%2Fseed0", json.loads, {"s": "2"}),
+    ]
+    assert run_jobs(jobs, address="local", storage=tmp_path, quiet=True) == {jobs[0].id: 1, jobs[1].id: 2}

@@ -26,7 +26,8 @@ compare figure of the final evaluation returns, compare_<name>.png, and the dash
 Ray Tune runs the trials: a local Ray instance with --num-cpus CPUs (default: this machine's) unless --address
 names a cluster (then --out must be on storage every node sees). Ctrl-C stops the running trials and keeps the
 sweep's state; --resume runs the failed and unfinished trials only (all of them if the sweep stopped before Ray
-Tune started, which a plain rerun does too). Needs the [ray] extra:
+Tune started, which a plain rerun does too), with the resources per trial it started with. --num-cpus sizes the local
+instance only: a cluster's nodes have the CPUs `ray start` gave them. Needs the [ray] extra:
 pip install "ordergrad-rl[ray]".
 """
 
@@ -41,7 +42,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
-from ordergrad_rl.common.ray_tune import experiment_dir, init_ray, require_ray, run_tune
+from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
@@ -95,11 +96,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     if args.config is None and not args.grid:
         raise CommandError("give a sweep config file, --grid key=values, or --resume")
     config = load_config(args.config, args.grid, args.name)
-    if args.cpus_per_trial is not None:
-        config.resources["cpu"] = args.cpus_per_trial
-    if args.gpus_per_trial is not None:
-        config.resources["gpu"] = args.gpus_per_trial
-    check_resources(config.resources)
+    config.resources = resources_of(args, config.resources)
     trials = config.trials()
     varying = config.varying()
     check_trials(trials, varying)
@@ -124,13 +121,45 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
         given = json.loads(json.dumps(plan(args)))
         if given["trials"] != saved["trials"]:
             raise CommandError(f"--resume: the trials differ from those of the sweep in {args.out}")
+        resources = given["resources"]
+    else:
+        resources = resources_of(args, saved["resources"])
+    if resources != saved["resources"]:
+        # Tune keeps each trial's resource request in its saved state: a resumed trial would run with the old one.
+        raise CommandError(
+            f"--resume: the sweep in {args.out} runs its trials with {describe_resources(saved['resources'])}; "
+            f"they cannot change when it resumes (asked: {describe_resources(resources)}): run the sweep again "
+            "in another --out"
+        )
     return saved
+
+
+def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[str, float]:
+    """``resources`` with ``--cpus-per-trial`` and ``--gpus-per-trial`` applied, checked.
+
+    :raises CommandError: a bad value (see :func:`check_resources`).
+    """
+    overrides = {"cpu": args.cpus_per_trial, "gpu": args.gpus_per_trial}
+    resources = resources | {key: value for key, value in overrides.items() if value is not None}
+    check_resources(resources)
+    return resources
+
+
+def describe_resources(resources: dict[str, float]) -> str:
+    """``"2 CPUs and 0 GPUs per trial"``."""
+    return f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
 
 
 def run(args: argparse.Namespace) -> int:
     """Plan, run the trials on Ray Tune, print the risk table, write the figure (and JSON)."""
 
     require_ray("sweep")  # before any work: say which extra to install
+    if args.address is not None and args.num_cpus is not None:
+        # ray.init refuses num_cpus with an address too: a cluster's nodes have the CPUs `ray start` gave them.
+        raise CommandError(
+            f"--num-cpus sizes a local Ray instance; the cluster at --address {args.address} has the CPUs its "
+            "nodes were started with (ray start --num-cpus): drop --num-cpus"
+        )
     out = args.out.resolve()
     # The plan is written before Ray starts, so a sweep that failed before Tune ran (a bad --address, Ctrl-C during
     # Ray's start-up) leaves a plan without Tune state: no trial ran, so it may be run again, or resumed from the top.
@@ -148,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     resources = sweep["resources"]
     print(
         f"sweep {sweep['name']}: {len(trials)} trials, {len(dict.fromkeys(t['method'] for t in trials))} methods, "
-        f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
+        f"{describe_resources(resources)}"
         f"{'' if args.address is None else f', Ray cluster {args.address}'}; output in {out}"
     )
     specs = [
@@ -163,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
     init_ray(args.address, args.num_cpus, quiet=args.quiet)
     start = time.perf_counter()
     try:
+        if args.address is None:  # (a cluster may add nodes: there Tune warns and waits)
+            check_trials_fit(resources, "the local Ray instance (--num-cpus, default: this machine's cores)")
         outcome = run_tune(run_trial, specs, out / "ray", resources, resume=args.resume and started, quiet=args.quiet)
     finally:
         ray.shutdown()

@@ -65,6 +65,24 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
         raise CommandError(f"no Ray cluster at --address {address}: {err}") from err
 
 
+def check_trials_fit(resources: dict[str, float], where: str) -> None:
+    """Check that a trial's ``{"cpu": c, "gpu": g}`` fits in the Ray instance ``ray.init`` started or joined: Tune
+    leaves a trial that asks for more pending forever (it warns every minute, for a cluster that may grow).
+
+    :param where: the instance, in the error message (``"the local Ray instance"``).
+    :raises CommandError: the trial asks for more CPUs or GPUs than the instance has.
+    """
+    import ray
+
+    total = ray.cluster_resources()
+    has = {"cpu": total.get("CPU", 0.0), "gpu": total.get("GPU", 0.0)}
+    if any(resources[key] > has[key] for key in has):
+        raise CommandError(
+            f"a trial asks for {resources['cpu']:g} CPUs and {resources['gpu']:g} GPUs, {where} has "
+            f"{has['cpu']:g} CPUs and {has['gpu']:g} GPUs: no trial could start"
+        )
+
+
 def _scalars(result: Any) -> dict[str, Any]:
     """The scalar entries of a function's result (one level of nested dicts as ``key/sub``): Tune's metrics."""
     if not isinstance(result, dict):
@@ -92,7 +110,8 @@ class TuneOutcome:
     """What a Tune run did.
 
     :param finished: trial ids that finished (now or in an earlier, resumed run).
-    :param errors: trial id -> error message of the trials that failed.
+    :param errors: trial id -> error message of the trials that failed (the last line of the error, and the file that
+        holds its traceback).
     :param interrupted: the run stopped early (Ctrl-C): resume it to run the rest.
     """
 
@@ -141,12 +160,17 @@ def run_tune(
         def trial_name(trial: Any) -> str:
             return trial.config["spec"]["trial_id"]
 
+        def trial_dirname(trial: Any) -> str:
+            # Tune refuses a "/" in a trial's directory (a benchmark run is "task/method/seed0"); escaped so that
+            # distinct ids keep distinct directories.
+            return trial_name(trial).replace("%", "%25").replace("/", "%2F")
+
         tuner = tune.Tuner(
             trainable,
             param_space={"spec": tune.grid_search(described)},
             # Reused actors: a trial does not pay the import of torch and SB3 again in a fresh worker.
             tune_config=tune.TuneConfig(
-                trial_name_creator=trial_name, trial_dirname_creator=trial_name, reuse_actors=True
+                trial_name_creator=trial_name, trial_dirname_creator=trial_dirname, reuse_actors=True
             ),
             run_config=tune.RunConfig(name=EXPERIMENT, storage_path=str(path.parent), verbose=0 if quiet else 1),
         )
@@ -155,7 +179,11 @@ def run_tune(
     for result in results:
         spec = (result.config or {}).get("spec", {})  # a trial that never started has no config
         if result.error is not None:
-            errors[spec.get("trial_id", str(result.path))] = str(result.error).strip().splitlines()[-1]
+            message = str(result.error).strip().splitlines()[-1]
+            log = Path(result.path or ".") / "error.txt"  # Tune's copy of the trial's traceback
+            if log.exists():
+                message += f" (traceback: {log})"
+            errors[spec.get("trial_id", str(result.path))] = message
         elif result.metrics and FINISHED in result.metrics:  # the trainable's return value: it finished
             finished.append(result.metrics[FINISHED])
     return TuneOutcome(finished, errors, interrupted=len(finished) + len(errors) < len(specs))

@@ -6,12 +6,13 @@ Imports SB3, so :mod:`ordergrad_rl.envs` loads this module only on first use.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import load_env_creator
+from gymnasium.envs.registration import EnvSpec, load_env_creator
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
@@ -174,10 +175,26 @@ class TailRiskVecEnv(NativeVecEnv):
         self.simulator = self.vector_env.simulator
 
 
+def env_spec(env_id: str) -> EnvSpec:
+    """``gym.spec(env_id)``, reading ``gym.make``'s ``"module:EnvId-v0"`` form as ``gym.make`` does: the module is
+    imported first (its import registers the env). That form is how an env of your own reaches a process that did
+    not register it: a Ray Tune trial of a sweep, a ``SubprocVecEnv`` worker.
+
+    :raises gymnasium.error.Error: unknown env id, or a module that does not import.
+    """
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise gym.error.Error(f"env id {env_id!r}: cannot import {module!r} to register {name!r} ({err})") from err
+    return gym.spec(name)
+
+
 def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
     """The :class:`NativeVectorEnv` subclass registered as ``env_id``'s ``vector_entry_point`` (a ``"module:Class"``
     string or the class itself, as ``gym.register`` takes either), if any."""
-    spec = gym.spec(env_id)
+    spec = env_spec(env_id)
     entry = spec.vector_entry_point
     if entry is None or spec.max_episode_steps is not None:
         return None
@@ -207,7 +224,7 @@ def make_sb3_vec_env(
     vector_class = native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
-    spec = gym.spec(env_id)
+    spec = env_spec(env_id)
     kwargs = {**spec.kwargs, **(env_kwargs or {})}
     if issubclass(vector_class, SyntheticTailRiskVectorEnv):
         venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)

@@ -11,7 +11,13 @@ from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.envs.native_vector import NativeVectorEnv
-from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env, native_batch_spec, native_sb3_vec_env
+from ordergrad_rl.envs.sb3_vec_env import (
+    env_spec,
+    has_native_batch,
+    make_sb3_vec_env,
+    native_batch_spec,
+    native_sb3_vec_env,
+)
 
 
 def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
@@ -90,7 +96,7 @@ def episode_limit(env: GymEnv | str) -> int | None:
     read (an unknown id is left to :func:`build_env` to refuse)."""
     try:
         if isinstance(env, str):
-            spec = gym.spec(env)
+            spec = env_spec(env)
         elif isinstance(env, gym.Env):
             spec = env.spec
         else:
