@@ -321,3 +321,22 @@ def test_reproduction_on_ray_without_ray_names_the_extra_before_training(tmp_pat
     err = capsys.readouterr().err
     assert "--address local needs the [ray] extra (ray.tune does not import" in err
     assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[ray]"')
+
+
+def test_a_trial_applies_the_envs_hyperparameter_entry_as_train_does(tmp_path):
+    """A trial on an env with an entry in the shipped file trains the model ``train`` trains (it trained the class
+    defaults: the README's own sweep, on SyntheticTailRisk-v0, ran another model than ``train``); the trial's keys
+    win over the entry, and ``conf_file: none`` leaves the class defaults."""
+    from ordergrad_rl.agents import OrderGradPPO
+
+    fixed = {"env": "SyntheticTailRisk-v0", "timesteps": 1, "objective": "mean", "n_episodes": 8, "eval_episodes": 2}
+    for conf_file, learning_rate, learns_log_std in ((None, 1e-3, False), ("none", 3e-4, True)):
+        (trial,) = grid.SweepConfig("x", fixed=fixed | {"conf_file": conf_file, "n_epochs": 1}).trials()
+        run_trial(trial, f"m{conf_file}_seed0", "m", tmp_path)
+        model = OrderGradPPO.load(tmp_path / "models" / f"m{conf_file}_seed0.zip")
+        assert model.learning_rate == learning_rate and model.policy.learn_log_std is learns_log_std
+        assert model.n_epochs == 1  # the trial's own key over the entry's
+    (trial,) = grid.SweepConfig("x", fixed=fixed | {"conf_file": "missing.yml"}).trials()
+    assert trial["conf_file"] == str(Path("missing.yml").resolve())  # read where the sweep starts, not in a worker
+    with pytest.raises(CommandError, match="--conf-file"):
+        grid.check_trials([trial])

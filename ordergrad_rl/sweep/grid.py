@@ -17,9 +17,11 @@ A config file::
 
 Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``algo``, ``objective``, ``k``,
 ``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``, ``eval_episodes``,
-``eval_freq``, ``deterministic``); every other key is a constructor argument of the algorithm, checked like
-``train --hparams``. A grid value may be a single value (not a list). Numbers written ``3e-4`` (which YAML 1.1
-reads as text) are numbers.
+``eval_freq``, ``deterministic``, ``conf_file``); every other key is a constructor argument of the algorithm,
+checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
+under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
+directory the sweep starts in) or ``none``. A grid value may be a single value (not a list). Numbers written
+``3e-4`` (which YAML 1.1 reads as text) are numbers.
 
 The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
 method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
@@ -41,7 +43,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
 from ordergrad_rl.zoo.models import is_batched
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
+from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
 #: or, for ``eval_env``, the training env).
@@ -60,6 +62,7 @@ RUN_KEYS: dict[str, Any] = {
     "eval_episodes": 100,
     "eval_freq": None,
     "deterministic": True,
+    "conf_file": None,
 }
 #: Keys every trial must have.
 REQUIRED_KEYS: tuple[str, ...] = ("env", "timesteps")
@@ -90,7 +93,11 @@ class SweepConfig:
         keys = list(self.grid)
         trials = []
         for values in itertools.product(*(self.grid[key] for key in keys)):
-            trials.append(RUN_KEYS | self.fixed | dict(zip(keys, values, strict=True)))
+            trial = RUN_KEYS | self.fixed | dict(zip(keys, values, strict=True))
+            conf_file = trial["conf_file"]
+            if conf_file is not None and str(conf_file).lower() != "none":
+                trial["conf_file"] = str(Path(conf_file).resolve())  # a Ray worker runs in another directory
+            trials.append(trial)
         return trials
 
     def varying(self) -> list[str]:
@@ -282,7 +289,9 @@ def check_models(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()
         }
         try:
-            model = build_model(settings, hparams)
+            model = build_model(
+                settings, hparams, entry=zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
+            )
             eval_callback(settings, model)
         except CommandError as err:
             raise CommandError(f"trial {method_name(trial, varying)}: {err}") from err
