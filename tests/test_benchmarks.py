@@ -1037,3 +1037,23 @@ def test_a_benchmark_run_records_where_it_ran():
     for key in ("Stable-Baselines3", "PyTorch", "Numpy", "Gymnasium", "cpu", "cpu_flags", "cpu_capability"):
         assert isinstance(provenance[key], str), key
     json.dumps(run)  # stored as it is
+
+
+def test_runs_on_ray_keep_their_state_under_out(tmp_path, monkeypatch):
+    """With ``--address`` the jobs' state and results go to ``<out>/ray``, as the other reproductions' do (they went
+    to the system's temporary directory, which the other nodes of a cluster do not read)."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def run_jobs(jobs, workers, address, storage, **kwargs):
+        seen.update(address=address, storage=storage)
+        raise Stop
+
+    monkeypatch.setattr(bench, "run_jobs", run_jobs)
+    argv = ["reproduce", "benchmarks", "--tasks", "bandit", "--methods", "og-cvar", "--seeds", "1", "--timesteps",
+            "1000", "--address", "local", "--out", str(tmp_path), "--quiet"]  # fmt: skip
+    with pytest.raises(Stop):
+        main(argv)
+    assert seen == {"address": "local", "storage": tmp_path / "ray"}

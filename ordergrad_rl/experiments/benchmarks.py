@@ -1070,13 +1070,19 @@ def run_key(run: dict) -> tuple[str, str, int, int]:
 
 
 def run_experiment(
-    config: Config, quiet: bool = False, done: Sequence[dict] = (), on_run: Callable[[dict], None] | None = None
+    config: Config,
+    quiet: bool = False,
+    done: Sequence[dict] = (),
+    on_run: Callable[[dict], None] | None = None,
+    storage: Path | None = None,
 ) -> list[dict]:
     """Every run of ``config`` as an independent job; the per-run results.
 
     :param done: runs finished earlier (``--resume``): the grid's runs with their :func:`run_key` are not run again
         (nor returned).
     :param on_run: called with each run's result as it finishes (``--json`` saves the runs so far with it).
+    :param storage: with ``config.address``: where Ray keeps the jobs' state and results, a directory every node
+        reads (:func:`~ordergrad_rl.common.jobs.run_jobs`; the command gives ``<out>/ray``, as the other reproductions).
     """
     _check(config)
     skip = {run_key(run) for run in done}
@@ -1103,6 +1109,7 @@ def run_experiment(
         jobs,
         config.workers,
         config.address,
+        storage,
         desc="benchmark runs",
         unit="step",
         quiet=quiet,
@@ -1938,7 +1945,9 @@ def run(args: argparse.Namespace) -> int:
 
         start = time.perf_counter()
         try:
-            new = run_experiment(config, quiet=args.quiet, done=earlier, on_run=None if args.json is None else save)
+            new = run_experiment(
+                config, args.quiet, earlier, on_run=None if args.json is None else save, storage=args.out / "ray"
+            )
         except KeyboardInterrupt:
             kept = "no --json was given, so no run was kept"
             if args.json is not None:
