@@ -134,7 +134,7 @@ class OrderStatTransform:
     # ------------------------------------------------------------------ evaluation
     def _prepare(self, x, detach: bool) -> tuple:
         """``(xp, sorted rewards, permutation, row scale or None, the result dtype or None)`` after the input checks;
-        half-precision rewards are computed in float32 (:func:`~ordergrad_rl.core._xp.widen`)."""
+        half-precision rewards are computed in float32 and NumPy's float32 in float64 (:func:`~._xp.widen`)."""
         xp, x = _xp.real_floating(x, "rewards")
         if x.ndim == 0 or x.shape[-1] != self.n:
             raise ValueError(f"expected rewards of shape [..., {self.n}] (N={self.n}), got shape {tuple(x.shape)}")
@@ -181,7 +181,7 @@ class OrderStatTransform:
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", False, rs, xp, alpha)
         out = xp.sum(rs * w, axis=-1)
-        return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp)
+        return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp, "values")
 
     def orderstats(self, x):
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
@@ -190,7 +190,8 @@ class OrderStatTransform:
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", True, rs, xp, None)
         out = rs @ w
-        return _xp.narrow(out if scale is None else _xp.unscale(out, scale, xp, "order statistics"), dtype, xp)
+        out = out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
+        return _xp.narrow(out, dtype, xp, "order statistics")
 
     def advantage(self, x, *, detach: bool = True, alpha=None):
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
@@ -231,9 +232,10 @@ class OrderStatTransform:
         else:
             out = scan(rs, *tables, xp, rankwise=rankwise)
         out = _xp.tie_equalize(r, out, xp)
+        what = quantity.replace("_", "-") + " values"
         if scale is not None:
-            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, quantity.replace("_", "-") + " values")
-        return _xp.narrow(_xp.unsort(out, perm, xp), dtype, xp)
+            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, what)
+        return _xp.narrow(_xp.unsort(out, perm, xp), dtype, xp, what)
 
 
 @lru_cache(maxsize=64)
