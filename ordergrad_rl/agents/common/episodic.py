@@ -738,7 +738,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
-        self._warn_if_few_updates(rollout_buffer)
+        self._warn_if_few_updates(rollout_buffer, self.num_timesteps - rollout_start)
         channels.check()
         self._compute_advantages()
         self._explore_if_blind()
@@ -1099,21 +1099,30 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             stacklevel=3,
         )
 
-    def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer) -> None:
-        """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
-        :data:`FEW_UPDATES` updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
+    def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
+        """After the first rollout of a ``learn`` call: warn if the ``taken`` env steps it took (those of the envs
+        that stepped on, unstored, after their kept episodes ended included) leave fewer than :data:`FEW_UPDATES`
+        updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
         # Told while it ran (_rollout_outgrown), or a piece of a longer run (_learn_continues, _setup_learn).
         told_or_piece = getattr(self, "_rollout_outgrown", False) or getattr(self, "_learn_continues", False)
         if self._rollouts_this_learn != 1 or told_or_piece:
             return
-        steps = max(1, int(buffer.episode_lengths.sum()))
+        stored = int(buffer.episode_lengths.sum())
+        steps = max(1, taken, stored)
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
         updates = max(1.0, budget / steps)  # the first rollout is always trained on
         if budget > 0 and updates < FEW_UPDATES:
+            unstored = steps - stored
+            more = (
+                f"; {unstored} of them ({unstored / steps:.0%}) unstored, by envs outside a kept episode: "
+                f"n_envs={self.n_envs} for n_episodes={self.n_episodes}, and fewer envs waste fewer"
+                if unstored
+                else ""
+            )
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
-                f"{buffer.episode_lengths.mean():.0f} steps on average), so total_timesteps leaves about "
+                f"{buffer.episode_lengths.mean():.0f} steps on average{more}), so total_timesteps leaves about "
                 f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
                 "total_timesteps",
                 UserWarning,
