@@ -738,7 +738,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
-        self._warn_if_few_updates(rollout_buffer, self.num_timesteps - rollout_start)
+        self._warn_after_first_rollout(rollout_buffer, self.num_timesteps - rollout_start)
         channels.check()
         self._compute_advantages()
         self._explore_if_blind()
@@ -1026,7 +1026,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
         # SB3 zeroes num_timesteps unless reset_num_timesteps=False: a call that goes on from earlier steps is a
         # piece of a longer run (training in pieces, a resumed interruption), whose own budget says nothing about the
-        # run's, so the budget warnings (_warn_rollout_outgrown, _warn_if_few_updates) are told at the first call
+        # run's, so the budget warnings (_warn_rollout_outgrown, _warn_after_first_rollout) are told at the first call
         # only, not at every piece of a learn(1) loop.
         self._learn_continues = self.num_timesteps > 0
         return setup
@@ -1099,16 +1099,28 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             stacklevel=3,
         )
 
-    def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
-        """After the first rollout of a ``learn`` call: warn if the ``taken`` env steps it took (those of the envs
-        that stepped on, unstored, after their kept episodes ended included) leave fewer than :data:`FEW_UPDATES`
-        updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
+    def _warn_after_first_rollout(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
+        """After the first rollout of a ``learn`` call (not in a call that goes on from earlier steps:
+        ``_setup_learn``): warn if more envs step than the rollout keeps episodes of (the envs beyond the first
+        ``n_episodes`` start no kept episode, and their steps count in ``num_timesteps``), and if the ``taken`` env
+        steps it took (every env's) leave fewer than :data:`FEW_UPDATES` updates in the budget."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
-        # Told while it ran (_rollout_outgrown), or a piece of a longer run (_learn_continues, _setup_learn).
-        told_or_piece = getattr(self, "_rollout_outgrown", False) or getattr(self, "_learn_continues", False)
-        if self._rollouts_this_learn != 1 or told_or_piece:
+        # A piece of a longer run (_learn_continues, _setup_learn) was told at its first call.
+        if self._rollouts_this_learn != 1 or getattr(self, "_learn_continues", False):
             return
         stored = int(buffer.episode_lengths.sum())
+        if self.n_envs > self.n_episodes:
+            idle = self.n_envs - self.n_episodes
+            warnings.warn(
+                f"{type(self).__name__}: n_envs={self.n_envs} for n_episodes={self.n_episodes}: a rollout keeps the "
+                f"first episode of each of the first {self.n_episodes} envs, so the other {idle} envs store no step, "
+                f"while num_timesteps counts theirs ({1 - stored / max(taken, 1):.0%} of the first rollout's {taken} "
+                "env steps went unstored): pass n_episodes >= n_envs or use fewer envs",
+                UserWarning,
+                stacklevel=2,
+            )
+        if getattr(self, "_rollout_outgrown", False):  # told while the rollout ran
+            return
         steps = max(1, taken, stored)
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
         updates = max(1.0, budget / steps)  # the first rollout is always trained on
