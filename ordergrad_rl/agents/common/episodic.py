@@ -49,7 +49,7 @@ from ordergrad_rl.agents.common.arguments import (
     timed_box_rollout_steps,
 )
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
-from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
@@ -370,6 +370,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
+        buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
+        # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
+        # that take buffer options: sb3-contrib's RecurrentPPO takes none).
+        if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
+            if env_limit is not None and env_limit > MAX_EPISODE_STEPS:
+                sb3_kwargs["rollout_buffer_kwargs"] = {**buffer_kwargs, "max_episode_steps": env_limit}
         with warnings.catch_warnings():
             # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
