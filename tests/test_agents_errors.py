@@ -181,6 +181,23 @@ def test_endless_episode_stops_with_the_fix_named() -> None:
     assert model.num_timesteps == 300  # stopped at the bound, not later
 
 
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+def test_an_env_whose_time_limit_exceeds_the_bound_gets_its_whole_episodes(algo: type, tmp_path: Path) -> None:
+    """An env with a TimeLimit of 150,000 steps stopped at 100,000 (MAX_EPISODE_STEPS) with an error telling the user
+    to give it a time limit: the bound now gives way to the env's own limit (saved with the model); a bound the
+    user passes still wins."""
+    limited = gym.wrappers.TimeLimit(EndlessEnv(), 150_000)
+    model = algo("MlpPolicy", limited, n_episodes=4)
+    assert model.rollout_buffer.max_episode_steps == 150_000
+    model.save(tmp_path / "model")
+    assert algo.load(tmp_path / "model", env=limited).rollout_buffer.max_episode_steps == 150_000
+    chosen = algo("MlpPolicy", limited, n_episodes=4, rollout_buffer_kwargs={"max_episode_steps": 300})
+    assert chosen.rollout_buffer.max_episode_steps == 300
+    assert algo(
+        "MlpPolicy", gym.wrappers.TimeLimit(EndlessEnv(), 500), n_episodes=4
+    ).rollout_buffer.max_episode_steps == (MAX_EPISODE_STEPS)
+
+
 def test_buffer_counts_the_ended_episodes_and_their_steps() -> None:
     buffer = EpisodicRolloutBuffer(8, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), "cpu", n_envs=2)
     assert buffer.ended_episodes == (0, 0)

@@ -66,6 +66,36 @@ def test_features_are_the_flat_observation_then_step_and_return_so_far(space, wi
     assert baseline.history_rms.count == pytest.approx(4, abs=1e-3)
 
 
+def test_features_of_image_observations_flatten_a_chunk_at_a_time(monkeypatch):
+    """A long rollout of images (the default on long episodes) is flattened to float32 a chunk of steps at a time into
+    the features, and ``updated`` rewrites their (t, G_<t) columns in place: the float32 rollout, four times the uint8
+    frames, was held twice (1.3 GB at its peak for 646 MB of features, 8000 steps of 84 x 84 x 3 frames)."""
+    import ordergrad_rl.agents.common.history_baseline as history_baseline
+
+    space = spaces.Box(0, 255, (6, 5, 3), np.uint8)
+    observations = np.random.default_rng(0).integers(0, 256, (50, 6, 5, 3), dtype=np.uint8)
+    steps, so_far = np.arange(50) % 9, np.random.default_rng(1).normal(size=50)
+    baseline = HistoryBaseline(space)
+    whole = baseline.features(observations, steps, so_far)
+    flattened_rows = []
+    flatten = history_baseline.flat_observations
+
+    def flat_observations(obs, observation_space):
+        flattened_rows.append(len(obs))
+        return flatten(obs, observation_space)
+
+    monkeypatch.setattr(history_baseline, "CHUNK_STEPS", 16, raising=False)
+    monkeypatch.setattr(history_baseline, "flat_observations", flat_observations)
+    features = baseline.features(observations, steps, so_far)
+    assert max(flattened_rows) == 16 and sum(flattened_rows) == 50
+    assert th.equal(features, whole)  # the same values, bit for bit
+    np.testing.assert_allclose(features[:, :-2].numpy(), observations.reshape(50, -1) / 255.0, rtol=1e-6)
+    updated = baseline.updated(features, steps, so_far)
+    assert updated.data_ptr() == features.data_ptr()
+    assert sum(flattened_rows) == 50  # not flattened again
+    assert th.equal(updated[:, :-2], whole[:, :-2]) and not th.equal(updated[:, -2:], whole[:, -2:])
+
+
 def test_fit_learns_a_weight_that_depends_on_the_return_so_far():
     """What V(s) cannot: the same state, a weight decided by what the episode has collected."""
     th.manual_seed(0)

@@ -114,6 +114,46 @@ def test_rankwise_memory_guard_names_the_memory():
         t.orderstats(np.zeros((2, 100_000))[0])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("quantity", ["orderstats", "advantage", "inclusion", "leave_one_out"])
+def test_rankwise_memory_guard_bounds_the_peak_memory_of_groups(monkeypatch, quantity, dtype):
+    """Every call the guard lets through stays within the limit, groups of rewards included: each group's scan holds
+    several N x k temporaries (three for advantages), which the guard counted as one, so rank_advantage of 13 groups
+    under a 16-table limit took 42 tables (float64 NumPy: 2.6 GiB under the 1 GiB limit)."""
+    import functools
+    import tracemalloc
+
+    from ordergrad_rl.core import batch, weights
+
+    n, k = 256, 128
+    table = 8 * n * k
+    monkeypatch.setattr(weights, "RANKWISE_MAX_BYTES", 16 * table)
+    rng = np.random.default_rng(0)
+    allowed = []
+    for groups in (1, 2, 4, 8, 13):
+        batch.clear_caches()  # the guard counts the tables the call builds
+        x = rng.normal(size=(groups, n)).astype(dtype)
+        t = OrderStatTransform(n, "cvar0.2", k=k)
+        call = {
+            "orderstats": t.orderstats,
+            "advantage": t.rank_advantage,
+            "inclusion": functools.partial(t.inclusion, rankwise=True),
+            "leave_one_out": functools.partial(t.leave_one_out, rankwise=True),
+        }[quantity]
+        tracemalloc.start()
+        try:
+            call(x)
+        except ValueError as err:
+            assert "GiB, above the" in str(err)
+            continue
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        allowed.append(groups)
+        assert peak <= 16 * table, f"{groups} groups took {peak / table:.1f} tables"
+    assert allowed  # the guard does not refuse what fits
+
+
 def test_k_is_checked_before_any_weights_are_built():
     import time
     import tracemalloc

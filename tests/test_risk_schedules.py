@@ -918,6 +918,34 @@ def test_few_updates_warn_after_the_first_rollout():
     assert not [r for r in records if "updates" in str(r.message)]
 
 
+def test_few_updates_count_the_env_steps_of_every_env():
+    """The estimate counts the env steps the first rollout took, those of envs outside a kept episode included: 8
+    one-step bandits for 2 episodes take 8 env steps per rollout and store 2, so learn(30) trains 4 updates, where
+    the estimate from the stored steps said 12 and did not warn (64 CartPole envs for 32 episodes: 3 updates)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model = OrderGradPPO("MlpPolicy", make_vec_env("RiskyBandit-v0", n_envs=8, seed=0), objective="mean", n_episodes=2)
+    with pytest.warns(UserWarning, match=r"took 8 env steps .*6 of them \(75%\) unstored.*n_envs=8 for n_episodes=2"):
+        model.learn(30)
+    assert model._n_updates // model.n_epochs == 4
+
+
+def test_more_envs_than_episodes_warn_that_the_extra_envs_store_nothing():
+    """SB3's make_vec_env(n_envs=64) with a default of 16 episodes per rollout (CartPole-v1 below 128k steps): the 48
+    envs beyond the first 16 start no kept episode, and 89% of the env steps of a learn(30_000) went unstored, in
+    silence. The first rollout says so; n_envs <= n_episodes does not."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model = OrderGradPPO("MlpPolicy", make_vec_env("RiskyBandit-v0", n_envs=8), objective="mean", n_episodes=2)
+    with pytest.warns(UserWarning, match=r"n_envs=8 for n_episodes=2: .*the other 6 envs store no step.*\(75% of"):
+        model.learn(400)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        model.learn(400, reset_num_timesteps=False)  # a piece of the same run: told once
+        OrderGradPPO("MlpPolicy", make_vec_env("RiskyBandit-v0", n_envs=2), objective="mean", n_episodes=2).learn(400)
+    assert not [r for r in records if "store no step" in str(r.message)]
+
+
 def test_budget_warnings_come_once_when_learning_in_pieces():
     """A loop of learn calls that go on from earlier steps is one run in pieces: its first call warns that its budget
     leaves few updates or that its rollout outgrew it; the pieces after it, each a rollout or so, do not repeat that

@@ -45,8 +45,14 @@ from ordergrad_rl.core.weights import (
     value_table,
 )
 
-# float64 N x k tables each quantity's rankwise computation holds (kernels and scan tables).
-_RANKWISE_TABLES = {"value": 1, "advantage": 3, "inclusion": 6, "leave_one_out": 4}
+# The peak memory of a rankwise computation (measured with tracemalloc and the peak RSS, tables not yet cached), in
+# float64 N x k tables: the float64 tables it builds (kernels and scan tables), their copies in the input's library
+# and dtype (all but float64 NumPy inputs; a copy to another dtype passes through a float64 one), and for each group
+# of rewards the scan's N x k temporaries and result in the input's dtype (three: NumPy reuses one of them, torch
+# does not; none for values, which collapse the ranks).
+_RANKWISE_TABLES = {"value": 2, "advantage": 3, "inclusion": 6, "leave_one_out": 4}
+_RANKWISE_COPIES = {"value": 1, "advantage": 2, "inclusion": 3, "leave_one_out": 3}
+_RANKWISE_PER_GROUP = {"value": 0, "advantage": 3, "inclusion": 3, "leave_one_out": 3}
 
 
 def is_live(alpha: Any) -> bool:
@@ -128,7 +134,7 @@ class OrderStatTransform:
     # ------------------------------------------------------------------ evaluation
     def _prepare(self, x, detach: bool) -> tuple:
         """``(xp, sorted rewards, permutation, row scale or None, the result dtype or None)`` after the input checks;
-        half-precision rewards are computed in float32 (:func:`~ordergrad_rl.core._xp.widen`)."""
+        half-precision rewards are computed in float32 and NumPy's float32 in float64 (:func:`~._xp.widen`)."""
         xp, x = _xp.real_floating(x, "rewards")
         if x.ndim == 0 or x.shape[-1] != self.n:
             raise ValueError(f"expected rewards of shape [..., {self.n}] (N={self.n}), got shape {tuple(x.shape)}")
@@ -138,6 +144,15 @@ class OrderStatTransform:
             x = _xp.stop_gradient(x, xp)
         r, perm = _xp.stable_sort(x, xp)
         return xp, r, perm, _xp.scale_rows(r, xp), result_dtype
+
+    def _check_rankwise_memory(self, quantity: str, rewards, groups: int, what: str) -> None:
+        """:func:`~ordergrad_rl.core.weights.check_table_memory` of a computation through the rankwise tables
+        (``rewards``: the prepared ``[..., N]`` rewards; ``groups``: the ``[..., N, k]`` results it computes)."""
+        copies = 0 if isinstance(rewards, np.ndarray) and rewards.dtype == np.float64 else _RANKWISE_COPIES[quantity]
+        share = compat.array_namespace(rewards).finfo(rewards.dtype).bits / 64  # an input-dtype table, in float64s
+        on_the_way = 1 if copies and share < 1 else 0
+        tables = _RANKWISE_TABLES[quantity] + on_the_way + share * (copies + _RANKWISE_PER_GROUP[quantity] * groups)
+        check_table_memory(self.n, self.k, tables, what)
 
     def _check_alpha(self, alpha, x) -> None:
         if alpha is None:
@@ -160,22 +175,23 @@ class OrderStatTransform:
             ``k``): the value is then differentiable with respect to them too.
         """
         self._check_alpha(alpha, x)
-        if alpha is not None:
-            check_table_memory(self.n, self.k, 1, "value with live rank weights")
         xp, r, _, scale, dtype = self._prepare(x, detach=False)
+        if alpha is not None:
+            self._check_rankwise_memory("value", r, 0, "value with live rank weights")
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", False, rs, xp, alpha)
         out = xp.sum(rs * w, axis=-1)
-        return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp)
+        return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp, "values")
 
     def orderstats(self, x):
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
-        check_table_memory(self.n, self.k, 1, "orderstats")
         xp, r, _, scale, dtype = self._prepare(x, detach=False)
+        self._check_rankwise_memory("value", r, 0, "orderstats")
         rs = r if scale is None else r * scale
         (w,) = self._array_tables("value", True, rs, xp, None)
         out = rs @ w
-        return _xp.narrow(out if scale is None else _xp.unscale(out, scale, xp, "order statistics"), dtype, xp)
+        out = out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
+        return _xp.narrow(out, dtype, xp, "order statistics")
 
     def advantage(self, x, *, detach: bool = True, alpha=None):
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
@@ -205,10 +221,10 @@ class OrderStatTransform:
     def _quantity(self, x, quantity: str, rankwise: bool, detach: bool, alpha=None):
         check_sizes(self.n, self.k, quantity=quantity)
         self._check_alpha(alpha, x)
-        if rankwise or alpha is not None:
-            groups = math.prod(getattr(x, "shape", np.shape(x))[:-1]) if rankwise else 0
-            check_table_memory(self.n, self.k, _RANKWISE_TABLES[quantity] + groups, f"{quantity} (rankwise)")
         xp, r, perm, scale, dtype = self._prepare(x, detach)
+        if rankwise or alpha is not None:
+            groups = math.prod(r.shape[:-1]) if rankwise else 0
+            self._check_rankwise_memory(quantity, r, groups, f"{quantity} (rankwise)")
         rs = r if scale is None else r * scale
         tables = self._array_tables(quantity, rankwise, rs, xp, alpha)
         if quantity == "advantage":
@@ -216,9 +232,10 @@ class OrderStatTransform:
         else:
             out = scan(rs, *tables, xp, rankwise=rankwise)
         out = _xp.tie_equalize(r, out, xp)
+        what = quantity.replace("_", "-") + " values"
         if scale is not None:
-            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, quantity.replace("_", "-") + " values")
-        return _xp.narrow(_xp.unsort(out, perm, xp), dtype, xp)
+            out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, what)
+        return _xp.narrow(_xp.unsort(out, perm, xp), dtype, xp, what)
 
 
 @lru_cache(maxsize=64)

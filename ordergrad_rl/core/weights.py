@@ -336,12 +336,13 @@ def check_sizes(n: int, k: int, *, quantity: str = "value") -> None:
         raise ValueError(f"batch values need k <= N (a size-k subset of N samples); got k={k}, N={n}")
 
 
-def check_table_memory(n: int, k: int, tables: int, what: str) -> None:
-    """Refuse a rankwise computation whose ``tables`` float64 ``N x k`` tables exceed :data:`RANKWISE_MAX_BYTES`."""
+def check_table_memory(n: int, k: int, tables: float, what: str) -> None:
+    """Refuse a rankwise computation whose peak memory, ``tables`` float64 ``N x k`` tables (its temporaries
+    included), exceeds :data:`RANKWISE_MAX_BYTES`."""
     needed = 8 * tables * n * k
     if needed > RANKWISE_MAX_BYTES:
         raise ValueError(
-            f"{what} needs {tables} N x k float64 tables (N={n}, k={k}): {needed / 2**30:.1f} GiB, above the "
+            f"{what} needs {tables:g} N x k float64 tables (N={n}, k={k}): {needed / 2**30:.1f} GiB, above the "
             f"{RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit (ordergrad_rl.core.weights.RANKWISE_MAX_BYTES). Use the "
             f"collapsed quantity (rankwise=False), which needs O(N) memory."
         )

@@ -49,7 +49,7 @@ from ordergrad_rl.agents.common.arguments import (
     timed_box_rollout_steps,
 )
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
-from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
@@ -382,6 +382,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
+        buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
+        # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
+        # that take buffer options: sb3-contrib's RecurrentPPO takes none).
+        if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
+            if env_limit is not None and env_limit > MAX_EPISODE_STEPS:
+                sb3_kwargs["rollout_buffer_kwargs"] = {**buffer_kwargs, "max_episode_steps": env_limit}
         with warnings.catch_warnings():
             # PPO compares batch_size with n_steps * n_envs; an episodic rollout's step count varies instead.
             warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
@@ -761,7 +767,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
-        self._warn_if_few_updates(rollout_buffer)
+        self._warn_after_first_rollout(rollout_buffer, self.num_timesteps - rollout_start)
         channels.check()
         self._compute_advantages()
         self._explore_if_blind()
@@ -1049,7 +1055,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
         # SB3 zeroes num_timesteps unless reset_num_timesteps=False: a call that goes on from earlier steps is a
         # piece of a longer run (training in pieces, a resumed interruption), whose own budget says nothing about the
-        # run's, so the budget warnings (_warn_rollout_outgrown, _warn_if_few_updates) are told at the first call
+        # run's, so the budget warnings (_warn_rollout_outgrown, _warn_after_first_rollout) are told at the first call
         # only, not at every piece of a learn(1) loop.
         self._learn_continues = self.num_timesteps > 0
         return setup
@@ -1122,21 +1128,42 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             stacklevel=3,
         )
 
-    def _warn_if_few_updates(self, buffer: EpisodicRolloutBuffer) -> None:
-        """After the first rollout of a ``learn`` call: warn if the steps it took leave fewer than
-        :data:`FEW_UPDATES` updates in the budget (not in a call that goes on from earlier steps: ``_setup_learn``)."""
+    def _warn_after_first_rollout(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
+        """After the first rollout of a ``learn`` call (not in a call that goes on from earlier steps:
+        ``_setup_learn``): warn if more envs step than the rollout keeps episodes of (the envs beyond the first
+        ``n_episodes`` start no kept episode, and their steps count in ``num_timesteps``), and if the ``taken`` env
+        steps it took (every env's) leave fewer than :data:`FEW_UPDATES` updates in the budget."""
         self._rollouts_this_learn = getattr(self, "_rollouts_this_learn", 0) + 1
-        # Told while it ran (_rollout_outgrown), or a piece of a longer run (_learn_continues, _setup_learn).
-        told_or_piece = getattr(self, "_rollout_outgrown", False) or getattr(self, "_learn_continues", False)
-        if self._rollouts_this_learn != 1 or told_or_piece:
+        # A piece of a longer run (_learn_continues, _setup_learn) was told at its first call.
+        if self._rollouts_this_learn != 1 or getattr(self, "_learn_continues", False):
             return
-        steps = max(1, int(buffer.episode_lengths.sum()))
+        stored = int(buffer.episode_lengths.sum())
+        if self.n_envs > self.n_episodes:
+            idle = self.n_envs - self.n_episodes
+            warnings.warn(
+                f"{type(self).__name__}: n_envs={self.n_envs} for n_episodes={self.n_episodes}: a rollout keeps the "
+                f"first episode of each of the first {self.n_episodes} envs, so the other {idle} envs store no step, "
+                f"while num_timesteps counts theirs ({1 - stored / max(taken, 1):.0%} of the first rollout's {taken} "
+                "env steps went unstored): pass n_episodes >= n_envs or use fewer envs",
+                UserWarning,
+                stacklevel=2,
+            )
+        if getattr(self, "_rollout_outgrown", False):  # told while the rollout ran
+            return
+        steps = max(1, taken, stored)
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
         updates = max(1.0, budget / steps)  # the first rollout is always trained on
         if budget > 0 and updates < FEW_UPDATES:
+            unstored = steps - stored
+            more = (
+                f"; {unstored} of them ({unstored / steps:.0%}) unstored, by envs outside a kept episode: "
+                f"n_envs={self.n_envs} for n_episodes={self.n_episodes}, and fewer envs waste fewer"
+                if unstored
+                else ""
+            )
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
-                f"{buffer.episode_lengths.mean():.0f} steps on average), so total_timesteps leaves about "
+                f"{buffer.episode_lengths.mean():.0f} steps on average{more}), so total_timesteps leaves about "
                 f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
                 "total_timesteps",
                 UserWarning,

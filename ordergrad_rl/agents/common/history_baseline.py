@@ -39,6 +39,9 @@ LEARNING_RATE = 1e-3
 N_EPOCHS = 10
 #: Minibatch size of the fit, in steps.
 BATCH_SIZE = 256
+#: Steps preprocessed at a time: a rollout of image observations is not flattened whole (16,000 Atari frames would
+#: take 1.3 GB as float32).
+CHUNK_STEPS = 1024
 
 
 def flat_observations(observations: Any, observation_space: spaces.Space) -> th.Tensor:
@@ -49,6 +52,13 @@ def flat_observations(observations: Any, observation_space: spaces.Space) -> th.
     tensor = th.as_tensor(np.asarray(observations))
     processed = preprocess_obs(tensor, observation_space, normalize_images=True)
     return processed.reshape(len(tensor), -1).float()
+
+
+def observation_rows(observations: Any, rows: slice) -> Any:
+    """The stored observations ``observations[rows]`` (``[T, ...]``, or a dict of such: each key's rows)."""
+    if isinstance(observations, dict):
+        return {key: np.asarray(value)[rows] for key, value in observations.items()}
+    return np.asarray(observations)[rows]
 
 
 def _flat_dim(observation_space: spaces.Space) -> int:
@@ -100,13 +110,21 @@ class HistoryBaseline(nn.Module):
         :param update: first fold this rollout's ``(t, G_<t)`` into the running mean and variance.
         """
         device = next(self.parameters()).device
-        obs = flat_observations(observations, self.observation_space).to(device)
-        return th.cat([obs, self._history_columns(episode_step, return_so_far, update)], dim=1)
+        n_steps = len(episode_step)
+        # Filled in place, CHUNK_STEPS rows of observations at a time: the flattened rollout is never held twice.
+        features = th.empty((n_steps, self.net[0].in_features), dtype=th.float32, device=device)
+        for start in range(0, n_steps, CHUNK_STEPS):
+            rows = slice(start, start + CHUNK_STEPS)
+            features[rows, :-2] = flat_observations(observation_rows(observations, rows), self.observation_space)
+        features[:, -2:] = self._history_columns(episode_step, return_so_far, update)
+        return features
 
     def updated(self, features: th.Tensor, episode_step: np.ndarray, return_so_far: np.ndarray) -> th.Tensor:
         """``features`` of the same steps after folding their ``(t, G_<t)`` into the running statistics: what
-        ``features(..., update=True)`` gives, without flattening the observations again."""
-        return th.cat([features[:, :-2], self._history_columns(episode_step, return_so_far, True)], dim=1)
+        ``features(..., update=True)`` gives, without flattening the observations again (its ``(t, G_<t)`` columns
+        are overwritten in place)."""
+        features[:, -2:] = self._history_columns(episode_step, return_so_far, True)
+        return features
 
     def _history_columns(self, episode_step: np.ndarray, return_so_far: np.ndarray, update: bool) -> th.Tensor:
         """``[T, 2]`` standardized ``(t, G_<t)``, after folding them into the statistics if ``update``."""

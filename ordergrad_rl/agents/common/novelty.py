@@ -23,7 +23,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from ordergrad_rl.agents.common.history_baseline import flat_observations
+from ordergrad_rl.agents.common.history_baseline import CHUNK_STEPS, flat_observations, observation_rows
 
 #: Episodes of blind rollouts a run trains as they are (the rollouts tied, nothing else seen) before their novelty
 #: weights act: OrderGradPPO's ``novelty_when_blind`` waits for chance first. After 96 tied episodes the rule of three
@@ -36,9 +36,6 @@ from ordergrad_rl.agents.common.history_baseline import flat_observations
 #: came from seed 3 alone (-500 without it). With the wait seeds 4-9 train bit for bit as without novelty and seed 3
 #: swings up (:func:`~ordergrad_rl.agents.common.arguments.default_novelty_when_blind`).
 BLIND_PATIENCE_EPISODES = 96
-#: Steps preprocessed at a time: a rollout of image observations is not flattened whole (16,000 Atari frames would
-#: take 1.3 GB as float32).
-CHUNK_STEPS = 1024
 
 
 def episode_novelty(
@@ -86,10 +83,6 @@ def novelty_weights(novelty: np.ndarray) -> np.ndarray:
 def _chunks(observations: Any, observation_space: spaces.Space, n_steps: int):
     """``[<=CHUNK_STEPS, D]`` float64 blocks of the flattened, preprocessed observations, in step order."""
     for start in range(0, n_steps, CHUNK_STEPS):
-        part = slice(start, min(start + CHUNK_STEPS, n_steps))
-        if isinstance(observations, dict):
-            block: Any = {key: np.asarray(value)[part] for key, value in observations.items()}
-        else:
-            block = np.asarray(observations)[part]
+        block = observation_rows(observations, slice(start, min(start + CHUNK_STEPS, n_steps)))
         with th.no_grad():
             yield flat_observations(block, observation_space).double().numpy()

@@ -64,7 +64,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         :class:`~ordergrad_rl.agents.common.policies.OrderGradPolicyMixin`.
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodic
         mode needs episodes that end: an episode running past ``rollout_buffer_kwargs["max_episode_steps"]``
-        (default 100,000) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
+        (default 100,000, or the env's own ``TimeLimit`` where that is longer) steps raises a ``ValueError`` (give
+        the env a ``TimeLimit``).
     :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"``, ``"top9@10"`` ...).
         ``model.objective`` is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in

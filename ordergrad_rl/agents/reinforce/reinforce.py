@@ -57,8 +57,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         :mod:`ordergrad_rl.agents.common.policies` for ``learn_log_std``, ``zero_init_action_net``) or any subclass
         of SB3's ``ActorCriticPolicy`` (its value head is built but never run nor trained).
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodes
-        must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000) steps raises a
-        ``ValueError`` (give the env a ``TimeLimit``).
+        must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000, or the env's own
+        ``TimeLimit`` where that is longer) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
     :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
         see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
