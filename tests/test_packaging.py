@@ -1,0 +1,53 @@
+"""The package as users install it: the sdist and the wheel built from it, as ``python -m build`` makes them.
+
+Built once per session with the installed setuptools (no isolated environment, no network), from a copy of the
+source tree, so that nothing is written into the checkout.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Not part of a build: hidden entries (version control, the environment, tool caches), outputs, and the docs'
+#: figures (the sdist leaves them out).
+NOT_SOURCE = (".*", "build", "dist", "*.egg-info", "runs", "results", "__pycache__", "docs")
+
+
+def build(hook: str, source: Path, out: Path) -> Path:
+    """``setuptools.build_meta.<hook>(out)`` run in ``source``; the path of the file it wrote."""
+    code = f"from setuptools import build_meta; print(build_meta.{hook}({str(out)!r}))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=source, capture_output=True, text=True, check=True, timeout=120
+    )
+    return out / result.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
+    """``(sdist names, wheel names)``: the sdist of a copy of the tree, and the wheel built from that sdist."""
+    tmp = tmp_path_factory.mktemp("packaging")
+    shutil.copytree(ROOT, tmp / "tree", ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    sdist = build("build_sdist", tmp / "tree", tmp / "dist")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp / "unpacked", filter="data")
+        sdist_names = [name.split("/", 1)[1] for name in archive.getnames() if "/" in name]
+    wheel = build("build_wheel", tmp / "unpacked" / sdist.name.removesuffix(".tar.gz"), tmp / "dist")
+    with zipfile.ZipFile(wheel) as archive:
+        return sdist_names, archive.namelist()
+
+
+def test_wheel_holds_the_package_data(dists):
+    """PEP 561: without ``py.typed`` users' mypy and pyright ignore the package's annotations; the per-env
+    hyperparameter files are read by ``ordergrad-rl train`` at run time."""
+    _, wheel = dists
+    assert "ordergrad_rl/py.typed" in wheel
+    shipped = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "ordergrad_rl").rglob("*.yml"))
+    assert shipped and set(shipped) <= set(wheel)
