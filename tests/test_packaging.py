@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,33 +22,47 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_SOURCE = (".*", "build", "dist", "*.egg-info", "runs", "results", "__pycache__", "docs")
 
 
-def build(hook: str, source: Path, out: Path) -> Path:
-    """``setuptools.build_meta.<hook>(out)`` run in ``source``; the path of the file it wrote."""
+@dataclass
+class Dists:
+    sdist: list[str]  # the sdist's paths, below its top directory
+    wheel: list[str]
+    log: str  # what the builds printed
+
+
+def build(hook: str, source: Path, out: Path) -> tuple[Path, str]:
+    """``setuptools.build_meta.<hook>(out)`` run in ``source``: the file it wrote, and what the build printed."""
     code = f"from setuptools import build_meta; print(build_meta.{hook}({str(out)!r}))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=source, capture_output=True, text=True, check=True, timeout=120
     )
-    return out / result.stdout.strip().splitlines()[-1]
+    return out / result.stdout.strip().splitlines()[-1], result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
-    """``(sdist names, wheel names)``: the sdist of a copy of the tree, and the wheel built from that sdist."""
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    """The sdist of a copy of the tree, and the wheel built from that sdist."""
     tmp = tmp_path_factory.mktemp("packaging")
     shutil.copytree(ROOT, tmp / "tree", ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    sdist = build("build_sdist", tmp / "tree", tmp / "dist")
+    sdist, sdist_log = build("build_sdist", tmp / "tree", tmp / "dist")
     with tarfile.open(sdist) as archive:
         archive.extractall(tmp / "unpacked", filter="data")
         sdist_names = [name.split("/", 1)[1] for name in archive.getnames() if "/" in name]
-    wheel = build("build_wheel", tmp / "unpacked" / sdist.name.removesuffix(".tar.gz"), tmp / "dist")
+    wheel, wheel_log = build("build_wheel", tmp / "unpacked" / sdist.name.removesuffix(".tar.gz"), tmp / "dist")
     with zipfile.ZipFile(wheel) as archive:
-        return sdist_names, archive.namelist()
+        return Dists(sdist_names, archive.namelist(), sdist_log + wheel_log)
 
 
 def test_wheel_holds_the_package_data(dists):
     """PEP 561: without ``py.typed`` users' mypy and pyright ignore the package's annotations; the per-env
     hyperparameter files are read by ``ordergrad-rl train`` at run time."""
-    _, wheel = dists
-    assert "ordergrad_rl/py.typed" in wheel
+    assert "ordergrad_rl/py.typed" in dists.wheel
     shipped = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "ordergrad_rl").rglob("*.yml"))
-    assert shipped and set(shipped) <= set(wheel)
+    assert shipped and set(shipped) <= set(dists.wheel)
+
+
+def test_both_dists_carry_the_license_and_build_without_deprecations(dists):
+    """The MIT license asks that its text go with every copy: the metadata said MIT and no file held it. The
+    license was a TOML table, which setuptools deprecates (builds fail from 2027-02-18 on): now an SPDX string."""
+    assert "LICENSE" in dists.sdist
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in dists.wheel)
+    assert "deprecated" not in dists.log.lower()
