@@ -66,3 +66,19 @@ def test_both_dists_carry_the_license_and_build_without_deprecations(dists):
     assert "LICENSE" in dists.sdist
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in dists.wheel)
     assert "deprecated" not in dists.log.lower()
+
+
+def test_sdist_holds_the_package_and_no_partial_test_suite(dists):
+    """setuptools added tests/test*.py to the sdist without conftest.py, the fixtures and the scripts they load, so
+    pytest in an unpacked sdist failed; the sdist is the package and its metadata, as SB3's is."""
+    top = {name.split("/")[0] for name in dists.sdist}
+    assert top == {
+        "LICENSE",
+        "MANIFEST.in",
+        "PKG-INFO",
+        "README.md",
+        "ordergrad_rl",
+        "ordergrad_rl.egg-info",
+        "pyproject.toml",
+        "setup.cfg",
+    }
