@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 import warnings
 
 import gymnasium as gym
@@ -15,7 +16,14 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from ordergrad_rl.agents import OrderGradActorCriticPolicy, OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents import (
+    OrderGradActorCriticPolicy,
+    OrderGradMaskablePPO,
+    OrderGradPPO,
+    OrderGradQCriticPPO,
+    OrderGradRecurrentPPO,
+    OrderGradREINFORCE,
+)
 
 ALGORITHMS = [OrderGradREINFORCE, OrderGradPPO]
 
@@ -297,6 +305,17 @@ def test_loading_a_file_that_is_no_zip_fails_as_in_sb3(cls, tmp_path) -> None:
     (tmp_path / "bad.zip").write_text("this is not a zip file")
     with pytest.raises(ValueError, match="wasn't a zip-file"):  # SB3's test_load_bad_zip matches this wording
         cls.load(tmp_path / "bad.zip")
+
+
+@pytest.mark.parametrize(
+    "cls", [OrderGradREINFORCE, OrderGradPPO, OrderGradRecurrentPPO, OrderGradMaskablePPO, OrderGradQCriticPPO]
+)
+def test_load_is_typed_as_sb3s_an_instance_of_the_class_it_is_called_on(cls) -> None:
+    """SB3 types ``PPO.load(path)`` as a ``PPO``; ours returned ``Any``, so users' type checkers let
+    ``OrderGradPPO.load(path).lern(...)`` pass (``OrderGradPPO.load`` may also give the Q-critic algorithm saved)."""
+    hints = typing.get_type_hints(cls.load)
+    (self_type,) = typing.get_args(hints["cls"])  # cls: type[Self]
+    assert self_type in (typing.get_args(hints["return"]) or (hints["return"],))
 
 
 class AttributeVecEnv(DummyVecEnv):

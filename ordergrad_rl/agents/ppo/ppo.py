@@ -19,7 +19,7 @@ from ordergrad_rl.agents.common.arguments import (
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
-from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
+from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import (
     POLICY_ALIASES,
@@ -495,7 +495,13 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         return super().__new__(cls)
 
     @classmethod
-    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+    def load(  # type: ignore[override]  # a Q-critic save loads as the OrderGradQCriticPPO it is
+        cls: type[SelfEpisodic],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic | OrderGradQCriticPPO:
         """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
         algorithm (``advantage="q_critic"``) loads as the :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` it is.
 
