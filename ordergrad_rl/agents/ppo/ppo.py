@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 import torch as th
 from stable_baselines3 import PPO
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
@@ -21,11 +21,7 @@ from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
-from ordergrad_rl.agents.common.policies import (
-    POLICY_ALIASES,
-    OrderGradActorCriticPolicy,
-    value_head_unused,
-)
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
@@ -394,7 +390,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
 
     def __init__(
         self,
-        policy: str | type[OrderGradActorCriticPolicy],
+        policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
         objective: AnyObjective = DEFAULT_OBJECTIVE,
         k: int | None = None,
