@@ -1,18 +1,22 @@
-"""The package as users install it: the sdist and the wheel built from it, as ``python -m build`` makes them.
+"""The package as users install it: the sdist and the wheel built from it, as ``python -m build`` makes them, and
+its public API as their type checkers read it.
 
-Built once per session with the installed setuptools (no isolated environment, no network), from a copy of the
-source tree, so that nothing is written into the checkout.
+The dists are built once per module with the installed setuptools (no isolated environment, no network), from a
+copy of the source tree, so that nothing is written into the checkout.
 """
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +86,24 @@ def test_sdist_holds_the_package_and_no_partial_test_suite(dists):
         "pyproject.toml",
         "setup.cfg",
     }
+
+
+# ---------------------------------------------------------------------------------------- as type checkers read it
+def unannotated(function: Callable[..., Any]) -> list[str]:
+    """The parameters of ``function`` (``"return"`` for its result) that carry no annotation."""
+    signature = inspect.signature(function)
+    missing = [name for name, p in signature.parameters.items() if name != "self" and p.annotation is p.empty]
+    return missing + (
+        ["return"] if signature.return_annotation is signature.empty and function.__name__ != "__init__" else []
+    )
+
+
+def test_the_core_api_is_annotated_for_strict_type_checkers():
+    """``mypy --strict`` refuses calls to functions without annotations (``Call to untyped function "value" in typed
+    context``): the README's ``t.value(returns)`` and ``t.orderstats(returns)`` failed a strict user's check."""
+    import ordergrad_rl.core as core
+
+    functions = [getattr(core, name) for name in core.__all__ if inspect.isfunction(getattr(core, name))]
+    methods = [m for name, m in vars(core.OrderStatTransform).items() if inspect.isfunction(m) and name[0] != "_"]
+    missing = {f.__qualname__: unannotated(f) for f in functions + methods if unannotated(f)}
+    assert not missing
