@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 import warnings
 
 import gymnasium as gym
@@ -15,7 +16,14 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from ordergrad_rl.agents import OrderGradActorCriticPolicy, OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents import (
+    OrderGradActorCriticPolicy,
+    OrderGradMaskablePPO,
+    OrderGradPPO,
+    OrderGradQCriticPPO,
+    OrderGradRecurrentPPO,
+    OrderGradREINFORCE,
+)
 
 ALGORITHMS = [OrderGradREINFORCE, OrderGradPPO]
 
@@ -267,6 +275,21 @@ def test_sb3s_own_policy_classes_train_in_episodic_mode(cls, policy, env) -> Non
     assert type(model.policy) is policy and not th.equal(before, model.policy.action_net.weight)
 
 
+def annotation(function: typing.Callable, name: str) -> typing.Any:
+    """The annotation of ``function``'s parameter (or ``"return"``) ``name``, evaluated in its module."""
+    return eval(function.__annotations__[name], function.__globals__)
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+@pytest.mark.parametrize("policy", [ActorCriticPolicy, MultiInputActorCriticPolicy])
+def test_sb3s_policy_classes_type_check_as_a_policy(cls, policy) -> None:
+    """As above they train, and SB3's PPO annotates ``policy: str | type[ActorCriticPolicy]``; ours said
+    ``type[OrderGradActorCriticPolicy]``, so users' type checkers refused ``OrderGradPPO(ActorCriticPolicy, env)``."""
+    members = typing.get_args(annotation(cls.__init__, "policy"))  # str | type[...]
+    classes = [typing.get_args(member)[0] for member in members if typing.get_origin(member) is type]
+    assert any(issubclass(policy, allowed) for allowed in classes)
+
+
 def test_older_episodic_saves_without_value_layers_still_load(tmp_path) -> None:
     # Saves made before the value head was kept hold policy_kwargs["critic"] = "none" (no value layers).
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4, policy_kwargs=dict(critic="none"))
@@ -297,6 +320,17 @@ def test_loading_a_file_that_is_no_zip_fails_as_in_sb3(cls, tmp_path) -> None:
     (tmp_path / "bad.zip").write_text("this is not a zip file")
     with pytest.raises(ValueError, match="wasn't a zip-file"):  # SB3's test_load_bad_zip matches this wording
         cls.load(tmp_path / "bad.zip")
+
+
+@pytest.mark.parametrize(
+    "cls", [OrderGradREINFORCE, OrderGradPPO, OrderGradRecurrentPPO, OrderGradMaskablePPO, OrderGradQCriticPPO]
+)
+def test_load_is_typed_as_sb3s_an_instance_of_the_class_it_is_called_on(cls) -> None:
+    """SB3 types ``PPO.load(path)`` as a ``PPO``; ours returned ``Any``, so users' type checkers let
+    ``OrderGradPPO.load(path).lern(...)`` pass (``OrderGradPPO.load`` may also give the Q-critic algorithm saved)."""
+    (self_type,) = typing.get_args(annotation(cls.load, "cls"))  # cls: type[Self]
+    returned = annotation(cls.load, "return")
+    assert self_type in (typing.get_args(returned) or (returned,))
 
 
 class AttributeVecEnv(DummyVecEnv):

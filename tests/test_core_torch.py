@@ -1,11 +1,14 @@
 """Torch specifics: dtypes and devices follow the input, the RP gradient through the sort, detaching, and the
 known regime's autograd gradient against its likelihood-ratio formula."""
 
+import typing
+
 import numpy as np
 import pytest
 import torch
 
 from ordergrad_rl import (
+    Objective,
     OrderStatTransform,
     known_lstat_advantage,
     known_lstat_value,
@@ -97,6 +100,19 @@ def test_live_rank_weights_get_gradients():
     known_lstat_value(r, p, alpha).sum().backward()
     torch.testing.assert_close(alpha.grad, known_orderstats(r, p, 5).sum(0), atol=1e-13, rtol=0)
     torch.testing.assert_close(known_lstat_advantage(r, p, alpha).detach(), known_lstat_advantage(r, p, alpha.detach()))
+
+
+@pytest.mark.parametrize(
+    ("function", "parameter"),
+    [(f, "objective") for f in (lstat_value, lstat_advantage, known_lstat_value, known_lstat_advantage)]
+    + [(OrderStatTransform.__init__, "objective"), (Objective.from_weights, "alpha")],
+)
+def test_live_rank_weights_type_check_as_an_objective(function, parameter):
+    """Users' type checkers read the annotation of ``objective``: it was ``Objective | str | Sequence[float] |
+    np.ndarray``, so mypy and pyright refused the torch tensor of a learned objective (above, and the README)."""
+    members = typing.get_args(typing.get_type_hints(function)[parameter])
+    alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    assert any(isinstance(alpha, typing.get_origin(member) or member) for member in members)
 
 
 def test_live_weights_and_rewards_must_share_a_library():

@@ -33,6 +33,7 @@ import array_api_compat as compat
 import numpy as np
 
 from ordergrad_rl.core import _xp, objectives, weights
+from ordergrad_rl.core._xp import Array
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective
 from ordergrad_rl.core.scan import gap_scan, scan, scan_tables
 from ordergrad_rl.core.weights import (
@@ -166,7 +167,7 @@ class OrderStatTransform:
                 f"alpha ({type(alpha).__name__}) and rewards ({type(x).__name__}) must come from the same array library"
             ) from None
 
-    def value(self, x, *, alpha=None):
+    def value(self, x: Array, *, alpha: Array | None = None) -> Array:
         """``v^alpha = sum_m R_(m) (W alpha)_m`` (eq. method-v-sorted), shape ``[...]``.
 
         Differentiable for torch and JAX inputs: the gradient is the reparameterization estimator (App. E.2).
@@ -183,7 +184,7 @@ class OrderStatTransform:
         out = xp.sum(rs * w, axis=-1)
         return _xp.narrow(out if scale is None else _xp.unscale(out, scale[..., 0], xp, "values"), dtype, xp, "values")
 
-    def orderstats(self, x):
+    def orderstats(self, x: Array) -> Array:
         """Rankwise values ``v_j``, ``j = 1..k`` low to high (eq. method-vj-def), shape ``[..., k]``."""
         xp, r, _, scale, dtype = self._prepare(x, detach=False)
         self._check_rankwise_memory("value", r, 0, "orderstats")
@@ -193,7 +194,7 @@ class OrderStatTransform:
         out = out if scale is None else _xp.unscale(out, scale, xp, "order statistics")
         return _xp.narrow(out, dtype, xp, "order statistics")
 
-    def advantage(self, x, *, detach: bool = True, alpha=None):
+    def advantage(self, x: Array, *, detach: bool = True, alpha: Array | None = None) -> Array:
         """``a_i^alpha = q_i^alpha - v^(-i),alpha`` (eq. method-a-sorted), shape ``[..., N]``; needs ``k < N``.
 
         The policy-gradient weight of sample ``i`` is ``k * a_i``. Exactly invariant to adding a constant to the
@@ -202,18 +203,20 @@ class OrderStatTransform:
         """
         return self._quantity(x, "advantage", rankwise=False, detach=detach, alpha=alpha)
 
-    def rank_advantage(self, x, *, detach: bool = True):
+    def rank_advantage(self, x: Array, *, detach: bool = True) -> Array:
         """Rankwise ``a_{i,j}`` for every rank ``j`` (low to high), shape ``[..., N, k]``; needs ``k < N``."""
         return self._quantity(x, "advantage", rankwise=True, detach=detach)
 
-    def inclusion(self, x, *, rankwise: bool = False, detach: bool = True, alpha=None):
+    def inclusion(self, x: Array, *, rankwise: bool = False, detach: bool = True, alpha: Array | None = None) -> Array:
         """Include-one values ``q_i^alpha`` (``[..., N]``), or ``q_{i,j}`` (``[..., N, k]``) when ``rankwise``.
 
         Defined for ``k <= N`` (at ``k = N`` every subset is the whole batch and ``q_i = v``).
         """
         return self._quantity(x, "inclusion", rankwise=rankwise, detach=detach, alpha=alpha)
 
-    def leave_one_out(self, x, *, rankwise: bool = False, detach: bool = True, alpha=None):
+    def leave_one_out(
+        self, x: Array, *, rankwise: bool = False, detach: bool = True, alpha: Array | None = None
+    ) -> Array:
         """Leave-one-out values ``v^(-i),alpha`` (``[..., N]``), or ``v_j^(-i)`` (``[..., N, k]``) when ``rankwise``;
         needs ``k < N``."""
         return self._quantity(x, "leave_one_out", rankwise=rankwise, detach=detach, alpha=alpha)
@@ -287,7 +290,7 @@ def _transform_and_alpha(
     return get_transform(n, Objective.from_weights(np.full(size, 1.0 / size)), None, quantity), objective
 
 
-def lstat_value(rewards, objective: ObjectiveLike, k: int | None = None):
+def lstat_value(rewards: Array, objective: ObjectiveLike, k: int | None = None) -> Array:
     """Batch L-statistic value ``v^alpha`` (paper eq. method-v-sorted) of each group, shape ``[...]``.
 
     :param rewards: ``[..., N]`` array of any array-API library (higher is better); needs ``1 <= k <= N``.
@@ -301,7 +304,7 @@ def lstat_value(rewards, objective: ObjectiveLike, k: int | None = None):
     return transform.value(rewards, alpha=alpha)
 
 
-def lstat_advantage(rewards, objective: ObjectiveLike, k: int | None = None, *, detach: bool = True):
+def lstat_advantage(rewards: Array, objective: ObjectiveLike, k: int | None = None, *, detach: bool = True) -> Array:
     """OrderGrad advantages ``a_i^alpha = q_i^alpha - v^(-i),alpha`` (paper eq. method-a-sorted), shape ``[..., N]``.
 
     The unbiased likelihood-ratio gradient of ``E[sum_j alpha_j R_(j:k)]`` is

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ordergrad_rl.core import _xp
+from ordergrad_rl.core._xp import Array
 from ordergrad_rl.core.batch import is_live
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective, split_spec
 from ordergrad_rl.core.scan import scan, scan_tables
@@ -237,13 +238,13 @@ def _known_top(r, p, beta, k: float, quantity: str):
     return xp.flip(out, axis=-1) if rankwise else out
 
 
-def known_orderstats(r, p, k: int):
+def known_orderstats(r: Array, p: Array, k: int) -> Array:
     """Exact ``vbar_j = E[R_(j:k)]``, ``j = 1..k`` low to high (eq. app-vbar), shape ``[..., k]``; integer ``k``."""
     k = check_k(k)
     return _known_top(r, p, None, float(k), "value")
 
 
-def known_lstat_value(r, p, objective: ObjectiveLike, k: float | None = None):
+def known_lstat_value(r: Array, p: Array, objective: ObjectiveLike, k: float | None = None) -> Array:
     """Exact ``vbar^alpha = E[sum_j alpha_j R_(j:k)]`` for arms ``r`` drawn with probabilities ``p``, shape ``[...]``.
 
     :param r: arm rewards ``[..., m]``.
@@ -256,13 +257,17 @@ def known_lstat_value(r, p, objective: ObjectiveLike, k: float | None = None):
     return _known(r, p, objective, k, "value")
 
 
-def known_lstat_inclusion(r, p, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False):
+def known_lstat_inclusion(
+    r: Array, p: Array, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False
+) -> Array:
     """Exact conditional values ``qbar_b^alpha = E[sum_j alpha_j R_(j:k) | A_1 = b]`` for every arm, ``[..., m]``
     (``qbar_{b,j}``, shape ``[..., m, k]``, when ``rankwise``). ``k`` as in :func:`known_lstat_value`."""
     return _known(r, p, objective, k, "inclusion", rankwise)
 
 
-def known_lstat_advantage(r, p, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False):
+def known_lstat_advantage(
+    r: Array, p: Array, objective: ObjectiveLike, k: float | None = None, *, rankwise: bool = False
+) -> Array:
     """Exact arm advantages ``abar_b^alpha = qbar_b^alpha - vbar^alpha`` (eq. app-adv-known), shape ``[..., m]``.
 
     ``grad vbar^alpha = k sum_b p_b abar_b grad log p_b`` (eq. app-known-lr-gradient) and ``sum_b p_b abar_b = 0``.

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 from scipy import special
@@ -303,7 +303,20 @@ _SPEC_RE = re.compile(
 _ALPHA_RE = re.compile(r"^alpha\[(?P<values>[^\]]*)\](?:@(?P<k>\d+))?$")
 _EXAMPLE = {"level": "0.2", "prob": "0.1", "count": "2", "frac": "0.1"}
 
-ObjectiveLike = Union["Objective", str, Sequence[float], np.ndarray]
+
+@runtime_checkable
+class WeightArray(Protocol):
+    """A 1-D array of rank weights of any array-API library: NumPy, a torch tensor (with ``requires_grad``, the
+    weights are learned: see :func:`~ordergrad_rl.core.lstat_value`), a JAX or CuPy array."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+
+ObjectiveLike = Union["Objective", str, Sequence[float], WeightArray]
 
 _ACCEPTED = (
     "an Objective, a spec string such as 'cvar0.2@128' or 'TopM:2', or a 1-D sequence/array of real rank weights"
@@ -393,7 +406,7 @@ class Objective:
         return _parse(spec, k, None)
 
     @classmethod
-    def from_weights(cls, alpha: Sequence[float] | np.ndarray) -> Objective:
+    def from_weights(cls, alpha: Sequence[float] | WeightArray) -> Objective:
         """An objective from a numeric low-to-high rank-weight vector (its length is ``k``)."""
         arr = real_weights(alpha)
         if arr.ndim != 1 or arr.size == 0:

@@ -131,7 +131,13 @@ class OrderGradAlgorithmMixin:
 
     # ------------------------------------------------------------------ saving and loading
     @classmethod
-    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+    def load(
+        cls: type[SelfOrderGrad],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfOrderGrad:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
         :mod:`ordergrad_rl.agents.common.saving`); the saved objective is re-parsed strictly.
 

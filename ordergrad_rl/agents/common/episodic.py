@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch as th
@@ -82,6 +82,8 @@ from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
 from ordergrad_rl.envs.noise import NOISE_INFO_KEY, check_noise_report, check_nominal_noise_probs
+
+SelfEpisodic = TypeVar("SelfEpisodic", bound="EpisodicAlgorithmMixin")
 
 #: The episodic advantage mode: trajectory-level OrderGrad weights from complete episodes (no critic).
 EPISODIC = "episodic"
@@ -562,7 +564,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
 
     @classmethod
-    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+    def load(
+        cls: type[SelfEpisodic],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
         ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's

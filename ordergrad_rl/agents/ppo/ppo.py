@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 import torch as th
 from stable_baselines3 import PPO
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
@@ -19,13 +19,9 @@ from ordergrad_rl.agents.common.arguments import (
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
-from ordergrad_rl.agents.common.episodic import EPISODIC, train_on_episode_weights
+from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
-from ordergrad_rl.agents.common.policies import (
-    POLICY_ALIASES,
-    OrderGradActorCriticPolicy,
-    value_head_unused,
-)
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
@@ -395,7 +391,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
 
     def __init__(
         self,
-        policy: str | type[OrderGradActorCriticPolicy],
+        policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
         objective: AnyObjective = DEFAULT_OBJECTIVE,
         k: int | None = None,
@@ -496,7 +492,13 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         return super().__new__(cls)
 
     @classmethod
-    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> Any:
+    def load(  # type: ignore[override]  # a Q-critic save loads as the OrderGradQCriticPPO it is
+        cls: type[SelfEpisodic],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic | OrderGradQCriticPPO:
         """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
         algorithm (``advantage="q_critic"``) loads as the :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` it is.
 

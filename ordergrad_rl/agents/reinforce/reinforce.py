@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from ordergrad_rl.agents.common.arguments import (
@@ -18,11 +18,7 @@ from ordergrad_rl.agents.common.arguments import (
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
-from ordergrad_rl.agents.common.policies import (
-    POLICY_ALIASES,
-    OrderGradActorCriticPolicy,
-    evaluate_actions_without_value,
-)
+from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.core.channels import AnyObjective
@@ -169,7 +165,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
     def __init__(
         self,
-        policy: str | type[OrderGradActorCriticPolicy],
+        policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
         objective: AnyObjective = "mean",
         k: int | None = None,
