@@ -233,6 +233,38 @@ def test_history_baseline_is_saved_loaded_and_resumed(tmp_path):
     assert loaded.num_timesteps > model.num_timesteps
 
 
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_set_parameters_of_a_save_restores_the_history_baseline(cls, tmp_path):
+    # SB3's set_parameters(path) restores every network an algorithm trains (PPO's critic with its policy); the history
+    # baseline travels in the save's data, and set_parameters left it fresh, untrained, in the model it loaded into.
+    def make():
+        return cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline="history", seed=0)
+
+    model = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(300)
+    model.save(tmp_path / "model.zip")
+    saved = model.history_baseline
+    for source in (tmp_path / "model.zip", str(tmp_path / "model"), open(tmp_path / "model.zip", "rb")):
+        other = make()
+        other.set_parameters(source)
+        baseline = other.history_baseline
+        for name, value in saved.state_dict().items():
+            assert name == "_extra_state" or th.equal(baseline.state_dict()[name], value), name
+        np.testing.assert_array_equal(baseline.history_rms.mean, saved.history_rms.mean)
+        assert baseline.history_rms.count == saved.history_rms.count
+        moments = [state["exp_avg"] for state in baseline.optimizer.state_dict()["state"].values()]
+        expected = [state["exp_avg"] for state in saved.optimizer.state_dict()["state"].values()]
+        assert moments and all(th.equal(a, b) for a, b in zip(moments, expected, strict=True))
+        for name, value in model.policy.state_dict().items():
+            assert th.equal(other.policy.state_dict()[name], value), name
+    # A model without the baseline takes the policy alone, as before.
+    plain = cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline=False, seed=0)
+    plain.set_parameters(tmp_path / "model.zip")
+    assert getattr(plain, "history_baseline", None) is None
+
+
 def test_a_gpu_save_of_the_history_baseline_loads_on_a_cpu(tmp_path, monkeypatch):
     # A model trained on a GPU saves its tensors tagged "cuda:0" (what the tagger below makes torch write here). SB3
     # maps its own state dicts to the load's device, but the baseline travelled pickled in the save's data: on a

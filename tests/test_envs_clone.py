@@ -2,9 +2,9 @@
 a fresh env, for every face: ``gym.Env``, the native Gymnasium ``VectorEnv`` and the SB3 ``VecEnv`` (issue 9,
 defect 5).
 
-The SB3 face is the bare ``TailRiskVecEnv``: SB3's ``VecEnvWrapper`` (hence the ``VecMonitor`` that
-``make_sb3_vec_env`` adds) keeps the class's members, a ``mappingproxy``, in every instance and cannot be copied or
-pickled whatever the env underneath (``DummyVecEnv`` included, stable-baselines3 2.9).
+The SB3 face is the bare ``TailRiskVecEnv`` and the monitored one ``make_sb3_vec_env`` gives the agents: SB3's own
+``VecMonitor`` keeps the class's members, a ``mappingproxy``, in every instance and cannot be copied or pickled
+whatever the env underneath (``DummyVecEnv`` included, stable-baselines3 2.9), so the native batch's is one that can.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.envs import TailRiskVecEnv
+from ordergrad_rl import OrderGradPPO
+from ordergrad_rl.envs import TailRiskVecEnv, make_sb3_vec_env
 
 SHORT = {"traded_days": 20}  # 4 decisions per episode: a rollout of 13 steps crosses several resets
 N_ENVS = 3
@@ -58,6 +59,10 @@ FACES: dict[str, Face] = {
     ),
     "tailrisk-sb3": Face(
         lambda: TailRiskVecEnv(N_ENVS, **SHORT),
+        lambda env: gym.vector.utils.batch_space(env.action_space, N_ENVS),
+    ),
+    "tailrisk-sb3-monitored": Face(
+        lambda: make_sb3_vec_env("SyntheticTailRisk-v0", N_ENVS, env_kwargs=SHORT),
         lambda env: gym.vector.utils.batch_space(env.action_space, N_ENVS),
     ),
 }
@@ -126,3 +131,19 @@ def test_reseeded_clone_replays_a_fresh_env(face: str, clone: str) -> None:
     first = reset(twin, 1)
     np.testing.assert_array_equal(first, reset(fresh, 1))
     assert_same([step(twin, a) for a in actions], [step(fresh, a) for a in actions])
+
+
+@pytest.mark.parametrize("env_id", ["SyntheticTailRisk-v0", "TargetSum-v0"])
+def test_a_model_on_a_native_batch_deep_copies_as_sb3s_on_a_dummy_vec_env(env_id: str, tmp_path: Any) -> None:
+    """``copy.deepcopy(model)`` of an agent built from a native-batch id (``VecMonitor(NativeVecEnv)``) and of the same
+    agent loaded from its save, as SB3's ``PPO`` on the id's ``DummyVecEnv`` copies: it raised ``TypeError: cannot
+    pickle 'mappingproxy' object`` from SB3's ``VecMonitor``."""
+    model = OrderGradPPO("MlpPolicy", env_id, objective="top2@4", n_episodes=8, n_envs=2, seed=0)
+    model.save(tmp_path / "model")
+    loaded = OrderGradPPO.load(tmp_path / "model", env=model.get_env())
+    for original in (model, loaded):
+        twin = copy.deepcopy(original)
+        assert twin.env is not original.env and twin.env.num_envs == 2
+        obs = original.env.reset()
+        actions = [m.predict(obs, deterministic=True)[0] for m in (original, twin)]
+        np.testing.assert_array_equal(*actions)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -202,6 +203,22 @@ def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
     return creator if isinstance(creator, type) and issubclass(creator, NativeVectorEnv) else None
 
 
+class NativeVecMonitor(VecMonitor):
+    """SB3's ``VecMonitor`` of a native batch, which ``copy.deepcopy`` and ``pickle`` can clone (as SB3's
+    ``VecNormalize`` is): SB3's ``VecEnvWrapper`` keeps its class's members, a ``mappingproxy``, in every instance, so
+    a model built from a native-batch id could not be deep-copied where SB3's on the id's ``DummyVecEnv`` is. The
+    members are left out of the state and read again from the class."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["class_attributes"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.class_attributes = dict(inspect.getmembers(self.__class__))
+
+
 def make_sb3_vec_env(
     env_id: str, n_envs: int, seed: int | None = None, env_kwargs: dict[str, Any] | None = None
 ) -> VecEnv:
@@ -209,7 +226,7 @@ def make_sb3_vec_env(
 
     Ids whose ``vector_entry_point`` is a :class:`NativeVectorEnv` (``SyntheticTailRisk-v0``,
     ``SyntheticTailRiskDeploy-v0``, ``TargetSum-v0``, user variants) get the native batch
-    ``VecMonitor(NativeVecEnv(...))``; any other id gets SB3's
+    ``NativeVecMonitor(NativeVecEnv(...))`` (SB3's ``VecMonitor``, clonable); any other id gets SB3's
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
     finished episodes carry ``info["episode"]``.
@@ -233,7 +250,7 @@ def make_sb3_vec_env(
     venv.spec = spec
     if seed is not None:
         venv.seed(seed)
-    return VecMonitor(venv)
+    return NativeVecMonitor(venv)
 
 
 #: Keys of a ``gym.make_vec``'d native batch's spec kwargs that are not arguments of the single env: those
@@ -243,7 +260,7 @@ VECTOR_ONLY_KEYS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers
 
 def native_sb3_vec_env(vector_env: NativeVectorEnv) -> VecEnv:
     """The SB3 face of a native batch passed as a Gymnasium vector env (``gym.make_vec("SyntheticTailRisk-v0",
-    num_envs=n)``): ``VecMonitor(NativeVecEnv(vector_env))``, as :func:`make_sb3_vec_env` builds it, with the spec
+    num_envs=n)``): ``NativeVecMonitor(NativeVecEnv(vector_env))``, as :func:`make_sb3_vec_env` builds it, with the spec
     ``gym.make_vec`` recorded less its vector-only keys (:data:`VECTOR_ONLY_KEYS`), so that ``gym.make(spec)`` makes
     one env of it. The batch's autoreset mode is not used (the face resets finished envs itself, SB3's way).
     """
@@ -252,7 +269,7 @@ def native_sb3_vec_env(vector_env: NativeVectorEnv) -> VecEnv:
     if spec is not None:
         kwargs = {key: value for key, value in spec.kwargs.items() if key not in VECTOR_ONLY_KEYS}
         venv.spec = dataclasses.replace(spec, kwargs=kwargs)
-    return VecMonitor(venv)
+    return NativeVecMonitor(venv)
 
 
 def has_native_batch(env_id: str) -> bool:

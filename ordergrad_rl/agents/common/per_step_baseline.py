@@ -13,9 +13,14 @@ and the sb3-contrib variants mix this in front of :class:`~ordergrad_rl.agents.c
 
 from __future__ import annotations
 
+import io
+import pathlib
 from typing import Any
 
 import numpy as np
+import torch as th
+from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.utils import explained_variance
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
@@ -106,6 +111,26 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             super().save(path, exclude, include)  # type: ignore[misc]
         finally:
             self.__dict__.pop("history_baseline_state", None)
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, TensorDict],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """SB3's ``set_parameters``; from a save (a path or file object) also the history baseline (network,
+        statistics and optimizer, which travel in the save's data), where the save and this model both have one, as
+        SB3's restores every network its algorithm trains (PPO's critic with its policy). A dict of parameters
+        (``get_parameters``) holds the policy and its optimizer only, as SB3's."""
+        if isinstance(load_path_or_dict, dict):
+            super().set_parameters(load_path_or_dict, exact_match, device)  # type: ignore[misc]
+            return
+        data, params, _ = load_from_zip_file(load_path_or_dict, device=device)
+        super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+        saved = (data or {}).get("history_baseline_state")
+        baseline = getattr(self, "history_baseline", None)
+        if saved is not None and baseline is not None:
+            baseline.load_saved_state(saved)
 
     def hparams(self) -> dict[str, Any]:
         values = super().hparams()
