@@ -131,3 +131,22 @@ def test_command_snippets_run_as_pasted(tmp_path, monkeypatch, capsys, smoke_lea
     out = capsys.readouterr().out
     for figure in figures:
         assert f"figure: results/compare/{figure}" in out
+
+
+# ---------------------------------------------------------------------------------------------------- promises
+def section(heading: str) -> str:
+    """The text of the README section ``## heading`` (or deeper), up to the next heading of any level."""
+    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#+ )", README.read_text(), flags=re.M | re.S)
+    assert match, heading
+    return match.group(1)
+
+
+def test_environments_table_lists_every_registered_env():
+    """The Environments table lists the ids ``import ordergrad_rl`` registers: it had left out GuardedMaze-v0,
+    HeavyTailBandit-v0 and RiskyShortcutNav-v0/1/2, three of the benchmark suite's four tasks."""
+    import gymnasium as gym
+
+    registered = {env_id for env_id, spec in gym.registry.items() if str(spec.entry_point).startswith("ordergrad_rl.")}
+    table = "\n".join(line for line in section("Environments").splitlines() if line.startswith("| `"))
+    listed = set(re.findall(r"`([\w-]+-v\d+)`", table))
+    assert registered and registered <= listed, sorted(registered - listed)
