@@ -494,3 +494,18 @@ def test_train_reports_an_objective_channel_the_env_lacks_as_a_usage_error(capsy
     err = capsys.readouterr().err
     assert err.startswith("ordergrad-rl train: error: --objective reward=top2@4 + 0.4*length=bot2@4: ")
     assert "objective channels ['length'] never appeared in the env's step info" in err
+
+
+def test_train_q_critic_reports_its_training_episodes_and_saves(tmp_path, capsys):
+    """``--hparams advantage=q_critic`` trained, then crashed with "'RolloutBuffer' object has no attribute
+    'episode_returns'" before saving (and announced "None episodes per update"): SB3's buffer keeps steps."""
+    from ordergrad_rl.agents import OrderGradQCriticPPO
+
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "max", "--k", "4", "--timesteps", "64",
+            "--hparams", "advantage=q_critic", "n_steps=64", "batch_size=64", "n_epochs=1",
+            "--save", str(tmp_path / "qc"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "objective max@4, 64 steps per env per update on 1 env" in out
+    assert "training episodes |" in out and "cvar_0.2" in out
+    assert isinstance(OrderGradQCriticPPO.load(tmp_path / "qc.zip"), OrderGradQCriticPPO)
