@@ -509,3 +509,16 @@ def test_train_q_critic_reports_its_training_episodes_and_saves(tmp_path, capsys
     assert "objective max@4, 64 steps per env per update on 1 env" in out
     assert "training episodes |" in out and "cvar_0.2" in out
     assert isinstance(OrderGradQCriticPPO.load(tmp_path / "qc.zip"), OrderGradQCriticPPO)
+
+
+def test_train_announces_the_rollout_a_small_budget_trains_with(tmp_path, capsys):
+    """``train`` printed the constructor's default size (lava: "objective cvar0.2@128, 256 episodes per update") and
+    then trained at the size its first ``learn`` call took for the small budget (16 episodes, cvar0.2@8)."""
+    from ordergrad_rl.agents import OrderGradPPO
+
+    argv = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--objective", "cvar0.2", "--timesteps", "1",
+            "--hparams", "n_epochs=1", "--save", str(tmp_path / "lava"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert "objective cvar0.2@8, 16 episodes per update on 1 env" in capsys.readouterr().out
+    model = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert (model.n_episodes, model.k) == (16, 8)

@@ -168,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
-    else:
-        objective, rollout = model.objective, f"{model.n_episodes} episodes per update"
+    else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
+        n_episodes, objective = model.budget_rollout(timesteps)
+        rollout = f"{n_episodes} episodes per update"
     print(
         f"{type(model).__name__} on {args.env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
