@@ -53,6 +53,18 @@ def test_a_short_task_at_a_small_budget_takes_the_halved_rollout(env_id, before,
     assert not mean.n_episodes_by_budget
 
 
+@pytest.mark.parametrize(("env_id", "budget"), [("RiskyLavaGrid-v0", 100_000), ("GuardedMaze-v0", 300_000)])
+def test_budget_rollout_tells_the_size_learn_takes_and_changes_nothing(env_id, budget):
+    """``ordergrad-rl train`` announces ``budget_rollout``'s size before training (it printed the constructor's)."""
+    model = OrderGradPPO("MlpPolicy", env_id, objective="cvar0.2", seed=0)
+    before = (model.n_episodes, str(model.objective), model.n_episodes_by_budget)
+    n_episodes, objective = model.budget_rollout(budget)
+    assert (model.n_episodes, str(model.objective), model.n_episodes_by_budget) == before
+    model.learn(budget, callback=StopAtOnce())
+    assert (model.n_episodes, str(model.objective)) == (n_episodes, str(objective))
+    assert model.budget_rollout(1) == (model.n_episodes, model.objective)  # decided: later calls keep it
+
+
 def test_a_small_budget_trains_exactly_as_sixteen_episodes_given():
     sized = usage_line()  # each built and trained in turn: both draw from torch's global generator
     assert sized.n_episodes == 32 and sized.n_episodes_by_budget

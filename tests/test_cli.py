@@ -115,3 +115,16 @@ def test_ctrl_c_returns_130_without_a_traceback(capsys, monkeypatch):
     monkeypatch.setattr(weight_profiles, "run", interrupted)
     assert cli.main(["reproduce", "weights"]) == 130
     assert "interrupted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_help_names_every_algorithm_a_saved_model_may_come_from(command, capsys):
+    """``evaluate --help`` and ``compare --help`` named only OrderGradPPO, OrderGradREINFORCE and SB3's PPO / A2C,
+    while both load the saves of every algorithm in ``zoo.models.ALGORITHMS`` (a DQN save evaluates)."""
+    from ordergrad_rl.zoo.models import ALGORITHMS
+
+    out = " ".join(_help([command], capsys).split())
+    assert "every ordergrad-rl agent" in out
+    for algorithm in ALGORITHMS:
+        if algorithm.module != "ordergrad_rl.agents":
+            assert algorithm.name in out, algorithm.name

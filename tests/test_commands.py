@@ -494,3 +494,31 @@ def test_train_reports_an_objective_channel_the_env_lacks_as_a_usage_error(capsy
     err = capsys.readouterr().err
     assert err.startswith("ordergrad-rl train: error: --objective reward=top2@4 + 0.4*length=bot2@4: ")
     assert "objective channels ['length'] never appeared in the env's step info" in err
+
+
+def test_train_q_critic_reports_its_training_episodes_and_saves(tmp_path, capsys):
+    """``--hparams advantage=q_critic`` trained, then crashed with "'RolloutBuffer' object has no attribute
+    'episode_returns'" before saving (and announced "None episodes per update"): SB3's buffer keeps steps."""
+    from ordergrad_rl.agents import OrderGradQCriticPPO
+
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "max", "--k", "4", "--timesteps", "64",
+            "--hparams", "advantage=q_critic", "n_steps=64", "batch_size=64", "n_epochs=1",
+            "--save", str(tmp_path / "qc"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "objective max@4, 64 steps per env per update on 1 env" in out
+    assert "training episodes |" in out and "cvar_0.2" in out
+    assert isinstance(OrderGradQCriticPPO.load(tmp_path / "qc.zip"), OrderGradQCriticPPO)
+
+
+def test_train_announces_the_rollout_a_small_budget_trains_with(tmp_path, capsys):
+    """``train`` printed the constructor's default size (lava: "objective cvar0.2@128, 256 episodes per update") and
+    then trained at the size its first ``learn`` call took for the small budget (16 episodes, cvar0.2@8)."""
+    from ordergrad_rl.agents import OrderGradPPO
+
+    argv = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--objective", "cvar0.2", "--timesteps", "1",
+            "--hparams", "n_epochs=1", "--save", str(tmp_path / "lava"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert "objective cvar0.2@8, 16 episodes per update on 1 env" in capsys.readouterr().out
+    model = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert (model.n_episodes, model.k) == (16, 8)

@@ -131,3 +131,49 @@ def test_command_snippets_run_as_pasted(tmp_path, monkeypatch, capsys, smoke_lea
     out = capsys.readouterr().out
     for figure in figures:
         assert f"figure: results/compare/{figure}" in out
+
+
+# ---------------------------------------------------------------------------------------------------- promises
+def section(heading: str) -> str:
+    """The text of the README section ``## heading`` (or deeper), up to the next heading of any level."""
+    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#+ )", README.read_text(), flags=re.M | re.S)
+    assert match, heading
+    return match.group(1)
+
+
+def test_environments_table_lists_every_registered_env():
+    """The Environments table lists the ids ``import ordergrad_rl`` registers: it had left out GuardedMaze-v0,
+    HeavyTailBandit-v0 and RiskyShortcutNav-v0/1/2, three of the benchmark suite's four tasks."""
+    import gymnasium as gym
+
+    registered = {env_id for env_id, spec in gym.registry.items() if str(spec.entry_point).startswith("ordergrad_rl.")}
+    table = "\n".join(line for line in section("Environments").splitlines() if line.startswith("| `"))
+    listed = set(re.findall(r"`([\w-]+-v\d+)`", table))
+    assert registered and registered <= listed, sorted(registered - listed)
+
+
+def test_coming_from_sb3_defaults_are_the_constructors():
+    """The "Defaults" bullet of "Coming from SB3" said 256 ranked episodes for "both agents", where
+    OrderGradREINFORCE has sized its ranked rollouts by the TimeLimit since 2026-12-01 (32 on the guarded maze),
+    and left out OrderGradREINFORCE's default objective and the continuous-action rollout."""
+    import inspect
+
+    from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE
+    from ordergrad_rl.agents.common import arguments
+
+    bullet = re.search(r"^\* \*\*Defaults\*\*: (.*?)(?=^\* )", section("Coming from SB3"), flags=re.M | re.S).group(1)
+    bullet = " ".join(bullet.split())
+    objectives = re.search(r'`OrderGradPPO`\'s objective is `"(.+?)"` \(`OrderGradREINFORCE`\'s `"(.+?)"`\)', bullet)
+    for cls, documented in zip((OrderGradPPO, OrderGradREINFORCE), objectives.groups(), strict=True):
+        assert inspect.signature(cls).parameters["objective"].default == documented
+    ppo = re.search(r"`OrderGradPPO` keeps a rollout within (\d+) steps, (\d+) on continuous actions", bullet)
+    assert tuple(map(int, ppo.groups())) == (arguments.RANKED_ROLLOUT_STEPS, arguments.TIMED_BOX_ROLLOUT_STEPS)
+    reinforce = re.search(r"`OrderGradREINFORCE` within (\d+) steps, (\d+) episodes above (\d+) steps", bullet)
+    steps, n_episodes, limit = map(int, reinforce.groups())
+    assert steps == arguments.REINFORCE_RANKED_ROLLOUT_STEPS
+    assert arguments.ranked_n_episodes(limit + 1, steps) == n_episodes < arguments.ranked_n_episodes(limit, steps)
+    assert OrderGradREINFORCE("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").n_episodes == n_episodes
+    sizes = re.search(r"so (\d+) episodes above (\d+) steps, (\d+) above (\d+), and (\d+), .*?, above (\d+),", bullet)
+    numbers = [int(number) for number in sizes.groups()]
+    for n, limit in zip(numbers[::2], numbers[1::2], strict=True):
+        assert arguments.ranked_n_episodes(limit + 1) == n < arguments.ranked_n_episodes(limit)

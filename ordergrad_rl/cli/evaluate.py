@@ -10,9 +10,10 @@ contexts, with the mean length of correct and of incorrect episodes. Contexts ar
 ``n_contexts``, e.g. TargetSum's problems: all of them, or the first ``--contexts M``), or for other envs the reset
 seeds ``0 .. M-1`` (default M = 100).
 
-The algorithm that saved the model (OrderGradPPO, OrderGradREINFORCE, or Stable-Baselines3's PPO / A2C) is read
-from the file. The table has the risk profile of the episode returns (mean, std, min, max, CVaR = mean of the
-worst a-fraction, Hazen quantiles) and, when the env reports numeric step info, its per-episode summaries: the
+The algorithm that saved the model is read from the file: every ordergrad-rl agent, Stable-Baselines3's PPO, A2C,
+DQN, SAC, TD3 and DDPG, and sb3-contrib's RecurrentPPO, MaskablePPO, QRDQN, TQC, CrossQ, ARS and TRPO. The table
+has the risk profile of the episode returns (mean, std, min, max, CVaR = mean of the worst a-fraction, Hazen
+quantiles) and, when the env reports numeric step info, its per-episode summaries: the
 mean over an episode's steps and the value at its last step, averaged over the episodes (on the tail-risk envs:
 the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
 """

@@ -166,19 +166,30 @@ def run(args: argparse.Namespace) -> int:
         applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
         listed = ", ".join(f"{key}={value}" for key, value in applied.items())
         print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+    if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
+        objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
+    else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
+        n_episodes, objective = model.budget_rollout(timesteps)
+        rollout = f"{n_episodes} episodes per update"
     print(
-        f"{type(model).__name__} on {args.env}: objective {model.objective}, {model.n_episodes} episodes per update "
+        f"{type(model).__name__} on {args.env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
     learn(model, timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
-    columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
+    if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead
+        episodes = [info["r"] for info in model.ep_info_buffer]
+        columns = {f"last {len(episodes)} training episodes": risk_profile(episodes)} if episodes else {}
+    else:
+        columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
     if callback is not None and callback.last_returns is not None:
         columns[f"last evaluation ({args.eval_env})"] = callback.last_profile
-    keys = list(next(iter(columns.values())))
-    print(markdown_table(["return statistic", *columns], [[key, *(c[key] for c in columns.values())] for key in keys]))
+    if columns:
+        keys = list(next(iter(columns.values())))
+        rows = [[key, *(c[key] for c in columns.values())] for key in keys]
+        print(markdown_table(["return statistic", *columns], rows))
     if args.save is not None:
         model.save(args.save)
         print(f"model: {model_file(args.save)}")

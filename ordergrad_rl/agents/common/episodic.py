@@ -1068,17 +1068,29 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._learn_continues = self.num_timesteps > 0
         return setup
 
-    def _size_rollout_by_budget(self, total_timesteps: int) -> None:
-        """At the first ``learn`` call of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
-        :func:`~.arguments.budget_n_episodes` of ``total_timesteps``; a smaller size rebinds the objective's default
-        ``k`` (``n_episodes // 2``), sets a default minibatch to the size's (:func:`~.arguments.default_batch_size`:
-        256 episodes had 256-step minibatches, 64 have 64) and rebuilds the rollout buffer (the policy is untouched).
-        Decided once: later calls, and saves, keep the size."""
-        self.n_episodes_by_budget = False
+    def budget_rollout(self, total_timesteps: int) -> tuple[int, Objective | ChannelObjective]:
+        """The episodes per rollout and the objective that ``learn(total_timesteps)`` trains with: where the rollout
+        size waits for the first ``learn`` call's budget (``n_episodes_by_budget``),
+        :func:`~.arguments.budget_n_episodes` of ``total_timesteps`` and, for a smaller size, the objective's default
+        ``k`` rebound to ``n_episodes // 2``; else ``n_episodes`` and ``objective`` as they are. Changes nothing."""
+        if not getattr(self, "n_episodes_by_budget", False):
+            return self.n_episodes, self.objective  # type: ignore[return-value]
         n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, episode_limit(self.env))  # type: ignore[attr-defined]
         if n_episodes == self.n_episodes:
+            return n_episodes, self.objective  # type: ignore[return-value]
+        return n_episodes, self.objective.bind(n_episodes // 2)  # type: ignore[union-attr]
+
+    def _size_rollout_by_budget(self, total_timesteps: int) -> None:
+        """At the first ``learn`` call of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
+        the size of :meth:`budget_rollout`; a smaller size rebinds the objective's default ``k``, sets a default
+        minibatch to the size's (:func:`~.arguments.default_batch_size`: 256 episodes had 256-step minibatches, 64
+        have 64) and rebuilds the rollout buffer (the policy is untouched). Decided once: later calls, and saves, keep
+        the size."""
+        n_episodes, objective = self.budget_rollout(total_timesteps)
+        self.n_episodes_by_budget = False
+        if n_episodes == self.n_episodes:
             return
-        self._set_objective(self.objective.bind(n_episodes // 2))  # type: ignore[union-attr]
+        self._set_objective(objective)
         self.n_episodes = n_episodes
         self.n_steps = -(-n_episodes // self.n_envs)
         if getattr(self, "batch_size_by_budget", False):
