@@ -13,6 +13,7 @@ import ordergrad_rl.agents
 from ordergrad_rl.cli import REPRODUCTIONS, compare, evaluate, main, train
 from ordergrad_rl.experiments import robust_regression, tailrisk
 from ordergrad_rl.zoo import compare as zoo_compare
+from ordergrad_rl.zoo.algorithms import algorithm_class
 
 BANDIT = ["--env", "RiskyBandit-v0", "--quiet"]
 TRAIN = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", *BANDIT]
@@ -116,6 +117,18 @@ def test_a_policy_that_cannot_read_the_observations_is_named_before_training(opt
     assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "10", *options]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "reinforce", "recurrent_ppo"])
+def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monkeypatch, capsys):
+    """Blackjack-v1 observes a Tuple, which SB3 refuses at construction with a ``NotImplementedError``: the command
+    printed a 25-line traceback through SB3's rollout buffer instead of the error."""
+    monkeypatch.setattr(algorithm_class(algo), "learn", _no_work)
+    argv = ["train", "--algo", algo, "--env", "Blackjack-v1", "--objective", "cvar0.2", "--timesteps", "10", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: ") and "Blackjack-v1" in err
+    assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
 
 
 @pytest.mark.parametrize(
