@@ -131,6 +131,28 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
     assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
 
 
+def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monkeypatch, capsys):
+    """A registered Gymnasium id whose env module needs a package that is not installed (MuJoCo's
+    InvertedPendulum-v5, flax's phys2d/CartPole-v1) ended train and evaluate in a raw traceback of the import."""
+    import gymnasium as gym
+
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CartPole-v1").save(model)
+    gym.register("OrdergradMissingPackage-v0", entry_point="ordergrad_no_such_package.envs:Env")
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    try:
+        for argv in (
+            ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", "--quiet"],
+            ["evaluate", model, "--quiet"],
+        ):
+            assert main([*argv, "--env", "OrdergradMissingPackage-v0"]) == 2
+            err = capsys.readouterr().err
+            assert "error: OrdergradMissingPackage-v0 needs a package that is not installed: " in err
+            assert "ordergrad_no_such_package" in err
+    finally:
+        del gym.registry["OrdergradMissingPackage-v0"]
+
+
 @pytest.mark.parametrize(
     "objective, message",
     [

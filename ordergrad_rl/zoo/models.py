@@ -21,16 +21,24 @@ def is_batched(env_id: str) -> bool:
     """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
     many envs cost about as much as one.
 
-    :raises CommandError: unknown env id.
+    :raises CommandError: unknown env id, or an env whose module needs a package that is not installed (MuJoCo's
+        ``InvertedPendulum-v5``), found by importing it, before any work.
     """
     import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
 
     from ordergrad_rl.envs.sb3_vec_env import has_native_batch
 
     try:
-        return has_native_batch(env_id)
+        batched = has_native_batch(env_id)
+        entry_point = gym.spec(env_id).entry_point
+        if isinstance(entry_point, str):
+            load_env_creator(entry_point)
+    except (gym.error.DependencyNotInstalled, ImportError) as err:
+        raise CommandError(f"{env_id} needs a package that is not installed: {err}") from err
     except gym.error.Error as err:
         raise CommandError(f"unknown env id {env_id!r}: {err}") from err
+    return batched
 
 
 def eval_n_envs(env_id: str, episodes: int) -> int:
