@@ -153,6 +153,21 @@ def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monk
         del gym.registry["OrdergradMissingPackage-v0"]
 
 
+def test_evaluate_names_an_episode_that_never_ends(tmp_path, monkeypatch, capsys):
+    """CliffWalking-v1 has no time limit: a deterministic policy that never reaches the goal (an untrained one)
+    made ``evaluate`` run forever, silently with --quiet."""
+    import ordergrad_rl.agents.common.buffers
+
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CliffWalking-v1").save(model)
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 500)
+    argv = ["evaluate", model, "--env", "CliffWalking-v1", "--episodes", "2", "--deterministic", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: an episode on CliffWalking-v1 has not ended after 500 steps" in err
+    assert "--env-kwargs max_episode_steps=" in err
+
+
 @pytest.mark.parametrize(
     "objective, message",
     [

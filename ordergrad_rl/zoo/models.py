@@ -247,11 +247,13 @@ def evaluate_model(
     """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
     ``evaluate_policy``).
 
-    :raises CommandError: the model's observation or action space differs from the env's.
+    :raises CommandError: the model's observation or action space differs from the env's, or an episode has not
+        ended after ``MAX_EPISODE_STEPS`` steps (SB3's ``evaluate_policy`` would wait for it forever).
     """
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
+    from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
     from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, evaluate_episodes, info_component_names
 
     venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
@@ -265,6 +267,12 @@ def evaluate_model(
             aggregator(locals_, globals_)
             if locals_["done"]:
                 bar.update(1)
+            elif locals_["current_lengths"][locals_["i"]] >= MAX_EPISODE_STEPS:  # SB3's evaluate_policy would loop on
+                venv.close()
+                raise CommandError(
+                    f"an episode on {env_id} has not ended after {MAX_EPISODE_STEPS:,} steps (the env has no time "
+                    f"limit, or a longer one): give it one with --env-kwargs max_episode_steps=..."
+                )
 
         returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,
