@@ -13,6 +13,7 @@ import ordergrad_rl.agents
 from ordergrad_rl.cli import REPRODUCTIONS, compare, evaluate, main, train
 from ordergrad_rl.experiments import robust_regression, tailrisk
 from ordergrad_rl.zoo import compare as zoo_compare
+from ordergrad_rl.zoo.algorithms import algorithm_class
 
 BANDIT = ["--env", "RiskyBandit-v0", "--quiet"]
 TRAIN = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", *BANDIT]
@@ -116,6 +117,55 @@ def test_a_policy_that_cannot_read_the_observations_is_named_before_training(opt
     assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "10", *options]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "reinforce", "recurrent_ppo"])
+def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monkeypatch, capsys):
+    """Blackjack-v1 observes a Tuple, which SB3 refuses at construction with a ``NotImplementedError``: the command
+    printed a 25-line traceback through SB3's rollout buffer instead of the error."""
+    monkeypatch.setattr(algorithm_class(algo), "learn", _no_work)
+    argv = ["train", "--algo", algo, "--env", "Blackjack-v1", "--objective", "cvar0.2", "--timesteps", "10", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: ") and "Blackjack-v1" in err
+    assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
+
+
+def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monkeypatch, capsys):
+    """A registered Gymnasium id whose env module needs a package that is not installed (MuJoCo's
+    InvertedPendulum-v5, flax's phys2d/CartPole-v1) ended train and evaluate in a raw traceback of the import."""
+    import gymnasium as gym
+
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CartPole-v1").save(model)
+    gym.register("OrdergradMissingPackage-v0", entry_point="ordergrad_no_such_package.envs:Env")
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    try:
+        for argv in (
+            ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", "--quiet"],
+            ["evaluate", model, "--quiet"],
+        ):
+            assert main([*argv, "--env", "OrdergradMissingPackage-v0"]) == 2
+            err = capsys.readouterr().err
+            assert "error: OrdergradMissingPackage-v0 needs a package that is not installed: " in err
+            assert "ordergrad_no_such_package" in err
+    finally:
+        del gym.registry["OrdergradMissingPackage-v0"]
+
+
+def test_evaluate_names_an_episode_that_never_ends(tmp_path, monkeypatch, capsys):
+    """CliffWalking-v1 has no time limit: a deterministic policy that never reaches the goal (an untrained one)
+    made ``evaluate`` run forever, silently with --quiet."""
+    import ordergrad_rl.agents.common.buffers
+
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CliffWalking-v1").save(model)
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 500)
+    argv = ["evaluate", model, "--env", "CliffWalking-v1", "--episodes", "2", "--deterministic", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: an episode on CliffWalking-v1 has not ended after 500 steps" in err
+    assert "--env-kwargs max_episode_steps=" in err
 
 
 @pytest.mark.parametrize(

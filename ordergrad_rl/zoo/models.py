@@ -21,16 +21,24 @@ def is_batched(env_id: str) -> bool:
     """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
     many envs cost about as much as one.
 
-    :raises CommandError: unknown env id.
+    :raises CommandError: unknown env id, or an env whose module needs a package that is not installed (MuJoCo's
+        ``InvertedPendulum-v5``), found by importing it, before any work.
     """
     import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
 
     from ordergrad_rl.envs.sb3_vec_env import has_native_batch
 
     try:
-        return has_native_batch(env_id)
+        batched = has_native_batch(env_id)
+        entry_point = gym.spec(env_id).entry_point
+        if isinstance(entry_point, str):
+            load_env_creator(entry_point)
+    except (gym.error.DependencyNotInstalled, ImportError) as err:
+        raise CommandError(f"{env_id} needs a package that is not installed: {err}") from err
     except gym.error.Error as err:
         raise CommandError(f"unknown env id {env_id!r}: {err}") from err
+    return batched
 
 
 def eval_n_envs(env_id: str, episodes: int) -> int:
@@ -239,11 +247,13 @@ def evaluate_model(
     """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
     ``evaluate_policy``).
 
-    :raises CommandError: the model's observation or action space differs from the env's.
+    :raises CommandError: the model's observation or action space differs from the env's, or an episode has not
+        ended after ``MAX_EPISODE_STEPS`` steps (SB3's ``evaluate_policy`` would wait for it forever).
     """
     from stable_baselines3.common.utils import set_random_seed
     from tqdm.auto import tqdm
 
+    from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
     from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, evaluate_episodes, info_component_names
 
     venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
@@ -257,6 +267,12 @@ def evaluate_model(
             aggregator(locals_, globals_)
             if locals_["done"]:
                 bar.update(1)
+            elif locals_["current_lengths"][locals_["i"]] >= MAX_EPISODE_STEPS:  # SB3's evaluate_policy would loop on
+                venv.close()
+                raise CommandError(
+                    f"an episode on {env_id} has not ended after {MAX_EPISODE_STEPS:,} steps (the env has no time "
+                    f"limit, or a longer one): give it one with --env-kwargs max_episode_steps=..."
+                )
 
         returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,

@@ -101,7 +101,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     :param hparams: other constructor arguments, already checked (:func:`check_hparam`, or
         :func:`~ordergrad_rl.zoo.algorithms.parse_hparams` for ``key=value`` text).
     :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``.
-    :raises CommandError: unknown env or device, bad hyperparameters, or arguments the algorithm rejects.
+    :raises CommandError: unknown env or device, bad hyperparameters, arguments the algorithm rejects, or an env
+        whose spaces SB3 has no policy for.
     """
     cls = algorithm_class(settings.algo)
     hparams = dict(hparams or {})
@@ -129,6 +130,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     except (ValueError, TypeError, KeyError) as err:
         # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
+    except NotImplementedError as err:  # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple)
+        raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
     return model
 
