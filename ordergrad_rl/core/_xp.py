@@ -92,7 +92,12 @@ def narrow(out: Array, dtype: Any, xp: Any, what: str) -> Array:
 
 
 def check_finite(x: Array, xp: Any, name: str) -> None:
-    if not is_traced(x) and not bool(xp.all(xp.isfinite(x))):
+    """Raise, naming ``name``, if ``x`` has a NaN or an infinity (not while JAX traces)."""
+    if is_traced(x):
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = xp.sum(x)  # finite only if every entry is: one cheap reduction for the common case
+    if not bool(xp.isfinite(total)) and not bool(xp.all(xp.isfinite(x))):  # NaN or inf, or only the sum overflowed
         raise ValueError(f"{name} contain NaN or inf; OrderGrad needs finite values (check the environment's rewards)")
 
 
@@ -104,15 +109,32 @@ def _flat_rows(perm: Array, xp: Any) -> Array:
     return perm + rows
 
 
+def exp_(x: Array, xp: Any) -> Array:
+    """``exp(x)``, computed in place on torch and NumPy (``x`` must be a temporary the caller owns): the same values
+    without a second array of ``x``'s size."""
+    if compat.is_torch_array(x):
+        return x.exp_()
+    if isinstance(x, np.ndarray):
+        return np.exp(x, out=x)
+    return xp.exp(x)
+
+
+def take_sorted(x: Array, perm: Array, xp: Any) -> Array:
+    """``x`` gathered along the last axis by a permutation ``perm`` of the same shape (from :func:`stable_sort`)."""
+    if compat.is_torch_namespace(xp):  # take_along_axis would first wrap negative indices (perm has none)
+        return x.gather(-1, perm)
+    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
+        return x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]
+    return xp.take_along_axis(x, perm, axis=-1)
+
+
 def stable_sort(x: Array, xp: Any) -> tuple[Array, Array]:
     """Stable ascending sort along the last axis: ``(values, permutation)``; ties keep their batch order."""
     if compat.is_torch_namespace(xp):  # one kernel for both (argsort + gather would sort, then gather)
         values, perm = x.sort(dim=-1, stable=True)
         return values, perm
     perm = xp.argsort(x, axis=-1, stable=True)
-    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
-        return (x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]), perm
-    return xp.take_along_axis(x, perm, axis=-1), perm
+    return take_sorted(x, perm, xp), perm
 
 
 def _broadcast_index(index: Array, like: Array, xp: Any) -> Array:
