@@ -4,9 +4,10 @@ The estimators are written once against the standard namespace ``xp`` of their i
 CuPy (whichever the caller already imported; nothing here imports them). Outputs follow the input's type,
 dtype and device. Three operations the standard lacks get a per-library implementation with a standard-only
 fallback: scattering back to batch order (:func:`unsort`), the running maximum that finds runs of ties
-(:func:`_running_max`) and stopping gradients (:func:`stop_gradient`). Two standard operations take a faster
-library call on the hot path: torch's ``sort`` returns values and permutation in one kernel, and NumPy/CuPy
-gather groups through flat fancy indexing (:func:`stable_sort`). The standard-only paths are tested on
+(:func:`_running_max`) and stopping gradients (:func:`stop_gradient`). Standard operations take a faster
+library call on the hot path: torch's ``sort`` returns values and permutation in one kernel (:func:`stable_sort`),
+torch gathers without wrapping negative indices and NumPy/CuPy through flat fancy indexing (:func:`take_sorted`),
+and ``exp`` of a temporary runs in place on torch and NumPy (:func:`exp_`). The standard-only paths are tested on
 ``array-api-strict``.
 
 JAX inside ``jit``/``vmap``/``grad`` passes *tracers*, whose values cannot be inspected: for them the
