@@ -4,9 +4,10 @@ The estimators are written once against the standard namespace ``xp`` of their i
 CuPy (whichever the caller already imported; nothing here imports them). Outputs follow the input's type,
 dtype and device. Three operations the standard lacks get a per-library implementation with a standard-only
 fallback: scattering back to batch order (:func:`unsort`), the running maximum that finds runs of ties
-(:func:`_running_max`) and stopping gradients (:func:`stop_gradient`). Two standard operations take a faster
-library call on the hot path: torch's ``sort`` returns values and permutation in one kernel, and NumPy/CuPy
-gather groups through flat fancy indexing (:func:`stable_sort`). The standard-only paths are tested on
+(:func:`_running_max`) and stopping gradients (:func:`stop_gradient`). Standard operations take a faster
+library call on the hot path: torch's ``sort`` returns values and permutation in one kernel (:func:`stable_sort`),
+torch gathers without wrapping negative indices and NumPy/CuPy through flat fancy indexing (:func:`take_sorted`),
+and ``exp`` of a temporary runs in place on torch and NumPy (:func:`exp_`). The standard-only paths are tested on
 ``array-api-strict``.
 
 JAX inside ``jit``/``vmap``/``grad`` passes *tracers*, whose values cannot be inspected: for them the
@@ -92,7 +93,12 @@ def narrow(out: Array, dtype: Any, xp: Any, what: str) -> Array:
 
 
 def check_finite(x: Array, xp: Any, name: str) -> None:
-    if not is_traced(x) and not bool(xp.all(xp.isfinite(x))):
+    """Raise, naming ``name``, if ``x`` has a NaN or an infinity (not while JAX traces)."""
+    if is_traced(x):
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = xp.sum(x)  # finite only if every entry is: one cheap reduction for the common case
+    if not bool(xp.isfinite(total)) and not bool(xp.all(xp.isfinite(x))):  # NaN or inf, or only the sum overflowed
         raise ValueError(f"{name} contain NaN or inf; OrderGrad needs finite values (check the environment's rewards)")
 
 
@@ -104,15 +110,32 @@ def _flat_rows(perm: Array, xp: Any) -> Array:
     return perm + rows
 
 
+def exp_(x: Array, xp: Any) -> Array:
+    """``exp(x)``, computed in place on torch and NumPy (``x`` must be a temporary the caller owns): the same values
+    without a second array of ``x``'s size."""
+    if compat.is_torch_array(x):
+        return x.exp_()
+    if isinstance(x, np.ndarray):
+        return np.exp(x, out=x)
+    return xp.exp(x)
+
+
+def take_sorted(x: Array, perm: Array, xp: Any) -> Array:
+    """``x`` gathered along the last axis by a permutation ``perm`` of the same shape (from :func:`stable_sort`)."""
+    if compat.is_torch_namespace(xp):  # take_along_axis would first wrap negative indices (perm has none)
+        return x.gather(-1, perm)
+    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
+        return x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]
+    return xp.take_along_axis(x, perm, axis=-1)
+
+
 def stable_sort(x: Array, xp: Any) -> tuple[Array, Array]:
     """Stable ascending sort along the last axis: ``(values, permutation)``; ties keep their batch order."""
     if compat.is_torch_namespace(xp):  # one kernel for both (argsort + gather would sort, then gather)
         values, perm = x.sort(dim=-1, stable=True)
         return values, perm
     perm = xp.argsort(x, axis=-1, stable=True)
-    if compat.is_numpy_namespace(xp) or compat.is_cupy_namespace(xp):
-        return (x[perm] if x.ndim == 1 else x.reshape(-1)[_flat_rows(perm, xp)]), perm
-    return xp.take_along_axis(x, perm, axis=-1), perm
+    return take_sorted(x, perm, xp), perm
 
 
 def _broadcast_index(index: Array, like: Array, xp: Any) -> Array:

@@ -72,9 +72,9 @@ def _prepare(r, p):
             raise ValueError("probabilities p must be non-negative")
         if not bool(xp.all(total > 0)):
             raise ValueError("probabilities p must have a positive sum in every group (cannot normalize an all-zero p)")
-    p = xp.astype(p / total, r.dtype)
+    p /= total  # in place on the array made above (the tables below are cheap; their temporaries are not)
     r_sorted, perm = _xp.stable_sort(r, xp)
-    return xp, r_sorted, xp.take_along_axis(p, perm, axis=-1), perm
+    return xp, r_sorted, _xp.take_sorted(xp.astype(p, r.dtype, copy=False), perm, xp), perm
 
 
 def _log(x, xp):
@@ -93,8 +93,11 @@ def _count_pmf(p_sorted, draws: float, counts: int, xp):
     log_f, log_s = _log(cdf, xp), _log(survival, xp)
     c_arr = xp.asarray(c, dtype=cdf.dtype, device=compat.device(cdf))
     comb = xp.asarray(log_comb, dtype=cdf.dtype, device=compat.device(cdf))
-    exponent = comb + c_arr * (log_s - log_f)[..., None] + draws * log_f[..., None]
-    return xp.exp(exponent), cdf, survival
+    log_s -= log_f
+    exponent = log_s[..., None] * c_arr  # comb + c (log S - log F) + draws log F, one table updated in place
+    exponent += comb
+    exponent += draws * log_f[..., None]
+    return _xp.exp_(exponent, xp), cdf, survival
 
 
 def _weights(objective: ObjectiveLike, k: Any, rows: int = 1) -> tuple[str, Any, float]:
@@ -216,7 +219,8 @@ def _known_top(r, p, beta, k: float, quantity: str):
             suffix = _xp.constant(np.cumsum(np.asarray(beta)[::-1])[::-1].copy(), r_sorted, xp, {})
         g1 = pmf @ suffix  # sum_i beta_i H_{i-1} = sum_c pmf_c sum_{i > c} beta_i
         g2 = pmf[..., :-1] @ suffix[1:] if counts > 1 else xp.zeros_like(g1)  # sum_i beta_i H_{i-2}
-    table = survival * g2 + cdf * g1  # P(top_i <= r_(t)), collapsed or per rank
+    table = survival * g2  # P(top_i <= r_(t)) = S H_{i-2} + F H_{i-1}, collapsed or per rank
+    table += cdf * g1
 
     def diff(t):  # mass of sorted arm t: t[t] - t[t-1], t = 1..m
         return t[..., 1:, :] - t[..., :-1, :] if rankwise else t[..., 1:] - t[..., :-1]
@@ -232,7 +236,9 @@ def _known_top(r, p, beta, k: float, quantity: str):
     lower, diag, upper = diff(g2), tail - head, diff(g1)
     if quantity == "advantage":
         # abar_b = qbar_b - vbar: subtract vbar's weights from all three parts of the scan.
-        lower, diag, upper = lower - weights_v, diag - weights_v, upper - weights_v
+        lower -= weights_v
+        diag -= weights_v
+        upper -= weights_v
     out = scan(r_sorted, *scan_tables(lower, diag, upper), xp, rankwise=rankwise)
     out = _xp.unsort(_xp.tie_equalize(r_sorted, out, xp), perm, xp)
     return xp.flip(out, axis=-1) if rankwise else out

@@ -35,7 +35,10 @@ def scan(r, e, f, u, xp: Any, *, rankwise: bool):
     if rankwise:
         r = r[..., :, None]
     axis = -2 if rankwise else -1
-    return xp.cumulative_sum(r * e, axis=axis) + r * f + xp.sum(r * u, axis=axis, keepdims=True)
+    out = xp.cumulative_sum(r * e, axis=axis)
+    out += r * f  # in place on the new array: the same sums, one temporary fewer
+    out += xp.sum(r * u, axis=axis, keepdims=True)
+    return out
 
 
 def gap_scan(r, e, u, xp: Any, *, rankwise: bool):
