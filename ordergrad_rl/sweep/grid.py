@@ -42,7 +42,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
-from ordergrad_rl.zoo.models import is_batched
+from ordergrad_rl.zoo.models import check_env_id
 from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
@@ -237,7 +237,7 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
         for key in ("env", "eval_env"):
             env_id = trial[key]
             if env_id is not None and env_id not in checked_envs:
-                is_batched(str(env_id))  # an unknown id fails here, with the registry's suggestion
+                check_env_id(str(env_id))  # unknown ids and missing packages fail here
                 checked_envs.add(env_id)
         try:
             objective = Objective.parse(trial["objective"], trial["k"])

@@ -17,7 +17,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
-from ordergrad_rl.zoo.models import check_fits, evaluate_model, is_batched, load_model, model_path
+from ordergrad_rl.zoo.models import check_env_id, check_fits, evaluate_model, load_model, model_path
 
 
 @dataclass
@@ -220,7 +220,7 @@ def load_entries(
     if models:
         from ordergrad_rl.envs import make_sb3_vec_env
 
-        is_batched(env)  # an unknown id fails here, with the registry's suggestion
+        check_env_id(env)  # unknown ids and missing packages fail here
         venv = make_sb3_vec_env(env, 1)
         for file, model, _ in models.values():
             check_fits(model, venv, f"{env} ({file})")

@@ -17,28 +17,41 @@ from ordergrad_rl.common.errors import CommandError
 
 
 # ---------------------------------------------------------------------------------------------------- envs
-def is_batched(env_id: str) -> bool:
-    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
-    many envs cost about as much as one.
+def check_env_id(env_id: str) -> None:
+    """The commands' check of an env id before any work.
 
-    :raises CommandError: unknown env id, or an env whose module needs a package that is not installed (MuJoCo's
-        ``InvertedPendulum-v5``), found by importing it, before any work.
+    :raises CommandError: unknown env id (with the registry's suggestion), or an env whose module needs a package
+        that is not installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it.
     """
     import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
 
-    from ordergrad_rl.envs.sb3_vec_env import has_native_batch
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
 
     try:
-        batched = has_native_batch(env_id)
-        entry_point = gym.spec(env_id).entry_point
+        entry_point = env_spec(env_id).entry_point
         if isinstance(entry_point, str):
             load_env_creator(entry_point)
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise CommandError(f"{env_id} needs a package that is not installed: {err}") from err
     except gym.error.Error as err:
         raise CommandError(f"unknown env id {env_id!r}: {err}") from err
-    return batched
+
+
+def is_batched(env_id: str) -> bool:
+    """Whether ``make_sb3_vec_env`` runs ``env_id`` as one NumPy batch (the ids with a native vector env): then
+    many envs cost about as much as one.
+
+    :raises CommandError: unknown env id.
+    """
+    import gymnasium as gym
+
+    from ordergrad_rl.envs.sb3_vec_env import has_native_batch
+
+    try:
+        return has_native_batch(env_id)
+    except gym.error.Error as err:
+        raise CommandError(f"unknown env id {env_id!r}: {err}") from err
 
 
 def eval_n_envs(env_id: str, episodes: int) -> int:
@@ -225,10 +238,12 @@ def check_fits(model: Any, venv: Any, env_id: str) -> None:
 def make_eval_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
     """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``.
 
-    :raises CommandError: unknown env id or env arguments the env refuses.
+    :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
+        the env refuses.
     """
     from ordergrad_rl.envs import make_sb3_vec_env
 
+    check_env_id(env_id)
     try:
         return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
     except (TypeError, ValueError) as err:

@@ -17,7 +17,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
-from ordergrad_rl.zoo.models import check_fits, is_batched
+from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched
 
 
 @dataclass
@@ -106,7 +106,7 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     """
     cls = algorithm_class(settings.algo)
     hparams = dict(hparams or {})
-    is_batched(settings.env)  # an unknown id fails here, with the registry's suggestion
+    check_env_id(settings.env)  # unknown ids and missing packages fail here
     check_device(settings.device)
     if entry is not None:
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
