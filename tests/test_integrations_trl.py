@@ -74,6 +74,36 @@ def test_bad_objectives_fail_before_generation(spec, group_size, message):
         parse_group_objective(spec, group_size, ["a"])
 
 
+def test_torch_rewards_of_any_dtype_and_autograd_state_give_numpys_advantages():
+    # a GRPO loop of one's own holds rewards as tensors: bfloat16 and requires_grad failed inside np.asarray
+    rewards = torch.tensor(_rewards(), dtype=torch.bfloat16)  # values of one decimal, exact in float64 after rounding
+    objective = parse_group_objective("top2@4", G, ["a", "b"])
+    expected = group_advantages(objective, rewards.double().numpy(), G, ["a", "b"])
+    np.testing.assert_array_equal(group_advantages(objective, rewards, G, ["a", "b"]), expected)
+    graded = rewards.float().requires_grad_()
+    np.testing.assert_array_equal(group_advantages(objective, graded, G, ["a", "b"]), expected)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda o: group_advantages(o, _rewards(), 0, ["a", "b"]), ValueError, "integer >= 1, got 0"),
+        (lambda o: group_advantages(o, _rewards(), -8, ["a", "b"]), ValueError, "integer >= 1, got -8"),
+        (lambda o: group_advantages(o, _rewards(), 8.0, ["a", "b"]), ValueError, r"integer >= 1, got 8\.0"),
+        (lambda o: group_advantages("top2@4", _rewards(), G, ["a", "b"]), TypeError, "parse_group_objective"),
+        (lambda o: group_advantages(Objective.parse("top2"), _rewards(), G, ["a", "b"]), TypeError, "bound"),
+        (lambda o: group_advantages(o, _rewards(), G, ["a", "b"], [1.0]), ValueError, "1 weights for 2 reward"),
+        (lambda o: parse_group_objective("mean", 1, ["a"]), ValueError, "integer >= 2, got 1"),
+    ],
+    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "parse-group-1"],
+)
+def test_bad_arguments_are_named(call, error, message):
+    # they were a ZeroDivisionError, all-zero advantages (a negative group size), an AttributeError on str.k, a
+    # matmul shape error, or "k must be >= 1, got k=0" for a group of one
+    with pytest.raises(error, match=message):
+        call(parse_group_objective("top2@4", G, ["a", "b"]))
+
+
 def test_a_split_across_processes_is_ranked_whole():
     """TRL gathers every process's rewards before scoring; each process keeps its slice of the whole-batch
     advantages. Two simulated processes of 12 completions each: the second group (completions 8..15) straddles them."""
