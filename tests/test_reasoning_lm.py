@@ -96,6 +96,29 @@ def test_verdicts_read_the_paired_intervals() -> None:
     assert lines[4].startswith("claim 4") and "6.00 -> 5.00" in lines[4] and lines[4].endswith(": reproduced")
 
 
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"steps": 0}, "steps must be an integer >= 1, got 0"),  # TRL reads max_steps=0 as unset: 3 whole epochs
+        ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+        ({"n_prompts": -4}, "n_prompts must be an integer >= 1, got -4"),
+    ],
+)
+def test_the_python_api_refuses_what_the_command_line_refuses(sizes, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        reasoning_lm.Config(**sizes)
+
+
+def test_more_test_problems_than_the_split_are_refused_before_the_base_model_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path))
+    config = reasoning_lm.Config(quick=True, test_problems=101, methods=("grpo",))
+    with pytest.raises(ValueError, match="test_problems=101, but the test split has 100 problems"):
+        reasoning_lm.run_experiment(config, quiet=True)
+    assert not any(tmp_path.iterdir())
+
+
 def test_quick_reproduction_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
