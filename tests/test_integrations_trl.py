@@ -93,9 +93,16 @@ def test_torch_rewards_of_any_dtype_and_autograd_state_give_numpys_advantages():
         (lambda o: group_advantages("top2@4", _rewards(), G, ["a", "b"]), TypeError, "parse_group_objective"),
         (lambda o: group_advantages(Objective.parse("top2"), _rewards(), G, ["a", "b"]), TypeError, "bound"),
         (lambda o: group_advantages(o, _rewards(), G, ["a", "b"], [1.0]), ValueError, "1 weights for 2 reward"),
+        (  # a channel objective ignored the plain sum's weights: [1, 0] trained on both functions
+            lambda o: group_advantages(
+                parse_group_objective("a=top2@4 + b=bot2@4", G, ["a", "b"]), _rewards(), G, ["a", "b"], [1.0, 0.0]
+            ),
+            ValueError,
+            r"weights=\[1.0, 0.0\] weigh the plain objective's sum",
+        ),
         (lambda o: parse_group_objective("mean", 1, ["a"]), ValueError, "integer >= 2, got 1"),
     ],
-    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "parse-group-1"],
+    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "channel-weights", "parse-1"],
 )
 def test_bad_arguments_are_named(call, error, message):
     # they were a ZeroDivisionError, all-zero advantages (a negative group size), an AttributeError on str.k, a

@@ -87,6 +87,30 @@ def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = 
     return parsed
 
 
+def check_weights(
+    objective: Objective | ChannelObjective,
+    weights: Sequence[float] | None,
+    names: Sequence[str],
+    option: str = "weights",
+) -> None:
+    """Refuse weights of the plain objective's sum that are not one per reward function, or that a channel
+    objective, which weighs each reward function in its spec, would ignore (any weight but 1).
+
+    :param option: the weights' name in the error (the trainer's ``reward_weights``).
+    :raises ValueError: as above.
+    """
+    if weights is None:
+        return
+    weights = [float(w) for w in weights]
+    if len(weights) != len(names):
+        raise ValueError(f"{option}: {len(weights)} weights for {len(names)} reward functions {list(names)}")
+    if isinstance(objective, ChannelObjective) and any(w != 1.0 for w in weights):
+        raise ValueError(
+            f"{option}={weights} weigh the plain objective's sum of the reward functions; a channel objective weighs "
+            f"each reward function in its spec ({str(objective)!r}): put the weights there and leave {option} unset"
+        )
+
+
 def group_advantages(
     objective: Objective | ChannelObjective,
     rewards: np.ndarray,
@@ -105,7 +129,8 @@ def group_advantages(
         group's ranking and std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
         group of ``num_generations_eval <= k`` among them) has no leave-one-out advantage: all 0.
     :param names: the reward functions' names (channels).
-    :param weights: the reward functions' weights in the plain objective's sum (default 1 each).
+    :param weights: the reward functions' weights in the plain objective's sum (default 1 each; a channel
+        objective takes its weights from its spec and refuses any other than 1).
     :param scale: ``"group"``, ``"batch"``, ``"channel"`` or ``"none"``.
     :return: ``[B]`` float64 advantages.
     :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape, group
@@ -120,8 +145,7 @@ def group_advantages(
     group_size = check_group_size(group_size)
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    if weights is not None and len(weights) != len(names):
-        raise ValueError(f"{len(weights)} weights for {len(names)} reward functions {list(names)}")
+    check_weights(objective, weights, names)
     if array_api_compat.is_torch_array(rewards):  # any dtype (bfloat16 too), device or autograd state
         rewards = rewards.detach().cpu().double()
     rewards = np.asarray(rewards, dtype=np.float64)

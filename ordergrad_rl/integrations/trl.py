@@ -38,6 +38,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import (
     SCALES,
+    check_weights,
     group_advantages,
     objective_ks,
     parse_group_objective,
@@ -73,12 +74,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
-        if isinstance(self.ordergrad_objective, ChannelObjective) and not torch.all(self.reward_weights == 1):
-            raise ValueError(
-                f"reward_weights={self.reward_weights.tolist()} weigh the plain objective's sum of the reward "
-                f"functions; a channel objective weighs each reward function in its spec "
-                f"({str(self.ordergrad_objective)!r}): put the weights there and leave reward_weights unset"
-            )
+        check_weights(self.ordergrad_objective, self.reward_weights.tolist(), self.reward_func_names, "reward_weights")
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
         k = max(objective_ks(self.ordergrad_objective))
