@@ -72,6 +72,26 @@ def test_base_model_is_cached_and_deterministic(tmp_path: Path) -> None:
     assert correct.shape == lengths.shape == (3, 5) and lengths.min() >= 1 and lengths.max() <= 16
 
 
+def test_base_model_build_is_the_same_on_any_thread_count_and_leaves_torchs_state(tmp_path: Path) -> None:
+    # The cache key holds no thread count, and the reproduction builds on the command line's one thread: a build in
+    # a Python session (torch's default, a thread per core) came out other bits and cached them for everyone.
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        torch.manual_seed(123)
+        state = torch.get_rng_state()
+        two, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path / "two")
+        assert torch.get_num_threads() == 2 and torch.equal(torch.get_rng_state(), state)
+        torch.set_num_threads(1)
+        one, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path / "one")
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one.parameters(), two.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 def test_verdicts_read_the_paired_intervals() -> None:
     ks = [1, 2, 4]
 

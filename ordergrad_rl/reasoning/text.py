@@ -40,7 +40,7 @@ from ordergrad_rl.envs.target_sum import (
     total_token,
     verify_answers,
 )
-from ordergrad_rl.reasoning.base_model import cache_key, default_cache_dir
+from ordergrad_rl.reasoning.base_model import cache_key, default_cache_dir, one_thread
 from ordergrad_rl.reasoning.demonstrations import StudentConfig, demonstrations
 
 #: The words of the vocabulary, at their token ids: TargetSum's tokens first (at their env ids), then the rest.
@@ -200,8 +200,9 @@ def _sequences(problems: TargetSumProblems, ids: np.ndarray, answers: np.ndarray
 def build_text_base_model(
     config: TextBaseConfig | None = None, seed: int = 0, cache_dir: Path | None = None
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """The text base model pre-trained on student demonstrations (deterministic for ``seed``), from the cache
-    (:func:`~ordergrad_rl.reasoning.base_model.default_cache_dir`, keyed like the GRU base model) when it is there.
+    """The text base model pre-trained on student demonstrations, built on one thread, deterministically for
+    ``seed`` (like the GRU base model; torch's thread count and global generator are restored afterwards), or read
+    from the cache (:func:`~ordergrad_rl.reasoning.base_model.default_cache_dir`, keyed like the GRU base model).
 
     :return: ``(model, tokenizer, report)``; the report has the loss per epoch and the build seconds.
     """
@@ -210,7 +211,8 @@ def build_text_base_model(
     config = config or TextBaseConfig()
     path = text_base_path(config, seed, cache_dir)
     if not (path / "report.json").exists():
-        model, tokenizer, report = _build(config, seed)
+        with one_thread(), th.random.fork_rng(devices=[]):
+            model, tokenizer, report = _build(config, seed)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
