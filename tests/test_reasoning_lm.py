@@ -92,6 +92,22 @@ def test_base_model_build_is_the_same_on_any_thread_count_and_leaves_torchs_stat
         assert torch.equal(a, b)
 
 
+def test_sampling_leaves_the_global_generator_and_the_models_mode(tmp_path: Path) -> None:
+    # it reseeded the global torch generator (an evaluation inside one's own training loop made every later draw
+    # repeat after each evaluation) and left a training model in eval mode
+    import torch
+
+    model, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path)
+    problems = target_sum_problems("test", 0, TINY.n_train, TINY.n_test)
+    first = text.sample_correct(model, problems, [0, 1], 6, 16, seed=3)
+    model.train()
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    again = text.sample_correct(model, problems, [0, 1], 6, 16, seed=3)
+    assert torch.equal(torch.get_rng_state(), state) and model.training
+    np.testing.assert_array_equal(first[1], again[1])  # the same answers for the same seed
+
+
 def test_verdicts_read_the_paired_intervals() -> None:
     ks = [1, 2, 4]
 

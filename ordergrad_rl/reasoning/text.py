@@ -275,26 +275,34 @@ def sample_correct(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sample ``n_samples`` answers per problem (temperature 1) and check them.
 
+    ``seed`` seeds the sampling in a forked torch generator: the caller's global generator, like the model's
+    train/eval mode, is as it was afterwards.
+
     :return: ``correct [P, n_samples]`` bool and ``lengths [P, n_samples]`` (answer tokens).
     """
-    th.manual_seed(seed)
-    model.eval()
     correct = np.zeros((len(problem_ids), n_samples), dtype=bool)
     lengths = np.zeros((len(problem_ids), n_samples), dtype=np.int64)
-    for row, problem in enumerate(problem_ids):
-        prompt = th.tensor([prompt_ids(problems, int(problem))])
-        done = 0
-        while done < n_samples:
-            size = min(batch, n_samples - done)
-            out = model.generate(
-                prompt.expand(size, -1), attention_mask=th.ones(size, prompt.shape[1], dtype=th.long),
-                do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_answer_length,
-                eos_token_id=EOS, pad_token_id=PAD,
-            )  # fmt: skip
-            completions = out[:, prompt.shape[1] :].tolist()
-            ok, n = check_answers(problems, [int(problem)] * size, completions, max_answer_length)
-            correct[row, done : done + size], lengths[row, done : done + size] = ok, n
-            done += size
+    training = model.training
+    try:
+        with th.random.fork_rng():
+            th.manual_seed(seed)
+            model.eval()
+            for row, problem in enumerate(problem_ids):
+                prompt = th.tensor([prompt_ids(problems, int(problem))])
+                done = 0
+                while done < n_samples:
+                    size = min(batch, n_samples - done)
+                    out = model.generate(
+                        prompt.expand(size, -1), attention_mask=th.ones(size, prompt.shape[1], dtype=th.long),
+                        do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_answer_length,
+                        eos_token_id=EOS, pad_token_id=PAD,
+                    )  # fmt: skip
+                    completions = out[:, prompt.shape[1] :].tolist()
+                    ok, n = check_answers(problems, [int(problem)] * size, completions, max_answer_length)
+                    correct[row, done : done + size], lengths[row, done : done + size] = ok, n
+                    done += size
+    finally:
+        model.train(training)
     return correct, lengths
 
 
