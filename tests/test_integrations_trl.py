@@ -290,6 +290,17 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     assert any("eval_pass@k/k=8" in entry for entry in trainer.state.log_history)
     with pytest.raises(ValueError, match="ks must be in"):
         PassAtKCallback(prompts, lambda p, c: True, n_samples=4, ks=[8])
+    # refused here, not at the first evaluation in the middle of training (generate's ValueError for a temperature
+    # of 0, a ZeroDivisionError for eval_steps=0 at step 1)
+    for bad, message in [
+        ({"temperature": 0.0}, "temperature must be a finite number > 0, got 0.0"),
+        ({"temperature": float("nan")}, "temperature must be a finite number > 0"),
+        ({"eval_steps": 0}, "eval_steps must be an integer >= 1, got 0"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
+        ({"n_samples": 2.5}, r"n_samples must be an integer >= 1, got 2\.5"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            PassAtKCallback(prompts, lambda p, c: True, **bad)
 
 
 def test_the_completions_table_shows_ordergrads_advantages(tmp_path):

@@ -168,7 +168,7 @@ class PassAtKCallback(TrainerCallback):
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
     :param max_new_tokens: completion length limit.
-    :param temperature: sampling temperature.
+    :param temperature: sampling temperature (``> 0``).
     :param trainer: the ``transformers.Trainer`` (TRL's trainers included) whose log reports the curve.
     """
 
@@ -183,8 +183,17 @@ class PassAtKCallback(TrainerCallback):
         temperature: float = 1.0,
         trainer: Trainer | None = None,
     ) -> None:
-        if n_samples < 1 or not prompts:
-            raise ValueError(f"need prompts and n_samples >= 1, got {len(prompts)} prompts, n_samples={n_samples}")
+        # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
+        if not prompts:
+            raise ValueError("PassAtKCallback needs at least one prompt")
+        sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
+        if eval_steps is not None:  # None: only at the end of training
+            sizes["eval_steps"] = eval_steps
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
         self.prompts = list(prompts)
         self.is_correct = is_correct
         self.n_samples = n_samples
