@@ -74,6 +74,43 @@ def test_bad_objectives_fail_before_generation(spec, group_size, message):
         parse_group_objective(spec, group_size, ["a"])
 
 
+def test_torch_rewards_of_any_dtype_and_autograd_state_give_numpys_advantages():
+    # a GRPO loop of one's own holds rewards as tensors: bfloat16 and requires_grad failed inside np.asarray
+    rewards = torch.tensor(_rewards(), dtype=torch.bfloat16)  # values of one decimal, exact in float64 after rounding
+    objective = parse_group_objective("top2@4", G, ["a", "b"])
+    expected = group_advantages(objective, rewards.double().numpy(), G, ["a", "b"])
+    np.testing.assert_array_equal(group_advantages(objective, rewards, G, ["a", "b"]), expected)
+    graded = rewards.float().requires_grad_()
+    np.testing.assert_array_equal(group_advantages(objective, graded, G, ["a", "b"]), expected)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda o: group_advantages(o, _rewards(), 0, ["a", "b"]), ValueError, "integer >= 1, got 0"),
+        (lambda o: group_advantages(o, _rewards(), -8, ["a", "b"]), ValueError, "integer >= 1, got -8"),
+        (lambda o: group_advantages(o, _rewards(), 8.0, ["a", "b"]), ValueError, r"integer >= 1, got 8\.0"),
+        (lambda o: group_advantages("top2@4", _rewards(), G, ["a", "b"]), TypeError, "parse_group_objective"),
+        (lambda o: group_advantages(Objective.parse("top2"), _rewards(), G, ["a", "b"]), TypeError, "bound"),
+        (lambda o: group_advantages(o, _rewards(), G, ["a", "b"], [1.0]), ValueError, "1 weights for 2 reward"),
+        (  # a channel objective ignored the plain sum's weights: [1, 0] trained on both functions
+            lambda o: group_advantages(
+                parse_group_objective("a=top2@4 + b=bot2@4", G, ["a", "b"]), _rewards(), G, ["a", "b"], [1.0, 0.0]
+            ),
+            ValueError,
+            r"weights=\[1.0, 0.0\] weigh the plain objective's sum",
+        ),
+        (lambda o: parse_group_objective("mean", 1, ["a"]), ValueError, "integer >= 2, got 1"),
+    ],
+    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "channel-weights", "parse-1"],
+)
+def test_bad_arguments_are_named(call, error, message):
+    # they were a ZeroDivisionError, all-zero advantages (a negative group size), an AttributeError on str.k, a
+    # matmul shape error, or "k must be >= 1, got k=0" for a group of one
+    with pytest.raises(error, match=message):
+        call(parse_group_objective("top2@4", G, ["a", "b"]))
+
+
 def test_a_split_across_processes_is_ranked_whole():
     """TRL gathers every process's rewards before scoring; each process keeps its slice of the whole-batch
     advantages. Two simulated processes of 12 completions each: the second group (completions 8..15) straddles them."""
@@ -253,6 +290,17 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     assert any("eval_pass@k/k=8" in entry for entry in trainer.state.log_history)
     with pytest.raises(ValueError, match="ks must be in"):
         PassAtKCallback(prompts, lambda p, c: True, n_samples=4, ks=[8])
+    # refused here, not at the first evaluation in the middle of training (generate's ValueError for a temperature
+    # of 0, a ZeroDivisionError for eval_steps=0 at step 1)
+    for bad, message in [
+        ({"temperature": 0.0}, "temperature must be a finite number > 0, got 0.0"),
+        ({"temperature": float("nan")}, "temperature must be a finite number > 0"),
+        ({"eval_steps": 0}, "eval_steps must be an integer >= 1, got 0"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
+        ({"n_samples": 2.5}, r"n_samples must be an integer >= 1, got 2\.5"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            PassAtKCallback(prompts, lambda p, c: True, **bad)
 
 
 def test_the_completions_table_shows_ordergrads_advantages(tmp_path):

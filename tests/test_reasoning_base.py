@@ -180,6 +180,16 @@ def test_incremental_sampler_equals_rereading_the_observation(small_base, monkey
     assert fast[0].shape == (10, 64) and fast[0].any()
 
 
+@pytest.mark.parametrize("n_samples", [0, 2.0])
+def test_sampling_refuses_a_bad_number_of_samples(tmp_path, n_samples) -> None:
+    # 0 was numpy's "cannot reshape array of size 0 into shape (0)", 2.0 a TypeError inside np.repeat
+    policy = build_base_model(TINY, cache_dir=tmp_path).policy
+    with pytest.raises(ValueError, match=f"n_samples must be an integer >= 1, got {n_samples}"):
+        sample_answers(policy, [0, 1], n_samples)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 1"):
+        evaluate_pass_at_k(policy, n_samples, problem_ids=[0])
+
+
 def test_base_model_pass_at_k_is_monotone_and_matches_monte_carlo(small_base) -> None:
     report = evaluate_pass_at_k(small_base.policy, 256, seed=0)
     curve = report["pass_at_k"]

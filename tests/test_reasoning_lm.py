@@ -72,6 +72,42 @@ def test_base_model_is_cached_and_deterministic(tmp_path: Path) -> None:
     assert correct.shape == lengths.shape == (3, 5) and lengths.min() >= 1 and lengths.max() <= 16
 
 
+def test_base_model_build_is_the_same_on_any_thread_count_and_leaves_torchs_state(tmp_path: Path) -> None:
+    # The cache key holds no thread count, and the reproduction builds on the command line's one thread: a build in
+    # a Python session (torch's default, a thread per core) came out other bits and cached them for everyone.
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        torch.manual_seed(123)
+        state = torch.get_rng_state()
+        two, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path / "two")
+        assert torch.get_num_threads() == 2 and torch.equal(torch.get_rng_state(), state)
+        torch.set_num_threads(1)
+        one, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path / "one")
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one.parameters(), two.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_sampling_leaves_the_global_generator_and_the_models_mode(tmp_path: Path) -> None:
+    # it reseeded the global torch generator (an evaluation inside one's own training loop made every later draw
+    # repeat after each evaluation) and left a training model in eval mode
+    import torch
+
+    model, _, _ = text.build_text_base_model(TINY, seed=0, cache_dir=tmp_path)
+    problems = target_sum_problems("test", 0, TINY.n_train, TINY.n_test)
+    first = text.sample_correct(model, problems, [0, 1], 6, 16, seed=3)
+    model.train()
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    again = text.sample_correct(model, problems, [0, 1], 6, 16, seed=3)
+    assert torch.equal(torch.get_rng_state(), state) and model.training
+    np.testing.assert_array_equal(first[1], again[1])  # the same answers for the same seed
+
+
 def test_verdicts_read_the_paired_intervals() -> None:
     ks = [1, 2, 4]
 
@@ -94,6 +130,29 @@ def test_verdicts_read_the_paired_intervals() -> None:
     assert lines[2].startswith("claim 3: maxpo2 - maxpo6 at pass@1") and lines[2].endswith("contradicted")
     assert lines[3].startswith("claim 3: maxpo2 - maxpo6 at pass@4") and lines[3].endswith(": reproduced")
     assert lines[4].startswith("claim 4") and "6.00 -> 5.00" in lines[4] and lines[4].endswith(": reproduced")
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"steps": 0}, "steps must be an integer >= 1, got 0"),  # TRL reads max_steps=0 as unset: 3 whole epochs
+        ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+        ({"n_prompts": -4}, "n_prompts must be an integer >= 1, got -4"),
+    ],
+)
+def test_the_python_api_refuses_what_the_command_line_refuses(sizes, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        reasoning_lm.Config(**sizes)
+
+
+def test_more_test_problems_than_the_split_are_refused_before_the_base_model_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path))
+    config = reasoning_lm.Config(quick=True, test_problems=101, methods=("grpo",))
+    with pytest.raises(ValueError, match="test_problems=101, but the test split has 100 problems"):
+        reasoning_lm.run_experiment(config, quiet=True)
+    assert not any(tmp_path.iterdir())
 
 
 def test_quick_reproduction_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -16,6 +17,8 @@ from ordergrad_rl.experiments.reasoning import (
     METHODS,
     Config,
     bootstrap_curves,
+    quick_config,
+    run_experiment,
     weight_diagnostics,
     weight_parts,
 )
@@ -125,6 +128,28 @@ def test_variant_options_are_checked(capsys) -> None:
         main(["reproduce", "reasoning", "--help"])
     help_text = capsys.readouterr().out
     assert "--methods" in help_text and "--normalize" in help_text and "channel" in help_text
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"seeds": 0}, "seeds must be an integer >= 1, got 0"),  # ran nothing and returned an empty summary
+        ({"n_groups": 0}, "n_groups must be an integer >= 1, got 0"),
+        ({"samples": -1}, "samples must be an integer >= 1, got -1"),
+        ({"group_size": 8.0}, r"group_size must be an integer >= 1, got 8\.0"),
+        ({"methods": "grpo"}, "methods must be a non-empty subset of .*, got 'grpo'"),  # was "got ['g', 'r', ...]"
+    ],
+)
+def test_the_python_api_refuses_what_the_command_line_refuses(sizes, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        Config(**sizes)
+
+
+def test_more_test_problems_than_the_split_are_refused_before_the_base_model_is_built(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match="test_problems=101, but the test split has 100 problems"):
+        run_experiment(dataclasses.replace(quick_config(), test_problems=101), quiet=True)
+    assert not any(tmp_path.iterdir())  # it failed in the sampler, after the build, printing every problem index
 
 
 @pytest.mark.slow

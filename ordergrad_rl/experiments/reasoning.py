@@ -120,9 +120,8 @@ class Config:
     quick: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in METHODS]
-        if unknown or not self.methods:
-            raise ValueError(f"methods must be a non-empty subset of {list(METHODS)}, got {list(self.methods)}")
+        # updates=0 is allowed: train_run then builds the agent from the base model without training it
+        check_config(self, METHODS, ("seeds", "group_size", "n_groups", "n_epochs", "batch_size"))
         if self.normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {list(NORMALIZE)}, got {self.normalize!r}")
 
@@ -136,6 +135,20 @@ class Config:
         if not self.quick:
             return BaseModelConfig()
         return BaseModelConfig(n_train=600, demos_per_problem=4, epochs=2, embed_dim=16, hidden_dim=16, pi_dim=16)
+
+
+def check_config(config: Any, methods: Any, sizes: tuple[str, ...]) -> None:
+    """What the command line refuses, refused in the Python API too: ``sizes``, ``test_problems`` and ``samples``
+    that are no integers >= 1 (``seeds=0`` ran nothing, a step count of 0 made TRL train whole epochs), and
+    ``methods`` that are no non-empty sequence of ``methods``' names."""
+    for name in (*sizes, "test_problems", "samples"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    chosen = [config.methods] if isinstance(config.methods, str) else list(config.methods)
+    unknown = [m for m in chosen if m not in methods]
+    if unknown or not chosen or isinstance(config.methods, str):
+        raise ValueError(f"methods must be a non-empty subset of {list(methods)}, got {config.methods!r}")
 
 
 def quick_config() -> Config:
@@ -268,7 +281,7 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
     from ordergrad_rl.reasoning import build_base_model
 
     start = time.perf_counter()
-    base = build_base_model(config.base_config(), seed=0)
+    base = build_base_model(base_config_for(config), seed=0)
     summary: dict[str, Any] = {
         "config": dataclasses.asdict(config),
         "base_build_seconds": base.build_seconds,
@@ -462,6 +475,15 @@ def config_from_arguments(
         options = " ".join(f"--{key} {value}" for key, value in given.items())
         raise CommandError(f"--quick sets its own sizes (a smoke test); drop {options}, or drop --quick")
     return dataclasses.replace(quick, **variant)
+
+
+def base_config_for(config: Any) -> Any:
+    """``config.base_config()``, refused before anything is built when ``config.test_problems`` exceeds its test
+    split."""
+    base = config.base_config()
+    if config.test_problems > base.n_test:
+        raise ValueError(f"test_problems={config.test_problems}, but the test split has {base.n_test} problems")
+    return base
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

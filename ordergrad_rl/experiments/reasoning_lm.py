@@ -40,6 +40,8 @@ from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.experiments.reasoning import (
     DEFAULT_METHODS,
     PAPER_CLAIMS,
+    base_config_for,
+    check_config,
     config_from_arguments,
     format_differences,
     format_table,
@@ -94,9 +96,8 @@ class Config:
     quick: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in OBJECTIVES]
-        if unknown or not self.methods:
-            raise ValueError(f"methods must be a non-empty subset of {list(OBJECTIVES)}, got {list(self.methods)}")
+        workers = () if self.workers is None else ("workers",)
+        check_config(self, OBJECTIVES, ("seeds", "steps", "group_size", "n_prompts", *workers))
 
     def base_config(self) -> Any:
         from ordergrad_rl.reasoning.text import TextBaseConfig
@@ -217,7 +218,7 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
     from ordergrad_rl.reasoning.text import build_text_base_model
 
     start = time.perf_counter()
-    model, _, report = build_text_base_model(config.base_config(), seed=0)  # fills the cache the jobs read
+    model, _, report = build_text_base_model(base_config_for(config), seed=0)  # fills the cache the jobs read
     summary: dict[str, Any] = {"config": dataclasses.asdict(config), "base_report": report}
     summary["ks"] = default_ks(config.samples).tolist()
     summary["base"] = evaluate(model, config, seed=10_000)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import array_api_compat
 import numpy as np
 
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
@@ -50,13 +51,24 @@ def scored_completions(rewards: np.ndarray, group_size: int) -> np.ndarray:
     return ~np.isnan(rewards).all(axis=1).reshape(-1, group_size)
 
 
+def check_group_size(group_size: Any, minimum: int = 1) -> int:
+    """``group_size`` as an ``int``, refused unless it is an integer ``>= minimum``.
+
+    :raises ValueError: a group size that is no integer or is below ``minimum``.
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < minimum:
+        raise ValueError(f"the group size (num_generations) must be an integer >= {minimum}, got {group_size!r}")
+    return int(group_size)
+
+
 def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = ()) -> Objective | ChannelObjective:
     """The objective of ``spec`` bound to ``k = group_size // 2`` when it has none, checked before any generation.
 
     :param channels: the reward functions' names (a channel objective may only name these).
-    :raises ValueError: an invalid spec, ``gcvar`` (not an L-statistic of the group), ``k >= group_size``
-        (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function.
+    :raises ValueError: an invalid spec, ``gcvar`` (not an L-statistic of the group), a group size below 2,
+        ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function.
     """
+    group_size = check_group_size(group_size, minimum=2)
     parsed, gcvar = parse_agent_objective(spec)
     if gcvar is not None:
         raise ValueError(f"objective {spec!r}: GCVaR's weights are not available here; use 'cvar{gcvar}'")
@@ -75,6 +87,30 @@ def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = 
     return parsed
 
 
+def check_weights(
+    objective: Objective | ChannelObjective,
+    weights: Sequence[float] | None,
+    names: Sequence[str],
+    option: str = "weights",
+) -> None:
+    """Refuse weights of the plain objective's sum that are not one per reward function, or that a channel
+    objective, which weighs each reward function in its spec, would ignore (any weight but 1).
+
+    :param option: the weights' name in the error (the trainer's ``reward_weights``).
+    :raises ValueError: as above.
+    """
+    if weights is None:
+        return
+    weights = [float(w) for w in weights]
+    if len(weights) != len(names):
+        raise ValueError(f"{option}: {len(weights)} weights for {len(names)} reward functions {list(names)}")
+    if isinstance(objective, ChannelObjective) and any(w != 1.0 for w in weights):
+        raise ValueError(
+            f"{option}={weights} weigh the plain objective's sum of the reward functions; a channel objective weighs "
+            f"each reward function in its spec ({str(objective)!r}): put the weights there and leave {option} unset"
+        )
+
+
 def group_advantages(
     objective: Objective | ChannelObjective,
     rewards: np.ndarray,
@@ -86,19 +122,32 @@ def group_advantages(
     """Per-completion OrderGrad advantages of a rollout.
 
     :param objective: the bound objective (:func:`parse_group_objective`).
-    :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous. NaN is a
+    :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous (NumPy, a
+        torch tensor of any float dtype and device, or a nested list; computed in float64). NaN is a
         function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the sum
         when another function scored the completion; a completion no function scored is unscorable, left out of its
         group's ranking and std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
         group of ``num_generations_eval <= k`` among them) has no leave-one-out advantage: all 0.
     :param names: the reward functions' names (channels).
-    :param weights: the reward functions' weights in the plain objective's sum (default 1 each).
+    :param weights: the reward functions' weights in the plain objective's sum (default 1 each; a channel
+        objective takes its weights from its spec and refuses any other than 1).
     :param scale: ``"group"``, ``"batch"``, ``"channel"`` or ``"none"``.
     :return: ``[B]`` float64 advantages.
-    :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape or scale.
+    :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape, group
+        size, number of weights or scale.
+    :raises TypeError: an objective that is no bound :class:`Objective` or :class:`ChannelObjective`.
     """
+    if not isinstance(objective, (Objective, ChannelObjective)) or not objective.is_bound:
+        raise TypeError(
+            f"objective must be an Objective or ChannelObjective bound to its k, got {objective!r}: "
+            "parse it once with parse_group_objective(spec, group_size, names)"
+        )
+    group_size = check_group_size(group_size)
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    check_weights(objective, weights, names)
+    if array_api_compat.is_torch_array(rewards):  # any dtype (bfloat16 too), device or autograd state
+        rewards = rewards.detach().cpu().double()
     rewards = np.asarray(rewards, dtype=np.float64)
     if rewards.ndim != 2 or rewards.shape[1] != len(names) or rewards.shape[0] % group_size:
         raise ValueError(

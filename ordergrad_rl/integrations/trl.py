@@ -38,6 +38,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import (
     SCALES,
+    check_weights,
     group_advantages,
     objective_ks,
     parse_group_objective,
@@ -73,12 +74,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
-        if isinstance(self.ordergrad_objective, ChannelObjective) and not torch.all(self.reward_weights == 1):
-            raise ValueError(
-                f"reward_weights={self.reward_weights.tolist()} weigh the plain objective's sum of the reward "
-                f"functions; a channel objective weighs each reward function in its spec "
-                f"({str(self.ordergrad_objective)!r}): put the weights there and leave reward_weights unset"
-            )
+        check_weights(self.ordergrad_objective, self.reward_weights.tolist(), self.reward_func_names, "reward_weights")
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
         k = max(objective_ks(self.ordergrad_objective))
@@ -172,7 +168,7 @@ class PassAtKCallback(TrainerCallback):
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
     :param max_new_tokens: completion length limit.
-    :param temperature: sampling temperature.
+    :param temperature: sampling temperature (``> 0``).
     :param trainer: the ``transformers.Trainer`` (TRL's trainers included) whose log reports the curve.
     """
 
@@ -187,8 +183,17 @@ class PassAtKCallback(TrainerCallback):
         temperature: float = 1.0,
         trainer: Trainer | None = None,
     ) -> None:
-        if n_samples < 1 or not prompts:
-            raise ValueError(f"need prompts and n_samples >= 1, got {len(prompts)} prompts, n_samples={n_samples}")
+        # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
+        if not prompts:
+            raise ValueError("PassAtKCallback needs at least one prompt")
+        sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
+        if eval_steps is not None:  # None: only at the end of training
+            sizes["eval_steps"] = eval_steps
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
         self.prompts = list(prompts)
         self.is_correct = is_correct
         self.n_samples = n_samples

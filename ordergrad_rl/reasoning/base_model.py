@@ -150,7 +150,7 @@ def cache_key(config: Any, seed: int) -> str:
 
 
 @contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """Run torch on one thread inside the block (deterministic and as specified), then restore the setting."""
     previous = th.get_num_threads()
     th.set_num_threads(1)
@@ -235,7 +235,7 @@ def build_base_model(
     path = (
         Path(cache_dir or default_cache_dir()) / f"targetsum-base-{cache_key(config, seed)}.pt" if use_cache else None
     )
-    with _one_thread(), th.random.fork_rng(devices=[]):
+    with one_thread(), th.random.fork_rng(devices=[]):
         th.manual_seed(seed)
         policy = make_policy(config)
         if path is not None and path.exists():

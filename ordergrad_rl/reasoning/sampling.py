@@ -45,7 +45,10 @@ def sample_answers(
     :param batch_size: episodes run side by side.
     :return: ``success [P, n_samples]`` (bool, the verifier's verdicts) and ``lengths [P, n_samples]`` (answer tokens,
         ``<eos>`` included).
+    :raises ValueError: ``n_samples`` is no integer >= 1.
     """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}")
     ids = np.repeat(np.asarray(problem_ids, dtype=np.int64), n_samples)
     success = np.zeros(len(ids), dtype=bool)
     lengths = np.zeros(len(ids), dtype=np.int64)

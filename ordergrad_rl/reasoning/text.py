@@ -40,7 +40,7 @@ from ordergrad_rl.envs.target_sum import (
     total_token,
     verify_answers,
 )
-from ordergrad_rl.reasoning.base_model import cache_key, default_cache_dir
+from ordergrad_rl.reasoning.base_model import cache_key, default_cache_dir, one_thread
 from ordergrad_rl.reasoning.demonstrations import StudentConfig, demonstrations
 
 #: The words of the vocabulary, at their token ids: TargetSum's tokens first (at their env ids), then the rest.
@@ -200,8 +200,9 @@ def _sequences(problems: TargetSumProblems, ids: np.ndarray, answers: np.ndarray
 def build_text_base_model(
     config: TextBaseConfig | None = None, seed: int = 0, cache_dir: Path | None = None
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """The text base model pre-trained on student demonstrations (deterministic for ``seed``), from the cache
-    (:func:`~ordergrad_rl.reasoning.base_model.default_cache_dir`, keyed like the GRU base model) when it is there.
+    """The text base model pre-trained on student demonstrations, built on one thread, deterministically for
+    ``seed`` (like the GRU base model; torch's thread count and global generator are restored afterwards), or read
+    from the cache (:func:`~ordergrad_rl.reasoning.base_model.default_cache_dir`, keyed like the GRU base model).
 
     :return: ``(model, tokenizer, report)``; the report has the loss per epoch and the build seconds.
     """
@@ -210,7 +211,8 @@ def build_text_base_model(
     config = config or TextBaseConfig()
     path = text_base_path(config, seed, cache_dir)
     if not (path / "report.json").exists():
-        model, tokenizer, report = _build(config, seed)
+        with one_thread(), th.random.fork_rng(devices=[]):
+            model, tokenizer, report = _build(config, seed)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -273,26 +275,34 @@ def sample_correct(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sample ``n_samples`` answers per problem (temperature 1) and check them.
 
+    ``seed`` seeds the sampling in a forked torch generator: the caller's global generator, like the model's
+    train/eval mode, is as it was afterwards.
+
     :return: ``correct [P, n_samples]`` bool and ``lengths [P, n_samples]`` (answer tokens).
     """
-    th.manual_seed(seed)
-    model.eval()
     correct = np.zeros((len(problem_ids), n_samples), dtype=bool)
     lengths = np.zeros((len(problem_ids), n_samples), dtype=np.int64)
-    for row, problem in enumerate(problem_ids):
-        prompt = th.tensor([prompt_ids(problems, int(problem))])
-        done = 0
-        while done < n_samples:
-            size = min(batch, n_samples - done)
-            out = model.generate(
-                prompt.expand(size, -1), attention_mask=th.ones(size, prompt.shape[1], dtype=th.long),
-                do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_answer_length,
-                eos_token_id=EOS, pad_token_id=PAD,
-            )  # fmt: skip
-            completions = out[:, prompt.shape[1] :].tolist()
-            ok, n = check_answers(problems, [int(problem)] * size, completions, max_answer_length)
-            correct[row, done : done + size], lengths[row, done : done + size] = ok, n
-            done += size
+    training = model.training
+    try:
+        with th.random.fork_rng():
+            th.manual_seed(seed)
+            model.eval()
+            for row, problem in enumerate(problem_ids):
+                prompt = th.tensor([prompt_ids(problems, int(problem))])
+                done = 0
+                while done < n_samples:
+                    size = min(batch, n_samples - done)
+                    out = model.generate(
+                        prompt.expand(size, -1), attention_mask=th.ones(size, prompt.shape[1], dtype=th.long),
+                        do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=max_answer_length,
+                        eos_token_id=EOS, pad_token_id=PAD,
+                    )  # fmt: skip
+                    completions = out[:, prompt.shape[1] :].tolist()
+                    ok, n = check_answers(problems, [int(problem)] * size, completions, max_answer_length)
+                    correct[row, done : done + size], lengths[row, done : done + size] = ok, n
+                    done += size
+    finally:
+        model.train(training)
     return correct, lengths
 
 
