@@ -274,6 +274,19 @@ def test_a_maskable_save_loads_into_sb3_contribs_maskable_ppo_and_trains(tmp_pat
     assert OrderGradMaskablePPO.load(tmp_path / "model.zip").rollout_buffer_class is MaskableEpisodicRolloutBuffer
 
 
+def test_a_recurrent_save_refused_by_sb3_contribs_recurrent_ppo_names_the_cause(tmp_path) -> None:
+    # The policy has no critic LSTM, so RecurrentPPO.load failed deep in torch's load_state_dict (missing keys).
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3 import PPO
+
+    model = OrderGradRecurrentPPO("MlpLstmPolicy", "RiskyBandit-v0", n_episodes=8, seed=0, policy_kwargs=LSTM)
+    model.save(tmp_path / "model.zip")
+    for loader in (RecurrentPPO, PPO):
+        with pytest.raises(ValueError, match=r"no critic .*OrderGradRecurrentPPO\.load"):
+            loader.load(tmp_path / "model.zip")
+    assert OrderGradRecurrentPPO.load(tmp_path / "model.zip").policy.critic_kind == "none"
+
+
 @pytest.mark.parametrize(
     ("env_id", "objective", "expected"),
     [("GuardedMaze-v0", "cvar0.2", 128), ("CartPole-v1", "cvar0.2", 32), ("RiskyLavaGrid-v0", "cvar0.2", 256)]
