@@ -287,6 +287,37 @@ def test_a_recurrent_save_refused_by_sb3_contribs_recurrent_ppo_names_the_cause(
     assert OrderGradRecurrentPPO.load(tmp_path / "model.zip").policy.critic_kind == "none"
 
 
+def test_risk_fine_tuning_from_sb3_contribs_recurrent_and_maskable_ppo(tmp_path) -> None:
+    # from_sb3, which the load of an sb3-contrib save names, built the agent with sb3-contrib's own policy class:
+    # a TypeError for the recurrent one (no OrderGrad "critic" option), "needs an actor-critic policy" for the maskable.
+    from sb3_contrib import MaskablePPO, RecurrentPPO
+
+    from ordergrad_rl.agents.ppo_mask.policies import OrderGradMaskablePolicy
+    from ordergrad_rl.agents.ppo_recurrent.policies import OrderGradRecurrentPolicy
+
+    contrib = RecurrentPPO("MlpLstmPolicy", "RiskyBandit-v0", n_steps=16, seed=0, policy_kwargs=LSTM)
+    contrib.save(tmp_path / "recurrent.zip")
+    for source in (contrib, tmp_path / "recurrent.zip"):
+        model = OrderGradRecurrentPPO.from_sb3(source, "RiskyBandit-v0", n_episodes=8)
+        assert type(model.policy) is OrderGradRecurrentPolicy and model.policy.critic_kind == "none"
+        for name, value in model.policy.state_dict().items():
+            assert name.startswith("value_net.") or th.equal(value, contrib.policy.state_dict()[name]), name
+        model.learn(16)
+    with pytest.raises(ValueError, match="was not saved by an OrderGrad algorithm"):
+        OrderGradRecurrentPPO.load(tmp_path / "recurrent.zip")
+
+    masked = MaskablePPO("MlpPolicy", masked_bandit(n_envs=2), n_steps=16, seed=0)
+    masked.save(tmp_path / "maskable.zip")
+    for source in (masked, tmp_path / "maskable.zip"):
+        model = OrderGradMaskablePPO.from_sb3(source, masked_bandit(n_envs=2), n_episodes=8)
+        assert type(model.policy) is OrderGradMaskablePolicy
+        for name, value in model.policy.state_dict().items():
+            assert th.equal(value, masked.policy.state_dict()[name]), name
+        model.learn(16)
+    with pytest.raises(ValueError, match=r"OrderGradMaskablePPO.from_sb3 needs a model with a policy of .*Maskable"):
+        OrderGradMaskablePPO.from_sb3(contrib, masked_bandit(n_envs=2))
+
+
 @pytest.mark.parametrize(
     ("env_id", "objective", "expected"),
     [("GuardedMaze-v0", "cvar0.2", 128), ("CartPole-v1", "cvar0.2", 32), ("RiskyLavaGrid-v0", "cvar0.2", 256)]

@@ -171,7 +171,8 @@ class OrderGradAlgorithmMixin:
         a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
         optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
 
-        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or its save's path.
+        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...; sb3-contrib's
+            ``RecurrentPPO`` / ``MaskablePPO`` for OrderGradRecurrentPPO / OrderGradMaskablePPO) or its save's path.
         :param env: the training env; default: the SB3 model's env (required with a path).
         :param device: torch device.
         :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
