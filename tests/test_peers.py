@@ -132,6 +132,17 @@ def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
     assert loaded.alpha == alpha and loaded.policy.quantile_net.cvar_alpha == alpha
 
 
+def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
+    # SB3's load(path, **kwargs) changes the model: alpha=0.5 moved the Bellman target's level, but the policy was
+    # built from the saved policy_kwargs and kept acting at the saved one.
+    QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10)).save(tmp_path / "qr.zip")
+    loaded = QRDQNCVaR.load(tmp_path / "qr.zip", alpha=0.5)
+    assert loaded.alpha == loaded.policy.quantile_net.cvar_alpha == loaded.policy.quantile_net_target.cvar_alpha == 0.5
+    with pytest.raises(ValueError, match="cvar_alpha must be in"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", alpha=2.0)
+    assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.1
+
+
 def test_qrdqn_cvar_alpha_is_checked() -> None:
     with pytest.raises(ValueError, match="cvar_alpha"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)

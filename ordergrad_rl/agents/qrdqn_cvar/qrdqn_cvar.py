@@ -112,6 +112,12 @@ class QRDQNCVaR(QRDQN):
         self.alpha = alpha
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
 
+    def _setup_model(self) -> None:
+        # The policy acts at the level the target uses: SB3's load(path, alpha=...) sets the attribute after the
+        # saved policy_kwargs (with the saved level) are restored, and before this builds the policy.
+        self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
+        super()._setup_model()
+
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""
         self.policy.set_training_mode(True)
