@@ -102,6 +102,26 @@ def test_a_masked_arm_is_never_chosen() -> None:
     assert masked[RISKY] == 0.0 and unmasked[RISKY] > 0.0
 
 
+class StepMasks(BaseCallback):
+    """Keeps the ``action_masks`` of every step's callback locals, as sb3-contrib's MaskablePPO gives them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.masks: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        self.masks.append(np.array(self.locals["action_masks"]))
+        return True
+
+
+def test_callbacks_see_the_steps_action_masks_as_in_maskable_ppo() -> None:
+    # sb3-contrib's collection has the step's masks among the callback's locals; here they were a KeyError.
+    model = OrderGradMaskablePPO("MlpPolicy", masked_bandit((True, False, True), n_envs=2), n_episodes=8, seed=0)
+    callback = StepMasks()
+    model.learn(8, callback=callback)
+    assert callback.masks and all(np.array_equal(masks, [[True, False, True]] * 2) for masks in callback.masks)
+
+
 def test_masks_are_required_and_must_allow_an_action() -> None:
     model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", objective="mean", n_episodes=8, seed=0)
     with pytest.raises(ValueError, match="action_masks"):
