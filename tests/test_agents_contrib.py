@@ -122,6 +122,20 @@ def test_callbacks_see_the_steps_action_masks_as_in_maskable_ppo() -> None:
     assert callback.masks and all(np.array_equal(masks, [[True, False, True]] * 2) for masks in callback.masks)
 
 
+def test_learn_takes_maskable_ppos_use_masking() -> None:
+    # MaskablePPO.learn(..., use_masking=False) trains without masks (on an env without action_masks() too); the
+    # collector and buffer handled it, but learn refused the argument with a TypeError.
+    model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", n_episodes=8, seed=0)
+    model.learn(16, use_masking=False)
+    assert model.num_timesteps >= 16 and "action_masks" not in model.rollout_buffer.extras
+    # sb3-contrib's positional order: use_masking before progress_bar.
+    masked = OrderGradMaskablePPO("MlpPolicy", masked_bandit((True, False, True), n_envs=2), n_episodes=8, seed=0)
+    masked.learn(16, None, 1, None, True, False)
+    assert "action_masks" not in masked.rollout_buffer.extras
+    masked.learn(16)
+    assert np.all(masked.rollout_buffer.extras["action_masks"] == [True, False, True])
+
+
 def test_masks_are_required_and_must_allow_an_action() -> None:
     model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", objective="mean", n_episodes=8, seed=0)
     with pytest.raises(ValueError, match="action_masks"):
