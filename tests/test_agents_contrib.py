@@ -337,8 +337,8 @@ def test_risk_fine_tuning_from_sb3_contribs_recurrent_and_maskable_ppo(tmp_path)
         for name, value in model.policy.state_dict().items():
             assert name.startswith("value_net.") or th.equal(value, contrib.policy.state_dict()[name]), name
         model.learn(16)
-    with pytest.raises(ValueError, match="was not saved by an OrderGrad algorithm"):
-        OrderGradRecurrentPPO.load(tmp_path / "recurrent.zip")
+    with pytest.raises(ValueError, match=r"sb3_contrib.RecurrentPPO.load\), or .* OrderGradRecurrentPPO.from_sb3"):
+        OrderGradRecurrentPPO.load(tmp_path / "recurrent.zip")  # the class to load it with, not SB3's PPO
 
     masked = MaskablePPO("MlpPolicy", masked_bandit(n_envs=2), n_steps=16, seed=0)
     masked.save(tmp_path / "maskable.zip")
@@ -348,6 +348,8 @@ def test_risk_fine_tuning_from_sb3_contribs_recurrent_and_maskable_ppo(tmp_path)
         for name, value in model.policy.state_dict().items():
             assert th.equal(value, masked.policy.state_dict()[name]), name
         model.learn(16)
+    with pytest.raises(ValueError, match=r"sb3_contrib.MaskablePPO.load\), or .* OrderGradMaskablePPO.from_sb3"):
+        OrderGradMaskablePPO.load(tmp_path / "maskable.zip")
     with pytest.raises(ValueError, match=r"OrderGradMaskablePPO.from_sb3 needs a model with a policy of .*Maskable"):
         OrderGradMaskablePPO.from_sb3(contrib, masked_bandit(n_envs=2))
 
