@@ -102,6 +102,40 @@ def test_a_masked_arm_is_never_chosen() -> None:
     assert masked[RISKY] == 0.0 and unmasked[RISKY] > 0.0
 
 
+class StepMasks(BaseCallback):
+    """Keeps the ``action_masks`` of every step's callback locals, as sb3-contrib's MaskablePPO gives them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.masks: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        self.masks.append(np.array(self.locals["action_masks"]))
+        return True
+
+
+def test_callbacks_see_the_steps_action_masks_as_in_maskable_ppo() -> None:
+    # sb3-contrib's collection has the step's masks among the callback's locals; here they were a KeyError.
+    model = OrderGradMaskablePPO("MlpPolicy", masked_bandit((True, False, True), n_envs=2), n_episodes=8, seed=0)
+    callback = StepMasks()
+    model.learn(8, callback=callback)
+    assert callback.masks and all(np.array_equal(masks, [[True, False, True]] * 2) for masks in callback.masks)
+
+
+def test_learn_takes_maskable_ppos_use_masking() -> None:
+    # MaskablePPO.learn(..., use_masking=False) trains without masks (on an env without action_masks() too); the
+    # collector and buffer handled it, but learn refused the argument with a TypeError.
+    model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", n_episodes=8, seed=0)
+    model.learn(16, use_masking=False)
+    assert model.num_timesteps >= 16 and "action_masks" not in model.rollout_buffer.extras
+    # sb3-contrib's positional order: use_masking before progress_bar.
+    masked = OrderGradMaskablePPO("MlpPolicy", masked_bandit((True, False, True), n_envs=2), n_episodes=8, seed=0)
+    masked.learn(16, None, 1, None, True, False)
+    assert "action_masks" not in masked.rollout_buffer.extras
+    masked.learn(16)
+    assert np.all(masked.rollout_buffer.extras["action_masks"] == [True, False, True])
+
+
 def test_masks_are_required_and_must_allow_an_action() -> None:
     model = OrderGradMaskablePPO("MlpPolicy", "RiskyBandit-v0", objective="mean", n_episodes=8, seed=0)
     with pytest.raises(ValueError, match="action_masks"):
@@ -272,6 +306,52 @@ def test_a_maskable_save_loads_into_sb3_contribs_maskable_ppo_and_trains(tmp_pat
     contrib.learn(32)  # its own masking buffer: the saved episodic one failed MaskablePPO's masking check
     assert type(contrib.rollout_buffer) is MaskableRolloutBuffer
     assert OrderGradMaskablePPO.load(tmp_path / "model.zip").rollout_buffer_class is MaskableEpisodicRolloutBuffer
+
+
+def test_a_recurrent_save_refused_by_sb3_contribs_recurrent_ppo_names_the_cause(tmp_path) -> None:
+    # The policy has no critic LSTM, so RecurrentPPO.load failed deep in torch's load_state_dict (missing keys).
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3 import PPO
+
+    model = OrderGradRecurrentPPO("MlpLstmPolicy", "RiskyBandit-v0", n_episodes=8, seed=0, policy_kwargs=LSTM)
+    model.save(tmp_path / "model.zip")
+    for loader in (RecurrentPPO, PPO):
+        with pytest.raises(ValueError, match=r"no critic .*OrderGradRecurrentPPO\.load"):
+            loader.load(tmp_path / "model.zip")
+    assert OrderGradRecurrentPPO.load(tmp_path / "model.zip").policy.critic_kind == "none"
+
+
+def test_risk_fine_tuning_from_sb3_contribs_recurrent_and_maskable_ppo(tmp_path) -> None:
+    # from_sb3, which the load of an sb3-contrib save names, built the agent with sb3-contrib's own policy class:
+    # a TypeError for the recurrent one (no OrderGrad "critic" option), "needs an actor-critic policy" for the maskable.
+    from sb3_contrib import MaskablePPO, RecurrentPPO
+
+    from ordergrad_rl.agents.ppo_mask.policies import OrderGradMaskablePolicy
+    from ordergrad_rl.agents.ppo_recurrent.policies import OrderGradRecurrentPolicy
+
+    contrib = RecurrentPPO("MlpLstmPolicy", "RiskyBandit-v0", n_steps=16, seed=0, policy_kwargs=LSTM)
+    contrib.save(tmp_path / "recurrent.zip")
+    for source in (contrib, tmp_path / "recurrent.zip"):
+        model = OrderGradRecurrentPPO.from_sb3(source, "RiskyBandit-v0", n_episodes=8)
+        assert type(model.policy) is OrderGradRecurrentPolicy and model.policy.critic_kind == "none"
+        for name, value in model.policy.state_dict().items():
+            assert name.startswith("value_net.") or th.equal(value, contrib.policy.state_dict()[name]), name
+        model.learn(16)
+    with pytest.raises(ValueError, match=r"sb3_contrib.RecurrentPPO.load\), or .* OrderGradRecurrentPPO.from_sb3"):
+        OrderGradRecurrentPPO.load(tmp_path / "recurrent.zip")  # the class to load it with, not SB3's PPO
+
+    masked = MaskablePPO("MlpPolicy", masked_bandit(n_envs=2), n_steps=16, seed=0)
+    masked.save(tmp_path / "maskable.zip")
+    for source in (masked, tmp_path / "maskable.zip"):
+        model = OrderGradMaskablePPO.from_sb3(source, masked_bandit(n_envs=2), n_episodes=8)
+        assert type(model.policy) is OrderGradMaskablePolicy
+        for name, value in model.policy.state_dict().items():
+            assert th.equal(value, masked.policy.state_dict()[name]), name
+        model.learn(16)
+    with pytest.raises(ValueError, match=r"sb3_contrib.MaskablePPO.load\), or .* OrderGradMaskablePPO.from_sb3"):
+        OrderGradMaskablePPO.load(tmp_path / "maskable.zip")
+    with pytest.raises(ValueError, match=r"OrderGradMaskablePPO.from_sb3 needs a model with a policy of .*Maskable"):
+        OrderGradMaskablePPO.from_sb3(contrib, masked_bandit(n_envs=2))
 
 
 @pytest.mark.parametrize(

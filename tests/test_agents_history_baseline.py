@@ -13,8 +13,9 @@ from conftest import check_history_advantages, collect_one_rollout, save_from_be
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.save_util import load_from_zip_file
 
-from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
 from ordergrad_rl.agents.common.arguments import BASELINE_LAMBDA
 from ordergrad_rl.agents.common.history_baseline import HistoryBaseline
@@ -263,6 +264,43 @@ def test_set_parameters_of_a_save_restores_the_history_baseline(cls, tmp_path):
     plain = cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline=False, seed=0)
     plain.set_parameters(tmp_path / "model.zip")
     assert getattr(plain, "history_baseline", None) is None
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE, OrderGradRecurrentPPO])
+def test_get_parameters_round_trip_keeps_the_history_baseline(cls, tmp_path):
+    # SB3's get_parameters holds every network an algorithm trains, so set_parameters of it gives the same model and
+    # the same next update; the history baseline was left out, and the model it was set into kept a fresh one.
+    kwargs = dict(policy_kwargs=dict(lstm_hidden_size=8)) if cls is OrderGradRecurrentPPO else {}
+    policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
+
+    def make():
+        return cls(policy, "CartPole-v1", n_episodes=8, value_baseline="history", seed=0, **kwargs)
+
+    model = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model.learn(300)
+    params = model.get_parameters()
+    other = make()
+    other.set_parameters(params)
+    saved, baseline = model.history_baseline, other.history_baseline
+    for name, value in saved.state_dict().items():
+        assert name == "_extra_state" or th.equal(baseline.state_dict()[name], value), name
+    np.testing.assert_array_equal(baseline.history_rms.mean, saved.history_rms.mean)
+    np.testing.assert_array_equal(baseline.history_rms.var, saved.history_rms.var)
+    assert baseline.history_rms.count == saved.history_rms.count
+    moments = [state["exp_avg"] for state in baseline.optimizer.state_dict()["state"].values()]
+    expected = [state["exp_avg"] for state in saved.optimizer.state_dict()["state"].values()]
+    assert moments and all(th.equal(a, b) for a, b in zip(moments, expected, strict=True))
+    features = th.randn(5, saved.net[0].in_features)
+    np.testing.assert_array_equal(baseline.predict(features), saved.predict(features))
+    # SB3's own entries alone (an SB3 model's get_parameters) still set the policy; a save still holds them only,
+    # with the baseline in its data, so that SB3's loaders of the file have nothing they cannot restore.
+    make().set_parameters({name: params[name] for name in ("policy", "policy.optimizer")})
+    model.save(tmp_path / "model.zip")
+    _, saved_params, _ = load_from_zip_file(tmp_path / "model.zip")
+    assert set(saved_params) == {"policy", "policy.optimizer"}
+    assert cls.load(tmp_path / "model.zip").history_baseline.history_rms.count == saved.history_rms.count
 
 
 def test_a_gpu_save_of_the_history_baseline_loads_on_a_cpu(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 import torch as th
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, QRDQNCVaR
-from ordergrad_rl.agents.qrdqn_cvar import quantile_cvar
+from ordergrad_rl.agents.qrdqn_cvar import CVaRQRDQNPolicy, quantile_cvar
 from ordergrad_rl.core.gcvar import gcvar_level, gcvar_weights
 from ordergrad_rl.zoo.models import detect_algorithm
 
@@ -130,6 +130,34 @@ def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
     assert detect_algorithm(tmp_path / "qr.zip").name == "QRDQNCVaR"
     loaded = QRDQNCVaR.load(tmp_path / "qr.zip")
     assert loaded.alpha == alpha and loaded.policy.quantile_net.cvar_alpha == alpha
+
+
+def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
+    # SB3's load(path, **kwargs) changes the model: alpha=0.5 moved the Bellman target's level, but the policy was
+    # built from the saved policy_kwargs and kept acting at the saved one.
+    QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10)).save(tmp_path / "qr.zip")
+    loaded = QRDQNCVaR.load(tmp_path / "qr.zip", alpha=0.5)
+    assert loaded.alpha == loaded.policy.quantile_net.cvar_alpha == loaded.policy.quantile_net_target.cvar_alpha == 0.5
+    with pytest.raises(ValueError, match="cvar_alpha must be in"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", alpha=2.0)
+    assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.1
+
+
+def test_a_qrdqn_save_loads_into_qrdqn_cvar_acting_on_the_cvar(tmp_path) -> None:
+    # The QR-DQN policy class of the save was built as it is: QRDQNCVaR.load gave a model acting greedily on the
+    # mean while its target used the CVaR.
+    from sb3_contrib import QRDQN
+
+    qrdqn = QRDQN("MlpPolicy", "RiskyBandit-v0", seed=0, policy_kwargs=dict(n_quantiles=10))
+    qrdqn.save(tmp_path / "qrdqn.zip")
+    loaded = QRDQNCVaR.load(tmp_path / "qrdqn.zip", alpha=0.1)
+    assert type(loaded.policy) is CVaRQRDQNPolicy and loaded.policy.quantile_net.cvar_alpha == 0.1
+    for name, value in qrdqn.policy.state_dict().items():
+        assert th.equal(loaded.policy.state_dict()[name], value), name
+    obs = th.zeros((1, 1))
+    expected = quantile_cvar(qrdqn.policy.quantile_net(obs), 0.1).argmax(dim=1)
+    assert th.equal(loaded.policy.quantile_net._predict(obs), expected)
+    assert QRDQNCVaR.load(tmp_path / "qrdqn.zip").policy.quantile_net.cvar_alpha == 0.2
 
 
 def test_qrdqn_cvar_alpha_is_checked() -> None:

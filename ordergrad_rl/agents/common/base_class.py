@@ -171,7 +171,8 @@ class OrderGradAlgorithmMixin:
         a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
         optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
 
-        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or its save's path.
+        :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...; sb3-contrib's
+            ``RecurrentPPO`` / ``MaskablePPO`` for OrderGradRecurrentPPO / OrderGradMaskablePPO) or its save's path.
         :param env: the training env; default: the SB3 model's env (required with a path).
         :param device: torch device.
         :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
@@ -192,8 +193,10 @@ class OrderGradAlgorithmMixin:
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
+        **kwargs: Any,
     ) -> SelfOrderGrad:
         """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
+        ``kwargs`` go to the algorithm's own ``learn`` (MaskablePPO's ``use_masking``).
 
         A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
         ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
@@ -215,6 +218,7 @@ class OrderGradAlgorithmMixin:
             tb_log_name=tb_log_name or None,
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
+            **kwargs,
         )
 
     @staticmethod

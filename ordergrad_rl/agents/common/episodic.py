@@ -746,7 +746,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self.num_timesteps += env.num_envs
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
-            callback.update_locals(locals())
+            # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).
+            callback.update_locals({**extras, **locals()})
             if not callback.on_step():
                 return False
 

@@ -28,6 +28,11 @@ from ordergrad_rl.agents.common.arguments import default_value_baseline, resolve
 from ordergrad_rl.agents.common.episodic import EpisodicAlgorithmMixin
 from ordergrad_rl.agents.common.history_baseline import HISTORY, HistoryBaseline
 from ordergrad_rl.agents.common.policies import predict_values
+from ordergrad_rl.agents.common.utils import lent_attributes
+
+#: ``get_parameters``' entries of the history baseline (its network with the statistics, its optimizer), beside SB3's
+#: ``"policy"`` and ``"policy.optimizer"``.
+HISTORY_PARAMETERS = ("history_baseline", "history_baseline.optimizer")
 
 
 def check_value_baseline(value_baseline: Any, algorithm: str | None = None) -> None:
@@ -102,13 +107,31 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         # dicts, so that SB3's loaders of the save, which have no such module, still load it.
         return [*super()._excluded_save_params(), "history_baseline"]
 
-    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
-        """SB3's ``save``; with ``value_baseline="history"`` the baseline (network, optimizer, statistics) too."""
+    def get_parameters(self) -> dict[str, dict]:
+        """SB3's ``get_parameters``; with ``value_baseline="history"`` also the baseline's network (with its
+        statistics) and optimizer (:data:`HISTORY_PARAMETERS`), as SB3's holds every network an algorithm trains, so
+        that ``set_parameters`` of the dict gives the same baseline and so the same next update. A save holds them in
+        its data instead (:meth:`save`). SB3's own ``set_parameters`` (``PPO``'s) takes SB3's entries only:
+        ``{name: params[name] for name in ("policy", "policy.optimizer")}``."""
+        params = super().get_parameters()  # type: ignore[misc]
         baseline = getattr(self, "history_baseline", None)
         if baseline is not None:
+            params[HISTORY_PARAMETERS[0]] = baseline.state_dict()
+            params[HISTORY_PARAMETERS[1]] = baseline.optimizer.state_dict()
+        return params
+
+    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
+        """SB3's ``save``; with ``value_baseline="history"`` the baseline (network, optimizer, statistics) too, in the
+        save's data: SB3's ``save`` writes ``get_parameters()`` as the file's state dicts, which SB3's loaders restore
+        name by name, so the baseline is lent away while it runs."""
+        baseline = getattr(self, "history_baseline", None)
+        lent = {}
+        if baseline is not None:
             self.history_baseline_state = baseline.saved_state()
+            lent["history_baseline"] = None
         try:
-            super().save(path, exclude, include)  # type: ignore[misc]
+            with lent_attributes(self, **lent):
+                super().save(path, exclude, include)  # type: ignore[misc]
         finally:
             self.__dict__.pop("history_baseline_state", None)
 
@@ -118,12 +141,19 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         exact_match: bool = True,
         device: th.device | str = "auto",
     ) -> None:
-        """SB3's ``set_parameters``; from a save (a path or file object) also the history baseline (network,
-        statistics and optimizer, which travel in the save's data), where the save and this model both have one, as
-        SB3's restores every network its algorithm trains (PPO's critic with its policy). A dict of parameters
-        (``get_parameters``) holds the policy and its optimizer only, as SB3's."""
+        """SB3's ``set_parameters``; also the history baseline (network, statistics and optimizer), where the
+        parameters and this model both have one, as SB3's restores every network its algorithm trains (PPO's critic
+        with its policy): from a save (a path or file object) out of its data, from a dict (``get_parameters``) out of
+        its :data:`HISTORY_PARAMETERS` entries (a dict without them, an SB3 model's, sets the policy alone)."""
         if isinstance(load_path_or_dict, dict):
-            super().set_parameters(load_path_or_dict, exact_match, device)  # type: ignore[misc]
+            params = dict(load_path_or_dict)
+            module, optimizer = (params.pop(name, None) for name in HISTORY_PARAMETERS)
+            super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+            baseline = getattr(self, "history_baseline", None)
+            if baseline is not None and module is not None:
+                baseline.load_state_dict(module, strict=exact_match)
+            if baseline is not None and optimizer is not None:
+                baseline.optimizer.load_state_dict(optimizer)
             return
         data, params, _ = load_from_zip_file(load_path_or_dict, device=device)
         super().set_parameters(params, exact_match, device)  # type: ignore[misc]

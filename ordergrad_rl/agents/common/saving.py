@@ -54,6 +54,17 @@ def algorithm_family(cls: type) -> str:
     raise TypeError(f"{cls.__name__} is not an ordergrad-rl algorithm")
 
 
+def sb3_algorithm_name(cls: type) -> str:
+    """The SB3 or sb3-contrib algorithm that ``cls`` extends, as users import it: ``"sb3_contrib.RecurrentPPO"`` for
+    OrderGradRecurrentPPO; SB3's ``"stable_baselines3.PPO"`` for one on SB3's common base alone
+    (OrderGradREINFORCE)."""
+    for base in cls.__mro__:
+        package, _, module = base.__module__.partition(".")
+        if package in ("stable_baselines3", "sb3_contrib") and not module.startswith("common"):
+            return f"{package}.{base.__name__}"
+    return "stable_baselines3.PPO"
+
+
 def saved_algorithm(data: dict[str, Any]) -> str | None:
     """The ordergrad-rl algorithm that wrote ``data`` (see :func:`read_saved_data`), or ``None`` for another one.
 
@@ -77,7 +88,8 @@ def check_saved_algorithm(path: Any, cls: type) -> None:
     if saved is None:
         raise ValueError(
             f"{path} was not saved by an OrderGrad algorithm (it has no objective): load it with the class that "
-            f"saved it (e.g. stable_baselines3.PPO.load), or start from its policy with {family}.from_sb3(path, env)"
+            f"saved it (e.g. {sb3_algorithm_name(cls)}.load), or start from its policy with "
+            f"{family}.from_sb3(path, env)"
         )
     if saved != family:
         raise ValueError(f"{path} was saved by {saved}, not {family}: load it with {saved}.load")

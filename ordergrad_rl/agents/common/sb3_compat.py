@@ -30,16 +30,20 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.policies import POLICY_ALIASES
-
 #: Episodes measured at least, and steps at most, when measuring the episode length of an env for a suggestion.
 MEASURE_EPISODES = 5
 MEASURE_MAX_STEPS = 20_000
 #: Parameter-name prefixes of the value branch of SB3's actor-critic policies (not copied when shapes differ, e.g.
 #: into a Q head).
 VALUE_BRANCH = ("value_net.", "mlp_extractor.value_net.", "vf_features_extractor.")
-#: SB3's own policy classes -> the OrderGrad ones with the same layout (plus the OrderGrad options).
-ORDERGRAD_POLICIES: dict[type, type] = {cls.__bases__[-1]: cls for cls in POLICY_ALIASES.values()}
+
+
+def ordergrad_policies(cls: type[BaseAlgorithm]) -> dict[type, type]:
+    """The SB3 / sb3-contrib policy classes that ``cls``'s policy aliases extend -> those OrderGrad classes (same
+    layout, plus the OrderGrad options): SB3's ``ActorCriticPolicy`` -> ``OrderGradActorCriticPolicy`` for
+    OrderGradPPO, sb3-contrib's ``RecurrentActorCriticPolicy`` -> ``OrderGradRecurrentPolicy`` for
+    OrderGradRecurrentPPO, ..."""
+    return {policy.__bases__[-1]: policy for policy in cls.policy_aliases.values()}
 
 
 def _measurable_copy(env: Any) -> gym.Env | None:
@@ -170,13 +174,14 @@ def from_sb3(
     """A ``cls`` agent whose policy starts from an SB3 model's weights (see ``OrderGradPPO.from_sb3``).
 
     :param cls: the OrderGrad algorithm.
-    :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...) or the path of its save.
+    :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...; sb3-contrib's
+        ``RecurrentPPO`` / ``MaskablePPO`` for ``cls``'s recurrent / maskable variant) or the path of its save.
     :param env: the training env; default: the model's env (required for a path).
     :param device: torch device of the new agent.
     :param kwargs: the OrderGrad agent's arguments (``objective``, ``n_episodes`` ...). ``policy_kwargs`` and
         ``use_sde`` default to the SB3 model's (the layouts must match), less its optimizer (A2C's RMSprop): the
         agent's own is used.
-    :raises ValueError: no env, a policy that is not an actor-critic, or an actor layout that differs.
+    :raises ValueError: no env, a policy of another kind than ``cls``'s, or an actor layout that differs.
     """
     if isinstance(source, BaseAlgorithm):
         policy_class, policy_kwargs, use_sde = source.policy_class, source.policy_kwargs, source.use_sde
@@ -188,13 +193,16 @@ def from_sb3(
         use_sde, state = data.get("use_sde", False), params["policy"]
     if env is None:
         raise ValueError(f"{cls.__name__}.from_sb3 needs env=: the SB3 model has no env (a save holds none)")
-    if not (isinstance(policy_class, type) and issubclass(policy_class, ActorCriticPolicy)):
-        raise ValueError(f"from_sb3 needs an actor-critic policy (PPO, A2C ...), the SB3 model has {policy_class!r}")
+    policies = ordergrad_policies(cls)
+    if not (isinstance(policy_class, type) and issubclass(policy_class, tuple(policies))):
+        kinds = ", ".join(sorted({base.__name__ for base in policies}))
+        raise ValueError(f"{cls.__name__}.from_sb3 needs a model with a policy of {kinds}, it has {policy_class!r}")
     # The layout, not the optimizer: A2C puts its RMSprop in policy_kwargs, and the OrderGrad agent trains with its
     # own (Adam, as its defaults were measured with).
     layout = {key: value for key, value in policy_kwargs.items() if key not in ("optimizer_class", "optimizer_kwargs")}
     kwargs.setdefault("policy_kwargs", copy.deepcopy(layout))
-    kwargs.setdefault("use_sde", use_sde)
-    model = cls(ORDERGRAD_POLICIES.get(policy_class, policy_class), env, device=device, **kwargs)
+    if use_sde:  # only where set: MaskablePPO (and so OrderGradMaskablePPO) has no use_sde argument
+        kwargs.setdefault("use_sde", use_sde)
+    model = cls(policies.get(policy_class, policy_class), env, device=device, **kwargs)
     copy_policy_weights(state, model.policy)
     return model

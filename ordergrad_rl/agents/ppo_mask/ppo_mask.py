@@ -8,7 +8,7 @@ applies again (no critic).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import torch as th
@@ -17,7 +17,7 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
@@ -27,6 +27,8 @@ from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
 from ordergrad_rl.core.objectives import ObjectiveLike
+
+SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
 
 
 class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
@@ -138,6 +140,23 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         if self.rollout_buffer_class is MaskableEpisodicRolloutBuffer:
             excluded.append("rollout_buffer_class")
         return excluded
+
+    def learn(  # type: ignore[override]
+        self: SelfOrderGradMaskablePPO,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        use_masking: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfOrderGradMaskablePPO:
+        """The OrderGrad ``learn`` (:meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.learn`) with
+        MaskablePPO's ``use_masking`` (in its place among the arguments): ``False`` trains without action masks."""
+        return super().learn(
+            total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar,
+            use_masking=use_masking,
+        )  # fmt: skip
 
     def collect_rollouts(  # type: ignore[override]
         self,

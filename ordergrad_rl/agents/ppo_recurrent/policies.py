@@ -10,6 +10,7 @@ The per-action Q critic (``"q"``) is OrderGradQCriticPPO's only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch as th
@@ -44,6 +45,20 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "critic": self.critic_kind}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """torch's ``load_state_dict``; ``ValueError`` naming the cause where this policy has a critic and a strict
+        ``state_dict`` has none: the parameters of episodic mode (``critic="none"``), which sb3-contrib's
+        ``RecurrentPPO.load`` (or SB3's ``PPO.load``) of an OrderGradRecurrentPPO save gives a policy with a critic."""
+        critic = [name for name in self.state_dict() if name.startswith(("lstm_critic.", "critic."))]
+        if strict and critic and not any(name in state_dict for name in critic):
+            raise ValueError(
+                "these policy parameters have no critic (they are an OrderGradRecurrentPPO save's: episodic mode "
+                f"builds and trains none), but this {type(self).__name__} has one ({critic[0]} ...), so an algorithm "
+                "with a critic (sb3-contrib's RecurrentPPO, SB3's PPO) cannot load them: load the save with "
+                "ordergrad_rl.OrderGradRecurrentPPO.load"
+            )
+        return super().load_state_dict(state_dict, strict, assign)
 
     # sb3-contrib's recurrent signatures (LSTM states, episode starts), not the feed-forward ones of the mixin.
     forward = RecurrentActorCriticPolicy.forward

@@ -85,6 +85,14 @@ class CVaRQRDQNMultiInputPolicy(_CVaRPolicyMixin, MultiInputPolicy):
     """QR-DQN's ``MultiInputPolicy`` acting on the CVaR of its quantiles."""
 
 
+#: sb3-contrib's QR-DQN policies -> the ones acting on the CVaR (the same layout and parameters).
+CVAR_POLICIES: dict[type[QRDQNPolicy], type[QRDQNPolicy]] = {
+    QRDQNPolicy: CVaRQRDQNPolicy,
+    CnnPolicy: CVaRQRDQNCnnPolicy,
+    MultiInputPolicy: CVaRQRDQNMultiInputPolicy,
+}
+
+
 class QRDQNCVaR(QRDQN):
     """sb3-contrib's QR-DQN (discrete actions) acting greedily on ``CVaR_alpha`` of its predicted quantiles.
 
@@ -94,7 +102,8 @@ class QRDQNCVaR(QRDQN):
 
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR).
     :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
-    :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy.
+    :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
+        save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``).
     :param kwargs: QR-DQN's arguments (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with ``n_quantiles``...).
     """
 
@@ -111,6 +120,14 @@ class QRDQNCVaR(QRDQN):
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+
+    def _setup_model(self) -> None:
+        # The policy acts at the level the target uses: SB3's load(path, alpha=...) sets the attribute after the
+        # saved policy_kwargs (with the saved level) are restored, and before this builds the policy. A QR-DQN
+        # policy class (a QRDQN save's) becomes its CVaR variant, whose parameters it loads.
+        self.policy_class = CVAR_POLICIES.get(self.policy_class, self.policy_class)
+        self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
+        super()._setup_model()
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""
