@@ -1,6 +1,6 @@
 """Benchmark of the agents, each against a baseline timed in the same run.
 
-    python scripts/bench_agents.py [--cartpole-steps 20000] [--updates 10] [--repeats 3] [--threads 1]
+    python scripts/bench_agents.py [--cartpole-steps 20000] [--updates 10] [--repeats 3] [--threads 1] [--quick]
 
 0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
    ``OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean")`` and the usage line ``objective="cvar0.2"``, each
@@ -29,7 +29,7 @@ import torch
 from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.envs import make_sb3_vec_env
 
 ENV_ID = "SyntheticTailRisk-v0"
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-epochs", type=positive_int, default=10)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
-    args = parser.parse_args(argv)
+    quick = {"cartpole_steps": 500, "updates": 1, "reinforce_updates": 1, "repeats": 1, "n_epochs": 1}
+    args = parse_quick_args(parser, argv, quick)
     torch.set_num_threads(args.threads)
     steps = args.cartpole_steps
     print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")

@@ -1,6 +1,6 @@
 """Benchmark of the estimator core's hot paths, each against a baseline timed in the same run.
 
-    python scripts/bench_core.py [--repeats 200] [--big-objectives ...] [--skip-big]
+    python scripts/bench_core.py [--repeats 200] [--big-objectives ...] [--skip-big] [--quick]
 
 Targets (issue 15): per-call ``lstat_advantage`` at N = 10^4 with cached tables <= 1.5x a stable ``np.argsort``;
 first call (tables built inside it) at N = 10^4, k = 100 <= 5 ms for every objective; at N = 10^5, k = 5*10^4
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
-from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import batch, weights
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         help="objectives of the N = 10^5 first calls, among those of the N = 10^4 ones (default: all)",
     )
     parser.add_argument("--skip-big", action="store_true", help="skip the N = 10^5, k = 5*10^4 first calls")
-    args = parser.parse_args(argv)
+    args = parse_quick_args(parser, argv, {"repeats": 3, "skip_big": True})
     torch.set_num_threads(1)  # one core, like the targets
     rng = np.random.default_rng(0)
 

@@ -1,6 +1,6 @@
 """Benchmark: grouped episodic rollouts (``group_size=G``) against pooled ones at the same episode count.
 
-    python scripts/bench_groups.py [--rollouts 20] [--repeats 5] [--threads 1]
+    python scripts/bench_groups.py [--rollouts 20] [--repeats 5] [--threads 1] [--quick]
 
 Times ``collect_rollouts`` per env step (collection and advantages; the update is the same in both modes and not
 timed; per step, because the steps a rollout takes vary with its episodes' lengths) of
@@ -26,7 +26,7 @@ import time
 import torch
 
 from ordergrad_rl.agents import OrderGradPPO
-from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.options import parse_quick_args, positive_int
 
 CASES = (
     # (env id, n_envs, n_episodes, objective, group size)
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollouts", type=positive_int, default=20, help="rollouts per timed run")
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs per mode (best kept)")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
-    args = parser.parse_args(argv)
+    args = parse_quick_args(parser, argv, {"rollouts": 1, "repeats": 1})
     torch.set_num_threads(args.threads)
     header = f"{'env':<22} {'envs':>5} {'episodes':>8} {'G':>3} {'pooled us':>9} {'grouped us':>10} {'ratio':>6}"
     print(header + f" {'hooks':>6}", flush=True)

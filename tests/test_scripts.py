@@ -67,7 +67,7 @@ def test_make_saved_fixtures_refuses_an_out_that_is_a_file(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------- bench_qcritic
 def test_bench_qcritic_times_the_q_critic_model_against_ppo(capsys, one_torch_thread):
     pytest.importorskip("minatar")
-    load("bench_qcritic").main(["--updates", "1", "--repeats", "1", "--n-envs", "1", "--batch-size", "64"])
+    load("bench_qcritic").main(["--quick"])
     out = capsys.readouterr().out
     assert "SB3 PPO (scalar value head), baseline" in out
     ratio_line = next(line for line in out.splitlines() if line.startswith("OrderGradPPO q_critic"))
@@ -138,6 +138,34 @@ def test_bench_arguments_are_checked(name, argv, capsys):
         load(name).main(argv)
     assert exit_info.value.code == 2
     assert f"argument {argv[0]}:" in capsys.readouterr().err
+
+
+BENCH_NAMES = [name for name in SCRIPT_NAMES if name.startswith("bench_")]
+
+
+@pytest.mark.parametrize("name", [name for name in BENCH_NAMES if name != "bench_qcritic"])  # its own test below
+def test_every_bench_runs_quick_and_prints_ratios_against_its_baseline(name, capsys, one_torch_thread):
+    """``--quick``, CI's smoke run of each benchmark: it runs, and prints ratios against a baseline of the same run."""
+    try:
+        script = load(name)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
+            raise
+        pytest.skip(f"needs {err.name}")
+    script.main(["--quick"])
+    assert "ratio" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", BENCH_NAMES)
+def test_bench_quick_refuses_a_size_it_would_override(name, capsys):
+    try:
+        script = load(name)
+    except ModuleNotFoundError:
+        pytest.skip("an optional dependency")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--quick", "--repeats", "2"])
+    assert exit_info.value.code == 2
+    assert "--quick sets its own sizes" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("seconds", "baseline"), [(math.inf, math.inf), (math.nan, 1.0), (math.inf, 1.0)])
