@@ -168,6 +168,25 @@ def test_bench_quick_refuses_a_size_it_would_override(name, capsys):
     assert "--quick sets its own sizes" in capsys.readouterr().err
 
 
+def test_bench_groups_times_both_modes_with_the_same_baseline(monkeypatch):
+    """Pooled TargetSum fits the history baseline by default and grouped needs none: timed at their defaults, the
+    ratio measured that fit (0.2), not grouping."""
+    script = load("bench_groups")
+    monkeypatch.setattr(script, "CASES", (("TargetSum-v0", 16, 16, "top2@4", 8),))
+    models = []
+
+    def rollout_timer(model):
+        models.append(model)
+        return lambda rollouts: (1.0, 0.0)
+
+    monkeypatch.setattr(script, "rollout_timer", rollout_timer)
+    script.main(["--quick"])
+    grouped, pooled = models
+    assert grouped.group_size == 8 and pooled.group_size is None
+    assert pooled.value_baseline == grouped.value_baseline and grouped.value_baseline is False
+    assert pooled.normalize_advantage == grouped.normalize_advantage
+
+
 @pytest.mark.parametrize(("seconds", "baseline"), [(math.inf, math.inf), (math.nan, 1.0), (math.inf, 1.0)])
 def test_bench_core_never_marks_an_unmeasured_row_ok(seconds, baseline, capsys):
     load("bench_core").row("label", seconds, baseline, "baseline", "<= 1.5x", True)
