@@ -3,6 +3,7 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -166,6 +167,29 @@ def test_bench_quick_refuses_a_size_it_would_override(name, capsys):
         script.main(["--quick", "--repeats", "2"])
     assert exit_info.value.code == 2
     assert "--quick sets its own sizes" in capsys.readouterr().err
+
+
+def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_baseline(monkeypatch, capsys):
+    script = load("bench_agents")
+    runs = []
+
+    def best_run(make, repeats):
+        runs.append(make)
+        return 1.0, 100  # nothing built or trained
+
+    monkeypatch.setattr(script, "best_run", best_run)
+    script.main(["--quick"])
+    timed = [(run.args[0].__name__, run.args[4]) for run in runs if isinstance(run, functools.partial)]
+    assert timed == [
+        ("RecurrentPPO", False),
+        ("OrderGradRecurrentPPO", False),
+        ("MaskablePPO", True),
+        ("OrderGradMaskablePPO", True),
+        ("QRDQN", False),
+        ("QRDQNCVaR", False),
+    ]
+    out = capsys.readouterr().out
+    assert "MaskablePPO (baseline)" in out and "OrderGradMaskablePPO cvar0.2" in out
 
 
 def test_bench_groups_times_both_modes_with_the_same_baseline(monkeypatch):
