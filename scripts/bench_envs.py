@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> None:
         "targetsum make_sb3_vec_env (VecMonitor)": best_rate(
             sb3_vec_runner(make_sb3_vec_env(TARGETSUM, n, seed=0), tokens_vec), args.repeats
         ),
+        "targetsum SB3 DummyVecEnv (python loop)": best_rate(
+            sb3_vec_runner(DummyVecEnv([lambda: gym.make(TARGETSUM)] * n), tokens_vec[:60]), max(1, args.repeats // 2)
+        ),
         "CartPole-v1 gym.make (single)": best_rate(
             single_env_runner(gym.make("CartPole-v1"), cartpole_single), args.repeats
         ),
@@ -168,6 +171,10 @@ def main(argv: list[str] | None = None) -> None:
         "SB3 TailRiskVecEnv / SB3 DummyVecEnv": (
             "tailrisk SB3 TailRiskVecEnv",
             "tailrisk SB3 DummyVecEnv (python loop)",
+        ),
+        "targetsum make_sb3_vec_env / SB3 DummyVecEnv": (
+            "targetsum make_sb3_vec_env (VecMonitor)",
+            "targetsum SB3 DummyVecEnv (python loop)",
         ),
     }
     for name, (num, den) in ratios.items():

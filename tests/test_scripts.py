@@ -192,6 +192,15 @@ def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_basel
     assert "MaskablePPO (baseline)" in out and "OrderGradMaskablePPO cvar0.2" in out
 
 
+def test_bench_envs_times_each_native_batch_against_a_python_loop_of_single_envs(monkeypatch, capsys):
+    script = load("bench_envs")
+    monkeypatch.setattr(script, "best_rate", lambda run, repeats: 1.0)  # nothing stepped
+    script.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "SB3 TailRiskVecEnv / SB3 DummyVecEnv" in out
+    assert "targetsum make_sb3_vec_env / SB3 DummyVecEnv" in out
+
+
 def test_bench_groups_times_both_modes_with_the_same_baseline(monkeypatch):
     """Pooled TargetSum fits the history baseline by default and grouped needs none: timed at their defaults, the
     ratio measured that fit (0.2), not grouping."""
