@@ -7,7 +7,7 @@ functions), one thread:
 
 * the noise sampler's weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`, ``cvar0.2@128``)
   against the plain estimator of the same returns (:func:`~ordergrad_rl.core.lstat_advantage`), what the sampler's
-  likelihood ratios cost;
+  likelihood ratios cost, and the same for the value the agents log (``weighted_lstat_value``, ``lstat_value``);
 * a channel objective (``reward=top2@4 + 0.4*length=bot2@4``, the agents' ``episode_weights``) against the same sum
   written by hand, one core call per channel;
 * GCVaR's weights (``gcvar0.2`` through ``episode_weights``), pooled and grouped, against one vectorized
@@ -30,8 +30,8 @@ import torch
 from ordergrad_rl.agents.common.advantages import episode_weights
 from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.common.reports import best_time, ratio_header, ratio_row
-from ordergrad_rl.core import Objective, lstat_advantage, parse_objective
-from ordergrad_rl.core.weighted import weighted_lstat_advantage
+from ordergrad_rl.core import Objective, lstat_advantage, lstat_value, parse_objective
+from ordergrad_rl.core.weighted import weighted_lstat_advantage, weighted_lstat_value
 from ordergrad_rl.integrations.advantages import group_advantages, parse_group_objective
 
 N_EPISODES = 256
@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> None:
     base = f"lstat_advantage {N_EPISODES}"
     ratio_row(f"lstat_advantage cvar0.2@128, N={N_EPISODES} (baseline)", plain, plain, base)
     ratio_row(f"weighted_lstat_advantage (noise sampler), N={N_EPISODES}", weighted, plain, base)
+    plain = best_time(lambda: lstat_value(returns, cvar), repeats)  # the value the agents log every rollout
+    weighted = best_time(lambda: weighted_lstat_value(returns, rho, cvar), repeats)
+    base = f"lstat_value {N_EPISODES}"
+    ratio_row(f"lstat_value cvar0.2@128, N={N_EPISODES} (baseline)", plain, plain, base)
+    ratio_row(f"weighted_lstat_value (noise sampler), N={N_EPISODES}", weighted, plain, base)
 
     values = {"reward": rng.normal(size=(GROUPS, G)), "length": rng.integers(1, 20, size=(GROUPS, G)).astype(float)}
     channels = parse_objective(CHANNELS)

@@ -5,8 +5,9 @@
 Targets (issue 15): per-call ``lstat_advantage`` at N = 10^4 with cached tables <= 1.5x a stable ``np.argsort``;
 first call (tables built inside it) at N = 10^4, k = 100 <= 5 ms for every objective; at N = 10^5, k = 5*10^4
 <= 5 s (and <= 1 GB) for every objective; known regime, 4096 states x 18 arms, top5@10 <= 5x ``torch.sort`` of
-the same data; torch 4096 groups of N = 16, ``top2@4`` <= 3 ms. Machines are noisy: the ratios are the figures to
-compare. Accuracy is checked separately by ``scripts/check_accuracy.py``.
+the same data; torch 4096 groups of N = 16, ``top2@4`` <= 3 ms. With no target: ``lstat_value`` (NumPy, and torch
+with its backward pass, the RP estimator). Machines are noisy: the ratios are the figures to compare. Accuracy is
+checked separately by ``scripts/check_accuracy.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
+from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage, lstat_value
 from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.common.reports import best_time, ratio_header, ratio_row
 from ordergrad_rl.core import batch, weights
@@ -98,6 +99,14 @@ def main(argv: list[str] | None = None) -> None:
     grouped = best_time(lambda: lstat_advantage(groups, "cvar0.25@16"), args.repeats)
     ratio_row("np.argsort stable, 256 groups x 64 (baseline)", sort_groups, sort_groups, "argsort 256x64", "", None)
     ratio_row("lstat_advantage cvar0.25@16, 256 groups x 64", grouped, sort_groups, "argsort 256x64", "", None)
+    # The value v^alpha: the agents log it every rollout; on torch it is the differentiable RP estimator.
+    value = best_time(lambda: lstat_value(x, "cvar0.2@100"), args.repeats)
+    ratio_row("lstat_value cvar0.2@100, N=1e4, cached", value, sort_1e4, "argsort N=1e4", "", None)
+    xg = torch.randn(4096, 16, requires_grad=True)
+    sort_grad = best_time(lambda: torch.sort(xg, dim=-1, stable=True).values.sum().backward(), args.repeats)
+    value_grad = best_time(lambda: lstat_value(xg, "top2@4").sum().backward(), args.repeats)
+    ratio_row("torch.sort + backward 4096x16 (baseline)", sort_grad, sort_grad, "sort+backward", "", None)
+    ratio_row("lstat_value torch + backward 4096x16 top2@4", value_grad, sort_grad, "sort+backward", "", None)
 
     worst = 0.0
     for spec in OBJECTIVES:

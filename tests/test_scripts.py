@@ -201,6 +201,21 @@ def test_bench_envs_times_each_native_batch_against_a_python_loop_of_single_envs
     assert "targetsum make_sb3_vec_env / SB3 DummyVecEnv" in out
 
 
+@pytest.mark.parametrize(
+    ("name", "rows"),
+    [
+        ("bench_core", ["lstat_value cvar0.2@100, N=1e4", "lstat_value torch + backward"]),
+        ("bench_advantages", ["lstat_value cvar0.2@128, N=256 (baseline)", "weighted_lstat_value (noise sampler)"]),
+    ],
+)
+def test_bench_core_and_advantages_time_the_values_the_agents_log(name, rows, monkeypatch, capsys):
+    script = load(name)
+    monkeypatch.setattr(script, "best_time", lambda fn, repeats=3: 1.0)  # nothing timed
+    script.main(["--quick"])
+    out = capsys.readouterr().out
+    assert all(row in out for row in rows)
+
+
 def test_bench_groups_times_both_modes_with_the_same_baseline(monkeypatch):
     """Pooled TargetSum fits the history baseline by default and grouped needs none: timed at their defaults, the
     ratio measured that fit (0.2), not grouping."""
