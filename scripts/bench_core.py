@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--skip-big", action="store_true", help="skip the N = 10^5, k = 5*10^4 first calls")
     args = parse_quick_args(parser, argv, {"repeats": 3, "skip_big": True})
+    if args.skip_big and args.big_objectives != OBJECTIVES:
+        parser.error("--big-objectives picks the N = 10^5 first calls, which --skip-big (and --quick) skip")
     torch.set_num_threads(1)  # one core, like the targets
     rng = np.random.default_rng(0)
 

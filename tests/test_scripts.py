@@ -141,6 +141,14 @@ def test_bench_arguments_are_checked(name, argv, capsys):
     assert f"argument {argv[0]}:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("skip", ["--skip-big", "--quick"])
+def test_bench_core_refuses_big_objectives_it_would_skip(skip, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("bench_core").main(["--big-objectives", "cvar0.2", skip])
+    assert exit_info.value.code == 2
+    assert "--big-objectives picks the N = 10^5 first calls" in capsys.readouterr().err
+
+
 BENCH_NAMES = [name for name in SCRIPT_NAMES if name.startswith("bench_")]
 
 
