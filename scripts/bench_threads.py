@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--steps", type=positive_int, default=4096, help="env steps of each timed learn (rollouts of 1024, fewer below)"
     )
-    args = parse_quick_args(parser, argv, {"repeats": 1, "steps": 256})
+    args = parse_quick_args(parser, argv, {"repeats": 1, "steps": 64})
     best: dict[str, tuple[float, int]] = {}
     for _ in range(args.repeats):  # interleaved, so a change in the machine's load hits both settings
         for name, threads in (("1 thread", 1), ("torch default", None)):
