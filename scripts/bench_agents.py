@@ -1,6 +1,6 @@
 """Benchmark of the agents, each against a baseline timed in the same run.
 
-    python scripts/bench_agents.py [--cartpole-steps 20000] [--contrib-steps 5000] [--updates 10] [--repeats 3]
+    python scripts/bench_agents.py [--cartpole-steps 20000] [--contrib-steps 2048] [--updates 10] [--repeats 3]
                                    [--threads 1] [--quick]
 
 0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cartpole-steps", type=positive_int, default=20_000, help="env steps per timed CartPole run")
     parser.add_argument(
-        "--contrib-steps", type=positive_int, default=5_000, help="env steps per timed sb3-contrib CartPole run"
+        "--contrib-steps", type=positive_int, default=2048, help="env steps per timed sb3-contrib CartPole run"
     )
     parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
     parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
