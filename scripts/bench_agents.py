@@ -14,7 +14,8 @@
    per env step, as in 0 (no target yet).
 2. OrderGradPPO vs SB3's PPO with the same rollout size (256 envs x 16 steps: one 16-decision episode per env),
    ``n_epochs``, ``batch_size`` and number of timesteps, both on ``make_sb3_vec_env`` with SB3's default
-   ``MlpPolicy`` (OrderGradPPO's has no value branch). Target: wall-time ratio <= 1.10.
+   ``MlpPolicy`` (both train a value head: OrderGradPPO's value baseline, on by default here). Target: wall-time ratio
+   <= 1.10.
 3. One OrderGradREINFORCE update at the paper's portfolio size (256 episodes x 16 decisions, linear policy with
    fixed noise) and the projection to 750 updates and to the reproduction (5 seeds x 2 methods x 750 updates,
    target <= 10 minutes), against the cost of the 4096 environment steps alone (random actions).
