@@ -19,17 +19,22 @@ SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
 OPTIONAL_MODULES = {"minatar", "rliable", "pandas", "jax", "mpmath", "ray", "yaml", "trl", "transformers", "Box2D"}
 
 
+def load_or_skip(name: str):
+    """``scripts/<name>.py`` as a module; the test is skipped where the script imports a missing optional dependency."""
+    try:
+        return load(name)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
+            raise
+        pytest.skip(f"needs {err.name}")
+
+
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_every_script_prints_help_and_does_nothing_else(name, monkeypatch, capsys):
     # In-process, with the command line a user types: a help string with a bare % (argparse formats help with %),
     # an optional dependency imported before parsing, or work done before parsing fail here.
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
-    try:
-        script = load(name)
-    except ModuleNotFoundError as err:
-        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
-            raise
-        pytest.skip(f"needs {err.name}")
+    script = load_or_skip(name)
     with pytest.raises(SystemExit) as exit_info:
         script.main()
     assert exit_info.value.code == 0
@@ -155,22 +160,14 @@ BENCH_NAMES = [name for name in SCRIPT_NAMES if name.startswith("bench_")]
 @pytest.mark.parametrize("name", [name for name in BENCH_NAMES if name != "bench_qcritic"])  # its own test below
 def test_every_bench_runs_quick_and_prints_ratios_against_its_baseline(name, capsys, one_torch_thread):
     """``--quick``, CI's smoke run of each benchmark: it runs, and prints ratios against a baseline of the same run."""
-    try:
-        script = load(name)
-    except ModuleNotFoundError as err:
-        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
-            raise
-        pytest.skip(f"needs {err.name}")
+    script = load_or_skip(name)
     script.main(["--quick"])
     assert "ratio" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", BENCH_NAMES)
 def test_bench_quick_refuses_a_size_it_would_override(name, capsys):
-    try:
-        script = load(name)
-    except ModuleNotFoundError:
-        pytest.skip("an optional dependency")
+    script = load_or_skip(name)
     with pytest.raises(SystemExit) as exit_info:
         script.main(["--quick", "--repeats", "2"])
     assert exit_info.value.code == 2
