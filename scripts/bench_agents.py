@@ -1,16 +1,22 @@
 """Benchmark of the agents, each against a baseline timed in the same run.
 
-    python scripts/bench_agents.py [--cartpole-steps 20000] [--updates 10] [--repeats 3] [--threads 1]
+    python scripts/bench_agents.py [--cartpole-steps 20000] [--contrib-steps 2048] [--updates 10] [--repeats 3]
+                                   [--threads 1] [--quick]
 
 0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
    ``OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean")`` and the usage line ``objective="cvar0.2"``, each
    ``learn`` of the same budget (one env each).
    Target: wall time per env step taken <= 1.10 x SB3's (each rounds the budget up: SB3 to whole rollouts, the
    episodic agent to whole episodes; the per-call ratio is printed too).
-1. OrderGradPPO vs SB3's PPO with the same rollout size (256 envs x 16 steps: one 16-decision episode per env),
+1. sb3-contrib's algorithms against their OrderGrad variants, each at its defaults on CartPole-v1 for
+   ``--contrib-steps`` env steps (one env): ``RecurrentPPO`` vs ``OrderGradRecurrentPPO`` and ``MaskablePPO`` vs
+   ``OrderGradMaskablePPO`` (``objective="cvar0.2"``; every action allowed), ``QRDQN`` vs ``QRDQNCVaR``. Wall time
+   per env step, as in 0 (no target yet).
+2. OrderGradPPO vs SB3's PPO with the same rollout size (256 envs x 16 steps: one 16-decision episode per env),
    ``n_epochs``, ``batch_size`` and number of timesteps, both on ``make_sb3_vec_env`` with SB3's default
-   ``MlpPolicy`` (OrderGradPPO's has no value branch). Target: wall-time ratio <= 1.10.
-2. One OrderGradREINFORCE update at the paper's portfolio size (256 episodes x 16 decisions, linear policy with
+   ``MlpPolicy`` (both train a value head: OrderGradPPO's value baseline, on by default here). Target: wall-time ratio
+   <= 1.10.
+3. One OrderGradREINFORCE update at the paper's portfolio size (256 episodes x 16 decisions, linear policy with
    fixed noise) and the projection to 750 updates and to the reproduction (5 seeds x 2 methods x 750 updates,
    target <= 10 minutes), against the cost of the 4096 environment steps alone (random actions).
 
@@ -23,13 +29,24 @@ import argparse
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 
+import gymnasium as gym
 import numpy as np
 import torch
+from sb3_contrib import QRDQN, MaskablePPO, RecurrentPPO
+from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
 
-from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.agents import (
+    OrderGradMaskablePPO,
+    OrderGradPPO,
+    OrderGradRecurrentPPO,
+    OrderGradREINFORCE,
+    QRDQNCVaR,
+)
+from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.envs import make_sb3_vec_env
 
 ENV_ID = "SyntheticTailRisk-v0"
@@ -58,11 +75,38 @@ def best_time(make: Callable[[], Callable[[], object]], repeats: int) -> float:
     return best_run(make, repeats)[0]
 
 
-def cartpole_run(cls: type, steps: int, seed: int, **kwargs: object) -> Callable[[], int]:
+#: Section 1: (baseline label, baseline class, OrderGrad class, policy, OrderGrad's arguments, action masks).
+CONTRIB = (
+    ("RecurrentPPO", RecurrentPPO, OrderGradRecurrentPPO, "MlpLstmPolicy", {"objective": "cvar0.2"}, False),
+    ("MaskablePPO", MaskablePPO, OrderGradMaskablePPO, "MlpPolicy", {"objective": "cvar0.2"}, True),
+    ("QRDQN", QRDQN, QRDQNCVaR, "MlpPolicy", {}, False),
+)
+
+
+def every_action(env: gym.Env) -> np.ndarray:
+    """The action mask that allows every action (the maskable algorithms need one)."""
+    return np.ones(env.action_space.n, dtype=bool)
+
+
+def cartpole_run(
+    cls: type, steps: int, seed: int, policy: str = "MlpPolicy", masked: bool = False, **kwargs: object
+) -> Callable[[], int]:
     """``learn(steps)`` on a fresh model; the run returns the env steps it took (``num_timesteps``): SB3's PPO
-    rounds ``steps`` up to whole rollouts of 2048 steps, the episodic agents to whole episodes."""
-    model = cls("MlpPolicy", "CartPole-v1", seed=seed, device="cpu", **kwargs)
+    rounds ``steps`` up to whole rollouts of 2048 steps, the episodic agents to whole episodes. ``masked``: one
+    CartPole-v1 env with an :class:`ActionMasker` that allows every action."""
+    env = "CartPole-v1"
+    if masked:
+        env = make_vec_env(env, seed=seed, wrapper_class=ActionMasker, wrapper_kwargs={"action_mask_fn": every_action})
+    model = cls(policy, env, seed=seed, device="cpu", **kwargs)
     return lambda: model.learn(steps).num_timesteps
+
+
+def steps_row(label: str, run: tuple[float, int], baseline: tuple[float, int], target: str = "") -> None:
+    """One line of sections 0 and 1: the wall time of ``run`` (``(seconds, env steps)``), its ratio to
+    ``baseline``'s and the ratio per env step taken (each algorithm rounds the budget up differently)."""
+    (seconds, steps), (base_seconds, base_steps) = run, baseline
+    per_step = (seconds / steps) / (base_seconds / base_steps)
+    print(f"{label:<52} {seconds:9.3f}s  {seconds / base_seconds:7.2f}  {steps:>9}  {per_step:8.2f}   {target}")
 
 
 def ppo_run(cls: type, updates: int, seed: int, **kwargs: object) -> Callable[[], object]:
@@ -87,28 +131,46 @@ def env_steps_only(updates: int, seed: int) -> Callable[[], object]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cartpole-steps", type=positive_int, default=20_000, help="env steps per timed CartPole run")
+    parser.add_argument(
+        "--contrib-steps", type=positive_int, default=2048, help="env steps per timed sb3-contrib CartPole run"
+    )
     parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
     parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
     parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--n-epochs", type=positive_int, default=10)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
-    args = parser.parse_args(argv)
+    quick = {
+        "cartpole_steps": 500,
+        "contrib_steps": 128,
+        "updates": 1,
+        "reinforce_updates": 1,
+        "repeats": 1,
+        "n_epochs": 1,
+    }
+    args = parse_quick_args(parser, argv, quick)
     torch.set_num_threads(args.threads)
     steps = args.cartpole_steps
     print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")
-    sb3, sb3_steps = best_run(lambda: cartpole_run(PPO, steps, 0), args.repeats)
-    print(f"{'':<52} {'time':>10}  {'ratio':>7}  {'env steps':>9}  {'per step':>8}")
-    print(f"{'SB3 PPO (baseline)':<52} {sb3:9.3f}s  {1.0:7.2f}  {sb3_steps:>9}  {1.0:8.2f}")
+    sb3 = best_run(lambda: cartpole_run(PPO, steps, 0), args.repeats)
+    header = f"{'':<52} {'time':>10}  {'ratio':>7}  {'env steps':>9}  {'per step':>8}"
+    print(header)
+    steps_row("SB3 PPO (baseline)", sb3, sb3)
     # The mean at its defaults, and the usage line: cvar0.2 at its long-episode defaults (32 episodes per update,
     # the history baseline and its network, the level schedule), what a user who writes only the objective runs.
     for label, objective in (("OrderGradPPO mean", "mean"), ("OrderGradPPO cvar0.2 (the usage line)", "cvar0.2")):
         run = lambda objective=objective: cartpole_run(OrderGradPPO, steps, 0, objective=objective)  # noqa: E731
-        ours, our_steps = best_run(run, args.repeats)
-        # The target is per env step: each algorithm rounds the budget up differently (whole rollouts, episodes).
-        per_step = (ours / our_steps) / (sb3 / sb3_steps)  # type: ignore[operator]
-        row = f"{label:<52} {ours:9.3f}s  {ours / sb3:7.2f}  {our_steps:>9}  {per_step:8.2f}"
-        print(f"{row}   target <= 1.10")
+        steps_row(label, best_run(run, args.repeats), sb3, "target <= 1.10")  # per env step
+    print()
+
+    steps = args.contrib_steps
+    print(f"sb3-contrib on CartPole-v1, defaults, {steps} env steps on one env, best of {args.repeats}")
+    print(header)
+    for name, base_cls, cls, policy, kwargs, masked in CONTRIB:
+        base = best_run(partial(cartpole_run, base_cls, steps, 0, policy, masked), args.repeats)
+        ours = best_run(partial(cartpole_run, cls, steps, 0, policy, masked, **kwargs), args.repeats)
+        steps_row(f"{name} (baseline)", base, base)
+        steps_row(f"{cls.__name__} {kwargs.get('objective', '')}".rstrip(), ours, base)
     print()
 
     ppo_kwargs = dict(n_epochs=args.n_epochs, batch_size=args.batch_size)

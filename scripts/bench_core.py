@@ -1,18 +1,18 @@
 """Benchmark of the estimator core's hot paths, each against a baseline timed in the same run.
 
-    python scripts/bench_core.py [--repeats 200] [--big-objectives ...] [--skip-big]
+    python scripts/bench_core.py [--repeats 200] [--big-objectives ...] [--skip-big] [--quick]
 
 Targets (issue 15): per-call ``lstat_advantage`` at N = 10^4 with cached tables <= 1.5x a stable ``np.argsort``;
 first call (tables built inside it) at N = 10^4, k = 100 <= 5 ms for every objective; at N = 10^5, k = 5*10^4
 <= 5 s (and <= 1 GB) for every objective; known regime, 4096 states x 18 arms, top5@10 <= 5x ``torch.sort`` of
-the same data; torch 4096 groups of N = 16, ``top2@4`` <= 3 ms. Machines are noisy: the ratios are the figures to
-compare. Accuracy is checked separately by ``scripts/check_accuracy.py``.
+the same data; torch 4096 groups of N = 16, ``top2@4`` <= 3 ms. With no target: ``lstat_value`` (NumPy, and torch
+with its backward pass, the RP estimator). Machines are noisy: the ratios are the figures to compare. Accuracy is
+checked separately by ``scripts/check_accuracy.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -20,9 +20,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage
-from ordergrad_rl.common.options import positive_int
-from ordergrad_rl.common.reports import best_time
+from ordergrad_rl import OrderStatTransform, known_lstat_advantage, lstat_advantage, lstat_value
+from ordergrad_rl.common.options import parse_quick_args, positive_int
+from ordergrad_rl.common.reports import best_time, ratio_header, ratio_row
 from ordergrad_rl.core import batch, weights
 
 OBJECTIVES = [
@@ -54,16 +54,6 @@ def first_call(n: int, spec: str, k: int, x: np.ndarray) -> Callable[[], object]
     return run
 
 
-def row(label: str, seconds: float | None, baseline: float, base_label: str, target: str, ok: bool | None) -> None:
-    if seconds is None:
-        print(f"{label:<52} {'unsupported':>13}")
-        return
-    if ok is not None and not (math.isfinite(seconds) and math.isfinite(seconds / baseline)):
-        ok = False  # an infinite or NaN time or ratio (nothing measured) never meets a target
-    mark = "" if ok is None else ("  ok" if ok else "  MISSED")
-    print(f"{label:<52} {seconds * 1e3:10.3f} ms  {seconds / baseline:8.2f}x {base_label:<20} {target}{mark}")
-
-
 def unsupported(err: ValueError) -> bool:
     """An objective this (older) version of the core does not know."""
     return "unknown objective" in str(err) or "malformed objective" in str(err)
@@ -90,37 +80,47 @@ def main(argv: list[str] | None = None) -> None:
         help="objectives of the N = 10^5 first calls, among those of the N = 10^4 ones (default: all)",
     )
     parser.add_argument("--skip-big", action="store_true", help="skip the N = 10^5, k = 5*10^4 first calls")
-    args = parser.parse_args(argv)
+    args = parse_quick_args(parser, argv, {"repeats": 3, "skip_big": True})
+    if args.skip_big and args.big_objectives != OBJECTIVES:
+        parser.error("--big-objectives picks the N = 10^5 first calls, which --skip-big (and --quick) skip")
     torch.set_num_threads(1)  # one core, like the targets
     rng = np.random.default_rng(0)
 
-    print(f"{'measurement':<52} {'time':>13}  {'ratio':>9} {'baseline':<20} target")
+    ratio_header()
     x = rng.normal(size=10_000)
     sort_1e4 = best_time(lambda: np.argsort(x, kind="stable"), args.repeats)
-    row("np.argsort stable, N=1e4 (baseline)", sort_1e4, sort_1e4, "argsort N=1e4", "", None)
+    ratio_row("np.argsort stable, N=1e4 (baseline)", sort_1e4, sort_1e4, "argsort N=1e4", "", None)
     for spec in ("cvar0.2", "gmd"):
         lstat_advantage(x, spec, k=100)
         cached = best_time(lambda spec=spec: lstat_advantage(x, spec, k=100), args.repeats)
-        row(f"lstat_advantage {spec}@100, N=1e4, cached", cached, sort_1e4, "argsort N=1e4", "<= 1.5x",
+        ratio_row(f"lstat_advantage {spec}@100, N=1e4, cached", cached, sort_1e4, "argsort N=1e4", "<= 1.5x",
             cached <= 1.5 * sort_1e4)  # fmt: skip
     groups = rng.normal(size=(256, 64))
     sort_groups = best_time(lambda: np.argsort(groups, axis=-1, kind="stable"), args.repeats)
     lstat_advantage(groups, "cvar0.25@16")
     grouped = best_time(lambda: lstat_advantage(groups, "cvar0.25@16"), args.repeats)
-    row("np.argsort stable, 256 groups x 64 (baseline)", sort_groups, sort_groups, "argsort 256x64", "", None)
-    row("lstat_advantage cvar0.25@16, 256 groups x 64", grouped, sort_groups, "argsort 256x64", "", None)
+    ratio_row("np.argsort stable, 256 groups x 64 (baseline)", sort_groups, sort_groups, "argsort 256x64", "", None)
+    ratio_row("lstat_advantage cvar0.25@16, 256 groups x 64", grouped, sort_groups, "argsort 256x64", "", None)
+    # The value v^alpha: the agents log it every rollout; on torch it is the differentiable RP estimator.
+    value = best_time(lambda: lstat_value(x, "cvar0.2@100"), args.repeats)
+    ratio_row("lstat_value cvar0.2@100, N=1e4, cached", value, sort_1e4, "argsort N=1e4", "", None)
+    xg = torch.randn(4096, 16, requires_grad=True)
+    sort_grad = best_time(lambda: torch.sort(xg, dim=-1, stable=True).values.sum().backward(), args.repeats)
+    value_grad = best_time(lambda: lstat_value(xg, "top2@4").sum().backward(), args.repeats)
+    ratio_row("torch.sort + backward 4096x16 (baseline)", sort_grad, sort_grad, "sort+backward", "", None)
+    ratio_row("lstat_value torch + backward 4096x16 top2@4", value_grad, sort_grad, "sort+backward", "", None)
 
     worst = 0.0
     for spec in OBJECTIVES:
         seconds = timed_or_none(first_call(10_000, spec, 100, x), 5)
         worst = max(worst, seconds or 0.0)
-        row(f"first call {spec}@100, N=1e4", seconds, sort_1e4, "argsort N=1e4", "<= 5 ms",
+        ratio_row(f"first call {spec}@100, N=1e4", seconds, sort_1e4, "argsort N=1e4", "<= 5 ms",
             None if seconds is None else seconds <= 5e-3)  # fmt: skip
 
     if not args.skip_big:
         big = rng.normal(size=100_000)
         sort_1e5 = best_time(lambda: np.argsort(big, kind="stable"), 20)
-        row("np.argsort stable, N=1e5 (baseline)", sort_1e5, sort_1e5, "argsort N=1e5", "", None)
+        ratio_row("np.argsort stable, N=1e5 (baseline)", sort_1e5, sort_1e5, "argsort N=1e5", "", None)
         for spec in args.big_objectives:
             spec = BIG.get(spec, spec)
             tracemalloc.start()
@@ -135,23 +135,23 @@ def main(argv: list[str] | None = None) -> None:
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             label = f"first call {spec}@50000, N=1e5 (peak {peak / 2**20:.0f} MB)"
-            row(label, seconds, sort_1e5, "argsort N=1e5", "<= 5 s, <= 1 GB",
+            ratio_row(label, seconds, sort_1e5, "argsort N=1e5", "<= 5 s, <= 1 GB",
                 None if seconds is None else seconds <= 5.0 and peak <= 2**30)  # fmt: skip
 
     xt = torch.randn(4096, 16)
     sort_t = best_time(lambda: torch.sort(xt, dim=-1, stable=True), args.repeats)
-    row("torch.sort 4096x16 (baseline)", sort_t, sort_t, "torch.sort 4096x16", "", None)
+    ratio_row("torch.sort 4096x16 (baseline)", sort_t, sort_t, "torch.sort 4096x16", "", None)
     lstat_advantage(xt, "top2@4")
     torch_time = best_time(lambda: lstat_advantage(xt, "top2@4"), args.repeats)
-    row("lstat_advantage torch 4096x16 top2@4", torch_time, sort_t, "torch.sort 4096x16", "<= 3 ms",
+    ratio_row("lstat_advantage torch 4096x16 top2@4", torch_time, sort_t, "torch.sort 4096x16", "<= 3 ms",
         torch_time <= 3e-3)  # fmt: skip
 
     q = torch.randn(4096, 18)
     pi = torch.softmax(torch.randn(4096, 18), -1)
     sort_q = best_time(lambda: torch.sort(q, dim=-1, stable=True), args.repeats)
     known_time = best_time(lambda: known_lstat_advantage(q, pi, "top5@10"), args.repeats)
-    row("torch.sort 4096x18 (baseline)", sort_q, sort_q, "torch.sort 4096x18", "", None)
-    row("known_lstat_advantage 4096 states x 18, top5@10", known_time, sort_q, "torch.sort 4096x18", "<= 5x",
+    ratio_row("torch.sort 4096x18 (baseline)", sort_q, sort_q, "torch.sort 4096x18", "", None)
+    ratio_row("known_lstat_advantage 4096 states x 18, top5@10", known_time, sort_q, "torch.sort 4096x18", "<= 5x",
         known_time <= 5 * sort_q)  # fmt: skip
 
     try:
@@ -165,11 +165,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         adv_j(xj).block_until_ready()
     except (TypeError, ValueError):  # an older core without JAX support
-        row("lstat_advantage JAX jit cvar0.2@100, N=1e4", None, 1.0, "", "", None)
+        ratio_row("lstat_advantage JAX jit cvar0.2@100, N=1e4", None, 1.0, "", "", None)
         return
     base = best_time(lambda: sort_j(xj).block_until_ready(), args.repeats)
-    row("jnp.argsort stable jit, N=1e4 (baseline)", base, base, "jnp.argsort N=1e4", "", None)
-    row("lstat_advantage JAX jit cvar0.2@100, N=1e4 (float32)", best_time(lambda: adv_j(xj).block_until_ready(),
+    ratio_row("jnp.argsort stable jit, N=1e4 (baseline)", base, base, "jnp.argsort N=1e4", "", None)
+    ratio_row("lstat_advantage JAX jit cvar0.2@100, N=1e4 (float32)", best_time(lambda: adv_j(xj).block_until_ready(),
         args.repeats), base, "jnp.argsort N=1e4", "", None)  # fmt: skip
 
 

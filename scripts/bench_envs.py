@@ -3,7 +3,7 @@
 Every face is stepped the same way (fixed pre-drawn actions, reset on episode end) and timed with
 ``time.perf_counter`` after a warmup, best of several repeats. Single-threaded by construction.
 
-    python scripts/bench_envs.py [--repeats 5] [--num-envs 256]
+    python scripts/bench_envs.py [--repeats 5] [--num-envs 256] [--quick]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 import ordergrad_rl  # noqa: E402, F401  (registers the envs)
-from ordergrad_rl.common.options import positive_int  # noqa: E402
+from ordergrad_rl.common.options import parse_quick_args, positive_int  # noqa: E402
 from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env  # noqa: E402
 
 TAILRISK = "SyntheticTailRisk-v0"
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--num-envs", type=positive_int, default=256)
-    args = parser.parse_args(argv)
+    args = parse_quick_args(parser, argv, {"repeats": 1, "num_envs": 8})
     n, rng = args.num_envs, np.random.default_rng(0)
 
     vec_logits = rng.normal(0, 1, size=(17 * 20, n, 4)).astype(np.float32)  # 20 episodes + resets
@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         "targetsum gym.make (single)": best_rate(single_env_runner(gym.make(TARGETSUM), tokens_single), args.repeats),
         "targetsum make_sb3_vec_env (VecMonitor)": best_rate(
             sb3_vec_runner(make_sb3_vec_env(TARGETSUM, n, seed=0), tokens_vec), args.repeats
+        ),
+        "targetsum SB3 DummyVecEnv (python loop)": best_rate(
+            sb3_vec_runner(DummyVecEnv([lambda: gym.make(TARGETSUM)] * n), tokens_vec[:60]), max(1, args.repeats // 2)
         ),
         "CartPole-v1 gym.make (single)": best_rate(
             single_env_runner(gym.make("CartPole-v1"), cartpole_single), args.repeats
@@ -168,6 +171,10 @@ def main(argv: list[str] | None = None) -> None:
         "SB3 TailRiskVecEnv / SB3 DummyVecEnv": (
             "tailrisk SB3 TailRiskVecEnv",
             "tailrisk SB3 DummyVecEnv (python loop)",
+        ),
+        "targetsum make_sb3_vec_env / SB3 DummyVecEnv": (
+            "targetsum make_sb3_vec_env (VecMonitor)",
+            "targetsum SB3 DummyVecEnv (python loop)",
         ),
     }
     for name, (num, den) in ratios.items():

@@ -1,6 +1,6 @@
 """Benchmark of OrderGradPPO(advantage="q_critic") against SB3's PPO with the same network, in one run.
 
-    python scripts/bench_qcritic.py [--updates 5] [--repeats 3] [--n-envs 16] [--batch-size 256] [--threads 1]
+    python scripts/bench_qcritic.py [--updates 5] [--repeats 3] [--n-envs 16] [--batch-size 256] [--threads 1] [--quick]
 
 Both on MinAtar Breakout with the pgx network of ``ordergrad-rl reproduce minatar`` (GridCNN trunk, two 64-unit heads;
 PPO has a scalar value head, OrderGrad PPO a per-action Q head), the same ``n_envs``, ``n_steps`` (128),
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from ordergrad_rl.agents import q_critic_advantages
-from ordergrad_rl.common.options import positive_int
+from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.common.reports import best_time
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.envs.minatar import make_minatar_vec_env
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--n-envs", type=positive_int, default=16)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
-    args = parser.parse_args(argv)
+    args = parse_quick_args(parser, argv, {"updates": 1, "repeats": 1, "n_envs": 1, "batch_size": 64})
     torch.set_num_threads(args.threads)
     config = Config(n_envs=args.n_envs, batch_size=args.batch_size)
     rollout = config.n_envs * config.n_steps

@@ -3,6 +3,7 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -18,17 +19,22 @@ SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
 OPTIONAL_MODULES = {"minatar", "rliable", "pandas", "jax", "mpmath", "ray", "yaml", "trl", "transformers", "Box2D"}
 
 
+def load_or_skip(name: str):
+    """``scripts/<name>.py`` as a module; the test is skipped where the script imports a missing optional dependency."""
+    try:
+        return load(name)
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
+            raise
+        pytest.skip(f"needs {err.name}")
+
+
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
 def test_every_script_prints_help_and_does_nothing_else(name, monkeypatch, capsys):
     # In-process, with the command line a user types: a help string with a bare % (argparse formats help with %),
     # an optional dependency imported before parsing, or work done before parsing fail here.
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
-    try:
-        script = load(name)
-    except ModuleNotFoundError as err:
-        if err.name is None or err.name.split(".")[0] not in OPTIONAL_MODULES:
-            raise
-        pytest.skip(f"needs {err.name}")
+    script = load_or_skip(name)
     with pytest.raises(SystemExit) as exit_info:
         script.main()
     assert exit_info.value.code == 0
@@ -67,7 +73,7 @@ def test_make_saved_fixtures_refuses_an_out_that_is_a_file(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------- bench_qcritic
 def test_bench_qcritic_times_the_q_critic_model_against_ppo(capsys, one_torch_thread):
     pytest.importorskip("minatar")
-    load("bench_qcritic").main(["--updates", "1", "--repeats", "1", "--n-envs", "1", "--batch-size", "64"])
+    load("bench_qcritic").main(["--quick"])
     out = capsys.readouterr().out
     assert "SB3 PPO (scalar value head), baseline" in out
     ratio_line = next(line for line in out.splitlines() if line.startswith("OrderGradPPO q_critic"))
@@ -140,9 +146,105 @@ def test_bench_arguments_are_checked(name, argv, capsys):
     assert f"argument {argv[0]}:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("skip", ["--skip-big", "--quick"])
+def test_bench_core_refuses_big_objectives_it_would_skip(skip, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("bench_core").main(["--big-objectives", "cvar0.2", skip])
+    assert exit_info.value.code == 2
+    assert "--big-objectives picks the N = 10^5 first calls" in capsys.readouterr().err
+
+
+BENCH_NAMES = [name for name in SCRIPT_NAMES if name.startswith("bench_")]
+
+
+@pytest.mark.parametrize("name", [name for name in BENCH_NAMES if name != "bench_qcritic"])  # its own test below
+def test_every_bench_runs_quick_and_prints_ratios_against_its_baseline(name, capsys, one_torch_thread):
+    """``--quick``, CI's smoke run of each benchmark: it runs, and prints ratios against a baseline of the same run."""
+    script = load_or_skip(name)
+    script.main(["--quick"])
+    assert "ratio" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", BENCH_NAMES)
+def test_bench_quick_refuses_a_size_it_would_override(name, capsys):
+    script = load_or_skip(name)
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--quick", "--repeats", "2"])
+    assert exit_info.value.code == 2
+    assert "--quick sets its own sizes" in capsys.readouterr().err
+
+
+def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_baseline(monkeypatch, capsys):
+    script = load("bench_agents")
+    runs = []
+
+    def best_run(make, repeats):
+        runs.append(make)
+        return 1.0, 100  # nothing built or trained
+
+    monkeypatch.setattr(script, "best_run", best_run)
+    script.main(["--quick"])
+    timed = [(run.args[0].__name__, run.args[4]) for run in runs if isinstance(run, functools.partial)]
+    assert timed == [
+        ("RecurrentPPO", False),
+        ("OrderGradRecurrentPPO", False),
+        ("MaskablePPO", True),
+        ("OrderGradMaskablePPO", True),
+        ("QRDQN", False),
+        ("QRDQNCVaR", False),
+    ]
+    out = capsys.readouterr().out
+    assert "MaskablePPO (baseline)" in out and "OrderGradMaskablePPO cvar0.2" in out
+
+
+def test_bench_envs_times_each_native_batch_against_a_python_loop_of_single_envs(monkeypatch, capsys):
+    script = load("bench_envs")
+    monkeypatch.setattr(script, "best_rate", lambda run, repeats: 1.0)  # nothing stepped
+    script.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "SB3 TailRiskVecEnv / SB3 DummyVecEnv" in out
+    assert "targetsum make_sb3_vec_env / SB3 DummyVecEnv" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "rows"),
+    [
+        ("bench_core", ["lstat_value cvar0.2@100, N=1e4", "lstat_value torch + backward"]),
+        ("bench_advantages", ["lstat_value cvar0.2@128, N=256 (baseline)", "weighted_lstat_value (noise sampler)"]),
+    ],
+)
+def test_bench_core_and_advantages_time_the_values_the_agents_log(name, rows, monkeypatch, capsys):
+    script = load(name)
+    monkeypatch.setattr(script, "best_time", lambda fn, repeats=3: 1.0)  # nothing timed
+    script.main(["--quick"])
+    out = capsys.readouterr().out
+    assert all(row in out for row in rows)
+
+
+def test_bench_groups_times_both_modes_with_the_same_baseline(monkeypatch):
+    """Pooled TargetSum fits the history baseline by default and grouped needs none: timed at their defaults, the
+    ratio measured that fit (0.2), not grouping."""
+    script = load("bench_groups")
+    monkeypatch.setattr(script, "CASES", (("TargetSum-v0", 16, 16, "top2@4", 8),))
+    models = []
+
+    def rollout_timer(model):
+        models.append(model)
+        return lambda rollouts: (1.0, 0.0)
+
+    monkeypatch.setattr(script, "rollout_timer", rollout_timer)
+    script.main(["--quick"])
+    grouped, pooled = models
+    assert grouped.group_size == 8 and pooled.group_size is None
+    assert pooled.value_baseline == grouped.value_baseline and grouped.value_baseline is False
+    assert pooled.normalize_advantage == grouped.normalize_advantage
+
+
 @pytest.mark.parametrize(("seconds", "baseline"), [(math.inf, math.inf), (math.nan, 1.0), (math.inf, 1.0)])
-def test_bench_core_never_marks_an_unmeasured_row_ok(seconds, baseline, capsys):
-    load("bench_core").row("label", seconds, baseline, "baseline", "<= 1.5x", True)
+def test_bench_rows_never_mark_an_unmeasured_row_ok(seconds, baseline, capsys):
+    from ordergrad_rl.common.reports import ratio_row
+
+    ratio_row("label", seconds, baseline, "baseline", "<= 1.5x", True)
     assert capsys.readouterr().out.rstrip().endswith("MISSED")
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
@@ -207,6 +208,31 @@ def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> No
             parser.error(f"{option_string} does not apply here: {reason}")
 
     parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
+
+
+def parse_quick_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None, quick: Mapping[str, object]
+) -> argparse.Namespace:
+    """Parse ``argv`` with a ``--quick`` flag added: the script's smallest setting, each option of ``quick``
+    (``dest -> value``) set to its value (CI's smoke run of a benchmark or measurement; the numbers mean nothing).
+
+    An option of ``quick`` given on the command line with ``--quick`` is refused (``--quick`` would override it).
+    """
+    flags = {dest: "--" + dest.replace("_", "-") for dest in quick}
+    settings = ", ".join(flags[dest] if value is True else f"{flags[dest]} {value}" for dest, value in quick.items())
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"the smallest setting, a smoke run (CI; the numbers mean nothing): {settings}",
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        given = [flags[dest] for dest in quick if getattr(args, dest) != parser.get_default(dest)]
+        if given:
+            parser.error(f"--quick sets its own sizes (a smoke run); drop {' '.join(given)}, or drop --quick")
+        for dest, value in quick.items():
+            setattr(args, dest, value)
+    return args
 
 
 def _int_at_least(text: str, minimum: int) -> int:

@@ -107,6 +107,25 @@ def best_time(fn: Callable[[], object], repeats: int = 3, budget: float = 0.0) -
     return best
 
 
+def ratio_header() -> None:
+    """The header of a benchmark's :func:`ratio_row` lines."""
+    print(f"{'measurement':<52} {'time':>13}  {'ratio':>9} {'baseline':<20} target")
+
+
+def ratio_row(
+    label: str, seconds: float | None, baseline: float, base_label: str, target: str = "", ok: bool | None = None
+) -> None:
+    """Print one benchmark line: ``seconds`` and its ratio to ``baseline`` (timed in the same run), the target and
+    whether ``ok`` met it (``None``: no target); ``seconds=None``: a measurement this version does not support."""
+    if seconds is None:
+        print(f"{label:<52} {'unsupported':>13}")
+        return
+    if ok is not None and not (math.isfinite(seconds) and math.isfinite(seconds / baseline)):
+        ok = False  # an infinite or NaN time or ratio (nothing measured) never meets a target
+    mark = "" if ok is None else ("  ok" if ok else "  MISSED")
+    print(f"{label:<52} {seconds * 1e3:10.3f} ms  {seconds / baseline:8.2f}x {base_label:<20} {target}{mark}")
+
+
 def print_checks(checks: dict[str, bool]) -> None:
     """Print each acceptance check of a reproduction as ``[ok] name`` or ``[FAILED] name``."""
     print()
