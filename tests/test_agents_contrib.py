@@ -311,6 +311,8 @@ def test_recurrent_policy_has_no_critic_lstm_in_episodic_mode() -> None:
         (OrderGradRecurrentPPO, dict(n_episodes=1), "n_episodes"),
         (OrderGradMaskablePPO, dict(batch_size=1), "batch_size"),
         (OrderGradMaskablePPO, dict(policy_kwargs=dict(critic="q")), "critic"),
+        (OrderGradRecurrentPPO, dict(target_kl=-0.01), "target_kl must be a number"),
+        (OrderGradMaskablePPO, dict(target_kl="0.01"), "target_kl must be a number"),
     ],
 )
 def test_construction_errors(cls, kwargs: dict, message: str) -> None:

@@ -109,6 +109,17 @@ class BadValueEnv(gym.Env):
         ({"policy_kwargs": "net_arch=[64]"}, "policy_kwargs must be a dict"),
         ({"policy_kwargs": {"net_arch": [64, "x"]}}, r"policy_kwargs\['net_arch'\] must be a list of positive"),
         ({"policy_kwargs": {"net_arch": {"pi": [8], "critic": [8]}}}, r"net_arch'\] keys are 'pi' and 'vf'"),
+        # Passed on to SB3 unchecked, these failed deep in its update (a str), stopped every epoch after one
+        # minibatch (target_kl <= 0) or never (NaN), or made the policy NaN (vf_coef with a value baseline).
+        ({"target_kl": "0.01"}, "target_kl must be a number in"),
+        ({"target_kl": -1.0}, "target_kl must be a number in"),
+        ({"target_kl": float("nan")}, "target_kl must be a number in"),
+        ({"vf_coef": float("nan")}, r"vf_coef must be a number in \[0.0, inf\]"),
+        ({"vf_coef": "0.5"}, "vf_coef must be a number in"),
+        ({"gae_lambda": 1.5}, r"gae_lambda must be a number in \[0.0, 1.0\]"),
+        ({"clip_range_vf": "0.2"}, "clip_range_vf must be a number or a schedule"),
+        ({"clip_range_vf": -0.2}, "clip_range_vf must be a finite number >= 1e-12"),
+        ({"advantage": "q_critic", "n_steps": 64, "gae_lambda": float("nan")}, "gae_lambda must be a number in"),
     ],
 )
 def test_ppo_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:

@@ -112,7 +112,9 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
+        )
         self._check_value_baseline(value_baseline)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,

@@ -191,7 +191,19 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         _init_setup_model: bool = True,
     ) -> None:
         check_advantage(advantage, self.advantages)
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate,
+            gamma,
+            ent_coef,
+            max_grad_norm,
+            policy_kwargs,
+            n_epochs,
+            clip_range,
+            target_kl,
+            vf_coef,
+            gae_lambda,
+            clip_range_vf,
+        )
         if ent_coef is not None:  # SB3's PPO update multiplies by it: no schedule here (the episodic modes take one)
             check_number("ent_coef", ent_coef)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
