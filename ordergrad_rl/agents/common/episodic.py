@@ -346,7 +346,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         for name, flag in flags.items():
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
-        for name, flag in (("noise_sampler", noise_sampler), ("novelty_when_blind", novelty_when_blind)):
+        optional_flags = {
+            "noise_sampler": noise_sampler,
+            "novelty_when_blind": novelty_when_blind,
+            "reward_to_go": reward_to_go,
+        }
+        for name, flag in optional_flags.items():
             if flag is not None and not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True, False or None, got {flag!r}")
         if novelty_when_blind and drift_when_blind:
