@@ -193,6 +193,21 @@ def test_endless_episode_stops_with_the_fix_named() -> None:
 
 
 @pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+@pytest.mark.parametrize(
+    ("buffer_kwargs", "match"),
+    [
+        ("max_episode_steps=300", "rollout_buffer_kwargs must be a dict"),  # AttributeError: no .items()
+        ({"max_episode_steps": 0}, "max_episode_steps must be an integer >= 1"),  # "has run 0 steps" at the 1st step
+        ({"max_episode_steps": "300"}, "max_episode_steps must be an integer >= 1"),  # numpy's UFuncTypeError in learn
+        ({"max_episode_steps": None}, "max_episode_steps must be an integer >= 1"),  # TypeError in learn
+    ],
+)
+def test_bad_rollout_buffer_kwargs_are_refused_at_construction(algo: type, buffer_kwargs: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        algo("MlpPolicy", "CartPole-v1", n_episodes=4, rollout_buffer_kwargs=buffer_kwargs)
+
+
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
 def test_an_env_whose_time_limit_exceeds_the_bound_gets_its_whole_episodes(algo: type, tmp_path: Path) -> None:
     """An env with a TimeLimit of 150,000 steps stopped at 100,000 (MAX_EPISODE_STEPS) with an error telling the user
     to give it a time limit: the bound now gives way to the env's own limit (saved with the model); a bound the

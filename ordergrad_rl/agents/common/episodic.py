@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -390,6 +390,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
         buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
+        if not isinstance(buffer_kwargs, Mapping):
+            raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")
         # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
         # that take buffer options: sb3-contrib's RecurrentPPO takes none).
         if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
