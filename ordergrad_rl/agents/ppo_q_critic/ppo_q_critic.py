@@ -207,11 +207,12 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         if ent_coef is not None:  # SB3's PPO update multiplies by it: no schedule here (the episodic modes take one)
             check_number("ent_coef", ent_coef)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
+        n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
         super().__init__(
             policy,
             build_env(env, n_envs, seed),
             learning_rate=learning_rate,
-            n_steps=DEFAULT_N_STEPS if n_steps is None else n_steps,
+            n_steps=n_steps,
             batch_size=batch_size,
             n_epochs=n_epochs,
             gamma=0.99 if gamma is None else gamma,
@@ -259,6 +260,8 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
                 "group_size and normalize_advantage='group', 'channel' or 'running' are for advantage='episodic' "
                 "(episode weights); Q-critic mode ranks action draws per state"
             )
+        if not isinstance(normalize_advantage, bool | None):  # bool() would take "False" for True
+            raise ValueError(f"normalize_advantage must be True or False in Q-critic mode, got {normalize_advantage!r}")
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
         self._check_discrete()
