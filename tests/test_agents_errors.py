@@ -175,6 +175,9 @@ def test_q_critic_mode_names_the_episodic_arguments_it_does_not_take() -> None:
         ({"eval_freq": 0}, "eval_freq must be an integer >= 1"),
         ({"eval_freq": -5}, "eval_freq must be an integer >= 1"),
         ({"n_eval_episodes": 0}, "n_eval_episodes must be an integer >= 1"),
+        # a string is a sequence of its letters: the callback aggregated none of the infos, silently
+        ({"info_keys": "is_success"}, r"info_keys must be a sequence of info key names, e.g. \['is_success'\]"),
+        ({"info_keys": [1]}, "info_keys must be a sequence of info key names"),
     ],
 )
 def test_risk_eval_callback_refuses_bad_arguments(kwargs: dict, match: str) -> None:
