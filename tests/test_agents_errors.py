@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gymnasium.wrappers import NormalizeReward
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
@@ -322,6 +322,49 @@ def test_non_finite_env_output_in_q_critic_mode() -> None:
     envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv("obs", np.nan, at=2)]
     model = OrderGradPPO("MlpPolicy", DummyVecEnv(envs), advantage="q_critic", objective="top2@4", n_steps=8)
     with pytest.raises(ValueError, match=r"env 1 returned an observation with nan .*at num_timesteps=4"):
+        model.learn(100)
+
+
+class MisshapenStepVecEnv(VecEnvWrapper):
+    """A custom VecEnv breaking the VecEnv contract in one of its step's returns."""
+
+    def __init__(self, venv: DummyVecEnv, fault: str) -> None:
+        super().__init__(venv)
+        self.fault = fault
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        if self.fault == "column rewards":
+            rewards = rewards[:, None]
+        elif self.fault == "complex rewards":
+            rewards = rewards.astype(np.complex64)
+        elif self.fault == "float dones":
+            dones = dones.astype(np.float32)
+        elif self.fault == "short infos":
+            infos = infos[:1]
+        return obs, rewards, dones, infos
+
+
+@pytest.mark.parametrize("advantage", ["episodic", "q_critic"])
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        # NumPy's "object too deep for desired array" in the buffer; the imaginary part dropped silently; NumPy's
+        # "ufunc 'bitwise_and' not supported"; an IndexError
+        ("column rewards", r"rewards of shape \(2, 1\)"),
+        ("complex rewards", "rewards of dtype complex64"),
+        ("float dones", "dones of shape \\(2,\\) and dtype float32"),
+        ("short infos", "1 infos"),
+    ],
+)
+def test_a_vec_env_step_breaking_the_contract_is_named(advantage: str, fault: str, problem: str) -> None:
+    env = MisshapenStepVecEnv(DummyVecEnv([lambda: BadValueEnv("none")] * 2), fault)
+    kwargs = {"n_steps": 8, "objective": "top2@4"} if advantage == "q_critic" else {"n_episodes": 4}
+    model = OrderGradPPO("MlpPolicy", env, advantage=advantage, **kwargs)
+    with pytest.raises(ValueError, match=rf"the VecEnv's step returned {problem} for 2 envs at num_timesteps=2"):
         model.learn(100)
 
 

@@ -51,7 +51,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
-from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
+from ordergrad_rl.agents.common.checks import check_finite_step, check_step_returns, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
@@ -751,6 +751,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             actions = actions_t.cpu().numpy()
             new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
             self.num_timesteps += env.num_envs
+            check_step_returns(rewards, dones, infos, env.num_envs, f"at num_timesteps={self.num_timesteps}")
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
             callback.update_locals(locals())
