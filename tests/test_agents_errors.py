@@ -109,6 +109,9 @@ class BadValueEnv(gym.Env):
         ({"policy_kwargs": "net_arch=[64]"}, "policy_kwargs must be a dict"),
         ({"policy_kwargs": {"net_arch": [64, "x"]}}, r"policy_kwargs\['net_arch'\] must be a list of positive"),
         ({"policy_kwargs": {"net_arch": {"pi": [8], "critic": [8]}}}, r"net_arch'\] keys are 'pi' and 'vf'"),
+        # read as True: learn_log_std="False" learned the log-std
+        ({"policy_kwargs": {"learn_log_std": "False"}}, r"policy_kwargs\['learn_log_std'\] must be True or False"),
+        ({"policy_kwargs": {"zero_init_action_net": 1}}, r"policy_kwargs\['zero_init_action_net'\] must be True or"),
         # Passed on to SB3 unchecked, these failed deep in its update (a str), stopped every epoch after one
         # minibatch (target_kl <= 0) or never (NaN), or made the policy NaN (vf_coef with a value baseline).
         ({"target_kl": "0.01"}, "target_kl must be a number in"),
