@@ -11,6 +11,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 from gymnasium.wrappers import NormalizeReward
 from stable_baselines3 import PPO
@@ -123,11 +124,25 @@ class BadValueEnv(gym.Env):
         ({"clip_range_vf": "0.2"}, "clip_range_vf must be a number or a schedule"),
         ({"clip_range_vf": -0.2}, "clip_range_vf must be a finite number >= 1e-12"),
         ({"advantage": "q_critic", "n_steps": 64, "gae_lambda": float("nan")}, "gae_lambda must be a number in"),
+        # Gymnasium's "Seed must be a python integer" / "greater or equal to zero" from inside SB3's env building
+        ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32 - 1\]"),
+        ({"seed": 2.5}, "seed must be None or an integer"),
+        ({"advantage": "q_critic", "n_steps": 64, "seed": "0"}, "seed must be None or an integer"),
     ],
 )
 def test_ppo_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OrderGradPPO("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"objective": "mean", "n_episodes": 4}, {"advantage": "q_critic", "n_steps": 16}])
+def test_a_numpy_integer_seed_is_the_seed(kwargs: dict) -> None:
+    """``seed=np.int64(3)`` (as ``np.arange`` gives seeds) failed in Gymnasium ("Seed must be a python integer")."""
+    kwargs = {"objective": "top2@4"} | kwargs
+    models = [OrderGradPPO("MlpPolicy", "CartPole-v1", seed=seed, **kwargs).learn(40) for seed in (np.int64(3), 3)]
+    assert models[0].seed == 3 and type(models[0].seed) is int
+    for a, b in zip(models[0].policy.parameters(), models[1].policy.parameters(), strict=True):
+        assert th.equal(a, b)
 
 
 @pytest.mark.parametrize(

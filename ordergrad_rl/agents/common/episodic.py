@@ -77,7 +77,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
-from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.common.arguments import check_float, check_seed
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
@@ -357,6 +357,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if novelty_when_blind and drift_when_blind:
             raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
+        seed = check_seed(seed)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         env_limit = episode_limit(env)
         long = long_episodes(parsed, env_limit if long_episode_defaults else None)

@@ -44,7 +44,7 @@ from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.agents.ppo_q_critic.policies import Q_CRITIC_POLICIES, Q_CRITIC_POLICY_ALIASES
-from ordergrad_rl.common.arguments import check_int, check_number
+from ordergrad_rl.common.arguments import check_int, check_number, check_seed
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.core.objectives import ObjectiveLike
 
@@ -208,6 +208,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             check_number("ent_coef", ent_coef)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
         n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
+        seed = check_seed(seed)
         super().__init__(
             policy,
             build_env(env, n_envs, seed),
