@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ordergrad_rl.core._xp import to_numpy
+
 CVAR_LEVELS: tuple[float, ...] = (0.05, 0.1, 0.2)
 QUANTILE_LEVELS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -31,7 +33,8 @@ def risk_profile(
 ) -> dict[str, float]:
     """Summary statistics of a batch of returns (higher is better).
 
-    :param returns: shape ``(n,)`` (any shape is flattened), finite, ``n >= 1``.
+    :param returns: shape ``(n,)`` (any shape is flattened), finite, ``n >= 1``: a sequence, or an array of NumPy,
+        PyTorch (gradients and devices allowed), JAX or CuPy.
     :param cvar_levels: lower-tail levels ``a`` in (0, 1] for ``cvar_<a>``.
     :param quantile_levels: levels ``q`` in [0, 1] for ``quantile_<q>`` (Hazen).
     :param weights: ``(n,)`` positive likelihood ratios of a batch drawn by a sampler (the noise sampler's): the
@@ -41,13 +44,18 @@ def risk_profile(
     :return: ``{"mean", "std" (population), "min", "max", "cvar_0.05", ..., "quantile_0.05", ...}`` as floats,
         the keys TensorBoard logs under ``risk/`` and ``eval_risk/``.
     """
-    values = np.asarray(returns, dtype=np.float64).ravel()
+    values = to_numpy(returns)
+    if values.dtype.kind == "c":
+        raise TypeError(f"returns must be real numbers, got dtype {values.dtype}; pass the real part explicitly")
+    values = np.asarray(values, dtype=np.float64).ravel()
     if values.size == 0:
         raise ValueError("risk_profile needs at least one return")
     if not np.all(np.isfinite(values)):
         raise ValueError("returns contain NaN or inf")
     if any(not 0.0 < level <= 1.0 for level in cvar_levels):
         raise ValueError(f"CVaR levels must be in (0, 1], got {list(cvar_levels)}")
+    if any(not 0.0 <= level <= 1.0 for level in quantile_levels):  # the weighted profile would clamp them silently
+        raise ValueError(f"quantile levels must be in [0, 1], got {list(quantile_levels)}")
     if weights is not None:
         return _weighted_profile(values, weights, cvar_levels, quantile_levels)
     profile = {

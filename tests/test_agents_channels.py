@@ -58,6 +58,8 @@ def test_grammar() -> None:
         ({"reward": "top2@4", "len gth": "mean"}, "channel names are"),
         ({"reward": ("top2@4", float("nan"))}, "must be a finite real number"),
         ({"reward": ("top2@4", "0.4")}, "must be a finite real number"),
+        ({"reward": ("top2@4", 0.4, 1)}, r"channel 'reward': expected an objective or an \(objective, weight\) pair"),
+        ({"reward": ()}, r"channel 'reward': expected an objective or an \(objective, weight\) pair"),
         ({"reward": "top2@4", "length": "tpo2@4"}, "channel 'length'"),
         ("reward=top2@4 + reward=mean", "distinct"),
     ],

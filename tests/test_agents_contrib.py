@@ -37,7 +37,7 @@ def recurrent_probs(model) -> np.ndarray:
     return distribution.distribution.probs.numpy()[0]
 
 
-def masked_bandit(allowed: tuple[bool, bool, bool] = (True, True, True), n_envs: int = 16, seed: int = 1):
+def masked_bandit(allowed: tuple[bool, ...] = (True, True, True), n_envs: int = 16, seed: int = 1):
     mask = np.array(allowed)
     return make_vec_env(
         "RiskyBandit-v0", n_envs=n_envs, seed=seed, wrapper_class=ActionMasker,
@@ -143,6 +143,11 @@ def test_masks_are_required_and_must_allow_an_action() -> None:
     model = OrderGradMaskablePPO("MlpPolicy", masked_bandit((False, False, False), n_envs=2), n_episodes=8, seed=0)
     with pytest.raises(ValueError, match="allows no action"):
         model.learn(8)
+    # a mask of another width failed in torch's reshape inside sb3-contrib's distribution
+    for mask in ((True, False), (True, False, True, True)):
+        model = OrderGradMaskablePPO("MlpPolicy", masked_bandit(mask, n_envs=2), n_episodes=8, seed=0)
+        with pytest.raises(ValueError, match=rf"returned {2 * len(mask)} entries for 2 envs .* needs 3 per env"):
+            model.learn(8)
 
 
 # ---------------------------------------------------------------------------------------------- exact gradients
@@ -391,6 +396,8 @@ def test_recurrent_policy_has_no_critic_lstm_in_episodic_mode() -> None:
         (OrderGradRecurrentPPO, dict(n_episodes=1), "n_episodes"),
         (OrderGradMaskablePPO, dict(batch_size=1), "batch_size"),
         (OrderGradMaskablePPO, dict(policy_kwargs=dict(critic="q")), "critic"),
+        (OrderGradRecurrentPPO, dict(target_kl=-0.01), "target_kl must be a number"),
+        (OrderGradMaskablePPO, dict(target_kl="0.01"), "target_kl must be a number"),
     ],
 )
 def test_construction_errors(cls, kwargs: dict, message: str) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 from gymnasium.wrappers import NormalizeReward
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
@@ -109,11 +110,39 @@ class BadValueEnv(gym.Env):
         ({"policy_kwargs": "net_arch=[64]"}, "policy_kwargs must be a dict"),
         ({"policy_kwargs": {"net_arch": [64, "x"]}}, r"policy_kwargs\['net_arch'\] must be a list of positive"),
         ({"policy_kwargs": {"net_arch": {"pi": [8], "critic": [8]}}}, r"net_arch'\] keys are 'pi' and 'vf'"),
+        # read as True: learn_log_std="False" learned the log-std
+        ({"policy_kwargs": {"learn_log_std": "False"}}, r"policy_kwargs\['learn_log_std'\] must be True or False"),
+        ({"policy_kwargs": {"zero_init_action_net": 1}}, r"policy_kwargs\['zero_init_action_net'\] must be True or"),
+        # Passed on to SB3 unchecked, these failed deep in its update (a str), stopped every epoch after one
+        # minibatch (target_kl <= 0) or never (NaN), or made the policy NaN (vf_coef with a value baseline).
+        ({"target_kl": "0.01"}, "target_kl must be a number in"),
+        ({"target_kl": -1.0}, "target_kl must be a number in"),
+        ({"target_kl": float("nan")}, "target_kl must be a number in"),
+        ({"vf_coef": float("nan")}, r"vf_coef must be a number in \[0.0, inf\]"),
+        ({"vf_coef": "0.5"}, "vf_coef must be a number in"),
+        ({"gae_lambda": 1.5}, r"gae_lambda must be a number in \[0.0, 1.0\]"),
+        ({"clip_range_vf": "0.2"}, "clip_range_vf must be a number or a schedule"),
+        ({"clip_range_vf": -0.2}, "clip_range_vf must be a finite number >= 1e-12"),
+        ({"advantage": "q_critic", "n_steps": 64, "gae_lambda": float("nan")}, "gae_lambda must be a number in"),
+        # Gymnasium's "Seed must be a python integer" / "greater or equal to zero" from inside SB3's env building
+        ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32 - 1\]"),
+        ({"seed": 2.5}, "seed must be None or an integer"),
+        ({"advantage": "q_critic", "n_steps": 64, "seed": "0"}, "seed must be None or an integer"),
     ],
 )
 def test_ppo_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OrderGradPPO("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"objective": "mean", "n_episodes": 4}, {"advantage": "q_critic", "n_steps": 16}])
+def test_a_numpy_integer_seed_is_the_seed(kwargs: dict) -> None:
+    """``seed=np.int64(3)`` (as ``np.arange`` gives seeds) failed in Gymnasium ("Seed must be a python integer")."""
+    kwargs = {"objective": "top2@4"} | kwargs
+    models = [OrderGradPPO("MlpPolicy", "CartPole-v1", seed=seed, **kwargs).learn(40) for seed in (np.int64(3), 3)]
+    assert models[0].seed == 3 and type(models[0].seed) is int
+    for a, b in zip(models[0].policy.parameters(), models[1].policy.parameters(), strict=True):
+        assert th.equal(a, b)
 
 
 @pytest.mark.parametrize(
@@ -164,6 +193,9 @@ def test_q_critic_mode_names_the_episodic_arguments_it_does_not_take() -> None:
         ({"eval_freq": 0}, "eval_freq must be an integer >= 1"),
         ({"eval_freq": -5}, "eval_freq must be an integer >= 1"),
         ({"n_eval_episodes": 0}, "n_eval_episodes must be an integer >= 1"),
+        # a string is a sequence of its letters: the callback aggregated none of the infos, silently
+        ({"info_keys": "is_success"}, r"info_keys must be a sequence of info key names, e.g. \['is_success'\]"),
+        ({"info_keys": [1]}, "info_keys must be a sequence of info key names"),
     ],
 )
 def test_risk_eval_callback_refuses_bad_arguments(kwargs: dict, match: str) -> None:
@@ -179,6 +211,21 @@ def test_endless_episode_stops_with_the_fix_named() -> None:
     with pytest.raises(ValueError, match=r"env 0's episode has run 300 steps.*TimeLimit"):
         model.learn(1000)
     assert model.num_timesteps == 300  # stopped at the bound, not later
+
+
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+@pytest.mark.parametrize(
+    ("buffer_kwargs", "match"),
+    [
+        ("max_episode_steps=300", "rollout_buffer_kwargs must be a dict"),  # AttributeError: no .items()
+        ({"max_episode_steps": 0}, "max_episode_steps must be an integer >= 1"),  # "has run 0 steps" at the 1st step
+        ({"max_episode_steps": "300"}, "max_episode_steps must be an integer >= 1"),  # numpy's UFuncTypeError in learn
+        ({"max_episode_steps": None}, "max_episode_steps must be an integer >= 1"),  # TypeError in learn
+    ],
+)
+def test_bad_rollout_buffer_kwargs_are_refused_at_construction(algo: type, buffer_kwargs: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        algo("MlpPolicy", "CartPole-v1", n_episodes=4, rollout_buffer_kwargs=buffer_kwargs)
 
 
 @pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
@@ -293,6 +340,49 @@ def test_non_finite_env_output_in_q_critic_mode() -> None:
     envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv("obs", np.nan, at=2)]
     model = OrderGradPPO("MlpPolicy", DummyVecEnv(envs), advantage="q_critic", objective="top2@4", n_steps=8)
     with pytest.raises(ValueError, match=r"env 1 returned an observation with nan .*at num_timesteps=4"):
+        model.learn(100)
+
+
+class MisshapenStepVecEnv(VecEnvWrapper):
+    """A custom VecEnv breaking the VecEnv contract in one of its step's returns."""
+
+    def __init__(self, venv: DummyVecEnv, fault: str) -> None:
+        super().__init__(venv)
+        self.fault = fault
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        if self.fault == "column rewards":
+            rewards = rewards[:, None]
+        elif self.fault == "complex rewards":
+            rewards = rewards.astype(np.complex64)
+        elif self.fault == "float dones":
+            dones = dones.astype(np.float32)
+        elif self.fault == "short infos":
+            infos = infos[:1]
+        return obs, rewards, dones, infos
+
+
+@pytest.mark.parametrize("advantage", ["episodic", "q_critic"])
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        # NumPy's "object too deep for desired array" in the buffer; the imaginary part dropped silently; NumPy's
+        # "ufunc 'bitwise_and' not supported"; an IndexError
+        ("column rewards", r"rewards of shape \(2, 1\)"),
+        ("complex rewards", "rewards of dtype complex64"),
+        ("float dones", "dones of shape \\(2,\\) and dtype float32"),
+        ("short infos", "1 infos"),
+    ],
+)
+def test_a_vec_env_step_breaking_the_contract_is_named(advantage: str, fault: str, problem: str) -> None:
+    env = MisshapenStepVecEnv(DummyVecEnv([lambda: BadValueEnv("none")] * 2), fault)
+    kwargs = {"n_steps": 8, "objective": "top2@4"} if advantage == "q_critic" else {"n_episodes": 4}
+    model = OrderGradPPO("MlpPolicy", env, advantage=advantage, **kwargs)
+    with pytest.raises(ValueError, match=rf"the VecEnv's step returned {problem} for 2 envs at num_timesteps=2"):
         model.learn(100)
 
 

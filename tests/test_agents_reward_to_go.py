@@ -104,3 +104,12 @@ def test_defaults_and_refusal() -> None:
     assert not OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="mean", reward_to_go=False).reward_to_go
     with pytest.raises(ValueError, match="reward_to_go needs the mean objective"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", reward_to_go=True)
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+@pytest.mark.parametrize("flag", ["False", 0, np.True_])
+def test_reward_to_go_refuses_what_is_not_a_bool(cls: type, flag: object) -> None:
+    """``reward_to_go="False"`` turned reward-to-go on (any truthy value did), where the agents' other flags refuse
+    anything but True, False (or None)."""
+    with pytest.raises(ValueError, match="reward_to_go must be True, False or None"):
+        cls("MlpPolicy", "CartPole-v1", objective="mean", reward_to_go=flag)

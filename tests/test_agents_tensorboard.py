@@ -223,10 +223,12 @@ def test_default_run_name_is_algorithm_and_objective_and_slashes_group_runs(tmp_
     cvar.learn(8)
     OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8, tensorboard_log=str(tmp_path)).learn(8)
     cvar.learn(8, tb_log_name="mine")  # an explicit name wins
+    cvar.learn(8, tb_log_name=7)  # formatted as SB3 formats it (it raised AttributeError: no 'rpartition')
     for _ in range(2):
         cvar.learn(8, tb_log_name="OrderGradPPO_cvar/seed0")
     runs = sorted(str(p.parent.relative_to(tmp_path)) for p in tmp_path.rglob("events.out.tfevents.*"))
     assert runs == [
+        "7_1",
         "OrderGradPPO_cvar/seed0_1",
         "OrderGradPPO_cvar/seed0_2",
         "OrderGradPPO_cvar0.25@4_1",

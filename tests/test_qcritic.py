@@ -190,6 +190,13 @@ def test_invalid_action_spaces_and_combinations_are_refused() -> None:
         OrderGradPPO("MlpPolicy", counter_vec_env(), n_steps=8)
     with pytest.raises(ValueError, match="ent_coef must be a number"):  # SB3's update multiplies by it
         q_model(ent_coef=lambda progress_remaining: 0.01 * progress_remaining)
+    # bool("False") turned the normalization on; n_steps went to SB3 unchecked (its assertion, or a TypeError)
+    for flag in ("False", 0, "group "):
+        with pytest.raises(ValueError, match="normalize_advantage must be True or False in Q-critic mode"):
+            q_model(normalize_advantage=flag)
+    for n_steps in ("64", 2.5, 0):
+        with pytest.raises(ValueError, match="n_steps must be an integer >= 1"):
+            q_model(n_steps=n_steps)
 
 
 def test_defaults_of_the_mode() -> None:

@@ -39,6 +39,22 @@ def test_bad_returns():
         risk_profile([1.0], cvar_levels=[0.0])
 
 
+def test_returns_of_other_array_libraries_and_bad_levels():
+    """A torch tensor that requires grad is profiled like its values (it raised torch's RuntimeError), complex returns
+    are refused as the estimator core refuses them (their imaginary part was dropped with a warning), and quantile
+    levels outside [0, 1] are refused with or without weights (the weighted profile clamped them silently)."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(10.0)
+    assert risk_profile(torch.tensor(x, requires_grad=True)) == risk_profile(x)
+    with pytest.raises(TypeError, match="complex"):
+        risk_profile(x.astype(complex))
+    for weights in (None, np.ones(10)):
+        with pytest.raises(ValueError, match=r"quantile levels must be in \[0, 1\]"):
+            risk_profile(x, quantile_levels=[1.5], weights=weights)
+        with pytest.raises(ValueError, match="quantile levels"):
+            risk_profile(x, quantile_levels=[np.nan], weights=weights)
+
+
 def test_a_weighted_profile_is_the_profile_of_the_weighted_distribution():
     rng = np.random.default_rng(0)
     returns = rng.normal(size=20)

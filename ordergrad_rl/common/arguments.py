@@ -20,6 +20,19 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as an ``int`` (NumPy integers included, as ``np.arange`` gives them), or ``None``.
+
+    :raises ValueError: anything else, or an integer outside NumPy's seed range ``[0, 2**32 - 1]`` (SB3 and
+        Gymnasium failed on these with their own errors, ``np.int64`` seeds among them).
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be None or an integer in [0, 2**32 - 1], got {seed!r}")
+    return int(seed)
+
+
 def check_float(
     name: str, value: Any, low: float = -math.inf, high: float = math.inf, *, open_high: bool = False
 ) -> float:

@@ -122,6 +122,10 @@ class ChannelObjective:
         elif isinstance(spec, Mapping):
             items = []
             for name, value in spec.items():
+                if isinstance(value, tuple) and len(value) != 2:  # unpacking named neither the channel nor the form
+                    raise ValueError(
+                        f"channel {name!r}: expected an objective or an (objective, weight) pair, got {value}"
+                    )
                 objective, weight = value if isinstance(value, tuple) else (value, 1.0)
                 items.append((name, objective, weight))
         else:

@@ -21,7 +21,7 @@ from stable_baselines3.common.utils import LinearSchedule
 
 from ordergrad_rl.agents.common.advantages import RUNNING
 from ordergrad_rl.agents.common.history_baseline import HISTORY
-from ordergrad_rl.common.arguments import check_int, check_number, check_schedule
+from ordergrad_rl.common.arguments import check_float, check_int, check_number, check_schedule
 from ordergrad_rl.common.schedules import HeldLinearSchedule
 from ordergrad_rl.core import ChannelObjective, Objective
 
@@ -630,14 +630,25 @@ def check_ppo_arguments(
     policy_kwargs: Any,
     n_epochs: Any,
     clip_range: Any,
+    target_kl: Any = None,
+    vf_coef: Any = 0.0,
+    gae_lambda: Any = 1.0,
+    clip_range_vf: Any = None,
 ) -> None:
-    """:func:`check_common_arguments` and PPO's own ``n_epochs`` and ``clip_range``.
+    """:func:`check_common_arguments` and PPO's own ``n_epochs``, ``clip_range``, ``target_kl``, ``vf_coef``,
+    ``gae_lambda`` and ``clip_range_vf`` (the last three where the algorithm takes them; their defaults pass).
 
     :raises ValueError: naming the first bad argument.
     """
     check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
     check_int("n_epochs", n_epochs, 1)
     check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
+    if target_kl is not None:  # SB3 stops an epoch at approx_kl > 1.5 * target_kl: NaN never, <= 0 at once
+        check_float("target_kl", target_kl, 1e-12)
+    check_float("vf_coef", vf_coef, 0.0)
+    check_float("gae_lambda", gae_lambda, 0.0, 1.0)
+    if clip_range_vf is not None:
+        check_schedule("clip_range_vf", clip_range_vf, minimum=1e-12)
 
 
 def check_buffer_class(buffer_class: Any, expected: type) -> type:

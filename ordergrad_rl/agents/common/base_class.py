@@ -248,7 +248,7 @@ class OrderGradAlgorithmMixin:
         tb_log_name: str | None = None,
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        parent, _, name = (tb_log_name or self.run_name()).rpartition("/")
+        parent, _, name = str(tb_log_name or self.run_name()).rpartition("/")  # SB3 formats it into the run name
         log_dir = self.tensorboard_log  # type: ignore[has-type]
         # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
         run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir

@@ -32,6 +32,7 @@ from stable_baselines3.common.type_aliases import DictRolloutBufferSamples, Roll
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards
+from ordergrad_rl.common.arguments import check_int
 
 Obs = np.ndarray | dict[str, np.ndarray]
 
@@ -111,7 +112,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         n_episodes: int | None = None,
     ) -> None:
         super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
-        self.max_episode_steps = max_episode_steps
+        self.max_episode_steps = check_int("max_episode_steps", max_episode_steps, 1)
         self.gae_lambda = gae_lambda
         self.gamma = gamma
         self.n_episodes = buffer_size * n_envs if n_episodes is None else int(n_episodes)

@@ -178,6 +178,9 @@ class RiskEvalCallback(PeriodicEvalCallback):
         warn: bool = True,
     ) -> None:
         check_int("n_eval_episodes", n_eval_episodes, 1)
+        if isinstance(info_keys, str) or not all(isinstance(key, str) for key in info_keys or ()):
+            # a string is a sequence of its letters: info_keys="is_success" aggregated none of the infos
+            raise ValueError(f"info_keys must be a sequence of info key names, e.g. ['is_success'], got {info_keys!r}")
         super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
         self.n_eval_episodes = n_eval_episodes
         self.deterministic = deterministic

@@ -6,7 +6,7 @@ would act in wrongly; and reward normalizations whose running scale changes the 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 import numpy as np
@@ -98,6 +98,30 @@ def finite_step_error(obs: Any, rewards: np.ndarray, where: str) -> str | None:
     return None
 
 
+def check_step_returns(rewards: Any, dones: Any, infos: Any, n_envs: int, where: str) -> None:
+    """``ValueError`` unless a VecEnv's step returned what SB3's VecEnvs return: ``n_envs`` real rewards, ``n_envs``
+    boolean (or integer) dones and ``n_envs`` infos. A custom VecEnv's ``[n_envs, 1]`` rewards or float dones failed
+    in NumPy inside the rollout buffer ("object too deep for desired array"), and complex rewards lost their
+    imaginary part.
+
+    :param where: when it happened, e.g. ``"at num_timesteps=1024"``.
+    """
+    problem = None
+    if np.shape(rewards) != (n_envs,):
+        problem = f"rewards of shape {np.shape(rewards)}"
+    elif np.asarray(rewards).dtype.kind not in "biuf":
+        problem = f"rewards of dtype {np.asarray(rewards).dtype}"
+    elif np.shape(dones) != (n_envs,) or np.asarray(dones).dtype.kind not in "biu":
+        problem = f"dones of shape {np.shape(dones)} and dtype {np.asarray(dones).dtype}"
+    elif not isinstance(infos, Sized) or len(infos) != n_envs:
+        problem = f"{len(infos)} infos" if isinstance(infos, Sized) else f"infos {infos!r}"
+    if problem is not None:
+        raise ValueError(
+            f"the VecEnv's step returned {problem} for {n_envs} envs {where}: a VecEnv returns one real reward, "
+            "one bool done and one info dict per env (rewards and dones of shape (n_envs,))"
+        )
+
+
 def check_finite_step(obs: Any, rewards: np.ndarray | None, where: str) -> None:
     """``ValueError`` from :func:`finite_step_error` if an observation or reward is not finite."""
     message = finite_step_error(obs, rewards, where)
@@ -106,7 +130,8 @@ def check_finite_step(obs: Any, rewards: np.ndarray | None, where: str) -> None:
 
 
 class FiniteStepCheckVecEnv(VecEnvWrapper):
-    """Passes every step of ``venv`` through :func:`check_finite_step` before the collector (and the policy) sees it.
+    """Passes every step of ``venv`` through :func:`check_step_returns` and :func:`check_finite_step` before the
+    collector (and the policy) sees it.
 
     Used around SB3's own collection loop (Q-critic mode); the episodic collector calls the check directly.
 
@@ -125,5 +150,7 @@ class FiniteStepCheckVecEnv(VecEnvWrapper):
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        check_finite_step(obs, rewards, f"at num_timesteps={self._timesteps() + self.num_envs}")
+        where = f"at num_timesteps={self._timesteps() + self.num_envs}"
+        check_step_returns(rewards, dones, infos, self.num_envs, where)
+        check_finite_step(obs, rewards, where)
         return obs, rewards, dones, infos

@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -51,7 +51,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
-from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
+from ordergrad_rl.agents.common.checks import check_finite_step, check_step_returns, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
@@ -77,7 +77,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
-from ordergrad_rl.common.arguments import check_float
+from ordergrad_rl.common.arguments import check_float, check_seed
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
@@ -346,12 +346,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         for name, flag in flags.items():
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
-        for name, flag in (("noise_sampler", noise_sampler), ("novelty_when_blind", novelty_when_blind)):
+        optional_flags = {
+            "noise_sampler": noise_sampler,
+            "novelty_when_blind": novelty_when_blind,
+            "reward_to_go": reward_to_go,
+        }
+        for name, flag in optional_flags.items():
             if flag is not None and not isinstance(flag, bool):
                 raise ValueError(f"{name} must be True, False or None, got {flag!r}")
         if novelty_when_blind and drift_when_blind:
             raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
+        seed = check_seed(seed)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
         env_limit = episode_limit(env)
         long = long_episodes(parsed, env_limit if long_episode_defaults else None)
@@ -385,6 +391,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
         buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
+        if not isinstance(buffer_kwargs, Mapping):
+            raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")
         # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
         # that take buffer options: sb3-contrib's RecurrentPPO takes none).
         if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
@@ -744,6 +752,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             actions = actions_t.cpu().numpy()
             new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
             self.num_timesteps += env.num_envs
+            check_step_returns(rewards, dones, infos, env.num_envs, f"at num_timesteps={self.num_timesteps}")
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
             # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).

@@ -161,6 +161,9 @@ class OrderGradPolicyMixin:
     ) -> None:
         if critic not in CRITICS:
             raise ValueError(f"unknown critic {critic!r}; expected one of {CRITICS}")
+        for name, flag in (("learn_log_std", learn_log_std), ("zero_init_action_net", zero_init_action_net)):
+            if not isinstance(flag, bool):  # "False" would read as True
+                raise ValueError(f"policy_kwargs['{name}'] must be True or False, got {flag!r}")
         if critic == "q" and not isinstance(action_space, spaces.Discrete):
             raise ValueError(f"a per-action Q critic needs a Discrete action space, got {action_space}")
         if args:

@@ -442,7 +442,19 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
                 f"advantage='q_critic' is the algorithm OrderGradQCriticPPO: {type(self).__name__} subclasses "
                 "OrderGradPPO (episodic); subclass ordergrad_rl.agents.OrderGradQCriticPPO instead"
             )
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate,
+            gamma,
+            ent_coef,
+            max_grad_norm,
+            policy_kwargs,
+            n_epochs,
+            clip_range,
+            target_kl,
+            vf_coef,
+            gae_lambda,
+            clip_range_vf,
+        )
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         self._check_value_baseline(value_baseline)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.callbacks import BaseCallback
@@ -29,6 +30,18 @@ from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
+
+
+def mask_width(action_space: spaces.Space) -> int:
+    """The number of mask entries sb3-contrib's masked distributions take per env: one per action of a ``Discrete``
+    space, one per choice of each ``MultiDiscrete`` dimension, two (0 and 1) per ``MultiBinary`` entry."""
+    if isinstance(action_space, spaces.Discrete):
+        return int(action_space.n)
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return int(np.sum(action_space.nvec))
+    if isinstance(action_space, spaces.MultiBinary):
+        return 2 * int(np.prod(action_space.shape))
+    raise ValueError(f"action masks need a Discrete, MultiDiscrete or MultiBinary action space, got {action_space}")
 
 
 class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
@@ -114,7 +127,9 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
+        )
         self._check_value_baseline(value_baseline)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
@@ -182,7 +197,14 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         """The masked distribution in the current observations, and the masks (stored with the step)."""
         if not self._use_masking:
             return self.policy.get_distribution(obs), {}
-        masks = np.asarray(get_action_masks(env), dtype=bool).reshape(env.num_envs, -1)
+        masks = np.asarray(get_action_masks(env), dtype=bool)
+        width = mask_width(self.action_space)
+        if masks.size != env.num_envs * width:  # sb3-contrib's distribution failed on it in torch's reshape
+            raise ValueError(
+                f"the envs' action_masks() returned {masks.size} entries for {env.num_envs} envs at num_timesteps="
+                f"{self.num_timesteps}: the action space {self.action_space} needs {width} per env"
+            )
+        masks = masks.reshape(env.num_envs, width)
         if self.action_space.shape == () and not masks.any(axis=1).all():  # Discrete: one row of n per env
             env_index = int(np.flatnonzero(~masks.any(axis=1))[0])
             raise ValueError(f"env {env_index}'s action_masks() allows no action at num_timesteps={self.num_timesteps}")

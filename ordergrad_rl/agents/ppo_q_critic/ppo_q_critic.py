@@ -44,7 +44,7 @@ from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.agents.ppo_q_critic.policies import Q_CRITIC_POLICIES, Q_CRITIC_POLICY_ALIASES
-from ordergrad_rl.common.arguments import check_int, check_number
+from ordergrad_rl.common.arguments import check_int, check_number, check_seed
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.core.objectives import ObjectiveLike
 
@@ -191,15 +191,29 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         _init_setup_model: bool = True,
     ) -> None:
         check_advantage(advantage, self.advantages)
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate,
+            gamma,
+            ent_coef,
+            max_grad_norm,
+            policy_kwargs,
+            n_epochs,
+            clip_range,
+            target_kl,
+            vf_coef,
+            gae_lambda,
+            clip_range_vf,
+        )
         if ent_coef is not None:  # SB3's PPO update multiplies by it: no schedule here (the episodic modes take one)
             check_number("ent_coef", ent_coef)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
+        n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
+        seed = check_seed(seed)
         super().__init__(
             policy,
             build_env(env, n_envs, seed),
             learning_rate=learning_rate,
-            n_steps=DEFAULT_N_STEPS if n_steps is None else n_steps,
+            n_steps=n_steps,
             batch_size=batch_size,
             n_epochs=n_epochs,
             gamma=0.99 if gamma is None else gamma,
@@ -247,6 +261,8 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
                 "group_size and normalize_advantage='group', 'channel' or 'running' are for advantage='episodic' "
                 "(episode weights); Q-critic mode ranks action draws per state"
             )
+        if not isinstance(normalize_advantage, bool | None):  # bool() would take "False" for True
+            raise ValueError(f"normalize_advantage must be True or False in Q-critic mode, got {normalize_advantage!r}")
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
         self._check_discrete()

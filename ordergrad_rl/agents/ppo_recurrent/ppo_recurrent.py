@@ -125,7 +125,9 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        check_ppo_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range)
+        check_ppo_arguments(
+            learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
+        )
         self._check_value_baseline(value_baseline)
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
         long, limit = self._init_episodic_algorithm(
