@@ -12,6 +12,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -346,3 +347,28 @@ def test_a_vec_env_without_spec_trains_and_logs(cls, tmp_path) -> None:
     env = AttributeVecEnv([lambda: FixedLengthEnv(5)])
     model = cls("MlpPolicy", env, n_episodes=2, tensorboard_log=str(tmp_path)).learn(20)
     assert model.hparams()["env"] is None and model.num_timesteps >= 10
+
+
+class _StepLocals(BaseCallback):
+    """Keeps what ``self.locals`` holds at each step: the env actions SB3 exposes as ``clipped_actions``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[np.ndarray] = []
+        self.clipped: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        self.actions.append(np.array(self.locals["actions"]))
+        self.clipped.append(np.array(self.locals["clipped_actions"]))
+        return True
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_a_callback_sees_the_clipped_actions_the_env_received_as_in_sb3(cls) -> None:
+    # A callback reading self.locals["clipped_actions"] (what SB3's collection sends to the env) got a KeyError.
+    space = spaces.Box(-0.05, 0.05, (2,), np.float32)
+    callback = _StepLocals()
+    cls("MlpPolicy", FixedLengthEnv(3, space), objective="mean", n_episodes=2, seed=0).learn(6, callback=callback)
+    actions, clipped = np.concatenate(callback.actions), np.concatenate(callback.clipped)
+    assert np.array_equal(clipped, np.clip(actions, space.low, space.high))
+    assert np.abs(actions).max() > 0.05  # the policy's own draws leave the box: the env got them clipped

@@ -709,7 +709,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         summed per episode from the step infos.
 
         :param env: the training VecEnv.
-        :param callback: called at every vectorized step, like SB3.
+        :param callback: called at every vectorized step, like SB3, whose ``self.locals`` hold SB3's ``actions``,
+            ``clipped_actions`` (what the env received), ``new_obs``, ``rewards``, ``dones`` and ``infos``; not
+            ``values``, since episodic collection does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training.
@@ -742,7 +744,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 actions_t = distribution.get_actions()
                 log_probs = distribution.log_prob(actions_t).cpu().numpy()
             actions = actions_t.cpu().numpy()
-            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
+            clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
+            new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
