@@ -194,6 +194,25 @@ def test_bug6_reinforce_refuses_critic_arguments(name: str) -> None:
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **{name: 0.9})
 
 
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_load_refuses_sb3s_n_steps_as_the_constructor_does(cls, tmp_path) -> None:
+    # PPO.load(path, env, n_steps=...) sets SB3's rollout length; the episodic load ignored it without a word (the
+    # rollout stayed n_episodes episodes), where the constructor names the n_episodes to use instead.
+    cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_steps=64 x 1 env\(s\)"):
+        cls.load(tmp_path / "og", env=gym.make("CartPole-v1"), n_steps=64)
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps"):
+        cls.load(tmp_path / "og", n_steps=64)
+
+
+@pytest.mark.parametrize("name", ["gae_lambda", "vf_coef"])
+def test_reinforce_load_refuses_critic_arguments_as_the_constructor_does(name: str, tmp_path) -> None:
+    # A2C.load(path, vf_coef=...) sets A2C's critic weight; OrderGradREINFORCE.load took it and trained without it.
+    OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no critic.*remove {name}"):
+        OrderGradREINFORCE.load(tmp_path / "og", **{name: 0.9})
+
+
 # ---------------------------------------------------------------------------------------------- SB3 workflows
 @pytest.fixture(scope="module")
 def ppo_model() -> PPO:

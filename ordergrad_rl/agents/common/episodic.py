@@ -76,6 +76,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untied_at,
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
+from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
@@ -574,7 +575,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
         ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
-        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
+
+        :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
+            ``n_episodes`` episodes).
+        """
+        if "n_steps" in kwargs:  # SB3's load sets it, and _setup_model would size it from n_episodes without a word
+            raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
