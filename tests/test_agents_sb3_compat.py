@@ -14,6 +14,7 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -186,6 +187,16 @@ def test_bug6_sb3_rollout_arguments_get_a_clear_error(cls) -> None:
     assert [env.steps_taken for env in envs] == [0, 0]  # measured on a copy: the user's envs are untouched
     with pytest.raises(ValueError, match=r"n_steps=64 x 1 env\(s\) = 64 steps per rollout; the first \d+ episodes"):
         cls("MlpPolicy", "CartPole-v1", n_steps=64)  # an id: measured on a new env
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_the_n_steps_error_measures_a_monitored_env(cls) -> None:
+    # SB3's make_vec_env wraps each env in a Monitor, which gym.make cannot build again from the env's spec: the
+    # error for n_steps fell back to "about n_steps * n_envs / mean episode length", measuring nothing.
+    with pytest.raises(ValueError, match=r"n_steps=64 x 2 env\(s\) = 128 steps per rollout; the first \d+ episodes"):
+        cls("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), n_steps=64)
+    with pytest.raises(ValueError, match=r"n_steps=64 x 1 env\(s\) = 64 steps per rollout; the first \d+ episodes"):
+        cls("MlpPolicy", Monitor(gym.make("CartPole-v1")), n_steps=64)
 
 
 @pytest.mark.parametrize("name", ["gae_lambda", "vf_coef"])
