@@ -802,7 +802,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         A gSDE action's noise is a function of the state for as long as its matrix is kept, so episodes that share
         one (SB3's ``sde_sample_freq=-1`` keeps it for the whole rollout) are not independent draws of the policy:
         from the same start they repeat each other, and a rank-based estimate over them is not the objective's.
-        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples within it.
+        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples every env's matrix
+        every ``sde_sample_freq`` steps of the rollout (SB3's count, from the rollout's start).
         """
         policy = self.policy
         n_envs = len(dones)

@@ -141,9 +141,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         ``gym.make`` env without further wrappers or a render mode) with a native batch (the tail-risk ids), else 1
         env from an id and env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
-    :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
-        starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
-        independent draws of the policy, as the estimator needs.
+    :param sde_sample_freq: every episode starts with a new gSDE matrix (SB3 keeps one for the whole rollout), so
+        that a rollout's episodes are independent draws of the policy, as the estimator needs; ``n > 0`` also
+        resamples every env's matrix every ``n`` steps counted from the rollout's start, as SB3 counts them (not from
+        each episode's start), -1 never.
     :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
