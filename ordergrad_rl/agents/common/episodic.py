@@ -593,6 +593,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             env = rebuilt_env(env, saved["n_envs"])
         if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
             kwargs.setdefault("n_episodes_by_budget", False)
+        if "n_episodes" in kwargs or "batch_size" in kwargs:  # and the caller's minibatch
             kwargs.setdefault("batch_size_by_budget", False)
         model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
         if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
