@@ -113,3 +113,36 @@ def test_gsde_episodes_are_independent_draws(algo: type, policy: str, n_envs: in
     z = (actions - linear * var) / np.sqrt(var)
     assert abs(z.mean()) < 0.5
     assert 0.5 < z.var() < 1.6
+
+
+class ThreeSteps(gym.Env):
+    """Episodes of exactly 3 steps, one continuous action."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.ones(1, np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.ones(1, np.float32), 0.0, self.t >= 3, False, {}
+
+
+def test_gsde_sample_freq_counts_the_rollouts_steps_as_sb3() -> None:
+    # The docstrings said "every n steps within an episode"; the matrix is redrawn at every episode start and, as SB3
+    # counts, every n steps from the rollout's start: with 3-step episodes and n = 4, inside the 2nd and 3rd episodes.
+    model = OrderGradPPO("MlpPolicy", ThreeSteps(), objective="mean", n_episodes=4, use_sde=True, sde_sample_freq=4)
+    matrices: list[object] = []
+    collect = model._env_actions
+
+    def recording(actions: np.ndarray) -> np.ndarray:
+        matrices.append(model.policy.action_dist.exploration_mat)
+        return collect(actions)
+
+    model._env_actions = recording  # type: ignore[method-assign]
+    model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
+    fresh = [step for step in range(1, len(matrices)) if matrices[step] is not matrices[step - 1]]
+    assert fresh == [3, 4, 6, 8, 9]  # episode starts 3, 6, 9; rollout steps 4 and 8

@@ -12,7 +12,9 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -187,10 +189,39 @@ def test_bug6_sb3_rollout_arguments_get_a_clear_error(cls) -> None:
         cls("MlpPolicy", "CartPole-v1", n_steps=64)  # an id: measured on a new env
 
 
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_the_n_steps_error_measures_a_monitored_env(cls) -> None:
+    # SB3's make_vec_env wraps each env in a Monitor, which gym.make cannot build again from the env's spec: the
+    # error for n_steps fell back to "about n_steps * n_envs / mean episode length", measuring nothing.
+    with pytest.raises(ValueError, match=r"n_steps=64 x 2 env\(s\) = 128 steps per rollout; the first \d+ episodes"):
+        cls("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), n_steps=64)
+    with pytest.raises(ValueError, match=r"n_steps=64 x 1 env\(s\) = 64 steps per rollout; the first \d+ episodes"):
+        cls("MlpPolicy", Monitor(gym.make("CartPole-v1")), n_steps=64)
+
+
 @pytest.mark.parametrize("name", ["gae_lambda", "vf_coef"])
 def test_bug6_reinforce_refuses_critic_arguments(name: str) -> None:
     with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no critic.*remove {name}"):
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **{name: 0.9})
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_load_refuses_sb3s_n_steps_as_the_constructor_does(cls, tmp_path) -> None:
+    # PPO.load(path, env, n_steps=...) sets SB3's rollout length; the episodic load ignored it without a word (the
+    # rollout stayed n_episodes episodes), where the constructor names the n_episodes to use instead.
+    cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_steps=64 x 1 env\(s\)"):
+        cls.load(tmp_path / "og", env=gym.make("CartPole-v1"), n_steps=64)
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps"):
+        cls.load(tmp_path / "og", n_steps=64)
+
+
+@pytest.mark.parametrize("name", ["gae_lambda", "vf_coef"])
+def test_reinforce_load_refuses_critic_arguments_as_the_constructor_does(name: str, tmp_path) -> None:
+    # A2C.load(path, vf_coef=...) sets A2C's critic weight; OrderGradREINFORCE.load took it and trained without it.
+    OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no critic.*remove {name}"):
+        OrderGradREINFORCE.load(tmp_path / "og", **{name: 0.9})
 
 
 # ---------------------------------------------------------------------------------------------- SB3 workflows
@@ -346,3 +377,28 @@ def test_a_vec_env_without_spec_trains_and_logs(cls, tmp_path) -> None:
     env = AttributeVecEnv([lambda: FixedLengthEnv(5)])
     model = cls("MlpPolicy", env, n_episodes=2, tensorboard_log=str(tmp_path)).learn(20)
     assert model.hparams()["env"] is None and model.num_timesteps >= 10
+
+
+class _StepLocals(BaseCallback):
+    """Keeps what ``self.locals`` holds at each step: the env actions SB3 exposes as ``clipped_actions``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[np.ndarray] = []
+        self.clipped: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        self.actions.append(np.array(self.locals["actions"]))
+        self.clipped.append(np.array(self.locals["clipped_actions"]))
+        return True
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_a_callback_sees_the_clipped_actions_the_env_received_as_in_sb3(cls) -> None:
+    # A callback reading self.locals["clipped_actions"] (what SB3's collection sends to the env) got a KeyError.
+    space = spaces.Box(-0.05, 0.05, (2,), np.float32)
+    callback = _StepLocals()
+    cls("MlpPolicy", FixedLengthEnv(3, space), objective="mean", n_episodes=2, seed=0).learn(6, callback=callback)
+    actions, clipped = np.concatenate(callback.actions), np.concatenate(callback.clipped)
+    assert np.array_equal(clipped, np.clip(actions, space.low, space.high))
+    assert np.abs(actions).max() > 0.05  # the policy's own draws leave the box: the env got them clipped

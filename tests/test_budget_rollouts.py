@@ -154,3 +154,15 @@ def test_a_save_from_before_the_rule_keeps_its_size(tmp_path):
     assert not loaded.n_episodes_by_budget
     loaded.learn(1_000)
     assert loaded.n_episodes == 32
+
+
+def test_a_minibatch_given_at_load_stays_when_the_first_learn_sizes_the_rollout(tmp_path):
+    # SB3's load(path, env, batch_size=...) sets the minibatch; a save made before its first learn call still waits
+    # for the budget, and that call reset the given 100 to the halved rollout's default (64) without a word.
+    usage_line().save(tmp_path / "fresh")
+    model = OrderGradPPO.load(tmp_path / "fresh", env=usage_line().env, batch_size=100)
+    model.learn(1_500, callback=StopAtOnce())
+    assert (model.n_episodes, model.batch_size) == (16, 100)
+    default = OrderGradPPO.load(tmp_path / "fresh", env=usage_line().env)  # none given: the size's default
+    default.learn(1_500, callback=StopAtOnce())
+    assert (default.n_episodes, default.batch_size) == (16, 64)

@@ -76,6 +76,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untied_at,
 )
 from ordergrad_rl.agents.common.saving import read_saved_data
+from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
@@ -582,7 +583,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
         ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
-        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
+
+        :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
+            ``n_episodes`` episodes).
+        """
+        if "n_steps" in kwargs:  # SB3's load sets it, and _setup_model would size it from n_episodes without a word
+            raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
@@ -594,6 +601,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             env = rebuilt_env(env, saved["n_envs"])
         if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
             kwargs.setdefault("n_episodes_by_budget", False)
+        if "n_episodes" in kwargs or "batch_size" in kwargs:  # and the caller's minibatch
             kwargs.setdefault("batch_size_by_budget", False)
         model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
         if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
@@ -717,7 +725,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         summed per episode from the step infos.
 
         :param env: the training VecEnv.
-        :param callback: called at every vectorized step, like SB3.
+        :param callback: called at every vectorized step, like SB3, whose ``self.locals`` hold SB3's ``actions``,
+            ``clipped_actions`` (what the env received), ``new_obs``, ``rewards``, ``dones`` and ``infos``; not
+            ``values``, since episodic collection does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training.
@@ -750,7 +760,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 actions_t = distribution.get_actions()
                 log_probs = distribution.log_prob(actions_t).cpu().numpy()
             actions = actions_t.cpu().numpy()
-            new_obs, rewards, dones, infos = env.step(self._env_actions(actions))
+            clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
+            new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
             check_step_returns(rewards, dones, infos, env.num_envs, f"at num_timesteps={self.num_timesteps}")
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
@@ -802,7 +813,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         A gSDE action's noise is a function of the state for as long as its matrix is kept, so episodes that share
         one (SB3's ``sde_sample_freq=-1`` keeps it for the whole rollout) are not independent draws of the policy:
         from the same start they repeat each other, and a rank-based estimate over them is not the objective's.
-        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples within it.
+        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples every env's matrix
+        every ``sde_sample_freq`` steps of the rollout (SB3's count, from the rollout's start).
         """
         policy = self.policy
         n_envs = len(dones)

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import pathlib
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from gymnasium.envs.registration import EnvSpec
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.save_util import load_from_zip_file
@@ -46,6 +48,13 @@ def ordergrad_policies(cls: type[BaseAlgorithm]) -> dict[type, type]:
     return {policy.__bases__[-1]: policy for policy in cls.policy_aliases.values()}
 
 
+def _remade(spec: EnvSpec) -> gym.Env:
+    """``gym.make(spec)`` less the wrappers gym cannot build again (SB3's ``Monitor``, which records episodes and
+    does not end them): without this, gym refuses every env of SB3's ``make_vec_env``."""
+    wrappers = tuple(wrapper for wrapper in spec.additional_wrappers if wrapper.kwargs is not None)
+    return gym.make(dataclasses.replace(spec, additional_wrappers=wrappers))
+
+
 def _measurable_copy(env: Any) -> gym.Env | None:
     """A fresh env like ``env`` (an id, ``gym.Env`` or ``VecEnv``) to measure episodes on, leaving ``env`` itself
     untouched; ``None`` if none can be made (e.g. a ``SubprocVecEnv`` of an unregistered env)."""
@@ -55,12 +64,12 @@ def _measurable_copy(env: Any) -> gym.Env | None:
         if isinstance(env, VecEnv):
             spec = env.get_attr("spec", [0])[0]
             if spec is not None and spec.id in gym.registry:
-                return gym.make(spec)
+                return _remade(spec)
             envs = getattr(env.unwrapped, "envs", None)  # DummyVecEnv
             return copy.deepcopy(envs[0]) if envs else None
         if isinstance(env, gym.Env):
             # An unregistered spec (SB3's BitFlippingEnv has one) cannot be made again: copy the env instead.
-            return gym.make(env.spec) if env.spec is not None and env.spec.id in gym.registry else copy.deepcopy(env)
+            return _remade(env.spec) if env.spec is not None and env.spec.id in gym.registry else copy.deepcopy(env)
     except Exception:  # noqa: BLE001 -- a suggestion is best effort: any failure means "no measurement"
         return None
     return None

@@ -365,9 +365,10 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     :param vf_coef: value (Q-critic mode: Q; ``value_baseline``: the baseline's) loss coefficient.
     :param max_grad_norm: gradient-norm clipping threshold.
     :param use_sde: gSDE exploration, as in SB3.
-    :param sde_sample_freq: episodic mode: resample the gSDE noise every n steps within an episode (-1: never);
-        every episode starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes
-        are independent draws of the policy, as the estimator needs. Q-critic mode: SB3's (-1: once per rollout).
+    :param sde_sample_freq: episodic mode: every episode starts with a new gSDE matrix (SB3 keeps one for the whole
+        rollout), so that a rollout's episodes are independent draws of the policy, as the estimator needs; ``n > 0``
+        also resamples every env's matrix every ``n`` steps counted from the rollout's start, as SB3 counts them (not
+        from each episode's start), -1 never. Q-critic mode: SB3's (-1: once per rollout).
     :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`
         (Q-critic mode: of SB3's ``RolloutBuffer``).
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.

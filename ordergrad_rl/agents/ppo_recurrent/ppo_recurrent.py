@@ -50,9 +50,10 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     :param env: env id, ``gym.Env`` or ``VecEnv`` with episodes that end.
     :param batch_size: steps per minibatch (of whole episodes), default ``max(64, n_episodes)``.
     :param use_sde: gSDE exploration, as in SB3.
-    :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
-        starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
-        independent draws of the policy, as the estimator needs.
+    :param sde_sample_freq: every episode starts with a new gSDE matrix (SB3 keeps one for the whole rollout), so
+        that a rollout's episodes are independent draws of the policy, as the estimator needs; ``n > 0`` also
+        resamples every env's matrix every ``n`` steps counted from the rollout's start, as SB3 counts them (not from
+        each episode's start), -1 never.
     :param value_baseline: per-step credit for a ranked objective, as OrderGradMaskablePPO's: ``"history"`` gives
         each step its episode's weight over the history baseline ``b(s_t, t, G_<t)``
         (:class:`~ordergrad_rl.agents.common.history_baseline.HistoryBaseline`, a feed-forward network of its own on

@@ -17,11 +17,15 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.episodic import SelfEpisodic
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.core.channels import AnyObjective
+
+#: A2C's critic arguments, which this class refuses (in the constructor and at ``load``) and leaves out of its saves.
+CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef")
 
 
 class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
@@ -137,9 +141,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         ``gym.make`` env without further wrappers or a render mode) with a native batch (the tail-risk ids), else 1
         env from an id and env objects as they are. An integer builds that many envs from an id.
     :param use_sde: generalized state-dependent exploration (gSDE), as in SB3.
-    :param sde_sample_freq: resample the gSDE noise every n steps within an episode (-1: never); every episode
-        starts with a new matrix (SB3 keeps one for the whole rollout), so that a rollout's episodes are
-        independent draws of the policy, as the estimator needs.
+    :param sde_sample_freq: every episode starts with a new gSDE matrix (SB3 keeps one for the whole rollout), so
+        that a rollout's episodes are independent draws of the policy, as the estimator needs; ``n > 0`` also
+        resamples every env's matrix every ``n`` steps counted from the rollout's start, as SB3 counts them (not from
+        each episode's start), -1 never.
     :param rollout_buffer_class: a subclass of :class:`~ordergrad_rl.agents.common.buffers.EpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer.
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
@@ -203,7 +208,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     ) -> None:
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        for name, value in (("gae_lambda", gae_lambda), ("vf_coef", vf_coef)):
+        for name, value in zip(CRITIC_ARGUMENTS, (gae_lambda, vf_coef), strict=True):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
@@ -227,9 +232,27 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         if _init_setup_model:
             self._setup_model()
 
+    @classmethod
+    def load(
+        cls: type[SelfEpisodic],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> SelfEpisodic:
+        """SB3's ``load`` (see :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`).
+
+        :raises ValueError: A2C's critic arguments ``gae_lambda`` or ``vf_coef`` among ``kwargs``, as the constructor
+            refuses them (this class trains no critic).
+        """
+        for name in CRITIC_ARGUMENTS:
+            if name in kwargs:
+                raise critic_argument_error(cls.__name__, name)
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
     def _excluded_save_params(self) -> list[str]:
         # Constants of this class (no critic), left out so that A2C.load of the file gets A2C's own values.
-        return [*super()._excluded_save_params(), "gae_lambda", "vf_coef"]
+        return [*super()._excluded_save_params(), *CRITIC_ARGUMENTS]
 
     def train(self) -> None:
         """One gradient step on the whole batch of episodes."""
