@@ -54,7 +54,17 @@ def test_gcvar_bad_specs(spec: str) -> None:
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective=spec, n_episodes=8)
 
 
-@pytest.mark.parametrize("bad", [np.array([]), np.array([1.0, np.nan]), np.ones((2, 2))])
+def test_gcvar_weights_of_batches_are_each_rows_weights_exactly() -> None:
+    # Groups: each row is its own batch with its own VaR_hat, bit for bit the row-by-row weights.
+    rng = np.random.default_rng(1)
+    for shape, alpha in [((4, 8), 0.25), ((3, 5), 0.2), ((2, 3, 7), 0.5), ((6, 1), 1.0)]:
+        returns = rng.integers(-3, 4, size=shape).astype(float)  # ties
+        rows = returns.reshape(-1, shape[-1])
+        expected = np.stack([gcvar_weights(row, alpha) for row in rows]).reshape(shape)
+        np.testing.assert_array_equal(gcvar_weights(returns, alpha), expected)
+
+
+@pytest.mark.parametrize("bad", [np.array([]), np.array([1.0, np.nan]), np.ones((2, 0)), np.float64(1.0)])
 def test_gcvar_weights_refuse_bad_returns(bad) -> None:
     with pytest.raises(ValueError, match="returns"):
         gcvar_weights(bad, 0.2)

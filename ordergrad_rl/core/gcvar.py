@@ -47,16 +47,21 @@ def gcvar_level(spec: object) -> float | None:
 def gcvar_weights(returns: np.ndarray, alpha: float) -> np.ndarray:
     """Per-sample GCVaR weights ``w_i = (R_i - VaR_hat) 1{R_i <= VaR_hat} / alpha`` (module docstring).
 
-    :param returns: ``[N]`` returns of one batch (higher is better).
+    :param returns: ``[N]`` returns of one batch (higher is better), or ``[..., N]``: batches along the last axis,
+        each with its own ``VaR_hat`` (the agents' groups).
     :param alpha: CVaR level in ``(0, 1]``.
-    :return: ``[N]`` float64 weights, ``<= 0``; the policy-gradient estimate is ``(1/N) sum_i w_i grad log p_i``.
-    :raises ValueError: ``returns`` not a non-empty 1-D array of finite numbers, or ``alpha`` outside ``(0, 1]``.
+    :return: float64 weights of ``returns``' shape, ``<= 0``; the policy-gradient estimate is
+        ``(1/N) sum_i w_i grad log p_i``.
+    :raises ValueError: ``returns`` not an array of finite numbers with at least one axis and a non-empty last axis,
+        or ``alpha`` outside ``(0, 1]``.
     """
     returns = np.asarray(returns, dtype=np.float64)
-    if returns.ndim != 1 or returns.size == 0 or not np.isfinite(returns).all():
-        raise ValueError(f"returns must be a non-empty 1-D array of finite numbers, got shape {returns.shape}")
+    if returns.ndim == 0 or returns.shape[-1] == 0 or not np.isfinite(returns).all():
+        raise ValueError(
+            f"returns must be an array of finite numbers with a non-empty last axis, got shape {returns.shape}"
+        )
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-    m = math.ceil(alpha * returns.size - 1e-12)  # the tail count; the tolerance keeps 0.2 * 10 at 2
-    var_hat = np.partition(returns, m - 1)[m - 1]
+    m = math.ceil(alpha * returns.shape[-1] - 1e-12)  # the tail count per batch; the tolerance keeps 0.2 * 10 at 2
+    var_hat = np.partition(returns, m - 1, axis=-1)[..., m - 1 : m]
     return np.where(returns <= var_hat, returns - var_hat, 0.0) / alpha

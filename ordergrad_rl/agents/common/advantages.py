@@ -84,7 +84,7 @@ def episode_weights(
     if isinstance(objective, ChannelObjective):
         weights = objective.advantage_weights(values, normalize=group_normalize if per_channel else None)
     elif gcvar_alpha is not None:
-        weights = np.apply_along_axis(gcvar_weights, -1, values[REWARD], gcvar_alpha)  # each row is one batch
+        weights = gcvar_weights(values[REWARD], gcvar_alpha)  # each row is one batch
     elif importance_weights is not None:
         rho = importance_weights
         weights = rho * objective.k * weighted_lstat_advantage(values[REWARD], rho, objective)  # type: ignore[operator]
