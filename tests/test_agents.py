@@ -684,6 +684,28 @@ def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
     assert episode_limit("NoSuchEnv-v0") is None  # left to build_env to refuse
 
 
+def test_episode_limit_of_nested_time_limits_is_the_one_that_truncates_first() -> None:
+    """Gymnasium truncates at the smaller of two TimeLimits; the spec names the outermost one."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    def nested(outer: int) -> gym.Env:
+        return gym.wrappers.TimeLimit(gym.make("CartPole-v1"), outer)  # CartPole-v1's own limit: 500
+
+    assert nested(1000).spec.max_episode_steps == 1000  # what was read before
+    assert episode_limit(nested(1000)) == 500 and episode_limit(nested(100)) == 100
+    assert episode_limit(Monitor(nested(1000))) == 500
+    assert episode_limit(VecMonitor(DummyVecEnv([lambda: nested(1000)]))) == 500
+    # A long-episode env (> 128 steps) by the outer limit, a short one by the limit that truncates: short defaults.
+    short = gym.make("CartPole-v1", max_episode_steps=50)
+    model = OrderGradPPO("MlpPolicy", gym.wrappers.TimeLimit(short, 1000), objective="cvar0.2")
+    expected = OrderGradPPO("MlpPolicy", gym.make("CartPole-v1", max_episode_steps=50), objective="cvar0.2")
+    assert model.n_episodes == expected.n_episodes == 128  # 32 with the outer limit's long-episode defaults
+    assert repr(model.ent_coef) == repr(expected.ent_coef)  # held, then decayed (a constant 0.01 on long ones)
+
+
 def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:
     """gymnasium.wrappers.TimeLimit(env, n) around an env made without gym.make has no spec to read it from."""
     from stable_baselines3.common.monitor import Monitor
