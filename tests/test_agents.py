@@ -332,6 +332,13 @@ def test_a_gym_make_env_with_a_render_mode_trains_on_the_env_itself() -> None:
     model.learn(1)
 
 
+def test_a_gym_make_env_with_a_time_limit_trains_on_the_env_itself() -> None:
+    # The batch has no TimeLimit: rebuilt from the spec's kwargs, it trained on 16-step episodes, the limit dropped.
+    env = gym.make("SyntheticTailRisk-v0", max_episode_steps=5)
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.5", n_episodes=8, n_epochs=1, seed=0).learn(1)
+    assert model.n_envs == 1 and set(model.rollout_buffer.episode_lengths) == {5}
+
+
 def test_set_env_and_load_take_the_gym_make_env_the_model_was_built_from(tmp_path) -> None:
     # set_env(gym.make(...)) failed SB3's assertion "(1 != 8)", and load(path, env=gym.make(...)) went on with one
     # env (n_envs 1, eight times the Python steps) instead of the native batch the model was built on.

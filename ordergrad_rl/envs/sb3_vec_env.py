@@ -283,8 +283,8 @@ def has_native_batch(env_id: str) -> bool:
 
 def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     """The spec of ``env`` if it can be rebuilt as a native batch: made by ``gym.make(id, **kwargs)`` from an id with
-    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make`` and no ``render_mode`` (the
-    batch does not render); else ``None``.
+    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make``, no ``render_mode`` (the
+    batch does not render) and no ``max_episode_steps`` (the batch has no ``TimeLimit``); else ``None``.
 
     ``make_sb3_vec_env(spec.id, n, env_kwargs=spec.kwargs)`` then gives ``n`` envs with the same episode
     distribution as ``env``.
@@ -296,4 +296,4 @@ def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     # An env may carry a spec whose id is not registered (SB3's BitFlippingEnv): then it is no registered id's env.
     if spec is None or spec.additional_wrappers or spec.id not in gym.registry or not has_native_batch(spec.id):
         return None
-    return spec if getattr(env, "render_mode", None) is None else None
+    return spec if getattr(env, "render_mode", None) is None and spec.max_episode_steps is None else None
