@@ -522,3 +522,91 @@ def test_train_announces_the_rollout_a_small_budget_trains_with(tmp_path, capsys
     assert "objective cvar0.2@8, 16 episodes per update on 1 env" in capsys.readouterr().out
     model = OrderGradPPO.load(tmp_path / "lava.zip")
     assert (model.n_episodes, model.k) == (16, 8)
+
+
+# ---------------------------------------------------------------------------------------------------- env kwargs
+LAVA = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+        "--hparams", "n_epochs=1", "--quiet"]  # fmt: skip
+
+
+def test_train_env_kwargs_make_the_training_and_evaluation_envs_and_reach_hparams(tmp_path, capsys):
+    """``train`` had no --env-kwargs (``evaluate`` had): an env could not be given arguments or a time limit.
+    max_episode_steps is gym.make's, taken by both commands alike."""
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.zoo.dashboards import read_run_data
+    from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
+
+    argv = [*LAVA, "--timesteps", "40", "--env-kwargs", "max_episode_steps=5", "--eval-env", "RiskyLavaGrid-v0",
+            "--eval-freq", "40", "--eval-episodes", "4", "--tensorboard", str(tmp_path),
+            "--save", str(tmp_path / "m")]  # fmt: skip
+    assert main(argv) == 0
+    assert "OrderGradPPO on RiskyLavaGrid-v0 (max_episode_steps=5): " in capsys.readouterr().out
+    (run,) = [p.parent for p in tmp_path.rglob("events.out.tfevents.*")]
+    hparams = read_run_data(run, tmp_path).hparams
+    assert hparams["env"] == "RiskyLavaGrid-v0" and hparams["env_kwargs"] == "max_episode_steps=5"
+    assert main(["evaluate", str(tmp_path / "m.zip"), "--env", "RiskyLavaGrid-v0", "--episodes", "6", "--env-kwargs",
+                 "max_episode_steps=5", "--json", str(tmp_path / "e.json"), "--quiet"]) == 0  # fmt: skip
+    evaluation = json.loads((tmp_path / "e.json").read_text())
+    assert evaluation["env_kwargs"] == {"max_episode_steps": 5} and max(evaluation["lengths"]) <= 5
+
+    settings = TrainSettings("ppo", "RiskyLavaGrid-v0", "mean", n_episodes=4, eval_env="RiskyLavaGrid-v0",
+                             env_kwargs={"max_episode_steps": 5})  # fmt: skip
+    model = build_model(settings)
+    assert episode_limit(model.env) == 5 and episode_limit(eval_callback(settings, model).eval_env) == 5
+    settings.eval_env_kwargs = {}  # --eval-env-kwargs with nothing after it: the evaluation env as registered
+    assert episode_limit(eval_callback(settings, model).eval_env) == 30
+    settings.eval_env_kwargs = {"max_episode_steps": 7}
+    assert episode_limit(eval_callback(settings, model).eval_env) == 7
+    # Without --env-kwargs the algorithm gets the id, as before, and HParams no env_kwargs column.
+    assert "env_kwargs" not in build_model(TrainSettings("ppo", "RiskyLavaGrid-v0", "mean", n_episodes=4)).hparams()
+
+
+def test_train_env_kwargs_on_a_native_batch_and_as_registered_train_as_the_id(tmp_path):
+    import torch as th
+
+    from ordergrad_rl.agents import OrderGradPPO
+
+    def trained(name: str, *extra: str) -> OrderGradPPO:
+        argv = ["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.25", "--n-episodes",
+                "8", "--timesteps", "1", "--hparams", "n_epochs=1", "--quiet",
+                "--save", str(tmp_path / name), *extra]  # fmt: skip
+        assert main(argv) == 0
+        return OrderGradPPO.load(tmp_path / f"{name}.zip")
+
+    plain, registered = trained("plain"), trained("registered", "--env-kwargs", "p=0.1")  # p=0.1 is registered
+    assert plain.n_envs == registered.n_envs == 8  # still the native batch of n_episodes envs
+    for p, q in zip(plain.policy.parameters(), registered.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+    from ordergrad_rl.zoo.training import TrainSettings, build_model
+
+    model = build_model(TrainSettings("ppo", "SyntheticTailRisk-v0", "cvar0.25", n_episodes=8, env_kwargs={"p": 0.5}))
+    assert model.n_envs == 8 and model.hparams()["env_kwargs"] == "p=0.5"
+    limited = build_model(
+        TrainSettings("ppo", "SyntheticTailRisk-v0", "cvar0.25", n_episodes=8, env_kwargs={"max_episode_steps": 5})
+    )
+    assert limited.learn(1).rollout_buffer.episode_lengths.max() == 5  # a TimeLimit the batch does not have
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsys):
+    given = {"train": [*LAVA, "--timesteps", "1"], "evaluate": ["evaluate", str(saved_models / "OrderGradPPO.zip"),
+             "--env", "RiskyBandit-v0", "--quiet"]}[command]  # fmt: skip
+    env = "RiskyLavaGrid-v0" if command == "train" else "RiskyBandit-v0"
+    assert main([*given, "--env-kwargs", "max_episode_step=5"]) == 2
+    err = capsys.readouterr().err
+    assert f"--env-kwargs: {env} takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in err
+    assert main([*given, "--env-kwargs", "max_episode_steps=0"]) == 2  # gym.make's own check
+    assert "--env-kwargs: cannot make" in capsys.readouterr().err
+    assert main([*given, "--env-kwargs", "max_episode_steps=5", "max_episode_steps=6"]) == 2
+    assert "--env-kwargs: max_episode_steps is given twice" in capsys.readouterr().err
+
+
+def test_train_checks_its_new_options_before_training(tmp_path, capsys):
+    bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--timesteps", "8", "--quiet"]
+    for extra, message in [
+        (["--objective", "mean", "--eval-env-kwargs", "p=0.2"], "--eval-env-kwargs is for --eval-env"),
+        (["--objective", "mean", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs", "q=1"],
+         "--eval-env-kwargs: RiskyBandit-v0 takes no argument 'q'"),
+    ]:  # fmt: skip
+        assert main([*bandit, *extra]) == 2
+        assert message in capsys.readouterr().err

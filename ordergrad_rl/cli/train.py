@@ -22,6 +22,13 @@ risk profile of every training batch (risk/*) and, with --eval-env, of determini
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
 named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
 (NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
+
+As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
+for an env without one, or another limit); they make the --eval-env too, unless --eval-env-kwargs gives its own
+(nothing after it: none). The HParams tab shows them (env_kwargs), to give evaluate the same --env-kwargs.
+
+    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
+        --objective cvar0.2 --timesteps 200000 --save models/cliff --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -31,10 +38,16 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import file_path, model_file, positive_int, seed_int
+from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, learn, zoo_hyperparams
+from ordergrad_rl.zoo.training import (
+    TrainSettings,
+    build_model,
+    eval_callback,
+    learn,
+    zoo_hyperparams,
+)
 
 
 def run_name(text: str) -> str:
@@ -51,6 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
     )
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    parser.add_argument(
+        "--env-kwargs",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
+        "also of --eval-env unless --eval-env-kwargs is given",
+    )
     parser.add_argument(
         "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
     )
@@ -108,6 +129,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
+        "--eval-env-kwargs",
+        nargs="*",
+        default=None,
+        metavar="KEY=VALUE",
+        help="arguments of --eval-env (default: those of --env-kwargs; none given: none)",
+    )
+    parser.add_argument(
         "--eval-freq",
         type=positive_int,
         default=10_000,
@@ -147,7 +175,17 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
+        env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
+        eval_env_kwargs=None
+        if args.eval_env_kwargs is None
+        else parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs"),
     )
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """:raises CommandError: options that do not go together (before any model is built)."""
+    if args.eval_env_kwargs is not None and args.eval_env is None:
+        raise CommandError("--eval-env-kwargs is for --eval-env")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,12 +193,14 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
     from ordergrad_rl.risk import risk_profile
 
+    check_arguments(args)
+    run_settings = settings(args)
+    hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
     timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
     if timesteps is None:
         raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
-    run_settings = settings(args)
-    model = build_model(run_settings, parse_hparams(args.hparams, algorithm_class(args.algo)), entry=entry)
+    model = build_model(run_settings, hparams, entry=entry)
     callback = eval_callback(run_settings, model)
     if entry is not None:
         applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
@@ -171,8 +211,9 @@ def run(args: argparse.Namespace) -> int:
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
         n_episodes, objective = model.budget_rollout(timesteps)
         rollout = f"{n_episodes} episodes per update"
+    env = args.env if not args.env_kwargs else f"{args.env} ({' '.join(args.env_kwargs)})"
     print(
-        f"{type(model).__name__} on {args.env}: objective {objective}, {rollout} "
+        f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()

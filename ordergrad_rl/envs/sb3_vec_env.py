@@ -229,16 +229,18 @@ def make_sb3_vec_env(
     ``NativeVecMonitor(NativeVecEnv(...))`` (SB3's ``VecMonitor``, clonable); any other id gets SB3's
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
-    finished episodes carry ``info["episode"]``.
+    finished episodes carry ``info["episode"]``. ``max_episode_steps`` among ``env_kwargs`` is ``gym.make``'s (a
+    ``TimeLimit``), which the native batch does not have: with it, those ids get SB3's ``make_vec_env`` too.
 
     :param env_id: registered Gymnasium id.
     :param n_envs: number of parallel envs.
     :param seed: base seed, or ``None`` for random seeds.
-    :param env_kwargs: keyword arguments of the env (override the registered ones).
+    :param env_kwargs: keyword arguments of the env (override the registered ones), and ``gym.make``'s
+        ``max_episode_steps``.
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
-    vector_class = native_vector_class(env_id)
+    vector_class = None if "max_episode_steps" in (env_kwargs or {}) else native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
     spec = env_spec(env_id)
@@ -247,7 +249,7 @@ def make_sb3_vec_env(
         venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)
     else:
         venv = NativeVecEnv(vector_class(n_envs, **kwargs))
-    venv.spec = spec
+    venv.spec = dataclasses.replace(spec, kwargs=kwargs) if env_kwargs else spec  # the batch's own arguments
     if seed is not None:
         venv.seed(seed)
     return NativeVecMonitor(venv)

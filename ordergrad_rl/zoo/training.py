@@ -17,7 +17,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
-from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched
+from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched, make_env
 
 
 @dataclass
@@ -40,6 +40,8 @@ class TrainSettings:
     :param device: torch device.
     :param verbose: SB3 verbosity.
     :param conf_file: per-env hyperparameter file (``None``: the one shipped for ``algo``; ``"none"``: none).
+    :param env_kwargs: keyword arguments of ``env`` (``gym.make``'s too: ``max_episode_steps``), or ``None``.
+    :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs``; ``{}``: none).
     """
 
     algo: str
@@ -58,6 +60,8 @@ class TrainSettings:
     device: str = "cpu"
     verbose: int = 0
     conf_file: str | Path | None = None
+    env_kwargs: dict[str, Any] | None = None
+    eval_env_kwargs: dict[str, Any] | None = None
 
 
 #: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
@@ -115,10 +119,11 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
     check_k_applies(settings.objective, settings.k)
     check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
+    env = training_env(settings, hparams.get("n_envs"))
     try:
         model = cls(
             policy,
-            settings.env,
+            env,
             objective=settings.objective,
             k=settings.k,
             seed=settings.seed,
@@ -134,6 +139,20 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
     return model
+
+
+def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
+    """The env the algorithm is built on: the env id without ``env_kwargs`` (the algorithm makes its envs from it);
+    with them, ``n_envs`` envs made with them (one without ``n_envs``), or, without ``n_envs`` on an id with a native
+    batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm steps as that batch of ``n_episodes`` envs, as
+    it does the id.
+
+    :raises CommandError: env arguments the env does not take (:func:`~ordergrad_rl.zoo.models.make_env`).
+    """
+    if not settings.env_kwargs:
+        return settings.env
+    batch = n_envs is None and is_batched(settings.env)
+    return make_env(settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs)
 
 
 def check_k_applies(objective: str, k: int | None) -> None:
@@ -221,7 +240,8 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
-    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``.
+    """The ``RiskEvalCallback`` of ``--eval-env`` (made with ``eval_env_kwargs``, by default ``env_kwargs``), or
+    ``None``.
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -229,10 +249,13 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
     if settings.eval_env is None:
         return None
     from ordergrad_rl.agents import RiskEvalCallback
-    from ordergrad_rl.envs import make_sb3_vec_env
 
     n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
-    eval_env = make_sb3_vec_env(settings.eval_env, n_eval_envs, seed=eval_seed(settings.seed))
+    if settings.eval_env_kwargs is None:  # the training env's arguments, as rl-zoo3 makes its evaluation env
+        env_kwargs, option = settings.env_kwargs, "--env-kwargs (of --eval-env too unless --eval-env-kwargs is given)"
+    else:
+        env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
+    eval_env = make_env(settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option)
     check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
     return RiskEvalCallback(
         eval_env,
