@@ -605,8 +605,21 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
     bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--timesteps", "8", "--quiet"]
     for extra, message in [
         (["--objective", "mean", "--eval-env-kwargs", "p=0.2"], "--eval-env-kwargs is for --eval-env"),
+        (["--objective", "mean", "--save-freq", "4"], "--save-freq saves checkpoints beside --save PATH"),
         (["--objective", "mean", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs", "q=1"],
          "--eval-env-kwargs: RiskyBandit-v0 takes no argument 'q'"),
     ]:  # fmt: skip
         assert main([*bandit, *extra]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
+    """rl-zoo3's --save-freq (SB3's CheckpointCallback), counted in env steps as --eval-freq is, on 8 envs too."""
+    from ordergrad_rl.agents import OrderGradPPO
+
+    argv = [*LAVA, "--timesteps", "100", "--n-envs", "2", "--save", str(tmp_path / "lava"), "--save-freq", "40"]
+    assert main(argv) == 0
+    steps = sorted(int(p.stem.split("_")[1]) for p in tmp_path.glob("lava_*_steps.zip"))
+    final = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert steps == [40 * i for i in range(1, len(steps) + 1)] and steps[-1] <= final.num_timesteps < steps[-1] + 40
+    assert OrderGradPPO.load(tmp_path / f"lava_{steps[0]}_steps.zip").num_timesteps == steps[0]

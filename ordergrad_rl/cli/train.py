@@ -26,9 +26,10 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make the --eval-env too, unless --eval-env-kwargs gives its own
 (nothing after it: none). The HParams tab shows them (env_kwargs), to give evaluate the same --env-kwargs.
+--save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
-        --objective cvar0.2 --timesteps 200000 --save models/cliff --tensorboard runs/
+        --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
+    checkpoint_callback,
     eval_callback,
     learn,
     zoo_hyperparams,
@@ -127,6 +129,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="save the trained model to PATH (.zip added without a suffix)",
     )
+    parser.add_argument(
+        "--save-freq",
+        type=positive_int,
+        default=None,
+        metavar="F",
+        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default: none)",
+    )
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
     parser.add_argument(
         "--eval-env-kwargs",
@@ -186,6 +195,8 @@ def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
     if args.eval_env_kwargs is not None and args.eval_env is None:
         raise CommandError("--eval-env-kwargs is for --eval-env")
+    if args.save_freq is not None and args.save is None:
+        raise CommandError("--save-freq saves checkpoints beside --save PATH: give --save")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
         applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
         listed = ", ".join(f"{key}={value}" for key, value in applied.items())
         print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+    callbacks = [cb for cb in (callback,) if cb is not None]
+    if args.save_freq is not None:
+        callbacks.append(checkpoint_callback(model, args.save, args.save_freq))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
@@ -217,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    learn(model, timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    learn(model, timesteps, callback=callbacks or None, tb_log_name=args.run_name, progress_bar=not args.quiet)
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead

@@ -155,6 +155,17 @@ def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
     return make_env(settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs)
 
 
+def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
+    """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
+    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``)."""
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    save = Path(save)
+    name = save.name.removesuffix(".zip")
+    # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do.
+    return CheckpointCallback(max(save_freq // model.n_envs, 1), str(save.parent), name_prefix=name)
+
+
 def check_k_applies(objective: str, k: int | None) -> None:
     """:raises CommandError: ``k`` given for an objective without an order-statistic size (``mean``, whose k is
     1, and GCVaR), which the agents would ignore."""
