@@ -604,6 +604,7 @@ def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsy
 def test_train_checks_its_new_options_before_training(tmp_path, capsys):
     bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--timesteps", "8", "--quiet"]
     for extra, message in [
+        ([], "give --objective"),
         (["--objective", "mean", "--eval-env-kwargs", "p=0.2"], "--eval-env-kwargs is for --eval-env"),
         (["--objective", "mean", "--save-freq", "4"], "--save-freq saves checkpoints beside --save PATH"),
         (["--objective", "mean", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs", "q=1"],
@@ -611,6 +612,53 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
     ]:  # fmt: skip
         assert main([*bandit, *extra]) == 2
         assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- going on
+def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
+    """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,
+    hyperparameters and num_timesteps, logging into the same TensorBoard run; --hparams change hyperparameters."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from ordergrad_rl.agents import OrderGradPPO
+
+    base = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--tensorboard", str(tmp_path), "--quiet",
+            "--env-kwargs", "max_episode_steps=10"]  # fmt: skip
+    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80",
+                 "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
+    first = OrderGradPPO.load(tmp_path / "first.zip")
+    argv = [*base, "-i", str(tmp_path / "first.zip"), "--timesteps", "80", "--hparams", "learning_rate=0.01",
+            "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"going on from {tmp_path / 'first.zip'} at {first.num_timesteps} timesteps" in out
+    more = OrderGradPPO.load(tmp_path / "more.zip")
+    assert more.num_timesteps >= first.num_timesteps + 80 and more.objective_spec == first.objective_spec
+    assert (more.n_episodes, more.n_epochs, more.learning_rate) == (8, 1, 0.01)
+    (run,) = {p.parent for p in tmp_path.rglob("events.out.tfevents.*")}  # one run, logged by both commands
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    steps = [event.step for event in accumulator.Scalars("risk/mean")]
+    assert min(steps) <= first.num_timesteps < max(steps) == more.num_timesteps
+    checkpoints = sorted(tmp_path.glob("more_*_steps.zip"))
+    assert checkpoints and all(first.num_timesteps < int(p.stem.split("_")[1]) for p in checkpoints)
+
+
+def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, capsys):
+    model = str(saved_models / "OrderGradPPO.zip")
+    bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--quiet", "-i", model]
+    for extra, message in [
+        ([], "give --timesteps with --trained-agent"),
+        (["--timesteps", "8", "--objective", "mean", "--k", "2"], "--objective, --k cannot change a --trained-agent"),
+        (["--timesteps", "8", "--hparams", "n_epochs=-1"], "n_epochs must be an integer >= 1, got -1"),
+        (["--timesteps", "8", "--algo", "reinforce"], "was saved by OrderGradPPO, not OrderGradREINFORCE"),
+        (["--timesteps", "8", "--env", "CartPole-v1"], "Observation spaces do not match"),
+    ]:
+        assert main([*bandit, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ordergrad-rl train: error: ") and message in err
+    assert main([*bandit[:-1], str(tmp_path / "none.zip"), "--timesteps", "8"]) == 2
+    assert "no saved model at" in capsys.readouterr().err
 
 
 def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):

@@ -26,10 +26,14 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make the --eval-env too, unless --eval-env-kwargs gives its own
 (nothing after it: none). The HParams tab shows them (env_kwargs), to give evaluate the same --env-kwargs.
+--trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
+hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
+    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
+        -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from ordergrad_rl.zoo.training import (
     checkpoint_callback,
     eval_callback,
     learn,
+    load_trained_agent,
     zoo_hyperparams,
 )
 
@@ -75,7 +80,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "also of --eval-env unless --eval-env-kwargs is given",
     )
     parser.add_argument(
-        "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
+        "--objective",
+        default=None,
+        metavar="SPEC",
+        help="objective of the episode return: mean, cvar0.2, max@8, ... (required, unless --trained-agent)",
+    )
+    parser.add_argument(
+        "-i",
+        "--trained-agent",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="go on training this saved model (.zip) of --algo for --timesteps more steps, with its objective, "
+        "hyperparameters and step count (rl-zoo3's option)",
     )
     parser.add_argument("--k", type=positive_int, default=None, help="order-statistic size (default: N // 2)")
     parser.add_argument(
@@ -193,6 +210,19 @@ def settings(args: argparse.Namespace) -> TrainSettings:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
+    if args.trained_agent is None:
+        if args.objective is None:
+            raise CommandError("give --objective (the objective of the episode return: mean, cvar0.2, max@8, ...)")
+    else:
+        kept = {"--objective": args.objective, "--k": args.k, "--policy": args.policy, "--conf-file": args.conf_file}
+        given = [option for option, value in kept.items() if value is not None]
+        if given:
+            raise CommandError(
+                f"{', '.join(given)} cannot change a --trained-agent model: it goes on with the objective, policy "
+                "and hyperparameters it was saved with (--hparams change hyperparameters)"
+            )
+        if args.timesteps is None:
+            raise CommandError("give --timesteps with --trained-agent: the env steps to train for after its own")
     if args.eval_env_kwargs is not None and args.eval_env is None:
         raise CommandError("--eval-env-kwargs is for --eval-env")
     if args.save_freq is not None and args.save is None:
@@ -200,23 +230,28 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build, train (with a progress bar), print the last risk profiles, save."""
+    """Build (or load), train (with a progress bar), print the last risk profiles, save."""
     # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
     from ordergrad_rl.risk import risk_profile
 
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
-    entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
-    timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
-    if timesteps is None:
-        raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
-    model = build_model(run_settings, hparams, entry=entry)
+    if args.trained_agent is not None:
+        timesteps = args.timesteps
+        model = load_trained_agent(run_settings, args.trained_agent, hparams)
+        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
+    else:
+        entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
+        timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
+        if timesteps is None:
+            raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+        model = build_model(run_settings, hparams, entry=entry)
+        if entry is not None:
+            applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+            listed = ", ".join(f"{key}={value}" for key, value in applied.items())
+            print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     callback = eval_callback(run_settings, model)
-    if entry is not None:
-        applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
-        listed = ", ".join(f"{key}={value}" for key, value in applied.items())
-        print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     callbacks = [cb for cb in (callback,) if cb is not None]
     if args.save_freq is not None:
         callbacks.append(checkpoint_callback(model, args.save, args.save_freq))
@@ -231,7 +266,14 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    learn(model, timesteps, callback=callbacks or None, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    learn(
+        model,
+        timesteps,
+        callback=callbacks or None,
+        tb_log_name=args.run_name,
+        reset_num_timesteps=args.trained_agent is None,
+        progress_bar=not args.quiet,
+    )
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead

@@ -155,6 +155,68 @@ def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
     return make_env(settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs)
 
 
+def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None) -> Any:
+    """rl-zoo3's ``--trained-agent``: the model saved at ``path``, to go on training (``learn(...,
+    reset_num_timesteps=False)``) with the objective, hyperparameters and ``num_timesteps`` it was saved with.
+
+    It is loaded by ``settings.algo``'s class on ``settings.env`` (with ``env_kwargs``) of the save's number of envs
+    (``settings.n_envs`` if given), with the ``tensorboard``, ``seed``, ``device`` and ``verbose`` of ``settings``;
+    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do.
+
+    :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's, or
+        hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one).
+    """
+    from ordergrad_rl.agents.common.saving import read_saved_data
+    from ordergrad_rl.zoo.models import model_path
+
+    cls = algorithm_class(settings.algo)
+    path = model_path(path)
+    check_device(settings.device)
+    kwargs = dict(hparams or {})
+    if settings.n_episodes is not None:
+        kwargs["n_episodes"] = settings.n_episodes
+    try:
+        saved_n_envs = read_saved_data(path).get("n_envs")
+        env = make_env(settings.env, settings.n_envs or saved_n_envs or 1, settings.seed, settings.env_kwargs)
+        model = cls.load(
+            path,
+            env=env,
+            device=settings.device,
+            tensorboard_log=None if settings.tensorboard is None else str(settings.tensorboard),
+            verbose=settings.verbose,
+            seed=settings.seed,
+            **kwargs,
+        )
+        check_loaded_hparams(model, kwargs)
+    except (ValueError, TypeError, KeyError) as err:
+        raise CommandError(f"--trained-agent {path}: {err}") from err
+    return model
+
+
+def check_loaded_hparams(model: Any, hparams: dict[str, Any]) -> None:
+    """The constructor's checks of the arguments every algorithm takes (and the PPO family's ``n_epochs``,
+    ``clip_range`` and ``batch_size``) on a loaded model whose ``hparams`` changed at load: SB3's ``load`` sets them
+    unchecked, and a bad one failed deep in training (``n_epochs=-1``: an ``UnboundLocalError`` in PPO's ``train``).
+
+    :raises ValueError: naming the first bad argument.
+    """
+    from ordergrad_rl.agents.common.arguments import check_common_arguments, check_ppo_arguments
+    from ordergrad_rl.common.arguments import check_int
+
+    if not hparams:
+        return
+    common = [
+        hparams.get(name, getattr(model, name))
+        for name in ("learning_rate", "gamma", "ent_coef", "max_grad_norm", "policy_kwargs")
+    ]
+    if not hasattr(model, "clip_range"):  # REINFORCE
+        check_common_arguments(*common)
+        return
+    check_ppo_arguments(*common, hparams.get("n_epochs", model.n_epochs), hparams.get("clip_range", model.clip_range))
+    if "batch_size" in hparams:
+        check_int("batch_size", hparams["batch_size"], 2)
+
+
 def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
     """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
     ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``)."""
