@@ -662,7 +662,7 @@ def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, cap
 
 
 def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
-    """rl-zoo3's --save-freq (SB3's CheckpointCallback), counted in env steps as --eval-freq is, on 8 envs too."""
+    """rl-zoo3's --save-freq (SB3's CheckpointCallback), counted in env steps as --eval-freq is, on 2 envs too."""
     from ordergrad_rl.agents import OrderGradPPO
 
     argv = [*LAVA, "--timesteps", "100", "--n-envs", "2", "--save", str(tmp_path / "lava"), "--save-freq", "40"]
@@ -671,3 +671,29 @@ def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
     final = OrderGradPPO.load(tmp_path / "lava.zip")
     assert steps == [40 * i for i in range(1, len(steps) + 1)] and steps[-1] <= final.num_timesteps < steps[-1] + 40
     assert OrderGradPPO.load(tmp_path / f"lava_{steps[0]}_steps.zip").num_timesteps == steps[0]
+
+
+def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkeypatch):
+    """As rl-zoo3 does: Ctrl-C returned 130 and lost the training done; the model is saved to --save (and can go
+    on with --trained-agent)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.cli import train
+
+    class CtrlC(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            raise KeyboardInterrupt
+
+    def interrupted(model, timesteps, callback=None, **kwargs):
+        return model.learn(timesteps, callback=[*(callback or []), CtrlC()], **kwargs)
+
+    monkeypatch.setattr(train, "learn", interrupted)
+    assert main([*LAVA, "--timesteps", "1000", "--save", str(tmp_path / "lava")]) == 130
+    saved = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert 0 < saved.num_timesteps < 1000
+    out = capsys.readouterr().out
+    assert f"interrupted at {saved.num_timesteps} timesteps; model: {tmp_path / 'lava.zip'}" in out

@@ -28,7 +28,8 @@ for an env without one, or another limit); they make the --eval-env too, unless 
 (nothing after it: none). The HParams tab shows them (env_kwargs), to give evaluate the same --env-kwargs.
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
 hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
---save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip).
+--save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
+trained so far to --save.
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
@@ -266,14 +267,20 @@ def run(args: argparse.Namespace) -> int:
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    learn(
-        model,
-        timesteps,
-        callback=callbacks or None,
-        tb_log_name=args.run_name,
-        reset_num_timesteps=args.trained_agent is None,
-        progress_bar=not args.quiet,
-    )
+    try:
+        learn(
+            model,
+            timesteps,
+            callback=callbacks or None,
+            tb_log_name=args.run_name,
+            reset_num_timesteps=args.trained_agent is None,
+            progress_bar=not args.quiet,
+        )
+    except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
+        if args.save is not None:
+            model.save(args.save)
+            print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
+        raise
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead
