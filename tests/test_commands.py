@@ -697,3 +697,18 @@ def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkey
     assert 0 < saved.num_timesteps < 1000
     out = capsys.readouterr().out
     assert f"interrupted at {saved.num_timesteps} timesteps; model: {tmp_path / 'lava.zip'}" in out
+
+
+def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, capsys):
+    """compare had no --env-kwargs: a model trained with train --env-kwargs could not be compared on its env, and
+    the endless-episode error told compare's user to give --env-kwargs max_episode_steps=..., which it refused."""
+    model = str(saved_models / "OrderGradPPO.zip")
+    argv = ["compare", model, "--env", "RiskyBandit-v0", "--episodes", "8", "--quiet", "--out", str(tmp_path)]
+    assert main([*argv, "--env-kwargs", "max_episode_steps=3"]) == 0
+    assert "8 deterministic episodes on RiskyBandit-v0 (max_episode_steps=3)" in capsys.readouterr().out
+    assert main([*argv, "--env-kwargs", "max_episode_step=3"]) == 2
+    assert "RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in (
+        capsys.readouterr().err
+    )
+    assert main(["compare", str(tmp_path), "--env-kwargs", "max_episode_steps=3"]) == 2
+    assert "--env-kwargs are the arguments of --env" in capsys.readouterr().err
