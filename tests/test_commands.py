@@ -557,6 +557,15 @@ def test_train_env_kwargs_make_the_training_and_evaluation_envs_and_reach_hparam
     assert episode_limit(eval_callback(settings, model).eval_env) == 30
     settings.eval_env_kwargs = {"max_episode_steps": 7}
     assert episode_limit(eval_callback(settings, model).eval_env) == 7
+    # An evaluation env of another id (a deployment variant) keeps its registered arguments.
+    from ordergrad_rl.agents.common.env_util import env_arguments
+
+    settings = TrainSettings("ppo", "SyntheticTailRisk-v0", "mean", n_episodes=4, eval_env="SyntheticTailRiskDeploy-v0",
+                             eval_episodes=4, env_kwargs={"p": 0.5})  # fmt: skip
+    model = build_model(settings)
+    assert env_arguments(model.env) == {"p": 0.5} and env_arguments(eval_callback(settings, model).eval_env) == {}
+    settings.eval_env_kwargs = {"p": 0.5}
+    assert env_arguments(eval_callback(settings, model).eval_env) == {"p": 0.5}
     # Without --env-kwargs the algorithm gets the id, as before, and HParams no env_kwargs column.
     assert "env_kwargs" not in build_model(TrainSettings("ppo", "RiskyLavaGrid-v0", "mean", n_episodes=4)).hparams()
 

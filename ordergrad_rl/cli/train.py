@@ -24,8 +24,9 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 (NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
 
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
-for an env without one, or another limit); they make the --eval-env too, unless --eval-env-kwargs gives its own
-(nothing after it: none). The HParams tab shows them (env_kwargs), to give evaluate the same --env-kwargs.
+for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
+gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs). The HParams tab
+shows them (env_kwargs), to give evaluate the same --env-kwargs.
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
 hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
-        "also of --eval-env unless --eval-env-kwargs is given",
+        "also of an --eval-env of the same id unless --eval-env-kwargs is given",
     )
     parser.add_argument(
         "--objective",
@@ -160,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         default=None,
         metavar="KEY=VALUE",
-        help="arguments of --eval-env (default: those of --env-kwargs; none given: none)",
+        help="arguments of --eval-env (default: --env-kwargs if --eval-env is --env, else none; none given: none)",
     )
     parser.add_argument(
         "--eval-freq",

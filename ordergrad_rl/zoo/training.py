@@ -41,7 +41,8 @@ class TrainSettings:
     :param verbose: SB3 verbosity.
     :param conf_file: per-env hyperparameter file (``None``: the one shipped for ``algo``; ``"none"``: none).
     :param env_kwargs: keyword arguments of ``env`` (``gym.make``'s too: ``max_episode_steps``), or ``None``.
-    :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs``; ``{}``: none).
+    :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs`` if ``eval_env`` is ``env``, else none;
+        ``{}``: none).
     """
 
     algo: str
@@ -313,8 +314,9 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
-    """The ``RiskEvalCallback`` of ``--eval-env`` (made with ``eval_env_kwargs``, by default ``env_kwargs``), or
-    ``None``.
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs``, by default
+    with ``env_kwargs`` if it is the training env's id (an env of another id, such as a deployment variant, keeps its
+    registered arguments).
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -325,7 +327,8 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
 
     n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
     if settings.eval_env_kwargs is None:  # the training env's arguments, as rl-zoo3 makes its evaluation env
-        env_kwargs, option = settings.env_kwargs, "--env-kwargs (of --eval-env too unless --eval-env-kwargs is given)"
+        same = settings.eval_env == settings.env
+        env_kwargs, option = (settings.env_kwargs if same else None), "--env-kwargs (--eval-env-kwargs sets its own)"
     else:
         env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
     eval_env = make_env(settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option)
