@@ -332,6 +332,13 @@ def test_a_gym_make_env_with_a_render_mode_trains_on_the_env_itself() -> None:
     model.learn(1)
 
 
+def test_a_gym_make_env_with_a_time_limit_trains_on_the_env_itself() -> None:
+    # The batch has no TimeLimit: rebuilt from the spec's kwargs, it trained on 16-step episodes, the limit dropped.
+    env = gym.make("SyntheticTailRisk-v0", max_episode_steps=5)
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.5", n_episodes=8, n_epochs=1, seed=0).learn(1)
+    assert model.n_envs == 1 and set(model.rollout_buffer.episode_lengths) == {5}
+
+
 def test_set_env_and_load_take_the_gym_make_env_the_model_was_built_from(tmp_path) -> None:
     # set_env(gym.make(...)) failed SB3's assertion "(1 != 8)", and load(path, env=gym.make(...)) went on with one
     # env (n_envs 1, eight times the Python steps) instead of the native batch the model was built on.
@@ -682,6 +689,28 @@ def test_episode_limit_reads_the_time_limit_of_every_env_form() -> None:
     assert episode_limit("SyntheticTailRisk-v0") is None  # a fixed horizon, no TimeLimit
     assert episode_limit(make_sb3_vec_env("SyntheticTailRisk-v0", 4, seed=0)) is None
     assert episode_limit("NoSuchEnv-v0") is None  # left to build_env to refuse
+
+
+def test_episode_limit_of_nested_time_limits_is_the_one_that_truncates_first() -> None:
+    """Gymnasium truncates at the smaller of two TimeLimits; the spec names the outermost one."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    def nested(outer: int) -> gym.Env:
+        return gym.wrappers.TimeLimit(gym.make("CartPole-v1"), outer)  # CartPole-v1's own limit: 500
+
+    assert nested(1000).spec.max_episode_steps == 1000  # what was read before
+    assert episode_limit(nested(1000)) == 500 and episode_limit(nested(100)) == 100
+    assert episode_limit(Monitor(nested(1000))) == 500
+    assert episode_limit(VecMonitor(DummyVecEnv([lambda: nested(1000)]))) == 500
+    # A long-episode env (> 128 steps) by the outer limit, a short one by the limit that truncates: short defaults.
+    short = gym.make("CartPole-v1", max_episode_steps=50)
+    model = OrderGradPPO("MlpPolicy", gym.wrappers.TimeLimit(short, 1000), objective="cvar0.2")
+    expected = OrderGradPPO("MlpPolicy", gym.make("CartPole-v1", max_episode_steps=50), objective="cvar0.2")
+    assert model.n_episodes == expected.n_episodes == 128  # 32 with the outer limit's long-episode defaults
+    assert repr(model.ent_coef) == repr(expected.ent_coef)  # held, then decayed (a constant 0.01 on long ones)
 
 
 def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:

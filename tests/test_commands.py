@@ -522,3 +522,202 @@ def test_train_announces_the_rollout_a_small_budget_trains_with(tmp_path, capsys
     assert "objective cvar0.2@8, 16 episodes per update on 1 env" in capsys.readouterr().out
     model = OrderGradPPO.load(tmp_path / "lava.zip")
     assert (model.n_episodes, model.k) == (16, 8)
+
+
+# ---------------------------------------------------------------------------------------------------- env kwargs
+LAVA = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+        "--hparams", "n_epochs=1", "--quiet"]  # fmt: skip
+
+
+def test_train_env_kwargs_make_the_training_and_evaluation_envs_and_reach_hparams(tmp_path, capsys):
+    """``train`` had no --env-kwargs (``evaluate`` had): an env could not be given arguments or a time limit.
+    max_episode_steps is gym.make's, taken by both commands alike."""
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.zoo.dashboards import read_run_data
+    from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
+
+    argv = [*LAVA, "--timesteps", "40", "--env-kwargs", "max_episode_steps=5", "--eval-env", "RiskyLavaGrid-v0",
+            "--eval-freq", "40", "--eval-episodes", "4", "--tensorboard", str(tmp_path),
+            "--save", str(tmp_path / "m")]  # fmt: skip
+    assert main(argv) == 0
+    assert "OrderGradPPO on RiskyLavaGrid-v0 (max_episode_steps=5): " in capsys.readouterr().out
+    (run,) = [p.parent for p in tmp_path.rglob("events.out.tfevents.*")]
+    hparams = read_run_data(run, tmp_path).hparams
+    assert hparams["env"] == "RiskyLavaGrid-v0" and hparams["env_kwargs"] == "max_episode_steps=5"
+    assert main(["evaluate", str(tmp_path / "m.zip"), "--env", "RiskyLavaGrid-v0", "--episodes", "6", "--env-kwargs",
+                 "max_episode_steps=5", "--json", str(tmp_path / "e.json"), "--quiet"]) == 0  # fmt: skip
+    evaluation = json.loads((tmp_path / "e.json").read_text())
+    assert evaluation["env_kwargs"] == {"max_episode_steps": 5} and max(evaluation["lengths"]) <= 5
+
+    settings = TrainSettings("ppo", "RiskyLavaGrid-v0", "mean", n_episodes=4, eval_env="RiskyLavaGrid-v0",
+                             env_kwargs={"max_episode_steps": 5})  # fmt: skip
+    model = build_model(settings)
+    assert episode_limit(model.env) == 5 and episode_limit(eval_callback(settings, model).eval_env) == 5
+    settings.eval_env_kwargs = {}  # --eval-env-kwargs with nothing after it: the evaluation env as registered
+    assert episode_limit(eval_callback(settings, model).eval_env) == 30
+    settings.eval_env_kwargs = {"max_episode_steps": 7}
+    assert episode_limit(eval_callback(settings, model).eval_env) == 7
+    # An evaluation env of another id (a deployment variant) keeps its registered arguments.
+    from ordergrad_rl.agents.common.env_util import env_arguments
+
+    settings = TrainSettings("ppo", "SyntheticTailRisk-v0", "mean", n_episodes=4, eval_env="SyntheticTailRiskDeploy-v0",
+                             eval_episodes=4, env_kwargs={"p": 0.5})  # fmt: skip
+    model = build_model(settings)
+    assert env_arguments(model.env) == {"p": 0.5} and env_arguments(eval_callback(settings, model).eval_env) == {}
+    settings.eval_env_kwargs = {"p": 0.5}
+    assert env_arguments(eval_callback(settings, model).eval_env) == {"p": 0.5}
+    # Without --env-kwargs the algorithm gets the id, as before, and HParams no env_kwargs column.
+    assert "env_kwargs" not in build_model(TrainSettings("ppo", "RiskyLavaGrid-v0", "mean", n_episodes=4)).hparams()
+
+
+def test_train_env_kwargs_on_a_native_batch_and_as_registered_train_as_the_id(tmp_path):
+    import torch as th
+
+    from ordergrad_rl.agents import OrderGradPPO
+
+    def trained(name: str, *extra: str) -> OrderGradPPO:
+        argv = ["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--objective", "cvar0.25", "--n-episodes",
+                "8", "--timesteps", "1", "--hparams", "n_epochs=1", "--quiet",
+                "--save", str(tmp_path / name), *extra]  # fmt: skip
+        assert main(argv) == 0
+        return OrderGradPPO.load(tmp_path / f"{name}.zip")
+
+    plain, registered = trained("plain"), trained("registered", "--env-kwargs", "p=0.1")  # p=0.1 is registered
+    assert plain.n_envs == registered.n_envs == 8  # still the native batch of n_episodes envs
+    for p, q in zip(plain.policy.parameters(), registered.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+    from ordergrad_rl.zoo.training import TrainSettings, build_model
+
+    model = build_model(TrainSettings("ppo", "SyntheticTailRisk-v0", "cvar0.25", n_episodes=8, env_kwargs={"p": 0.5}))
+    assert model.n_envs == 8 and model.hparams()["env_kwargs"] == "p=0.5"
+    limited = build_model(
+        TrainSettings("ppo", "SyntheticTailRisk-v0", "cvar0.25", n_episodes=8, env_kwargs={"max_episode_steps": 5})
+    )
+    assert limited.learn(1).rollout_buffer.episode_lengths.max() == 5  # a TimeLimit the batch does not have
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsys):
+    given = {"train": [*LAVA, "--timesteps", "1"], "evaluate": ["evaluate", str(saved_models / "OrderGradPPO.zip"),
+             "--env", "RiskyBandit-v0", "--quiet"]}[command]  # fmt: skip
+    env = "RiskyLavaGrid-v0" if command == "train" else "RiskyBandit-v0"
+    assert main([*given, "--env-kwargs", "max_episode_step=5"]) == 2
+    err = capsys.readouterr().err
+    assert f"--env-kwargs: {env} takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in err
+    assert main([*given, "--env-kwargs", "max_episode_steps=0"]) == 2  # gym.make's own check
+    assert "--env-kwargs: cannot make" in capsys.readouterr().err
+    assert main([*given, "--env-kwargs", "max_episode_steps=5", "max_episode_steps=6"]) == 2
+    assert "--env-kwargs: max_episode_steps is given twice" in capsys.readouterr().err
+
+
+def test_train_checks_its_new_options_before_training(tmp_path, capsys):
+    bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--timesteps", "8", "--quiet"]
+    for extra, message in [
+        ([], "give --objective"),
+        (["--objective", "mean", "--eval-env-kwargs", "p=0.2"], "--eval-env-kwargs is for --eval-env"),
+        (["--objective", "mean", "--save-freq", "4"], "--save-freq saves checkpoints beside --save PATH"),
+        (["--objective", "mean", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs", "q=1"],
+         "--eval-env-kwargs: RiskyBandit-v0 takes no argument 'q'"),
+    ]:  # fmt: skip
+        assert main([*bandit, *extra]) == 2
+        assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- going on
+def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
+    """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,
+    hyperparameters and num_timesteps, logging into the same TensorBoard run; --hparams change hyperparameters."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from ordergrad_rl.agents import OrderGradPPO
+
+    base = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--tensorboard", str(tmp_path), "--quiet",
+            "--env-kwargs", "max_episode_steps=10"]  # fmt: skip
+    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80",
+                 "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
+    first = OrderGradPPO.load(tmp_path / "first.zip")
+    argv = [*base, "-i", str(tmp_path / "first.zip"), "--timesteps", "80", "--hparams", "learning_rate=0.01",
+            "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"going on from {tmp_path / 'first.zip'} at {first.num_timesteps} timesteps" in out
+    more = OrderGradPPO.load(tmp_path / "more.zip")
+    assert more.num_timesteps >= first.num_timesteps + 80 and more.objective_spec == first.objective_spec
+    assert (more.n_episodes, more.n_epochs, more.learning_rate) == (8, 1, 0.01)
+    (run,) = {p.parent for p in tmp_path.rglob("events.out.tfevents.*")}  # one run, logged by both commands
+    accumulator = EventAccumulator(str(run))
+    accumulator.Reload()
+    steps = [event.step for event in accumulator.Scalars("risk/mean")]
+    assert min(steps) <= first.num_timesteps < max(steps) == more.num_timesteps
+    checkpoints = sorted(tmp_path.glob("more_*_steps.zip"))
+    assert checkpoints and all(first.num_timesteps < int(p.stem.split("_")[1]) for p in checkpoints)
+
+
+def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, capsys):
+    model = str(saved_models / "OrderGradPPO.zip")
+    bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--quiet", "-i", model]
+    for extra, message in [
+        ([], "give --timesteps with --trained-agent"),
+        (["--timesteps", "8", "--objective", "mean", "--k", "2"], "--objective, --k cannot change a --trained-agent"),
+        (["--timesteps", "8", "--hparams", "n_epochs=-1"], "n_epochs must be an integer >= 1, got -1"),
+        (["--timesteps", "8", "--algo", "reinforce"], "was saved by OrderGradPPO, not OrderGradREINFORCE"),
+        (["--timesteps", "8", "--env", "CartPole-v1"], "Observation spaces do not match"),
+    ]:
+        assert main([*bandit, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ordergrad-rl train: error: ") and message in err
+    assert main([*bandit[:-1], str(tmp_path / "none.zip"), "--timesteps", "8"]) == 2
+    assert "no saved model at" in capsys.readouterr().err
+
+
+def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
+    """rl-zoo3's --save-freq (SB3's CheckpointCallback), counted in env steps as --eval-freq is, on 2 envs too."""
+    from ordergrad_rl.agents import OrderGradPPO
+
+    argv = [*LAVA, "--timesteps", "100", "--n-envs", "2", "--save", str(tmp_path / "lava"), "--save-freq", "40"]
+    assert main(argv) == 0
+    steps = sorted(int(p.stem.split("_")[1]) for p in tmp_path.glob("lava_*_steps.zip"))
+    final = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert steps == [40 * i for i in range(1, len(steps) + 1)] and steps[-1] <= final.num_timesteps < steps[-1] + 40
+    assert OrderGradPPO.load(tmp_path / f"lava_{steps[0]}_steps.zip").num_timesteps == steps[0]
+
+
+def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkeypatch):
+    """As rl-zoo3 does: Ctrl-C returned 130 and lost the training done; the model is saved to --save (and can go
+    on with --trained-agent)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.cli import train
+
+    class CtrlC(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            raise KeyboardInterrupt
+
+    def interrupted(model, timesteps, callback=None, **kwargs):
+        return model.learn(timesteps, callback=[*(callback or []), CtrlC()], **kwargs)
+
+    monkeypatch.setattr(train, "learn", interrupted)
+    assert main([*LAVA, "--timesteps", "1000", "--save", str(tmp_path / "lava")]) == 130
+    saved = OrderGradPPO.load(tmp_path / "lava.zip")
+    assert 0 < saved.num_timesteps < 1000
+    out = capsys.readouterr().out
+    assert f"interrupted at {saved.num_timesteps} timesteps; model: {tmp_path / 'lava.zip'}" in out
+
+
+def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, capsys):
+    """compare had no --env-kwargs: a model trained with train --env-kwargs could not be compared on its env, and
+    the endless-episode error told compare's user to give --env-kwargs max_episode_steps=..., which it refused."""
+    model = str(saved_models / "OrderGradPPO.zip")
+    argv = ["compare", model, "--env", "RiskyBandit-v0", "--episodes", "8", "--quiet", "--out", str(tmp_path)]
+    assert main([*argv, "--env-kwargs", "max_episode_steps=3"]) == 0
+    assert "8 deterministic episodes on RiskyBandit-v0 (max_episode_steps=3)" in capsys.readouterr().out
+    assert main([*argv, "--env-kwargs", "max_episode_step=3"]) == 2
+    assert "RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in (
+        capsys.readouterr().err
+    )
+    assert main(["compare", str(tmp_path), "--env-kwargs", "max_episode_steps=3"]) == 2
+    assert "--env-kwargs are the arguments of --env" in capsys.readouterr().err

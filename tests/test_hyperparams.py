@@ -188,7 +188,10 @@ def test_load_hyperparams_gives_constructor_arguments_as_the_readme_uses_them(tm
     assert hp.kwargs["learning_rate"](0.5) == pytest.approx(0.005)
     algorithm_class("ppo")(hp.policy, "RiskyBandit-v0", objective="cvar0.25", **hp.kwargs).learn(16)
     conf.write_text("RiskyBandit-v0:\n  env_kwargs: {p: 0.3}\n")
-    with pytest.raises(ValueError, match="RiskyBandit-v0: env_kwargs: rl-zoo3's env_kwargs is not supported"):
+    with pytest.raises(
+        ValueError,
+        match="env_kwargs is not supported by ordergrad-rl; give the env's arguments with train --env-kwargs",
+    ):
         load_hyperparams("ppo", "RiskyBandit-v0", conf)
 
 

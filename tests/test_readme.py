@@ -123,7 +123,8 @@ def test_command_snippets_run_as_pasted(tmp_path, monkeypatch, capsys, smoke_lea
     tiny += ["--eval-every", "1", "--eval-episodes", "8", "--workers", "1", "--quiet"]
     assert cli.main([*make_demo_argv(), *tiny]) == 0
     commands = command_lines("The `ordergrad-rl` command")
-    assert [c.split()[1] for c in commands] == ["train", "evaluate", "compare", "compare", "dashboard"]
+    names = ["train", "evaluate", "train", "train", "evaluate", "compare", "compare", "dashboard"]
+    assert [c.split()[1] for c in commands] == names
     for command in commands:
         assert cli.main(shlex.split(command)[1:]) == 0, command
     figures = sorted(p.name for p in (tmp_path / "results" / "compare").iterdir())

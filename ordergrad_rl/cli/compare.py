@@ -28,7 +28,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ordergrad_rl.common.options import add_output_arguments, file_path, positive_int, seed_int
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import add_output_arguments, file_path, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.zoo.compare import figure_name, format_table, load_entries, plot
 
@@ -45,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
     )
     parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
+    parser.add_argument(
+        "--env-kwargs",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="arguments of --env (Python literals or text), and gym.make's max_episode_steps, as evaluate takes them",
+    )
     parser.add_argument(
         "--episodes",
         type=positive_int,
@@ -66,7 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read/evaluate every entry, print the table, write the figure (and JSON)."""
-    entries = load_entries(args.entries, args.env, args.episodes, seed=args.seed, quiet=args.quiet)
+    if args.env_kwargs and args.env is None:
+        raise CommandError("--env-kwargs are the arguments of --env, which the saved models are evaluated on")
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    entries = load_entries(args.entries, args.env, args.episodes, args.seed, args.quiet, env_kwargs)
     for entry in entries:
         print(f"{entry.label}: {entry.source}")
     print()

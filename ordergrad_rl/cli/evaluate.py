@@ -21,12 +21,11 @@ the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
 from __future__ import annotations
 
 import argparse
-import ast
 from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import file_path, positive_int, seed_int
+from ordergrad_rl.common.options import file_path, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation
 
@@ -45,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=seed_int, default=0, help="seed of the env and the policy's sampling (default: 0)"
     )
     parser.add_argument(
-        "--env-kwargs", nargs="+", default=[], metavar="KEY=VALUE", help="env arguments (Python literals or text)"
+        "--env-kwargs",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
+        "a model trained with train --env-kwargs shows them in TensorBoard's HParams (env_kwargs)",
     )
     parser.add_argument(
         "--pass-at-k", type=positive_int, default=None, metavar="N", help="pass@k curve of N samples per context"
@@ -65,23 +69,6 @@ def format_evaluation(evaluation: Evaluation) -> str:
         headers = ["step info", "mean over steps", "at episode end"]
         text += "\n\n" + markdown_table(headers, [[name, *("-" if v is None else v for v in vs)] for name, *vs in rows])
     return text
-
-
-def parse_env_kwargs(items: list[str]) -> dict[str, Any]:
-    """``["key=value", ...]`` -> ``{key: ast.literal_eval(value)}`` (the raw text if it is not a literal).
-
-    :raises CommandError: an item without ``=``.
-    """
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise CommandError(f"--env-kwargs expects key=value items, got {item!r}")
-        try:
-            out[key.strip()] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            out[key.strip()] = text
-    return out
 
 
 def run_pass_at_k(args: argparse.Namespace, model: Any, algorithm: Any, env_kwargs: dict[str, Any]) -> int:
@@ -136,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             "model": args.model,
             "algorithm": algorithm.name,
             "env": args.env,
+            "env_kwargs": env_kwargs,
             "episodes": args.episodes,
             "deterministic": args.deterministic,
             "seed": args.seed,

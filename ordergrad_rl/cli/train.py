@@ -22,6 +22,20 @@ risk profile of every training batch (risk/*) and, with --eval-env, of determini
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
 named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
 (NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
+
+As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
+for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
+gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs). The HParams tab
+shows them (env_kwargs), to give evaluate the same --env-kwargs.
+--trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
+hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
+--save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
+trained so far to --save.
+
+    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
+        --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
+    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
+        -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -31,10 +45,18 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import file_path, model_file, positive_int, seed_int
+from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, learn, zoo_hyperparams
+from ordergrad_rl.zoo.training import (
+    TrainSettings,
+    build_model,
+    checkpoint_callback,
+    eval_callback,
+    learn,
+    load_trained_agent,
+    zoo_hyperparams,
+)
 
 
 def run_name(text: str) -> str:
@@ -52,7 +74,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
     parser.add_argument(
-        "--objective", required=True, metavar="SPEC", help="objective of the episode return: mean, cvar0.2, max@8, ..."
+        "--env-kwargs",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
+        "also of an --eval-env of the same id unless --eval-env-kwargs is given",
+    )
+    parser.add_argument(
+        "--objective",
+        default=None,
+        metavar="SPEC",
+        help="objective of the episode return: mean, cvar0.2, max@8, ... (required, unless --trained-agent)",
+    )
+    parser.add_argument(
+        "-i",
+        "--trained-agent",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="go on training this saved model (.zip) of --algo for --timesteps more steps, with its objective, "
+        "hyperparameters and step count (rl-zoo3's option)",
     )
     parser.add_argument("--k", type=positive_int, default=None, help="order-statistic size (default: N // 2)")
     parser.add_argument(
@@ -106,7 +148,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="save the trained model to PATH (.zip added without a suffix)",
     )
+    parser.add_argument(
+        "--save-freq",
+        type=positive_int,
+        default=None,
+        metavar="F",
+        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default: none)",
+    )
     parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
+    parser.add_argument(
+        "--eval-env-kwargs",
+        nargs="*",
+        default=None,
+        metavar="KEY=VALUE",
+        help="arguments of --eval-env (default: --env-kwargs if --eval-env is --env, else none; none given: none)",
+    )
     parser.add_argument(
         "--eval-freq",
         type=positive_int,
@@ -147,36 +203,85 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
+        env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
+        eval_env_kwargs=None
+        if args.eval_env_kwargs is None
+        else parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs"),
     )
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """:raises CommandError: options that do not go together (before any model is built)."""
+    if args.trained_agent is None:
+        if args.objective is None:
+            raise CommandError("give --objective (the objective of the episode return: mean, cvar0.2, max@8, ...)")
+    else:
+        kept = {"--objective": args.objective, "--k": args.k, "--policy": args.policy, "--conf-file": args.conf_file}
+        given = [option for option, value in kept.items() if value is not None]
+        if given:
+            raise CommandError(
+                f"{', '.join(given)} cannot change a --trained-agent model: it goes on with the objective, policy "
+                "and hyperparameters it was saved with (--hparams change hyperparameters)"
+            )
+        if args.timesteps is None:
+            raise CommandError("give --timesteps with --trained-agent: the env steps to train for after its own")
+    if args.eval_env_kwargs is not None and args.eval_env is None:
+        raise CommandError("--eval-env-kwargs is for --eval-env")
+    if args.save_freq is not None and args.save is None:
+        raise CommandError("--save-freq saves checkpoints beside --save PATH: give --save")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build, train (with a progress bar), print the last risk profiles, save."""
+    """Build (or load), train (with a progress bar), print the last risk profiles, save."""
     # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
     from ordergrad_rl.risk import risk_profile
 
-    entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
-    timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
-    if timesteps is None:
-        raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+    check_arguments(args)
     run_settings = settings(args)
-    model = build_model(run_settings, parse_hparams(args.hparams, algorithm_class(args.algo)), entry=entry)
+    hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
+    if args.trained_agent is not None:
+        timesteps = args.timesteps
+        model = load_trained_agent(run_settings, args.trained_agent, hparams)
+        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
+    else:
+        entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
+        timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
+        if timesteps is None:
+            raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+        model = build_model(run_settings, hparams, entry=entry)
+        if entry is not None:
+            applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+            listed = ", ".join(f"{key}={value}" for key, value in applied.items())
+            print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     callback = eval_callback(run_settings, model)
-    if entry is not None:
-        applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
-        listed = ", ".join(f"{key}={value}" for key, value in applied.items())
-        print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+    callbacks = [cb for cb in (callback,) if cb is not None]
+    if args.save_freq is not None:
+        callbacks.append(checkpoint_callback(model, args.save, args.save_freq))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
         n_episodes, objective = model.budget_rollout(timesteps)
         rollout = f"{n_episodes} episodes per update"
+    env = args.env if not args.env_kwargs else f"{args.env} ({' '.join(args.env_kwargs)})"
     print(
-        f"{type(model).__name__} on {args.env}: objective {objective}, {rollout} "
+        f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
     start = time.perf_counter()
-    learn(model, timesteps, callback=callback, tb_log_name=args.run_name, progress_bar=not args.quiet)
+    try:
+        learn(
+            model,
+            timesteps,
+            callback=callbacks or None,
+            tb_log_name=args.run_name,
+            reset_num_timesteps=args.trained_agent is None,
+            progress_bar=not args.quiet,
+        )
+    except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
+        if args.save is not None:
+            model.save(args.save)
+            print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
+        raise
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead

@@ -12,10 +12,12 @@ Light imports only (torch is imported inside :func:`check_device`).
 from __future__ import annotations
 
 import argparse
+import ast
 import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 
@@ -275,3 +277,24 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
+
+
+def parse_env_kwargs(items: list[str], option: str = "--env-kwargs") -> dict[str, Any]:
+    """``["key=value", ...]`` (the items of ``option``) -> ``{key: ast.literal_eval(value)}`` (the raw text if it is
+    not a literal).
+
+    :raises CommandError: an item without ``=``, or a key given twice.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CommandError(f"{option} expects key=value items, got {item!r}")
+        if key in out:
+            raise CommandError(f"{option}: {key} is given twice")
+        try:
+            out[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[key] = text
+    return out

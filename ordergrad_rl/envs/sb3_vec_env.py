@@ -229,16 +229,18 @@ def make_sb3_vec_env(
     ``NativeVecMonitor(NativeVecEnv(...))`` (SB3's ``VecMonitor``, clonable); any other id gets SB3's
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
-    finished episodes carry ``info["episode"]``.
+    finished episodes carry ``info["episode"]``. ``max_episode_steps`` among ``env_kwargs`` is ``gym.make``'s (a
+    ``TimeLimit``), which the native batch does not have: with it, those ids get SB3's ``make_vec_env`` too.
 
     :param env_id: registered Gymnasium id.
     :param n_envs: number of parallel envs.
     :param seed: base seed, or ``None`` for random seeds.
-    :param env_kwargs: keyword arguments of the env (override the registered ones).
+    :param env_kwargs: keyword arguments of the env (override the registered ones), and ``gym.make``'s
+        ``max_episode_steps``.
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
-    vector_class = native_vector_class(env_id)
+    vector_class = None if "max_episode_steps" in (env_kwargs or {}) else native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
     spec = env_spec(env_id)
@@ -247,7 +249,7 @@ def make_sb3_vec_env(
         venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)
     else:
         venv = NativeVecEnv(vector_class(n_envs, **kwargs))
-    venv.spec = spec
+    venv.spec = dataclasses.replace(spec, kwargs=kwargs) if env_kwargs else spec  # the batch's own arguments
     if seed is not None:
         venv.seed(seed)
     return NativeVecMonitor(venv)
@@ -283,8 +285,8 @@ def has_native_batch(env_id: str) -> bool:
 
 def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     """The spec of ``env`` if it can be rebuilt as a native batch: made by ``gym.make(id, **kwargs)`` from an id with
-    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make`` and no ``render_mode`` (the
-    batch does not render); else ``None``.
+    a native batch (:func:`has_native_batch`), with no wrapper added after ``gym.make``, no ``render_mode`` (the
+    batch does not render) and no ``max_episode_steps`` (the batch has no ``TimeLimit``); else ``None``.
 
     ``make_sb3_vec_env(spec.id, n, env_kwargs=spec.kwargs)`` then gives ``n`` envs with the same episode
     distribution as ``env``.
@@ -296,4 +298,4 @@ def native_batch_spec(env: gym.Env) -> gym.envs.registration.EnvSpec | None:
     # An env may carry a spec whose id is not registered (SB3's BitFlippingEnv): then it is no registered id's env.
     if spec is None or spec.additional_wrappers or spec.id not in gym.registry or not has_native_batch(spec.id):
         return None
-    return spec if getattr(env, "render_mode", None) is None else None
+    return spec if getattr(env, "render_mode", None) is None and spec.max_episode_steps is None else None

@@ -223,7 +223,8 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
     if key in OPTION_OF and key not in options:
         raise CommandError(f"{where}: set {key} with {OPTION_OF[key]}")
     if key in RL_ZOO_ONLY_KEYS:
-        raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
+        fix = "give the env's arguments with train --env-kwargs" if key == "env_kwargs" else "remove it"
+        raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; {fix}")
     valid = [*hyperparameter_names(cls), *options]
     if key not in valid:
         raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")

@@ -17,7 +17,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
-from ordergrad_rl.zoo.models import check_env_id, check_fits, evaluate_model, load_model, model_path
+from ordergrad_rl.zoo.models import check_fits, evaluate_model, load_model, make_env, model_path
 
 
 @dataclass
@@ -192,7 +192,12 @@ def runs_below(logdir: Path) -> list[Path]:
 
 
 def load_entries(
-    arguments: list[Path], env: str | None, episodes: int, seed: int | None = 0, quiet: bool = False
+    arguments: list[Path],
+    env: str | None,
+    episodes: int,
+    seed: int | None = 0,
+    quiet: bool = False,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[Entry]:
     """Evaluate the models and read the runs among ``arguments`` (model files, run directories, log dirs).
 
@@ -201,6 +206,7 @@ def load_entries(
 
     :param env: the env id the models are evaluated on (``--env``); needed only when there are models.
     :param episodes: deterministic evaluation episodes per model, on envs seeded from ``seed``.
+    :param env_kwargs: the arguments of ``env`` (``--env-kwargs``: ``gym.make``'s ``max_episode_steps`` too).
 
     A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
     an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
@@ -218,10 +224,7 @@ def load_entries(
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
         models[path] = (file, *load_model(file))
     if models:
-        from ordergrad_rl.envs import make_sb3_vec_env
-
-        check_env_id(env)  # unknown ids and missing packages fail here
-        venv = make_sb3_vec_env(env, 1)
+        venv = make_env(env, 1, None, env_kwargs)  # unknown ids, missing packages and arguments fail here
         for file, model, _ in models.values():
             check_fits(model, venv, f"{env} ({file})")
         venv.close()
@@ -236,8 +239,9 @@ def load_entries(
                 print(f"note: skipping {err}")
             continue
         file, model, algorithm = models[path]
-        evaluation = evaluate_model(model, env, episodes, deterministic=True, seed=seed, quiet=quiet)
-        source = f"{algorithm.name}, {episodes} deterministic episodes on {env}"
+        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs)
+        made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
+        source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
         entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")

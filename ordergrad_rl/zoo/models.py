@@ -235,19 +235,66 @@ def check_fits(model: Any, venv: Any, env_id: str) -> None:
         raise CommandError(f"the model does not fit {env_id}: {err}") from err
 
 
-def make_eval_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
-    """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``.
+#: ``gym.make``'s own keyword arguments, which ``--env-kwargs`` passes on with the env's.
+MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
 
-    :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
-        the env refuses.
+
+def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: str = "--env-kwargs") -> None:
+    """The keys of ``env_kwargs`` against the arguments of ``env_id``'s constructor and ``gym.make``'s
+    (:data:`MAKE_KWARGS`); an env whose constructor takes ``**kwargs`` is left to refuse its own.
+
+    :raises CommandError: a key neither takes, named with the closest argument and the list of them.
     """
+    import difflib
+    import inspect
+
+    from gymnasium.envs.registration import load_env_creator
+
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
+
+    entry_point = env_spec(env_id).entry_point
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    try:
+        parameters = list(inspect.signature(creator).parameters.values())
+    except (TypeError, ValueError):  # no entry point, or a signature inspect cannot read
+        return
+    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+        return
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = [parameter.name for parameter in parameters if parameter.kind in keyword] + list(MAKE_KWARGS)
+    for key in env_kwargs or {}:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise CommandError(f"{option}: {env_id} takes no argument {key!r}{hint}; it takes {', '.join(accepted)}")
+
+
+def make_env(
+    env_id: str,
+    n_envs: int | None,
+    seed: int | None,
+    env_kwargs: dict[str, Any] | None,
+    option: str = "--env-kwargs",
+) -> Any:
+    """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``, or with ``n_envs=None`` the one env
+    ``gym.make(env_id, **env_kwargs)``.
+
+    :param option: the option ``env_kwargs`` came from, named in the errors.
+    :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
+        the env refuses (:func:`check_env_kwargs`, then the env's own errors).
+    """
+    import gymnasium as gym
+
     from ordergrad_rl.envs import make_sb3_vec_env
 
     check_env_id(env_id)
+    check_env_kwargs(env_id, env_kwargs, option)
     try:
+        if n_envs is None:
+            return gym.make(env_id, **(env_kwargs or {}))
         return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
     except (TypeError, ValueError) as err:
-        raise CommandError(f"cannot make {env_id} with env arguments {env_kwargs or {}}: {err}") from err
+        raise CommandError(f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}") from err
 
 
 def evaluate_model(
@@ -271,7 +318,7 @@ def evaluate_model(
     from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
     from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, evaluate_episodes, info_component_names
 
-    venv = make_eval_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
+    venv = make_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
@@ -330,7 +377,7 @@ def pass_at_k_evaluation(
     from ordergrad_rl.agents.common.groups import N_CONTEXTS
 
     batched = is_batched(env_id)
-    venv = make_eval_env(env_id, 1, seed, env_kwargs)
+    venv = make_env(env_id, 1, seed, env_kwargs)
     declared = first_env_attr(venv, N_CONTEXTS)
     if declared is not None:
         available = int(declared)
@@ -341,7 +388,7 @@ def pass_at_k_evaluation(
         contexts = np.arange(DEFAULT_SEED_CONTEXTS if n_contexts is None else n_contexts)
     total = contexts.size * n_samples
     venv.close()
-    venv = make_eval_env(env_id, min(total, 1024) if batched else min(total, PASS_AT_K_ENVS), seed, env_kwargs)
+    venv = make_env(env_id, min(total, 1024) if batched else min(total, PASS_AT_K_ENVS), seed, env_kwargs)
     check_fits(model, venv, env_id)
     if seed is not None:
         set_random_seed(seed)  # the policy's sampling

@@ -17,7 +17,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
-from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched
+from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched, make_env
 
 
 @dataclass
@@ -40,6 +40,9 @@ class TrainSettings:
     :param device: torch device.
     :param verbose: SB3 verbosity.
     :param conf_file: per-env hyperparameter file (``None``: the one shipped for ``algo``; ``"none"``: none).
+    :param env_kwargs: keyword arguments of ``env`` (``gym.make``'s too: ``max_episode_steps``), or ``None``.
+    :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs`` if ``eval_env`` is ``env``, else none;
+        ``{}``: none).
     """
 
     algo: str
@@ -58,6 +61,8 @@ class TrainSettings:
     device: str = "cpu"
     verbose: int = 0
     conf_file: str | Path | None = None
+    env_kwargs: dict[str, Any] | None = None
+    eval_env_kwargs: dict[str, Any] | None = None
 
 
 #: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
@@ -115,10 +120,11 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
     check_k_applies(settings.objective, settings.k)
     check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
+    env = training_env(settings, hparams.get("n_envs"))
     try:
         model = cls(
             policy,
-            settings.env,
+            env,
             objective=settings.objective,
             k=settings.k,
             seed=settings.seed,
@@ -134,6 +140,93 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
     return model
+
+
+def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
+    """The env the algorithm is built on: the env id without ``env_kwargs`` (the algorithm makes its envs from it);
+    with them, ``n_envs`` envs made with them (one without ``n_envs``), or, without ``n_envs`` on an id with a native
+    batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm steps as that batch of ``n_episodes`` envs, as
+    it does the id.
+
+    :raises CommandError: env arguments the env does not take (:func:`~ordergrad_rl.zoo.models.make_env`).
+    """
+    if not settings.env_kwargs:
+        return settings.env
+    batch = n_envs is None and is_batched(settings.env)
+    return make_env(settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs)
+
+
+def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None) -> Any:
+    """rl-zoo3's ``--trained-agent``: the model saved at ``path``, to go on training (``learn(...,
+    reset_num_timesteps=False)``) with the objective, hyperparameters and ``num_timesteps`` it was saved with.
+
+    It is loaded by ``settings.algo``'s class on ``settings.env`` (with ``env_kwargs``) of the save's number of envs
+    (``settings.n_envs`` if given), with the ``tensorboard``, ``seed``, ``device`` and ``verbose`` of ``settings``;
+    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do.
+
+    :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's, or
+        hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one).
+    """
+    from ordergrad_rl.agents.common.saving import read_saved_data
+    from ordergrad_rl.zoo.models import model_path
+
+    cls = algorithm_class(settings.algo)
+    path = model_path(path)
+    check_device(settings.device)
+    kwargs = dict(hparams or {})
+    if settings.n_episodes is not None:
+        kwargs["n_episodes"] = settings.n_episodes
+    try:
+        saved_n_envs = read_saved_data(path).get("n_envs")
+        env = make_env(settings.env, settings.n_envs or saved_n_envs or 1, settings.seed, settings.env_kwargs)
+        model = cls.load(
+            path,
+            env=env,
+            device=settings.device,
+            tensorboard_log=None if settings.tensorboard is None else str(settings.tensorboard),
+            verbose=settings.verbose,
+            seed=settings.seed,
+            **kwargs,
+        )
+        check_loaded_hparams(model, kwargs)
+    except (ValueError, TypeError, KeyError) as err:
+        raise CommandError(f"--trained-agent {path}: {err}") from err
+    return model
+
+
+def check_loaded_hparams(model: Any, hparams: dict[str, Any]) -> None:
+    """The constructor's checks of the arguments every algorithm takes (and the PPO family's ``n_epochs``,
+    ``clip_range`` and ``batch_size``) on a loaded model whose ``hparams`` changed at load: SB3's ``load`` sets them
+    unchecked, and a bad one failed deep in training (``n_epochs=-1``: an ``UnboundLocalError`` in PPO's ``train``).
+
+    :raises ValueError: naming the first bad argument.
+    """
+    from ordergrad_rl.agents.common.arguments import check_common_arguments, check_ppo_arguments
+    from ordergrad_rl.common.arguments import check_int
+
+    if not hparams:
+        return
+    common = [
+        hparams.get(name, getattr(model, name))
+        for name in ("learning_rate", "gamma", "ent_coef", "max_grad_norm", "policy_kwargs")
+    ]
+    if not hasattr(model, "clip_range"):  # REINFORCE
+        check_common_arguments(*common)
+        return
+    check_ppo_arguments(*common, hparams.get("n_epochs", model.n_epochs), hparams.get("clip_range", model.clip_range))
+    if "batch_size" in hparams:
+        check_int("batch_size", hparams["batch_size"], 2)
+
+
+def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
+    """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
+    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``)."""
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    save = Path(save)
+    name = save.name.removesuffix(".zip")
+    # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do.
+    return CheckpointCallback(max(save_freq // model.n_envs, 1), str(save.parent), name_prefix=name)
 
 
 def check_k_applies(objective: str, k: int | None) -> None:
@@ -221,7 +314,9 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
-    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``.
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs``, by default
+    with ``env_kwargs`` if it is the training env's id (an env of another id, such as a deployment variant, keeps its
+    registered arguments).
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -229,10 +324,14 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
     if settings.eval_env is None:
         return None
     from ordergrad_rl.agents import RiskEvalCallback
-    from ordergrad_rl.envs import make_sb3_vec_env
 
     n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
-    eval_env = make_sb3_vec_env(settings.eval_env, n_eval_envs, seed=eval_seed(settings.seed))
+    if settings.eval_env_kwargs is None:  # the training env's arguments, as rl-zoo3 makes its evaluation env
+        same = settings.eval_env == settings.env
+        env_kwargs, option = (settings.env_kwargs if same else None), "--env-kwargs (--eval-env-kwargs sets its own)"
+    else:
+        env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
+    eval_env = make_env(settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option)
     check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
     return RiskEvalCallback(
         eval_env,

@@ -20,7 +20,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.checks import check_action_start
-from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import env_arguments, sb3_vec_env_of
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
@@ -278,9 +278,14 @@ class OrderGradAlgorithmMixin:
 
     def hparams(self) -> dict[str, Any]:
         """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the
-        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has) and the env id
+        constructor's other scalar arguments (:data:`HPARAM_NAMES` that the algorithm has), the env id and, for an
+        env made with arguments other than its registered ones, ``env_kwargs``: them as ``key=value`` items
+        (:func:`~ordergrad_rl.agents.common.env_util.env_arguments`, what ``evaluate --env-kwargs`` takes)
         (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
         values = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
         values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
+        arguments = env_arguments(self.env)  # type: ignore[attr-defined]
+        if arguments:
+            values["env_kwargs"] = " ".join(f"{key}={value!r}" for key, value in arguments.items())
         return values

@@ -93,7 +93,11 @@ def first_env_attr(venv: VecEnv, name: str) -> Any:
 def episode_limit(env: GymEnv | str) -> int | None:
     """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec, else of a ``TimeLimit`` wrapper
     around an env without a registered spec; a ``VecEnv``'s first env), or ``None`` when it has none or it cannot be
-    read (an unknown id is left to :func:`build_env` to refuse)."""
+    read (an unknown id is left to :func:`build_env` to refuse).
+
+    Where the wrappers can be seen (a ``gym.Env``, a ``DummyVecEnv``'s first env), several ``TimeLimit`` wrappers
+    give the smallest limit: Gymnasium truncates at whichever comes first, while the spec names the outermost.
+    """
     try:
         if isinstance(env, str):
             spec = env_spec(env)
@@ -104,14 +108,60 @@ def episode_limit(env: GymEnv | str) -> int | None:
     except Exception:  # noqa: BLE001 - any env that does not expose its spec simply has no known limit
         return None
     limit = getattr(spec, "max_episode_steps", None)
-    if limit is None and not isinstance(env, str):
+    first = env if isinstance(env, gym.Env) else _first_local_env(env) if isinstance(env, VecEnv) else None
+    if first is not None:
+        limits = _time_limits(first)
+        if limits:
+            limit = min(limits)
+    elif limit is None and isinstance(env, VecEnv):
         # gymnasium.wrappers.TimeLimit(env, n) around an unregistered env leaves its spec None.
         try:
-            if isinstance(env, gym.Env):
-                limit = env.get_wrapper_attr("_max_episode_steps")
-            elif env.env_is_wrapped(TimeLimit, [0])[0]:
+            if env.env_is_wrapped(TimeLimit, [0])[0]:
                 # Asked first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
                 limit = env.get_attr("_max_episode_steps", [0])[0]
         except Exception:  # noqa: BLE001 - no TimeLimit in the wrapper chain
             return None
     return int(limit) if isinstance(limit, int | np.integer) and limit > 0 else None
+
+
+def _first_local_env(venv: VecEnv) -> gym.Env | None:
+    """The first env of a ``VecEnv`` that steps its envs in this process (SB3's ``DummyVecEnv``, under any
+    ``VecEnvWrapper``), or ``None`` (a ``SubprocVecEnv``, a native batch)."""
+    envs = getattr(venv.unwrapped, "envs", None)
+    return envs[0] if isinstance(envs, list | tuple) and envs and isinstance(envs[0], gym.Env) else None
+
+
+def _time_limits(env: gym.Env) -> list[int]:
+    """``max_episode_steps`` of every ``TimeLimit`` in ``env``'s wrapper chain, outermost first."""
+    limits = []
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, TimeLimit):
+            limits.append(env._max_episode_steps)
+        env = env.env
+    return limits
+
+
+def env_arguments(env: GymEnv) -> dict[str, Any]:
+    """The arguments ``env`` was made with beyond its registration (a ``VecEnv``'s first env): the ``gym.make``
+    kwargs whose values differ from the registered spec's (but ``render_mode``, which SB3's ``make_vec_env`` sets
+    itself, and which changes no episode), and ``max_episode_steps`` where its limit
+    (:func:`episode_limit`) is not the registered one (``-1``: none, as ``gym.make`` takes it). What
+    ``make_sb3_vec_env(id, n, env_kwargs=...)`` (and the commands' ``--env-kwargs``) takes to make it again; empty
+    for an env as registered, or one without a registered spec."""
+    try:
+        spec = env.spec if isinstance(env, gym.Env) else env.get_attr("spec", [0])[0]
+    except Exception:  # noqa: BLE001 - an env that does not expose its spec: nothing known
+        return {}
+    registered = gym.registry.get(getattr(spec, "id", None))
+    if registered is None:
+        return {}
+    missing = object()
+    arguments = {
+        key: value
+        for key, value in spec.kwargs.items()
+        if key != "render_mode" and registered.kwargs.get(key, missing) != value
+    }
+    limit = episode_limit(env)
+    if limit != registered.max_episode_steps:
+        arguments["max_episode_steps"] = -1 if limit is None else limit
+    return arguments
