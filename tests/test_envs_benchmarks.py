@@ -6,12 +6,14 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import tracemalloc
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
+from ordergrad_rl.envs import tabular
 from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
 from ordergrad_rl.envs.heavy_tail_bandit import ARMS, HeavyTailBanditEnv
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY, RiskyLavaGridEnv
@@ -169,6 +171,29 @@ def test_return_distribution_of_a_stochastic_policy_matches_enumeration() -> Non
     values, probs = np.array(list(law)), np.array(list(law.values()))
     for alpha in (0.05, 0.2, 0.5, 1.0):
         assert exact.cvar(alpha) == pytest.approx(lower_tail_mean(values, probs, alpha), abs=1e-12)
+
+
+def test_cvar_optimum_memory_grows_with_the_transitions_not_the_square_of_the_nodes() -> None:
+    """The augmented DP's one-step tables are sparse from the start: they were filled dense first, ``[n_nodes * A,
+    n_next]`` floats a layer (a 100-state MDP with small integer rewards over 30 steps asked for about 10 GB)."""
+    rng = np.random.default_rng(0)
+    shape = (40, 2, 2)
+    mdp = TabularMDP(
+        np.full(shape, 0.5),
+        rng.integers(0, 40, shape),
+        rng.integers(-2, 3, shape).astype(float),
+        np.zeros(shape, dtype=bool),
+        np.eye(40)[0],
+        10,
+    )
+    dense = max(layer.to_next.shape[0] * layer.to_next.shape[1] * 8 for layer in tabular._layers(mdp)[0])
+    tracemalloc.start()
+    try:
+        cvar_optimum(mdp, ALPHA)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert dense > 15e6 and peak < dense / 3
 
 
 def test_solver_arguments_are_checked() -> None:

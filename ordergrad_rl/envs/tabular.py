@@ -370,6 +370,12 @@ class _Layer:
     to_final: sparse.csr_array  # [n_nodes * A, n_values]: probability of ending with each candidate return
 
 
+def _csr(entries: dict[tuple[int, int], float], shape: tuple[int, int]) -> sparse.csr_array:
+    """The sparse matrix of ``shape`` with the nonzero ``entries`` ``{(row, column): value}``."""
+    rows, columns = np.array(list(entries), dtype=np.int64).reshape(-1, 2).T
+    return sparse.csr_array((np.fromiter(entries.values(), float, len(entries)), (rows, columns)), shape=shape)
+
+
 def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
     """The augmented nodes reachable under any action, per time step, and the attainable returns."""
     frontier = {(int(s), 0.0) for s in np.flatnonzero(mdp.start)}
@@ -401,14 +407,17 @@ def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
     for t, (nodes, edges) in enumerate(raw):
         next_nodes = raw[t + 1][0] if t + 1 < mdp.horizon else sorted(frontier)
         next_index = {node: j for j, node in enumerate(next_nodes)}
-        to_next = np.zeros((len(nodes) * mdp.n_actions, len(next_nodes)))
-        to_final = np.zeros((len(nodes) * mdp.n_actions, len(candidates)))
+        # Summed per entry in edge order from 0.0 (as a dense table would), then made sparse: a dense
+        # [n_nodes * A, n_next] table takes n_nodes^2 memory (gigabytes for a 100-state MDP over 30 steps).
+        to_next: dict[tuple[int, int], float] = {}
+        to_final: dict[tuple[int, int], float] = {}
         for row, q, target, term in edges:
-            if term:
-                to_final[row, value_index[target]] += q
-            else:
-                to_next[row, next_index[target]] += q
-        layers.append(_Layer(nodes, sparse.csr_array(to_next), sparse.csr_array(to_final)))
+            table, column = (to_final, value_index[target]) if term else (to_next, next_index[target])
+            table[row, column] = table.get((row, column), 0.0) + q
+        n_rows = len(nodes) * mdp.n_actions
+        layers.append(
+            _Layer(nodes, _csr(to_next, (n_rows, len(next_nodes))), _csr(to_final, (n_rows, len(candidates))))
+        )
     layers.append(_Layer(sorted(frontier), sparse.csr_array((0, 0)), sparse.csr_array((0, 0))))
     return layers, candidates
 
