@@ -245,6 +245,11 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         with pytest.raises(ValueError, match=rf"horizon must be an integer >= 1, got {horizon}"):
             TabularMDP(**fields, horizon=horizon)
     assert TabularMDP(**fields, horizon=np.int64(3)).horizon == 3
+    # Nested lists are arrays, as NumPy takes them (they failed with "'list' object has no attribute 'shape'").
+    listed = TabularMDP(**{name: array.tolist() for name, array in fields.items()}, horizon=3)
+    got, want = return_distribution(listed, [0, 1]), return_distribution(good, np.array([0, 1]))
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.probs, want.probs)
     table = {0: {0: [(1.0, 5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}
     with pytest.raises(ValueError, match=r"next_state\[0, 0, 0\] must be a state in \[0, 1\), got 5"):
         TabularMDP.from_outcomes(table, 0, 2)

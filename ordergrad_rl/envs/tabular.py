@@ -82,6 +82,8 @@ class TabularMDP:
 
     Each (state, action) pair has ``K`` outcomes (padded with probability 0):
 
+    The tables are arrays or anything :func:`numpy.asarray` takes (nested lists).
+
     :param prob: ``[S, A, K]`` outcome probabilities, each ``[s, a]`` row sums to 1.
     :param next_state: ``[S, A, K]`` int, the state after the outcome.
     :param reward: ``[S, A, K]`` the reward of the transition.
@@ -101,6 +103,8 @@ class TabularMDP:
     horizon: int
 
     def __post_init__(self) -> None:
+        for name in ("prob", "next_state", "reward", "terminated", "start"):  # nested lists too, as NumPy takes them
+            object.__setattr__(self, name, np.asarray(getattr(self, name)))
         shape = self.prob.shape
         if len(shape) != 3 or any(a.shape != shape for a in (self.next_state, self.reward, self.terminated)):
             raise ValueError("prob, next_state, reward and terminated must share one shape [S, A, K]")
