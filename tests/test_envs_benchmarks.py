@@ -257,6 +257,17 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         TabularMDP.from_outcomes({0: {0: [(1.0, 0.5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2)
     with pytest.raises(ValueError, match="horizon must be an integer >= 1, got 2.5"):
         TabularMDP.from_outcomes({0: {0: [(1.0, 0, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2.5)
+    # A start state outside the states (-1 used to start in the last state, 2 to raise a bare IndexError), and a
+    # state with fewer actions (a bare KeyError).
+    two = {s: {0: [(1.0, 0, 1.0, False)], 1: [(1.0, 1, 0.0, True)]} for s in range(2)}
+    for start in (-1, 2, 0.5, True):
+        with pytest.raises(
+            ValueError, match=rf"start must be a state in \[0, 2\) or a distribution \[S\], got {start}"
+        ):
+            TabularMDP.from_outcomes(two, start, 2)
+    np.testing.assert_array_equal(TabularMDP.from_outcomes(two, np.int64(1), 2).start, [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"outcomes\[1\] has 1 actions, outcomes\[0\] has 2"):
+        TabularMDP.from_outcomes({**two, 1: {0: two[1][0]}}, 0, 2)
     # Policies: rows of probabilities, or actions.
     for policy, match in (
         (np.array([[0.9, 0.9], [0.5, 0.5]]), r"policy\[0\] must sum to 1 \(within 1e-05\), got a sum of 1.8"),

@@ -143,9 +143,13 @@ class TabularMDP:
         """From a FrozenLake-style table ``outcomes[s][a] = [(probability, next_state, reward, terminated), ...]``.
 
         :param start: a start state or a start distribution ``[S]``.
-        :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer.
+        :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer, a start state that is
+            not a state, or a state with another number of actions than state 0.
         """
         n_states, n_actions = len(outcomes), len(outcomes[0])
+        for s in range(n_states):
+            if len(outcomes[s]) != n_actions:
+                raise ValueError(f"outcomes[{s}] has {len(outcomes[s])} actions, outcomes[0] has {n_actions}")
         width = max(len(outcomes[s][a]) for s in range(n_states) for a in range(n_actions))
         prob = np.zeros((n_states, n_actions, width))
         next_state = np.zeros((n_states, n_actions, width), dtype=np.int64)
@@ -159,6 +163,8 @@ class TabularMDP:
                     prob[s, a, k], next_state[s, a, k], reward[s, a, k], terminated[s, a, k] = p, s2, r, term
                 next_state[s, a, len(outcomes[s][a]) :] = s  # padding: probability 0
         if np.ndim(start) == 0:
+            if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < n_states:
+                raise ValueError(f"start must be a state in [0, {n_states}) or a distribution [S], got {start!r}")
             start = np.eye(n_states)[int(start)]
         return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), horizon)
 
