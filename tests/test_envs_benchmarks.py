@@ -237,6 +237,9 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         (with_entry("prob", (1, 1, 0), float("nan")), r"prob\[1, 1, 0\] must be a probability"),
         (with_entry("prob", (1, 1, 0), 0.0), r"prob\[1, 1\] must sum to 1"),
         (with_entry("start", (0,), 2.0), r"start\[0\] must be a probability in \[0, 1\]"),
+        # A termination probability was taken as True (every outcome with terminated=0.3 ended the episode).
+        (with_entry("terminated", (0, 1, 1), 0.3), r"terminated\[0, 1, 1\] must be a bool \(or 0/1\), got 0.3"),
+        (with_entry("terminated", (1, 0, 0), float("nan")), r"terminated\[1, 0, 0\] must be a bool"),
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match):

@@ -92,7 +92,8 @@ class TabularMDP:
     :param horizon: the time limit, an integer >= 1: the episode is truncated after ``horizon`` steps.
     :raises ValueError: at construction, naming the first bad entry: a probability outside ``[0, 1]`` or a
         ``prob``/``start`` row that does not sum to 1 (within :data:`PROB_ATOL`), a ``next_state`` that is not a
-        state, a reward that is not finite, or a horizon that is not an integer >= 1.
+        state, a ``terminated`` entry that is not a bool (or 0/1), a reward that is not finite, or a horizon that is
+        not an integer >= 1.
     """
 
     prob: np.ndarray
@@ -122,6 +123,10 @@ class TabularMDP:
             raise ValueError(
                 f"next_state{list(index)} must be a state in [0, {shape[0]}), got {self.next_state[index].item()!r}"
             )
+        not_bool = ~np.isin(self.terminated, (0, 1))  # not a termination probability: an outcome ends or it does not
+        if not_bool.any():
+            index = _first(not_bool)
+            raise ValueError(f"terminated{list(index)} must be a bool (or 0/1), got {self.terminated[index].item()!r}")
         infinite = ~np.isfinite(self.reward)
         if infinite.any():
             index = _first(infinite)
