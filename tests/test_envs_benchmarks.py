@@ -282,6 +282,10 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
             return_distribution(good, policy)
     with pytest.raises(ValueError, match=r"policy\[1\] must be an action"):
         one_state_switches(good, np.array([0, 0.5]), ALPHA)
+    # An initial candidate of action probabilities came back as the "best stationary policy", [S, A].
+    with pytest.raises(ValueError, match=r"policy must be \[S\] = \[2\] actions, got shape \(2, 2\)"):
+        best_stationary_cvar(good, ALPHA, initial=[np.eye(2)])
+    assert best_stationary_cvar(good, ALPHA, initial=[[0, 1]]).policy.shape == (2,)
     # A float32 softmax's rows sum to 1 within about 1e-7: accepted.
     probs = np.array([[0.3, 0.7], [0.5, 0.5]], dtype=np.float32) * np.float32(1 + 1e-7)
     assert return_distribution(good, probs).probs.sum() == pytest.approx(1.0, abs=1e-6)

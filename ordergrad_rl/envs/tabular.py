@@ -512,18 +512,19 @@ def best_stationary_cvar(
     the relaxed optimum visits most; when the relaxed optimum visits no free state, it is itself a stationary policy
     and the node is solved. Nodes whose bound does not exceed the incumbent (by more than 1e-9) are pruned.
 
-    :param initial: candidate policies ``[S]`` whose best is the first incumbent (e.g. a known safe path).
+    :param initial: candidate policies ``[S]`` (actions) whose best is the first incumbent (e.g. a known safe path).
     :param max_nodes: the search stops after this many bound evaluations; the result then carries the largest
         open bound as ``upper`` (``exact`` is False).
     """
+    _check_alpha(alpha)
     n_states, n_actions = mdp.n_states, mdp.n_actions
     best_value, best_policy = -np.inf, np.zeros(n_states, dtype=np.int64)
     for policy in initial:
+        policy = _check_actions(mdp, np.asarray(policy))
         value = return_distribution(mdp, policy).cvar(alpha)
         if value > best_value:
-            best_value, best_policy = value, np.asarray(policy, dtype=np.int64).copy()
+            best_value, best_policy = value, policy
 
-    _check_alpha(alpha)
     dp = _AugmentedDP(mdp)
 
     def bound(fixed: np.ndarray) -> tuple[float, CVaRSolution, np.ndarray]:
