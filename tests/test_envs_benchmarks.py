@@ -282,6 +282,10 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
             return_distribution(good, policy)
     with pytest.raises(ValueError, match=r"policy\[1\] must be an action"):
         one_state_switches(good, np.array([0, 0.5]), ALPHA)
+    # A callable that returns an action, or probabilities of another length (a bare TypeError, IndexError).
+    for act, shape in ((lambda t, s, c: 1, r"\(\)"), (lambda t, s, c: np.ones(3) / 3, r"\(3,\)")):
+        with pytest.raises(ValueError, match=rf"must return \[A\] = \[2\] action probabilities, got shape {shape}"):
+            return_distribution(good, act)
     # An initial candidate of action probabilities came back as the "best stationary policy", [S, A].
     with pytest.raises(ValueError, match=r"policy must be \[S\] = \[2\] actions, got shape \(2, 2\)"):
         best_stationary_cvar(good, ALPHA, initial=[np.eye(2)])

@@ -300,13 +300,24 @@ def _as_policy(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> PolicyFn:
     """A stationary ``[S]`` (actions) or ``[S, A]`` (probabilities) array, or a callable, as a callable.
 
     An array is checked here, once, not in the propagation's loops: a row that is not a probability vector would
-    give a "return distribution" whose mass is not 1. A callable is trusted.
+    give a "return distribution" whose mass is not 1. A callable's probabilities are trusted, their shape checked.
 
     :raises ValueError: an array of another shape, actions outside ``[0, A)``, or a row of probabilities that is
-        not non-negative summing to 1 (within :data:`PROB_ATOL`).
+        not non-negative summing to 1 (within :data:`PROB_ATOL`); a callable that returns other than ``[A]``.
     """
     if callable(policy):
-        return policy
+        function = policy
+
+        def act(t: int, state: int, ret: float) -> np.ndarray:
+            probs = np.asarray(function(t, state, ret))
+            if probs.shape != (mdp.n_actions,):
+                raise ValueError(
+                    f"policy(t, state, return) must return [A] = [{mdp.n_actions}] action probabilities, "
+                    f"got shape {probs.shape} at (t, state, return) = ({t}, {state}, {ret})"
+                )
+            return probs
+
+        return act
     table = np.asarray(policy)
     if table.shape == (mdp.n_states,):
         table = np.eye(mdp.n_actions)[_check_actions(mdp, table)]
