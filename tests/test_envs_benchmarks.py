@@ -7,6 +7,7 @@ import functools
 import itertools
 import re
 import tracemalloc
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -194,6 +195,20 @@ def test_cvar_optimum_memory_grows_with_the_transitions_not_the_square_of_the_no
     finally:
         tracemalloc.stop()
     assert dense > 15e6 and peak < dense / 3
+
+
+def test_cvar_optimum_warns_before_a_long_solve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DP whose size grows past DP_WARN_ENTRIES warns, with its size, instead of running silently for an hour
+    (continuous rewards: each step multiplies the distinct returns); the envs' own models stay below it."""
+    mdp = tiny_mdp(0, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cvar_optimum(mdp, ALPHA)
+        best_stationary_cvar(mdp, ALPHA)
+        cvar_optimum(GuardedMazeEnv().tabular(), ALPHA)
+    monkeypatch.setattr(tabular, "DP_WARN_ENTRIES", 100)
+    with pytest.warns(UserWarning, match=r"has \d+ nodes and \d+ attainable returns: .* table entries a solve"):
+        cvar_optimum(mdp, ALPHA)
 
 
 def test_solver_arguments_are_checked() -> None:

@@ -31,6 +31,7 @@ fractionally (the lower-tail mean that the ``cvar<a>`` objective estimates).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -45,6 +46,10 @@ DECIMALS = 9
 #: How far a probability vector's sum (an MDP's outcomes, its start, a policy's row) may be from 1: NumPy's
 #: ``allclose`` tolerance at 1, which the MDP's check has always used; a float32 softmax sums to 1 within about 1e-7.
 PROB_ATOL = 1e-5
+#: :func:`cvar_optimum` warns when a solve of its DP takes more table entries than this (candidate returns times
+#: augmented (node, action) rows): about half a minute here (Gymnasium's Taxi-v4 over 30 steps: 2.3e8, 30 s).
+#: Continuous rewards multiply the distinct returns at each step.
+DP_WARN_ENTRIES = 2 * 10**8
 
 #: ``(probability, next_state, reward, terminated)``, as in Gymnasium's FrozenLake ``env.P[s][a]``.
 Outcome = tuple[float, int, float, bool]
@@ -455,6 +460,16 @@ class _AugmentedDP:
     def __init__(self, mdp: TabularMDP) -> None:
         self.mdp = mdp
         self.layers, self.b = _layers(mdp)
+        nodes = [len(layer.nodes) for layer in self.layers[:-1]]
+        entries = len(self.b) * sum(nodes) * mdp.n_actions
+        if entries > DP_WARN_ENTRIES:
+            warnings.warn(
+                f"the CVaR DP over (time, state, accumulated return) has {sum(nodes)} nodes and {len(self.b)} "
+                f"attainable returns: {entries:.1e} table entries a solve (tens of seconds or more, "
+                f"{len(self.b) * max(nodes) * mdp.n_actions * 8 / 2**30:.1f} GiB at its largest layer); fewer distinct "
+                "returns (rewards rounded to a grid) or a shorter horizon make it smaller",
+                stacklevel=3,
+            )
         self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
         self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]
         self.first = {node: i for i, node in enumerate(self.layers[0].nodes)}
