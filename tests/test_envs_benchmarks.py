@@ -6,12 +6,15 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import tracemalloc
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
+from ordergrad_rl.envs import tabular
 from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
 from ordergrad_rl.envs.heavy_tail_bandit import ARMS, HeavyTailBanditEnv
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY, RiskyLavaGridEnv
@@ -171,6 +174,68 @@ def test_return_distribution_of_a_stochastic_policy_matches_enumeration() -> Non
         assert exact.cvar(alpha) == pytest.approx(lower_tail_mean(values, probs, alpha), abs=1e-12)
 
 
+def test_cvar_optimum_memory_grows_with_the_transitions_not_the_square_of_the_nodes() -> None:
+    """The augmented DP's one-step tables are sparse from the start: they were filled dense first, ``[n_nodes * A,
+    n_next]`` floats a layer (a 100-state MDP with small integer rewards over 30 steps asked for about 10 GB)."""
+    rng = np.random.default_rng(0)
+    shape = (40, 2, 2)
+    mdp = TabularMDP(
+        np.full(shape, 0.5),
+        rng.integers(0, 40, shape),
+        rng.integers(-2, 3, shape).astype(float),
+        np.zeros(shape, dtype=bool),
+        np.eye(40)[0],
+        10,
+    )
+    dense = max(layer.to_next.shape[0] * layer.to_next.shape[1] * 8 for layer in tabular._layers(mdp)[0])
+    tracemalloc.start()
+    try:
+        cvar_optimum(mdp, ALPHA)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert dense > 15e6 and peak < dense / 3
+
+
+def test_cvar_optimum_keeps_its_choices_in_the_smallest_integer_type() -> None:
+    """The DP keeps an action per (candidate return, node) until the best candidate is known: in int64 they took 8
+    bytes each, most of the memory of a long horizon (5 GB on slippery CliffWalking over 100 steps)."""
+    rng = np.random.default_rng(0)
+    shape = (2, 2, 2)
+    mdp = TabularMDP(
+        np.full(shape, 0.5),
+        rng.integers(0, 2, shape),
+        rng.integers(-1, 2, shape).astype(float),
+        np.zeros(shape, dtype=bool),
+        np.eye(2)[0],
+        60,
+    )
+    dp = tabular._AugmentedDP(mdp)
+    as_int64 = len(dp.b) * sum(len(layer.nodes) for layer in dp.layers[:-1]) * 8
+    tracemalloc.start()
+    try:
+        solution = dp.solve(ALPHA, np.ones(shape[:2], dtype=bool))[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < as_int64 / 2
+    assert return_distribution(mdp, solution.policy).cvar(ALPHA) == pytest.approx(solution.value, abs=1e-9)
+
+
+def test_cvar_optimum_warns_before_a_long_solve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DP whose size grows past DP_WARN_ENTRIES warns, with its size, instead of running silently for an hour
+    (continuous rewards: each step multiplies the distinct returns); the envs' own models stay below it."""
+    mdp = tiny_mdp(0, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cvar_optimum(mdp, ALPHA)
+        best_stationary_cvar(mdp, ALPHA)
+        cvar_optimum(GuardedMazeEnv().tabular(), ALPHA)
+    monkeypatch.setattr(tabular, "DP_WARN_ENTRIES", 100)
+    with pytest.warns(UserWarning, match=r"has \d+ nodes and \d+ attainable returns: .* table entries a solve"):
+        cvar_optimum(mdp, ALPHA)
+
+
 def test_solver_arguments_are_checked() -> None:
     mdp = tiny_mdp(0, 2, 3)
     for bad in (0.0, 1.5, -0.2):
@@ -212,6 +277,9 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         (with_entry("prob", (1, 1, 0), float("nan")), r"prob\[1, 1, 0\] must be a probability"),
         (with_entry("prob", (1, 1, 0), 0.0), r"prob\[1, 1\] must sum to 1"),
         (with_entry("start", (0,), 2.0), r"start\[0\] must be a probability in \[0, 1\]"),
+        # A termination probability was taken as True (every outcome with terminated=0.3 ended the episode).
+        (with_entry("terminated", (0, 1, 1), 0.3), r"terminated\[0, 1, 1\] must be a bool \(or 0/1\), got 0.3"),
+        (with_entry("terminated", (1, 0, 0), float("nan")), r"terminated\[1, 0, 0\] must be a bool"),
     ]
     for kwargs, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -220,6 +288,11 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         with pytest.raises(ValueError, match=rf"horizon must be an integer >= 1, got {horizon}"):
             TabularMDP(**fields, horizon=horizon)
     assert TabularMDP(**fields, horizon=np.int64(3)).horizon == 3
+    # Nested lists are arrays, as NumPy takes them (they failed with "'list' object has no attribute 'shape'").
+    listed = TabularMDP(**{name: array.tolist() for name, array in fields.items()}, horizon=3)
+    got, want = return_distribution(listed, [0, 1]), return_distribution(good, np.array([0, 1]))
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.probs, want.probs)
     table = {0: {0: [(1.0, 5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}
     with pytest.raises(ValueError, match=r"next_state\[0, 0, 0\] must be a state in \[0, 1\), got 5"):
         TabularMDP.from_outcomes(table, 0, 2)
@@ -227,6 +300,17 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
         TabularMDP.from_outcomes({0: {0: [(1.0, 0.5, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2)
     with pytest.raises(ValueError, match="horizon must be an integer >= 1, got 2.5"):
         TabularMDP.from_outcomes({0: {0: [(1.0, 0, 1.0, False)], 1: [(1.0, 0, 0.0, True)]}}, 0, 2.5)
+    # A start state outside the states (-1 used to start in the last state, 2 to raise a bare IndexError), and a
+    # state with fewer actions (a bare KeyError).
+    two = {s: {0: [(1.0, 0, 1.0, False)], 1: [(1.0, 1, 0.0, True)]} for s in range(2)}
+    for start in (-1, 2, 0.5, True):
+        with pytest.raises(
+            ValueError, match=rf"start must be a state in \[0, 2\) or a distribution \[S\], got {start}"
+        ):
+            TabularMDP.from_outcomes(two, start, 2)
+    np.testing.assert_array_equal(TabularMDP.from_outcomes(two, np.int64(1), 2).start, [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"outcomes\[1\] has 1 actions, outcomes\[0\] has 2"):
+        TabularMDP.from_outcomes({**two, 1: {0: two[1][0]}}, 0, 2)
     # Policies: rows of probabilities, or actions.
     for policy, match in (
         (np.array([[0.9, 0.9], [0.5, 0.5]]), r"policy\[0\] must sum to 1 \(within 1e-05\), got a sum of 1.8"),
@@ -238,6 +322,14 @@ def test_mdp_and_policy_inputs_are_checked_at_construction() -> None:
             return_distribution(good, policy)
     with pytest.raises(ValueError, match=r"policy\[1\] must be an action"):
         one_state_switches(good, np.array([0, 0.5]), ALPHA)
+    # A callable that returns an action, or probabilities of another length (a bare TypeError, IndexError).
+    for act, shape in ((lambda t, s, c: 1, r"\(\)"), (lambda t, s, c: np.ones(3) / 3, r"\(3,\)")):
+        with pytest.raises(ValueError, match=rf"must return \[A\] = \[2\] action probabilities, got shape {shape}"):
+            return_distribution(good, act)
+    # An initial candidate of action probabilities came back as the "best stationary policy", [S, A].
+    with pytest.raises(ValueError, match=r"policy must be \[S\] = \[2\] actions, got shape \(2, 2\)"):
+        best_stationary_cvar(good, ALPHA, initial=[np.eye(2)])
+    assert best_stationary_cvar(good, ALPHA, initial=[[0, 1]]).policy.shape == (2,)
     # A float32 softmax's rows sum to 1 within about 1e-7: accepted.
     probs = np.array([[0.3, 0.7], [0.5, 0.5]], dtype=np.float32) * np.float32(1 + 1e-7)
     assert return_distribution(good, probs).probs.sum() == pytest.approx(1.0, abs=1e-6)

@@ -31,6 +31,7 @@ fractionally (the lower-tail mean that the ``cvar<a>`` objective estimates).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -45,6 +46,10 @@ DECIMALS = 9
 #: How far a probability vector's sum (an MDP's outcomes, its start, a policy's row) may be from 1: NumPy's
 #: ``allclose`` tolerance at 1, which the MDP's check has always used; a float32 softmax sums to 1 within about 1e-7.
 PROB_ATOL = 1e-5
+#: :func:`cvar_optimum` warns when a solve of its DP takes more table entries than this (candidate returns times
+#: augmented (node, action) rows): about half a minute here (Gymnasium's Taxi-v4 over 30 steps: 2.3e8, 30 s).
+#: Continuous rewards multiply the distinct returns at each step.
+DP_WARN_ENTRIES = 2 * 10**8
 
 #: ``(probability, next_state, reward, terminated)``, as in Gymnasium's FrozenLake ``env.P[s][a]``.
 Outcome = tuple[float, int, float, bool]
@@ -82,6 +87,8 @@ class TabularMDP:
 
     Each (state, action) pair has ``K`` outcomes (padded with probability 0):
 
+    The tables are arrays or anything :func:`numpy.asarray` takes (nested lists).
+
     :param prob: ``[S, A, K]`` outcome probabilities, each ``[s, a]`` row sums to 1.
     :param next_state: ``[S, A, K]`` int, the state after the outcome.
     :param reward: ``[S, A, K]`` the reward of the transition.
@@ -90,7 +97,8 @@ class TabularMDP:
     :param horizon: the time limit, an integer >= 1: the episode is truncated after ``horizon`` steps.
     :raises ValueError: at construction, naming the first bad entry: a probability outside ``[0, 1]`` or a
         ``prob``/``start`` row that does not sum to 1 (within :data:`PROB_ATOL`), a ``next_state`` that is not a
-        state, a reward that is not finite, or a horizon that is not an integer >= 1.
+        state, a ``terminated`` entry that is not a bool (or 0/1), a reward that is not finite, or a horizon that is
+        not an integer >= 1.
     """
 
     prob: np.ndarray
@@ -101,6 +109,8 @@ class TabularMDP:
     horizon: int
 
     def __post_init__(self) -> None:
+        for name in ("prob", "next_state", "reward", "terminated", "start"):  # nested lists too, as NumPy takes them
+            object.__setattr__(self, name, np.asarray(getattr(self, name)))
         shape = self.prob.shape
         if len(shape) != 3 or any(a.shape != shape for a in (self.next_state, self.reward, self.terminated)):
             raise ValueError("prob, next_state, reward and terminated must share one shape [S, A, K]")
@@ -118,6 +128,10 @@ class TabularMDP:
             raise ValueError(
                 f"next_state{list(index)} must be a state in [0, {shape[0]}), got {self.next_state[index].item()!r}"
             )
+        not_bool = ~np.isin(self.terminated, (0, 1))  # not a termination probability: an outcome ends or it does not
+        if not_bool.any():
+            index = _first(not_bool)
+            raise ValueError(f"terminated{list(index)} must be a bool (or 0/1), got {self.terminated[index].item()!r}")
         infinite = ~np.isfinite(self.reward)
         if infinite.any():
             index = _first(infinite)
@@ -139,9 +153,13 @@ class TabularMDP:
         """From a FrozenLake-style table ``outcomes[s][a] = [(probability, next_state, reward, terminated), ...]``.
 
         :param start: a start state or a start distribution ``[S]``.
-        :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer.
+        :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer, a start state that is
+            not a state, or a state with another number of actions than state 0.
         """
         n_states, n_actions = len(outcomes), len(outcomes[0])
+        for s in range(n_states):
+            if len(outcomes[s]) != n_actions:
+                raise ValueError(f"outcomes[{s}] has {len(outcomes[s])} actions, outcomes[0] has {n_actions}")
         width = max(len(outcomes[s][a]) for s in range(n_states) for a in range(n_actions))
         prob = np.zeros((n_states, n_actions, width))
         next_state = np.zeros((n_states, n_actions, width), dtype=np.int64)
@@ -155,6 +173,8 @@ class TabularMDP:
                     prob[s, a, k], next_state[s, a, k], reward[s, a, k], terminated[s, a, k] = p, s2, r, term
                 next_state[s, a, len(outcomes[s][a]) :] = s  # padding: probability 0
         if np.ndim(start) == 0:
+            if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < n_states:
+                raise ValueError(f"start must be a state in [0, {n_states}) or a distribution [S], got {start!r}")
             start = np.eye(n_states)[int(start)]
         return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), horizon)
 
@@ -285,13 +305,24 @@ def _as_policy(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> PolicyFn:
     """A stationary ``[S]`` (actions) or ``[S, A]`` (probabilities) array, or a callable, as a callable.
 
     An array is checked here, once, not in the propagation's loops: a row that is not a probability vector would
-    give a "return distribution" whose mass is not 1. A callable is trusted.
+    give a "return distribution" whose mass is not 1. A callable's probabilities are trusted, their shape checked.
 
     :raises ValueError: an array of another shape, actions outside ``[0, A)``, or a row of probabilities that is
-        not non-negative summing to 1 (within :data:`PROB_ATOL`).
+        not non-negative summing to 1 (within :data:`PROB_ATOL`); a callable that returns other than ``[A]``.
     """
     if callable(policy):
-        return policy
+        function = policy
+
+        def act(t: int, state: int, ret: float) -> np.ndarray:
+            probs = np.asarray(function(t, state, ret))
+            if probs.shape != (mdp.n_actions,):
+                raise ValueError(
+                    f"policy(t, state, return) must return [A] = [{mdp.n_actions}] action probabilities, "
+                    f"got shape {probs.shape} at (t, state, return) = ({t}, {state}, {ret})"
+                )
+            return probs
+
+        return act
     table = np.asarray(policy)
     if table.shape == (mdp.n_states,):
         table = np.eye(mdp.n_actions)[_check_actions(mdp, table)]
@@ -370,6 +401,12 @@ class _Layer:
     to_final: sparse.csr_array  # [n_nodes * A, n_values]: probability of ending with each candidate return
 
 
+def _csr(entries: dict[tuple[int, int], float], shape: tuple[int, int]) -> sparse.csr_array:
+    """The sparse matrix of ``shape`` with the nonzero ``entries`` ``{(row, column): value}``."""
+    rows, columns = np.array(list(entries), dtype=np.int64).reshape(-1, 2).T
+    return sparse.csr_array((np.fromiter(entries.values(), float, len(entries)), (rows, columns)), shape=shape)
+
+
 def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
     """The augmented nodes reachable under any action, per time step, and the attainable returns."""
     frontier = {(int(s), 0.0) for s in np.flatnonzero(mdp.start)}
@@ -401,14 +438,17 @@ def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
     for t, (nodes, edges) in enumerate(raw):
         next_nodes = raw[t + 1][0] if t + 1 < mdp.horizon else sorted(frontier)
         next_index = {node: j for j, node in enumerate(next_nodes)}
-        to_next = np.zeros((len(nodes) * mdp.n_actions, len(next_nodes)))
-        to_final = np.zeros((len(nodes) * mdp.n_actions, len(candidates)))
+        # Summed per entry in edge order from 0.0 (as a dense table would), then made sparse: a dense
+        # [n_nodes * A, n_next] table takes n_nodes^2 memory (gigabytes for a 100-state MDP over 30 steps).
+        to_next: dict[tuple[int, int], float] = {}
+        to_final: dict[tuple[int, int], float] = {}
         for row, q, target, term in edges:
-            if term:
-                to_final[row, value_index[target]] += q
-            else:
-                to_next[row, next_index[target]] += q
-        layers.append(_Layer(nodes, sparse.csr_array(to_next), sparse.csr_array(to_final)))
+            table, column = (to_final, value_index[target]) if term else (to_next, next_index[target])
+            table[row, column] = table.get((row, column), 0.0) + q
+        n_rows = len(nodes) * mdp.n_actions
+        layers.append(
+            _Layer(nodes, _csr(to_next, (n_rows, len(next_nodes))), _csr(to_final, (n_rows, len(candidates))))
+        )
     layers.append(_Layer(sorted(frontier), sparse.csr_array((0, 0)), sparse.csr_array((0, 0))))
     return layers, candidates
 
@@ -420,6 +460,16 @@ class _AugmentedDP:
     def __init__(self, mdp: TabularMDP) -> None:
         self.mdp = mdp
         self.layers, self.b = _layers(mdp)
+        nodes = [len(layer.nodes) for layer in self.layers[:-1]]
+        entries = len(self.b) * sum(nodes) * mdp.n_actions
+        if entries > DP_WARN_ENTRIES:
+            warnings.warn(
+                f"the CVaR DP over (time, state, accumulated return) has {sum(nodes)} nodes and {len(self.b)} "
+                f"attainable returns: {entries:.1e} table entries a solve (tens of seconds or more, "
+                f"{len(self.b) * max(nodes) * mdp.n_actions * 8 / 2**30:.1f} GiB at its largest layer); fewer distinct "
+                "returns (rewards rounded to a grid) or a shorter horizon make it smaller",
+                stacklevel=3,
+            )
         self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
         self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]
         self.first = {node: i for i, node in enumerate(self.layers[0].nodes)}
@@ -436,11 +486,14 @@ class _AugmentedDP:
         b, shortfall = self.b[keep], self.shortfall[keep]
         last = self.layers[-1].nodes
         w = shortfall[:, [int(np.searchsorted(self.b, ret)) for _, ret in last]]
+        # [n_b, n_nodes] per layer, kept until the best b is known: the smallest integer type holds them (int64
+        # took 8 bytes a node and candidate, 5 GB on slippery CliffWalking over 100 steps).
+        action_type = np.min_scalar_type(mdp.n_actions - 1)
         choices = []
         for layer, states in zip(reversed(self.layers[:-1]), reversed(self.states[:-1]), strict=True):
             q = (layer.to_next @ w.T + layer.to_final @ shortfall.T).T.reshape(len(b), len(states), mdp.n_actions)
             q = np.where(allowed[states][None], q, np.inf)
-            choices.append(q.argmin(axis=-1))  # [n_b, n_nodes]
+            choices.append(q.argmin(axis=-1).astype(action_type))
             w = q.min(axis=-1)
         choices.reverse()
         expected = sum(p * w[:, self.first[(int(s), 0.0)]] for s, p in enumerate(mdp.start) if p > 0)
@@ -488,18 +541,19 @@ def best_stationary_cvar(
     the relaxed optimum visits most; when the relaxed optimum visits no free state, it is itself a stationary policy
     and the node is solved. Nodes whose bound does not exceed the incumbent (by more than 1e-9) are pruned.
 
-    :param initial: candidate policies ``[S]`` whose best is the first incumbent (e.g. a known safe path).
+    :param initial: candidate policies ``[S]`` (actions) whose best is the first incumbent (e.g. a known safe path).
     :param max_nodes: the search stops after this many bound evaluations; the result then carries the largest
         open bound as ``upper`` (``exact`` is False).
     """
+    _check_alpha(alpha)
     n_states, n_actions = mdp.n_states, mdp.n_actions
     best_value, best_policy = -np.inf, np.zeros(n_states, dtype=np.int64)
     for policy in initial:
+        policy = _check_actions(mdp, np.asarray(policy))
         value = return_distribution(mdp, policy).cvar(alpha)
         if value > best_value:
-            best_value, best_policy = value, np.asarray(policy, dtype=np.int64).copy()
+            best_value, best_policy = value, policy
 
-    _check_alpha(alpha)
     dp = _AugmentedDP(mdp)
 
     def bound(fixed: np.ndarray) -> tuple[float, CVaRSolution, np.ndarray]:
