@@ -131,6 +131,51 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded.num_timesteps == 960
 
 
+class Silent(gym.Env):
+    """RareCrash's spaces, no noise API."""
+
+    observation_space = spaces.Discrete(1)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        return 0, float(action), True, False, {}
+
+
+def test_set_env_and_load_fit_the_sampler_to_the_new_envs_noise(tmp_path: Any) -> None:
+    """The sampler's likelihood ratios are taken to the nominal probabilities of the env it samples: another env
+    with the same noise keeps the sampler and its q; one with other probabilities gets a sampler of its own (the
+    model kept the old env's, and weighed the new env's episodes with the wrong ratios); one without the noise API
+    is refused with the fix named (it failed in the first rollout with gymnasium's AttributeError)."""
+    th.set_num_threads(1)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, n_epochs=1, seed=0)
+    model.learn(320)
+    q = dict(model._noise.probs)
+    assert q["crash"] > 0.02
+    model.save(tmp_path / "m")
+    model.set_env(RareCrash())
+    assert model._noise.probs == q  # the same noise: the sampler goes on where it was
+    model.set_env(RareCrash(crash_prob=0.1))
+    assert model._noise.nominal == {"crash": 0.1} and model._noise.probs == {"crash": 0.1}
+    loaded = OrderGradPPO.load(tmp_path / "m", env=RareCrash(crash_prob=0.1))
+    assert loaded._noise.nominal == {"crash": 0.1}
+    assert OrderGradPPO.load(tmp_path / "m", env=RareCrash())._noise.probs == q
+    env = model.env
+    with pytest.raises(ValueError, match=r"this env has no noise_probs.*model.noise_sampler = False before set_env"):
+        model.set_env(Silent())
+    assert model.env is env and model._noise.nominal == {"crash": 0.1}  # refused before anything changed
+    with pytest.raises(ValueError, match=r"load\(\.\.\., noise_sampler=False\)"):
+        OrderGradPPO.load(tmp_path / "m", env=Silent())
+    model.noise_sampler = False
+    model.set_env(Silent())
+    model.learn(64)
+    loaded = OrderGradPPO.load(tmp_path / "m", env=Silent(), noise_sampler=False)
+    loaded.learn(64, reset_num_timesteps=False)
+
+
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_saves_keep_the_sampler_they_trained_with_under_the_default(cls: type, tmp_path: Any) -> None:
     """A save trained without the sampler (``noise_sampler=False`` recorded, or nothing recorded: from before the

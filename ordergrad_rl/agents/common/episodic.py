@@ -480,7 +480,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if nominal is None:
             raise ValueError(
                 "noise_sampler=True needs an env that exposes its noise (noise_probs, set_noise_probs and "
-                "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs"
+                "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs. To train this model "
+                "without the sampler, set model.noise_sampler = False before set_env, or load(..., "
+                "noise_sampler=False)"
             )
         # Asked here, once: the sampler calls it at every episode's end, and would fail only in the first rollout.
         if not env.has_attr("set_noise_probs"):
@@ -490,6 +492,20 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 "BernoulliNoiseMixin provides it); pass noise_sampler=False to train without the sampler"
             )
         return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
+
+    def _noise_sampler_for(self, env: VecEnv) -> NoiseSampler | None:
+        """The sampler a model that samples its env's noise uses on ``env`` where it gets another env (``set_env``,
+        ``load`` with an env): its own (``q`` included) where the env's events and nominal probabilities are those it
+        samples, else a new one from the env's own (the model's own would take its likelihood ratios to the
+        probabilities of the env it was built with, and weigh the new env's episodes wrong).
+
+        :raises ValueError: the env does not expose its noise (:meth:`_make_noise_sampler`).
+        """
+        kept = getattr(self, "_noise", None)
+        if not getattr(self, "noise_sampler", False):  # absent from saves before the sampler
+            return kept
+        fresh = self._make_noise_sampler(env)
+        return kept if kept is not None and kept.nominal == fresh.nominal else fresh
 
     def _init_episodic(
         self,
@@ -591,12 +607,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
             n_episodes = check_n_episodes(model.n_episodes)
             check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
+        if model.env is not None:
+            model._noise = model._noise_sampler_for(model.env)
         return model
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
-        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
-        super().set_env(rebuilt_env(env, self.n_envs), force_reset)  # type: ignore[misc]
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`). A model
+        that samples its env's noise keeps its sampler for an env with the same noise events and nominal
+        probabilities, and starts a new one for an env with others (:meth:`_noise_sampler_for`).
+
+        :raises ValueError: as SB3's, or the model samples its env's noise and ``env`` does not expose it.
+        """
+        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)  # type: ignore[attr-defined]
+        sampler = self._noise_sampler_for(venv)  # refused before the model changes
+        super().set_env(venv, force_reset)  # type: ignore[misc]
+        self._noise = sampler
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
