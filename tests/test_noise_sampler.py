@@ -407,12 +407,21 @@ def test_malformed_noise_probs_and_setter_are_refused_at_construction(noise_samp
         ({"crash": (-1, 0)}, r"got \(-1, 0\)"),
         ({"crash": ("1", "0")}, r"got \('1', '0'\)"),
         ([1, 0], r"info\['noise'\] must be a dict \{event name: \(draws, events\)\}.* got a list"),
+        # Its draws went uncounted: every weight 1 while the env drew the crash with the sampler's q.
+        ({"crsh": (1, 1)}, r"reports event 'crsh', which is not one of the env's noise_probs \['crash'\]"),
     ],
 )
 def test_malformed_noise_report_is_refused(report: Any, match: str) -> None:
     model = OrderGradPPO("MlpPolicy", Malformed(report=report), objective="cvar0.2", n_episodes=4, n_epochs=1)
     with pytest.raises(ValueError, match=match):
         model.learn(4)
+
+
+def test_report_of_an_event_the_sampler_leaves_alone_is_taken() -> None:
+    env = Malformed(probs={"crash": 0.02, "never": 0.0}, report={"crash": (1, 0), "never": (1, 0)})
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=4, n_epochs=1)
+    assert model._noise.names == ("crash",)
+    model.learn(8)
 
 
 def test_shortcut_nav_exposes_its_crash() -> None:

@@ -852,11 +852,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
         buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
         sampler, running = self._noise, self._noise_running
+        names = getattr(sampler, "events", None)  # absent from samplers saved before the check
         for i, info in enumerate(infos):
             report = info.get(NOISE_INFO_KEY)
             if report is None:
                 continue
-            for name, (draws, events) in check_noise_report(report).items():
+            for name, (draws, events) in check_noise_report(report, names).items():
                 if name in sampler.names:  # type: ignore[union-attr]
                     running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
         for i in np.flatnonzero(dones):

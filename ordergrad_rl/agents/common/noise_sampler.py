@@ -56,6 +56,7 @@ class NoiseSampler:
         if not self.nominal:
             raise ValueError(f"the env's noise events {dict(nominal)} have no probability strictly inside (0, 1)")
         self.names = tuple(sorted(self.nominal))
+        self.events = frozenset(checked)  # every event of the env, those it leaves alone included
         self.level = float(level)
         self.probs = dict(self.nominal)
         self.rng = np.random.default_rng(seed)
