@@ -8,7 +8,8 @@ cross-entropy sampler, :mod:`ordergrad_rl.agents.common.noise_sampler`). The con
 * ``noise_probs``: ``{name: nominal probability}`` of the env's Bernoulli events (the env's own distribution);
 * ``set_noise_probs(probs)``: the probabilities the following steps draw with (``None``: the nominal ones);
 * each step that draws an event reports it in ``info["noise"]``: ``{name: (draws, events)}``, the number of
-  draws of that event on the step and how many happened.
+  draws of that event on the step and how many happened. Events are drawn in ``step``, not ``reset``: an agent
+  reads only step infos, and SB3's VecEnvs reset an env before the agent sets its next episode's probabilities.
 
 The episode's likelihood under any probabilities ``q`` is then ``prod_name q^events (1 - q)^(draws - events)``.
 
