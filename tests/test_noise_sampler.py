@@ -12,6 +12,7 @@ import torch as th
 from conftest import save_from_before
 from gymnasium import spaces
 from sb3_contrib.common.wrappers import ActionMasker
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.noise_sampler import NOMINAL_SHARE, PROB_CAP, NoiseSampler
@@ -129,6 +130,27 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded._noise.probs == model._noise.probs
     loaded.learn(320, reset_num_timesteps=False)
     assert loaded.num_timesteps == 960
+
+
+def test_training_env_draws_its_own_noise_outside_the_rollouts() -> None:
+    """After learn (or a callback's stop inside a rollout) the training env draws the env's own probabilities: it
+    went on drawing the sampler's q, so an evaluation on model.get_env() (SB3's way) saw crashes 25 times as
+    often as the env has them."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopAt(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.num_timesteps < 100
+
+    th.set_num_threads(1)
+    env = DummyVecEnv([RareCrash, RareCrash])
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=32, n_epochs=1, seed=0)
+    model.learn(320)
+    assert model._noise.probs["crash"] == PROB_CAP
+    assert model.get_env().env_method("noise_prob", "crash") == [0.02, 0.02]
+    model.learn(320, callback=StopAt(), reset_num_timesteps=False)
+    assert model.num_timesteps < 640  # stopped inside a rollout
+    assert model.get_env().env_method("noise_prob", "crash") == [0.02, 0.02]
 
 
 class Silent(gym.Env):

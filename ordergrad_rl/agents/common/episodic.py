@@ -775,6 +775,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).
             callback.update_locals({**extras, **locals()})
             if not callback.on_step():
+                self._end_noise(env)
                 return False
 
             channel_values = channels.step(infos)
@@ -802,6 +803,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
+        self._end_noise(env)
         self._warn_after_first_rollout(rollout_buffer, self.num_timesteps - rollout_start)
         channels.check()
         self._compute_advantages()
@@ -847,6 +849,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._rollout_noise_probs = dict(self._noise.probs)
         for i in range(env.num_envs):
             env.env_method("set_noise_probs", self._noise.episode_probs(), indices=[i])
+
+    def _end_noise(self, env: VecEnv) -> None:
+        """At a rollout's end: every env draws its noise with its own probabilities again, so that the training env
+        (``model.get_env()``, SB3's way to evaluate) does not go on drawing the sampler's ``q`` outside the
+        rollouts. No-op without the sampler; the next rollout sets the sampler's probabilities again."""
+        if getattr(self, "_noise_counts", None) is not None:
+            env.env_method("set_noise_probs", None)
 
     def _count_noise(self, env: VecEnv, infos: list[dict[str, Any]], dones: np.ndarray, pending: np.ndarray) -> None:
         """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
