@@ -428,6 +428,8 @@ def test_malformed_noise_probs_and_setter_are_refused_at_construction(noise_samp
         ({"crash": (1, 3)}, r"0 <= events <= draws .* got \(1, 3\)"),  # more events than draws
         ({"crash": (-1, 0)}, r"got \(-1, 0\)"),
         ({"crash": ("1", "0")}, r"got \('1', '0'\)"),
+        ({"crash": (1, 0.02)}, r"got \(1, 0.02\)"),  # a probability, not a count: taken as 0.02 events
+        ({"crash": (float("inf"), 0)}, r"got \(inf, 0\)"),  # NaN likelihood ratios, refused deep in the batch
         ([1, 0], r"info\['noise'\] must be a dict \{event name: \(draws, events\)\}.* got a list"),
         # Its draws went uncounted: every weight 1 while the env drew the crash with the sampler's q.
         ({"crsh": (1, 1)}, r"reports event 'crsh', which is not one of the env's noise_probs \['crash'\]"),

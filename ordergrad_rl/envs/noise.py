@@ -76,7 +76,8 @@ def check_noise_report(report: Any, names: Collection[str] | None = None) -> Map
     for name, counts in report.items():
         try:
             draws, events = counts
-            valid = 0 <= events <= draws  # False for NaN; TypeError for a string
+            # False for NaN; TypeError for a string; a probability reported as events, or inf draws, not counts
+            valid = 0 <= events <= draws and float(draws).is_integer() and float(events).is_integer()
         except (TypeError, ValueError):  # not a pair of numbers
             valid = False
         if not valid:
