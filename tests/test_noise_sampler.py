@@ -153,6 +153,29 @@ def test_training_env_draws_its_own_noise_outside_the_rollouts() -> None:
     assert model.get_env().env_method("noise_prob", "crash") == [0.02, 0.02]
 
 
+def test_envs_must_keep_one_set_of_nominal_noise_probabilities() -> None:
+    """The sampler weighs every episode by one set of nominal probabilities: envs of one VecEnv with different
+    ones, or an env whose noise_probs changes during training, are refused with the problem named (their episodes
+    were weighed by the first env's probabilities, or by those the sampler was built with)."""
+    th.set_num_threads(1)
+    mixed = DummyVecEnv([RareCrash, lambda: RareCrash(crash_prob=0.1)])
+    for noise_sampler in (True, None):
+        with pytest.raises(
+            ValueError, match=r"the envs expose different noise_probs \(env 0: \{'crash': 0.02\}, env 1"
+        ):
+            OrderGradPPO("MlpPolicy", mixed, objective="cvar0.2", n_episodes=8, noise_sampler=noise_sampler)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=8, n_epochs=1, seed=0)
+    model.learn(16)
+    model.get_env().envs[0].unwrapped.crash_prob = 0.1
+    with pytest.raises(
+        ValueError, match=r"noise_probs changed during training, from \{'crash': 0.02\} to \{'crash': 0.1\}"
+    ):
+        model.learn(16)
+    model.set_env(model.get_env())  # the remedy named: a sampler of the new probabilities
+    model.learn(16)
+    assert model._noise.nominal == {"crash": 0.1}
+
+
 class Silent(gym.Env):
     """RareCrash's spaces, no noise API."""
 

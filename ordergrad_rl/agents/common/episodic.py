@@ -53,9 +53,9 @@ from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
-from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
+from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
@@ -178,14 +178,23 @@ def check_leave_one_out(objective: Objective | ChannelObjective, n_episodes: int
 
 
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
-    """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
-    :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env).
+    """The nominal probabilities of the noise events that ``env``'s envs expose (``noise_probs``,
+    :mod:`ordergrad_rl.envs.noise`), or ``None`` where they expose none (or there is no env).
 
     :raises ValueError: its ``noise_probs`` is not ``{name: probability in [0, 1]}``
-        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`).
+        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`), or its envs expose different ones.
     """
-    nominal = None if env is None else first_env_attr(env, "noise_probs")
-    return None if nominal is None else check_nominal_noise_probs(nominal)
+    if env is None or not env.has_attr("noise_probs"):  # asked first: see first_env_attr
+        return None
+    first, *others = env.get_attr("noise_probs")
+    for i, other in enumerate(others, start=1):
+        if other != first:  # the sampler takes every env's likelihood ratios to one set of probabilities
+            raise ValueError(
+                f"the envs expose different noise_probs (env 0: {first!r}, env {i}: {other!r}); the noise sampler "
+                "weighs every env's episodes by one set of nominal probabilities: give the envs the same, or pass "
+                "noise_sampler=False"
+            )
+    return None if first is None else check_nominal_noise_probs(first)
 
 
 def rollout_episode_weights(buffer: EpisodicRolloutBuffer, value_baseline: bool) -> np.ndarray:
@@ -843,6 +852,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         if self._noise is None:
             self._noise = self._make_noise_sampler(env)
+        nominal = env_noise_probs(env)
+        if nominal is None or sampled_events(nominal) != self._noise.nominal:
+            raise ValueError(
+                f"the env's noise_probs changed during training, from {self._noise.nominal} to {nominal}: the "
+                "sampler's likelihood ratios are taken to the nominal probabilities it was built with. Keep them "
+                "fixed, or pass the changed env to model.set_env to start a sampler for its probabilities"
+            )
         names = len(self._noise.names)
         self._noise_counts = np.zeros((self.n_episodes, names, 2))
         self._noise_running = np.zeros((env.num_envs, names, 2))
