@@ -378,6 +378,8 @@ def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective
         off = cls("MlpPolicy", env, objective=objective, n_episodes=16)
         assert off.noise_sampler is False and off._noise is None, (env, objective)
     assert cls("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
+    # No event to sample (the crash switched off): off, where the default raised the sampler's ValueError.
+    assert cls("MlpPolicy", RareCrash(crash_prob=0.0), objective="cvar0.2", n_episodes=8).noise_sampler is False
     assert cls("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
     assert cls("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
     assert OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2").noise_sampler is True

@@ -326,8 +326,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             (:meth:`_ent_coef_in_force`).
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
-            :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
-            sampler (the default of every episodic agent), else off.
+            :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise (an event of probability
+            strictly between 0 and 1) and the objective admits the sampler (the default of every episodic agent),
+            else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_explore_if_blind`).
         :param novelty_when_blind: a rollout blind to success gets its episodes' novelty as their weights
             (:meth:`_explore_if_blind`); ``None``: :func:`~.arguments.default_novelty_when_blind`.
@@ -435,7 +436,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         env = getattr(self, "env", None)
         error = noise_sampler_error(self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
-            noise_sampler = error is None and env_noise_probs(env) is not None
+            # On where the env has an event to sample: not one whose every event is certain or impossible.
+            noise_sampler = error is None and bool(sampled_events(env_noise_probs(env) or {}))
         if noise_sampler and error is not None:
             raise ValueError(error)
         self.noise_sampler = noise_sampler
