@@ -12,6 +12,7 @@ import torch as th
 from conftest import save_from_before
 from gymnasium import spaces
 from sb3_contrib.common.wrappers import ActionMasker
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.noise_sampler import NOMINAL_SHARE, PROB_CAP, NoiseSampler
@@ -129,6 +130,95 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded._noise.probs == model._noise.probs
     loaded.learn(320, reset_num_timesteps=False)
     assert loaded.num_timesteps == 960
+
+
+def test_training_env_draws_its_own_noise_outside_the_rollouts() -> None:
+    """After learn (or a callback's stop inside a rollout) the training env draws the env's own probabilities: it
+    went on drawing the sampler's q, so an evaluation on model.get_env() (SB3's way) saw crashes 25 times as
+    often as the env has them."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopAt(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.num_timesteps < 100
+
+    th.set_num_threads(1)
+    env = DummyVecEnv([RareCrash, RareCrash])
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=32, n_epochs=1, seed=0)
+    model.learn(320)
+    assert model._noise.probs["crash"] == PROB_CAP
+    assert model.get_env().env_method("noise_prob", "crash") == [0.02, 0.02]
+    model.learn(320, callback=StopAt(), reset_num_timesteps=False)
+    assert model.num_timesteps < 640  # stopped inside a rollout
+    assert model.get_env().env_method("noise_prob", "crash") == [0.02, 0.02]
+
+
+def test_envs_must_keep_one_set_of_nominal_noise_probabilities() -> None:
+    """The sampler weighs every episode by one set of nominal probabilities: envs of one VecEnv with different
+    ones, or an env whose noise_probs changes during training, are refused with the problem named (their episodes
+    were weighed by the first env's probabilities, or by those the sampler was built with)."""
+    th.set_num_threads(1)
+    mixed = DummyVecEnv([RareCrash, lambda: RareCrash(crash_prob=0.1)])
+    for noise_sampler in (True, None):
+        with pytest.raises(
+            ValueError, match=r"the envs expose different noise_probs \(env 0: \{'crash': 0.02\}, env 1"
+        ):
+            OrderGradPPO("MlpPolicy", mixed, objective="cvar0.2", n_episodes=8, noise_sampler=noise_sampler)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=8, n_epochs=1, seed=0)
+    model.learn(16)
+    model.get_env().envs[0].unwrapped.crash_prob = 0.1
+    with pytest.raises(
+        ValueError, match=r"noise_probs changed during training, from \{'crash': 0.02\} to \{'crash': 0.1\}"
+    ):
+        model.learn(16)
+    model.set_env(model.get_env())  # the remedy named: a sampler of the new probabilities
+    model.learn(16)
+    assert model._noise.nominal == {"crash": 0.1}
+
+
+class Silent(gym.Env):
+    """RareCrash's spaces, no noise API."""
+
+    observation_space = spaces.Discrete(1)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        return 0, float(action), True, False, {}
+
+
+def test_set_env_and_load_fit_the_sampler_to_the_new_envs_noise(tmp_path: Any) -> None:
+    """The sampler's likelihood ratios are taken to the nominal probabilities of the env it samples: another env
+    with the same noise keeps the sampler and its q; one with other probabilities gets a sampler of its own (the
+    model kept the old env's, and weighed the new env's episodes with the wrong ratios); one without the noise API
+    is refused with the fix named (it failed in the first rollout with gymnasium's AttributeError)."""
+    th.set_num_threads(1)
+    model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, n_epochs=1, seed=0)
+    model.learn(320)
+    q = dict(model._noise.probs)
+    assert q["crash"] > 0.02
+    model.save(tmp_path / "m")
+    model.set_env(RareCrash())
+    assert model._noise.probs == q  # the same noise: the sampler goes on where it was
+    model.set_env(RareCrash(crash_prob=0.1))
+    assert model._noise.nominal == {"crash": 0.1} and model._noise.probs == {"crash": 0.1}
+    loaded = OrderGradPPO.load(tmp_path / "m", env=RareCrash(crash_prob=0.1))
+    assert loaded._noise.nominal == {"crash": 0.1}
+    assert OrderGradPPO.load(tmp_path / "m", env=RareCrash())._noise.probs == q
+    env = model.env
+    with pytest.raises(ValueError, match=r"this env has no noise_probs.*model.noise_sampler = False before set_env"):
+        model.set_env(Silent())
+    assert model.env is env and model._noise.nominal == {"crash": 0.1}  # refused before anything changed
+    with pytest.raises(ValueError, match=r"load\(\.\.\., noise_sampler=False\)"):
+        OrderGradPPO.load(tmp_path / "m", env=Silent())
+    model.noise_sampler = False
+    model.set_env(Silent())
+    model.learn(64)
+    loaded = OrderGradPPO.load(tmp_path / "m", env=Silent(), noise_sampler=False)
+    loaded.learn(64, reset_num_timesteps=False)
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
@@ -288,6 +378,8 @@ def test_samples_the_noise_by_default_where_the_env_exposes_it_and_the_objective
         off = cls("MlpPolicy", env, objective=objective, n_episodes=16)
         assert off.noise_sampler is False and off._noise is None, (env, objective)
     assert cls("MlpPolicy", RareCrash(), objective="cvar0.5", group_size=8).noise_sampler is False
+    # No event to sample (the crash switched off): off, where the default raised the sampler's ValueError.
+    assert cls("MlpPolicy", RareCrash(crash_prob=0.0), objective="cvar0.2", n_episodes=8).noise_sampler is False
     assert cls("MlpPolicy", "GuardedMaze-v0", objective="cvar0.2").noise_sampler is True
     assert cls("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2").noise_sampler is False  # no noise API
     assert OrderGradRecurrentPPO("MlpLstmPolicy", RareCrash(), objective="cvar0.2").noise_sampler is True
@@ -361,13 +453,24 @@ def test_malformed_noise_probs_and_setter_are_refused_at_construction(noise_samp
         ({"crash": (1, 3)}, r"0 <= events <= draws .* got \(1, 3\)"),  # more events than draws
         ({"crash": (-1, 0)}, r"got \(-1, 0\)"),
         ({"crash": ("1", "0")}, r"got \('1', '0'\)"),
+        ({"crash": (1, 0.02)}, r"got \(1, 0.02\)"),  # a probability, not a count: taken as 0.02 events
+        ({"crash": (float("inf"), 0)}, r"got \(inf, 0\)"),  # NaN likelihood ratios, refused deep in the batch
         ([1, 0], r"info\['noise'\] must be a dict \{event name: \(draws, events\)\}.* got a list"),
+        # Its draws went uncounted: every weight 1 while the env drew the crash with the sampler's q.
+        ({"crsh": (1, 1)}, r"reports event 'crsh', which is not one of the env's noise_probs \['crash'\]"),
     ],
 )
 def test_malformed_noise_report_is_refused(report: Any, match: str) -> None:
     model = OrderGradPPO("MlpPolicy", Malformed(report=report), objective="cvar0.2", n_episodes=4, n_epochs=1)
     with pytest.raises(ValueError, match=match):
         model.learn(4)
+
+
+def test_report_of_an_event_the_sampler_leaves_alone_is_taken() -> None:
+    env = Malformed(probs={"crash": 0.02, "never": 0.0}, report={"crash": (1, 0), "never": (1, 0)})
+    model = OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=4, n_epochs=1)
+    assert model._noise.names == ("crash",)
+    model.learn(8)
 
 
 def test_shortcut_nav_exposes_its_crash() -> None:

@@ -8,7 +8,8 @@ cross-entropy sampler, :mod:`ordergrad_rl.agents.common.noise_sampler`). The con
 * ``noise_probs``: ``{name: nominal probability}`` of the env's Bernoulli events (the env's own distribution);
 * ``set_noise_probs(probs)``: the probabilities the following steps draw with (``None``: the nominal ones);
 * each step that draws an event reports it in ``info["noise"]``: ``{name: (draws, events)}``, the number of
-  draws of that event on the step and how many happened.
+  draws of that event on the step and how many happened. Events are drawn in ``step``, not ``reset``: an agent
+  reads only step infos, and SB3's VecEnvs reset an env before the agent sets its next episode's probabilities.
 
 The episode's likelihood under any probabilities ``q`` is then ``prod_name q^events (1 - q)^(draws - events)``.
 
@@ -18,7 +19,7 @@ An agent checks ``noise_probs`` and ``set_noise_probs`` once, where it sets its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ordergrad_rl.common.arguments import check_float
@@ -59,11 +60,13 @@ def check_nominal_noise_probs(nominal: Any) -> dict[str, float]:
     return out
 
 
-def check_noise_report(report: Any) -> Mapping[str, Any]:
+def check_noise_report(report: Any, names: Collection[str] | None = None) -> Mapping[str, Any]:
     """A step's ``info["noise"]`` (``{name: (draws, events)}``), checked: it is read at every step of a rollout,
-    so this costs one comparison per event reported.
+    so this costs a few comparisons per event reported.
 
-    :raises ValueError: not a mapping, or an entry that is not a pair of counts ``0 <= events <= draws``.
+    :param names: the env's event names (its ``noise_probs``), or ``None`` to take any.
+    :raises ValueError: not a mapping, an entry that is not a pair of counts ``0 <= events <= draws``, or an event
+        that is not one of ``names``.
     """
     if not isinstance(report, Mapping):
         raise ValueError(
@@ -73,13 +76,19 @@ def check_noise_report(report: Any) -> Mapping[str, Any]:
     for name, counts in report.items():
         try:
             draws, events = counts
-            valid = 0 <= events <= draws  # False for NaN; TypeError for a string
+            # False for NaN; TypeError for a string; a probability reported as events, or inf draws, not counts
+            valid = 0 <= events <= draws and float(draws).is_integer() and float(events).is_integer()
         except (TypeError, ValueError):  # not a pair of numbers
             valid = False
         if not valid:
             raise ValueError(
                 f"info[{NOISE_INFO_KEY!r}][{name!r}] must be a pair (draws, events) of counts with "
                 f"0 <= events <= draws (see ordergrad_rl.envs.noise), got {counts!r}"
+            )
+        if names is not None and name not in names:  # its draws would go uncounted, and the weights wrong
+            raise ValueError(
+                f"info[{NOISE_INFO_KEY!r}] reports event {name!r}, which is not one of the env's noise_probs "
+                f"{sorted(names)}: report each event under its name in noise_probs (see ordergrad_rl.envs.noise)"
             )
     return report
 

@@ -53,9 +53,9 @@ from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import check_finite_step, check_step_returns, warn_if_rewards_normalized
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit, first_env_attr, rebuilt_env
+from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
-from ordergrad_rl.agents.common.noise_sampler import NoiseSampler
+from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
@@ -179,14 +179,23 @@ def check_leave_one_out(objective: Objective | ChannelObjective, n_episodes: int
 
 
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
-    """The nominal probabilities of the noise events that ``env``'s first env exposes (``noise_probs``,
-    :mod:`ordergrad_rl.envs.noise`), or ``None`` where it exposes none (or there is no env).
+    """The nominal probabilities of the noise events that ``env``'s envs expose (``noise_probs``,
+    :mod:`ordergrad_rl.envs.noise`), or ``None`` where they expose none (or there is no env).
 
     :raises ValueError: its ``noise_probs`` is not ``{name: probability in [0, 1]}``
-        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`).
+        (:func:`~ordergrad_rl.envs.noise.check_nominal_noise_probs`), or its envs expose different ones.
     """
-    nominal = None if env is None else first_env_attr(env, "noise_probs")
-    return None if nominal is None else check_nominal_noise_probs(nominal)
+    if env is None or not env.has_attr("noise_probs"):  # asked first: see first_env_attr
+        return None
+    first, *others = env.get_attr("noise_probs")
+    for i, other in enumerate(others, start=1):
+        if other != first:  # the sampler takes every env's likelihood ratios to one set of probabilities
+            raise ValueError(
+                f"the envs expose different noise_probs (env 0: {first!r}, env {i}: {other!r}); the noise sampler "
+                "weighs every env's episodes by one set of nominal probabilities: give the envs the same, or pass "
+                "noise_sampler=False"
+            )
+    return None if first is None else check_nominal_noise_probs(first)
 
 
 def rollout_episode_weights(buffer: EpisodicRolloutBuffer, value_baseline: bool) -> np.ndarray:
@@ -318,8 +327,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             (:meth:`_ent_coef_in_force`).
         :param noise_sampler: draw the env's noise events with CeSoR's cross-entropy sampler and weight each episode
             by its likelihood ratio (:mod:`~ordergrad_rl.agents.common.noise_sampler`; the env must expose its noise,
-            :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise and the objective admits the
-            sampler (the default of every episodic agent), else off.
+            :mod:`ordergrad_rl.envs.noise`). ``None``: on where the env exposes its noise (an event of probability
+            strictly between 0 and 1) and the objective admits the sampler (the default of every episodic agent),
+            else off.
         :param drift_when_blind: a rollout blind to success gets random episode weights (:meth:`_explore_if_blind`).
         :param novelty_when_blind: a rollout blind to success gets its episodes' novelty as their weights
             (:meth:`_explore_if_blind`); ``None``: :func:`~.arguments.default_novelty_when_blind`.
@@ -435,7 +445,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         env = getattr(self, "env", None)
         error = noise_sampler_error(self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
-            noise_sampler = error is None and env_noise_probs(env) is not None
+            # On where the env has an event to sample: not one whose every event is certain or impossible.
+            noise_sampler = error is None and bool(sampled_events(env_noise_probs(env) or {}))
         if noise_sampler and error is not None:
             raise ValueError(error)
         self.noise_sampler = noise_sampler
@@ -489,7 +500,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if nominal is None:
             raise ValueError(
                 "noise_sampler=True needs an env that exposes its noise (noise_probs, set_noise_probs and "
-                "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs"
+                "info['noise'], see ordergrad_rl.envs.noise); this env has no noise_probs. To train this model "
+                "without the sampler, set model.noise_sampler = False before set_env, or load(..., "
+                "noise_sampler=False)"
             )
         # Asked here, once: the sampler calls it at every episode's end, and would fail only in the first rollout.
         if not env.has_attr("set_noise_probs"):
@@ -499,6 +512,20 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 "BernoulliNoiseMixin provides it); pass noise_sampler=False to train without the sampler"
             )
         return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
+
+    def _noise_sampler_for(self, env: VecEnv) -> NoiseSampler | None:
+        """The sampler a model that samples its env's noise uses on ``env`` where it gets another env (``set_env``,
+        ``load`` with an env): its own (``q`` included) where the env's events and nominal probabilities are those it
+        samples, else a new one from the env's own (the model's own would take its likelihood ratios to the
+        probabilities of the env it was built with, and weigh the new env's episodes wrong).
+
+        :raises ValueError: the env does not expose its noise (:meth:`_make_noise_sampler`).
+        """
+        kept = getattr(self, "_noise", None)
+        if not getattr(self, "noise_sampler", False):  # absent from saves before the sampler
+            return kept
+        fresh = self._make_noise_sampler(env)
+        return kept if kept is not None and kept.nominal == fresh.nominal else fresh
 
     def _init_episodic(
         self,
@@ -607,12 +634,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
             n_episodes = check_n_episodes(model.n_episodes)
             check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
+        if model.env is not None:
+            model._noise = model._noise_sampler_for(model.env)
         return model
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
-        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`)."""
-        super().set_env(rebuilt_env(env, self.n_envs), force_reset)  # type: ignore[misc]
+        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`). A model
+        that samples its env's noise keeps its sampler for an env with the same noise events and nominal
+        probabilities, and starts a new one for an env with others (:meth:`_noise_sampler_for`).
+
+        :raises ValueError: as SB3's, or the model samples its env's noise and ``env`` does not expose it.
+        """
+        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)  # type: ignore[attr-defined]
+        sampler = self._noise_sampler_for(venv)  # refused before the model changes
+        super().set_env(venv, force_reset)  # type: ignore[misc]
+        self._noise = sampler
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
@@ -769,6 +806,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).
             callback.update_locals({**extras, **locals()})
             if not callback.on_step():
+                self._end_noise(env)
                 return False
 
             channel_values = channels.step(infos)
@@ -796,6 +834,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self._resample_episode_noise(dones)
 
         rollout_buffer.finalize()
+        self._end_noise(env)
         self._warn_after_first_rollout(rollout_buffer, self.num_timesteps - rollout_start)
         channels.check()
         self._compute_advantages()
@@ -836,6 +875,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         if self._noise is None:
             self._noise = self._make_noise_sampler(env)
+        nominal = env_noise_probs(env)
+        if nominal is None or sampled_events(nominal) != self._noise.nominal:
+            raise ValueError(
+                f"the env's noise_probs changed during training, from {self._noise.nominal} to {nominal}: the "
+                "sampler's likelihood ratios are taken to the nominal probabilities it was built with. Keep them "
+                "fixed, or pass the changed env to model.set_env to start a sampler for its probabilities"
+            )
         names = len(self._noise.names)
         self._noise_counts = np.zeros((self.n_episodes, names, 2))
         self._noise_running = np.zeros((env.num_envs, names, 2))
@@ -843,15 +889,23 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         for i in range(env.num_envs):
             env.env_method("set_noise_probs", self._noise.episode_probs(), indices=[i])
 
+    def _end_noise(self, env: VecEnv) -> None:
+        """At a rollout's end: every env draws its noise with its own probabilities again, so that the training env
+        (``model.get_env()``, SB3's way to evaluate) does not go on drawing the sampler's ``q`` outside the
+        rollouts. No-op without the sampler; the next rollout sets the sampler's probabilities again."""
+        if getattr(self, "_noise_counts", None) is not None:
+            env.env_method("set_noise_probs", None)
+
     def _count_noise(self, env: VecEnv, infos: list[dict[str, Any]], dones: np.ndarray, pending: np.ndarray) -> None:
         """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
         buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
         sampler, running = self._noise, self._noise_running
+        names = getattr(sampler, "events", None)  # absent from samplers saved before the check
         for i, info in enumerate(infos):
             report = info.get(NOISE_INFO_KEY)
             if report is None:
                 continue
-            for name, (draws, events) in check_noise_report(report).items():
+            for name, (draws, events) in check_noise_report(report, names).items():
                 if name in sampler.names:  # type: ignore[union-attr]
                     running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
         for i in np.flatnonzero(dones):

@@ -38,6 +38,12 @@ SMOOTHING = 0.5
 PROB_CAP = 0.5
 
 
+def sampled_events(nominal: Mapping[str, float]) -> dict[str, float]:
+    """The events of ``nominal`` (an env's checked ``noise_probs``) a sampler samples: those with a probability
+    strictly inside ``(0, 1)``."""
+    return {name: p for name, p in nominal.items() if 0.0 < p < 1.0}
+
+
 class NoiseSampler:
     """The sampling probabilities of an env's Bernoulli events and the likelihood ratios of the episodes drawn.
 
@@ -52,10 +58,11 @@ class NoiseSampler:
         if not 0.0 < level <= 1.0:
             raise ValueError(f"the noise sampler's level must be in (0, 1], got {level!r}")
         checked = check_nominal_noise_probs(nominal)
-        self.nominal = {name: p for name, p in checked.items() if 0.0 < p < 1.0}
+        self.nominal = sampled_events(checked)
         if not self.nominal:
             raise ValueError(f"the env's noise events {dict(nominal)} have no probability strictly inside (0, 1)")
         self.names = tuple(sorted(self.nominal))
+        self.events = frozenset(checked)  # every event of the env, those it leaves alone included
         self.level = float(level)
         self.probs = dict(self.nominal)
         self.rng = np.random.default_rng(seed)
