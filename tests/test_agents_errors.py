@@ -542,6 +542,33 @@ def test_load_sets_a_good_override_as_given(tmp_path: Path, algorithm: str) -> N
     assert (model.gamma, model.learning_rate, model.max_grad_norm, model.seed) == (0.9, schedule, 0.3, 3)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_takes_risk_schedule_and_entropy_plateau_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set the string "level" and the flag True as they were: the first rollout failed deep inside
+    # ("'str' object has no attribute 'share'", "'bool' object has no attribute 'update'").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(objective="cvar0.5", seed=0).save(path)
+    given = {"risk_schedule": "level:0.5"}
+    if "entropy_plateau" in inspect.signature(cls).parameters:  # OrderGradPPO's
+        given["entropy_plateau"] = {"p_value": 0.1}
+    built = make(objective="cvar0.5", **given)
+    model = cls.load(path, env=built.get_env(), **given)
+    assert model.risk_schedule == built.risk_schedule
+    assert repr(model.entropy_plateau) == repr(built.entropy_plateau)
+    assert cls.load(path, risk_schedule="none").risk_schedule is None
+    model.learn(100)
+    with pytest.raises(ValueError, match="risk_schedule"):
+        cls.load(path, risk_schedule="bogus")
+    mean = tmp_path / "mean.zip"
+    make(objective="mean").save(mean)
+    with pytest.raises(ValueError, match="mean") as constructor_error:
+        make(objective="mean", risk_schedule="level")
+    with pytest.raises(ValueError, match="mean") as load_error:
+        cls.load(mean, risk_schedule="level")
+    assert str(load_error.value) == str(constructor_error.value)
+
+
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, value_baseline=False).save(path)

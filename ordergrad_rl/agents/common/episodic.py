@@ -593,6 +593,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             kwargs.setdefault("n_episodes_by_budget", False)
         if "n_episodes" in kwargs or "batch_size" in kwargs:  # and the caller's minibatch
             kwargs.setdefault("batch_size_by_budget", False)
+        # The constructor's forms of the arguments it converts: SB3's load set the string "level" as it was, and the
+        # first rollout failed on it ('str' object has no attribute 'share').
+        for name, convert in (("risk_schedule", parse_risk_schedule), ("entropy_plateau", make_entropy_plateau)):
+            if name in kwargs:
+                kwargs[name] = convert(kwargs[name])
         model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
         model._check_loaded_arguments(kwargs.keys())
         return model
@@ -607,6 +612,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if "n_episodes" in names or "group_size" in names:
             n_episodes = check_n_episodes(self.n_episodes)
             check_leave_one_out(self.objective, n_episodes, check_group_size(self.group_size, n_episodes))
+        if "risk_schedule" in names:
+            check_risk_schedule(self.risk_schedule, self.objective, getattr(self, "gcvar_alpha", None))
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
