@@ -577,3 +577,15 @@ def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) 
     with pytest.raises(ValueError, match="baseline_lambda must be in"):
         OrderGradPPO.load(path, baseline_lambda=3.0, value_baseline="history")
     assert OrderGradPPO.load(path, baseline_lambda=0.9, value_baseline="history").baseline_lambda == 0.9
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
+def test_load_builds_an_env_id_with_the_saves_envs(tmp_path: Path, algorithm: str) -> None:
+    # As the constructors take one; SB3's load failed on it ("not a Gymnasium environment ... OpenAI Gym").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(n_envs=2, seed=1).save(path)
+    model = cls.load(path, env="CartPole-v1")
+    assert (model.env.num_envs, model.n_envs, model.seed) == (2, 2, 1)
+    model.learn(64)
+    assert cls.load(path, env="CartPole-v1", seed=5).seed == 5

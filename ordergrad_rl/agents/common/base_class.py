@@ -22,10 +22,10 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
 from ordergrad_rl.agents.common.checks import check_action_start
-from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import build_env, sb3_vec_env_of
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
-from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
+from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
@@ -136,12 +136,17 @@ class OrderGradAlgorithmMixin:
     def load(
         cls: type[SelfOrderGrad],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfOrderGrad:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
         :mod:`ordergrad_rl.agents.common.saving`); the saved objective is re-parsed strictly.
+
+        ``env`` may be an env id, as in the constructors (SB3's ``load`` takes env objects only): it is built as the
+        constructor builds one (:func:`~ordergrad_rl.agents.common.env_util.build_env`) with the save's ``n_envs``
+        and ``seed`` (``seed`` among ``kwargs``, if given), so ``load(path, env="CartPole-v1")`` trains on as many
+        envs as the saved model did.
 
         SB3's ``load`` sets ``kwargs`` on the model without running the constructor; here each one the constructor
         takes is checked first as the constructor checks it (:meth:`argument_checks`), so that ``load(path,
@@ -160,6 +165,10 @@ class OrderGradAlgorithmMixin:
             )
         check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
+        if isinstance(env, str):  # an id, as the constructors take one (SB3's load failed on it: "not a Gymnasium
+            # environment ... expect OpenAI Gym to be installed"), built with the save's n_envs and seed
+            saved = read_saved_data(path)
+            env = build_env(env, saved.get("n_envs"), kwargs.get("seed", saved.get("seed")))
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
 
     @classmethod

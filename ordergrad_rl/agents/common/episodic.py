@@ -566,7 +566,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def load(
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfEpisodic:
