@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -459,3 +461,131 @@ def test_a_ranked_objective_whose_default_k_is_1_warns_that_it_trains_the_mean(c
         warnings.simplefilter("error")
         cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=3)  # the mean asked for: nothing to say
         cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=4)
+
+
+def _saved_models() -> dict[str, tuple[type, Any]]:
+    """One save of every OrderGrad algorithm that ``load`` checks: the class and a factory of its constructor."""
+    from sb3_contrib.common.wrappers import ActionMasker
+
+    from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradQCriticPPO, OrderGradRecurrentPPO
+
+    def masked() -> gym.Env:
+        return ActionMasker(gym.make("CartPole-v1"), lambda env: np.ones(2, dtype=bool))
+
+    return {
+        "ppo": (OrderGradPPO, lambda **kw: OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, **kw)),
+        "reinforce": (
+            OrderGradREINFORCE,
+            lambda **kw: OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4, **kw),
+        ),
+        "recurrent": (
+            OrderGradRecurrentPPO,
+            lambda **kw: OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", n_episodes=4, **kw),
+        ),
+        "mask": (OrderGradMaskablePPO, lambda **kw: OrderGradMaskablePPO("MlpPolicy", masked(), n_episodes=4, **kw)),
+        "q_critic": (
+            OrderGradQCriticPPO,
+            lambda **kw: OrderGradQCriticPPO("MlpPolicy", "CartPole-v1", objective="top2@4", n_steps=32, **kw),
+        ),
+    }
+
+
+#: Values every constructor refuses with a ValueError naming the argument (the Q-critic mode takes no ent_coef
+#: schedule and no normalize_advantage mode of episodes: refused too).
+BAD_OVERRIDES = [
+    ("gamma", 2.0),
+    ("target_kl", -1),
+    ("ent_coef", float("nan")),
+    ("normalize_advantage", "False"),
+    ("learning_rate", "1e-3x"),
+    ("n_epochs", 0),
+    ("clip_range", 0.0),
+    ("clip_range_vf", -1.0),
+    ("max_grad_norm", -1),
+    ("vf_coef", -1.0),
+    ("gae_lambda", 2.0),
+    ("batch_size", 1),
+    ("seed", -1),
+    ("untie_tail", "yes"),
+    ("drift_when_blind", 1),
+    ("novelty_phase", 2.0),
+    ("value_baseline", "x"),
+    ("policy_kwargs", "net_arch"),
+]
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_each_override_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load sets its kwargs on the model: load(path, gamma=2.0), target_kl=-1, ent_coef=nan or
+    # normalize_advantage="False" (read as true) loaded without a word and trained on them.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    accepted = inspect.signature(cls).parameters
+    checked = [(name, value) for name, value in BAD_OVERRIDES if name in accepted]
+    assert len(checked) >= 10
+    for name, value in checked:
+        with pytest.raises(ValueError, match=name) as constructor_error:
+            make(**{name: value})
+        with pytest.raises(ValueError, match=name) as load_error:
+            cls.load(path, **{name: value})
+        assert str(load_error.value) == str(constructor_error.value)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_sets_a_good_override_as_given(tmp_path: Path, algorithm: str) -> None:
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    schedule = lambda progress: 1e-3 * progress  # noqa: E731
+    model = cls.load(path, gamma=0.9, learning_rate=schedule, max_grad_norm=0.3, seed=3)
+    assert (model.gamma, model.learning_rate, model.max_grad_norm, model.seed) == (0.9, schedule, 0.3, 3)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_takes_risk_schedule_and_entropy_plateau_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set the string "level" and the flag True as they were: the first rollout failed deep inside
+    # ("'str' object has no attribute 'share'", "'bool' object has no attribute 'update'").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(objective="cvar0.5", seed=0).save(path)
+    given = {"risk_schedule": "level:0.5"}
+    if "entropy_plateau" in inspect.signature(cls).parameters:  # OrderGradPPO's
+        given["entropy_plateau"] = {"p_value": 0.1}
+    built = make(objective="cvar0.5", **given)
+    model = cls.load(path, env=built.get_env(), **given)
+    assert model.risk_schedule == built.risk_schedule
+    assert repr(model.entropy_plateau) == repr(built.entropy_plateau)
+    assert cls.load(path, risk_schedule="none").risk_schedule is None
+    model.learn(100)
+    with pytest.raises(ValueError, match="risk_schedule"):
+        cls.load(path, risk_schedule="bogus")
+    mean = tmp_path / "mean.zip"
+    make(objective="mean").save(mean)
+    with pytest.raises(ValueError, match="mean") as constructor_error:
+        make(objective="mean", risk_schedule="level")
+    with pytest.raises(ValueError, match="mean") as load_error:
+        cls.load(mean, risk_schedule="level")
+    assert str(load_error.value) == str(constructor_error.value)
+
+
+def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "model.zip"
+    OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, value_baseline=False).save(path)
+    with pytest.raises(ValueError, match="baseline_lambda=0.9 needs a per-step baseline"):
+        OrderGradPPO.load(path, baseline_lambda=0.9)
+    with pytest.raises(ValueError, match="baseline_lambda must be in"):
+        OrderGradPPO.load(path, baseline_lambda=3.0, value_baseline="history")
+    assert OrderGradPPO.load(path, baseline_lambda=0.9, value_baseline="history").baseline_lambda == 0.9
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
+def test_load_builds_an_env_id_with_the_saves_envs(tmp_path: Path, algorithm: str) -> None:
+    # As the constructors take one; SB3's load failed on it ("not a Gymnasium environment ... OpenAI Gym").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(n_envs=2, seed=1).save(path)
+    model = cls.load(path, env="CartPole-v1")
+    assert (model.env.num_envs, model.n_envs, model.seed) == (2, 2, 1)
+    model.learn(64)
+    assert cls.load(path, env="CartPole-v1", seed=5).seed == 5

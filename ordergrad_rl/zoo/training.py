@@ -187,35 +187,10 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
             verbose=settings.verbose,
             seed=settings.seed,
             **kwargs,
-        )
-        check_loaded_hparams(model, kwargs)
+        )  # load checks each of the hparams as the constructor checks it
     except (ValueError, TypeError, KeyError) as err:
         raise CommandError(f"--trained-agent {path}: {err}") from err
     return model
-
-
-def check_loaded_hparams(model: Any, hparams: dict[str, Any]) -> None:
-    """The constructor's checks of the arguments every algorithm takes (and the PPO family's ``n_epochs``,
-    ``clip_range`` and ``batch_size``) on a loaded model whose ``hparams`` changed at load: SB3's ``load`` sets them
-    unchecked, and a bad one failed deep in training (``n_epochs=-1``: an ``UnboundLocalError`` in PPO's ``train``).
-
-    :raises ValueError: naming the first bad argument.
-    """
-    from ordergrad_rl.agents.common.arguments import check_common_arguments, check_ppo_arguments
-    from ordergrad_rl.common.arguments import check_int
-
-    if not hparams:
-        return
-    common = [
-        hparams.get(name, getattr(model, name))
-        for name in ("learning_rate", "gamma", "ent_coef", "max_grad_norm", "policy_kwargs")
-    ]
-    if not hasattr(model, "clip_range"):  # REINFORCE
-        check_common_arguments(*common)
-        return
-    check_ppo_arguments(*common, hparams.get("n_epochs", model.n_epochs), hparams.get("clip_range", model.clip_range))
-    if "batch_size" in hparams:
-        check_int("batch_size", hparams["batch_size"], 2)
 
 
 def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,9 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import LinearSchedule
 
-from ordergrad_rl.agents.common.advantages import RUNNING
+from ordergrad_rl.agents.common.advantages import NORMALIZE_MODES, RUNNING
 from ordergrad_rl.agents.common.history_baseline import HISTORY
-from ordergrad_rl.common.arguments import check_float, check_int, check_number, check_schedule
+from ordergrad_rl.common.arguments import check_float, check_int, check_number, check_schedule, check_seed
 from ordergrad_rl.common.schedules import HeldLinearSchedule
 from ordergrad_rl.core import ChannelObjective, Objective
 
@@ -230,21 +231,81 @@ MIN_BATCH_SIZE = 64
 def check_common_arguments(
     learning_rate: Any, gamma: Any, ent_coef: Any, max_grad_norm: Any, policy_kwargs: Any
 ) -> None:
-    """The constructor arguments every OrderGrad algorithm shares, checked before SB3 uses them.
+    """The constructor arguments every OrderGrad algorithm shares, checked before SB3 uses them
+    (:data:`ARGUMENT_CHECKS`).
 
     :raises ValueError: naming the first bad argument.
     """
-    check_schedule("learning_rate", learning_rate)
+    check_arguments(
+        learning_rate=learning_rate,
+        gamma=gamma,
+        ent_coef=ent_coef,
+        max_grad_norm=max_grad_norm,
+        policy_kwargs=policy_kwargs,
+    )
+
+
+def check_gamma(gamma: Any) -> None:
+    """``ValueError`` unless ``gamma`` is ``None`` (the algorithm's default) or a number in ``(0, 1]``."""
     if gamma is not None:
         check_number("gamma", gamma)
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-    if ent_coef is not None:  # None: the algorithm's default (the episodic agents: default_ent_coef)
-        check_schedule("ent_coef", ent_coef, minimum=-math.inf)  # a schedule: the episodic agents, at each update
-    check_number("max_grad_norm", max_grad_norm, allow_inf=True)  # inf: no clipping
+
+
+def check_ent_coef(ent_coef: Any) -> None:
+    """``ValueError`` unless ``ent_coef`` is ``None`` (the algorithm's default, the episodic agents'
+    :func:`default_ent_coef`), a finite number or a schedule (the episodic agents evaluate it at each update)."""
+    if ent_coef is not None:
+        check_schedule("ent_coef", ent_coef, minimum=-math.inf)
+
+
+def check_max_grad_norm(max_grad_norm: Any) -> None:
+    """``ValueError`` unless ``max_grad_norm`` is a number > 0 (``inf``: no clipping)."""
+    check_number("max_grad_norm", max_grad_norm, allow_inf=True)
     if max_grad_norm <= 0:
         raise ValueError(f"max_grad_norm must be > 0, got {max_grad_norm}")
-    check_policy_kwargs(policy_kwargs)
+
+
+def check_target_kl(target_kl: Any) -> None:
+    """``ValueError`` unless ``target_kl`` is ``None`` or a finite number > 0: SB3 stops an epoch at ``approx_kl >
+    1.5 * target_kl``, so NaN never stops it and a value <= 0 stops it at once."""
+    if target_kl is not None:
+        check_float("target_kl", target_kl, 1e-12)
+
+
+def check_clip_range_vf(clip_range_vf: Any) -> None:
+    """``ValueError`` unless ``clip_range_vf`` is ``None`` (no value clipping) or a positive number or schedule."""
+    if clip_range_vf is not None:
+        check_schedule("clip_range_vf", clip_range_vf, minimum=1e-12)
+
+
+def check_normalize_advantage(normalize_advantage: Any) -> None:
+    """``ValueError`` unless ``normalize_advantage`` is one of the episodic modes (``True``, ``False``, ``"group"``,
+    ``"channel"``, ``"running"``) or ``None`` (the default); the string ``"False"`` is refused, not read as true."""
+    if normalize_advantage is not None and normalize_advantage not in NORMALIZE_MODES:
+        raise ValueError(
+            f"normalize_advantage must be True, False, 'group', 'channel' or 'running', got {normalize_advantage!r}"
+        )
+
+
+def check_batch_size(batch_size: Any) -> None:
+    """``ValueError`` unless ``batch_size`` is ``None`` (the algorithm's default) or an integer >= 2: a 1-step
+    minibatch has no spread to normalize or clip against."""
+    if batch_size is not None:
+        check_int("batch_size", batch_size, 2)
+
+
+def check_flag(name: str, value: Any) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_optional_flag(name: str, value: Any) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is ``True``, ``False`` or ``None`` (the default)."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name} must be True, False or None, got {value!r}")
 
 
 def check_policy_kwargs(policy_kwargs: Any) -> None:
@@ -282,6 +343,48 @@ def _check_net_arch(net_arch: Any) -> None:
             layers(value, f"[{key!r}]")
         return
     layers(net_arch, "")
+
+
+#: The check of each constructor argument whose valid values do not depend on the other arguments, by name: the
+#: constructors run them (:func:`check_arguments`), and ``load`` runs the same ones on the arguments it is given
+#: (SB3's ``load`` sets them on the model without running the constructor), so that ``load(path, gamma=2.0)`` raises
+#: the constructor's ``ValueError``. An algorithm replaces an entry where its constructor checks the argument its own
+#: way (:meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.argument_checks`).
+ARGUMENT_CHECKS: dict[str, Callable[[Any], object]] = {
+    "learning_rate": partial(check_schedule, "learning_rate"),
+    "gamma": check_gamma,
+    "ent_coef": check_ent_coef,
+    "max_grad_norm": check_max_grad_norm,
+    "policy_kwargs": check_policy_kwargs,
+    "n_epochs": partial(check_int, "n_epochs", minimum=1),
+    "clip_range": partial(check_schedule, "clip_range", minimum=1e-12),  # 0 would freeze the policy
+    "target_kl": check_target_kl,
+    "vf_coef": partial(check_float, "vf_coef", low=0.0),
+    "gae_lambda": partial(check_float, "gae_lambda", low=0.0, high=1.0),
+    "clip_range_vf": check_clip_range_vf,
+    "batch_size": check_batch_size,
+    "seed": check_seed,
+    "normalize_advantage": check_normalize_advantage,
+    "untie_tail": partial(check_flag, "untie_tail"),
+    "entropy_when_tied": partial(check_flag, "entropy_when_tied"),
+    "drift_when_blind": partial(check_flag, "drift_when_blind"),
+    "relative_ent_coef": partial(check_flag, "relative_ent_coef"),
+    "noise_sampler": partial(check_optional_flag, "noise_sampler"),
+    "novelty_when_blind": partial(check_optional_flag, "novelty_when_blind"),
+    "reward_to_go": partial(check_optional_flag, "reward_to_go"),
+    "novelty_phase": partial(check_float, "novelty_phase", low=0.0, high=1.0),
+}
+
+
+def check_arguments(checks: Mapping[str, Callable[[Any], object]] = ARGUMENT_CHECKS, **values: Any) -> None:
+    """Run the check of each argument in ``values`` (by name, in order) that ``checks`` holds.
+
+    :raises ValueError: naming the first bad argument.
+    """
+    for name, value in values.items():
+        check = checks.get(name)
+        if check is not None:
+            check(value)
 
 
 def long_episodes(objective: Objective | ChannelObjective, limit: int | None) -> bool:
@@ -618,7 +721,7 @@ def episodic_sizes(
         n_episodes = default_n_episodes(objective, group_size, limit, rollout_steps)
     n_episodes = check_n_episodes(n_episodes)
     batch_size = default_batch_size(n_episodes) if batch_size is None else batch_size
-    check_int("batch_size", batch_size, 2)  # a 1-step minibatch has no spread to normalize or clip against
+    check_batch_size(batch_size)
     return n_episodes, batch_size
 
 
@@ -641,14 +744,14 @@ def check_ppo_arguments(
     :raises ValueError: naming the first bad argument.
     """
     check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
-    check_int("n_epochs", n_epochs, 1)
-    check_schedule("clip_range", clip_range, minimum=1e-12)  # 0 would freeze the policy
-    if target_kl is not None:  # SB3 stops an epoch at approx_kl > 1.5 * target_kl: NaN never, <= 0 at once
-        check_float("target_kl", target_kl, 1e-12)
-    check_float("vf_coef", vf_coef, 0.0)
-    check_float("gae_lambda", gae_lambda, 0.0, 1.0)
-    if clip_range_vf is not None:
-        check_schedule("clip_range_vf", clip_range_vf, minimum=1e-12)
+    check_arguments(
+        n_epochs=n_epochs,
+        clip_range=clip_range,
+        target_kl=target_kl,
+        vf_coef=vf_coef,
+        gae_lambda=gae_lambda,
+        clip_range_vf=clip_range_vf,
+    )
 
 
 def check_buffer_class(buffer_class: Any, expected: type) -> type:

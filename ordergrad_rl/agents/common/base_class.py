@@ -8,8 +8,9 @@ saved as its spec string and re-parsed strictly on ``load``), the load-time chec
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -19,11 +20,12 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
 from ordergrad_rl.agents.common.checks import check_action_start
-from ordergrad_rl.agents.common.env_util import env_arguments, sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import build_env, env_arguments, sb3_vec_env_of
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
-from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm
+from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
@@ -134,15 +136,25 @@ class OrderGradAlgorithmMixin:
     def load(
         cls: type[SelfOrderGrad],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfOrderGrad:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
         :mod:`ordergrad_rl.agents.common.saving`); the saved objective is re-parsed strictly.
 
-        :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, or ``objective``
-            or ``k`` among ``kwargs``: the model keeps the objective it was saved with.
+        ``env`` may be an env id, as in the constructors (SB3's ``load`` takes env objects only): it is built as the
+        constructor builds one (:func:`~ordergrad_rl.agents.common.env_util.build_env`) with the save's ``n_envs``
+        and ``seed`` (``seed`` among ``kwargs``, if given), so ``load(path, env="CartPole-v1")`` trains on as many
+        envs as the saved model did.
+
+        SB3's ``load`` sets ``kwargs`` on the model without running the constructor; here each one the constructor
+        takes is checked first as the constructor checks it (:meth:`argument_checks`), so that ``load(path,
+        gamma=2.0)`` raises the constructor's ``ValueError`` naming ``gamma``. Other names are set as SB3 sets them.
+
+        :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
+            ``kwargs`` that the constructor refuses, or ``objective`` or ``k`` among ``kwargs``: the model keeps the
+            objective it was saved with.
         """
         fixed = [name for name in ("objective", "k") if name in kwargs]
         if fixed:
@@ -151,8 +163,21 @@ class OrderGradAlgorithmMixin:
                 "change at load: build a model with the new objective and copy the saved weights with its "
                 "set_parameters(path)"
             )
+        check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
+        if isinstance(env, str):  # an id, as the constructors take one (SB3's load failed on it: "not a Gymnasium
+            # environment ... expect OpenAI Gym to be installed"), built with the save's n_envs and seed
+            saved = read_saved_data(path)
+            env = build_env(env, saved.get("n_envs"), kwargs.get("seed", saved.get("seed")))
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
+        """The check of each constructor argument of this class whose valid values do not depend on the others, by
+        name: :data:`~ordergrad_rl.agents.common.arguments.ARGUMENT_CHECKS` of the arguments the class takes, which
+        :meth:`load` runs on its ``kwargs``; a class that checks an argument its own way replaces the entry."""
+        accepted = inspect.signature(cls).parameters
+        return {name: check for name, check in ARGUMENT_CHECKS.items() if name in accepted}
 
     @classmethod
     def from_sb3(

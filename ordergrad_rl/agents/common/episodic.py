@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -24,7 +24,6 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.advantages import (
-    NORMALIZE_MODES,
     RUNNING,
     channel_values,
     compute_episodic_advantages,
@@ -35,7 +34,9 @@ from ordergrad_rl.agents.common.arguments import (
     RANKED_ROLLOUT_STEPS,
     budget_n_episodes,
     check_advantage,
+    check_arguments,
     check_n_episodes,
+    check_normalize_advantage,
     default_batch_size,
     default_ent_coef,
     default_entropy_plateau,
@@ -348,23 +349,15 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
             or ``entropy_when_tied``.
         """
-        flags = {
-            "untie_tail": untie_tail,
-            "entropy_when_tied": entropy_when_tied,
-            "drift_when_blind": drift_when_blind,
-            "relative_ent_coef": relative_ent_coef,
-        }
-        for name, flag in flags.items():
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
-        optional_flags = {
-            "noise_sampler": noise_sampler,
-            "novelty_when_blind": novelty_when_blind,
-            "reward_to_go": reward_to_go,
-        }
-        for name, flag in optional_flags.items():
-            if flag is not None and not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True, False or None, got {flag!r}")
+        check_arguments(
+            untie_tail=untie_tail,
+            entropy_when_tied=entropy_when_tied,
+            drift_when_blind=drift_when_blind,
+            relative_ent_coef=relative_ent_coef,
+            noise_sampler=noise_sampler,
+            novelty_when_blind=novelty_when_blind,
+            reward_to_go=reward_to_go,
+        )
         if novelty_when_blind and drift_when_blind:
             raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
@@ -552,10 +545,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
         group_size = check_group_size(group_size, n_episodes)
-        if normalize_advantage not in NORMALIZE_MODES:
-            raise ValueError(
-                f"normalize_advantage must be True, False, 'group', 'channel' or 'running', got {normalize_advantage!r}"
-            )
+        check_normalize_advantage(normalize_advantage)
         if normalize_advantage in ("group", "channel") and group_size is None:
             raise ValueError(
                 f"normalize_advantage={normalize_advantage!r} divides each group's weights by its std: set group_size"
@@ -603,7 +593,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def load(
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfEpisodic:
@@ -630,13 +620,29 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             kwargs.setdefault("n_episodes_by_budget", False)
         if "n_episodes" in kwargs or "batch_size" in kwargs:  # and the caller's minibatch
             kwargs.setdefault("batch_size_by_budget", False)
+        # The constructor's forms of the arguments it converts: SB3's load set the string "level" as it was, and the
+        # first rollout failed on it ('str' object has no attribute 'share').
+        for name, convert in (("risk_schedule", parse_risk_schedule), ("entropy_plateau", make_entropy_plateau)):
+            if name in kwargs:
+                kwargs[name] = convert(kwargs[name])
         model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
-        if "n_episodes" in kwargs or "group_size" in kwargs:  # checked as the constructor checks them
-            n_episodes = check_n_episodes(model.n_episodes)
-            check_leave_one_out(model.objective, n_episodes, check_group_size(model.group_size, n_episodes))
+        model._check_loaded_arguments(kwargs.keys())
         if model.env is not None:
             model._noise = model._noise_sampler_for(model.env)
         return model
+
+    def _check_loaded_arguments(self, names: Collection[str]) -> None:
+        """After ``load``: the constructor's checks of the arguments among ``names`` (given to ``load``) whose valid
+        values depend on the model's other arguments (those that do not were checked before, see
+        :meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.argument_checks`).
+
+        :raises ValueError: as the constructor.
+        """
+        if "n_episodes" in names or "group_size" in names:
+            n_episodes = check_n_episodes(self.n_episodes)
+            check_leave_one_out(self.objective, n_episodes, check_group_size(self.group_size, n_episodes))
+        if "risk_schedule" in names:
+            check_risk_schedule(self.risk_schedule, self.objective, getattr(self, "gcvar_alpha", None))
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import pathlib
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,15 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     def _check_value_baseline(cls, value_baseline: Any) -> None:
         """:func:`check_value_baseline` for this class: ``True`` is refused where it trains no critic."""
         check_value_baseline(value_baseline, None if cls.trains_critic else cls.__name__)
+
+    @classmethod
+    def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
+        return {**super().argument_checks(), "value_baseline": cls._check_value_baseline}
+
+    def _check_loaded_arguments(self, names: Collection[str]) -> None:
+        super()._check_loaded_arguments(names)
+        if "baseline_lambda" in names:  # with the model's value_baseline, as the constructor resolves it
+            self.baseline_lambda = resolve_baseline_lambda(self.baseline_lambda, self.value_baseline)
 
     def _init_value_baseline(
         self, value_baseline: bool | str | None, baseline_lambda: float | None, default: bool | str

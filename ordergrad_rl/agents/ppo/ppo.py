@@ -508,7 +508,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     def load(  # type: ignore[override]  # a Q-critic save loads as the OrderGradQCriticPPO it is
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfEpisodic | OrderGradQCriticPPO:

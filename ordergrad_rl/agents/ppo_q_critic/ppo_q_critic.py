@@ -23,6 +23,7 @@ the same network and critic, so a comparison with Top-M@K isolates the objective
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,7 +37,7 @@ from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.arguments import MIN_BATCH_SIZE, check_advantage, check_ppo_arguments
+from ordergrad_rl.agents.common.arguments import MIN_BATCH_SIZE, check_advantage, check_arguments, check_ppo_arguments
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.checks import FiniteStepCheckVecEnv, check_finite_step
 from ordergrad_rl.agents.common.env_util import build_env
@@ -80,6 +81,35 @@ def q_critic_advantages(
     q_tilde = q.double().scatter(-1, index, returns.double().reshape(-1, 1))
     abar = known_lstat_advantage(q_tilde, probs.double(), objective)
     return (objective.k * abar.gather(-1, index).squeeze(-1)).to(q.dtype)  # type: ignore[operator]
+
+
+_EPISODIC_ONLY = (
+    "group_size and normalize_advantage='group', 'channel' or 'running' are for advantage='episodic' (episode "
+    "weights); Q-critic mode ranks action draws per state"
+)
+
+
+def check_q_critic_ent_coef(ent_coef: Any) -> None:
+    """``ValueError`` unless ``ent_coef`` is ``None`` (0.0) or a finite number: SB3's PPO update multiplies by it, so
+    Q-critic mode takes no schedule (the episodic modes do)."""
+    if ent_coef is not None:
+        check_number("ent_coef", ent_coef)
+
+
+def check_q_critic_group_size(group_size: Any) -> None:
+    """``ValueError`` unless ``group_size`` is ``None``: groups of episodes are episodic mode's."""
+    if group_size is not None:
+        raise ValueError(_EPISODIC_ONLY)
+
+
+def check_q_critic_normalize_advantage(normalize_advantage: Any) -> None:
+    """``ValueError`` unless ``normalize_advantage`` is ``True``, ``False`` or ``None``: SB3's per-minibatch
+    normalization, on or off (``bool()`` would take the string ``"False"`` for true); the episodic modes' ``"group"``,
+    ``"channel"`` and ``"running"`` normalize episode weights, which this mode has not."""
+    if normalize_advantage in ("group", "channel", "running"):
+        raise ValueError(_EPISODIC_ONLY)
+    if not isinstance(normalize_advantage, bool | None):
+        raise ValueError(f"normalize_advantage must be True or False in Q-critic mode, got {normalize_advantage!r}")
 
 
 def _flat_steps(array: np.ndarray) -> np.ndarray:
@@ -204,8 +234,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             gae_lambda,
             clip_range_vf,
         )
-        if ent_coef is not None:  # SB3's PPO update multiplies by it: no schedule here (the episodic modes take one)
-            check_number("ent_coef", ent_coef)
+        check_arguments(self.argument_checks(), ent_coef=ent_coef, normalize_advantage=normalize_advantage)
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
         n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
         seed = check_seed(seed)
@@ -256,13 +285,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             ``reward_to_go``, ``n_episodes``), a non-``Discrete`` action space, an objective without its number of
             action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
-        if group_size is not None or normalize_advantage in ("group", "channel", "running"):
-            raise ValueError(
-                "group_size and normalize_advantage='group', 'channel' or 'running' are for advantage='episodic' "
-                "(episode weights); Q-critic mode ranks action draws per state"
-            )
-        if not isinstance(normalize_advantage, bool | None):  # bool() would take "False" for True
-            raise ValueError(f"normalize_advantage must be True or False in Q-critic mode, got {normalize_advantage!r}")
+        check_q_critic_group_size(group_size)
         if reward_to_go:
             raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
         self._check_discrete()
@@ -283,6 +306,15 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         self.reward_to_go = False
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = Q_CRITIC
+
+    @classmethod
+    def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
+        return {
+            **super().argument_checks(),
+            "ent_coef": check_q_critic_ent_coef,
+            "normalize_advantage": check_q_critic_normalize_advantage,
+            "group_size": check_q_critic_group_size,
+        }
 
     def _check_discrete(self) -> None:
         """``ValueError`` for an action space other than ``Discrete`` (none yet while SB3's ``load`` builds the model

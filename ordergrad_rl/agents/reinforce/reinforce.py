@@ -236,7 +236,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     def load(
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | None = None,
+        env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfEpisodic:
