@@ -153,6 +153,25 @@ def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
     assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.1
 
 
+def test_qrdqn_cvar_load_takes_the_policy_kwargs_it_was_built_with(tmp_path) -> None:
+    # SB3's load refuses policy_kwargs other than the saved ones, and the saved ones hold cvar_alpha, which the
+    # constructor adds: QRDQN.load of the same call passed, QRDQNCVaR.load refused the dict the model was built with.
+    from sb3_contrib import QRDQN
+
+    policy_kwargs = dict(n_quantiles=10, net_arch=[16], optimizer_class=th.optim.Adam, optimizer_kwargs=dict(eps=1e-4))
+    QRDQN("MlpPolicy", "RiskyBandit-v0", policy_kwargs=policy_kwargs).save(tmp_path / "qrdqn.zip")
+    assert QRDQN.load(tmp_path / "qrdqn.zip", policy_kwargs=policy_kwargs).policy_kwargs == policy_kwargs
+    assert QRDQNCVaR.load(tmp_path / "qrdqn.zip", policy_kwargs=policy_kwargs).policy.quantile_net.cvar_alpha == 0.2
+    QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=policy_kwargs).save(tmp_path / "qr.zip")
+    assert QRDQNCVaR.load(tmp_path / "qr.zip", policy_kwargs=policy_kwargs).alpha == 0.1
+    loaded = QRDQNCVaR.load(tmp_path / "qr.zip", alpha=0.5, policy_kwargs={**policy_kwargs, "cvar_alpha": 0.5})
+    assert loaded.policy.quantile_net.cvar_alpha == 0.5
+    with pytest.raises(ValueError, match="do not equal the stored policy kwargs"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", policy_kwargs={**policy_kwargs, "net_arch": [32]})
+    with pytest.raises(ValueError, match="differ"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", policy_kwargs={**policy_kwargs, "cvar_alpha": 0.3})
+
+
 def test_a_qrdqn_save_loads_into_qrdqn_cvar_acting_on_the_cvar(tmp_path) -> None:
     # The QR-DQN policy class of the save was built as it is: QRDQNCVaR.load gave a model acting greedily on the
     # mean while its target used the CVaR.

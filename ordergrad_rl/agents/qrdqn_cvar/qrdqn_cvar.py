@@ -121,6 +121,30 @@ class QRDQNCVaR(QRDQN):
         self.alpha = alpha
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
 
+    @classmethod
+    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> QRDQNCVaR:
+        """sb3-contrib's ``QRDQN.load``. ``policy_kwargs``, which SB3 requires equal to the saved ones, are compared
+        without ``cvar_alpha`` (the level is ``alpha``: the saved one, or the one given to ``load``), so the dict
+        the model was built with, or a ``QRDQN`` save's, loads as it does with ``QRDQN.load``.
+
+        :raises ValueError: ``policy_kwargs`` other than the saved ones (SB3's message), or a ``cvar_alpha`` in them
+            other than the model's ``alpha``.
+        """
+        given = kwargs.pop("policy_kwargs", None)
+        model = super().load(path, env=env, device=device, **kwargs)
+        if given is not None:
+            given = dict(given)
+            level = given.pop("cvar_alpha", model.alpha)
+            saved = {name: value for name, value in model.policy_kwargs.items() if name != "cvar_alpha"}
+            if given != saved:
+                raise ValueError(
+                    f"The specified policy kwargs do not equal the stored policy kwargs. Stored kwargs: {saved}, "
+                    f"specified kwargs: {given}"
+                )
+            if level != model.alpha:
+                raise ValueError(f"alpha={model.alpha} and policy_kwargs['cvar_alpha']={level} differ")
+        return model
+
     def _setup_model(self) -> None:
         # The policy acts at the level the target uses: SB3's load(path, alpha=...) sets the attribute after the
         # saved policy_kwargs (with the saved level) are restored, and before this builds the policy. A QR-DQN
