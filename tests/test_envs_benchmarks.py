@@ -420,6 +420,14 @@ def test_bandit_table_is_exact() -> None:
     assert cvar_optimum(mdp, ALPHA).value == pytest.approx(1.0)  # no mixture beats the safe arm
 
 
+def test_exact_results_compare_and_hash_by_identity() -> None:
+    # Their fields are arrays: the generated __eq__ raised "truth value of an array is ambiguous", hash() failed.
+    mdp = HeavyTailBanditEnv().tabular()
+    law, solution = return_distribution(mdp, np.array([0])), cvar_optimum(mdp, ALPHA)
+    for obj in (mdp, law, solution):
+        assert obj == obj and obj != HeavyTailBanditEnv().tabular() and len({obj, obj}) == 1
+
+
 # ---------------------------------------------------------------------------- sampling against the exact laws
 def rollouts(env: gym.Env, act, n: int, seed: int) -> np.ndarray:
     returns = []

@@ -81,7 +81,9 @@ def _check_probability_rows(name: str, table: np.ndarray) -> None:
         raise ValueError(f"{name}{row} must sum to 1 (within {PROB_ATOL:g}), got a sum of {sums[index].item():.6g}")
 
 
-@dataclass(frozen=True)
+# eq=False on the frozen classes below: their fields are arrays, whose == is elementwise, so a generated __eq__
+# raised NumPy's "truth value of an array is ambiguous" and hash() failed; they compare (and hash) by identity.
+@dataclass(frozen=True, eq=False)
 class TabularMDP:
     """A finite episodic MDP with a time limit, rewards on transitions (possibly random given the next state).
 
@@ -179,7 +181,7 @@ class TabularMDP:
         return cls(prob, next_state, reward, terminated, np.asarray(start, dtype=float), horizon)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReturnDistribution:
     """A finite distribution of the episode return: sorted distinct ``values`` ``[n]`` and their ``probs`` ``[n]``."""
 
@@ -248,7 +250,7 @@ class ReturnDistribution:
         return float(np.max(shortfall[0] - shortfall[1]) / alpha)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AugmentedPolicy:
     """A deterministic policy of (time, state, accumulated return): ``actions[(t, s, c)]``, ``c`` rounded by
     ``_key``. States it never reaches under itself are absent; there it acts by ``default`` (action 0)."""
@@ -261,7 +263,7 @@ class AugmentedPolicy:
         return np.eye(self.n_actions)[self.actions.get((t, state, _key(ret)), self.default)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CVaRSolution:
     """The result of :func:`cvar_optimum`: the optimal ``value``, the optimal threshold ``b`` (an ``alpha``-quantile
     of the optimal return) and an optimal deterministic augmented ``policy``."""
@@ -271,7 +273,7 @@ class CVaRSolution:
     policy: AugmentedPolicy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StationarySolution:
     """The result of :func:`best_stationary_cvar`: the best stationary deterministic ``policy`` ``[S]`` found, its
     exact CVaR ``value``, and ``upper``, a proven upper bound on every stationary deterministic policy's CVaR
