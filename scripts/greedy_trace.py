@@ -41,7 +41,6 @@ class Trace(BaseCallback):
     def __init__(self, env: Any, bar: Any) -> None:
         super().__init__()
         self.env, self.mdp, self.bar = env, env.tabular(), bar
-        self.observations = bench._state_observations(env, self.mdp.n_states)
         self.rows: list[dict[str, Any]] = []
 
     def _on_step(self) -> bool:
@@ -51,7 +50,7 @@ class Trace(BaseCallback):
     def _on_rollout_end(self) -> None:
         greedy, _ = bench.exact_score(self.model, self.env, self.mdp, True)
         stochastic, _ = bench.exact_score(self.model, self.env, self.mdp, False)
-        probs = bench.action_probabilities(self.model, self.observations, False)
+        probs = bench.state_policy(self.model, self.env, self.mdp, False)
         self.rows.append({"timesteps": self.num_timesteps, "greedy": greedy, "stochastic": stochastic,
                           "probabilities": probs.round(4).tolist()})  # fmt: skip
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import load_script
 
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
+from ordergrad_rl.agents.common.evaluation import policy_table
 from ordergrad_rl.cli import main
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY
 from ordergrad_rl.experiments import benchmarks as bench
@@ -52,7 +53,7 @@ def test_stochastic_score_uses_the_policy_probabilities():
 
     model = OrderGradPPO("MlpPolicy", "HeavyTailBandit-v0", objective="cvar0.2", n_episodes=8, seed=0)
     env = gym.make("HeavyTailBandit-v0").unwrapped
-    probs = bench.action_probabilities(model, np.zeros((1, 1), dtype=np.float32), deterministic=False)
+    probs = policy_table(model, np.zeros((1, 1), dtype=np.float32))
     assert probs.shape == (1, 3) and probs.sum() == pytest.approx(1.0) and probs.min() > 0.1  # near uniform
     law_cvar, _ = bench.exact_score(model, env, env.tabular(), deterministic=False)
     greedy_cvar, _ = bench.exact_score(model, env, env.tabular(), deterministic=True)

@@ -801,3 +801,51 @@ def test_the_lower_wall_holds_the_arena_edge_from_v2_on(env_id: str, passes: boo
         assert value <= 30.0 - 27 < 7.0  # below the detour's optimum: the table's optima stand
     else:
         assert law.cvar(0.2) < -40.0  # timed out at the wall, never past it
+
+
+# ---------------------------------------------------------------------------- a trained model, scored exactly
+def test_policy_table_gives_the_exact_law_of_a_models_policy_by_monte_carlo() -> None:
+    # The exact law of an (untrained, so well mixed) sampling policy against its own episodes, and the greedy table
+    # against predict: policy_table is what a user scores a model of their own tabular env with.
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.agents.common.evaluation import policy_table
+
+    model = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", seed=3)
+    mdp = RiskyLavaGridEnv().tabular()
+    table = policy_table(model, np.arange(mdp.n_states))
+    assert table.shape == (mdp.n_states, 4) and np.allclose(table.sum(axis=1), 1.0) and table.min() > 0.05
+    law = return_distribution(mdp, table)
+    venv = make_vec_env("RiskyLavaGrid-v0", n_envs=32, seed=0)
+    returns, _ = evaluate_policy(model, venv, n_eval_episodes=3200, deterministic=False, return_episode_rewards=True)
+    returns = np.asarray(returns)
+    assert abs(returns.mean() - law.mean()) < 4 * returns.std() / np.sqrt(returns.size)
+    greedy = policy_table(model, np.arange(mdp.n_states), deterministic=True)
+    np.testing.assert_array_equal(greedy.argmax(axis=1), model.predict(np.arange(mdp.n_states), deterministic=True)[0])
+    assert set(np.unique(greedy)) == {0.0, 1.0}
+
+
+def test_policy_table_takes_masks_and_refuses_what_it_cannot_score() -> None:
+    from sb3_contrib import QRDQN
+
+    from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO
+    from ordergrad_rl.agents.common.evaluation import policy_table
+
+    masked = OrderGradMaskablePPO("MlpPolicy", "TargetSum-v0", objective="cvar0.2", n_episodes=8, seed=0)
+    obs = np.stack([masked.observation_space.sample() for _ in range(3)])
+    masks = np.ones((3, masked.action_space.n), dtype=bool)
+    masks[:, 0] = False
+    table = policy_table(masked, obs, action_masks=masks)
+    assert np.all(table[:, 0] == 0.0) and np.allclose(table.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="action_masks"):
+        policy_table(masked, obs)
+    qrdqn = QRDQN("MlpPolicy", "RiskyLavaGrid-v0", seed=0)  # acts greedily either way
+    assert set(np.unique(policy_table(qrdqn, np.arange(15)))) == {0.0, 1.0}
+    recurrent = OrderGradRecurrentPPO("MlpLstmPolicy", "RiskyLavaGrid-v0", objective="cvar0.2", n_episodes=8)
+    with pytest.raises(ValueError, match="history_return_distribution"):
+        policy_table(recurrent, np.arange(15))
+    continuous = OrderGradPPO("MlpPolicy", "Pendulum-v1", objective="cvar0.2", n_episodes=8)
+    with pytest.raises(ValueError, match="Discrete action space"):
+        policy_table(continuous, np.zeros((2, 3), dtype=np.float32))

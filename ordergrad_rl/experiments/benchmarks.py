@@ -813,26 +813,22 @@ def _state_observations(env: Any, n_states: int) -> np.ndarray:
     raise ValueError(f"cannot tell the observation of each of the {n_states} states of {env.spec.id}")
 
 
-def action_probabilities(model: Any, observations: np.ndarray, deterministic: bool) -> np.ndarray:
-    """``[S, A]`` action probabilities of ``model`` in each state: its greedy action, or its policy's probabilities
-    (QR-DQN deploys its greedy action either way)."""
-    import torch as th
+def state_policy(model: Any, env: Any, mdp: Any, deterministic: bool) -> np.ndarray:
+    """``[S, A]`` action probabilities of ``model`` in each state of the tabular ``env``
+    (:func:`~ordergrad_rl.agents.common.evaluation.policy_table`): its greedy action, or its policy's probabilities."""
+    from ordergrad_rl.agents.common.evaluation import policy_table, uses_action_masks
 
-    greedy, _ = model.predict(observations, deterministic=True)
-    n_actions = int(model.action_space.n)
-    if deterministic or not hasattr(model.policy, "get_distribution"):
-        return np.eye(n_actions)[np.asarray(greedy).reshape(-1)]
-    obs, _ = model.policy.obs_to_tensor(observations)
-    with th.no_grad():
-        return model.policy.get_distribution(obs).distribution.probs.cpu().numpy().astype(np.float64)
+    observations = _state_observations(env, mdp.n_states)
+    # The suite's envs mask nothing (all_actions_valid), so a masked model's masks are all True.
+    masks = np.ones((mdp.n_states, env.action_space.n), dtype=bool) if uses_action_masks(model) else None
+    return policy_table(model, observations, deterministic, action_masks=masks)
 
 
 def exact_score(model: Any, env: Any, mdp: Any, deterministic: bool) -> tuple[float, float]:
     """``(CVaR_0.2, mean)`` of the exact return distribution of ``model``'s policy on ``mdp``."""
     from ordergrad_rl.envs.tabular import return_distribution
 
-    probs = action_probabilities(model, _state_observations(env, mdp.n_states), deterministic)
-    law = return_distribution(mdp, probs)
+    law = return_distribution(mdp, state_policy(model, env, mdp, deterministic))
     return float(law.cvar(ALPHA)), float(law.mean())
 
 

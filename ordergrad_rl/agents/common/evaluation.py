@@ -4,6 +4,8 @@
 * :func:`evaluate_episodes`: SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models);
 * :class:`PolicyActor`: the same calls of ``predict``, step by step, for the other rollouts of a model (action masks
   of a MaskablePPO model, the LSTM state of a recurrent one);
+* :func:`policy_table`: a model's ``[S, A]`` action probabilities in each state of a tabular env, for its exact
+  return distribution (:func:`~ordergrad_rl.envs.tabular.return_distribution`);
 * :class:`EpisodeInfoAggregator` and :func:`info_component_names`: per-episode summaries of numeric ``info`` entries;
 * :func:`sample_successes` and :class:`PassAtK`: pass@k of a policy, ``n`` sampled episodes per context, success from
   ``info["is_success"]`` (contexts posed as in grouped rollouts, see :mod:`ordergrad_rl.agents.common.groups`:
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch as th
+from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_masked
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
@@ -38,6 +42,7 @@ __all__ = [
     "evaluate_episodes",
     "info_component_names",
     "check_action_masks",
+    "policy_table",
     "sample_successes",
     "uses_action_masks",
 ]
@@ -65,6 +70,43 @@ def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
     if uses_action_masks(model):
         return evaluate_masked(model, env, **kwargs)
     return evaluate_policy(model, env, **kwargs)
+
+
+def policy_table(
+    model: Any, observations: Any, deterministic: bool = False, action_masks: np.ndarray | None = None
+) -> np.ndarray:
+    """``[S, A]`` action probabilities of ``model`` (a ``Discrete`` action space) in each state of a tabular env:
+    ``return_distribution(mdp, policy_table(model, obs))`` is the exact return law of the policy
+    (:func:`~ordergrad_rl.envs.tabular.return_distribution`).
+
+    :param model: an SB3 / sb3-contrib / ordergrad-rl model without memory (a recurrent policy's action depends on
+        its history: :func:`~ordergrad_rl.envs.tabular_history.history_return_distribution` takes it).
+    :param observations: ``[S, *obs_shape]``, the observation of each state (``np.arange(S)`` for a ``Discrete``
+        observation space).
+    :param deterministic: the one-hot of the greedy action (``predict(deterministic=True)``) instead of the policy's
+        probabilities. A model without a policy distribution (DQN, QR-DQN) deploys its greedy action either way.
+    :param action_masks: ``[S, A]`` for a model that :func:`uses_action_masks`: masked actions get probability 0.
+    :return: ``[S, A]`` float64, rows summing to 1.
+    :raises ValueError: a recurrent model, an action space other than ``Discrete``, or a masked model without
+        ``action_masks``.
+    """
+    name = type(model).__name__
+    if getattr(model.policy, "lstm_actor", None) is not None:
+        raise ValueError(f"{name}'s actions depend on its LSTM state, not on the state alone: score it on the tree of "
+                         "its histories (ordergrad_rl.envs.tabular_history.history_return_distribution)")  # fmt: skip
+    if not isinstance(model.action_space, spaces.Discrete):
+        raise ValueError(f"policy_table needs a Discrete action space, got {model.action_space}")
+    if uses_action_masks(model) and action_masks is None:
+        raise ValueError(f"{name} acts with action masks: pass action_masks, [S, A] booleans of each state")
+    masked = {} if action_masks is None else {"action_masks": np.asarray(action_masks, dtype=bool)}
+    greedy, _ = model.predict(observations, deterministic=True, **masked)
+    n_actions = int(model.action_space.n)
+    if deterministic or not hasattr(model.policy, "get_distribution"):
+        return np.eye(n_actions)[np.asarray(greedy).reshape(-1)]
+    obs, _ = model.policy.obs_to_tensor(observations)
+    with th.no_grad():
+        distribution = model.policy.get_distribution(obs, **masked)
+    return distribution.distribution.probs.cpu().numpy().astype(np.float64)
 
 
 class PolicyActor:
