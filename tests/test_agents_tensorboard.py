@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import pytest
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -338,3 +340,38 @@ def test_the_run_name_has_the_k_the_first_learn_call_sized(tmp_path: Path) -> No
     model.learn(1_000)  # a small budget halves the rollout to 16 episodes: k = 8
     assert model.n_episodes == 16
     assert [p.name for p in tmp_path.iterdir()] == ["OrderGradPPO_cvar0.2@8_1"]
+
+
+class SuccessEnv(gym.Env):
+    """Three steps; the last one succeeds (reward 1, ``info["is_success"]`` True) if its action is 1."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        done = self.t == 3
+        success = done and action == 1
+        return np.zeros(1, np.float32), float(success), done, False, {"is_success": success} if done else {}
+
+
+@pytest.mark.parametrize("info_keys", [None, ()])
+def test_eval_callback_logs_the_success_rate_as_sb3(tmp_path: Path, info_keys: tuple | None) -> None:
+    """eval/success_rate from the episodes' final info["is_success"], as SB3's EvalCallback logs it (it was not
+    written: only eval_info/is_success_*, and nothing with info_keys=())."""
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", SuccessEnv(), n_steps=16, batch_size=16, seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    callback = RiskEvalCallback(SuccessEnv(), n_eval_episodes=8, eval_freq=16, deterministic=False, info_keys=info_keys)
+    model.learn(16, callback=callback)
+    model.logger.close()
+    rates = [row["eval/success_rate"] for row in csv.DictReader(open(tmp_path / "progress.csv"))]
+    assert len(callback.last_successes) == 8
+    assert [float(rate) for rate in rates if rate] == [np.mean(callback.last_successes)]
+    assert callback.last_successes == list(callback.last_returns == 1)

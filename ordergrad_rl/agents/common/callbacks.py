@@ -6,7 +6,8 @@ Tags of :class:`RiskEvalCallback`, for ``log_name="eval"`` (the default):
 
 * ``eval_risk/<key>`` for every key of :func:`ordergrad_rl.risk.risk_profile` (``mean``, ``std``, ``min``, ``max``,
   ``cvar_0.05`` ... ``quantile_0.95``) and the histogram ``eval_risk/episode_returns``;
-* ``eval/mean_reward``, ``eval/mean_ep_length`` (as SB3's ``EvalCallback``);
+* ``eval/mean_reward``, ``eval/mean_ep_length`` and, when the episodes end with ``info["is_success"]``,
+  ``eval/success_rate`` (as SB3's ``EvalCallback``);
 * ``eval_info/<key>_mean`` and ``eval_info/<key>_final`` for every numeric scalar entry ``<key>`` of the env's step
   ``info``: ``_mean`` is the mean over an episode's steps, ``_final`` the value at its last step, each averaged
   over the evaluation episodes. A vector entry whose components the env names (its ``info_names`` attribute, see
@@ -40,6 +41,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_norm
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
+    SUCCESS_KEY,
     EpisodeInfoAggregator,
     PassAtK,
     all_contexts,
@@ -142,8 +144,9 @@ class RiskEvalCallback(PeriodicEvalCallback):
 
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
-    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
-    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history;
+    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
+    ``last_info`` and ``last_successes`` (the episodes' final ``info["is_success"]``, if any) hold the results,
+    and ``evaluations_timesteps`` / ``evaluations_returns`` the history;
     ``last_mean_reward`` and ``best_mean_reward`` are kept as SB3's ``EvalCallback`` keeps them, so that SB3's
     ``StopTrainingOnRewardThreshold`` and ``StopTrainingOnNoModelImprovement`` work as ``callback_after_eval``.
 
@@ -190,6 +193,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.last_profile: dict[str, float] = {}
         self.last_info: dict[str, float] = {}
         self.evaluations_returns: list[np.ndarray] = []
+        self.last_successes: list[bool] = []
         self.last_mean_reward = -np.inf
         self.best_mean_reward = -np.inf
 
@@ -209,6 +213,15 @@ class RiskEvalCallback(PeriodicEvalCallback):
 
     def _evaluate(self) -> dict[str, float]:
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
+        self.last_successes = []
+
+        def on_step(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+            # info["is_success"] at an episode's end, as SB3's EvalCallback reads it for eval/success_rate
+            if locals_["done"] and locals_["info"].get(SUCCESS_KEY) is not None:
+                self.last_successes.append(bool(locals_["info"][SUCCESS_KEY]))
+            if self.info_keys != ():
+                infos(locals_, globals_)
+
         episode_returns, episode_lengths = evaluate_episodes(
             self.model,
             self.eval_env,
@@ -216,7 +229,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
             deterministic=self.deterministic,
             return_episode_rewards=True,
             warn=self.warn,
-            callback=None if self.info_keys == () else infos,
+            callback=on_step,
         )
         returns = np.asarray(episode_returns, dtype=np.float64)
         self.last_returns = returns
@@ -230,12 +243,17 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.best_mean_reward = max(self.best_mean_reward, self.last_mean_reward)
         self.logger.record(f"{self.log_name}/mean_reward", self.last_mean_reward)
         self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
+        if self.last_successes:
+            self.logger.record(f"{self.log_name}/success_rate", float(np.mean(self.last_successes)))
         self.evaluations_returns.append(returns)
         return self.last_profile
 
     def _summary(self) -> str:
         profile = self.last_profile
-        return f"mean={profile['mean']:.3f} cvar_0.1={profile['cvar_0.1']:.3f} median={profile['quantile_0.5']:.3f}"
+        summary = f"mean={profile['mean']:.3f} cvar_0.1={profile['cvar_0.1']:.3f} median={profile['quantile_0.5']:.3f}"
+        if self.last_successes:
+            summary += f" success_rate={np.mean(self.last_successes):.2%}"
+        return summary
 
 
 class PassAtKEvalCallback(PeriodicEvalCallback):
