@@ -375,3 +375,69 @@ def test_eval_callback_logs_the_success_rate_as_sb3(tmp_path: Path, info_keys: t
     assert len(callback.last_successes) == 8
     assert [float(rate) for rate in rates if rate] == [np.mean(callback.last_successes)]
     assert callback.last_successes == list(callback.last_returns == 1)
+
+
+def test_eval_callback_writes_sb3s_evaluations_npz_and_best_model(tmp_path: Path) -> None:
+    """best_model_save_path, log_path and callback_on_new_best as SB3's EvalCallback (a TypeError before): on the
+    same training and eval envs, the same evaluations.npz and the same best_model.zip saves."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import EvalCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    def run(callback_class: type, path: Path) -> None:
+        model = PPO("MlpPolicy", make_vec_env("CartPole-v1", 2, seed=0), n_steps=16, batch_size=32, seed=0)
+        eval_env = make_vec_env("CartPole-v1", 2, seed=1)
+        callback = callback_class(
+            eval_env, n_eval_episodes=3, eval_freq=8, log_path=str(path), best_model_save_path=str(path)
+        )
+        model.learn(64, callback=callback)
+
+    run(EvalCallback, tmp_path / "sb3")
+    run(RiskEvalCallback, tmp_path / "ours")
+    sb3, ours = np.load(tmp_path / "sb3" / "evaluations.npz"), np.load(tmp_path / "ours" / "evaluations.npz")
+    assert sorted(ours) == sorted(sb3) == ["ep_lengths", "results", "timesteps"]
+    for key in sb3:
+        np.testing.assert_array_equal(ours[key], sb3[key])
+    assert (tmp_path / "ours" / "best_model.zip").read_bytes()[:4] == b"PK\x03\x04"
+
+
+def test_eval_callback_selects_the_best_model_by_a_risk_metric(tmp_path: Path) -> None:
+    """best_metric="cvar_0.2": a new best is a better CVaR; SB3's StopTrainingOnRewardThreshold reads it."""
+    from stable_baselines3.common.callbacks import BaseCallback, StopTrainingOnRewardThreshold
+
+    with pytest.raises(ValueError, match="best_metric must be a key of the risk profile"):
+        RiskEvalCallback("RiskyBandit-v0", best_metric="cvar0.2")
+
+    class RecordNewBest(BaseCallback):
+        def _on_step(self) -> bool:
+            self.seen.append((self.num_timesteps, self.parent.best_mean_reward))
+            return True
+
+    new_best = RecordNewBest()
+    new_best.seen = []
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(
+        "RiskyBandit-v0",
+        n_eval_episodes=10,
+        eval_freq=4,
+        deterministic=False,
+        seed=0,
+        best_metric="cvar_0.2",
+        best_model_save_path=str(tmp_path),
+        log_path=str(tmp_path),
+        callback_on_new_best=new_best,
+    )
+    model.learn(40, callback=callback)
+    cvars = [risk_profile(returns)["cvar_0.2"] for returns in callback.evaluations_returns]
+    improved = [i for i, value in enumerate(cvars) if value > max(cvars[:i], default=-np.inf)]
+    assert new_best.seen == [(callback.evaluations_timesteps[i], cvars[i]) for i in improved]
+    assert callback.best_mean_reward == max(cvars) and callback.last_mean_reward == cvars[-1]
+    assert (tmp_path / "best_model.zip").exists()
+    np.testing.assert_array_equal(np.load(tmp_path / "evaluations.npz")["results"], callback.evaluations_returns)
+
+    stop = StopTrainingOnRewardThreshold(reward_threshold=-np.inf)  # met at the first new best
+    callback = RiskEvalCallback(
+        "RiskyBandit-v0", n_eval_episodes=5, eval_freq=4, best_metric="min", callback_on_new_best=stop
+    )
+    model.learn(400, callback=callback)
+    assert model.num_timesteps < 400 and len(callback.evaluations_timesteps) == 1

@@ -28,6 +28,7 @@ there are none). ``ordergrad-rl evaluate --pass-at-k N`` prints the same curve.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +54,7 @@ from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_ri
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.envs.sb3_vec_env import make_sb3_vec_env
 from ordergrad_rl.passk import default_ks
+from ordergrad_rl.risk import risk_profile
 
 
 def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) -> VecEnv:
@@ -146,9 +148,13 @@ class RiskEvalCallback(PeriodicEvalCallback):
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
     (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
     ``last_info`` and ``last_successes`` (the episodes' final ``info["is_success"]``, if any) hold the results,
-    and ``evaluations_timesteps`` / ``evaluations_returns`` the history;
-    ``last_mean_reward`` and ``best_mean_reward`` are kept as SB3's ``EvalCallback`` keeps them, so that SB3's
-    ``StopTrainingOnRewardThreshold`` and ``StopTrainingOnNoModelImprovement`` work as ``callback_after_eval``.
+    and ``evaluations_timesteps`` / ``evaluations_returns`` / ``evaluations_lengths`` the history.
+
+    Models are selected as SB3's ``EvalCallback`` selects them, by a score that is the mean return by default and
+    any key of :func:`~ordergrad_rl.risk.risk_profile` with ``best_metric`` (``"cvar_0.1"``: the best model by its
+    lower tail). ``last_mean_reward`` and ``best_mean_reward`` hold the last and the best score (the mean return
+    unless ``best_metric`` says otherwise), so that SB3's ``StopTrainingOnRewardThreshold`` (as
+    ``callback_on_new_best``) and ``StopTrainingOnNoModelImprovement`` (as ``callback_after_eval``) act on it.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
         in ``Monitor`` and a ``DummyVecEnv``), ``VecEnv`` or a native batch's ``gym.make_vec`` (see
@@ -164,6 +170,15 @@ class RiskEvalCallback(PeriodicEvalCallback):
     :param seed: seed of the eval env built from an id.
     :param verbose: 1 prints a line per evaluation.
     :param warn: pass ``evaluate_policy``'s warning about missing ``Monitor`` wrappers through.
+    :param best_model_save_path: folder where the model with the best score so far is saved as ``best_model.zip``
+        (as SB3's ``EvalCallback``); ``None``: not saved.
+    :param log_path: folder of ``evaluations.npz``, rewritten after each evaluation with SB3's keys: ``timesteps``,
+        ``results`` (the episode returns), ``ep_lengths`` and, for envs that report ``info["is_success"]``,
+        ``successes``; ``None``: not written.
+    :param callback_on_new_best: callback triggered when the score improves (SB3's ``callback_on_new_best``).
+    :param best_metric: the score: ``"mean"`` (SB3's) or another key of :func:`~ordergrad_rl.risk.risk_profile`
+        (``"cvar_0.1"``, ``"quantile_0.05"``, ``"min"``, ...).
+    :param render: render the eval env during evaluation.
     """
 
     def __init__(
@@ -179,8 +194,16 @@ class RiskEvalCallback(PeriodicEvalCallback):
         seed: int | None = None,
         verbose: int = 0,
         warn: bool = True,
+        best_model_save_path: str | None = None,
+        log_path: str | None = None,
+        callback_on_new_best: BaseCallback | None = None,
+        best_metric: str = "mean",
+        render: bool = False,
     ) -> None:
         check_int("n_eval_episodes", n_eval_episodes, 1)
+        metrics = list(risk_profile([0.0]))
+        if best_metric not in metrics:
+            raise ValueError(f"best_metric must be a key of the risk profile, one of {metrics}, got {best_metric!r}")
         if isinstance(info_keys, str) or not all(isinstance(key, str) for key in info_keys or ()):
             # a string is a sequence of its letters: info_keys="is_success" aggregated none of the infos
             raise ValueError(f"info_keys must be a sequence of info key names, e.g. ['is_success'], got {info_keys!r}")
@@ -189,13 +212,23 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.deterministic = deterministic
         self.info_keys = None if info_keys is None else tuple(info_keys)
         self.warn = warn
+        self.best_model_save_path = best_model_save_path
+        self.log_path = None if log_path is None else os.path.join(log_path, "evaluations")
+        self.callback_on_new_best = callback_on_new_best
+        if callback_on_new_best is not None:
+            callback_on_new_best.parent = self
+        self.best_metric = best_metric
+        self.render = render
         self.last_returns: np.ndarray | None = None
         self.last_profile: dict[str, float] = {}
         self.last_info: dict[str, float] = {}
         self.evaluations_returns: list[np.ndarray] = []
+        self.evaluations_lengths: list[np.ndarray] = []
+        self.evaluations_successes: list[list[bool]] = []
         self.last_successes: list[bool] = []
         self.last_mean_reward = -np.inf
         self.best_mean_reward = -np.inf
+        self._continue_training = True
 
     @property
     def risk_prefix(self) -> str:
@@ -206,10 +239,40 @@ class RiskEvalCallback(PeriodicEvalCallback):
         # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
         if not isinstance(self.model, OrderGradAlgorithmMixin):
             write_risk_layout(self.logger, [self.risk_prefix])
+        if self.best_model_save_path is not None:
+            os.makedirs(self.best_model_save_path, exist_ok=True)
+        if self.log_path is not None:
+            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        if self.callback_on_new_best is not None:
+            self.callback_on_new_best.init_callback(self.model)
 
     def evaluate(self) -> dict[str, float]:
-        """Run one evaluation now, record its tags and dump the logger; return the risk profile."""
-        return super().evaluate()
+        """Run one evaluation now, record its tags and dump the logger, write ``evaluations.npz`` and, on a new
+        best score, save the model and trigger ``callback_on_new_best``; return the risk profile."""
+        profile = super().evaluate()
+        if self.log_path is not None:
+            successes = {"successes": self.evaluations_successes} if self.evaluations_successes else {}
+            np.savez(
+                self.log_path,
+                timesteps=self.evaluations_timesteps,
+                results=self.evaluations_returns,
+                ep_lengths=self.evaluations_lengths,
+                **successes,
+            )
+        self._continue_training = True
+        if self.last_mean_reward > self.best_mean_reward:
+            if self.verbose >= 1:
+                print(f"New best {self.best_metric}!")
+            if self.best_model_save_path is not None:
+                self.model.save(os.path.join(self.best_model_save_path, "best_model"))
+            self.best_mean_reward = self.last_mean_reward
+            if self.callback_on_new_best is not None:
+                self._continue_training = self.callback_on_new_best.on_step()
+        return profile
+
+    def _on_event(self) -> bool:
+        # as SB3's EvalCallback: callback_on_new_best stopping training skips callback_after_eval
+        return self._continue_training and super()._on_event()
 
     def _evaluate(self) -> dict[str, float]:
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
@@ -227,6 +290,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
             self.eval_env,
             n_eval_episodes=self.n_eval_episodes,
             deterministic=self.deterministic,
+            render=self.render,
             return_episode_rewards=True,
             warn=self.warn,
             callback=on_step,
@@ -239,13 +303,15 @@ class RiskEvalCallback(PeriodicEvalCallback):
             self.logger.record(f"{self.log_name}_info/{key}", value)
         for key, values in infos.histograms().items():
             self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
-        self.last_mean_reward = float(returns.mean())
-        self.best_mean_reward = max(self.best_mean_reward, self.last_mean_reward)
-        self.logger.record(f"{self.log_name}/mean_reward", self.last_mean_reward)
+        self.last_mean_reward = self.last_profile[self.best_metric]
+        self.logger.record(f"{self.log_name}/mean_reward", self.last_profile["mean"])
         self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
         if self.last_successes:
             self.logger.record(f"{self.log_name}/success_rate", float(np.mean(self.last_successes)))
         self.evaluations_returns.append(returns)
+        self.evaluations_lengths.append(np.asarray(episode_lengths))
+        if self.last_successes:
+            self.evaluations_successes.append(self.last_successes)
         return self.last_profile
 
     def _summary(self) -> str:
