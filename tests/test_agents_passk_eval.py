@@ -170,6 +170,24 @@ def test_errors() -> None:
         PassAtKEvalCallback(DummyVecEnv([Coins]), n_samples=4, ks=[8])
 
 
+def test_an_episode_that_never_ends_is_an_error(monkeypatch) -> None:
+    """Problem 2 never ends (no time limit): sample_successes waited forever; training's bound stops it."""
+    import ordergrad_rl.agents.common.buffers
+
+    class Endless(Coins):
+        def step(self, action):
+            if self.problem != 2:
+                return super().step(action)
+            self.t += 1
+            if self.t > 1_000:
+                raise RuntimeError("still waiting for the episode to end")
+            return np.eye(3, dtype=np.float32)[2], 0.0, False, False, {}
+
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
+    with pytest.raises(ValueError, match=r"the episode of eval env \d has not ended after 50 steps"):
+        sample_successes(model_on(Coins), DummyVecEnv([Endless] * 2), [0, 2], 2)
+
+
 def test_evaluate_command_pass_at_k(tmp_path, capsys) -> None:
     model = OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective="top2@4", n_episodes=16, group_size=8, seed=0)
     model.save(tmp_path / "m.zip")

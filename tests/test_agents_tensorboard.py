@@ -441,3 +441,25 @@ def test_eval_callback_selects_the_best_model_by_a_risk_metric(tmp_path: Path) -
     )
     model.learn(400, callback=callback)
     assert model.num_timesteps < 400 and len(callback.evaluations_timesteps) == 1
+
+
+class EndlessEnv(SuccessEnv):
+    """Never ends (no time limit); a RuntimeError after 1,000 steps stands for waiting forever."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        if self.t > 1_000:
+            raise RuntimeError("the evaluation is still waiting for the episode to end")
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_an_eval_episode_that_never_ends_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eval env without a time limit made the evaluation (and training) wait forever, silently, as SB3's
+    evaluate_policy does; training's bound on an episode now stops it with an error that says so."""
+    import ordergrad_rl.agents.common.buffers
+
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(DummyVecEnv([EndlessEnv] * 2), n_eval_episodes=4, eval_freq=4, warn=False)
+    with pytest.raises(ValueError, match="the episode of eval env 0 has not ended after 50 steps"):
+        model.learn(8, callback=callback)

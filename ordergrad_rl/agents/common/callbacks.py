@@ -39,6 +39,7 @@ from stable_baselines3.common.callbacks import BaseCallback, EventCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
 
+from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
@@ -46,6 +47,7 @@ from ordergrad_rl.agents.common.evaluation import (
     EpisodeInfoAggregator,
     PassAtK,
     all_contexts,
+    check_episode_ends,
     evaluate_episodes,
     info_component_names,
     sample_successes,
@@ -146,7 +148,9 @@ class RiskEvalCallback(PeriodicEvalCallback):
 
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
-    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
+    (undiscounted). An episode that has not ended after training's bound (``MAX_EPISODE_STEPS``, 100,000 steps)
+    raises an :class:`~ordergrad_rl.agents.common.evaluation.EndlessEpisodeError` (``evaluate_policy`` would wait
+    for it forever). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
     ``last_info`` and ``last_successes`` (the episodes' final ``info["is_success"]``, if any) hold the results,
     and ``evaluations_timesteps`` / ``evaluations_returns`` / ``evaluations_lengths`` the history.
 
@@ -279,6 +283,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.last_successes = []
 
         def on_step(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+            check_episode_ends(locals_, buffers.MAX_EPISODE_STEPS)  # training's bound on an episode
             # info["is_success"] at an episode's end, as SB3's EvalCallback reads it for eval/success_rate
             if locals_["done"] and locals_["info"].get(SUCCESS_KEY) is not None:
                 self.last_successes.append(bool(locals_["info"][SUCCESS_KEY]))
