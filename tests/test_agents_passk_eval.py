@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +15,13 @@ from test_agents_channels import Capture  # tests/ is on sys.path under pytest
 from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture)
 
 from ordergrad_rl import pass_at_k
-from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
+from ordergrad_rl.agents import (
+    OrderGradMaskablePPO,
+    OrderGradREINFORCE,
+    PassAtKEvalCallback,
+    RiskEvalCallback,
+    sample_successes,
+)
 from ordergrad_rl.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -104,6 +111,24 @@ def test_a_vec_normalize_eval_env_gets_the_training_statistics() -> None:
     model.learn(40, callback=PassAtKEvalCallback(eval_env, n_samples=2, eval_freq=2))
     assert np.array_equal(eval_env.obs_rms.mean, model.get_vec_normalize_env().obs_rms.mean)
     assert np.any(eval_env.obs_rms.mean != 0)
+
+
+def test_a_vec_normalize_eval_env_of_a_plain_training_env_warns() -> None:
+    """SB3's EvalCallback warns when the training and eval envs differ in type; ours said nothing when the eval env
+    alone was a VecNormalize, whose own running statistics then normalized the policy's observations."""
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([Coins] * 4), objective="mean", n_episodes=8)
+    for callback_class in (PassAtKEvalCallback, RiskEvalCallback):
+        callback = callback_class(VecNormalize(DummyVecEnv([Coins] * 2)), eval_freq=None)
+        with pytest.warns(UserWarning, match="the eval env is wrapped in VecNormalize and the training env is not"):
+            callback.init_callback(model)
+    normalized = OrderGradREINFORCE("MlpPolicy", VecNormalize(DummyVecEnv([Coins] * 4)), objective="mean", n_episodes=8)
+    for callback, trained in (
+        (RiskEvalCallback(VecNormalize(DummyVecEnv([Coins]))), normalized),
+        (RiskEvalCallback(Coins()), model),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            callback.init_callback(trained)
 
 
 class MaskedCoins(Coins):

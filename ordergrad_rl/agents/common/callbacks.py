@@ -29,6 +29,7 @@ there are none). ``ordergrad-rl evaluate --pass-at-k N`` prints the same curve.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, EventCallback
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization, unwrap_vec_normalize
 
 from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
@@ -106,6 +107,18 @@ class PeriodicEvalCallback(EventCallback):
         self.eval_freq = eval_freq
         self.log_name = log_name
         self.evaluations_timesteps: list[int] = []
+
+    def _init_callback(self) -> None:
+        # SB3's EvalCallback warns when the training and eval envs are of different types; of those differences, the
+        # one that changes the numbers silently (a VecNormalize training env and a plain eval env fail the sync):
+        if self.model.get_vec_normalize_env() is None and unwrap_vec_normalize(self.eval_env) is not None:
+            warnings.warn(
+                "the eval env is wrapped in VecNormalize and the training env is not: the policy is evaluated on "
+                "observations normalized by the eval env's own running statistics, not on observations as it was "
+                "trained on them; wrap the eval env as the training env is",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def _on_step(self) -> bool:
         if self.eval_freq is not None and self.n_calls % self.eval_freq == 0:
@@ -240,6 +253,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
         return f"{self.log_name}_risk"
 
     def _init_callback(self) -> None:
+        super()._init_callback()
         # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
         if not isinstance(self.model, OrderGradAlgorithmMixin):
             write_risk_layout(self.logger, [self.risk_prefix])
