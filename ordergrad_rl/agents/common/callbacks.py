@@ -180,11 +180,11 @@ class RiskEvalCallback(PeriodicEvalCallback):
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
         ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
-    :param n_eval_envs: number of envs built when ``eval_env`` is an id.
+    :param n_eval_envs: number of envs built when ``eval_env`` is an id (an env passed has its own).
     :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
     :param info_keys: info entries to aggregate; ``None``: all numeric ones; ``()``: none.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
-    :param seed: seed of the eval env built from an id.
+    :param seed: seed of the eval env built from an id (seed an env passed yourself).
     :param verbose: 1 prints a line per evaluation.
     :param warn: pass ``evaluate_policy``'s warning about missing ``Monitor`` wrappers through.
     :param best_model_save_path: folder where the model with the best score so far is saved as ``best_model.zip``
@@ -218,6 +218,13 @@ class RiskEvalCallback(PeriodicEvalCallback):
         render: bool = False,
     ) -> None:
         check_int("n_eval_episodes", n_eval_episodes, 1)
+        if not isinstance(eval_env, str) and (n_eval_envs != 1 or seed is not None):
+            # both build the env of an id: on an env passed they were ignored, silently
+            raise ValueError(
+                f"n_eval_envs and seed build the eval env of an id; the {type(eval_env).__name__} passed is used as "
+                f"it is (got n_eval_envs={n_eval_envs}, seed={seed}): make it with its number of envs and its seed, "
+                "e.g. make_vec_env(env_id, n_envs, seed=seed), or pass the id"
+            )
         metrics = list(risk_profile([0.0]))
         if best_metric not in metrics:
             raise ValueError(f"best_metric must be a key of the risk profile, one of {metrics}, got {best_metric!r}")
