@@ -463,3 +463,19 @@ def test_an_eval_episode_that_never_ends_is_an_error(monkeypatch: pytest.MonkeyP
     callback = RiskEvalCallback(DummyVecEnv([EndlessEnv] * 2), n_eval_episodes=4, eval_freq=4, warn=False)
     with pytest.raises(ValueError, match="the episode of eval env 0 has not ended after 50 steps"):
         model.learn(8, callback=callback)
+
+
+class NaNRewardEnv(SuccessEnv):
+    """The second step's reward is NaN."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, float("nan") if self.t == 2 else reward, terminated, truncated, info
+
+
+def test_a_nan_eval_return_is_named_as_the_eval_envs() -> None:
+    """A NaN reward of the eval env stopped training with risk_profile's bare 'returns contain NaN or inf'."""
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(NaNRewardEnv(), n_eval_episodes=3, eval_freq=4)
+    with pytest.raises(ValueError, match="3 of the 3 evaluation episodes have a NaN or infinite return .*eval env"):
+        model.learn(8, callback=callback)

@@ -322,6 +322,13 @@ class RiskEvalCallback(PeriodicEvalCallback):
             callback=on_step,
         )
         returns = np.asarray(episode_returns, dtype=np.float64)
+        not_finite = np.flatnonzero(~np.isfinite(returns))
+        if not_finite.size:
+            raise ValueError(
+                f"{not_finite.size} of the {returns.size} evaluation episodes have a NaN or infinite return "
+                f"({returns[not_finite[0]]} for episode {not_finite[0]}): the eval env's rewards must be finite for a "
+                "risk profile"
+            )
         self.last_returns = returns
         self.last_profile = record_risk_profile(self.logger, self.risk_prefix, returns)
         self.last_info = infos.summary()
