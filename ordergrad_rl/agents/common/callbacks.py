@@ -136,7 +136,14 @@ class PeriodicEvalCallback(EventCallback):
 
     def evaluate(self) -> Any:
         """Run one evaluation now, record its tags and dump the logger; return its result. A ``VecNormalize``
-        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``."""
+        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``.
+
+        :raises RuntimeError: the callback has no model yet (it gets one from ``learn`` or ``init_callback``)."""
+        if getattr(self, "model", None) is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.evaluate() evaluates the model the callback belongs to: pass the callback to "
+                "model.learn(callback=...) or call its init_callback(model) first"
+            )
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
         result = self._evaluate()
