@@ -205,6 +205,20 @@ def test_risk_eval_callback_refuses_bad_arguments(kwargs: dict, match: str) -> N
         RiskEvalCallback("CartPole-v1", **kwargs)
 
 
+def test_evaluate_before_the_callback_has_a_model_says_so() -> None:
+    """callback.evaluate() before learn raised AttributeError: 'RiskEvalCallback' object has no attribute 'model'."""
+    with pytest.raises(RuntimeError, match=r"evaluate\(\) evaluates the model the callback belongs to"):
+        RiskEvalCallback("CartPole-v1", eval_freq=None).evaluate()
+
+
+@pytest.mark.parametrize("kwargs", [{"n_eval_envs": 4}, {"seed": 0}])
+def test_risk_eval_callback_refuses_id_options_for_an_env_passed(kwargs: dict) -> None:
+    """n_eval_envs and seed build the env of an id: RiskEvalCallback(gym.make(...), n_eval_envs=4, seed=0) evaluated
+    one unseeded env, silently."""
+    with pytest.raises(ValueError, match="n_eval_envs and seed build the eval env of an id; the TimeLimit passed"):
+        RiskEvalCallback(gym.make("CartPole-v1"), **kwargs)
+
+
 # ---------------------------------------------------------------------------------------------- envs
 def test_endless_episode_stops_with_the_fix_named() -> None:
     model = OrderGradPPO(

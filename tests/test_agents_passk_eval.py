@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +15,13 @@ from test_agents_channels import Capture  # tests/ is on sys.path under pytest
 from test_readme import command_lines, smoke_learn  # noqa: F401  (a fixture)
 
 from ordergrad_rl import pass_at_k
-from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradREINFORCE, PassAtKEvalCallback, sample_successes
+from ordergrad_rl.agents import (
+    OrderGradMaskablePPO,
+    OrderGradREINFORCE,
+    PassAtKEvalCallback,
+    RiskEvalCallback,
+    sample_successes,
+)
 from ordergrad_rl.cli import main
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -106,6 +113,24 @@ def test_a_vec_normalize_eval_env_gets_the_training_statistics() -> None:
     assert np.any(eval_env.obs_rms.mean != 0)
 
 
+def test_a_vec_normalize_eval_env_of_a_plain_training_env_warns() -> None:
+    """SB3's EvalCallback warns when the training and eval envs differ in type; ours said nothing when the eval env
+    alone was a VecNormalize, whose own running statistics then normalized the policy's observations."""
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([Coins] * 4), objective="mean", n_episodes=8)
+    for callback_class in (PassAtKEvalCallback, RiskEvalCallback):
+        callback = callback_class(VecNormalize(DummyVecEnv([Coins] * 2)), eval_freq=None)
+        with pytest.warns(UserWarning, match="the eval env is wrapped in VecNormalize and the training env is not"):
+            callback.init_callback(model)
+    normalized = OrderGradREINFORCE("MlpPolicy", VecNormalize(DummyVecEnv([Coins] * 4)), objective="mean", n_episodes=8)
+    for callback, trained in (
+        (RiskEvalCallback(VecNormalize(DummyVecEnv([Coins]))), normalized),
+        (RiskEvalCallback(Coins()), model),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            callback.init_callback(trained)
+
+
 class MaskedCoins(Coins):
     """Action 1 is always masked and fails the episode: every episode of a policy that respects the masks is a
     success."""
@@ -168,6 +193,24 @@ def test_errors() -> None:
         sample_successes(model, DummyVecEnv([Coins]), [3], 2)
     with pytest.raises(ValueError, match="ks must be"):
         PassAtKEvalCallback(DummyVecEnv([Coins]), n_samples=4, ks=[8])
+
+
+def test_an_episode_that_never_ends_is_an_error(monkeypatch) -> None:
+    """Problem 2 never ends (no time limit): sample_successes waited forever; training's bound stops it."""
+    import ordergrad_rl.agents.common.buffers
+
+    class Endless(Coins):
+        def step(self, action):
+            if self.problem != 2:
+                return super().step(action)
+            self.t += 1
+            if self.t > 1_000:
+                raise RuntimeError("still waiting for the episode to end")
+            return np.eye(3, dtype=np.float32)[2], 0.0, False, False, {}
+
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
+    with pytest.raises(ValueError, match=r"the episode of eval env \d has not ended after 50 steps"):
+        sample_successes(model_on(Coins), DummyVecEnv([Endless] * 2), [0, 2], 2)
 
 
 def test_evaluate_command_pass_at_k(tmp_path, capsys) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import pytest
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -338,3 +340,142 @@ def test_the_run_name_has_the_k_the_first_learn_call_sized(tmp_path: Path) -> No
     model.learn(1_000)  # a small budget halves the rollout to 16 episodes: k = 8
     assert model.n_episodes == 16
     assert [p.name for p in tmp_path.iterdir()] == ["OrderGradPPO_cvar0.2@8_1"]
+
+
+class SuccessEnv(gym.Env):
+    """Three steps; the last one succeeds (reward 1, ``info["is_success"]`` True) if its action is 1."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        done = self.t == 3
+        success = done and action == 1
+        return np.zeros(1, np.float32), float(success), done, False, {"is_success": success} if done else {}
+
+
+@pytest.mark.parametrize("info_keys", [None, ()])
+def test_eval_callback_logs_the_success_rate_as_sb3(tmp_path: Path, info_keys: tuple | None) -> None:
+    """eval/success_rate from the episodes' final info["is_success"], as SB3's EvalCallback logs it (it was not
+    written: only eval_info/is_success_*, and nothing with info_keys=())."""
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", SuccessEnv(), n_steps=16, batch_size=16, seed=0)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    callback = RiskEvalCallback(SuccessEnv(), n_eval_episodes=8, eval_freq=16, deterministic=False, info_keys=info_keys)
+    model.learn(16, callback=callback)
+    model.logger.close()
+    rates = [row["eval/success_rate"] for row in csv.DictReader(open(tmp_path / "progress.csv"))]
+    assert len(callback.last_successes) == 8
+    assert [float(rate) for rate in rates if rate] == [np.mean(callback.last_successes)]
+    assert callback.last_successes == list(callback.last_returns == 1)
+
+
+def test_eval_callback_writes_sb3s_evaluations_npz_and_best_model(tmp_path: Path) -> None:
+    """best_model_save_path, log_path and callback_on_new_best as SB3's EvalCallback (a TypeError before): on the
+    same training and eval envs, the same evaluations.npz and the same best_model.zip saves."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import EvalCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    def run(callback_class: type, path: Path) -> None:
+        model = PPO("MlpPolicy", make_vec_env("CartPole-v1", 2, seed=0), n_steps=16, batch_size=32, seed=0)
+        eval_env = make_vec_env("CartPole-v1", 2, seed=1)
+        callback = callback_class(
+            eval_env, n_eval_episodes=3, eval_freq=8, log_path=str(path), best_model_save_path=str(path)
+        )
+        model.learn(64, callback=callback)
+
+    run(EvalCallback, tmp_path / "sb3")
+    run(RiskEvalCallback, tmp_path / "ours")
+    sb3, ours = np.load(tmp_path / "sb3" / "evaluations.npz"), np.load(tmp_path / "ours" / "evaluations.npz")
+    assert sorted(ours) == sorted(sb3) == ["ep_lengths", "results", "timesteps"]
+    for key in sb3:
+        np.testing.assert_array_equal(ours[key], sb3[key])
+    assert (tmp_path / "ours" / "best_model.zip").read_bytes()[:4] == b"PK\x03\x04"
+
+
+def test_eval_callback_selects_the_best_model_by_a_risk_metric(tmp_path: Path) -> None:
+    """best_metric="cvar_0.2": a new best is a better CVaR; SB3's StopTrainingOnRewardThreshold reads it."""
+    from stable_baselines3.common.callbacks import BaseCallback, StopTrainingOnRewardThreshold
+
+    with pytest.raises(ValueError, match="best_metric must be a key of the risk profile"):
+        RiskEvalCallback("RiskyBandit-v0", best_metric="cvar0.2")
+
+    class RecordNewBest(BaseCallback):
+        def _on_step(self) -> bool:
+            self.seen.append((self.num_timesteps, self.parent.best_mean_reward))
+            return True
+
+    new_best = RecordNewBest()
+    new_best.seen = []
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(
+        "RiskyBandit-v0",
+        n_eval_episodes=10,
+        eval_freq=4,
+        deterministic=False,
+        seed=0,
+        best_metric="cvar_0.2",
+        best_model_save_path=str(tmp_path),
+        log_path=str(tmp_path),
+        callback_on_new_best=new_best,
+    )
+    model.learn(40, callback=callback)
+    cvars = [risk_profile(returns)["cvar_0.2"] for returns in callback.evaluations_returns]
+    improved = [i for i, value in enumerate(cvars) if value > max(cvars[:i], default=-np.inf)]
+    assert new_best.seen == [(callback.evaluations_timesteps[i], cvars[i]) for i in improved]
+    assert callback.best_mean_reward == max(cvars) and callback.last_mean_reward == cvars[-1]
+    assert (tmp_path / "best_model.zip").exists()
+    np.testing.assert_array_equal(np.load(tmp_path / "evaluations.npz")["results"], callback.evaluations_returns)
+
+    stop = StopTrainingOnRewardThreshold(reward_threshold=-np.inf)  # met at the first new best
+    callback = RiskEvalCallback(
+        "RiskyBandit-v0", n_eval_episodes=5, eval_freq=4, best_metric="min", callback_on_new_best=stop
+    )
+    model.learn(400, callback=callback)
+    assert model.num_timesteps < 400 and len(callback.evaluations_timesteps) == 1
+
+
+class EndlessEnv(SuccessEnv):
+    """Never ends (no time limit); a RuntimeError after 1,000 steps stands for waiting forever."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        if self.t > 1_000:
+            raise RuntimeError("the evaluation is still waiting for the episode to end")
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_an_eval_episode_that_never_ends_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eval env without a time limit made the evaluation (and training) wait forever, silently, as SB3's
+    evaluate_policy does; training's bound on an episode now stops it with an error that says so."""
+    import ordergrad_rl.agents.common.buffers
+
+    monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(DummyVecEnv([EndlessEnv] * 2), n_eval_episodes=4, eval_freq=4, warn=False)
+    with pytest.raises(ValueError, match="the episode of eval env 0 has not ended after 50 steps"):
+        model.learn(8, callback=callback)
+
+
+class NaNRewardEnv(SuccessEnv):
+    """The second step's reward is NaN."""
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, float("nan") if self.t == 2 else reward, terminated, truncated, info
+
+
+def test_a_nan_eval_return_is_named_as_the_eval_envs() -> None:
+    """A NaN reward of the eval env stopped training with risk_profile's bare 'returns contain NaN or inf'."""
+    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    callback = RiskEvalCallback(NaNRewardEnv(), n_eval_episodes=3, eval_freq=4)
+    with pytest.raises(ValueError, match="3 of the 3 evaluation episodes have a NaN or infinite return .*eval env"):
+        model.learn(8, callback=callback)

@@ -316,7 +316,13 @@ def evaluate_model(
     from tqdm.auto import tqdm
 
     from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
-    from ordergrad_rl.agents.common.evaluation import EpisodeInfoAggregator, evaluate_episodes, info_component_names
+    from ordergrad_rl.agents.common.evaluation import (
+        EndlessEpisodeError,
+        EpisodeInfoAggregator,
+        check_episode_ends,
+        evaluate_episodes,
+        info_component_names,
+    )
 
     venv = make_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
@@ -329,12 +335,14 @@ def evaluate_model(
             aggregator(locals_, globals_)
             if locals_["done"]:
                 bar.update(1)
-            elif locals_["current_lengths"][locals_["i"]] >= MAX_EPISODE_STEPS:  # SB3's evaluate_policy would loop on
+            try:
+                check_episode_ends(locals_, MAX_EPISODE_STEPS)
+            except EndlessEpisodeError as err:
                 venv.close()
                 raise CommandError(
                     f"an episode on {env_id} has not ended after {MAX_EPISODE_STEPS:,} steps (the env has no time "
                     f"limit, or a longer one): give it one with --env-kwargs max_episode_steps=..."
-                )
+                ) from err
 
         returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,

@@ -6,7 +6,8 @@ Tags of :class:`RiskEvalCallback`, for ``log_name="eval"`` (the default):
 
 * ``eval_risk/<key>`` for every key of :func:`ordergrad_rl.risk.risk_profile` (``mean``, ``std``, ``min``, ``max``,
   ``cvar_0.05`` ... ``quantile_0.95``) and the histogram ``eval_risk/episode_returns``;
-* ``eval/mean_reward``, ``eval/mean_ep_length`` (as SB3's ``EvalCallback``);
+* ``eval/mean_reward``, ``eval/mean_ep_length`` and, when the episodes end with ``info["is_success"]``,
+  ``eval/success_rate`` (as SB3's ``EvalCallback``);
 * ``eval_info/<key>_mean`` and ``eval_info/<key>_final`` for every numeric scalar entry ``<key>`` of the env's step
   ``info``: ``_mean`` is the mean over an episode's steps, ``_final`` the value at its last step, each averaged
   over the evaluation episodes. A vector entry whose components the env names (its ``info_names`` attribute, see
@@ -27,6 +28,8 @@ there are none). ``ordergrad-rl evaluate --pass-at-k N`` prints the same curve.
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,14 +38,17 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, EventCallback
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization, unwrap_vec_normalize
 
+from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
+    SUCCESS_KEY,
     EpisodeInfoAggregator,
     PassAtK,
     all_contexts,
+    check_episode_ends,
     evaluate_episodes,
     info_component_names,
     sample_successes,
@@ -51,6 +57,7 @@ from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_ri
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.envs.sb3_vec_env import make_sb3_vec_env
 from ordergrad_rl.passk import default_ks
+from ordergrad_rl.risk import risk_profile
 
 
 def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) -> VecEnv:
@@ -101,6 +108,18 @@ class PeriodicEvalCallback(EventCallback):
         self.log_name = log_name
         self.evaluations_timesteps: list[int] = []
 
+    def _init_callback(self) -> None:
+        # SB3's EvalCallback warns when the training and eval envs are of different types; of those differences, the
+        # one that changes the numbers silently (a VecNormalize training env and a plain eval env fail the sync):
+        if self.model.get_vec_normalize_env() is None and unwrap_vec_normalize(self.eval_env) is not None:
+            warnings.warn(
+                "the eval env is wrapped in VecNormalize and the training env is not: the policy is evaluated on "
+                "observations normalized by the eval env's own running statistics, not on observations as it was "
+                "trained on them; wrap the eval env as the training env is",
+                UserWarning,
+                stacklevel=2,
+            )
+
     def _on_step(self) -> bool:
         if self.eval_freq is not None and self.n_calls % self.eval_freq == 0:
             self.evaluate()
@@ -117,7 +136,14 @@ class PeriodicEvalCallback(EventCallback):
 
     def evaluate(self) -> Any:
         """Run one evaluation now, record its tags and dump the logger; return its result. A ``VecNormalize``
-        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``."""
+        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``.
+
+        :raises RuntimeError: the callback has no model yet (it gets one from ``learn`` or ``init_callback``)."""
+        if getattr(self, "model", None) is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.evaluate() evaluates the model the callback belongs to: pass the callback to "
+                "model.learn(callback=...) or call its init_callback(model) first"
+            )
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
         result = self._evaluate()
@@ -142,10 +168,17 @@ class RiskEvalCallback(PeriodicEvalCallback):
 
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
-    (undiscounted). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``
-    and ``last_info`` hold the results, and ``evaluations_timesteps`` / ``evaluations_returns`` the history;
-    ``last_mean_reward`` and ``best_mean_reward`` are kept as SB3's ``EvalCallback`` keeps them, so that SB3's
-    ``StopTrainingOnRewardThreshold`` and ``StopTrainingOnNoModelImprovement`` work as ``callback_after_eval``.
+    (undiscounted). An episode that has not ended after training's bound (``MAX_EPISODE_STEPS``, 100,000 steps)
+    raises an :class:`~ordergrad_rl.agents.common.evaluation.EndlessEpisodeError` (``evaluate_policy`` would wait
+    for it forever). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
+    ``last_info`` and ``last_successes`` (the episodes' final ``info["is_success"]``, if any) hold the results,
+    and ``evaluations_timesteps`` / ``evaluations_returns`` / ``evaluations_lengths`` the history.
+
+    Models are selected as SB3's ``EvalCallback`` selects them, by a score that is the mean return by default and
+    any key of :func:`~ordergrad_rl.risk.risk_profile` with ``best_metric`` (``"cvar_0.1"``: the best model by its
+    lower tail). ``last_mean_reward`` and ``best_mean_reward`` hold the last and the best score (the mean return
+    unless ``best_metric`` says otherwise), so that SB3's ``StopTrainingOnRewardThreshold`` (as
+    ``callback_on_new_best``) and ``StopTrainingOnNoModelImprovement`` (as ``callback_after_eval``) act on it.
 
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` (wrapped
         in ``Monitor`` and a ``DummyVecEnv``), ``VecEnv`` or a native batch's ``gym.make_vec`` (see
@@ -154,13 +187,22 @@ class RiskEvalCallback(PeriodicEvalCallback):
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
         ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
-    :param n_eval_envs: number of envs built when ``eval_env`` is an id.
+    :param n_eval_envs: number of envs built when ``eval_env`` is an id (an env passed has its own).
     :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
     :param info_keys: info entries to aggregate; ``None``: all numeric ones; ``()``: none.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
-    :param seed: seed of the eval env built from an id.
+    :param seed: seed of the eval env built from an id (seed an env passed yourself).
     :param verbose: 1 prints a line per evaluation.
     :param warn: pass ``evaluate_policy``'s warning about missing ``Monitor`` wrappers through.
+    :param best_model_save_path: folder where the model with the best score so far is saved as ``best_model.zip``
+        (as SB3's ``EvalCallback``); ``None``: not saved.
+    :param log_path: folder of ``evaluations.npz``, rewritten after each evaluation with SB3's keys: ``timesteps``,
+        ``results`` (the episode returns), ``ep_lengths`` and, for envs that report ``info["is_success"]``,
+        ``successes``; ``None``: not written.
+    :param callback_on_new_best: callback triggered when the score improves (SB3's ``callback_on_new_best``).
+    :param best_metric: the score: ``"mean"`` (SB3's) or another key of :func:`~ordergrad_rl.risk.risk_profile`
+        (``"cvar_0.1"``, ``"quantile_0.05"``, ``"min"``, ...).
+    :param render: render the eval env during evaluation.
     """
 
     def __init__(
@@ -176,8 +218,23 @@ class RiskEvalCallback(PeriodicEvalCallback):
         seed: int | None = None,
         verbose: int = 0,
         warn: bool = True,
+        best_model_save_path: str | None = None,
+        log_path: str | None = None,
+        callback_on_new_best: BaseCallback | None = None,
+        best_metric: str = "mean",
+        render: bool = False,
     ) -> None:
         check_int("n_eval_episodes", n_eval_episodes, 1)
+        if not isinstance(eval_env, str) and (n_eval_envs != 1 or seed is not None):
+            # both build the env of an id: on an env passed they were ignored, silently
+            raise ValueError(
+                f"n_eval_envs and seed build the eval env of an id; the {type(eval_env).__name__} passed is used as "
+                f"it is (got n_eval_envs={n_eval_envs}, seed={seed}): make it with its number of envs and its seed, "
+                "e.g. make_vec_env(env_id, n_envs, seed=seed), or pass the id"
+            )
+        metrics = list(risk_profile([0.0]))
+        if best_metric not in metrics:
+            raise ValueError(f"best_metric must be a key of the risk profile, one of {metrics}, got {best_metric!r}")
         if isinstance(info_keys, str) or not all(isinstance(key, str) for key in info_keys or ()):
             # a string is a sequence of its letters: info_keys="is_success" aggregated none of the infos
             raise ValueError(f"info_keys must be a sequence of info key names, e.g. ['is_success'], got {info_keys!r}")
@@ -186,12 +243,23 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.deterministic = deterministic
         self.info_keys = None if info_keys is None else tuple(info_keys)
         self.warn = warn
+        self.best_model_save_path = best_model_save_path
+        self.log_path = None if log_path is None else os.path.join(log_path, "evaluations")
+        self.callback_on_new_best = callback_on_new_best
+        if callback_on_new_best is not None:
+            callback_on_new_best.parent = self
+        self.best_metric = best_metric
+        self.render = render
         self.last_returns: np.ndarray | None = None
         self.last_profile: dict[str, float] = {}
         self.last_info: dict[str, float] = {}
         self.evaluations_returns: list[np.ndarray] = []
+        self.evaluations_lengths: list[np.ndarray] = []
+        self.evaluations_successes: list[list[bool]] = []
+        self.last_successes: list[bool] = []
         self.last_mean_reward = -np.inf
         self.best_mean_reward = -np.inf
+        self._continue_training = True
 
     @property
     def risk_prefix(self) -> str:
@@ -199,26 +267,75 @@ class RiskEvalCallback(PeriodicEvalCallback):
         return f"{self.log_name}_risk"
 
     def _init_callback(self) -> None:
+        super()._init_callback()
         # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
         if not isinstance(self.model, OrderGradAlgorithmMixin):
             write_risk_layout(self.logger, [self.risk_prefix])
+        if self.best_model_save_path is not None:
+            os.makedirs(self.best_model_save_path, exist_ok=True)
+        if self.log_path is not None:
+            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        if self.callback_on_new_best is not None:
+            self.callback_on_new_best.init_callback(self.model)
 
     def evaluate(self) -> dict[str, float]:
-        """Run one evaluation now, record its tags and dump the logger; return the risk profile."""
-        return super().evaluate()
+        """Run one evaluation now, record its tags and dump the logger, write ``evaluations.npz`` and, on a new
+        best score, save the model and trigger ``callback_on_new_best``; return the risk profile."""
+        profile = super().evaluate()
+        if self.log_path is not None:
+            successes = {"successes": self.evaluations_successes} if self.evaluations_successes else {}
+            np.savez(
+                self.log_path,
+                timesteps=self.evaluations_timesteps,
+                results=self.evaluations_returns,
+                ep_lengths=self.evaluations_lengths,
+                **successes,
+            )
+        self._continue_training = True
+        if self.last_mean_reward > self.best_mean_reward:
+            if self.verbose >= 1:
+                print(f"New best {self.best_metric}!")
+            if self.best_model_save_path is not None:
+                self.model.save(os.path.join(self.best_model_save_path, "best_model"))
+            self.best_mean_reward = self.last_mean_reward
+            if self.callback_on_new_best is not None:
+                self._continue_training = self.callback_on_new_best.on_step()
+        return profile
+
+    def _on_event(self) -> bool:
+        # as SB3's EvalCallback: callback_on_new_best stopping training skips callback_after_eval
+        return self._continue_training and super()._on_event()
 
     def _evaluate(self) -> dict[str, float]:
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
+        self.last_successes = []
+
+        def on_step(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+            check_episode_ends(locals_, buffers.MAX_EPISODE_STEPS)  # training's bound on an episode
+            # info["is_success"] at an episode's end, as SB3's EvalCallback reads it for eval/success_rate
+            if locals_["done"] and locals_["info"].get(SUCCESS_KEY) is not None:
+                self.last_successes.append(bool(locals_["info"][SUCCESS_KEY]))
+            if self.info_keys != ():
+                infos(locals_, globals_)
+
         episode_returns, episode_lengths = evaluate_episodes(
             self.model,
             self.eval_env,
             n_eval_episodes=self.n_eval_episodes,
             deterministic=self.deterministic,
+            render=self.render,
             return_episode_rewards=True,
             warn=self.warn,
-            callback=None if self.info_keys == () else infos,
+            callback=on_step,
         )
         returns = np.asarray(episode_returns, dtype=np.float64)
+        not_finite = np.flatnonzero(~np.isfinite(returns))
+        if not_finite.size:
+            raise ValueError(
+                f"{not_finite.size} of the {returns.size} evaluation episodes have a NaN or infinite return "
+                f"({returns[not_finite[0]]} for episode {not_finite[0]}): the eval env's rewards must be finite for a "
+                "risk profile"
+            )
         self.last_returns = returns
         self.last_profile = record_risk_profile(self.logger, self.risk_prefix, returns)
         self.last_info = infos.summary()
@@ -226,16 +343,23 @@ class RiskEvalCallback(PeriodicEvalCallback):
             self.logger.record(f"{self.log_name}_info/{key}", value)
         for key, values in infos.histograms().items():
             self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
-        self.last_mean_reward = float(returns.mean())
-        self.best_mean_reward = max(self.best_mean_reward, self.last_mean_reward)
-        self.logger.record(f"{self.log_name}/mean_reward", self.last_mean_reward)
+        self.last_mean_reward = self.last_profile[self.best_metric]
+        self.logger.record(f"{self.log_name}/mean_reward", self.last_profile["mean"])
         self.logger.record(f"{self.log_name}/mean_ep_length", float(np.mean(episode_lengths)))
+        if self.last_successes:
+            self.logger.record(f"{self.log_name}/success_rate", float(np.mean(self.last_successes)))
         self.evaluations_returns.append(returns)
+        self.evaluations_lengths.append(np.asarray(episode_lengths))
+        if self.last_successes:
+            self.evaluations_successes.append(self.last_successes)
         return self.last_profile
 
     def _summary(self) -> str:
         profile = self.last_profile
-        return f"mean={profile['mean']:.3f} cvar_0.1={profile['cvar_0.1']:.3f} median={profile['quantile_0.5']:.3f}"
+        summary = f"mean={profile['mean']:.3f} cvar_0.1={profile['cvar_0.1']:.3f} median={profile['quantile_0.5']:.3f}"
+        if self.last_successes:
+            summary += f" success_rate={np.mean(self.last_successes):.2%}"
+        return summary
 
 
 class PassAtKEvalCallback(PeriodicEvalCallback):

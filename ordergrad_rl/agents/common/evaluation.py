@@ -28,6 +28,7 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.env_util import first_env_attr
 from ordergrad_rl.agents.common.groups import N_CONTEXTS, OPTIONS_RULE, GroupResetter
 from ordergrad_rl.common.arguments import check_int
@@ -35,10 +36,13 @@ from ordergrad_rl.passk import pass_at_k_curve
 
 __all__ = [
     "SUCCESS_KEY",
+    "EndlessEpisodeError",
     "EpisodeInfoAggregator",
     "PassAtK",
     "PolicyActor",
     "all_contexts",
+    "check_episode_ends",
+    "check_episode_length",
     "evaluate_episodes",
     "info_component_names",
     "check_action_masks",
@@ -107,6 +111,32 @@ def policy_table(
     with th.no_grad():
         distribution = model.policy.get_distribution(obs, **masked)
     return distribution.distribution.probs.cpu().numpy().astype(np.float64)
+
+
+class EndlessEpisodeError(ValueError):
+    """An evaluation episode has run past the bound on an episode's length without ending."""
+
+
+def check_episode_ends(locals_: dict[str, Any], max_episode_steps: int) -> None:
+    """Part of an ``evaluate_policy`` callback: the episode of the env stepped (``locals_["i"]``) has ended or is
+    shorter than ``max_episode_steps`` (``evaluate_policy`` has no bound: an env that never ends would be waited
+    for forever).
+
+    :raises EndlessEpisodeError: it has run ``max_episode_steps`` steps without ending.
+    """
+    env_index = locals_["i"]
+    if not locals_["done"]:
+        check_episode_length(env_index, locals_["current_lengths"][env_index], max_episode_steps)
+
+
+def check_episode_length(env_index: int, length: int, max_episode_steps: int) -> None:
+    """:raises EndlessEpisodeError: the running episode of eval env ``env_index`` has ``length >= max_episode_steps``
+    steps."""
+    if length >= max_episode_steps:
+        raise EndlessEpisodeError(
+            f"the episode of eval env {env_index} has not ended after {max_episode_steps:,} steps (the env has no "
+            "time limit, or a longer one): give it one, e.g. gym.make(env_id, max_episode_steps=...)"
+        )
 
 
 class PolicyActor:
@@ -317,6 +347,7 @@ def sample_successes(
     :param seed: seed of the fresh dynamics streams (seed rule).
     :param on_episode: called after each finished episode (progress bars).
     :raises ValueError: an episode ends without ``info["is_success"]``, or bad arguments.
+    :raises EndlessEpisodeError: an episode has not ended after training's bound (``MAX_EPISODE_STEPS``).
     """
     n_samples = check_int("n_samples", n_samples, 1)
     contexts = np.asarray(contexts)
@@ -344,6 +375,9 @@ def sample_successes(
         actor.observe(dones)
         running = job >= 0
         steps[running] += 1
+        endless = np.flatnonzero(running & ~dones & (steps >= buffers.MAX_EPISODE_STEPS))
+        if endless.size:
+            check_episode_length(int(endless[0]), int(steps[endless[0]]), buffers.MAX_EPISODE_STEPS)
         ended = np.flatnonzero(dones & running)
         if ended.size == 0:
             continue
