@@ -437,8 +437,20 @@ def test_load_refuses_to_change_the_objective(tmp_path: Path, change) -> None:
     # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2").
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
-    with pytest.raises(ValueError, match=f"keeps the objective the model was saved with; {next(iter(change))} "):
+    with pytest.raises(ValueError, match=f"keeps the objective and the advantage mode .*; {next(iter(change))} "):
         OrderGradPPO.load(path, **change)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+@pytest.mark.parametrize("advantage", ["bogus", "q_critic", "episodic"])
+def test_load_refuses_to_change_the_advantage_mode(tmp_path: Path, algorithm: str, advantage: str) -> None:
+    # SB3's load set the string as it was: advantage="bogus" loaded, and "q_critic" on an episodic model trained on
+    # episodic and made its next save load as OrderGradQCriticPPO.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    with pytest.raises(ValueError, match="keeps the objective and the advantage mode .*; advantage cannot change"):
+        cls.load(path, advantage=advantage)
 
 
 def test_load_checks_a_new_rollout_size_as_the_constructor_does(tmp_path: Path) -> None:

@@ -153,15 +153,17 @@ class OrderGradAlgorithmMixin:
         gamma=2.0)`` raises the constructor's ``ValueError`` naming ``gamma``. Other names are set as SB3 sets them.
 
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
-            ``kwargs`` that the constructor refuses, or ``objective`` or ``k`` among ``kwargs``: the model keeps the
-            objective it was saved with.
+            ``kwargs`` that the constructor refuses, or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the
+            model keeps the objective and the advantage mode it was saved with (SB3's load set the string as it was,
+            and the model trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load
+            as the Q-critic algorithm).
         """
-        fixed = [name for name in ("objective", "k") if name in kwargs]
+        fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
         if fixed:
             raise ValueError(
-                f"{cls.__name__}.load keeps the objective the model was saved with; {' and '.join(fixed)} cannot "
-                "change at load: build a model with the new objective and copy the saved weights with its "
-                "set_parameters(path)"
+                f"{cls.__name__}.load keeps the objective and the advantage mode the model was saved with; "
+                f"{' and '.join(fixed)} cannot change at load: build a model with the new ones and copy the saved "
+                "weights with its set_parameters(path)"
             )
         check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
