@@ -581,6 +581,42 @@ def test_load_takes_risk_schedule_and_entropy_plateau_as_the_constructor_does(tm
     assert str(load_error.value) == str(constructor_error.value)
 
 
+#: Arguments whose valid values depend on the model's others: the arguments of the save, and those given to the
+#: constructor and to load. OrderGradQCriticPPO refuses episodic mode's arguments.
+CROSS_OVERRIDES: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {
+    "episodic": [
+        ({"objective": "cvar0.5"}, {"reward_to_go": True}),
+        ({"objective": "cvar0.5"}, {"drift_when_blind": True, "novelty_when_blind": True}),
+        ({"objective": "cvar0.5"}, {"normalize_advantage": "group"}),
+        ({"objective": "mean"}, {"group_size": 2, "reward_to_go": True}),
+        ({"objective": "mean"}, {"noise_sampler": True}),
+        ({"objective": "cvar0.5", "policy_kwargs": {"critic": "none"}}, {"value_baseline": True}),
+    ],
+    "q_critic": [({}, {"n_episodes": 8}), ({}, {"reward_to_go": True})],
+}
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_an_override_against_the_models_other_arguments(tmp_path: Path, algorithm: str) -> None:
+    # The constructors' checks of one argument against the others were not run at load: load(path, reward_to_go=True)
+    # of a CVaR model, drift_when_blind with novelty_when_blind, normalize_advantage="group" without groups,
+    # noise_sampler=True on the mean, value_baseline=True without the value head, and the Q-critic mode's
+    # n_episodes or reward_to_go loaded without a word.
+    cls, make = _saved_models()[algorithm]
+    accepted = inspect.signature(cls).parameters
+    cases = CROSS_OVERRIDES["q_critic" if algorithm == "q_critic" else "episodic"]
+    checked = [(saved, given) for saved, given in cases if set(given) <= set(accepted)]
+    assert len(checked) >= 2
+    for i, (saved, given) in enumerate(checked):
+        path = tmp_path / f"model{i}.zip"
+        make(**saved).save(path)
+        with pytest.raises(ValueError) as constructor_error:
+            make(**saved, **given)
+        with pytest.raises(ValueError) as load_error:
+            cls.load(path, **given)
+        assert str(load_error.value) == str(constructor_error.value)
+
+
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, value_baseline=False).save(path)

@@ -102,6 +102,21 @@ def check_q_critic_group_size(group_size: Any) -> None:
         raise ValueError(_EPISODIC_ONLY)
 
 
+def check_q_critic_n_episodes(n_episodes: Any) -> None:
+    """``ValueError`` unless ``n_episodes`` is ``None``: this mode collects ``n_steps`` steps per env."""
+    if n_episodes is not None:
+        raise ValueError(
+            "advantage='q_critic' collects n_steps steps per env (SB3's rollout); n_episodes is for "
+            "advantage='episodic'"
+        )
+
+
+def check_q_critic_reward_to_go(reward_to_go: Any) -> None:
+    """``ValueError`` for a true ``reward_to_go``: episodic mode's; this mode takes SB3's lambda-returns."""
+    if reward_to_go:
+        raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
+
+
 def check_q_critic_normalize_advantage(normalize_advantage: Any) -> None:
     """``ValueError`` unless ``normalize_advantage`` is ``True``, ``False`` or ``None``: SB3's per-minibatch
     normalization, on or off (``bool()`` would take the string ``"False"`` for true); the episodic modes' ``"group"``,
@@ -286,14 +301,9 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
         check_q_critic_group_size(group_size)
-        if reward_to_go:
-            raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
+        check_q_critic_reward_to_go(reward_to_go)
         self._check_discrete()
-        if n_episodes is not None:
-            raise ValueError(
-                "advantage='q_critic' collects n_steps steps per env (SB3's rollout); n_episodes is for "
-                "advantage='episodic'"
-            )
+        check_q_critic_n_episodes(n_episodes)
         parsed = Objective.parse(objective, k)
         if not parsed.is_bound:
             raise ValueError(
@@ -314,6 +324,8 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             "ent_coef": check_q_critic_ent_coef,
             "normalize_advantage": check_q_critic_normalize_advantage,
             "group_size": check_q_critic_group_size,
+            "n_episodes": check_q_critic_n_episodes,
+            "reward_to_go": check_q_critic_reward_to_go,
         }
 
     def _check_discrete(self) -> None:
