@@ -617,6 +617,23 @@ def test_load_checks_an_override_against_the_models_other_arguments(tmp_path: Pa
         assert str(load_error.value) == str(constructor_error.value)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_refuses_none_where_the_constructor_reads_it_as_its_default(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set None as given: ent_coef=None and n_episodes=None failed deep inside at the first rollout
+    # (TypeError), risk_schedule=None and entropy_plateau=None turned them off, never the constructor's default.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    accepted = inspect.signature(cls).parameters
+    names = [name for name in cls.default_when_none if name in accepted]
+    assert "ent_coef" in names and "gamma" in names
+    for name in names:
+        with pytest.raises(ValueError, match=rf"load\(path, {name}=None\).*leave {name} out"):
+            cls.load(path, **{name: None})
+    model = cls.load(path, seed=None, target_kl=None, tensorboard_log=None)  # None as SB3's constructor reads it
+    assert (model.seed, model.target_kl, model.tensorboard_log) == (None, None, None)
+
+
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, value_baseline=False).save(path)

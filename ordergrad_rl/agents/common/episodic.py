@@ -641,6 +641,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         if "n_steps" in kwargs:  # SB3's load sets it, and _setup_model would size it from n_episodes without a word
             raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
+        cls.refuse_none_defaults(kwargs)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's

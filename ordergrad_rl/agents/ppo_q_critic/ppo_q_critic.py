@@ -197,6 +197,9 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     saved_as = "OrderGradPPO"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = Q_CRITIC_POLICY_ALIASES  # type: ignore[assignment]
     advantages: tuple[str, ...] = (Q_CRITIC,)
+    # The constructor's defaults for None (the rollout, SB3's gamma, ent_coef 0.0); episodic mode's n_episodes and
+    # reward_to_go take None only.
+    default_when_none: ClassVar[tuple[str, ...]] = ("n_steps", "batch_size", "gamma", "ent_coef")
     rollout_buffer: RolloutBuffer
 
     def __init__(
@@ -316,6 +319,21 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         self.reward_to_go = False
         self.normalize_advantage = bool(normalize_advantage)
         self.advantage = Q_CRITIC
+
+    @classmethod
+    def load(  # type: ignore[override]
+        cls,
+        path: Any,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> OrderGradQCriticPPO:
+        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`).
+
+        :raises ValueError: as there.
+        """
+        cls.refuse_none_defaults(kwargs)
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
 
     @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
