@@ -502,6 +502,16 @@ def _saved_models() -> dict[str, tuple[type, Any]]:
     }
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_gamma_none_is_the_episodic_default(algorithm: str) -> None:
+    # check_gamma takes None as the algorithm's default: OrderGradREINFORCE, OrderGradRecurrentPPO and
+    # OrderGradMaskablePPO built with gamma=None and failed at the first rollout (None ** int, a TypeError).
+    _, make = _saved_models()[algorithm]
+    model = make(gamma=None)
+    assert model.gamma == make().gamma == 1.0
+    model.learn(64)
+
+
 #: Values every constructor refuses with a ValueError naming the argument (the Q-critic mode takes no ent_coef
 #: schedule and no normalize_advantage mode of episodes: refused too).
 BAD_OVERRIDES = [

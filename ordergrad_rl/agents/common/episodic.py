@@ -442,6 +442,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
+        if "gamma" in sb3_kwargs and sb3_kwargs["gamma"] is None:  # check_gamma's None: the undiscounted return
+            sb3_kwargs["gamma"] = 1.0
         buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
         if not isinstance(buffer_kwargs, Mapping):
             raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")

@@ -467,7 +467,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             novelty_phase=novelty_phase, entropy_plateau=entropy_plateau,
             long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
-            gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
+            gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
             vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
