@@ -533,6 +533,7 @@ BAD_OVERRIDES = [
     ("novelty_phase", 2.0),
     ("value_baseline", "x"),
     ("policy_kwargs", "net_arch"),
+    ("rollout_buffer_kwargs", "x"),  # load failed in _setup_model ("'str' object has no attribute 'items'")
 ]
 
 

@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import numpy as np
@@ -35,6 +35,7 @@ from ordergrad_rl.agents.common.arguments import (
     budget_n_episodes,
     check_advantage,
     check_arguments,
+    check_buffer_kwargs,
     check_n_episodes,
     check_normalize_advantage,
     default_batch_size,
@@ -445,8 +446,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if "gamma" in sb3_kwargs and sb3_kwargs["gamma"] is None:  # check_gamma's None: the undiscounted return
             sb3_kwargs["gamma"] = 1.0
         buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
-        if not isinstance(buffer_kwargs, Mapping):
-            raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")
+        check_buffer_kwargs(buffer_kwargs)
         # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
         # that take buffer options: sb3-contrib's RecurrentPPO takes none).
         if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
