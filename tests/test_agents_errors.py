@@ -451,8 +451,20 @@ def test_load_refuses_to_change_the_objective(tmp_path: Path, change) -> None:
     # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2").
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
-    with pytest.raises(ValueError, match=f"keeps the objective the model was saved with; {next(iter(change))} "):
+    with pytest.raises(ValueError, match=f"keeps the objective and the advantage mode .*; {next(iter(change))} "):
         OrderGradPPO.load(path, **change)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+@pytest.mark.parametrize("advantage", ["bogus", "q_critic", "episodic"])
+def test_load_refuses_to_change_the_advantage_mode(tmp_path: Path, algorithm: str, advantage: str) -> None:
+    # SB3's load set the string as it was: advantage="bogus" loaded, and "q_critic" on an episodic model trained on
+    # episodic and made its next save load as OrderGradQCriticPPO.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    with pytest.raises(ValueError, match="keeps the objective and the advantage mode .*; advantage cannot change"):
+        cls.load(path, advantage=advantage)
 
 
 def test_load_checks_a_new_rollout_size_as_the_constructor_does(tmp_path: Path) -> None:
@@ -504,6 +516,16 @@ def _saved_models() -> dict[str, tuple[type, Any]]:
     }
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_gamma_none_is_the_episodic_default(algorithm: str) -> None:
+    # check_gamma takes None as the algorithm's default: OrderGradREINFORCE, OrderGradRecurrentPPO and
+    # OrderGradMaskablePPO built with gamma=None and failed at the first rollout (None ** int, a TypeError).
+    _, make = _saved_models()[algorithm]
+    model = make(gamma=None)
+    assert model.gamma == make().gamma == 1.0
+    model.learn(64)
+
+
 #: Values every constructor refuses with a ValueError naming the argument (the Q-critic mode takes no ent_coef
 #: schedule and no normalize_advantage mode of episodes: refused too).
 BAD_OVERRIDES = [
@@ -525,6 +547,7 @@ BAD_OVERRIDES = [
     ("novelty_phase", 2.0),
     ("value_baseline", "x"),
     ("policy_kwargs", "net_arch"),
+    ("rollout_buffer_kwargs", "x"),  # load failed in _setup_model ("'str' object has no attribute 'items'")
 ]
 
 
@@ -581,6 +604,59 @@ def test_load_takes_risk_schedule_and_entropy_plateau_as_the_constructor_does(tm
     with pytest.raises(ValueError, match="mean") as load_error:
         cls.load(mean, risk_schedule="level")
     assert str(load_error.value) == str(constructor_error.value)
+
+
+#: Arguments whose valid values depend on the model's others: the arguments of the save, and those given to the
+#: constructor and to load. OrderGradQCriticPPO refuses episodic mode's arguments.
+CROSS_OVERRIDES: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {
+    "episodic": [
+        ({"objective": "cvar0.5"}, {"reward_to_go": True}),
+        ({"objective": "cvar0.5"}, {"drift_when_blind": True, "novelty_when_blind": True}),
+        ({"objective": "cvar0.5"}, {"normalize_advantage": "group"}),
+        ({"objective": "mean"}, {"group_size": 2, "reward_to_go": True}),
+        ({"objective": "mean"}, {"noise_sampler": True}),
+        ({"objective": "cvar0.5", "policy_kwargs": {"critic": "none"}}, {"value_baseline": True}),
+    ],
+    "q_critic": [({}, {"n_episodes": 8}), ({}, {"reward_to_go": True})],
+}
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_an_override_against_the_models_other_arguments(tmp_path: Path, algorithm: str) -> None:
+    # The constructors' checks of one argument against the others were not run at load: load(path, reward_to_go=True)
+    # of a CVaR model, drift_when_blind with novelty_when_blind, normalize_advantage="group" without groups,
+    # noise_sampler=True on the mean, value_baseline=True without the value head, and the Q-critic mode's
+    # n_episodes or reward_to_go loaded without a word.
+    cls, make = _saved_models()[algorithm]
+    accepted = inspect.signature(cls).parameters
+    cases = CROSS_OVERRIDES["q_critic" if algorithm == "q_critic" else "episodic"]
+    checked = [(saved, given) for saved, given in cases if set(given) <= set(accepted)]
+    assert len(checked) >= 2
+    for i, (saved, given) in enumerate(checked):
+        path = tmp_path / f"model{i}.zip"
+        make(**saved).save(path)
+        with pytest.raises(ValueError) as constructor_error:
+            make(**saved, **given)
+        with pytest.raises(ValueError) as load_error:
+            cls.load(path, **given)
+        assert str(load_error.value) == str(constructor_error.value)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_refuses_none_where_the_constructor_reads_it_as_its_default(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set None as given: ent_coef=None and n_episodes=None failed deep inside at the first rollout
+    # (TypeError), risk_schedule=None and entropy_plateau=None turned them off, never the constructor's default.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    accepted = inspect.signature(cls).parameters
+    names = [name for name in cls.default_when_none if name in accepted]
+    assert "ent_coef" in names and "gamma" in names
+    for name in names:
+        with pytest.raises(ValueError, match=rf"load\(path, {name}=None\).*leave {name} out"):
+            cls.load(path, **{name: None})
+    model = cls.load(path, seed=None, target_kl=None, tensorboard_log=None)  # None as SB3's constructor reads it
+    assert (model.seed, model.target_kl, model.tensorboard_log) == (None, None, None)
 
 
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:

@@ -345,6 +345,12 @@ def _check_net_arch(net_arch: Any) -> None:
     layers(net_arch, "")
 
 
+def check_buffer_kwargs(buffer_kwargs: Any) -> None:
+    """``ValueError`` unless ``rollout_buffer_kwargs`` is ``None`` or a dict of buffer arguments."""
+    if buffer_kwargs is not None and not isinstance(buffer_kwargs, Mapping):
+        raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")
+
+
 #: The check of each constructor argument whose valid values do not depend on the other arguments, by name: the
 #: constructors run them (:func:`check_arguments`), and ``load`` runs the same ones on the arguments it is given
 #: (SB3's ``load`` sets them on the model without running the constructor), so that ``load(path, gamma=2.0)`` raises
@@ -373,6 +379,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], object]] = {
     "novelty_when_blind": partial(check_optional_flag, "novelty_when_blind"),
     "reward_to_go": partial(check_optional_flag, "reward_to_go"),
     "novelty_phase": partial(check_float, "novelty_phase", low=0.0, high=1.0),
+    "rollout_buffer_kwargs": check_buffer_kwargs,
 }
 
 

@@ -85,6 +85,22 @@ class OrderGradAlgorithmMixin:
     #: The algorithm name a save records (``ordergrad_algorithm``) and ``load`` checks; ``None``: the class's own
     #: (:func:`~ordergrad_rl.agents.common.saving.algorithm_family`).
     saved_as: ClassVar[str | None] = None
+    #: The constructor arguments whose ``None`` the constructor resolves to a default of the env, the objective and
+    #: the other arguments (``ent_coef=None``: 0.01 for a ranked objective on categorical actions ...), which
+    #: :meth:`load` refuses: it builds no env and chooses no default again (those the class takes).
+    default_when_none: ClassVar[tuple[str, ...]] = (
+        "n_episodes",
+        "batch_size",
+        "gamma",
+        "normalize_advantage",
+        "reward_to_go",
+        "risk_schedule",
+        "noise_sampler",
+        "novelty_when_blind",
+        "value_baseline",
+        "ent_coef",
+        "entropy_plateau",
+    )
 
     objective: Objective | ChannelObjective
     objective_spec: str
@@ -152,16 +168,26 @@ class OrderGradAlgorithmMixin:
         takes is checked first as the constructor checks it (:meth:`argument_checks`), so that ``load(path,
         gamma=2.0)`` raises the constructor's ``ValueError`` naming ``gamma``. Other names are set as SB3 sets them.
 
+        ``None`` is refused for the arguments whose ``None`` the constructor reads as its default for the env, the
+        objective and the other arguments (:attr:`default_when_none`: ``ent_coef``, ``risk_schedule``,
+        ``entropy_plateau``, ``n_episodes`` ...): SB3's load set it as given, where it meant "off" (the risk schedule,
+        the entropy plateau) or failed deep inside at the first rollout (``ent_coef``, ``n_episodes``), but never the
+        constructor's default. Pass the value to train with (``risk_schedule="none"`` and ``entropy_plateau=False``
+        turn them off), or leave the argument out to keep the saved value, which the constructor resolved.
+
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
-            ``kwargs`` that the constructor refuses, or ``objective`` or ``k`` among ``kwargs``: the model keeps the
-            objective it was saved with.
+            ``kwargs`` that the constructor refuses, ``None`` for an argument of :attr:`default_when_none`
+            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the
+            model keeps the objective and the advantage mode it was saved with (SB3's load set the string as it was,
+            and the model trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load
+            as the Q-critic algorithm).
         """
-        fixed = [name for name in ("objective", "k") if name in kwargs]
+        fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
         if fixed:
             raise ValueError(
-                f"{cls.__name__}.load keeps the objective the model was saved with; {' and '.join(fixed)} cannot "
-                "change at load: build a model with the new objective and copy the saved weights with its "
-                "set_parameters(path)"
+                f"{cls.__name__}.load keeps the objective and the advantage mode the model was saved with; "
+                f"{' and '.join(fixed)} cannot change at load: build a model with the new ones and copy the saved "
+                "weights with its set_parameters(path)"
             )
         check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
@@ -170,6 +196,20 @@ class OrderGradAlgorithmMixin:
             saved = read_saved_data(path)
             env = build_env(env, saved.get("n_envs"), kwargs.get("seed", saved.get("seed")))
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def refuse_none_defaults(cls, kwargs: dict[str, Any]) -> None:
+        """``ValueError`` for ``None`` among the ``kwargs`` given to :meth:`load` where the constructor reads it as its
+        default (:attr:`default_when_none`). The algorithm's ``load`` runs it on the caller's ``kwargs``, before it
+        converts them or adds its own."""
+        accepted = inspect.signature(cls).parameters
+        for name in cls.default_when_none:
+            if name in accepted and name in kwargs and kwargs[name] is None:
+                raise ValueError(
+                    f"{cls.__name__}.load(path, {name}=None): None asks for the constructor's default, which may "
+                    "depend on the env, the objective and the other arguments, and which load does not choose "
+                    f"again; pass the value to train with, or leave {name} out to keep the saved one"
+                )
 
     @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:

@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import numpy as np
@@ -35,6 +35,7 @@ from ordergrad_rl.agents.common.arguments import (
     budget_n_episodes,
     check_advantage,
     check_arguments,
+    check_buffer_kwargs,
     check_n_episodes,
     check_normalize_advantage,
     default_batch_size,
@@ -177,6 +178,55 @@ def check_leave_one_out(objective: Objective | ChannelObjective, n_episodes: int
             f"objective {str(objective)!r} has k={objective.k}, but the leave-one-out advantage needs "
             f"k < {size}={compared} (paper Sec. 3.2): raise {size} or lower k"
         )
+
+
+def check_blind_exploration(drift_when_blind: bool, novelty_when_blind: bool | None) -> None:
+    """``ValueError`` where a blind rollout would take both random weights and novelty
+    (:meth:`EpisodicAlgorithmMixin._explore_if_blind`)."""
+    if novelty_when_blind and drift_when_blind:
+        raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
+
+
+def check_group_normalization(normalize_advantage: bool | str, group_size: int | None) -> None:
+    """``ValueError`` for ``normalize_advantage="group"`` or ``"channel"`` without groups (each group's std)."""
+    if normalize_advantage in ("group", "channel") and group_size is None:
+        raise ValueError(
+            f"normalize_advantage={normalize_advantage!r} divides each group's weights by its std: set group_size"
+        )
+
+
+def check_reward_to_go(
+    reward_to_go: bool | None, objective: Objective | ChannelObjective, group_size: int | None
+) -> None:
+    """``ValueError`` for ``reward_to_go`` with a ranked or multi-channel (bound) ``objective``, or with groups."""
+    if reward_to_go and (isinstance(objective, ChannelObjective) or objective.k != 1):
+        raise ValueError(
+            f"reward_to_go needs the mean objective (k = 1) of the reward; {str(objective)!r} ranks whole-episode "
+            "returns, a nonlinear function of every reward of the episode, so each step gets the episode's weight"
+        )
+    if reward_to_go and group_size is not None:
+        raise ValueError(
+            "reward_to_go is not defined with group_size: grouped weights are whole-episode advantages (with "
+            "objective='mean' and normalize_advantage='group', exactly GRPO's (R_i - group mean) / group std)"
+        )
+
+
+def check_noise_sampler(
+    noise_sampler: bool | None,
+    objective: Objective | ChannelObjective,
+    gcvar_alpha: float | None,
+    group_size: int | None,
+    reward_to_go: bool,
+) -> str | None:
+    """:func:`noise_sampler_error` of these arguments, raised where ``noise_sampler`` is on (returned otherwise: the
+    constructor's default reads it).
+
+    :raises ValueError: ``noise_sampler`` is on and its estimate is not defined for these arguments.
+    """
+    error = noise_sampler_error(objective, gcvar_alpha, group_size, reward_to_go)
+    if noise_sampler and error is not None:
+        raise ValueError(error)
+    return error
 
 
 def env_noise_probs(env: VecEnv | None) -> dict[str, float] | None:
@@ -358,8 +408,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             novelty_when_blind=novelty_when_blind,
             reward_to_go=reward_to_go,
         )
-        if novelty_when_blind and drift_when_blind:
-            raise ValueError("drift_when_blind and novelty_when_blind: a blind rollout takes one of them, not both")
+        check_blind_exploration(drift_when_blind, novelty_when_blind)
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
         seed = check_seed(seed)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
@@ -394,9 +443,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The PPO family's per-minibatch normalization: on or off as asked (the mixin keeps "group", "channel");
             # the update runs with it off, the weights being normalized per episode (train_on_episode_weights).
             sb3_kwargs["normalize_advantage"] = bool(normalize_advantage)
+        if "gamma" in sb3_kwargs and sb3_kwargs["gamma"] is None:  # check_gamma's None: the undiscounted return
+            sb3_kwargs["gamma"] = 1.0
         buffer_kwargs = sb3_kwargs.get("rollout_buffer_kwargs") or {}
-        if not isinstance(buffer_kwargs, Mapping):
-            raise ValueError(f"rollout_buffer_kwargs must be a dict of buffer arguments, got {buffer_kwargs!r}")
+        check_buffer_kwargs(buffer_kwargs)
         # The env's own TimeLimit ends its episodes: the bound on an endless episode gives way to it (the algorithms
         # that take buffer options: sb3-contrib's RecurrentPPO takes none).
         if "rollout_buffer_kwargs" in sb3_kwargs and "max_episode_steps" not in buffer_kwargs:
@@ -436,12 +486,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
         env = getattr(self, "env", None)
-        error = noise_sampler_error(self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
+        error = check_noise_sampler(noise_sampler, self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
             # On where the env has an event to sample: not one whose every event is certain or impossible.
             noise_sampler = error is None and bool(sampled_events(env_noise_probs(env) or {}))
-        if noise_sampler and error is not None:
-            raise ValueError(error)
         self.noise_sampler = noise_sampler
         # The sampler fits the level the risk schedule has in force (_noise_level); False in saves from before it.
         self.noise_follows_schedule = True
@@ -546,10 +594,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         n_episodes = check_n_episodes(n_episodes)
         group_size = check_group_size(group_size, n_episodes)
         check_normalize_advantage(normalize_advantage)
-        if normalize_advantage in ("group", "channel") and group_size is None:
-            raise ValueError(
-                f"normalize_advantage={normalize_advantage!r} divides each group's weights by its std: set group_size"
-            )
+        check_group_normalization(normalize_advantage, group_size)
         compared = n_episodes if group_size is None else group_size  # the N of the leave-one-out advantage
         # "gcvar<a>": Tamar et al.'s GCVaR weights (episode_weights) for CVaR_a; the objective logged as
         # risk/objective (and checked below) is OrderGrad's cvar<a> at the same k.
@@ -568,16 +613,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
             raise ValueError(f"objective {str(parsed)!r} has all-zero rank weights: its gradient is 0, nothing trains")
         whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
-        if reward_to_go and whole_episodes:
-            raise ValueError(
-                f"reward_to_go needs the mean objective (k = 1) of the reward; {str(parsed)!r} ranks whole-episode "
-                "returns, a nonlinear function of every reward of the episode, so each step gets the episode's weight"
-            )
-        if reward_to_go and group_size is not None:
-            raise ValueError(
-                "reward_to_go is not defined with group_size: grouped weights are whole-episode advantages (with "
-                "objective='mean' and normalize_advantage='group', exactly GRPO's (R_i - group mean) / group std)"
-            )
+        check_reward_to_go(reward_to_go, parsed, group_size)
         self._check_policy_critic(advantage, ("value", "none"))
         self._set_objective(parsed)
         self.n_episodes = n_episodes
@@ -607,6 +643,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         if "n_steps" in kwargs:  # SB3's load sets it, and _setup_model would size it from n_episodes without a word
             raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
+        cls.refuse_none_defaults(kwargs)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
@@ -633,16 +670,31 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _check_loaded_arguments(self, names: Collection[str]) -> None:
         """After ``load``: the constructor's checks of the arguments among ``names`` (given to ``load``) whose valid
-        values depend on the model's other arguments (those that do not were checked before, see
-        :meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.argument_checks`).
+        values depend on the model's other arguments, saved or given (those that do not were checked before, see
+        :meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.argument_checks`): one copy of each,
+        which the constructor runs too (:func:`check_leave_one_out`, :func:`check_blind_exploration`,
+        :func:`check_group_normalization`, :func:`check_reward_to_go`, :func:`check_noise_sampler`).
 
         :raises ValueError: as the constructor.
         """
-        if "n_episodes" in names or "group_size" in names:
+        given = set(names)
+        if given & {"n_episodes", "group_size"}:
             n_episodes = check_n_episodes(self.n_episodes)
             check_leave_one_out(self.objective, n_episodes, check_group_size(self.group_size, n_episodes))
-        if "risk_schedule" in names:
-            check_risk_schedule(self.risk_schedule, self.objective, getattr(self, "gcvar_alpha", None))
+        gcvar_alpha = getattr(self, "gcvar_alpha", None)  # absent from saves before GCVaR
+        if "risk_schedule" in given:
+            check_risk_schedule(self.risk_schedule, self.objective, gcvar_alpha)
+        if given & {"drift_when_blind", "novelty_when_blind"}:
+            # One of them may be absent from a save before it.
+            drift, novelty = (getattr(self, name, False) for name in ("drift_when_blind", "novelty_when_blind"))
+            check_blind_exploration(drift, novelty)
+        if given & {"normalize_advantage", "group_size"}:
+            check_group_normalization(self.normalize_advantage, self.group_size)
+        if given & {"reward_to_go", "group_size"}:
+            check_reward_to_go(self.reward_to_go, self.objective, self.group_size)
+        if given & {"noise_sampler", "group_size", "reward_to_go"}:
+            noise_sampler = getattr(self, "noise_sampler", False)  # absent from saves before the sampler
+            check_noise_sampler(noise_sampler, self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's

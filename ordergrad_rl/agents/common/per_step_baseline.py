@@ -49,6 +49,13 @@ def check_value_baseline(value_baseline: Any, algorithm: str | None = None) -> N
         )
 
 
+def check_value_head(value_baseline: Any, policy_kwargs: dict[str, Any] | None) -> None:
+    """``ValueError`` for ``value_baseline=True`` (``V(s)``) on a policy built without its value head
+    (``policy_kwargs["critic"] == "none"``)."""
+    if value_baseline is True and (policy_kwargs or {}).get("critic") == "none":
+        raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
+
+
 class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     """``value_baseline`` and ``baseline_lambda`` of an episodic algorithm (module docstring): set by
     :meth:`_init_value_baseline` after :meth:`_init_episodic_algorithm`; the history baseline is built with the model,
@@ -81,6 +88,8 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
 
     def _check_loaded_arguments(self, names: Collection[str]) -> None:
         super()._check_loaded_arguments(names)
+        if "value_baseline" in names:
+            check_value_head(self.value_baseline, self.policy_kwargs)
         if "baseline_lambda" in names:  # with the model's value_baseline, as the constructor resolves it
             self.baseline_lambda = resolve_baseline_lambda(self.baseline_lambda, self.value_baseline)
 

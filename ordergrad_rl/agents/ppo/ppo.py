@@ -20,7 +20,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_head
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
@@ -467,16 +467,14 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             novelty_phase=novelty_phase, entropy_plateau=entropy_plateau,
             long_episode_defaults=True,
             batch_size=batch_size, learning_rate=learning_rate, n_epochs=n_epochs,
-            gamma=1.0 if gamma is None else gamma, gae_lambda=gae_lambda, clip_range=clip_range,
+            gamma=gamma, gae_lambda=gae_lambda, clip_range=clip_range,
             clip_range_vf=clip_range_vf, ent_coef=ent_coef,
             vf_coef=vf_coef, max_grad_norm=max_grad_norm, use_sde=use_sde, sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class, rollout_buffer_kwargs=rollout_buffer_kwargs,
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
-        has_value_head = (policy_kwargs or {}).get("critic") != "none"
-        if value_baseline is True and not has_value_head:
-            raise ValueError("value_baseline=True needs the value head: drop policy_kwargs['critic']='none'")
+        check_value_head(value_baseline, policy_kwargs)
         default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
         self.relative_ent_coef = relative_ent_coef

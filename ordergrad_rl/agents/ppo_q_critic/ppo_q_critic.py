@@ -102,6 +102,21 @@ def check_q_critic_group_size(group_size: Any) -> None:
         raise ValueError(_EPISODIC_ONLY)
 
 
+def check_q_critic_n_episodes(n_episodes: Any) -> None:
+    """``ValueError`` unless ``n_episodes`` is ``None``: this mode collects ``n_steps`` steps per env."""
+    if n_episodes is not None:
+        raise ValueError(
+            "advantage='q_critic' collects n_steps steps per env (SB3's rollout); n_episodes is for "
+            "advantage='episodic'"
+        )
+
+
+def check_q_critic_reward_to_go(reward_to_go: Any) -> None:
+    """``ValueError`` for a true ``reward_to_go``: episodic mode's; this mode takes SB3's lambda-returns."""
+    if reward_to_go:
+        raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
+
+
 def check_q_critic_normalize_advantage(normalize_advantage: Any) -> None:
     """``ValueError`` unless ``normalize_advantage`` is ``True``, ``False`` or ``None``: SB3's per-minibatch
     normalization, on or off (``bool()`` would take the string ``"False"`` for true); the episodic modes' ``"group"``,
@@ -182,6 +197,9 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     saved_as = "OrderGradPPO"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = Q_CRITIC_POLICY_ALIASES  # type: ignore[assignment]
     advantages: tuple[str, ...] = (Q_CRITIC,)
+    # The constructor's defaults for None (the rollout, SB3's gamma, ent_coef 0.0); episodic mode's n_episodes and
+    # reward_to_go take None only.
+    default_when_none: ClassVar[tuple[str, ...]] = ("n_steps", "batch_size", "gamma", "ent_coef")
     rollout_buffer: RolloutBuffer
 
     def __init__(
@@ -234,7 +252,12 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             gae_lambda,
             clip_range_vf,
         )
-        check_arguments(self.argument_checks(), ent_coef=ent_coef, normalize_advantage=normalize_advantage)
+        check_arguments(
+            self.argument_checks(),
+            ent_coef=ent_coef,
+            normalize_advantage=normalize_advantage,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+        )
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
         n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
         seed = check_seed(seed)
@@ -286,14 +309,9 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
         check_q_critic_group_size(group_size)
-        if reward_to_go:
-            raise ValueError("reward_to_go is for advantage='episodic'; Q-critic mode uses SB3's lambda-returns")
+        check_q_critic_reward_to_go(reward_to_go)
         self._check_discrete()
-        if n_episodes is not None:
-            raise ValueError(
-                "advantage='q_critic' collects n_steps steps per env (SB3's rollout); n_episodes is for "
-                "advantage='episodic'"
-            )
+        check_q_critic_n_episodes(n_episodes)
         parsed = Objective.parse(objective, k)
         if not parsed.is_bound:
             raise ValueError(
@@ -308,12 +326,29 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         self.advantage = Q_CRITIC
 
     @classmethod
+    def load(  # type: ignore[override]
+        cls,
+        path: Any,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> OrderGradQCriticPPO:
+        """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`).
+
+        :raises ValueError: as there.
+        """
+        cls.refuse_none_defaults(kwargs)
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
+
+    @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
         return {
             **super().argument_checks(),
             "ent_coef": check_q_critic_ent_coef,
             "normalize_advantage": check_q_critic_normalize_advantage,
             "group_size": check_q_critic_group_size,
+            "n_episodes": check_q_critic_n_episodes,
+            "reward_to_go": check_q_critic_reward_to_go,
         }
 
     def _check_discrete(self) -> None:

@@ -19,7 +19,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.arguments import check_buffer_class, check_ppo_arguments
+from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffer_kwargs, check_ppo_arguments
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -131,6 +131,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         )
         self._check_value_baseline(value_baseline)
         buffer_class = check_buffer_class(rollout_buffer_class, RecurrentEpisodicRolloutBuffer)
+        check_buffer_kwargs(rollout_buffer_kwargs)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
