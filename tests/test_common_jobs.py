@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from ordergrad_rl.common import jobs
+from ordergrad_rl.common.errors import CommandError
 
 
 def square(x: int, report: int = 0) -> int:
@@ -68,3 +71,23 @@ def test_each_finished_result_is_handed_over_before_a_failure_is_raised(workers)
         grid = [jobs.Job("a", square, {"x": 2}), jobs.Job("b", square, {"x": -1})]
         jobs.run_jobs(grid, workers=1, quiet=True, on_result=lambda i, r: seen.append((i, r)))
     assert seen == [("a", 4)]  # what finished before the failure was handed over
+
+
+def die(x: int) -> int:
+    """A job whose worker process dies without raising (as one killed, or out of memory, would)."""
+    import os
+
+    os._exit(3)
+
+
+def test_a_failure_names_its_job():
+    """A job's exception names the job (a note on Python 3.11+); a worker process that dies abruptly gives a
+    CommandError naming the job it ran, not concurrent.futures' bare BrokenProcessPool."""
+    grid = [jobs.Job("a", square, {"x": 1}), jobs.Job("task/b/seed1", square, {"x": -1})]
+    with pytest.raises(ArithmeticError, match="negative -1") as raised:
+        jobs.run_jobs(grid, workers=2, quiet=True)
+    if sys.version_info >= (3, 11):
+        assert raised.value.__notes__ == ["in job 'task/b/seed1'"]
+    grid = [jobs.Job("task/d/seed0", die, {"x": 0}), jobs.Job("e", square, {"x": 1})]
+    with pytest.raises(CommandError, match=r"worker process died abruptly .* while running job .*task/d/seed0"):
+        jobs.run_jobs(grid, workers=2, quiet=True)
