@@ -110,17 +110,30 @@ def _run_local(
     try:
         futures = {executor.submit(_call, job.function, job.kwargs, job.weight): job for job in jobs}
         pending, seen = set(futures), 0
+        failure: Exception | None = None
         while pending:
             running = [futures[future].id for future in futures if future.running()]
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
-            # The finished jobs first: a failure raised below leaves none of them unreported.
-            for future in sorted(done, key=lambda f: f.exception() is not None):
-                result = _result(future, futures[future].id, running)
+            for future in done:
+                if future.cancelled():
+                    continue
+                try:
+                    result = _result(future, futures[future].id, running)
+                except Exception as err:
+                    # The first failure is raised once the jobs under way (which the workers finish anyway) have
+                    # been handed over; the jobs not started yet are cancelled.
+                    if failure is None:
+                        failure = err
+                        for other in pending:
+                            other.cancel()
+                    continue
                 if on_result is not None:
                     on_result(futures[future].id, result)
             now = counter.value
             bar.update(now - seen)
             seen = now
+        if failure is not None:
+            raise failure
         return {futures[future].id: future.result() for future in futures}
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -203,7 +216,8 @@ def run_jobs(
         the system's temporary directory; give one that all nodes share for a multi-node cluster).
     :param desc: progress-bar text; ``unit``: what ``Job.weight`` and :func:`report_progress` count.
     :param on_result: called in this process with ``(job.id, result)`` as each job finishes (local workers), or for
-        every job once all have finished (Ray), before any later failure is raised: a caller saves what is done.
+        every job once all have finished (Ray), before any failure is raised: a caller saves what is done. After a
+        local failure the jobs not started yet are cancelled, and the ones under way finish and are handed over.
     :raises CommandError: a Ray job failed or was interrupted, or a local worker process died abruptly (local
         jobs raise their own exceptions, with a note naming the job on Python 3.11+).
     """
