@@ -87,10 +87,9 @@ def _result(future: Future, job_id: str, running: list[str]) -> Any:
         return future.result()
     except BrokenProcessPool as err:
         under_way = running or [job_id]
-        which = under_way[0] if len(under_way) == 1 else f"one of {', '.join(under_way)}"
+        which = f"job {under_way[0]}" if len(under_way) == 1 else f"one of the jobs {', '.join(under_way)}"
         raise CommandError(
-            f"a worker process died abruptly (killed, out of memory, or a crash in native code) while running job "
-            f"{which}"
+            f"a worker process died abruptly (killed, out of memory, or a crash in native code) while running {which}"
         ) from err
     except Exception as err:
         if hasattr(err, "add_note"):  # Python 3.11+: printed under the job's traceback
