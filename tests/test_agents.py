@@ -771,6 +771,26 @@ def test_a_subprocess_vec_env_trains_and_evaluates(algorithm) -> None:
         maze.close()
 
 
+def test_a_spawned_subprocess_worker_makes_the_envs_from_their_module_qualified_ids() -> None:
+    """A spawned worker has imported only the main script (here pytest's), not ordergrad_rl: the README's
+    ``"ordergrad_rl:<id>"`` form has gym.make import the module that registers the id."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    venv = make_vec_env(
+        "ordergrad_rl:SyntheticTailRisk-v0",
+        1,
+        seed=0,
+        vec_env_cls=SubprocVecEnv,
+        vec_env_kwargs={"start_method": "spawn"},
+    )
+    try:
+        assert venv.reset().shape == (1, *gym.make("SyntheticTailRisk-v0").observation_space.shape)
+        venv.step(np.zeros((1, *venv.action_space.shape), dtype=np.float32))
+    finally:
+        venv.close()
+
+
 def test_the_short_episode_bonus_is_held_then_decays_over_training(tmp_path) -> None:
     """OrderGradPPO's default bonus on short categorical episodes, as the updates see it (``train/ent_coef``): 0.01
     over the first 60% of training, then lower at each update to the end; a save resumes with the same schedule."""

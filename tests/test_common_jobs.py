@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from ordergrad_rl.common import jobs
+from ordergrad_rl.common.errors import CommandError
 
 
 def square(x: int, report: int = 0) -> int:
@@ -68,3 +71,44 @@ def test_each_finished_result_is_handed_over_before_a_failure_is_raised(workers)
         grid = [jobs.Job("a", square, {"x": 2}), jobs.Job("b", square, {"x": -1})]
         jobs.run_jobs(grid, workers=1, quiet=True, on_result=lambda i, r: seen.append((i, r)))
     assert seen == [("a", 4)]  # what finished before the failure was handed over
+
+
+def slow_square(x: int, seconds: float = 2.0) -> int:
+    """A job that takes a while."""
+    import time
+
+    time.sleep(seconds)
+    return x * x
+
+
+def die(x: int) -> int:
+    """A job whose worker process dies without raising (as one killed, or out of memory, would)."""
+    import os
+
+    os._exit(3)
+
+
+def test_a_failure_names_its_job():
+    """A job's exception names the job (a note on Python 3.11+); a worker process that dies abruptly gives a
+    CommandError naming the job it ran, not concurrent.futures' bare BrokenProcessPool."""
+    grid = [jobs.Job("a", square, {"x": 1}), jobs.Job("task/b/seed1", square, {"x": -1})]
+    with pytest.raises(ArithmeticError, match="negative -1") as raised:
+        jobs.run_jobs(grid, workers=2, quiet=True)
+    if sys.version_info >= (3, 11):
+        assert raised.value.__notes__ == ["in job 'task/b/seed1'"]
+    grid = [jobs.Job("task/d/seed0", die, {"x": 0}), jobs.Job("e", square, {"x": 1})]
+    with pytest.raises(
+        CommandError, match=r"worker process died abruptly .* while running (job|one of the jobs) .*task/d/seed0"
+    ):
+        jobs.run_jobs(grid, workers=2, quiet=True)
+
+
+def test_the_jobs_under_way_when_one_fails_are_handed_over():
+    """A failing job no longer throws away the results of the jobs running beside it (which the pool's shutdown
+    waited for anyway): they are handed over before the failure is raised; jobs not started are cancelled."""
+    seen: list[tuple[str, int]] = []
+    grid = [jobs.Job("slow", slow_square, {"x": 3}), jobs.Job("bad", square, {"x": -1})]
+    grid += [jobs.Job(f"later{i}", slow_square, {"x": i, "seconds": 0.5}) for i in range(8)]
+    with pytest.raises(ArithmeticError, match="negative -1"):
+        jobs.run_jobs(grid, workers=2, quiet=True, on_result=lambda i, r: seen.append((i, r)))
+    assert ("slow", 9) in seen and len(seen) < 1 + 8  # the jobs queued in the pool when "bad" failed ran too

@@ -19,7 +19,8 @@ import multiprocessing
 import pickle
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Executor, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,23 @@ def _executor(workers: int, counter: Any) -> Executor:
     return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
 
 
+def _result(future: Future, job_id: str, running: list[str]) -> Any:
+    """The job's result, or its exception raised with the job named (``running``: the jobs under way, one of which
+    was on a worker process that died abruptly, if that is what broke the pool)."""
+    try:
+        return future.result()
+    except BrokenProcessPool as err:
+        under_way = running or [job_id]
+        which = f"job {under_way[0]}" if len(under_way) == 1 else f"one of the jobs {', '.join(under_way)}"
+        raise CommandError(
+            f"a worker process died abruptly (killed, out of memory, or a crash in native code) while running {which}"
+        ) from err
+    except Exception as err:
+        if hasattr(err, "add_note"):  # Python 3.11+: printed under the job's traceback
+            err.add_note(f"in job {job_id!r}")
+        raise
+
+
 def _run_local(
     jobs: list[Job], workers: int, bar: Any, on_result: Callable[[str, Any], None] | None = None
 ) -> dict[str, Any]:
@@ -91,16 +109,30 @@ def _run_local(
     try:
         futures = {executor.submit(_call, job.function, job.kwargs, job.weight): job for job in jobs}
         pending, seen = set(futures), 0
+        failure: Exception | None = None
         while pending:
+            running = [futures[future].id for future in futures if future.running()]
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
-            # The finished jobs first: a failure raised below leaves none of them unreported.
-            for future in sorted(done, key=lambda f: f.exception() is not None):
-                result = future.result()  # raises the job's exception here
+            for future in done:
+                if future.cancelled():
+                    continue
+                try:
+                    result = _result(future, futures[future].id, running)
+                except Exception as err:
+                    # The first failure is raised once the jobs under way (which the workers finish anyway) have
+                    # been handed over; the jobs not started yet are cancelled.
+                    if failure is None:
+                        failure = err
+                        for other in pending:
+                            other.cancel()
+                    continue
                 if on_result is not None:
                     on_result(futures[future].id, result)
             now = counter.value
             bar.update(now - seen)
             seen = now
+        if failure is not None:
+            raise failure
         return {futures[future].id: future.result() for future in futures}
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -183,8 +215,10 @@ def run_jobs(
         the system's temporary directory; give one that all nodes share for a multi-node cluster).
     :param desc: progress-bar text; ``unit``: what ``Job.weight`` and :func:`report_progress` count.
     :param on_result: called in this process with ``(job.id, result)`` as each job finishes (local workers), or for
-        every job once all have finished (Ray), before any later failure is raised: a caller saves what is done.
-    :raises CommandError: a Ray job failed or was interrupted (local jobs raise their own exceptions).
+        every job once all have finished (Ray), before any failure is raised: a caller saves what is done. After a
+        local failure the jobs not started yet are cancelled, and the ones under way finish and are handed over.
+    :raises CommandError: a Ray job failed or was interrupted, or a local worker process died abruptly (local
+        jobs raise their own exceptions, with a note naming the job on Python 3.11+).
     """
     ids = [job.id for job in jobs]
     if len(set(ids)) != len(ids):
