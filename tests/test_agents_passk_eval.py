@@ -67,7 +67,9 @@ def test_callback_logs_the_unbiased_curve_and_lengths() -> None:
     model = model_on(Coins)
     capture = Capture()
     model.set_logger(Logger(folder=None, output_formats=[capture]))
-    callback = PassAtKEvalCallback(DummyVecEnv([Coins] * 5), n_samples=400, ks=[1, 2, 4], eval_freq=None, seed=0)
+    eval_env = DummyVecEnv([Coins] * 5)
+    eval_env.seed(0)
+    callback = PassAtKEvalCallback(eval_env, n_samples=400, ks=[1, 2, 4], eval_freq=None)
     callback.init_callback(model)
     curve = callback.evaluate()
     result = callback.last_result
@@ -239,3 +241,15 @@ def test_readme_group_commands_run_as_pasted(tmp_path, monkeypatch, smoke_learn)
         assert main(shlex.split(command)[1:]) == 0, command
     payload = json.loads((tmp_path / "passk.json").read_text())
     assert len(payload["n_correct"]) == 100 and payload["n_samples"] == 64
+
+
+def test_id_options_with_an_env_passed_are_refused() -> None:
+    """n_eval_envs and seed build the env of an id: PassAtKEvalCallback(DummyVecEnv(...), n_eval_envs=8, seed=0)
+    sampled on the env as it was, both ignored silently (n_eval_envs defaulted to 64, so a user's value could not be
+    told from the default)."""
+    for kwargs in ({"n_eval_envs": 8}, {"seed": 0}):
+        with pytest.raises(ValueError, match="n_eval_envs and seed build the eval env of an id; the DummyVecEnv"):
+            PassAtKEvalCallback(DummyVecEnv([Coins] * 2), **kwargs)
+    assert PassAtKEvalCallback(DummyVecEnv([Coins] * 2), n_eval_envs=2).eval_env.num_envs == 2  # nothing ignored
+    assert PassAtKEvalCallback("TargetSum-v0").eval_env.num_envs == 64
+    assert PassAtKEvalCallback("TargetSum-v0", n_eval_envs=3, seed=1).eval_env.num_envs == 3

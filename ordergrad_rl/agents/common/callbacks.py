@@ -373,11 +373,12 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_freq: evaluate every ``eval_freq`` calls (vectorized steps, as SB3's ``EvalCallback``); ``None``:
         only when :meth:`evaluate` is called.
-    :param n_eval_envs: envs built when ``eval_env`` is an id.
+    :param n_eval_envs: envs built when ``eval_env`` is an id (``None``: 64); an env passed has its own (a different
+        number is refused).
     :param deterministic: act with the most likely action (default: sample, as pass@k intends).
     :param log_name: tag stem (``eval_pass@k/k=<k>``, ``eval_pass@k/length_correct``, ...).
     :param callback_after_eval: callback triggered after every evaluation.
-    :param seed: seed of the eval env built from an id, and of the fresh dynamics streams.
+    :param seed: seed of the eval env built from an id (seed an env passed yourself).
     :param verbose: 1 prints a line per evaluation.
     """
 
@@ -388,7 +389,7 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         n_samples: int = 64,
         ks: Sequence[int] | None = None,
         eval_freq: int | None = 10_000,
-        n_eval_envs: int = 64,
+        n_eval_envs: int | None = None,
         deterministic: bool = False,
         log_name: str = "eval_pass@k",
         callback_after_eval: BaseCallback | None = None,
@@ -399,11 +400,19 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         self.ks = default_ks(self.n_samples) if ks is None else np.asarray(ks)
         if self.ks.ndim != 1 or self.ks.size == 0 or np.any(self.ks < 1) or np.any(self.ks > self.n_samples):
             raise ValueError(f"ks must be a non-empty sequence of integers in [1, n_samples={n_samples}], got {ks!r}")
-        n_eval_envs = check_int("n_eval_envs", n_eval_envs, 1)
-        super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
+        if n_eval_envs is not None:
+            check_int("n_eval_envs", n_eval_envs, 1)
+        super().__init__(eval_env, eval_freq, n_eval_envs or 64, log_name, callback_after_eval, seed, verbose)
+        if not isinstance(eval_env, str) and (n_eval_envs not in (None, self.eval_env.num_envs) or seed is not None):
+            # both build the env of an id: on an env passed they were ignored, silently (sample_successes's seed
+            # seeds no stream of its own)
+            raise ValueError(
+                f"n_eval_envs and seed build the eval env of an id; the {type(eval_env).__name__} passed is used as "
+                f"it is (got n_eval_envs={n_eval_envs}, seed={seed}): make it with its number of envs and its seed, "
+                "e.g. make_vec_env(env_id, n_envs, seed=seed), or pass the id"
+            )
         self.contexts = all_contexts(self.eval_env) if contexts is None else np.asarray(contexts)
         self.deterministic = deterministic
-        self.seed = seed
         self.last_result: PassAtK | None = None
         self.last_curve: dict[int, float] = {}
         self.evaluations_curves: list[dict[int, float]] = []
@@ -413,9 +422,7 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         return super().evaluate()
 
     def _evaluate(self) -> dict[int, float]:
-        result = sample_successes(
-            self.model, self.eval_env, self.contexts, self.n_samples, self.deterministic, self.seed
-        )
+        result = sample_successes(self.model, self.eval_env, self.contexts, self.n_samples, self.deterministic)
         self.last_result = result
         self.last_curve = result.curve(self.ks)
         for k, value in self.last_curve.items():
