@@ -9,6 +9,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from stable_baselines3.common.callbacks import StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from test_agents_channels import Capture  # tests/ is on sys.path under pytest
@@ -67,7 +68,9 @@ def test_callback_logs_the_unbiased_curve_and_lengths() -> None:
     model = model_on(Coins)
     capture = Capture()
     model.set_logger(Logger(folder=None, output_formats=[capture]))
-    callback = PassAtKEvalCallback(DummyVecEnv([Coins] * 5), n_samples=400, ks=[1, 2, 4], eval_freq=None, seed=0)
+    eval_env = DummyVecEnv([Coins] * 5)
+    eval_env.seed(0)
+    callback = PassAtKEvalCallback(eval_env, n_samples=400, ks=[1, 2, 4], eval_freq=None)
     callback.init_callback(model)
     curve = callback.evaluate()
     result = callback.last_result
@@ -239,3 +242,109 @@ def test_readme_group_commands_run_as_pasted(tmp_path, monkeypatch, smoke_learn)
         assert main(shlex.split(command)[1:]) == 0, command
     payload = json.loads((tmp_path / "passk.json").read_text())
     assert len(payload["n_correct"]) == 100 and payload["n_samples"] == 64
+
+
+class Tunable(Coins):
+    """Every problem is solved at the first step with probability ``rate`` (a class attribute the test sets between
+    evaluations), with reward 1; otherwise the episode fails after 3 steps, reward 0."""
+
+    rate = 0.0
+
+    def step(self, action):
+        self.t += 1
+        if self.t == 1 and self.np_random.random() < self.rate:
+            return np.eye(3, dtype=np.float32)[self.problem], 1.0, True, False, {"is_success": True}
+        done = self.t >= 3
+        return np.eye(3, dtype=np.float32)[self.problem], 0.0, done, False, ({"is_success": False} if done else {})
+
+
+def tunable_env() -> DummyVecEnv:
+    env = DummyVecEnv([Tunable] * 2)
+    env.seed(0)
+    return env
+
+
+def test_the_best_model_by_pass_at_k_is_saved(tmp_path, monkeypatch) -> None:
+    """best_model_save_path and best_metric="pass@<k>" as SB3's EvalCallback selects by mean reward (a TypeError
+    before): the model is saved when the pass@k improves, and only then."""
+    model = model_on(Coins)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = PassAtKEvalCallback(
+        tunable_env(), n_samples=8, eval_freq=None, best_metric="pass@2", best_model_save_path=str(tmp_path)
+    )
+    callback.init_callback(model)
+    best = tmp_path / "best_model.zip"
+    for rate, saved in ((0.25, True), (0.0, False), (1.0, True)):
+        monkeypatch.setattr(Tunable, "rate", rate)
+        best.unlink(missing_ok=True)
+        curve = callback.evaluate()
+        pass_at_2 = pass_at_k(callback.last_result.n_correct, 8, 2).mean()
+        assert callback.last_mean_reward == pytest.approx(pass_at_2) == pytest.approx(curve[2])
+        assert best.exists() == saved, rate
+    assert callback.best_mean_reward == 1.0
+    assert OrderGradREINFORCE.load(best).objective == model.objective
+    for bad in ("pass@0", "pass@9", "mean", "pass@2.5", 2):
+        with pytest.raises(ValueError, match=r"best_metric must be 'pass@<k>' with k in \[1, n_samples=8\]"):
+            PassAtKEvalCallback(tunable_env(), n_samples=8, best_metric=bad)
+
+
+def test_evaluations_npz_has_sb3s_keys_and_the_curve(tmp_path) -> None:
+    """log_path writes evaluations.npz as SB3's EvalCallback (a TypeError before): one row per evaluation of the
+    episodes' returns, lengths and successes, plus the pass@k curve."""
+    model = model_on(Coins)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = PassAtKEvalCallback(
+        tunable_env(), contexts=[0, 2], n_samples=4, ks=[1, 4], eval_freq=None, log_path=str(tmp_path / "logs")
+    )
+    callback.init_callback(model)
+    Tunable.rate = 0.5
+    try:
+        callback.evaluate()
+        callback.num_timesteps = 16  # as after some training
+        callback.evaluate()
+    finally:
+        Tunable.rate = 0.0
+    with np.load(tmp_path / "logs" / "evaluations.npz") as saved:
+        data = dict(saved)
+    assert set(data) == {"timesteps", "results", "ep_lengths", "successes", "ks", "pass_at_k"}
+    assert list(data["timesteps"]) == [0, 16] and list(data["ks"]) == [1, 4]
+    assert data["results"].shape == data["ep_lengths"].shape == data["successes"].shape == (2, 8)
+    result = callback.last_result
+    assert np.array_equal(data["successes"][-1], result.success.ravel())
+    assert np.array_equal(data["results"][-1], result.success.ravel().astype(float))  # reward 1 for a success
+    assert np.array_equal(data["ep_lengths"][-1], np.where(result.success.ravel(), 1, 3))
+    assert list(data["pass_at_k"][-1]) == [callback.last_curve[1], callback.last_curve[4]]
+    assert data["pass_at_k"].shape == (2, 2)
+
+
+def test_sb3s_stop_callbacks_act_on_the_pass_at_k(monkeypatch) -> None:
+    """StopTrainingOnRewardThreshold (callback_on_new_best) and StopTrainingOnNoModelImprovement (callback_after_eval)
+    read last_mean_reward / best_mean_reward: they now hold the selection score, pass@k."""
+    monkeypatch.setattr(Tunable, "rate", 1.0)
+    model = model_on(Coins)
+    threshold = StopTrainingOnRewardThreshold(reward_threshold=0.99)
+    callback = PassAtKEvalCallback(
+        tunable_env(), n_samples=4, eval_freq=1, best_metric="pass@4", callback_on_new_best=threshold
+    )
+    model.learn(10_000, callback=callback)
+    assert len(callback.evaluations_timesteps) == 1 and callback.best_mean_reward == 1.0
+    assert model.num_timesteps < 100  # stopped at the first evaluation
+    monkeypatch.setattr(Tunable, "rate", 0.0)
+    no_improvement = StopTrainingOnNoModelImprovement(max_no_improvement_evals=2)
+    callback = PassAtKEvalCallback(tunable_env(), n_samples=4, eval_freq=1, callback_after_eval=no_improvement)
+    model.learn(10_000, callback=callback)
+    # as SB3's: the first evaluation improves on -inf, training stops at the third without improvement
+    assert len(callback.evaluations_timesteps) == 4 and callback.best_mean_reward == 0.0
+
+
+def test_id_options_with_an_env_passed_are_refused() -> None:
+    """n_eval_envs and seed build the env of an id: PassAtKEvalCallback(DummyVecEnv(...), n_eval_envs=8, seed=0)
+    sampled on the env as it was, both ignored silently (n_eval_envs defaulted to 64, so a user's value could not be
+    told from the default)."""
+    for kwargs in ({"n_eval_envs": 8}, {"seed": 0}):
+        with pytest.raises(ValueError, match="n_eval_envs and seed build the eval env of an id; the DummyVecEnv"):
+            PassAtKEvalCallback(DummyVecEnv([Coins] * 2), **kwargs)
+    assert PassAtKEvalCallback(DummyVecEnv([Coins] * 2), n_eval_envs=2).eval_env.num_envs == 2  # nothing ignored
+    assert PassAtKEvalCallback("TargetSum-v0").eval_env.num_envs == 64
+    assert PassAtKEvalCallback("TargetSum-v0", n_eval_envs=3, seed=1).eval_env.num_envs == 3
+    assert RiskEvalCallback(Coins(), n_eval_envs=1).eval_env.num_envs == 1

@@ -29,6 +29,7 @@ there are none). ``ordergrad-rl evaluate --pass-at-k N`` prints the same curve.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -76,37 +77,77 @@ def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) 
 
 class PeriodicEvalCallback(EventCallback):
     """Evaluate the agent every ``eval_freq`` calls: :meth:`evaluate` runs :meth:`_evaluate` (the subclass's
-    evaluation, which records its tags and returns its result), keeps the history, prints a line if ``verbose`` and
-    dumps the logger.
+    evaluation, which records its tags, sets ``last_mean_reward`` to its score and returns its result), keeps the
+    history, prints a line if ``verbose``, dumps the logger, writes ``evaluations.npz`` and, on a new best score,
+    saves the model and triggers ``callback_on_new_best``, as SB3's ``EvalCallback``.
+
+    ``last_mean_reward`` and ``best_mean_reward`` hold the last and the best score (``-inf`` before the first
+    evaluation), under the names SB3's ``StopTrainingOnRewardThreshold`` (as ``callback_on_new_best``) and
+    ``StopTrainingOnNoModelImprovement`` (as ``callback_after_eval``) read.
 
     :param eval_env: the evaluation env (see :func:`as_eval_vec_env`).
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as SB3's
         ``EvalCallback``), and once more at the end of training (the final policy); ``None``: only when
         :meth:`evaluate` is called.
-    :param n_eval_envs: envs built when ``eval_env`` is an id.
+    :param n_eval_envs: envs built when ``eval_env`` is an id; ``None``: ``default_n_eval_envs``. With an env passed
+        it must be ``None`` or the env's own number of envs (it cannot change it).
+    :param default_n_eval_envs: envs built for an id when ``n_eval_envs`` is ``None``.
     :param log_name: tag stem.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
-    :param seed: seed of the eval env built from an id.
+    :param seed: seed of the eval env built from an id (seed an env passed yourself).
     :param verbose: 1 prints a line per evaluation.
+    :param best_model_save_path: folder where the model with the best score so far is saved as ``best_model.zip``;
+        ``None``: not saved.
+    :param log_path: folder of ``evaluations.npz``, rewritten after each evaluation (``timesteps`` and the
+        subclass's :meth:`_evaluations`); ``None``: not written.
+    :param callback_on_new_best: callback triggered when the score improves.
+    :param best_metric: the score's name (the verbose "New best" line).
+    :raises ValueError: ``n_eval_envs`` or ``seed`` given with an env passed (they build the env of an id).
     """
 
     def __init__(
         self,
         eval_env: gym.Env | VecEnv | str,
         eval_freq: int | None,
-        n_eval_envs: int,
+        n_eval_envs: int | None,
+        default_n_eval_envs: int,
         log_name: str,
         callback_after_eval: BaseCallback | None = None,
         seed: int | None = None,
         verbose: int = 0,
+        best_model_save_path: str | None = None,
+        log_path: str | None = None,
+        callback_on_new_best: BaseCallback | None = None,
+        best_metric: str = "mean",
     ) -> None:
         super().__init__(callback_after_eval, verbose=verbose)
         if eval_freq is not None:
             check_int("eval_freq", eval_freq, 1)
-        self.eval_env: VecEnv = as_eval_vec_env(eval_env, n_eval_envs, seed)
+        if n_eval_envs is not None:
+            check_int("n_eval_envs", n_eval_envs, 1)
+        if isinstance(eval_env, str):
+            self.eval_env: VecEnv = as_eval_vec_env(eval_env, n_eval_envs or default_n_eval_envs, seed)
+        else:
+            self.eval_env = as_eval_vec_env(eval_env, 1, None)
+            if n_eval_envs not in (None, self.eval_env.num_envs) or seed is not None:
+                # both build the env of an id: on an env passed they were ignored, silently
+                raise ValueError(
+                    f"n_eval_envs and seed build the eval env of an id; the {type(eval_env).__name__} passed is used "
+                    f"as it is (got n_eval_envs={n_eval_envs}, seed={seed}): make it with its number of envs and its "
+                    "seed, e.g. make_vec_env(env_id, n_envs, seed=seed), or pass the id"
+                )
         self.eval_freq = eval_freq
         self.log_name = log_name
+        self.best_model_save_path = best_model_save_path
+        self.log_path = None if log_path is None else os.path.join(log_path, "evaluations")
+        self.callback_on_new_best = callback_on_new_best
+        if callback_on_new_best is not None:
+            callback_on_new_best.parent = self
+        self.best_metric = best_metric
         self.evaluations_timesteps: list[int] = []
+        self.last_mean_reward = -np.inf
+        self.best_mean_reward = -np.inf
+        self._continue_training = True
 
     def _init_callback(self) -> None:
         # SB3's EvalCallback warns when the training and eval envs are of different types; of those differences, the
@@ -119,6 +160,12 @@ class PeriodicEvalCallback(EventCallback):
                 UserWarning,
                 stacklevel=2,
             )
+        if self.best_model_save_path is not None:
+            os.makedirs(self.best_model_save_path, exist_ok=True)
+        if self.log_path is not None:
+            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        if self.callback_on_new_best is not None:
+            self.callback_on_new_best.init_callback(self.model)
 
     def _on_step(self) -> bool:
         if self.eval_freq is not None and self.n_calls % self.eval_freq == 0:
@@ -135,8 +182,9 @@ class PeriodicEvalCallback(EventCallback):
             self.evaluate()
 
     def evaluate(self) -> Any:
-        """Run one evaluation now, record its tags and dump the logger; return its result. A ``VecNormalize``
-        eval env first gets the training env's statistics, as in SB3's ``EvalCallback``.
+        """Run one evaluation now, record its tags and dump the logger, write ``evaluations.npz`` and, on a new
+        best score, save the model and trigger ``callback_on_new_best``; return the evaluation's result. A
+        ``VecNormalize`` eval env first gets the training env's statistics, as in SB3's ``EvalCallback``.
 
         :raises RuntimeError: the callback has no model yet (it gets one from ``learn`` or ``init_callback``)."""
         if getattr(self, "model", None) is None:
@@ -152,7 +200,22 @@ class PeriodicEvalCallback(EventCallback):
             print(f"Eval num_timesteps={self.num_timesteps}: {self._summary()}")
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
+        if self.log_path is not None:
+            np.savez(self.log_path, timesteps=self.evaluations_timesteps, **self._evaluations())
+        self._continue_training = True
+        if self.last_mean_reward > self.best_mean_reward:
+            if self.verbose >= 1:
+                print(f"New best {self.best_metric}!")
+            if self.best_model_save_path is not None:
+                self.model.save(os.path.join(self.best_model_save_path, "best_model"))
+            self.best_mean_reward = self.last_mean_reward
+            if self.callback_on_new_best is not None:
+                self._continue_training = self.callback_on_new_best.on_step()
         return result
+
+    def _on_event(self) -> bool:
+        # as SB3's EvalCallback: callback_on_new_best stopping training skips callback_after_eval
+        return self._continue_training and super()._on_event()
 
     def _evaluate(self) -> Any:
         """One evaluation: run it, record its tags, keep its result; return it."""
@@ -160,6 +223,10 @@ class PeriodicEvalCallback(EventCallback):
 
     def _summary(self) -> str:
         """The verbose line's text for the last evaluation."""
+        raise NotImplementedError
+
+    def _evaluations(self) -> dict[str, Any]:
+        """The history written to ``evaluations.npz`` beside ``timesteps``: ``{key: one entry per evaluation}``."""
         raise NotImplementedError
 
 
@@ -187,7 +254,8 @@ class RiskEvalCallback(PeriodicEvalCallback):
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
         ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
-    :param n_eval_envs: number of envs built when ``eval_env`` is an id (an env passed has its own).
+    :param n_eval_envs: number of envs built when ``eval_env`` is an id (``None``: 1); an env passed has its own
+        (a different number is refused).
     :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
     :param info_keys: info entries to aggregate; ``None``: all numeric ones; ``()``: none.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
@@ -211,7 +279,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
         n_eval_episodes: int = 100,
         eval_freq: int | None = 10_000,
         deterministic: bool = True,
-        n_eval_envs: int = 1,
+        n_eval_envs: int | None = None,
         log_name: str = "eval",
         info_keys: Sequence[str] | None = None,
         callback_after_eval: BaseCallback | None = None,
@@ -225,30 +293,30 @@ class RiskEvalCallback(PeriodicEvalCallback):
         render: bool = False,
     ) -> None:
         check_int("n_eval_episodes", n_eval_episodes, 1)
-        if not isinstance(eval_env, str) and (n_eval_envs != 1 or seed is not None):
-            # both build the env of an id: on an env passed they were ignored, silently
-            raise ValueError(
-                f"n_eval_envs and seed build the eval env of an id; the {type(eval_env).__name__} passed is used as "
-                f"it is (got n_eval_envs={n_eval_envs}, seed={seed}): make it with its number of envs and its seed, "
-                "e.g. make_vec_env(env_id, n_envs, seed=seed), or pass the id"
-            )
         metrics = list(risk_profile([0.0]))
         if best_metric not in metrics:
             raise ValueError(f"best_metric must be a key of the risk profile, one of {metrics}, got {best_metric!r}")
         if isinstance(info_keys, str) or not all(isinstance(key, str) for key in info_keys or ()):
             # a string is a sequence of its letters: info_keys="is_success" aggregated none of the infos
             raise ValueError(f"info_keys must be a sequence of info key names, e.g. ['is_success'], got {info_keys!r}")
-        super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
+        super().__init__(
+            eval_env,
+            eval_freq,
+            n_eval_envs,
+            1,
+            log_name,
+            callback_after_eval,
+            seed,
+            verbose,
+            best_model_save_path,
+            log_path,
+            callback_on_new_best,
+            best_metric,
+        )
         self.n_eval_episodes = n_eval_episodes
         self.deterministic = deterministic
         self.info_keys = None if info_keys is None else tuple(info_keys)
         self.warn = warn
-        self.best_model_save_path = best_model_save_path
-        self.log_path = None if log_path is None else os.path.join(log_path, "evaluations")
-        self.callback_on_new_best = callback_on_new_best
-        if callback_on_new_best is not None:
-            callback_on_new_best.parent = self
-        self.best_metric = best_metric
         self.render = render
         self.last_returns: np.ndarray | None = None
         self.last_profile: dict[str, float] = {}
@@ -257,9 +325,6 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.evaluations_lengths: list[np.ndarray] = []
         self.evaluations_successes: list[list[bool]] = []
         self.last_successes: list[bool] = []
-        self.last_mean_reward = -np.inf
-        self.best_mean_reward = -np.inf
-        self._continue_training = True
 
     @property
     def risk_prefix(self) -> str:
@@ -271,40 +336,15 @@ class RiskEvalCallback(PeriodicEvalCallback):
         # OrderGrad agents write one layout for all their risk tags; for other SB3 models (baselines) write ours.
         if not isinstance(self.model, OrderGradAlgorithmMixin):
             write_risk_layout(self.logger, [self.risk_prefix])
-        if self.best_model_save_path is not None:
-            os.makedirs(self.best_model_save_path, exist_ok=True)
-        if self.log_path is not None:
-            os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        if self.callback_on_new_best is not None:
-            self.callback_on_new_best.init_callback(self.model)
 
     def evaluate(self) -> dict[str, float]:
         """Run one evaluation now, record its tags and dump the logger, write ``evaluations.npz`` and, on a new
         best score, save the model and trigger ``callback_on_new_best``; return the risk profile."""
-        profile = super().evaluate()
-        if self.log_path is not None:
-            successes = {"successes": self.evaluations_successes} if self.evaluations_successes else {}
-            np.savez(
-                self.log_path,
-                timesteps=self.evaluations_timesteps,
-                results=self.evaluations_returns,
-                ep_lengths=self.evaluations_lengths,
-                **successes,
-            )
-        self._continue_training = True
-        if self.last_mean_reward > self.best_mean_reward:
-            if self.verbose >= 1:
-                print(f"New best {self.best_metric}!")
-            if self.best_model_save_path is not None:
-                self.model.save(os.path.join(self.best_model_save_path, "best_model"))
-            self.best_mean_reward = self.last_mean_reward
-            if self.callback_on_new_best is not None:
-                self._continue_training = self.callback_on_new_best.on_step()
-        return profile
+        return super().evaluate()
 
-    def _on_event(self) -> bool:
-        # as SB3's EvalCallback: callback_on_new_best stopping training skips callback_after_eval
-        return self._continue_training and super()._on_event()
+    def _evaluations(self) -> dict[str, Any]:
+        successes = {"successes": self.evaluations_successes} if self.evaluations_successes else {}
+        return {"results": self.evaluations_returns, "ep_lengths": self.evaluations_lengths, **successes}
 
     def _evaluate(self) -> dict[str, float]:
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
@@ -365,6 +405,13 @@ class RiskEvalCallback(PeriodicEvalCallback):
 class PassAtKEvalCallback(PeriodicEvalCallback):
     """Every ``eval_freq`` calls, sample ``n_samples`` episodes per context and log the pass@k curve.
 
+    Models are selected as SB3's ``EvalCallback`` selects them, by a score: the pass@k that ``best_metric`` names
+    (``"pass@1"``, the mean success rate, by default; any ``k`` up to ``n_samples``, in ``ks`` or not).
+    ``last_mean_reward`` and ``best_mean_reward`` hold the last and the best score, so that SB3's
+    ``StopTrainingOnRewardThreshold`` (as ``callback_on_new_best``) and ``StopTrainingOnNoModelImprovement`` (as
+    ``callback_after_eval``) act on it. After each evaluation ``last_result`` (the sampled episodes) and
+    ``last_curve`` hold the results, and ``evaluations_timesteps`` / ``evaluations_curves`` the history.
+
     :param eval_env: env id (built with ``make_sb3_vec_env(eval_env, n_eval_envs, seed)``), ``gym.Env`` or
         ``VecEnv``; episodes must end with ``info["is_success"]``.
     :param contexts: context indices (envs with ``context_key``/``n_contexts``, e.g. TargetSum's problems) or reset
@@ -373,12 +420,21 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_freq: evaluate every ``eval_freq`` calls (vectorized steps, as SB3's ``EvalCallback``); ``None``:
         only when :meth:`evaluate` is called.
-    :param n_eval_envs: envs built when ``eval_env`` is an id.
+    :param n_eval_envs: envs built when ``eval_env`` is an id (``None``: 64); an env passed has its own (a different
+        number is refused).
     :param deterministic: act with the most likely action (default: sample, as pass@k intends).
     :param log_name: tag stem (``eval_pass@k/k=<k>``, ``eval_pass@k/length_correct``, ...).
     :param callback_after_eval: callback triggered after every evaluation.
-    :param seed: seed of the eval env built from an id, and of the fresh dynamics streams.
+    :param seed: seed of the eval env built from an id (seed an env passed yourself).
     :param verbose: 1 prints a line per evaluation.
+    :param best_model_save_path: folder where the model with the best score so far is saved as ``best_model.zip``
+        (as SB3's ``EvalCallback``); ``None``: not saved.
+    :param log_path: folder of ``evaluations.npz``, rewritten after each evaluation with SB3's keys, one row per
+        evaluation and one column per episode (context by context, ``n_samples`` each): ``timesteps``, ``results``
+        (the episode returns), ``ep_lengths`` and ``successes`` (``info["is_success"]``); and ``ks`` with
+        ``pass_at_k`` (``[evaluations, len(ks)]``, the curve); ``None``: not written.
+    :param callback_on_new_best: callback triggered when the score improves (SB3's ``callback_on_new_best``).
+    :param best_metric: the score, ``"pass@<k>"`` with ``1 <= k <= n_samples``.
     """
 
     def __init__(
@@ -388,42 +444,76 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         n_samples: int = 64,
         ks: Sequence[int] | None = None,
         eval_freq: int | None = 10_000,
-        n_eval_envs: int = 64,
+        n_eval_envs: int | None = None,
         deterministic: bool = False,
         log_name: str = "eval_pass@k",
         callback_after_eval: BaseCallback | None = None,
         seed: int | None = None,
         verbose: int = 0,
+        best_model_save_path: str | None = None,
+        log_path: str | None = None,
+        callback_on_new_best: BaseCallback | None = None,
+        best_metric: str = "pass@1",
     ) -> None:
         self.n_samples = check_int("n_samples", n_samples, 1)
         self.ks = default_ks(self.n_samples) if ks is None else np.asarray(ks)
         if self.ks.ndim != 1 or self.ks.size == 0 or np.any(self.ks < 1) or np.any(self.ks > self.n_samples):
             raise ValueError(f"ks must be a non-empty sequence of integers in [1, n_samples={n_samples}], got {ks!r}")
-        n_eval_envs = check_int("n_eval_envs", n_eval_envs, 1)
-        super().__init__(eval_env, eval_freq, n_eval_envs, log_name, callback_after_eval, seed, verbose)
+        match = re.fullmatch(r"pass@([1-9][0-9]*)", best_metric) if isinstance(best_metric, str) else None
+        if match is None or int(match[1]) > self.n_samples:
+            raise ValueError(
+                f"best_metric must be 'pass@<k>' with k in [1, n_samples={n_samples}], e.g. 'pass@1', got "
+                f"{best_metric!r}"
+            )
+        self.best_k = int(match[1])
+        super().__init__(
+            eval_env,
+            eval_freq,
+            n_eval_envs,
+            64,
+            log_name,
+            callback_after_eval,
+            seed,
+            verbose,
+            best_model_save_path,
+            log_path,
+            callback_on_new_best,
+            best_metric,
+        )
         self.contexts = all_contexts(self.eval_env) if contexts is None else np.asarray(contexts)
         self.deterministic = deterministic
-        self.seed = seed
         self.last_result: PassAtK | None = None
         self.last_curve: dict[int, float] = {}
         self.evaluations_curves: list[dict[int, float]] = []
+        self.evaluations_results: list[PassAtK] = []
 
     def evaluate(self) -> dict[int, float]:
-        """Run one evaluation now, record the tags and dump the logger; return the curve ``{k: pass@k}``."""
+        """Run one evaluation now, record the tags and dump the logger, write ``evaluations.npz`` and, on a new
+        best score, save the model and trigger ``callback_on_new_best``; return the curve ``{k: pass@k}``."""
         return super().evaluate()
 
     def _evaluate(self) -> dict[int, float]:
-        result = sample_successes(
-            self.model, self.eval_env, self.contexts, self.n_samples, self.deterministic, self.seed
-        )
+        result = sample_successes(self.model, self.eval_env, self.contexts, self.n_samples, self.deterministic)
         self.last_result = result
         self.last_curve = result.curve(self.ks)
         for k, value in self.last_curve.items():
             self.logger.record(f"{self.log_name}/k={k}", value)
         for name, value in result.mean_lengths().items():
             self.logger.record(f"{self.log_name}/{name}", value)
+        self.last_mean_reward = result.curve([self.best_k])[self.best_k]
         self.evaluations_curves.append(self.last_curve)
+        self.evaluations_results.append(result)
         return self.last_curve
+
+    def _evaluations(self) -> dict[str, Any]:
+        results = self.evaluations_results
+        return {
+            "results": [result.returns.ravel() for result in results],
+            "ep_lengths": [result.lengths.ravel() for result in results],
+            "successes": [result.success.ravel() for result in results],
+            "ks": self.ks,
+            "pass_at_k": [list(curve.values()) for curve in self.evaluations_curves],
+        }
 
     def _summary(self) -> str:
         return ", ".join(f"pass@{k}={v:.3f}" for k, v in self.last_curve.items())

@@ -282,11 +282,14 @@ class PassAtK:
     :param contexts: ``[P]`` the contexts.
     :param success: ``[P, n]`` bool, ``info["is_success"]`` at each episode's last step.
     :param lengths: ``[P, n]`` episode lengths.
+    :param returns: ``[P, n]`` episode returns (undiscounted: a ``Monitor``'s ``info["episode"]["r"]`` where the env
+        has one, as SB3's ``evaluate_policy`` reads them, else the sum of the step rewards); ``None``: not recorded.
     """
 
     contexts: np.ndarray
     success: np.ndarray
     lengths: np.ndarray
+    returns: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -359,9 +362,11 @@ def sample_successes(
     jobs = np.repeat(np.arange(contexts.size), n_samples)  # job j: context jobs[j]
     success = np.zeros(jobs.size, dtype=bool)
     lengths = np.zeros(jobs.size, dtype=np.int64)
+    returns = np.zeros(jobs.size, dtype=np.float64)
     n_envs = venv.num_envs
     job = np.full(n_envs, -1)  # the job each env runs (-1: none)
     steps = np.zeros(n_envs, dtype=np.int64)
+    rewards = np.zeros(n_envs, dtype=np.float64)  # the return so far of each env's episode
     next_job = 0
     actor = PolicyActor(model, venv, deterministic)
 
@@ -371,10 +376,11 @@ def sample_successes(
     next_job = first.size
     obs = resetter.reset(first, contexts[jobs[first]], obs)
     while np.any(job >= 0):
-        obs, _, dones, infos = venv.step(actor.act(obs))
+        obs, step_rewards, dones, infos = venv.step(actor.act(obs))
         actor.observe(dones)
         running = job >= 0
         steps[running] += 1
+        rewards[running] += step_rewards[running]
         endless = np.flatnonzero(running & ~dones & (steps >= buffers.MAX_EPISODE_STEPS))
         if endless.size:
             check_episode_length(int(endless[0]), int(steps[endless[0]]), buffers.MAX_EPISODE_STEPS)
@@ -389,7 +395,9 @@ def sample_successes(
                 )
             success[job[i]] = bool(infos[i][SUCCESS_KEY])
             lengths[job[i]] = steps[i]
+            returns[job[i]] = infos[i]["episode"]["r"] if "episode" in infos[i] else rewards[i]
             steps[i] = 0
+            rewards[i] = 0.0
             if on_episode is not None:
                 on_episode()
         n_next = min(ended.size, jobs.size - next_job)
@@ -400,4 +408,4 @@ def sample_successes(
             next_job += n_next
             obs = resetter.reset(restart, contexts[jobs[job[restart]]], obs)
     shape = (contexts.size, n_samples)
-    return PassAtK(contexts, success.reshape(shape), lengths.reshape(shape))
+    return PassAtK(contexts, success.reshape(shape), lengths.reshape(shape), returns.reshape(shape))
