@@ -24,7 +24,7 @@ the same network and critic, so a comparison with Top-M@K isolates the objective
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -125,6 +125,9 @@ def check_q_critic_normalize_advantage(normalize_advantage: Any) -> None:
         raise ValueError(_EPISODIC_ONLY)
     if not isinstance(normalize_advantage, bool | None):
         raise ValueError(f"normalize_advantage must be True or False in Q-critic mode, got {normalize_advantage!r}")
+
+
+SelfQCritic = TypeVar("SelfQCritic", bound="OrderGradQCriticPPO")
 
 
 def _flat_steps(array: np.ndarray) -> np.ndarray:
@@ -327,12 +330,12 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
 
     @classmethod
     def load(  # type: ignore[override]
-        cls,
+        cls: type[SelfQCritic],
         path: Any,
         env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
-    ) -> OrderGradQCriticPPO:
+    ) -> SelfQCritic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`).
 
         :raises ValueError: as there.

@@ -14,7 +14,7 @@ the CVaR of the episode return, which is what the episodic OrderGrad agents targ
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -93,6 +93,9 @@ CVAR_POLICIES: dict[type[QRDQNPolicy], type[QRDQNPolicy]] = {
 }
 
 
+SelfQRDQNCVaR = TypeVar("SelfQRDQNCVaR", bound="QRDQNCVaR")
+
+
 class QRDQNCVaR(QRDQN):
     """sb3-contrib's QR-DQN (discrete actions) acting greedily on ``CVaR_alpha`` of its predicted quantiles.
 
@@ -122,7 +125,9 @@ class QRDQNCVaR(QRDQN):
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
 
     @classmethod
-    def load(cls, path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any) -> QRDQNCVaR:
+    def load(  # type: ignore[override]
+        cls: type[SelfQRDQNCVaR], path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any
+    ) -> SelfQRDQNCVaR:
         """sb3-contrib's ``QRDQN.load``. ``policy_kwargs``, which SB3 requires equal to the saved ones, are compared
         without ``cvar_alpha`` (the level is ``alpha``: the saved one, or the one given to ``load``), so the dict
         the model was built with, or a ``QRDQN`` save's, loads as it does with ``QRDQN.load``.
