@@ -304,6 +304,24 @@ def test_a_rollout_that_outgrows_the_budget_warns_while_it_runs(algo: type, monk
         limited.learn(200)
 
 
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+def test_the_budget_warnings_point_at_the_learn_call(algo: type, monkeypatch) -> None:
+    """The warnings about learn's budget (a first rollout outgrowing it, too few updates, envs that store no step) are
+    about the user's learn call and are shown at it, as SB3's are: they were shown at the library's collect_rollouts
+    line (SB3's learn calls it back), which told a user nothing about which call to change."""
+    monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
+    model = algo("MlpPolicy", DummyVecEnv([LongEpisodeEnv] * 4), objective="mean", n_episodes=2)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        model.learn(100)
+    assert len(records) == 2  # the rollout outgrew the budget, and two of the four envs stored nothing
+    assert {(record.filename, record.lineno) for record in records} == {(__file__, line)}
+    with pytest.warns(UserWarning, match=r"updates \(fewer than 5\)") as records:
+        algo("MlpPolicy", "CartPole-v1", n_episodes=4, k=2).learn(200)
+    assert [record.filename for record in records] == [__file__]
+
+
 def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) -> None:
     monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
     model = OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), n_episodes=4, k=2)

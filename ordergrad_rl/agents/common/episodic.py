@@ -81,6 +81,7 @@ from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
@@ -1279,7 +1280,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             f"{left:,} to this learn call), and {ended} of its {self.n_episodes} episodes have ended{pace}. "
             f"A rollout lasts until all {self.n_episodes} episodes end: {fix}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
     def _warn_after_first_rollout(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
@@ -1300,7 +1301,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"while num_timesteps counts theirs ({1 - stored / max(taken, 1):.0%} of the first rollout's {taken} "
                 "env steps went unstored): pass n_episodes >= n_envs or use fewer envs",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if getattr(self, "_rollout_outgrown", False):  # told while the rollout ran
             return
@@ -1321,7 +1322,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
                 "total_timesteps",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
 
     # ------------------------------------------------------------------ soft risk
