@@ -347,6 +347,16 @@ def test_endless_episode_default_bound_is_documented() -> None:
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_default_k_of_one_warns_at_the_constructor_call(cls: type) -> None:
+    """objective="cvar0.2" with n_episodes=2 binds k = 2 // 2 = 1, where every rank-weighted objective is the mean.
+    The warning about the user's arguments is shown at the user's constructor call: it was shown inside the
+    library (ordergrad_rl/agents/ppo/ppo.py, .../reinforce/reinforce.py)."""
+    with pytest.warns(UserWarning, match=r"binds the default k = n_episodes // 2 = 1, .* trains the mean") as records:
+        cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=2)
+    assert [record.filename for record in records] == [__file__]
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_a_ranked_objective_on_normalized_rewards_warns_that_ranks_change(cls: type) -> None:
     # The objective ranks the rewards the agent steps on: a running reward scale ranked episodes by when they ran.
     vec_normalize = VecNormalize(DummyVecEnv([LongEpisodeEnv]))

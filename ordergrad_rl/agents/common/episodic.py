@@ -608,7 +608,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 warnings.warn(
                     f"objective {str(objective)!r} binds the default k = {size.split('=')[0]} // 2 = 1, where every "
                     f"rank-weighted objective is the mean: with {size} it trains the mean; use at least 4",
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),
                 )
         check_leave_one_out(parsed, n_episodes, group_size)
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
