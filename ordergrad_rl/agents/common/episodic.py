@@ -472,7 +472,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             default_bonus = self.ent_coef == RANKED_ENT_COEF
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
         if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
-            warn_if_rewards_normalized(self.env, self.objective_label(), stacklevel=3)
+            warn_if_rewards_normalized(self.env, self.objective_label())
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
             schedule = default_risk_schedule(self.objective, gcvar_alpha, long, timed_box(action_space, env_limit))
