@@ -370,6 +370,26 @@ def test_a_ranked_objective_on_normalized_rewards_warns_that_ranks_change(cls: t
         cls("MlpPolicy", VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False), n_episodes=8)
 
 
+def test_load_and_set_env_check_normalized_rewards_for_the_models_objective(tmp_path: Path) -> None:
+    """Model.load(path, env=VecNormalize(...)) warned about the constructor's default objective ('cvar0.2@16'),
+    which SB3's load builds the model with before it sets the save's, so a saved mean model was told its ranks
+    change; set_env with such an env said nothing. Both check the model's own objective, at the user's line."""
+    normalized = VecNormalize(DummyVecEnv([LongEpisodeEnv]))
+    OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), objective="mean", n_episodes=8).save(tmp_path / "mean")
+    OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), objective="cvar0.5", n_episodes=8).save(tmp_path / "cvar")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not ranked by their returns")
+        mean = OrderGradPPO.load(tmp_path / "mean", env=normalized)
+        mean.set_env(normalized)
+    with pytest.warns(UserWarning, match=r"objective 'cvar0.5@4' ranks .*not ranked by") as records:
+        ranked = OrderGradPPO.load(tmp_path / "cvar", env=normalized)
+    assert [(record.filename, str(record.message)[:20]) for record in records] == [(__file__, "objective 'cvar0.5@4")]
+    ranked.set_env(DummyVecEnv([LongEpisodeEnv]))
+    with pytest.warns(UserWarning, match=r"objective 'cvar0.5@4' ranks .*not ranked by") as records:
+        ranked.set_env(normalized)
+    assert [record.filename for record in records] == [__file__]
+
+
 @pytest.mark.parametrize("where", ["obs", "reward"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_env_output_names_env_and_step(where: str, bad: float) -> None:

@@ -32,6 +32,10 @@ def check_action_start(action_space: spaces.Space) -> None:
         )
 
 
+#: The start of :func:`warn_if_rewards_normalized`'s message (a ``warnings.filterwarnings`` pattern).
+REWARDS_NORMALIZED_WARNING = r"objective .* ranks the episode returns of the rewards the agent is trained on"
+
+
 def warn_if_rewards_normalized(venv: VecEnv, objective: str) -> None:
     """``UserWarning`` where ``venv`` divides its rewards by a running scale (SB3's ``VecNormalize(norm_reward=True)``,
     Gymnasium's ``NormalizeReward`` around its envs) and ``objective`` ranks the episode returns.

@@ -53,7 +53,12 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
-from ordergrad_rl.agents.common.checks import check_finite_step, check_step_returns, warn_if_rewards_normalized
+from ordergrad_rl.agents.common.checks import (
+    REWARDS_NORMALIZED_WARNING,
+    check_finite_step,
+    check_step_returns,
+    warn_if_rewards_normalized,
+)
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
@@ -471,8 +476,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
             default_bonus = self.ent_coef == RANKED_ENT_COEF
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
-        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
-            warn_if_rewards_normalized(self.env, self.objective_label())
+        self._warn_if_rewards_normalized()
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
             schedule = default_risk_schedule(self.objective, gcvar_alpha, long, timed_box(action_space, env_limit))
@@ -663,8 +667,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         for name, convert in (("risk_schedule", parse_risk_schedule), ("entropy_plateau", make_entropy_plateau)):
             if name in kwargs:
                 kwargs[name] = convert(kwargs[name])
-        model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        with warnings.catch_warnings():
+            # SB3's load constructs the model with the default objective, then sets the save's: checked on it below.
+            warnings.filterwarnings("ignore", message=REWARDS_NORMALIZED_WARNING)
+            model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
         model._check_loaded_arguments(kwargs.keys())
+        model._warn_if_rewards_normalized()
         if model.env is not None:
             model._noise = model._noise_sampler_for(model.env)
         return model
@@ -709,6 +717,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         sampler = self._noise_sampler_for(venv)  # refused before the model changes
         super().set_env(venv, force_reset)  # type: ignore[misc]
         self._noise = sampler
+        self._warn_if_rewards_normalized()
+
+    def _warn_if_rewards_normalized(self) -> None:
+        """:func:`~ordergrad_rl.agents.common.checks.warn_if_rewards_normalized` for the model's env where its
+        objective ranks the returns (a channel objective or ``k != 1``; the mean is linear in the rewards)."""
+        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
+            warn_if_rewards_normalized(self.env, self.objective_label())
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
