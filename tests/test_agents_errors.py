@@ -304,6 +304,24 @@ def test_a_rollout_that_outgrows_the_budget_warns_while_it_runs(algo: type, monk
         limited.learn(200)
 
 
+@pytest.mark.parametrize("algo", [OrderGradPPO, OrderGradREINFORCE])
+def test_the_budget_warnings_point_at_the_learn_call(algo: type, monkeypatch) -> None:
+    """The warnings about learn's budget (a first rollout outgrowing it, too few updates, envs that store no step) are
+    about the user's learn call and are shown at it, as SB3's are: they were shown at the library's collect_rollouts
+    line (SB3's learn calls it back), which told a user nothing about which call to change."""
+    monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
+    model = algo("MlpPolicy", DummyVecEnv([LongEpisodeEnv] * 4), objective="mean", n_episodes=2)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        model.learn(100)
+    assert len(records) == 2  # the rollout outgrew the budget, and two of the four envs stored nothing
+    assert {(record.filename, record.lineno) for record in records} == {(__file__, line)}
+    with pytest.warns(UserWarning, match=r"updates \(fewer than 5\)") as records:
+        algo("MlpPolicy", "CartPole-v1", n_episodes=4, k=2).learn(200)
+    assert [record.filename for record in records] == [__file__]
+
+
 def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) -> None:
     monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
     model = OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), n_episodes=4, k=2)
@@ -329,6 +347,16 @@ def test_endless_episode_default_bound_is_documented() -> None:
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_a_default_k_of_one_warns_at_the_constructor_call(cls: type) -> None:
+    """objective="cvar0.2" with n_episodes=2 binds k = 2 // 2 = 1, where every rank-weighted objective is the mean.
+    The warning about the user's arguments is shown at the user's constructor call: it was shown inside the
+    library (ordergrad_rl/agents/ppo/ppo.py, .../reinforce/reinforce.py)."""
+    with pytest.warns(UserWarning, match=r"binds the default k = n_episodes // 2 = 1, .* trains the mean") as records:
+        cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=2)
+    assert [record.filename for record in records] == [__file__]
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
 def test_a_ranked_objective_on_normalized_rewards_warns_that_ranks_change(cls: type) -> None:
     # The objective ranks the rewards the agent steps on: a running reward scale ranked episodes by when they ran.
     vec_normalize = VecNormalize(DummyVecEnv([LongEpisodeEnv]))
@@ -340,6 +368,26 @@ def test_a_ranked_objective_on_normalized_rewards_warns_that_ranks_change(cls: t
         warnings.filterwarnings("error", message=".*not ranked by their returns")
         cls("MlpPolicy", vec_normalize, objective="mean", n_episodes=8)  # linear in the rewards, as in SB3
         cls("MlpPolicy", VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False), n_episodes=8)
+
+
+def test_load_and_set_env_check_normalized_rewards_for_the_models_objective(tmp_path: Path) -> None:
+    """Model.load(path, env=VecNormalize(...)) warned about the constructor's default objective ('cvar0.2@16'),
+    which SB3's load builds the model with before it sets the save's, so a saved mean model was told its ranks
+    change; set_env with such an env said nothing. Both check the model's own objective, at the user's line."""
+    normalized = VecNormalize(DummyVecEnv([LongEpisodeEnv]))
+    OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), objective="mean", n_episodes=8).save(tmp_path / "mean")
+    OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), objective="cvar0.5", n_episodes=8).save(tmp_path / "cvar")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not ranked by their returns")
+        mean = OrderGradPPO.load(tmp_path / "mean", env=normalized)
+        mean.set_env(normalized)
+    with pytest.warns(UserWarning, match=r"objective 'cvar0.5@4' ranks .*not ranked by") as records:
+        ranked = OrderGradPPO.load(tmp_path / "cvar", env=normalized)
+    assert [(record.filename, str(record.message)[:20]) for record in records] == [(__file__, "objective 'cvar0.5@4")]
+    ranked.set_env(DummyVecEnv([LongEpisodeEnv]))
+    with pytest.warns(UserWarning, match=r"objective 'cvar0.5@4' ranks .*not ranked by") as records:
+        ranked.set_env(normalized)
+    assert [record.filename for record in records] == [__file__]
 
 
 @pytest.mark.parametrize("where", ["obs", "reward"])

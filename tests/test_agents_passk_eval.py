@@ -124,6 +124,10 @@ def test_a_vec_normalize_eval_env_of_a_plain_training_env_warns() -> None:
         callback = callback_class(VecNormalize(DummyVecEnv([Coins] * 2)), eval_freq=None)
         with pytest.warns(UserWarning, match="the eval env is wrapped in VecNormalize and the training env is not"):
             callback.init_callback(model)
+    # Shown at the user's learn call (SB3's learn initializes the callback), not in the library's _init_callback.
+    with pytest.warns(UserWarning, match="the eval env is wrapped in VecNormalize") as records:
+        model.learn(8, callback=RiskEvalCallback(VecNormalize(DummyVecEnv([Coins])), eval_freq=None))
+    assert {record.filename for record in records if "VecNormalize" in str(record.message)} == {__file__}
     normalized = OrderGradREINFORCE("MlpPolicy", VecNormalize(DummyVecEnv([Coins] * 4)), objective="mean", n_episodes=8)
     for callback, trained in (
         (RiskEvalCallback(VecNormalize(DummyVecEnv([Coins]))), normalized),

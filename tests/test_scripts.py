@@ -7,12 +7,14 @@ import functools
 import json
 import math
 import sys
+import warnings
 
 import pytest
 from conftest import SCRIPTS
 from conftest import load_script as load
 
 import ordergrad_rl
+from ordergrad_rl.agents import OrderGradPPO
 
 SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
 #: The package's optional dependencies (its extras): a script importing one at load is skipped without it.
@@ -195,6 +197,18 @@ def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_basel
     ]
     out = capsys.readouterr().out
     assert "MaskablePPO (baseline)" in out and "OrderGradMaskablePPO cvar0.2" in out
+
+
+def test_bench_agents_silences_only_the_expected_few_updates_warnings():
+    """The script's tiny budgets printed "fewer than 5 updates" warnings between its table rows; its filter drops
+    those and no other warning."""
+    script = load("bench_agents")
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message=script.FEW_UPDATES_WARNING)
+        OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, k=2).learn(200)  # about 2 updates
+        OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=2)
+    assert [str(record.message)[:31] for record in records] == ["objective 'cvar0.2' binds the d"]
 
 
 def test_bench_envs_times_each_native_batch_against_a_python_loop_of_single_envs(monkeypatch, capsys):

@@ -40,6 +40,7 @@ import numpy as np
 from scipy import sparse
 
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.common.warning_util import user_stacklevel
 
 #: Accumulated returns equal after rounding to this many decimals are one value.
 DECIMALS = 9
@@ -470,7 +471,7 @@ class _AugmentedDP:
                 f"attainable returns: {entries:.1e} table entries a solve (tens of seconds or more, "
                 f"{len(self.b) * max(nodes) * mdp.n_actions * 8 / 2**30:.1f} GiB at its largest layer); fewer distinct "
                 "returns (rewards rounded to a grid) or a shorter horizon make it smaller",
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         self.shortfall = np.maximum(self.b[:, None] - self.b[None, :], 0.0)  # [n_b, n_values]: (b - return)^+
         self.states = [np.array([s for s, _ in layer.nodes], dtype=np.int64) for layer in self.layers]

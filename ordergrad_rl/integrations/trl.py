@@ -35,6 +35,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
         f'ordergrad_rl.integrations.trl needs the [trl] extra: pip install "ordergrad-rl[trl]" ({err})'
     ) from err
 
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import (
     SCALES,
@@ -82,7 +83,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             warnings.warn(
                 f"num_generations_eval={self.num_generations_eval} holds no leave-one-out advantage of objective "
                 f"{str(self.ordergrad_objective)!r} (k={k}): evaluation's advantages are 0, and so is its loss",
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         self._ordergrad_rewards: torch.Tensor | None = None
         for callback in self.callback_handler.callbacks:

@@ -274,7 +274,7 @@ class OrderGradAlgorithmMixin:
         ran to its end starts them again, and says so in a ``UserWarning`` when one is in force
         (:func:`~ordergrad_rl.agents.common.progress.warn_if_schedules_restart`).
         """
-        warn_if_schedules_restart(self, reset_num_timesteps, stacklevel=2)
+        warn_if_schedules_restart(self, reset_num_timesteps)
         return super().learn(  # type: ignore[misc]
             total_timesteps=total_timesteps,
             callback=callback,

@@ -56,6 +56,7 @@ from ordergrad_rl.agents.common.evaluation import (
 )
 from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_risk_profile, write_risk_layout
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.envs.sb3_vec_env import make_sb3_vec_env
 from ordergrad_rl.passk import default_ks
 from ordergrad_rl.risk import risk_profile
@@ -158,7 +159,7 @@ class PeriodicEvalCallback(EventCallback):
                 "observations normalized by the eval env's own running statistics, not on observations as it was "
                 "trained on them; wrap the eval env as the training env is",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if self.best_model_save_path is not None:
             os.makedirs(self.best_model_save_path, exist_ok=True)

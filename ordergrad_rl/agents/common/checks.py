@@ -15,6 +15,8 @@ from gymnasium.wrappers import NormalizeReward
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_normalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from ordergrad_rl.common.warning_util import user_stacklevel
+
 
 def check_action_start(action_space: spaces.Space) -> None:
     """``ValueError`` for a ``Discrete`` or ``MultiDiscrete`` action space whose ``start`` is not 0.
@@ -30,7 +32,11 @@ def check_action_start(action_space: spaces.Space) -> None:
         )
 
 
-def warn_if_rewards_normalized(venv: VecEnv, objective: str, stacklevel: int) -> None:
+#: The start of :func:`warn_if_rewards_normalized`'s message (a ``warnings.filterwarnings`` pattern).
+REWARDS_NORMALIZED_WARNING = r"objective .* ranks the episode returns of the rewards the agent is trained on"
+
+
+def warn_if_rewards_normalized(venv: VecEnv, objective: str) -> None:
     """``UserWarning`` where ``venv`` divides its rewards by a running scale (SB3's ``VecNormalize(norm_reward=True)``,
     Gymnasium's ``NormalizeReward`` around its envs) and ``objective`` ranks the episode returns.
 
@@ -41,7 +47,6 @@ def warn_if_rewards_normalized(venv: VecEnv, objective: str, stacklevel: int) ->
 
     :param venv: the training env.
     :param objective: the objective's spec, named in the warning.
-    :param stacklevel: the caller's ``stacklevel`` (1 points at the caller).
     """
     normalize = unwrap_vec_normalize(venv)
     if normalize is not None and normalize.norm_reward:
@@ -58,7 +63,7 @@ def warn_if_rewards_normalized(venv: VecEnv, objective: str, stacklevel: int) ->
         f"returns: {fix}, or scale them by a constant (gymnasium.wrappers.TransformReward); the agent normalizes "
         "its episode weights itself (normalize_advantage)",
         UserWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=user_stacklevel(),
     )
 
 

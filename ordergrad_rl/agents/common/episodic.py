@@ -53,7 +53,12 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
-from ordergrad_rl.agents.common.checks import check_finite_step, check_step_returns, warn_if_rewards_normalized
+from ordergrad_rl.agents.common.checks import (
+    REWARDS_NORMALIZED_WARNING,
+    check_finite_step,
+    check_step_returns,
+    warn_if_rewards_normalized,
+)
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
 from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
@@ -81,6 +86,7 @@ from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.core.channels import REWARD, AnyObjective, parse_agent_objective
 from ordergrad_rl.core.weighted import weighted_lstat_value
@@ -470,8 +476,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self.ent_coef = default_ent_coef(parsed, self.action_space, ranked)
             default_bonus = self.ent_coef == RANKED_ENT_COEF
         self._init_episodic(parsed, gcvar_alpha, n_episodes, normalize_advantage, reward_to_go, group_size)
-        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
-            warn_if_rewards_normalized(self.env, self.objective_label(), stacklevel=3)
+        self._warn_if_rewards_normalized()
         if risk_schedule is None:  # the default reads the env's action space (SB3's load builds without an env, then
             # sets the save's schedule)
             schedule = default_risk_schedule(self.objective, gcvar_alpha, long, timed_box(action_space, env_limit))
@@ -607,7 +612,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 warnings.warn(
                     f"objective {str(objective)!r} binds the default k = {size.split('=')[0]} // 2 = 1, where every "
                     f"rank-weighted objective is the mean: with {size} it trains the mean; use at least 4",
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),
                 )
         check_leave_one_out(parsed, n_episodes, group_size)
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
@@ -662,8 +667,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         for name, convert in (("risk_schedule", parse_risk_schedule), ("entropy_plateau", make_entropy_plateau)):
             if name in kwargs:
                 kwargs[name] = convert(kwargs[name])
-        model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        with warnings.catch_warnings():
+            # SB3's load constructs the model with the default objective, then sets the save's: checked on it below.
+            warnings.filterwarnings("ignore", message=REWARDS_NORMALIZED_WARNING)
+            model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
         model._check_loaded_arguments(kwargs.keys())
+        model._warn_if_rewards_normalized()
         if model.env is not None:
             model._noise = model._noise_sampler_for(model.env)
         return model
@@ -708,6 +717,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         sampler = self._noise_sampler_for(venv)  # refused before the model changes
         super().set_env(venv, force_reset)  # type: ignore[misc]
         self._noise = sampler
+        self._warn_if_rewards_normalized()
+
+    def _warn_if_rewards_normalized(self) -> None:
+        """:func:`~ordergrad_rl.agents.common.checks.warn_if_rewards_normalized` for the model's env where its
+        objective ranks the returns (a channel objective or ``k != 1``; the mean is linear in the rewards)."""
+        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
+            warn_if_rewards_normalized(self.env, self.objective_label())
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
@@ -1279,7 +1295,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             f"{left:,} to this learn call), and {ended} of its {self.n_episodes} episodes have ended{pace}. "
             f"A rollout lasts until all {self.n_episodes} episodes end: {fix}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
     def _warn_after_first_rollout(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
@@ -1300,7 +1316,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"while num_timesteps counts theirs ({1 - stored / max(taken, 1):.0%} of the first rollout's {taken} "
                 "env steps went unstored): pass n_episodes >= n_envs or use fewer envs",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if getattr(self, "_rollout_outgrown", False):  # told while the rollout ran
             return
@@ -1321,7 +1337,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
                 "total_timesteps",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
 
     # ------------------------------------------------------------------ soft risk

@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ordergrad_rl.common.warning_util import user_stacklevel
+
 #: The progress values at which a schedule is read to tell whether it moves with training.
 _PROBES = (1.0, 0.75, 0.5, 0.25, 0.0)
 
@@ -55,7 +57,7 @@ def schedules_in_force(model: Any) -> list[str]:
     return names
 
 
-def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool, stacklevel: int) -> None:
+def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool) -> None:
     """Warn when ``model.learn(..., reset_num_timesteps=False)`` follows a ``learn`` call that ran to its end while
     a schedule is in force (:func:`schedules_in_force`): the schedules start again instead of going on.
 
@@ -77,5 +79,5 @@ def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool, stacklevel:
         "pieces in a callback (EvalCallback, CheckpointCallback, a callback whose _on_step returns False to stop); "
         "to resume an interrupted call, pass the steps that remain",
         UserWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=user_stacklevel(),
     )
