@@ -402,9 +402,7 @@ def pass_at_k_evaluation(
         set_random_seed(seed)  # the policy's sampling
     with tqdm(total=total, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
         try:
-            return sample_successes(
-                model, venv, contexts, n_samples, deterministic, seed, on_episode=lambda: bar.update(1)
-            )
+            return sample_successes(model, venv, contexts, n_samples, deterministic, on_episode=lambda: bar.update(1))
         except ValueError as err:
             raise CommandError(str(err)) from err
         finally:
