@@ -30,7 +30,7 @@ shows them (env_kwargs), to give evaluate the same --env-kwargs.
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
 hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
-trained so far to --save.
+trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
@@ -48,6 +48,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.models import VEC_ENVS
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -80,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
         "also of an --eval-env of the same id unless --eval-env-kwargs is given",
+    )
+    parser.add_argument(
+        "--vec-env",
+        choices=VEC_ENVS,
+        default="dummy",
+        help="the training env's SB3 VecEnv (rl-zoo3's option): dummy (DummyVecEnv, or the native batch of the "
+        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: %(default)s)",
     )
     parser.add_argument(
         "--objective",
@@ -203,6 +211,7 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
+        vec_env=args.vec_env,
         env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
         eval_env_kwargs=None
         if args.eval_env_kwargs is None

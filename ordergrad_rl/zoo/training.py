@@ -43,6 +43,8 @@ class TrainSettings:
     :param env_kwargs: keyword arguments of ``env`` (``gym.make``'s too: ``max_episode_steps``), or ``None``.
     :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs`` if ``eval_env`` is ``env``, else none;
         ``{}``: none).
+    :param vec_env: the training env's SB3 ``VecEnv`` (rl-zoo3's ``--vec-env``): ``"dummy"`` (the algorithm's
+        envs, in this process) or ``"subproc"`` (``SubprocVecEnv``, :func:`~ordergrad_rl.zoo.models.subproc_env`).
     """
 
     algo: str
@@ -63,6 +65,7 @@ class TrainSettings:
     conf_file: str | Path | None = None
     env_kwargs: dict[str, Any] | None = None
     eval_env_kwargs: dict[str, Any] | None = None
+    vec_env: str = "dummy"
 
 
 #: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
@@ -143,13 +146,16 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
 
 
 def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
-    """The env the algorithm is built on: the env id without ``env_kwargs`` (the algorithm makes its envs from it);
+    """The env the algorithm is built on: with ``vec_env="subproc"``, a ``SubprocVecEnv`` of ``n_envs`` envs (one
+    without ``n_envs``); else the env id without ``env_kwargs`` (the algorithm makes its envs from it);
     with them, ``n_envs`` envs made with them (one without ``n_envs``), or, without ``n_envs`` on an id with a native
     batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm steps as that batch of ``n_episodes`` envs, as
     it does the id.
 
     :raises CommandError: env arguments the env does not take (:func:`~ordergrad_rl.zoo.models.make_env`).
     """
+    if settings.vec_env != "dummy":
+        return make_env(settings.env, n_envs or 1, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
     if not settings.env_kwargs:
         return settings.env
     batch = n_envs is None and is_batched(settings.env)
@@ -178,7 +184,8 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         kwargs["n_episodes"] = settings.n_episodes
     try:
         saved_n_envs = read_saved_data(path).get("n_envs")
-        env = make_env(settings.env, settings.n_envs or saved_n_envs or 1, settings.seed, settings.env_kwargs)
+        n_envs = settings.n_envs or saved_n_envs or 1
+        env = make_env(settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
         model = cls.load(
             path,
             env=env,
