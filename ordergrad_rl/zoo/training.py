@@ -9,6 +9,7 @@ functions, so the command-line parser stays fast.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,15 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
         return load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
+
+
+def with_entry_env_kwargs(settings: TrainSettings, entry: Any) -> TrainSettings:
+    """``settings`` with the ``env_kwargs`` of the env's file entry (:func:`zoo_hyperparams`) under its own: a key
+    of ``settings.env_kwargs`` (``--env-kwargs``) wins over the file's, as ``--hparams`` win over its
+    hyperparameters. The training env, and an ``--eval-env`` of the same id, are made with them."""
+    if entry is None or not entry.env_kwargs:
+        return settings
+    return dataclasses.replace(settings, env_kwargs={**entry.env_kwargs, **(settings.env_kwargs or {})})
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
