@@ -101,7 +101,7 @@ def test_seed_rule_contexts_and_periodic_evaluation() -> None:
     for seed in range(50):
         problem = int(np.random.default_rng(seed).integers(3))  # what SeededCoins.reset(seed=seed) draws
         seeds.setdefault(problem, seed)
-    result = sample_successes(model, DummyVecEnv([SeededCoins] * 2), [seeds[0], seeds[2]], 60, seed=1)
+    result = sample_successes(model, DummyVecEnv([SeededCoins] * 2), [seeds[0], seeds[2]], 60)
     rates = result.success.mean(1)
     assert rates[0] < 0.25 and rates[1] > 0.7, rates
 
@@ -153,7 +153,7 @@ class MaskedCoins(Coins):
 
 def test_maskable_model_acts_with_the_masks() -> None:
     model = OrderGradMaskablePPO("MlpPolicy", DummyVecEnv([MaskedCoins]), objective="mean", n_episodes=4, seed=0)
-    result = sample_successes(model, DummyVecEnv([MaskedCoins] * 2), [0, 1], 20, seed=0)
+    result = sample_successes(model, DummyVecEnv([MaskedCoins] * 2), [0, 1], 20)
     assert result.success.all() and np.all(result.lengths == 3)  # a sampled, unmasked action 1 fails (p = 7/8)
     with pytest.raises(ValueError, match="action_masks().*ActionMasker"):
         sample_successes(model, DummyVecEnv([Coins]), [0], 2)
@@ -182,8 +182,25 @@ class CountingModel:
 
 def test_recurrent_model_carries_its_state_and_resets_it() -> None:
     # Two envs, episodes of 1 to 3 steps: the envs start episodes at different steps.
-    result = sample_successes(CountingModel(), DummyVecEnv([Alternate] * 2), [0, 1, 2], 5, seed=0)
+    result = sample_successes(CountingModel(), DummyVecEnv([Alternate] * 2), [0, 1, 2], 5)
     assert result.success.all() and np.all(result.lengths == np.array([[1], [2], [3]]))
+
+
+def test_seed_is_deprecated_and_changes_nothing() -> None:
+    # seed once seeded fresh dynamics streams of the seed rule; the rule now keeps each env's own stream, so the
+    # generator drew nothing: the same envs sample the same episodes with any seed, and passing one warns.
+    model = model_on(SeededCoins)
+
+    def seeded_envs() -> DummyVecEnv:
+        venv = DummyVecEnv([SeededCoins] * 2)
+        venv.seed(0)  # the dynamics streams, which the seed rule keeps
+        return venv
+
+    plain = sample_successes(model, seeded_envs(), [3, 4], 20, deterministic=True)
+    with pytest.warns(DeprecationWarning, match="seed=.*no effect"):
+        seeded = sample_successes(model, seeded_envs(), [3, 4], 20, deterministic=True, seed=7)
+    np.testing.assert_array_equal(plain.success, seeded.success)
+    np.testing.assert_array_equal(plain.lengths, seeded.lengths)
 
 
 def test_errors() -> None:

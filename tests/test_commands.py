@@ -682,6 +682,36 @@ def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
     assert OrderGradPPO.load(tmp_path / f"lava_{steps[0]}_steps.zip").num_timesteps == steps[0]
 
 
+def test_train_vec_env_subproc_trains_as_dummy_does(tmp_path, capsys):
+    """rl-zoo3's --vec-env subproc: SB3's SubprocVecEnv for the training env (and a --trained-agent's), the same
+    numbers as the default for the same seed on float32 rewards (CartPole); this package's ids reach the forkserver
+    workers, which have not imported ordergrad_rl (pytest is the main module here); a native batch is refused."""
+    import torch
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.zoo.training import TrainSettings, load_trained_agent
+
+    base = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "cvar0.5", "--n-episodes", "4",
+            "--n-envs", "2", "--timesteps", "300", "--hparams", "n_epochs=1", "--quiet"]  # fmt: skip
+    for vec_env in ("dummy", "subproc"):
+        assert main([*base, "--vec-env", vec_env, "--save", str(tmp_path / vec_env)]) == 0
+    dummy, subproc = (OrderGradPPO.load(tmp_path / f"{name}.zip").policy.state_dict() for name in ("dummy", "subproc"))
+    assert all(torch.equal(dummy[key], subproc[key]) for key in dummy)
+    settings = TrainSettings("ppo", "RiskyBandit-v0", "mean", vec_env="subproc")
+    bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-envs", "2",
+              "--timesteps", "40", "--vec-env", "subproc", "--quiet"]  # fmt: skip
+    assert main([*bandit, "--save", str(tmp_path / "bandit")]) == 0
+    model = load_trained_agent(settings, tmp_path / "bandit.zip")
+    assert isinstance(model.get_env(), SubprocVecEnv) and model.n_envs == 2
+    model.learn(8, reset_num_timesteps=False)
+    model.get_env().close()
+    capsys.readouterr()
+    assert main(["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--objective", "mean", "--timesteps", "8",
+                 "--vec-env", "subproc", "--quiet"]) == 2  # fmt: skip
+    assert "--vec-env subproc: SyntheticTailRisk-v0 runs all its envs as one NumPy batch" in capsys.readouterr().err
+
+
 def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkeypatch):
     """As rl-zoo3 does: Ctrl-C returned 130 and lost the training done; the model is saved to --save (and can go
     on with --trained-agent)."""

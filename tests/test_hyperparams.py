@@ -125,6 +125,39 @@ def test_an_entry_may_set_rl_zoos_n_envs_and_the_option_wins(tmp_path, monkeypat
     assert main([*base, "--n-envs", "4"]) == 0 and built[-1].n_envs == 4
 
 
+def test_an_entry_may_set_env_kwargs_and_the_option_wins(tmp_path, capsys, monkeypatch):
+    """``env_kwargs`` of an entry are the env's arguments (gym.make's max_episode_steps too), as --env-kwargs
+    gives them; a key of --env-kwargs wins over the file's. It was refused ("use --env-kwargs")."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CliffWalking-v1:\n  n_timesteps: 8\n  env_kwargs:\n    is_slippery: true\n    max_episode_steps: 6\n"
+    )
+    entry = load_hyperparams("ppo", "CliffWalking-v1", conf)
+    assert entry.env_kwargs == {"is_slippery": True, "max_episode_steps": 6} and "env_kwargs" not in entry.kwargs
+    base = ["train", "--algo", "ppo", "--env", "CliffWalking-v1", "--objective", "mean", "--quiet", "--n-episodes", "2",
+            "--hparams", "n_epochs=1", "--conf-file", str(conf)]  # fmt: skip
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+
+    def made_with() -> tuple[bool, int]:
+        (spec,) = built[-1].get_env().get_attr("spec")
+        return spec.kwargs["is_slippery"], spec.max_episode_steps
+
+    assert main(base) == 0 and made_with() == (True, 6)
+    out = capsys.readouterr().out
+    assert "env_kwargs={'is_slippery': True, 'max_episode_steps': 6}" in out
+    assert "CliffWalking-v1 (is_slippery=True max_episode_steps=6)" in out
+    assert main([*base, "--env-kwargs", "max_episode_steps=4"]) == 0 and made_with() == (True, 4)
+    conf.write_text("CliffWalking-v1:\n  n_timesteps: 8\n  env_kwargs:\n    is_slipery: true\n")
+    assert main(base) == 2
+    assert "conf.yml: CliffWalking-v1: env_kwargs: CliffWalking-v1 takes no argument 'is_slipery'" in (
+        capsys.readouterr().err
+    )
+    conf.write_text("CliffWalking-v1:\n  n_timesteps: 8\n  env_kwargs: [1]\n")
+    assert main(base) == 2
+    assert "env_kwargs must map argument names to values" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -187,11 +220,8 @@ def test_load_hyperparams_gives_constructor_arguments_as_the_readme_uses_them(tm
     hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
     assert hp.kwargs["learning_rate"](0.5) == pytest.approx(0.005)
     algorithm_class("ppo")(hp.policy, "RiskyBandit-v0", objective="cvar0.25", **hp.kwargs).learn(16)
-    conf.write_text("RiskyBandit-v0:\n  env_kwargs: {p: 0.3}\n")
-    with pytest.raises(
-        ValueError,
-        match="env_kwargs is not supported by ordergrad-rl; give the env's arguments with train --env-kwargs",
-    ):
+    conf.write_text("RiskyBandit-v0:\n  frame_stack: 4\n")
+    with pytest.raises(ValueError, match="frame_stack is not supported by ordergrad-rl; remove it"):
         load_hyperparams("ppo", "RiskyBandit-v0", conf)
 
 

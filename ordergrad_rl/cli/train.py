@@ -25,12 +25,13 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
-gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs). The HParams tab
+gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
+mapping in the --conf-file entry gives them too, under --env-kwargs (a key given wins). The HParams tab
 shows them (env_kwargs), to give evaluate the same --env-kwargs.
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
 hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
-trained so far to --save.
+trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
@@ -48,6 +49,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.models import VEC_ENVS
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -55,6 +57,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     load_trained_agent,
+    with_entry_env_kwargs,
     zoo_hyperparams,
 )
 
@@ -80,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
         "also of an --eval-env of the same id unless --eval-env-kwargs is given",
+    )
+    parser.add_argument(
+        "--vec-env",
+        choices=VEC_ENVS,
+        default="dummy",
+        help="the training env's SB3 VecEnv (rl-zoo3's option): dummy (DummyVecEnv, or the native batch of the "
+        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: %(default)s)",
     )
     parser.add_argument(
         "--objective",
@@ -203,6 +213,7 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
+        vec_env=args.vec_env,
         env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
         eval_env_kwargs=None
         if args.eval_env_kwargs is None
@@ -245,12 +256,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
         entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
+        run_settings = with_entry_env_kwargs(run_settings, entry)
         timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
         if timesteps is None:
             raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
         model = build_model(run_settings, hparams, entry=entry)
         if entry is not None:
             applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+            applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     callback = eval_callback(run_settings, model)
@@ -262,7 +275,8 @@ def run(args: argparse.Namespace) -> int:
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
         n_episodes, objective = model.budget_rollout(timesteps)
         rollout = f"{n_episodes} episodes per update"
-    env = args.env if not args.env_kwargs else f"{args.env} ({' '.join(args.env_kwargs)})"
+    made = run_settings.env_kwargs
+    env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
     print(
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"

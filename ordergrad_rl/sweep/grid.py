@@ -43,7 +43,13 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
 from ordergrad_rl.zoo.models import check_env_id
-from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback, zoo_hyperparams
+from ordergrad_rl.zoo.training import (
+    TrainSettings,
+    build_model,
+    eval_callback,
+    with_entry_env_kwargs,
+    zoo_hyperparams,
+)
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
 #: or, for ``eval_env``, the training env).
@@ -289,9 +295,9 @@ def check_models(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()
         }
         try:
-            model = build_model(
-                settings, hparams, entry=zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
-            )
+            entry = zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
+            settings = with_entry_env_kwargs(settings, entry)
+            model = build_model(settings, hparams, entry=entry)
             eval_callback(settings, model)
         except CommandError as err:
             raise CommandError(f"trial {method_name(trial, varying)}: {err}") from err

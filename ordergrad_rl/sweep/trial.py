@@ -24,7 +24,7 @@ from typing import Any
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
-from ordergrad_rl.zoo.training import build_model, eval_callback, learn, zoo_hyperparams
+from ordergrad_rl.zoo.training import build_model, eval_callback, learn, with_entry_env_kwargs, zoo_hyperparams
 
 
 def row_path(out: Path, trial_id: str) -> Path:
@@ -61,7 +61,9 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     cls = algorithm_class(trial["algo"])
     # Checked again (the grid was checked before any trial ran) for the values the check makes: lin_<x> schedules.
     hparams = {key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()}
-    model = build_model(settings, hparams, entry=zoo_hyperparams(settings.algo, settings.env, settings.conf_file))
+    entry = zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
+    settings = with_entry_env_kwargs(settings, entry)
+    model = build_model(settings, hparams, entry=entry)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
     learn(model, trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")

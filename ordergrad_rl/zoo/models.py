@@ -269,19 +269,27 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: 
             raise CommandError(f"{option}: {env_id} takes no argument {key!r}{hint}; it takes {', '.join(accepted)}")
 
 
+#: ``--vec-env`` (rl-zoo3's option): the name of each SB3 ``VecEnv`` class.
+VEC_ENVS = ("dummy", "subproc")
+
+
 def make_env(
     env_id: str,
     n_envs: int | None,
     seed: int | None,
     env_kwargs: dict[str, Any] | None,
     option: str = "--env-kwargs",
+    vec_env: str = "dummy",
 ) -> Any:
     """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``, or with ``n_envs=None`` the one env
-    ``gym.make(env_id, **env_kwargs)``.
+    ``gym.make(env_id, **env_kwargs)``; with ``vec_env="subproc"``, SB3's ``make_vec_env(..., vec_env_cls=
+    SubprocVecEnv)`` of the same seeds and arguments (:func:`subproc_env`).
 
     :param option: the option ``env_kwargs`` came from, named in the errors.
+    :param vec_env: a name of :data:`VEC_ENVS`.
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
-        the env refuses (:func:`check_env_kwargs`, then the env's own errors).
+        the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
+        NumPy batch.
     """
     import gymnasium as gym
 
@@ -290,11 +298,40 @@ def make_env(
     check_env_id(env_id)
     check_env_kwargs(env_id, env_kwargs, option)
     try:
+        if vec_env == "subproc":
+            return subproc_env(env_id, n_envs or 1, seed, env_kwargs)
         if n_envs is None:
             return gym.make(env_id, **(env_kwargs or {}))
         return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
     except (TypeError, ValueError) as err:
         raise CommandError(f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}") from err
+
+
+def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
+    """SB3's ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)``: each env
+    steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``).
+
+    The workers get the id qualified by the package that registers it (``ordergrad_rl:RiskyBandit-v0``), which
+    ``gym.make`` imports first: a worker started by ``forkserver`` or ``spawn`` has not imported it.
+
+    :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
+        would step env by env.
+    """
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
+
+    if is_batched(env_id) and "max_episode_steps" not in (env_kwargs or {}):
+        raise CommandError(
+            f"--vec-env subproc: {env_id} runs all its envs as one NumPy batch in this process, faster than a "
+            "process per env; use --vec-env dummy"
+        )
+    entry_point = env_spec(env_id).entry_point
+    package = entry_point.split(".")[0].split(":")[0] if isinstance(entry_point, str) else None
+    if ":" not in env_id and package not in (None, "__main__"):
+        env_id = f"{package}:{env_id}"
+    return make_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
 
 
 def evaluate_model(
@@ -402,9 +439,7 @@ def pass_at_k_evaluation(
         set_random_seed(seed)  # the policy's sampling
     with tqdm(total=total, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
         try:
-            return sample_successes(
-                model, venv, contexts, n_samples, deterministic, seed, on_episode=lambda: bar.update(1)
-            )
+            return sample_successes(model, venv, contexts, n_samples, deterministic, on_episode=lambda: bar.update(1))
         except ValueError as err:
             raise CommandError(str(err)) from err
         finally:

@@ -9,6 +9,7 @@ functions, so the command-line parser stays fast.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ class TrainSettings:
     :param env_kwargs: keyword arguments of ``env`` (``gym.make``'s too: ``max_episode_steps``), or ``None``.
     :param eval_env_kwargs: those of ``eval_env`` (``None``: ``env_kwargs`` if ``eval_env`` is ``env``, else none;
         ``{}``: none).
+    :param vec_env: the training env's SB3 ``VecEnv`` (rl-zoo3's ``--vec-env``): ``"dummy"`` (the algorithm's
+        envs, in this process) or ``"subproc"`` (``SubprocVecEnv``, :func:`~ordergrad_rl.zoo.models.subproc_env`).
     """
 
     algo: str
@@ -63,6 +66,7 @@ class TrainSettings:
     conf_file: str | Path | None = None
     env_kwargs: dict[str, Any] | None = None
     eval_env_kwargs: dict[str, Any] | None = None
+    vec_env: str = "dummy"
 
 
 #: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
@@ -95,6 +99,15 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
         return load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
+
+
+def with_entry_env_kwargs(settings: TrainSettings, entry: Any) -> TrainSettings:
+    """``settings`` with the ``env_kwargs`` of the env's file entry (:func:`zoo_hyperparams`) under its own: a key
+    of ``settings.env_kwargs`` (``--env-kwargs``) wins over the file's, as ``--hparams`` win over its
+    hyperparameters. The training env, and an ``--eval-env`` of the same id, are made with them."""
+    if entry is None or not entry.env_kwargs:
+        return settings
+    return dataclasses.replace(settings, env_kwargs={**entry.env_kwargs, **(settings.env_kwargs or {})})
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
@@ -143,13 +156,16 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
 
 
 def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
-    """The env the algorithm is built on: the env id without ``env_kwargs`` (the algorithm makes its envs from it);
+    """The env the algorithm is built on: with ``vec_env="subproc"``, a ``SubprocVecEnv`` of ``n_envs`` envs (one
+    without ``n_envs``); else the env id without ``env_kwargs`` (the algorithm makes its envs from it);
     with them, ``n_envs`` envs made with them (one without ``n_envs``), or, without ``n_envs`` on an id with a native
     batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm steps as that batch of ``n_episodes`` envs, as
     it does the id.
 
     :raises CommandError: env arguments the env does not take (:func:`~ordergrad_rl.zoo.models.make_env`).
     """
+    if settings.vec_env != "dummy":
+        return make_env(settings.env, n_envs or 1, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
     if not settings.env_kwargs:
         return settings.env
     batch = n_envs is None and is_batched(settings.env)
@@ -178,7 +194,8 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         kwargs["n_episodes"] = settings.n_episodes
     try:
         saved_n_envs = read_saved_data(path).get("n_envs")
-        env = make_env(settings.env, settings.n_envs or saved_n_envs or 1, settings.seed, settings.env_kwargs)
+        n_envs = settings.n_envs or saved_n_envs or 1
+        env = make_env(settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
         model = cls.load(
             path,
             env=env,

@@ -9,12 +9,13 @@
 * :class:`EpisodeInfoAggregator` and :func:`info_component_names`: per-episode summaries of numeric ``info`` entries;
 * :func:`sample_successes` and :class:`PassAtK`: pass@k of a policy, ``n`` sampled episodes per context, success from
   ``info["is_success"]`` (contexts posed as in grouped rollouts, see :mod:`ordergrad_rl.agents.common.groups`:
-  ``reset(options={context_key: c})`` for envs that declare ``context_key``, else ``c`` is a reset seed with fresh
-  dynamics streams). Success is read at each episode's last step, the Gymnasium/SB3 convention.
+  ``reset(options={context_key: c})`` for envs that declare ``context_key``, else ``c`` is a reset seed, each env's
+  dynamics going on with its own stream). Success is read at each episode's last step, the Gymnasium/SB3 convention.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -347,16 +348,26 @@ def sample_successes(
     :param contexts: ``[P]`` context indices (options rule) or reset seeds (seed rule).
     :param n_samples: episodes per context.
     :param deterministic: act with the most likely action (pass@k usually samples: ``False``).
-    :param seed: seed of the fresh dynamics streams (seed rule).
+    :param seed: deprecated, has no effect (a ``DeprecationWarning`` says so). It seeded the fresh dynamics
+        streams that the seed rule once gave each env after its shared-seed reset; since the rule hands every env
+        its own stream back (:class:`~ordergrad_rl.agents.common.groups.GroupResetter`), nothing is drawn from it.
+        Seed the envs (``make_vec_env(..., seed=s)``) and the policy (``set_random_seed``) instead.
     :param on_episode: called after each finished episode (progress bars).
     :raises ValueError: an episode ends without ``info["is_success"]``, or bad arguments.
     :raises EndlessEpisodeError: an episode has not ended after training's bound (``MAX_EPISODE_STEPS``).
     """
+    if seed is not None:
+        warnings.warn(
+            "sample_successes(seed=...) has no effect and is deprecated: seed the envs (make_vec_env(..., seed=s)) "
+            "and the policy (set_random_seed) instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     n_samples = check_int("n_samples", n_samples, 1)
     contexts = np.asarray(contexts)
     if contexts.ndim != 1 or contexts.size == 0 or not np.issubdtype(contexts.dtype, np.integer):
         raise ValueError(f"contexts must be a non-empty 1-D sequence of integers, got {contexts!r}")
-    resetter = GroupResetter(venv, np.random.default_rng(seed))
+    resetter = GroupResetter(venv, np.random.default_rng())  # contexts are given: it draws nothing
     if resetter.rule == OPTIONS_RULE and np.any((contexts < 0) | (contexts >= resetter.n_contexts)):
         raise ValueError(f"contexts must be in [0, {resetter.n_contexts}) for this env")
     jobs = np.repeat(np.arange(contexts.size), n_samples)  # job j: context jobs[j]

@@ -22,7 +22,7 @@ from typing import Any
 #: ``--algo`` name -> the YAML file shipped for it.
 FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
 #: Keys of an entry that are not constructor arguments (rl-zoo3's names).
-N_TIMESTEPS, POLICY = "n_timesteps", "policy"
+N_TIMESTEPS, POLICY, ENV_KWARGS = "n_timesteps", "policy", "env_kwargs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +34,8 @@ class Hyperparams:
     :param n_timesteps: env steps to train for, or ``None`` if the entry does not say.
     :param policy: the policy name (default ``"MlpPolicy"``).
     :param source: the file the entry comes from.
+    :param env_kwargs: the env's arguments (rl-zoo3's ``--env-kwargs``; ``gym.make``'s ``max_episode_steps`` too),
+        ``{}`` if the entry has none: ``train`` makes its env with them, under its ``--env-kwargs``.
     """
 
     env_id: str
@@ -41,6 +43,7 @@ class Hyperparams:
     n_timesteps: int | None
     policy: str
     source: str
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def hyperparams_file(algo: str) -> Path:
@@ -95,18 +98,23 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
             raise ValueError(f"{source}: {env_id}: n_timesteps must be a positive integer, got {n_timesteps!r}")
         n_timesteps = int(count)
     policy = kwargs.pop(POLICY, "MlpPolicy")
+    env_kwargs = kwargs.pop(ENV_KWARGS, None) or {}
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
     from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam
+    from ordergrad_rl.zoo.models import check_env_kwargs
 
     cls = algorithm_class(algo)
     try:
         for key, value in kwargs.items():
             kwargs[key] = check_hparam(key, value, cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
+        if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
+            raise CommandError(f"{source}: {env_id}: env_kwargs must map argument names to values, got {env_kwargs!r}")
+        check_env_kwargs(env_id, env_kwargs, f"{source}: {env_id}: env_kwargs")
     except CommandError as err:
         raise ValueError(str(err)) from err
-    return Hyperparams(env_id=env_id, kwargs=kwargs, n_timesteps=n_timesteps, policy=policy, source=str(source))
+    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs)
 
 
 __all__ = ["FILES", "Hyperparams", "hyperparams_file", "load_hyperparams", "read_hyperparams_file"]
