@@ -19,8 +19,23 @@ QUANTILE_LEVELS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 def lower_tail_mean(returns: np.ndarray, level: float) -> float:
-    """Mean of the worst ``ceil(level * n)`` values (the empirical CVaR at ``level``)."""
-    values = np.sort(np.asarray(returns, dtype=np.float64).ravel())
+    """Mean of the worst ``ceil(level * n)`` values (the empirical CVaR at ``level``).
+
+    :param returns: ``(n,)`` finite returns, ``n >= 1`` (any shape is flattened).
+    :param level: in ``(0, 1]``.
+    :raises ValueError: no returns, a NaN or inf among them (``np.sort`` puts NaN last, where the tail skipped it), or
+        ``level`` outside ``(0, 1]``.
+    """
+    values = np.asarray(returns, dtype=np.float64).ravel()
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError(f"returns must be finite numbers, at least one; got {values.size} with NaN or inf")
+    if not 0.0 < level <= 1.0:
+        raise ValueError(f"level must be in (0, 1], got {level}")
+    return _sorted_tail_mean(np.sort(values), level)
+
+
+def _sorted_tail_mean(values: np.ndarray, level: float) -> float:
+    """:func:`lower_tail_mean` of checked, sorted ``values``: one sort serves every level of a profile."""
     count = max(1, math.ceil(round(level * values.size, 9)))
     return float(values[:count].mean())
 
@@ -64,8 +79,9 @@ def risk_profile(
         "min": float(values.min()),
         "max": float(values.max()),
     }
+    ordered = np.sort(values)
     for level in cvar_levels:
-        profile[f"cvar_{level:g}"] = lower_tail_mean(values, level)
+        profile[f"cvar_{level:g}"] = _sorted_tail_mean(ordered, level)
     quantiles = np.quantile(values, list(quantile_levels), method="hazen") if len(quantile_levels) else []
     for level, value in zip(quantile_levels, quantiles, strict=True):
         profile[f"quantile_{level:g}"] = float(value)

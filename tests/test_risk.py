@@ -39,6 +39,19 @@ def test_bad_returns():
         risk_profile([1.0], cvar_levels=[0.0])
 
 
+def test_lower_tail_mean_refuses_what_it_cannot_rank():
+    # np.sort puts NaN last, so the tail mean of [nan, 1, 2] at 0.5 was 1.5 with the NaN skipped; a level of 0 or 2
+    # gave the worst value or the mean without a word, and no returns gave NumPy's "mean of empty slice" NaN.
+    with pytest.raises(ValueError, match="NaN or inf"):
+        lower_tail_mean([np.nan, 1.0, 2.0], 0.5)
+    with pytest.raises(ValueError, match="at least one"):
+        lower_tail_mean([], 0.5)
+    for level in (0.0, 2.0, -0.1):
+        with pytest.raises(ValueError, match=r"level must be in \(0, 1\]"):
+            lower_tail_mean([1.0, 2.0], level)
+    assert lower_tail_mean([[3.0, 1.0], [2.0, 4.0]], 0.5) == 1.5  # any shape, flattened
+
+
 def test_returns_of_other_array_libraries_and_bad_levels():
     """A torch tensor that requires grad is profiled like its values (it raised torch's RuntimeError), complex returns
     are refused as the estimator core refuses them (their imaginary part was dropped with a warning), and quantile
