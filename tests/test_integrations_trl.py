@@ -265,6 +265,21 @@ def test_trainer_refuses_normalize_then_sum_and_evaluates_small_groups_at_the_tr
     assert str(small.ordergrad_objective) == "cvar0.5@4"  # evaluation measures what training optimizes
 
 
+def test_pass_at_k_callback_restores_the_training_mode_when_is_correct_raises():
+    _require_trl()
+    from ordergrad_rl.integrations.trl import PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    model.train()
+
+    def broken(prompt, completion):
+        raise KeyError("the grader's table has no such problem")
+
+    with pytest.raises(KeyError, match="grader"):
+        PassAtKCallback(["sum 1 + 2 ="], broken, n_samples=2, max_new_tokens=2).evaluate(model, tokenizer)
+    assert model.training  # it was left in eval mode: dropout off for the rest of training
+
+
 def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     _require_trl()
     from datasets import Dataset

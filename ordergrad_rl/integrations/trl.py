@@ -213,19 +213,21 @@ class PassAtKCallback(TrainerCallback):
         was_training = model.training
         model.eval()
         correct = []
-        for prompt in self.prompts:
-            encoded = tokenizer(prompt, return_tensors="pt").to(model.device)
-            out = model.generate(
-                **encoded,
-                do_sample=True,
-                temperature=self.temperature,
-                max_new_tokens=self.max_new_tokens,
-                num_return_sequences=self.n_samples,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-            completions = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
-            correct.append(sum(bool(self.is_correct(prompt, c)) for c in completions))
-        model.train(was_training)
+        try:  # a user's is_correct that raises must not leave the training model in eval mode (dropout off)
+            for prompt in self.prompts:
+                encoded = tokenizer(prompt, return_tensors="pt").to(model.device)
+                out = model.generate(
+                    **encoded,
+                    do_sample=True,
+                    temperature=self.temperature,
+                    max_new_tokens=self.max_new_tokens,
+                    num_return_sequences=self.n_samples,
+                    pad_token_id=tokenizer.pad_token_id,
+                )
+                completions = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
+                correct.append(sum(bool(self.is_correct(prompt, c)) for c in completions))
+        finally:
+            model.train(was_training)
         return pass_at_k_curve(np.asarray(correct), self.n_samples, self.ks)
 
     def _log(self, state: Any, model: Any, tokenizer: Any) -> None:
