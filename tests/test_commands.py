@@ -712,6 +712,21 @@ def test_train_vec_env_subproc_trains_as_dummy_does(tmp_path, capsys):
     assert "--vec-env subproc: SyntheticTailRisk-v0 runs all its envs as one NumPy batch" in capsys.readouterr().err
 
 
+def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):
+    """--vec-env subproc's workers (and the eval env) are closed when the run ends, as rl-zoo3 closes them: a
+    notebook calling main() again and again kept every run's worker processes until it exited."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    made = []
+    for cls in (SubprocVecEnv, DummyVecEnv):
+        monkeypatch.setattr(cls, "close", lambda self, close=cls.close: (made.append(self), close(self))[1])
+    assert main(["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--n-episodes", "2",
+                 "--n-envs", "2", "--timesteps", "40", "--vec-env", "subproc", "--eval-env", "CartPole-v1",
+                 "--eval-freq", "1000", "--quiet"]) == 0  # fmt: skip
+    assert {type(env) for env in made} == {SubprocVecEnv, DummyVecEnv}
+    assert next(env for env in made if isinstance(env, SubprocVecEnv)).closed
+
+
 def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkeypatch):
     """As rl-zoo3 does: Ctrl-C returned 130 and lost the training done; the model is saved to --save (and can go
     on with --trained-agent)."""

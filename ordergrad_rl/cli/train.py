@@ -296,6 +296,10 @@ def run(args: argparse.Namespace) -> int:
             model.save(args.save)
             print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
         raise
+    finally:  # as rl-zoo3: --vec-env subproc's workers end with the run, not with the calling process
+        model.env.close()
+        if callback is not None:
+            callback.eval_env.close()
     print(f"trained in {time.perf_counter() - start:.1f} s ({model.num_timesteps} timesteps)")
 
     if model.n_episodes is None:  # SB3's buffer keeps steps, not episodes: the Monitor's last episodes instead
