@@ -4,11 +4,11 @@
         --episodes 1000 --deterministic --json eval.json
     ordergrad-rl evaluate model.zip --env TargetSum-v0 --env-kwargs split=test --pass-at-k 1024 --json passk.json
 
-With ``--pass-at-k N`` the model samples N episodes per context and the table is the unbiased pass@k (paper eq.
-passk; success is ``info["is_success"]`` at an episode's last step) for k = 1, 2, 4, ... <= N, averaged over the
-contexts, with the mean length of correct and of incorrect episodes. Contexts are the env's own (``context_key`` /
-``n_contexts``, e.g. TargetSum's problems: all of them, or the first ``--contexts M``), or for other envs the reset
-seeds ``0 .. M-1`` (default M = 100).
+With --pass-at-k N the model samples N episodes per context and the table is the unbiased pass@k (paper eq.
+passk; success is info["is_success"] at an episode's last step) for k = 1, 2, 4, ... <= N, averaged over the
+contexts, with the mean length of correct and of incorrect episodes. Contexts are the env's own (context_key /
+n_contexts, e.g. TargetSum's problems: all of them, or the first --contexts M), or for other envs the reset
+seeds 0 .. M-1 (default M = 100).
 
 The algorithm that saved the model is read from the file: every ordergrad-rl agent, Stable-Baselines3's PPO, A2C,
 DQN, SAC, TD3 and DDPG, and sb3-contrib's RecurrentPPO, MaskablePPO, QRDQN, TQC, CrossQ, ARS and TRPO. The table

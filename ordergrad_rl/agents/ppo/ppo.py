@@ -131,6 +131,10 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         other episodes' mean reward-to-go at the same step (unbiased, lower variance; see
         :func:`~ordergrad_rl.agents.common.advantages.reward_to_go_advantages`). ``None`` (default): on for ``"mean"``
         (k = 1), off for ranked objectives, which weight whole episodes (``True`` with one raises ``ValueError``).
+    :param group_size: episodic mode: ``G`` episodes per group sharing a start context (GRPO-style groups: a
+        rollout is ``n_episodes = n_groups * G`` episodes, ranked within their group; ``k < G``); ``None``
+        (default): one pooled batch. The env's ``context_key`` reset option, else a shared reset seed, gives a group
+        its context (README, "Groups").
     :param risk_schedule: episodic mode: soft risk, the objective moves from the mean to its target during training
         (``None``, ``"level"``, ``"mixture"``, ``"level:0.6"``, a
         :class:`~ordergrad_rl.agents.common.risk_schedules.RiskSchedule`; see
