@@ -15,7 +15,7 @@ import argparse
 import ast
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -279,22 +279,32 @@ def positive_float(text: str) -> float:
     return value
 
 
-def parse_env_kwargs(items: list[str], option: str = "--env-kwargs") -> dict[str, Any]:
-    """``["key=value", ...]`` (the items of ``option``) -> ``{key: ast.literal_eval(value)}`` (the raw text if it is
-    not a literal).
+def key_value_items(items: list[str], option: str) -> Iterator[tuple[str, Any, str]]:
+    """``["key=value", ...]`` (the items of ``option``) -> ``(key, ast.literal_eval(value), value)`` each, the raw
+    text as the value where it is not a literal.
 
-    :raises CommandError: an item without ``=``, or a key given twice.
+    :raises CommandError: an item without ``=`` or without a key.
     """
-    out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CommandError(f"{option} expects key=value items, got {item!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        yield key, value, text
+
+
+def parse_env_kwargs(items: list[str], option: str = "--env-kwargs") -> dict[str, Any]:
+    """``["key=value", ...]`` (the items of ``option``) -> ``{key: value}`` (:func:`key_value_items`).
+
+    :raises CommandError: an item without ``=``, or a key given twice.
+    """
+    out: dict[str, Any] = {}
+    for key, value, _ in key_value_items(items, option):
         if key in out:
             raise CommandError(f"{option}: {key} is given twice")
-        try:
-            out[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            out[key] = text
+        out[key] = value
     return out

@@ -7,7 +7,6 @@ or a value of the wrong type is a :class:`~ordergrad_rl.common.errors.CommandErr
 
 from __future__ import annotations
 
-import ast
 import collections.abc
 import importlib
 import inspect
@@ -169,16 +168,10 @@ def parse_hparams(items: list[str], cls: type) -> dict[str, Any]:
     :raises CommandError: malformed item, a key with its own option, a key ``cls`` does not accept, or a value of
         the wrong type.
     """
+    from ordergrad_rl.common.options import key_value_items
+
     out: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise CommandError(f"--hparams expects key=value items, got {item!r}")
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            value = text  # e.g. activation names, device strings
+    for key, value, text in key_value_items(items, "--hparams"):  # text: e.g. activation names, device strings
         out[key] = check_hparam(key, value, cls, f"--hparams {key}={text}", raw=value is text)
     return out
 
