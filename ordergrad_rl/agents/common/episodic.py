@@ -631,6 +631,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
 
     @classmethod
+    def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
+        """The arguments :meth:`load` refuses among the caller's ``kwargs``: SB3's ``n_steps`` (SB3's load sets it,
+        and ``_setup_model`` would size it from ``n_episodes`` without a word) and ``None`` defaults
+        (:meth:`refuse_none_defaults`); a class refusing more extends it.
+
+        :raises ValueError: as the constructor for the same argument.
+        """
+        if "n_steps" in kwargs:
+            raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
+        cls.refuse_none_defaults(kwargs)
+
+    @classmethod
     def load(
         cls: type[SelfEpisodic],
         path: Any,
@@ -646,9 +658,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
         """
-        if "n_steps" in kwargs:  # SB3's load sets it, and _setup_model would size it from n_episodes without a word
-            raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
-        cls.refuse_none_defaults(kwargs)  # the caller's, before the saved_before values and the conversions below
+        cls._refuse_at_load(kwargs, env)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's

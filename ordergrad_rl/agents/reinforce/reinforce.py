@@ -17,7 +17,6 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.episodic import SelfEpisodic
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -233,22 +232,13 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
             self._setup_model()
 
     @classmethod
-    def load(
-        cls: type[SelfEpisodic],
-        path: Any,
-        env: GymEnv | str | None = None,
-        device: th.device | str = "auto",
-        **kwargs: Any,
-    ) -> SelfEpisodic:
-        """SB3's ``load`` (see :meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`).
-
-        :raises ValueError: A2C's critic arguments ``gae_lambda`` or ``vf_coef`` among ``kwargs``, as the constructor
-            refuses them (this class trains no critic).
-        """
+    def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
+        """:meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`'s refusals, and A2C's critic
+        arguments ``gae_lambda`` or ``vf_coef``, as the constructor refuses them (this class trains no critic)."""
         for name in CRITIC_ARGUMENTS:
             if name in kwargs:
                 raise critic_argument_error(cls.__name__, name)
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+        super()._refuse_at_load(kwargs, env)
 
     def _excluded_save_params(self) -> list[str]:
         # Constants of this class (no critic), left out so that A2C.load of the file gets A2C's own values.
