@@ -389,11 +389,11 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
         numbers 2 3 5 7 9, target 12      right: 5 =5 7 =12 <eos>,  3 =3 9 =12 <eos>,  2 =2 3 =5 7 =12 <eos>
                                           wrong: 2 =2 3 =6 7 =13 <eos> (slip),  12 =12 <eos> (12 is not listed)
 
-    83% of the problems have several valid answers (44% have two or more subsets that work, on average 2.0, and any
-    order of a subset is valid), often of different lengths, so sampling diversity pays off in pass@k; one wrong
-    step sinks an answer, so long answers are hard: the paper's LLM math setting in miniature. Problems come from a
-    fixed set with a train and a test split (:func:`target_sum_problems`), of mixed difficulty (the fewest numbers
-    a valid answer needs ranges from 1 to 5; train split: 27%, 28%, 23%, 15%, 8%).
+    81% of the train split's problems have several valid answers (44% have two or more subsets that work, on average
+    2.0, and any order of a subset is valid), often of different lengths, so sampling diversity pays off in pass@k;
+    one wrong step sinks an answer, so long answers are hard: the paper's LLM math setting in miniature. Problems
+    come from a fixed set with a train and a test split (:func:`target_sum_problems`), of mixed difficulty (the
+    fewest numbers a valid answer needs ranges from 1 to 5; train split: 27%, 28%, 23%, 15%, 8%).
 
     ## Action Space
 
