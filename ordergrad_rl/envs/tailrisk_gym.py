@@ -13,6 +13,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv
+from ordergrad_rl.envs.rendering import check_render_mode
 from ordergrad_rl.envs.tailrisk import TailRiskSimulator, as_logits
 
 
@@ -125,7 +126,8 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
     envs = gym.make_vec("SyntheticTailRisk-v0", num_envs=256)  # native batch
     ```
 
-    All keyword arguments are forwarded to :class:`~ordergrad_rl.envs.tailrisk.TailRiskSimulator`:
+    ``render_mode`` may only be ``None`` (the env does not render; any other mode raises ``ValueError`` naming it).
+    The other keyword arguments are forwarded to :class:`~ordergrad_rl.envs.tailrisk.TailRiskSimulator`:
 
     * ``p=0.10``: disaster probability per episode, in [0, 1].
     * ``traded_days=80``: traded days per episode, a multiple of ``rebalance_every``.
@@ -152,7 +154,8 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, **simulator_kwargs: Any) -> None:
+    def __init__(self, render_mode: str | None = None, **simulator_kwargs: Any) -> None:
+        check_render_mode(render_mode, self.metadata)  # the env does not render
         # One source of truth for the arguments and their defaults: TailRiskSimulator.
         self.simulator = TailRiskSimulator(1, **simulator_kwargs)
         self.observation_space, self.action_space = tailrisk_spaces(self.simulator)
