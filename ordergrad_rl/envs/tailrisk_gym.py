@@ -201,6 +201,8 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
 
     :param num_envs: number of parallel episodes.
     :param autoreset_mode: an ``AutoresetMode`` or its string value.
+    :param render_mode: only ``None`` (the batch does not render).
+    :param max_episode_steps: only ``None`` (the batch has no ``TimeLimit``).
     :param simulator_kwargs: the arguments of :class:`SyntheticTailRiskEnv`.
     """
 
@@ -209,11 +211,13 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
         num_envs: int = 1,
         *,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
         **simulator_kwargs: Any,
     ) -> None:
         self.simulator = TailRiskSimulator(num_envs, **simulator_kwargs)
         self.single_observation_space, self.single_action_space = tailrisk_spaces(self.simulator)
-        self._init_vector(self.simulator.num_envs, autoreset_mode)
+        self._init_vector(self.simulator.num_envs, autoreset_mode, render_mode, max_episode_steps)
 
     @property
     def env_rngs(self) -> list[np.random.Generator]:

@@ -510,7 +510,10 @@ class TargetSumVectorEnv(NativeVectorEnv):
 
     :param num_envs: number of parallel episodes.
     :param autoreset_mode: an ``AutoresetMode`` or its string value.
-    :param env_kwargs: the arguments of :class:`TargetSumEnv` (``render_mode`` excepted).
+    :param render_mode: only ``None`` (the batch does not render).
+    :param max_episode_steps: only ``None`` (the batch has no ``TimeLimit``; answers are truncated at
+        ``max_answer_length`` tokens).
+    :param env_kwargs: the other arguments of :class:`TargetSumEnv`.
     """
 
     final_step_info_keys = ("is_success",)
@@ -519,12 +522,18 @@ class TargetSumVectorEnv(NativeVectorEnv):
     context_key = "problem"
 
     def __init__(
-        self, num_envs: int = 1, *, autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **env_kwargs: Any
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
+        **env_kwargs: Any,
     ) -> None:
         self.batch = _batch_from_kwargs(num_envs, **env_kwargs)
         self.problems = self.batch.problems
         self.single_observation_space, self.single_action_space = target_sum_spaces(self.batch)
-        self._init_vector(self.batch.num_envs, autoreset_mode)
+        self._init_vector(self.batch.num_envs, autoreset_mode, render_mode, max_episode_steps)
 
     @property
     def env_rngs(self) -> list[np.random.Generator | None]:
