@@ -25,6 +25,7 @@ from ordergrad_rl.envs.shortcut_nav import (
     START,
     STEP_SIZE,
     WALLS,
+    ZONE,
     RiskyShortcutNavEnv,
     path_return_distribution,
     progress_potential,
@@ -698,6 +699,30 @@ def test_shortcut_nav_walls_and_zone() -> None:
     assert not terminated and obs[2] == pytest.approx(11 / 50)
     with pytest.raises(ValueError, match="action"):
         env.step(np.array([np.nan, 0.0]))
+
+
+@pytest.mark.parametrize("env_id", ["RiskyShortcutNav-v0", "RiskyShortcutNav-v1", "RiskyShortcutNav-v2"])
+def test_shortcut_nav_zone_edge_path_is_the_documented_exception(env_id: str) -> None:
+    """The docstring's optima leave out the paths exactly along the zone's edge y = 0.15, which cross the band with
+    no crash draw (the zone and the walls are open): its example returns 12 in 18 steps even when every zone step
+    crashes, above the table's shortcut (10.276) and detour (7.0)."""
+    doc = " ".join(RiskyShortcutNavEnv.__doc__.split())
+    assert "(0, 0.5625) then (0, 0.9375)" in doc and "return 12 in 18 steps, for certain" in doc
+    env = gym.make(env_id, crash_prob=1.0)
+    env.reset(seed=0)
+    total, steps, done = 0.0, 0, False
+    for move in [(0.0, 0.5625), (0.0, 0.9375)] + [(1.0, 0.0)] * 11:  # up onto the edge, then along it
+        _, reward, done, _, info = env.step(np.array(move, dtype=np.float32))
+        assert not done and not info["zone"]
+        total, steps = total + reward, steps + 1
+    x, y = env.unwrapped._position
+    assert y == ZONE[1][1] and x > ZONE[0][1]  # past the band, on its edge
+    while not done:
+        offset = np.subtract(GOAL, env.unwrapped._position)
+        _, reward, terminated, truncated, info = env.step((offset / np.hypot(*offset)).astype(np.float32))
+        assert not info["zone"]
+        total, steps, done = total + reward, steps + 1, terminated or truncated
+    assert terminated and (total, steps) == (12.0, 18)
 
 
 def episode(env: gym.Env, act, seed: int) -> tuple[float, bool, bool, dict, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.seeding import np_random
 from scipy import stats
+from stable_baselines3.common.env_util import make_vec_env
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.envs.tailrisk import TailRiskSimulator, cash_capped_weights, default_event_window
@@ -358,6 +359,15 @@ def test_step_before_reset_raises() -> None:
 def test_bad_kwargs_raise(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         gym.make("SyntheticTailRisk-v0", **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["human", "rgb_array", "ansi"])
+def test_render_modes_are_refused_by_name(mode: str) -> None:
+    # The mode reached TailRiskSimulator, whose TypeError said it takes no argument 'render_mode'.
+    with pytest.raises(ValueError, match=r"render_mode must be None \(the env does not render\), got"):
+        gym.make("SyntheticTailRisk-v0", render_mode=mode)
+    # Still a TypeError too: SB3's make_vec_env asks for "rgb_array" and builds the env without a mode on one.
+    assert make_vec_env("SyntheticTailRisk-v0", n_envs=1).reset().shape == (1, 14)
 
 
 def test_per_env_generators_follow_gymnasium_seeding() -> None:

@@ -173,6 +173,32 @@ def test_problem_set() -> None:
         target_sum_problems("test", n_test=0)
 
 
+def test_docstring_statistics_of_the_train_split() -> None:
+    """The shares the env's docstring gives, recounted on the train split by brute force: the distinct valid
+    answers of a problem are the distinct orders (token sequences) of its subsets that hit the target."""
+    train = target_sum_problems("train")
+    answers, subsets = [], []
+    for i in range(len(train)):
+        values = [int(v) for v in train.numbers[i] if v]
+        found = {
+            tuple(sorted(combo))
+            for size in range(1, len(values) + 1)
+            for combo in itertools.combinations(values, size)
+            if sum(combo) == train.targets[i]
+        }
+        subsets.append(len(found))
+        answers.append(len({order for combo in found for order in itertools.permutations(combo)}))
+    subsets, answers = np.array(subsets), np.array(answers)
+    tiers = np.bincount(train.min_terms, minlength=6)[1:] / len(train)
+    doc = " ".join(TargetSumEnv.__doc__.split())
+    several, multiple = np.mean(answers > 1), np.mean(subsets > 1)
+    assert (
+        f"{several:.0%} of the train split's problems have several valid answers ({multiple:.0%} have two or more "
+        f"subsets that work, on average {subsets.mean():.1f}," in doc
+    )
+    assert f"train split: {', '.join(f'{share:.0%}' for share in tiers)})" in doc
+
+
 # ---------------------------------------------------------------------------------------------------- episodes
 def play(env: gym.Env, answer: list[int]) -> tuple[float, bool, bool, dict, float]:
     """Write ``answer``; return the last reward, terminated, truncated, info, and the summed ``info["length"]``."""

@@ -54,6 +54,21 @@ def test_make_vec_uses_native_vector_env() -> None:
     assert envs.observation_space.contains(obs)
 
 
+@pytest.mark.parametrize("env_id", ["SyntheticTailRisk-v0", "TargetSum-v0"])
+def test_make_vec_refuses_a_time_limit_or_render_mode_the_native_batch_does_not_have(env_id: str) -> None:
+    # Both reached the batch's own arguments, whose TypeError named TailRiskSimulator or a private TargetSum helper;
+    # gym.make and the sync mode take them.
+    with pytest.raises(ValueError, match=r"max_episode_steps must be None: the native batch .* has no TimeLimit"):
+        gym.make_vec(env_id, num_envs=2, max_episode_steps=3)
+    with pytest.raises(ValueError, match=r"render_mode must be None: the native batch .* does not render"):
+        gym.make_vec(env_id, num_envs=2, render_mode="rgb_array")
+    envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", max_episode_steps=3)  # the remedy named
+    envs.reset(seed=0)
+    action = np.full(envs.action_space.shape, 3, dtype=envs.action_space.dtype)  # TargetSum: the number 3, no <eos>
+    truncated = [envs.step(action)[3].tolist() for _ in range(3)]
+    assert truncated == [[False, False], [False, False], [True, True]]
+
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_native_vector_env_equals_sync_vector_env(mode: AutoresetMode) -> None:
     native = gym.make_vec("SyntheticTailRisk-v0", num_envs=N_ENVS, autoreset_mode=mode, **SHORT)

@@ -17,6 +17,8 @@ from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ordergrad_rl.envs.rendering import RenderModeError
+
 #: Per-env arrays, one row per env: ``(obs, reward, terminated, truncated, info)`` of a batch step.
 BatchStep = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
 
@@ -87,13 +89,38 @@ class NativeVectorEnv(VectorEnv):
     #: keys are reported at every step.
     final_step_info_keys: tuple[str, ...] = ()
 
-    def _init_vector(self, num_envs: int, autoreset_mode: AutoresetMode | str, render_mode: str | None = None) -> None:
-        """Batch spaces, metadata and autoreset bookkeeping (after the single spaces are set)."""
+    def _init_vector(
+        self,
+        num_envs: int,
+        autoreset_mode: AutoresetMode | str,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
+    ) -> None:
+        """Batch spaces, metadata and autoreset bookkeeping (after the single spaces are set).
+
+        ``render_mode`` and ``max_episode_steps`` are the arguments ``gym.make_vec`` passes on to a vector entry point
+        (``max_episode_steps`` also from the spec): the batch neither renders nor has a ``TimeLimit``, so only
+        ``None`` is accepted, and anything else is refused by name rather than dropped.
+
+        :raises ValueError: an unknown ``autoreset_mode``, a ``render_mode`` or a ``max_episode_steps``.
+        """
         try:
             mode = AutoresetMode(autoreset_mode)
         except ValueError as err:
             valid = [m.value for m in AutoresetMode]
             raise ValueError(f"autoreset_mode must be one of {valid}, got {autoreset_mode!r}") from err
+        name = type(self).__name__
+        if render_mode is not None:
+            raise RenderModeError(
+                f"render_mode must be None: the native batch {name} does not render, got {render_mode!r} (render "
+                "a single env, gym.make(env_id, render_mode=...))"
+            )
+        if max_episode_steps is not None:
+            raise ValueError(
+                f"max_episode_steps must be None: the native batch {name} has no TimeLimit, got "
+                f"{max_episode_steps!r}; gym.make_vec(env_id, num_envs, vectorization_mode='sync', "
+                "max_episode_steps=...) puts one around each env"
+            )
         self.num_envs = num_envs
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)

@@ -20,8 +20,10 @@ class RenderModeError(ValueError, TypeError):
 
 def check_render_mode(render_mode: str | None, metadata: Mapping[str, Any]) -> None:
     """Raise :class:`RenderModeError` unless ``render_mode`` is ``None`` or one of ``metadata["render_modes"]``."""
-    if render_mode not in (None, *metadata["render_modes"]):
-        raise RenderModeError(f"render_mode must be None or one of {metadata['render_modes']}, got {render_mode!r}")
+    modes = metadata["render_modes"]
+    if render_mode not in (None, *modes):
+        allowed = f"None or one of {modes}" if modes else "None (the env does not render)"
+        raise RenderModeError(f"render_mode must be {allowed}, got {render_mode!r}")
 
 
 #: Cell colours of the grid layouts: floor, wall, lava, guard, goal, start; the agent is :data:`AGENT`.

@@ -131,6 +131,14 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
 
     (``path_return_distribution`` in this module gives the full distributions.)
 
+    The analysis leaves out the paths that run exactly along a line ``y = +-0.15``, where the zone meets a wall: the
+    zone and the walls are open rectangles, so a point on such a line is in neither and crosses the band with no
+    crash draw. The actions (0, 0.5625) then (0, 0.9375) put the point at y = 0.15 exactly; 11 moves right along the
+    line and 5 to the goal then return 12 in 18 steps, for certain, above both rows of the table. Only exact action
+    values reach such a line (a Gaussian policy's samples, clipped to the action box or not, practically never
+    do), so the table gives the optima over every other path, the ones the benchmarks measure against; the dynamics
+    stay as they are (stored results depend on them).
+
     The shortcut is a local maximum of CVaR_0.2: moving a share ``w`` of episodes from it to the detour trades
     successes (14) in the tail for the detour's 7 while the crashes stay, slope -16.380
     (``ReturnDistribution.cvar_slope``), down to -7.079 at ``w = 0.150``, back to -4.620 only at ``w = 0.299``.

@@ -13,6 +13,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from ordergrad_rl.envs.native_vector import BatchStep, NativeVectorEnv
+from ordergrad_rl.envs.rendering import check_render_mode
 from ordergrad_rl.envs.tailrisk import TailRiskSimulator, as_logits
 
 
@@ -125,7 +126,8 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
     envs = gym.make_vec("SyntheticTailRisk-v0", num_envs=256)  # native batch
     ```
 
-    All keyword arguments are forwarded to :class:`~ordergrad_rl.envs.tailrisk.TailRiskSimulator`:
+    ``render_mode`` may only be ``None`` (the env does not render; any other mode raises ``ValueError`` naming it).
+    The other keyword arguments are forwarded to :class:`~ordergrad_rl.envs.tailrisk.TailRiskSimulator`:
 
     * ``p=0.10``: disaster probability per episode, in [0, 1].
     * ``traded_days=80``: traded days per episode, a multiple of ``rebalance_every``.
@@ -152,7 +154,8 @@ class SyntheticTailRiskEnv(gym.Env[np.ndarray, np.ndarray]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, **simulator_kwargs: Any) -> None:
+    def __init__(self, render_mode: str | None = None, **simulator_kwargs: Any) -> None:
+        check_render_mode(render_mode, self.metadata)  # the env does not render
         # One source of truth for the arguments and their defaults: TailRiskSimulator.
         self.simulator = TailRiskSimulator(1, **simulator_kwargs)
         self.observation_space, self.action_space = tailrisk_spaces(self.simulator)
@@ -198,6 +201,8 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
 
     :param num_envs: number of parallel episodes.
     :param autoreset_mode: an ``AutoresetMode`` or its string value.
+    :param render_mode: only ``None`` (the batch does not render).
+    :param max_episode_steps: only ``None`` (the batch has no ``TimeLimit``).
     :param simulator_kwargs: the arguments of :class:`SyntheticTailRiskEnv`.
     """
 
@@ -206,11 +211,13 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
         num_envs: int = 1,
         *,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
         **simulator_kwargs: Any,
     ) -> None:
         self.simulator = TailRiskSimulator(num_envs, **simulator_kwargs)
         self.single_observation_space, self.single_action_space = tailrisk_spaces(self.simulator)
-        self._init_vector(self.simulator.num_envs, autoreset_mode)
+        self._init_vector(self.simulator.num_envs, autoreset_mode, render_mode, max_episode_steps)
 
     @property
     def env_rngs(self) -> list[np.random.Generator]:

@@ -389,11 +389,11 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
         numbers 2 3 5 7 9, target 12      right: 5 =5 7 =12 <eos>,  3 =3 9 =12 <eos>,  2 =2 3 =5 7 =12 <eos>
                                           wrong: 2 =2 3 =6 7 =13 <eos> (slip),  12 =12 <eos> (12 is not listed)
 
-    83% of the problems have several valid answers (44% have two or more subsets that work, on average 2.0, and any
-    order of a subset is valid), often of different lengths, so sampling diversity pays off in pass@k; one wrong
-    step sinks an answer, so long answers are hard: the paper's LLM math setting in miniature. Problems come from a
-    fixed set with a train and a test split (:func:`target_sum_problems`), of mixed difficulty (the fewest numbers
-    a valid answer needs ranges from 1 to 5; train split: 27%, 28%, 23%, 15%, 8%).
+    81% of the train split's problems have several valid answers (44% have two or more subsets that work, on average
+    2.0, and any order of a subset is valid), often of different lengths, so sampling diversity pays off in pass@k;
+    one wrong step sinks an answer, so long answers are hard: the paper's LLM math setting in miniature. Problems
+    come from a fixed set with a train and a test split (:func:`target_sum_problems`), of mixed difficulty (the
+    fewest numbers a valid answer needs ranges from 1 to 5; train split: 27%, 28%, 23%, 15%, 8%).
 
     ## Action Space
 
@@ -510,7 +510,10 @@ class TargetSumVectorEnv(NativeVectorEnv):
 
     :param num_envs: number of parallel episodes.
     :param autoreset_mode: an ``AutoresetMode`` or its string value.
-    :param env_kwargs: the arguments of :class:`TargetSumEnv` (``render_mode`` excepted).
+    :param render_mode: only ``None`` (the batch does not render).
+    :param max_episode_steps: only ``None`` (the batch has no ``TimeLimit``; answers are truncated at
+        ``max_answer_length`` tokens).
+    :param env_kwargs: the other arguments of :class:`TargetSumEnv`.
     """
 
     final_step_info_keys = ("is_success",)
@@ -519,12 +522,18 @@ class TargetSumVectorEnv(NativeVectorEnv):
     context_key = "problem"
 
     def __init__(
-        self, num_envs: int = 1, *, autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **env_kwargs: Any
+        self,
+        num_envs: int = 1,
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
+        **env_kwargs: Any,
     ) -> None:
         self.batch = _batch_from_kwargs(num_envs, **env_kwargs)
         self.problems = self.batch.problems
         self.single_observation_space, self.single_action_space = target_sum_spaces(self.batch)
-        self._init_vector(self.batch.num_envs, autoreset_mode)
+        self._init_vector(self.batch.num_envs, autoreset_mode, render_mode, max_episode_steps)
 
     @property
     def env_rngs(self) -> list[np.random.Generator | None]:
