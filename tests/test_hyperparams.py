@@ -349,3 +349,15 @@ def test_normalize_on_an_env_vecnormalize_cannot_normalize_names_the_entry(tmp_p
             "--conf-file", str(conf)]  # fmt: skip
     assert main(argv) == 2
     assert "conf.yml: CliffWalking-v1: normalize: VecNormalize only supports" in capsys.readouterr().err
+
+
+def test_an_entry_without_a_policy_gets_the_algorithms_first(tmp_path, capsys):
+    """An entry without ``policy`` gave "MlpPolicy" to every algorithm, and ``--algo recurrent_ppo`` with a
+    --conf-file failed ("OrderGradRecurrentPPO: Policy MlpPolicy unknown"): it gets MlpLstmPolicy, as without one."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CartPole-v1:\n  n_timesteps: 16\n")
+    assert load_hyperparams("recurrent_ppo", "CartPole-v1", conf).policy == "MlpLstmPolicy"
+    assert load_hyperparams("ppo", "CartPole-v1", conf).policy == "MlpPolicy"
+    argv = ["train", "--algo", "recurrent_ppo", "--env", "CartPole-v1", "--objective", "cvar0.25", "--n-episodes", "4",
+            "--hparams", "n_epochs=1", "--quiet", "--conf-file", str(conf)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err

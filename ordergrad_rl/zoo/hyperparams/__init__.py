@@ -32,7 +32,8 @@ class Hyperparams:
     :param env_id: the entry's env id.
     :param kwargs: constructor arguments of the algorithm (``policy_kwargs`` a dict).
     :param n_timesteps: env steps to train for, or ``None`` if the entry does not say.
-    :param policy: the policy name (default ``"MlpPolicy"``).
+    :param policy: the policy name (default: the algorithm's first, ``"MlpPolicy"``; recurrent_ppo's
+        ``"MlpLstmPolicy"``).
     :param source: the file the entry comes from.
     :param env_kwargs: the env's arguments (rl-zoo3's ``--env-kwargs``; ``gym.make``'s ``max_episode_steps`` too),
         ``{}`` if the entry has none: ``train`` makes its env with them, under its ``--env-kwargs``.
@@ -142,7 +143,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         if not count.is_integer() or count < 1:
             raise ValueError(f"{source}: {env_id}: n_timesteps must be a positive integer, got {n_timesteps!r}")
         n_timesteps = int(count)
-    policy = kwargs.pop(POLICY, "MlpPolicy")
+    policy = kwargs.pop(POLICY, None)
     env_kwargs = kwargs.pop(ENV_KWARGS, None) or {}
     normalize = (
         parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
@@ -154,6 +155,8 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     from ordergrad_rl.zoo.models import check_env_kwargs
 
     cls = algorithm_class(algo)
+    if policy is None:  # as train without --policy: the algorithm's first (recurrent_ppo has no "MlpPolicy")
+        policy = next(iter(cls.policy_aliases))
     try:
         for key, value in kwargs.items():
             kwargs[key] = check_hparam(key, value, cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
