@@ -390,6 +390,22 @@ def test_load_and_set_env_check_normalized_rewards_for_the_models_objective(tmp_
     assert [record.filename for record in records] == [__file__]
 
 
+def test_a_save_records_the_vecnormalize_its_policy_acts_on(tmp_path: Path) -> None:
+    """SB3 saves VecNormalize's statistics apart; a model whose env has one records it (``vec_normalize``), so
+    ``evaluate`` can refuse to run its policy on raw observations. A model loaded on another env records its own."""
+    from ordergrad_rl.agents.common.saving import read_saved_data, saved_vec_normalize
+
+    normalized = VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False)
+    model = OrderGradPPO("MlpPolicy", normalized, objective="cvar0.5", n_episodes=8)
+    model.save(tmp_path / "normalized")
+    assert saved_vec_normalize(read_saved_data(tmp_path / "normalized.zip")) == {"norm_obs": True, "norm_reward": False}
+    assert "vec_normalize" not in vars(model)
+    loaded = OrderGradPPO.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
+    assert "vec_normalize" not in vars(loaded)
+    loaded.save(tmp_path / "raw")
+    assert saved_vec_normalize(read_saved_data(tmp_path / "raw.zip")) is None
+
+
 @pytest.mark.parametrize("where", ["obs", "reward"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_env_output_names_env_and_step(where: str, bad: float) -> None:

@@ -167,8 +167,18 @@ def test_an_entry_may_set_env_kwargs_and_the_option_wins(tmp_path, capsys, monke
         ),
         ("learning_rte: 0.1", "conf.yml: RiskyBandit-v0: learning_rte: OrderGradREINFORCE has no hyperparameter"),
         (
-            "normalize: true",
-            "conf.yml: RiskyBandit-v0: normalize: rl-zoo3's normalize is not supported by ordergrad-rl",
+            "frame_stack: 4",
+            "conf.yml: RiskyBandit-v0: frame_stack: rl-zoo3's frame_stack is not supported by ordergrad-rl",
+        ),
+        (
+            "normalize: \"{'norm_obs': True, 'clip_ob': 5}\"",
+            "conf.yml: RiskyBandit-v0: normalize: VecNormalize takes no argument 'clip_ob'",
+        ),
+        ("normalize: 1", "conf.yml: RiskyBandit-v0: normalize: expected true, false or a mapping"),
+        (
+            "normalize_kwargs: {norm_reward: false}",
+            "normalize_kwargs: rl-zoo3's normalize_kwargs is not a hyperparameter; give VecNormalize's arguments as "
+            "the normalize mapping",
         ),
     ],
 )
@@ -254,3 +264,100 @@ def test_train_evaluates_each_seed_on_its_own_env_seeds(monkeypatch):
     assert len(seen[0]) == len(seen[1]) == 100 and not seen[0] & seen[1]
     assert min(seen[0]) == eval_seed(0) == 1_000_000  # seed 0 keeps its envs
     assert min(seen[1]) == eval_seed(1)
+
+
+# ---------------------------------------------------------------------------------------------------- normalize
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("true", {}),
+        ("false", None),
+        ("\"{'norm_obs': True, 'norm_reward': False}\"", {"norm_obs": True, "norm_reward": False}),
+        ('"dict(norm_obs=False, clip_reward=5.0)"', {"norm_obs": False, "clip_reward": 5.0}),
+        ("{norm_reward: true, gamma: 0.9}", {"norm_reward": True, "gamma": 0.9}),
+    ],
+)
+def test_an_entry_reads_rl_zoos_normalize(value, expected, tmp_path):
+    """rl-zoo3's ``normalize``: true, or VecNormalize's arguments as a mapping or its text (read as literals). It was
+    refused ("not supported by ordergrad-rl")."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"CartPole-v1:\n  normalize: {value}\n")
+    entry = load_hyperparams("ppo", "CartPole-v1", conf)
+    assert entry.normalize == expected and "normalize" not in entry.kwargs
+
+
+def test_train_normalizes_as_rl_zoo_and_evaluate_and_trained_agent_load_the_statistics(tmp_path, capsys, monkeypatch):
+    """``normalize: true`` wraps the training env in VecNormalize (rl-zoo3's discount: the entry's gamma) and the
+    eval env in one with its statistics, frozen, on raw rewards; ``--save`` writes ``<save>/vecnormalize.pkl``
+    (``--save-freq``: SB3's checkpoint files beside), which ``evaluate``, ``compare`` and ``-i`` load. A ranked
+    objective normalizes the observations only; the mean normalizes the rewards too, as rl-zoo3. The key was refused,
+    and a model that trained on normalized observations was evaluated on raw ones."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from ordergrad_rl.zoo import models
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CartPole-v1:\n  n_timesteps: 64\n  normalize: true\n  gamma: 0.9\n  n_epochs: 1\n")
+    base = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--quiet", "--n-episodes", "4", "--conf-file", str(conf)]
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    save = tmp_path / "models" / "cartpole"
+    argv = [*base, "--objective", "cvar0.25", "--save", str(save), "--save-freq", "32",
+            "--eval-env", "CartPole-v1", "--eval-episodes", "2", "--eval-freq", "32"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    trained = built[-1].get_vec_normalize_env()
+    assert (trained.norm_obs, trained.norm_reward, trained.gamma) == (True, False, 0.9)
+    assert "CartPole-v1 in VecNormalize(norm_obs=True, norm_reward=False)" in out
+    statistics = tmp_path / "models" / "cartpole" / "vecnormalize.pkl"
+    assert f"VecNormalize statistics: {statistics}" in out
+    assert VecNormalize.load(str(statistics), built[-1].get_env()).obs_rms.count == trained.obs_rms.count
+    assert sorted(tmp_path.glob("models/cartpole_vecnormalize_*_steps.pkl"))  # beside each checkpoint
+
+    assert main([*base, "--objective", "mean", "--timesteps", "32"]) == 0
+    mean = built[-1].get_vec_normalize_env()
+    assert (mean.norm_obs, mean.norm_reward, mean.gamma) == (True, True, 0.9)
+
+    wrapped = []
+    frozen = models.frozen_vec_normalize
+    monkeypatch.setattr(models, "frozen_vec_normalize", lambda *a: wrapped.append(frozen(*a)) or wrapped[-1])
+    checkpoint = sorted(tmp_path.glob("models/cartpole_*_steps.zip"))[0]
+    for model in (str(save), str(checkpoint)):
+        assert main(["evaluate", model, "--env", "CartPole-v1", "--episodes", "2", "--quiet"]) == 0
+        assert not wrapped[-1].training and not wrapped[-1].norm_reward and wrapped[-1].obs_rms.count > 0
+    assert wrapped[0].obs_rms.count == trained.obs_rms.count
+
+    loaded, load = [], train.load_trained_agent
+    monkeypatch.setattr(train, "load_trained_agent", lambda *a, **kw: loaded.append(load(*a, **kw)) or loaded[-1])
+    more = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--quiet", "-i", f"{save}.zip", "--timesteps", "32"]
+    assert main(more) == 0
+    going_on = loaded[-1].get_vec_normalize_env()
+    assert going_on.training and not going_on.norm_reward and going_on.obs_rms.count > trained.obs_rms.count
+    capsys.readouterr()
+
+    statistics.unlink()  # the save records that its policy acts on normalized observations
+    for command in (["evaluate", str(save), "--env", "CartPole-v1", "--quiet"], more):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "was trained in VecNormalize(norm_obs=True, norm_reward=False)" in err and str(statistics) in err
+
+
+def test_normalize_on_an_env_vecnormalize_cannot_normalize_names_the_entry(tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CliffWalking-v1:\n  normalize: true\n")
+    argv = ["train", "--algo", "ppo", "--env", "CliffWalking-v1", "--objective", "mean", "--timesteps", "8",
+            "--conf-file", str(conf)]  # fmt: skip
+    assert main(argv) == 2
+    assert "conf.yml: CliffWalking-v1: normalize: VecNormalize only supports" in capsys.readouterr().err
+
+
+def test_an_entry_without_a_policy_gets_the_algorithms_first(tmp_path, capsys):
+    """An entry without ``policy`` gave "MlpPolicy" to every algorithm, and ``--algo recurrent_ppo`` with a
+    --conf-file failed ("OrderGradRecurrentPPO: Policy MlpPolicy unknown"): it gets MlpLstmPolicy, as without one."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CartPole-v1:\n  n_timesteps: 16\n")
+    assert load_hyperparams("recurrent_ppo", "CartPole-v1", conf).policy == "MlpLstmPolicy"
+    assert load_hyperparams("ppo", "CartPole-v1", conf).policy == "MlpPolicy"
+    argv = ["train", "--algo", "recurrent_ppo", "--env", "CartPole-v1", "--objective", "cvar0.25", "--n-episodes", "4",
+            "--hparams", "n_epochs=1", "--quiet", "--conf-file", str(conf)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err

@@ -16,6 +16,11 @@ has the risk profile of the episode returns (mean, std, min, max, CVaR = mean of
 quantiles) and, when the env reports numeric step info, its per-episode summaries: the
 mean over an episode's steps and the value at its last step, averaged over the episodes (on the tail-risk envs:
 the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
+
+A model trained in VecNormalize (an entry's normalize in train's --conf-file) acts on normalized observations: its
+statistics are loaded from beside it, as rl-zoo3's enjoy does (MODEL without .zip /vecnormalize.pkl, or a
+checkpoint's NAME_vecnormalize_<steps>_steps.pkl), frozen, with raw rewards; a model that records a VecNormalize
+whose statistics are missing is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import file_path, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table, write_json
-from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation
+from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation, saved_statistics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,11 +76,14 @@ def format_evaluation(evaluation: Evaluation) -> str:
     return text
 
 
-def run_pass_at_k(args: argparse.Namespace, model: Any, algorithm: Any, env_kwargs: dict[str, Any]) -> int:
+def run_pass_at_k(
+    args: argparse.Namespace, model: Any, algorithm: Any, env_kwargs: dict[str, Any], statistics: Path | None
+) -> int:
     """``--pass-at-k``: sample, print the curve and the lengths (and write the JSON)."""
     result = pass_at_k_evaluation(
-        model, args.env, args.pass_at_k, args.contexts, args.deterministic, args.seed, args.quiet, env_kwargs
-    )
+        model, args.env, args.pass_at_k, args.contexts, args.deterministic, args.seed, args.quiet, env_kwargs,
+        statistics,
+    )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     print(
         f"{algorithm.name} model {args.model} on {args.env}: {result.n_samples} samples per context, "
@@ -108,12 +116,13 @@ def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
+    statistics = saved_statistics(args.model)  # VecNormalize's, as rl-zoo3's enjoy loads them
     if args.pass_at_k is not None:
-        return run_pass_at_k(args, model, algorithm, env_kwargs)
+        return run_pass_at_k(args, model, algorithm, env_kwargs, statistics)
     if args.contexts is not None:
         raise CommandError("--contexts is for --pass-at-k")
     evaluation = evaluate_model(
-        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs=env_kwargs
+        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics
     )
     policy = "deterministic" if args.deterministic else "stochastic"
     print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")

@@ -14,7 +14,11 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
 (ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
 n_timesteps when --timesteps is not given, its policy and n_envs unless --policy and --n-envs are given;
---conf-file PATH reads another file, --conf-file none applies none.
+--conf-file PATH reads another file, --conf-file none applies none. An entry's normalize (rl-zoo3's: true, or a
+mapping of VecNormalize's arguments) wraps the env in SB3's VecNormalize, and the --eval-env in one sharing its
+statistics (frozen, raw rewards); for a ranked objective (all but mean) norm_reward is off unless the mapping sets
+it, as a running reward scale would change the ranks of the returns. --save PATH writes the statistics to
+PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
 options win over the file. TensorBoard logs the
@@ -57,6 +61,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     load_trained_agent,
+    save_model,
     with_entry_env_kwargs,
     zoo_hyperparams,
 )
@@ -264,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
         if entry is not None:
             applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
+            applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
     callback = eval_callback(run_settings, model)
@@ -277,6 +283,9 @@ def run(args: argparse.Namespace) -> int:
         rollout = f"{n_episodes} episodes per update"
     made = run_settings.env_kwargs
     env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
+    normalize = model.get_vec_normalize_env()
+    if normalize is not None:
+        env += f" in VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})"
     print(
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
@@ -293,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
-            model.save(args.save)
+            save_model(model, args.save)
             print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
         raise
     finally:  # as rl-zoo3: --vec-env subproc's workers end with the run, not with the calling process
@@ -314,8 +323,10 @@ def run(args: argparse.Namespace) -> int:
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]
         print(markdown_table(["return statistic", *columns], rows))
     if args.save is not None:
-        model.save(args.save)
+        statistics = save_model(model, args.save)
         print(f"model: {model_file(args.save)}")
+        if statistics is not None:
+            print(f"VecNormalize statistics: {statistics}")
     if args.tensorboard is not None:
         print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
     return 0

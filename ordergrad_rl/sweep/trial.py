@@ -24,7 +24,14 @@ from typing import Any
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
-from ordergrad_rl.zoo.training import build_model, eval_callback, learn, with_entry_env_kwargs, zoo_hyperparams
+from ordergrad_rl.zoo.training import (
+    build_model,
+    eval_callback,
+    learn,
+    save_model,
+    with_entry_env_kwargs,
+    zoo_hyperparams,
+)
 
 
 def row_path(out: Path, trial_id: str) -> Path:
@@ -74,7 +81,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model.logger.close()
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
-    model.save(model_file)
+    save_model(model, model_file)  # with its VecNormalize statistics, if any (normalize in the --conf-file)
     row = {
         "trial_id": trial_id,
         "method": method,

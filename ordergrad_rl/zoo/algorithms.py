@@ -48,7 +48,8 @@ OPTION_OF: dict[str, str] = {
 #: envs (the option wins; ``n_timesteps`` and ``policy`` are read by :mod:`ordergrad_rl.zoo.hyperparams`).
 ENTRY_OPTIONS = ("n_episodes", "n_envs")
 
-#: Keys of rl-zoo3's entries that ``train`` has no equivalent of (env wrappers, observation normalization, ...).
+#: Keys of rl-zoo3's entries that are not constructor arguments: refused as hyperparameters. ``env_kwargs`` and
+#: ``normalize`` are read from a per-env file entry (:mod:`ordergrad_rl.zoo.hyperparams`), the others nowhere.
 RL_ZOO_ONLY_KEYS = (
     "callback",
     "env_kwargs",
@@ -58,6 +59,13 @@ RL_ZOO_ONLY_KEYS = (
     "normalize_kwargs",
     "vec_env_wrapper",
 )
+#: Those of :data:`RL_ZOO_ONLY_KEYS` that a per-env file entry gives, with where to write them instead.
+ENTRY_ONLY_KEYS = {
+    "env_kwargs": "give the env's arguments with train --env-kwargs",
+    "normalize": "write it in the env's entry of a --conf-file (rl-zoo3's normalize: true, or a mapping of "
+    "VecNormalize's arguments)",
+    "normalize_kwargs": "give VecNormalize's arguments as the normalize mapping of the env's --conf-file entry",
+}
 
 
 def algorithm_class(algo: str) -> type:
@@ -216,8 +224,9 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
     if key in OPTION_OF and key not in options:
         raise CommandError(f"{where}: set {key} with {OPTION_OF[key]}")
     if key in RL_ZOO_ONLY_KEYS:
-        fix = "give the env's arguments with train --env-kwargs" if key == "env_kwargs" else "remove it"
-        raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; {fix}")
+        if key in ENTRY_ONLY_KEYS:
+            raise CommandError(f"{where}: rl-zoo3's {key} is not a hyperparameter; {ENTRY_ONLY_KEYS[key]}")
+        raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
     valid = [*hyperparameter_names(cls), *options]
     if key not in valid:
         raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")

@@ -17,7 +17,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
-from ordergrad_rl.zoo.models import check_fits, evaluate_model, load_model, make_env, model_path
+from ordergrad_rl.zoo.models import check_fits, evaluate_model, load_model, make_env, model_path, saved_statistics
 
 
 @dataclass
@@ -222,10 +222,10 @@ def load_entries(
         file = model_path(path)  # raises if there is no such file
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (file, *load_model(file))
+        models[path] = (file, *load_model(file), saved_statistics(file))
     if models:
         venv = make_env(env, 1, None, env_kwargs)  # unknown ids, missing packages and arguments fail here
-        for file, model, _ in models.values():
+        for file, model, *_ in models.values():
             check_fits(model, venv, f"{env} ({file})")
         venv.close()
     entries = []
@@ -238,8 +238,8 @@ def load_entries(
                     raise
                 print(f"note: skipping {err}")
             continue
-        file, model, algorithm = models[path]
-        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs)
+        file, model, algorithm, statistics = models[path]
+        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics)
         made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
         entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))

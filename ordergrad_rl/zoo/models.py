@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import model_file
 
 
 # ---------------------------------------------------------------------------------------------------- envs
@@ -187,6 +188,74 @@ def load_model(path: str | Path, device: str = "cpu") -> tuple[Any, Algorithm]:
     return model, algorithm
 
 
+# ---------------------------------------------------------------------------------------------------- VecNormalize
+#: rl-zoo3's name of the file of a run's ``VecNormalize`` statistics.
+VEC_NORMALIZE_FILE = "vecnormalize.pkl"
+
+
+def vec_normalize_file(path: str | Path) -> Path:
+    """Where ``train`` saves the ``VecNormalize`` statistics of the model it saves at ``path`` (SB3 appends ``.zip``
+    to a name without a suffix), in rl-zoo3's layout (``<env>.zip`` beside ``<env>/vecnormalize.pkl``):
+    ``models/cliff`` -> ``models/cliff/vecnormalize.pkl``; a model file not named ``.zip`` gets
+    ``<file>_vecnormalize.pkl`` beside it."""
+    file = model_file(path)
+    if file.suffix == ".zip":
+        return file.with_suffix("") / VEC_NORMALIZE_FILE
+    return file.with_name(f"{file.name}_{VEC_NORMALIZE_FILE}")
+
+
+def saved_statistics(path: str | Path) -> Path | None:
+    """The ``VecNormalize`` statistics of the model saved at ``path``: :func:`vec_normalize_file`, or for a
+    checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) the one it saves beside it
+    (``NAME_vecnormalize_<steps>_steps.pkl``); ``None`` where there is neither and the save records no
+    ``VecNormalize`` (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
+
+    :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, and neither file
+        exists (its policy would act on raw observations, wrongly).
+    """
+    import re
+
+    from ordergrad_rl.agents.common.saving import read_saved_data, saved_vec_normalize
+
+    path = model_path(path)
+    candidates = [vec_normalize_file(path)]
+    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
+    if checkpoint is not None:
+        candidates.append(path.with_name(f"{checkpoint[1]}_vecnormalize_{checkpoint[2]}_steps.pkl"))
+    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if found is None:
+        try:
+            record = saved_vec_normalize(read_saved_data(path))
+        except ValueError as err:
+            raise CommandError(str(err)) from err
+        if record is not None:
+            arguments = ", ".join(f"{key}={value}" for key, value in record.items())
+            raise CommandError(
+                f"{path} was trained in VecNormalize({arguments}), whose statistics it acts on: they are not at "
+                f"{' or '.join(map(str, candidates))} (train --save writes them there; with VecNormalize.save, save "
+                "them there)"
+            )
+    return found
+
+
+def frozen_vec_normalize(venv: Any, statistics: Any) -> Any:
+    """``venv`` in the ``VecNormalize`` of ``statistics`` (a training env's ``VecNormalize``, or the file its
+    ``save`` wrote) as rl-zoo3 evaluates: its settings and statistics, which evaluation does not update
+    (``training=False``), and the env's own rewards (``norm_reward=False``)."""
+    import copy
+
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    if isinstance(statistics, VecNormalize):
+        normalize = copy.deepcopy(statistics)  # its pickled state, without its env (as VecNormalize.load reads it)
+        normalize.set_venv(venv)
+    else:
+        normalize = VecNormalize.load(str(statistics), venv)
+    normalize.training = False
+    normalize.norm_reward = False
+    return normalize
+
+
 # ---------------------------------------------------------------------------------------------------- evaluation
 @dataclass
 class Evaluation:
@@ -342,9 +411,12 @@ def evaluate_model(
     seed: int | None = 0,
     quiet: bool = False,
     env_kwargs: dict[str, Any] | None = None,
+    statistics: Path | None = None,
 ) -> Evaluation:
     """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
     ``evaluate_policy``).
+
+    :param statistics: the ``VecNormalize`` statistics the model acts on (:func:`saved_statistics`), or ``None``.
 
     :raises CommandError: the model's observation or action space differs from the env's, or an episode has not
         ended after ``MAX_EPISODE_STEPS`` steps (SB3's ``evaluate_policy`` would wait for it forever).
@@ -363,6 +435,8 @@ def evaluate_model(
 
     venv = make_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
     check_fits(model, venv, env_id)
+    if statistics is not None:
+        venv = frozen_vec_normalize(venv, statistics)
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
     aggregator = EpisodeInfoAggregator(venv.num_envs, names=info_component_names(venv))
@@ -404,8 +478,10 @@ def pass_at_k_evaluation(
     seed: int | None = 0,
     quiet: bool = False,
     env_kwargs: dict[str, Any] | None = None,
+    statistics: Path | None = None,
 ) -> Any:
-    """``n_samples`` episodes of ``model`` per context (:func:`ordergrad_rl.agents.sample_successes`).
+    """``n_samples`` episodes of ``model`` per context (:func:`ordergrad_rl.agents.sample_successes`), on the
+    ``VecNormalize`` of ``statistics`` if given (:func:`saved_statistics`).
 
     Contexts: the first ``n_contexts`` of those the env declares (all by default), else reset seeds ``0 ..
     n_contexts - 1`` (:data:`DEFAULT_SEED_CONTEXTS` by default).
@@ -435,6 +511,8 @@ def pass_at_k_evaluation(
     venv.close()
     venv = make_env(env_id, min(total, 1024) if batched else min(total, PASS_AT_K_ENVS), seed, env_kwargs)
     check_fits(model, venv, env_id)
+    if statistics is not None:
+        venv = frozen_vec_normalize(venv, statistics)
     if seed is not None:
         set_random_seed(seed)  # the policy's sampling
     with tqdm(total=total, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:

@@ -18,7 +18,15 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
-from ordergrad_rl.zoo.models import check_env_id, check_fits, is_batched, make_env
+from ordergrad_rl.zoo.models import (
+    check_env_id,
+    check_fits,
+    frozen_vec_normalize,
+    is_batched,
+    make_env,
+    saved_statistics,
+    vec_normalize_file,
+)
 
 
 @dataclass
@@ -118,9 +126,10 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
 
     :param hparams: other constructor arguments, already checked (:func:`check_hparam`, or
         :func:`~ordergrad_rl.zoo.algorithms.parse_hparams` for ``key=value`` text).
-    :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``.
-    :raises CommandError: unknown env or device, bad hyperparameters, arguments the algorithm rejects, or an env
-        whose spaces SB3 has no policy for.
+    :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``;
+        its ``normalize`` wraps the model's env in ``VecNormalize`` (:func:`vec_normalize_kwargs`).
+    :raises CommandError: unknown env or device, bad hyperparameters, arguments the algorithm rejects, an env
+        whose spaces SB3 has no policy for, or a ``normalize`` that ``VecNormalize`` refuses for the env.
     """
     cls = algorithm_class(settings.algo)
     hparams = dict(hparams or {})
@@ -152,7 +161,40 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     except NotImplementedError as err:  # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple)
         raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
+    normalize = vec_normalize_kwargs(None if entry is None else entry.normalize, model, hparams)
+    if normalize is not None:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        try:
+            model.set_env(VecNormalize(model.get_env(), **normalize))
+        except (ValueError, TypeError) as err:  # VecNormalize's refusal of a space it cannot normalize
+            raise CommandError(f"{entry.source}: {settings.env}: normalize: {err}") from err
     return model
+
+
+def vec_normalize_kwargs(
+    normalize: dict[str, Any] | None, model: Any, hparams: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The keyword arguments of SB3's ``VecNormalize`` that an entry's ``normalize`` gives ``model``, as rl-zoo3's
+    ``ExperimentManager`` makes them: the entry's mapping (``{}`` for ``normalize: true``), with the algorithm's
+    ``gamma`` where the hyperparameters set one; ``None`` without ``normalize``.
+
+    One difference from rl-zoo3, for an objective that ranks the episode returns (every one but the mean:
+    ``model.ranks_returns``): ``norm_reward`` is ``False`` unless the mapping sets it, so ``normalize: true``
+    normalizes the observations only. ``VecNormalize`` would divide the rewards by a running scale that changes
+    during a rollout (and clip them), and the objective would rank those, not the env's returns; a mapping with
+    ``norm_reward: true`` gets it, with the agents' ``UserWarning`` saying so. The mean is rl-zoo3's, rewards too.
+
+    :param hparams: the constructor arguments the model was built with (the entry's under ``--hparams``).
+    """
+    if normalize is None:
+        return None
+    kwargs = dict(normalize)
+    if "gamma" in hparams:  # rl-zoo3: the discount of VecNormalize's running return is the algorithm's
+        kwargs["gamma"] = model.gamma
+    if model.ranks_returns:
+        kwargs.setdefault("norm_reward", False)
+    return kwargs
 
 
 def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
@@ -178,10 +220,13 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
 
     It is loaded by ``settings.algo``'s class on ``settings.env`` (with ``env_kwargs``) of the save's number of envs
     (``settings.n_envs`` if given), with the ``tensorboard``, ``seed``, ``device`` and ``verbose`` of ``settings``;
-    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do.
+    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do. A
+    model saved with ``VecNormalize`` statistics goes on in a ``VecNormalize`` loaded from them, updating them, as
+    rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`).
 
-    :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's, or
-        hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one).
+    :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's,
+        hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one), or a save that
+        trained in ``VecNormalize`` without its statistics beside it.
     """
     from ordergrad_rl.agents.common.saving import read_saved_data
     from ordergrad_rl.zoo.models import model_path
@@ -192,10 +237,15 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     kwargs = dict(hparams or {})
     if settings.n_episodes is not None:
         kwargs["n_episodes"] = settings.n_episodes
+    statistics = saved_statistics(path)
     try:
         saved_n_envs = read_saved_data(path).get("n_envs")
         n_envs = settings.n_envs or saved_n_envs or 1
         env = make_env(settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
+        if statistics is not None:
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            env = VecNormalize.load(str(statistics), env)
         model = cls.load(
             path,
             env=env,
@@ -217,8 +267,28 @@ def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
 
     save = Path(save)
     name = save.name.removesuffix(".zip")
-    # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do.
-    return CheckpointCallback(max(save_freq // model.n_envs, 1), str(save.parent), name_prefix=name)
+    # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do. A VecNormalize's
+    # statistics are saved beside each checkpoint: NAME_vecnormalize_<num_timesteps>_steps.pkl.
+    return CheckpointCallback(
+        max(save_freq // model.n_envs, 1), str(save.parent), name_prefix=name, save_vecnormalize=True
+    )
+
+
+def save_model(model: Any, path: str | Path) -> Path | None:
+    """``model.save(path)``, and the statistics of its env's ``VecNormalize`` where it has one, as rl-zoo3 saves
+    them, at :func:`~ordergrad_rl.zoo.models.vec_normalize_file` (``models/cliff/vecnormalize.pkl``), where
+    ``evaluate`` and ``--trained-agent`` load them.
+
+    :return: the statistics' file, or ``None`` for an env without ``VecNormalize``.
+    """
+    model.save(path)
+    normalize = model.get_vec_normalize_env()
+    if normalize is None:
+        return None
+    file = vec_normalize_file(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    normalize.save(str(file))
+    return file
 
 
 def check_k_applies(objective: str, k: int | None) -> None:
@@ -325,6 +395,9 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
         env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
     eval_env = make_env(settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option)
     check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
+    normalize = model.get_vec_normalize_env()
+    if normalize is not None:  # rl-zoo3's eval env: the training statistics (synced at each evaluation), raw rewards
+        eval_env = frozen_vec_normalize(eval_env, normalize)
     return RiskEvalCallback(
         eval_env,
         n_eval_episodes=settings.eval_episodes,

@@ -82,7 +82,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untie_case,
     untied_at,
 )
-from ordergrad_rl.agents.common.saving import read_saved_data
+from ordergrad_rl.agents.common.saving import VEC_NORMALIZE, read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
@@ -729,26 +729,42 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._noise = sampler
         self._warn_if_rewards_normalized()
 
+    @property
+    def ranks_returns(self) -> bool:
+        """Whether the objective ranks the episode returns (a channel objective or ``k != 1``; the mean, linear in the
+        rewards, does not): a running reward scale then changes what it trains (:meth:`_warn_if_rewards_normalized`).
+        """
+        return isinstance(self.objective, ChannelObjective) or self.k != 1
+
     def _warn_if_rewards_normalized(self) -> None:
         """:func:`~ordergrad_rl.agents.common.checks.warn_if_rewards_normalized` for the model's env where its
-        objective ranks the returns (a channel objective or ``k != 1``; the mean is linear in the rewards)."""
-        if getattr(self, "env", None) is not None and (isinstance(self.objective, ChannelObjective) or self.k != 1):
+        objective ranks the returns (:attr:`ranks_returns`)."""
+        if getattr(self, "env", None) is not None and self.ranks_returns:
             warn_if_rewards_normalized(self.env, self.objective_label())
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
         categorical episodes and OrderGradREINFORCE's are) is saved as ``ent_coef_schedule``, and ``ent_coef`` as
         the coefficient in force: SB3's ``PPO.load`` / ``A2C.load`` of the save multiply their loss by
-        ``ent_coef``, so a callable there crashed their first update. ``load`` puts the schedule back."""
+        ``ent_coef``, so a callable there crashed their first update. ``load`` puts the schedule back.
+
+        A model whose env is wrapped in ``VecNormalize`` records it (``vec_normalize``: its ``norm_obs`` and
+        ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves the statistics
+        apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly, silently.
+        """
         coef = self.ent_coef  # type: ignore[has-type]
         if callable(coef):
             self.ent_coef_schedule = coef
             self.ent_coef = float(coef(self._current_progress_remaining))  # type: ignore[attr-defined]
+        normalize = self.get_vec_normalize_env()  # type: ignore[attr-defined]
+        if normalize is not None:
+            self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
         try:
             super().save(path, exclude, include)  # type: ignore[misc]
         finally:
             self.ent_coef = coef
             self.__dict__.pop("ent_coef_schedule", None)
+            self.__dict__.pop(VEC_NORMALIZE, None)
 
     def objective_label(self) -> str:
         # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
@@ -781,6 +797,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _setup_model(self) -> None:
         self._restore_objective()
         schedule = self.__dict__.pop("ent_coef_schedule", None)  # SB3's load put the save's data here (save)
+        self.__dict__.pop(VEC_NORMALIZE, None)  # a record of the saved model's env, not of this one's (save)
         if schedule is not None:
             self.ent_coef = schedule
         # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load

@@ -78,6 +78,18 @@ def saved_algorithm(data: dict[str, Any]) -> str | None:
     return "OrderGradPPO" if "n_epochs" in data else "OrderGradREINFORCE"
 
 
+#: The ``data`` key under which an episodic agent's save records the ``VecNormalize`` its env was wrapped in.
+VEC_NORMALIZE = "vec_normalize"
+
+
+def saved_vec_normalize(data: dict[str, Any]) -> dict[str, bool] | None:
+    """The ``VecNormalize`` whose statistics the model that wrote ``data`` (see :func:`read_saved_data`) acts on:
+    ``{"norm_obs": ..., "norm_reward": ...}``, or ``None`` for a model saved without one (or by an algorithm that
+    does not record it: SB3's own, ordergrad-rl's before 2026-12-06)."""
+    record = data.get(VEC_NORMALIZE)
+    return dict(record) if isinstance(record, dict) else None
+
+
 def check_saved_algorithm(path: Any, cls: type) -> None:
     """``ValueError`` unless the model at ``path`` was saved by ``cls``'s algorithm (:func:`algorithm_family`).
 

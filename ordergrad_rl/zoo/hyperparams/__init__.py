@@ -22,7 +22,7 @@ from typing import Any
 #: ``--algo`` name -> the YAML file shipped for it.
 FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
 #: Keys of an entry that are not constructor arguments (rl-zoo3's names).
-N_TIMESTEPS, POLICY, ENV_KWARGS = "n_timesteps", "policy", "env_kwargs"
+N_TIMESTEPS, POLICY, ENV_KWARGS, NORMALIZE = "n_timesteps", "policy", "env_kwargs", "normalize"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,10 +32,14 @@ class Hyperparams:
     :param env_id: the entry's env id.
     :param kwargs: constructor arguments of the algorithm (``policy_kwargs`` a dict).
     :param n_timesteps: env steps to train for, or ``None`` if the entry does not say.
-    :param policy: the policy name (default ``"MlpPolicy"``).
+    :param policy: the policy name (default: the algorithm's first, ``"MlpPolicy"``; recurrent_ppo's
+        ``"MlpLstmPolicy"``).
     :param source: the file the entry comes from.
     :param env_kwargs: the env's arguments (rl-zoo3's ``--env-kwargs``; ``gym.make``'s ``max_episode_steps`` too),
         ``{}`` if the entry has none: ``train`` makes its env with them, under its ``--env-kwargs``.
+    :param normalize: rl-zoo3's ``normalize``: ``None`` without it (or ``false``), else the keyword arguments of
+        SB3's ``VecNormalize`` it gives (``{}`` for ``true``), which ``train`` wraps its env in
+        (:func:`~ordergrad_rl.zoo.training.vec_normalize_kwargs`).
     """
 
     env_id: str
@@ -44,6 +48,48 @@ class Hyperparams:
     policy: str
     source: str
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    normalize: dict[str, Any] | None = None
+
+
+#: ``VecNormalize``'s arguments an entry's ``normalize`` may give (not ``venv`` nor ``training``).
+VEC_NORMALIZE_ARGUMENTS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
+
+
+def parse_normalize(value: Any, where: str) -> dict[str, Any] | None:
+    """rl-zoo3's ``normalize`` value -> ``VecNormalize``'s keyword arguments (``None``: no normalization).
+
+    ``true`` / ``false``, a mapping, or its text as rl-zoo3 writes it (``"{'norm_obs': True, 'norm_reward': False}"``
+    or ``"dict(norm_obs=True, norm_reward=False)"``; read as literals, not run as code as rl-zoo3's ``eval`` does).
+
+    :param where: the file and entry, for the message.
+    :raises ValueError: another value, or a key ``VecNormalize`` does not take.
+    """
+    import ast
+
+    if isinstance(value, bool):
+        return {} if value else None
+    if isinstance(value, str):
+        try:
+            tree = ast.parse(value.strip(), mode="eval").body
+            if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict":
+                if tree.args or any(keyword.arg is None for keyword in tree.keywords):
+                    raise ValueError("dict(...) with keyword arguments only")
+                value = {keyword.arg: ast.literal_eval(keyword.value) for keyword in tree.keywords}
+            else:
+                value = ast.literal_eval(tree)
+        except (SyntaxError, ValueError) as err:
+            raise ValueError(f"{where}: {value!r} is not a mapping of VecNormalize's arguments ({err})") from err
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{where}: expected true, false or a mapping of VecNormalize's arguments such as "
+            f"{{'norm_obs': True, 'norm_reward': False}}, got {value!r}"
+        )
+    unknown = [key for key in value if key not in VEC_NORMALIZE_ARGUMENTS]
+    if unknown:
+        raise ValueError(
+            f"{where}: VecNormalize takes no argument {unknown[0]!r}; it takes {', '.join(VEC_NORMALIZE_ARGUMENTS)}"
+        )
+    return dict(value)
 
 
 def hyperparams_file(algo: str) -> Path:
@@ -97,8 +143,11 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         if not count.is_integer() or count < 1:
             raise ValueError(f"{source}: {env_id}: n_timesteps must be a positive integer, got {n_timesteps!r}")
         n_timesteps = int(count)
-    policy = kwargs.pop(POLICY, "MlpPolicy")
+    policy = kwargs.pop(POLICY, None)
     env_kwargs = kwargs.pop(ENV_KWARGS, None) or {}
+    normalize = (
+        parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
+    )
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
@@ -106,6 +155,8 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     from ordergrad_rl.zoo.models import check_env_kwargs
 
     cls = algorithm_class(algo)
+    if policy is None:  # as train without --policy: the algorithm's first (recurrent_ppo has no "MlpPolicy")
+        policy = next(iter(cls.policy_aliases))
     try:
         for key, value in kwargs.items():
             kwargs[key] = check_hparam(key, value, cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
@@ -114,7 +165,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         check_env_kwargs(env_id, env_kwargs, f"{source}: {env_id}: env_kwargs")
     except CommandError as err:
         raise ValueError(str(err)) from err
-    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs)
+    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize)
 
 
 __all__ = ["FILES", "Hyperparams", "hyperparams_file", "load_hyperparams", "read_hyperparams_file"]
