@@ -479,3 +479,15 @@ def test_a_nan_eval_return_is_named_as_the_eval_envs() -> None:
     callback = RiskEvalCallback(NaNRewardEnv(), n_eval_episodes=3, eval_freq=4)
     with pytest.raises(ValueError, match="3 of the 3 evaluation episodes have a NaN or infinite return .*eval env"):
         model.learn(8, callback=callback)
+
+
+def test_evaluate_on_a_model_without_a_logger_names_set_logger() -> None:
+    """``init_callback(model)`` then ``evaluate()``, as the callback's own error advises, on a model that has not
+    learned: SB3's logger property raised AttributeError: 'OrderGradPPO' object has no attribute '_logger'."""
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, seed=0)
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=4, eval_freq=None)
+    callback.init_callback(model)
+    with pytest.raises(RuntimeError, match=r"model.set_logger"):
+        callback.evaluate()
+    model.set_logger(configure(None, []))
+    assert callback.evaluate() and callback.last_returns.size == 4

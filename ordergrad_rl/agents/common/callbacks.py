@@ -187,11 +187,18 @@ class PeriodicEvalCallback(EventCallback):
         best score, save the model and trigger ``callback_on_new_best``; return the evaluation's result. A
         ``VecNormalize`` eval env first gets the training env's statistics, as in SB3's ``EvalCallback``.
 
-        :raises RuntimeError: the callback has no model yet (it gets one from ``learn`` or ``init_callback``)."""
+        :raises RuntimeError: the callback has no model yet (it gets one from ``learn`` or ``init_callback``), or
+            the model no logger (SB3's ``learn`` or ``set_logger`` gives it one)."""
         if getattr(self, "model", None) is None:
             raise RuntimeError(
                 f"{type(self).__name__}.evaluate() evaluates the model the callback belongs to: pass the callback to "
                 "model.learn(callback=...) or call its init_callback(model) first"
+            )
+        if getattr(self.model, "_logger", None) is None:  # SB3's logger property failed with an AttributeError
+            raise RuntimeError(
+                f"{type(self).__name__}.evaluate() records its tags in the model's logger, which SB3 sets in learn: "
+                "give a model that has not learned one first, e.g. model.set_logger(stable_baselines3.common.logger."
+                "configure(folder, ['stdout', 'tensorboard']))"
             )
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
