@@ -57,7 +57,7 @@ from ordergrad_rl.agents.common.evaluation import (
 from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_risk_profile, write_risk_layout
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.common.warning_util import user_stacklevel
-from ordergrad_rl.envs.sb3_vec_env import make_sb3_vec_env
+from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env
 from ordergrad_rl.passk import default_ks
 from ordergrad_rl.risk import risk_profile
 
@@ -262,8 +262,14 @@ class RiskEvalCallback(PeriodicEvalCallback):
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
         ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
-    :param n_eval_envs: number of envs built when ``eval_env`` is an id (``None``: 1); an env passed has its own
-        (a different number is refused).
+    :param n_eval_envs: number of envs built when ``eval_env`` is an id; an env passed has its own (a different
+        number is refused). ``None``: on an id with a native batch (the tail-risk and TargetSum ids,
+        :func:`~ordergrad_rl.envs.sb3_vec_env.has_native_batch`) and no ``seed``, ``n_eval_episodes`` envs, one
+        episode each in a single batch (about 25 times faster than one env on ``SyntheticTailRiskDeploy-v0`` at 100
+        episodes; unseeded, the episodes are i.i.d. draws either way); else 1. With a ``seed`` it stays 1, whose
+        episodes the seed fixes: env ``i`` of a batch is seeded ``seed + i`` (SB3's convention), so a batch evaluates
+        other episodes than one env under the same seed. Pass ``n_eval_envs=n_eval_episodes`` to have the batch with
+        a seed too.
     :param log_name: tag stem: ``<log_name>_risk/``, ``<log_name>/``, ``<log_name>_info/``.
     :param info_keys: info entries to aggregate; ``None``: all numeric ones; ``()``: none.
     :param callback_after_eval: callback triggered after every evaluation (``EventCallback`` semantics).
@@ -307,11 +313,13 @@ class RiskEvalCallback(PeriodicEvalCallback):
         if isinstance(info_keys, str) or not all(isinstance(key, str) for key in info_keys or ()):
             # a string is a sequence of its letters: info_keys="is_success" aggregated none of the infos
             raise ValueError(f"info_keys must be a sequence of info key names, e.g. ['is_success'], got {info_keys!r}")
+        # A native batch runs its envs as one NumPy step; a seed keeps one env, whose episodes it fixes.
+        one_batch = isinstance(eval_env, str) and seed is None and has_native_batch(eval_env)
         super().__init__(
             eval_env,
             eval_freq,
             n_eval_envs,
-            1,
+            n_eval_episodes if one_batch else 1,
             log_name,
             callback_after_eval,
             seed,
