@@ -459,7 +459,7 @@ def test_an_eval_episode_that_never_ends_is_an_error(monkeypatch: pytest.MonkeyP
     import ordergrad_rl.agents.common.buffers
 
     monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
-    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([SuccessEnv]), n_episodes=4, seed=0)  # the eval env's spaces
     callback = RiskEvalCallback(DummyVecEnv([EndlessEnv] * 2), n_eval_episodes=4, eval_freq=4, warn=False)
     with pytest.raises(ValueError, match="the episode of eval env 0 has not ended after 50 steps"):
         model.learn(8, callback=callback)
@@ -475,7 +475,7 @@ class NaNRewardEnv(SuccessEnv):
 
 def test_a_nan_eval_return_is_named_as_the_eval_envs() -> None:
     """A NaN reward of the eval env stopped training with risk_profile's bare 'returns contain NaN or inf'."""
-    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([SuccessEnv]), n_episodes=4, seed=0)  # the eval env's spaces
     callback = RiskEvalCallback(NaNRewardEnv(), n_eval_episodes=3, eval_freq=4)
     with pytest.raises(ValueError, match="3 of the 3 evaluation episodes have a NaN or infinite return .*eval env"):
         model.learn(8, callback=callback)

@@ -37,6 +37,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, EventCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_normalization, unwrap_vec_normalize
@@ -74,6 +76,42 @@ def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) 
         return env
     monitored = env if isinstance(env, Monitor) else Monitor(env)
     return DummyVecEnv([lambda: monitored])
+
+
+def space_fits(space: spaces.Space, expected: spaces.Space) -> bool:
+    """Whether observations or actions of ``space`` fit a policy built for ``expected``: a space of the same kind
+    and shape (per key of a ``Dict``) and, for discrete ones, of the same ``n`` / ``nvec``. ``Box`` bounds may
+    differ, as SB3's ``predict`` takes them."""
+    if isinstance(expected, spaces.Dict):
+        return (
+            isinstance(space, spaces.Dict)
+            and space.keys() == expected.keys()
+            and all(space_fits(space[key], expected[key]) for key in expected.keys())
+        )
+    sizes = [getattr(each, "nvec", getattr(each, "n", None)) for each in (space, expected)]
+    return type(space) is type(expected) and space.shape == expected.shape and np.array_equal(*sizes)
+
+
+def check_eval_env_fits(model: BaseAlgorithm, eval_env: VecEnv) -> None:
+    """The spaces of ``eval_env`` as the model would wrap it (images transposed as SB3 transposes them) against the
+    model's (:func:`space_fits`), and a ``VecNormalize`` around ``eval_env`` where the training env has one.
+
+    :raises ValueError: naming the eval env's mismatch.
+    """
+    wrapped = BaseAlgorithm._wrap_env(eval_env)
+    for name in ("observation_space", "action_space"):
+        space, expected = getattr(wrapped, name), getattr(model, name)
+        if not space_fits(space, expected):
+            raise ValueError(
+                f"the eval env's {name} {space} does not fit the model's {expected}: evaluate on the training env's "
+                "kind"
+            )
+    if model.get_vec_normalize_env() is not None and unwrap_vec_normalize(eval_env) is None:
+        raise ValueError(
+            "the training env is wrapped in VecNormalize and the eval env is not: the policy acts on normalized "
+            "observations, and evaluation syncs the training statistics into the eval env's VecNormalize; wrap it "
+            "as VecNormalize(eval_env, training=False, norm_reward=False)"
+        )
 
 
 class PeriodicEvalCallback(EventCallback):
@@ -151,8 +189,11 @@ class PeriodicEvalCallback(EventCallback):
         self._continue_training = True
 
     def _init_callback(self) -> None:
-        # SB3's EvalCallback warns when the training and eval envs are of different types; of those differences, the
-        # one that changes the numbers silently (a VecNormalize training env and a plain eval env fail the sync):
+        # SB3's EvalCallback warns when the training and eval envs are of different types, then fails at the first
+        # evaluation, eval_freq steps into training, on those that cannot work: an env of other spaces (deep in
+        # predict: "Unexpected observation shape") and a plain eval env of a VecNormalize training env (in the sync).
+        check_eval_env_fits(self.model, self.eval_env)
+        # ... and the difference that changes the numbers silently:
         if self.model.get_vec_normalize_env() is None and unwrap_vec_normalize(self.eval_env) is not None:
             warnings.warn(
                 "the eval env is wrapped in VecNormalize and the training env is not: the policy is evaluated on "
