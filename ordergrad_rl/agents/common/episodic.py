@@ -656,9 +656,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
 
         Every other argument keeps its saved value, as in SB3, also where the constructor's default for it depends on
-        one of ``kwargs`` (``batch_size`` on ``n_episodes``, ``normalize_advantage`` and ``value_baseline`` on
-        ``group_size``: pass them too to have the new model's), except an argument whose saved value the one changed
-        forced or now rules out: it takes the constructor's default for the new value (:meth:`_default_at_load`).
+        one of ``kwargs`` (``batch_size`` on ``n_episodes``; ``n_episodes``, ``normalize_advantage`` and
+        ``value_baseline`` on ``group_size``; ``entropy_plateau`` on ``ent_coef``: pass them too to have a new
+        model's), except an argument whose saved value the one changed forced or now rules out: it takes the
+        constructor's default for the new value (:meth:`_default_at_load`).
 
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
