@@ -743,3 +743,37 @@ def test_load_builds_an_env_id_with_the_saves_envs(tmp_path: Path, algorithm: st
     assert (model.env.num_envs, model.n_envs, model.seed) == (2, 2, 1)
     model.learn(64)
     assert cls.load(path, env="CartPole-v1", seed=5).seed == 5
+
+
+def test_an_eval_env_that_does_not_fit_the_model_is_named_when_training_starts() -> None:
+    """An eval env of other spaces, or a plain eval env of a VecNormalize training env, failed at the first evaluation,
+    eval_freq steps into training, deep in SB3 ("Unexpected observation shape (1, 1) for Box environment"; the sync's
+    AssertionError). Both are named when learn starts; an image env SB3 transposes itself still fits."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4, seed=0)
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=2, eval_freq=10_000)
+    with pytest.raises(
+        ValueError,
+        match=r"the eval env's observation_space Box\(0.0, 1.0, \(1,\), float32\) does not fit the model's Box\(\[-4.8",
+    ):
+        model.learn(100, callback=callback)
+    assert model.num_timesteps == 0
+    normalized = OrderGradPPO("MlpPolicy", VecNormalize(make_vec_env("CartPole-v1", 2)), objective="mean", n_episodes=4)
+    with pytest.raises(ValueError, match=r"training env is wrapped in VecNormalize and the eval env is not"):
+        normalized.learn(100, callback=RiskEvalCallback("CartPole-v1", n_eval_episodes=2, eval_freq=10_000))
+    eval_env = VecNormalize(make_vec_env("CartPole-v1", 1), training=False, norm_reward=False)
+    normalized.learn(100, callback=RiskEvalCallback(eval_env, n_eval_episodes=2, eval_freq=10_000))
+    image = FakeImageEnv(screen_height=36, screen_width=36, n_channels=1)
+    cnn = OrderGradPPO(
+        "CnnPolicy",
+        image,
+        objective="mean",
+        n_episodes=2,
+        policy_kwargs={"features_extractor_kwargs": {"features_dim": 8}},
+    )
+    assert cnn.observation_space.shape == (1, 36, 36)  # transposed by SB3; the eval env is not
+    callback = RiskEvalCallback(FakeImageEnv(screen_height=36, screen_width=36, n_channels=1), n_eval_episodes=1)
+    cnn.learn(20, callback=callback)
+    assert callback.last_returns.size == 1

@@ -493,3 +493,27 @@ def test_reinforce_saves_from_before_the_default_keep_whole_episode_weights(tmp_
     assert getattr(loaded, "history_baseline", None) is None
     loaded.learn(64, reset_num_timesteps=False)
     assert loaded.num_timesteps >= 64
+
+
+def test_load_changing_value_baseline_gives_baseline_lambda_the_new_models_default(tmp_path):
+    """``load(path, value_baseline=...)`` without ``baseline_lambda``: a saved lambda that no baseline forced to 1
+    (the save had none) or that the new value rules out (it has none) becomes the default a new model gets for the
+    new value; between two baselines the saved lambda is kept; a plain load keeps everything."""
+    mean = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="mean", n_episodes=8)
+    mean.save(tmp_path / "none")
+    assert (mean.value_baseline, mean.baseline_lambda) == (False, 1.0)
+    new = OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="mean", n_episodes=8, value_baseline="history")
+    loaded = OrderGradPPO.load(tmp_path / "none", value_baseline="history")
+    assert (loaded.value_baseline, loaded.baseline_lambda) == ("history", new.baseline_lambda) == ("history", 0.95)
+    assert OrderGradPPO.load(tmp_path / "none", value_baseline="history", baseline_lambda=0.5).baseline_lambda == 0.5
+    assert OrderGradPPO.load(tmp_path / "none").baseline_lambda == 1.0
+    ranked = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, baseline_lambda=0.8)
+    ranked.save(tmp_path / "history")
+    loaded = OrderGradPPO.load(tmp_path / "history", value_baseline=False)
+    assert (loaded.value_baseline, loaded.baseline_lambda) == (False, 1.0)  # as a new model's: it refuses another
+    assert OrderGradPPO.load(tmp_path / "history", value_baseline=True).baseline_lambda == 0.8  # the user's lambda
+    assert OrderGradPPO.load(tmp_path / "history").baseline_lambda == 0.8
+    # A save from before the argument (no baseline, no lambda) takes the new baseline's default too.
+    save_from_before(tmp_path / "none.zip", tmp_path / "old.zip", "value_baseline", "baseline_lambda")
+    assert OrderGradPPO.load(tmp_path / "old.zip").baseline_lambda == 1.0
+    assert OrderGradPPO.load(tmp_path / "old.zip", value_baseline="history").baseline_lambda == BASELINE_LAMBDA

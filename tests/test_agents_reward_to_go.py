@@ -113,3 +113,21 @@ def test_reward_to_go_refuses_what_is_not_a_bool(cls: type, flag: object) -> Non
     anything but True, False (or None)."""
     with pytest.raises(ValueError, match="reward_to_go must be True, False or None"):
         cls("MlpPolicy", "CartPole-v1", objective="mean", reward_to_go=flag)
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_load_into_or_out_of_groups_gives_reward_to_go_the_new_models_default(cls: type, tmp_path) -> None:
+    """``load(path, group_size=...)`` of the mean without ``reward_to_go``: the pooled mean's reward-to-go, ruled out
+    in groups, becomes the grouped model's default (off; the load raised "reward_to_go is not defined with
+    group_size"), and a grouped save's (forced off) the pooled model's on leaving them; the user's choice is kept."""
+    cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=8).save(tmp_path / "pooled")
+    grouped = cls.load(tmp_path / "pooled", group_size=4)
+    assert (grouped.group_size, grouped.reward_to_go) == (4, False)
+    assert cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=8, group_size=4).reward_to_go is False
+    grouped.save(tmp_path / "grouped")
+    assert cls.load(tmp_path / "grouped").reward_to_go is False
+    assert cls.load(tmp_path / "grouped", group_size=None).reward_to_go is True
+    cls("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=8, reward_to_go=False).save(tmp_path / "whole")
+    assert cls.load(tmp_path / "whole", group_size=None).reward_to_go is False
+    with pytest.raises(ValueError, match="reward_to_go is not defined with group_size"):
+        cls.load(tmp_path / "pooled", group_size=4, reward_to_go=True)

@@ -459,7 +459,7 @@ def test_an_eval_episode_that_never_ends_is_an_error(monkeypatch: pytest.MonkeyP
     import ordergrad_rl.agents.common.buffers
 
     monkeypatch.setattr(ordergrad_rl.agents.common.buffers, "MAX_EPISODE_STEPS", 50)
-    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([SuccessEnv]), n_episodes=4, seed=0)  # the eval env's spaces
     callback = RiskEvalCallback(DummyVecEnv([EndlessEnv] * 2), n_eval_episodes=4, eval_freq=4, warn=False)
     with pytest.raises(ValueError, match="the episode of eval env 0 has not ended after 50 steps"):
         model.learn(8, callback=callback)
@@ -475,7 +475,40 @@ class NaNRewardEnv(SuccessEnv):
 
 def test_a_nan_eval_return_is_named_as_the_eval_envs() -> None:
     """A NaN reward of the eval env stopped training with risk_profile's bare 'returns contain NaN or inf'."""
-    model = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4, seed=0)
+    model = OrderGradREINFORCE("MlpPolicy", DummyVecEnv([SuccessEnv]), n_episodes=4, seed=0)  # the eval env's spaces
     callback = RiskEvalCallback(NaNRewardEnv(), n_eval_episodes=3, eval_freq=4)
     with pytest.raises(ValueError, match="3 of the 3 evaluation episodes have a NaN or infinite return .*eval env"):
         model.learn(8, callback=callback)
+
+
+def test_an_unseeded_eval_id_with_a_native_batch_runs_its_episodes_as_one_batch() -> None:
+    """``RiskEvalCallback("SyntheticTailRiskDeploy-v0")`` ran its episodes one after another on one env; without a
+    seed it now builds ``n_eval_episodes`` envs, one NumPy batch. A seed keeps one env, whose episodes it fixes (env
+    ``i`` of a batch is seeded ``seed + i``), and an id without a native batch, or ``n_eval_envs``, keeps its size."""
+    model = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2", n_episodes=8, seed=0)
+    model.set_logger(configure(None, []))
+    batch = RiskEvalCallback("SyntheticTailRiskDeploy-v0", n_eval_episodes=10, eval_freq=None)
+    assert batch.eval_env.num_envs == 10
+    batch.init_callback(model)
+    assert batch.evaluate() and batch.last_returns.size == 10
+    seeded = [RiskEvalCallback("SyntheticTailRiskDeploy-v0", n_eval_episodes=10, eval_freq=None, seed=3)]
+    seeded.append(RiskEvalCallback("SyntheticTailRiskDeploy-v0", n_eval_episodes=10, eval_freq=None, seed=3))
+    assert [callback.eval_env.num_envs for callback in seeded] == [1, 1]
+    for callback in seeded:
+        callback.init_callback(model)
+        callback.evaluate()
+    np.testing.assert_array_equal(seeded[0].last_returns, seeded[1].last_returns)
+    assert RiskEvalCallback("SyntheticTailRiskDeploy-v0", n_eval_episodes=10, n_eval_envs=3).eval_env.num_envs == 3
+    assert RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=10).eval_env.num_envs == 1
+
+
+def test_evaluate_on_a_model_without_a_logger_names_set_logger() -> None:
+    """``init_callback(model)`` then ``evaluate()``, as the callback's own error advises, on a model that has not
+    learned: SB3's logger property raised AttributeError: 'OrderGradPPO' object has no attribute '_logger'."""
+    model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8, seed=0)
+    callback = RiskEvalCallback("RiskyBandit-v0", n_eval_episodes=4, eval_freq=None)
+    callback.init_callback(model)
+    with pytest.raises(RuntimeError, match=r"model.set_logger"):
+        callback.evaluate()
+    model.set_logger(configure(None, []))
+    assert callback.evaluate() and callback.last_returns.size == 4

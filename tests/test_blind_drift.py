@@ -171,3 +171,21 @@ def test_novelty_is_checked_saved_and_absent_from_older_saves(tmp_path):
     agent.save(tmp_path / "novelty")
     assert OrderGradPPO.load(tmp_path / "novelty").novelty_when_blind is True
     assert OrderGradPPO.saved_before["novelty_when_blind"] is False
+
+
+def test_load_switching_drift_when_blind_gives_novelty_the_new_models_default(tmp_path):
+    """``load(path, drift_when_blind=...)`` without ``novelty_when_blind``: a saved novelty ruled out by the new drift
+    (one of them at most) or forced off by the saved one becomes the default a new model gets (it raised before:
+    "drift_when_blind and novelty_when_blind")."""
+    model(drift=False, novelty=None).save(tmp_path / "novelty")
+    loaded = OrderGradPPO.load(tmp_path / "novelty", drift_when_blind=True)
+    assert (loaded.drift_when_blind, loaded.novelty_when_blind) == (True, False)
+    assert model(drift=True, novelty=None).novelty_when_blind is False  # a new model's
+    loaded.save(tmp_path / "drift")
+    back = OrderGradPPO.load(tmp_path / "drift", drift_when_blind=False)
+    assert (back.drift_when_blind, back.novelty_when_blind) == (False, True)
+    assert OrderGradPPO.load(tmp_path / "drift").novelty_when_blind is False  # a plain load keeps the save's
+    model(drift=False, novelty=False).save(tmp_path / "neither")  # the user's choice, which drift=False keeps
+    assert OrderGradPPO.load(tmp_path / "neither", drift_when_blind=False).novelty_when_blind is False
+    with pytest.raises(ValueError, match="drift_when_blind and novelty_when_blind"):
+        OrderGradPPO.load(tmp_path / "novelty", drift_when_blind=True, novelty_when_blind=True)

@@ -568,6 +568,14 @@ def default_novelty_when_blind(objective: Objective | ChannelObjective, drift_wh
     return objective.k != 1 and not drift_when_blind
 
 
+def default_reward_to_go(objective: Objective | ChannelObjective, group_size: int | None) -> bool:
+    """The episodic algorithms' ``reward_to_go`` when it is ``None``: on for the pooled mean of the reward (k = 1, one
+    channel, no ``group_size``), whose per-step reward-to-go is its own credit; off for a ranked or multi-channel
+    objective (whole-episode returns) and in groups (GRPO's whole-episode advantages)."""
+    whole_episodes = isinstance(objective, ChannelObjective) or objective.k != 1
+    return not whole_episodes and group_size is None
+
+
 def default_normalize_advantage(
     objective: Objective | ChannelObjective,
     group_size: int | None,

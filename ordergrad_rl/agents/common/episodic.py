@@ -10,7 +10,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,6 +44,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_n_episodes,
     default_normalize_advantage,
     default_novelty_when_blind,
+    default_reward_to_go,
     episodic_sizes,
     long_episodes,
     sized_by_budget,
@@ -617,7 +618,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         check_leave_one_out(parsed, n_episodes, group_size)
         if isinstance(parsed, Objective) and not np.any(parsed.weights):  # e.g. alpha[0,0,0]: a valid L-statistic
             raise ValueError(f"objective {str(parsed)!r} has all-zero rank weights: its gradient is 0, nothing trains")
-        whole_episodes = isinstance(parsed, ChannelObjective) or parsed.k != 1
         check_reward_to_go(reward_to_go, parsed, group_size)
         self._check_policy_critic(advantage, ("value", "none"))
         self._set_objective(parsed)
@@ -628,7 +628,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         )
         self.advantage = advantage
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
-        self.reward_to_go = (not whole_episodes and group_size is None) if reward_to_go is None else bool(reward_to_go)
+        self.reward_to_go = default_reward_to_go(parsed, group_size) if reward_to_go is None else bool(reward_to_go)
 
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
@@ -655,11 +655,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
         ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
 
+        Every other argument keeps its saved value, as in SB3, also where the constructor's default for it depends on
+        one of ``kwargs`` (``batch_size`` on ``n_episodes``; ``n_episodes``, ``normalize_advantage`` and
+        ``value_baseline`` on ``group_size``; ``entropy_plateau`` on ``ent_coef``: pass them too to have a new
+        model's), except an argument whose saved value the one changed forced or now rules out: it takes the
+        constructor's default for the new value (:meth:`_default_at_load`).
+
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
         """
         cls._refuse_at_load(kwargs, env)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
+        replaced = {name: saved.get(name, cls.saved_before.get(name)) for name in kwargs}
         # Passed on as SB3's load kwargs, which it sets before _setup_model: the model is built with the value the
         # save trained with (a save from before value_baseline builds no history baseline), not the constructor's
         # default for the env at hand.
@@ -681,11 +688,29 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # SB3's load constructs the model with the default objective, then sets the save's: checked on it below.
             warnings.filterwarnings("ignore", message=REWARDS_NORMALIZED_WARNING)
             model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+        model._default_at_load(replaced)
         model._check_loaded_arguments(kwargs.keys())
         model._warn_if_rewards_normalized()
         if model.env is not None:
             model._noise = model._noise_sampler_for(model.env)
         return model
+
+    def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
+        """After ``load``, before :meth:`_check_loaded_arguments`: an argument left out of ``load`` whose constructor
+        default depends on one given there takes that default for the given value where its saved value is no choice
+        of the user's: forced by the saved value of the argument given (``replaced``: the saved values of the
+        arguments given, :attr:`saved_before`'s where the save has none), or ruled out by its new value. Others keep
+        their saved values (:meth:`load`). Here ``novelty_when_blind`` (:func:`~.arguments.default_novelty_when_blind`)
+        against ``drift_when_blind``, and ``reward_to_go`` (:func:`~.arguments.default_reward_to_go`) against
+        ``group_size``."""
+        if "drift_when_blind" in replaced and "novelty_when_blind" not in replaced:
+            # One of them at most is on: the saved novelty was forced off, or the new drift rules it out.
+            if replaced["drift_when_blind"] or (self.novelty_when_blind and self.drift_when_blind):
+                self.novelty_when_blind = default_novelty_when_blind(self.objective, self.drift_when_blind)
+        if "group_size" in replaced and "reward_to_go" not in replaced:
+            # Off in groups: forced off in the saved ones, or ruled out by the new ones.
+            if replaced["group_size"] is not None or (self.reward_to_go and self.group_size is not None):
+                self.reward_to_go = default_reward_to_go(self.objective, self.group_size)
 
     def _check_loaded_arguments(self, names: Collection[str]) -> None:
         """After ``load``: the constructor's checks of the arguments among ``names`` (given to ``load``) whose valid

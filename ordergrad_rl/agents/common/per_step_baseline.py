@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import pathlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,15 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
         return {**super().argument_checks(), "value_baseline": cls._check_value_baseline}
+
+    def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
+        """... and ``baseline_lambda`` against ``value_baseline``: 1.0 with no per-step baseline, forced where the save
+        had none and ruled out where the new value has none, so it then takes the default for the new value
+        (:func:`~ordergrad_rl.agents.common.arguments.resolve_baseline_lambda`); between two baselines it is kept."""
+        super()._default_at_load(replaced)
+        if "value_baseline" in replaced and "baseline_lambda" not in replaced:
+            if not (replaced["value_baseline"] and self.value_baseline):
+                self.baseline_lambda = resolve_baseline_lambda(None, self.value_baseline)
 
     def _check_loaded_arguments(self, names: Collection[str]) -> None:
         super()._check_loaded_arguments(names)
