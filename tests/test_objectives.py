@@ -95,6 +95,30 @@ def test_str_round_trip(spec):
     assert Objective.parse(str(obj)) == obj
 
 
+@pytest.mark.parametrize("spec", ["top2@4", "cvar0.2@128", "quantile0.1@100", "trimfrac0.1:0.2@10", "mean", "top2"])
+def test_constructor_as_the_repr_prints_it_binds_and_checks(spec):
+    """``Objective(name='cvar', params=(0.2,), k=10)``, the documented constructor its repr prints, had no weights:
+    ``.weights`` and lstat_advantage raised "has no k yet: write e.g. 'cvar0.2@10@128'", and invalid parameters or
+    names were taken silently (cvar1.5 weighted every rank 1/15) or raised a bare KeyError."""
+    from ordergrad_rl import lstat_advantage
+
+    obj = Objective.parse(spec)
+    built = eval(repr(obj), {"Objective": Objective})
+    assert built == obj and str(built) == spec
+    if obj.is_bound:
+        np.testing.assert_array_equal(built.weights, obj.weights)
+        rewards = np.random.default_rng(0).normal(size=obj.k + 3)
+        np.testing.assert_array_equal(lstat_advantage(rewards, built), lstat_advantage(rewards, obj))
+    with pytest.raises(ValueError, match=r"cvar level must be in \(0, 1\], got 1.5 in 'cvar1.5'"):
+        Objective("cvar", (1.5,))
+    with pytest.raises(ValueError, match="unknown objective 'foo'"):
+        Objective("foo", (), 4)
+    with pytest.raises(ValueError, match=r"trim2@4 needs 2m < k"):
+        Objective("trim", (2,), 4)
+    with pytest.raises(TypeError, match="params must be a tuple of numbers"):
+        Objective("cvar", 0.2)  # type: ignore[arg-type]
+
+
 def test_canonical_str_of_aliases_and_alpha():
     assert str(Objective.parse("LowerTailMean:0.20", k=128)) == "cvar0.2@128"
     assert str(Objective.parse("TopM:2")) == "top2"

@@ -365,7 +365,8 @@ def real_weights(alpha: Any, name: str = "alpha") -> np.ndarray:
 class Objective:
     """An order-statistic objective ``E[sum_j alpha_j R_(j:k)]``.
 
-    Build it with :meth:`parse` (spec strings) or :meth:`from_weights` (a numeric alpha vector).
+    Build it with :meth:`parse` (spec strings) or :meth:`from_weights` (a numeric alpha vector); the constructor, as
+    the repr prints it (``Objective(name='cvar', params=(0.2,), k=10)``), checks the parameters as :meth:`parse` does.
     An objective without ``k`` is *unbound*: it names a family (``cvar0.2``) whose weights depend on
     ``k``; :meth:`bind` fixes ``k``. Objectives are immutable and hashable (they key the weight caches).
 
@@ -389,6 +390,35 @@ class Objective:
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+    def __post_init__(self) -> None:
+        # Objective(name, params, k) written out, as the repr prints it: checked as the parser checks a spec, and
+        # bound when k is given. The parser, bind and from_weights pass the weights themselves.
+        if self._alpha is not None:
+            return
+        if self.name == "alpha":
+            raise ValueError("a numeric objective is built with Objective.from_weights(alpha)")
+        name = _ALIASES.get(self.name, self.name)
+        if name not in _FAMILIES:
+            raise _unknown_name(self.name, self.name)
+        try:
+            values = tuple(float(v) for v in self.params)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"objective {name!r}: params must be a tuple of numbers such as (0.2,), got {self.params!r}"
+            ) from None
+        spec = name + _format_params(values) + ("" if self.k is None else f"@{self.k}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "params", _check_values(name, _FAMILIES[name], values, spec))
+        if name == "mean":
+            if self.k not in (None, 1):
+                raise ValueError(f"'mean' is the k = 1 objective, got k={self.k!r}")
+            object.__setattr__(self, "k", 1)
+            object.__setattr__(self, "_alpha", (1.0,))
+        elif self.k is not None:
+            bound = Objective(name, self.params).bind(self.k)
+            object.__setattr__(self, "k", bound.k)
+            object.__setattr__(self, "_alpha", bound._alpha)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -495,18 +525,25 @@ def _unknown_name(raw: str, spec: str) -> ValueError:
     return ValueError(f"unknown objective {raw!r} in spec {spec!r}.{hint} Valid names: {', '.join(valid_names())}")
 
 
+def _example_params(family: _Family) -> str:
+    return "0.1:0.3" if family.kinds == ("frac", "frac") else ":".join(_EXAMPLE[kind] for kind in family.kinds)
+
+
 def _check_params(name: str, family: _Family, raw: str | None, spec: str, k_text: str | None = None) -> Params:
     if not family.kinds:
         if raw:
             raise ValueError(f"objective {name!r} takes no parameter, got {spec!r}")
         return ()
-    pattern = "0.1:0.3" if family.kinds == ("frac", "frac") else ":".join(_EXAMPLE[kind] for kind in family.kinds)
     if not raw:
-        raise ValueError(f"objective {name!r} needs a parameter, e.g. '{name}{pattern}'; got {spec!r}")
-    values = tuple(float(v) for v in raw.lstrip(":").split(":"))
+        raise ValueError(f"objective {name!r} needs a parameter, e.g. '{name}{_example_params(family)}'; got {spec!r}")
+    return _check_values(name, family, tuple(float(v) for v in raw.lstrip(":").split(":")), spec, k_text)
+
+
+def _check_values(name: str, family: _Family, values: Params, spec: str, k_text: str | None = None) -> Params:
+    """``values`` if they are valid parameters of ``family`` (a ``ValueError`` naming ``spec`` otherwise)."""
     if len(values) != len(family.kinds):
         raise ValueError(
-            f"objective {name!r} takes {len(family.kinds)} parameter(s) ({name}{pattern}), "
+            f"objective {name!r} takes {len(family.kinds)} parameter(s) ({name}{_example_params(family)}), "
             f"got {len(values)} in {spec!r}"
         )
     for value, kind in zip(values, family.kinds, strict=True):
