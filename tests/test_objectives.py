@@ -193,6 +193,15 @@ def test_malformed_specs(spec, match):
         Objective.parse(spec)
 
 
+@pytest.mark.parametrize("spec", ["cvar0.2@0", "top2@0", "top2@1e400", "cvar0.2@2.5", "median@0.5"])
+def test_bad_k_in_a_spec_suggests_a_fractional_k_only_where_one_is_defined(spec):
+    """'cvar0.2@0' said "a fractional k is defined only in the known-(r,p) regime (known_lstat_value(r, p,
+    'cvar0.2', k=0.0))", a call that fails too: k = 0 and inf are no fractional k, and cvar has none."""
+    with pytest.raises(ValueError, match="k must be a positive integer") as err:
+        Objective.parse(spec)
+    assert "fractional" not in str(err.value)
+
+
 def test_conflicting_k_and_bad_k():
     with pytest.raises(ValueError, match="fixes k=128"):
         Objective.parse("cvar0.2@128", k=64)

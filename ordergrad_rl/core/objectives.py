@@ -600,10 +600,10 @@ def _parse_string(spec: str) -> tuple[Objective, int | None]:
         return (obj.bind(1), None) if name == "mean" else (obj, None)
     k = float(k_text)
     if not k.is_integer() or k < 1:
-        raise ValueError(
-            f"k must be a positive integer in {spec!r}; a fractional k is defined only in the known-(r,p) regime "
-            f"(known_lstat_value(r, p, '{obj}', k={k}))"
-        )
+        # Only a real k > 1 of an end-anchored family (max, top<m>, ...) has a meaning, in the known regime.
+        fractional = obj.anchored() is not None and 1 < k < math.inf
+        hint = f"; a fractional k is defined only in the known-(r,p) regime (known_lstat_value(r, p, '{obj}', k={k}))"
+        raise ValueError(f"k must be a positive integer in {spec!r}{hint if fractional else ''}")
     if name == "mean" and k != 1:
         raise ValueError(
             f"'mean' is the k = 1 objective; mean@{int(k)} would be the same gradient in expectation — "
