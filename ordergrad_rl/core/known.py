@@ -205,6 +205,9 @@ def _known_top(r, p, beta, k: float, quantity: str):
     """The regime with ``beta[i]`` weighting the (i+1)-th largest draw; ``beta is None``: every rank (rankwise,
     output ranks low to high)."""
     xp, r_sorted, p_sorted, perm, dtype = _prepare(r, p)
+    scale = _xp.scale_rows(r_sorted, xp)  # rewards near the float limits: rescaled by a power of two (exact)
+    if scale is not None:
+        r_sorted = r_sorted * scale
     counts = int(k) if beta is None else int(beta.shape[0])
     rows = math.prod(r_sorted.shape[:-1]) * (r_sorted.shape[-1] + 1)
     # The count tables (and about three temporaries of their size) hold one float per (group, threshold, count).
@@ -233,7 +236,10 @@ def _known_top(r, p, beta, k: float, quantity: str):
     if quantity == "value":
         r_ = r_sorted[..., :, None] if rankwise else r_sorted
         out = xp.sum(r_ * weights_v, axis=-2 if rankwise else -1)
-        return _xp.narrow(xp.flip(out, axis=-1) if rankwise else out, dtype, xp, "values")
+        out = xp.flip(out, axis=-1) if rankwise else out
+        if scale is not None:
+            out = _xp.unscale(out, scale if rankwise else scale[..., 0], xp, "values")
+        return _xp.narrow(out, dtype, xp, "values")
     # qbar for the arm at sorted position rho: thresholds t < rho use g2 (pinned draw above), t >= rho use g1.
     head = g2[..., :-1, :] if rankwise else g2[..., :-1]
     tail = g1[..., 1:, :] if rankwise else g1[..., 1:]
@@ -245,7 +251,11 @@ def _known_top(r, p, beta, k: float, quantity: str):
         upper -= weights_v
     out = scan(r_sorted, *scan_tables(lower, diag, upper), xp, rankwise=rankwise)
     out = _xp.unsort(_xp.tie_equalize(r_sorted, out, xp), perm, xp)
-    return _xp.narrow(xp.flip(out, axis=-1) if rankwise else out, dtype, xp, f"{quantity} values")
+    out = xp.flip(out, axis=-1) if rankwise else out
+    what = f"{quantity} values"
+    if scale is not None:
+        out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, what)
+    return _xp.narrow(out, dtype, xp, what)
 
 
 def known_orderstats(r: Array, p: Array, k: int) -> Array:
