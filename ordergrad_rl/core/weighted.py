@@ -63,7 +63,10 @@ def _sorted_levels(returns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray
     """``(order, sorted returns, F_l)``: the stable sort of a weighted batch and its cumulative weights ``F_l``,
     ``l = 1 .. N-1`` (module docstring)."""
     order = np.argsort(returns, kind="stable")
-    cumulative = np.cumsum(weights[order])
+    with np.errstate(over="ignore"):
+        cumulative = np.cumsum(weights[order])
+    if not np.isfinite(cumulative[-1]):  # weights near the float limit (e.g. 1e308 each): their sum overflowed
+        cumulative = np.cumsum(weights[order] / weights.max())
     return order, returns[order], cumulative[:-1] / cumulative[-1]
 
 
