@@ -110,6 +110,19 @@ def test_unbound_objective() -> None:
         weighted_lstat_advantage(np.zeros(3), np.ones(3), Objective.parse("cvar0.2"))
 
 
+def test_spec_strings_and_numeric_alpha_are_accepted_as_everywhere_in_the_core() -> None:
+    """A spec string raised AttributeError: 'str' object has no attribute 'weights' (lstat_advantage takes one)."""
+    returns, rho = np.array([3.0, -1.0, 0.0, 5.0]), np.array([0.5, 2.0, 1.0, 0.25])
+    objective = Objective.parse("cvar0.5@2")
+    for spec in ("cvar0.5@2", [1.0, 0.0]):
+        np.testing.assert_array_equal(
+            weighted_lstat_advantage(returns, rho, spec), weighted_lstat_advantage(returns, rho, objective)
+        )
+        assert weighted_lstat_value(returns, rho, spec) == weighted_lstat_value(returns, rho, objective)
+    with pytest.raises(ValueError, match="no k"):
+        weighted_lstat_value(returns, rho, "cvar0.5")
+
+
 @pytest.mark.parametrize("spec", ["cvar0.34@3", "median@3", "max@3", "mean", "alpha[0.5,-1,2]"])
 def test_the_weighted_value_is_the_enumerated_value_of_the_weighted_distribution(spec: str) -> None:
     objective = Objective.parse(spec)
