@@ -136,3 +136,18 @@ def test_known_regime_half_precision_is_computed_in_float32(dtype):
             assert half.dtype == dtype
             half = half.double().numpy() if isinstance(half, torch.Tensor) else half.astype(np.float64)
             assert np.abs(half - exact).max() <= 1e-2 * np.abs(exact).max(), (spec, fn.__name__)
+
+
+def test_masked_arrays_with_masked_entries_are_refused():
+    """A masked reward was neither skipped nor refused: lstat_advantage(np.ma.array([1, 5, 3], mask=[0, 1, 0]),
+    "max@2") returned [0, 0, 0] and lstat_value 1.0 (the max of [1, 3] is 3)."""
+    masked = np.ma.array([1.0, 5.0, 3.0], mask=[False, True, False])
+    for call in (
+        lambda: lstat_advantage(masked, "max@2"),
+        lambda: lstat_value(masked, "max@2"),
+        lambda: known_lstat_value(masked, np.ones(3), "max@2"),
+    ):
+        with pytest.raises(ValueError, match=r"masked array with masked entries.*compressed\(\)"):
+            call()
+    unmasked = np.ma.array([1.0, 5.0, 3.0])  # nothing masked: computed as the plain array
+    np.testing.assert_array_equal(lstat_advantage(unmasked, "max@2"), lstat_advantage(unmasked.data, "max@2"))

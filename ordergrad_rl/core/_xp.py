@@ -51,6 +51,11 @@ def real_floating(x: Any, name: str) -> tuple[Any, Array]:
             raise ValueError(f"{name} must be a numeric array of shape [..., N] ({err})") from None
     if isinstance(x, np.ndarray) and x.dtype.kind not in "fiubc":
         raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        raise ValueError(
+            f"{name} is a masked array with masked entries, which OrderGrad would not skip: pass the values to use "
+            f"({name}.compressed() for one group, or {name}.filled(value))"
+        )
     xp = compat.array_namespace(x)
     if xp.isdtype(x.dtype, "complex floating"):
         raise TypeError(f"{name} must be real numbers, got complex dtype {x.dtype}; pass the real part explicitly")
