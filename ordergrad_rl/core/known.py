@@ -24,9 +24,11 @@ Pascal's rule and the mixture identity hold for real ``k`` (they are incomplete-
 ``grad vbar = k sum_b p_b abar_b grad log p_b``.
 
 ``r`` and ``p`` have shape ``[..., m]``; leading dimensions are independent groups (e.g. the thousands of states
-of a Q-critic rollout), computed together. Any array-API library, CPU or GPU; outputs follow ``r``. ``p`` may
-be unnormalized; it is divided by its sum. Live rank weights (torch ``requires_grad``, JAX tracers) give
-gradients with respect to ``alpha``.
+of a Q-critic rollout), computed together. Any array-API library, CPU or GPU; outputs follow ``r``. Half-precision
+inputs are computed in float32; other dtypes in their own, and the binomial tables (logs of binomial coefficients
+of size ~k) lose digits with k in float32: about 1e-7 k relative error (1e-3 at k = 10^4), so pass float64 for a
+large k, as the Q-critic agent does. ``p`` may be unnormalized; it is divided by its sum. Live rank weights (torch
+``requires_grad``, JAX tracers) give gradients with respect to ``alpha``.
 """
 
 from __future__ import annotations
