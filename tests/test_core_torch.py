@@ -129,6 +129,18 @@ def test_a_transform_refuses_live_weights_it_would_detach():
     torch.testing.assert_close(transform.value(x), lstat_value(x, alpha).detach())
 
 
+def test_rankwise_with_rank_weights_is_refused():
+    """inclusion(x, rankwise=True, alpha=...) and leave_one_out(...) returned an [N, N] tensor of meaningless numbers
+    (rankwise scan tables already collapsed by alpha): the [N, k] rankwise values need no weights."""
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64, requires_grad=True)
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0], dtype=torch.float64)
+    transform = OrderStatTransform(5, alpha.detach())
+    for quantity in ("inclusion", "leave_one_out"):
+        with pytest.raises(ValueError, match="rankwise=True gives every rank"):
+            getattr(transform, quantity)(x, rankwise=True, alpha=alpha)
+        assert getattr(transform, quantity)(x, rankwise=True).shape == (5, 3)
+
+
 def test_live_weights_and_rewards_must_share_a_library():
     alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
     with pytest.raises(TypeError, match="same array library"):

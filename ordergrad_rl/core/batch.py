@@ -234,6 +234,11 @@ class OrderStatTransform:
 
     def _quantity(self, x, quantity: str, rankwise: bool, detach: bool, alpha=None):
         check_sizes(self.n, self.k, quantity=quantity)
+        if rankwise and alpha is not None:
+            raise ValueError(
+                "rankwise=True gives every rank j, which no rank weights enter; alpha= gives the quantity collapsed by "
+                "those weights: pass one of them"
+            )
         self._check_alpha(alpha, x)
         xp, r, perm, scale, dtype = self._prepare(x, detach)
         if rankwise or alpha is not None:
