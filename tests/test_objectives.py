@@ -202,6 +202,21 @@ def test_bad_k_in_a_spec_suggests_a_fractional_k_only_where_one_is_defined(spec)
     assert "fractional" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("spec", "k"), [("cvar0.2@99999999999999999999", None), ("median", 10**10), ("max@200000000", None)]
+)
+def test_a_k_whose_weights_cannot_be_held_is_refused_naming_the_objective(spec, k):
+    """'cvar0.2@99999999999999999999' raised numpy's bare "Maximum allowed dimension exceeded", k = 10^10 a
+    MemoryError for 74.5 GiB, and k = 2 * 10^8 allocated 1.5 GiB of weights (and a 6 GiB tuple) before any check."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rank weights need .* GiB, above the 1 GiB limit"):
+        Objective.parse(spec, k=k)
+    assert time.perf_counter() - start < 1.0
+    assert Objective.parse("cvar0.2@100000").k == 100000
+
+
 def test_conflicting_k_and_bad_k():
     with pytest.raises(ValueError, match="fixes k=128"):
         Objective.parse("cvar0.2@128", k=64)

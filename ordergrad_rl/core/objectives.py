@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from ordergrad_rl.core._xp import to_numpy
+from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 Params = tuple[float, ...]
 
@@ -457,6 +458,13 @@ class Objective:
         family = _FAMILIES[self.name]
         if k < family.min_k(self.params):
             raise ValueError(f"objective {self.name}{_format_params(self.params)}@{k} needs {family.needs} (k={k})")
+        if 8 * k > RANKWISE_MAX_BYTES:  # refused before numpy fails to allocate them (or the machine swaps)
+            raise ValueError(
+                f"objective {self.name}{_format_params(self.params)}@{k}: its k float64 rank weights need "
+                f"{8 * k / 2**30:.3g} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+                "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES); lower k (the known regime takes max, min, top<m>, "
+                "bot<m> and rank<r> at any k without building their weights)"
+            )
         return _bound(self.name, self.params, k)
 
     # ------------------------------------------------------------------ accessors
