@@ -7,6 +7,7 @@ import torch
 from ordergrad_rl import (
     OrderStatTransform,
     known_lstat_advantage,
+    known_lstat_inclusion,
     known_lstat_value,
     known_orderstats,
     lstat_advantage,
@@ -82,6 +83,24 @@ def test_rewards_near_the_float_limit_give_finite_exact_advantages(spec):
         np.testing.assert_allclose(lstat_value(x, spec), factor * lstat_value(x / factor, spec), rtol=1e-13)
     tiny = np.array([5e-324, 0.0, 1e-320, -3e-322])  # subnormal rewards: right up to the subnormal spacing
     np.testing.assert_allclose(lstat_advantage(tiny, spec), lstat_advantage(tiny * factor, spec) / factor, atol=1e-323)
+
+
+@pytest.mark.parametrize("spec", ["gmd@3", "mean", "max@2", "cvar0.5@4"])
+def test_known_regime_rewards_near_the_float_limit_give_finite_exact_results(spec):
+    """The known regime had no row rescaling: arms near 1.7e308 gave -inf advantages and include-one values for
+    gmd@3 (true values near 1e306), and results that do overflow came back as inf instead of being refused."""
+    factor = 2.0**1000
+    r, p = np.array([1.7e308, 1.6e308, 1.5e308, 8e307]), np.array([1.0, 2.0, 3.0, 0.5])
+    for fn in (known_lstat_value, known_lstat_inclusion, known_lstat_advantage):
+        got = fn(r, p, spec)
+        assert np.isfinite(got).all(), fn.__name__
+        np.testing.assert_allclose(got, factor * fn(r / factor, p, spec), rtol=1e-13, atol=0)
+    tiny = np.array([5e-324, 0.0, 1e-320, -3e-322])
+    np.testing.assert_allclose(
+        known_lstat_advantage(tiny, p, spec), known_lstat_advantage(tiny * factor, p, spec) / factor, atol=1e-323
+    )
+    with pytest.raises(ValueError, match="overflow float64"):  # R_b - mean is below -1.8e308 for the second arm
+        known_lstat_advantage(np.array([1.7e308, -1.7e308, 1.0e308]), np.ones(3), "mean")
 
 
 def test_overflowing_results_are_refused_not_nan():

@@ -16,6 +16,7 @@ from ordergrad_rl import (
     lstat_advantage,
     lstat_value,
 )
+from ordergrad_rl.core import get_transform
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -113,6 +114,31 @@ def test_live_rank_weights_type_check_as_an_objective(function, parameter):
     members = typing.get_args(typing.get_type_hints(function)[parameter])
     alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
     assert any(isinstance(alpha, typing.get_origin(member) or member) for member in members)
+
+
+def test_a_transform_refuses_live_weights_it_would_detach():
+    """OrderStatTransform(n, alpha) with alpha requiring grad kept a detached copy: t.value(x) had no gradient with
+    respect to alpha (and would not follow its updates), silently. Per call, alpha= keeps it live."""
+    alpha = torch.tensor([0.5, 0.5, 0.0], dtype=torch.float64, requires_grad=True)
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0], dtype=torch.float64)
+    for make in (OrderStatTransform, get_transform):
+        with pytest.raises(ValueError, match=r"live array .* alpha=\.\.\."):
+            make(5, alpha)
+    transform = OrderStatTransform(5, alpha.detach())
+    assert transform.value(x, alpha=alpha).requires_grad
+    torch.testing.assert_close(transform.value(x), lstat_value(x, alpha).detach())
+
+
+def test_rankwise_with_rank_weights_is_refused():
+    """inclusion(x, rankwise=True, alpha=...) and leave_one_out(...) returned an [N, N] tensor of meaningless numbers
+    (rankwise scan tables already collapsed by alpha): the [N, k] rankwise values need no weights."""
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64, requires_grad=True)
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0], dtype=torch.float64)
+    transform = OrderStatTransform(5, alpha.detach())
+    for quantity in ("inclusion", "leave_one_out"):
+        with pytest.raises(ValueError, match="rankwise=True gives every rank"):
+            getattr(transform, quantity)(x, rankwise=True, alpha=alpha)
+        assert getattr(transform, quantity)(x, rankwise=True).shape == (5, 3)
 
 
 def test_live_weights_and_rewards_must_share_a_library():

@@ -57,6 +57,21 @@ def test_weights_centre_and_ties() -> None:
     np.testing.assert_allclose(weighted_lstat_advantage(returns, 7 * rho, Objective.parse("cvar0.3@4")), a)
 
 
+def test_weights_whose_sum_overflows_are_normalized() -> None:
+    """Likelihood ratios are "any scale", but 1e308 each overflowed their cumulative sum: the value was NaN and the
+    advantages NaN, with only a RuntimeWarning."""
+    returns = np.array([3.0, -1.0, 3.0, 0.0, 5.0, -1.0])
+    rho = np.array([0.5, 2.0, 1.0, 0.25, 1.0, 3.0])
+    objective = Objective.parse("cvar0.3@4")
+    huge = rho / rho.max() * 1.7e308
+    np.testing.assert_allclose(
+        weighted_lstat_advantage(returns, huge, objective), weighted_lstat_advantage(returns, rho, objective)
+    )
+    assert weighted_lstat_value(returns, huge, objective) == pytest.approx(
+        weighted_lstat_value(returns, rho, objective)
+    )
+
+
 def test_equal_weights_approach_the_unbiased_estimator() -> None:
     # The plug-in (binomial kernel, 1/N) and OrderGrad's leave-one-out U-statistic (hypergeometric, 1/(N-1)) agree
     # to O(1/N) on one batch.
@@ -93,6 +108,19 @@ def test_bad_input(returns: list, weights: list, match: str) -> None:
 def test_unbound_objective() -> None:
     with pytest.raises(ValueError, match="no k"):
         weighted_lstat_advantage(np.zeros(3), np.ones(3), Objective.parse("cvar0.2"))
+
+
+def test_spec_strings_and_numeric_alpha_are_accepted_as_everywhere_in_the_core() -> None:
+    """A spec string raised AttributeError: 'str' object has no attribute 'weights' (lstat_advantage takes one)."""
+    returns, rho = np.array([3.0, -1.0, 0.0, 5.0]), np.array([0.5, 2.0, 1.0, 0.25])
+    objective = Objective.parse("cvar0.5@2")
+    for spec in ("cvar0.5@2", [1.0, 0.0]):
+        np.testing.assert_array_equal(
+            weighted_lstat_advantage(returns, rho, spec), weighted_lstat_advantage(returns, rho, objective)
+        )
+        assert weighted_lstat_value(returns, rho, spec) == weighted_lstat_value(returns, rho, objective)
+    with pytest.raises(ValueError, match="no k"):
+        weighted_lstat_value(returns, rho, "cvar0.5")
 
 
 @pytest.mark.parametrize("spec", ["cvar0.34@3", "median@3", "max@3", "mean", "alpha[0.5,-1,2]"])

@@ -95,6 +95,30 @@ def test_str_round_trip(spec):
     assert Objective.parse(str(obj)) == obj
 
 
+@pytest.mark.parametrize("spec", ["top2@4", "cvar0.2@128", "quantile0.1@100", "trimfrac0.1:0.2@10", "mean", "top2"])
+def test_constructor_as_the_repr_prints_it_binds_and_checks(spec):
+    """``Objective(name='cvar', params=(0.2,), k=10)``, the documented constructor its repr prints, had no weights:
+    ``.weights`` and lstat_advantage raised "has no k yet: write e.g. 'cvar0.2@10@128'", and invalid parameters or
+    names were taken silently (cvar1.5 weighted every rank 1/15) or raised a bare KeyError."""
+    from ordergrad_rl import lstat_advantage
+
+    obj = Objective.parse(spec)
+    built = eval(repr(obj), {"Objective": Objective})
+    assert built == obj and str(built) == spec
+    if obj.is_bound:
+        np.testing.assert_array_equal(built.weights, obj.weights)
+        rewards = np.random.default_rng(0).normal(size=obj.k + 3)
+        np.testing.assert_array_equal(lstat_advantage(rewards, built), lstat_advantage(rewards, obj))
+    with pytest.raises(ValueError, match=r"cvar level must be in \(0, 1\], got 1.5 in 'cvar1.5'"):
+        Objective("cvar", (1.5,))
+    with pytest.raises(ValueError, match="unknown objective 'foo'"):
+        Objective("foo", (), 4)
+    with pytest.raises(ValueError, match=r"trim2@4 needs 2m < k"):
+        Objective("trim", (2,), 4)
+    with pytest.raises(TypeError, match="params must be a tuple of numbers"):
+        Objective("cvar", 0.2)  # type: ignore[arg-type]
+
+
 def test_canonical_str_of_aliases_and_alpha():
     assert str(Objective.parse("LowerTailMean:0.20", k=128)) == "cvar0.2@128"
     assert str(Objective.parse("TopM:2")) == "top2"
@@ -167,6 +191,30 @@ def test_unknown_name_lists_valid_names_and_closest():
 def test_malformed_specs(spec, match):
     with pytest.raises(ValueError, match=match):
         Objective.parse(spec)
+
+
+@pytest.mark.parametrize("spec", ["cvar0.2@0", "top2@0", "top2@1e400", "cvar0.2@2.5", "median@0.5"])
+def test_bad_k_in_a_spec_suggests_a_fractional_k_only_where_one_is_defined(spec):
+    """'cvar0.2@0' said "a fractional k is defined only in the known-(r,p) regime (known_lstat_value(r, p,
+    'cvar0.2', k=0.0))", a call that fails too: k = 0 and inf are no fractional k, and cvar has none."""
+    with pytest.raises(ValueError, match="k must be a positive integer") as err:
+        Objective.parse(spec)
+    assert "fractional" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "k"), [("cvar0.2@99999999999999999999", None), ("median", 10**10), ("max@200000000", None)]
+)
+def test_a_k_whose_weights_cannot_be_held_is_refused_naming_the_objective(spec, k):
+    """'cvar0.2@99999999999999999999' raised numpy's bare "Maximum allowed dimension exceeded", k = 10^10 a
+    MemoryError for 74.5 GiB, and k = 2 * 10^8 allocated 1.5 GiB of weights (and a 6 GiB tuple) before any check."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"rank weights need .* GiB, above the 1 GiB limit"):
+        Objective.parse(spec, k=k)
+    assert time.perf_counter() - start < 1.0
+    assert Objective.parse("cvar0.2@100000").k == 100000
 
 
 def test_conflicting_k_and_bad_k():

@@ -64,6 +64,14 @@ def test_gcvar_weights_of_batches_are_each_rows_weights_exactly() -> None:
         np.testing.assert_array_equal(gcvar_weights(returns, alpha), expected)
 
 
+def test_gcvar_weights_at_a_tiny_level_weight_the_single_tail_sample() -> None:
+    """A valid level below 1e-12 / N gave a tail count of 0 and "operands could not be broadcast together with shapes
+    (5,) (0,)"; the tail is at least the minimum, as for any level up to 1/N."""
+    returns = np.array([3.0, -1.0, 5.0, 0.0, 2.0])
+    np.testing.assert_array_equal(gcvar_weights(returns, 1e-13), np.zeros(5))
+    np.testing.assert_array_equal(gcvar_weights(returns[None], 1e-300), np.zeros((1, 5)))
+
+
 @pytest.mark.parametrize("bad", [np.array([]), np.array([1.0, np.nan]), np.ones((2, 0)), np.float64(1.0)])
 def test_gcvar_weights_refuse_bad_returns(bad) -> None:
     with pytest.raises(ValueError, match="returns"):

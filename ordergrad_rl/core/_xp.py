@@ -51,6 +51,11 @@ def real_floating(x: Any, name: str) -> tuple[Any, Array]:
             raise ValueError(f"{name} must be a numeric array of shape [..., N] ({err})") from None
     if isinstance(x, np.ndarray) and x.dtype.kind not in "fiubc":
         raise ValueError(f"{name} must be numeric, got dtype {x.dtype}")
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        raise ValueError(
+            f"{name} is a masked array with masked entries, which OrderGrad would not skip: pass the values to use "
+            f"({name}.compressed() for one group, or {name}.filled(value))"
+        )
     xp = compat.array_namespace(x)
     if xp.isdtype(x.dtype, "complex floating"):
         raise TypeError(f"{name} must be real numbers, got complex dtype {x.dtype}; pass the real part explicitly")
@@ -62,14 +67,17 @@ def real_floating(x: Any, name: str) -> tuple[Any, Array]:
     return xp, xp.astype(x, dtype)
 
 
-def widen(x: Array, xp: Any) -> tuple[Array, Any]:
+def widen(x: Array, xp: Any, *, numpy_float64: bool = True) -> tuple[Array, Any]:
     """``(x in the precision the scans need, the dtype to give results back in or None)``: half-precision rewards
     (float16, bfloat16) are computed in float32, whose 24-bit mantissa the scans need (float16 N = 2000 loses 2%
     relative), and NumPy's float32 (and float16) in float64: NumPy adds a cumulative sum's terms one after another in
     the array's own precision, so its float32 scans lost about N ulps (4.5e-4 of the largest advantage at N = 65536,
-    where torch's float32 cumulative sum, accumulated in double, keeps 1e-7). Results return in the input's dtype."""
+    where torch's float32 cumulative sum, accumulated in double, keeps 1e-7). Results return in the input's dtype.
+
+    :param numpy_float64: ``False`` widens only half precision, for NumPy too (to float32).
+    """
     bits = xp.finfo(x.dtype).bits
-    if compat.is_numpy_namespace(xp) and bits < 64:
+    if numpy_float64 and compat.is_numpy_namespace(xp) and bits < 64:
         return x.astype(np.float64), x.dtype
     if bits >= 32:
         return x, None

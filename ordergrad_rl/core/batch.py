@@ -62,6 +62,16 @@ def is_live(alpha: Any) -> bool:
     return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_traced(alpha)
 
 
+def _refuse_live(objective: Any) -> None:
+    """A transform's objective is fixed: live weights would silently lose their gradient (and later updates)."""
+    if is_live(objective):
+        raise ValueError(
+            "objective is a live array (a tensor that requires grad, or a JAX tracer), but a transform keeps a fixed "
+            "copy of its weights, without gradient: pass learned weights per call, t.value(x, alpha=...) or "
+            "t.advantage(x, alpha=...), or to lstat_value / lstat_advantage; .detach() them for a fixed objective"
+        )
+
+
 class OrderStatTransform:
     """OrderGrad batch quantities for a fixed batch size ``n`` and objective, with tables precomputed once.
 
@@ -85,6 +95,7 @@ class OrderStatTransform:
         self.n = check_k(n, name="batch size n")
         if method not in ("auto", "poly", "runs", "dense"):
             raise ValueError(f"method must be 'auto', 'poly', 'runs' or 'dense', got {method!r}")
+        _refuse_live(objective)
         self.objective: Objective = resolve_objective(objective, k, check=lambda kk: check_sizes(self.n, kk))
         self.k: int = self.objective.k  # type: ignore[assignment]
         self.alpha = self.objective.weights
@@ -223,6 +234,11 @@ class OrderStatTransform:
 
     def _quantity(self, x, quantity: str, rankwise: bool, detach: bool, alpha=None):
         check_sizes(self.n, self.k, quantity=quantity)
+        if rankwise and alpha is not None:
+            raise ValueError(
+                "rankwise=True gives every rank j, which no rank weights enter; alpha= gives the quantity collapsed by "
+                "those weights: pass one of them"
+            )
         self._check_alpha(alpha, x)
         xp, r, perm, scale, dtype = self._prepare(x, detach)
         if rankwise or alpha is not None:
@@ -262,6 +278,7 @@ def get_transform(
         for it before any weights are built.
     """
     n = check_k(n, name="batch size n")
+    _refuse_live(objective)
     return _cached_transform(n, resolve_objective(objective, k, check=lambda kk: check_sizes(n, kk, quantity=quantity)))
 
 

@@ -62,6 +62,7 @@ def gcvar_weights(returns: np.ndarray, alpha: float) -> np.ndarray:
         )
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-    m = math.ceil(alpha * returns.shape[-1] - 1e-12)  # the tail count per batch; the tolerance keeps 0.2 * 10 at 2
+    # The tail count per batch, at least 1 (a level below 1e-12 / N gave 0); the tolerance keeps 0.2 * 10 at 2.
+    m = max(1, math.ceil(alpha * returns.shape[-1] - 1e-12))
     var_hat = np.partition(returns, m - 1, axis=-1)[..., m - 1 : m]
     return np.where(returns <= var_hat, returns - var_hat, 0.0) / alpha

@@ -24,9 +24,11 @@ Pascal's rule and the mixture identity hold for real ``k`` (they are incomplete-
 ``grad vbar = k sum_b p_b abar_b grad log p_b``.
 
 ``r`` and ``p`` have shape ``[..., m]``; leading dimensions are independent groups (e.g. the thousands of states
-of a Q-critic rollout), computed together. Any array-API library, CPU or GPU; outputs follow ``r``. ``p`` may
-be unnormalized; it is divided by its sum. Live rank weights (torch ``requires_grad``, JAX tracers) give
-gradients with respect to ``alpha``.
+of a Q-critic rollout), computed together. Any array-API library, CPU or GPU; outputs follow ``r``. Half-precision
+inputs are computed in float32; other dtypes in their own, and the binomial tables (logs of binomial coefficients
+of size ~k) lose digits with k in float32: about 1e-7 k relative error (1e-3 at k = 10^4), so pass float64 for a
+large k, as the Q-critic agent does. ``p`` may be unnormalized; it is divided by its sum. Live rank weights (torch
+``requires_grad``, JAX tracers) give gradients with respect to ``alpha``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ _LOG_ZERO = -1e4  # log(0) stand-in: 0 * log 0 = 0, and exp(c log 0 + moderate) 
 
 
 def _prepare(r, p):
-    """Validate, normalize ``p`` and sort arms: ``(xp, r_sorted, p_sorted, perm)``, each ``[..., m]``."""
+    """Validate, normalize ``p`` and sort arms: ``(xp, r_sorted, p_sorted, perm, result dtype or None)``, each
+    ``[..., m]``. Half-precision ``r`` and ``p`` are computed in float32 (:func:`~._xp.widen`): in float16 the binomial
+    tables overflow (NaN values from k = 100 on), in bfloat16 they lose every digit."""
     xp, r = _xp.real_floating(r, "r")
     xp_p, p = _xp.real_floating(p, "p")
     if xp_p is not xp:
@@ -63,6 +67,8 @@ def _prepare(r, p):
         raise ValueError(f"r and p need a last (arm) dimension of size >= 1, got shape {tuple(r.shape)}")
     _xp.check_finite(r, xp, "rewards r")
     _xp.check_finite(p, xp, "probabilities p")
+    r, result_dtype = _xp.widen(r, xp, numpy_float64=False)
+    p, _ = _xp.widen(p, xp, numpy_float64=False)
     # Divided by the largest entry first: the sum of huge unnormalized weights (p = [1e308, 1e308]) would overflow.
     largest = xp.max(p, axis=-1, keepdims=True)
     p = p / xp.where(largest > 0, largest, xp.ones_like(largest))
@@ -74,7 +80,7 @@ def _prepare(r, p):
             raise ValueError("probabilities p must have a positive sum in every group (cannot normalize an all-zero p)")
     p /= total  # in place on the array made above (the tables below are cheap; their temporaries are not)
     r_sorted, perm = _xp.stable_sort(r, xp)
-    return xp, r_sorted, _xp.take_sorted(xp.astype(p, r.dtype, copy=False), perm, xp), perm
+    return xp, r_sorted, _xp.take_sorted(xp.astype(p, r.dtype, copy=False), perm, xp), perm, result_dtype
 
 
 def _log(x, xp):
@@ -200,7 +206,10 @@ def _known(r, p, objective: ObjectiveLike, k: Any, quantity: str, rankwise: bool
 def _known_top(r, p, beta, k: float, quantity: str):
     """The regime with ``beta[i]`` weighting the (i+1)-th largest draw; ``beta is None``: every rank (rankwise,
     output ranks low to high)."""
-    xp, r_sorted, p_sorted, perm = _prepare(r, p)
+    xp, r_sorted, p_sorted, perm, dtype = _prepare(r, p)
+    scale = _xp.scale_rows(r_sorted, xp)  # rewards near the float limits: rescaled by a power of two (exact)
+    if scale is not None:
+        r_sorted = r_sorted * scale
     counts = int(k) if beta is None else int(beta.shape[0])
     rows = math.prod(r_sorted.shape[:-1]) * (r_sorted.shape[-1] + 1)
     # The count tables (and about three temporaries of their size) hold one float per (group, threshold, count).
@@ -229,7 +238,10 @@ def _known_top(r, p, beta, k: float, quantity: str):
     if quantity == "value":
         r_ = r_sorted[..., :, None] if rankwise else r_sorted
         out = xp.sum(r_ * weights_v, axis=-2 if rankwise else -1)
-        return xp.flip(out, axis=-1) if rankwise else out
+        out = xp.flip(out, axis=-1) if rankwise else out
+        if scale is not None:
+            out = _xp.unscale(out, scale if rankwise else scale[..., 0], xp, "values")
+        return _xp.narrow(out, dtype, xp, "values")
     # qbar for the arm at sorted position rho: thresholds t < rho use g2 (pinned draw above), t >= rho use g1.
     head = g2[..., :-1, :] if rankwise else g2[..., :-1]
     tail = g1[..., 1:, :] if rankwise else g1[..., 1:]
@@ -241,7 +253,11 @@ def _known_top(r, p, beta, k: float, quantity: str):
         upper -= weights_v
     out = scan(r_sorted, *scan_tables(lower, diag, upper), xp, rankwise=rankwise)
     out = _xp.unsort(_xp.tie_equalize(r_sorted, out, xp), perm, xp)
-    return xp.flip(out, axis=-1) if rankwise else out
+    out = xp.flip(out, axis=-1) if rankwise else out
+    what = f"{quantity} values"
+    if scale is not None:
+        out = _xp.unscale(out, scale[..., None] if rankwise else scale, xp, what)
+    return _xp.narrow(out, dtype, xp, what)
 
 
 def known_orderstats(r: Array, p: Array, k: int) -> Array:

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import special
 
 from ordergrad_rl.core._xp import to_numpy
+from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 Params = tuple[float, ...]
 
@@ -365,7 +366,8 @@ def real_weights(alpha: Any, name: str = "alpha") -> np.ndarray:
 class Objective:
     """An order-statistic objective ``E[sum_j alpha_j R_(j:k)]``.
 
-    Build it with :meth:`parse` (spec strings) or :meth:`from_weights` (a numeric alpha vector).
+    Build it with :meth:`parse` (spec strings) or :meth:`from_weights` (a numeric alpha vector); the constructor, as
+    the repr prints it (``Objective(name='cvar', params=(0.2,), k=10)``), checks the parameters as :meth:`parse` does.
     An objective without ``k`` is *unbound*: it names a family (``cvar0.2``) whose weights depend on
     ``k``; :meth:`bind` fixes ``k``. Objectives are immutable and hashable (they key the weight caches).
 
@@ -389,6 +391,35 @@ class Objective:
 
     def __hash__(self) -> int:
         return hash(self._key())
+
+    def __post_init__(self) -> None:
+        # Objective(name, params, k) written out, as the repr prints it: checked as the parser checks a spec, and
+        # bound when k is given. The parser, bind and from_weights pass the weights themselves.
+        if self._alpha is not None:
+            return
+        if self.name == "alpha":
+            raise ValueError("a numeric objective is built with Objective.from_weights(alpha)")
+        name = _ALIASES.get(self.name, self.name)
+        if name not in _FAMILIES:
+            raise _unknown_name(self.name, self.name)
+        try:
+            values = tuple(float(v) for v in self.params)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"objective {name!r}: params must be a tuple of numbers such as (0.2,), got {self.params!r}"
+            ) from None
+        spec = name + _format_params(values) + ("" if self.k is None else f"@{self.k}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "params", _check_values(name, _FAMILIES[name], values, spec))
+        if name == "mean":
+            if self.k not in (None, 1):
+                raise ValueError(f"'mean' is the k = 1 objective, got k={self.k!r}")
+            object.__setattr__(self, "k", 1)
+            object.__setattr__(self, "_alpha", (1.0,))
+        elif self.k is not None:
+            bound = Objective(name, self.params).bind(self.k)
+            object.__setattr__(self, "k", bound.k)
+            object.__setattr__(self, "_alpha", bound._alpha)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -427,6 +458,13 @@ class Objective:
         family = _FAMILIES[self.name]
         if k < family.min_k(self.params):
             raise ValueError(f"objective {self.name}{_format_params(self.params)}@{k} needs {family.needs} (k={k})")
+        if 8 * k > RANKWISE_MAX_BYTES:  # refused before numpy fails to allocate them (or the machine swaps)
+            raise ValueError(
+                f"objective {self.name}{_format_params(self.params)}@{k}: its k float64 rank weights need "
+                f"{8 * k / 2**30:.3g} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+                "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES); lower k (the known regime takes max, min, top<m>, "
+                "bot<m> and rank<r> at any k without building their weights)"
+            )
         return _bound(self.name, self.params, k)
 
     # ------------------------------------------------------------------ accessors
@@ -495,18 +533,25 @@ def _unknown_name(raw: str, spec: str) -> ValueError:
     return ValueError(f"unknown objective {raw!r} in spec {spec!r}.{hint} Valid names: {', '.join(valid_names())}")
 
 
+def _example_params(family: _Family) -> str:
+    return "0.1:0.3" if family.kinds == ("frac", "frac") else ":".join(_EXAMPLE[kind] for kind in family.kinds)
+
+
 def _check_params(name: str, family: _Family, raw: str | None, spec: str, k_text: str | None = None) -> Params:
     if not family.kinds:
         if raw:
             raise ValueError(f"objective {name!r} takes no parameter, got {spec!r}")
         return ()
-    pattern = "0.1:0.3" if family.kinds == ("frac", "frac") else ":".join(_EXAMPLE[kind] for kind in family.kinds)
     if not raw:
-        raise ValueError(f"objective {name!r} needs a parameter, e.g. '{name}{pattern}'; got {spec!r}")
-    values = tuple(float(v) for v in raw.lstrip(":").split(":"))
+        raise ValueError(f"objective {name!r} needs a parameter, e.g. '{name}{_example_params(family)}'; got {spec!r}")
+    return _check_values(name, family, tuple(float(v) for v in raw.lstrip(":").split(":")), spec, k_text)
+
+
+def _check_values(name: str, family: _Family, values: Params, spec: str, k_text: str | None = None) -> Params:
+    """``values`` if they are valid parameters of ``family`` (a ``ValueError`` naming ``spec`` otherwise)."""
     if len(values) != len(family.kinds):
         raise ValueError(
-            f"objective {name!r} takes {len(family.kinds)} parameter(s) ({name}{pattern}), "
+            f"objective {name!r} takes {len(family.kinds)} parameter(s) ({name}{_example_params(family)}), "
             f"got {len(values)} in {spec!r}"
         )
     for value, kind in zip(values, family.kinds, strict=True):
@@ -563,10 +608,10 @@ def _parse_string(spec: str) -> tuple[Objective, int | None]:
         return (obj.bind(1), None) if name == "mean" else (obj, None)
     k = float(k_text)
     if not k.is_integer() or k < 1:
-        raise ValueError(
-            f"k must be a positive integer in {spec!r}; a fractional k is defined only in the known-(r,p) regime "
-            f"(known_lstat_value(r, p, '{obj}', k={k}))"
-        )
+        # Only a real k > 1 of an end-anchored family (max, top<m>, ...) has a meaning, in the known regime.
+        fractional = obj.anchored() is not None and 1 < k < math.inf
+        hint = f"; a fractional k is defined only in the known-(r,p) regime (known_lstat_value(r, p, '{obj}', k={k}))"
+        raise ValueError(f"k must be a positive integer in {spec!r}{hint if fractional else ''}")
     if name == "mean" and k != 1:
         raise ValueError(
             f"'mean' is the k = 1 objective; mean@{int(k)} would be the same gradient in expectation — "

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ordergrad_rl.core.objectives import Objective
+from ordergrad_rl.core.objectives import Objective, ObjectiveLike
 
 
 def check_weighted_batch(returns: Any, weights: Any, minimum: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +63,10 @@ def _sorted_levels(returns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray
     """``(order, sorted returns, F_l)``: the stable sort of a weighted batch and its cumulative weights ``F_l``,
     ``l = 1 .. N-1`` (module docstring)."""
     order = np.argsort(returns, kind="stable")
-    cumulative = np.cumsum(weights[order])
+    with np.errstate(over="ignore"):
+        cumulative = np.cumsum(weights[order])
+    if not np.isfinite(cumulative[-1]):  # weights near the float limit (e.g. 1e308 each): their sum overflowed
+        cumulative = np.cumsum(weights[order] / weights.max())
     return order, returns[order], cumulative[:-1] / cumulative[-1]
 
 
@@ -81,7 +84,7 @@ def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
     return pmf @ alpha
 
 
-def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective: Objective) -> np.ndarray:
+def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> np.ndarray:
     """Per-sample weights ``IF(R_i) / k`` of ``objective`` under the weighted empirical distribution of ``returns``.
 
     The policy-gradient weight of sample ``i`` is ``k * rho_i * a_i`` (this returns ``a``, the scale of
@@ -89,13 +92,13 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
 
     :param returns: ``[N]`` finite returns (higher is better).
     :param weights: ``[N]`` positive finite likelihood ratios ``rho_i`` (any scale: they are normalized).
-    :param objective: a bound :class:`~ordergrad_rl.core.Objective`.
+    :param objective: a bound :class:`~ordergrad_rl.core.Objective`, a spec with ``@K`` or a numeric alpha vector.
     :return: ``[N]`` float64 advantages, ``sum_i rho_i a_i = 0``.
     :raises ValueError: shapes that differ or are not 1-D, ``N < 2``, non-finite returns, weights that are not
         positive and finite, or an unbound objective.
     """
     returns, weights = check_weighted_batch(returns, weights, 2)
-    alpha = objective.weights  # raises for an unbound objective
+    alpha = Objective.parse(objective).weights  # raises for an unbound objective
     order, sorted_returns, level = _sorted_levels(returns, weights)
     gaps = np.diff(sorted_returns)  # D_l
     terms = gaps * binomial_kernel(alpha, level)  # D_l K(F_l)
@@ -106,7 +109,7 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     return advantages
 
 
-def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: Objective) -> float:
+def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> float:
     """The plug-in value ``V(F_w) = E[sum_j alpha_j Y_(j:k)]`` of ``k`` i.i.d. draws ``Y`` of the weighted
     empirical distribution ``F_w`` of ``returns`` (module docstring): with the returns sorted, gaps ``D_l`` and
     cumulative weights ``F_l``, ``V = R_(1) sum_j alpha_j + sum_l D_l sum_j alpha_j P(Bin(k, F_l) < j)``, since
@@ -118,11 +121,11 @@ def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: Ob
 
     :param returns: ``[N]`` finite returns.
     :param weights: ``[N]`` positive finite likelihood ratios (any scale).
-    :param objective: a bound :class:`~ordergrad_rl.core.Objective`.
+    :param objective: a bound :class:`~ordergrad_rl.core.Objective`, a spec with ``@K`` or a numeric alpha vector.
     :raises ValueError: as :func:`check_weighted_batch`, or an unbound objective.
     """
     returns, weights = check_weighted_batch(returns, weights)
-    alpha = objective.weights
+    alpha = Objective.parse(objective).weights
     _, sorted_returns, level = _sorted_levels(returns, weights)
     # P(Bin(k, F_l) < j) = P(Bin(k, F_l) <= j - 1), j = 1 .. k: [N-1, k]
     below = stats.binom.cdf(np.arange(alpha.size)[None, :], alpha.size, level[:, None])
