@@ -512,3 +512,30 @@ def test_evaluate_on_a_model_without_a_logger_names_set_logger() -> None:
         callback.evaluate()
     model.set_logger(configure(None, []))
     assert callback.evaluate() and callback.last_returns.size == 4
+
+
+@pytest.mark.parametrize("value_baseline", ["history", False, True])
+def test_train_loss_is_the_loss_the_update_minimizes(tmp_path: Path, value_baseline: str | bool) -> None:
+    # One minibatch per update (16 one-step episodes, batch_size=16, one epoch): SB3's train/loss, the last
+    # minibatch's, is then its policy loss plus the entropy and value terms, which train/ logs as means. The history
+    # baseline leaves the value head untrained: train/loss once held 0.5 * mean(weight^2) of a value loss against it.
+    model = OrderGradPPO(
+        "MlpPolicy",
+        "RiskyBandit-v0",
+        objective="cvar0.25",
+        n_episodes=16,
+        batch_size=16,
+        n_epochs=1,
+        seed=0,
+        value_baseline=value_baseline,
+    )
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(16 * 3)
+    rows = [row for row in csv.DictReader(open(tmp_path / "progress.csv")) if row["train/loss"]]
+    assert len(rows) == 2
+    for row in rows:
+        value_term = model.vf_coef * float(row["train/value_loss"]) if value_baseline is True else 0.0
+        expected = float(row["train/policy_gradient_loss"]) + float(row["train/ent_coef"]) * float(
+            row["train/entropy_loss"]
+        )
+        np.testing.assert_allclose(float(row["train/loss"]), expected + value_term, atol=1e-6)

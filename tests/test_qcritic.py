@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import csv
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -20,6 +24,7 @@ from ordergrad_rl.agents import (
     q_critic_advantages,
 )
 from ordergrad_rl.core import Objective, known_lstat_advantage
+from ordergrad_rl.risk import risk_profile
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -257,6 +262,34 @@ def test_logs_q_loss_entropy_and_risk_profile() -> None:
     assert "train/q_loss" in logged and "train/value_loss" not in logged and "train/explained_variance" in logged
     assert 0.0 < logged["rollout/entropy"] <= np.log(2) + 1e-6
     assert logged["risk/mean"] > 0 and "risk/cvar_0.1" in logged
+
+
+class _EndedReturns(BaseCallback):
+    """The Monitor returns of the episodes that end during each rollout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollouts: list[list[float]] = []
+
+    def _on_rollout_start(self) -> None:
+        self.rollouts.append([])
+
+    def _on_step(self) -> bool:
+        self.rollouts[-1].extend(info["episode"]["r"] for info in self.locals["infos"] if "episode" in info)
+        return True
+
+
+def test_risk_profile_is_of_the_monitor_returns_of_the_episodes_ended_in_the_rollout(tmp_path) -> None:
+    # As the README's dashboards section says: undiscounted (gamma=0.99 here), and no risk/objective.
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_envs=2, n_steps=64)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    ended = _EndedReturns()
+    model.learn(256, callback=ended)
+    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    assert len(rows) == len(ended.rollouts) == 2 and "risk/objective" not in rows[0]
+    for row, returns in zip(rows, ended.rollouts, strict=True):
+        for key, value in risk_profile(returns).items():
+            np.testing.assert_allclose(float(row[f"risk/{key}"]), value, rtol=1e-6)
 
 
 def test_grid_cnn() -> None:

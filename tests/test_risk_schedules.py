@@ -142,6 +142,27 @@ def test_level_of_gcvar_moves_its_own_level_and_starts_at_the_mean():
     assert level_in_force(target, 0.6) == 0.6
 
 
+@pytest.mark.parametrize(
+    ("objective", "level"),
+    [("min@8", 0.125), ("max@8", 0.125), ("bot1@8", 0.125), ("median@9", 0.5), ("quantile0.5@9", 0.5), ("mean", 1.0)],
+)
+def test_level_in_force_of_every_family_the_level_schedule_moves(objective, level):
+    # The schedule ends at the target itself: min, max and the median had no level there (risk/level went missing).
+    assert level_in_force(Objective.parse(objective), None) == level
+
+
+@pytest.mark.parametrize("target", ["min@8", "max@8", "median@9"])
+def test_agent_logs_the_level_once_the_schedule_reaches_a_min_max_or_median_target(target, tmp_path):
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", objective=target, n_episodes=16, risk_schedule="level:0.5", seed=0
+    )
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(16 * 6)
+    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    assert [float(row["risk/schedule"]) for row in rows][-2:] == [1.0, 1.0]
+    assert [row["risk/level"] for row in rows][-2:] == [str(level_in_force(model.objective, None))] * 2
+
+
 @pytest.mark.parametrize("target", ["cvar0.2@8", "top2@8", "trim2@8", "gmd@6", "alpha[0.5,0,0.5]", "rank2@5"])
 @pytest.mark.parametrize("share", [0.0, 0.3, 0.75])
 def test_mixture_is_the_mixed_l_statistic(target, share):

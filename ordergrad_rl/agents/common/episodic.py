@@ -1532,10 +1532,12 @@ def train_on_episode_weights(model: Any, update: Callable[[], None], critic: boo
     (see ``episode_weights``), so its normalization is off for the duration of the update, and its entropy
     coefficient is the rollout's (:meth:`EpisodicAlgorithmMixin._ent_coef_in_force`, logged as ``train/ent_coef``).
     Without a ``critic`` (the value baseline) its critic logs (``train/value_loss`` ...) describe nothing and are
-    dropped.
+    dropped, and the update runs with ``vf_coef=0``: its value loss, a constant without a gradient there (zero values
+    against the history baseline's targets), would otherwise be added to the logged ``train/loss``.
     """
     ent_coef = model._ent_coef_in_force()
-    with lent_attributes(model, normalize_advantage=False, ent_coef=ent_coef):
+    lent = {} if critic else {"vf_coef": 0.0}
+    with lent_attributes(model, normalize_advantage=False, ent_coef=ent_coef, **lent):
         update()
     model.logger.record("train/ent_coef", ent_coef)
     if not critic:

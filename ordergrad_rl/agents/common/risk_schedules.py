@@ -323,13 +323,18 @@ def objective_in_force(
 
 def level_in_force(objective: Objective | ChannelObjective, gcvar_alpha: float | None) -> float | None:
     """The level (probability or share of ranks) of the objective in force, logged as ``risk/level``: a tail mean's
-    level, a quantile's probability, ``m / k`` of ``top``/``bot``, 1 for the mean; ``None`` for others."""
+    level, a quantile's probability (0.5 for the median), ``m / k`` of ``top``/``bot`` (``1 / k`` of ``max``/``min``),
+    1 for the mean; ``None`` for others."""
     if gcvar_alpha is not None:
         return gcvar_alpha
     if not isinstance(objective, Objective):
         return None
     if objective.name == "mean":
         return 1.0
+    if objective.name == "median":
+        return 0.5
+    if objective.name in ("max", "min"):
+        return 1 / int(objective.k)  # type: ignore[arg-type]
     if objective.name in _TAIL_LEVELS or objective.name in _QUANTILES:
         return float(objective.params[0])
     if objective.name in _END_COUNTS:
