@@ -3,6 +3,7 @@ test_experiments_minatar.py)."""
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -46,3 +47,28 @@ def test_methods_train_on_breakout(method: str) -> None:
         assert model.advantage == "q_critic" and model.policy.value_net.out_features == 3
         assert model.gae_lambda == (0.95 if method == "ppo_q" else 0.8)
         assert str(model.objective) == ("mean" if method == "ppo_q" else "top9@10")
+
+
+def test_env_passes_gymnasiums_check_env_and_pickles() -> None:
+    """check_env failed (MinAtar's reset(seed=...) never seeds env.np_random) and pickle.dumps failed on the lambda
+    of Gymnasium's DtypeObservation."""
+    import pickle
+
+    from gymnasium.utils.env_checker import check_env
+
+    env = envs.make_minatar_env("breakout")
+    with pytest.warns(UserWarning, match="different from the unwrapped"):
+        check_env(env, skip_render_check=True)
+    copy = pickle.loads(pickle.dumps(env))
+    np.testing.assert_array_equal(copy.reset(seed=3)[0], env.reset(seed=3)[0])
+    assert copy.spec == env.spec and isinstance(gym.make(env.spec), envs.MinAtarFloatObservation)
+
+
+def test_rgb_array_frames_are_uint8() -> None:
+    """MinAtar's rgb_array frames were float64 colours in [0, 1]; Gymnasium (RecordVideo, check_env) wants uint8."""
+    env = envs.make_minatar_env("breakout", render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.shape == (10, 10, 3)
+    np.testing.assert_array_equal(frame, np.round(env.unwrapped.render() * 255))
+    assert env.metadata["render_fps"] == 20
