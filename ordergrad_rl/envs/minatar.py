@@ -39,7 +39,10 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
     random numbers:
 
     * ``reset(seed=...)`` seeds MinAtar's game but never calls ``gymnasium.Env.reset``, so ``env.np_random`` is left
-      unseeded (``check_env`` fails). A seeded reset here seeds ``np_random`` too; unseeded resets are MinAtar's own.
+      unseeded (``check_env`` fails), and it keeps the last action of the previous episode, which the sticky-action
+      rule may repeat on the first step: the same seed gave different episodes after different histories. A seeded
+      reset here seeds ``np_random`` and forgets the last action, as a fresh env starts; unseeded resets are
+      MinAtar's own.
     * ``render()`` in ``"rgb_array"`` mode returns float64 colours in ``[0, 1]``; here ``uint8`` frames, as
       Gymnasium's ``RecordVideo`` and ``check_env`` expect.
     * Gymnasium's ``DtypeObservation`` holds a lambda, so the env could not be pickled; this class can.
@@ -55,7 +58,9 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         if seed is not None:
-            gym.Env.reset(self.unwrapped, seed=seed)  # what MinAtar's reset leaves out: seeds env.np_random
+            minatar_env = self.unwrapped
+            gym.Env.reset(minatar_env, seed=seed)  # what MinAtar's reset leaves out: seeds env.np_random
+            minatar_env.game.last_action = 0  # MinAtar's initial (sticky) action
         return super().reset(seed=seed, options=options)
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
