@@ -74,7 +74,9 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
 
 
 def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEPS, **kwargs: Any):
-    """One MinAtar game as a Gymnasium env with float32 observations ``Box(0, 1, (10, 10, C))``.
+    """One MinAtar game as a Gymnasium env with float32 observations ``Box(0, 1, (10, 10, C))``, wrapped in
+    :class:`MinAtarFloatObservation` (Gymnasium's ``check_env`` passes, the env pickles, a seeded reset gives the
+    same episode whatever came before, ``rgb_array`` frames are ``uint8``).
 
     :param game: key of :data:`GAMES` (``"breakout"``, ``"asterix"``, ``"space_invaders"``, ...).
     :param max_episode_steps: ``TimeLimit`` (truncation) or ``None``.
