@@ -3,6 +3,8 @@ test_experiments_minatar.py)."""
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -94,7 +96,10 @@ def test_rgb_array_frames_are_uint8() -> None:
     """MinAtar's rgb_array frames were float64 colours in [0, 1]; Gymnasium (RecordVideo, check_env) wants uint8."""
     env = envs.make_minatar_env("breakout", render_mode="rgb_array")
     env.reset(seed=0)
-    frame = env.render()
+    with warnings.catch_warnings():
+        # Gymnasium's passive checker under the wrapper warned "got float64" about the frames it returns as uint8.
+        warnings.simplefilter("error")
+        frame = env.render()
     assert frame.dtype == np.uint8 and frame.shape == (10, 10, 3)
     np.testing.assert_array_equal(frame, np.round(env.unwrapped.render() * 255))
     assert env.metadata["render_fps"] == 20

@@ -80,7 +80,10 @@ def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEP
 
     :param game: key of :data:`GAMES` (``"breakout"``, ``"asterix"``, ``"space_invaders"``, ...).
     :param max_episode_steps: ``TimeLimit`` (truncation) or ``None``.
-    :param kwargs: forwarded to MinAtar's ``Environment`` (``sticky_action_prob``, ``difficulty_ramping``).
+    :param kwargs: forwarded to ``gym.make``: MinAtar's ``Environment`` arguments (``sticky_action_prob``,
+        ``difficulty_ramping``), ``render_mode``, and ``disable_env_checker`` (default here ``True``: Gymnasium's
+        passive checker sits under the wrapper, so it would check MinAtar's raw frames, float64 without a
+        ``render_fps``, and warn on the first ``render()`` about frames the wrapper returns as ``uint8``).
     :raises ImportError: MinAtar is not installed.
     :raises ValueError: ``max_episode_steps`` is not ``None`` or an integer >= 1.
     """
@@ -93,7 +96,7 @@ def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEP
     env_id = minatar_env_id(game)
     if env_id not in gym.registry:
         minatar_gym.register_envs()  # MinAtar registers its ids only when asked
-    env = gym.make(env_id, max_episode_steps=max_episode_steps, **kwargs)
+    env = gym.make(env_id, max_episode_steps=max_episode_steps, **{"disable_env_checker": True, **kwargs})
     return MinAtarFloatObservation(env)
 
 
