@@ -777,3 +777,20 @@ def test_an_eval_env_that_does_not_fit_the_model_is_named_when_training_starts()
     callback = RiskEvalCallback(FakeImageEnv(screen_height=36, screen_width=36, n_channels=1), n_eval_episodes=1)
     cnn.learn(20, callback=callback)
     assert callback.last_returns.size == 1
+
+
+@pytest.mark.parametrize("mode", [dict(n_episodes=2), dict(advantage="q_critic", objective="top2@4", n_steps=8)])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_cnn_policy_names_a_grid_too_small_for_nature_cnn(mode: dict[str, Any], dtype: type) -> None:
+    """CnnPolicy on a 10x10xC grid (MinAtar's) failed inside SB3 (float: NatureCNN's assertion that it is no image)
+    or torch (uint8: "kernel size can't be greater than actual input size"), naming neither the 36x36 minimum nor
+    GridCNN."""
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    env = FakeImageEnv(action_dim=3, screen_height=10, screen_width=10, n_channels=4, discrete=True)
+    if dtype is np.float32:
+        env = gym.wrappers.TransformObservation(
+            env, lambda obs: (obs / 255).astype(np.float32), spaces.Box(0, 1, (10, 10, 4), np.float32)
+        )
+    with pytest.raises(ValueError, match=r"NatureCNN \(SB3's\) needs images of at least 36x36, got .*GridCNN"):
+        OrderGradPPO("CnnPolicy", env, **mode)

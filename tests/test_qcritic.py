@@ -300,3 +300,8 @@ def test_grid_cnn() -> None:
     assert first(th.zeros(2, 6, 10, 10)).shape == (2, 32)
     with pytest.raises(ValueError, match="3-D Box"):
         GridCNN(spaces.Box(0, 1, (4,), np.float32))
+    # A grid under 2x2 pooled to nothing: torch's "Output size is too small" at the first forward pass.
+    with pytest.raises(ValueError, match=r"at least 2x2, got 1x10 .*\(H, W, C\)"):
+        GridCNN(spaces.Box(0, 1, (1, 10, 4), np.float32))
+    with pytest.raises(ValueError, match=r"at least 2x2, got 10x1 .*\(C, H, W\)"):
+        GridCNN(spaces.Box(0, 1, (4, 10, 1), np.float32), channels_last=False)

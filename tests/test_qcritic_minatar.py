@@ -3,6 +3,9 @@ test_experiments_minatar.py)."""
 
 from __future__ import annotations
 
+import warnings
+
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -46,3 +49,57 @@ def test_methods_train_on_breakout(method: str) -> None:
         assert model.advantage == "q_critic" and model.policy.value_net.out_features == 3
         assert model.gae_lambda == (0.95 if method == "ppo_q" else 0.8)
         assert str(model.objective) == ("mean" if method == "ppo_q" else "top9@10")
+
+
+def test_env_passes_gymnasiums_check_env_and_pickles() -> None:
+    """check_env failed (MinAtar's reset(seed=...) never seeds env.np_random) and pickle.dumps failed on the lambda
+    of Gymnasium's DtypeObservation."""
+    import pickle
+
+    from gymnasium.utils.env_checker import check_env
+
+    env = envs.make_minatar_env("breakout")
+    with pytest.warns(UserWarning, match="different from the unwrapped"):
+        check_env(env, skip_render_check=True)
+    copy = pickle.loads(pickle.dumps(env))
+    np.testing.assert_array_equal(copy.reset(seed=3)[0], env.reset(seed=3)[0])
+    assert copy.spec == env.spec and isinstance(gym.make(env.spec), envs.MinAtarFloatObservation)
+
+
+@pytest.mark.parametrize("game", ["breakout", "asterix", "space_invaders"])
+def test_seeded_reset_gives_the_same_episode_after_any_history(game: str) -> None:
+    """MinAtar kept the previous episode's last action across reset(seed=...), and the sticky-action rule repeated
+    it: the same seed gave a different episode after a different history (9 of 40 seeds on Breakout)."""
+    rng = np.random.default_rng(0)
+
+    def episode(env, seed: int, actions: np.ndarray) -> list:
+        steps = [env.reset(seed=seed)[0]]
+        for action in actions:
+            obs, reward, terminated, truncated, _ = env.step(int(action))
+            steps += [obs, reward]
+            if terminated or truncated:
+                break
+        return steps
+
+    for seed in range(12):
+        actions = rng.integers(0, 3, 100)
+        used = envs.make_minatar_env(game)
+        used.reset(seed=999)
+        for _ in range(20):
+            used.step(2)
+        fresh = episode(envs.make_minatar_env(game), seed, actions)
+        again = episode(used, seed, actions)
+        assert len(fresh) == len(again) and all(np.array_equal(a, b) for a, b in zip(fresh, again, strict=True))
+
+
+def test_rgb_array_frames_are_uint8() -> None:
+    """MinAtar's rgb_array frames were float64 colours in [0, 1]; Gymnasium (RecordVideo, check_env) wants uint8."""
+    env = envs.make_minatar_env("breakout", render_mode="rgb_array")
+    env.reset(seed=0)
+    with warnings.catch_warnings():
+        # Gymnasium's passive checker under the wrapper warned "got float64" about the frames it returns as uint8.
+        warnings.simplefilter("error")
+        frame = env.render()
+    assert frame.dtype == np.uint8 and frame.shape == (10, 10, 3)
+    np.testing.assert_array_equal(frame, np.round(env.unwrapped.render() * 255))
+    assert env.metadata["render_fps"] == 20

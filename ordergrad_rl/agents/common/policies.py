@@ -38,12 +38,18 @@ from stable_baselines3.common.policies import (
     ActorCriticPolicy,
     MultiInputActorCriticPolicy,
 )
+from stable_baselines3.common.preprocessing import is_image_space_channels_first
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import Schedule
 
 #: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
 #: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
 #: before the value head was kept held in their ``policy_kwargs`` (such saves do not load into SB3's ``PPO``).
 CRITICS: tuple[str, ...] = ("none", "value", "q")
+
+#: The smallest image side SB3's ``NatureCNN`` (``"CnnPolicy"``'s extractor) reads: its 8x8 / 4, 4x4 / 2 and 3x3
+#: convolutions leave nothing of a smaller one.
+NATURE_CNN_MIN_SIDE = 36
 
 #: SB3's default actor when ``net_arch`` is not given.
 _DEFAULT_PI: list[int] = [64, 64]
@@ -120,6 +126,25 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
     return values
 
 
+def check_nature_cnn_input(extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space) -> None:
+    """``ValueError`` if ``extractor_class`` is SB3's ``NatureCNN`` and the observations are 3-D grids with a side
+    under :data:`NATURE_CNN_MIN_SIDE` (MinAtar's 10x10xC): torch's "kernel size can't be greater than actual input
+    size", or for float grids SB3's assertion that they are no images, named neither the size nor the extractor that
+    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks."""
+    if not (isinstance(extractor_class, type) and issubclass(extractor_class, NatureCNN)):
+        return
+    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
+        return
+    shape = observation_space.shape
+    sides = shape[1:] if is_image_space_channels_first(observation_space) else shape[:2]
+    if min(sides) < NATURE_CNN_MIN_SIDE:
+        raise ValueError(
+            f"CnnPolicy's NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
+            f"observations of shape {shape}: for small grids such as MinAtar's use "
+            "policy_kwargs=dict(features_extractor_class=GridCNN) (from ordergrad_rl.agents)"
+        )
+
+
 def refuse_q_critic(kwargs: dict[str, Any], policy: str) -> None:
     """``ValueError`` if ``kwargs`` ask a policy without a per-action Q head (sb3-contrib's) for ``critic=\"q\"``."""
     if kwargs.get("critic") == "q":
@@ -175,6 +200,11 @@ class OrderGradPolicyMixin:
         if critic == "none":
             kwargs["net_arch"] = actor_only_net_arch(kwargs.get("net_arch"))
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
+
+    def make_features_extractor(self) -> BaseFeaturesExtractor:
+        """SB3's, after :func:`check_nature_cnn_input`."""
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space)  # type: ignore[attr-defined]
+        return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
         super()._build(lr_schedule)  # type: ignore[misc]

@@ -26,6 +26,7 @@ class GridCNN(BaseFeaturesExtractor):
     :param features_dim: width of the dense layer (the latent state shared by the actor and critic heads).
     :param n_filters: convolution channels.
     :param channels_last: whether the channel axis is the last one.
+    :raises ValueError: the space is not a 3-D ``Box``, or its grid is smaller than 2x2.
     """
 
     def __init__(
@@ -40,6 +41,12 @@ class GridCNN(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim)
         shape = observation_space.shape
         height, width, channels = shape if channels_last else (shape[1], shape[2], shape[0])
+        if height < 2 or width < 2:
+            layout = "(H, W, C)" if channels_last else "(C, H, W)"
+            raise ValueError(
+                f"GridCNN pools 2x2 cells: it needs a grid of at least 2x2, got {height}x{width} (observation shape "
+                f"{shape} read as {layout}; set channels_last for the other layout)"
+            )
         self.channels_last = channels_last
         self.cnn = th.nn.Sequential(
             # Explicit padding: torch's padding="same" with an even kernel copies the input and warns.
