@@ -26,6 +26,7 @@ import dataclasses
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES
+from ordergrad_rl.common.options import parser_check_outputs
 from ordergrad_rl.experiments import benchmarks as bench
 
 
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     bench.add_probe_arguments(parser, timesteps=100_000)
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
     timesteps, episodes = bench.probe_budget(args)
     return bench.run_seeds(
         lambda seed: run(args.task, seed, timesteps, episodes, args.patience), args.seeds, args.json, args.task

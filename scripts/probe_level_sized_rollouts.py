@@ -28,6 +28,7 @@ import numpy as np
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.arguments import LONG_RANKED_N_EPISODES, MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import level_in_force
+from ordergrad_rl.common.options import parser_check_outputs
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: The probe's method name, registered for its runs.
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--task", choices=("cartpole", "acrobot", "lunarlander"), default="acrobot")
     bench.add_probe_arguments(parser, timesteps=100_000)
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
     timesteps, episodes = bench.probe_budget(args)
     return bench.run_seeds(lambda seed: run(args.task, seed, timesteps, episodes), args.seeds, args.json, args.task)
 

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 from typing import Any
 
+from ordergrad_rl.common.options import parser_check_outputs
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: The usage line without its schedule, as ``reproduce benchmarks`` builds it.
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--fraction", type=float, default=0.3, help="the novelty phase's share of training")
     bench.add_probe_arguments(parser, timesteps=300_000)
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
     if not 0.0 <= args.fraction <= 1.0:
         parser.error(f"--fraction must be in [0, 1], got {args.fraction}")
     timesteps, episodes = bench.probe_budget(args)

@@ -34,6 +34,7 @@ from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.arguments import MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import share_tied_at_best
+from ordergrad_rl.common.options import parser_check_outputs
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: Returns of earlier rollouts each rollout is ranked against, by default: with 16 new episodes, the usage line's
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--center", action="store_true", help="centre the new episodes' weights")
     bench.add_probe_arguments(parser, timesteps=100_000)
     args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
     timesteps, episodes = bench.probe_budget(args)
     return bench.run_seeds(
         lambda seed: run(args.task, seed, timesteps, episodes, args.pool, args.center), args.seeds, args.json, args.task

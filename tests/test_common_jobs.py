@@ -112,3 +112,29 @@ def test_the_jobs_under_way_when_one_fails_are_handed_over():
     with pytest.raises(ArithmeticError, match="negative -1"):
         jobs.run_jobs(grid, workers=2, quiet=True, on_result=lambda i, r: seen.append((i, r)))
     assert ("slow", 9) in seen and len(seen) < 1 + 8  # the jobs queued in the pool when "bad" failed ran too
+
+
+def interrupted_after(seconds: float) -> int:
+    """A job that is sent Ctrl-C (SIGINT to this process) after half a second and would otherwise run for
+    ``seconds``."""
+    import os
+    import signal
+    import threading
+    import time
+
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    time.sleep(seconds)
+    return 0
+
+
+def test_ctrl_c_stops_a_job_of_one_worker_at_once(monkeypatch):
+    """With one worker (also any grid of one job) the job ran in a worker thread, which Ctrl-C does not reach: the
+    command waited for the job under way to end (minutes for a reproduction's run) before it could stop."""
+    import time
+
+    monkeypatch.setattr(jobs, "progress_bar", RecordingBar)
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        jobs.run_jobs([jobs.Job("long", interrupted_after, {"seconds": 10.0})], workers=1)
+    assert time.perf_counter() - start < 5.0
+    assert jobs._COUNTER is None

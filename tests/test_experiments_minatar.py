@@ -114,6 +114,14 @@ def test_a_cached_run_is_reused_only_for_its_own_key(tmp_path: Path) -> None:
     assert exp._run_path(tmp_path, "breakout", "ppo_q_ent", 0) != exp._run_path(tmp_path, "breakout", "ppo_q", 0)
 
 
+def test_a_run_trained_again_replaces_its_tensorboard_run(tmp_path: Path) -> None:
+    """A run retrained (its cache invalid, or interrupted before its JSON) logged seed0_2 beside the earlier seed0_1."""
+    config = exp.Config(steps=256, n_envs=2, batch_size=64, eval_episodes=2)
+    for _ in range(2):
+        exp.train_run("breakout", "ppo_v", 0, config, str(tmp_path))
+    assert [path.name for path in (tmp_path / "breakout_ppo_v").iterdir()] == ["seed0_1"]
+
+
 def test_each_seed_evaluates_on_its_own_env_seeds(monkeypatch) -> None:
     """The final evaluation of seed ``s`` runs on envs in ``s``'s own seed block: before, envs seeded ``10_000 + s +
     i`` made adjacent seeds share all but one of their evaluation envs, so their scores were not independent."""

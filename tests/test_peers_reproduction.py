@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ordergrad_rl.cli import main
+from ordergrad_rl.core.gcvar import gcvar_weights
 from ordergrad_rl.envs.lava_grid import SAFE_POLICY, SHORTCUT_POLICY
 from ordergrad_rl.experiments import peers
 
@@ -163,10 +164,14 @@ def test_variance_grid_over_n_and_a_trained_policy(tmp_path, capsys):
     assert "noise share of norm(mean)^2" in out
 
 
-def test_variance_n_below_two_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize("n", ["1", "5"])
+def test_variance_n_below_six_is_refused(n, tmp_path, capsys):
+    """At N <= 5 every GCVaR_0.2 weight is 0 (its tail is the VaR alone): N = 3 ended, after the measurement, in a
+    ZeroDivisionError traceback while printing the grid."""
     argv = ["reproduce", "peers", "--quick", "--quiet", "--variance-only", "--out", str(tmp_path)]
-    assert main([*argv, "--variance-n", "1"]) != 0
-    assert "--variance-n needs N >= 2" in capsys.readouterr().err
+    assert main([*argv, "--variance-n", n, "32"]) == 2
+    assert "--variance-n needs N >= 6" in capsys.readouterr().err
+    assert not np.any(gcvar_weights(np.arange(5.0), peers.ALPHA)) and np.any(gcvar_weights(np.arange(6.0), peers.ALPHA))
 
 
 def test_unbiased_relative_variance_removes_the_noise_of_the_mean():

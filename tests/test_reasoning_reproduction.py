@@ -11,6 +11,7 @@ import pytest
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.cli import main
+from ordergrad_rl.experiments import reasoning
 from ordergrad_rl.experiments.reasoning import (
     DEFAULT_METHODS,
     L_MAX,
@@ -193,7 +194,9 @@ def test_quick_run_writes_every_method(tmp_path, monkeypatch, capsys) -> None:
         assert len(entry["runs"]) == 1
     out = capsys.readouterr().out
     assert "total time:" in out and "Top-2@4 + Bottom-2@4 length" in out
-    assert len(list((tmp_path / "out").glob("*.png"))) == 6
+    figures = [path.name for path in (tmp_path / "out").glob("*.png")]
+    assert len(figures) == 6
+    assert [name for name in figures if f"``{name}``" not in reasoning.__doc__] == []  # --help names every figure
 
 
 def test_every_method_trains_with_the_measured_bonus_and_no_novelty(tmp_path, monkeypatch) -> None:

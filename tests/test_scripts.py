@@ -15,6 +15,7 @@ from conftest import load_script as load
 
 import ordergrad_rl
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.experiments import benchmarks as bench
 
 SCRIPT_NAMES = sorted(path.stem for path in SCRIPTS.glob("*.py"))
 #: The package's optional dependencies (its extras): a script importing one at load is skipped without it.
@@ -266,8 +267,6 @@ def test_bench_rows_never_mark_an_unmeasured_row_ok(seconds, baseline, capsys):
 def _lava_trace(mass: float = 1.0, **changes):
     import gymnasium as gym
 
-    from ordergrad_rl.experiments import benchmarks as bench
-
     mdp = gym.make(bench.TASKS["lava"].env_id).unwrapped.tabular()
     uniform = [[mass / mdp.n_actions] * mdp.n_actions] * mdp.n_states
     row = {"timesteps": 100, "greedy": -1.0, "stochastic": -2.0, "probabilities": uniform}
@@ -308,6 +307,25 @@ def test_greedy_trace_checks_json_before_training(tmp_path, capsys):
     with pytest.raises(SystemExit):
         load("greedy_trace").main(["--task", "lava", "--json", str(tmp_path)])
     assert "--json" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------- probe_* (benchmarks' probes)
+PROBES = ["probe_blind_patience", "probe_level_sized_rollouts", "probe_nav_novelty_phase", "probe_return_pool"]
+
+
+@pytest.mark.parametrize("name", PROBES)
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [(["--seeds", "-1"], "--seeds"), (["--timesteps", "0"], "--timesteps"), (["--json", "{tmp}"], "--json")],
+)
+def test_probes_refuse_bad_arguments_before_training(name, argv, option, tmp_path, monkeypatch, capsys):
+    """A negative seed failed with NumPy's traceback after the setup, 0 steps scored the untrained policy as a run,
+    and a --json that is a directory failed only after the first seed's training."""
+    monkeypatch.setattr(bench, "run_one", lambda *args: pytest.fail("trained despite a bad argument"))
+    with pytest.raises(SystemExit) as exit_info:
+        load(name).main(["--seeds", "0", "--timesteps", "1", *(arg.format(tmp=tmp_path) for arg in argv)])
+    assert exit_info.value.code == 2
+    assert option in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------------------- measure_schedule_portfolio

@@ -163,6 +163,26 @@ def test_tensorboard_run_has_deployment_evaluations(tmp_path):
     assert accumulator.Scalars("eval/mean_ep_length")[0].value == 32  # deployment episodes: 160 days / 5
 
 
+def test_a_rerun_replaces_the_tensorboard_run_of_its_method_and_seed(tmp_path):
+    """A rerun into the same --tensorboard logged seed0_2 beside seed0_1 (an interrupted run's too), and the mean over
+    seeds of the dashboards counted both; now it logs seed0_1 afresh and leaves other seeds and methods alone."""
+    config = tr.Config(seeds=1, updates=1, n_episodes=8, k=4)
+    others = [
+        tmp_path / "ordergrad_cvar" / "seed00_1",
+        tmp_path / "ordergrad_cvar" / "seed0_x",
+        tmp_path / "reinforce" / "seed0_1",
+    ]
+    for other in others:
+        other.mkdir(parents=True)
+    tr.train_method("ordergrad_cvar", 0, config, tensorboard=tmp_path)
+    first = sorted((tmp_path / "ordergrad_cvar" / "seed0_1").iterdir())
+    tr.train_method("ordergrad_cvar", 0, config, tensorboard=tmp_path)
+    runs = sorted(path.name for path in (tmp_path / "ordergrad_cvar").iterdir())
+    assert runs == ["seed00_1", "seed0_1", "seed0_x"] and all(other.is_dir() for other in others)
+    assert sorted((tmp_path / "ordergrad_cvar" / "seed0_1").iterdir()) != first  # the new run's events only
+    assert len(list((tmp_path / "ordergrad_cvar" / "seed0_1").iterdir())) == 1
+
+
 @pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_workers():
     config = tr.Config(seeds=1, updates=4, n_episodes=16, k=8, deploy_paths=16)

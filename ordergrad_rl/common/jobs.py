@@ -18,8 +18,9 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import tempfile
+import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,14 +73,6 @@ def _init_worker(counter: Any) -> None:
     torch.set_num_threads(1)
 
 
-def _executor(workers: int, counter: Any) -> Executor:
-    """Worker processes (spawned: no inherited torch/threads state), or one thread in this process."""
-    if workers > 1:
-        context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(counter,))
-    return ThreadPoolExecutor(1, initializer=_init_worker, initargs=(counter,))
-
-
 def _result(future: Future, job_id: str, running: list[str]) -> Any:
     """The job's result, or its exception raised with the job named (``running``: the jobs under way, one of which
     was on a worker process that died abruptly, if that is what broke the pool)."""
@@ -92,20 +85,69 @@ def _result(future: Future, job_id: str, running: list[str]) -> Any:
             f"a worker process died abruptly (killed, out of memory, or a crash in native code) while running {which}"
         ) from err
     except Exception as err:
-        if hasattr(err, "add_note"):  # Python 3.11+: printed under the job's traceback
-            err.add_note(f"in job {job_id!r}")
+        _name_job(err, job_id)
         raise
+
+
+def _name_job(err: Exception, job_id: str) -> None:
+    """Name the job that raised ``err`` under its traceback (a note, Python 3.11+)."""
+    if hasattr(err, "add_note"):
+        err.add_note(f"in job {job_id!r}")
+
+
+def _run_here(
+    jobs: list[Job], bar: Any, counter: Any, on_result: Callable[[str, Any], None] | None = None
+) -> dict[str, Any]:
+    """One job after another in this thread, the progress bar updated by a helper thread. In this thread, Ctrl-C
+    stops the job under way at once; a job in a worker thread would run to its end (minutes) before the command
+    could stop."""
+    _init_worker(counter)
+    done = threading.Event()
+
+    def update_bar() -> None:
+        seen = 0
+        while not done.wait(0.25):
+            now = counter.value
+            bar.update(now - seen)
+            seen = now
+        bar.update(counter.value - seen)
+
+    updater = threading.Thread(target=update_bar, daemon=True)
+    updater.start()
+    results = {}
+    try:
+        for job in jobs:
+            try:
+                results[job.id] = _call(job.function, job.kwargs, job.weight)
+            except Exception as err:
+                _name_job(err, job.id)
+                raise
+            if on_result is not None:
+                on_result(job.id, results[job.id])
+    finally:
+        done.set()
+        updater.join()
+    return results
 
 
 def _run_local(
     jobs: list[Job], workers: int, bar: Any, on_result: Callable[[str, Any], None] | None = None
 ) -> dict[str, Any]:
+    """The jobs on ``workers`` spawned processes (no inherited torch/threads state), or with one worker in this
+    process (:func:`_run_here`)."""
     global _COUNTER
     import torch
 
     counter = multiprocessing.get_context("spawn").Value("q", 0)
     threads = torch.get_num_threads()
-    executor = _executor(workers, counter)
+    if workers == 1:
+        try:
+            return _run_here(jobs, bar, counter, on_result)
+        finally:
+            torch.set_num_threads(threads)  # _init_worker set it for this process
+            _COUNTER = None
+    context = multiprocessing.get_context("spawn")
+    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(counter,))
     try:
         futures = {executor.submit(_call, job.function, job.kwargs, job.weight): job for job in jobs}
         pending, seen = set(futures), 0
@@ -136,7 +178,6 @@ def _run_local(
         return {futures[future].id: future.result() for future in futures}
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-        torch.set_num_threads(threads)  # the thread executor's initializer set it for this process
         _COUNTER = None
 
 

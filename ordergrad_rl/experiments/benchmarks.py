@@ -1807,8 +1807,8 @@ def run_with_agent(task: str, method: Method, name: str, agent: type, seed: int,
 def add_probe_arguments(parser: argparse.ArgumentParser, timesteps: int) -> None:
     """The probe scripts' common arguments: ``--seeds`` (0-9), ``--timesteps`` (``timesteps``), ``--json`` and
     ``--quick`` (:func:`probe_budget`)."""
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
-    parser.add_argument("--timesteps", type=int, default=timesteps)
+    parser.add_argument("--seeds", type=seed_int, nargs="+", default=list(range(10)))
+    parser.add_argument("--timesteps", type=positive_int, default=timesteps)
     parser.add_argument("--json", type=file_path, default=None, help="write the runs here (rewritten after each)")
     parser.add_argument("--quick", action="store_true", help="2,000 steps, 20 evaluation episodes (CI)")
 

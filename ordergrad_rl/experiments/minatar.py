@@ -56,6 +56,7 @@ from ordergrad_rl.common.options import add_address_argument, add_output_argumen
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
 from ordergrad_rl.experiments.tailrisk import block_seed
+from ordergrad_rl.zoo.training import remove_runs
 
 #: The evaluation envs of seed ``s`` start at ``eval_seed(s)``, in ``s``'s own block of ``SEED_STRIDE`` seeds.
 EVAL_SEED_OFFSET = 10_000
@@ -246,6 +247,7 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
     model = build_model(method, env, config, seed, method_log)
     recorder = _recorder()
     start = time.perf_counter()
+    remove_runs(method_log, f"seed{seed}")  # a run trained again replaces its TensorBoard run, as its JSON
     model.learn(config.steps, callback=recorder, tb_log_name=f"seed{seed}")
     train_seconds = time.perf_counter() - start
     eval_env = make_minatar_vec_env(game, min(config.n_envs, config.eval_episodes), seed=eval_seed(seed))
@@ -570,7 +572,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, field, text in _INT_OPTIONS:
         value = 1 if field is None else getattr(default, field)
         parser.add_argument(flag, type=positive_int, default=value, help=f"{text} (default: %(default)s)")
-    parser.add_argument("--tensorboard", type=str, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--tensorboard",
+        type=str,
+        default=None,
+        metavar="DIR",
+        help="TensorBoard log dir: <game>_<method>/seed<s>_1 per run (a run trained again replaces it)",
+    )
     add_address_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "minatar")

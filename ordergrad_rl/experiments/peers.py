@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,9 @@ from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, Method
 
 LAVA_ENV = "RiskyLavaGrid-v0"
 ALPHA = 0.2
+#: The smallest N of the gradient-variance grid: GCVaR's tail is the ceil(ALPHA N) lowest returns, and at smaller N
+#: it is one episode, the VaR itself, whose weight R - VaR is 0, so every GCVaR estimate is 0 (no direction).
+MIN_VARIANCE_N = math.floor(1 / ALPHA) + 1
 
 METHODS: dict[str, Method] = {
     "reinforce": Method("REINFORCE (mean)", "mean", "tab:red"),
@@ -612,7 +616,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=[],
         metavar="N",
-        help="also measure the gradient variance at these N (K = N / 2), e.g. 32 64 256 1024",
+        help=f"also measure the gradient variance at these N >= {MIN_VARIANCE_N} (K = N / 2), e.g. 32 64 256 1024",
     )
     parser.add_argument(
         "--variance-trained",
@@ -640,8 +644,11 @@ def run(args: argparse.Namespace) -> int:
         variance_n=tuple(args.variance_n),
         variance_trained_updates=args.variance_trained,
     )
-    if any(n < 2 for n in config.variance_n):
-        raise CommandError(f"--variance-n needs N >= 2 (K = N / 2 episodes are ranked), got {list(config.variance_n)}")
+    if any(n < MIN_VARIANCE_N for n in config.variance_n):
+        raise CommandError(
+            f"--variance-n needs N >= {MIN_VARIANCE_N} (below it GCVaR_{ALPHA}'s tail is one episode, the VaR itself, "
+            f"and all its weights are 0), got {list(config.variance_n)}"
+        )
     results = run_experiment(config, quiet=args.quiet)
     if config.envs:
         print(

@@ -39,11 +39,13 @@ Evaluation: pass@k for k = 1, 2, 4, ..., 256 from n = ``--samples`` (1024) answe
 estimator, :func:`ordergrad_rl.pass_at_k`), averaged over the test problems; 95% bootstrap intervals resample seeds
 and problems. Lengths of correct and incorrect answers before (base model) and after training.
 
-Figures (``--out``): ``reasoning_passk.png`` (average pass@k, every method), ``reasoning_effect_of_m.png`` (K = 6,
-M = 1, 2, 3), ``reasoning_effect_of_k.png`` (M = 2, K = 4, 6), ``reasoning_length.png`` (length distributions of
-correct and incorrect answers, base model and the multi-reward methods), ``reasoning_training.png`` (success rate,
-answer length and share of groups without a correct answer per update). ``--quick`` runs the same code path
-with a small base model, 2 updates, 10 test problems and 32 samples (under a minute; numbers meaningless).
+Figures (``--out``): ``reasoning_passk.png`` (average pass@k, every method without a length reward),
+``reasoning_effect_of_m.png`` (K = 6, M = 1, 2, 3), ``reasoning_effect_of_k.png`` (M = 2, K = 4, 6),
+``reasoning_length_passk.png`` (pass@k of GRPO, Top-2@4 and the multi-reward methods), ``reasoning_length.png``
+(length distributions of correct and incorrect answers, base model and the multi-reward methods),
+``reasoning_training.png`` (success rate, answer length and share of groups without a correct answer per update); a
+figure none of whose methods ran is skipped. ``--quick`` runs the same code path with a small base model, 2 updates,
+10 test problems and 32 samples (under a minute; numbers meaningless).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate
 <tensorboard>/<method>/seed<s>_1 (one parent directory per method; risk/* of the training batches, eval_risk/*
 and eval_info/* of 64 deterministic deployment episodes every 50 updates and at the end) with --tensorboard, with
 the dashboards of `ordergrad-rl dashboard` (<method>/mean_over_seeds: the mean and range over seeds; HParams with
-objective and k first), and the numbers with --json.
+objective and k first), and the numbers with --json. A rerun (after Ctrl-C, say) replaces the models and the
+TensorBoard runs of the (method, seed) runs it trains.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, sa
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.risk import risk_profile
 from ordergrad_rl.zoo.dashboards import write_dashboards
+from ordergrad_rl.zoo.training import remove_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
@@ -281,8 +283,8 @@ def train_method(
 ) -> OrderGradREINFORCE | OrderGradPPO:
     """Train one method on one seed: the paper's protocol (REINFORCE methods) or OrderGradPPO's defaults.
 
-    :param tensorboard: log dir of the run ``<method>/seed<seed>_1``; also evaluates on the deployment env every
-        ``config.eval_every`` updates (``eval_risk/*``).
+    :param tensorboard: log dir of the run ``<method>/seed<seed>_1`` (replacing the runs of an earlier call); also
+        evaluates on the deployment env every ``config.eval_every`` updates (``eval_risk/*``).
     :param on_update: called after every collected batch with the env steps done since the last call, up to
         :func:`planned_steps` in all (progress reporting).
     """
@@ -321,6 +323,7 @@ def train_method(
                 deterministic=True,
             )
         )
+    remove_runs(tensorboard, f"{method}/seed{seed}")
     model.learn(timesteps, callback=callbacks, tb_log_name=f"{method}/seed{seed}")
     return model
 

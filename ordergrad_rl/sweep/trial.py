@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from ordergrad_rl.zoo.training import (
     build_model,
     eval_callback,
     learn,
+    remove_runs,
     save_model,
     with_entry_env_kwargs,
     zoo_hyperparams,
@@ -62,8 +62,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     torch.set_num_threads(max(1, int(threads)))
     tensorboard = out / "tensorboard" / method
     name = f"seed{trial['seed']}"
-    for stale in tensorboard.glob(f"{name}_*"):  # an interrupted attempt of this trial: start its run afresh
-        shutil.rmtree(stale, ignore_errors=True)
+    remove_runs(tensorboard, name)  # an interrupted attempt of this trial: start its run afresh
     settings = train_settings(trial, out / "tensorboard")
     cls = algorithm_class(trial["algo"])
     # Checked again (the grid was checked before any trial ran) for the values the check makes: lin_<x> schedules.

@@ -10,6 +10,8 @@ functions, so the command-line parser stays fast.
 from __future__ import annotations
 
 import dataclasses
+import glob
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -359,6 +361,18 @@ def check_action_masks(model: Any, env_id: str) -> None:
 
     if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
         raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
+
+
+def remove_runs(log_dir: str | Path | None, tb_log_name: str) -> None:
+    """Remove SB3's TensorBoard runs ``<log_dir>/<tb_log_name>_<n>``, so that a job run again (a reproduction rerun
+    or interrupted, a trial retried) logs ``<tb_log_name>_1`` afresh: SB3 would add ``_2`` beside the earlier run, and
+    the dashboards would count both as seeds of the method. ``log_dir`` ``None``: nothing is logged, nothing to do."""
+    if log_dir is None:
+        return
+    path = Path(log_dir) / tb_log_name
+    for run in path.parent.glob(f"{glob.escape(path.name)}_*"):
+        if run.is_dir() and run.name[len(path.name) + 1 :].isdigit():
+            shutil.rmtree(run, ignore_errors=True)
 
 
 def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
