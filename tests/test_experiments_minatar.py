@@ -207,11 +207,12 @@ def test_aggregate_table_and_figures_for_a_subset(subset: tuple[str, ...], tmp_p
 def test_tiny_end_to_end_with_a_subset_writes_exactly_those_methods(tmp_path: Path, monkeypatch, capsys) -> None:
     _rliable()
     out, payload = tmp_path / "out", tmp_path / "minatar.json"
-    argv = ["reproduce", "minatar", "--games", "breakout", "--steps", "256", "--seeds", "1", "--n-envs", "2"]
-    argv += ["--batch-size", "64", "--eval-episodes", "2", "--out", str(out), "--json", str(payload), "--quiet"]
+    argv = ["reproduce", "minatar", "--games", "breakout", "--quick"]  # 256 steps, 1 seed, 2 envs, batch 64, 2 episodes
+    argv += ["--out", str(out), "--json", str(payload), "--quiet"]
     argv += ["--methods", "ppo_q_ent", "ppo_v_ent"]
     assert main(argv) == 0
     stdout = capsys.readouterr().out
+    assert "256 steps x 1 seeds per method, 2 envs x 128 steps per rollout, minibatch 64" in stdout
     assert "entropy coefficient 0 (+ ent baselines: 0.01)" in stdout
     assert "the effect-of-M figure is skipped" in stdout and not (out / "minatar_effect_of_m.png").exists()
     assert (out / "minatar_aggregate.png").exists() and (out / "minatar_entropy.png").exists()
@@ -231,3 +232,9 @@ def test_tiny_end_to_end_with_a_subset_writes_exactly_those_methods(tmp_path: Pa
     again = json.loads(payload.read_text())
     assert list(again["methods"]) == ["ppo_v_ent"]
     assert again["per_game"]["breakout"]["ppo_v_ent"] == result["per_game"]["breakout"]["ppo_v_ent"]
+
+
+def test_quick_refuses_the_sizes_it_sets(tmp_path: Path, capsys) -> None:
+    argv = ["reproduce", "minatar", "--quick", "--steps", "1000", "--seeds", "3", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    assert "--quick sets its own sizes (a smoke run); drop --steps --seeds, or drop --quick" in capsys.readouterr().err

@@ -123,8 +123,8 @@ def test_cli_smoke_run(tmp_path, capsys):
 
 def test_cli_both_algorithms_smoke_run(tmp_path, capsys):
     out_json = tmp_path / "tailrisk.json"
-    argv = ["reproduce", "tailrisk", "--algo", "both", "--seeds", "1", "--updates", "2", "--n-episodes", "16",
-            "--k", "8", "--ppo-timesteps", "2000", "--deploy-paths", "16", "--workers", "1",
+    # --quick: 1 seed, 2 updates of 16 episodes at K = 8, 2,000 PPO steps, 16 deployment paths.
+    argv = ["reproduce", "tailrisk", "--algo", "both", "--quick", "--workers", "1",
             "--out", str(tmp_path / "results"), "--json", str(out_json), "--quiet"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -141,6 +141,12 @@ def test_cli_both_algorithms_smoke_run(tmp_path, capsys):
     reference = OrderGradPPO("MlpPolicy", "SyntheticTailRisk-v0", objective="cvar0.2")
     for name in ("n_episodes", "batch_size", "n_epochs", "learning_rate", "objective_spec", "n_envs"):
         assert getattr(model, name) == getattr(reference, name), name
+
+
+def test_quick_refuses_the_sizes_it_sets(tmp_path, capsys):
+    argv = ["reproduce", "tailrisk", "--quick", "--updates", "5", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    assert "--quick sets its own sizes (a smoke run); drop --updates, or drop --quick" in capsys.readouterr().err
 
 
 def test_tensorboard_run_has_deployment_evaluations(tmp_path):

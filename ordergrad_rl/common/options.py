@@ -212,14 +212,10 @@ def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> No
     parser.add_argument(flag, nargs="?", action=Refuse, help=argparse.SUPPRESS)
 
 
-def parse_quick_args(
-    parser: argparse.ArgumentParser, argv: Sequence[str] | None, quick: Mapping[str, object]
-) -> argparse.Namespace:
-    """Parse ``argv`` with a ``--quick`` flag added: the script's smallest setting, each option of ``quick``
-    (``dest -> value``) set to its value (CI's smoke run of a benchmark or measurement; the numbers mean nothing).
-
-    An option of ``quick`` given on the command line with ``--quick`` is refused (``--quick`` would override it).
-    """
+def add_quick_argument(parser: argparse.ArgumentParser, quick: Mapping[str, object]) -> None:
+    """Declare ``--quick``: the command's smallest setting, each option of ``quick`` (``dest -> value``) set to its
+    value (CI's smoke run of a benchmark, measurement or reproduction; the numbers mean nothing); the help lists
+    them. :func:`apply_quick` applies it."""
     flags = {dest: "--" + dest.replace("_", "-") for dest in quick}
     settings = ", ".join(flags[dest] if value is True else f"{flags[dest]} {value}" for dest, value in quick.items())
     parser.add_argument(
@@ -227,13 +223,34 @@ def parse_quick_args(
         action="store_true",
         help=f"the smallest setting, a smoke run (CI; the numbers mean nothing): {settings}",
     )
+
+
+def apply_quick(args: argparse.Namespace, quick: Mapping[str, object], defaults: Mapping[str, object]) -> None:
+    """With ``args.quick`` (:func:`add_quick_argument`), set each option of ``quick`` to its value in ``args``.
+
+    :param defaults: each option's default (``dest -> value``): one that differs was given on the command line.
+    :raises CommandError: an option of ``quick`` given with ``--quick`` (``--quick`` would override it).
+    """
+    if not args.quick:
+        return
+    given = ["--" + dest.replace("_", "-") for dest in quick if getattr(args, dest) != defaults[dest]]
+    if given:
+        raise CommandError(f"--quick sets its own sizes (a smoke run); drop {' '.join(given)}, or drop --quick")
+    for dest, value in quick.items():
+        setattr(args, dest, value)
+
+
+def parse_quick_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None, quick: Mapping[str, object]
+) -> argparse.Namespace:
+    """Parse ``argv`` with a ``--quick`` flag added (:func:`add_quick_argument`, :func:`apply_quick`); a size given
+    with it is a usage error."""
+    add_quick_argument(parser, quick)
     args = parser.parse_args(argv)
-    if args.quick:
-        given = [flags[dest] for dest in quick if getattr(args, dest) != parser.get_default(dest)]
-        if given:
-            parser.error(f"--quick sets its own sizes (a smoke run); drop {' '.join(given)}, or drop --quick")
-        for dest, value in quick.items():
-            setattr(args, dest, value)
+    try:
+        apply_quick(args, quick, {dest: parser.get_default(dest) for dest in quick})
+    except CommandError as err:
+        parser.error(str(err))
     return args
 
 

@@ -52,7 +52,13 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
 from ordergrad_rl.common.jobs import Job, run_jobs
-from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.options import (
+    add_address_argument,
+    add_output_arguments,
+    add_quick_argument,
+    apply_quick,
+    positive_int,
+)
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
 from ordergrad_rl.experiments.tailrisk import block_seed
@@ -542,6 +548,10 @@ _INT_OPTIONS: tuple[tuple[str, str | None, str], ...] = (
 )
 
 
+#: ``--quick``: the same code path on tiny sizes (CI's smoke run; its numbers mean nothing).
+QUICK: dict[str, object] = dict(steps=256, seeds=1, n_envs=2, batch_size=64, eval_episodes=2)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     default = Config()
     parser.add_argument(
@@ -580,12 +590,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TensorBoard log dir: <game>_<method>/seed<s>_1 per run (a run trained again replaces it)",
     )
     add_address_argument(parser)
+    add_quick_argument(parser, QUICK)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "minatar")
 
 
 def run(args: argparse.Namespace) -> int:
-
+    default = Config()
+    apply_quick(args, QUICK, {dest: getattr(default, dest) for dest in QUICK})
     bad = [m for m in args.m if m > args.k]
     if bad:
         raise CommandError(f"--m values must be <= --k={args.k}, got {bad}")

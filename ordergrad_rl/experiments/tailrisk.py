@@ -52,7 +52,13 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.jobs import Job, report_progress
 from ordergrad_rl.common.jobs import run_jobs as run_grid
-from ordergrad_rl.common.options import add_address_argument, add_output_arguments, positive_int
+from ordergrad_rl.common.options import (
+    add_address_argument,
+    add_output_arguments,
+    add_quick_argument,
+    apply_quick,
+    positive_int,
+)
 from ordergrad_rl.common.progress import available_cores, rollout_progress
 from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
@@ -627,6 +633,10 @@ def plot_stress(results: dict[str, Any], path: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------------- command
+#: ``--quick``: the same code path on tiny sizes (CI's smoke run; its numbers mean nothing, and its checks fail).
+QUICK: dict[str, object] = dict(seeds=1, updates=2, ppo_timesteps=2_000, n_episodes=16, k=8, deploy_paths=16)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl reproduce tailrisk``."""
     default = Config()
@@ -700,13 +710,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"parallel training runs (default: the available cores, here {available_cores()})",
     )
     add_address_argument(parser)
+    add_quick_argument(parser, QUICK)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "tailrisk")
 
 
 def run(args: argparse.Namespace) -> int:
     """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
-
+    default = Config()
+    apply_quick(args, QUICK, {dest: getattr(default, dest) for dest in QUICK})
     if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
         raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")
     evaluation = {"eval_every": args.eval_every, "eval_episodes": args.eval_episodes}
