@@ -9,7 +9,7 @@ import pytest
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.agents.common.channels import InfoChannelError
+from ordergrad_rl.agents.common.channels import InfoChannelError, InfoChannels
 from ordergrad_rl.core import Objective, lstat_advantage
 from ordergrad_rl.core.channels import parse_objective
 
@@ -176,6 +176,17 @@ def test_unknown_channel_names_the_keys_present() -> None:
     # InfoChannelError: a ValueError of its own type, which the commands report as the user's error
     with pytest.raises(InfoChannelError, match=r"\['lenght'\] never appeared.*'is_success', 'length'"):
         model.learn(1)
+
+
+@pytest.mark.parametrize("value", [np.array([1.0]), np.array([1.0, 2.0]), [0.5]])
+def test_info_channel_that_is_not_a_scalar_is_named(value: Any) -> None:
+    # An array of one element became an [n_envs, 1] column, which failed in the buffer's episode sums with numpy's
+    # "object too deep for desired array".
+    channels = InfoChannels(("cost",))
+    message = r"channel 'cost': info\['cost'\] must be a real scalar, got .* from env 1"
+    with pytest.raises(InfoChannelError, match=message):
+        channels.step([{"cost": 0.5}, {"cost": value}])
+    assert channels.step([{"cost": np.float32(0.5)}, {"cost": np.array(2.0)}, {}])["cost"].tolist() == [0.5, 2.0, 0.0]
 
 
 def test_channels_refuse_reward_to_go() -> None:
