@@ -189,6 +189,16 @@ def test_info_channel_that_is_not_a_scalar_is_named(value: Any) -> None:
     assert channels.step([{"cost": np.float32(0.5)}, {"cost": np.array(2.0)}, {}])["cost"].tolist() == [0.5, 2.0, 0.0]
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), None])
+def test_info_channel_that_is_not_finite_is_named(value: Any) -> None:
+    # It failed when the rollout was ranked, as "rewards contain NaN or inf ... (check the environment's rewards)",
+    # naming neither the channel nor info (None became NaN).
+    channels = InfoChannels(("reward_x", "cost"))
+    message = rf"channel 'cost': env 1 reported info\['cost'\] = {value!r}; a channel's values must be finite"
+    with pytest.raises(InfoChannelError, match=message):
+        channels.step([{"cost": 0.5, "reward_x": 1.0}, {"cost": value, "reward_x": 1.0}])
+
+
 def test_channels_refuse_reward_to_go() -> None:
     with pytest.raises(ValueError, match="reward_to_go needs the mean objective"):
         OrderGradREINFORCE("MlpPolicy", "TargetSum-v0", objective={"reward": "mean", "x": "mean"}, reward_to_go=True)

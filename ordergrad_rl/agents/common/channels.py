@@ -40,7 +40,8 @@ class InfoChannels:
     def step(self, infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
         """``{name: [n_envs] float64}`` of one vectorized step's infos (``None`` without channels).
 
-        :raises InfoChannelError: a value that is not a real scalar (an array of one element included).
+        :raises InfoChannelError: a value that is not a real scalar (an array of one element included), or that is
+            not finite (``None`` included: a step without a value leaves the key out).
         """
         if not self.names:
             return None
@@ -54,6 +55,12 @@ class InfoChannels:
                 raise InfoChannelError(_not_scalar(name, raw, err)) from err
             if value.shape != (len(infos),):
                 raise InfoChannelError(_not_scalar(name, raw))
+            if not np.isfinite(value).all():
+                i = int(np.flatnonzero(~np.isfinite(value))[0])
+                raise InfoChannelError(
+                    f"objective channel {name!r}: env {i} reported info[{name!r}] = {raw[i]!r}; a channel's values "
+                    "must be finite (a step without a value leaves the key out, which counts as 0)"
+                )
             values[name] = value
         return values
 
