@@ -309,6 +309,19 @@ def test_group_arguments_are_checked() -> None:
     assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", group_size=6).n_episodes == 18
 
 
+class HalfDeclaredContexts(ContextBandit):
+    """Opts in to the options rule by its reset option but does not say how many contexts there are."""
+
+    context_key = "context"
+
+
+def test_context_key_without_n_contexts_is_refused() -> None:
+    # It was grouped by the seed rule instead, silently: its groups never used the context option it declares.
+    model = grouped_model(env=DummyVecEnv([HalfDeclaredContexts] * 2), objective="top2@3")
+    with pytest.raises(ValueError, match="declares context_key='context' but no n_contexts"):
+        model.learn(1)
+
+
 def test_group_settings_survive_save_and_load(tmp_path) -> None:
     model = grouped_model(OrderGradPPO, normalize_advantage="group")
     model.save(tmp_path / "m.zip")

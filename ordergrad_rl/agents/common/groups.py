@@ -78,7 +78,8 @@ class GroupResetter:
 
     :param venv: the training VecEnv.
     :param rng: the agent's generator of contexts.
-    :raises ValueError: a VecEnv wrapper that transforms observations.
+    :raises ValueError: a VecEnv wrapper that transforms observations, or an env with ``context_key`` but no
+        ``n_contexts``.
     """
 
     def __init__(self, venv: VecEnv, rng: np.random.Generator) -> None:
@@ -95,7 +96,14 @@ class GroupResetter:
         self.native = base if isinstance(base, NativeVecEnv) else None
         self.normalize = next((w for w in chain if isinstance(w, VecNormalize)), None)
         self.rng = rng
-        if venv.has_attr(CONTEXT_KEY) and venv.has_attr(N_CONTEXTS):
+        declared = venv.has_attr(CONTEXT_KEY)
+        if declared and not venv.has_attr(N_CONTEXTS):
+            raise ValueError(
+                f"the env declares {CONTEXT_KEY}={venv.get_attr(CONTEXT_KEY, indices=[0])[0]!r} but no {N_CONTEXTS}: "
+                f"the options rule draws a group's context from 0 .. {N_CONTEXTS} - 1, so give the env an "
+                f"{N_CONTEXTS} attribute (or remove {CONTEXT_KEY} to share a reset seed instead)"
+            )
+        if declared:
             self.rule = OPTIONS_RULE
             self.key: str | None = str(venv.get_attr(CONTEXT_KEY, indices=[0])[0])
             self.n_contexts: int | None = check_int(N_CONTEXTS, venv.get_attr(N_CONTEXTS, indices=[0])[0], 1)
