@@ -125,6 +125,29 @@ def test_seed_rule_shares_the_start_and_nothing_else(n_envs: int) -> None:
     assert len(np.unique(np.concatenate(all_starts))) == 75  # fresh contexts every rollout
 
 
+class UnseededStart(NoisyStart):
+    """Draws its start from a generator of its own, not ``np_random``: a shared reset seed does not repeat it."""
+
+    starts = np.random.default_rng(0)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.start = float(self.starts.integers(1_000_000))
+        return np.array([self.start], np.float32), {}
+
+
+def test_seed_rule_warns_when_a_start_does_not_repeat(recwarn) -> None:
+    # The members of its groups started apart, and the groups were ranked as if they shared a start, silently.
+    model = grouped_model(env=DummyVecEnv([UnseededStart] * 2), objective="mean", learning_rate=0.0)
+    with pytest.warns(UserWarning, match="did not start with the observation that seed gave another member"):
+        model.learn(1)
+    starts, _ = starts_and_returns(model)
+    assert not np.all(starts == starts[:, :1])
+    # An env whose start follows its reset seed does not warn.
+    grouped_model(env=DummyVecEnv([NoisyStart] * 2), objective="mean").learn(1)
+    assert not [w for w in recwarn if "did not start" in str(w.message)]
+
+
 def test_seed_rule_with_subprocesses() -> None:
     venv = SubprocVecEnv([NoisyStart] * 3, start_method="fork")
     try:

@@ -18,7 +18,8 @@ How an env's episode is put in a context, for any Gymnasium env (checked once pe
   members and of the context. Contexts are then start states drawn from the env's own reset distribution. The rule
   assumes the env draws its start state at reset and the rest of its randomness while stepping: whatever an env draws
   at reset is shared by the group (``SyntheticTailRisk-v0`` draws its whole market path at reset, so its groups share
-  the path), and an env whose reset draws from other sources than ``np_random`` cannot be grouped this way. Such envs
+  the path), and an env whose reset draws from other sources than ``np_random`` cannot be grouped this way (a member
+  whose start observation differs from the one its group's seed gave before is warned about, once). Such envs
   should separate context from noise and declare ``context_key``.
 
 Per-env resets go through SB3's ``VecEnv.env_method("reset", ...)`` (``DummyVecEnv``, ``SubprocVecEnv``) or the native
@@ -28,12 +29,14 @@ observations, except ``VecNormalize`` (its ``normalize_obs`` is applied); ``VecM
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv
 
 #: Env attribute naming the reset option that poses a context (options rule).
@@ -109,9 +112,13 @@ class GroupResetter:
             self.n_contexts: int | None = check_int(N_CONTEXTS, venv.get_attr(N_CONTEXTS, indices=[0])[0], 1)
         else:
             self.rule, self.key, self.n_contexts = SEED_RULE, None, None
+        # Seed rule: the first start observation of each context drawn, until one fails to repeat (then a warning).
+        self._starts: dict[int, Any] | None = {} if self.rule == SEED_RULE else None
 
     def draw_contexts(self, n: int) -> np.ndarray:
         """``n`` contexts: indices in ``[0, n_contexts)`` (options rule) or reset seeds (seed rule), ``[n]`` int64."""
+        if self._starts:
+            self._starts = {}
         high = self.n_contexts if self.rule == OPTIONS_RULE else _SEED_BOUND
         return self.rng.integers(high, size=n, dtype=np.int64)
 
@@ -129,6 +136,9 @@ class GroupResetter:
             rows = {i: _row(fresh, i) for i in env_ids}
         else:
             rows = {i: self._reset_one(int(i), int(c)) for i, c in zip(env_ids, contexts, strict=True)}
+        if self._starts is not None:
+            for i, c in zip(env_ids, contexts, strict=True):
+                self._check_start(int(i), int(c), rows[i])
         for i, row in rows.items():
             if self.normalize is not None:
                 row = self.normalize.normalize_obs(row)
@@ -138,6 +148,29 @@ class GroupResetter:
             else:
                 obs[i] = row
         return obs
+
+    def _check_start(self, i: int, context: int, row: Any) -> None:
+        """Seed rule: warn, once, when env ``i``, reset with the seed ``context``, did not start with the observation
+        ``row`` that an earlier reset with that seed gave (the env's start does not follow its reset seed)."""
+        assert self._starts is not None
+        first = self._starts.get(context)
+        if first is None:
+            self._starts[context] = {k: np.array(v) for k, v in row.items()} if isinstance(row, dict) else np.array(row)
+            return
+        if isinstance(row, dict):
+            same = all(np.array_equal(first[k], row[k]) for k in first)
+        else:
+            same = np.array_equal(first, row)
+        if not same:
+            self._starts = None
+            warnings.warn(
+                f"group_size: env {i}, reset with its group's seed, did not start with the observation that seed gave "
+                "another member, so the members of a group do not share a start state: the env's reset draws from "
+                "something other than its np_random (or ignores the seed). Give the env a context_key reset option "
+                "and n_contexts to pose its contexts (README, 'Groups')",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     def _reset_one(self, i: int, context: int) -> Any:
         base = self.base
