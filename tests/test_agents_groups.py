@@ -51,6 +51,9 @@ def test_mean_with_group_normalization_is_grpo() -> None:
         grpo = (groups - groups.mean(1, keepdims=True)) / (groups.std(1, keepdims=True) + 1e-8)
         np.testing.assert_allclose(model.episode_weights(returns), grpo.ravel(), atol=1e-9)
         assert np.all(model.episode_weights(returns)[:8] == 0)
+        # TRL's GRPOTrainer (scale_rewards="group") divides by the ddof=1 std + 1e-4: sqrt((G-1)/G) times these.
+        trl = (groups - groups.mean(1, keepdims=True)) / (groups.std(1, ddof=1, keepdims=True) + 1e-4)
+        np.testing.assert_allclose(model.episode_weights(returns) * np.sqrt(7 / 8), trl.ravel(), atol=1e-3)
 
 
 def test_grouped_reinforce_gradient_on_a_fixed_batch() -> None:

@@ -63,10 +63,11 @@ def episode_weights(
     Groups are the leading axis of ``values`` (:func:`channel_values`): each episode is compared with its own group
     only, in one core call. A multi-channel objective gives ``w_i = sum_c w_c k_c a_ic``
     (:class:`~ordergrad_rl.core.channels.ChannelObjective`). ``normalize``: ``True`` divides by the std of all
-    weights, ``"group"`` each group's weights by that group's std (with ``objective="mean"``: GRPO's
-    ``(R_i - group mean) / group std``), ``"channel"`` each channel's ``k_c a_c`` by its own group std before the
-    channel weights are applied (the same as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased
-    estimator's weights. With ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+    weights, ``"group"`` each group's weights by that group's std (``ddof=0``; with ``objective="mean"``: GRPO's
+    ``(R_i - group mean) / group std``, which TRL's ``GRPOTrainer`` computes with the ``ddof=1`` std + ``1e-4``),
+    ``"channel"`` each channel's ``k_c a_c`` by its own group std before the channel weights are applied (the same
+    as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased estimator's weights. With
+    ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
     (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`, per group) instead of OrderGrad's. With ``importance_weights``
     (episodes drawn by a noise sampler; one pooled batch, one channel, no GCVaR): ``w_i = k rho_i a_i`` of the
     weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).
