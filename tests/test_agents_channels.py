@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,22 @@ def test_advantage_is_the_weighted_sum_of_channel_advantages() -> None:
     np.testing.assert_array_equal(silent.episode_weights(returns, {"length": length}), plain.episode_weights(returns))
     with pytest.raises(ValueError, match="channels \\['length'\\] are needed"):
         model.episode_weights(returns)
+
+
+def test_channel_values_that_do_not_fit_are_named() -> None:
+    # A missing channel was a bare KeyError; channels of other shapes failed in NumPy ("inhomogeneous shape") or,
+    # where they broadcast ([1, G] against [n_groups, G]), could not be told from the user's mistake.
+    objective = parse_objective(PAPER)
+    returns = np.arange(12.0).reshape(3, 4)
+    missing = r"no episode values for the channels \['length'\] of .*: got \['reward'\]"
+    for method in (objective.channel_weights, objective.advantage_weights, objective.values):
+        with pytest.raises(ValueError, match=missing):
+            method({"reward": returns})
+        for length in (returns[:1], returns[0], returns.ravel()):
+            with pytest.raises(
+                ValueError, match=re.escape(f"[..., N], got {{'reward': (3, 4), 'length': {length.shape}}}")
+            ):
+                method({"reward": returns, "length": length})
 
 
 def test_per_channel_normalization_by_hand() -> None:
