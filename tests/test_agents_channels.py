@@ -90,6 +90,11 @@ def test_advantage_is_the_weighted_sum_of_channel_advantages() -> None:
     np.testing.assert_array_equal(silent.episode_weights(returns, {"length": length}), plain.episode_weights(returns))
     with pytest.raises(ValueError, match="channels \\['length'\\] are needed"):
         model.episode_weights(returns)
+    # Episode counts that do not fit were NumPy's "cannot reshape array of size 23 into shape (8)".
+    with pytest.raises(ValueError, match="one value per episode, got .*'reward': 24, 'length': 23"):
+        model.episode_weights(returns, {"length": length[:-1]})
+    with pytest.raises(ValueError, match="20 episodes do not make groups of group_size=8"):
+        model.episode_weights(returns[:20], {"length": length[:20]})
 
 
 def test_channel_values_that_do_not_fit_are_named() -> None:

@@ -41,12 +41,18 @@ def channel_values(
     :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
     :param info_channels: the info channels the objective needs.
     :param group_size: ``G``; ``None``: one pooled batch, each value ``[N]``.
-    :raises ValueError: a needed channel is missing.
+    :raises ValueError: a needed channel is missing, a channel has another number of episodes than the returns, or
+        the number of episodes is not a multiple of ``group_size``.
     """
     values = {REWARD: np.asarray(episode_returns, dtype=np.float64), **(channels or {})}
     missing = [name for name in info_channels if name not in values]
     if missing:
         raise ValueError(f"episode values of the channels {missing} are needed; got {sorted(values)}")
+    sizes = {name: int(np.size(value)) for name, value in values.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"every channel needs one value per episode, got these numbers of values: {sizes}")
+    if group_size is not None and sizes[REWARD] % group_size:
+        raise ValueError(f"{sizes[REWARD]} episodes do not make groups of group_size={group_size}")
     shape = (-1,) if group_size is None else (-1, group_size)
     return {name: np.asarray(value, dtype=np.float64).reshape(shape) for name, value in values.items()}
 
