@@ -54,7 +54,10 @@ def test_grammar() -> None:
     [
         ({}, "at least one channel"),
         ("reward=top2@4 + length", r"channel 'reward': malformed objective spec 'top2@4 \+ length'"),
-        ("reward=top2@4 + 0.4*=bot2@4", "channel 'reward': malformed objective spec"),
+        ("reward=top2@4 + 0.4*=bot2@4", "malformed channel term 'reward=top2@4 \\+ 0.4\\*=bot2@4'"),
+        # A penalty written with "-" (or terms joined by ","): was "channel 'reward': malformed objective spec".
+        ("reward=top2@4 - 0.4*length=bot2@4", r"joined by '\+'.*a negative weight is '\+ -0.4\*length=bot2@4'"),
+        ("reward=top2@4, length=bot2@4", "malformed channel term 'reward=top2@4, length=bot2@4'"),
         ("=top2@4", "malformed channel term"),
         ({"reward": "top2@4", "len gth": "mean"}, "channel names are"),
         ({"reward": ("top2@4", float("nan"))}, "must be a finite real number"),

@@ -112,10 +112,12 @@ class ChannelObjective:
             items: list[tuple[str, Any, float]] = []
             for term in terms:
                 match = _TERM_RE.match(term)
-                if match is None:
+                # A second "=" in a term: terms not joined by "+" ("- 0.4*length=", ", length=", "0.4 length=").
+                if match is None or "=" in match["spec"]:
                     raise ValueError(
-                        f"malformed channel term {term.strip()!r} in {spec!r}: expected [weight*]channel=objective, "
-                        "e.g. 'reward=top2@4 + 0.4*length=bot2@4'"
+                        f"malformed channel term {term.strip()!r} in {spec!r}: expected [weight*]channel=objective "
+                        "terms joined by '+', e.g. 'reward=top2@4 + 0.4*length=bot2@4' (a negative weight is "
+                        "'+ -0.4*length=bot2@4')"
                     )
                 weight = 1.0 if match["weight"] is None else float(match["weight"])
                 items.append((match["name"].strip(), match["spec"].strip(), weight))
