@@ -45,6 +45,9 @@ CONTEXT_KEY = "context_key"
 N_CONTEXTS = "n_contexts"
 OPTIONS_RULE, SEED_RULE = "options", "seed"
 _SEED_BOUND = 2**31 - 1
+#: Seed rule: how many member starts are compared with their group's first start (those of the first rollouts; an
+#: env whose start does not follow its seed shows it at once), before the checks stop costing reset time.
+CHECKED_STARTS = 64
 
 
 def check_group_size(group_size: int | None, n_episodes: int) -> int | None:
@@ -112,8 +115,9 @@ class GroupResetter:
             self.n_contexts: int | None = check_int(N_CONTEXTS, venv.get_attr(N_CONTEXTS, indices=[0])[0], 1)
         else:
             self.rule, self.key, self.n_contexts = SEED_RULE, None, None
-        # Seed rule: the first start observation of each context drawn, until one fails to repeat (then a warning).
+        # Seed rule: the first start observation of each context drawn, for the first CHECKED_STARTS repeats.
         self._starts: dict[int, Any] | None = {} if self.rule == SEED_RULE else None
+        self._checks_left = CHECKED_STARTS
 
     def draw_contexts(self, n: int) -> np.ndarray:
         """``n`` contexts: indices in ``[0, n_contexts)`` (options rule) or reset seeds (seed rule), ``[n]`` int64."""
@@ -151,8 +155,10 @@ class GroupResetter:
 
     def _check_start(self, i: int, context: int, row: Any) -> None:
         """Seed rule: warn, once, when env ``i``, reset with the seed ``context``, did not start with the observation
-        ``row`` that an earlier reset with that seed gave (the env's start does not follow its reset seed)."""
-        assert self._starts is not None
+        ``row`` that an earlier reset with that seed gave (the env's start does not follow its reset seed). Checks the
+        first :data:`CHECKED_STARTS` repeats only."""
+        if self._starts is None:  # done checking (earlier in the same reset)
+            return
         first = self._starts.get(context)
         if first is None:
             self._starts[context] = {k: np.array(v) for k, v in row.items()} if isinstance(row, dict) else np.array(row)
@@ -161,8 +167,11 @@ class GroupResetter:
             same = all(np.array_equal(first[k], row[k]) for k in first)
         else:
             same = np.array_equal(first, row)
+        self._checks_left -= 1
+        if same and self._checks_left > 0:
+            return
+        self._starts = None  # checked enough, or warned
         if not same:
-            self._starts = None
             warnings.warn(
                 f"group_size: env {i}, reset with its group's seed, did not start with the observation that seed gave "
                 "another member, so the members of a group do not share a start state: the env's reset draws from "
