@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from stable_baselines3.common.logger import KVWriter, Logger
 
 from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
-from ordergrad_rl.agents.common.channels import InfoChannelError
+from ordergrad_rl.agents.common.channels import InfoChannelError, InfoChannels
 from ordergrad_rl.core import Objective, lstat_advantage
 from ordergrad_rl.core.channels import parse_objective
 
@@ -53,7 +54,10 @@ def test_grammar() -> None:
     [
         ({}, "at least one channel"),
         ("reward=top2@4 + length", r"channel 'reward': malformed objective spec 'top2@4 \+ length'"),
-        ("reward=top2@4 + 0.4*=bot2@4", "channel 'reward': malformed objective spec"),
+        ("reward=top2@4 + 0.4*=bot2@4", "malformed channel term 'reward=top2@4 \\+ 0.4\\*=bot2@4'"),
+        # A penalty written with "-" (or terms joined by ","): was "channel 'reward': malformed objective spec".
+        ("reward=top2@4 - 0.4*length=bot2@4", r"joined by '\+'.*a negative weight is '\+ -0.4\*length=bot2@4'"),
+        ("reward=top2@4, length=bot2@4", "malformed channel term 'reward=top2@4, length=bot2@4'"),
         ("=top2@4", "malformed channel term"),
         ({"reward": "top2@4", "len gth": "mean"}, "channel names are"),
         ({"reward": ("top2@4", float("nan"))}, "must be a finite real number"),
@@ -89,6 +93,27 @@ def test_advantage_is_the_weighted_sum_of_channel_advantages() -> None:
     np.testing.assert_array_equal(silent.episode_weights(returns, {"length": length}), plain.episode_weights(returns))
     with pytest.raises(ValueError, match="channels \\['length'\\] are needed"):
         model.episode_weights(returns)
+    # Episode counts that do not fit were NumPy's "cannot reshape array of size 23 into shape (8)".
+    with pytest.raises(ValueError, match="one value per episode, got .*'reward': 24, 'length': 23"):
+        model.episode_weights(returns, {"length": length[:-1]})
+    with pytest.raises(ValueError, match="20 episodes do not make groups of group_size=8"):
+        model.episode_weights(returns[:20], {"length": length[:20]})
+
+
+def test_channel_values_that_do_not_fit_are_named() -> None:
+    # A missing channel was a bare KeyError; channels of other shapes failed in NumPy ("inhomogeneous shape") or,
+    # where they broadcast ([1, G] against [n_groups, G]), could not be told from the user's mistake.
+    objective = parse_objective(PAPER)
+    returns = np.arange(12.0).reshape(3, 4)
+    missing = r"no episode values for the channels \['length'\] of .*: got \['reward'\]"
+    for method in (objective.channel_weights, objective.advantage_weights, objective.values):
+        with pytest.raises(ValueError, match=missing):
+            method({"reward": returns})
+        for length in (returns[:1], returns[0], returns.ravel()):
+            with pytest.raises(
+                ValueError, match=re.escape(f"[..., N], got {{'reward': (3, 4), 'length': {length.shape}}}")
+            ):
+                method({"reward": returns, "length": length})
 
 
 def test_per_channel_normalization_by_hand() -> None:
@@ -176,6 +201,27 @@ def test_unknown_channel_names_the_keys_present() -> None:
     # InfoChannelError: a ValueError of its own type, which the commands report as the user's error
     with pytest.raises(InfoChannelError, match=r"\['lenght'\] never appeared.*'is_success', 'length'"):
         model.learn(1)
+
+
+@pytest.mark.parametrize("value", [np.array([1.0]), np.array([1.0, 2.0]), [0.5]])
+def test_info_channel_that_is_not_a_scalar_is_named(value: Any) -> None:
+    # An array of one element became an [n_envs, 1] column, which failed in the buffer's episode sums with numpy's
+    # "object too deep for desired array".
+    channels = InfoChannels(("cost",))
+    message = r"channel 'cost': info\['cost'\] must be a real scalar, got .* from env 1"
+    with pytest.raises(InfoChannelError, match=message):
+        channels.step([{"cost": 0.5}, {"cost": value}])
+    assert channels.step([{"cost": np.float32(0.5)}, {"cost": np.array(2.0)}, {}])["cost"].tolist() == [0.5, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), None])
+def test_info_channel_that_is_not_finite_is_named(value: Any) -> None:
+    # It failed when the rollout was ranked, as "rewards contain NaN or inf ... (check the environment's rewards)",
+    # naming neither the channel nor info (None became NaN).
+    channels = InfoChannels(("reward_x", "cost"))
+    message = rf"channel 'cost': env 1 reported info\['cost'\] = {value!r}; a channel's values must be finite"
+    with pytest.raises(InfoChannelError, match=message):
+        channels.step([{"cost": 0.5, "reward_x": 1.0}, {"cost": value, "reward_x": 1.0}])
 
 
 def test_channels_refuse_reward_to_go() -> None:

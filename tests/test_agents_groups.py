@@ -51,6 +51,9 @@ def test_mean_with_group_normalization_is_grpo() -> None:
         grpo = (groups - groups.mean(1, keepdims=True)) / (groups.std(1, keepdims=True) + 1e-8)
         np.testing.assert_allclose(model.episode_weights(returns), grpo.ravel(), atol=1e-9)
         assert np.all(model.episode_weights(returns)[:8] == 0)
+        # TRL's GRPOTrainer (scale_rewards="group") divides by the ddof=1 std + 1e-4: sqrt((G-1)/G) times these.
+        trl = (groups - groups.mean(1, keepdims=True)) / (groups.std(1, ddof=1, keepdims=True) + 1e-4)
+        np.testing.assert_allclose(model.episode_weights(returns) * np.sqrt(7 / 8), trl.ravel(), atol=1e-3)
 
 
 def test_grouped_reinforce_gradient_on_a_fixed_batch() -> None:
@@ -123,6 +126,29 @@ def test_seed_rule_shares_the_start_and_nothing_else(n_envs: int) -> None:
     correlation = np.corrcoef(np.concatenate(first), np.concatenate(second))[0, 1]
     assert abs(correlation) < 0.3, correlation  # 75 pairs: standard error ~0.12
     assert len(np.unique(np.concatenate(all_starts))) == 75  # fresh contexts every rollout
+
+
+class UnseededStart(NoisyStart):
+    """Draws its start from a generator of its own, not ``np_random``: a shared reset seed does not repeat it."""
+
+    starts = np.random.default_rng(0)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.start = float(self.starts.integers(1_000_000))
+        return np.array([self.start], np.float32), {}
+
+
+def test_seed_rule_warns_when_a_start_does_not_repeat(recwarn) -> None:
+    # The members of its groups started apart, and the groups were ranked as if they shared a start, silently.
+    model = grouped_model(env=DummyVecEnv([UnseededStart] * 2), objective="mean", learning_rate=0.0)
+    with pytest.warns(UserWarning, match="did not start with the observation that seed gave another member"):
+        model.learn(1)
+    starts, _ = starts_and_returns(model)
+    assert not np.all(starts == starts[:, :1])
+    # An env whose start follows its reset seed does not warn.
+    grouped_model(env=DummyVecEnv([NoisyStart] * 2), objective="mean").learn(1)
+    assert not [w for w in recwarn if "did not start" in str(w.message)]
 
 
 def test_seed_rule_with_subprocesses() -> None:
@@ -307,6 +333,19 @@ def test_group_arguments_are_checked() -> None:
     assert grouped_model(objective="cvar0.5", group_size=6).k == 3
     assert OrderGradPPO("MlpPolicy", "RiskyLavaGrid-v0", objective="max@6", group_size=24).n_episodes == 264
     assert OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", group_size=6).n_episodes == 18
+
+
+class HalfDeclaredContexts(ContextBandit):
+    """Opts in to the options rule by its reset option but does not say how many contexts there are."""
+
+    context_key = "context"
+
+
+def test_context_key_without_n_contexts_is_refused() -> None:
+    # It was grouped by the seed rule instead, silently: its groups never used the context option it declares.
+    model = grouped_model(env=DummyVecEnv([HalfDeclaredContexts] * 2), objective="top2@3")
+    with pytest.raises(ValueError, match="declares context_key='context' but no n_contexts"):
+        model.learn(1)
 
 
 def test_group_settings_survive_save_and_load(tmp_path) -> None:

@@ -202,6 +202,12 @@ def test_invalid_action_spaces_and_combinations_are_refused() -> None:
     for n_steps in ("64", 2.5, 0):
         with pytest.raises(ValueError, match="n_steps must be an integer >= 1"):
             q_model(n_steps=n_steps)
+    # Reward channels were "TypeError: alpha must contain real numbers" (a dict) or "malformed objective spec" (a
+    # channel string); a reward channel alone at weight 1 is its plain objective.
+    for channels in ({"reward": "top9@10", "cost": "mean"}, "reward=top9@10 + -0.5*cost=mean"):
+        with pytest.raises(ValueError, match="has reward channels, which are for advantage='episodic'"):
+            q_model(channels)
+    assert str(q_model({"reward": "top9@10"}).objective) == "top9@10"
 
 
 def test_defaults_of_the_mode() -> None:

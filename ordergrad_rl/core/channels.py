@@ -112,10 +112,12 @@ class ChannelObjective:
             items: list[tuple[str, Any, float]] = []
             for term in terms:
                 match = _TERM_RE.match(term)
-                if match is None:
+                # A second "=" in a term: terms not joined by "+" ("- 0.4*length=", ", length=", "0.4 length=").
+                if match is None or "=" in match["spec"]:
                     raise ValueError(
-                        f"malformed channel term {term.strip()!r} in {spec!r}: expected [weight*]channel=objective, "
-                        "e.g. 'reward=top2@4 + 0.4*length=bot2@4'"
+                        f"malformed channel term {term.strip()!r} in {spec!r}: expected [weight*]channel=objective "
+                        "terms joined by '+', e.g. 'reward=top2@4 + 0.4*length=bot2@4' (a negative weight is "
+                        "'+ -0.4*length=bot2@4')"
                     )
                 weight = 1.0 if match["weight"] is None else float(match["weight"])
                 items.append((match["name"].strip(), match["spec"].strip(), weight))
@@ -177,6 +179,18 @@ class ChannelObjective:
         return " + ".join(str(c) for c in self.channels)
 
     # ------------------------------------------------------------------ estimator
+    def _channel_values(self, returns: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Each channel's values in ``returns`` as float64 arrays of one shape, or a ``ValueError`` naming the
+        channels that are missing or the shape of each."""
+        missing = [name for name in self.names if name not in returns]
+        if missing:
+            raise ValueError(f"no episode values for the channels {missing} of {self}: got {sorted(returns)}")
+        values = {name: np.asarray(returns[name], np.float64) for name in self.names}
+        shapes = {name: value.shape for name, value in values.items()}
+        if len(set(shapes.values())) > 1:
+            raise ValueError(f"the channels of {self} need episode values of one shape [..., N], got {shapes}")
+        return values
+
     def channel_weights(
         self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
     ) -> dict[str, np.ndarray]:
@@ -186,12 +200,14 @@ class ChannelObjective:
         :param normalize: applied to each channel's ``k_c a_c`` before the weight ``w_c`` (per-channel normalization,
             e.g. :func:`~ordergrad_rl.agents.common.groups.group_normalize`: ``w_c k_c a_c / std_g(k_c a_c)``); ``None``
             keeps the unbiased weights.
+        :raises ValueError: a channel missing from ``returns``, or channels of different shapes.
         """
+        values = self._channel_values(returns)
         parts = {}
         for c in self.channels:
             if c.weight == 0.0:
                 continue  # a channel with weight 0 changes nothing (not even its sort is needed)
-            part = c.objective.k * lstat_advantage(np.asarray(returns[c.name], np.float64), c.objective)
+            part = c.objective.k * lstat_advantage(values[c.name], c.objective)
             parts[c.name] = c.weight * (part if normalize is None else normalize(part))
         return parts
 
@@ -209,8 +225,12 @@ class ChannelObjective:
         return np.sum(list(parts.values()), axis=0)
 
     def values(self, returns: Mapping[str, np.ndarray]) -> dict[str, float]:
-        """Each channel's batch value ``v^alpha`` (pooled over the episodes)."""
-        return {c.name: float(lstat_value(np.asarray(returns[c.name], np.float64), c.objective)) for c in self.channels}
+        """Each channel's batch value ``v^alpha`` (pooled over the episodes).
+
+        :raises ValueError: as :meth:`channel_weights`.
+        """
+        values = self._channel_values(returns)
+        return {c.name: float(lstat_value(values[c.name], c.objective)) for c in self.channels}
 
 
 #: What the agents accept as ``objective``.

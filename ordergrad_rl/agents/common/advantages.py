@@ -41,12 +41,18 @@ def channel_values(
     :param channels: ``{name: [N]}`` episode sums of the objective's info channels.
     :param info_channels: the info channels the objective needs.
     :param group_size: ``G``; ``None``: one pooled batch, each value ``[N]``.
-    :raises ValueError: a needed channel is missing.
+    :raises ValueError: a needed channel is missing, a channel has another number of episodes than the returns, or
+        the number of episodes is not a multiple of ``group_size``.
     """
     values = {REWARD: np.asarray(episode_returns, dtype=np.float64), **(channels or {})}
     missing = [name for name in info_channels if name not in values]
     if missing:
         raise ValueError(f"episode values of the channels {missing} are needed; got {sorted(values)}")
+    sizes = {name: int(np.size(value)) for name, value in values.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"every channel needs one value per episode, got these numbers of values: {sizes}")
+    if group_size is not None and sizes[REWARD] % group_size:
+        raise ValueError(f"{sizes[REWARD]} episodes do not make groups of group_size={group_size}")
     shape = (-1,) if group_size is None else (-1, group_size)
     return {name: np.asarray(value, dtype=np.float64).reshape(shape) for name, value in values.items()}
 
@@ -63,10 +69,11 @@ def episode_weights(
     Groups are the leading axis of ``values`` (:func:`channel_values`): each episode is compared with its own group
     only, in one core call. A multi-channel objective gives ``w_i = sum_c w_c k_c a_ic``
     (:class:`~ordergrad_rl.core.channels.ChannelObjective`). ``normalize``: ``True`` divides by the std of all
-    weights, ``"group"`` each group's weights by that group's std (with ``objective="mean"``: GRPO's
-    ``(R_i - group mean) / group std``), ``"channel"`` each channel's ``k_c a_c`` by its own group std before the
-    channel weights are applied (the same as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased
-    estimator's weights. With ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
+    weights, ``"group"`` each group's weights by that group's std (``ddof=0``; with ``objective="mean"``: GRPO's
+    ``(R_i - group mean) / group std``, which TRL's ``GRPOTrainer`` computes with the ``ddof=1`` std + ``1e-4``),
+    ``"channel"`` each channel's ``k_c a_c`` by its own group std before the channel weights are applied (the same
+    as ``"group"`` for a one-channel objective), ``False`` keeps the unbiased estimator's weights. With
+    ``gcvar_alpha``: GCVaR's ``(R_i - VaR_hat) 1{R_i <= VaR_hat} / a``
     (:func:`~ordergrad_rl.core.gcvar.gcvar_weights`, per group) instead of OrderGrad's. With ``importance_weights``
     (episodes drawn by a noise sampler; one pooled batch, one channel, no GCVaR): ``w_i = k rho_i a_i`` of the
     weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).

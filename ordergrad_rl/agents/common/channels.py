@@ -14,6 +14,18 @@ class InfoChannelError(ValueError):
     can report it as the user's error without mistaking another ``ValueError`` of training for one."""
 
 
+def _not_scalar(name: str, raw: list[Any], err: Exception | None = None) -> str:
+    """The message for a step's ``info[name]`` values ``raw`` (one per env) of which some is not a real scalar."""
+    shaped = next((i for i, item in enumerate(raw) if isinstance(item, list | tuple) or np.ndim(item) != 0), None)
+    if shaped is None:
+        return f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})"
+    item = raw[shaped]
+    return (
+        f"objective channel {name!r}: info[{name!r}] must be a real scalar, got {item!r} of shape {np.shape(item)} "
+        f"from env {shaped}"
+    )
+
+
 class InfoChannels:
     """Per-step values of the info channels during a rollout (``info[name]``, 0 at steps without the entry), and
     the check that each channel appeared at all.
@@ -28,18 +40,28 @@ class InfoChannels:
     def step(self, infos: list[dict[str, Any]]) -> dict[str, np.ndarray] | None:
         """``{name: [n_envs] float64}`` of one vectorized step's infos (``None`` without channels).
 
-        :raises InfoChannelError: a value that is not a real scalar.
+        :raises InfoChannelError: a value that is not a real scalar (an array of one element included), or that is
+            not finite (``None`` included: a step without a value leaves the key out).
         """
         if not self.names:
             return None
         self.keys.update(*(info.keys() for info in infos))
         values = {}
         for name in self.names:
+            raw = [info.get(name, 0.0) for info in infos]
             try:
-                values[name] = np.array([info.get(name, 0.0) for info in infos], dtype=np.float64)
+                value = np.array(raw, dtype=np.float64)
             except (TypeError, ValueError) as err:
-                message = f"objective channel {name!r}: info[{name!r}] must be a real scalar ({err})"
-                raise InfoChannelError(message) from err
+                raise InfoChannelError(_not_scalar(name, raw, err)) from err
+            if value.shape != (len(infos),):
+                raise InfoChannelError(_not_scalar(name, raw))
+            if not np.isfinite(value).all():
+                i = int(np.flatnonzero(~np.isfinite(value))[0])
+                raise InfoChannelError(
+                    f"objective channel {name!r}: env {i} reported info[{name!r}] = {raw[i]!r}; a channel's values "
+                    "must be finite (a step without a value leaves the key out, which counts as 0)"
+                )
+            values[name] = value
         return values
 
     def check(self) -> None:

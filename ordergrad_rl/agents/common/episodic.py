@@ -119,8 +119,9 @@ RUNNING_DECAY = 0.95
 
 #: The ``:param:`` lines the sb3-contrib PPO variants share (appended to their class docstrings).
 EPISODIC_PPO_PARAMS = """
-    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...); ``model.objective``
-        is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
+    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"`` ...) or one per reward
+        channel (:mod:`ordergrad_rl.core.channels`); ``model.objective`` is the parsed, bound
+        :class:`~ordergrad_rl.core.Objective` (:class:`~ordergrad_rl.core.ChannelObjective`).
     :param k: order-statistic size if the spec has no ``@K`` (default ``n_episodes // 2``); ``mean`` has k = 1.
     :param n_episodes: episodes per rollout ``N`` (``k < N``; any number of envs). Default as
         OrderGradPPO: 16 for ``"mean"``; for ranked objectives (at least ``2 k``) the largest power of two from 32

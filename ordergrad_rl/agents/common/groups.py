@@ -18,7 +18,8 @@ How an env's episode is put in a context, for any Gymnasium env (checked once pe
   members and of the context. Contexts are then start states drawn from the env's own reset distribution. The rule
   assumes the env draws its start state at reset and the rest of its randomness while stepping: whatever an env draws
   at reset is shared by the group (``SyntheticTailRisk-v0`` draws its whole market path at reset, so its groups share
-  the path), and an env whose reset draws from other sources than ``np_random`` cannot be grouped this way. Such envs
+  the path), and an env whose reset draws from other sources than ``np_random`` cannot be grouped this way (a member
+  whose start observation differs from the one its group's seed gave before is warned about, once). Such envs
   should separate context from noise and declare ``context_key``.
 
 Per-env resets go through SB3's ``VecEnv.env_method("reset", ...)`` (``DummyVecEnv``, ``SubprocVecEnv``) or the native
@@ -28,12 +29,14 @@ observations, except ``VecNormalize`` (its ``normalize_obs`` is applied); ``VecM
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
 
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv
 
 #: Env attribute naming the reset option that poses a context (options rule).
@@ -42,6 +45,9 @@ CONTEXT_KEY = "context_key"
 N_CONTEXTS = "n_contexts"
 OPTIONS_RULE, SEED_RULE = "options", "seed"
 _SEED_BOUND = 2**31 - 1
+#: Seed rule: how many member starts are compared with their group's first start (those of the first rollouts; an
+#: env whose start does not follow its seed shows it at once), before the checks stop costing reset time.
+CHECKED_STARTS = 64
 
 
 def check_group_size(group_size: int | None, n_episodes: int) -> int | None:
@@ -78,7 +84,8 @@ class GroupResetter:
 
     :param venv: the training VecEnv.
     :param rng: the agent's generator of contexts.
-    :raises ValueError: a VecEnv wrapper that transforms observations.
+    :raises ValueError: a VecEnv wrapper that transforms observations, or an env with ``context_key`` but no
+        ``n_contexts``.
     """
 
     def __init__(self, venv: VecEnv, rng: np.random.Generator) -> None:
@@ -95,15 +102,27 @@ class GroupResetter:
         self.native = base if isinstance(base, NativeVecEnv) else None
         self.normalize = next((w for w in chain if isinstance(w, VecNormalize)), None)
         self.rng = rng
-        if venv.has_attr(CONTEXT_KEY) and venv.has_attr(N_CONTEXTS):
+        declared = venv.has_attr(CONTEXT_KEY)
+        if declared and not venv.has_attr(N_CONTEXTS):
+            raise ValueError(
+                f"the env declares {CONTEXT_KEY}={venv.get_attr(CONTEXT_KEY, indices=[0])[0]!r} but no {N_CONTEXTS}: "
+                f"the options rule draws a group's context from 0 .. {N_CONTEXTS} - 1, so give the env an "
+                f"{N_CONTEXTS} attribute (or remove {CONTEXT_KEY} to share a reset seed instead)"
+            )
+        if declared:
             self.rule = OPTIONS_RULE
             self.key: str | None = str(venv.get_attr(CONTEXT_KEY, indices=[0])[0])
             self.n_contexts: int | None = check_int(N_CONTEXTS, venv.get_attr(N_CONTEXTS, indices=[0])[0], 1)
         else:
             self.rule, self.key, self.n_contexts = SEED_RULE, None, None
+        # Seed rule: the first start observation of each context drawn, for the first CHECKED_STARTS repeats.
+        self._starts: dict[int, Any] | None = {} if self.rule == SEED_RULE else None
+        self._checks_left = CHECKED_STARTS
 
     def draw_contexts(self, n: int) -> np.ndarray:
         """``n`` contexts: indices in ``[0, n_contexts)`` (options rule) or reset seeds (seed rule), ``[n]`` int64."""
+        if self._starts:
+            self._starts = {}
         high = self.n_contexts if self.rule == OPTIONS_RULE else _SEED_BOUND
         return self.rng.integers(high, size=n, dtype=np.int64)
 
@@ -121,6 +140,9 @@ class GroupResetter:
             rows = {i: _row(fresh, i) for i in env_ids}
         else:
             rows = {i: self._reset_one(int(i), int(c)) for i, c in zip(env_ids, contexts, strict=True)}
+        if self._starts is not None:
+            for i, c in zip(env_ids, contexts, strict=True):
+                self._check_start(int(i), int(c), rows[i])
         for i, row in rows.items():
             if self.normalize is not None:
                 row = self.normalize.normalize_obs(row)
@@ -130,6 +152,34 @@ class GroupResetter:
             else:
                 obs[i] = row
         return obs
+
+    def _check_start(self, i: int, context: int, row: Any) -> None:
+        """Seed rule: warn, once, when env ``i``, reset with the seed ``context``, did not start with the observation
+        ``row`` that an earlier reset with that seed gave (the env's start does not follow its reset seed). Checks the
+        first :data:`CHECKED_STARTS` repeats only."""
+        if self._starts is None:  # done checking (earlier in the same reset)
+            return
+        first = self._starts.get(context)
+        if first is None:
+            self._starts[context] = {k: np.array(v) for k, v in row.items()} if isinstance(row, dict) else np.array(row)
+            return
+        if isinstance(row, dict):
+            same = all(np.array_equal(first[k], row[k]) for k in first)
+        else:
+            same = np.array_equal(first, row)
+        self._checks_left -= 1
+        if same and self._checks_left > 0:
+            return
+        self._starts = None  # checked enough, or warned
+        if not same:
+            warnings.warn(
+                f"group_size: env {i}, reset with its group's seed, did not start with the observation that seed gave "
+                "another member, so the members of a group do not share a start state: the env's reset draws from "
+                "something other than its np_random (or ignores the seed). Give the env a context_key reset option "
+                "and n_contexts to pose its contexts (README, 'Groups')",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     def _reset_one(self, i: int, context: int) -> Any:
         base = self.base

@@ -62,8 +62,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         mode needs episodes that end: an episode running past ``rollout_buffer_kwargs["max_episode_steps"]``
         (default 100,000, or the env's own ``TimeLimit`` where that is longer) steps raises a ``ValueError`` (give
         the env a ``TimeLimit``).
-    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"``, ``"top9@10"`` ...).
-        ``model.objective`` is the parsed, bound :class:`~ordergrad_rl.core.Objective`.
+    :param objective: order-statistic objective spec (``"cvar0.2"``, ``"mean"``, ``"max@8"``, ``"top9@10"`` ...), or
+        one per reward channel, ``{"reward": "top2@4", "length": ("bot2@4", 0.4)}`` or its string
+        ``"reward=top2@4 + 0.4*length=bot2@4"`` (a channel is the env reward or the episode sum of ``info[name]``,
+        :mod:`ordergrad_rl.core.channels`). ``model.objective`` is the parsed, bound
+        :class:`~ordergrad_rl.core.Objective` (a :class:`~ordergrad_rl.core.ChannelObjective` for channels).
     :param k: order-statistic size if the spec has no ``@K``; episodic default ``n_episodes // 2``; required in
         Q-critic mode (the number of action draws). ``mean`` has k = 1.
     :param n_episodes: episodic mode: episodes per rollout ``N`` (needs ``k < N``; any number of envs: the first

@@ -46,7 +46,8 @@ from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_pr
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.agents.ppo_q_critic.policies import Q_CRITIC_POLICIES, Q_CRITIC_POLICY_ALIASES
 from ordergrad_rl.common.arguments import check_int, check_number, check_seed
-from ordergrad_rl.core import Objective, known_lstat_advantage
+from ordergrad_rl.core import ChannelObjective, Objective, known_lstat_advantage
+from ordergrad_rl.core.channels import parse_objective
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 #: The advantage mode of this algorithm (its ``advantage`` attribute, saved).
@@ -308,14 +309,20 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         """Check the arguments and set ``objective``, ``k``, ``advantage`` (``n_episodes`` None).
 
         :raises ValueError: episodic mode's arguments (``group_size``, ``normalize_advantage="group"``,
-            ``reward_to_go``, ``n_episodes``), a non-``Discrete`` action space, an objective without its number of
-            action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
+            ``reward_to_go``, ``n_episodes``), an objective with reward channels, a non-``Discrete`` action space, an
+            objective without its number of action draws ``k``, or ``policy_kwargs["critic"]`` other than ``"q"``.
         """
         check_q_critic_group_size(group_size)
         check_q_critic_reward_to_go(reward_to_go)
         self._check_discrete()
         check_q_critic_n_episodes(n_episodes)
-        parsed = Objective.parse(objective, k)
+        parsed = parse_objective(objective, k)
+        if isinstance(parsed, ChannelObjective):
+            raise ValueError(
+                f"objective {str(parsed)!r} has reward channels, which are for advantage='episodic' (a channel is an "
+                "episode sum); Q-critic mode ranks the env reward's returns of its action draws: pass one objective "
+                "(e.g. 'top9@10')"
+            )
         if not parsed.is_bound:
             raise ValueError(
                 f"advantage='q_critic' needs the number of action draws k of {str(parsed)!r}: write it in the spec "

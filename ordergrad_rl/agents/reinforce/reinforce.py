@@ -59,7 +59,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000, or the env's own
         ``TimeLimit`` where that is longer) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
     :param objective: order-statistic objective spec (``"mean"``, ``"cvar0.2"``, ``"max@8"``, ``"top2@4"`` ...,
-        see :class:`~ordergrad_rl.core.Objective`). ``model.objective`` is the parsed, bound objective.
+        see :class:`~ordergrad_rl.core.Objective`), or one per reward channel (see
+        :class:`~ordergrad_rl.agents.OrderGradPPO`). ``model.objective`` is the parsed, bound objective.
     :param k: order-statistic size if the spec has no ``@K``; default ``n_episodes // 2``. ``mean`` has k = 1.
     :param n_episodes: episodes per update ``N`` (needs ``k < N``; any number of envs). Default as OrderGradPPO's
         (:func:`~ordergrad_rl.agents.common.arguments.default_n_episodes`): 16 for ``"mean"``, measured across the
