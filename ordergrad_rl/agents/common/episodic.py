@@ -933,6 +933,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             callback.update_locals({**extras, **locals()})
             if not callback.on_step():
                 self._end_noise(env)
+                # The envs have taken this step, which is dropped with the unfinished rollout (as SB3 drops it):
+                # a later rollout (learn(..., reset_num_timesteps=False)) restarts them, instead of counting an
+                # episode whose first step it did not see.
+                self._last_episode_starts = np.zeros(env.num_envs, dtype=bool)
                 return False
 
             channel_values = channels.step(infos)
