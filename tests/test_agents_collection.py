@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ordergrad_rl.agents import EpisodicRolloutBuffer, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
@@ -146,3 +147,66 @@ def test_gsde_sample_freq_counts_the_rollouts_steps_as_sb3() -> None:
     model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
     fresh = [step for step in range(1, len(matrices)) if matrices[step] is not matrices[step - 1]]
     assert fresh == [3, 4, 6, 8, 9]  # episode starts 3, 6, 9; rollout steps 4 and 8
+
+
+class FirstStepPays(gym.Env):
+    """Episodes of exactly 3 steps; only the first step pays (10), so an episode missing it returns 0."""
+
+    observation_space = spaces.Box(0.0, 3.0, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(1, self.t, np.float32), 10.0 if self.t == 1 else 0.0, self.t >= 3, False, {}
+
+
+class StopOnSecondEpisode(BaseCallback):
+    """Returns False once, on the first step of the second episode: the envs are at an episode's second step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.episode_ended = False
+        self.stopped = False
+
+    def _on_step(self) -> bool:
+        if self.stopped:
+            return True
+        if self.episode_ended:
+            self.stopped = True
+            return False
+        self.episode_ended = bool(self.locals["dones"][0])
+        return True
+
+
+class RecordRollouts(BaseCallback):
+    """The episode returns and lengths of each finished rollout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollouts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def _on_rollout_end(self) -> None:
+        buffer = self.model.rollout_buffer
+        self.rollouts.append((buffer.episode_returns.copy(), buffer.episode_lengths.copy()))
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def test_a_rollout_stopped_by_a_callback_does_not_leave_a_partial_episode_to_the_next() -> None:
+    # A callback that stopped learn on an episode's first step left the env one step in while the model still held
+    # the episode's first observation as an episode start: learn(..., reset_num_timesteps=False) counted that episode
+    # without its first step (return 0 here, 10 in the Monitor) as a complete one.
+    model = OrderGradPPO("MlpPolicy", FirstStepPays(), objective="mean", n_episodes=4, seed=0)
+    model.learn(1_000, callback=StopOnSecondEpisode())
+    assert model.num_timesteps == 4 and model._n_updates == 0  # stopped mid-rollout: nothing trained
+    record = RecordRollouts()
+    model.learn(1, callback=record, reset_num_timesteps=False)
+    returns, lengths = record.rollouts[0]
+    np.testing.assert_array_equal(returns, [10.0] * 4)
+    np.testing.assert_array_equal(lengths, [3] * 4)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from sb3_contrib import RecurrentPPO
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
@@ -274,6 +275,36 @@ def test_fine_tuning_from_a2c_keeps_the_layout_not_its_rmsprop() -> None:
 def test_fine_tuning_into_q_critic_mode_starts_a_fresh_q_head(ppo_model) -> None:
     model = OrderGradPPO.from_sb3(ppo_model, advantage="q_critic", objective="top2@4", n_steps=16)
     assert model.policy.value_net.out_features == 2 and same_actions(model, ppo_model, OBS)
+
+
+def test_set_parameters_of_an_sb3_model_names_the_critic_that_differs(ppo_model, tmp_path) -> None:
+    # SB3's set_parameters of a PPO model's parameters into a Q-critic policy (one Q-value per action) or an episodic
+    # recurrent one (no critic LSTM) failed inside torch ("size mismatch for value_net.weight"), exact_match or not.
+    model = OrderGradPPO(
+        "MlpPolicy",
+        "CartPole-v1",
+        advantage="q_critic",
+        objective="top2@4",
+        n_steps=16,
+        policy_kwargs=dict(net_arch=[32]),
+    )
+    ppo_model.save(tmp_path / "ppo")
+    for exact_match in (True, False):
+        with pytest.raises(ValueError, match=r"value_net.weight.*per-action Q head.*from_sb3\(.*advantage='q_critic'"):
+            model.set_parameters(tmp_path / "ppo.zip", exact_match=exact_match)
+    recurrent_ppo = RecurrentPPO("MlpLstmPolicy", "CartPole-v1", n_steps=16, policy_kwargs=dict(lstm_hidden_size=8))
+    recurrent = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", "CartPole-v1", n_episodes=4, policy_kwargs=dict(lstm_hidden_size=8)
+    )
+    for exact_match in (True, False):
+        with pytest.raises(ValueError, match=r"no critic \(episodic mode trains none\).*from_sb3"):
+            recurrent.set_parameters(recurrent_ppo.get_parameters(), exact_match=exact_match)
+    # Parameters that fit still load, and an actor that differs keeps torch's own error.
+    model.set_parameters(model.get_parameters())
+    with pytest.raises(RuntimeError, match="size mismatch for mlp_extractor.policy_net"):
+        OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_steps=16).set_parameters(
+            tmp_path / "ppo.zip"
+        )
 
 
 def test_fine_tuning_refuses_a_different_actor(ppo_model) -> None:

@@ -129,6 +129,16 @@ def test_only_the_ranked_default_of_the_ppo_family_with_a_time_limit_waits_for_t
     assert model.n_episodes == n
 
 
+def test_learn_zero_decides_no_size():
+    # SB3 users call learn(0) to set up the logger and callbacks; it trains nothing, but it decided the size at the
+    # smallest budget: the 1e6-step call after it trained CartPole-v1 on 16 episodes instead of 32.
+    model = usage_line()
+    model.learn(0)
+    assert (model.n_episodes, model.k, model.n_episodes_by_budget) == (32, 16, True)
+    model.learn(10**6, callback=StopAtOnce())
+    assert (model.n_episodes, model.k, model.rollout_buffer.n_episodes) == (32, 16, 32)
+
+
 def test_save_load_and_resume_keep_the_size(tmp_path):
     model = usage_line()
     model.learn(1_000)

@@ -934,6 +934,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             callback.update_locals({**extras, **locals()})
             if not callback.on_step():
                 self._end_noise(env)
+                # The envs have taken this step, which is dropped with the unfinished rollout (as SB3 drops it):
+                # a later rollout (learn(..., reset_num_timesteps=False)) restarts them, instead of counting an
+                # episode whose first step it did not see.
+                self._last_episode_starts = np.zeros(env.num_envs, dtype=bool)
                 return False
 
             channel_values = channels.step(infos)
@@ -1259,7 +1263,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
-        if getattr(self, "n_episodes_by_budget", False):
+        if getattr(self, "n_episodes_by_budget", False) and total_timesteps > 0:  # learn(0) trains nothing to size
             self._size_rollout_by_budget(total_timesteps)
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
@@ -1284,7 +1288,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return n_episodes, self.objective.bind(n_episodes // 2)  # type: ignore[union-attr]
 
     def _size_rollout_by_budget(self, total_timesteps: int) -> None:
-        """At the first ``learn`` call of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
+        """At the first ``learn`` call with steps to take (``learn(0)``, which SB3 users call to set up the logger
+        and callbacks, decides nothing) of a model whose rollout size waits for the budget (``n_episodes_by_budget``):
         the size of :meth:`budget_rollout`; a smaller size rebinds the objective's default ``k``, sets a default
         minibatch to the size's (:func:`~.arguments.default_batch_size`: 256 episodes had 256-step minibatches, 64
         have 64) and rebuilds the rollout buffer (the policy is untouched). Decided once: later calls, and saves, keep

@@ -25,7 +25,7 @@ The paper's portfolio protocol (linear policy, zero-initialized output, fixed lo
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +42,8 @@ from stable_baselines3.common.preprocessing import is_image_space_channels_first
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import Schedule
 
+from ordergrad_rl.agents.common.sb3_compat import VALUE_BRANCH
+
 #: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
 #: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
 #: before the value head was kept held in their ``policy_kwargs`` (such saves do not load into SB3's ``PPO``).
@@ -50,6 +52,22 @@ CRITICS: tuple[str, ...] = ("none", "value", "q")
 #: The smallest image side SB3's ``NatureCNN`` (``"CnnPolicy"``'s extractor) reads: its 8x8 / 4, 4x4 / 2 and 3x3
 #: convolutions leave nothing of a smaller one.
 NATURE_CNN_MIN_SIDE = 36
+
+#: Parameter-name prefixes of a policy's critic: SB3's value branch and sb3-contrib's recurrent critic modules.
+CRITIC_PARAMETERS: tuple[str, ...] = (*VALUE_BRANCH, "lstm_critic.", "critic.")
+#: What a critic kind holds, and how an SB3 model's actor gets into it (:meth:`OrderGradPolicyMixin.load_state_dict`).
+_CRITIC_LAYOUTS: dict[str, tuple[str, str]] = {
+    "q": (
+        "a per-action Q head (one output per action)",
+        "OrderGradPPO.from_sb3(model_or_path, env, advantage='q_critic', ...) copies its actor and starts the Q head "
+        "fresh",
+    ),
+    "none": (
+        "no critic (episodic mode trains none)",
+        "the OrderGrad algorithm's from_sb3(model_or_path, env, ...) copies its actor (OrderGradRecurrentPPO's for a "
+        "RecurrentPPO model)",
+    ),
+}
 
 #: SB3's default actor when ``net_arch`` is not given.
 _DEFAULT_PI: list[int] = [64, 64]
@@ -226,6 +244,29 @@ class OrderGradPolicyMixin:
         if not self.learn_log_std and isinstance(getattr(self, "log_std", None), th.nn.Parameter):
             # No gradient -> Adam and clip_grad_norm_ skip it: the noise level stays exactly log_std_init.
             self.log_std.requires_grad_(False)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """torch's ``load_state_dict``; ``ValueError`` naming the cause where only the critic's entries
+        (:data:`CRITIC_PARAMETERS`) keep ``state_dict`` from loading and this policy's critic is not SB3's: SB3's
+        ``set_parameters`` of an SB3 ``PPO`` (sb3-contrib ``RecurrentPPO``) model's parameters into a Q-critic policy
+        (``critic="q"``) or an episodic recurrent one (no critic) failed inside torch on the value head's shape."""
+        kind = getattr(self, "critic_kind", self.critic)  # the recurrent policies keep sb3-contrib's module as critic
+        own = self.state_dict()  # type: ignore[attr-defined]
+        misfits = [
+            name
+            for name, value in own.items()
+            if name in state_dict and getattr(state_dict[name], "shape", None) != getattr(value, "shape", None)
+        ]
+        if strict:
+            misfits += [name for name in own if name not in state_dict]
+            misfits += [name for name in state_dict if name not in own]
+        if kind in _CRITIC_LAYOUTS and misfits and all(name.startswith(CRITIC_PARAMETERS) for name in misfits):
+            layout, fix = _CRITIC_LAYOUTS[kind]
+            raise ValueError(
+                f"these parameters' critic ({', '.join(misfits[:4])}) does not fit this {type(self).__name__}, which "
+                f"has {layout}: they are an SB3 model's, with SB3's value function; {fix}"
+            )
+        return super().load_state_dict(state_dict, strict, assign)  # type: ignore[misc]
 
     def q_values(self, obs: th.Tensor) -> tuple[th.Tensor, Distribution]:
         """``Q(s, .)`` ``[batch, |A|]`` and the action distribution ``pi(.|s)``, from one pass of the shared trunk.
