@@ -224,6 +224,17 @@ def test_reinforce_load_refuses_critic_arguments_as_the_constructor_does(name: s
         OrderGradREINFORCE.load(tmp_path / "og", **{name: 0.9})
 
 
+@pytest.mark.parametrize(("name", "value"), [("use_rms_prop", True), ("use_rms_prop", False), ("rms_prop_eps", 1e-5)])
+def test_reinforce_refuses_a2c_optimizer_arguments_with_the_reason(name: str, value: object, tmp_path) -> None:
+    # A2C(..., use_rms_prop=False) ported to OrderGradREINFORCE got a bare TypeError ("unexpected keyword argument"),
+    # and OrderGradREINFORCE.load(path, use_rms_prop=True) set it and trained on with Adam without a word.
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no {name}: .*Adam.*optimizer_class=torch.optim.RMSp"):
+        OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **{name: value})
+    OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no {name}: "):
+        OrderGradREINFORCE.load(tmp_path / "og", **{name: value})
+
+
 # ---------------------------------------------------------------------------------------------- SB3 workflows
 @pytest.fixture(scope="module")
 def ppo_model() -> PPO:
