@@ -275,6 +275,10 @@ class OrderGradAlgorithmMixin:
         """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
         ``kwargs`` go to the algorithm's own ``learn`` (MaskablePPO's ``use_masking``).
 
+        ``log_interval`` counts rollouts, as SB3's: the logs are written every ``log_interval`` rollouts (each one
+        update on ``n_episodes`` whole episodes), and ``None`` writes none. Its default is 1, as SB3's ``PPO``
+        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100.
+
         A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
         ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
         group in TensorBoard's run list and its run filter.
