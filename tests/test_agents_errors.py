@@ -764,6 +764,18 @@ def test_load_takes_n_envs_as_the_constructor_does(tmp_path: Path, algorithm: st
     assert cls.load(path, env=gym.make("CartPole-v1"), n_envs=1).n_envs == 1
 
 
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_load_refuses_a_use_sde_the_saved_policy_was_not_built_with(tmp_path: Path, cls: type) -> None:
+    # SB3's load built the policy with the use_sde given and failed deep inside: a size mismatch of log_std on
+    # continuous actions (RuntimeError), gSDE's full_std on a categorical policy (TypeError).
+    for env_id, use_sde in (("Pendulum-v1", False), ("Pendulum-v1", True), ("CartPole-v1", False)):
+        path = tmp_path / f"{env_id}_{use_sde}.zip"
+        cls("MlpPolicy", env_id, objective="mean", n_episodes=2, use_sde=use_sde).save(path)
+        with pytest.raises(ValueError, match=rf"load\(path, use_sde={not use_sde}\): the model was saved with use_sde"):
+            cls.load(path, env=gym.make(env_id), use_sde=not use_sde)
+        assert cls.load(path, env=gym.make(env_id), use_sde=use_sde).use_sde == use_sde  # the saved one: as before
+
+
 def test_an_eval_env_that_does_not_fit_the_model_is_named_when_training_starts() -> None:
     """An eval env of other spaces, or a plain eval env of a VecNormalize training env, failed at the first evaluation,
     eval_freq steps into training, deep in SB3 ("Unexpected observation shape (1, 1) for Box environment"; the sync's

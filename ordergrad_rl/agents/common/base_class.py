@@ -178,11 +178,12 @@ class OrderGradAlgorithmMixin:
         turn them off), or leave the argument out to keep the saved value, which the constructor resolved.
 
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
-            ``kwargs`` that the constructor refuses, ``n_envs`` without ``env`` or other than ``env``'s, ``None`` for an
-            argument of :attr:`default_when_none` (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or
-            ``advantage`` among ``kwargs``: the model keeps the objective and the advantage mode it was saved with
-            (SB3's load set the string as it was, and the model trained on as before; ``advantage="q_critic"`` on an
-            episodic model made its next save load as the Q-critic algorithm).
+            ``kwargs`` that the constructor refuses, ``n_envs`` without ``env`` or other than ``env``'s, ``use_sde``
+            other than the saved one (the policy's layout), ``None`` for an argument of :attr:`default_when_none`
+            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the model keeps
+            the objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
+            trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load as the
+            Q-critic algorithm).
         """
         fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
         if fixed:
@@ -193,6 +194,15 @@ class OrderGradAlgorithmMixin:
             )
         check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
+        saved = read_saved_data(path)
+        if "use_sde" in kwargs and kwargs["use_sde"] != saved.get("use_sde", False):
+            # SB3's load built the policy with it, then failed deep inside: loading the saved log_std (one per action
+            # without gSDE, one per latent feature and action with it), or gSDE's arguments on a categorical policy.
+            raise ValueError(
+                f"{cls.__name__}.load(path, use_sde={kwargs['use_sde']!r}): the model was saved with use_sde="
+                f"{saved.get('use_sde', False)!r}, and its policy's weights have that layout; build a model with "
+                f"use_sde={kwargs['use_sde']!r} to train with it"
+            )
         given_n_envs = "n_envs" in kwargs
         # SB3's load sets the number of envs from the env, which the n_envs given would override.
         n_envs = kwargs.pop("n_envs", None)
@@ -204,7 +214,6 @@ class OrderGradAlgorithmMixin:
         if isinstance(env, str) or given_n_envs:  # an id, as the constructors take one (SB3's load failed on it:
             # "not a Gymnasium environment ... expect OpenAI Gym to be installed"), built with the n_envs given, else
             # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
-            saved = read_saved_data(path)
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
