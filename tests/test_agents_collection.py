@@ -146,3 +146,50 @@ def test_gsde_sample_freq_counts_the_rollouts_steps_as_sb3() -> None:
     model.collect_rollouts(model.env, model._setup_learn(10**9, None)[1], model.rollout_buffer, 0)
     fresh = [step for step in range(1, len(matrices)) if matrices[step] is not matrices[step - 1]]
     assert fresh == [3, 4, 6, 8, 9]  # episode starts 3, 6, 9; rollout steps 4 and 8
+
+
+class _FirstStepPays(gym.Env):
+    """Three-step episodes whose first step alone pays 1: every whole episode returns 1."""
+
+    observation_space = spaces.Box(0.0, 3.0, (1,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.full(1, self.t, dtype=np.float32), float(self.t == 1), self.t >= 3, False, {}
+
+
+@pytest.mark.parametrize("algo", [OrderGradREINFORCE, OrderGradPPO])
+@pytest.mark.parametrize("stop_at", [1, 4])  # the first step of the first episode and of the second
+def test_a_rollout_after_a_callback_stop_holds_whole_episodes(algo: type, stop_at: int) -> None:
+    # A callback that returns False stops training after the envs took a step no rollout stores. Stopped at an
+    # episode's first step, a resumed learn(..., reset_num_timesteps=False) went on from the observation before it
+    # and counted the episode's last two steps as a whole episode: its return was 0, never a possible one.
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopAt(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.n_calls != stop_at
+
+    class Returns(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.returns: list[np.ndarray] = []
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.returns.append(self.model.rollout_buffer.episode_returns.copy())
+
+    model = algo("MlpPolicy", _FirstStepPays(), objective="mean", n_episodes=4, seed=0)
+    model.learn(100, callback=StopAt())
+    assert model.num_timesteps == stop_at
+    returns = Returns()
+    model.learn(24, callback=returns, reset_num_timesteps=False)
+    assert returns.returns and all(np.array_equal(r, np.ones(4)) for r in returns.returns)

@@ -895,7 +895,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             ``values``, since episodic collection does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
-        :return: False if a callback stopped training.
+        :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
         """
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
         self.policy.set_training_mode(False)  # type: ignore[attr-defined]
@@ -934,6 +934,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).
             callback.update_locals({**extras, **locals()})
             if not callback.on_step():
+                # The envs took this step, which no rollout stores: the next rollout (a resumed learn(...,
+                # reset_num_timesteps=False)) restarts them instead of counting the episodes they are in as whole.
+                self._last_episode_starts = np.zeros(env.num_envs, dtype=bool)
                 self._end_noise(env)
                 return False
 
