@@ -149,64 +149,47 @@ def test_gsde_sample_freq_counts_the_rollouts_steps_as_sb3() -> None:
     assert fresh == [3, 4, 6, 8, 9]  # episode starts 3, 6, 9; rollout steps 4 and 8
 
 
-class FirstStepPays(gym.Env):
-    """Episodes of exactly 3 steps; only the first step pays (10), so an episode missing it returns 0."""
+class _FirstStepPays(gym.Env):
+    """Three-step episodes whose first step alone pays 1: every whole episode returns 1."""
 
-    observation_space = spaces.Box(0.0, 3.0, (1,), np.float32)
+    observation_space = spaces.Box(0.0, 3.0, (1,), dtype=np.float32)
     action_space = spaces.Discrete(2)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self.t = 0
-        return np.zeros(1, np.float32), {}
+        return np.zeros(1, dtype=np.float32), {}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         self.t += 1
-        return np.full(1, self.t, np.float32), 10.0 if self.t == 1 else 0.0, self.t >= 3, False, {}
+        return np.full(1, self.t, dtype=np.float32), float(self.t == 1), self.t >= 3, False, {}
 
 
-class StopOnSecondEpisode(BaseCallback):
-    """Returns False once, on the first step of the second episode: the envs are at an episode's second step."""
+@pytest.mark.parametrize("algo", [OrderGradREINFORCE, OrderGradPPO])
+@pytest.mark.parametrize("stop_at", [1, 4])  # the first step of the first episode and of the second
+def test_a_rollout_after_a_callback_stop_holds_whole_episodes(algo: type, stop_at: int) -> None:
+    # A callback that returns False stops training after the envs took a step no rollout stores. Stopped at an
+    # episode's first step, a resumed learn(..., reset_num_timesteps=False) went on from the observation before it
+    # and counted the episode's last two steps as a whole episode: its return was 0, never a possible one.
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.episode_ended = False
-        self.stopped = False
+    class StopAt(BaseCallback):
+        def _on_step(self) -> bool:
+            return self.n_calls != stop_at
 
-    def _on_step(self) -> bool:
-        if self.stopped:
+    class Returns(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.returns: list[np.ndarray] = []
+
+        def _on_step(self) -> bool:
             return True
-        if self.episode_ended:
-            self.stopped = True
-            return False
-        self.episode_ended = bool(self.locals["dones"][0])
-        return True
 
+        def _on_rollout_end(self) -> None:
+            self.returns.append(self.model.rollout_buffer.episode_returns.copy())
 
-class RecordRollouts(BaseCallback):
-    """The episode returns and lengths of each finished rollout."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rollouts: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def _on_rollout_end(self) -> None:
-        buffer = self.model.rollout_buffer
-        self.rollouts.append((buffer.episode_returns.copy(), buffer.episode_lengths.copy()))
-
-    def _on_step(self) -> bool:
-        return True
-
-
-def test_a_rollout_stopped_by_a_callback_does_not_leave_a_partial_episode_to_the_next() -> None:
-    # A callback that stopped learn on an episode's first step left the env one step in while the model still held
-    # the episode's first observation as an episode start: learn(..., reset_num_timesteps=False) counted that episode
-    # without its first step (return 0 here, 10 in the Monitor) as a complete one.
-    model = OrderGradPPO("MlpPolicy", FirstStepPays(), objective="mean", n_episodes=4, seed=0)
-    model.learn(1_000, callback=StopOnSecondEpisode())
-    assert model.num_timesteps == 4 and model._n_updates == 0  # stopped mid-rollout: nothing trained
-    record = RecordRollouts()
-    model.learn(1, callback=record, reset_num_timesteps=False)
-    returns, lengths = record.rollouts[0]
-    np.testing.assert_array_equal(returns, [10.0] * 4)
-    np.testing.assert_array_equal(lengths, [3] * 4)
+    model = algo("MlpPolicy", _FirstStepPays(), objective="mean", n_episodes=4, seed=0)
+    model.learn(100, callback=StopAt())
+    assert model.num_timesteps == stop_at
+    returns = Returns()
+    model.learn(24, callback=returns, reset_num_timesteps=False)
+    assert returns.returns and all(np.array_equal(r, np.ones(4)) for r in returns.returns)

@@ -745,6 +745,37 @@ def test_load_builds_an_env_id_with_the_saves_envs(tmp_path: Path, algorithm: st
     assert cls.load(path, env="CartPole-v1", seed=5).seed == 5
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
+def test_load_takes_n_envs_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # load(path, env="CartPole-v1", n_envs=2) built the save's one env and then set n_envs=2 on the model: the first
+    # rollout failed deep in NumPy ("cannot reshape array of size 1 into shape (2,newaxis)"), as with a gym.Env.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(seed=1).save(path)
+    model = cls.load(path, env="CartPole-v1", n_envs=2)
+    assert (model.env.num_envs, model.n_envs) == (2, 2)
+    model.learn(64)
+    with pytest.raises(ValueError, match=r"n_envs=2 only builds envs from an env id; the env passed has num_envs=1"):
+        cls.load(path, env=gym.make("CartPole-v1"), n_envs=2)
+    with pytest.raises(ValueError, match=r"load\(path, n_envs=2\) needs env="):
+        cls.load(path, n_envs=2)
+    with pytest.raises(ValueError, match=r"load\(path, n_envs=None\)"):  # None: the constructor's default for the env
+        cls.load(path, n_envs=None)
+    assert cls.load(path, env=gym.make("CartPole-v1"), n_envs=1).n_envs == 1
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+def test_load_refuses_a_use_sde_the_saved_policy_was_not_built_with(tmp_path: Path, cls: type) -> None:
+    # SB3's load built the policy with the use_sde given and failed deep inside: a size mismatch of log_std on
+    # continuous actions (RuntimeError), gSDE's full_std on a categorical policy (TypeError).
+    for env_id, use_sde in (("Pendulum-v1", False), ("Pendulum-v1", True), ("CartPole-v1", False)):
+        path = tmp_path / f"{env_id}_{use_sde}.zip"
+        cls("MlpPolicy", env_id, objective="mean", n_episodes=2, use_sde=use_sde).save(path)
+        with pytest.raises(ValueError, match=rf"load\(path, use_sde={not use_sde}\): the model was saved with use_sde"):
+            cls.load(path, env=gym.make(env_id), use_sde=not use_sde)
+        assert cls.load(path, env=gym.make(env_id), use_sde=use_sde).use_sde == use_sde  # the saved one: as before
+
+
 def test_an_eval_env_that_does_not_fit_the_model_is_named_when_training_starts() -> None:
     """An eval env of other spaces, or a plain eval env of a VecNormalize training env, failed at the first evaluation,
     eval_freq steps into training, deep in SB3 ("Unexpected observation shape (1, 1) for Box environment"; the sync's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -171,6 +172,10 @@ def test_bug5_an_ordergrad_save_loads_into_sb3_as_a_working_sb3_model(cls, sb3_c
     assert sb3_model.n_steps == (2048 if sb3_cls is PPO else 5)  # SB3's own rollout length
     if sb3_cls is A2C:
         assert sb3_model.vf_coef == 0.5  # A2C's own, not REINFORCE's constant 0
+        # The save's optimizer, whose state the file holds (A2C's RMSprop could not load it), as the README says.
+        assert type(sb3_model.policy.optimizer) is th.optim.Adam
+        readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+        assert "`A2C.load` of an `OrderGradREINFORCE` save trains with its Adam, not A2C's RMSprop" in readme
     short = dict(n_steps=32, n_epochs=1) if sb3_cls is PPO else {}  # a short rollout keeps the test fast
     sb3_model = sb3_cls.load(tmp_path / "og", env=make_vec_env("CartPole-v1", n_envs=2, seed=1), **short)
     assert type(sb3_model.rollout_buffer) is RolloutBuffer  # SB3's own buffer
@@ -223,6 +228,17 @@ def test_reinforce_load_refuses_critic_arguments_as_the_constructor_does(name: s
     OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "og")
     with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no critic.*remove {name}"):
         OrderGradREINFORCE.load(tmp_path / "og", **{name: 0.9})
+
+
+@pytest.mark.parametrize(("name", "value"), [("use_rms_prop", True), ("use_rms_prop", False), ("rms_prop_eps", 1e-5)])
+def test_reinforce_refuses_a2c_optimizer_arguments_with_the_reason(name: str, value: object, tmp_path) -> None:
+    # A2C(..., use_rms_prop=False) ported to OrderGradREINFORCE got a bare TypeError ("unexpected keyword argument"),
+    # and OrderGradREINFORCE.load(path, use_rms_prop=True) set it and trained on with Adam without a word.
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no {name}: .*Adam.*optimizer_class=torch.optim.RMSp"):
+        OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **{name: value})
+    OrderGradREINFORCE("MlpPolicy", "CartPole-v1", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradREINFORCE has no {name}: "):
+        OrderGradREINFORCE.load(tmp_path / "og", **{name: value})
 
 
 # ---------------------------------------------------------------------------------------------- SB3 workflows

@@ -178,3 +178,23 @@ def test_coming_from_sb3_defaults_are_the_constructors():
     numbers = [int(number) for number in sizes.groups()]
     for n, limit in zip(numbers[::2], numbers[1::2], strict=True):
         assert arguments.ranked_n_episodes(limit + 1) == n < arguments.ranked_n_episodes(limit)
+
+
+def test_coming_from_sb3_names_learns_log_interval():
+    """SB3's A2C logs every 100 rollouts, OrderGradREINFORCE (its counterpart) every one: the default was in no
+    docstring and in no README line, so an A2C user's script passing no log_interval logged 100 times as often."""
+    import inspect
+
+    from stable_baselines3 import A2C
+
+    from ordergrad_rl import OrderGradREINFORCE
+
+    default = inspect.signature(OrderGradREINFORCE.learn).parameters["log_interval"].default
+    a2c = inspect.signature(A2C.learn).parameters["log_interval"].default
+    bullet = re.search(r"^\* \*\*Defaults\*\*: (.*?)(?=^\* )", section("Coming from SB3"), flags=re.M | re.S)[1]
+    assert f"`learn`'s `log_interval` is {default} (SB3's PPO: 1, A2C: {a2c})" in " ".join(bullet.split())
+    docstring = " ".join(OrderGradREINFORCE.learn.__doc__.split())
+    assert (
+        f"Its default is {default}, as SB3's ``PPO`` has it; SB3's ``A2C``, whose rollouts are 5 steps, has {a2c}"
+        in docstring
+    )

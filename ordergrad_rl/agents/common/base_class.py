@@ -89,6 +89,7 @@ class OrderGradAlgorithmMixin:
     #: the other arguments (``ent_coef=None``: 0.01 for a ranked objective on categorical actions ...), which
     #: :meth:`load` refuses: it builds no env and chooses no default again (those the class takes).
     default_when_none: ClassVar[tuple[str, ...]] = (
+        "n_envs",
         "n_episodes",
         "batch_size",
         "gamma",
@@ -161,8 +162,9 @@ class OrderGradAlgorithmMixin:
 
         ``env`` may be an env id, as in the constructors (SB3's ``load`` takes env objects only): it is built as the
         constructor builds one (:func:`~ordergrad_rl.agents.common.env_util.build_env`) with the save's ``n_envs``
-        and ``seed`` (``seed`` among ``kwargs``, if given), so ``load(path, env="CartPole-v1")`` trains on as many
-        envs as the saved model did.
+        and ``seed`` (``n_envs`` and ``seed`` among ``kwargs``, if given), so ``load(path, env="CartPole-v1")`` trains
+        on as many envs as the saved model did, and ``load(path, env="CartPole-v1", n_envs=4)`` on 4. With an env
+        object, ``n_envs`` is checked against its number of envs, as in the constructor.
 
         SB3's ``load`` sets ``kwargs`` on the model without running the constructor; here each one the constructor
         takes is checked first as the constructor checks it (:meth:`argument_checks`), so that ``load(path,
@@ -176,11 +178,12 @@ class OrderGradAlgorithmMixin:
         turn them off), or leave the argument out to keep the saved value, which the constructor resolved.
 
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
-            ``kwargs`` that the constructor refuses, ``None`` for an argument of :attr:`default_when_none`
-            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the
-            model keeps the objective and the advantage mode it was saved with (SB3's load set the string as it was,
-            and the model trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load
-            as the Q-critic algorithm).
+            ``kwargs`` that the constructor refuses, ``n_envs`` without ``env`` or other than ``env``'s, ``use_sde``
+            other than the saved one (the policy's layout), ``None`` for an argument of :attr:`default_when_none`
+            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the model keeps
+            the objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
+            trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load as the
+            Q-critic algorithm).
         """
         fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
         if fixed:
@@ -191,10 +194,28 @@ class OrderGradAlgorithmMixin:
             )
         check_arguments(cls.argument_checks(), **kwargs)
         check_saved_algorithm(path, cls)
-        if isinstance(env, str):  # an id, as the constructors take one (SB3's load failed on it: "not a Gymnasium
-            # environment ... expect OpenAI Gym to be installed"), built with the save's n_envs and seed
-            saved = read_saved_data(path)
-            env = build_env(env, saved.get("n_envs"), kwargs.get("seed", saved.get("seed")))
+        saved = read_saved_data(path)
+        if "use_sde" in kwargs and kwargs["use_sde"] != saved.get("use_sde", False):
+            # SB3's load built the policy with it, then failed deep inside: loading the saved log_std (one per action
+            # without gSDE, one per latent feature and action with it), or gSDE's arguments on a categorical policy.
+            raise ValueError(
+                f"{cls.__name__}.load(path, use_sde={kwargs['use_sde']!r}): the model was saved with use_sde="
+                f"{saved.get('use_sde', False)!r}, and its policy's weights have that layout; build a model with "
+                f"use_sde={kwargs['use_sde']!r} to train with it"
+            )
+        given_n_envs = "n_envs" in kwargs
+        # SB3's load sets the number of envs from the env, which the n_envs given would override.
+        n_envs = kwargs.pop("n_envs", None)
+        if given_n_envs and env is None:
+            raise ValueError(
+                f"{cls.__name__}.load(path, n_envs={n_envs!r}) needs env=: n_envs is the number of envs built from "
+                "an env id (or that the env passed has), and a save holds no env"
+            )
+        if isinstance(env, str) or given_n_envs:  # an id, as the constructors take one (SB3's load failed on it:
+            # "not a Gymnasium environment ... expect OpenAI Gym to be installed"), built with the n_envs given, else
+            # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
+            n_envs = n_envs if given_n_envs else saved.get("n_envs")
+            env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
 
     @classmethod
@@ -262,6 +283,10 @@ class OrderGradAlgorithmMixin:
     ) -> SelfOrderGrad:
         """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
         ``kwargs`` go to the algorithm's own ``learn`` (MaskablePPO's ``use_masking``).
+
+        ``log_interval`` counts rollouts, as SB3's: the logs are written every ``log_interval`` rollouts (each one
+        update on ``n_episodes`` whole episodes), and ``None`` writes none. Its default is 1, as SB3's ``PPO``
+        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100.
 
         A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
         ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one

@@ -653,8 +653,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     ) -> SelfEpisodic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
         :attr:`saved_before` existed goes on training as it was saved, with the value it trained with (unless
-        ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of the save's
-        ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
+        ``kwargs`` sets it). A ``gym.Env`` ``env`` of an id with a native batch becomes that batch of ``n_envs`` envs
+        (the save's, or the one given), as in the constructor
+        (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`).
 
         Every other argument keeps its saved value, as in SB3, also where the constructor's default for it depends on
         one of ``kwargs`` (``batch_size`` on ``n_episodes``; ``n_episodes``, ``normalize_advantage`` and
@@ -674,8 +675,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         before = {name: value for name, value in cls.saved_before.items() if name not in saved and name not in kwargs}
         if "ent_coef" in kwargs:  # the caller's ent_coef wins over the save's schedule (see save)
             kwargs["ent_coef_schedule"] = None
-        if env is not None and isinstance(saved.get("n_envs"), int):
-            env = rebuilt_env(env, saved["n_envs"])
+        n_envs = kwargs.get("n_envs", saved.get("n_envs"))  # the caller's, checked by the mixin's load
+        if env is not None and isinstance(n_envs, int):
+            env = rebuilt_env(env, n_envs)
         if "n_episodes" in kwargs:  # the caller's size, not one the first learn call would choose
             kwargs.setdefault("n_episodes_by_budget", False)
         if "n_episodes" in kwargs or "batch_size" in kwargs:  # and the caller's minibatch
@@ -894,7 +896,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             ``values``, since episodic collection does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
-        :return: False if a callback stopped training.
+        :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
         """
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
         self.policy.set_training_mode(False)  # type: ignore[attr-defined]

@@ -5,7 +5,8 @@
   ``n_episodes`` that gives about as many steps on the user's env, measured from its first episodes
   (:func:`suggest_n_episodes`).
 * :func:`critic_argument_error`: ``OrderGradREINFORCE`` has no critic, so A2C's ``gae_lambda`` / ``vf_coef`` are
-  refused with the reason instead of a bare ``TypeError``.
+  refused with the reason instead of a bare ``TypeError``; :func:`optimizer_argument_error` does the same for A2C's
+  ``use_rms_prop`` / ``rms_prop_eps`` (its optimizer is the policy's, Adam by default).
 * :func:`from_sb3` (``OrderGradPPO.from_sb3``): risk fine-tuning of an SB3 model or save. The OrderGrad agent is
   built with the SB3 model's policy class and ``policy_kwargs``, so the whole policy (features extractor, actor,
   value head) has the same layout and its weights are copied; episodic mode never runs the value head.
@@ -149,6 +150,16 @@ def critic_argument_error(algorithm: str, name: str) -> ValueError:
     return ValueError(
         f"{algorithm} has no critic: its advantages are OrderGrad weights of whole-episode returns, so there is no "
         f"value function for {name} to act on; remove {name} (episodic mode: set n_episodes, the episodes per update)"
+    )
+
+
+def optimizer_argument_error(algorithm: str, name: str) -> ValueError:
+    """The error for an A2C optimizer argument (``use_rms_prop``, ``rms_prop_eps``) given to an algorithm whose
+    optimizer is the policy's (``policy_kwargs["optimizer_class"]``, Adam by default)."""
+    return ValueError(
+        f"{algorithm} has no {name}: it trains with the policy's optimizer, Adam by default (A2C with "
+        "use_rms_prop=False); remove it, or for A2C's RMSprop pass policy_kwargs=dict(optimizer_class="
+        "torch.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99, eps=1e-5, weight_decay=0)) (eps: A2C's rms_prop_eps)"
     )
 
 

@@ -20,11 +20,14 @@ from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
-from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
+from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error, optimizer_argument_error
 from ordergrad_rl.core.channels import AnyObjective
 
 #: A2C's critic arguments, which this class refuses (in the constructor and at ``load``) and leaves out of its saves.
 CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef")
+#: A2C's optimizer arguments, which this class refuses (in the constructor and at ``load``): it trains with the
+#: policy's optimizer (``policy_kwargs["optimizer_class"]``, Adam by default).
+OPTIMIZER_ARGUMENTS: tuple[str, ...] = ("use_rms_prop", "rms_prop_eps")
 
 
 class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
@@ -159,6 +162,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         ``n_episodes`` that gives about as many steps on the env).
     :param gae_lambda: refused (no critic).
     :param vf_coef: refused (no critic).
+    :param use_rms_prop: refused: the optimizer is the policy's, Adam by default (A2C's ``use_rms_prop=False``); for
+        A2C's RMSprop pass ``policy_kwargs=dict(optimizer_class=th.optim.RMSprop, optimizer_kwargs=dict(alpha=0.99,
+        eps=1e-5, weight_decay=0))``.
+    :param rms_prop_eps: refused, as ``use_rms_prop`` (the ``eps`` of ``optimizer_kwargs``).
     :param _init_setup_model: build the networks at construction.
     """
 
@@ -204,6 +211,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         n_steps: None = None,
         gae_lambda: None = None,
         vf_coef: None = None,
+        use_rms_prop: None = None,
+        rms_prop_eps: None = None,
         _init_setup_model: bool = True,
     ) -> None:
         if n_steps is not None:
@@ -211,6 +220,9 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         for name, value in zip(CRITIC_ARGUMENTS, (gae_lambda, vf_coef), strict=True):
             if value is not None:
                 raise critic_argument_error(type(self).__name__, name)
+        for name, value in zip(OPTIMIZER_ARGUMENTS, (use_rms_prop, rms_prop_eps), strict=True):
+            if value is not None:
+                raise optimizer_argument_error(type(self).__name__, name)
         check_common_arguments(learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs)
         self._check_value_baseline(value_baseline)
         _, limit = self._init_episodic_algorithm(
@@ -235,10 +247,14 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
         """:meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`'s refusals, and A2C's critic
-        arguments ``gae_lambda`` or ``vf_coef``, as the constructor refuses them (this class trains no critic)."""
+        arguments ``gae_lambda`` or ``vf_coef`` and optimizer arguments ``use_rms_prop`` or ``rms_prop_eps``, as the
+        constructor refuses them (this class trains no critic, and with the policy's optimizer)."""
         for name in CRITIC_ARGUMENTS:
             if name in kwargs:
                 raise critic_argument_error(cls.__name__, name)
+        for name in OPTIMIZER_ARGUMENTS:
+            if name in kwargs:
+                raise optimizer_argument_error(cls.__name__, name)
         super()._refuse_at_load(kwargs, env)
 
     def _excluded_save_params(self) -> list[str]:
