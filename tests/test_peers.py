@@ -202,6 +202,20 @@ def test_qrdqn_cvar_alpha_is_checked() -> None:
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
 
 
+@pytest.mark.parametrize("alpha", [0.0, -0.5, 1.5, float("nan")])
+def test_quantile_cvar_refuses_a_level_outside_0_1(alpha: float) -> None:
+    # quantile_cvar is public: a level <= 0 gave the minimum quantile, as a tiny level does, 1.5 failed in torch's
+    # narrow ("start (0) + length (8) exceeds dimension size (5)") and NaN in math.ceil.
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
+        quantile_cvar(th.zeros(2, 5, 3), alpha)
+
+
+def test_qrdqn_cvar_nan_alpha_is_named_with_its_bounds() -> None:
+    # It said "cvar_alpha must be a finite number >= -inf, got nan".
+    with pytest.raises(ValueError, match=r"cvar_alpha must be in \(0, 1\], got nan"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=float("nan"))
+
+
 def test_gcvar_with_groups_weights_each_group_as_its_own_batch():
     """GCVaR with ``group_size``: each group's VaR and tail come from that group only."""
     from ordergrad_rl.agents import OrderGradREINFORCE

@@ -14,6 +14,7 @@ the CVaR of the episode return, which is what the episodic OrderGrad agents targ
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -24,7 +25,11 @@ from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy,
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 
-from ordergrad_rl.common.arguments import check_number
+
+def _check_level(name: str, alpha: Any) -> None:
+    """``ValueError`` naming ``name`` unless ``alpha`` is a real number (not a bool) in ``(0, 1]``."""
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < alpha <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {alpha!r}")
 
 
 def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor:
@@ -32,8 +37,11 @@ def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor
     network's outputs need not be monotone).
 
     :param quantiles: e.g. ``[batch, n_quantiles, n_actions]``.
+    :param alpha: the level, in ``(0, 1]``.
     :return: the tensor without ``dim``, e.g. ``[batch, n_actions]``.
+    :raises ValueError: ``alpha`` outside ``(0, 1]``.
     """
+    _check_level("alpha", alpha)
     n = quantiles.shape[dim]
     m = max(1, math.ceil(alpha * n - 1e-12))
     return quantiles.sort(dim=dim).values.narrow(dim, 0, m).mean(dim=dim)
@@ -59,9 +67,7 @@ class _CVaRPolicyMixin:
     net_args: dict[str, Any]
 
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
-        check_number("cvar_alpha", cvar_alpha)
-        if not 0.0 < cvar_alpha <= 1.0:
-            raise ValueError(f"cvar_alpha must be in (0, 1], got {cvar_alpha}")
+        _check_level("cvar_alpha", cvar_alpha)
         self.cvar_alpha = cvar_alpha  # read by make_quantile_net, which the parent constructor calls
         super().__init__(*args, **kwargs)
 
