@@ -216,6 +216,14 @@ def test_qrdqn_cvar_nan_alpha_is_named_with_its_bounds() -> None:
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=float("nan"))
 
 
+@pytest.mark.parametrize("n_quantiles", [0, -3, 2.5, "8"])
+def test_qrdqn_cvar_n_quantiles_is_checked(n_quantiles: object) -> None:
+    # As in sb3-contrib's QRDQN, 0 built and failed at the first forward pass ("shape '[-1, 0, 2]' is invalid"),
+    # 2.5 and "8" failed inside torch's nn.Linear and SB3's create_mlp.
+    with pytest.raises(ValueError, match="n_quantiles must be an integer >= 1"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", policy_kwargs=dict(n_quantiles=n_quantiles))
+
+
 def test_gcvar_with_groups_weights_each_group_as_its_own_batch():
     """GCVaR with ``group_size``: each group's VaR and tail come from that group only."""
     from ordergrad_rl.agents import OrderGradREINFORCE

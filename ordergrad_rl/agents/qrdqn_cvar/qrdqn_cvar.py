@@ -25,6 +25,8 @@ from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy,
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 
+from ordergrad_rl.common.arguments import check_int
+
 
 def _check_level(name: str, alpha: Any) -> None:
     """``ValueError`` naming ``name`` unless ``alpha`` is a real number (not a bool) in ``(0, 1]``."""
@@ -72,6 +74,8 @@ class _CVaRPolicyMixin:
         super().__init__(*args, **kwargs)
 
     def make_quantile_net(self) -> CVaRQuantileNetwork:
+        # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
+        check_int("n_quantiles", self.net_args["n_quantiles"], 1)
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)  # type: ignore[attr-defined]
         return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)  # type: ignore[attr-defined]
 
