@@ -135,6 +135,15 @@ def test_quantile_cvar_by_hand() -> None:
     th.testing.assert_close(quantile_cvar(quantiles, 0.01), th.tensor([[1.0, 0.0]]))  # at least one quantile
 
 
+def test_quantile_cvar_rounds_the_level_up_to_whole_quantiles_as_documented() -> None:
+    # The exact CVaR of the uniform distribution on the quantiles when alpha n is whole; at ceil(alpha n) / n
+    # otherwise, not interpolated (module docstring and README): 0.25 of 50 quantiles averages the lowest 13.
+    quantiles = th.arange(50.0).flip(0)[None, :, None]
+    assert quantile_cvar(quantiles, 0.2).item() == 4.5  # the lowest 10 of 0..49: the exact CVaR_0.2
+    assert quantile_cvar(quantiles, 0.25).item() == 6.0  # the lowest 13; the exact CVaR_0.25 is 5.76
+    assert quantile_cvar(quantiles, 0.99).item() == 24.5  # the mean
+
+
 @pytest.mark.parametrize(("alpha", "arm"), [(0.1, SAFE), (1.0, RISKY)])
 def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
     model = QRDQNCVaR(

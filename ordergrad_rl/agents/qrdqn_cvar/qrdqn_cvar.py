@@ -2,8 +2,11 @@
 
 QR-DQN predicts ``n_quantiles`` quantiles ``theta_j(s, a)`` of the return at the levels ``tau_j = (2j - 1) / (2n)``.
 QRDQNCVaR picks ``argmax_a CVaR_alpha(s, a)``, with ``CVaR_alpha(s, a)`` the mean of the lowest ``ceil(alpha n)``
-predicted quantiles (the quantiles at levels below ``alpha``), both when acting and for the next action of the
-Bellman target, so the learned distributions are those of the policy that acts.
+predicted quantiles (the rounding of the ``cvar<a>`` objective), both when acting and for the next action of the
+Bellman target, so the learned distributions are those of the policy that acts. When ``alpha n`` is a whole number
+(0.2 with 50 quantiles: the lowest 10) this is the exact CVaR of the uniform distribution on the ``n`` quantiles;
+otherwise it is that distribution's CVaR at the level ``ceil(alpha n) / n`` above ``alpha``, not interpolated
+(0.25 with 50 quantiles averages the lowest 13, CVaR at 0.26; 0.99 with 50 quantiles is the mean).
 
 This is the usual *per-step* approximation of risk-averse control with distributional RL: the CVaR is maximized
 anew at every state, over the return from that state on. CVaR of the whole-episode return is time-inconsistent
@@ -36,7 +39,8 @@ def _check_level(name: str, alpha: Any) -> None:
 
 def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor:
     """Mean of the lowest ``ceil(alpha n)`` of the ``n`` quantiles along ``dim`` (they are sorted first: a quantile
-    network's outputs need not be monotone).
+    network's outputs need not be monotone): the CVaR at ``alpha`` of the uniform distribution on the quantiles when
+    ``alpha n`` is a whole number, at ``ceil(alpha n) / n`` otherwise (module docstring).
 
     :param quantiles: e.g. ``[batch, n_quantiles, n_actions]``.
     :param alpha: the level, in ``(0, 1]``.
@@ -116,7 +120,10 @@ class QRDQNCVaR(QRDQN):
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR).
     :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
     :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
-        save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``).
+        save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
+        way, ``QRDQN.load`` of a ``QRDQNCVaR`` save keeps the saved policy class, as SB3's ``load`` does: that model
+        acts on the CVaR at the saved level while ``QRDQN``'s update takes the mean-greedy next action. For a plain
+        QR-DQN, build a ``QRDQN`` with the same ``policy_kwargs`` and call its ``set_parameters`` on the save.
     :param kwargs: QR-DQN's arguments (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with ``n_quantiles``...).
     """
 
