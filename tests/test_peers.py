@@ -206,8 +206,23 @@ def test_a_qrdqn_save_loads_into_qrdqn_cvar_acting_on_the_cvar(tmp_path) -> None
     assert QRDQNCVaR.load(tmp_path / "qrdqn.zip").policy.quantile_net.cvar_alpha == 0.2
 
 
+def test_setting_qrdqn_cvar_alpha_sets_the_level_it_acts_at(tmp_path) -> None:
+    # model.alpha = 0.5 changed only the target's next action: the policy went on acting at the level it was built
+    # with, and policy.save kept that one.
+    model = QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10))
+    model.alpha = 0.5
+    policy = model.policy
+    assert policy.cvar_alpha == policy.quantile_net.cvar_alpha == policy.quantile_net_target.cvar_alpha == 0.5
+    assert model.policy_kwargs["cvar_alpha"] == 0.5
+    model.save(tmp_path / "qr.zip")
+    assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.5
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
+        model.alpha = 1.5
+    assert model.alpha == policy.quantile_net.cvar_alpha == 0.5
+
+
 def test_qrdqn_cvar_alpha_is_checked() -> None:
-    with pytest.raises(ValueError, match="cvar_alpha"):
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\], got 1.5"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
 
 
@@ -221,7 +236,7 @@ def test_quantile_cvar_refuses_a_level_outside_0_1(alpha: float) -> None:
 
 def test_qrdqn_cvar_nan_alpha_is_named_with_its_bounds() -> None:
     # It said "cvar_alpha must be a finite number >= -inf, got nan".
-    with pytest.raises(ValueError, match=r"cvar_alpha must be in \(0, 1\], got nan"):
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\], got nan"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=float("nan"))
 
 

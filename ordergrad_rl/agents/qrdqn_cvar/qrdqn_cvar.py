@@ -141,6 +141,21 @@ class QRDQNCVaR(QRDQN):
         self.alpha = alpha
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
 
+    @property
+    def alpha(self) -> float:
+        """The CVaR level, of the actions and of the target's next action: setting it sets the policy's too."""
+        return self.__dict__["alpha"]
+
+    @alpha.setter
+    def alpha(self, alpha: float) -> None:
+        # Kept in __dict__ under its name, which SB3's save and load copy (load sets it, then calls _setup_model).
+        _check_level("alpha", alpha)
+        self.__dict__["alpha"] = alpha
+        if getattr(self, "policy", None) is not None:
+            self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": alpha}
+            for holder in (self.policy, self.policy.quantile_net, self.policy.quantile_net_target):
+                holder.cvar_alpha = alpha
+
     @classmethod
     def load(  # type: ignore[override]
         cls: type[SelfQRDQNCVaR], path: Any, env: GymEnv | None = None, device: th.device | str = "auto", **kwargs: Any
