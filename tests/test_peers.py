@@ -221,6 +221,24 @@ def test_setting_qrdqn_cvar_alpha_sets_the_level_it_acts_at(tmp_path) -> None:
     assert model.alpha == policy.quantile_net.cvar_alpha == 0.5
 
 
+def test_qrdqn_cvar_refuses_a_qrdqn_policy_subclass_by_name() -> None:
+    # A user's subclass of sb3-contrib's QRDQNPolicy failed inside SB3's _setup_model with "QRDQNPolicy.__init__()
+    # got an unexpected keyword argument 'cvar_alpha'". A subclass of the CVaR policy works.
+    from sb3_contrib.qrdqn.policies import QRDQNPolicy
+
+    class MyPolicy(QRDQNPolicy):
+        pass
+
+    with pytest.raises(ValueError, match="MyPolicy.*does not act on the CVaR.*subclass CVaRQRDQNPolicy"):
+        QRDQNCVaR(MyPolicy, "RiskyBandit-v0")
+
+    class MyCVaRPolicy(CVaRQRDQNPolicy):
+        pass
+
+    model = QRDQNCVaR(MyCVaRPolicy, "RiskyBandit-v0", alpha=0.3, policy_kwargs=dict(n_quantiles=10))
+    assert type(model.policy) is MyCVaRPolicy and model.policy.quantile_net.cvar_alpha == 0.3
+
+
 def test_qrdqn_cvar_alpha_is_checked() -> None:
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\], got 1.5"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)

@@ -117,7 +117,8 @@ class QRDQNCVaR(QRDQN):
     update is QR-DQN's quantile-Huber regression with the target's next action chosen by the same CVaR (module
     docstring: a per-step, time-inconsistent approximation of CVaR control).
 
-    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR).
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR), or a
+        subclass of :class:`CVaRQRDQNPolicy` and its Cnn / MultiInput variants (not of sb3-contrib's ``QRDQNPolicy``).
     :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
     :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
         save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
@@ -187,6 +188,11 @@ class QRDQNCVaR(QRDQN):
         # saved policy_kwargs (with the saved level) are restored, and before this builds the policy. A QR-DQN
         # policy class (a QRDQN save's) becomes its CVaR variant, whose parameters it loads.
         self.policy_class = CVAR_POLICIES.get(self.policy_class, self.policy_class)
+        if not issubclass(self.policy_class, _CVaRPolicyMixin):
+            raise ValueError(
+                f"policy {self.policy_class.__name__} does not act on the CVaR: subclass CVaRQRDQNPolicy, "
+                "CVaRQRDQNCnnPolicy or CVaRQRDQNMultiInputPolicy (ordergrad_rl.agents.qrdqn_cvar) rather than QR-DQN's"
+            )
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
         super()._setup_model()
 
