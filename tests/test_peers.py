@@ -135,6 +135,15 @@ def test_quantile_cvar_by_hand() -> None:
     th.testing.assert_close(quantile_cvar(quantiles, 0.01), th.tensor([[1.0, 0.0]]))  # at least one quantile
 
 
+def test_quantile_cvar_rounds_the_level_up_to_whole_quantiles_as_documented() -> None:
+    # The exact CVaR of the uniform distribution on the quantiles when alpha n is whole; at ceil(alpha n) / n
+    # otherwise, not interpolated (module docstring and README): 0.25 of 50 quantiles averages the lowest 13.
+    quantiles = th.arange(50.0).flip(0)[None, :, None]
+    assert quantile_cvar(quantiles, 0.2).item() == 4.5  # the lowest 10 of 0..49: the exact CVaR_0.2
+    assert quantile_cvar(quantiles, 0.25).item() == 6.0  # the lowest 13; the exact CVaR_0.25 is 5.76
+    assert quantile_cvar(quantiles, 0.99).item() == 24.5  # the mean
+
+
 @pytest.mark.parametrize(("alpha", "arm"), [(0.1, SAFE), (1.0, RISKY)])
 def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
     model = QRDQNCVaR(
@@ -197,9 +206,64 @@ def test_a_qrdqn_save_loads_into_qrdqn_cvar_acting_on_the_cvar(tmp_path) -> None
     assert QRDQNCVaR.load(tmp_path / "qrdqn.zip").policy.quantile_net.cvar_alpha == 0.2
 
 
+def test_setting_qrdqn_cvar_alpha_sets_the_level_it_acts_at(tmp_path) -> None:
+    # model.alpha = 0.5 changed only the target's next action: the policy went on acting at the level it was built
+    # with, and policy.save kept that one.
+    model = QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10))
+    model.alpha = 0.5
+    policy = model.policy
+    assert policy.cvar_alpha == policy.quantile_net.cvar_alpha == policy.quantile_net_target.cvar_alpha == 0.5
+    assert model.policy_kwargs["cvar_alpha"] == 0.5
+    model.save(tmp_path / "qr.zip")
+    assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.5
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
+        model.alpha = 1.5
+    assert model.alpha == policy.quantile_net.cvar_alpha == 0.5
+
+
+def test_qrdqn_cvar_refuses_a_qrdqn_policy_subclass_by_name() -> None:
+    # A user's subclass of sb3-contrib's QRDQNPolicy failed inside SB3's _setup_model with "QRDQNPolicy.__init__()
+    # got an unexpected keyword argument 'cvar_alpha'". A subclass of the CVaR policy works.
+    from sb3_contrib.qrdqn.policies import QRDQNPolicy
+
+    class MyPolicy(QRDQNPolicy):
+        pass
+
+    with pytest.raises(ValueError, match="MyPolicy.*does not act on the CVaR.*subclass CVaRQRDQNPolicy"):
+        QRDQNCVaR(MyPolicy, "RiskyBandit-v0")
+
+    class MyCVaRPolicy(CVaRQRDQNPolicy):
+        pass
+
+    model = QRDQNCVaR(MyCVaRPolicy, "RiskyBandit-v0", alpha=0.3, policy_kwargs=dict(n_quantiles=10))
+    assert type(model.policy) is MyCVaRPolicy and model.policy.quantile_net.cvar_alpha == 0.3
+
+
 def test_qrdqn_cvar_alpha_is_checked() -> None:
-    with pytest.raises(ValueError, match="cvar_alpha"):
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\], got 1.5"):
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, -0.5, 1.5, float("nan")])
+def test_quantile_cvar_refuses_a_level_outside_0_1(alpha: float) -> None:
+    # quantile_cvar is public: a level <= 0 gave the minimum quantile, as a tiny level does, 1.5 failed in torch's
+    # narrow ("start (0) + length (8) exceeds dimension size (5)") and NaN in math.ceil.
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\]"):
+        quantile_cvar(th.zeros(2, 5, 3), alpha)
+
+
+def test_qrdqn_cvar_nan_alpha_is_named_with_its_bounds() -> None:
+    # It said "cvar_alpha must be a finite number >= -inf, got nan".
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\], got nan"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=float("nan"))
+
+
+@pytest.mark.parametrize("n_quantiles", [0, -3, 2.5, "8"])
+def test_qrdqn_cvar_n_quantiles_is_checked(n_quantiles: object) -> None:
+    # As in sb3-contrib's QRDQN, 0 built and failed at the first forward pass ("shape '[-1, 0, 2]' is invalid"),
+    # 2.5 and "8" failed inside torch's nn.Linear and SB3's create_mlp.
+    with pytest.raises(ValueError, match="n_quantiles must be an integer >= 1"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", policy_kwargs=dict(n_quantiles=n_quantiles))
 
 
 def test_gcvar_with_groups_weights_each_group_as_its_own_batch():

@@ -2,8 +2,11 @@
 
 QR-DQN predicts ``n_quantiles`` quantiles ``theta_j(s, a)`` of the return at the levels ``tau_j = (2j - 1) / (2n)``.
 QRDQNCVaR picks ``argmax_a CVaR_alpha(s, a)``, with ``CVaR_alpha(s, a)`` the mean of the lowest ``ceil(alpha n)``
-predicted quantiles (the quantiles at levels below ``alpha``), both when acting and for the next action of the
-Bellman target, so the learned distributions are those of the policy that acts.
+predicted quantiles (the rounding of the ``cvar<a>`` objective), both when acting and for the next action of the
+Bellman target, so the learned distributions are those of the policy that acts. When ``alpha n`` is a whole number
+(0.2 with 50 quantiles: the lowest 10) this is the exact CVaR of the uniform distribution on the ``n`` quantiles;
+otherwise it is that distribution's CVaR at the level ``ceil(alpha n) / n`` above ``alpha``, not interpolated
+(0.25 with 50 quantiles averages the lowest 13, CVaR at 0.26; 0.99 with 50 quantiles is the mean).
 
 This is the usual *per-step* approximation of risk-averse control with distributional RL: the CVaR is maximized
 anew at every state, over the return from that state on. CVaR of the whole-episode return is time-inconsistent
@@ -14,6 +17,7 @@ the CVaR of the episode return, which is what the episodic OrderGrad agents targ
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -24,16 +28,26 @@ from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy,
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 
-from ordergrad_rl.common.arguments import check_number
+from ordergrad_rl.common.arguments import check_int
+
+
+def _check_level(name: str, alpha: Any) -> None:
+    """``ValueError`` naming ``name`` unless ``alpha`` is a real number (not a bool) in ``(0, 1]``."""
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < alpha <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {alpha!r}")
 
 
 def quantile_cvar(quantiles: th.Tensor, alpha: float, dim: int = 1) -> th.Tensor:
     """Mean of the lowest ``ceil(alpha n)`` of the ``n`` quantiles along ``dim`` (they are sorted first: a quantile
-    network's outputs need not be monotone).
+    network's outputs need not be monotone): the CVaR at ``alpha`` of the uniform distribution on the quantiles when
+    ``alpha n`` is a whole number, at ``ceil(alpha n) / n`` otherwise (module docstring).
 
     :param quantiles: e.g. ``[batch, n_quantiles, n_actions]``.
+    :param alpha: the level, in ``(0, 1]``.
     :return: the tensor without ``dim``, e.g. ``[batch, n_actions]``.
+    :raises ValueError: ``alpha`` outside ``(0, 1]``.
     """
+    _check_level("alpha", alpha)
     n = quantiles.shape[dim]
     m = max(1, math.ceil(alpha * n - 1e-12))
     return quantiles.sort(dim=dim).values.narrow(dim, 0, m).mean(dim=dim)
@@ -59,13 +73,13 @@ class _CVaRPolicyMixin:
     net_args: dict[str, Any]
 
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
-        check_number("cvar_alpha", cvar_alpha)
-        if not 0.0 < cvar_alpha <= 1.0:
-            raise ValueError(f"cvar_alpha must be in (0, 1], got {cvar_alpha}")
+        _check_level("cvar_alpha", cvar_alpha)
         self.cvar_alpha = cvar_alpha  # read by make_quantile_net, which the parent constructor calls
         super().__init__(*args, **kwargs)
 
     def make_quantile_net(self) -> CVaRQuantileNetwork:
+        # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
+        check_int("n_quantiles", self.net_args["n_quantiles"], 1)
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)  # type: ignore[attr-defined]
         return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)  # type: ignore[attr-defined]
 
@@ -103,10 +117,14 @@ class QRDQNCVaR(QRDQN):
     update is QR-DQN's quantile-Huber regression with the target's next action chosen by the same CVaR (module
     docstring: a per-step, time-inconsistent approximation of CVaR control).
 
-    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR).
+    :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR), or a
+        subclass of :class:`CVaRQRDQNPolicy` and its Cnn / MultiInput variants (not of sb3-contrib's ``QRDQNPolicy``).
     :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
     :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
-        save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``).
+        save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
+        way, ``QRDQN.load`` of a ``QRDQNCVaR`` save keeps the saved policy class, as SB3's ``load`` does: that model
+        acts on the CVaR at the saved level while ``QRDQN``'s update takes the mean-greedy next action. For a plain
+        QR-DQN, build a ``QRDQN`` with the same ``policy_kwargs`` and call its ``set_parameters`` on the save.
     :param kwargs: QR-DQN's arguments (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with ``n_quantiles``...).
     """
 
@@ -123,6 +141,21 @@ class QRDQNCVaR(QRDQN):
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+
+    @property
+    def alpha(self) -> float:
+        """The CVaR level, of the actions and of the target's next action: setting it sets the policy's too."""
+        return self.__dict__["alpha"]
+
+    @alpha.setter
+    def alpha(self, alpha: float) -> None:
+        # Kept in __dict__ under its name, which SB3's save and load copy (load sets it, then calls _setup_model).
+        _check_level("alpha", alpha)
+        self.__dict__["alpha"] = alpha
+        if getattr(self, "policy", None) is not None:
+            self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": alpha}
+            for holder in (self.policy, self.policy.quantile_net, self.policy.quantile_net_target):
+                holder.cvar_alpha = alpha
 
     @classmethod
     def load(  # type: ignore[override]
@@ -155,6 +188,11 @@ class QRDQNCVaR(QRDQN):
         # saved policy_kwargs (with the saved level) are restored, and before this builds the policy. A QR-DQN
         # policy class (a QRDQN save's) becomes its CVaR variant, whose parameters it loads.
         self.policy_class = CVAR_POLICIES.get(self.policy_class, self.policy_class)
+        if not issubclass(self.policy_class, _CVaRPolicyMixin):
+            raise ValueError(
+                f"policy {self.policy_class.__name__} does not act on the CVaR: subclass CVaRQRDQNPolicy, "
+                "CVaRQRDQNCnnPolicy or CVaRQRDQNMultiInputPolicy (ordergrad_rl.agents.qrdqn_cvar) rather than QR-DQN's"
+            )
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
         super()._setup_model()
 
