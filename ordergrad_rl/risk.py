@@ -98,8 +98,13 @@ def _weighted_profile(
     from ordergrad_rl.core.weighted import check_weighted_batch
 
     values, weights = check_weighted_batch(values, np.asarray(weights, dtype=np.float64).ravel())
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if not np.isfinite(total):  # weights near the float limit (1e308 each): their sum overflowed, every mass was 0
+        weights = weights / weights.max()
+        total = weights.sum()
     order = np.argsort(values, kind="stable")
-    values, mass = values[order], weights[order] / weights.sum()
+    values, mass = values[order], weights[order] / total
     mean = float(mass @ values)
     profile = {
         "mean": mean,
