@@ -485,8 +485,19 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
+def interval_cell(
+    mean: float, low: float, high: float, seeds: int, fmt: Callable[[float], str] = "{:.3f}".format
+) -> str:
+    """``mean [low, high]`` of a table column headed "[95% CI]"; the mean alone for one seed, which has no interval
+    (:func:`bootstrap_ci` gives the mean twice there: ``[m, m]`` read as an interval of width 0, as the sweep's
+    table prints no half-width for one seed)."""
+    if seeds < 2:
+        return fmt(mean)
+    return f"{fmt(mean)} [{fmt(low)}, {fmt(high)}]"
+
+
 def _ci(stat: dict[str, Any], fmt: Callable[[float], str]) -> str:
-    return f"{fmt(stat['mean'])} [{fmt(stat['low'])}, {fmt(stat['high'])}]"
+    return interval_cell(stat["mean"], stat["low"], stat["high"], len(stat["per_seed"]), fmt)
 
 
 def format_table(results: dict[str, Any]) -> str:
