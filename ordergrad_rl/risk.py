@@ -55,7 +55,10 @@ def risk_profile(
     :param weights: ``(n,)`` positive likelihood ratios of a batch drawn by a sampler (the noise sampler's): the
         profile is then that of the weighted empirical distribution, which describes the policy's own returns, not
         the sampler's draws (``cvar_<a>`` the mean of its lower ``a`` of mass, ``quantile_<q>`` Hazen's positions
-        at the cumulative weights); ``None``: every return weighs the same, as above.
+        at the cumulative weights); ``None``: every return weighs the same, as above. Equal weights give the same
+        profile but for ``cvar_<a>`` where ``a * n`` is not a whole number: the weighted one takes a share of the
+        return at the split, the unweighted one the worst ``ceil(a n)`` whole (``a = 0.3`` of 5 returns: the worst
+        and half the second worst, against the worst two).
     :return: ``{"mean", "std" (population), "min", "max", "cvar_0.05", ..., "quantile_0.05", ...}`` as floats,
         the keys TensorBoard logs under ``risk/`` and ``eval_risk/``.
     """

@@ -78,12 +78,12 @@ rest).
 Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's default
 now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic CVaR_0.2
 (mean and 95% bootstrap interval, scipy; the mean alone for one seed), the share of seeds whose greedy policy ends
-within the task's epsilon of the optimum, and the env steps after which it stays there (tabular tasks, checked
-``--checkpoints`` times during training). Runs are independent jobs over local worker processes (one torch thread
-each) or Ray Tune trials (``--address``). ``--json PATH`` is rewritten as each run finishes, so a protocol of hours
-cut short (Ctrl-C, a lost machine) keeps its finished runs; ``--resume`` keeps them and runs only the rest of the
-grid (a run is named by task, method, seed and budget). ``--quick``: the same code path on tiny budgets (CI); its
-numbers mean nothing.
+within the task's epsilon of the optimum, and the median over those seeds of the env steps after which it stays there
+(tabular tasks, checked ``--checkpoints`` times during training). Runs are independent jobs over local worker
+processes (one torch thread each) or Ray Tune trials (``--address``). ``--json PATH`` is rewritten as each run
+finishes, so a protocol of hours cut short (Ctrl-C, a lost machine) keeps its finished runs; ``--resume`` keeps them
+and runs only the rest of the grid (a run is named by task, method, seed and budget). ``--quick``: the same code path
+on tiny budgets (CI); its numbers mean nothing.
 """
 
 from __future__ import annotations
