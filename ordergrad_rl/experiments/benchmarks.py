@@ -115,9 +115,9 @@ from ordergrad_rl.common.options import (
 )
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.provenance import run_provenance
-from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.common.schedules import HeldLinearSchedule
-from ordergrad_rl.experiments.peers import bootstrap_ci, interval_cell
+from ordergrad_rl.experiments.peers import bootstrap_ci
 from ordergrad_rl.experiments.tailrisk import block_seed
 from ordergrad_rl.zoo.models import evaluate_model
 
@@ -1622,6 +1622,9 @@ def format_table(rows: list[dict]) -> str:
         optimum = "-" if task.optimum is None else f"{task.optimum:g} (eps {task.epsilon:g})"
         at = "-" if "at_optimum" not in row else f"{row['at_optimum']}/{row['seeds']}"
         steps = row.get("steps_to_optimum")
+        greedy, stochastic = (
+            interval_cell(low, high, row["seeds"], mean) for mean, low, high in (row["greedy"], row["stochastic"])
+        )
         lines.append(
             [
                 row["task"],
@@ -1629,8 +1632,8 @@ def format_table(rows: list[dict]) -> str:
                 row["seeds"],
                 row["timesteps"],
                 optimum,
-                interval_cell(*row["greedy"], row["seeds"]),
-                interval_cell(*row["stochastic"], row["seeds"]),
+                greedy,
+                stochastic,
                 at,
                 "-" if steps is None else f"{steps:.0f}",
             ]

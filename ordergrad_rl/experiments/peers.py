@@ -47,7 +47,7 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_output_arguments, positive_int
-from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments import tailrisk
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, Method, block_seed
 
@@ -485,19 +485,8 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
-def interval_cell(
-    mean: float, low: float, high: float, seeds: int, fmt: Callable[[float], str] = "{:.3f}".format
-) -> str:
-    """``mean [low, high]`` of a table column headed "[95% CI]"; the mean alone for one seed, which has no interval
-    (:func:`bootstrap_ci` gives the mean twice there: ``[m, m]`` read as an interval of width 0, as the sweep's
-    table prints no half-width for one seed)."""
-    if seeds < 2:
-        return fmt(mean)
-    return f"{fmt(mean)} [{fmt(low)}, {fmt(high)}]"
-
-
 def _ci(stat: dict[str, Any], fmt: Callable[[float], str]) -> str:
-    return interval_cell(stat["mean"], stat["low"], stat["high"], len(stat["per_seed"]), fmt)
+    return interval_cell(stat["low"], stat["high"], len(stat["per_seed"]), stat["mean"], fmt)
 
 
 def format_table(results: dict[str, Any]) -> str:
