@@ -55,7 +55,10 @@ def risk_profile(
     :param weights: ``(n,)`` positive likelihood ratios of a batch drawn by a sampler (the noise sampler's): the
         profile is then that of the weighted empirical distribution, which describes the policy's own returns, not
         the sampler's draws (``cvar_<a>`` the mean of its lower ``a`` of mass, ``quantile_<q>`` Hazen's positions
-        at the cumulative weights); ``None``: every return weighs the same, as above.
+        at the cumulative weights); ``None``: every return weighs the same, as above. Equal weights give the same
+        profile but for ``cvar_<a>`` where ``a * n`` is not a whole number: the weighted one takes a share of the
+        return at the split, the unweighted one the worst ``ceil(a n)`` whole (``a = 0.3`` of 5 returns: the worst
+        and half the second worst, against the worst two).
     :return: ``{"mean", "std" (population), "min", "max", "cvar_0.05", ..., "quantile_0.05", ...}`` as floats,
         the keys TensorBoard logs under ``risk/`` and ``eval_risk/``.
     """
@@ -98,8 +101,13 @@ def _weighted_profile(
     from ordergrad_rl.core.weighted import check_weighted_batch
 
     values, weights = check_weighted_batch(values, np.asarray(weights, dtype=np.float64).ravel())
+    with np.errstate(over="ignore"):
+        total = weights.sum()
+    if not np.isfinite(total):  # weights near the float limit (1e308 each): their sum overflowed, every mass was 0
+        weights = weights / weights.max()
+        total = weights.sum()
     order = np.argsort(values, kind="stable")
-    values, mass = values[order], weights[order] / weights.sum()
+    values, mass = values[order], weights[order] / total
     mean = float(mass @ values)
     profile = {
         "mean": mean,

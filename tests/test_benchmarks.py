@@ -14,6 +14,7 @@ from ordergrad_rl.agents.common.evaluation import policy_table
 from ordergrad_rl.cli import main
 from ordergrad_rl.envs.lava_grid import CVAR_POLICY, SHORTCUT_POLICY
 from ordergrad_rl.experiments import benchmarks as bench
+from ordergrad_rl.experiments import peers
 
 
 class _TablePolicy:
@@ -575,6 +576,20 @@ def test_interval_is_a_bootstrap_interval_of_the_mean():
     assert mean == 4.0 and low < mean < high and 1.0 <= low and high <= 10.0
     assert bench.interval([2.0]) == (2.0, 2.0, 2.0)
     assert bench.interval([3.0, 3.0]) == (3.0, 3.0, 3.0)
+
+
+def test_a_single_seed_prints_no_interval():
+    # One seed has no interval, but its row printed "-201.266 [-201.266, -201.266]" under "[95% CI]": read as an
+    # interval of width 0, like that of ten seeds that all scored the same (which stays).
+    def cells(runs):
+        row = bench.format_table(bench.summarize(runs)).splitlines()[-1]
+        return [cell.strip() for cell in row.strip("|").split("|")][5:7]  # greedy, stochastic
+
+    assert cells([_run("cartpole", "ppo", 0, 300.0)]) == ["300.000", "299.000"]
+    same = cells([_run("cartpole", "ppo", seed, 300.0) for seed in range(3)])
+    assert same == ["300.000 [300.000, 300.000]", "299.000 [299.000, 299.000]"]
+    stat = {"mean": 1.0, "low": 1.0, "high": 1.0, "per_seed": np.array([1.0])}
+    assert peers._ci(stat, "{:.1f}".format) == "1.0"  # reproduce peers --seeds 1 likewise
 
 
 def _without(run, *keys):

@@ -605,6 +605,32 @@ def test_mix_and_cvar_slope_match_brute_force(tenths: bool) -> None:
     assert ties > 100 or not tenths  # the tie branch (a CDF equal to the level) is exercised
 
 
+def test_return_distribution_refuses_what_its_cvar_would_misread() -> None:
+    """``cvar`` reads the lower tail off the order given: unsorted values gave the CVaR of the wrong end (5.0 for
+    the worst half of {0, 5}), missing mass another number (0.3 for a CVaR_1 of 0.5), no values 0.0, and a NaN value
+    a KeyError in ``from_dict``."""
+    assert ReturnDistribution.from_dict({5: 0.5, 0: 0.5}).cvar(0.5) == 0.0  # from_dict sorts
+    bad = [
+        ((np.array([5.0, 0.0]), np.array([0.5, 0.5])), "sorted and distinct"),
+        ((np.array([0.0, 0.0]), np.array([0.5, 0.5])), "sorted and distinct"),
+        ((np.array([0.0, np.inf]), np.array([0.5, 0.5])), "finite"),
+        ((np.array([0.0, 1.0]), np.array([0.3, 0.3])), "summing to 1"),
+        ((np.array([0.0, 1.0]), np.array([-0.3, 1.3])), "summing to 1"),
+        ((np.array([0.0, 1.0]), np.array([1.0])), "one length"),
+        ((np.array([]), np.array([])), "at least 1"),
+    ]
+    for (values, probs), message in bad:
+        with pytest.raises(ValueError, match=message):
+            ReturnDistribution(values, probs)
+    for masses in ({}, {float("nan"): 0.5, 1.0: 0.5}, {0.0: 0.3, 1.0: 0.3}):
+        with pytest.raises(ValueError):
+            ReturnDistribution.from_dict(masses)
+    # a mass propagated along paths may pass 1 by a rounding error (the README's lava snippet: 1.0000000000000033), or
+    # miss it by a float32 policy's (about 1e-6 over the maze's 40 steps)
+    assert ReturnDistribution.from_dict({-1.0: 1.0 + 3e-15}).cvar(0.2) == pytest.approx(-1.0)
+    assert ReturnDistribution.from_dict({0.0: 0.5, 1.0: 0.5 - 1e-6}).cvar(1.0) == pytest.approx(0.5, abs=1e-5)
+
+
 def uniform_mean_and_cvar_laws(cls: type) -> tuple[ReturnDistribution, ...]:
     """The return laws of a tabular env's uniform policy, its mean-optimal policy and its best stationary CVaR_0.2
     policy."""

@@ -177,6 +177,21 @@ def test_aggregate_and_figures(tmp_path) -> None:
     assert "OrderGrad Top-9@10" in exp.format_table(summary, config)
 
 
+def test_one_seed_prints_no_iqm_interval() -> None:
+    # rliable's stratified bootstrap over one seed per game resamples the same runs: the table printed [0.400, 0.400]
+    # under "IQM 95% CI", an interval of width 0 for a number measured once (--quick's and --seeds 1's tables).
+    _rliable()
+    for seeds, cell in ((1, "-"), (2, "[0.400, 0.400]")):
+        config = exp.Config(games=("breakout",), steps=1000, seeds=seeds, m=(9,), curve_bins=5, reps=50)
+        runs = [
+            _fake_run("breakout", m, s, 0.4 * exp.MAX_SCORES["breakout"])
+            for m in config.methods()
+            for s in range(seeds)
+        ]
+        row = exp.format_table(exp.aggregate(runs, config), config).splitlines()[2]
+        assert [c.strip() for c in row.strip("|").split("|")][3] == cell
+
+
 @pytest.mark.parametrize("subset", [("ppo_v_ent", "ppo_q_ent"), ("top9@10",), ("ppo_q", "top1@10", "top9@10")])
 def test_aggregate_table_and_figures_for_a_subset(subset: tuple[str, ...], tmp_path: Path) -> None:
     _rliable()

@@ -90,3 +90,12 @@ def test_a_weighted_profile_is_the_profile_of_the_weighted_distribution():
     assert equal == pytest.approx(plain)
     with pytest.raises(ValueError, match="positive"):
         risk_profile(returns, weights=np.zeros(20))
+
+
+def test_a_weighted_profile_of_weights_near_the_float_limit():
+    # Three likelihood ratios of 1e308 sum past the float limit: every mass was 1e308 / inf = 0, so the profile read
+    # mean 0, std 0, CVaR 0 and every quantile the largest return, without a word. Only their ratios matter.
+    returns = np.array([1.0, 2.0, 3.0])
+    huge = risk_profile(returns, cvar_levels=(0.5, 1.0), weights=np.full(3, 1e308))
+    assert huge == pytest.approx(risk_profile(returns, cvar_levels=(0.5, 1.0), weights=np.ones(3)))
+    assert huge["mean"] == 2.0 and huge["cvar_0.5"] == pytest.approx(4 / 3)

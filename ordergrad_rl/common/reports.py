@@ -82,6 +82,18 @@ def format_cell(value: Any) -> str:
     return str(value)
 
 
+def interval_cell(
+    low: float, high: float, seeds: int, mean: float | None = None, fmt: Callable[[float], str] = "{:.3f}".format
+) -> str:
+    """``mean [low, high]`` (``[low, high]`` without ``mean``): a table's 95% interval over ``seeds``; for one seed,
+    which has no interval, the mean alone (``-`` without it). A bootstrap over one seed gives ``[m, m]``, which read as
+    an interval of width 0 like that of seeds that all scored the same (as the sweep's table, no half-width there)."""
+    if seeds < 2:
+        return "-" if mean is None else fmt(mean)
+    bounds = f"[{fmt(low)}, {fmt(high)}]"
+    return bounds if mean is None else f"{fmt(mean)} {bounds}"
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-markdown table (readable in a terminal, pasteable into the README); numbers by :func:`format_cell`."""
     cells = [[format_cell(v) for v in row] for row in rows]

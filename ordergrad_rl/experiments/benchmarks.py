@@ -75,15 +75,15 @@ OrderGradPPO variant without a schedule of its own keeps ``risk_schedule="none"`
 same before the schedule default) and ``og-cvar-entlate`` (the bonus held over the first 60% and decayed to 0 over the
 rest).
 
-Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's
-default now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic
-CVaR_0.2 (mean and 95% bootstrap interval, scipy), the share of seeds whose greedy policy ends within the task's
-epsilon of the optimum, and the env steps after which it stays there (tabular tasks, checked ``--checkpoints``
-times during training). Runs are independent jobs over local worker processes (one torch thread each) or Ray Tune
-trials (``--address``). ``--json PATH`` is rewritten as each run finishes, so a protocol of hours cut short
-(Ctrl-C, a lost machine) keeps its finished runs; ``--resume`` keeps them and runs only the rest of the grid (a run
-is named by task, method, seed and budget). ``--quick``: the same code path on tiny budgets (CI); its numbers mean
-nothing.
+Reported per (task, method) and rollout size (a row whose runs took another ``n_episodes`` than the method's default
+now, runs stored before a default changed, reads ``<method> N=<n>``), over seeds: greedy and stochastic CVaR_0.2
+(mean and 95% bootstrap interval, scipy; the mean alone for one seed), the share of seeds whose greedy policy ends
+within the task's epsilon of the optimum, and the median over those seeds of the env steps after which it stays there
+(tabular tasks, checked ``--checkpoints`` times during training). Runs are independent jobs over local worker
+processes (one torch thread each) or Ray Tune trials (``--address``). ``--json PATH`` is rewritten as each run
+finishes, so a protocol of hours cut short (Ctrl-C, a lost machine) keeps its finished runs; ``--resume`` keeps them
+and runs only the rest of the grid (a run is named by task, method, seed and budget). ``--quick``: the same code path
+on tiny budgets (CI); its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ from ordergrad_rl.common.options import (
 )
 from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.provenance import run_provenance
-from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.common.schedules import HeldLinearSchedule
 from ordergrad_rl.experiments.peers import bootstrap_ci
 from ordergrad_rl.experiments.tailrisk import block_seed
@@ -1614,11 +1614,6 @@ def summarize(results: list[dict]) -> list[dict]:
     return rows
 
 
-def _cell(triple: tuple[float, float, float]) -> str:
-    mean, low, high = triple
-    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def format_table(rows: list[dict]) -> str:
     """The benchmark table (the README's, docs/benchmarks.md's): one row per (task, method)."""
     lines = []
@@ -1627,6 +1622,9 @@ def format_table(rows: list[dict]) -> str:
         optimum = "-" if task.optimum is None else f"{task.optimum:g} (eps {task.epsilon:g})"
         at = "-" if "at_optimum" not in row else f"{row['at_optimum']}/{row['seeds']}"
         steps = row.get("steps_to_optimum")
+        greedy, stochastic = (
+            interval_cell(low, high, row["seeds"], mean) for mean, low, high in (row["greedy"], row["stochastic"])
+        )
         lines.append(
             [
                 row["task"],
@@ -1634,8 +1632,8 @@ def format_table(rows: list[dict]) -> str:
                 row["seeds"],
                 row["timesteps"],
                 optimum,
-                _cell(row["greedy"]),
-                _cell(row["stochastic"]),
+                greedy,
+                stochastic,
                 at,
                 "-" if steps is None else f"{steps:.0f}",
             ]

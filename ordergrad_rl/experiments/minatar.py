@@ -59,7 +59,7 @@ from ordergrad_rl.common.options import (
     apply_quick,
     positive_int,
 )
-from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.envs.minatar import GAMES, make_minatar_vec_env
 from ordergrad_rl.experiments.tailrisk import block_seed
 from ordergrad_rl.zoo.training import remove_runs
@@ -527,7 +527,7 @@ def format_table(summary: dict[str, Any], config: Config) -> str:
                 method_label(m, config),
                 float(agg.get("median", np.nan)),
                 float(agg.get("iqm", np.nan)),
-                f"[{lo:.3f}, {hi:.3f}]",
+                interval_cell(lo, hi, config.seeds),
                 float(agg.get("mean", np.nan)),
                 *(float(summary["per_game"][g][m]["final_mean"]) for g in config.games),
             ]

@@ -47,7 +47,7 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_output_arguments, positive_int
-from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments import tailrisk
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, Method, block_seed
 
@@ -486,7 +486,7 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------------- reporting
 def _ci(stat: dict[str, Any], fmt: Callable[[float], str]) -> str:
-    return f"{fmt(stat['mean'])} [{fmt(stat['low'])}, {fmt(stat['high'])}]"
+    return interval_cell(stat["low"], stat["high"], len(stat["per_seed"]), stat["mean"], fmt)
 
 
 def format_table(results: dict[str, Any]) -> str:
