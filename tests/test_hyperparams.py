@@ -361,3 +361,33 @@ def test_an_entry_without_a_policy_gets_the_algorithms_first(tmp_path, capsys):
     argv = ["train", "--algo", "recurrent_ppo", "--env", "CartPole-v1", "--objective", "cvar0.25", "--n-episodes", "4",
             "--hparams", "n_epochs=1", "--quiet", "--conf-file", str(conf)]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_an_entry_takes_rl_zoos_policy_kwargs_text(tmp_path, capsys):
+    """rl-zoo3's files write ``policy_kwargs`` as the text of a dict, with ``nn.ReLU`` for an activation; it was
+    refused ("expects a dict ..., got str"). It is read (not run), in a file and in ``--hparams`` alike."""
+    from torch import nn
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        'CartPole-v1:\n  policy_kwargs: "dict(ortho_init=False, activation_fn=nn.ReLU,\n'
+        '                       net_arch=dict(pi=[8], vf=[8]))"\n'
+    )
+    hp = load_hyperparams("ppo", "CartPole-v1", conf)
+    expected = {"ortho_init": False, "activation_fn": nn.ReLU, "net_arch": {"pi": [8], "vf": [8]}}
+    assert hp.kwargs["policy_kwargs"] == expected
+    model = algorithm_class("ppo")(hp.policy, "CartPole-v1", objective="cvar0.25", n_episodes=4, **hp.kwargs)
+    assert isinstance(model.policy.mlp_extractor.policy_net[1], nn.ReLU)
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8", "--quiet",
+            "--conf-file", "none", "--n-episodes", "2", "--hparams", "n_epochs=1"]  # fmt: skip
+    assert main([*argv, "policy_kwargs=dict(activation_fn=nn.Tanh, net_arch=[4])"]) == 0
+    conf.write_text('CartPole-v1:\n  policy_kwargs: "dict(optimizer_class=RMSpropTFLike)"\n')
+    with pytest.raises(ValueError, match="policy_kwargs expects a dict .* got 'RMSpropTFLike' in"):
+        load_hyperparams("ppo", "CartPole-v1", conf)
+    conf.write_text('CartPole-v1:\n  policy_kwargs: "{[8]: 1}"\n')  # an unhashable key: no TypeError traceback
+    with pytest.raises(ValueError, match=r"got text that is not a Python value \(unhashable type: 'list'\)"):
+        load_hyperparams("ppo", "CartPole-v1", conf)
+    assert main([*argv, "policy_kwargs=dict(net_arch=[4]"]) == 2
+    assert "policy_kwargs expects a dict such as {'key': 1} or None, got text that is not a Python value" in (
+        capsys.readouterr().err
+    )

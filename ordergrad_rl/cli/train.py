@@ -20,7 +20,8 @@ statistics (frozen, raw rewards); for a ranked objective (all but mean) norm_rew
 it, as a running reward scale would change the ranks of the returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
-literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
+literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
+rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", in the file too); --hparams and the
 options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is

@@ -59,26 +59,21 @@ def parse_normalize(value: Any, where: str) -> dict[str, Any] | None:
     """rl-zoo3's ``normalize`` value -> ``VecNormalize``'s keyword arguments (``None``: no normalization).
 
     ``true`` / ``false``, a mapping, or its text as rl-zoo3 writes it (``"{'norm_obs': True, 'norm_reward': False}"``
-    or ``"dict(norm_obs=True, norm_reward=False)"``; read as literals, not run as code as rl-zoo3's ``eval`` does).
+    or ``"dict(norm_obs=True, norm_reward=False)"``; read, not run as code as rl-zoo3's ``eval`` does:
+    :func:`~ordergrad_rl.zoo.algorithms.python_text`).
 
     :param where: the file and entry, for the message.
     :raises ValueError: another value, or a key ``VecNormalize`` does not take.
     """
-    import ast
+    from ordergrad_rl.zoo.algorithms import python_text
 
     if isinstance(value, bool):
         return {} if value else None
     if isinstance(value, str):
         try:
-            tree = ast.parse(value.strip(), mode="eval").body
-            if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict":
-                if tree.args or any(keyword.arg is None for keyword in tree.keywords):
-                    raise ValueError("dict(...) with keyword arguments only")
-                value = {keyword.arg: ast.literal_eval(keyword.value) for keyword in tree.keywords}
-            else:
-                value = ast.literal_eval(tree)
-        except (SyntaxError, ValueError) as err:
-            raise ValueError(f"{where}: {value!r} is not a mapping of VecNormalize's arguments ({err})") from err
+            value = python_text(value)
+        except ValueError as err:
+            raise ValueError(f"{where}: expected a mapping of VecNormalize's arguments, got {err}") from err
     if not isinstance(value, dict):
         raise ValueError(
             f"{where}: expected true, false or a mapping of VecNormalize's arguments such as "
