@@ -391,3 +391,21 @@ def test_an_entry_takes_rl_zoos_policy_kwargs_text(tmp_path, capsys):
     assert "policy_kwargs expects a dict such as {'key': 1} or None, got text that is not a Python value" in (
         capsys.readouterr().err
     )
+
+
+def test_a_conf_file_without_an_entry_for_the_env_is_refused(tmp_path, capsys, monkeypatch):
+    """A user's --conf-file was silently ignored when it had no entry for --env (a typo, another version of the id):
+    the run trained with the class defaults. rl-zoo3 refuses it ("Hyperparameters not found"); so does train, naming
+    the closest entry. The shipped file still falls back to the class defaults."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CartPole-v1:\n  n_epochs: 1\n")
+    base = ["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "8", "--n-episodes", "2", "--quiet"]
+    assert main([*base, "--env", "CartPole-v0", "--conf-file", str(conf)]) == 2
+    assert (
+        f"--conf-file {conf} has no entry for CartPole-v0 (did you mean CartPole-v1?); its entries: CartPole-v1. "
+        "Add one, or give --conf-file none" in capsys.readouterr().err
+    )
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    assert main([*base, "--env", "CartPole-v1", "--conf-file", str(conf)]) == 0 and built[-1].n_epochs == 1
+    assert main([*base, "--env", "CartPole-v0"]) == 0 and built[-1].n_epochs == 10  # no shipped entry: the defaults

@@ -14,10 +14,11 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
 (ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
 n_timesteps when --timesteps is not given, its policy and n_envs unless --policy and --n-envs are given;
---conf-file PATH reads another file, --conf-file none applies none. An entry's normalize (rl-zoo3's: true, or a
-mapping of VecNormalize's arguments) wraps the env in SB3's VecNormalize, and the --eval-env in one sharing its
-statistics (frozen, raw rewards); for a ranked objective (all but mean) norm_reward is off unless the mapping sets
-it, as a running reward scale would change the ranks of the returns. --save PATH writes the statistics to
+--conf-file PATH reads another file (it needs an entry for --env, as in rl-zoo3), --conf-file none applies none.
+An entry's normalize (rl-zoo3's: true, or a mapping of VecNormalize's arguments) wraps the env in SB3's
+VecNormalize, and the --eval-env in one sharing its statistics (frozen, raw rewards); for a ranked objective (all
+but mean) norm_reward is off unless the mapping sets it, as a running reward scale would change the ranks of the
+returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
@@ -145,8 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--conf-file",
         default=None,
         metavar="PATH",
-        help="per-env hyperparameter file, rl-zoo3 style (default: ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml "
-        "shipped with the package, for ppo and reinforce; 'none': the algorithm's defaults only)",
+        help="per-env hyperparameter file, rl-zoo3 style, with an entry for --env (default: "
+        "ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml shipped with the package, for ppo and reinforce, whose "
+        "entry applies where it has one; 'none': the algorithm's defaults only)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
     parser.add_argument(

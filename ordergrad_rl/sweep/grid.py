@@ -20,8 +20,8 @@ Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``,
 ``eval_freq``, ``deterministic``, ``conf_file``); every other key is a constructor argument of the algorithm,
 checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
 under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
-directory the sweep starts in) or ``none``. A grid value may be a single value (not a list). Numbers written
-``3e-4`` (which YAML 1.1 reads as text) are numbers.
+directory the sweep starts in, with an entry for the trial's env) or ``none``. A grid value may be a single value
+(not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
 
 The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
 method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
