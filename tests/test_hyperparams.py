@@ -409,3 +409,18 @@ def test_a_conf_file_without_an_entry_for_the_env_is_refused(tmp_path, capsys, m
     monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
     assert main([*base, "--env", "CartPole-v1", "--conf-file", str(conf)]) == 0 and built[-1].n_epochs == 1
     assert main([*base, "--env", "CartPole-v0"]) == 0 and built[-1].n_epochs == 10  # no shipped entry: the defaults
+
+
+def test_train_prints_the_entrys_values_the_model_is_built_with(tmp_path, capsys):
+    """The line listing the entry printed the file's values that --hparams and the options had replaced
+    (``learning_rate=0.01`` while the model trained with 0.1); rl-zoo3 prints the values it builds with."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: 0.01\n  n_epochs: 2\n  n_episodes: 6\n")
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet", "--n-episodes", "4",
+            "--conf-file", str(conf), "--hparams", "learning_rate=0.1"]  # fmt: skip
+    assert main(argv) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("hyperparameters of")]
+    assert line == (
+        f"hyperparameters of RiskyBandit-v0 from {conf}: n_epochs=2, n_timesteps=8; instead of the file's, --hparams "
+        "and the options give learning_rate=0.1, n_episodes=4"
+    )

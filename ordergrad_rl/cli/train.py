@@ -269,12 +269,17 @@ def run(args: argparse.Namespace) -> int:
         if timesteps is None:
             raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
         model = build_model(run_settings, hparams, entry=entry)
-        if entry is not None:
-            applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+        if entry is not None:  # as rl-zoo3 prints them: the values the model is built with
+            options = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
+            given = hparams | {key: value for key, value in options.items() if value is not None}
+            applied = {key: value for key, value in entry.kwargs.items() if key not in given}
+            applied |= {} if args.timesteps is not None else {"n_timesteps": timesteps}
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
-            print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+            replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
+            replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
+            print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     if args.save_freq is not None:
