@@ -63,6 +63,9 @@ def test_load_hyperparams_errors_and_missing_entries(tmp_path):
     bad.write_text("CartPole-v1: {n_timesteps: 1.5}\n")
     with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
         load_hyperparams("ppo", "CartPole-v1", bad)
+    bad.write_text("CartPole-v1: {n_timesteps: true}\n")  # was 1 timestep
+    with pytest.raises(ValueError, match="n_timesteps must be a positive integer, got True"):
+        load_hyperparams("ppo", "CartPole-v1", bad)
     bad.write_text("CartPole-v1: [unclosed\n")
     with pytest.raises(ValueError, match="not valid YAML"):
         load_hyperparams("ppo", "CartPole-v1", bad)

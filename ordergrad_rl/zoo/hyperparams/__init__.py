@@ -130,9 +130,9 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     kwargs = dict(entry)
     n_timesteps = kwargs.pop(N_TIMESTEPS, None)
     if n_timesteps is not None:
-        # YAML reads 1e6 as a string and 1.0e6 as a float: accept any integral number.
+        # YAML reads 1e6 as a string and 1.0e6 as a float: accept any integral number (not true, which is 1).
         try:
-            count = float(n_timesteps)
+            count = float("nan") if isinstance(n_timesteps, bool) else float(n_timesteps)
         except (TypeError, ValueError):
             count = float("nan")
         if not count.is_integer() or count < 1:
