@@ -427,3 +427,15 @@ def test_train_prints_the_entrys_values_the_model_is_built_with(tmp_path, capsys
         f"hyperparameters of RiskyBandit-v0 from {conf}: n_epochs=2, n_timesteps=8; instead of the file's, --hparams "
         "and the options give learning_rate=0.1, n_episodes=4"
     )
+
+
+def test_an_entry_reads_numbers_that_yaml_reads_as_text(tmp_path):
+    """``learning_rate: 3e-4`` (YAML 1.1 reads it as the string "3e-4") was refused ("expects a number, got str"),
+    while ``n_timesteps: 1e5`` and a sweep's ``3e-4`` are numbers: an entry's values are read as a sweep's."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 1e5\n  learning_rate: 3e-4\n  ent_coef: 1e-2\n  n_epochs: 4\n")
+    hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    assert hp.kwargs == {"learning_rate": 3e-4, "ent_coef": 0.01, "n_epochs": 4} and hp.n_timesteps == 100_000
+    conf.write_text("RiskyBandit-v0:\n  n_epochs: 4e0\n")  # a float is still no integer
+    with pytest.raises(ValueError, match="n_epochs expects an integer, got float 4.0"):
+        load_hyperparams("ppo", "RiskyBandit-v0", conf)

@@ -29,7 +29,6 @@ method, summarized together (mean and confidence interval over seeds) and drawn 
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
 import json
@@ -41,7 +40,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
+from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, number
 from ordergrad_rl.zoo.models import check_env_id
 from ordergrad_rl.zoo.training import (
     TrainSettings,
@@ -109,19 +108,6 @@ class SweepConfig:
     def varying(self) -> list[str]:
         """Grid keys with more than one value, except the seed: the keys that tell methods apart."""
         return [key for key, values in self.grid.items() if key != "seed" and len(values) > 1]
-
-
-def number(value: Any) -> Any:
-    """``value``, with text that is a Python number literal (``"3e-4"``, which YAML 1.1 reads as a string) as
-    the number."""
-    if isinstance(value, str):
-        try:
-            literal = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            return value
-        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
-            return literal
-    return value
 
 
 def _values(key: str, value: Any) -> list[Any]:

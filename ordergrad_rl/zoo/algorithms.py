@@ -213,6 +213,19 @@ def linear_schedule(text: str, where: str) -> LinearSchedule:
     return LinearSchedule(start, 0.0, 1.0)
 
 
+def number(value: Any) -> Any:
+    """``value``, with text that is a Python number literal (``"3e-4"``, which YAML 1.1 reads as a string) as
+    the number."""
+    if isinstance(value, str):
+        try:
+            literal = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError):  # TypeError: an unhashable key ("{[8]: 1}")
+            return value
+        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
+            return literal
+    return value
+
+
 #: Arguments that rl-zoo3's files write as the text of a Python dict (``policy_kwargs: "dict(net_arch=[64, 64])"``).
 TEXT_MAPPINGS = ("policy_kwargs",)
 
