@@ -56,6 +56,10 @@ def test_load_hyperparams_errors_and_missing_entries(tmp_path):
     assert load_hyperparams("ppo", "CartPole-v1") is None  # the defaults are meant to work there
     with pytest.raises(ValueError, match="unknown algo 'dqn'"):
         load_hyperparams("dqn", "CartPole-v1")
+    # No file is shipped for these: no entry, as train has none (it said "unknown algo 'recurrent_ppo'").
+    assert load_hyperparams("recurrent_ppo", "CartPole-v1") is load_hyperparams("maskable_ppo", "CartPole-v1") is None
+    with pytest.raises(ValueError, match="no hyperparameter file is shipped for 'recurrent_ppo'"):
+        hyperparams_file("recurrent_ppo")
     bad = tmp_path / "bad.yml"
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ValueError, match="mapping of env ids"):

@@ -19,7 +19,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
-from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams, read_hyperparams_file
+from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
     check_env_id,
     check_fits,
@@ -107,8 +107,6 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
 
     if conf_file is not None and str(conf_file).lower() == "none":
         return None
-    if conf_file is None and algo not in FILES:
-        return None  # no file shipped for this algorithm
     try:
         entry = load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
         entries = [] if entry is not None or conf_file is None else list(read_hyperparams_file(conf_file))

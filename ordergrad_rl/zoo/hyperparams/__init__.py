@@ -90,10 +90,13 @@ def parse_normalize(value: Any, where: str) -> dict[str, Any] | None:
 def hyperparams_file(algo: str) -> Path:
     """The shipped hyperparameter file of ``algo`` (``"ppo"`` or ``"reinforce"``).
 
-    :raises ValueError: unknown ``algo``.
+    :raises ValueError: an ``algo`` without one (unknown, or ``recurrent_ppo`` and ``maskable_ppo``).
     """
+    from ordergrad_rl.zoo.algorithms import ALGOS
+
     if algo not in FILES:
-        raise ValueError(f"unknown algo {algo!r}: hyperparameter files exist for {', '.join(FILES)}")
+        what = "no hyperparameter file is shipped for" if algo in ALGOS else "unknown algo"
+        raise ValueError(f"{what} {algo!r}: hyperparameter files exist for {', '.join(FILES)}")
     return Path(str(resources.files(__package__).joinpath(FILES[algo])))
 
 
@@ -118,11 +121,18 @@ def read_hyperparams_file(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> Hyperparams | None:
-    """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none.
+    """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none
+    (or no file is shipped for ``algo``: the class defaults apply).
 
     :raises ValueError: unknown ``algo``, a malformed file, an ``n_timesteps`` that is not a positive integer, or a
         key or value the algorithm does not accept (``lin_<x>`` becomes a linear schedule, as in ``train``).
     """
+    from ordergrad_rl.zoo.algorithms import ALGOS
+
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algo {algo!r}: one of {', '.join(ALGOS)}")
+    if path is None and algo not in FILES:
+        return None
     source = hyperparams_file(algo) if path is None else Path(path)
     entry = read_hyperparams_file(source).get(env_id)
     if entry is None:
