@@ -205,8 +205,12 @@ def test_hparams_errors_name_the_item(capsys):
 
 def test_train_errors_of_the_conf_file(tmp_path, capsys):
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet"]
-    assert main(base) == 2  # no entry for the bandit, no --timesteps
-    assert "give --timesteps" in capsys.readouterr().err
+    assert main(base) == 2  # no entry for the bandit, no --timesteps (it blamed a --conf-file no one gave)
+    assert "error: give --timesteps: RiskyBandit-v0 has no per-env hyperparameter entry\n" in capsys.readouterr().err
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_epochs: 1\n")
+    assert main([*base, "--conf-file", str(conf)]) == 2
+    assert f"give --timesteps: the RiskyBandit-v0 entry of {conf} has no n_timesteps" in capsys.readouterr().err
     conf = tmp_path / "conf.yml"
     conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  clip_rnage: 0.1\n")
     assert main([*base, "--conf-file", str(conf)]) == 2

@@ -267,7 +267,9 @@ def run(args: argparse.Namespace) -> int:
         run_settings = with_entry_env_kwargs(run_settings, entry)
         timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
         if timesteps is None:
-            raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+            if entry is None:
+                raise CommandError(f"give --timesteps: {args.env} has no per-env hyperparameter entry")
+            raise CommandError(f"give --timesteps: the {args.env} entry of {entry.source} has no n_timesteps")
         model = build_model(run_settings, hparams, entry=entry)
         if entry is not None:  # as rl-zoo3 prints them: the values the model is built with
             options = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
