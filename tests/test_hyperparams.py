@@ -447,3 +447,15 @@ def test_an_entry_reads_numbers_that_yaml_reads_as_text(tmp_path):
     conf.write_text("RiskyBandit-v0:\n  n_epochs: 4e0\n")  # a float is still no integer
     with pytest.raises(ValueError, match="n_epochs expects an integer, got float 4.0"):
         load_hyperparams("ppo", "RiskyBandit-v0", conf)
+
+
+def test_a_module_qualified_env_id_gets_its_entry(capsys):
+    """``--env ordergrad_rl:SyntheticTailRisk-v0`` (gym.make's "module:EnvId" form, the README's for SubprocVecEnv
+    workers) is the same env, but the shipped entry was not applied: it trained with the class defaults, silently."""
+    qualified = load_hyperparams("reinforce", "ordergrad_rl:SyntheticTailRisk-v0")
+    plain = load_hyperparams("reinforce", "SyntheticTailRisk-v0")
+    assert qualified is not None and qualified.kwargs == plain.kwargs and qualified.n_timesteps == plain.n_timesteps
+    argv = ["train", "--algo", "reinforce", "--env", "ordergrad_rl:SyntheticTailRisk-v0", "--objective", "cvar0.2",
+            "--timesteps", "1", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert "hyperparameters of ordergrad_rl:SyntheticTailRisk-v0 from" in capsys.readouterr().out

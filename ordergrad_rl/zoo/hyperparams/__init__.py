@@ -122,7 +122,8 @@ def read_hyperparams_file(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> Hyperparams | None:
     """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none
-    (or no file is shipped for ``algo``: the class defaults apply).
+    (or no file is shipped for ``algo``: the class defaults apply). A module-qualified id (``gym.make``'s
+    ``"module:EnvId-v0"``) gets the entry of ``EnvId-v0`` unless the file has one for the qualified id.
 
     :raises ValueError: unknown ``algo``, a malformed file, an ``n_timesteps`` that is not a positive integer, or a
         key or value the algorithm does not accept (``lin_<x>`` becomes a linear schedule, as in ``train``).
@@ -134,7 +135,9 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     if path is None and algo not in FILES:
         return None
     source = hyperparams_file(algo) if path is None else Path(path)
-    entry = read_hyperparams_file(source).get(env_id)
+    entries = read_hyperparams_file(source)
+    # gym.make's "module:EnvId-v0" (ordergrad_rl:RiskyBandit-v0) is the env EnvId-v0, and has its entry.
+    entry = entries.get(env_id, entries.get(env_id.rpartition(":")[2]))
     if entry is None:
         return None
     kwargs = dict(entry)
