@@ -56,12 +56,19 @@ def test_load_hyperparams_errors_and_missing_entries(tmp_path):
     assert load_hyperparams("ppo", "CartPole-v1") is None  # the defaults are meant to work there
     with pytest.raises(ValueError, match="unknown algo 'dqn'"):
         load_hyperparams("dqn", "CartPole-v1")
+    # No file is shipped for these: no entry, as train has none (it said "unknown algo 'recurrent_ppo'").
+    assert load_hyperparams("recurrent_ppo", "CartPole-v1") is load_hyperparams("maskable_ppo", "CartPole-v1") is None
+    with pytest.raises(ValueError, match="no hyperparameter file is shipped for 'recurrent_ppo'"):
+        hyperparams_file("recurrent_ppo")
     bad = tmp_path / "bad.yml"
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ValueError, match="mapping of env ids"):
         load_hyperparams("ppo", "CartPole-v1", bad)
     bad.write_text("CartPole-v1: {n_timesteps: 1.5}\n")
     with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
+        load_hyperparams("ppo", "CartPole-v1", bad)
+    bad.write_text("CartPole-v1: {n_timesteps: true}\n")  # was 1 timestep
+    with pytest.raises(ValueError, match="n_timesteps must be a positive integer, got True"):
         load_hyperparams("ppo", "CartPole-v1", bad)
     bad.write_text("CartPole-v1: [unclosed\n")
     with pytest.raises(ValueError, match="not valid YAML"):
@@ -198,8 +205,12 @@ def test_hparams_errors_name_the_item(capsys):
 
 def test_train_errors_of_the_conf_file(tmp_path, capsys):
     base = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet"]
-    assert main(base) == 2  # no entry for the bandit, no --timesteps
-    assert "give --timesteps" in capsys.readouterr().err
+    assert main(base) == 2  # no entry for the bandit, no --timesteps (it blamed a --conf-file no one gave)
+    assert "error: give --timesteps: RiskyBandit-v0 has no per-env hyperparameter entry\n" in capsys.readouterr().err
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_epochs: 1\n")
+    assert main([*base, "--conf-file", str(conf)]) == 2
+    assert f"give --timesteps: the RiskyBandit-v0 entry of {conf} has no n_timesteps" in capsys.readouterr().err
     conf = tmp_path / "conf.yml"
     conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  clip_rnage: 0.1\n")
     assert main([*base, "--conf-file", str(conf)]) == 2
@@ -361,3 +372,90 @@ def test_an_entry_without_a_policy_gets_the_algorithms_first(tmp_path, capsys):
     argv = ["train", "--algo", "recurrent_ppo", "--env", "CartPole-v1", "--objective", "cvar0.25", "--n-episodes", "4",
             "--hparams", "n_epochs=1", "--quiet", "--conf-file", str(conf)]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_an_entry_takes_rl_zoos_policy_kwargs_text(tmp_path, capsys):
+    """rl-zoo3's files write ``policy_kwargs`` as the text of a dict, with ``nn.ReLU`` for an activation; it was
+    refused ("expects a dict ..., got str"). It is read (not run), in a file and in ``--hparams`` alike."""
+    from torch import nn
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        'CartPole-v1:\n  policy_kwargs: "dict(ortho_init=False, activation_fn=nn.ReLU,\n'
+        '                       net_arch=dict(pi=[8], vf=[8]))"\n'
+    )
+    hp = load_hyperparams("ppo", "CartPole-v1", conf)
+    expected = {"ortho_init": False, "activation_fn": nn.ReLU, "net_arch": {"pi": [8], "vf": [8]}}
+    assert hp.kwargs["policy_kwargs"] == expected
+    model = algorithm_class("ppo")(hp.policy, "CartPole-v1", objective="cvar0.25", n_episodes=4, **hp.kwargs)
+    assert isinstance(model.policy.mlp_extractor.policy_net[1], nn.ReLU)
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8", "--quiet",
+            "--conf-file", "none", "--n-episodes", "2", "--hparams", "n_epochs=1"]  # fmt: skip
+    assert main([*argv, "policy_kwargs=dict(activation_fn=nn.Tanh, net_arch=[4])"]) == 0
+    conf.write_text('CartPole-v1:\n  policy_kwargs: "dict(optimizer_class=RMSpropTFLike)"\n')
+    with pytest.raises(ValueError, match="policy_kwargs expects a dict .* got 'RMSpropTFLike' in"):
+        load_hyperparams("ppo", "CartPole-v1", conf)
+    conf.write_text('CartPole-v1:\n  policy_kwargs: "{[8]: 1}"\n')  # an unhashable key: no TypeError traceback
+    with pytest.raises(ValueError, match=r"got text that is not a Python value \(unhashable type: 'list'\)"):
+        load_hyperparams("ppo", "CartPole-v1", conf)
+    assert main([*argv, "policy_kwargs=dict(net_arch=[4]"]) == 2
+    assert "policy_kwargs expects a dict such as {'key': 1} or None, got text that is not a Python value" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_conf_file_without_an_entry_for_the_env_is_refused(tmp_path, capsys, monkeypatch):
+    """A user's --conf-file was silently ignored when it had no entry for --env (a typo, another version of the id):
+    the run trained with the class defaults. rl-zoo3 refuses it ("Hyperparameters not found"); so does train, naming
+    the closest entry. The shipped file still falls back to the class defaults."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CartPole-v1:\n  n_epochs: 1\n")
+    base = ["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "8", "--n-episodes", "2", "--quiet"]
+    assert main([*base, "--env", "CartPole-v0", "--conf-file", str(conf)]) == 2
+    assert (
+        f"--conf-file {conf} has no entry for CartPole-v0 (did you mean CartPole-v1?); its entries: CartPole-v1. "
+        "Add one, or give --conf-file none" in capsys.readouterr().err
+    )
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    assert main([*base, "--env", "CartPole-v1", "--conf-file", str(conf)]) == 0 and built[-1].n_epochs == 1
+    assert main([*base, "--env", "CartPole-v0"]) == 0 and built[-1].n_epochs == 10  # no shipped entry: the defaults
+
+
+def test_train_prints_the_entrys_values_the_model_is_built_with(tmp_path, capsys):
+    """The line listing the entry printed the file's values that --hparams and the options had replaced
+    (``learning_rate=0.01`` while the model trained with 0.1); rl-zoo3 prints the values it builds with."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 8\n  learning_rate: 0.01\n  n_epochs: 2\n  n_episodes: 6\n")
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--quiet", "--n-episodes", "4",
+            "--conf-file", str(conf), "--hparams", "learning_rate=0.1"]  # fmt: skip
+    assert main(argv) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("hyperparameters of")]
+    assert line == (
+        f"hyperparameters of RiskyBandit-v0 from {conf}: n_epochs=2, n_timesteps=8; instead of the file's, --hparams "
+        "and the options give learning_rate=0.1, n_episodes=4"
+    )
+
+
+def test_an_entry_reads_numbers_that_yaml_reads_as_text(tmp_path):
+    """``learning_rate: 3e-4`` (YAML 1.1 reads it as the string "3e-4") was refused ("expects a number, got str"),
+    while ``n_timesteps: 1e5`` and a sweep's ``3e-4`` are numbers: an entry's values are read as a sweep's."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("RiskyBandit-v0:\n  n_timesteps: 1e5\n  learning_rate: 3e-4\n  ent_coef: 1e-2\n  n_epochs: 4\n")
+    hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    assert hp.kwargs == {"learning_rate": 3e-4, "ent_coef": 0.01, "n_epochs": 4} and hp.n_timesteps == 100_000
+    conf.write_text("RiskyBandit-v0:\n  n_epochs: 4e0\n")  # a float is still no integer
+    with pytest.raises(ValueError, match="n_epochs expects an integer, got float 4.0"):
+        load_hyperparams("ppo", "RiskyBandit-v0", conf)
+
+
+def test_a_module_qualified_env_id_gets_its_entry(capsys):
+    """``--env ordergrad_rl:SyntheticTailRisk-v0`` (gym.make's "module:EnvId" form, the README's for SubprocVecEnv
+    workers) is the same env, but the shipped entry was not applied: it trained with the class defaults, silently."""
+    qualified = load_hyperparams("reinforce", "ordergrad_rl:SyntheticTailRisk-v0")
+    plain = load_hyperparams("reinforce", "SyntheticTailRisk-v0")
+    assert qualified is not None and qualified.kwargs == plain.kwargs and qualified.n_timesteps == plain.n_timesteps
+    argv = ["train", "--algo", "reinforce", "--env", "ordergrad_rl:SyntheticTailRisk-v0", "--objective", "cvar0.2",
+            "--timesteps", "1", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert "hyperparameters of ordergrad_rl:SyntheticTailRisk-v0 from" in capsys.readouterr().out

@@ -14,13 +14,15 @@ quantile<q>, median, top<m>, bot<m>, max, min, trim<m>, winsor<m>, gmd, ... or t
 Per-env hyperparameters (rl-zoo3's convention): the entry of --env in the file shipped for --algo
 (ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml, each value with its reason) is applied by default, including its
 n_timesteps when --timesteps is not given, its policy and n_envs unless --policy and --n-envs are given;
---conf-file PATH reads another file, --conf-file none applies none. An entry's normalize (rl-zoo3's: true, or a
-mapping of VecNormalize's arguments) wraps the env in SB3's VecNormalize, and the --eval-env in one sharing its
-statistics (frozen, raw rewards); for a ranked objective (all but mean) norm_reward is off unless the mapping sets
-it, as a running reward scale would change the ranks of the returns. --save PATH writes the statistics to
+--conf-file PATH reads another file (it needs an entry for --env, as in rl-zoo3), --conf-file none applies none.
+An entry's normalize (rl-zoo3's: true, or a mapping of VecNormalize's arguments) wraps the env in SB3's
+VecNormalize, and the --eval-env in one sharing its statistics (frozen, raw rewards); for a ranked objective (all
+but mean) norm_reward is off unless the mapping sets it, as a running reward scale would change the ranks of the
+returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
-literals read with ast.literal_eval; a value that is not a literal is taken as a string); --hparams and the
+literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
+rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", in the file too); --hparams and the
 options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
@@ -144,8 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--conf-file",
         default=None,
         metavar="PATH",
-        help="per-env hyperparameter file, rl-zoo3 style (default: ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml "
-        "shipped with the package, for ppo and reinforce; 'none': the algorithm's defaults only)",
+        help="per-env hyperparameter file, rl-zoo3 style, with an entry for --env (default: "
+        "ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml shipped with the package, for ppo and reinforce, whose "
+        "entry applies where it has one; 'none': the algorithm's defaults only)",
     )
     parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
     parser.add_argument(
@@ -264,14 +267,21 @@ def run(args: argparse.Namespace) -> int:
         run_settings = with_entry_env_kwargs(run_settings, entry)
         timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
         if timesteps is None:
-            raise CommandError(f"give --timesteps: no n_timesteps for {args.env} in the --conf-file")
+            if entry is None:
+                raise CommandError(f"give --timesteps: {args.env} has no per-env hyperparameter entry")
+            raise CommandError(f"give --timesteps: the {args.env} entry of {entry.source} has no n_timesteps")
         model = build_model(run_settings, hparams, entry=entry)
-        if entry is not None:
-            applied = {**entry.kwargs, **({} if args.timesteps is not None else {"n_timesteps": timesteps})}
+        if entry is not None:  # as rl-zoo3 prints them: the values the model is built with
+            options = {"n_episodes": args.n_episodes, "n_envs": args.n_envs}
+            given = hparams | {key: value for key, value in options.items() if value is not None}
+            applied = {key: value for key, value in entry.kwargs.items() if key not in given}
+            applied |= {} if args.timesteps is not None else {"n_timesteps": timesteps}
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
-            print(f"hyperparameters of {args.env} from {entry.source}: {listed}")
+            replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
+            replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
+            print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     if args.save_freq is not None:

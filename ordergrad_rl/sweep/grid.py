@@ -20,8 +20,8 @@ Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``,
 ``eval_freq``, ``deterministic``, ``conf_file``); every other key is a constructor argument of the algorithm,
 checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
 under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
-directory the sweep starts in) or ``none``. A grid value may be a single value (not a list). Numbers written
-``3e-4`` (which YAML 1.1 reads as text) are numbers.
+directory the sweep starts in, with an entry for the trial's env) or ``none``. A grid value may be a single value
+(not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
 
 The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
 method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
@@ -29,7 +29,6 @@ method, summarized together (mean and confidence interval over seeds) and drawn 
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
 import json
@@ -41,7 +40,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam
+from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, number
 from ordergrad_rl.zoo.models import check_env_id
 from ordergrad_rl.zoo.training import (
     TrainSettings,
@@ -109,19 +108,6 @@ class SweepConfig:
     def varying(self) -> list[str]:
         """Grid keys with more than one value, except the seed: the keys that tell methods apart."""
         return [key for key, values in self.grid.items() if key != "seed" and len(values) > 1]
-
-
-def number(value: Any) -> Any:
-    """``value``, with text that is a Python number literal (``"3e-4"``, which YAML 1.1 reads as a string) as
-    the number."""
-    if isinstance(value, str):
-        try:
-            literal = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            return value
-        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
-            return literal
-    return value
 
 
 def _values(key: str, value: Any) -> list[Any]:

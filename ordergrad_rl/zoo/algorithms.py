@@ -7,6 +7,7 @@ or a value of the wrong type is a :class:`~ordergrad_rl.common.errors.CommandErr
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import importlib
 import inspect
@@ -212,9 +213,68 @@ def linear_schedule(text: str, where: str) -> LinearSchedule:
     return LinearSchedule(start, 0.0, 1.0)
 
 
+def number(value: Any) -> Any:
+    """``value``, with text that is a Python number literal (``"3e-4"``, which YAML 1.1 reads as a string) as
+    the number."""
+    if isinstance(value, str):
+        try:
+            literal = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError):  # TypeError: an unhashable key ("{[8]: 1}")
+            return value
+        if isinstance(literal, (int, float)) and not isinstance(literal, bool):
+            return literal
+    return value
+
+
+#: Arguments that rl-zoo3's files write as the text of a Python dict (``policy_kwargs: "dict(net_arch=[64, 64])"``).
+TEXT_MAPPINGS = ("policy_kwargs",)
+
+
+def python_text(text: str) -> Any:
+    """The Python value of ``text`` as rl-zoo3's files write ``policy_kwargs`` and ``normalize``: literals,
+    ``dict(key=value, ...)`` (nested too) and torch's ``nn.<Module>`` classes (``activation_fn=nn.ReLU``). Read, not
+    run as code as rl-zoo3's ``eval`` does.
+
+    :raises ValueError: text that is not such a value; the message describes it (``text that is not a Python value
+        (...)``, ``'RMSpropTFLike' in '...'``), to follow "got" in the caller's.
+    """
+
+    def read(node: ast.expr) -> Any:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            if not node.args and all(keyword.arg is not None for keyword in node.keywords):
+                return {keyword.arg: read(keyword.value) for keyword in node.keywords}
+        elif isinstance(node, ast.Dict) and None not in node.keys:
+            return {read(key): read(value) for key, value in zip(node.keys, node.values, strict=True)}
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            items = [read(item) for item in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn":
+            from torch import nn  # here: only for the text that names one
+
+            module = getattr(nn, node.attr, None)
+            if isinstance(module, type) and issubclass(module, nn.Module):
+                return module
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            raise ValueError(
+                f"{ast.get_source_segment(text, node)!r} in {text!r}, which is not a Python literal, "
+                "dict(key=value, ...) or torch class nn.<Name> (nn.ReLU)"
+            ) from None
+
+    text = text.strip()
+    try:
+        return read(ast.parse(text, mode="eval").body)
+    except SyntaxError as err:
+        raise ValueError(f"text that is not a Python value ({err.msg})") from err
+    except TypeError as err:  # a dict key that is a list or a dict
+        raise ValueError(f"text that is not a Python value ({err})") from err
+
+
 def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False, options: tuple[str, ...] = ()) -> Any:
     """``value`` if ``cls`` accepts ``key`` (not one with its own option) with a value of that type; text
-    ``lin_<x>`` for an argument that takes a schedule is that schedule (:func:`linear_schedule`).
+    ``lin_<x>`` for an argument that takes a schedule is that schedule (:func:`linear_schedule`), and the text of a
+    ``policy_kwargs`` is its dict (:func:`python_text`, rl-zoo3's ``"dict(net_arch=[64, 64])"``).
 
     :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
     :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
@@ -231,6 +291,11 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
     if key not in valid:
         raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
+    if isinstance(value, str) and key in TEXT_MAPPINGS:  # rl-zoo3's "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"
+        try:
+            value, raw = python_text(value), False
+        except ValueError as err:
+            raise CommandError(f"{where}: {cls.__name__}'s {key} expects {_describe(expected)}, got {err}") from err
     if isinstance(value, str) and value.startswith(LINEAR_PREFIX) and _accepts_schedule(expected):
         return linear_schedule(value, where)
     if expected is not None and not _matches(value, expected):

@@ -19,7 +19,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
-from ordergrad_rl.zoo.hyperparams import FILES, load_hyperparams
+from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
     check_env_id,
     check_fits,
@@ -97,18 +97,29 @@ def eval_seed(seed: int) -> int:
 
 def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) -> Any:
     """The ``env`` entry of ``conf_file`` (default: the file shipped for ``algo``), checked against the
-    algorithm's constructor; ``None`` with ``conf_file="none"`` or if the file has no entry for the env.
+    algorithm's constructor; ``None`` with ``conf_file="none"``, or if the shipped file has no entry for the env
+    (the class defaults apply).
 
-    :raises CommandError: unreadable or malformed file, or an entry key/value the algorithm does not accept.
+    :raises CommandError: unreadable or malformed file, an entry key/value the algorithm does not accept, or a
+        ``conf_file`` given without an entry for ``env`` (rl-zoo3 refuses it too: the file was meant for the run).
     """
+    import difflib
+
     if conf_file is not None and str(conf_file).lower() == "none":
         return None
-    if conf_file is None and algo not in FILES:
-        return None  # no file shipped for this algorithm
     try:
-        return load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
+        entry = load_hyperparams(algo, env, conf_file)  # checked against the algorithm's constructor there
+        entries = [] if entry is not None or conf_file is None else list(read_hyperparams_file(conf_file))
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
+    if entry is None and conf_file is not None:
+        close = difflib.get_close_matches(env, entries, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise CommandError(
+            f"--conf-file {conf_file} has no entry for {env}{hint}; its entries: {', '.join(entries) or 'none'}. "
+            "Add one, or give --conf-file none for the class defaults"
+        )
+    return entry
 
 
 def with_entry_env_kwargs(settings: TrainSettings, entry: Any) -> TrainSettings:

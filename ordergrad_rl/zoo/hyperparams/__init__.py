@@ -59,26 +59,21 @@ def parse_normalize(value: Any, where: str) -> dict[str, Any] | None:
     """rl-zoo3's ``normalize`` value -> ``VecNormalize``'s keyword arguments (``None``: no normalization).
 
     ``true`` / ``false``, a mapping, or its text as rl-zoo3 writes it (``"{'norm_obs': True, 'norm_reward': False}"``
-    or ``"dict(norm_obs=True, norm_reward=False)"``; read as literals, not run as code as rl-zoo3's ``eval`` does).
+    or ``"dict(norm_obs=True, norm_reward=False)"``; read, not run as code as rl-zoo3's ``eval`` does:
+    :func:`~ordergrad_rl.zoo.algorithms.python_text`).
 
     :param where: the file and entry, for the message.
     :raises ValueError: another value, or a key ``VecNormalize`` does not take.
     """
-    import ast
+    from ordergrad_rl.zoo.algorithms import python_text
 
     if isinstance(value, bool):
         return {} if value else None
     if isinstance(value, str):
         try:
-            tree = ast.parse(value.strip(), mode="eval").body
-            if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "dict":
-                if tree.args or any(keyword.arg is None for keyword in tree.keywords):
-                    raise ValueError("dict(...) with keyword arguments only")
-                value = {keyword.arg: ast.literal_eval(keyword.value) for keyword in tree.keywords}
-            else:
-                value = ast.literal_eval(tree)
-        except (SyntaxError, ValueError) as err:
-            raise ValueError(f"{where}: {value!r} is not a mapping of VecNormalize's arguments ({err})") from err
+            value = python_text(value)
+        except ValueError as err:
+            raise ValueError(f"{where}: expected a mapping of VecNormalize's arguments, got {err}") from err
     if not isinstance(value, dict):
         raise ValueError(
             f"{where}: expected true, false or a mapping of VecNormalize's arguments such as "
@@ -95,10 +90,13 @@ def parse_normalize(value: Any, where: str) -> dict[str, Any] | None:
 def hyperparams_file(algo: str) -> Path:
     """The shipped hyperparameter file of ``algo`` (``"ppo"`` or ``"reinforce"``).
 
-    :raises ValueError: unknown ``algo``.
+    :raises ValueError: an ``algo`` without one (unknown, or ``recurrent_ppo`` and ``maskable_ppo``).
     """
+    from ordergrad_rl.zoo.algorithms import ALGOS
+
     if algo not in FILES:
-        raise ValueError(f"unknown algo {algo!r}: hyperparameter files exist for {', '.join(FILES)}")
+        what = "no hyperparameter file is shipped for" if algo in ALGOS else "unknown algo"
+        raise ValueError(f"{what} {algo!r}: hyperparameter files exist for {', '.join(FILES)}")
     return Path(str(resources.files(__package__).joinpath(FILES[algo])))
 
 
@@ -123,21 +121,31 @@ def read_hyperparams_file(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> Hyperparams | None:
-    """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none.
+    """The entry of ``env_id`` in ``path`` (default: the file shipped for ``algo``), or ``None`` if it has none
+    (or no file is shipped for ``algo``: the class defaults apply). A module-qualified id (``gym.make``'s
+    ``"module:EnvId-v0"``) gets the entry of ``EnvId-v0`` unless the file has one for the qualified id.
 
     :raises ValueError: unknown ``algo``, a malformed file, an ``n_timesteps`` that is not a positive integer, or a
         key or value the algorithm does not accept (``lin_<x>`` becomes a linear schedule, as in ``train``).
     """
+    from ordergrad_rl.zoo.algorithms import ALGOS
+
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algo {algo!r}: one of {', '.join(ALGOS)}")
+    if path is None and algo not in FILES:
+        return None
     source = hyperparams_file(algo) if path is None else Path(path)
-    entry = read_hyperparams_file(source).get(env_id)
+    entries = read_hyperparams_file(source)
+    # gym.make's "module:EnvId-v0" (ordergrad_rl:RiskyBandit-v0) is the env EnvId-v0, and has its entry.
+    entry = entries.get(env_id, entries.get(env_id.rpartition(":")[2]))
     if entry is None:
         return None
     kwargs = dict(entry)
     n_timesteps = kwargs.pop(N_TIMESTEPS, None)
     if n_timesteps is not None:
-        # YAML reads 1e6 as a string and 1.0e6 as a float: accept any integral number.
+        # YAML reads 1e6 as a string and 1.0e6 as a float: accept any integral number (not true, which is 1).
         try:
-            count = float(n_timesteps)
+            count = float("nan") if isinstance(n_timesteps, bool) else float(n_timesteps)
         except (TypeError, ValueError):
             count = float("nan")
         if not count.is_integer() or count < 1:
@@ -151,15 +159,15 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
-    from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam
+    from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam, number
     from ordergrad_rl.zoo.models import check_env_kwargs
 
     cls = algorithm_class(algo)
     if policy is None:  # as train without --policy: the algorithm's first (recurrent_ppo has no "MlpPolicy")
         policy = next(iter(cls.policy_aliases))
     try:
-        for key, value in kwargs.items():
-            kwargs[key] = check_hparam(key, value, cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
+        for key, value in kwargs.items():  # 3e-4, which YAML 1.1 reads as text, is the number (as in a sweep)
+            kwargs[key] = check_hparam(key, number(value), cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
         if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
             raise CommandError(f"{source}: {env_id}: env_kwargs must map argument names to values, got {env_kwargs!r}")
         check_env_kwargs(env_id, env_kwargs, f"{source}: {env_id}: env_kwargs")
