@@ -114,27 +114,36 @@ def test_the_jobs_under_way_when_one_fails_are_handed_over():
     assert ("slow", 9) in seen and len(seen) < 1 + 8  # the jobs queued in the pool when "bad" failed ran too
 
 
-def interrupted_after(seconds: float) -> int:
-    """A job that is sent Ctrl-C (SIGINT to this process) after half a second and would otherwise run for
-    ``seconds``."""
-    import os
-    import signal
-    import threading
-    import time
+# Run in a process of its own: Ctrl-C reaches a process's main thread, and pytest-xdist's workers run tests in
+# another thread (the command line runs them in its main thread).
+_ONE_WORKER_JOB = """
+import time
+from ordergrad_rl.common import jobs
 
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+def long(seconds: float) -> int:
+    print("started", flush=True)
     time.sleep(seconds)
     return 0
 
+try:
+    jobs.run_jobs([jobs.Job("long", long, {"seconds": 30.0})], workers=1, quiet=True)
+except KeyboardInterrupt:
+    print("interrupted", jobs._COUNTER is None, flush=True)
+"""
 
-def test_ctrl_c_stops_a_job_of_one_worker_at_once(monkeypatch):
+
+def test_ctrl_c_stops_a_job_of_one_worker_at_once():
     """With one worker (also any grid of one job) the job ran in a worker thread, which Ctrl-C does not reach: the
     command waited for the job under way to end (minutes for a reproduction's run) before it could stop."""
+    import signal
+    import subprocess
     import time
 
-    monkeypatch.setattr(jobs, "progress_bar", RecordingBar)
+    process = subprocess.Popen([sys.executable, "-c", _ONE_WORKER_JOB], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "started"
+    time.sleep(0.5)  # the job is under way
     start = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        jobs.run_jobs([jobs.Job("long", interrupted_after, {"seconds": 10.0})], workers=1)
-    assert time.perf_counter() - start < 5.0
-    assert jobs._COUNTER is None
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=20)
+    assert time.perf_counter() - start < 5.0, "Ctrl-C waited for the job to end"
+    assert out.strip() == "interrupted True"  # the progress counter is cleared too
