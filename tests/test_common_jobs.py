@@ -117,8 +117,11 @@ def test_the_jobs_under_way_when_one_fails_are_handed_over():
 # Run in a process of its own: Ctrl-C reaches a process's main thread, and pytest-xdist's workers run tests in
 # another thread (the command line runs them in its main thread).
 _ONE_WORKER_JOB = """
+import signal
 import time
 from ordergrad_rl.common import jobs
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent run in the background passes SIGINT ignored
 
 def long(seconds: float) -> int:
     print("started", flush=True)
