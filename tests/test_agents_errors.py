@@ -626,11 +626,19 @@ def test_load_checks_each_override_as_the_constructor_does(tmp_path: Path, algor
     checked = [(name, value) for name, value in BAD_OVERRIDES if name in accepted]
     assert len(checked) >= 10
     for name, value in checked:
-        with pytest.raises(ValueError, match=name) as constructor_error:
-            make(**{name: value})
-        with pytest.raises(ValueError, match=name) as load_error:
-            cls.load(path, **{name: value})
-        assert str(load_error.value) == str(constructor_error.value)
+        _assert_load_refuses_as_the_constructor(cls, make, path, {}, {name: value}, match=name)
+
+
+def _assert_load_refuses_as_the_constructor(
+    cls: type, make: Any, path: Path, saved: dict, given: dict, match: str | None = None
+) -> None:
+    """``cls.load(path, **given)`` of a save made with ``saved`` raises the ``ValueError`` the constructor raises
+    for ``saved`` and ``given`` together, word for word."""
+    with pytest.raises(ValueError, match=match) as constructor_error:
+        make(**saved, **given)
+    with pytest.raises(ValueError, match=match) as load_error:
+        cls.load(path, **given)
+    assert str(load_error.value) == str(constructor_error.value)
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
@@ -663,11 +671,7 @@ def test_load_takes_risk_schedule_and_entropy_plateau_as_the_constructor_does(tm
         cls.load(path, risk_schedule="bogus")
     mean = tmp_path / "mean.zip"
     make(objective="mean").save(mean)
-    with pytest.raises(ValueError, match="mean") as constructor_error:
-        make(objective="mean", risk_schedule="level")
-    with pytest.raises(ValueError, match="mean") as load_error:
-        cls.load(mean, risk_schedule="level")
-    assert str(load_error.value) == str(constructor_error.value)
+    _assert_load_refuses_as_the_constructor(cls, make, mean, {"objective": "mean"}, {"risk_schedule": "level"}, "mean")
 
 
 #: Arguments whose valid values depend on the model's others: the arguments of the save, and those given to the
@@ -699,11 +703,7 @@ def test_load_checks_an_override_against_the_models_other_arguments(tmp_path: Pa
     for i, (saved, given) in enumerate(checked):
         path = tmp_path / f"model{i}.zip"
         make(**saved).save(path)
-        with pytest.raises(ValueError) as constructor_error:
-            make(**saved, **given)
-        with pytest.raises(ValueError) as load_error:
-            cls.load(path, **given)
-        assert str(load_error.value) == str(constructor_error.value)
+        _assert_load_refuses_as_the_constructor(cls, make, path, saved, given)
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])

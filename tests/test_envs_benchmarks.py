@@ -175,19 +175,25 @@ def test_return_distribution_of_a_stochastic_policy_matches_enumeration() -> Non
         assert exact.cvar(alpha) == pytest.approx(lower_tail_mean(values, probs, alpha), abs=1e-12)
 
 
+def _random_mdp(n_states: int, reward: int, horizon: int) -> TabularMDP:
+    """A seeded MDP of ``n_states`` states and 2 actions, each with 2 equally likely random successors and integer
+    rewards in [-reward, reward], starting in state 0, with no terminal state."""
+    rng = np.random.default_rng(0)
+    shape = (n_states, 2, 2)
+    return TabularMDP(
+        np.full(shape, 0.5),
+        rng.integers(0, n_states, shape),
+        rng.integers(-reward, reward + 1, shape).astype(float),
+        np.zeros(shape, dtype=bool),
+        np.eye(n_states)[0],
+        horizon,
+    )
+
+
 def test_cvar_optimum_memory_grows_with_the_transitions_not_the_square_of_the_nodes() -> None:
     """The augmented DP's one-step tables are sparse from the start: they were filled dense first, ``[n_nodes * A,
     n_next]`` floats a layer (a 100-state MDP with small integer rewards over 30 steps asked for about 10 GB)."""
-    rng = np.random.default_rng(0)
-    shape = (40, 2, 2)
-    mdp = TabularMDP(
-        np.full(shape, 0.5),
-        rng.integers(0, 40, shape),
-        rng.integers(-2, 3, shape).astype(float),
-        np.zeros(shape, dtype=bool),
-        np.eye(40)[0],
-        10,
-    )
+    mdp = _random_mdp(n_states=40, reward=2, horizon=10)
     dense = max(layer.to_next.shape[0] * layer.to_next.shape[1] * 8 for layer in tabular._layers(mdp)[0])
     tracemalloc.start()
     try:
@@ -201,21 +207,12 @@ def test_cvar_optimum_memory_grows_with_the_transitions_not_the_square_of_the_no
 def test_cvar_optimum_keeps_its_choices_in_the_smallest_integer_type() -> None:
     """The DP keeps an action per (candidate return, node) until the best candidate is known: in int64 they took 8
     bytes each, most of the memory of a long horizon (5 GB on slippery CliffWalking over 100 steps)."""
-    rng = np.random.default_rng(0)
-    shape = (2, 2, 2)
-    mdp = TabularMDP(
-        np.full(shape, 0.5),
-        rng.integers(0, 2, shape),
-        rng.integers(-1, 2, shape).astype(float),
-        np.zeros(shape, dtype=bool),
-        np.eye(2)[0],
-        60,
-    )
+    mdp = _random_mdp(n_states=2, reward=1, horizon=60)
     dp = tabular._AugmentedDP(mdp)
     as_int64 = len(dp.b) * sum(len(layer.nodes) for layer in dp.layers[:-1]) * 8
     tracemalloc.start()
     try:
-        solution = dp.solve(ALPHA, np.ones(shape[:2], dtype=bool))[0]
+        solution = dp.solve(ALPHA, np.ones((2, 2), dtype=bool))[0]
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
