@@ -426,6 +426,33 @@ def test_a_vec_env_without_spec_trains_and_logs(cls, tmp_path) -> None:
     assert model.hparams()["env"] is None and model.num_timesteps >= 10
 
 
+class _LocalsKinds(BaseCallback):
+    """The type and shape of each of SB3's per-step ``self.locals`` at the first step."""
+
+    NAMES = ("actions", "clipped_actions", "log_probs", "obs_tensor", "new_obs", "rewards", "dones", "n_steps")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: dict[str, tuple[type, tuple[int, ...] | None]] = {}
+
+    def _on_step(self) -> bool:
+        self.kinds = {name: (type(self.locals[name]), getattr(self.locals[name], "shape", None)) for name in self.NAMES}
+        self.kinds["infos"] = (type(self.locals["infos"]), (len(self.locals["infos"]),))
+        return False
+
+
+@pytest.mark.parametrize("cls", [*ALGORITHMS, OrderGradRecurrentPPO])
+def test_a_callbacks_step_locals_have_sb3_ppos_types_and_shapes(cls) -> None:
+    # log_probs was a NumPy array where SB3's PPO gives the tensor of its policy: log_probs.cpu() or th.exp(log_probs)
+    # in a callback written for PPO failed.
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    expected, seen = _LocalsKinds(), _LocalsKinds()
+    PPO("MlpPolicy", env, n_steps=8, batch_size=16).learn(1, callback=expected)
+    policy = "MlpLstmPolicy" if cls is OrderGradRecurrentPPO else "MlpPolicy"
+    cls(policy, env, objective="mean", n_episodes=2, seed=0).learn(1, callback=seen)
+    assert seen.kinds == expected.kinds
+
+
 class _StepLocals(BaseCallback):
     """Keeps what ``self.locals`` holds at each step: the env actions SB3 exposes as ``clipped_actions``."""
 

@@ -159,6 +159,16 @@ def test_qrdqn_cvar_acts_on_the_cvar(alpha: float, arm: int, tmp_path) -> None:
     assert loaded.alpha == alpha and loaded.policy.quantile_net.cvar_alpha == alpha
 
 
+def test_qrdqn_cvar_tensorboard_runs_are_named_after_it(tmp_path) -> None:
+    # As each SB3 algorithm names its runs: under QR-DQN's default "QRDQN", a QR-DQN baseline logged beside it took
+    # QRDQN_1 and QRDQNCVaR QRDQN_2.
+    from sb3_contrib import QRDQN
+
+    for cls in (QRDQN, QRDQNCVaR):
+        cls("MlpPolicy", "RiskyBandit-v0", learning_starts=0, tensorboard_log=str(tmp_path)).learn(4)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["QRDQNCVaR_1", "QRDQN_1"]
+
+
 def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
     # SB3's load(path, **kwargs) changes the model: alpha=0.5 moved the Bellman target's level, but the policy was
     # built from the saved policy_kwargs and kept acting at the saved one.

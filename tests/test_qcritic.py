@@ -298,6 +298,33 @@ def test_risk_profile_is_of_the_monitor_returns_of_the_episodes_ended_in_the_rol
             np.testing.assert_allclose(float(row[f"risk/{key}"]), value, rtol=1e-6)
 
 
+class _AtRolloutEnd(BaseCallback):
+    """What a callback sees at each rollout's end: the buffer's advantages and the logger's ``risk/mean``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.advantages: list[np.ndarray] = []
+        self.risk_means: list[float | None] = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.advantages.append(self.model.rollout_buffer.advantages.copy())
+        self.risk_means.append(self.logger.name_to_value.get("risk/mean"))
+
+
+def test_on_rollout_end_sees_the_advantages_the_update_trains_on_and_the_rollouts_logs() -> None:
+    # As in SB3's PPO and the episodic agents. The callback was called inside SB3's collection, before the Q-critic
+    # advantages replaced SB3's GAE ones and before risk/* was recorded: it read other advantages and no risk/mean.
+    model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_steps=64, seed=0)
+    model.set_logger(configure(None, []))
+    seen = _AtRolloutEnd()
+    model.learn(64, callback=seen, log_interval=10**6)  # no dump: the rollout's records stay in the logger
+    assert len(seen.advantages) == 1 and seen.risk_means[0] == model.logger.name_to_value["risk/mean"]
+    np.testing.assert_array_equal(seen.advantages[0].ravel(), model.rollout_buffer.advantages.ravel())
+
+
 def test_grid_cnn() -> None:
     space = spaces.Box(0, 1, (10, 10, 4), np.float32)
     net = GridCNN(space)

@@ -28,6 +28,7 @@ from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_na
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
+from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
 
 SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
@@ -275,7 +276,7 @@ class OrderGradAlgorithmMixin:
         self: SelfOrderGrad,
         total_timesteps: int,
         callback: MaybeCallback = None,
-        log_interval: int = 1,
+        log_interval: int | None = 1,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
@@ -286,7 +287,8 @@ class OrderGradAlgorithmMixin:
 
         ``log_interval`` counts rollouts, as SB3's: the logs are written every ``log_interval`` rollouts (each one
         update on ``n_episodes`` whole episodes), and ``None`` writes none. Its default is 1, as SB3's ``PPO``
-        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100.
+        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100. A value other than ``None`` or an integer >= 1
+        raises a ``ValueError`` at once (SB3 divides by it after the first rollout: 0 was a ``ZeroDivisionError``).
 
         A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
         ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
@@ -299,6 +301,8 @@ class OrderGradAlgorithmMixin:
         ran to its end starts them again, and says so in a ``UserWarning`` when one is in force
         (:func:`~ordergrad_rl.agents.common.progress.warn_if_schedules_restart`).
         """
+        if log_interval is not None:  # SB3 divides by it after the first rollout
+            check_int("log_interval", log_interval, 1)
         warn_if_schedules_restart(self, reset_num_timesteps)
         return super().learn(  # type: ignore[misc]
             total_timesteps=total_timesteps,

@@ -892,8 +892,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3, whose ``self.locals`` hold SB3's ``actions``,
-            ``clipped_actions`` (what the env received), ``new_obs``, ``rewards``, ``dones`` and ``infos``; not
-            ``values``, since episodic collection does not run the value head.
+            ``clipped_actions`` (what the env received), ``log_probs`` (a tensor, as SB3's), ``obs_tensor``,
+            ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``; not ``values``, since episodic collection
+            does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
@@ -924,7 +925,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
                 distribution, extras = self._action_distribution(obs_tensor, env)
                 actions_t = distribution.get_actions()
-                log_probs = distribution.log_prob(actions_t).cpu().numpy()
+                log_probs = distribution.log_prob(actions_t)  # a tensor, as SB3's callbacks read it
             actions = actions_t.cpu().numpy()
             clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
             new_obs, rewards, dones, infos = env.step(clipped_actions)
@@ -950,7 +951,14 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if self._noise_counts is not None:
                 self._count_noise(env, infos, dones, rollout_buffer.pending_episodes)
             kept = rollout_buffer.add(  # type: ignore[has-type]
-                self._last_obs, actions, log_probs, rewards, dones, channel_values, time_outs=time_outs, **extras
+                self._last_obs,
+                actions,
+                log_probs.cpu().numpy(),
+                rewards,
+                dones,
+                channel_values,
+                time_outs=time_outs,
+                **extras,
             )
             if self.num_timesteps >= outgrown_at:
                 self._warn_rollout_outgrown(rollout_buffer, rollout_start)

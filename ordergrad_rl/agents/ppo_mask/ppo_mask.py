@@ -160,7 +160,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         self: SelfOrderGradMaskablePPO,
         total_timesteps: int,
         callback: MaybeCallback = None,
-        log_interval: int = 1,
+        log_interval: int | None = 1,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         use_masking: bool = True,

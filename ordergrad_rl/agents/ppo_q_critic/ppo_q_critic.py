@@ -136,6 +136,20 @@ def _flat_steps(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1, *array.shape[2:])
 
 
+class _RolloutEndHeld:
+    """``callback`` as SB3's collection calls it, but for ``on_rollout_end``, which the collector calls itself once
+    the rollout's advantages and logs are in place (:meth:`OrderGradQCriticPPO.collect_rollouts`)."""
+
+    def __init__(self, callback: BaseCallback) -> None:
+        self.callback = callback
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.callback, name)
+
+    def on_rollout_end(self) -> None:
+        pass
+
+
 class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     """PPO whose advantages are per-state OrderGrad advantages over the action distribution, valued by a learned
     per-action Q critic (paper appendix "RL Experiments", Algorithm 1; ``Discrete`` actions).
@@ -407,18 +421,23 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     ) -> bool:
         """SB3's step-based collection (lambda-returns included), then the OrderGrad advantages.
 
+        The callback's ``on_rollout_end`` comes after them, as in SB3's PPO and the episodic agents: it sees the
+        advantages the update trains on in ``rollout_buffer.advantages`` and this rollout's ``risk/*`` in the logger.
+
         :return: False if a callback stopped training.
         """
         self._rollout_episode_returns = []
         check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         checked = FiniteStepCheckVecEnv(env, lambda: self.num_timesteps)
         with self.policy.recording_q_values() as records:  # type: ignore[attr-defined]
-            if not super().collect_rollouts(checked, callback, rollout_buffer, n_rollout_steps):
+            held = _RolloutEndHeld(callback)
+            if not super().collect_rollouts(checked, held, rollout_buffer, n_rollout_steps):  # type: ignore[arg-type]
                 return False
         # The collector's own Q(s, .) and pi(.|s), one record per step: no second pass over the rollout.
         self._collected_q = records
         self._compute_advantages()
         self._record_rollout_logs()
+        callback.on_rollout_end()
         return True
 
     def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:

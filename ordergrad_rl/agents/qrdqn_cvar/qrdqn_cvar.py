@@ -26,7 +26,7 @@ from sb3_contrib import QRDQN
 from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 
 from ordergrad_rl.common.arguments import check_int
 
@@ -195,6 +195,27 @@ class QRDQNCVaR(QRDQN):
             )
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
         super()._setup_model()
+
+    def learn(
+        self: SelfQRDQNCVaR,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "QRDQNCVaR",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfQRDQNCVaR:
+        """sb3-contrib's ``QRDQN.learn``; the TensorBoard runs are named after this class (``QRDQNCVaR_1``), as each
+        SB3 algorithm names its own: under QR-DQN's ``"QRDQN"`` they were numbered with the runs of a QR-DQN baseline
+        logged beside them, and could not be told from them."""
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""
