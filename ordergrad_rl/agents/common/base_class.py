@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Iterator
+from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -28,7 +29,6 @@ from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_na
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
-from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
 
 SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
@@ -287,8 +287,10 @@ class OrderGradAlgorithmMixin:
 
         ``log_interval`` counts rollouts, as SB3's: the logs are written every ``log_interval`` rollouts (each one
         update on ``n_episodes`` whole episodes), and ``None`` writes none. Its default is 1, as SB3's ``PPO``
-        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100. A value other than ``None`` or an integer >= 1
-        raises a ``ValueError`` at once (SB3 divides by it after the first rollout: 0 was a ``ZeroDivisionError``).
+        has it; SB3's ``A2C``, whose rollouts are 5 steps, has 100. A negative integer is SB3's reading of it (the
+        rollouts whose count it divides: -1 logs every one), kept so that a PPO script runs unchanged. ``0`` or a
+        value that is not an integer raises a ``ValueError`` at once (SB3 divides by it after the first rollout: 0
+        was a ``ZeroDivisionError``).
 
         A ``tb_log_name`` with slashes, ``"OrderGradPPO_cvar0.2@128/seed0"``, puts the run under the subdirectory
         ``OrderGradPPO_cvar0.2@128`` of ``tensorboard_log`` (as ``seed0_1``), so the runs of one method are one
@@ -301,8 +303,10 @@ class OrderGradAlgorithmMixin:
         ran to its end starts them again, and says so in a ``UserWarning`` when one is in force
         (:func:`~ordergrad_rl.agents.common.progress.warn_if_schedules_restart`).
         """
-        if log_interval is not None:  # SB3 divides by it after the first rollout
-            check_int("log_interval", log_interval, 1)
+        # SB3 divides the rollout count by it after the first rollout.
+        counts = isinstance(log_interval, Integral) and not isinstance(log_interval, bool) and log_interval != 0
+        if log_interval is not None and not counts:
+            raise ValueError(f"log_interval must be None or a nonzero integer, got {log_interval!r}")
         warn_if_schedules_restart(self, reset_num_timesteps)
         return super().learn(  # type: ignore[misc]
             total_timesteps=total_timesteps,
