@@ -141,6 +141,35 @@ def test_an_action_space_not_starting_at_0_is_refused(cls, multi: bool) -> None:
         cls("MlpPolicy", _ShiftedActions(multi), objective="cvar0.2")
 
 
+class _ShiftedObservations(_ShiftedActions):
+    """Observations 1 .. 5 (``Discrete(5, start=1)``), or with ``multi`` a ``MultiDiscrete`` in a ``Dict``."""
+
+    def __init__(self, multi: bool = False) -> None:
+        super().__init__()
+        self.action_space = gym.spaces.Discrete(2)
+        shifted = gym.spaces.Discrete(5, start=1)
+        if multi:
+            shifted = gym.spaces.Dict({"cell": gym.spaces.MultiDiscrete([2, 3], start=[0, -1])})
+        self.observation_space = shifted
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        return self.observation_space.sample(), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("multi", [False, True])
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_an_observation_space_not_starting_at_0_is_refused(cls, multi: bool) -> None:
+    """SB3 one-hot encodes 0 .. n-1 whatever the start: training failed inside torch at the first observation
+    outside them ("Class values must be smaller than num_classes")."""
+    policy = "MultiInputPolicy" if multi else "MlpPolicy"
+    with pytest.raises(ValueError, match=r"observation space.* starts at .*one-hot encodes observations from 0"):
+        cls(policy, _ShiftedObservations(multi), objective="cvar0.2")
+
+
 def test_ppo_specific_construction_errors() -> None:
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)

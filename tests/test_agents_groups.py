@@ -219,6 +219,39 @@ def test_vec_normalize_is_applied_and_observation_wrappers_are_refused() -> None
         grouped_model(env=stacked, objective="mean").learn(1)
 
 
+class NoisyImage(gym.Env):
+    """A channel-last uint8 image drawn from ``np_random`` at reset and kept for three steps: SB3 wraps it in
+    ``VecTransposeImage`` itself."""
+
+    observation_space = gym.spaces.Box(0, 255, (6, 5, 1), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.image = self.np_random.integers(0, 256, (6, 5, 1), dtype=np.uint8)
+        return self.image, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.image, float(self.np_random.normal()), self.t >= 3, False, {}
+
+
+def test_image_observations_are_transposed_as_sb3s_own_wrapper_does() -> None:
+    # SB3 wraps a channel-last image env in VecTransposeImage without being asked; groups refused it, naming a
+    # wrapper the user never applied.
+    model = grouped_model(env=DummyVecEnv([NoisyImage] * 2), objective="mean")
+    model.learn(1)
+    buffer = model.rollout_buffer
+    assert buffer.observations.shape[1:] == (1, 6, 5)
+    for episode in range(buffer.n_episodes):  # the reset's image, transposed, is the one the steps show
+        images = buffer.observations[buffer.episode_index == episode]
+        assert np.all(images == images[:1])
+    starts = buffer.observations[buffer.episode_step == 0][np.argsort(buffer.episode_index[buffer.episode_step == 0])]
+    groups = starts.reshape(3, 4, -1)
+    assert np.all(groups == groups[:, :1]) and len(np.unique(groups[:, 0], axis=0)) == 3
+
+
 # ---------------------------------------------------------------------------------------------- unbiasedness
 #: Per context and arm, a reward distribution (values, probabilities): the arms differ in spread, and context 1 pays
 #: more, so ranking the pooled batch (context 1 fills the top ranks) is not ranking within each context.

@@ -22,7 +22,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
-from ordergrad_rl.agents.common.checks import check_action_start
+from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
 from ordergrad_rl.agents.common.env_util import build_env, env_arguments, sb3_vec_env_of
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
@@ -330,6 +330,7 @@ class OrderGradAlgorithmMixin:
 
     def _setup_model(self) -> None:
         check_action_start(self.action_space)  # type: ignore[attr-defined]
+        check_observation_start(self.observation_space)  # type: ignore[attr-defined]
         super()._setup_model()  # type: ignore[misc]
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:

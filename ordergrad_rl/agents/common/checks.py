@@ -1,6 +1,7 @@
 """Finite-step checks of the OrderGrad agents: a clear error at the step where an env returns a NaN or infinite
 observation or reward, instead of a failure deep inside SB3 or torch later; the action spaces SB3's policies
-would act in wrongly; and reward normalizations whose running scale changes the ranks of the returns.
+would act in wrongly and the observation spaces SB3 encodes wrongly; and reward normalizations whose running scale
+changes the ranks of the returns.
 """
 
 from __future__ import annotations
@@ -29,6 +30,26 @@ def check_action_start(action_space: spaces.Space) -> None:
         raise ValueError(
             f"the env's action space {action_space} starts at {np.asarray(action_space.start).tolist()}, but SB3's "
             "policies draw actions from 0: shift the actions to start at 0 (a gymnasium.ActionWrapper adding the start)"
+        )
+
+
+def check_observation_start(observation_space: spaces.Space, key: str = "") -> None:
+    """``ValueError`` for a ``Discrete`` or ``MultiDiscrete`` observation space (or one inside a ``Dict``) whose
+    ``start`` is not 0.
+
+    SB3 one-hot encodes such observations as ``0 .. n-1`` whatever the space's ``start``, so ``Discrete(5, start=1)``
+    trains until the env first shows 5 and then fails inside torch ("Class values must be smaller than
+    num_classes"), a negative start at its first negative one. Refused before the first step instead.
+    """
+    if isinstance(observation_space, spaces.Dict):
+        for name, space in observation_space.spaces.items():
+            check_observation_start(space, f"{key}[{name!r}]")
+        return
+    if isinstance(observation_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(observation_space.start != 0):
+        raise ValueError(
+            f"the env's observation space{key} {observation_space} starts at "
+            f"{np.asarray(observation_space.start).tolist()}, but SB3 one-hot encodes observations from 0: shift them "
+            "to start at 0 (a gymnasium.ObservationWrapper subtracting the start)"
         )
 
 

@@ -295,6 +295,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     """
 
     policy_aliases = POLICY_ALIASES
+    #: What a policy given as a class must subclass: any SB3 actor-critic policy (its value head unused) or OrderGrad
+    #: policy; the sb3-contrib variants need their own OrderGrad policies, which build without the critic episodic
+    #: mode never trains.
+    episodic_policy_classes: tuple[type, ...] = (ActorCriticPolicy, OrderGradPolicyMixin)
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
     #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``
@@ -836,13 +840,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             **getattr(self, "episodic_buffer_kwargs", {}),
             **{key: value for key, value in kwargs.items() if key in EPISODIC_BUFFER_KEYS},
         }
-        # Any SB3 actor-critic policy (its value head unused), or an OrderGrad policy of the sb3-contrib algorithms
-        # (MaskablePPO's policies do not subclass ActorCriticPolicy).
-        episodic_policies = (ActorCriticPolicy, OrderGradPolicyMixin)
+        episodic_policies = self.episodic_policy_classes
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, episodic_policies)):
+            aliases = ", ".join(repr(name) for name in self.policy_aliases)
+            bases = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in episodic_policies)
             raise ValueError(
-                f"policy {self.policy_class!r} has no episodic mode: use 'MlpPolicy', 'CnnPolicy', "
-                "'MultiInputPolicy' or a subclass of stable_baselines3's ActorCriticPolicy"
+                f"policy {self.policy_class!r} has no episodic mode in {type(self).__name__}: use {aliases} or a "
+                f"subclass of {bases}"
             )
         if self.rollout_buffer_class is None:
             self.rollout_buffer_class = EpisodicRolloutBuffer

@@ -24,7 +24,8 @@ How an env's episode is put in a context, for any Gymnasium env (checked once pe
 
 Per-env resets go through SB3's ``VecEnv.env_method("reset", ...)`` (``DummyVecEnv``, ``SubprocVecEnv``) or the native
 batch's :meth:`~ordergrad_rl.envs.sb3_vec_env.NativeVecEnv.reset_envs`. VecEnv wrappers must not transform
-observations, except ``VecNormalize`` (its ``normalize_obs`` is applied); ``VecMonitor`` is fine.
+observations, except ``VecNormalize`` (its ``normalize_obs`` is applied) and ``VecTransposeImage`` (its transpose is
+applied; SB3 wraps channel-last image envs in it itself); ``VecMonitor`` is fine.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ import warnings
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecMonitor, VecNormalize
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    VecEnv,
+    VecEnvWrapper,
+    VecMonitor,
+    VecNormalize,
+    VecTransposeImage,
+)
 
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.common.warning_util import user_stacklevel
@@ -91,16 +99,21 @@ class GroupResetter:
     def __init__(self, venv: VecEnv, rng: np.random.Generator) -> None:
         chain, base = _wrappers(venv)
         for wrapper in chain:
-            if not isinstance(wrapper, VecMonitor | VecNormalize):
+            if not isinstance(wrapper, VecMonitor | VecNormalize | VecTransposeImage):
                 raise ValueError(
                     f"group_size needs per-env resets, which bypass VecEnv wrappers; {type(wrapper).__name__} "
-                    "transforms observations (only VecMonitor and VecNormalize are supported): apply it inside the "
-                    "env (a gymnasium wrapper) instead"
+                    "transforms observations (only VecMonitor, VecNormalize and VecTransposeImage are supported): "
+                    "apply it inside the env (a gymnasium wrapper) instead"
                 )
         self.venv = venv
         self.base = base
         self.native = base if isinstance(base, NativeVecEnv) else None
-        self.normalize = next((w for w in chain if isinstance(w, VecNormalize)), None)
+        # The wrappers' transforms of one env's observation, innermost first, as the VecEnv's own reset applies them.
+        self.transforms = [
+            wrapper.normalize_obs if isinstance(wrapper, VecNormalize) else wrapper.transpose_observations
+            for wrapper in reversed(chain)
+            if isinstance(wrapper, VecNormalize | VecTransposeImage)
+        ]
         self.rng = rng
         declared = venv.has_attr(CONTEXT_KEY)
         if declared and not venv.has_attr(N_CONTEXTS):
@@ -144,8 +157,8 @@ class GroupResetter:
             for i, c in zip(env_ids, contexts, strict=True):
                 self._check_start(int(i), int(c), rows[i])
         for i, row in rows.items():
-            if self.normalize is not None:
-                row = self.normalize.normalize_obs(row)
+            for transform in self.transforms:
+                row = transform(row)
             if isinstance(obs, dict):
                 for key in obs:
                     obs[key][i] = row[key]

@@ -26,7 +26,7 @@ from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_ep
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
-from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES
+from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES, OrderGradMaskablePolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
@@ -83,6 +83,8 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = MASKABLE_POLICY_ALIASES  # type: ignore[assignment]
+    # sb3-contrib's own policy classes have no critic="none" (they build and run the critic episodic mode never trains)
+    episodic_policy_classes = (OrderGradMaskablePolicy,)
     # OrderGradPPO's held-then-decayed bonus on short categorical episodes: measured on this class too (lava 5 of 5
     # seeds at the optimum against 4, the maze 8 of 10 against 7; SHORT_RANKED_ENT_COEF).
     default_short_ranked_ent_coef = SHORT_RANKED_ENT_COEF

@@ -43,6 +43,12 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)
         self.critic_kind = critic_kind  # sb3-contrib's constructor has replaced ``critic`` by its module (or None)
 
+    def _build(self, lr_schedule: Schedule) -> None:
+        # SB3 sizes the features of a MultiDiscrete observation with a NumPy integer (the sum of its nvec), which the
+        # LSTM that sb3-contrib builds next refuses ("input_size should be of type int"); SB3's MLPs take either.
+        self.features_dim = int(self.features_dim)
+        super()._build(lr_schedule)
+
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "critic": self.critic_kind}
 

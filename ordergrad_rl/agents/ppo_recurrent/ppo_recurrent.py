@@ -25,7 +25,7 @@ from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
-from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES
+from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
 
 
@@ -80,6 +80,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES  # type: ignore[assignment]
+    # sb3-contrib's own policy classes have no critic="none" (they build and run the critic episodic mode never trains)
+    episodic_policy_classes = (OrderGradRecurrentPolicy,)
     # OrderGradPPO's rollouts halved for small budgets (budget_n_episodes), measured on this class with the history
     # baseline (value_baseline): at 100k steps no lava seed of five ends in the lava against four, and no maze seed
     # times out against four. Not 64 episodes at every budget (og-recurrent-cvar-n64, 300k steps, seeds 0-4): lava
