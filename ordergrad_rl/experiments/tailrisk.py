@@ -57,6 +57,7 @@ from ordergrad_rl.common.options import (
     add_output_arguments,
     add_quick_argument,
     apply_quick,
+    check_address_arguments,
     positive_int,
 )
 from ordergrad_rl.common.progress import available_cores, rollout_progress
@@ -739,6 +740,7 @@ def run(args: argparse.Namespace) -> int:
     """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
     default = Config()
     check_algo_options(args, default)
+    check_address_arguments(args)
     apply_quick(args, QUICK, {dest: getattr(default, dest) for dest in QUICK})
     if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
         raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")
