@@ -106,6 +106,37 @@ def test_every_command_takes_threads_and_sets_torch_threads(monkeypatch):
         torch.set_num_threads(before)
 
 
+@pytest.mark.parametrize(
+    ("command", "hint"),
+    [
+        (["reproduce", "minatar"], "--workers N trains N at once"),
+        (["reproduce", "tailrisk"], "--workers N trains N at once"),
+        (["reproduce", "benchmarks"], "--workers N trains N at once"),
+        (["reproduce", "peers"], "--workers N trains N at once"),
+        (["reproduce", "reasoning-lm"], "--workers N trains N at once"),
+        (["reproduce", "reasoning"], "one after another"),
+        (["sweep", "grid.yaml"], "--cpus-per-trial C"),
+    ],
+)
+def test_threads_is_refused_where_runs_use_one_thread_whatever_it_says(command, hint, capsys, monkeypatch):
+    """``reproduce minatar --threads 4`` was accepted and trained every run with one torch thread anyway (each run
+    is a job that sets one thread; ``reproduce reasoning``'s runs set it too, after its base model was built with
+    the 4): these commands now say so instead, before any work, and keep taking the default ``--threads 1``."""
+    import importlib
+
+    from ordergrad_rl.cli import COMMANDS, REPRODUCTIONS, build_parser, main
+
+    entry = REPRODUCTIONS[command[1]] if command[0] == "reproduce" else COMMANDS[command[0]]
+    monkeypatch.setattr(importlib.import_module(entry.module), "run", lambda args: pytest.fail("the command ran"))
+    assert main([*command, "--threads", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "--threads 4 would change nothing: " in err and hint in err
+    assert main([*command, "--threads", "0"]) == 2
+    assert build_parser().parse_args([*command, "--threads", "1"]).threads == 1
+    text = " ".join(_help(command, capsys).split())
+    assert hint in text.partition("--threads N only 1: ")[2]
+
+
 def test_ctrl_c_returns_130_without_a_traceback(capsys, monkeypatch):
     from ordergrad_rl.experiments import weight_profiles
 

@@ -139,18 +139,45 @@ def test_each_update_takes_the_coefficient_times_the_scale_and_logs_the_scale():
         model.entropy_plateau.scale = 1.0  # the coefficient the rollout would take without the rule
         unscaled = own()
         model.entropy_plateau.scale = scale
-        seen.append((coef, unscaled, scale, model.logger.name_to_value.get("train/entropy_scale")))
+        seen.append((coef, unscaled, scale))
         return coef
 
     model._ent_coef_in_force = spy  # type: ignore[method-assign]
-    model.learn(2_000, log_interval=10**6)  # no dump: the logger keeps the rollout's values for the update
-    scales = [scale for _, _, scale, _ in seen]
+    model.learn(2_000)
+    scales = [scale for _, _, scale in seen]
     assert scales[0] == 1.0 and 0.0 <= scales[-1] < 1.0
     assert all(a >= b for a, b in itertools.pairwise(scales))
-    assert any(unscaled == pytest.approx(0.01) for _, unscaled, _, _ in seen)
-    for coef, unscaled, scale, logged in seen:
-        assert logged == scale
+    assert any(unscaled == pytest.approx(0.01) for _, unscaled, _ in seen)
+    for coef, unscaled, scale in seen:
         assert coef == pytest.approx(unscaled * scale)  # after the tie rules (a rollout partly tied at the best)
+
+
+def test_the_scale_is_logged_in_the_row_of_its_update(tmp_path):
+    """``train/entropy_scale`` was recorded with the rollout, and SB3 dumps the logs between a rollout and its
+    update: each row paired the scale of one update with the ``train/ent_coef`` (and losses) of the update before
+    (the row where the coefficient was 0.01 at scale 1 read scale 0). Both now come from the update."""
+    import csv
+
+    from stable_baselines3.common.logger import configure
+
+    model = fast_plateau_agent()
+    model.entropy_plateau.decay_share = 0.5  # several rows on the way down
+    seen: list[tuple[float, float]] = []
+    own = model._ent_coef_in_force
+
+    def spy() -> float:
+        seen.append((own(), model.entropy_plateau.scale))
+        return seen[-1][0]
+
+    model._ent_coef_in_force = spy  # type: ignore[method-assign]
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(2_000, log_interval=1)
+    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
+    # The row of update i is dumped after rollout i + 1 (SB3's order), the last update's never.
+    assert rows[0]["train/ent_coef"] == rows[0]["train/entropy_scale"] == ""
+    logged = np.array([[float(row["train/ent_coef"]), float(row["train/entropy_scale"])] for row in rows[1:]])
+    np.testing.assert_allclose(logged, np.array(seen[: len(logged)]), rtol=1e-6)  # the CSV's digits
+    assert len(set(logged[:, 1])) > 2
 
 
 def test_save_load_and_resume_keep_the_scale_and_the_window(tmp_path):

@@ -119,6 +119,40 @@ def test_constructor_as_the_repr_prints_it_binds_and_checks(spec):
         Objective("cvar", 0.2)  # type: ignore[arg-type]
 
 
+def test_dataclasses_replace_rebuilds_the_weights():
+    """``dataclasses.replace(Objective.parse("cvar0.2@10"), k=5)`` printed ``cvar0.2@5`` but kept the ten weights of
+    ``cvar0.2@10`` (and a new ``params`` or ``name`` kept the old ones too): a silently wrong objective. A family's
+    weights now follow its fields; a numeric objective, which is its weights, refuses a ``k`` they do not have."""
+    import copy
+    import dataclasses
+    import pickle
+
+    obj = Objective.parse("cvar0.2@10")
+    for changes, spec in [
+        ({"k": 5}, "cvar0.2@5"),
+        ({"params": (0.5,)}, "cvar0.5@10"),
+        ({"name": "top", "params": (2,)}, "top2@10"),
+        ({"name": "median", "params": ()}, "median@10"),
+    ]:
+        replaced = dataclasses.replace(obj, **changes)
+        assert replaced == Objective.parse(spec)
+        np.testing.assert_array_equal(replaced.weights, Objective.parse(spec).weights)
+    assert dataclasses.replace(obj, k=None) == Objective.parse("cvar0.2")
+    assert not dataclasses.replace(obj, k=None).is_bound
+    np.testing.assert_array_equal(dataclasses.replace(Objective.parse("cvar0.2"), k=10).weights, obj.weights)
+    for copied in (copy.copy(obj), copy.deepcopy(obj), pickle.loads(pickle.dumps(obj))):
+        assert copied == obj
+        np.testing.assert_array_equal(copied.weights, obj.weights)
+    with pytest.raises(ValueError, match="'mean' is the k = 1 objective, got k=4"):
+        dataclasses.replace(Objective.parse("mean"), k=4)
+    with pytest.raises(ValueError, match="trim2@4 needs 2m < k"):
+        dataclasses.replace(Objective.parse("trim2@10"), k=4)
+    numeric = Objective.from_weights([0.5, 0.0, 0.5])
+    assert dataclasses.replace(numeric) == numeric
+    with pytest.raises(ValueError, match=r"k = its number of weights \(3\), got params=\(\), k=4"):
+        dataclasses.replace(numeric, k=4)
+
+
 def test_canonical_str_of_aliases_and_alpha():
     assert str(Objective.parse("LowerTailMean:0.20", k=128)) == "cvar0.2@128"
     assert str(Objective.parse("TopM:2")) == "top2"

@@ -174,6 +174,23 @@ def test_variance_n_below_six_is_refused(n, tmp_path, capsys):
     assert not np.any(gcvar_weights(np.arange(5.0), peers.ALPHA)) and np.any(gcvar_weights(np.arange(6.0), peers.ALPHA))
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--variance-only", "--seeds", "3", "--workers", "2"], "trains no runs, which --seeds --workers would set"),
+        (["--variance-only", "--envs", "lava"], "--variance-only trains no runs, which --envs would set"),
+        (["--envs", "lava", "--variance-n", "32"], "--variance-n and --variance-trained measure the gradient variance"),
+        (["--envs", "lava", "--variance-trained", "2"], "add tailrisk to --envs, or give --variance-only"),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(options, message, tmp_path, capsys, monkeypatch):
+    """``--variance-only --seeds 3`` measured the variance and dropped the seeds, and ``--envs lava --variance-n 32``
+    trained on the lava grid without measuring anything: both without a word. Now refused before any work."""
+    monkeypatch.setattr(peers, "run_experiment", lambda *args, **kwargs: pytest.fail("ran"))
+    assert main(["reproduce", "peers", "--quiet", "--out", str(tmp_path), *options]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+
+
 def test_unbiased_relative_variance_removes_the_noise_of_the_mean():
     # tr Cov = 10 * 1^2; the mean of 20 batches carries 10 / 20 = 0.5 of noise in its squared norm.
     result = {"batches": 20, "gcvar": {"mean_norm": 1.0, "relative_variance": 10.0}}

@@ -323,6 +323,23 @@ def test_reproduction_on_ray_without_ray_names_the_extra_before_training(tmp_pat
     assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[ray]"')
 
 
+@pytest.mark.parametrize("name", ["tailrisk", "benchmarks", "minatar"])
+def test_reproduction_on_ray_refuses_workers(name, tmp_path, monkeypatch, capsys):
+    """``reproduce tailrisk --address local --workers 2`` ran the runs as Ray trials, as many at once as Ray had CPUs,
+    and dropped --workers without a word (so did benchmarks and minatar): refused now, before any work."""
+    import importlib
+
+    from ordergrad_rl.cli import REPRODUCTIONS
+
+    module = importlib.import_module(REPRODUCTIONS[name].module)
+    monkeypatch.setattr(module, "run_experiment", lambda *args, **kwargs: pytest.fail("ran"))
+    argv = ["reproduce", name, "--address", "local", "--workers", "2", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    assert "--workers 2 sizes the local worker processes, and --address local runs the runs as Ray Tune trials" in (
+        " ".join(capsys.readouterr().err.split())
+    )
+
+
 def test_a_trial_applies_the_envs_hyperparameter_entry_as_train_does(tmp_path):
     """A trial on an env with an entry in the shipped file trains the model ``train`` trains (it trained the class
     defaults: the README's own sweep, on SyntheticTailRisk-v0, ran another model than ``train``); the trial's keys

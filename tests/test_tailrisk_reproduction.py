@@ -149,6 +149,22 @@ def test_quick_refuses_the_sizes_it_sets(tmp_path, capsys):
     assert "--quick sets its own sizes (a smoke run); drop --updates, or drop --quick" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("algo", "options", "named"),
+    [
+        ("ppo", ["--updates", "5", "--k", "4"], "--updates --k"),
+        ("ppo", ["--n-episodes", "32"], "--n-episodes"),
+        ("reinforce", ["--ppo-timesteps", "100"], "--ppo-timesteps"),
+    ],
+)
+def test_algo_refuses_the_options_of_the_protocol_it_leaves_out(algo, options, named, tmp_path, capsys, monkeypatch):
+    """``--algo ppo --updates 5`` trained OrderGradPPO at its defaults and dropped the REINFORCE sizes without a
+    word (``--algo reinforce --ppo-timesteps`` likewise): they are refused before any training."""
+    monkeypatch.setattr(tr, "run_experiment", lambda *args, **kwargs: pytest.fail("trained"))
+    assert main(["reproduce", "tailrisk", "--algo", algo, *options, "--out", str(tmp_path), "--quiet"]) == 2
+    assert f"which ignores {named}: drop it, or --algo both" in capsys.readouterr().err
+
+
 def test_tensorboard_run_has_deployment_evaluations(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

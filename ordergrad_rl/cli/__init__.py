@@ -38,10 +38,15 @@ from ordergrad_rl.version import __version__
 
 @dataclass(frozen=True)
 class Command:
-    """A command implemented by ``module`` (imported only when the command is parsed or its help shown)."""
+    """A command implemented by ``module`` (imported only when the command is parsed or its help shown).
+
+    ``one_thread``: for a command whose runs each train with one torch thread whatever ``--threads`` says, why
+    (and what runs several at once); ``--threads`` then refuses values other than 1 with it.
+    """
 
     module: str
     help: str
+    one_thread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,19 +58,25 @@ class Group:
     commands: dict[str, Command] = field(default_factory=dict)
 
 
+#: Why the runs of a reproduction that trains them as jobs use one torch thread each.
+_ONE_THREAD_JOBS = "its runs train with one torch thread each (one core per run): --workers N trains N at once"
+
 #: ``ordergrad-rl reproduce <name>``: the paper's experiments, one module each.
 REPRODUCTIONS: dict[str, Command] = {
     "tailrisk": Command(
         "ordergrad_rl.experiments.tailrisk",
         "REINFORCE vs OrderGrad-CVaR on the high-yield tail-risk portfolio (App. portfolio example)",
+        _ONE_THREAD_JOBS,
     ),
     "peers": Command(
         "ordergrad_rl.experiments.peers",
         "REINFORCE vs GCVaR vs OrderGrad-CVaR (and QR-DQN-CVaR) on the portfolio and the lava grid (issue 13)",
+        _ONE_THREAD_JOBS,
     ),
     "benchmarks": Command(
         "ordergrad_rl.experiments.benchmarks",
         "known-answer risk benchmarks: CVaR agents vs the exact CVaR optimum and vs PPO, at equal env steps",
+        _ONE_THREAD_JOBS,
     ),
     "robust-regression": Command(
         "ordergrad_rl.experiments.robust_regression",
@@ -82,14 +93,17 @@ REPRODUCTIONS: dict[str, Command] = {
     "reasoning": Command(
         "ordergrad_rl.experiments.reasoning",
         "GRPO vs MaxPO vs Top-M@K and a length reward on TargetSum, pass@k (App. LLM experiments, in miniature)",
+        "its runs train with one torch thread each, one after another",
     ),
     "reasoning-lm": Command(
         "ordergrad_rl.experiments.reasoning_lm",
         "the reasoning comparison with a small transformer trained through TRL's GRPOTrainer (needs the [trl] extra)",
+        _ONE_THREAD_JOBS,
     ),
     "minatar": Command(
         "ordergrad_rl.experiments.minatar",
         "PPO-V vs PPO-Q vs OrderGrad PPO Top-M@K on MinAtar (App. RL experiments; needs the [minatar] extra)",
+        _ONE_THREAD_JOBS,
     ),
 }
 
@@ -106,6 +120,7 @@ COMMANDS: dict[str, Command | Group] = {
     "sweep": Command(
         "ordergrad_rl.cli.sweep",
         "a grid of train + evaluate trials on Ray Tune (local or --address cluster), with a risk table over seeds",
+        "a trial trains with one torch thread per CPU of the trial: --cpus-per-trial C sets them",
     ),
     "reproduce": Group(
         help="reproduce one of the paper's experiments with the toolkit",
@@ -123,9 +138,10 @@ class _LazyParser(argparse.ArgumentParser):
     one broken command cannot break the others.
     """
 
-    def __init__(self, *args, module: str | None = None, **kwargs) -> None:
+    def __init__(self, *args, module: str | None = None, one_thread: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._module = module
+        self._one_thread = one_thread
 
     def _load(self) -> None:
         if self._module is None:
@@ -135,8 +151,8 @@ class _LazyParser(argparse.ArgumentParser):
         if module.__doc__:
             self.description = module.__doc__.strip()
         module.add_arguments(self)
-        add_threads_argument(self)
-        self.set_defaults(_run=module.run, _prog=self.prog)
+        add_threads_argument(self, self._one_thread)
+        self.set_defaults(_run=module.run, _prog=self.prog, _one_thread=self._one_thread)
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         self._load()
@@ -154,22 +170,31 @@ class _LazyParser(argparse.ArgumentParser):
 DEFAULT_THREADS = 1
 
 
-def add_threads_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--threads N`` (every command has it)."""
+def add_threads_argument(parser: argparse.ArgumentParser, one_thread: str | None = None) -> None:
+    """Add ``--threads N`` (every command has it; ``one_thread``: see :class:`Command`)."""
+    text = (
+        "torch threads of this process (default: %(default)s, fastest for small policies and on a busy machine; 0: "
+        "torch's default, one per core). Results of a seed can differ with the thread count"
+    )
     parser.add_argument(
         "--threads",
         type=int,
         default=DEFAULT_THREADS,
         metavar="N",
-        help="torch threads of this process (default: %(default)s, fastest for small policies and on a busy "
-        "machine; 0: torch's default, one per core). Results of a seed can differ with the thread count",
+        help=text if one_thread is None else f"only {DEFAULT_THREADS}: {one_thread}",
     )
 
 
-def set_threads(threads: int) -> None:
-    """Use ``threads`` torch threads (0: torch's default), in this process and in the processes it starts."""
+def set_threads(threads: int, one_thread: str | None = None) -> None:
+    """Use ``threads`` torch threads (0: torch's default), in this process and in the processes it starts.
+
+    :param one_thread: the reason, for a command whose runs use one thread whatever ``threads`` is, to refuse
+        other values (see :class:`Command`).
+    """
     if threads < 0:
         raise CommandError(f"--threads must be >= 0, got {threads}")
+    if one_thread is not None and threads != DEFAULT_THREADS:
+        raise CommandError(f"--threads {threads} would change nothing: {one_thread}")
     if threads == 0:
         return
     os.environ["OMP_NUM_THREADS"] = str(threads)  # read by torch when it is first imported, here or in workers
@@ -179,7 +204,11 @@ def set_threads(threads: int) -> None:
 
 def _add_command(subparsers: argparse._SubParsersAction, name: str, command: Command) -> None:
     subparsers.add_parser(
-        name, help=command.help, module=command.module, formatter_class=argparse.RawDescriptionHelpFormatter
+        name,
+        help=command.help,
+        module=command.module,
+        one_thread=command.one_thread,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
 
@@ -221,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     try:
-        set_threads(getattr(args, "threads", DEFAULT_THREADS))
+        set_threads(getattr(args, "threads", DEFAULT_THREADS), getattr(args, "_one_thread", None))
         check_output_arguments(args)
         status = args._run(args)
     except CommandError as err:

@@ -201,6 +201,20 @@ def add_address_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_address_arguments(args: argparse.Namespace, default_workers: int | None = None) -> None:
+    """Refuse ``--workers`` beside ``--address`` (:func:`add_address_argument`): the runs are then Ray Tune trials,
+    as many at once as the Ray cluster has CPUs, and the local worker count would be ignored.
+
+    :param default_workers: the command's default ``--workers`` (any other value was given).
+    :raises CommandError: both given.
+    """
+    if args.address is not None and args.workers != default_workers:
+        raise CommandError(
+            f"--workers {args.workers} sizes the local worker processes, and --address {args.address} runs the runs "
+            "as Ray Tune trials instead (as many at once as the Ray cluster has CPUs): drop --workers"
+        )
+
+
 def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:
     """Declare ``flag`` (an option other commands take, e.g. ``--seeds``) as one this command refuses with
     ``reason``: hidden from ``--help``, and a usage error that says why instead of "unrecognized arguments"."""

@@ -393,12 +393,19 @@ class Objective:
         return hash(self._key())
 
     def __post_init__(self) -> None:
-        # Objective(name, params, k) written out, as the repr prints it: checked as the parser checks a spec, and
-        # bound when k is given. The parser, bind and from_weights pass the weights themselves.
-        if self._alpha is not None:
-            return
+        # Objective(name, params, k) written out, as the repr prints it, and dataclasses.replace(objective, k=...):
+        # checked as the parser checks a spec. A family's weights are always built from (name, params, k), never
+        # taken from the caller, so that replacing a field cannot keep the old weights. A numeric objective is its
+        # weights: Objective.from_weights.
         if self.name == "alpha":
-            raise ValueError("a numeric objective is built with Objective.from_weights(alpha)")
+            if self._alpha is None:
+                raise ValueError("a numeric objective is built with Objective.from_weights(alpha)")
+            if self.params or self.k != len(self._alpha):
+                raise ValueError(
+                    f"a numeric objective has no params and k = its number of weights ({len(self._alpha)}), got "
+                    f"params={self.params!r}, k={self.k!r}; build another one with Objective.from_weights(alpha)"
+                )
+            return
         name = _ALIASES.get(self.name, self.name)
         if name not in _FAMILIES:
             raise _unknown_name(self.name, self.name)
@@ -416,10 +423,11 @@ class Objective:
                 raise ValueError(f"'mean' is the k = 1 objective, got k={self.k!r}")
             object.__setattr__(self, "k", 1)
             object.__setattr__(self, "_alpha", (1.0,))
-        elif self.k is not None:
-            bound = Objective(name, self.params).bind(self.k)
-            object.__setattr__(self, "k", bound.k)
-            object.__setattr__(self, "_alpha", bound._alpha)
+        elif self.k is None:
+            object.__setattr__(self, "_alpha", None)
+        else:
+            object.__setattr__(self, "k", check_k(self.k))
+            object.__setattr__(self, "_alpha", _family_weights(name, self.params, self.k))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -450,22 +458,12 @@ class Objective:
         """Return this objective with order-statistic size ``k`` (``mean`` always has k = 1)."""
         k = check_k(k)
         if self.name == "mean":
-            return Objective("mean", (), 1, (1.0,))
+            return Objective("mean")
         if self.name == "alpha":
             if k != self.k:
                 raise ValueError(f"numeric alpha has k={self.k} entries; cannot bind k={k}")
             return self
-        family = _FAMILIES[self.name]
-        if k < family.min_k(self.params):
-            raise ValueError(f"objective {self.name}{_format_params(self.params)}@{k} needs {family.needs} (k={k})")
-        if 8 * k > RANKWISE_MAX_BYTES:  # refused before numpy fails to allocate them (or the machine swaps)
-            raise ValueError(
-                f"objective {self.name}{_format_params(self.params)}@{k}: its k float64 rank weights need "
-                f"{8 * k / 2**30:.3g} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
-                "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES); lower k (the known regime takes max, min, top<m>, "
-                "bot<m> and rank<r> at any k without building their weights)"
-            )
-        return _bound(self.name, self.params, k)
+        return Objective(self.name, self.params, k)
 
     # ------------------------------------------------------------------ accessors
     @property
@@ -515,16 +513,30 @@ class Objective:
         return text
 
 
+def _family_weights(name: str, params: Params, k: int) -> tuple[float, ...]:
+    """The rank weights of family ``name`` at ``k``, or a ``ValueError`` when ``k`` is too small or too large."""
+    family = _FAMILIES[name]
+    if k < family.min_k(params):
+        raise ValueError(f"objective {name}{_format_params(params)}@{k} needs {family.needs} (k={k})")
+    if 8 * k > RANKWISE_MAX_BYTES:  # refused before numpy fails to allocate them (or the machine swaps)
+        raise ValueError(
+            f"objective {name}{_format_params(params)}@{k}: its k float64 rank weights need "
+            f"{8 * k / 2**30:.3g} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+            "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES); lower k (the known regime takes max, min, top<m>, "
+            "bot<m> and rank<r> at any k without building their weights)"
+        )
+    return _built_weights(name, params, k)
+
+
 @lru_cache(maxsize=256)
-def _bound(name: str, params: Params, k: int) -> Objective:
-    alpha = _FAMILIES[name].build(params, k)
-    return Objective(name, params, k, tuple(alpha.tolist()))
+def _built_weights(name: str, params: Params, k: int) -> tuple[float, ...]:
+    return tuple(_FAMILIES[name].build(params, k).tolist())
 
 
 def clear_caches() -> None:
     """Forget the parsed specs and bound weights."""
     _parse_string.cache_clear()
-    _bound.cache_clear()
+    _built_weights.cache_clear()
 
 
 def _unknown_name(raw: str, spec: str) -> ValueError:

@@ -109,6 +109,7 @@ from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import (
     add_address_argument,
     add_output_arguments,
+    check_address_arguments,
     file_path,
     positive_int,
     seed_int,
@@ -1899,6 +1900,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and (args.json is None or args.from_json is not None):
         raise CommandError("--resume continues the runs of a --json file: give --json PATH (and no --from-json)")
     check_run_options(args)
+    check_address_arguments(args)
     if args.from_json is not None:
         _check_names(args.tasks or (), args.methods or ())
         results = [

@@ -57,6 +57,7 @@ from ordergrad_rl.common.options import (
     add_output_arguments,
     add_quick_argument,
     apply_quick,
+    check_address_arguments,
     positive_int,
 )
 from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
@@ -597,6 +598,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     default = Config()
+    check_address_arguments(args, default_workers=1)
     apply_quick(args, QUICK, {dest: getattr(default, dest) for dest in QUICK})
     bad = [m for m in args.m if m > args.k]
     if bad:

@@ -632,8 +632,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "peers")
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse options that would be ignored: the training runs' with ``--variance-only`` (it trains none), and the
+    gradient-variance grid's without the portfolio (it is measured there).
+
+    :raises CommandError: naming them.
+    """
+    default = Config()
+    if args.variance_only:
+        given = {"--seeds": args.seeds != default.seeds, "--envs": args.envs != list(default.envs)}
+        given["--workers"] = args.workers is not None
+        named = " ".join(flag for flag, is_given in given.items() if is_given)
+        if named:
+            raise CommandError(f"--variance-only trains no runs, which {named} would set: drop it or --variance-only")
+    elif "tailrisk" not in args.envs and (args.variance_n or args.variance_trained):
+        raise CommandError(
+            "--variance-n and --variance-trained measure the gradient variance on the portfolio: add tailrisk to "
+            "--envs, or give --variance-only"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Train, evaluate, print the tables, write the figure (and JSON)."""
+    check_options(args)
     start = time.perf_counter()
     base = Config.quick() if args.quick else Config()
     config = dataclasses.replace(

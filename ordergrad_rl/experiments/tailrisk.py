@@ -57,6 +57,7 @@ from ordergrad_rl.common.options import (
     add_output_arguments,
     add_quick_argument,
     apply_quick,
+    check_address_arguments,
     positive_int,
 )
 from ordergrad_rl.common.progress import available_cores, rollout_progress
@@ -715,9 +716,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser, "tailrisk")
 
 
+#: The options of one protocol only: ``--algo`` -> the options its runs ignore.
+_OTHER_PROTOCOL_OPTIONS: dict[str, tuple[str, ...]] = {
+    "ppo": ("updates", "n_episodes", "k"),  # REINFORCE's protocol: OrderGradPPO runs at its defaults
+    "reinforce": ("ppo_timesteps",),
+}
+
+
+def check_algo_options(args: argparse.Namespace, default: Config) -> None:
+    """Refuse the options of the protocol that ``--algo`` leaves out (they would be ignored).
+
+    :raises CommandError: naming them.
+    """
+    ignored = _OTHER_PROTOCOL_OPTIONS.get(args.algo, ())
+    given = ["--" + dest.replace("_", "-") for dest in ignored if getattr(args, dest) != getattr(default, dest)]
+    if given:
+        runs = "OrderGradPPO at its defaults" if args.algo == "ppo" else "the REINFORCE protocol only"
+        ignored_text = " ".join(given)
+        raise CommandError(f"--algo {args.algo} trains {runs}, which ignores {ignored_text}: drop it, or --algo both")
+
+
 def run(args: argparse.Namespace) -> int:
     """Train, deploy, print the table beside the paper's, write the figures, models (and JSON)."""
     default = Config()
+    check_algo_options(args, default)
+    check_address_arguments(args)
     apply_quick(args, QUICK, {dest: getattr(default, dest) for dest in QUICK})
     if args.k >= args.n_episodes:  # checked here: inside the workers it would fail only after they started
         raise CommandError(f"--k ({args.k}) must be < --n-episodes ({args.n_episodes}): K episodes of the N are ranked")

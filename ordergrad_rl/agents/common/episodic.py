@@ -1222,14 +1222,23 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _update_entropy_plateau(self) -> None:
         """``entropy_plateau``: the bonus's scale after this rollout (the test of its returns against the rollouts'
         before, :class:`~ordergrad_rl.agents.common.entropy_plateau.EntropyPlateau`), which
-        :meth:`_ent_coef_in_force` applies; ``train/entropy_scale`` logs it (not logged without the rule)."""
+        :meth:`_ent_coef_in_force` applies; the update logs it (:meth:`_record_ent_coef`)."""
         plateau = getattr(self, "entropy_plateau", None)  # absent from saves before it
         if plateau is None:
             return
         blind = getattr(self, "_rollout_blind", False)
         total = getattr(self, "_total_timesteps", self.num_timesteps)
-        scale = plateau.update(self.rollout_buffer.episode_returns, blind, self.num_timesteps, total)
-        self.logger.record("train/entropy_scale", scale)  # type: ignore[attr-defined]
+        plateau.update(self.rollout_buffer.episode_returns, blind, self.num_timesteps, total)
+
+    def _record_ent_coef(self, ent_coef: float) -> None:
+        """Log the update's entropy coefficient ``ent_coef`` (``train/ent_coef``) and, with ``entropy_plateau``, the
+        scale in it (``train/entropy_scale``), from the update, so that both land in the row of its other ``train/*``
+        values (SB3 dumps the logs between a rollout and its update: a value recorded with the rollout would land in
+        the row before)."""
+        self.logger.record("train/ent_coef", ent_coef)  # type: ignore[attr-defined]
+        plateau = getattr(self, "entropy_plateau", None)  # absent from saves before it
+        if plateau is not None:
+            self.logger.record("train/entropy_scale", plateau.scale)  # type: ignore[attr-defined]
 
     def _explore_in_novelty_phase(self) -> None:
         """``novelty_phase``: while the env steps taken are under that share of training's total (the progress the
@@ -1559,7 +1568,7 @@ def train_on_episode_weights(model: Any, update: Callable[[], None], critic: boo
     lent = {} if critic else {"vf_coef": 0.0}
     with lent_attributes(model, normalize_advantage=False, ent_coef=ent_coef, **lent):
         update()
-    model.logger.record("train/ent_coef", ent_coef)
+    model._record_ent_coef(ent_coef)
     if not critic:
         for key in CRITIC_LOG_KEYS:
             pop_record(model.logger, key)

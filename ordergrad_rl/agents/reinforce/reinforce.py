@@ -285,7 +285,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
         self.logger.record("train/policy_gradient_loss", policy_loss.item())
         self.logger.record("train/entropy_loss", entropy_loss.item())
-        self.logger.record("train/ent_coef", ent_coef)
+        self._record_ent_coef(ent_coef)
         self.logger.record("train/loss", loss.item())
         self.logger.record("train/grad_norm", grad_norm.item())
         if hasattr(self.policy, "log_std"):
