@@ -338,6 +338,16 @@ def test_seed_makes_training_reproducible() -> None:
         assert th.equal(p, q)
 
 
+def test_an_unseeded_env_id_takes_its_env_seeds_from_numpys_global_generator() -> None:
+    # The documented difference from SB3 (the seed parameter): an env id is SB3's make_vec_env(id, n_envs, seed),
+    # which with seed=None draws the envs' seeds from NumPy's global generator; SB3's PPO resets its env unseeded.
+    seeds = []
+    for _ in "ab":
+        np.random.seed(0)  # noqa: NPY002
+        seeds.append(OrderGradPPO("MlpPolicy", "CartPole-v1", n_envs=2, n_episodes=4).get_env()._seeds)
+    assert seeds[0] == seeds[1] and seeds[0][1] == seeds[0][0] + 1
+
+
 def test_a_gym_make_env_trains_as_its_native_batch_like_the_env_id() -> None:
     """Issue 9, goal 3: ``gym.make("SyntheticTailRisk-v0")`` is stepped as the same native batch of ``n_episodes``
     envs as the env id (not one env, ~N times slower), so both usage-line forms train identically."""

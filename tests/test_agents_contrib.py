@@ -279,6 +279,21 @@ def test_lstm_state_is_carried_within_episodes_and_reset_at_their_starts() -> No
         assert n_steps == buffer.size()
 
 
+def test_recurrent_update_trains_after_torchs_default_dtype_changes() -> None:
+    # sb3-contrib's RecurrentPPO trains after torch.set_default_dtype(torch.float64) (a user's estimator code, say):
+    # its minibatches hold float32 states. Ours made the zero states in the default dtype, and the float32 LSTM
+    # failed with "get_mkldnn_dtype: unsupported data type".
+    model = OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", n_episodes=4, n_epochs=1, seed=0, policy_kwargs=LSTM)
+    default = th.get_default_dtype()
+    th.set_default_dtype(th.float64)
+    try:
+        model.learn(1)
+        batch = next(model.rollout_buffer.get(batch_size=8))
+    finally:
+        th.set_default_dtype(default)
+    assert {batch.lstm_states.pi[0].dtype, batch.episode_starts.dtype} == {th.float32}
+
+
 # ---------------------------------------------------------------------------------------------- save / load / detection
 @pytest.mark.parametrize("cls", [OrderGradRecurrentPPO, OrderGradMaskablePPO])
 def test_save_load_keeps_the_ordergrad_arguments(cls, tmp_path) -> None:

@@ -191,6 +191,22 @@ def test_options_rule_with_fewer_envs_than_members() -> None:
     assert np.all(prompts.reshape(2, 8, 9) == prompts.reshape(2, 8, 9)[:, :1])
 
 
+def test_set_random_seed_after_construction_repeats_the_groups() -> None:
+    # As SB3's: a model built without a seed and seeded by set_random_seed trains the same twice. The group contexts
+    # came from a generator the constructor seeded with seed=None, which set_random_seed left alone.
+    models = []
+    for _ in "ab":
+        th.manual_seed(0)  # the policy's initial weights (drawn at construction)
+        model = grouped_model(seed=None)
+        model.set_random_seed(3)
+        models.append(model.learn(200))
+    first, second = models
+    np.testing.assert_array_equal(first._episode_contexts, second._episode_contexts)
+    np.testing.assert_array_equal(first.rollout_buffer.episode_returns, second.rollout_buffer.episode_returns)
+    for p, q in zip(first.policy.parameters(), second.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+
+
 def test_seed_rule_on_a_native_batch() -> None:
     # TargetSum declares its contexts; with the seed rule forced, a shared seed poses a shared problem too (the reset
     # draws it), and each env gets its own generator back for the rest of the episode.

@@ -57,6 +57,24 @@ def test_rp_gradient_is_value_weights_in_sorted_order():
     np.testing.assert_allclose(x.grad.numpy(), t.value_weights[ranks.numpy()], atol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_of_rescaled_rewards_pass_anomaly_mode(dtype):
+    # Rewards beyond sqrt(float max) are rescaled by a power of two computed from them: its backward (zero, through
+    # floor) held 0 * inf, and torch.autograd.set_detect_anomaly(True) raised "PowBackward1 returned nan values".
+    r = torch.tensor([1e30, -1e30, 3.0, 4.0] if dtype == torch.float32 else [1e200, -1e200, 3.0, 4.0], dtype=dtype)
+    p = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=dtype)
+    with torch.autograd.set_detect_anomaly(True):
+        x = r.clone().requires_grad_()
+        lstat_value(x, "cvar0.5@2").backward()
+        torch.testing.assert_close(x.grad, torch.tensor([0.0, 0.5, 1 / 3, 1 / 6], dtype=dtype))
+        x = r.clone().requires_grad_()
+        lstat_advantage(x, "cvar0.5@2", detach=False).sum().backward()
+        assert torch.isfinite(x.grad).all()
+        x = r.clone().requires_grad_()
+        known_lstat_value(x, p, "max@4").backward()
+        assert torch.isfinite(x.grad).all() and x.grad.sum() == pytest.approx(1.0)
+
+
 def test_advantage_detached_by_default():
     x = torch.randn(3, 10, requires_grad=True)
     assert not lstat_advantage(x, "top2@4").requires_grad

@@ -132,6 +132,28 @@ def test_sampler_state_saved_and_resumed(tmp_path: Any) -> None:
     assert loaded.num_timesteps == 960
 
 
+def test_set_random_seed_after_construction_repeats_the_samplers_draws(tmp_path: Any) -> None:
+    # As SB3's: a model built without a seed and seeded by set_random_seed trains the same twice. The sampler drew
+    # each episode's probabilities from a generator the constructor seeded with seed=None, which set_random_seed
+    # left alone.
+    th.set_num_threads(1)
+    models = []
+    for _ in "ab":
+        th.manual_seed(0)  # the policy's initial weights (drawn at construction)
+        model = OrderGradPPO("MlpPolicy", RareCrash(), objective="cvar0.2", n_episodes=32, noise_sampler=True)
+        model.set_random_seed(3)
+        models.append(model.learn(96))
+    first, second = models
+    np.testing.assert_array_equal(first.rollout_buffer.episode_returns, second.rollout_buffer.episode_returns)
+    assert first._noise.probs == second._noise.probs
+    for p, q in zip(first.policy.parameters(), second.policy.parameters(), strict=True):
+        assert th.equal(p, q)
+    # load (whose setup seeds the generators with the saved seed) continues the saved sampler's draws
+    first.save(tmp_path / "m")
+    loaded = OrderGradPPO.load(tmp_path / "m", env=RareCrash())
+    assert loaded._noise.rng.random() == first._noise.rng.random()
+
+
 def test_training_env_draws_its_own_noise_outside_the_rollouts() -> None:
     """After learn (or a callback's stop inside a rollout) the training env draws the env's own probabilities: it
     went on drawing the sampler's q, so an evaluation on model.get_env() (SB3's way) saw crashes 25 times as

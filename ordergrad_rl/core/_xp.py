@@ -247,7 +247,10 @@ def scale_rows(sorted_x: Array, xp: Any) -> Array | None:
     subnormals; results are scaled back.
     """
     info = xp.finfo(sorted_x.dtype)
-    top = xp.maximum(xp.abs(sorted_x[..., :1]), xp.abs(sorted_x[..., -1:]))
+    # A constant of the rewards (zero derivative, through floor): without gradient, as its backward held 0 * inf,
+    # which torch's anomaly mode reports as NaN.
+    x = stop_gradient(sorted_x, xp)
+    top = xp.maximum(xp.abs(x[..., :1]), xp.abs(x[..., -1:]))
     unsafe = (top > float(info.max) ** 0.5) | ((top < float(info.smallest_normal) ** 0.5) & (top > 0))
     if not is_traced(sorted_x) and not bool(xp.any(unsafe)):
         return None

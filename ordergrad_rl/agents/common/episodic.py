@@ -170,7 +170,9 @@ EPISODIC_PPO_PARAMS = """
     :param stats_window_size: episodes averaged by ``rollout/ep_rew_mean``.
     :param tensorboard_log: TensorBoard log dir (``risk/*`` of every rollout).
     :param verbose: 0 silent, 1 info, 2 debug.
-    :param seed: random seed.
+    :param seed: random seed. Unlike SB3's algorithms, which reset an env id's env unseeded, an id without a native
+        batch becomes SB3's ``make_vec_env(id, n_envs, seed)``: with ``seed=None`` it draws the envs' seeds from
+        NumPy's global generator (one draw at construction).
     :param device: torch device.
     :param _init_setup_model: build the networks at construction.
 """
@@ -862,6 +864,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.common.groups).
         self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
         self._group_resetter: GroupResetter | None = None
+
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """SB3's ``set_random_seed`` (Python, NumPy, torch, the action space, the env), and the generators of this
+        model's own draws that the constructor seeds with ``seed``: the group contexts' and the noise sampler's. So a
+        model seeded after construction trains the same twice, as SB3's do. SB3's ``_setup_model`` calls it before
+        those generators exist (the constructor then seeds them; ``load`` keeps the sampler's saved state).
+
+        :param seed: the seed; ``None`` changes nothing (SB3's convention).
+        """
+        super().set_random_seed(seed)  # type: ignore[misc]
+        if seed is None or "_group_rng" not in self.__dict__:  # inside _setup_model
+            return
+        sampler = getattr(self, "_noise", None)  # absent from saves before the sampler
+        generators = [self._group_rng] + ([sampler.rng] if sampler is not None else [])
+        for generator in generators:  # in place: the group resetter holds the same generator
+            generator.bit_generator.state = np.random.default_rng(seed).bit_generator.state
 
     def _episodic_buffer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the episodic rollout buffer: the user's ``rollout_buffer_kwargs`` (the episodic-only

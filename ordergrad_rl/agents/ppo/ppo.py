@@ -387,7 +387,9 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         :mod:`ordergrad_rl.agents.common.risk_logging`).
     :param policy_kwargs: keyword arguments of the policy (see :mod:`ordergrad_rl.agents.common.policies`).
     :param verbose: 0 silent, 1 info, 2 debug.
-    :param seed: random seed.
+    :param seed: random seed. Unlike SB3's algorithms, which reset an env id's env unseeded, an id without a native
+        batch becomes SB3's ``make_vec_env(id, n_envs, seed)``: with ``seed=None`` it draws the envs' seeds from
+        NumPy's global generator (one draw at construction).
     :param device: torch device.
     :param _init_setup_model: build the networks at construction.
     """

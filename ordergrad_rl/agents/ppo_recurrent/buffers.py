@@ -78,7 +78,8 @@ class RecurrentEpisodicRolloutBuffer(EpisodicRolloutBuffer):
         else:
             observations = seq(self.observations)
             cls = RecurrentRolloutBufferSamples
-        zeros = th.zeros((self.lstm_shape[0], n_seq, self.lstm_shape[1]), device=self.device)
+        # float32 as the buffer's arrays (sb3-contrib's stored states), not torch's default dtype
+        zeros = th.zeros((self.lstm_shape[0], n_seq, self.lstm_shape[1]), dtype=th.float32, device=self.device)
         states = (zeros, zeros.clone())
         return cls(
             observations=observations,
@@ -89,6 +90,6 @@ class RecurrentEpisodicRolloutBuffer(EpisodicRolloutBuffer):
             returns=flat(self.returns),
             lstm_states=RNNStates(states, states),
             # Every sequence is an episode from its first step, replayed from zero states: no reset inside.
-            episode_starts=th.zeros(padded, device=self.device),
+            episode_starts=th.zeros(padded, dtype=th.float32, device=self.device),
             mask=pad_and_flatten(starts, ends, self.device, np.ones(len(inds), dtype=np.float32)),
         )

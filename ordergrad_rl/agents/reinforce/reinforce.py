@@ -156,7 +156,9 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     :param monitor_wrapper: wrap a ``gym.Env`` in ``Monitor``.
     :param policy_kwargs: keyword arguments of the policy.
     :param verbose: 0 silent, 1 info, 2 debug.
-    :param seed: random seed.
+    :param seed: random seed. Unlike SB3's algorithms, which reset an env id's env unseeded, an id without a native
+        batch becomes SB3's ``make_vec_env(id, n_envs, seed)``: with ``seed=None`` it draws the envs' seeds from
+        NumPy's global generator (one draw at construction).
     :param device: torch device.
     :param n_steps: SB3's rollout length, refused: a rollout is ``n_episodes`` episodes (the error names the
         ``n_episodes`` that gives about as many steps on the env).
