@@ -12,8 +12,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFram
 from test_agents_estimator import assert_loss_gradient  # tests/ is on sys.path under pytest
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
+from ordergrad_rl.agents.common.advantages import episode_weights
 from ordergrad_rl.agents.common.groups import GroupResetter
-from ordergrad_rl.core import known_lstat_value, lstat_advantage
+from ordergrad_rl.core import Objective, known_lstat_value, lstat_advantage
+from ordergrad_rl.core.gcvar import gcvar_weights
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -39,6 +41,29 @@ def test_grouped_weights_are_lstat_advantage_per_group() -> None:
     )
     model.normalize_advantage = True
     np.testing.assert_allclose(model.episode_weights(returns), by_hand / (by_hand.std() + 1e-8), atol=1e-12)
+
+
+def test_episode_weights_take_an_objective_per_group() -> None:
+    """Each group ranked by its own objective (or GCVaR level), as if alone; ``True`` scales all groups together."""
+    returns = np.random.default_rng(2).normal(size=(3, 4))
+    values = {"reward": returns}
+    objectives = [Objective.parse(spec, 2) for spec in ("cvar0.5", "cvar1", "cvar0.5")]
+    alone = np.concatenate(
+        [2 * lstat_advantage(row, objective) for row, objective in zip(returns, objectives, strict=True)]
+    )
+    np.testing.assert_array_equal(episode_weights(objectives, values, False), alone)
+    np.testing.assert_array_equal(episode_weights(objectives[0], values, False)[8:], alone[8:])
+    np.testing.assert_allclose(episode_weights(objectives, values, True), alone / (alone.std() + 1e-8), atol=1e-12)
+    by_group = alone.reshape(3, 4) / (alone.reshape(3, 4).std(1, keepdims=True) + 1e-8)
+    np.testing.assert_allclose(episode_weights(objectives, values, "group"), by_group.ravel(), atol=1e-12)
+    levels = episode_weights(objectives[0], values, False, gcvar_alpha=(0.5, None, 0.25))
+    np.testing.assert_array_equal(levels[:4], gcvar_weights(returns[0], 0.5))
+    np.testing.assert_array_equal(levels[4:8], 2 * lstat_advantage(returns[1], objectives[0]))
+    np.testing.assert_array_equal(levels[8:], gcvar_weights(returns[2], 0.25))
+    with pytest.raises(ValueError, match="one per group"):
+        episode_weights(objectives[:2], values, False)
+    with pytest.raises(ValueError, match="needs groups"):
+        episode_weights(objectives[:1], {"reward": returns[0]}, False)
 
 
 def test_mean_with_group_normalization_is_grpo() -> None:

@@ -590,6 +590,45 @@ def test_agents_rank_success_above_a_tie_at_the_var(cls, tmp_path):
     assert pays[True] > 0.5 and pays[False] < 0.3
 
 
+def _with_rollout(model, returns: np.ndarray, time_outs: np.ndarray) -> None:
+    """Put a finalized rollout of one-step episodes with these returns and time-outs in ``model``'s buffer."""
+    buffer = model.rollout_buffer
+    buffer.episode_returns = buffer.rewards = np.asarray(returns, dtype=np.float64)
+    buffer.episode_time_outs = np.asarray(time_outs, dtype=bool)
+    buffer.episode_index, buffer.episode_step = np.arange(len(returns)), np.zeros(len(returns), dtype=np.int64)
+    buffer.episode_channels = {}
+
+
+def test_groups_untie_their_own_tails(tmp_path):
+    """With ``group_size`` a group's objective is its own, and so is its tie. Group 0's lower half times out at -10:
+    it trains at cvar0.75@4; group 1 has no tie and trains at the target, exactly as if alone (read from the pooled
+    rollout, whose lowest quarter is group 0's tie, both trained at cvar0.5@4). A tie that a worse return of another
+    group hides from the pooled rollout is untied in its group too; groups untied alike train one objective."""
+    kwargs = {"n_episodes": 16, "group_size": 8, "normalize_advantage": False, "value_baseline": False}
+    model = OrderGradREINFORCE("MlpPolicy", _TimeOutOrPay(), objective="cvar0.25", **kwargs)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    target = model.objective
+    tied, other = np.r_[np.full(4, -10.0), 0.1, 0.2, 0.3, 0.4], np.arange(-5.0, 3.0)
+    time_outs = np.arange(16) < 4
+    _with_rollout(model, np.r_[tied, other], time_outs)
+    model._compute_advantages()
+    moved = untied(target, None, tied, time_outs[:8])[0]
+    assert str(target) == "cvar0.25@4" and str(moved) == "cvar0.75@4"
+    assert model._rollout_risk == ((moved, target), (None, None))
+    advantages = model.rollout_buffer.advantages
+    np.testing.assert_array_equal(advantages[:8], (4 * lstat_advantage(tied, moved)).astype(np.float32))
+    np.testing.assert_array_equal(advantages[8:], (4 * lstat_advantage(other, target)).astype(np.float32))
+    model._record_rollout_logs()  # the mean level over the groups, the share of episodes tied in their group
+    logged = model.logger.name_to_value
+    assert (logged["risk/level"], logged["risk/tied"], logged["risk/tie_at_var"]) == (0.5, 0.25, 0.0)
+    _with_rollout(model, np.r_[tied, -20.0, other[1:]], time_outs)  # pooled, the lowest return is not a tie
+    model._compute_advantages()
+    assert model._rollout_risk == ((moved, target), (None, None))
+    _with_rollout(model, np.r_[tied, tied], np.arange(16) % 8 < 4)
+    model._compute_advantages()
+    assert model._rollout_risk == (moved, None)
+
+
 def test_saves_from_before_the_tie_at_the_var_train_as_they_did(tmp_path):
     model = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", objective="cvar0.25", n_episodes=8)
     model.save(path := tmp_path / "model.zip")

@@ -13,7 +13,7 @@ mean objective, per step). Pure functions of arrays: no algorithm, buffer or env
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -57,11 +57,17 @@ def channel_values(
     return {name: np.asarray(value, dtype=np.float64).reshape(shape) for name, value in values.items()}
 
 
+#: An objective, or one per group (each group's own, the agents' ``untie_tail``).
+Objectives = Objective | ChannelObjective | Sequence[Objective | ChannelObjective]
+#: GCVaR's level (``None``: OrderGrad's weights), or one per group.
+GCVaRLevels = float | None | Sequence[float | None]
+
+
 def episode_weights(
-    objective: Objective | ChannelObjective,
+    objective: Objectives,
     values: Mapping[str, np.ndarray],
     normalize: bool | str = True,
-    gcvar_alpha: float | None = None,
+    gcvar_alpha: GCVaRLevels = None,
     importance_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per-episode policy-gradient weights ``w_i = k * a_i``, normalized as ``normalize`` says.
@@ -78,14 +84,38 @@ def episode_weights(
     (episodes drawn by a noise sampler; one pooled batch, one channel, no GCVaR): ``w_i = k rho_i a_i`` of the
     weighted batch (:func:`~ordergrad_rl.core.weighted.weighted_lstat_advantage`).
 
-    :param objective: the bound objective.
+    With groups, ``objective`` and ``gcvar_alpha`` may each be a sequence of one per group: each group is then
+    ranked by its own (the groups that share one in one core call), and ``normalize=True`` divides by the std of
+    all the groups' weights together.
+
+    :param objective: the bound objective, or one per group.
     :param values: ``{channel: [N] or [n_groups, G]}`` episode values, ``"reward"`` included.
     :param normalize: ``True``, ``False``, ``"group"`` or ``"channel"`` (``"running"``: as ``False``, the agents
         scale across rollouts).
-    :param gcvar_alpha: GCVaR's level, or ``None`` for OrderGrad's weights.
+    :param gcvar_alpha: GCVaR's level, or ``None`` for OrderGrad's weights; or one per group.
     :param importance_weights: ``[N]`` the episodes' likelihood ratios ``rho_i``, or ``None``.
     :return: ``[N]`` float64 weights.
+    :raises ValueError: per-group objectives or levels without groups, with ``importance_weights``, or not one per
+        group.
     """
+    if isinstance(objective, Objective | ChannelObjective) and not isinstance(gcvar_alpha, Sequence):
+        weights = _ranked_weights(objective, values, normalize, gcvar_alpha, importance_weights)
+    else:
+        weights = _weights_by_group(objective, values, normalize, gcvar_alpha, importance_weights)
+    if normalize is True:
+        # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
+        weights = weights / (weights.std() + 1e-8)
+    return weights.reshape(-1)
+
+
+def _ranked_weights(
+    objective: Objective | ChannelObjective,
+    values: Mapping[str, np.ndarray],
+    normalize: bool | str,
+    gcvar_alpha: float | None,
+    importance_weights: np.ndarray | None,
+) -> np.ndarray:
+    """:func:`episode_weights` of one objective, shaped as ``values``, before ``normalize=True``'s scaling."""
     # "channel" normalizes each channel inside the channel sum; with one channel that is "group".
     per_channel = normalize == "channel" and isinstance(objective, ChannelObjective)
     if isinstance(objective, ChannelObjective):
@@ -99,10 +129,50 @@ def episode_weights(
         weights = objective.k * lstat_advantage(values[REWARD], objective)  # type: ignore[operator]
     if normalize in ("group", "channel") and not per_channel:
         weights = group_normalize(weights)
-    elif normalize is True:
-        # Scale only: the weights already sum to zero, and a rescaling keeps the targeted objective.
-        weights = weights / (weights.std() + 1e-8)
-    return weights.reshape(-1)
+    return weights
+
+
+def _weights_by_group(
+    objective: Objectives,
+    values: Mapping[str, np.ndarray],
+    normalize: bool | str,
+    gcvar_alpha: GCVaRLevels,
+    importance_weights: np.ndarray | None,
+) -> np.ndarray:
+    """:func:`_ranked_weights` of one objective and level per group: one call per distinct pair, on its groups."""
+    returns = values[REWARD]
+    if returns.ndim != 2 or importance_weights is not None:
+        raise ValueError("an objective per group needs groups (values shaped [n_groups, G]) and no importance weights")
+    risks = group_risks(objective, gcvar_alpha, returns.shape[0])
+    weights = np.empty_like(returns)
+    for risk in dict.fromkeys(risks):  # each distinct (objective, level) once, in the groups' order
+        rows = np.array([group_risk == risk for group_risk in risks])
+        shared = {name: value[rows] for name, value in values.items()}
+        weights[rows] = _ranked_weights(risk[0], shared, normalize, risk[1], None)
+    return weights
+
+
+def group_risks(
+    objective: Objectives, gcvar_alpha: GCVaRLevels, n_groups: int
+) -> list[tuple[Objective | ChannelObjective, float | None]]:
+    """One ``(objective, gcvar_alpha)`` per group, from one objective (level) for all or one per group.
+
+    :raises ValueError: a sequence that does not hold one per group.
+    """
+    objectives = [objective] * n_groups if isinstance(objective, Objective | ChannelObjective) else list(objective)
+    levels = list(gcvar_alpha) if isinstance(gcvar_alpha, Sequence) else [gcvar_alpha] * n_groups
+    if len(objectives) != n_groups or len(levels) != n_groups:
+        raise ValueError(
+            f"{len(objectives)} objectives and {len(levels)} GCVaR levels for {n_groups} groups: give one per group"
+        )
+    return list(zip(objectives, levels, strict=True))
+
+
+def _info_channels(objective: Objectives) -> tuple[str, ...]:
+    """The info channels that ``objective`` (or any of the groups' objectives) ranks."""
+    objectives = [objective] if isinstance(objective, Objective | ChannelObjective) else objective
+    names = (name for each in objectives if isinstance(each, ChannelObjective) for name in each.info_channels)
+    return tuple(dict.fromkeys(names))
 
 
 def discounted_rewards(rewards: np.ndarray, episode_step: np.ndarray, gamma: float = 1.0) -> np.ndarray:
@@ -202,13 +272,13 @@ def reward_to_go_advantages(
 
 
 def compute_episodic_advantages(
-    objective: Objective | ChannelObjective,
+    objective: Objectives,
     episode_returns: np.ndarray,
     episode_index: np.ndarray,
     episode_channels: Mapping[str, np.ndarray] | None = None,
     group_size: int | None = None,
     normalize: bool | str = True,
-    gcvar_alpha: float | None = None,
+    gcvar_alpha: GCVaRLevels = None,
     reward_to_go: bool = False,
     rewards: np.ndarray | None = None,
     episode_step: np.ndarray | None = None,
@@ -219,13 +289,13 @@ def compute_episodic_advantages(
     with ``reward_to_go`` (the pooled mean) :func:`reward_to_go_advantages`, divided by their standard deviation over
     the steps if ``normalize``.
 
-    :param objective: the bound objective.
+    :param objective: the bound objective, or with groups one per group (see :func:`episode_weights`).
     :param episode_returns: ``[N]`` episode returns.
     :param episode_index: ``[T]`` episode of each stored step.
     :param episode_channels: ``{name: [N]}`` episode sums of the objective's info channels.
     :param group_size: ``G`` (episode ``j`` is in group ``j // G``), ``None`` for one pooled batch.
     :param normalize: ``normalize_advantage`` (see :func:`episode_weights`).
-    :param gcvar_alpha: GCVaR's level, or ``None``.
+    :param gcvar_alpha: GCVaR's level, or ``None``; or with groups one per group.
     :param reward_to_go: credit each step with its reward-to-go (needs ``rewards``, ``episode_step``).
     :param rewards: ``[T]`` rewards of the stored steps.
     :param episode_step: ``[T]`` step of each stored step within its episode.
@@ -236,8 +306,7 @@ def compute_episodic_advantages(
     """
     episode_index = np.asarray(episode_index)
     if not reward_to_go:
-        info_channels = objective.info_channels if isinstance(objective, ChannelObjective) else ()
-        values = channel_values(episode_returns, episode_channels, info_channels, group_size)
+        values = channel_values(episode_returns, episode_channels, _info_channels(objective), group_size)
         weights = episode_weights(objective, values, normalize, gcvar_alpha, importance_weights)
         return np.asarray(weights, dtype=np.float32)[episode_index]
     if rewards is None or episode_step is None:

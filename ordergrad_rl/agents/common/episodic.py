@@ -25,8 +25,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.advantages import (
     RUNNING,
+    GCVaRLevels,
+    Objectives,
     channel_values,
     compute_episodic_advantages,
+    group_risks,
 )
 from ordergrad_rl.agents.common.advantages import episode_weights as _episode_weights
 from ordergrad_rl.agents.common.arguments import (
@@ -157,7 +160,8 @@ EPISODIC_PPO_PARAMS = """
         :mod:`ordergrad_rl.agents.common.risk_schedules`).
     :param untie_tail: train a rollout whose lower tail is one tie (time-outs, or any episodes at the lowest return
         seen in training) at the level that reaches past it
-        (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`); default on, as OrderGradPPO.
+        (:func:`~ordergrad_rl.agents.common.risk_schedules.untied`; with ``group_size``, each group by its own
+        returns); default on, as OrderGradPPO.
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (SB3's convention for
         ``learning_rate``); ``None`` (default): 0.01 for a ranked objective on categorical actions
         (OrderGradPPO's and OrderGradMaskablePPO's is held, then decays over the last 40% of training on short
@@ -816,8 +820,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
         excluded += ["_rollout_outgrown", "_learn_continues"]
-        excluded += ["_rollout_tied_at_best", "_rollout_tied_share", "_rollout_untie_case", "_noise_counts"]
-        excluded += ["_rollout_floor"]
+        excluded += ["_rollout_tied_at_best", "_rollout_tied_share", "_rollout_untie_cases", "_noise_counts"]
+        excluded += ["_rollout_floors"]
         excluded += ["_rollout_blind"]
         excluded += ["_noise_running"]
         excluded += ["_rollout_noise_weights", "_rollout_noise_probs"]
@@ -1138,14 +1142,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _compute_advantages(self) -> None:
         """Fill ``rollout_buffer.advantages`` once the rollout is finalized
         (:func:`~ordergrad_rl.agents.common.advantages.compute_episodic_advantages`), with the objective in force
-        (``risk_schedule``) moved past a tied lower tail of this rollout's returns (``untie_tail``)."""
+        (``risk_schedule``) moved past a tied lower tail of this rollout's returns, or of each group's own
+        (``untie_tail``, :meth:`_untie`)."""
         buffer = self.rollout_buffer
         objective, gcvar_alpha = self._risk_in_force()
         if self.untie_tail:
-            ties = (buffer.episode_returns, buffer.episode_time_outs)
-            floor = self._rollout_floor = self._at_floor()
-            self._rollout_untie_case = untie_case(objective, gcvar_alpha, *ties, self.untie_at_var, floor)
-            objective, gcvar_alpha = untied_at(self._rollout_untie_case, objective, gcvar_alpha, *ties, floor)
+            objective, gcvar_alpha = self._untie(objective, gcvar_alpha)
         self._rollout_risk = (objective, gcvar_alpha)
         counts = getattr(self, "_noise_counts", None)
         weights = None if counts is None else self._noise.weights(counts)  # type: ignore[union-attr]
@@ -1181,13 +1183,49 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         low, high = float(np.min(returns)), float(np.max(returns))
         self._returns_seen = (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
-    def _at_floor(self) -> bool:
-        """Whether this rollout's lowest return is the lowest seen in training (``untie_terminated``): its terminated
-        episodes tied there then count as a tied tail (:func:`~.risk_schedules.untie_case`)."""
+    def _group_ties(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(returns, time_outs)`` of each group's episodes in the rollout (one pair, every episode, without
+        groups): what :func:`~.risk_schedules.untie_case` reads."""
+        buffer = self.rollout_buffer
+        shape = (1, -1) if self.group_size is None else (-1, self.group_size)
+        returns, time_outs = np.reshape(buffer.episode_returns, shape), np.reshape(buffer.episode_time_outs, shape)
+        return list(zip(returns, time_outs, strict=True))
+
+    def _untie(
+        self, objective: Objective | ChannelObjective, gcvar_alpha: float | None
+    ) -> tuple[Objectives, GCVaRLevels]:
+        """``(objective, gcvar_alpha)`` moved past a tied lower tail of the rollout's returns
+        (:func:`~.risk_schedules.untie_case`, :func:`~.risk_schedules.untied_at`). With ``group_size`` each group is
+        untied by its own returns, since a group's objective is its own: a tie in one group neither moves the level
+        of the others nor is hidden by them; where the groups end at different objectives, one of each per group
+        (:func:`~ordergrad_rl.agents.common.advantages.episode_weights`). Keeps each group's tie and floor for the
+        logs (:meth:`_record_rollout_logs`)."""
+        groups = self._group_ties()
+        self._rollout_floors = [self._at_floor(returns) for returns, _ in groups]
+        self._rollout_untie_cases = [
+            untie_case(objective, gcvar_alpha, *ties, self.untie_at_var, floor)
+            for ties, floor in zip(groups, self._rollout_floors, strict=True)
+        ]
+        risks = [
+            untied_at(case, objective, gcvar_alpha, *ties, floor)
+            for case, ties, floor in zip(self._rollout_untie_cases, groups, self._rollout_floors, strict=True)
+        ]
+        if all(risk == risks[0] for risk in risks):
+            return risks[0]
+        return tuple(risk[0] for risk in risks), tuple(risk[1] for risk in risks)
+
+    def _at_floor(self, returns: np.ndarray | None = None) -> bool:
+        """Whether the lowest of ``returns`` (a group's; by default the rollout's) is the lowest return seen in
+        training, this rollout's included (``untie_terminated``): terminated episodes tied there then count as a
+        tied tail (:func:`~.risk_schedules.untie_case`)."""
         if not getattr(self, "untie_terminated", False):
             return False
+        rollout = self.rollout_buffer.episode_returns
+        lowest = float(np.min(rollout))
         seen = getattr(self, "_returns_seen", None)  # of the earlier rollouts
-        return seen is None or float(np.min(self.rollout_buffer.episode_returns)) <= seen[0]
+        if seen is not None:
+            lowest = min(seen[0], lowest)
+        return float(np.min(rollout if returns is None else returns)) <= lowest
 
     def _explore_if_blind(self) -> None:
         """A rollout blind to success (every return the same, and no other return seen in training: every Acrobot-v1
@@ -1213,7 +1251,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         Where every episode is as novel as the others (observations constant over the rollout) the novelty ranks
         nothing either, and the rollout keeps the advantages it had. Either weight is a function of the rollout (and
-        the seed).
+        the seed). With ``group_size`` a group is blind exactly when the whole rollout is (another group's return is
+        a return seen in training), so the rule reads the rollout.
         """
         novelty = getattr(self, "novelty_when_blind", False)  # absent from saves before it
         drift = getattr(self, "drift_when_blind", False)
@@ -1539,21 +1578,28 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The share of the target's risk in force (0: the mean, 1: the target).
             logger.record(f"{TRAIN_PREFIX}/schedule", self._risk_share)
         if untie:
-            ties = (buffer.episode_returns, buffer.episode_time_outs)
-            logger.record(f"{TRAIN_PREFIX}/tied", tied_share(*ties, getattr(self, "_rollout_floor", False)))
-            # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture.
-            logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(getattr(self, "_rollout_untie_case", None) == TIE_AT_VAR))
+            # With groups, each group's tie (_untie): the share of the episodes tied at their group's lowest return.
+            groups = self._group_ties()
+            floors = getattr(self, "_rollout_floors", None) or [False] * len(groups)
+            tied = [tied_share(*ties, floor) for ties, floor in zip(groups, floors, strict=True)]
+            logger.record(f"{TRAIN_PREFIX}/tied", float(np.mean(tied)))
+            # 1 where time-outs tied at the value at risk made the rollout train the mean share's mixture (with
+            # groups: the share of the groups that did).
+            cases = getattr(self, "_rollout_untie_cases", None) or [None]
+            logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(np.mean([case == TIE_AT_VAR for case in cases])))
         if weights is not None:
             for name, prob in self._rollout_noise_probs.items():
                 logger.record(f"{TRAIN_PREFIX}/noise/{name}", prob)  # the sampler's q of this rollout
             # Kish's effective sample size of the weighted batch, as a share of the episodes.
             logger.record(f"{TRAIN_PREFIX}/noise_ess", float(weights.sum() ** 2 / (weights.size * (weights**2).sum())))
         if scheduled or untie:
-            # The level this rollout was trained at (the schedule's, moved past a tied tail).
-            rollout_risk = getattr(self, "_rollout_risk", None) or self._risk_in_force()
-            level = level_in_force(*rollout_risk)
-            if level is not None:
-                logger.record(f"{TRAIN_PREFIX}/level", level)
+            # The level this rollout was trained at (the schedule's, moved past a tied tail); with groups untied to
+            # different objectives, the mean over the groups trained at a level (a mixture has none).
+            objective, gcvar_alpha = getattr(self, "_rollout_risk", None) or self._risk_in_force()
+            levels = [level_in_force(*risk) for risk in group_risks(objective, gcvar_alpha, self.n_groups)]
+            levels = [level for level in levels if level is not None]
+            if levels:
+                logger.record(f"{TRAIN_PREFIX}/level", levels[0] if len(set(levels)) == 1 else float(np.mean(levels)))
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)
         if not isinstance(self.objective, ChannelObjective):
             if weights is None:

@@ -194,9 +194,13 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         lava 10 of 10 bit for bit as before (the rule never fired there); the bandit, CartPole-v1, Acrobot-v1,
         LunarLander-v3, the portfolio and the point navigation never have such a tie (one step; a time limit at the
         best or the lowest return; returns that never tie; the navigation's seed 0, rerun, was bit for bit the
-        stored run). A save from before this rule resumes without it. With ``group_size`` the rule reads the pooled
-        rollout, not each group: one level, moved by the ties of any group, is trained in every group (each group is
-        still ranked within itself at that level; no task of the suite has groups).
+        stored run). A save from before this rule resumes without it. With ``group_size`` the rule reads each group's
+        own returns, as a group's objective is its own (since 2026-12-07; before, the pooled rollout's, whose ties
+        moved every group's level): a group whose tail ties trains at the level past its tie, the others at the
+        target; a floor is the lowest return seen in training, this rollout's other groups included. ``risk/level``
+        then logs the mean level over the groups (of those trained at a level), ``risk/tied`` the share of episodes
+        tied at their group's lowest return and ``risk/tie_at_var`` the share of groups trained at the mixture (no
+        task of the suite has groups).
         Default ``True`` (measured, ``reproduce benchmarks``, against ``untie_tail=False`` on the same seeds, both
         before the entropy default, at ``ent_coef=0.0``):
         Acrobot-v1 (5 seeds, 100k steps) worst-20% mean -395.5 -> -355.9 greedy, -465.7 -> -331.5 sampled; the

@@ -100,8 +100,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         level on continuous actions with a time limit (since 2026-12-02: the point navigation from the wall in 10 of 10
         seeds, -43.2, to the goal in 7 of 10, -18.6), else none (this class takes no long-episode defaults;
         :func:`~ordergrad_rl.agents.common.risk_schedules.default_risk_schedule`).
-    :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (see
-        :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
+    :param untie_tail: train a rollout whose lower tail is one tie at the level that reaches past it (with
+        ``group_size``, each group by its own returns; see :class:`~ordergrad_rl.agents.OrderGradPPO`); default on.
     :param noise_sampler: CeSoR's cross-entropy sampler of the env's noise (see
         :class:`~ordergrad_rl.agents.OrderGradPPO`). ``None`` (default since 2026-12-01, OrderGradPPO's): on where the
         env exposes its noise and the objective admits the sampler. With 32 episodes per update it takes the guarded
