@@ -69,20 +69,21 @@ _CRITIC_LAYOUTS: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: SB3's default actor when ``net_arch`` is not given.
-_DEFAULT_PI: list[int] = [64, 64]
+#: The actor that a policy without a critic (``critic="none"``) built where ``net_arch`` was not given, before it
+#: took SB3's default for its features extractor (none after ``NatureCNN``, ``[64, 64]`` after the others): what
+#: episodic saves without ``sb3_default_net_arch`` are rebuilt with (``EpisodicAlgorithmMixin._policy_build_kwargs``).
+LEGACY_DEFAULT_ACTOR: tuple[int, ...] = (64, 64)
 
 
-def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]] | None) -> dict[str, list[int]]:
+def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]]) -> dict[str, list[int]]:
     """``net_arch`` with an empty value branch (``vf=[]``): without a critic, hidden value layers are dead weight.
 
-    :param net_arch: SB3 ``net_arch``: ``None`` (default actor ``[64, 64]``), a list (the actor's hidden layers),
+    :param net_arch: SB3 ``net_arch`` as SB3's policy resolved it (``[]`` by default after ``NatureCNN``,
+        ``dict(pi=[64, 64], vf=[64, 64])`` after the other extractors): a list (the actor's hidden layers),
         ``dict(pi=[...], vf=[...])`` (``vf`` is dropped) or SB3's older ``[dict(pi=[...], vf=[...])]``.
     """
     if isinstance(net_arch, list | tuple) and len(net_arch) == 1 and isinstance(net_arch[0], dict):
         net_arch = net_arch[0]  # SB3's older format, which SB3 still accepts (with a warning)
-    if net_arch is None:
-        return dict(pi=list(_DEFAULT_PI), vf=[])
     if isinstance(net_arch, dict):
         return dict(pi=list(net_arch.get("pi", [])), vf=[])
     return dict(pi=list(net_arch), vf=[])
@@ -175,8 +176,10 @@ class OrderGradPolicyMixin:
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
     :param critic: ``"value"`` (SB3's value head; episodic mode builds it but never runs it, see
-        :func:`value_head_unused`), ``"none"`` (older episodic saves: ``evaluate_actions`` returns zero values and
-        the value branch's ``net_arch`` is forced to ``vf=[]``) or ``"q"`` (``Discrete``
+        :func:`value_head_unused`), ``"none"`` (older episodic saves, and
+        OrderGradRecurrentPPO's episodic mode: ``evaluate_actions`` returns zero values and the value branch's
+        ``net_arch`` is forced to ``vf=[]``; the actor's is SB3's default for the features extractor where
+        ``net_arch`` is not given: none after ``NatureCNN``, ``[64, 64]`` after the others) or ``"q"`` (``Discrete``
         actions only: the value branch ends in ``|A|`` outputs ``Q(s, .)``; :meth:`q_values` returns them with the
         action distribution, ``forward`` / ``predict_values`` give ``V(s) = sum_a pi(a|s) Q(s, a)`` and
         ``evaluate_actions`` gives ``Q(s, a)`` as the "values", so SB3's PPO value loss becomes the Q loss).
@@ -215,8 +218,6 @@ class OrderGradPolicyMixin:
         self.critic = critic
         self.learn_log_std = learn_log_std
         self.zero_init_action_net = zero_init_action_net
-        if critic == "none":
-            kwargs["net_arch"] = actor_only_net_arch(kwargs.get("net_arch"))
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
@@ -225,6 +226,8 @@ class OrderGradPolicyMixin:
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
+        if self.critic == "none":  # SB3's constructor has resolved its default net_arch for the features extractor
+            self.net_arch = actor_only_net_arch(self.net_arch)  # type: ignore[has-type]
         super()._build(lr_schedule)  # type: ignore[misc]
         if self.critic == "q":
             # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
