@@ -145,11 +145,16 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
     return values
 
 
-def check_nature_cnn_input(extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space) -> None:
+def check_nature_cnn_input(
+    extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
+) -> None:
     """``ValueError`` if ``extractor_class`` is SB3's ``NatureCNN`` and the observations are 3-D grids with a side
     under :data:`NATURE_CNN_MIN_SIDE` (MinAtar's 10x10xC): torch's "kernel size can't be greater than actual input
     size", or for float grids SB3's assertion that they are no images, named neither the size nor the extractor that
-    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks."""
+    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks.
+
+    :param policy: the policy the message names (``"CnnLstmPolicy"`` ...).
+    """
     if not (isinstance(extractor_class, type) and issubclass(extractor_class, NatureCNN)):
         return
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
@@ -158,7 +163,7 @@ def check_nature_cnn_input(extractor_class: type[BaseFeaturesExtractor], observa
     sides = shape[1:] if is_image_space_channels_first(observation_space) else shape[:2]
     if min(sides) < NATURE_CNN_MIN_SIDE:
         raise ValueError(
-            f"CnnPolicy's NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
+            f"{policy}'s NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
             f"observations of shape {shape}: for small grids such as MinAtar's use "
             "policy_kwargs=dict(features_extractor_class=GridCNN) (from ordergrad_rl.agents)"
         )
@@ -191,6 +196,9 @@ class OrderGradPolicyMixin:
 
     action_net: th.nn.Module
     log_std: th.nn.Parameter
+    #: The policy string that names the class in its algorithm (``"CnnLstmPolicy"`` ...), for messages; ``None``: the
+    #: class's name.
+    policy_alias: str | None = None
     #: Inside :meth:`recording_q_values`: the list ``forward`` appends its ``(Q(s, .), pi(.|s))`` to.
     _q_records: list[tuple[th.Tensor, th.Tensor]] | None = None
 
@@ -222,7 +230,8 @@ class OrderGradPolicyMixin:
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """SB3's, after :func:`check_nature_cnn_input`."""
-        check_nature_cnn_input(self.features_extractor_class, self.observation_space)  # type: ignore[attr-defined]
+        policy = self.policy_alias or type(self).__name__
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)  # type: ignore[attr-defined]
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -352,13 +361,19 @@ class OrderGradPolicyMixin:
 class OrderGradActorCriticPolicy(OrderGradPolicyMixin, ActorCriticPolicy):
     """SB3's ``ActorCriticPolicy`` (``"MlpPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
 
+    policy_alias = "MlpPolicy"
+
 
 class OrderGradActorCriticCnnPolicy(OrderGradPolicyMixin, ActorCriticCnnPolicy):
     """SB3's ``ActorCriticCnnPolicy`` (``"CnnPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
 
+    policy_alias = "CnnPolicy"
+
 
 class OrderGradMultiInputPolicy(OrderGradPolicyMixin, MultiInputActorCriticPolicy):
     """SB3's ``MultiInputActorCriticPolicy`` (``"MultiInputPolicy"``) with the OrderGrad options."""
+
+    policy_alias = "MultiInputPolicy"
 
 
 MlpPolicy = OrderGradActorCriticPolicy
