@@ -358,6 +358,18 @@ def test_fine_tuning_from_an_sb3_image_model(sb3_cls, policy: str, cls) -> None:
     model.learn(20)
 
 
+def test_fine_tuning_from_a_recurrent_model_with_separate_features_extractors() -> None:
+    """With share_features_extractor=False the episodic recurrent policy has sb3-contrib's feed-forward critic
+    (``critic.``, never trained) where RecurrentPPO's has a critic LSTM: from_sb3 refused the model with "the SB3
+    policy's actor does not fit this policy (critic.weight ... vs absent)", though the actors are the same."""
+    policy_kwargs = dict(share_features_extractor=False, lstm_hidden_size=8)
+    source = RecurrentPPO("MlpLstmPolicy", FixedLengthEnv(4), n_steps=16, batch_size=16, policy_kwargs=policy_kwargs)
+    model = OrderGradRecurrentPPO.from_sb3(source, FixedLengthEnv(4), objective="mean", n_episodes=2)
+    observations = np.random.default_rng(0).uniform(-1, 1, size=(8, 3)).astype(np.float32)
+    assert same_actions(model, source, observations)
+    model.learn(16)
+
+
 def test_an_actor_without_a_critic_has_sb3s_default_network_for_its_features_extractor() -> None:
     """After NatureCNN none (SB3's net_arch=[]); after the other extractors (MLP, MultiInputPolicy's
     CombinedExtractor, also of images) [64, 64] as before, the benchmarks' MLP networks unchanged."""

@@ -42,7 +42,7 @@ from stable_baselines3.common.preprocessing import is_image_space_channels_first
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import Schedule
 
-from ordergrad_rl.agents.common.sb3_compat import VALUE_BRANCH
+from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
 
 #: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
 #: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
@@ -53,8 +53,6 @@ CRITICS: tuple[str, ...] = ("none", "value", "q")
 #: convolutions leave nothing of a smaller one.
 NATURE_CNN_MIN_SIDE = 36
 
-#: Parameter-name prefixes of a policy's critic: SB3's value branch and sb3-contrib's recurrent critic modules.
-CRITIC_PARAMETERS: tuple[str, ...] = (*VALUE_BRANCH, "lstm_critic.", "critic.")
 #: What a critic kind holds, and how an SB3 model's actor gets into it (:meth:`OrderGradPolicyMixin.load_state_dict`).
 _CRITIC_LAYOUTS: dict[str, tuple[str, str]] = {
     "q": (
