@@ -823,8 +823,29 @@ def test_cnn_policy_names_a_grid_too_small_for_nature_cnn(mode: dict[str, Any], 
         env = gym.wrappers.TransformObservation(
             env, lambda obs: (obs / 255).astype(np.float32), spaces.Box(0, 1, (10, 10, 4), np.float32)
         )
-    with pytest.raises(ValueError, match=r"NatureCNN \(SB3's\) needs images of at least 36x36, got .*GridCNN"):
+    with pytest.raises(
+        ValueError, match=r"CnnPolicy's NatureCNN \(SB3's\) needs images of at least 36x36, got .*GridCNN"
+    ):
         OrderGradPPO("CnnPolicy", env, **mode)
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [
+        (ordergrad_rl.OrderGradRecurrentPPO, "CnnLstmPolicy"),
+        (ordergrad_rl.OrderGradMaskablePPO, "CnnPolicy"),
+        (OrderGradPPO, "MlpPolicy"),
+    ],
+)
+def test_a_grid_too_small_for_nature_cnn_names_the_policy_chosen(cls: type, policy: str) -> None:
+    """The error said "CnnPolicy's NatureCNN" for every policy, CnnLstmPolicy's too."""
+    from stable_baselines3.common.envs import FakeImageEnv
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    env = FakeImageEnv(action_dim=3, screen_height=10, screen_width=10, n_channels=4, discrete=True)
+    policy_kwargs = dict(features_extractor_class=NatureCNN) if policy == "MlpPolicy" else None
+    with pytest.raises(ValueError, match=rf"^{policy}'s NatureCNN \(SB3's\) needs images of at least 36x36"):
+        cls(policy, env, n_episodes=2, policy_kwargs=policy_kwargs)
 
 
 @pytest.mark.parametrize("log_interval", [0, 2.5, True])

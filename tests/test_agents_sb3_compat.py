@@ -16,6 +16,7 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -328,6 +329,101 @@ def test_fine_tuning_refuses_a_different_actor(ppo_model) -> None:
         ValueError, match=r"actor does not fit.*mlp_extractor.policy_net.0.weight \(64, 4\) vs \(32, 4\)"
     ):
         OrderGradPPO.from_sb3(ppo_model, objective="mean", policy_kwargs=dict(net_arch=[64]))
+
+
+def image_env() -> FakeImageEnv:
+    """36x36 grey images, the smallest NatureCNN reads, 10-step episodes."""
+    return FakeImageEnv(action_dim=3, screen_height=36, screen_width=36, n_channels=1)
+
+
+IMAGES = np.random.default_rng(0).integers(0, 256, size=(4, 36, 36, 1), dtype=np.uint8)
+
+
+@pytest.mark.parametrize(
+    ("sb3_cls", "policy", "cls"),
+    [
+        (PPO, "CnnPolicy", OrderGradPPO),
+        (PPO, "CnnPolicy", OrderGradREINFORCE),
+        (RecurrentPPO, "CnnLstmPolicy", OrderGradRecurrentPPO),
+    ],
+)
+def test_fine_tuning_from_an_sb3_image_model(sb3_cls, policy: str, cls) -> None:
+    """SB3 puts no hidden layers after NatureCNN (net_arch=[]); the recurrent agent's policy, which has no critic,
+    put an actor of [64, 64] there, so from_sb3 of a RecurrentPPO CnnLstmPolicy model failed with "the SB3 policy's
+    actor does not fit this policy ... build it with the SB3 model's policy_kwargs", which it was."""
+    source = sb3_cls(policy, image_env(), n_steps=16, batch_size=16, seed=0)
+    model = cls.from_sb3(source, image_env(), objective="cvar0.5", n_episodes=2)
+    assert len(model.policy.mlp_extractor.policy_net) == 0 and model.policy_kwargs == {}
+    assert same_actions(model, source, IMAGES)
+    model.learn(20)
+
+
+def test_fine_tuning_from_a_recurrent_model_with_separate_features_extractors() -> None:
+    """With share_features_extractor=False the episodic recurrent policy has sb3-contrib's feed-forward critic
+    (``critic.``, never trained) where RecurrentPPO's has a critic LSTM: from_sb3 refused the model with "the SB3
+    policy's actor does not fit this policy (critic.weight ... vs absent)", though the actors are the same."""
+    policy_kwargs = dict(share_features_extractor=False, lstm_hidden_size=8)
+    source = RecurrentPPO("MlpLstmPolicy", FixedLengthEnv(4), n_steps=16, batch_size=16, policy_kwargs=policy_kwargs)
+    model = OrderGradRecurrentPPO.from_sb3(source, FixedLengthEnv(4), objective="mean", n_episodes=2)
+    observations = np.random.default_rng(0).uniform(-1, 1, size=(8, 3)).astype(np.float32)
+    assert same_actions(model, source, observations)
+    model.learn(16)
+
+
+def test_an_actor_without_a_critic_has_sb3s_default_network_for_its_features_extractor() -> None:
+    """After NatureCNN none (SB3's net_arch=[]); after the other extractors (MLP, MultiInputPolicy's
+    CombinedExtractor, also of images) [64, 64] as before, the benchmarks' MLP networks unchanged."""
+    recurrent = OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="mean", n_episodes=2)
+    assert recurrent.policy.critic_kind == "none" and recurrent.policy.net_arch == dict(pi=[64, 64], vf=[])
+    recurrent = OrderGradRecurrentPPO("CnnLstmPolicy", image_env(), objective="mean", n_episodes=2)
+    assert recurrent.policy.net_arch == dict(pi=[], vf=[])
+    ppo = OrderGradPPO("CnnPolicy", image_env(), objective="mean", n_episodes=2, policy_kwargs=dict(critic="none"))
+    assert ppo.policy.net_arch == dict(pi=[], vf=[])
+    images = spaces.Dict({"image": image_env().observation_space, "x": FixedLengthEnv.observation_space})
+    multi = OrderGradRecurrentPPO("MultiInputLstmPolicy", DictSpaceEnv(images), objective="mean", n_episodes=2)
+    assert multi.policy.net_arch == dict(pi=[64, 64], vf=[])  # SB3's [64, 64] after CombinedExtractor
+    assert PPO("MultiInputPolicy", DictSpaceEnv(images)).policy.net_arch == dict(pi=[64, 64], vf=[64, 64])
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy", "policy_kwargs"),
+    [(OrderGradRecurrentPPO, "CnnLstmPolicy", {}), (OrderGradPPO, "CnnPolicy", dict(critic="none"))],
+)
+def test_image_saves_from_before_sb3s_default_network_still_load(cls, policy: str, policy_kwargs, tmp_path) -> None:
+    """A save made while an actor without a critic got [64, 64] after NatureCNN too (policy_kwargs without net_arch,
+    data without sb3_default_net_arch) loads with that actor, predicts as it did, and keeps it when saved again."""
+    assert cls.saved_before["sb3_default_net_arch"] is False
+    legacy = dict(pi=[64, 64], vf=[])
+    kwargs = dict(objective="mean", n_episodes=2, seed=0)
+    model = cls(policy, image_env(), **kwargs, policy_kwargs={**policy_kwargs, "net_arch": legacy})
+    model.policy_kwargs = policy_kwargs  # what such a save holds
+    del model.sb3_default_net_arch
+    model.save(tmp_path / "old")
+    for path in ("old", "again"):
+        loaded = cls.load(tmp_path / path, env=image_env())
+        assert loaded.policy.net_arch == legacy and loaded.policy_kwargs == policy_kwargs
+        assert loaded.sb3_default_net_arch is False and same_actions(model, loaded, IMAGES)
+        loaded.learn(20)
+        loaded.save(tmp_path / "again")
+        model = loaded
+
+
+class DictSpaceEnv(gym.Env):
+    """Random observations of a ``Dict`` space, 10-step episodes."""
+
+    def __init__(self, observation_space: spaces.Dict) -> None:
+        self.observation_space = observation_space
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(action), self.t >= 10, False, {}
 
 
 class DictObsEnv(FixedLengthEnv):

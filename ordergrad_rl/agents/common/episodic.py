@@ -68,7 +68,7 @@ from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuil
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
-from ordergrad_rl.agents.common.policies import POLICY_ALIASES, OrderGradPolicyMixin
+from ordergrad_rl.agents.common.policies import LEGACY_DEFAULT_ACTOR, POLICY_ALIASES, OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.risk_schedules import (
     TIE_AT_VAR,
@@ -342,6 +342,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "entropy_plateau": None,
         "n_episodes_by_budget": False,
         "batch_size_by_budget": False,
+        "sb3_default_net_arch": False,
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
@@ -351,6 +352,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     rollout_buffer_class: type | None
     rollout_buffer_kwargs: dict[str, Any]
     policy_class: type
+    policy_kwargs: dict[str, Any]
     use_sde: bool
     sde_sample_freq: int
     action_space: spaces.Space
@@ -526,6 +528,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # ... and the default minibatch (default_batch_size) follows the size decided (absent from saves before it:
         # there the minibatch stays, as the long-episode rule's 32 and 16 share theirs, 64).
         self.batch_size_by_budget = self.n_episodes_by_budget and batch_size is None
+        # A policy without a critic and without net_arch takes SB3's default actor for its features extractor (none
+        # after NatureCNN); False in saves from before, built with LEGACY_DEFAULT_ACTOR (_policy_build_kwargs).
+        self.sb3_default_net_arch = True
         self._noise: NoiseSampler | None = None
         if noise_sampler and env is not None:
             self._noise = self._make_noise_sampler(env)
@@ -863,11 +868,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # SB3 sizes buffers by n_steps per env; the episodic buffer counts n_episodes in all, whatever the number of
         # envs (the first N episodes started are kept), so n_steps is only SB3's nominal size.
         self.n_steps = -(-self.n_episodes // self.n_envs)
-        with lent_attributes(self, rollout_buffer_kwargs=self._episodic_buffer_kwargs()):
+        lent = dict(rollout_buffer_kwargs=self._episodic_buffer_kwargs(), policy_kwargs=self._policy_build_kwargs())
+        with lent_attributes(self, **lent):
             super()._setup_model()  # type: ignore[misc]
         # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.common.groups).
         self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
         self._group_resetter: GroupResetter | None = None
+
+    def _policy_build_kwargs(self) -> dict[str, Any]:
+        """The ``policy_kwargs`` the policy is built with: the model's, except in a save from before
+        ``sb3_default_net_arch`` (:attr:`saved_before`), where a policy without a critic (``critic="none"``) and
+        without ``net_arch`` gets the actor it was saved with, :data:`~.policies.LEGACY_DEFAULT_ACTOR` after every
+        features extractor (now SB3's default: none after ``NatureCNN``)."""
+        kwargs = self.policy_kwargs
+        if self.sb3_default_net_arch or kwargs.get("critic") != "none" or kwargs.get("net_arch") is not None:
+            return kwargs
+        return {**kwargs, "net_arch": dict(pi=list(LEGACY_DEFAULT_ACTOR), vf=[])}
 
     def set_random_seed(self, seed: int | None = None) -> None:
         """SB3's ``set_random_seed`` (Python, NumPy, torch, the action space, the env), and the generators of this

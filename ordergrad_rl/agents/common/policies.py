@@ -42,7 +42,7 @@ from stable_baselines3.common.preprocessing import is_image_space_channels_first
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import Schedule
 
-from ordergrad_rl.agents.common.sb3_compat import VALUE_BRANCH
+from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
 
 #: Critic kinds a policy can carry. ``"value"``: SB3's state-value head (plain SB3 behaviour); ``"q"``: a per-action
 #: Q head (Q-critic mode); ``"none"``: no value layers (``vf=[]``) and zero values, what episodic models saved
@@ -53,8 +53,6 @@ CRITICS: tuple[str, ...] = ("none", "value", "q")
 #: convolutions leave nothing of a smaller one.
 NATURE_CNN_MIN_SIDE = 36
 
-#: Parameter-name prefixes of a policy's critic: SB3's value branch and sb3-contrib's recurrent critic modules.
-CRITIC_PARAMETERS: tuple[str, ...] = (*VALUE_BRANCH, "lstm_critic.", "critic.")
 #: What a critic kind holds, and how an SB3 model's actor gets into it (:meth:`OrderGradPolicyMixin.load_state_dict`).
 _CRITIC_LAYOUTS: dict[str, tuple[str, str]] = {
     "q": (
@@ -69,20 +67,21 @@ _CRITIC_LAYOUTS: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: SB3's default actor when ``net_arch`` is not given.
-_DEFAULT_PI: list[int] = [64, 64]
+#: The actor that a policy without a critic (``critic="none"``) built where ``net_arch`` was not given, before it
+#: took SB3's default for its features extractor (none after ``NatureCNN``, ``[64, 64]`` after the others): what
+#: episodic saves without ``sb3_default_net_arch`` are rebuilt with (``EpisodicAlgorithmMixin._policy_build_kwargs``).
+LEGACY_DEFAULT_ACTOR: tuple[int, ...] = (64, 64)
 
 
-def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]] | None) -> dict[str, list[int]]:
+def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]]) -> dict[str, list[int]]:
     """``net_arch`` with an empty value branch (``vf=[]``): without a critic, hidden value layers are dead weight.
 
-    :param net_arch: SB3 ``net_arch``: ``None`` (default actor ``[64, 64]``), a list (the actor's hidden layers),
+    :param net_arch: SB3 ``net_arch`` as SB3's policy resolved it (``[]`` by default after ``NatureCNN``,
+        ``dict(pi=[64, 64], vf=[64, 64])`` after the other extractors): a list (the actor's hidden layers),
         ``dict(pi=[...], vf=[...])`` (``vf`` is dropped) or SB3's older ``[dict(pi=[...], vf=[...])]``.
     """
     if isinstance(net_arch, list | tuple) and len(net_arch) == 1 and isinstance(net_arch[0], dict):
         net_arch = net_arch[0]  # SB3's older format, which SB3 still accepts (with a warning)
-    if net_arch is None:
-        return dict(pi=list(_DEFAULT_PI), vf=[])
     if isinstance(net_arch, dict):
         return dict(pi=list(net_arch.get("pi", [])), vf=[])
     return dict(pi=list(net_arch), vf=[])
@@ -144,11 +143,16 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
     return values
 
 
-def check_nature_cnn_input(extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space) -> None:
+def check_nature_cnn_input(
+    extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
+) -> None:
     """``ValueError`` if ``extractor_class`` is SB3's ``NatureCNN`` and the observations are 3-D grids with a side
     under :data:`NATURE_CNN_MIN_SIDE` (MinAtar's 10x10xC): torch's "kernel size can't be greater than actual input
     size", or for float grids SB3's assertion that they are no images, named neither the size nor the extractor that
-    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks."""
+    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks.
+
+    :param policy: the policy the message names (``"CnnLstmPolicy"`` ...).
+    """
     if not (isinstance(extractor_class, type) and issubclass(extractor_class, NatureCNN)):
         return
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
@@ -157,7 +161,7 @@ def check_nature_cnn_input(extractor_class: type[BaseFeaturesExtractor], observa
     sides = shape[1:] if is_image_space_channels_first(observation_space) else shape[:2]
     if min(sides) < NATURE_CNN_MIN_SIDE:
         raise ValueError(
-            f"CnnPolicy's NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
+            f"{policy}'s NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
             f"observations of shape {shape}: for small grids such as MinAtar's use "
             "policy_kwargs=dict(features_extractor_class=GridCNN) (from ordergrad_rl.agents)"
         )
@@ -175,8 +179,10 @@ class OrderGradPolicyMixin:
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
     :param critic: ``"value"`` (SB3's value head; episodic mode builds it but never runs it, see
-        :func:`value_head_unused`), ``"none"`` (older episodic saves: ``evaluate_actions`` returns zero values and
-        the value branch's ``net_arch`` is forced to ``vf=[]``) or ``"q"`` (``Discrete``
+        :func:`value_head_unused`), ``"none"`` (older episodic saves, and
+        OrderGradRecurrentPPO's episodic mode: ``evaluate_actions`` returns zero values and the value branch's
+        ``net_arch`` is forced to ``vf=[]``; the actor's is SB3's default for the features extractor where
+        ``net_arch`` is not given: none after ``NatureCNN``, ``[64, 64]`` after the others) or ``"q"`` (``Discrete``
         actions only: the value branch ends in ``|A|`` outputs ``Q(s, .)``; :meth:`q_values` returns them with the
         action distribution, ``forward`` / ``predict_values`` give ``V(s) = sum_a pi(a|s) Q(s, a)`` and
         ``evaluate_actions`` gives ``Q(s, a)`` as the "values", so SB3's PPO value loss becomes the Q loss).
@@ -188,6 +194,9 @@ class OrderGradPolicyMixin:
 
     action_net: th.nn.Module
     log_std: th.nn.Parameter
+    #: The policy string that names the class in its algorithm (``"CnnLstmPolicy"`` ...), for messages; ``None``: the
+    #: class's name.
+    policy_alias: str | None = None
     #: Inside :meth:`recording_q_values`: the list ``forward`` appends its ``(Q(s, .), pi(.|s))`` to.
     _q_records: list[tuple[th.Tensor, th.Tensor]] | None = None
 
@@ -215,16 +224,17 @@ class OrderGradPolicyMixin:
         self.critic = critic
         self.learn_log_std = learn_log_std
         self.zero_init_action_net = zero_init_action_net
-        if critic == "none":
-            kwargs["net_arch"] = actor_only_net_arch(kwargs.get("net_arch"))
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """SB3's, after :func:`check_nature_cnn_input`."""
-        check_nature_cnn_input(self.features_extractor_class, self.observation_space)  # type: ignore[attr-defined]
+        policy = self.policy_alias or type(self).__name__
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)  # type: ignore[attr-defined]
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
+        if self.critic == "none":  # SB3's constructor has resolved its default net_arch for the features extractor
+            self.net_arch = actor_only_net_arch(self.net_arch)  # type: ignore[has-type]
         super()._build(lr_schedule)  # type: ignore[misc]
         if self.critic == "q":
             # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
@@ -349,13 +359,19 @@ class OrderGradPolicyMixin:
 class OrderGradActorCriticPolicy(OrderGradPolicyMixin, ActorCriticPolicy):
     """SB3's ``ActorCriticPolicy`` (``"MlpPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
 
+    policy_alias = "MlpPolicy"
+
 
 class OrderGradActorCriticCnnPolicy(OrderGradPolicyMixin, ActorCriticCnnPolicy):
     """SB3's ``ActorCriticCnnPolicy`` (``"CnnPolicy"``) with the OrderGrad options of :class:`OrderGradPolicyMixin`."""
 
+    policy_alias = "CnnPolicy"
+
 
 class OrderGradMultiInputPolicy(OrderGradPolicyMixin, MultiInputActorCriticPolicy):
     """SB3's ``MultiInputActorCriticPolicy`` (``"MultiInputPolicy"``) with the OrderGrad options."""
+
+    policy_alias = "MultiInputPolicy"
 
 
 MlpPolicy = OrderGradActorCriticPolicy

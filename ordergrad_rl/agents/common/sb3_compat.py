@@ -39,6 +39,8 @@ MEASURE_MAX_STEPS = 20_000
 #: Parameter-name prefixes of the value branch of SB3's actor-critic policies (not copied when shapes differ, e.g.
 #: into a Q head).
 VALUE_BRANCH = ("value_net.", "mlp_extractor.value_net.", "vf_features_extractor.")
+#: Parameter-name prefixes of a policy's critic: SB3's value branch and sb3-contrib's recurrent critic modules.
+CRITIC_PARAMETERS: tuple[str, ...] = (*VALUE_BRANCH, "lstm_critic.", "critic.")
 
 
 def ordergrad_policies(cls: type[BaseAlgorithm]) -> dict[type, type]:
@@ -166,12 +168,12 @@ def optimizer_argument_error(algorithm: str, name: str) -> ValueError:
 def copy_policy_weights(state: dict[str, th.Tensor], policy: ActorCriticPolicy) -> None:
     """Load an SB3 policy's ``state_dict`` into ``policy``: every entry with the same name and shape.
 
-    :raises ValueError: an entry outside the value branch (:data:`VALUE_BRANCH`) is missing or has another shape:
-        the actor's layout differs (e.g. other ``policy_kwargs``).
+    :raises ValueError: an entry outside the critic (:data:`CRITIC_PARAMETERS`) is missing or has another shape: the
+        actor's layout differs (e.g. other ``policy_kwargs``).
     """
     target = policy.state_dict()
     loadable = {name: value for name, value in state.items() if name in target and target[name].shape == value.shape}
-    missing = [name for name in target if name not in loadable and not name.startswith(VALUE_BRANCH)]
+    missing = [name for name in target if name not in loadable and not name.startswith(CRITIC_PARAMETERS)]
     if missing:
         shapes = ", ".join(
             f"{name} {tuple(target[name].shape)} vs {tuple(state[name].shape) if name in state else 'absent'}"

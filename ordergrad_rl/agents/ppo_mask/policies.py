@@ -24,6 +24,8 @@ from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, refuse_q_c
 class OrderGradMaskablePolicy(OrderGradPolicyMixin, MaskableActorCriticPolicy):
     """sb3-contrib's ``MaskableActorCriticPolicy`` (MaskablePPO's ``"MlpPolicy"``) with the OrderGrad options."""
 
+    policy_alias = "MlpPolicy"
+
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
         refuse_q_critic(kwargs, type(self).__name__)
         kwargs.pop("use_sde", None)  # SB3's OnPolicyAlgorithm passes it; masked distributions are never gSDE
@@ -47,9 +49,13 @@ class OrderGradMaskablePolicy(OrderGradPolicyMixin, MaskableActorCriticPolicy):
 class OrderGradMaskableCnnPolicy(OrderGradMaskablePolicy, MaskableActorCriticCnnPolicy):
     """sb3-contrib's ``MaskableActorCriticCnnPolicy`` (``"CnnPolicy"``) with the OrderGrad options."""
 
+    policy_alias = "CnnPolicy"
+
 
 class OrderGradMaskableMultiInputPolicy(OrderGradMaskablePolicy, MaskableMultiInputActorCriticPolicy):
     """sb3-contrib's ``MaskableMultiInputActorCriticPolicy`` (``"MultiInputPolicy"``) with the OrderGrad options."""
+
+    policy_alias = "MultiInputPolicy"
 
 
 MASKABLE_POLICY_ALIASES: dict[str, type[MaskableActorCriticPolicy]] = {

@@ -34,6 +34,8 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
     module ``critic``, so the critic kind is ``critic_kind`` here.
     """
 
+    policy_alias = "MlpLstmPolicy"
+
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
         refuse_q_critic(kwargs, type(self).__name__)
         critic_kind = kwargs.get("critic", "value")
@@ -85,10 +87,14 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
 class OrderGradRecurrentCnnPolicy(OrderGradRecurrentPolicy, RecurrentActorCriticCnnPolicy):
     """sb3-contrib's ``RecurrentActorCriticCnnPolicy`` (``"CnnLstmPolicy"``) with the OrderGrad options."""
 
+    policy_alias = "CnnLstmPolicy"
+
 
 class OrderGradRecurrentMultiInputPolicy(OrderGradRecurrentPolicy, RecurrentMultiInputActorCriticPolicy):
     """sb3-contrib's ``RecurrentMultiInputActorCriticPolicy`` (``"MultiInputLstmPolicy"``) with the OrderGrad
     options."""
+
+    policy_alias = "MultiInputLstmPolicy"
 
 
 RECURRENT_POLICY_ALIASES: dict[str, type[RecurrentActorCriticPolicy]] = {

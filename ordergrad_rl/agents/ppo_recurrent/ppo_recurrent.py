@@ -46,7 +46,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     :param policy: ``"MlpLstmPolicy"``, ``"CnnLstmPolicy"``, ``"MultiInputLstmPolicy"`` or a subclass of
         :class:`~ordergrad_rl.agents.ppo_recurrent.policies.OrderGradRecurrentPolicy` (``policy_kwargs`` as
         sb3-contrib's: ``lstm_hidden_size``, ``n_lstm_layers``, ``net_arch`` ... plus ``learn_log_std``,
-        ``zero_init_action_net``).
+        ``zero_init_action_net``). Without ``net_arch`` the actor is sb3-contrib's default: no hidden layers after
+        ``NatureCNN`` (``"CnnLstmPolicy"``), ``[64, 64]`` after the other extractors.
     :param env: env id, ``gym.Env`` or ``VecEnv`` with episodes that end.
     :param batch_size: steps per minibatch (of whole episodes), default ``max(64, n_episodes)``.
     :param use_sde: gSDE exploration, as in SB3.
