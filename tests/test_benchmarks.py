@@ -663,6 +663,19 @@ def test_contrib_variants_run_as_a_user_runs_them_and_the_lstm_is_scored_by_its_
     assert run["greedy_bounds"] == [run["greedy"]["cvar"]] * 2 and run["greedy_cut"] == 0.0
 
 
+def test_the_q_critic_mode_runs_on_discrete_actions_as_a_step_based_method():
+    """OrderGradPPO(advantage="q_critic") is built by OrderGradPPO, runs on categorical actions only (a per-action Q
+    head), and is no episodic method: no rollout size in its runs and none of the episodic defaults' row marks (the
+    runner read its rollout size, None, and failed after the training)."""
+    config = bench.Config(tasks=("bandit", "nav"), methods=("og-q-cvar",), seeds=1)
+    assert [task for task, *_ in bench.runs_of(config)] == ["bandit"]
+    method = bench.METHODS["og-q-cvar"]
+    assert not method.episodic and type(bench.build_model(method, "cartpole", 0)).__name__ == "OrderGradQCriticPPO"
+    run = bench.run_one("cartpole", "og-q-cvar", 0, 64, 1, 2)
+    assert "n_episodes" not in run and not any(bench.stored_before(run))
+    assert bench.method_label(run) == "og-q-cvar"
+
+
 def test_a_wide_history_bracket_leaves_the_lstm_to_monte_carlo_inside_it(monkeypatch):
     monkeypatch.setattr(bench, "TREE_TOLERANCE", -1.0)  # every bracket too wide
     run = bench.run_one("bandit", "og-recurrent-cvar", 0, 256, 1, 10)

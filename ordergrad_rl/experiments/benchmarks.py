@@ -240,12 +240,13 @@ class Method:
     @property
     def episodic(self) -> bool:
         """Whether the method is an episodic OrderGrad agent (its rollout size, weight scale and tie rule follow the
-        agents' defaults)."""
-        return self.algo in EPISODIC_ALGOS
+        agents' defaults): not the Q-critic mode, SB3's step-based rollouts (``advantage="q_critic"``)."""
+        return self.algo in EPISODIC_ALGOS and self.kwargs.get("advantage", "episodic") == "episodic"
 
     @property
     def discrete_only(self) -> bool:
-        return self.algo == "qrdqn_cvar"
+        """QR-DQN and the Q-critic mode (a per-action Q head) need ``Discrete`` actions."""
+        return self.algo == "qrdqn_cvar" or self.kwargs.get("advantage") == "q_critic"
 
     @property
     def tabular_only(self) -> bool:
@@ -718,6 +719,22 @@ METHODS: dict[str, Method] = {
             },
         },
     ),
+    # The paper's Q-critic PPO (Algorithm 1, ``advantage="q_critic"``): per state, the sampled action's L-statistic
+    # advantage over k = 10 draws from pi(.|s), with a per-action Q head; SB3's step-based rollouts. Its ranked
+    # objective is a risk over the policy's own action draws, not over the return: measured here as a candidate for
+    # the per-step credit that the episodic agents lack (docs/benchmarks.md, "The Q-critic mode as per-step credit").
+    "og-q-cvar": Method(
+        "OrderGradPPO q_critic CVaR_0.2@10",
+        "ordergrad_ppo",
+        {"objective": "cvar0.2@10", "advantage": "q_critic"},
+        "olive",
+    ),
+    "og-q-mean": Method(
+        "OrderGradPPO q_critic mean (PPO-Q)",
+        "ordergrad_ppo",
+        {"objective": "mean", "advantage": "q_critic"},
+        "yellowgreen",
+    ),
     "ppo": Method("SB3 PPO (mean)", "ppo", {}, "tab:red"),
     "og-mean": Method("OrderGradPPO mean", "ordergrad_ppo", {"objective": "mean"}, "tab:orange"),
 }
@@ -791,7 +808,7 @@ def build_model(method: Method, task_name: str, seed: int) -> Any:
         return episodic_algorithm(method.algo)("MlpPolicy", env, seed=seed, **kwargs)
     if method.algo == "ordergrad_recurrent_ppo":
         return episodic_algorithm(method.algo)("MlpLstmPolicy", env_id, seed=seed, **kwargs)
-    if method.episodic:
+    if method.algo in EPISODIC_ALGOS:  # the Q-critic mode too: OrderGradPPO(advantage="q_critic") builds it
         return episodic_algorithm(method.algo)("MlpPolicy", env_id, seed=seed, **kwargs)
     if method.algo == "qrdqn_cvar":
         from ordergrad_rl.agents import QRDQNCVaR
@@ -967,7 +984,9 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         "budget": timesteps,
         "timesteps": int(model.num_timesteps),
     }
-    if hasattr(model, "n_episodes"):  # the episodic agents' rollout size, weight scale and entropy bonus (a schedule
+    if (
+        getattr(model, "n_episodes", None) is not None
+    ):  # the episodic agents' rollout size, weight scale and entropy bonus (a schedule
         # as "start -> end"), whose defaults depend on the env
         result["n_episodes"] = int(model.n_episodes)
         result["normalize_advantage"] = model.normalize_advantage
@@ -1573,7 +1592,11 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
 
 
 def stored_before(run: dict) -> tuple[bool, ...]:
-    """The run's :data:`STORED_BEFORE` flags, in order."""
+    """The run's :data:`STORED_BEFORE` flags, in order (none for a method that is not episodic: the defaults they
+    mark are the episodic agents')."""
+    method = METHODS.get(run["method"])
+    if method is not None and method.algo in EPISODIC_ALGOS and not method.episodic:
+        return (False,) * len(STORED_BEFORE)
     return tuple(marks(run) for marks in STORED_BEFORE.values())
 
 
