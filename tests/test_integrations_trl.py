@@ -376,8 +376,10 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
     assert str(trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 1.0]).ordergrad_objective) == "a=top2@4 + 0.4*b=bot2@4"
 
 
-def test_pass_at_k_reaches_tensorboard(tmp_path):
-    """The curve is written by the run's reporting backends (before, it went to ``state.log_history`` only)."""
+@pytest.mark.parametrize("given", ["callbacks", "add_callback"])
+def test_pass_at_k_reaches_tensorboard(tmp_path, given):
+    """The curve is written by the run's reporting backends (before, it went to ``state.log_history`` only; and, for
+    a callback given by ``trainer.add_callback``, TRL's way for its ``LogCompletionsCallback``, it still did)."""
     _require_trl()
     from datasets import Dataset
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -391,9 +393,12 @@ def test_pass_at_k_reaches_tensorboard(tmp_path):
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=2,
                       logging_steps=2, max_completion_length=4, report_to=["tensorboard"], use_cpu=True,
                       save_strategy="no")  # fmt: skip
+    given_callbacks = [callback] if given == "callbacks" else []
     trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
                                    train_dataset=Dataset.from_dict({"prompt": prompts * 4}), processing_class=tokenizer,
-                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+                                   objective="top2@4", callbacks=given_callbacks)  # fmt: skip
+    if given == "add_callback":
+        trainer.add_callback(callback)
     assert callback.trainer is trainer
     trainer.train()
     (events,) = {path.parent for path in tmp_path.rglob("events.out.tfevents.*")}  # <output_dir>/runs/<run>

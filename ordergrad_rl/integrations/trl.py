@@ -86,6 +86,16 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 stacklevel=user_stacklevel(),
             )
         self._ordergrad_rewards: torch.Tensor | None = None
+        self._bind_callbacks()
+
+    def add_callback(self, callback: type[TrainerCallback] | TrainerCallback) -> None:
+        """``transformers``' ``add_callback``, binding a :class:`PassAtKCallback` to this trainer as the constructor
+        binds those in ``callbacks``."""
+        super().add_callback(callback)
+        self._bind_callbacks()
+
+    def _bind_callbacks(self) -> None:
+        """Report the curve of every unbound :class:`PassAtKCallback` through this trainer's log."""
         for callback in self.callback_handler.callbacks:
             if isinstance(callback, PassAtKCallback) and callback.trainer is None:
                 callback.trainer = self
@@ -159,7 +169,8 @@ class PassAtKCallback(TrainerCallback):
     pass@k of :func:`ordergrad_rl.passk.pass_at_k_curve` (the paper's estimator), logged as ``eval_pass@k/k=<k>``
     through ``trainer``'s log, to its history and to every ``report_to`` backend (TensorBoard, wandb, ...).
 
-    :class:`OrderGradGRPOTrainer` binds the callbacks it is given to itself. For another trainer, pass it, as for
+    :class:`OrderGradGRPOTrainer` binds the callbacks it is given to itself (in ``callbacks`` or by ``add_callback``).
+    For another trainer, pass it, as for
     TRL's ``LogCompletionsCallback``: ``trainer.add_callback(PassAtKCallback(prompts, is_correct, trainer=trainer))``;
     without a trainer the curve goes to ``state.log_history`` (and :attr:`history`) only.
 
