@@ -101,8 +101,25 @@ def test_torch_rewards_of_any_dtype_and_autograd_state_give_numpys_advantages():
             r"weights=\[1.0, 0.0\] weigh the plain objective's sum",
         ),
         (lambda o: parse_group_objective("mean", 1, ["a"]), ValueError, "integer >= 2, got 1"),
+        (  # a plain objective ranks the weighted sum: scale="channel" scaled it as "group"
+            lambda o: group_advantages(o, _rewards(), G, ["a", "b"], scale="channel"),
+            ValueError,
+            r"scale='channel' divides each reward function's advantages.*'top2@4' ranks the weighted sum",
+        ),
+        (lambda o: group_advantages(o, _rewards(), G, ["a", "b"], scale="Group"), ValueError, "scale must be one of"),
     ],
-    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "channel-weights", "parse-1"],
+    ids=[
+        "group-0",
+        "group-negative",
+        "group-float",
+        "spec-string",
+        "unbound",
+        "weights",
+        "channel-weights",
+        "parse-1",
+        "channel-scale-of-a-sum",
+        "scale",
+    ],
 )
 def test_bad_arguments_are_named(call, error, message):
     # they were a ZeroDivisionError, all-zero advantages (a negative group size), an AttributeError on str.k, a
@@ -362,18 +379,24 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
     def b(completions, **kwargs):
         return [1.0] * len(completions)
 
-    def trainer(obj, weights):
+    def trainer(obj, weights, scale=None):
         args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
                           report_to=[], use_cpu=True, reward_weights=weights)  # fmt: skip
         dataset = Dataset.from_dict({"prompt": ["1 ="] * 4})
         return OrderGradGRPOTrainer(
-            model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj
-        )
+            model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj,
+            scale=scale,
+        )  # fmt: skip
 
     with pytest.raises(ValueError, match=r"reward_weights=\[1.0, 0.0\].*put the weights there"):
         trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 0.0])
     assert trainer("top2@4", [1.0, 0.0]).reward_weights.tolist() == [1.0, 0.0]  # the plain objective's sum
     assert str(trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 1.0]).ordergrad_objective) == "a=top2@4 + 0.4*b=bot2@4"
+    # scale="channel" scales each reward function's advantages: a plain objective has one, of their sum (it was
+    # scaled as "group", silently); refused at construction, before any generation
+    with pytest.raises(ValueError, match=r"scale='channel'.*plain objective 'top2@4' ranks the weighted sum"):
+        trainer("top2@4", [1.0, 0.5], scale="channel")
+    assert trainer("a=top2@4 + 0.4*b=bot2@4", None, scale="channel").ordergrad_scale == "channel"
 
 
 @pytest.mark.parametrize("given", ["callbacks", "add_callback"])

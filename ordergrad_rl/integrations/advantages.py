@@ -11,8 +11,9 @@ ranked on its own, in one core call on ``[n_prompts, G]``:
 
 ``scale``: ``"group"`` divides each group's advantages by their standard deviation (TRL's ``scale_rewards="group"``,
 with its conventions: ``ddof=1``, ``+1e-4``), ``"batch"`` by the whole batch's, ``"channel"`` each channel's by its
-own group std before the channel weights (for one channel the same as ``"group"``), ``"none"`` keeps the unbiased
-weights. With ``objective="mean"`` and ``"group"`` this is TRL's own GRPO advantage up to the ``+1e-4``.
+own group std before the channel weights (for one channel the same as ``"group"``; refused for a plain objective of
+several reward functions), ``"none"`` keeps the unbiased weights. With ``objective="mean"`` and ``"group"`` this is
+TRL's own GRPO advantage up to the ``+1e-4``.
 """
 
 from __future__ import annotations
@@ -111,6 +112,22 @@ def check_weights(
         )
 
 
+def check_scale(objective: Objective | ChannelObjective, scale: str, names: Sequence[str]) -> None:
+    """Refuse a ``scale`` that is not one of :data:`SCALES`, or ``"channel"`` for a plain objective of several reward
+    functions (it ranks their weighted sum: there is no reward function's advantage to scale on its own).
+
+    :raises ValueError: as above.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale == "channel" and not isinstance(objective, ChannelObjective) and len(names) > 1:
+        raise ValueError(
+            f"scale='channel' divides each reward function's advantages by their group std, but the plain objective "
+            f"{str(objective)!r} ranks the weighted sum of {list(names)}: give a channel objective "
+            f"('{names[0]}=top2@4 + {names[1]}=bot2@4') to rank each reward function on its own, or scale='group'"
+        )
+
+
 def group_advantages(
     objective: Objective | ChannelObjective,
     rewards: np.ndarray,
@@ -131,10 +148,11 @@ def group_advantages(
     :param names: the reward functions' names (channels).
     :param weights: the reward functions' weights in the plain objective's sum (default 1 each; a channel
         objective takes its weights from its spec and refuses any other than 1).
-    :param scale: ``"group"``, ``"batch"``, ``"channel"`` or ``"none"``.
+    :param scale: ``"group"``, ``"batch"``, ``"channel"`` (a channel objective, or a single reward function) or
+        ``"none"``.
     :return: ``[B]`` float64 advantages.
     :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape, group
-        size, number of weights or scale.
+        size, number of weights or scale (:func:`check_scale`).
     :raises TypeError: an objective that is no bound :class:`Objective` or :class:`ChannelObjective`.
     """
     if not isinstance(objective, (Objective, ChannelObjective)) or not objective.is_bound:
@@ -143,8 +161,7 @@ def group_advantages(
             "parse it once with parse_group_objective(spec, group_size, names)"
         )
     group_size = check_group_size(group_size)
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    check_scale(objective, scale, names)
     check_weights(objective, weights, names)
     if array_api_compat.is_torch_array(rewards):  # any dtype (bfloat16 too), device or autograd state
         rewards = rewards.detach().cpu().double()

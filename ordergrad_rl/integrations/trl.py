@@ -38,7 +38,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
 from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import (
-    SCALES,
+    check_scale,
     check_weights,
     group_advantages,
     objective_ks,
@@ -58,15 +58,13 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         generation.
     :param scale: ``"group"``, ``"batch"``, ``"none"`` (default: ``args.scale_rewards``, TRL's option) or
         ``"channel"`` (each reward function's advantages divided by their group std before the weights, the
-        paper's normalization for the correctness + length objective).
+        paper's normalization for the correctness + length objective; for a channel objective, or a single reward
+        function).
     :param args, kwargs: those of ``GRPOTrainer``.
     """
 
     def __init__(self, *args: Any, objective: Any = "top2@4", scale: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ordergrad_scale = self.scale_rewards if scale is None else scale
-        if self.ordergrad_scale not in SCALES:
-            raise ValueError(f"scale must be one of {SCALES}, got {self.ordergrad_scale!r}")
         aggregation = getattr(self, "multi_objective_aggregation", "sum_then_normalize")  # TRL >= 1.x
         if aggregation != "sum_then_normalize":
             raise ValueError(
@@ -75,6 +73,8 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
+        self.ordergrad_scale = self.scale_rewards if scale is None else scale
+        check_scale(self.ordergrad_objective, self.ordergrad_scale, self.reward_func_names)
         check_weights(self.ordergrad_objective, self.reward_weights.tolist(), self.reward_func_names, "reward_weights")
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
