@@ -297,6 +297,37 @@ def test_pass_at_k_callback_restores_the_training_mode_when_is_correct_raises():
     assert model.training  # it was left in eval mode: dropout off for the rest of training
 
 
+def test_pass_at_k_callback_samples_conversational_prompts_through_the_chat_template():
+    """A conversational dataset's held-out prompts (message lists, as GRPOTrainer takes them) were accepted and then
+    failed in the tokenizer at the first evaluation, mid-training; they are rendered by the chat template as TRL
+    renders them, and anything else is refused at construction."""
+    _require_trl()
+    from ordergrad_rl.integrations.trl import PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}{{ '=' }}"
+    conversation = [{"role": "user", "content": "sum 1 + 2"}]
+    seen = {}
+
+    def record(key):
+        def is_correct(prompt, completion):
+            seen.setdefault(key, []).append((prompt, completion))
+            return True
+
+        return is_correct
+
+    torch.manual_seed(1)
+    curve = PassAtKCallback([conversation], record("chat"), n_samples=4, max_new_tokens=3).evaluate(model, tokenizer)
+    torch.manual_seed(1)
+    PassAtKCallback(["sum 1 + 2 ="], record("text"), n_samples=4, max_new_tokens=3).evaluate(model, tokenizer)
+    assert curve == {1: 1.0, 2: 1.0, 4: 1.0}
+    assert [p for p, _ in seen["chat"]] == [conversation] * 4  # is_correct gets the prompt as given
+    assert [c for _, c in seen["chat"]] == [c for _, c in seen["text"]]  # sampled from the rendered prompt
+    for bad in (conversation, [None], [[]]):  # one conversation not in a list, a missing prompt, an empty one
+        with pytest.raises(ValueError, match="prompts must be text or conversations"):
+            PassAtKCallback(bad, lambda p, c: True)
+
+
 def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     _require_trl()
     from datasets import Dataset

@@ -29,7 +29,7 @@ import torch
 
 try:
     from transformers import Trainer, TrainerCallback
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer, is_conversational
 except ImportError as err:  # pragma: no cover - the message names the extra
     raise ImportError(
         f'ordergrad_rl.integrations.trl needs the [trl] extra: pip install "ordergrad-rl[trl]" ({err})'
@@ -174,8 +174,10 @@ class PassAtKCallback(TrainerCallback):
     TRL's ``LogCompletionsCallback``: ``trainer.add_callback(PassAtKCallback(prompts, is_correct, trainer=trainer))``;
     without a trainer the curve goes to ``state.log_history`` (and :attr:`history`) only.
 
-    :param prompts: the held-out prompts (text).
-    :param is_correct: ``(prompt, completion) -> bool``.
+    :param prompts: the held-out prompts: text, or conversations (lists of ``{"role": ..., "content": ...}``
+        messages, as in a conversational dataset), which the tokenizer's chat template renders with the generation
+        prompt, as ``GRPOTrainer`` renders them.
+    :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
@@ -186,7 +188,7 @@ class PassAtKCallback(TrainerCallback):
 
     def __init__(
         self,
-        prompts: list[str],
+        prompts: list[str] | list[list[dict[str, Any]]],
         is_correct: Any,
         n_samples: int = 16,
         ks: Any = None,
@@ -198,6 +200,13 @@ class PassAtKCallback(TrainerCallback):
         # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
         if not prompts:
             raise ValueError("PassAtKCallback needs at least one prompt")
+        for prompt in prompts:
+            conversation = isinstance(prompt, list) and bool(prompt) and is_conversational({"prompt": prompt})
+            if not isinstance(prompt, str) and not conversation:  # TRL's test of a conversational prompt
+                raise ValueError(
+                    f"prompts must be text or conversations (lists of {{'role': ..., 'content': ...}} messages, a "
+                    f"conversational dataset's prompts), got {prompt!r}"
+                )
         sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
         if eval_steps is not None:  # None: only at the end of training
             sizes["eval_steps"] = eval_steps
@@ -226,7 +235,13 @@ class PassAtKCallback(TrainerCallback):
         correct = []
         try:  # a user's is_correct that raises must not leave the training model in eval mode (dropout off)
             for prompt in self.prompts:
-                encoded = tokenizer(prompt, return_tensors="pt").to(model.device)
+                if isinstance(prompt, str):
+                    encoded = tokenizer(prompt, return_tensors="pt")
+                else:  # rendered as GRPOTrainer renders a conversational prompt
+                    encoded = tokenizer.apply_chat_template(
+                        prompt, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+                    )
+                encoded = encoded.to(model.device)
                 out = model.generate(
                     **encoded,
                     do_sample=True,
