@@ -410,9 +410,9 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
     def b(completions, **kwargs):
         return [1.0] * len(completions)
 
-    def trainer(obj, weights, scale=None):
+    def trainer(obj, weights, scale=None, scale_rewards="group"):
         args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
-                          report_to=[], use_cpu=True, reward_weights=weights)  # fmt: skip
+                          report_to=[], use_cpu=True, reward_weights=weights, scale_rewards=scale_rewards)  # fmt: skip
         dataset = Dataset.from_dict({"prompt": ["1 ="] * 4})
         return OrderGradGRPOTrainer(
             model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj,
@@ -428,6 +428,10 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
     with pytest.raises(ValueError, match=r"scale='channel'.*plain objective 'top2@4' ranks the weighted sum"):
         trainer("top2@4", [1.0, 0.5], scale="channel")
     assert trainer("a=top2@4 + 0.4*b=bot2@4", None, scale="channel").ordergrad_scale == "channel"
+    # OrderGrad's scale given as TRL's scale_rewards: accepted, then TRL's own advantages raised "Invalid value for
+    # scale_rewards: channel" at the first generation; refused here, naming the trainer's argument
+    with pytest.raises(ValueError, match=r"scale_rewards='channel'.*are OrderGradGRPOTrainer's scale argument"):
+        trainer("a=top2@4 + 0.4*b=bot2@4", None, scale_rewards="channel")
 
 
 @pytest.mark.parametrize("given", ["callbacks", "add_callback"])

@@ -47,6 +47,9 @@ from ordergrad_rl.integrations.advantages import (
 )
 from ordergrad_rl.passk import default_ks, pass_at_k_curve
 
+#: The values of TRL's ``GRPOConfig.scale_rewards`` (bools are mapped to ``"group"`` and ``"none"`` by the config).
+TRL_SCALES = ("group", "batch", "none")
+
 
 class OrderGradGRPOTrainer(GRPOTrainer):
     """TRL's ``GRPOTrainer`` whose advantages are OrderGrad weights of an order-statistic objective of each group.
@@ -71,6 +74,12 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 f"multi_objective_aggregation={aggregation!r}: a plain objective ranks the weighted sum of the reward "
                 "functions (TRL's 'sum_then_normalize'); to rank and normalize each reward function on its own, "
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
+            )
+        if self.scale_rewards not in TRL_SCALES:  # TRL computes its own advantages first, and refuses it there
+            raise ValueError(
+                f"scale_rewards={self.scale_rewards!r}: GRPOConfig's scale_rewards takes {TRL_SCALES} (GRPOTrainer "
+                "raises at the first generation otherwise); OrderGrad's other scales ('channel') are "
+                "OrderGradGRPOTrainer's scale argument"
             )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
         self.ordergrad_scale = self.scale_rewards if scale is None else scale
