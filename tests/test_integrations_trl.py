@@ -236,6 +236,32 @@ def test_an_unscorable_completion_is_left_out_of_its_group_with_advantage_0(scal
     assert np.all(group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)[1] == 0.0)
 
 
+@pytest.mark.parametrize("scale", ["none", "channel", "group"])
+def test_a_channel_objective_ranks_each_reward_function_on_the_completions_it_scored(scale):
+    """A reward function that returned None for some completions of a group (a format check that cannot parse
+    them): a channel objective ranked them as a reward of 0 in that function's channel, the lowest of its rewards
+    or, for a penalty, the highest. Each channel is ranked on the completions its function scored, with that
+    channel's advantage 0 for the others (TRL's normalize_then_sum)."""
+    rewards = _rewards()
+    rewards[3, 1] = rewards[9, 0] = np.nan  # b did not score completion 3 of group 0, a completion 1 of group 1
+    objective = parse_group_objective("a=top2@4 + 0.4*b=bot2@4", G, ["a", "b"])
+    out = group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)
+
+    def channel(values, spec):  # ranked on the scored values, 0 for the others
+        keep = ~np.isnan(values)
+        part = np.zeros(G)
+        part[keep] = 4 * lstat_advantage(values[keep], spec)
+        if scale == "channel":
+            part[keep] /= part[keep].std(ddof=1) + 1e-4
+        return part
+
+    for group, values in enumerate(rewards.reshape(-1, G, 2)):
+        expected = channel(values[:, 0], "top2@4") + 0.4 * channel(values[:, 1], "bot2@4")
+        if scale == "group":
+            expected = expected / (expected.std(ddof=1) + 1e-4)
+        np.testing.assert_allclose(out[group], expected, atol=1e-12)
+
+
 def test_groups_no_larger_than_k_get_advantage_0():  # evaluation groups of num_generations_eval <= k
     objective = parse_group_objective("top2@4", G, ["a"])
     assert np.all(group_advantages(objective, _rewards(functions=1)[:8], 2, ["a"]) == 0.0)

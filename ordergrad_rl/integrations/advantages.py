@@ -141,9 +141,11 @@ def group_advantages(
     :param objective: the bound objective (:func:`parse_group_objective`).
     :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous (NumPy, a
         torch tensor of any float dtype and device, or a nested list; computed in float64). NaN is a
-        function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the sum
-        when another function scored the completion; a completion no function scored is unscorable, left out of its
-        group's ranking and std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
+        function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the plain
+        objective's sum when another function scored the completion; a channel objective ranks each channel on the
+        completions its function scored, with advantage 0 from that channel for the others (TRL's
+        ``normalize_then_sum``); a completion no function scored is unscorable, left out of its group's ranking and
+        std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
         group of ``num_generations_eval <= k`` among them) has no leave-one-out advantage: all 0.
     :param names: the reward functions' names (channels).
     :param weights: the reward functions' weights in the plain objective's sum (default 1 each; a channel
@@ -181,10 +183,14 @@ def group_advantages(
     if group_size <= k:  # evaluation groups may be smaller than training's
         return np.zeros(rewards.shape[0])
     scored = scored_completions(rewards, group_size)
-    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
-    if scored.all():
+    unscored_by_some = np.isnan(rewards).any(axis=1).reshape(scored.shape) & scored
+    if isinstance(objective, ChannelObjective) and unscored_by_some.any():
+        out = _channels_apart(objective, rewards, group_size, names, scale, scored)
+    elif scored.all():
+        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = _ranked(objective, grouped, names, weights, scale)
     else:  # unscorable completions: each group ranked on its scored ones
+        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = np.zeros(scored.shape)
         for group, keep in enumerate(scored):
             if keep.sum() > k:
@@ -192,6 +198,35 @@ def group_advantages(
     if scale == "batch":
         out = out / (std(out[scored]) + EPS)
     return np.asarray(out, dtype=np.float64).reshape(-1)
+
+
+def _channels_apart(
+    objective: ChannelObjective,
+    rewards: np.ndarray,
+    group_size: int,
+    names: Sequence[str],
+    scale: str,
+    scored: np.ndarray,
+) -> np.ndarray:
+    """``[n_groups, G]`` advantages of a channel objective whose reward functions scored different completions of a
+    group: each channel ranked (and, with ``scale="channel"``, scaled) on the completions its function scored, 0 on
+    the others (TRL's ``normalize_then_sum`` of a ``None``), the weighted channels summed, then scaled by group as
+    :func:`_ranked` does (``scored``: the completions some function scored)."""
+    parts = [
+        group_advantages(
+            ChannelObjective((channel,)),
+            rewards[:, [names.index(channel.name)]],
+            group_size,
+            [channel.name],
+            scale="channel" if scale == "channel" else "none",
+        ).reshape(scored.shape)
+        for channel in objective.channels
+    ]
+    out = np.sum(parts, axis=0)
+    if scale == "group":
+        for group, keep in enumerate(scored):
+            out[group, keep] = out[group, keep] / (std(out[group, keep]) + EPS)
+    return out
 
 
 def _ranked(

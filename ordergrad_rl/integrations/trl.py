@@ -149,9 +149,9 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         scored = scored_completions(rewards, group_size)  # unscorable completions are left out
         grouped = np.nan_to_num(rewards).reshape(-1, group_size, rewards.shape[1])
         if isinstance(objective, ChannelObjective):
-            for c in objective.channels:
-                column = grouped[..., self.reward_func_names.index(c.name)]
-                value = _mean_group_value(column, scored, c.objective)
+            for c in objective.channels:  # each on the completions its reward function scored
+                i = self.reward_func_names.index(c.name)
+                value = _mean_group_value(grouped[..., i], ~np.isnan(rewards[:, i]).reshape(scored.shape), c.objective)
                 if value is not None:
                     metrics[f"risk/{c.name}/objective"].append(value)
         else:
