@@ -46,6 +46,9 @@ def test_mean_with_group_scaling_is_trls_grpo_advantage():
     r = torch.as_tensor(rewards[:, 0]).view(-1, G)
     trl = ((r - r.mean(dim=1, keepdim=True)) / (nanstd(r, dim=1, keepdim=True) + 1e-4)).reshape(-1).numpy()
     np.testing.assert_allclose(out, trl, rtol=2e-4, atol=2e-4)  # the same up to where the +1e-4 sits
+    # unscaled, the leave-one-out baseline: G/(G-1) times TRL's reward minus the group mean (the README says so)
+    unscaled = group_advantages(parse_group_objective("mean", G, ["a"]), rewards, G, ["a"], scale="none")
+    np.testing.assert_allclose(unscaled, G / (G - 1) * (r - r.mean(dim=1, keepdim=True)).reshape(-1).numpy())
 
 
 def test_channel_objective_ranks_each_reward_function():

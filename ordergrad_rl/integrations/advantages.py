@@ -13,7 +13,8 @@ ranked on its own, in one core call on ``[n_prompts, G]``:
 with its conventions: ``ddof=1``, ``+1e-4``), ``"batch"`` by the whole batch's, ``"channel"`` each channel's by its
 own group std before the channel weights (for one channel the same as ``"group"``; refused for a plain objective of
 several reward functions), ``"none"`` keeps the unbiased weights. With ``objective="mean"`` and ``"group"`` this is
-TRL's own GRPO advantage up to the ``+1e-4``.
+TRL's own GRPO advantage up to the ``+1e-4``; with ``"none"`` it is ``G/(G-1)`` times TRL's (the leave-one-out
+baseline: the mean of the group's other completions).
 """
 
 from __future__ import annotations
