@@ -390,6 +390,8 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
         ({"eval_steps": 0}, "eval_steps must be an integer >= 1, got 0"),
         ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
         ({"n_samples": 2.5}, r"n_samples must be an integer >= 1, got 2\.5"),
+        ({"ks": [1.5]}, "ks must be integers, got non-integer values"),  # these raised at the end of training
+        ({"ks": []}, "ks is empty"),
     ]:
         with pytest.raises(ValueError, match=message):
             PassAtKCallback(prompts, lambda p, c: True, **bad)

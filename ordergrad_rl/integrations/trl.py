@@ -230,6 +230,7 @@ class PassAtKCallback(TrainerCallback):
         self.ks = default_ks(n_samples) if ks is None else np.asarray(ks)
         if np.any(self.ks > n_samples) or np.any(self.ks < 1):
             raise ValueError(f"ks must be in [1, n_samples={n_samples}], got {list(self.ks)}")
+        pass_at_k_curve(np.zeros(1, dtype=np.int64), n_samples, self.ks)  # ks of no integers, or none, refused now
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
