@@ -46,6 +46,9 @@ def test_mean_with_group_scaling_is_trls_grpo_advantage():
     r = torch.as_tensor(rewards[:, 0]).view(-1, G)
     trl = ((r - r.mean(dim=1, keepdim=True)) / (nanstd(r, dim=1, keepdim=True) + 1e-4)).reshape(-1).numpy()
     np.testing.assert_allclose(out, trl, rtol=2e-4, atol=2e-4)  # the same up to where the +1e-4 sits
+    # unscaled, the leave-one-out baseline: G/(G-1) times TRL's reward minus the group mean (the README says so)
+    unscaled = group_advantages(parse_group_objective("mean", G, ["a"]), rewards, G, ["a"], scale="none")
+    np.testing.assert_allclose(unscaled, G / (G - 1) * (r - r.mean(dim=1, keepdim=True)).reshape(-1).numpy())
 
 
 def test_channel_objective_ranks_each_reward_function():
@@ -101,8 +104,25 @@ def test_torch_rewards_of_any_dtype_and_autograd_state_give_numpys_advantages():
             r"weights=\[1.0, 0.0\] weigh the plain objective's sum",
         ),
         (lambda o: parse_group_objective("mean", 1, ["a"]), ValueError, "integer >= 2, got 1"),
+        (  # a plain objective ranks the weighted sum: scale="channel" scaled it as "group"
+            lambda o: group_advantages(o, _rewards(), G, ["a", "b"], scale="channel"),
+            ValueError,
+            r"scale='channel' divides each reward function's advantages.*'top2@4' ranks the weighted sum",
+        ),
+        (lambda o: group_advantages(o, _rewards(), G, ["a", "b"], scale="Group"), ValueError, "scale must be one of"),
     ],
-    ids=["group-0", "group-negative", "group-float", "spec-string", "unbound", "weights", "channel-weights", "parse-1"],
+    ids=[
+        "group-0",
+        "group-negative",
+        "group-float",
+        "spec-string",
+        "unbound",
+        "weights",
+        "channel-weights",
+        "parse-1",
+        "channel-scale-of-a-sum",
+        "scale",
+    ],
 )
 def test_bad_arguments_are_named(call, error, message):
     # they were a ZeroDivisionError, all-zero advantages (a negative group size), an AttributeError on str.k, a
@@ -219,6 +239,32 @@ def test_an_unscorable_completion_is_left_out_of_its_group_with_advantage_0(scal
     assert np.all(group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)[1] == 0.0)
 
 
+@pytest.mark.parametrize("scale", ["none", "channel", "group"])
+def test_a_channel_objective_ranks_each_reward_function_on_the_completions_it_scored(scale):
+    """A reward function that returned None for some completions of a group (a format check that cannot parse
+    them): a channel objective ranked them as a reward of 0 in that function's channel, the lowest of its rewards
+    or, for a penalty, the highest. Each channel is ranked on the completions its function scored, with that
+    channel's advantage 0 for the others (TRL's normalize_then_sum)."""
+    rewards = _rewards()
+    rewards[3, 1] = rewards[9, 0] = np.nan  # b did not score completion 3 of group 0, a completion 1 of group 1
+    objective = parse_group_objective("a=top2@4 + 0.4*b=bot2@4", G, ["a", "b"])
+    out = group_advantages(objective, rewards, G, ["a", "b"], scale=scale).reshape(-1, G)
+
+    def channel(values, spec):  # ranked on the scored values, 0 for the others
+        keep = ~np.isnan(values)
+        part = np.zeros(G)
+        part[keep] = 4 * lstat_advantage(values[keep], spec)
+        if scale == "channel":
+            part[keep] /= part[keep].std(ddof=1) + 1e-4
+        return part
+
+    for group, values in enumerate(rewards.reshape(-1, G, 2)):
+        expected = channel(values[:, 0], "top2@4") + 0.4 * channel(values[:, 1], "bot2@4")
+        if scale == "group":
+            expected = expected / (expected.std(ddof=1) + 1e-4)
+        np.testing.assert_allclose(out[group], expected, atol=1e-12)
+
+
 def test_groups_no_larger_than_k_get_advantage_0():  # evaluation groups of num_generations_eval <= k
     objective = parse_group_objective("top2@4", G, ["a"])
     assert np.all(group_advantages(objective, _rewards(functions=1)[:8], 2, ["a"]) == 0.0)
@@ -280,6 +326,37 @@ def test_pass_at_k_callback_restores_the_training_mode_when_is_correct_raises():
     assert model.training  # it was left in eval mode: dropout off for the rest of training
 
 
+def test_pass_at_k_callback_samples_conversational_prompts_through_the_chat_template():
+    """A conversational dataset's held-out prompts (message lists, as GRPOTrainer takes them) were accepted and then
+    failed in the tokenizer at the first evaluation, mid-training; they are rendered by the chat template as TRL
+    renders them, and anything else is refused at construction."""
+    _require_trl()
+    from ordergrad_rl.integrations.trl import PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}{{ '=' }}"
+    conversation = [{"role": "user", "content": "sum 1 + 2"}]
+    seen = {}
+
+    def record(key):
+        def is_correct(prompt, completion):
+            seen.setdefault(key, []).append((prompt, completion))
+            return True
+
+        return is_correct
+
+    torch.manual_seed(1)
+    curve = PassAtKCallback([conversation], record("chat"), n_samples=4, max_new_tokens=3).evaluate(model, tokenizer)
+    torch.manual_seed(1)
+    PassAtKCallback(["sum 1 + 2 ="], record("text"), n_samples=4, max_new_tokens=3).evaluate(model, tokenizer)
+    assert curve == {1: 1.0, 2: 1.0, 4: 1.0}
+    assert [p for p, _ in seen["chat"]] == [conversation] * 4  # is_correct gets the prompt as given
+    assert [c for _, c in seen["chat"]] == [c for _, c in seen["text"]]  # sampled from the rendered prompt
+    for bad in (conversation, [None], [[]]):  # one conversation not in a list, a missing prompt, an empty one
+        with pytest.raises(ValueError, match="prompts must be text or conversations"):
+            PassAtKCallback(bad, lambda p, c: True)
+
+
 def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     _require_trl()
     from datasets import Dataset
@@ -313,6 +390,8 @@ def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
         ({"eval_steps": 0}, "eval_steps must be an integer >= 1, got 0"),
         ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1, got 0"),
         ({"n_samples": 2.5}, r"n_samples must be an integer >= 1, got 2\.5"),
+        ({"ks": [1.5]}, "ks must be integers, got non-integer values"),  # these raised at the end of training
+        ({"ks": []}, "ks is empty"),
     ]:
         with pytest.raises(ValueError, match=message):
             PassAtKCallback(prompts, lambda p, c: True, **bad)
@@ -362,22 +441,34 @@ def test_a_channel_objective_refuses_reward_weights_it_would_ignore(tmp_path):
     def b(completions, **kwargs):
         return [1.0] * len(completions)
 
-    def trainer(obj, weights):
+    def trainer(obj, weights, scale=None, scale_rewards="group"):
         args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
-                          report_to=[], use_cpu=True, reward_weights=weights)  # fmt: skip
+                          report_to=[], use_cpu=True, reward_weights=weights, scale_rewards=scale_rewards)  # fmt: skip
         dataset = Dataset.from_dict({"prompt": ["1 ="] * 4})
         return OrderGradGRPOTrainer(
-            model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj
-        )
+            model, reward_funcs=[a, b], args=args, processing_class=tokenizer, train_dataset=dataset, objective=obj,
+            scale=scale,
+        )  # fmt: skip
 
     with pytest.raises(ValueError, match=r"reward_weights=\[1.0, 0.0\].*put the weights there"):
         trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 0.0])
     assert trainer("top2@4", [1.0, 0.0]).reward_weights.tolist() == [1.0, 0.0]  # the plain objective's sum
     assert str(trainer("a=top2@4 + 0.4*b=bot2@4", [1.0, 1.0]).ordergrad_objective) == "a=top2@4 + 0.4*b=bot2@4"
+    # scale="channel" scales each reward function's advantages: a plain objective has one, of their sum (it was
+    # scaled as "group", silently); refused at construction, before any generation
+    with pytest.raises(ValueError, match=r"scale='channel'.*plain objective 'top2@4' ranks the weighted sum"):
+        trainer("top2@4", [1.0, 0.5], scale="channel")
+    assert trainer("a=top2@4 + 0.4*b=bot2@4", None, scale="channel").ordergrad_scale == "channel"
+    # OrderGrad's scale given as TRL's scale_rewards: accepted, then TRL's own advantages raised "Invalid value for
+    # scale_rewards: channel" at the first generation; refused here, naming the trainer's argument
+    with pytest.raises(ValueError, match=r"scale_rewards='channel'.*are OrderGradGRPOTrainer's scale argument"):
+        trainer("a=top2@4 + 0.4*b=bot2@4", None, scale_rewards="channel")
 
 
-def test_pass_at_k_reaches_tensorboard(tmp_path):
-    """The curve is written by the run's reporting backends (before, it went to ``state.log_history`` only)."""
+@pytest.mark.parametrize("given", ["callbacks", "add_callback"])
+def test_pass_at_k_reaches_tensorboard(tmp_path, given):
+    """The curve is written by the run's reporting backends (before, it went to ``state.log_history`` only; and, for
+    a callback given by ``trainer.add_callback``, TRL's way for its ``LogCompletionsCallback``, it still did)."""
     _require_trl()
     from datasets import Dataset
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -391,9 +482,12 @@ def test_pass_at_k_reaches_tensorboard(tmp_path):
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=2,
                       logging_steps=2, max_completion_length=4, report_to=["tensorboard"], use_cpu=True,
                       save_strategy="no")  # fmt: skip
+    given_callbacks = [callback] if given == "callbacks" else []
     trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
                                    train_dataset=Dataset.from_dict({"prompt": prompts * 4}), processing_class=tokenizer,
-                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+                                   objective="top2@4", callbacks=given_callbacks)  # fmt: skip
+    if given == "add_callback":
+        trainer.add_callback(callback)
     assert callback.trainer is trainer
     trainer.train()
     (events,) = {path.parent for path in tmp_path.rglob("events.out.tfevents.*")}  # <output_dir>/runs/<run>

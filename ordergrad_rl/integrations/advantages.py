@@ -11,8 +11,10 @@ ranked on its own, in one core call on ``[n_prompts, G]``:
 
 ``scale``: ``"group"`` divides each group's advantages by their standard deviation (TRL's ``scale_rewards="group"``,
 with its conventions: ``ddof=1``, ``+1e-4``), ``"batch"`` by the whole batch's, ``"channel"`` each channel's by its
-own group std before the channel weights (for one channel the same as ``"group"``), ``"none"`` keeps the unbiased
-weights. With ``objective="mean"`` and ``"group"`` this is TRL's own GRPO advantage up to the ``+1e-4``.
+own group std before the channel weights (for one channel the same as ``"group"``; refused for a plain objective of
+several reward functions), ``"none"`` keeps the unbiased weights. With ``objective="mean"`` and ``"group"`` this is
+TRL's own GRPO advantage up to the ``+1e-4``; with ``"none"`` it is ``G/(G-1)`` times TRL's (the leave-one-out
+baseline: the mean of the group's other completions).
 """
 
 from __future__ import annotations
@@ -111,6 +113,22 @@ def check_weights(
         )
 
 
+def check_scale(objective: Objective | ChannelObjective, scale: str, names: Sequence[str]) -> None:
+    """Refuse a ``scale`` that is not one of :data:`SCALES`, or ``"channel"`` for a plain objective of several reward
+    functions (it ranks their weighted sum: there is no reward function's advantage to scale on its own).
+
+    :raises ValueError: as above.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale == "channel" and not isinstance(objective, ChannelObjective) and len(names) > 1:
+        raise ValueError(
+            f"scale='channel' divides each reward function's advantages by their group std, but the plain objective "
+            f"{str(objective)!r} ranks the weighted sum of {list(names)}: give a channel objective "
+            f"('{names[0]}=top2@4 + {names[1]}=bot2@4') to rank each reward function on its own, or scale='group'"
+        )
+
+
 def group_advantages(
     objective: Objective | ChannelObjective,
     rewards: np.ndarray,
@@ -124,17 +142,20 @@ def group_advantages(
     :param objective: the bound objective (:func:`parse_group_objective`).
     :param rewards: ``[B, F]`` rewards of the ``F`` reward functions, groups of ``group_size`` contiguous (NumPy, a
         torch tensor of any float dtype and device, or a nested list; computed in float64). NaN is a
-        function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the sum
-        when another function scored the completion; a completion no function scored is unscorable, left out of its
-        group's ranking and std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
+        function that did not score a completion (it returned ``None``), as in TRL 1.16: it counts as 0 in the plain
+        objective's sum when another function scored the completion; a channel objective ranks each channel on the
+        completions its function scored, with advantage 0 from that channel for the others (TRL's
+        ``normalize_then_sum``); a completion no function scored is unscorable, left out of its group's ranking and
+        std, with advantage 0. A group with ``k`` or fewer scored completions (an evaluation
         group of ``num_generations_eval <= k`` among them) has no leave-one-out advantage: all 0.
     :param names: the reward functions' names (channels).
     :param weights: the reward functions' weights in the plain objective's sum (default 1 each; a channel
         objective takes its weights from its spec and refuses any other than 1).
-    :param scale: ``"group"``, ``"batch"``, ``"channel"`` or ``"none"``.
+    :param scale: ``"group"``, ``"batch"``, ``"channel"`` (a channel objective, or a single reward function) or
+        ``"none"``.
     :return: ``[B]`` float64 advantages.
     :raises ValueError: a reward of ``+-inf`` (naming the reward function and the completion), a bad shape, group
-        size, number of weights or scale.
+        size, number of weights or scale (:func:`check_scale`).
     :raises TypeError: an objective that is no bound :class:`Objective` or :class:`ChannelObjective`.
     """
     if not isinstance(objective, (Objective, ChannelObjective)) or not objective.is_bound:
@@ -143,8 +164,7 @@ def group_advantages(
             "parse it once with parse_group_objective(spec, group_size, names)"
         )
     group_size = check_group_size(group_size)
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    check_scale(objective, scale, names)
     check_weights(objective, weights, names)
     if array_api_compat.is_torch_array(rewards):  # any dtype (bfloat16 too), device or autograd state
         rewards = rewards.detach().cpu().double()
@@ -164,10 +184,14 @@ def group_advantages(
     if group_size <= k:  # evaluation groups may be smaller than training's
         return np.zeros(rewards.shape[0])
     scored = scored_completions(rewards, group_size)
-    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
-    if scored.all():
+    unscored_by_some = np.isnan(rewards).any(axis=1).reshape(scored.shape) & scored
+    if isinstance(objective, ChannelObjective) and unscored_by_some.any():
+        out = _channels_apart(objective, rewards, group_size, names, scale, scored)
+    elif scored.all():
+        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = _ranked(objective, grouped, names, weights, scale)
     else:  # unscorable completions: each group ranked on its scored ones
+        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = np.zeros(scored.shape)
         for group, keep in enumerate(scored):
             if keep.sum() > k:
@@ -175,6 +199,35 @@ def group_advantages(
     if scale == "batch":
         out = out / (std(out[scored]) + EPS)
     return np.asarray(out, dtype=np.float64).reshape(-1)
+
+
+def _channels_apart(
+    objective: ChannelObjective,
+    rewards: np.ndarray,
+    group_size: int,
+    names: Sequence[str],
+    scale: str,
+    scored: np.ndarray,
+) -> np.ndarray:
+    """``[n_groups, G]`` advantages of a channel objective whose reward functions scored different completions of a
+    group: each channel ranked (and, with ``scale="channel"``, scaled) on the completions its function scored, 0 on
+    the others (TRL's ``normalize_then_sum`` of a ``None``), the weighted channels summed, then scaled by group as
+    :func:`_ranked` does (``scored``: the completions some function scored)."""
+    parts = [
+        group_advantages(
+            ChannelObjective((channel,)),
+            rewards[:, [names.index(channel.name)]],
+            group_size,
+            [channel.name],
+            scale="channel" if scale == "channel" else "none",
+        ).reshape(scored.shape)
+        for channel in objective.channels
+    ]
+    out = np.sum(parts, axis=0)
+    if scale == "group":
+        for group, keep in enumerate(scored):
+            out[group, keep] = out[group, keep] / (std(out[group, keep]) + EPS)
+    return out
 
 
 def _ranked(

@@ -29,7 +29,7 @@ import torch
 
 try:
     from transformers import Trainer, TrainerCallback
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer, is_conversational
 except ImportError as err:  # pragma: no cover - the message names the extra
     raise ImportError(
         f'ordergrad_rl.integrations.trl needs the [trl] extra: pip install "ordergrad-rl[trl]" ({err})'
@@ -38,7 +38,7 @@ except ImportError as err:  # pragma: no cover - the message names the extra
 from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.core import ChannelObjective, lstat_value
 from ordergrad_rl.integrations.advantages import (
-    SCALES,
+    check_scale,
     check_weights,
     group_advantages,
     objective_ks,
@@ -46,6 +46,9 @@ from ordergrad_rl.integrations.advantages import (
     scored_completions,
 )
 from ordergrad_rl.passk import default_ks, pass_at_k_curve
+
+#: The values of TRL's ``GRPOConfig.scale_rewards`` (bools are mapped to ``"group"`` and ``"none"`` by the config).
+TRL_SCALES = ("group", "batch", "none")
 
 
 class OrderGradGRPOTrainer(GRPOTrainer):
@@ -58,15 +61,13 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         generation.
     :param scale: ``"group"``, ``"batch"``, ``"none"`` (default: ``args.scale_rewards``, TRL's option) or
         ``"channel"`` (each reward function's advantages divided by their group std before the weights, the
-        paper's normalization for the correctness + length objective).
+        paper's normalization for the correctness + length objective; for a channel objective, or a single reward
+        function).
     :param args, kwargs: those of ``GRPOTrainer``.
     """
 
     def __init__(self, *args: Any, objective: Any = "top2@4", scale: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ordergrad_scale = self.scale_rewards if scale is None else scale
-        if self.ordergrad_scale not in SCALES:
-            raise ValueError(f"scale must be one of {SCALES}, got {self.ordergrad_scale!r}")
         aggregation = getattr(self, "multi_objective_aggregation", "sum_then_normalize")  # TRL >= 1.x
         if aggregation != "sum_then_normalize":
             raise ValueError(
@@ -74,7 +75,15 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 "functions (TRL's 'sum_then_normalize'); to rank and normalize each reward function on its own, "
                 "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
             )
+        if self.scale_rewards not in TRL_SCALES:  # TRL computes its own advantages first, and refuses it there
+            raise ValueError(
+                f"scale_rewards={self.scale_rewards!r}: GRPOConfig's scale_rewards takes {TRL_SCALES} (GRPOTrainer "
+                "raises at the first generation otherwise); OrderGrad's other scales ('channel') are "
+                "OrderGradGRPOTrainer's scale argument"
+            )
         self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
+        self.ordergrad_scale = self.scale_rewards if scale is None else scale
+        check_scale(self.ordergrad_objective, self.ordergrad_scale, self.reward_func_names)
         check_weights(self.ordergrad_objective, self.reward_weights.tolist(), self.reward_func_names, "reward_weights")
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
@@ -86,6 +95,16 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 stacklevel=user_stacklevel(),
             )
         self._ordergrad_rewards: torch.Tensor | None = None
+        self._bind_callbacks()
+
+    def add_callback(self, callback: type[TrainerCallback] | TrainerCallback) -> None:
+        """``transformers``' ``add_callback``, binding a :class:`PassAtKCallback` to this trainer as the constructor
+        binds those in ``callbacks``."""
+        super().add_callback(callback)
+        self._bind_callbacks()
+
+    def _bind_callbacks(self) -> None:
+        """Report the curve of every unbound :class:`PassAtKCallback` through this trainer's log."""
         for callback in self.callback_handler.callbacks:
             if isinstance(callback, PassAtKCallback) and callback.trainer is None:
                 callback.trainer = self
@@ -130,9 +149,9 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         scored = scored_completions(rewards, group_size)  # unscorable completions are left out
         grouped = np.nan_to_num(rewards).reshape(-1, group_size, rewards.shape[1])
         if isinstance(objective, ChannelObjective):
-            for c in objective.channels:
-                column = grouped[..., self.reward_func_names.index(c.name)]
-                value = _mean_group_value(column, scored, c.objective)
+            for c in objective.channels:  # each on the completions its reward function scored
+                i = self.reward_func_names.index(c.name)
+                value = _mean_group_value(grouped[..., i], ~np.isnan(rewards[:, i]).reshape(scored.shape), c.objective)
                 if value is not None:
                     metrics[f"risk/{c.name}/objective"].append(value)
         else:
@@ -159,12 +178,15 @@ class PassAtKCallback(TrainerCallback):
     pass@k of :func:`ordergrad_rl.passk.pass_at_k_curve` (the paper's estimator), logged as ``eval_pass@k/k=<k>``
     through ``trainer``'s log, to its history and to every ``report_to`` backend (TensorBoard, wandb, ...).
 
-    :class:`OrderGradGRPOTrainer` binds the callbacks it is given to itself. For another trainer, pass it, as for
+    :class:`OrderGradGRPOTrainer` binds the callbacks it is given to itself (in ``callbacks`` or by ``add_callback``).
+    For another trainer, pass it, as for
     TRL's ``LogCompletionsCallback``: ``trainer.add_callback(PassAtKCallback(prompts, is_correct, trainer=trainer))``;
     without a trainer the curve goes to ``state.log_history`` (and :attr:`history`) only.
 
-    :param prompts: the held-out prompts (text).
-    :param is_correct: ``(prompt, completion) -> bool``.
+    :param prompts: the held-out prompts: text, or conversations (lists of ``{"role": ..., "content": ...}``
+        messages, as in a conversational dataset), which the tokenizer's chat template renders with the generation
+        prompt, as ``GRPOTrainer`` renders them.
+    :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
@@ -175,7 +197,7 @@ class PassAtKCallback(TrainerCallback):
 
     def __init__(
         self,
-        prompts: list[str],
+        prompts: list[str] | list[list[dict[str, Any]]],
         is_correct: Any,
         n_samples: int = 16,
         ks: Any = None,
@@ -187,6 +209,13 @@ class PassAtKCallback(TrainerCallback):
         # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
         if not prompts:
             raise ValueError("PassAtKCallback needs at least one prompt")
+        for prompt in prompts:
+            conversation = isinstance(prompt, list) and bool(prompt) and is_conversational({"prompt": prompt})
+            if not isinstance(prompt, str) and not conversation:  # TRL's test of a conversational prompt
+                raise ValueError(
+                    f"prompts must be text or conversations (lists of {{'role': ..., 'content': ...}} messages, a "
+                    f"conversational dataset's prompts), got {prompt!r}"
+                )
         sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
         if eval_steps is not None:  # None: only at the end of training
             sizes["eval_steps"] = eval_steps
@@ -201,6 +230,7 @@ class PassAtKCallback(TrainerCallback):
         self.ks = default_ks(n_samples) if ks is None else np.asarray(ks)
         if np.any(self.ks > n_samples) or np.any(self.ks < 1):
             raise ValueError(f"ks must be in [1, n_samples={n_samples}], got {list(self.ks)}")
+        pass_at_k_curve(np.zeros(1, dtype=np.int64), n_samples, self.ks)  # ks of no integers, or none, refused now
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -215,7 +245,13 @@ class PassAtKCallback(TrainerCallback):
         correct = []
         try:  # a user's is_correct that raises must not leave the training model in eval mode (dropout off)
             for prompt in self.prompts:
-                encoded = tokenizer(prompt, return_tensors="pt").to(model.device)
+                if isinstance(prompt, str):
+                    encoded = tokenizer(prompt, return_tensors="pt")
+                else:  # rendered as GRPOTrainer renders a conversational prompt
+                    encoded = tokenizer.apply_chat_template(
+                        prompt, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+                    )
+                encoded = encoded.to(model.device)
                 out = model.generate(
                     **encoded,
                     do_sample=True,
