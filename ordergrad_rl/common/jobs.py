@@ -16,6 +16,7 @@ accounts for whatever it did not report (Ray jobs report only when they finish).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import tempfile
 import threading
@@ -181,13 +182,19 @@ def _run_local(
         _COUNTER = None
 
 
-def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> dict[str, Any]:
-    """A Ray job: call ``function`` (``module.name``) with ``kwargs`` and pickle its result to ``result_path``."""
+def call_and_save(function: str, kwargs: dict[str, Any], result_path: str, cwd: str) -> dict[str, Any]:
+    """A Ray job: call ``function`` (``module.name``) with ``kwargs`` and pickle its result to ``result_path``.
+
+    :param cwd: the caller's working directory, where the job runs if this node has it: Tune starts a trial in its
+        own directory, where the relative paths of ``kwargs`` (a reproduction's ``--out results/x``) would put files.
+    """
     import importlib
 
     import torch
 
     torch.set_num_threads(1)
+    if Path(cwd).is_dir():
+        os.chdir(cwd)
     module, _, name = function.rpartition(".")
     result = getattr(importlib.import_module(module), name)(**kwargs)
     path = Path(result_path)
@@ -216,6 +223,7 @@ def _run_ray(
                 "function": f"{job.function.__module__}.{job.function.__qualname__}",
                 "kwargs": job.kwargs,
                 "result_path": str(result_dir / f"{job.id}.pkl"),
+                "cwd": os.getcwd(),
             },
         }
         for job in jobs
@@ -268,7 +276,7 @@ def run_jobs(
     if address is not None:
         if storage is not None:
             Path(storage).mkdir(parents=True, exist_ok=True)
-        storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage))
+        storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage)).resolve()
         with progress_bar(f"{desc} on Ray ({address})", total, unit=unit, quiet=quiet) as bar:
             return _run_ray(jobs, address, storage, bar, quiet, on_result)
     workers = max(1, min(workers or available_cores(), len(jobs)))
