@@ -150,3 +150,21 @@ def test_ctrl_c_stops_a_job_of_one_worker_at_once():
     out, _ = process.communicate(timeout=20)
     assert time.perf_counter() - start < 5.0, "Ctrl-C waited for the job to end"
     assert out.strip() == "interrupted True"  # the progress counter is cleared too
+
+
+def test_run_cache_reuses_a_run_only_with_its_settings(tmp_path):
+    """The per-run store of the reproductions' grids (minatar's and tailrisk's ``<out>/runs``)."""
+    import numpy as np
+
+    cache = jobs.RunCache(tmp_path / "runs")
+    assert cache.stored_settings("a") is None and cache.load("a", {"steps": 1}) is None
+    wealth = np.random.default_rng(0).normal(size=(3, 4))
+    cache.save("a", {"score": 0.1 + 0.2, "config": {"steps": 1, "games": ("x",)}}, {"wealth": wealth})
+    assert cache.stored_settings("a") == {"steps": 1, "games": ["x"]}
+    assert cache.load("a", {"steps": 1, "games": ("x",)})["score"] == 0.1 + 0.2  # settings compared as JSON
+    assert cache.load("a", {"steps": 2, "games": ("x",)}) is None
+    assert np.array_equal(cache.arrays("a")["wealth"], wealth)  # exactly
+    assert sorted(path.name for path in cache.directory.iterdir()) == ["a.json", "a.npz"]  # no partial file left
+    cache.discard("a")
+    assert cache.load("a", {"steps": 1, "games": ("x",)}) is None
+    cache.discard("a")  # nothing stored: nothing to do

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ordergrad_rl.cli import main
+from ordergrad_rl.common.jobs import RunCache
 from ordergrad_rl.experiments import minatar as exp
 
 pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'ordergrad-rl[minatar]')")
@@ -106,12 +107,12 @@ def test_run_key_separates_the_entropy_bonus_and_keeps_older_runs_valid() -> Non
 
 def test_a_cached_run_is_reused_only_for_its_own_key(tmp_path: Path) -> None:
     config = exp.Config()
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"method": "ppo_q", "config": config.run_key("ppo_q")}))
-    assert exp._load_cached(path, config, "ppo_q") is not None
-    assert exp._load_cached(path, config, "ppo_q_ent") is None  # an ent-0 run never stands in for an ent run
-    assert exp._load_cached(path, exp.Config(ent_coef=0.01), "ppo_q") is None
-    assert exp._run_path(tmp_path, "breakout", "ppo_q_ent", 0) != exp._run_path(tmp_path, "breakout", "ppo_q", 0)
+    cache = RunCache(tmp_path)
+    cache.path("run").write_text(json.dumps({"method": "ppo_q", "config": config.run_key("ppo_q")}))
+    assert cache.load("run", config.run_key("ppo_q")) is not None
+    assert cache.load("run", config.run_key("ppo_q_ent")) is None  # an ent-0 run never stands in for an ent run
+    assert cache.load("run", exp.Config(ent_coef=0.01).run_key("ppo_q")) is None
+    assert exp._run_id("breakout", "ppo_q_ent", 0) != exp._run_id("breakout", "ppo_q", 0)
 
 
 def test_a_run_trained_again_replaces_its_tensorboard_run(tmp_path: Path) -> None:

@@ -152,3 +152,19 @@ def test_job_ids_with_a_slash_run_as_ray_trials(tmp_path):
         Job("bandit%2Fog-cvar%2Fseed0", json.loads, {"s": "2"}),
     ]
     assert run_jobs(jobs, address="local", storage=tmp_path, quiet=True) == {jobs[0].id: 1, jobs[1].id: 2}
+
+
+@pytest.mark.slow
+def test_ray_jobs_read_and_write_relative_paths_in_the_callers_directory(tmp_path, monkeypatch):
+    """``reproduce tailrisk --address local --out results/x`` failed with FileNotFoundError on
+    ``results/x/ray/jobs_*/results/reinforce_seed0.pkl``: Tune runs a trial in its own directory, where the relative
+    paths (the results, and the job's models and stored runs) went or were looked for."""
+    import shutil
+
+    from ordergrad_rl.common.jobs import Job, run_jobs
+
+    monkeypatch.chdir(tmp_path)
+    Path("a.txt").write_text("a")
+    jobs = [Job("copy", shutil.copyfile, {"src": "a.txt", "dst": "b.txt"})]
+    assert run_jobs(jobs, address="local", storage=Path("out") / "ray", quiet=True) == {"copy": "b.txt"}
+    assert (tmp_path / "b.txt").read_text() == "a"

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -221,3 +222,97 @@ def test_deployment_table_has_a_column_per_model():
     assert len(rows) == len(tr._ROWS)
     heavy = tr.deployment_metrics(tr.deploy(models["tail-heavy"], 32, 7))
     assert tr._pct(heavy["below_0.9"]) in next(row for row in rows if "P(W_T < 0.9)" in row)
+
+
+def _comparable(path):
+    """A --json file less what differs between two invocations of the same reproduction: timings and paths."""
+    payload = json.loads(path.read_text())
+    for key in ("wall_seconds", "train_seconds", "figures", "models"):
+        payload.pop(key)
+    return payload
+
+
+def test_resume_after_an_interruption_gives_the_results_of_an_uninterrupted_run(tmp_path, capsys, monkeypatch):
+    """An interrupted reproduction (Ctrl-C, a crash, a killed job) had to start over: there was no --resume. Each
+    finished run is now stored in <out>/runs, and --resume trains only the others, with the same tables and JSON."""
+    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "2", "--updates", "2", "--n-episodes", "16",
+            "--k", "8", "--deploy-paths", "16", "--stress", "--workers", "1", "--quiet"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "through"), "--json", str(tmp_path / "through.json")]) == 0
+    through = capsys.readouterr().out
+
+    trained: list[tuple[str, int]] = []
+    run_job = tr.run_job
+
+    def cut_short(method, seed, *args, **kwargs):
+        if len(trained) == 2:
+            raise KeyboardInterrupt
+        trained.append((method, seed))
+        return run_job(method, seed, *args, **kwargs)
+
+    monkeypatch.setattr(tr, "run_job", cut_short)
+    out, out_json = tmp_path / "resumed", tmp_path / "resumed.json"
+    resumed = [*argv, "--out", str(out), "--json", str(out_json)]
+    assert main(resumed) == 130
+    assert f"interrupted: 2 runs are in {out / 'runs'}; rerun with --resume" in capsys.readouterr().err
+    assert not out_json.exists()
+    trained.clear()
+    assert main([*resumed, "--resume"]) == 0
+    assert trained == [("reinforce", 1), ("ordergrad_cvar", 1)]  # seed 0's runs are not trained again
+    assert _comparable(out_json) == _comparable(tmp_path / "through.json")
+    timing = re.compile(r"^time: .*$|\S*through\S*|\S*resumed\S*", re.MULTILINE)
+    assert timing.sub("", capsys.readouterr().out) == timing.sub("", through)
+    # Every run stored: nothing trains, and the results are those of the run that went through.
+    monkeypatch.setattr(tr, "run_job", lambda *args, **kwargs: pytest.fail("trained"))
+    assert main([*resumed, "--resume"]) == 0
+    assert _comparable(out_json) == _comparable(tmp_path / "through.json")
+    # A stored run whose model is gone is trained again.
+    (out / "models" / "reinforce_seed1.zip").unlink()
+    monkeypatch.setattr(tr, "run_job", cut_short)
+    trained.clear()
+    assert main([*resumed, "--resume"]) == 0
+    assert trained == [("reinforce", 1)] and (out / "models" / "reinforce_seed1.zip").exists()
+
+
+def test_resume_refuses_runs_stored_with_other_settings(tmp_path, capsys, monkeypatch):
+    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "1", "--updates", "1", "--n-episodes", "8",
+            "--k", "4", "--deploy-paths", "8", "--workers", "1", "--quiet", "--out", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    refused = {
+        ("--updates", "2"): "--updates 1 (now 2)",
+        ("--stress",): "--stress False (now True)",
+        ("--tensorboard", str(tmp_path / "tb")): f"--tensorboard None (now {(tmp_path / 'tb').resolve()})",
+    }
+    for options, named in refused.items():
+        with monkeypatch.context() as patch:
+            patch.setattr(tr, "run_job", lambda *args, **kwargs: pytest.fail("trained"))
+            assert main([*replaced(argv, options), "--resume"]) == 2, options
+        error = capsys.readouterr().err
+        assert f"--resume: the run reinforce_seed0 in {tmp_path / 'runs'} was trained with {named}" in error, error
+        assert "drop --resume to train every run again" in error
+    # A PPO-only option does not make a REINFORCE run another experiment: more seeds or methods only add runs.
+    trained: list[str] = []
+    run_job = tr.run_job
+
+    def recorded(method, *args, **kwargs):
+        trained.append(method)
+        return run_job(method, *args, **kwargs)
+
+    monkeypatch.setattr(tr, "run_job", recorded)
+    assert main([*argv[:3], "both", *argv[4:], "--ppo-timesteps", "1000", "--resume"]) == 0
+    assert trained == ["ppo_mean", "ppo_cvar"]
+    stored = json.loads((tmp_path / "runs" / "ppo_mean_seed0.json").read_text())["config"]
+    assert stored["ppo_timesteps"] == 1000 and "updates" not in stored
+    # Without --resume every run trains again, and is stored with its new settings.
+    assert main(replaced(argv, ("--updates", "2"))) == 0
+    assert json.loads((tmp_path / "runs" / "reinforce_seed0.json").read_text())["config"]["updates"] == 2
+
+
+def replaced(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    """``argv`` with ``options`` (a flag and its value, or a switch) set."""
+    flag = options[0]
+    if flag in argv and len(options) == 2:
+        argv = list(argv)
+        argv[argv.index(flag) + 1] = options[1]
+        return argv
+    return [*argv, *options]

@@ -11,12 +11,19 @@ The reproductions hand their grids to :func:`run_jobs` instead of keeping proces
 A job is a module-level function and its keyword arguments; it may report progress in the caller's unit (env
 steps, say) with :func:`report_progress`. The progress bar counts ``Job.weight`` units in all; a finished job
 accounts for whatever it did not report (Ray jobs report only when they finish).
+
+A grid that may be cut short keeps each finished job's result in a :class:`RunCache` (``<out>/runs``, one file per
+job, written by the job itself), and a later invocation with the same settings runs only the jobs without one;
+:func:`report_interrupted` tells the user after Ctrl-C what was kept.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
 import pickle
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -26,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.progress import available_cores, progress_bar
 from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
+from ordergrad_rl.common.reports import write_json
 
 # Progress counter shared by the local workers (set by _init_worker); None when there is no one to tell.
 _COUNTER: Any = None
@@ -181,13 +191,19 @@ def _run_local(
         _COUNTER = None
 
 
-def call_and_save(function: str, kwargs: dict[str, Any], result_path: str) -> dict[str, Any]:
-    """A Ray job: call ``function`` (``module.name``) with ``kwargs`` and pickle its result to ``result_path``."""
+def call_and_save(function: str, kwargs: dict[str, Any], result_path: str, cwd: str) -> dict[str, Any]:
+    """A Ray job: call ``function`` (``module.name``) with ``kwargs`` and pickle its result to ``result_path``.
+
+    :param cwd: the caller's working directory, where the job runs if this node has it: Tune starts a trial in its
+        own directory, where the relative paths of ``kwargs`` (a reproduction's ``--out results/x``) would put files.
+    """
     import importlib
 
     import torch
 
     torch.set_num_threads(1)
+    if Path(cwd).is_dir():
+        os.chdir(cwd)
     module, _, name = function.rpartition(".")
     result = getattr(importlib.import_module(module), name)(**kwargs)
     path = Path(result_path)
@@ -216,6 +232,7 @@ def _run_ray(
                 "function": f"{job.function.__module__}.{job.function.__qualname__}",
                 "kwargs": job.kwargs,
                 "result_path": str(result_dir / f"{job.id}.pkl"),
+                "cwd": os.getcwd(),
             },
         }
         for job in jobs
@@ -268,9 +285,63 @@ def run_jobs(
     if address is not None:
         if storage is not None:
             Path(storage).mkdir(parents=True, exist_ok=True)
-        storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage))
+        storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage)).resolve()
         with progress_bar(f"{desc} on Ray ({address})", total, unit=unit, quiet=quiet) as bar:
             return _run_ray(jobs, address, storage, bar, quiet, on_result)
     workers = max(1, min(workers or available_cores(), len(jobs)))
     with progress_bar(f"{desc} on {workers} worker{'s' if workers > 1 else ''}", total, unit=unit, quiet=quiet) as bar:
         return _run_local(jobs, workers, bar, on_result)
+
+
+@dataclass(frozen=True)
+class RunCache:
+    """Finished runs of a grid under ``directory`` (a reproduction's ``<out>/runs``): a JSON record ``<id>.json`` per
+    run, holding the settings it ran with under ``"config"``, and NumPy arrays beside it in ``<id>.npz`` (exact)
+    where it has some. A later invocation reuses the runs stored with its own settings, so an interrupted grid goes
+    on with the runs it has not finished. Both files are written atomically, the record last: a run has a record
+    only once it is whole.
+    """
+
+    directory: Path
+
+    def path(self, run_id: str) -> Path:
+        """The record of run ``run_id``."""
+        return self.directory / f"{run_id}.json"
+
+    def stored_settings(self, run_id: str) -> Any:
+        """The settings run ``run_id`` is stored with (``None``: no run is stored)."""
+        path = self.path(run_id)
+        return json.loads(path.read_text()).get("config") if path.exists() else None
+
+    def load(self, run_id: str, settings: Any) -> dict[str, Any] | None:
+        """The record of run ``run_id`` if it is stored with ``settings`` (compared as JSON), else ``None``."""
+        path = self.path(run_id)
+        if not path.exists():
+            return None
+        record = json.loads(path.read_text())
+        return record if record.get("config") == json.loads(json.dumps(settings)) else None
+
+    def arrays(self, run_id: str) -> dict[str, np.ndarray]:
+        """The arrays stored with run ``run_id``."""
+        with np.load(self.directory / f"{run_id}.npz") as stored:
+            return dict(stored)
+
+    def save(self, run_id: str, record: dict[str, Any], arrays: dict[str, np.ndarray] | None = None) -> Path:
+        """Store run ``run_id``: ``record`` (JSON-able, with its settings under ``"config"``) and ``arrays``."""
+        if arrays is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            partial = self.directory / f".{run_id}.{os.getpid()}.partial.npz"
+            np.savez(partial, **arrays)
+            partial.replace(self.directory / f"{run_id}.npz")
+        return write_json(self.path(run_id), record)
+
+    def discard(self, run_id: str) -> None:
+        """Forget run ``run_id`` (it is being trained again)."""
+        self.path(run_id).unlink(missing_ok=True)
+
+
+def report_interrupted(kept: int, where: Path) -> int:
+    """After Ctrl-C stopped a grid: say that ``kept`` finished runs are stored in ``where`` and how to run the rest;
+    return 130, the exit status of a command stopped by SIGINT."""
+    print(f"interrupted: {kept} runs are in {where}; rerun with --resume to run only the rest", file=sys.stderr)
+    return 130

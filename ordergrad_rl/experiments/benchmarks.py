@@ -105,7 +105,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
-from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
+from ordergrad_rl.common.jobs import Job, report_interrupted, report_progress, run_jobs
 from ordergrad_rl.common.options import (
     add_address_argument,
     add_output_arguments,
@@ -1968,10 +1968,9 @@ def run(args: argparse.Namespace) -> int:
                 config, args.quiet, earlier, on_run=None if args.json is None else save, storage=args.out / "ray"
             )
         except KeyboardInterrupt:
-            kept = "no --json was given, so no run was kept"
             if args.json is not None:
-                kept = f"{len(so_far)} runs are in {args.json}; rerun with --resume to run only the rest"
-            print(f"interrupted: {kept}", file=sys.stderr)
+                return report_interrupted(len(so_far), args.json)
+            print("interrupted: no --json was given, so no run was kept", file=sys.stderr)
             return 130
         kept = f" ({len(earlier)} earlier runs kept from {args.json})" if args.resume else ""
         print(f"{len(new)} runs in {time.perf_counter() - start:.0f} s{kept}\n")

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 import warnings
 from dataclasses import dataclass
@@ -51,7 +50,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
-from ordergrad_rl.common.jobs import Job, run_jobs
+from ordergrad_rl.common.jobs import Job, RunCache, run_jobs
 from ordergrad_rl.common.options import (
     add_address_argument,
     add_output_arguments,
@@ -278,22 +277,15 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
     )
 
 
-def _run_path(out: Path, game: str, method: str, seed: int) -> Path:
-    return out / "runs" / f"{game}_{method.replace('@', 'at')}_s{seed}.json"
+def _run_id(game: str, method: str, seed: int) -> str:
+    """The name of a run in the cache (``<out>/runs/<id>.json``)."""
+    return f"{game}_{method.replace('@', 'at')}_s{seed}"
 
 
-def _load_cached(path: Path, config: Config, method: str) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    run = json.loads(path.read_text())
-    return run if run.get("config") == json.loads(json.dumps(config.run_key(method))) else None
-
-
-def _run_job(job: tuple[str, str, int, Config, str, str | None]) -> dict[str, Any]:
-    """Train one run and cache it as JSON (a job of :func:`ordergrad_rl.common.jobs.run_jobs`)."""
-    game, method, seed, config, path, tensorboard_log = job
+def _run_job(game: str, method: str, seed: int, config: Config, runs: Path, tensorboard_log: str | None) -> dict:
+    """Train one run and cache it under ``runs`` (a job of :func:`ordergrad_rl.common.jobs.run_jobs`)."""
     run = train_run(game, method, seed, config, tensorboard_log)
-    write_json(Path(path), run)
+    RunCache(runs).save(_run_id(game, method, seed), run)
     return run
 
 
@@ -308,16 +300,16 @@ def run_experiment(
     """All (game, method, seed) runs, cached under ``out/runs``, through :func:`ordergrad_rl.common.jobs.run_jobs`:
     ``workers`` local processes, or Ray Tune trials on the cluster at ``address``."""
 
+    cache = RunCache(out / "runs")
     runs, jobs = [], []
     for seed in range(config.seeds):
         for game in config.games:
             for method in config.methods():
-                path = _run_path(out, game, method, seed)
-                cached = _load_cached(path, config, method)
+                run_id = _run_id(game, method, seed)
+                cached = cache.load(run_id, config.run_key(method))
                 if cached is None:
-                    jobs.append(
-                        Job(path.stem, _run_job, {"job": (game, method, seed, config, str(path), tensorboard_log)})
-                    )
+                    kwargs = dict(game=game, method=method, seed=seed, config=config, tensorboard_log=tensorboard_log)
+                    jobs.append(Job(run_id, _run_job, {**kwargs, "runs": cache.directory}))
                 else:
                     runs.append(cached)
     if not jobs:

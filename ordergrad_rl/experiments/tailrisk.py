@@ -31,8 +31,12 @@ the trained models (<out>/models/<method>_seed<s>.zip, for ordergrad-rl evaluate
 <tensorboard>/<method>/seed<s>_1 (one parent directory per method; risk/* of the training batches, eval_risk/*
 and eval_info/* of 64 deterministic deployment episodes every 50 updates and at the end) with --tensorboard, with
 the dashboards of `ordergrad-rl dashboard` (<method>/mean_over_seeds: the mean and range over seeds; HParams with
-objective and k first), and the numbers with --json. A rerun (after Ctrl-C, say) replaces the models and the
-TensorBoard runs of the (method, seed) runs it trains.
+objective and k first), and the numbers with --json. Each finished (method, seed) run is stored in <out>/runs
+(its settings, training time and deployment paths, exact; ordergrad_rl.common.jobs.RunCache): with --resume, a
+reproduction cut short (Ctrl-C, a crash, a killed job) trains only the runs not stored there and prints the same
+tables and JSON as one that ran through (--resume refuses runs stored with other settings: other sizes, --stress or
+--tensorboard). Without --resume, a rerun trains every run again, replacing its model, stored run and TensorBoard
+run.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import gymnasium as gym
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.jobs import Job, report_progress
+from ordergrad_rl.common.jobs import Job, RunCache, report_interrupted, report_progress
 from ordergrad_rl.common.jobs import run_jobs as run_grid
 from ordergrad_rl.common.options import (
     add_address_argument,
@@ -345,8 +349,66 @@ def planned_steps(method: str, config: Config) -> int:
     return config.updates * config.n_episodes * decisions
 
 
-def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, models: Path | None) -> dict[str, Any]:
-    """Train ``method`` on ``seed``, deploy it (and stress it), save the model; the unit of parallel work.
+def run_id(method: str, seed: int) -> str:
+    """The name of the (method, seed) run: its job, its stored run and its model ``<models>/<id>.zip``."""
+    return f"{method}_seed{seed}"
+
+
+def run_settings(method: str, config: Config, tensorboard: Path | None) -> dict[str, Any]:
+    """What a run of ``method`` depends on, its key in the stored runs (``--resume``): the fields of ``config`` but
+    the grid's (seeds, methods), where the runs go (workers, address) and the other protocol's options, and the
+    TensorBoard directory it logs to."""
+    ignored = {"seeds", "methods", "workers", "address", *_OTHER_PROTOCOL_OPTIONS[METHODS[method].algo]}
+    settings = {key: value for key, value in dataclasses.asdict(config).items() if key not in ignored}
+    return settings | {"tensorboard": None if tensorboard is None else str(tensorboard.resolve())}
+
+
+def _deployment_arrays(deployment: Deployment, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}_{f.name}": getattr(deployment, f.name) for f in dataclasses.fields(Deployment)}
+
+
+def _stored_deployment(arrays: dict[str, np.ndarray], prefix: str) -> Deployment:
+    return Deployment(*(arrays[f"{prefix}_{f.name}"] for f in dataclasses.fields(Deployment)))
+
+
+def store_run(cache: RunCache, result: dict[str, Any], settings: dict[str, Any]) -> None:
+    """Store a :func:`run_job` result in ``cache`` (its deployments as exact arrays)."""
+    arrays = _deployment_arrays(result["deployment"], "deployment")
+    for p, deployment in result["stress"].items():
+        arrays |= _deployment_arrays(deployment, f"stress{p!r}")
+    record = {key: result[key] for key in ("method", "seed", "train_seconds")}
+    cache.save(run_id(result["method"], result["seed"]), record | {"config": settings}, arrays)
+
+
+def load_run(
+    cache: RunCache, method: str, seed: int, settings: dict[str, Any], models: Path | None
+) -> dict[str, Any] | None:
+    """The :func:`run_job` result of ``method`` on ``seed`` stored in ``cache`` with ``settings``, its model in
+    ``models`` (``None``: none is stored, or its model is not there)."""
+    name = run_id(method, seed)
+    record = cache.load(name, settings)
+    model = None if models is None else models / f"{name}.zip"
+    if record is None or (model is not None and not model.exists()):
+        return None
+    arrays = cache.arrays(name)
+    return {
+        **{key: record[key] for key in ("method", "seed", "train_seconds")},
+        "deployment": _stored_deployment(arrays, "deployment"),
+        "stress": {p: _stored_deployment(arrays, f"stress{p!r}") for p in STRESS_P} if settings["stress"] else {},
+        "model": model,
+    }
+
+
+def run_job(
+    method: str,
+    seed: int,
+    config: Config,
+    tensorboard: Path | None,
+    models: Path | None,
+    runs: Path | None = None,
+) -> dict[str, Any]:
+    """Train ``method`` on ``seed``, deploy it (and stress it), save the model (and the run, in a
+    :class:`~ordergrad_rl.common.jobs.RunCache` under ``runs``); the unit of parallel work.
 
     :return: ``{"method", "seed", "train_seconds", "deployment": Deployment, "stress": {p: Deployment}, "model"}``.
     """
@@ -359,9 +421,9 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
     path = None
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
-        path = models / f"{method}_seed{seed}.zip"
+        path = models / f"{run_id(method, seed)}.zip"
         model.save(path)
-    return {
+    result = {
         "method": method,
         "seed": seed,
         "train_seconds": train_seconds,
@@ -369,27 +431,66 @@ def run_job(method: str, seed: int, config: Config, tensorboard: Path | None, mo
         "stress": stress,
         "model": path,
     }
+    if runs is not None:
+        store_run(RunCache(runs), result, run_settings(method, config, tensorboard))
+    return result
 
 
 def run_jobs(
-    config: Config, tensorboard: Path | None, models: Path | None, quiet: bool, storage: Path | None = None
+    config: Config,
+    tensorboard: Path | None,
+    models: Path | None,
+    quiet: bool,
+    storage: Path | None = None,
+    runs: Path | None = None,
+    resume: bool = False,
 ) -> list[dict[str, Any]]:
     """Every (method, seed) job through :func:`ordergrad_rl.common.jobs.run_jobs`: ``config.workers`` local
-    processes (default: the available cores), or Ray Tune trials with ``config.address``."""
+    processes (default: the available cores), or Ray Tune trials with ``config.address``.
 
-    jobs = [
-        Job(
-            f"{method}_seed{seed}",
-            run_job,
-            {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models},
-            weight=planned_steps(method, config),
-        )
-        for seed in range(config.seeds)
-        for method in config.methods
-    ]
-    desc = f"training {len(jobs)} runs"
-    results = run_grid(jobs, config.workers, config.address, storage, desc=desc, unit="step", quiet=quiet)
-    return [results[job.id] for job in jobs]
+    :param runs: where each finished run is stored (:class:`~ordergrad_rl.common.jobs.RunCache`).
+    :param resume: reuse the runs stored in ``runs`` (with these settings): only the others are trained.
+    :raises CommandError: with ``resume``, a run stored with other settings (naming them).
+    """
+    cache = None if runs is None else RunCache(runs)
+    done, jobs = {}, []
+    for seed in range(config.seeds):
+        for method in config.methods:
+            name, settings = run_id(method, seed), run_settings(method, config, tensorboard)
+            if cache is not None and resume:
+                _check_stored_settings(cache, name, settings)
+                stored = load_run(cache, method, seed, settings, models)
+                if stored is not None:
+                    done[name] = stored
+                    continue
+            elif cache is not None:
+                cache.discard(name)  # trained again: stored again once it has finished
+            kwargs = {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models}
+            jobs.append(Job(name, run_job, kwargs | {"runs": runs}, weight=planned_steps(method, config)))
+    desc = f"training {len(jobs)} runs" + (f" ({len(done)} stored earlier)" if done else "")
+    results = dict(done)
+    if jobs:
+        results |= run_grid(jobs, config.workers, config.address, storage, desc=desc, unit="step", quiet=quiet)
+    return [results[run_id(method, seed)] for seed in range(config.seeds) for method in config.methods]
+
+
+def _check_stored_settings(cache: RunCache, name: str, settings: dict[str, Any]) -> None:
+    """Refuse to resume a grid whose run ``name`` is stored with other settings (another experiment).
+
+    :raises CommandError: naming the options that differ.
+    """
+    stored = cache.stored_settings(name)
+    if stored is None or cache.load(name, settings) is not None:
+        return
+    differ = ", ".join(
+        f"--{key.replace('_', '-')} {stored.get(key)} (now {settings.get(key)})"
+        for key in sorted(settings.keys() | stored.keys())
+        if stored.get(key) != settings.get(key)
+    )
+    raise CommandError(
+        f"--resume: the run {name} in {cache.directory} was trained with {differ}: resume with its options, "
+        "or drop --resume to train every run again (or give another --out)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- experiment
@@ -408,16 +509,20 @@ def run_experiment(
     models: Path | None = None,
     quiet: bool = False,
     storage: Path | None = None,
+    runs: Path | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train, deploy and summarize both methods on ``config.seeds`` seeds.
 
     :param storage: with ``config.address``: where Ray keeps the jobs' state and results (see
         :func:`ordergrad_rl.common.jobs.run_jobs`).
+    :param runs: where each finished run is stored; ``resume``: train only the runs not stored there (the others
+        are read back exactly, so the results are those of an uninterrupted call). See :func:`run_jobs`.
 
     :return: ``{"config", "methods": {method: metrics + "per_seed", "n_paths"}, "stress": {"p": [...], method:
         [metrics per p]}, "train_seconds": {method: [...]}, "models", "deployments": {method: Deployment}}``.
     """
-    results = run_jobs(config, tensorboard, models, quiet, storage)
+    results = run_jobs(config, tensorboard, models, quiet, storage, runs, resume)
     by_method = {method: [r for r in results if r["method"] == method] for method in config.methods}
     out: dict[str, Any] = {
         "config": dataclasses.asdict(config),
@@ -712,6 +817,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_address_argument(parser)
     add_quick_argument(parser, QUICK)
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs stored in OUT/runs (each run is stored as it finishes) and train only the others: a "
+        "reproduction cut short continues where it stopped, with the same results",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "tailrisk")
 
@@ -763,9 +874,25 @@ def run(args: argparse.Namespace) -> int:
         address=args.address,
         **{key: value for key, value in evaluation.items() if value is not None},
     )
-    results = run_experiment(
-        config, tensorboard=args.tensorboard, models=args.out / "models", quiet=args.quiet, storage=args.out / "ray"
-    )
+    runs = args.out / "runs"
+    try:
+        results = run_experiment(
+            config,
+            tensorboard=args.tensorboard,
+            models=args.out / "models",
+            quiet=args.quiet,
+            storage=args.out / "ray",
+            runs=runs,
+            resume=args.resume,
+        )
+    except KeyboardInterrupt:
+        cache = RunCache(runs)
+        stored = sum(
+            cache.load(run_id(method, seed), run_settings(method, config, args.tensorboard)) is not None
+            for seed in range(config.seeds)
+            for method in config.methods
+        )
+        return report_interrupted(stored, runs)
     train = results["train_seconds"]
     protocols = []
     if "reinforce" in args.algo or args.algo == "both":
