@@ -1255,7 +1255,7 @@ def baseline_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with OrderGradPPO's per-step baseline on the task: set, or left to the default
     (:func:`default_baseline_on_task`)."""
     method = METHODS[method_name]
-    if method.algo != "ordergrad_ppo":
+    if method.algo != "ordergrad_ppo" or not method.episodic:
         return False
     kwargs = method.kwargs_for(task_name)
     if kwargs.get("value_baseline") is not None:
@@ -1311,7 +1311,12 @@ def bonus_scaled_near_best_tie(method_name: str, task_name: str) -> bool:
     actions) and ``entropy_when_tied`` off."""
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in PPO_FAMILY or kwargs.get("ent_coef") == 0.0 or kwargs.get("entropy_when_tied", False):
+    if (
+        method.algo not in PPO_FAMILY
+        or not method.episodic
+        or kwargs.get("ent_coef") == 0.0
+        or kwargs.get("entropy_when_tied", False)
+    ):
         return False
     bonus = kwargs.get("ent_coef") is not None or TASKS[task_name].discrete  # the default: categorical actions only
     return bonus and parsed_on_task(kwargs, task_name)[2]
@@ -1340,7 +1345,7 @@ def history_by_default(method_name: str, task_name: str) -> bool:
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in EPISODIC_ALGOS or kwargs.get("value_baseline") is not None:
+    if not method.episodic or kwargs.get("value_baseline") is not None:
         return False
     if method.algo == "ordergrad_ppo" and parsed_on_task(kwargs, task_name)[2]:
         return False  # OrderGradPPO's long episodes had it before any run was stored
@@ -1388,7 +1393,7 @@ def scheduled_by_default(method_name: str, task_name: str) -> bool:
 
     method = METHODS[method_name]
     kwargs = method.kwargs_for(task_name)
-    if method.algo not in EPISODIC_ALGOS or kwargs.get("risk_schedule") is not None:
+    if not method.episodic or kwargs.get("risk_schedule") is not None:
         return False
     objective, gcvar_alpha, long = parsed_on_task(kwargs, task_name)
     long = long and method.algo in PPO_FAMILY  # OrderGradREINFORCE takes no long-episode defaults
@@ -1592,11 +1597,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
 
 
 def stored_before(run: dict) -> tuple[bool, ...]:
-    """The run's :data:`STORED_BEFORE` flags, in order (none for a method that is not episodic: the defaults they
-    mark are the episodic agents')."""
-    method = METHODS.get(run["method"])
-    if method is not None and method.algo in EPISODIC_ALGOS and not method.episodic:
-        return (False,) * len(STORED_BEFORE)
+    """The run's :data:`STORED_BEFORE` flags, in order."""
     return tuple(marks(run) for marks in STORED_BEFORE.values())
 
 
