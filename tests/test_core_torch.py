@@ -2,6 +2,7 @@
 known regime's autograd gradient against its likelihood-ratio formula."""
 
 import typing
+import warnings
 
 import numpy as np
 import pytest
@@ -171,3 +172,33 @@ def test_batched_groups_stay_fast_and_equal_per_group():
     out = lstat_advantage(x, "top2@4")
     for i in (0, 17, 511):
         torch.testing.assert_close(out[i], lstat_advantage(x[i], "top2@4"), atol=1e-14, rtol=0)
+
+
+def test_torch_func_vmap_grad_and_jacrev_match_eager():
+    """torch.func.vmap batches the value checks' ``bool(...)``, which it refuses: batched rewards skip them (as JAX
+    tracers do) and compute the eager numbers, bit for bit, without torch's fallback warnings."""
+    from torch.func import grad, jacrev, vmap
+
+    x = torch.randn(4, 9, dtype=torch.float64)
+    x[1, 3] = x[1, 5]  # a tie
+    t = OrderStatTransform(9, "cvar0.3@4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "not yet implemented the batching rule for aten::scatter_"
+        for quantity in ("value", "advantage", "inclusion", "leave_one_out", "orderstats", "rank_advantage"):
+            assert torch.equal(vmap(getattr(t, quantity))(x), getattr(t, quantity)(x)), quantity
+        assert torch.equal(vmap(lambda z: lstat_advantage(z, "gmd@4"))(x), lstat_advantage(x, "gmd@4"))
+        ranks = torch.argsort(torch.argsort(x, dim=-1), dim=-1)
+        expected = torch.tensor(t.value_weights)[ranks]
+        torch.testing.assert_close(vmap(grad(t.value))(x), expected, atol=1e-15, rtol=0)
+        torch.testing.assert_close(jacrev(t.value)(x[0]), expected[0], atol=1e-15, rtol=0)
+        # live rank weights batched by vmap: one value per weight vector
+        alpha = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]], dtype=torch.float64)
+        values = vmap(lambda a: lstat_value(x[0], a))(alpha)
+        torch.testing.assert_close(values, torch.stack([lstat_value(x[0], a) for a in alpha]), atol=1e-15, rtol=0)
+        r, p = x[:, :5], torch.softmax(x[:, 4:], dim=-1)
+        torch.testing.assert_close(
+            vmap(lambda a, b: known_lstat_advantage(a, b, "top2@5"))(r, p), known_lstat_advantage(r, p, "top2@5")
+        )
+    # under torch.func.grad alone the values are known: the checks still run
+    with pytest.raises(ValueError, match="NaN or inf"):
+        grad(lambda z: lstat_value(z, "cvar0.3@4"))(torch.tensor([1.0, float("nan"), 0.0, 2.0, 3.0]))

@@ -16,7 +16,8 @@ of ``v`` through the sort, ``(W alpha)_m`` for the ``m``-th smallest sample (App
 Inputs are arrays of shape ``[..., N]`` from any array-API library (NumPy, PyTorch, JAX, CuPy; see
 :mod:`ordergrad_rl.core._xp`); leading dimensions are independent groups (one prompt or start state each),
 computed together. Outputs follow the input's library, dtype and device. JAX inputs work under ``jit``,
-``vmap`` and ``grad`` (inside a trace NaN/inf rewards cannot be detected and propagate instead of raising).
+``vmap`` and ``grad``, torch tensors under ``torch.func`` (inside a JAX trace or ``torch.func.vmap`` NaN/inf rewards
+cannot be detected and propagate instead of raising).
 
 Rank weights may also be *live* arrays — a torch tensor with ``requires_grad`` or a JAX array being traced —
 for learned objectives: the result is then differentiable with respect to ``alpha``, through the rankwise
