@@ -202,3 +202,30 @@ def test_torch_func_vmap_grad_and_jacrev_match_eager():
     # under torch.func.grad alone the values are known: the checks still run
     with pytest.raises(ValueError, match="NaN or inf"):
         grad(lambda z: lstat_value(z, "cvar0.3@4"))(torch.tensor([1.0, float("nan"), 0.0, 2.0, 3.0]))
+
+
+def test_numpy_only_estimators_refuse_torch_func_naming_themselves():
+    """GCVaR, the weighted batch, channel objectives and Objective's fixed weights compute in NumPy: under
+    torch.func they failed with torch's "Cannot access data pointer of Tensor that doesn't have storage"."""
+    from torch.func import grad, vmap
+
+    from ordergrad_rl.core import parse_objective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage
+
+    x = torch.randn(2, 8, dtype=torch.float64)
+    channels = parse_objective({"reward": "top2@4", "length": ("bot2@4", 0.5)})
+    calls = {
+        "gcvar_weights": lambda z: torch.as_tensor(gcvar_weights(z, 0.2)),
+        "weighted_lstat_advantage": lambda z: torch.as_tensor(weighted_lstat_advantage(z, torch.ones(8), "top2@4")),
+        "channel objective": lambda z: torch.as_tensor(channels.channel_weights({"reward": z, "length": z})["reward"]),
+        "an Objective": lambda z: torch.as_tensor(Objective.from_weights(z).weights),
+    }
+    for what, call in calls.items():
+        with pytest.raises(TypeError, match=f"{what}.*function transform"):
+            vmap(call)(x)
+        with pytest.raises(TypeError, match=f"{what}.*function transform"):
+            grad(lambda z, call=call: call(z).sum())(x[0])
+    # outside a transform they take tensors (detached: the weights carry no gradient)
+    expected = gcvar_weights(x.numpy(), 0.2)
+    np.testing.assert_array_equal(gcvar_weights(x.clone().requires_grad_(), 0.2), expected)

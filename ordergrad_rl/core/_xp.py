@@ -55,6 +55,24 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def check_concrete(x: Any, name: str, what: str) -> None:
+    """Refuse an array that a function transform is tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``, ``torch.func``)
+    where ``what``, a NumPy computation, needs its values: a ``TypeError`` naming ``what``, where the libraries' own
+    errors name neither (torch's "Cannot access data pointer of Tensor that doesn't have storage")."""
+    torch = sys.modules.get("torch")
+    if is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x)):
+        raise TypeError(
+            f"{what} needs the values of {name} (it computes in NumPy), but a function transform (jax.jit, jax.vmap, "
+            f"jax.grad or torch.func) is tracing it: call it outside the transform, on concrete arrays"
+        )
+
+
+def to_host(x: Any, name: str, what: str) -> np.ndarray:
+    """:func:`to_numpy` of ``x`` after :func:`check_concrete`."""
+    check_concrete(x, name, what)
+    return to_numpy(x)
+
+
 def real_floating(x: Any, name: str) -> tuple[Any, Array]:
     """``(xp, x)`` with ``x`` a real floating array of its own library (lists, scalars and ints become float64 NumPy /
     the library's float64 where it has one). Complex or non-numeric input raises, naming what is accepted."""
