@@ -229,3 +229,13 @@ def test_numpy_only_estimators_refuse_torch_func_naming_themselves():
     # outside a transform they take tensors (detached: the weights carry no gradient)
     expected = gcvar_weights(x.numpy(), 0.2)
     np.testing.assert_array_equal(gcvar_weights(x.clone().requires_grad_(), 0.2), expected)
+
+
+def test_torch_compile_builds_the_tables_eagerly():
+    """A first call under torch.compile, with the transform's tables not built yet: dynamo compiled the NumPy code
+    that builds them and failed inside torch ("Expected np.nditer base"); with the tables cached it worked."""
+    t = OrderStatTransform(9, "cvar0.3@4")
+    x = torch.randn(3, 9, dtype=torch.float64)
+    compiled = torch.compile(lambda z: (t.advantage(z), t.leave_one_out(z)), backend="eager")
+    advantage, leave_one_out = compiled(x)
+    assert torch.equal(advantage, t.advantage(x)) and torch.equal(leave_one_out, t.leave_one_out(x))

@@ -17,14 +17,29 @@ inspected: for them the value checks (NaN/inf, ties, huge magnitudes) are skippe
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import array_api_compat as compat
 import numpy as np
 
 Array = Any  # an array of any array-API library
+
+
+def host_tables(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, which builds NumPy weight tables, run as plain Python where torch is loaded, also under
+    ``torch.compile``: dynamo compiled it frame by frame (converting the NumPy calls to torch ops) and failed inside
+    torch with "Expected np.nditer base". For code that runs once per table (the dynamo guard costs microseconds)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        torch = sys.modules.get("torch")
+        return fn(*args, **kwargs) if torch is None else torch.compiler.disable(fn)(*args, **kwargs)
+
+    return wrapper
 
 
 def is_traced(x: Array) -> bool:

@@ -113,20 +113,24 @@ class OrderStatTransform:
         ``(E, F, U)`` for the include-one / leave-one-out scan; ``[N]``-like, or ``[N, k]``-like when ``rankwise``."""
         key = (quantity, rankwise)
         if key not in self._tables:
-            if rankwise:
-                kernel = rankwise_kernel(self.k)
-            else:
-                kernel = collapsed_kernel(self.alpha, self._method, self.objective.polynomial)
-            if quantity == "value":
-                tables: tuple[np.ndarray, ...] = (value_table(self.n, self.k, kernel),)
-            elif quantity == "advantage":
-                tables = advantage_tables(self.n, self.k, kernel)
-            else:
-                tables = scan_tables(*psum_tables(self.n, self.k, quantity, kernel))
-            for table in tables:
-                table.flags.writeable = False
-            self._tables[key] = tables
+            self._tables[key] = self._build_tables(quantity, rankwise)
         return self._tables[key]
+
+    @_xp.host_tables
+    def _build_tables(self, quantity: str, rankwise: bool) -> tuple[np.ndarray, ...]:
+        if rankwise:
+            kernel = rankwise_kernel(self.k)
+        else:
+            kernel = collapsed_kernel(self.alpha, self._method, self.objective.polynomial)
+        if quantity == "value":
+            tables: tuple[np.ndarray, ...] = (value_table(self.n, self.k, kernel),)
+        elif quantity == "advantage":
+            tables = advantage_tables(self.n, self.k, kernel)
+        else:
+            tables = scan_tables(*psum_tables(self.n, self.k, quantity, kernel))
+        for table in tables:
+            table.flags.writeable = False
+        return tables
 
     def _array_tables(self, quantity: str, rankwise: bool, like, xp, alpha) -> list:
         """The tables as arrays of ``like``'s library/dtype/device; collapsed by a live ``alpha`` if given."""
