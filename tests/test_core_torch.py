@@ -239,3 +239,13 @@ def test_torch_compile_builds_the_tables_eagerly():
     compiled = torch.compile(lambda z: (t.advantage(z), t.leave_one_out(z)), backend="eager")
     advantage, leave_one_out = compiled(x)
     assert torch.equal(advantage, t.advantage(x)) and torch.equal(leave_one_out, t.leave_one_out(x))
+
+
+def test_torch_compile_of_the_known_regime_with_lower_rank_weights():
+    """Objectives weighting the lower ranks (cvar, quantiles below the median) passed the weights on as a view of
+    the cached alpha, which dynamo cannot take back after a graph break ("Expected np.nditer base")."""
+    r = torch.randn(4, 5, dtype=torch.float64)
+    p = torch.softmax(torch.randn(4, 5, dtype=torch.float64), dim=-1)
+    expected = known_lstat_advantage(r, p, "cvar0.4@7")
+    compiled = torch.compile(lambda a, b: known_lstat_advantage(a, b, "cvar0.4@7"), backend="eager")
+    assert torch.equal(compiled(r, p), expected)
