@@ -249,3 +249,23 @@ def test_torch_compile_of_the_known_regime_with_lower_rank_weights():
     expected = known_lstat_advantage(r, p, "cvar0.4@7")
     compiled = torch.compile(lambda a, b: known_lstat_advantage(a, b, "cvar0.4@7"), backend="eager")
     assert torch.equal(compiled(r, p), expected)
+
+
+def test_torch_compile_runs_the_numpy_only_estimators_in_numpy():
+    """GCVaR, the weighted batch and channel objectives compute in NumPy: under torch.compile dynamo converted that
+    NumPy code to torch ops, failing in GCVaR ("Subtraction ... with a bool tensor") and changing channel weights'
+    last bits."""
+    from ordergrad_rl.core import parse_objective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage
+
+    x = torch.randn(8, dtype=torch.float64)
+    channels = parse_objective({"reward": "top2@4", "length": ("bot2@4", 0.5)})
+
+    def weights(z):
+        by_channel = channels.channel_weights({"reward": z, "length": z})
+        return gcvar_weights(z, 0.25), weighted_lstat_advantage(z, torch.ones(8), "cvar0.3@4"), by_channel["length"]
+
+    expected = weights(x.numpy())
+    for out, numpy_out in zip(torch.compile(weights, backend="eager")(x), expected, strict=True):
+        np.testing.assert_array_equal(out, numpy_out)

@@ -29,15 +29,19 @@ import numpy as np
 Array = Any  # an array of any array-API library
 
 
-def host_tables(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, which builds NumPy weight tables, run as plain Python where torch is loaded, also under
-    ``torch.compile``: dynamo compiled it frame by frame (converting the NumPy calls to torch ops) and failed inside
-    torch with "Expected np.nditer base". For code that runs once per table (the dynamo guard costs microseconds)."""
+def host(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, a NumPy computation, run as plain Python where torch is loaded, also under ``torch.compile``: dynamo
+    compiled it frame by frame, converting the NumPy calls to torch ops, and failed inside torch (on the weight tables
+    with "Expected np.nditer base", on GCVaR's weights with "Subtraction ... with a bool tensor")."""
+    disabled: list[Callable[..., Any]] = []  # torch.compiler.disable(fn), made once (making it takes ~40 us)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        torch = sys.modules.get("torch")
-        return fn(*args, **kwargs) if torch is None else torch.compiler.disable(fn)(*args, **kwargs)
+        if "torch._dynamo" not in sys.modules:  # nothing is compiling (and importing dynamo would take a second)
+            return fn(*args, **kwargs)
+        if not disabled:
+            disabled.append(sys.modules["torch"].compiler.disable(fn))
+        return disabled[0](*args, **kwargs)
 
     return wrapper
 

@@ -116,7 +116,7 @@ class OrderStatTransform:
             self._tables[key] = self._build_tables(quantity, rankwise)
         return self._tables[key]
 
-    @_xp.host_tables
+    @_xp.host
     def _build_tables(self, quantity: str, rankwise: bool) -> tuple[np.ndarray, ...]:
         if rankwise:
             kernel = rankwise_kernel(self.k)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.core._xp import to_host
+from ordergrad_rl.core._xp import host, to_host
 from ordergrad_rl.core.batch import lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
@@ -195,6 +195,7 @@ class ChannelObjective:
             raise ValueError(f"the channels of {self} need episode values of one shape [..., N], got {shapes}")
         return values
 
+    @host
     def channel_weights(
         self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
     ) -> dict[str, np.ndarray]:
@@ -215,6 +216,7 @@ class ChannelObjective:
             parts[c.name] = c.weight * (part if normalize is None else normalize(part))
         return parts
 
+    @host
     def advantage_weights(
         self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
     ) -> np.ndarray:
@@ -228,6 +230,7 @@ class ChannelObjective:
             return np.zeros(np.shape(returns[self.channels[0].name]), dtype=np.float64)
         return np.sum(list(parts.values()), axis=0)
 
+    @host
     def values(self, returns: Mapping[str, np.ndarray]) -> dict[str, float]:
         """Each channel's batch value ``v^alpha`` (pooled over the episodes).
 

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from ordergrad_rl.core._xp import to_host
+from ordergrad_rl.core._xp import host, to_host
 
 _GCVAR_RE = re.compile(r"^gcvar(?P<level>\d*\.?\d+(?:e-?\d+)?)$")
 
@@ -46,6 +46,7 @@ def gcvar_level(spec: object) -> float | None:
     return level
 
 
+@host
 def gcvar_weights(returns: np.ndarray, alpha: float) -> np.ndarray:
     """Per-sample GCVaR weights ``w_i = (R_i - VaR_hat) 1{R_i <= VaR_hat} / alpha`` (module docstring).
 

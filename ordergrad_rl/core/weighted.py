@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ordergrad_rl.core._xp import to_host
+from ordergrad_rl.core._xp import host, to_host
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
 
 
@@ -87,6 +87,7 @@ def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
     return pmf @ alpha
 
 
+@host
 def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> np.ndarray:
     """Per-sample weights ``IF(R_i) / k`` of ``objective`` under the weighted empirical distribution of ``returns``.
 
@@ -112,6 +113,7 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     return advantages
 
 
+@host
 def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> float:
     """The plug-in value ``V(F_w) = E[sum_j alpha_j Y_(j:k)]`` of ``k`` i.i.d. draws ``Y`` of the weighted
     empirical distribution ``F_w`` of ``returns`` (module docstring): with the returns sorted, gaps ``D_l`` and
