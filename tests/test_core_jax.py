@@ -93,3 +93,14 @@ def test_nan_checks_are_skipped_only_inside_traces():
         lstat_advantage(bad, "max@2")
     # inside jit the values are unknown while tracing: documented to propagate as NaN instead of raising
     assert np.isnan(np.asarray(jax.jit(lambda z: lstat_advantage(z, "max@2"))(bad))).any()
+
+
+def test_numpy_only_estimators_refuse_traces_naming_themselves():
+    """They failed with JAX's TracerArrayConversionError, which names neither the estimator nor the way out."""
+    from ordergrad_rl import Objective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+
+    with pytest.raises(TypeError, match="gcvar_weights needs the values of returns.*jax.jit"):
+        jax.jit(lambda z: gcvar_weights(z, 0.2))(jnp.asarray(REWARDS))
+    with pytest.raises(TypeError, match="an Objective .*lstat_value.*jax.jit"):
+        jax.jit(lambda a: Objective.from_weights(a).k)(jnp.ones(3) / 3)

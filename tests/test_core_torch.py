@@ -2,6 +2,7 @@
 known regime's autograd gradient against its likelihood-ratio formula."""
 
 import typing
+import warnings
 
 import numpy as np
 import pytest
@@ -171,3 +172,100 @@ def test_batched_groups_stay_fast_and_equal_per_group():
     out = lstat_advantage(x, "top2@4")
     for i in (0, 17, 511):
         torch.testing.assert_close(out[i], lstat_advantage(x[i], "top2@4"), atol=1e-14, rtol=0)
+
+
+def test_torch_func_vmap_grad_and_jacrev_match_eager():
+    """torch.func.vmap batches the value checks' ``bool(...)``, which it refuses: batched rewards skip them (as JAX
+    tracers do) and compute the eager numbers, bit for bit, without torch's fallback warnings."""
+    from torch.func import grad, jacrev, vmap
+
+    x = torch.randn(4, 9, dtype=torch.float64)
+    x[1, 3] = x[1, 5]  # a tie
+    t = OrderStatTransform(9, "cvar0.3@4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "not yet implemented the batching rule for aten::scatter_"
+        for quantity in ("value", "advantage", "inclusion", "leave_one_out", "orderstats", "rank_advantage"):
+            assert torch.equal(vmap(getattr(t, quantity))(x), getattr(t, quantity)(x)), quantity
+        assert torch.equal(vmap(lambda z: lstat_advantage(z, "gmd@4"))(x), lstat_advantage(x, "gmd@4"))
+        ranks = torch.argsort(torch.argsort(x, dim=-1), dim=-1)
+        expected = torch.tensor(t.value_weights)[ranks]
+        torch.testing.assert_close(vmap(grad(t.value))(x), expected, atol=1e-15, rtol=0)
+        torch.testing.assert_close(jacrev(t.value)(x[0]), expected[0], atol=1e-15, rtol=0)
+        # live rank weights batched by vmap: one value per weight vector
+        alpha = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]], dtype=torch.float64)
+        values = vmap(lambda a: lstat_value(x[0], a))(alpha)
+        torch.testing.assert_close(values, torch.stack([lstat_value(x[0], a) for a in alpha]), atol=1e-15, rtol=0)
+        r, p = x[:, :5], torch.softmax(x[:, 4:], dim=-1)
+        torch.testing.assert_close(
+            vmap(lambda a, b: known_lstat_advantage(a, b, "top2@5"))(r, p), known_lstat_advantage(r, p, "top2@5")
+        )
+    # under torch.func.grad alone the values are known: the checks still run
+    with pytest.raises(ValueError, match="NaN or inf"):
+        grad(lambda z: lstat_value(z, "cvar0.3@4"))(torch.tensor([1.0, float("nan"), 0.0, 2.0, 3.0]))
+
+
+def test_numpy_only_estimators_refuse_torch_func_naming_themselves():
+    """GCVaR, the weighted batch, channel objectives and Objective's fixed weights compute in NumPy: under
+    torch.func they failed with torch's "Cannot access data pointer of Tensor that doesn't have storage"."""
+    from torch.func import grad, vmap
+
+    from ordergrad_rl.core import parse_objective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage
+
+    x = torch.randn(2, 8, dtype=torch.float64)
+    channels = parse_objective({"reward": "top2@4", "length": ("bot2@4", 0.5)})
+    calls = {
+        "gcvar_weights": lambda z: torch.as_tensor(gcvar_weights(z, 0.2)),
+        "weighted_lstat_advantage": lambda z: torch.as_tensor(weighted_lstat_advantage(z, torch.ones(8), "top2@4")),
+        "channel objective": lambda z: torch.as_tensor(channels.channel_weights({"reward": z, "length": z})["reward"]),
+        "an Objective": lambda z: torch.as_tensor(Objective.from_weights(z).weights),
+    }
+    for what, call in calls.items():
+        with pytest.raises(TypeError, match=f"{what}.*function transform"):
+            vmap(call)(x)
+        with pytest.raises(TypeError, match=f"{what}.*function transform"):
+            grad(lambda z, call=call: call(z).sum())(x[0])
+    # outside a transform they take tensors (detached: the weights carry no gradient)
+    expected = gcvar_weights(x.numpy(), 0.2)
+    np.testing.assert_array_equal(gcvar_weights(x.clone().requires_grad_(), 0.2), expected)
+
+
+def test_torch_compile_builds_the_tables_eagerly():
+    """A first call under torch.compile, with the transform's tables not built yet: dynamo compiled the NumPy code
+    that builds them and failed inside torch ("Expected np.nditer base"); with the tables cached it worked."""
+    t = OrderStatTransform(9, "cvar0.3@4")
+    x = torch.randn(3, 9, dtype=torch.float64)
+    compiled = torch.compile(lambda z: (t.advantage(z), t.leave_one_out(z)), backend="eager")
+    advantage, leave_one_out = compiled(x)
+    assert torch.equal(advantage, t.advantage(x)) and torch.equal(leave_one_out, t.leave_one_out(x))
+
+
+def test_torch_compile_of_the_known_regime_with_lower_rank_weights():
+    """Objectives weighting the lower ranks (cvar, quantiles below the median) passed the weights on as a view of
+    the cached alpha, which dynamo cannot take back after a graph break ("Expected np.nditer base")."""
+    r = torch.randn(4, 5, dtype=torch.float64)
+    p = torch.softmax(torch.randn(4, 5, dtype=torch.float64), dim=-1)
+    expected = known_lstat_advantage(r, p, "cvar0.4@7")
+    compiled = torch.compile(lambda a, b: known_lstat_advantage(a, b, "cvar0.4@7"), backend="eager")
+    assert torch.equal(compiled(r, p), expected)
+
+
+def test_torch_compile_runs_the_numpy_only_estimators_in_numpy():
+    """GCVaR, the weighted batch and channel objectives compute in NumPy: under torch.compile dynamo converted that
+    NumPy code to torch ops, failing in GCVaR ("Subtraction ... with a bool tensor") and changing channel weights'
+    last bits."""
+    from ordergrad_rl.core import parse_objective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage
+
+    x = torch.randn(8, dtype=torch.float64)
+    channels = parse_objective({"reward": "top2@4", "length": ("bot2@4", 0.5)})
+
+    def weights(z):
+        by_channel = channels.channel_weights({"reward": z, "length": z})
+        return gcvar_weights(z, 0.25), weighted_lstat_advantage(z, torch.ones(8), "cvar0.3@4"), by_channel["length"]
+
+    expected = weights(x.numpy())
+    for out, numpy_out in zip(torch.compile(weights, backend="eager")(x), expected, strict=True):
+        np.testing.assert_array_equal(out, numpy_out)

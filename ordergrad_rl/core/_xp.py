@@ -10,14 +10,17 @@ torch gathers without wrapping negative indices and NumPy/CuPy through flat fanc
 and ``exp`` of a temporary runs in place on torch and NumPy (:func:`exp_`). The standard-only paths are tested on
 ``array-api-strict``.
 
-JAX inside ``jit``/``vmap``/``grad`` passes *tracers*, whose values cannot be inspected: for them the
-value checks (NaN/inf, ties, huge magnitudes) are skipped or done unconditionally (:func:`is_traced`).
+JAX inside ``jit``/``vmap``/``grad`` passes *tracers*, and ``torch.func.vmap`` batched tensors, whose values cannot be
+inspected: for them the value checks (NaN/inf, ties, huge magnitudes) are skipped or done unconditionally
+(:func:`is_traced`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import array_api_compat as compat
@@ -26,10 +29,40 @@ import numpy as np
 Array = Any  # an array of any array-API library
 
 
+def host(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, a NumPy computation, run as plain Python where torch is loaded, also under ``torch.compile``: dynamo
+    compiled it frame by frame, converting the NumPy calls to torch ops, and failed inside torch (on the weight tables
+    with "Expected np.nditer base", on GCVaR's weights with "Subtraction ... with a bool tensor")."""
+    disabled: list[Callable[..., Any]] = []  # torch.compiler.disable(fn), made once (making it takes ~40 us)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if "torch._dynamo" not in sys.modules:  # nothing is compiling (and importing dynamo would take a second)
+            return fn(*args, **kwargs)
+        if not disabled:
+            disabled.append(sys.modules["torch"].compiler.disable(fn))
+        return disabled[0](*args, **kwargs)
+
+    return wrapper
+
+
 def is_traced(x: Array) -> bool:
-    """True for a JAX tracer (inside ``jit``, ``vmap``, ``grad``): its values are unknown while tracing."""
+    """True for an array whose values Python cannot inspect: a JAX tracer (inside ``jit``, ``vmap``, ``grad``), or a
+    torch tensor batched by ``torch.func.vmap`` (at any depth of ``torch.func`` transforms; under ``torch.func.grad``
+    alone the values are known and the checks run)."""
     jax = sys.modules.get("jax")
-    return jax is not None and isinstance(x, jax.core.Tracer)
+    if jax is not None and isinstance(x, jax.core.Tracer):
+        return True
+    return compat.is_torch_array(x) and _is_vmapped(x)
+
+
+def _is_vmapped(x: Array) -> bool:
+    functorch = sys.modules["torch"]._C._functorch
+    while functorch.is_functorch_wrapped_tensor(x):
+        if functorch.is_batchedtensor(x):
+            return True
+        x = functorch.get_unwrapped(x)
+    return False
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -39,6 +72,24 @@ def to_numpy(x: Any) -> np.ndarray:
     if compat.is_cupy_array(x):
         return x.get()
     return np.asarray(x)
+
+
+def check_concrete(x: Any, name: str, what: str) -> None:
+    """Refuse an array that a function transform is tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``, ``torch.func``)
+    where ``what``, a NumPy computation, needs its values: a ``TypeError`` naming ``what``, where the libraries' own
+    errors name neither (torch's "Cannot access data pointer of Tensor that doesn't have storage")."""
+    torch = sys.modules.get("torch")
+    if is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x)):
+        raise TypeError(
+            f"{what} needs the values of {name} (it computes in NumPy), but a function transform (jax.jit, jax.vmap, "
+            f"jax.grad or torch.func) is tracing it: call it outside the transform, on concrete arrays"
+        )
+
+
+def to_host(x: Any, name: str, what: str) -> np.ndarray:
+    """:func:`to_numpy` of ``x`` after :func:`check_concrete`."""
+    check_concrete(x, name, what)
+    return to_numpy(x)
 
 
 def real_floating(x: Any, name: str) -> tuple[Any, Array]:
@@ -167,7 +218,10 @@ def unsort(y: Array, perm: Array, xp: Any) -> Array:
         return out
     index = _broadcast_index(perm, y, xp)
     if compat.is_torch_namespace(xp):
-        return y.new_empty(y.shape).scatter_(axis, index, y)
+        out = y.new_empty(y.shape)
+        if is_traced(y):  # torch.func.vmap batches scatter, not the in-place scatter_ (a slow loop and a warning)
+            return out.scatter(axis, index, y)
+        return out.scatter_(axis, index, y)
     if compat.is_jax_namespace(xp):
         return xp.put_along_axis(xp.zeros_like(y), index, y, axis=axis, inplace=False)
     inverse = xp.argsort(perm, axis=-1, stable=True)  # standard-only fallback: O(N log N)
@@ -228,7 +282,7 @@ def constant(table: np.ndarray, like: Array, xp: Any, cache: dict) -> Array:
         if like.dtype == np.float64:
             return table
         key = (id(table), like.dtype)
-    elif is_traced(like):
+    elif is_traced(like) and not compat.is_torch_array(like):
         return xp.asarray(table, dtype=like.dtype)
     else:
         key = (id(table), like.dtype, str(compat.device(like)))

@@ -16,7 +16,8 @@ of ``v`` through the sort, ``(W alpha)_m`` for the ``m``-th smallest sample (App
 Inputs are arrays of shape ``[..., N]`` from any array-API library (NumPy, PyTorch, JAX, CuPy; see
 :mod:`ordergrad_rl.core._xp`); leading dimensions are independent groups (one prompt or start state each),
 computed together. Outputs follow the input's library, dtype and device. JAX inputs work under ``jit``,
-``vmap`` and ``grad`` (inside a trace NaN/inf rewards cannot be detected and propagate instead of raising).
+``vmap`` and ``grad``, torch tensors under ``torch.func`` (inside a JAX trace or ``torch.func.vmap`` NaN/inf rewards
+cannot be detected and propagate instead of raising).
 
 Rank weights may also be *live* arrays — a torch tensor with ``requires_grad`` or a JAX array being traced —
 for learned objectives: the result is then differentiable with respect to ``alpha``, through the rankwise
@@ -112,20 +113,24 @@ class OrderStatTransform:
         ``(E, F, U)`` for the include-one / leave-one-out scan; ``[N]``-like, or ``[N, k]``-like when ``rankwise``."""
         key = (quantity, rankwise)
         if key not in self._tables:
-            if rankwise:
-                kernel = rankwise_kernel(self.k)
-            else:
-                kernel = collapsed_kernel(self.alpha, self._method, self.objective.polynomial)
-            if quantity == "value":
-                tables: tuple[np.ndarray, ...] = (value_table(self.n, self.k, kernel),)
-            elif quantity == "advantage":
-                tables = advantage_tables(self.n, self.k, kernel)
-            else:
-                tables = scan_tables(*psum_tables(self.n, self.k, quantity, kernel))
-            for table in tables:
-                table.flags.writeable = False
-            self._tables[key] = tables
+            self._tables[key] = self._build_tables(quantity, rankwise)
         return self._tables[key]
+
+    @_xp.host
+    def _build_tables(self, quantity: str, rankwise: bool) -> tuple[np.ndarray, ...]:
+        if rankwise:
+            kernel = rankwise_kernel(self.k)
+        else:
+            kernel = collapsed_kernel(self.alpha, self._method, self.objective.polynomial)
+        if quantity == "value":
+            tables: tuple[np.ndarray, ...] = (value_table(self.n, self.k, kernel),)
+        elif quantity == "advantage":
+            tables = advantage_tables(self.n, self.k, kernel)
+        else:
+            tables = scan_tables(*psum_tables(self.n, self.k, quantity, kernel))
+        for table in tables:
+            table.flags.writeable = False
+        return tables
 
     def _array_tables(self, quantity: str, rankwise: bool, like, xp, alpha) -> list:
         """The tables as arrays of ``like``'s library/dtype/device; collapsed by a live ``alpha`` if given."""

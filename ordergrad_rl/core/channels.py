@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ordergrad_rl.core._xp import host, to_host
 from ordergrad_rl.core.batch import lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
@@ -185,12 +186,16 @@ class ChannelObjective:
         missing = [name for name in self.names if name not in returns]
         if missing:
             raise ValueError(f"no episode values for the channels {missing} of {self}: got {sorted(returns)}")
-        values = {name: np.asarray(returns[name], np.float64) for name in self.names}
+        values = {
+            name: np.asarray(to_host(returns[name], f"returns[{name!r}]", f"the channel objective {self}"), np.float64)
+            for name in self.names
+        }
         shapes = {name: value.shape for name, value in values.items()}
         if len(set(shapes.values())) > 1:
             raise ValueError(f"the channels of {self} need episode values of one shape [..., N], got {shapes}")
         return values
 
+    @host
     def channel_weights(
         self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
     ) -> dict[str, np.ndarray]:
@@ -211,6 +216,7 @@ class ChannelObjective:
             parts[c.name] = c.weight * (part if normalize is None else normalize(part))
         return parts
 
+    @host
     def advantage_weights(
         self, returns: Mapping[str, np.ndarray], normalize: Callable[[np.ndarray], np.ndarray] | None = None
     ) -> np.ndarray:
@@ -224,6 +230,7 @@ class ChannelObjective:
             return np.zeros(np.shape(returns[self.channels[0].name]), dtype=np.float64)
         return np.sum(list(parts.values()), axis=0)
 
+    @host
     def values(self, returns: Mapping[str, np.ndarray]) -> dict[str, float]:
         """Each channel's batch value ``v^alpha`` (pooled over the episodes).
 

@@ -144,7 +144,7 @@ def _weights(objective: ObjectiveLike, k: Any, rows: int = 1) -> tuple[str, Any,
         return "top", np.zeros(1), float(alpha.size)
     from_top, from_bottom = alpha.size - nonzero[0], nonzero[-1] + 1
     if from_bottom < from_top:
-        return "bottom", alpha[:from_bottom], float(alpha.size)
+        return "bottom", alpha[:from_bottom].copy(), float(alpha.size)  # not a view: torch.compile fails on those
     return "top", alpha[::-1][:from_top].copy(), float(alpha.size)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 import numpy as np
 from scipy import special
 
-from ordergrad_rl.core._xp import to_numpy
+from ordergrad_rl.core._xp import check_concrete, to_numpy
 from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 Params = tuple[float, ...]
@@ -352,6 +352,7 @@ def real_weights(alpha: Any, name: str = "alpha") -> np.ndarray:
     """A real numeric vector as float64 NumPy, or a ``TypeError`` naming what is accepted (no silent casts)."""
     if isinstance(alpha, (str, bytes, bytearray)) or alpha is None or isinstance(alpha, (bool, numbers.Number)):
         raise TypeError(f"{name} must be a 1-D sequence or array of real numbers, got {type(alpha).__name__}")
+    check_concrete(alpha, name, "an Objective (fixed rank weights; pass traced ones to lstat_value, lstat_advantage)")
     try:
         arr = to_numpy(alpha)
     except (TypeError, ValueError) as err:  # ragged nested lists

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ordergrad_rl.core._xp import host, to_host
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
 
 
@@ -43,9 +44,11 @@ def check_weighted_batch(returns: Any, weights: Any, minimum: int = 1) -> tuple[
 
     :raises ValueError: shapes that differ or are not 1-D, fewer than ``minimum`` samples, non-finite returns, or
         weights that are not positive and finite.
+    :raises TypeError: arrays traced by a function transform (the weighted batch is computed in NumPy).
     """
-    returns = np.asarray(returns, dtype=np.float64)
-    weights = np.asarray(weights, dtype=np.float64)
+    what = "weighted_lstat_advantage / weighted_lstat_value"
+    returns = np.asarray(to_host(returns, "returns", what), dtype=np.float64)
+    weights = np.asarray(to_host(weights, "weights", what), dtype=np.float64)
     if returns.ndim != 1 or weights.shape != returns.shape:
         raise ValueError(
             f"returns and weights must be 1-D arrays of one length, got shapes {returns.shape} and {weights.shape}"
@@ -84,6 +87,7 @@ def binomial_kernel(alpha: np.ndarray, u: np.ndarray) -> np.ndarray:
     return pmf @ alpha
 
 
+@host
 def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> np.ndarray:
     """Per-sample weights ``IF(R_i) / k`` of ``objective`` under the weighted empirical distribution of ``returns``.
 
@@ -109,6 +113,7 @@ def weighted_lstat_advantage(returns: np.ndarray, weights: np.ndarray, objective
     return advantages
 
 
+@host
 def weighted_lstat_value(returns: np.ndarray, weights: np.ndarray, objective: ObjectiveLike) -> float:
     """The plug-in value ``V(F_w) = E[sum_j alpha_j Y_(j:k)]`` of ``k`` i.i.d. draws ``Y`` of the weighted
     empirical distribution ``F_w`` of ``returns`` (module docstring): with the returns sorted, gaps ``D_l`` and
