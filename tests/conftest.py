@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from types import ModuleType
 
+import gymnasium as gym
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -93,3 +94,24 @@ class StopAtOnce(BaseCallback):
 
     def _on_step(self) -> bool:
         return False
+
+
+class SpaceSampleEnv(gym.Env):
+    """Observations drawn from ``observation_space`` (any space), ``Discrete(2)`` actions rewarded by their value,
+    episodes of ``length`` steps: a user's env with an unusual observation space."""
+
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, observation_space: gym.spaces.Space, length: int = 10) -> None:
+        self.observation_space = observation_space
+        self.length = length
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(action), self.t >= self.length, False, {}

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import SpaceSampleEnv  # tests/ is on sys.path under pytest
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.wrappers import ActionMasker
@@ -425,25 +426,11 @@ def test_construction_errors(cls, kwargs: dict, message: str) -> None:
         cls(policy, "CartPole-v1", objective="mean", n_episodes=kwargs.pop("n_episodes", 4), **kwargs)
 
 
-class MultiDiscreteObservations(gym.Env):
-    """Two-step episodes of ``MultiDiscrete([3, 4])`` observations."""
-
-    observation_space = gym.spaces.MultiDiscrete([3, 4])
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.observation_space.sample(), float(action), self.t >= 2, False, {}
-
-
 def test_recurrent_ppo_takes_multidiscrete_observations() -> None:
     # SB3's PPO takes them (one-hot per component); the LSTM failed inside torch on SB3's NumPy-integer feature size.
-    model = OrderGradRecurrentPPO("MlpLstmPolicy", MultiDiscreteObservations(), n_episodes=4, policy_kwargs=LSTM)
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", SpaceSampleEnv(gym.spaces.MultiDiscrete([3, 4]), length=2), n_episodes=4, policy_kwargs=LSTM
+    )
     model.learn(8)
     assert model.policy.lstm_actor.input_size == 7
     action, _ = model.predict(np.array([2, 3]), deterministic=True)

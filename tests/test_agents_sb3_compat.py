@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import SpaceSampleEnv  # tests/ is on sys.path under pytest
 from gymnasium import spaces
 from sb3_contrib import RecurrentPPO
 from stable_baselines3 import A2C, PPO
@@ -380,9 +381,9 @@ def test_an_actor_without_a_critic_has_sb3s_default_network_for_its_features_ext
     ppo = OrderGradPPO("CnnPolicy", image_env(), objective="mean", n_episodes=2, policy_kwargs=dict(critic="none"))
     assert ppo.policy.net_arch == dict(pi=[], vf=[])
     images = spaces.Dict({"image": image_env().observation_space, "x": FixedLengthEnv.observation_space})
-    multi = OrderGradRecurrentPPO("MultiInputLstmPolicy", DictSpaceEnv(images), objective="mean", n_episodes=2)
+    multi = OrderGradRecurrentPPO("MultiInputLstmPolicy", SpaceSampleEnv(images), objective="mean", n_episodes=2)
     assert multi.policy.net_arch == dict(pi=[64, 64], vf=[])  # SB3's [64, 64] after CombinedExtractor
-    assert PPO("MultiInputPolicy", DictSpaceEnv(images)).policy.net_arch == dict(pi=[64, 64], vf=[64, 64])
+    assert PPO("MultiInputPolicy", SpaceSampleEnv(images)).policy.net_arch == dict(pi=[64, 64], vf=[64, 64])
 
 
 @pytest.mark.parametrize(
@@ -406,24 +407,6 @@ def test_image_saves_from_before_sb3s_default_network_still_load(cls, policy: st
         loaded.learn(20)
         loaded.save(tmp_path / "again")
         model = loaded
-
-
-class DictSpaceEnv(gym.Env):
-    """Random observations of a ``Dict`` space, 10-step episodes."""
-
-    def __init__(self, observation_space: spaces.Dict) -> None:
-        self.observation_space = observation_space
-        self.action_space = spaces.Discrete(2)
-        self.t = 0
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self.observation_space.sample(), float(action), self.t >= 10, False, {}
 
 
 class DictObsEnv(FixedLengthEnv):
