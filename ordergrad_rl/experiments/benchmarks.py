@@ -68,9 +68,10 @@ update, alone, with ``ent_coef=0.3`` or with the noise sampler: the maze and the
 rl-zoo3's tuned QR-DQN settings, on the Gymnasium tasks only: ``Method.per_task``), ``og-q-cvar`` and ``og-q-mean``
 (the paper's Q-critic PPO, ``advantage="q_critic"``, at ``cvar0.2@10`` over action draws and at the mean, PPO-Q;
 discrete actions), ``ppo`` (SB3's PPO defaults) and ``og-mean`` (OrderGradPPO, mean). Every OrderGradPPO variant
-but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``, ``og-cvar-lambda1`` and ``og-mean`` keeps ``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar``
-and ``og-cvar-history`` keeps ``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps
-``entropy_when_tied=True``, as it was measured; ``og-cvar-tiedent`` is the usage line before that default. Every
+but ``og-cvar``, ``og-cvar-state``, ``og-cvar-history``, ``og-cvar-lambda1`` and ``og-mean`` keeps
+``ent_coef=0.0``, every variant with a per-step baseline but ``og-cvar`` and ``og-cvar-history`` keeps
+``baseline_lambda=1``, and every variant with the entropy bonus but ``og-cvar`` keeps ``entropy_when_tied=True``,
+as it was measured; ``og-cvar-tiedent`` is the usage line before that default. Every
 OrderGradPPO variant without a schedule of its own keeps ``risk_schedule="none"``, as it was measured, but for
 ``og-cvar-entdecay`` (the usage line with ``ent_coef`` decayed linearly from 0.01 to 0; ``og-cvar-entlin`` is the
 same before the schedule default) and ``og-cvar-entlate`` (the bonus held over the first 60% and decayed to 0 over the
