@@ -282,6 +282,60 @@ def test_hparams_carry_the_objective_and_the_final_risk_values_as_metrics(tmp_pa
     assert read_hparams(read_run(tmp_path / "plain_1"))[1] == metrics
 
 
+def session_starts(run_dir: Path) -> list[dict]:
+    """The argument values of every HParams session start in the event files of ``run_dir``, oldest file first."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import metadata, plugin_data_pb2
+
+    starts = []
+    for path in sorted(run_dir.glob("*tfevents*")):
+        for event in EventFileLoader(str(path)).Load():
+            for value in event.summary.value:
+                if value.tag == metadata.SESSION_START_INFO_TAG:
+                    data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+                    starts.append({name: v.number_value for name, v in data.session_start_info.hparams.items()})
+    return starts
+
+
+def test_a_continued_run_keeps_the_hparams_record_of_its_first_learn_call(tmp_path: Path) -> None:
+    """TensorBoard keeps a run's first session start: a continued run (``reset_num_timesteps=False``, in this process or
+    after ``load``) writes no other, and a new run (``_2``) its own."""
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.context import RequestContext
+    from tensorboard.plugins.hparams import metadata, plugin_data_pb2
+
+    model = OrderGradREINFORCE(
+        "MlpPolicy", "RiskyBandit-v0", n_episodes=8, learning_rate=0.01, tensorboard_log=str(tmp_path)
+    )
+    model.learn(8, tb_log_name="run")
+    model.learn(8, tb_log_name="run", reset_num_timesteps=False)
+    model.save(tmp_path / "model")
+    loaded = OrderGradREINFORCE.load(
+        tmp_path / "model", "RiskyBandit-v0", learning_rate=0.5, tensorboard_log=str(tmp_path)
+    )
+    loaded.learn(8, tb_log_name="run", reset_num_timesteps=False)
+    assert [start["learning_rate"] for start in session_starts(tmp_path / "run_1")] == [0.01]
+    # What TensorBoard's HParams dashboard reads: its data provider's metadata of the run, the first record.
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(tmp_path))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(tmp_path))
+    shown = provider.list_tensors(RequestContext(), experiment_id="", plugin_name="hparams")
+    content = shown["run_1"][metadata.SESSION_START_INFO_TAG].plugin_content
+    assert (
+        plugin_data_pb2.HParamsPluginData.FromString(content).session_start_info.hparams["learning_rate"].number_value
+        == 0.01
+    )
+    loaded.learn(8, tb_log_name="run")  # a new run
+    assert [start["learning_rate"] for start in session_starts(tmp_path / "run_2")] == [0.5]
+    # A logger of one's own is one run directory, whichever reset_num_timesteps: one record in it.
+    custom = OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=8)
+    custom.set_logger(configure(str(tmp_path / "custom"), ["tensorboard"]))
+    custom.learn(8)
+    custom.learn(8)
+    assert len(session_starts(tmp_path / "custom")) == 1
+
+
 def test_hparams_show_a_schedule_by_its_values_at_the_start_and_the_end(tmp_path: Path) -> None:
     """A decayed ``ent_coef`` or ``learning_rate`` (SB3's callable of ``progress_remaining``) is a column of the
     HParams table, not left out: runs with and without the decay are told apart."""

@@ -357,6 +357,36 @@ def test_pass_at_k_callback_samples_conversational_prompts_through_the_chat_temp
             PassAtKCallback(bad, lambda p, c: True)
 
 
+def test_pass_at_k_callback_refuses_conversations_without_a_chat_template_before_any_step(tmp_path):
+    """Conversational held-out prompts and a tokenizer without a chat template failed in transformers'
+    ``apply_chat_template`` at the first evaluation, after training (or mid-training); refused when training begins."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    assert tokenizer.chat_template is None
+    callback = PassAtKCallback([[{"role": "user", "content": "sum 1 + 2"}]], lambda p, c: True, n_samples=2)
+    scored = []
+
+    def reward(completions, **kwargs):
+        scored.append(completions)
+        return [0.0] * len(completions)
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=4, report_to=[], use_cpu=True, save_strategy="no")  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[reward], args=args, processing_class=tokenizer,
+                                   train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 ="] * 2}),
+                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+    with pytest.raises(ValueError, match=r"processing_class \w+ has no chat template"):
+        trainer.train()
+    assert not scored and trainer.state.global_step == 0
+    with pytest.raises(ValueError, match="no processing_class"):  # a Trainer without a tokenizer, any prompts
+        PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True).on_train_begin(args, trainer.state, trainer.control)
+
+
 def test_pass_at_k_callback_logs_the_unbiased_curve(tmp_path):
     _require_trl()
     from datasets import Dataset

@@ -185,7 +185,7 @@ class PassAtKCallback(TrainerCallback):
 
     :param prompts: the held-out prompts: text, or conversations (lists of ``{"role": ..., "content": ...}``
         messages, as in a conversational dataset), which the tokenizer's chat template renders with the generation
-        prompt, as ``GRPOTrainer`` renders them.
+        prompt, as ``GRPOTrainer`` renders them (a tokenizer without one is refused when training begins).
     :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
@@ -278,6 +278,20 @@ class PassAtKCallback(TrainerCallback):
             # transformers' own log, not the trainer's override: TRL's would flush (and average) its training metrics
             # here, between its logging steps. On every process, as the reporting callbacks write on process 0 only.
             Trainer.log(self.trainer, logs)
+
+    def on_train_begin(self, args, state, control, processing_class=None, **kwargs):  # type: ignore[override]
+        # Checked here: the tokenizer would fail only at the first evaluation, mid-training or after it.
+        if processing_class is None:
+            raise ValueError(
+                "PassAtKCallback samples with the trainer's tokenizer, and the trainer has no processing_class"
+            )
+        conversations = any(not isinstance(prompt, str) for prompt in self.prompts)
+        if conversations and getattr(processing_class, "chat_template", None) is None:
+            raise ValueError(
+                f"PassAtKCallback's prompts are conversations, and the trainer's processing_class "
+                f"{type(processing_class).__name__} has no chat template to render them: set its chat_template "
+                "(as GRPOTrainer needs for a conversational dataset) or give text prompts"
+            )
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
         # The last step is evaluated here, before on_train_end, where the reporting callbacks close their writers.

@@ -1,21 +1,27 @@
 """TensorBoard's HParams records (the hparams plugin's protos), written to a TensorBoard ``SummaryWriter``.
 
 A run writes its HParams experiment (the columns: arguments and metric tags), its session start (the argument
-values) and its session end. The HParams tab ticks five argument columns by default: the first five whose
-``differs`` flag is set, else the first five by name (advantage, algorithm, batch_size, ...). A run cannot know
-which arguments differ between the runs it will be compared with, so the flag marks the arguments a risk
-comparison is about, :data:`SHOWN_HPARAMS`, and those are the columns a user sees without ticking anything.
+values) and its session end, once: TensorBoard keeps the first record of a run directory (the first value of each
+tag, over the directory's event files), so a continued run has nothing to add (:func:`has_session_start`).
+
+The HParams tab ticks five argument columns by default: the first five whose ``differs`` flag is set, else the
+first five by name (advantage, algorithm, batch_size, ...). A run cannot know which arguments differ between the
+runs it will be compared with, so the flag marks the arguments a risk comparison is about, :data:`SHOWN_HPARAMS`,
+and those are the columns a user sees without ticking anything.
 (SB3's ``HParam`` output, through torch's ``hparams``, sets no flag: it could not do this.)
 """
 
 from __future__ import annotations
 
+import glob
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from google.protobuf import struct_pb2
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 
@@ -120,6 +126,18 @@ def write_hparams(
     for summary in (experiment_summary(others | values, metrics), session_start_summary(values, group_name)):
         writer.file_writer.add_summary(summary)
     writer.file_writer.add_summary(session_end_summary())
+
+
+def has_session_start(writer: Any) -> bool:
+    """Whether the run directory of ``writer`` (a ``torch.utils.tensorboard.SummaryWriter``) already holds an HParams
+    session start, in its event files or in ``writer``'s queue (flushed here): TensorBoard would show that one, not
+    another written now."""
+    writer.flush()
+    for path in sorted(glob.glob(os.path.join(writer.get_logdir(), "*tfevents*"))):  # TensorBoard's order
+        for event in EventFileLoader(path).Load():
+            if any(value.tag == metadata.SESSION_START_INFO_TAG for value in event.summary.value):
+                return True
+    return False
 
 
 def _loggable(hparams: Mapping[str, Any]) -> dict[str, str | float | int]:

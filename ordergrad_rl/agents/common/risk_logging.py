@@ -29,7 +29,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 
-from ordergrad_rl.agents.common.hparams import write_hparams
+from ordergrad_rl.agents.common.hparams import has_session_start, write_hparams
 from ordergrad_rl.risk import risk_profile
 
 TRAIN_PREFIX = "risk"
@@ -135,10 +135,14 @@ def record_hparams(logger: Logger, hparams: Mapping[str, Any], prefixes: Iterabl
     start: every run lists the evaluation columns, evaluating or not (its cells stay empty), so that a run without
     an evaluation callback does not hide the ``eval_risk/*`` columns of the runs beside it.
 
+    The record is written once per run directory: TensorBoard shows a run's first, so an output whose directory
+    already holds one (a run continued with ``reset_num_timesteps=False``, a logger of one's own reused) gets none
+    (:func:`~ordergrad_rl.agents.common.hparams.has_session_start`).
+
     :param hparams: argument name -> value; values without a TensorBoard form (see
         :func:`~ordergrad_rl.agents.common.hparams.hparam_value`) are left out.
     :param prefixes: tag prefixes of the metrics (``risk``, ``eval_risk``).
     """
     for output in logger.output_formats:
-        if isinstance(output, TensorBoardOutputFormat):
+        if isinstance(output, TensorBoardOutputFormat) and not has_session_start(output.writer):
             write_hparams(output.writer, hparams, hparam_metrics((EVAL_PREFIX, TRAIN_PREFIX, *prefixes)))
