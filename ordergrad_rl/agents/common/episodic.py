@@ -1367,8 +1367,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
-        if getattr(self, "n_episodes_by_budget", False) and total_timesteps > 0:  # learn(0) trains nothing to size
-            self._size_rollout_by_budget(total_timesteps)
+        self._size_for_learn(total_timesteps)  # done already in learn; here too for loops that call _setup_learn
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
         setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
@@ -1378,6 +1377,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # only, not at every piece of a learn(1) loop.
         self._learn_continues = self.num_timesteps > 0
         return setup
+
+    def _size_for_learn(self, total_timesteps: int) -> None:
+        if getattr(self, "n_episodes_by_budget", False) and total_timesteps > 0:  # learn(0) trains nothing to size
+            self._size_rollout_by_budget(total_timesteps)
 
     def budget_rollout(self, total_timesteps: int) -> tuple[int, Objective | ChannelObjective]:
         """The episodes per rollout and the objective that ``learn(total_timesteps)`` trains with: where the rollout
