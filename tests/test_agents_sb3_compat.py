@@ -532,6 +532,66 @@ def test_a_callbacks_step_locals_have_sb3_ppos_types_and_shapes(cls) -> None:
     assert seen.kinds == expected.kinds
 
 
+class _RecurrentLocals(BaseCallback):
+    """sb3-contrib's recurrent step locals at the first three steps: their kinds, the starts and the actor's state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: list[tuple] = []
+        self.starts: list[np.ndarray] = []
+        self.states: list[np.ndarray] = []
+
+    def _on_step(self) -> bool:
+        states, starts = self.locals["lstm_states"], self.locals["episode_starts"]
+        tensors = [(t.dtype, t.shape) for t in (*states.pi, *states.vf)]
+        self.kinds.append((type(states), tensors, type(starts), starts.dtype, starts.shape))
+        self.starts.append(starts.cpu().numpy().copy())
+        self.states.append(states.pi[0].cpu().numpy().copy())
+        return len(self.starts) < 3
+
+
+def test_a_callbacks_step_locals_have_sb3_contribs_recurrent_lstm_states_and_episode_starts() -> None:
+    # A callback written for RecurrentPPO (self.locals["lstm_states"], ["episode_starts"]) got a KeyError.
+    env = DummyVecEnv([lambda: FixedLengthEnv(2)] * 2)
+    policy_kwargs = dict(lstm_hidden_size=8)
+    expected, seen = _RecurrentLocals(), _RecurrentLocals()
+    RecurrentPPO("MlpLstmPolicy", env, n_steps=4, batch_size=8, policy_kwargs=policy_kwargs).learn(1, callback=expected)
+    model = OrderGradRecurrentPPO("MlpLstmPolicy", env, objective="mean", n_episodes=4, policy_kwargs=policy_kwargs)
+    model.learn(1, callback=seen)
+    assert seen.kinds == expected.kinds
+    # Episodes of 2 steps: the third step starts the next ones, from the first step's observation and a reset state.
+    assert [starts.tolist() for starts in seen.starts] == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    assert np.array_equal(seen.states[2], seen.states[0]) and not np.array_equal(seen.states[1], seen.states[0])
+
+
+class _RunName(BaseCallback):
+    """The ``tb_log_name`` of ``self.locals`` at the training's start and at its first step."""
+
+    def _on_training_start(self) -> None:
+        self.names = [self.locals["tb_log_name"]]
+
+    def _on_step(self) -> bool:
+        self.names.append(self.locals["tb_log_name"])
+        return False
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_a_callback_reads_the_run_name_in_tb_log_name_as_in_sb3(cls, tmp_path) -> None:
+    # self.locals["tb_log_name"] was None (SB3 gives learn's argument, default "PPO"), where the run is named by default
+    # after the first learn call has sized the rollout (OrderGradPPO, n_episodes=None: fewer episodes for a small
+    # budget, and so another k).
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    callback = _RunName()
+    model = cls("MlpPolicy", env, objective="cvar0.5", tensorboard_log=str(tmp_path))
+    unsized = model.run_name()
+    model.learn(300, callback=callback)
+    assert callback.names == [model.run_name()] * 2 and (model.run_name() != unsized) == cls.budget_sized_rollouts
+    assert [path.name for path in tmp_path.iterdir()] == [f"{model.run_name()}_1"]
+    callback = _RunName()
+    model.learn(8, callback=callback, tb_log_name="method/seed0")  # a name given is learn's argument, as SB3's
+    assert callback.names == ["method/seed0"] * 2
+
+
 class _StepLocals(BaseCallback):
     """Keeps what ``self.locals`` holds at each step: the env actions SB3 exposes as ``clipped_actions``."""
 

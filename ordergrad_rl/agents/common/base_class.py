@@ -282,8 +282,9 @@ class OrderGradAlgorithmMixin:
         progress_bar: bool = False,
         **kwargs: Any,
     ) -> SelfOrderGrad:
-        """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...).
-        ``kwargs`` go to the algorithm's own ``learn`` (MaskablePPO's ``use_masking``).
+        """SB3's ``learn``; ``tb_log_name`` defaults to :meth:`run_name` (``OrderGradPPO_cvar0.2@128_1``, ...), which
+        callbacks read in ``self.locals["tb_log_name"]`` as SB3's read ``"PPO"``. ``kwargs`` go to the algorithm's own
+        ``learn`` (MaskablePPO's ``use_masking``).
 
         ``log_interval`` counts rollouts, as SB3's: the logs are written every ``log_interval`` rollouts (each one
         update on ``n_episodes`` whole episodes), and ``None`` writes none. Its default is 1, as SB3's ``PPO``
@@ -308,16 +309,22 @@ class OrderGradAlgorithmMixin:
         if log_interval is not None and not counts:
             raise ValueError(f"log_interval must be None or a nonzero integer, got {log_interval!r}")
         warn_if_schedules_restart(self, reset_num_timesteps)
+        self._size_for_learn(total_timesteps)
         return super().learn(  # type: ignore[misc]
             total_timesteps=total_timesteps,
             callback=callback,
             log_interval=log_interval,
-            # None: the run name is made in _setup_learn, after a first call has sized the rollout (and so k)
-            tb_log_name=tb_log_name or None,
+            # The run name, as SB3's learn passes its own ("PPO"): callbacks read it in self.locals["tb_log_name"].
+            # The default is made once the budget has sized the rollout (and so k).
+            tb_log_name=tb_log_name or self.run_name(),
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
             **kwargs,
         )
+
+    def _size_for_learn(self, total_timesteps: int) -> None:
+        """Decide what waits for the first ``learn`` call's budget, before the run is named (hook: the episodic
+        rollout size). Nothing here."""
 
     @staticmethod
     def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:

@@ -297,7 +297,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``, ``RecurrentPPO``, ``MaskablePPO``) and construct with
     :meth:`_init_episodic_algorithm`. Overridable hooks: :meth:`_action_distribution` (what the collector samples
-    from, and what it stores with a step), :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
+    from, and what it stores with a step), :meth:`_step_locals` (what else a step's callbacks see),
+    :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
     """
 
     policy_aliases = POLICY_ALIASES
@@ -935,8 +936,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param env: the training VecEnv.
         :param callback: called at every vectorized step, like SB3, whose ``self.locals`` hold SB3's ``actions``,
             ``clipped_actions`` (what the env received), ``log_probs`` (a tensor, as SB3's), ``obs_tensor``,
-            ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``; not ``values``, since episodic collection
-            does not run the value head.
+            ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``, and the algorithm's own as sb3-contrib's
+            (``action_masks``, ``lstm_states`` and ``episode_starts``; :meth:`_step_locals`); not ``values``, since
+            episodic collection does not run the value head.
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
@@ -976,7 +978,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             check_finite_step(new_obs, rewards, f"at num_timesteps={self.num_timesteps}")
 
             # The hook's per-env arrays by name too, as the collection loops of sb3-contrib have them (action_masks).
-            callback.update_locals({**extras, **locals()})
+            callback.update_locals({**extras, **self._step_locals(), **locals()})
             if not callback.on_step():
                 self._end_noise(env)
                 # The envs have taken this step, which is dropped with the unfinished rollout (as SB3 drops it):
@@ -1132,6 +1134,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param env: the training VecEnv.
         """
         return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
+
+    def _step_locals(self) -> dict[str, Any]:
+        """What a step's callbacks see in ``self.locals`` besides the collector's variables and the arrays stored
+        with the step, read after the env step (hook: the LSTM states of sb3-contrib's recurrent collection). Not
+        stored in the buffer."""
+        return {}
 
     def _channel_values(
         self, episode_returns: np.ndarray, channels: dict[str, np.ndarray] | None
@@ -1359,8 +1367,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return float(np.sqrt(self._weight_square) + 1e-8)
 
     def _setup_learn(self, total_timesteps: int, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
-        if getattr(self, "n_episodes_by_budget", False) and total_timesteps > 0:  # learn(0) trains nothing to size
-            self._size_rollout_by_budget(total_timesteps)
+        self._size_for_learn(total_timesteps)  # done already in learn; here too for loops that call _setup_learn
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
         setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
@@ -1370,6 +1377,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # only, not at every piece of a learn(1) loop.
         self._learn_continues = self.num_timesteps > 0
         return setup
+
+    def _size_for_learn(self, total_timesteps: int) -> None:
+        if getattr(self, "n_episodes_by_budget", False) and total_timesteps > 0:  # learn(0) trains nothing to size
+            self._size_rollout_by_budget(total_timesteps)
 
     def budget_rollout(self, total_timesteps: int) -> tuple[int, Objective | ChannelObjective]:
         """The episodes per rollout and the objective that ``learn(total_timesteps)`` trains with: where the rollout

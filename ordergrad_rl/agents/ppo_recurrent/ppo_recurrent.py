@@ -170,10 +170,19 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
 
     def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
         """The actor LSTM's step: its state is reset where an episode starts and carried otherwise."""
-        starts = th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)  # type: ignore[has-type]
+        starts = self._episode_starts_tensor()
         distribution, states = self.policy.get_distribution(obs, self._last_lstm_states.pi, starts)  # type: ignore
         self._last_lstm_states = RNNStates(states, states)  # no critic LSTM in episodic mode
         return distribution, {}
+
+    def _step_locals(self) -> dict[str, Any]:
+        """sb3-contrib's ``lstm_states`` (the ``RNNStates`` after the step's action, whose ``vf`` is its ``pi``: there
+        is no critic LSTM) and ``episode_starts`` (the float tensor of the envs whose LSTM state the step reset)."""
+        return {"lstm_states": self._last_lstm_states, "episode_starts": self._episode_starts_tensor()}
+
+    def _episode_starts_tensor(self) -> th.Tensor:
+        """``[n_envs]`` float32 tensor, 1 where the step acting on ``_last_obs`` starts an episode (sb3-contrib's)."""
+        return th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)  # type: ignore[has-type]
 
     def train(self) -> None:
         """sb3-contrib's RecurrentPPO update on the episode weights (see :func:`train_on_episode_weights`)."""
