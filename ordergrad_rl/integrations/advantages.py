@@ -185,13 +185,12 @@ def group_advantages(
         return np.zeros(rewards.shape[0])
     scored = scored_completions(rewards, group_size)
     unscored_by_some = np.isnan(rewards).any(axis=1).reshape(scored.shape) & scored
+    grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
     if isinstance(objective, ChannelObjective) and unscored_by_some.any():
         out = _channels_apart(objective, rewards, group_size, names, scale, scored)
     elif scored.all():
-        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = _ranked(objective, grouped, names, weights, scale)
     else:  # unscorable completions: each group ranked on its scored ones
-        grouped = np.nan_to_num(rewards, nan=0.0).reshape(-1, group_size, len(names))
         out = np.zeros(scored.shape)
         for group, keep in enumerate(scored):
             if keep.sum() > k:
@@ -226,8 +225,13 @@ def _channels_apart(
     out = np.sum(parts, axis=0)
     if scale == "group":
         for group, keep in enumerate(scored):
-            out[group, keep] = out[group, keep] / (std(out[group, keep]) + EPS)
+            out[group, keep] = _scaled_by_group(out[group, keep])
     return out
+
+
+def _scaled_by_group(values: np.ndarray) -> np.ndarray:
+    """``values`` (``[..., n]``, a group of advantages on the last axis) divided by its group's std (TRL's)."""
+    return values / (std(values, axis=-1) + EPS)
 
 
 def _ranked(
@@ -239,16 +243,12 @@ def _ranked(
 ) -> np.ndarray:
     """``[n_groups, n]`` advantages of ``[n_groups, n, F]`` scored rewards, each group ranked (and, with
     ``scale`` ``"group"`` or ``"channel"``, scaled) on its own."""
-
-    def normalize(values: np.ndarray) -> np.ndarray:
-        return values / (std(values, axis=-1) + EPS)
-
     if isinstance(objective, ChannelObjective):
         values = {name: grouped[..., i] for i, name in enumerate(names)}
-        out = objective.advantage_weights(values, normalize=normalize if scale == "channel" else None)
+        out = objective.advantage_weights(values, normalize=_scaled_by_group if scale == "channel" else None)
     else:
         total = grouped @ np.asarray(weights if weights is not None else np.ones(len(names)), dtype=np.float64)
         out = objective.k * lstat_advantage(total, objective)
     if scale in ("group", "channel") and not (scale == "channel" and isinstance(objective, ChannelObjective)):
-        out = normalize(out)
+        out = _scaled_by_group(out)
     return out
