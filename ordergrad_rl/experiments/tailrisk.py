@@ -458,11 +458,11 @@ def run_jobs(
         for method in config.methods:
             name, settings = run_id(method, seed), run_settings(method, config, tensorboard)
             if cache is not None and resume:
-                _check_stored_settings(cache, name, settings)
                 stored = load_run(cache, method, seed, settings, models)
                 if stored is not None:
                     done[name] = stored
                     continue
+                _check_stored_settings(cache, name, settings)  # not stored, stored without its model, or refused
             elif cache is not None:
                 cache.discard(name)  # trained again: stored again once it has finished
             kwargs = {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models}
