@@ -526,3 +526,30 @@ def test_pass_at_k_reaches_tensorboard(tmp_path, given):
     # TRL's training metrics are still averaged over its logging steps: one entry at step 2, none at step 1
     logged = [entry["step"] for entry in trainer.state.log_history if "risk/objective" in entry]
     assert logged == [2]
+
+
+def test_pass_at_k_at_a_logging_step_keeps_the_training_log(tmp_path):
+    """An evaluation at a logging step (``eval_steps == logging_steps``, the usual setting) cleared the step's
+    ``should_log`` through transformers' ``on_log``: no training ``loss``, ``grad_norm`` or TRL metric was ever logged
+    at those steps, only the pass@k curve."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    prompts = ["sum 1 + 2 =", "sum 3 + 4 ="]
+    callback = PassAtKCallback(prompts, lambda p, c: True, n_samples=2, eval_steps=1, max_new_tokens=2)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=2,
+                      logging_steps=1, max_completion_length=2, report_to=[], use_cpu=True,
+                      save_strategy="no")  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": prompts * 4}), processing_class=tokenizer,
+                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    history = trainer.state.log_history
+    assert [entry["step"] for entry in history if "eval_pass@k/k=1" in entry] == [1, 2]
+    trained = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in trained] == [1, 2]
+    assert all({"grad_norm", "learning_rate", "risk/objective"} <= set(entry) for entry in trained)
