@@ -526,3 +526,77 @@ def test_pass_at_k_reaches_tensorboard(tmp_path, given):
     # TRL's training metrics are still averaged over its logging steps: one entry at step 2, none at step 1
     logged = [entry["step"] for entry in trainer.state.log_history if "risk/objective" in entry]
     assert logged == [2]
+
+
+def test_pass_at_k_at_a_logging_step_keeps_the_training_log(tmp_path):
+    """An evaluation at a logging step (``eval_steps == logging_steps``, the usual setting) cleared the step's
+    ``should_log`` through transformers' ``on_log``: no training ``loss``, ``grad_norm`` or TRL metric was ever logged
+    at those steps, only the pass@k curve."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    prompts = ["sum 1 + 2 =", "sum 3 + 4 ="]
+    callback = PassAtKCallback(prompts, lambda p, c: True, n_samples=2, eval_steps=1, max_new_tokens=2)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=2,
+                      logging_steps=1, max_completion_length=2, report_to=[], use_cpu=True,
+                      save_strategy="no")  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": prompts * 4}), processing_class=tokenizer,
+                                   objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    history = trainer.state.log_history
+    assert [entry["step"] for entry in history if "eval_pass@k/k=1" in entry] == [1, 2]
+    trained = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in trained] == [1, 2]
+    assert all({"grad_norm", "learning_rate", "risk/objective"} <= set(entry) for entry in trained)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.04])
+def test_lora_through_peft_config_trains_as_trls_grpo_and_saves_the_adapter(tmp_path, beta):
+    """TRL's LoRA path, ``peft_config=LoraConfig(...)``: with ``objective="mean"`` the same losses (and KL against
+    the adapter-disabled model for ``beta > 0``) as TRL's own ``GRPOTrainer`` on the same seed; only the adapter
+    trains; ``save_model`` writes the adapter, which ``merge_and_unload`` folds into a plain model."""
+    _require_trl()
+    pytest.importorskip("peft", reason="peft is not installed (the [trl] extra installs it)")
+    from datasets import Dataset
+    from peft import LoraConfig, PeftModel
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    def digits(completions, **kwargs):
+        return [float(sum(ch.isdigit() for ch in c)) for c in completions]
+
+    def run(trainer_class, **objective):
+        model, tokenizer = _tiny_model_and_tokenizer()
+        args = GRPOConfig(output_dir=str(tmp_path / trainer_class.__name__), per_device_train_batch_size=16,
+                          num_generations=G, max_steps=2, max_completion_length=6, logging_steps=1, report_to=[],
+                          use_cpu=True, save_strategy="no", learning_rate=1e-2, beta=beta, seed=0)  # fmt: skip
+        lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+        trainer = trainer_class(model, reward_funcs=[digits], args=args, processing_class=tokenizer, peft_config=lora,
+                                train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 =", "sum 3 + 4 ="] * 2}),
+                                **objective)  # fmt: skip
+        base = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_" not in n}
+        trainer.train()
+        assert trainer.ref_model is None  # beta > 0: the reference is the model with its adapter disabled
+        assert all(torch.equal(p, base[n]) for n, p in trainer.model.named_parameters() if n in base)
+        logged = [(entry["loss"], entry.get("kl", 0.0)) for entry in trainer.state.log_history if "loss" in entry]
+        return trainer, np.array(logged)
+
+    trl, trl_logged = run(GRPOTrainer)
+    ordergrad, logged = run(OrderGradGRPOTrainer, objective="mean")
+    assert isinstance(ordergrad.model, PeftModel) and len(logged) == 2
+    np.testing.assert_allclose(logged, trl_logged, rtol=1e-4, atol=1e-6)  # the +1e-4 of TRL's std apart
+    ordergrad.save_model(str(tmp_path / "adapter"))
+    saved = {path.name for path in (tmp_path / "adapter").iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= saved and "model.safetensors" not in saved
+    loaded = PeftModel.from_pretrained(_tiny_model_and_tokenizer()[0], str(tmp_path / "adapter"))
+    ids = torch.tensor([[13, 4, 14, 5, 12]])
+    with torch.no_grad():
+        expected = loaded(ids).logits
+        merged = ordergrad.model.merge_and_unload()
+        np.testing.assert_allclose(merged(ids).logits.numpy(), expected.numpy(), atol=1e-5)

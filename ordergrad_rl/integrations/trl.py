@@ -277,7 +277,11 @@ class PassAtKCallback(TrainerCallback):
         else:
             # transformers' own log, not the trainer's override: TRL's would flush (and average) its training metrics
             # here, between its logging steps. On every process, as the reporting callbacks write on process 0 only.
+            # Its on_log clears control.should_log, which on_step_end has just set for this step's training log:
+            # kept, or a logging step that is also an evaluation step would log no loss, grad_norm or TRL metrics.
+            should_log = self.trainer.control.should_log
             Trainer.log(self.trainer, logs)
+            self.trainer.control.should_log = should_log
 
     def on_train_begin(self, args, state, control, processing_class=None, **kwargs):  # type: ignore[override]
         # Checked here: the tokenizer would fail only at the first evaluation, mid-training or after it.
