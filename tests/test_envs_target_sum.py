@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 from test_envs_vector import assert_tree_equal  # tests/ is on sys.path under pytest
 
@@ -390,3 +391,15 @@ def test_sb3_vec_env_equals_dummy_vec_env_and_takes_options() -> None:
     native.set_options([{"problem": 1}, {}, {}, {}])
     with pytest.raises(ValueError, match="same option keys"):
         native.reset()
+
+
+def test_make_sb3_vec_env_shows_the_reset_infos_sb3s_make_vec_env_shows() -> None:
+    # The native batch's VecMonitor kept SB3's VecEnvWrapper list of its own, which no reset filled: the problem of
+    # each episode, in SB3's make_vec_env's reset_infos, was always {} there.
+    native = make_sb3_vec_env("TargetSum-v0", 3, seed=0)
+    reference = make_vec_env("TargetSum-v0", 3, seed=0)
+    native.reset(), reference.reset()
+    assert native.reset_infos == reference.reset_infos and native.reset_infos[0]["problem"] >= 0
+    eos = np.full(3, EOS)
+    native.step(eos), reference.step(eos)  # every answer ends: each env starts a new problem within the step
+    assert native.reset_infos == reference.reset_infos

@@ -207,7 +207,20 @@ class NativeVecMonitor(VecMonitor):
     """SB3's ``VecMonitor`` of a native batch, which ``copy.deepcopy`` and ``pickle`` can clone (as SB3's
     ``VecNormalize`` is): SB3's ``VecEnvWrapper`` keeps its class's members, a ``mappingproxy``, in every instance, so
     a model built from a native-batch id could not be deep-copied where SB3's on the id's ``DummyVecEnv`` is. The
-    members are left out of the state and read again from the class."""
+    members are left out of the state and read again from the class.
+
+    Its ``reset_infos`` are the batch's: SB3's ``VecEnvWrapper`` keeps a list of its own that no reset fills, so the
+    reset infos (TargetSum's ``problem``) that SB3's ``make_vec_env`` (a bare ``DummyVecEnv``) shows were always
+    ``{}`` here."""
+
+    @property
+    def reset_infos(self) -> list[dict[str, Any]]:
+        """The reset info of each env's current episode, the wrapped batch's."""
+        return self.venv.reset_infos
+
+    @reset_infos.setter
+    def reset_infos(self, infos: list[dict[str, Any]]) -> None:
+        self.venv.reset_infos = infos
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
