@@ -243,7 +243,8 @@ def make_sb3_vec_env(
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
     finished episodes carry ``info["episode"]``. ``max_episode_steps`` among ``env_kwargs`` is ``gym.make``'s (a
-    ``TimeLimit``), which the native batch does not have: with it, those ids get SB3's ``make_vec_env`` too.
+    ``TimeLimit``) and a ``render_mode`` other than ``None`` asks for frames, neither of which the native batch has:
+    with either, those ids get SB3's ``make_vec_env`` too.
 
     :param env_id: registered Gymnasium id.
     :param n_envs: number of parallel envs.
@@ -253,7 +254,9 @@ def make_sb3_vec_env(
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
-    vector_class = None if "max_episode_steps" in (env_kwargs or {}) else native_vector_class(env_id)
+    asked = env_kwargs or {}
+    single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None  # what the batch lacks
+    vector_class = None if single_envs else native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
     spec = env_spec(env_id)
