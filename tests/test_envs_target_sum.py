@@ -257,6 +257,10 @@ def test_reset_draws_problems_with_the_env_generator() -> None:
         (lambda env: TargetSumEnv(problem_seed=-1), ValueError, "problem_seed must be"),  # named as the argument
         (lambda env: TargetSumEnv(split="dev"), ValueError, "split"),
         (lambda env: TargetSumEnv(render_mode="human"), ValueError, "render_mode"),
+        # An unknown argument's TypeError named a private helper (_batch_from_kwargs), not the env
+        (lambda env: TargetSumEnv(splitt="test"), TypeError, r"TargetSumEnv.*\['splitt'\].*max_answer_length"),
+        (lambda env: gym.make("TargetSum-v0", num_envs=2), TypeError, r"TargetSumEnv.*\['num_envs'\]"),
+        (lambda env: gym.make_vec("TargetSum-v0", 2, splitt="test"), TypeError, r"TargetSumVectorEnv.*\['splitt'\]"),
     ],
 )
 def test_bad_input(call, error: type[Exception], match: str) -> None:
