@@ -248,6 +248,19 @@ def test_make_sb3_vec_env_with_a_render_mode_renders_as_sb3s_make_vec_env_does()
     assert isinstance(make_sb3_vec_env("TargetSum-v0", 2, env_kwargs={"render_mode": None}).unwrapped, NativeVecEnv)
 
 
+def test_make_sb3_vec_env_takes_gym_makes_disable_env_checker_as_sb3s_make_vec_env_does() -> None:
+    # It reached the native batch's arguments (TypeError naming TailRiskSimulator), where SB3's make_vec_env passes it
+    # to gym.make; the commands' --env-kwargs take it, so evaluate --env SyntheticTailRisk-v0 failed with it.
+    venv = make_sb3_vec_env("SyntheticTailRisk-v0", 2, seed=0, env_kwargs={"disable_env_checker": True, "p": 0.5})
+    assert isinstance(venv.unwrapped, TailRiskVecEnv) and venv.get_attr("p") == [0.5, 0.5]
+    spec = venv.get_attr("spec", [0])[0]
+    assert spec.disable_env_checker is True and spec.kwargs == {"p": 0.5, "traded_days": 80}
+    assert gym.make(spec).spec.disable_env_checker is True
+    np.testing.assert_array_equal(venv.reset(), make_sb3_vec_env("SyntheticTailRisk-v0", 2, seed=0).reset())
+    target_sum = make_sb3_vec_env("TargetSum-v0", 2, env_kwargs={"disable_env_checker": False})
+    assert isinstance(target_sum.unwrapped, NativeVecEnv)
+
+
 def test_a_native_batch_registered_as_a_class_is_used() -> None:
     # gym.register takes the vector entry point as a class too; only a "module:Class" string was recognized, so a
     # user's native batch registered that way ran as a DummyVecEnv of single envs.

@@ -244,13 +244,14 @@ def make_sb3_vec_env(
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
     finished episodes carry ``info["episode"]``. ``max_episode_steps`` among ``env_kwargs`` is ``gym.make``'s (a
     ``TimeLimit``) and a ``render_mode`` other than ``None`` asks for frames, neither of which the native batch has:
-    with either, those ids get SB3's ``make_vec_env`` too.
+    with either, those ids get SB3's ``make_vec_env`` too. ``gym.make``'s ``disable_env_checker`` is recorded in the
+    batch's spec (the batch has no env checker).
 
     :param env_id: registered Gymnasium id.
     :param n_envs: number of parallel envs.
     :param seed: base seed, or ``None`` for random seeds.
     :param env_kwargs: keyword arguments of the env (override the registered ones), and ``gym.make``'s
-        ``max_episode_steps``.
+        ``max_episode_steps`` and ``disable_env_checker``.
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
@@ -260,7 +261,10 @@ def make_sb3_vec_env(
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
     spec = env_spec(env_id)
-    kwargs = {**spec.kwargs, **(env_kwargs or {})}
+    kwargs = {**spec.kwargs, **asked}
+    checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
+    if checker is not None:
+        spec = dataclasses.replace(spec, disable_env_checker=checker)
     if issubclass(vector_class, SyntheticTailRiskVectorEnv):
         venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)
     else:
