@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import pytest
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils.env_checker import check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.env_util import make_vec_env
@@ -41,6 +45,19 @@ def test_sb3_make_vec_env_builds_every_env(env_id: str) -> None:
     (TargetSum, a text env, raised a bare ``ValueError``, so SB3's ``PPO("MlpPolicy", "TargetSum-v0")`` failed)."""
     venv = make_vec_env(env_id, n_envs=2, seed=0)
     assert venv.reset().shape[0] == 2
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_docstring_snippets_run_as_pasted(env_id: str) -> None:
+    """The Arguments section's ``python`` block of each env's docstring runs without a warning (RiskyShortcutNav's
+    made the deprecated -v0, and Gymnasium warned that it is out of date)."""
+    env_class = load_env_creator(gym.spec(env_id).entry_point)
+    blocks = re.findall(r"```python\n(.*?)```", inspect.getdoc(env_class), re.DOTALL)
+    assert blocks
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for block in blocks:
+            exec(block, {})
 
 
 def test_registration_is_idempotent() -> None:

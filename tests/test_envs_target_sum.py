@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 from test_envs_vector import assert_tree_equal  # tests/ is on sys.path under pytest
 
@@ -256,6 +257,10 @@ def test_reset_draws_problems_with_the_env_generator() -> None:
         (lambda env: TargetSumEnv(problem_seed=-1), ValueError, "problem_seed must be"),  # named as the argument
         (lambda env: TargetSumEnv(split="dev"), ValueError, "split"),
         (lambda env: TargetSumEnv(render_mode="human"), ValueError, "render_mode"),
+        # An unknown argument's TypeError named a private helper (_batch_from_kwargs), not the env
+        (lambda env: TargetSumEnv(splitt="test"), TypeError, r"TargetSumEnv.*\['splitt'\].*max_answer_length"),
+        (lambda env: gym.make("TargetSum-v0", num_envs=2), TypeError, r"TargetSumEnv.*\['num_envs'\]"),
+        (lambda env: gym.make_vec("TargetSum-v0", 2, splitt="test"), TypeError, r"TargetSumVectorEnv.*\['splitt'\]"),
     ],
 )
 def test_bad_input(call, error: type[Exception], match: str) -> None:
@@ -390,3 +395,15 @@ def test_sb3_vec_env_equals_dummy_vec_env_and_takes_options() -> None:
     native.set_options([{"problem": 1}, {}, {}, {}])
     with pytest.raises(ValueError, match="same option keys"):
         native.reset()
+
+
+def test_make_sb3_vec_env_shows_the_reset_infos_sb3s_make_vec_env_shows() -> None:
+    # The native batch's VecMonitor kept SB3's VecEnvWrapper list of its own, which no reset filled: the problem of
+    # each episode, in SB3's make_vec_env's reset_infos, was always {} there.
+    native = make_sb3_vec_env("TargetSum-v0", 3, seed=0)
+    reference = make_vec_env("TargetSum-v0", 3, seed=0)
+    native.reset(), reference.reset()
+    assert native.reset_infos == reference.reset_infos and native.reset_infos[0]["problem"] >= 0
+    eos = np.full(3, EOS)
+    native.step(eos), reference.step(eos)  # every answer ends: each env starts a new problem within the step
+    assert native.reset_infos == reference.reset_infos

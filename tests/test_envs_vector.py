@@ -12,7 +12,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.envs.sb3_vec_env import TailRiskVecEnv, make_sb3_vec_env
+from ordergrad_rl.envs.sb3_vec_env import NativeVecEnv, TailRiskVecEnv, make_sb3_vec_env
 from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskVectorEnv
 
 N_ENVS = 4
@@ -236,6 +236,29 @@ def test_make_sb3_vec_env() -> None:
         assert isinstance(other, DummyVecEnv)
     reference = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     np.testing.assert_array_equal(make_sb3_vec_env("CartPole-v1", n_envs=2, seed=0).reset(), reference.reset())
+
+
+def test_make_sb3_vec_env_with_a_render_mode_renders_as_sb3s_make_vec_env_does() -> None:
+    # The native batch does not render: a render_mode reached it and was refused, where SB3's make_vec_env(id,
+    # env_kwargs={"render_mode": ...}) builds envs that render. Like max_episode_steps, it now gets SB3's.
+    venv = make_sb3_vec_env("TargetSum-v0", 2, seed=0, env_kwargs={"render_mode": "ansi"})
+    assert isinstance(venv, DummyVecEnv) and venv.get_attr("render_mode") == ["ansi", "ansi"]
+    venv.reset()
+    assert venv.env_method("render", indices=0)[0].startswith("numbers ")
+    assert isinstance(make_sb3_vec_env("TargetSum-v0", 2, env_kwargs={"render_mode": None}).unwrapped, NativeVecEnv)
+
+
+def test_make_sb3_vec_env_takes_gym_makes_disable_env_checker_as_sb3s_make_vec_env_does() -> None:
+    # It reached the native batch's arguments (TypeError naming TailRiskSimulator), where SB3's make_vec_env passes it
+    # to gym.make; the commands' --env-kwargs take it, so evaluate --env SyntheticTailRisk-v0 failed with it.
+    venv = make_sb3_vec_env("SyntheticTailRisk-v0", 2, seed=0, env_kwargs={"disable_env_checker": True, "p": 0.5})
+    assert isinstance(venv.unwrapped, TailRiskVecEnv) and venv.get_attr("p") == [0.5, 0.5]
+    spec = venv.get_attr("spec", [0])[0]
+    assert spec.disable_env_checker is True and spec.kwargs == {"p": 0.5, "traded_days": 80}
+    assert gym.make(spec).spec.disable_env_checker is True
+    np.testing.assert_array_equal(venv.reset(), make_sb3_vec_env("SyntheticTailRisk-v0", 2, seed=0).reset())
+    target_sum = make_sb3_vec_env("TargetSum-v0", 2, env_kwargs={"disable_env_checker": False})
+    assert isinstance(target_sum.unwrapped, NativeVecEnv)
 
 
 def test_a_native_batch_registered_as_a_class_is_used() -> None:

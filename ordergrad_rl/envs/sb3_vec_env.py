@@ -207,7 +207,20 @@ class NativeVecMonitor(VecMonitor):
     """SB3's ``VecMonitor`` of a native batch, which ``copy.deepcopy`` and ``pickle`` can clone (as SB3's
     ``VecNormalize`` is): SB3's ``VecEnvWrapper`` keeps its class's members, a ``mappingproxy``, in every instance, so
     a model built from a native-batch id could not be deep-copied where SB3's on the id's ``DummyVecEnv`` is. The
-    members are left out of the state and read again from the class."""
+    members are left out of the state and read again from the class.
+
+    Its ``reset_infos`` are the batch's: SB3's ``VecEnvWrapper`` keeps a list of its own that no reset fills, so the
+    reset infos (TargetSum's ``problem``) that SB3's ``make_vec_env`` (a bare ``DummyVecEnv``) shows were always
+    ``{}`` here."""
+
+    @property
+    def reset_infos(self) -> list[dict[str, Any]]:
+        """The reset info of each env's current episode, the wrapped batch's."""
+        return self.venv.reset_infos
+
+    @reset_infos.setter
+    def reset_infos(self, infos: list[dict[str, Any]]) -> None:
+        self.venv.reset_infos = infos
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -230,21 +243,28 @@ def make_sb3_vec_env(
     ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs)`` (a ``DummyVecEnv`` of
     ``Monitor``-wrapped envs). Either way env ``i`` is seeded ``seed + i`` at the first reset and
     finished episodes carry ``info["episode"]``. ``max_episode_steps`` among ``env_kwargs`` is ``gym.make``'s (a
-    ``TimeLimit``), which the native batch does not have: with it, those ids get SB3's ``make_vec_env`` too.
+    ``TimeLimit``) and a ``render_mode`` other than ``None`` asks for frames, neither of which the native batch has:
+    with either, those ids get SB3's ``make_vec_env`` too. ``gym.make``'s ``disable_env_checker`` is recorded in the
+    batch's spec (the batch has no env checker).
 
     :param env_id: registered Gymnasium id.
     :param n_envs: number of parallel envs.
     :param seed: base seed, or ``None`` for random seeds.
     :param env_kwargs: keyword arguments of the env (override the registered ones), and ``gym.make``'s
-        ``max_episode_steps``.
+        ``max_episode_steps`` and ``disable_env_checker``.
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
-    vector_class = None if "max_episode_steps" in (env_kwargs or {}) else native_vector_class(env_id)
+    asked = env_kwargs or {}
+    single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None  # what the batch lacks
+    vector_class = None if single_envs else native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
     spec = env_spec(env_id)
-    kwargs = {**spec.kwargs, **(env_kwargs or {})}
+    kwargs = {**spec.kwargs, **asked}
+    checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
+    if checker is not None:
+        spec = dataclasses.replace(spec, disable_env_checker=checker)
     if issubclass(vector_class, SyntheticTailRiskVectorEnv):
         venv: NativeVecEnv = TailRiskVecEnv(n_envs, **kwargs)
     else:

@@ -187,7 +187,7 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
     import gymnasium as gym
     import ordergrad_rl
 
-    env = gym.make("RiskyShortcutNav-v0", crash_prob=0.015)
+    env = gym.make("RiskyShortcutNav-v2", crash_prob=0.015)
     ```
 
     ``crash_prob=0.015`` (a probability in [0, 1]), ``step_reward=-1.0``, ``goal_reward=30.0``,

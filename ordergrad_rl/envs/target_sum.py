@@ -15,6 +15,7 @@ single env (:class:`TargetSumEnv`) and the native vector env (:class:`TargetSumV
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -357,6 +358,21 @@ def _batch_from_kwargs(
     return TargetSumBatch(int(num_envs), problems, int(max_answer_length))
 
 
+def _check_env_arguments(env: object, kwargs: dict[str, Any]) -> None:
+    """Refuse an argument the TargetSum envs do not take, naming ``env``'s class (an unknown keyword reached
+    :func:`_batch_from_kwargs`, whose ``TypeError`` named that private helper).
+
+    :raises TypeError: an argument other than those of :func:`_batch_from_kwargs` after ``num_envs``.
+    """
+    accepted = list(inspect.signature(_batch_from_kwargs).parameters)[1:]
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"{type(env).__name__}.__init__() got unexpected keyword arguments {unknown}; it takes render_mode and "
+            f"{accepted}"
+        )
+
+
 def target_sum_spaces(batch: TargetSumBatch) -> tuple[spaces.Box, spaces.Discrete]:
     """Single-env ``(observation_space, action_space)``."""
     length = PROMPT_LENGTH + batch.max_answer_length
@@ -461,6 +477,7 @@ class TargetSumEnv(gym.Env[np.ndarray, np.int64]):
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         check_render_mode(render_mode, self.metadata)
         self.render_mode = render_mode
+        _check_env_arguments(self, kwargs)
         self.batch = _batch_from_kwargs(1, **kwargs)
         self.problems = self.batch.problems
         self.observation_space, self.action_space = target_sum_spaces(self.batch)
@@ -530,6 +547,7 @@ class TargetSumVectorEnv(NativeVectorEnv):
         max_episode_steps: int | None = None,
         **env_kwargs: Any,
     ) -> None:
+        _check_env_arguments(self, env_kwargs)
         self.batch = _batch_from_kwargs(num_envs, **env_kwargs)
         self.problems = self.batch.problems
         self.single_observation_space, self.single_action_space = target_sum_spaces(self.batch)
