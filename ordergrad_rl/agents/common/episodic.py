@@ -1354,7 +1354,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         keeps the advantages it had (a per-step baseline's terms)."""
         buffer = self.rollout_buffer
         space = self.observation_space  # type: ignore[attr-defined]
-        weights = novelty_weights(episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes))
+        normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # as the policy sees them
+        novelty = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes, normalize_images)
+        weights = novelty_weights(novelty)
         if np.any(weights):
             buffer.advantages = weights[buffer.episode_index].astype(np.float32)
 
