@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from conftest import check_history_advantages, collect_one_rollout, save_from_before
+from conftest import SpaceSampleEnv, check_history_advantages, collect_one_rollout, save_from_before
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.logger import configure
@@ -81,9 +81,9 @@ def test_features_of_image_observations_flatten_a_chunk_at_a_time(monkeypatch):
     flattened_rows = []
     flatten = history_baseline.flat_observations
 
-    def flat_observations(obs, observation_space):
+    def flat_observations(obs, observation_space, normalize_images):
         flattened_rows.append(len(obs))
-        return flatten(obs, observation_space)
+        return flatten(obs, observation_space, normalize_images)
 
     monkeypatch.setattr(history_baseline, "CHUNK_STEPS", 16, raising=False)
     monkeypatch.setattr(history_baseline, "flat_observations", flat_observations)
@@ -95,6 +95,27 @@ def test_features_of_image_observations_flatten_a_chunk_at_a_time(monkeypatch):
     assert updated.data_ptr() == features.data_ptr()
     assert sum(flattened_rows) == 50  # not flattened again
     assert th.equal(updated[:, :-2], whole[:, :-2]) and not th.equal(updated[:, -2:], whole[:, -2:])
+
+
+@pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE])
+@pytest.mark.parametrize("normalize_images", [True, False])
+def test_the_baseline_sees_image_observations_as_the_policy_does(cls, normalize_images, tmp_path):
+    """SB3's ``preprocess_obs`` scales uint8 images to [0, 1] where the policy's ``normalize_images`` is ``True``
+    only: the baseline divided them by 255 whatever the policy's ``policy_kwargs=dict(normalize_images=False)``."""
+    kwargs = {"n_epochs": 1} if cls is OrderGradPPO else {}
+    env = SpaceSampleEnv(spaces.Box(0, 255, (6, 5, 3), np.uint8), length=3)
+    model = cls("MlpPolicy", env, objective="cvar0.5", n_episodes=8, value_baseline="history", seed=0,
+                policy_kwargs=dict(normalize_images=normalize_images), **kwargs)  # fmt: skip
+    collect_one_rollout(model)
+    buffer = model.rollout_buffer
+    features = model.history_baseline.features(buffer.observations, buffer.episode_step, buffer.rewards)
+    with th.no_grad():
+        seen = model.policy.extract_features(th.as_tensor(buffer.observations))  # MlpPolicy: flattened preprocessed
+    assert th.equal(features[:, :-2], seen)
+    raw = buffer.observations.reshape(len(seen), -1).astype(np.float64)
+    np.testing.assert_allclose(features[:, :-2].numpy(), raw / 255.0 if normalize_images else raw, rtol=1e-6)
+    model.save(tmp_path / "model")
+    assert cls.load(tmp_path / "model").history_baseline.normalize_images is normalize_images
 
 
 def test_fit_learns_a_weight_that_depends_on_the_return_so_far():

@@ -52,7 +52,7 @@ class ChainEnv(gym.Env):
         return np.array([self.x / 10], np.float32), -1.0, False, self.t >= 10, {}
 
 
-def model(drift: bool, env: Any = None, seed: int = 0, novelty: bool | None = False) -> OrderGradPPO:
+def model(drift: bool, env: Any = None, seed: int | None = 0, novelty: bool | None = False) -> OrderGradPPO:
     env = DummyVecEnv([TimeOutEnv]) if env is None else env
     # Whole-episode weights (no per-step baseline, whose terms a blind rollout would keep): the weights are the test.
     return OrderGradPPO("MlpPolicy", env, objective="cvar0.25", n_episodes=N, seed=seed, n_epochs=1,
@@ -189,3 +189,24 @@ def test_load_switching_drift_when_blind_gives_novelty_the_new_models_default(tm
     assert OrderGradPPO.load(tmp_path / "neither", drift_when_blind=False).novelty_when_blind is False
     with pytest.raises(ValueError, match="drift_when_blind and novelty_when_blind"):
         OrderGradPPO.load(tmp_path / "novelty", drift_when_blind=True, novelty_when_blind=True)
+
+
+def test_set_random_seed_after_construction_repeats_the_drift(tmp_path):
+    """As SB3's: a model built without a seed and seeded by ``set_random_seed`` trains the same twice. The drift drew
+    from a generator seeded with the constructor's seed (``None``), which ``set_random_seed`` left alone."""
+    weights = []
+    for _ in "ab":
+        th.manual_seed(0)  # the policy's initial weights (drawn at construction)
+        agent = model(drift=True, seed=None)
+        agent.set_random_seed(3)
+        agent.learn(3 * N)
+        assert agent._rollout_blind
+        weights.append(episode_weights(agent))
+    np.testing.assert_array_equal(weights[0], weights[1])
+    np.testing.assert_array_equal(weights[0], episode_weights(model(drift=True, seed=3).learn(3 * N)))  # as seed=3
+    # load seeds the drift with the saved seed, as it does the group contexts (constructor and load: unchanged)
+    seeded = model(drift=True, seed=0)
+    seeded.set_random_seed(3)
+    seeded.save(tmp_path / "drift")
+    loaded = OrderGradPPO.load(tmp_path / "drift", env=DummyVecEnv([TimeOutEnv]))
+    np.testing.assert_array_equal(episode_weights(loaded.learn(3 * N)), episode_weights(model(True).learn(3 * N)))

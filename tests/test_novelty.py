@@ -70,6 +70,19 @@ def test_dict_observations_are_flattened_key_by_key():
     np.testing.assert_allclose(episode_novelty(obs, space, index, 4), _direct(features, index, 4), rtol=1e-6)
 
 
+def test_images_are_scaled_as_the_policy_scales_them():
+    """``normalize_images=False`` (the policy's, as SB3's ``preprocess_obs`` takes it): the novelty of the raw pixel
+    values; it was always that of the pixels divided by 255 (the standardized distance is the same but for rounding)."""
+    rng = np.random.default_rng(3)
+    space = spaces.Box(0, 255, (4, 3, 2), np.uint8)
+    obs = rng.integers(0, 256, (12, 4, 3, 2), dtype=np.uint8)
+    index = np.repeat(np.arange(4), 3)
+    raw = obs.reshape(12, -1).astype(np.float64)
+    for normalize_images, features in ((True, raw / 255.0), (False, raw)):
+        got = episode_novelty(obs, space, index, 4, normalize_images=normalize_images)
+        np.testing.assert_allclose(got, _direct(features, index, 4), rtol=1e-6)
+
+
 def test_chunks_give_the_whole_rollout(monkeypatch):
     rng = np.random.default_rng(2)
     obs = rng.normal(size=(50, 4)).astype(np.float32)

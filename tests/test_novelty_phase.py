@@ -9,6 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import SpaceSampleEnv, collect_one_rollout
+from gymnasium import spaces
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
@@ -16,7 +18,7 @@ from ordergrad_rl.agents.common.novelty import episode_novelty, novelty_weights
 N = 8
 
 
-def agent(phase: Any, cls: type = OrderGradPPO, env: str = "CartPole-v1", seed: int = 0, **kwargs: Any) -> Any:
+def agent(phase: Any, cls: type = OrderGradPPO, env: Any = "CartPole-v1", seed: int = 0, **kwargs: Any) -> Any:
     if cls is OrderGradPPO:
         kwargs.setdefault("n_epochs", 1)
     return cls("MlpPolicy", env, objective="cvar0.25", n_episodes=N, seed=seed, novelty_phase=phase, **kwargs)
@@ -90,6 +92,18 @@ def test_the_option_trains_what_the_navigation_probe_measured_bit_for_bit():
     assert option.n_episodes == 32 and option.num_timesteps == probe.num_timesteps
     for a, b in zip(probe.policy.parameters(), option.policy.parameters(), strict=True):
         assert th.equal(a, b)
+
+
+@pytest.mark.parametrize("normalize_images", [True, False])
+def test_image_observations_rank_as_the_policy_sees_them(normalize_images):
+    """The novelty of uint8 images is that of what the policy sees (SB3's ``preprocess_obs`` with the policy's
+    ``normalize_images``): they were divided by 255 whatever ``policy_kwargs=dict(normalize_images=False)`` said."""
+    env = SpaceSampleEnv(spaces.Box(0, 255, (6, 5, 3), np.uint8), length=3)
+    model = agent(1.0, env=env, policy_kwargs=dict(normalize_images=normalize_images))
+    collect_one_rollout(model)
+    buffer = model.rollout_buffer
+    novelty = episode_novelty(buffer.observations, model.observation_space, buffer.episode_index, N, normalize_images)
+    np.testing.assert_array_equal(buffer.advantages, novelty_weights(novelty)[buffer.episode_index].astype(np.float32))
 
 
 def test_constant_observations_rank_nothing_and_train_as_without_the_phase():

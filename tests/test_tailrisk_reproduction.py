@@ -10,6 +10,7 @@ import pytest
 from ordergrad_rl.cli import main
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES, TailRiskSimulator, cash_capped_weights
 from ordergrad_rl.experiments import tailrisk as tr
+from ordergrad_rl.version import __version__
 
 
 class ConstantPolicy:
@@ -316,3 +317,42 @@ def replaced(argv: list[str], options: tuple[str, ...]) -> list[str]:
         argv[argv.index(flag) + 1] = options[1]
         return argv
     return [*argv, *options]
+
+
+def test_resume_trains_again_the_runs_stored_by_other_code(tmp_path, capsys, monkeypatch):
+    """A stored run recorded neither the code that trained it nor its layout: --resume reused a run stored by an
+    earlier release (other numbers, or another layout) silently. A run now records its run format and the package
+    version; --resume trains again, naming them, the runs stored by another version or format, or without them."""
+    argv = ["reproduce", "tailrisk", "--algo", "reinforce", "--seeds", "1", "--updates", "1", "--n-episodes", "8",
+            "--k", "4", "--deploy-paths", "8", "--workers", "1", "--quiet", "--out", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    path = tmp_path / "runs" / "reinforce_seed0.json"
+    record = json.loads(path.read_text())
+    assert {key: record[key] for key in ("format", "version")} == {"format": tr.RUN_FORMAT, "version": __version__}
+    trained: list[str] = []
+    run_job = tr.run_job
+
+    def recorded(method, *args, **kwargs):
+        trained.append(method)
+        return run_job(method, *args, **kwargs)
+
+    monkeypatch.setattr(tr, "run_job", recorded)
+    without = {key: value for key, value in record.items() if key not in ("format", "version")}
+    stored_by = {
+        "a release that did not record its version": without,
+        "ordergrad-rl 0.0.1 (run format 1)": record | {"version": "0.0.1"},
+        f"ordergrad-rl {__version__} (run format 0)": record | {"format": 0},
+    }
+    for named, stored in stored_by.items():
+        path.write_text(json.dumps(stored | {"config": stored["config"] | {"updates": 7}}))  # its settings: not asked
+        trained.clear()
+        assert main([*argv, "--resume"]) == 0
+        assert trained == ["reinforce"], named  # ordergrad_cvar, stored by this code, is reused
+        error = capsys.readouterr().err
+        assert f"--resume: these runs in {tmp_path / 'runs'} were stored by other code than this ordergrad-rl" in error
+        assert f"trained again: reinforce_seed0 by {named}" in error, error
+        assert json.loads(path.read_text()) == record | {"train_seconds": json.loads(path.read_text())["train_seconds"]}
+    trained.clear()
+    assert main([*argv, "--resume"]) == 0  # stored by this code again: reused
+    assert trained == [] and "stored by other code" not in capsys.readouterr().err

@@ -308,17 +308,21 @@ class RunCache:
         """The record of run ``run_id``."""
         return self.directory / f"{run_id}.json"
 
+    def record(self, run_id: str) -> dict[str, Any] | None:
+        """The record of run ``run_id``, whatever its settings (``None``: no run is stored)."""
+        path = self.path(run_id)
+        return json.loads(path.read_text()) if path.exists() else None
+
     def stored_settings(self, run_id: str) -> Any:
         """The settings run ``run_id`` is stored with (``None``: no run is stored)."""
-        path = self.path(run_id)
-        return json.loads(path.read_text()).get("config") if path.exists() else None
+        record = self.record(run_id)
+        return None if record is None else record.get("config")
 
     def load(self, run_id: str, settings: Any) -> dict[str, Any] | None:
         """The record of run ``run_id`` if it is stored with ``settings`` (compared as JSON), else ``None``."""
-        path = self.path(run_id)
-        if not path.exists():
+        record = self.record(run_id)
+        if record is None:
             return None
-        record = json.loads(path.read_text())
         return record if record.get("config") == json.loads(json.dumps(settings)) else None
 
     def arrays(self, run_id: str) -> dict[str, np.ndarray]:

@@ -35,8 +35,9 @@ objective and k first), and the numbers with --json. Each finished (method, seed
 (its settings, training time and deployment paths, exact; ordergrad_rl.common.jobs.RunCache): with --resume, a
 reproduction cut short (Ctrl-C, a crash, a killed job) trains only the runs not stored there and prints the same
 tables and JSON as one that ran through (--resume refuses runs stored with other settings: other sizes, --stress or
---tensorboard). Without --resume, a rerun trains every run again, replacing its model, stored run and TensorBoard
-run.
+--tensorboard; it trains again, naming them, the runs stored by another ordergrad-rl version or run format, or by a
+release that did not record them: RUN_FORMAT). Without --resume, a rerun trains every run again, replacing its
+model, stored run and TensorBoard run.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +70,7 @@ from ordergrad_rl.common.progress import available_cores, rollout_progress
 from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.risk import risk_profile
+from ordergrad_rl.version import __version__
 from ordergrad_rl.zoo.dashboards import write_dashboards
 from ordergrad_rl.zoo.training import remove_runs
 
@@ -363,6 +366,28 @@ def run_settings(method: str, config: Config, tensorboard: Path | None) -> dict[
     return settings | {"tensorboard": None if tensorboard is None else str(tensorboard.resolve())}
 
 
+#: The layout of a stored run (``<out>/runs/<id>.json`` and ``.npz``): raise it when what a stored run holds, or how
+#: :func:`load_run` reads it, changes. A stored run records it and the package version that trained it
+#: (:func:`run_release`); ``--resume`` reuses only the runs stored by this layout and version, and trains the others
+#: again, naming them on stderr: runs stored by another release, and runs stored without either (before they were
+#: recorded), whose release is unknown.
+RUN_FORMAT = 1
+
+
+def run_release() -> dict[str, Any]:
+    """What a stored run records of the code that trained it: ``{"format": RUN_FORMAT, "version": __version__}``."""
+    return {"format": RUN_FORMAT, "version": __version__}
+
+
+def other_release(record: dict[str, Any]) -> str | None:
+    """The code that stored ``record``, named, where it is not this one (``None``: stored by this code)."""
+    if {key: record.get(key) for key in run_release()} == run_release():
+        return None
+    if "format" not in record:
+        return "a release that did not record its version"
+    return f"ordergrad-rl {record.get('version')} (run format {record['format']})"
+
+
 def _deployment_arrays(deployment: Deployment, prefix: str) -> dict[str, np.ndarray]:
     return {f"{prefix}_{f.name}": getattr(deployment, f.name) for f in dataclasses.fields(Deployment)}
 
@@ -376,7 +401,7 @@ def store_run(cache: RunCache, result: dict[str, Any], settings: dict[str, Any])
     arrays = _deployment_arrays(result["deployment"], "deployment")
     for p, deployment in result["stress"].items():
         arrays |= _deployment_arrays(deployment, f"stress{p!r}")
-    record = {key: result[key] for key in ("method", "seed", "train_seconds")}
+    record = {key: result[key] for key in ("method", "seed", "train_seconds")} | run_release()
     cache.save(run_id(result["method"], result["seed"]), record | {"config": settings}, arrays)
 
 
@@ -384,11 +409,12 @@ def load_run(
     cache: RunCache, method: str, seed: int, settings: dict[str, Any], models: Path | None
 ) -> dict[str, Any] | None:
     """The :func:`run_job` result of ``method`` on ``seed`` stored in ``cache`` with ``settings``, its model in
-    ``models`` (``None``: none is stored, or its model is not there)."""
+    ``models`` (``None``: none is stored, it was stored by other code (:func:`other_release`), or its model is not
+    there)."""
     name = run_id(method, seed)
     record = cache.load(name, settings)
     model = None if models is None else models / f"{name}.zip"
-    if record is None or (model is not None and not model.exists()):
+    if record is None or other_release(record) is not None or (model is not None and not model.exists()):
         return None
     arrays = cache.arrays(name)
     return {
@@ -449,11 +475,12 @@ def run_jobs(
     processes (default: the available cores), or Ray Tune trials with ``config.address``.
 
     :param runs: where each finished run is stored (:class:`~ordergrad_rl.common.jobs.RunCache`).
-    :param resume: reuse the runs stored in ``runs`` (with these settings): only the others are trained.
-    :raises CommandError: with ``resume``, a run stored with other settings (naming them).
+    :param resume: reuse the runs stored in ``runs`` (with these settings, by this code: :data:`RUN_FORMAT`): only
+        the others are trained; those stored by other code are named on stderr.
+    :raises CommandError: with ``resume``, a run stored by this code with other settings (naming them).
     """
     cache = None if runs is None else RunCache(runs)
-    done, jobs = {}, []
+    done, jobs, outdated = {}, [], []
     for seed in range(config.seeds):
         for method in config.methods:
             name, settings = run_id(method, seed), run_settings(method, config, tensorboard)
@@ -462,11 +489,23 @@ def run_jobs(
                 if stored is not None:
                     done[name] = stored
                     continue
-                _check_stored_settings(cache, name, settings)  # not stored, stored without its model, or refused
-            elif cache is not None:
-                cache.discard(name)  # trained again: stored again once it has finished
+                record = cache.record(name)
+                release = None if record is None else other_release(record)
+                if release is not None:
+                    outdated.append(f"{name} by {release}")
+                else:
+                    _check_stored_settings(cache, name, settings)  # not stored, stored without its model, or refused
             kwargs = {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models}
             jobs.append(Job(name, run_job, kwargs | {"runs": runs}, weight=planned_steps(method, config)))
+    if outdated:
+        print(
+            f"--resume: these runs in {cache.directory} were stored by other code than this ordergrad-rl "
+            f"{__version__} (run format {RUN_FORMAT}) and are trained again: {'; '.join(outdated)}",
+            file=sys.stderr,
+        )
+    if cache is not None:
+        for job in jobs:
+            cache.discard(job.id)  # trained again: stored again once it has finished
     desc = f"training {len(jobs)} runs" + (f" ({len(done)} stored earlier)" if done else "")
     results = dict(done)
     if jobs:
@@ -821,7 +860,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         action="store_true",
         help="keep the runs stored in OUT/runs (each run is stored as it finishes) and train only the others: a "
-        "reproduction cut short continues where it stopped, with the same results",
+        "reproduction cut short continues where it stopped, with the same results (runs stored by another ordergrad-rl "
+        "version are trained again)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_output_arguments(parser, "tailrisk")

@@ -823,6 +823,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def _excluded_save_params(self) -> list[str]:
         excluded = [*super()._excluded_save_params(), "_group_rng", "_group_resetter", "_episode_contexts"]
+        excluded += ["_drift_seed"]  # load seeds the drift with the saved seed, as it does the group contexts
         # Set again at every rollout / learn call.
         excluded += ["_objective_in_force", "_gcvar_in_force", "_risk_share", "_rollouts_this_learn", "_rollout_risk"]
         excluded += ["_rollout_outgrown", "_learn_continues"]
@@ -888,9 +889,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
     def set_random_seed(self, seed: int | None = None) -> None:
         """SB3's ``set_random_seed`` (Python, NumPy, torch, the action space, the env), and the generators of this
-        model's own draws that the constructor seeds with ``seed``: the group contexts' and the noise sampler's. So a
-        model seeded after construction trains the same twice, as SB3's do. SB3's ``_setup_model`` calls it before
-        those generators exist (the constructor then seeds them; ``load`` keeps the sampler's saved state).
+        model's own draws that the constructor seeds with ``seed``: the group contexts' and the noise sampler's, and
+        the seed of the blind rollouts' drift (``drift_when_blind``, :meth:`_explore_if_blind`). So a model seeded
+        after construction trains the same twice, as SB3's do. SB3's ``_setup_model`` calls it before those
+        generators exist (the constructor then seeds them; ``load`` keeps the sampler's saved state, and seeds the
+        group contexts and the drift with the saved seed).
 
         :param seed: the seed; ``None`` changes nothing (SB3's convention).
         """
@@ -901,6 +904,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         generators = [self._group_rng] + ([sampler.rng] if sampler is not None else [])
         for generator in generators:  # in place: the group resetter holds the same generator
             generator.bit_generator.state = np.random.default_rng(seed).bit_generator.state
+        self._drift_seed = seed  # the drift draws from a generator of its own at each blind rollout
 
     def _episodic_buffer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the episodic rollout buffer: the user's ``rollout_buffer_kwargs`` (the episodic-only
@@ -1270,8 +1274,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         - ``drift_when_blind``: random weights, standard normal, a random step in policy space, zero in expectation
           like the estimate it replaces. It measured worse on Acrobot-v1 (OrderGradPPO's ``drift_when_blind``):
           steps of random directions move the policy little (entropy 1.099 -> 1.02 over 13 blind rollouts on one
-          seed). The draws are a function of ``seed`` and ``num_timesteps``, so a resumed run draws what an
-          uninterrupted one would. ``train/blind_drift`` logs 1 on such a rollout, else 0.
+          seed). The draws are a function of ``seed`` (or the last :meth:`set_random_seed`'s) and
+          ``num_timesteps``, so a resumed run draws what an uninterrupted one would. ``train/blind_drift`` logs 1 on
+          such a rollout, else 0.
 
         Where every episode is as novel as the others (observations constant over the rollout) the novelty ranks
         nothing either, and the rollout keeps the advantages it had. Either weight is a function of the rollout (and
@@ -1293,7 +1298,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if novelty:
             self._train_on_novelty()
             return
-        seed = getattr(self, "seed", None)
+        seed = getattr(self, "_drift_seed", getattr(self, "seed", None))  # set_random_seed's, else the constructor's
         rng = np.random.default_rng(None if seed is None else (seed, self.num_timesteps))
         weights = rng.standard_normal(self.n_episodes)
         weights = (weights - weights.mean()) / (weights.std() + 1e-8)
@@ -1349,7 +1354,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         keeps the advantages it had (a per-step baseline's terms)."""
         buffer = self.rollout_buffer
         space = self.observation_space  # type: ignore[attr-defined]
-        weights = novelty_weights(episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes))
+        normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # as the policy sees them
+        novelty = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes, normalize_images)
+        weights = novelty_weights(novelty)
         if np.any(weights):
             buffer.advantages = weights[buffer.episode_index].astype(np.float32)
 

@@ -12,8 +12,8 @@ It stays unbiased: ``s_t``, ``t`` and ``G_<t`` are all known before the action `
 the policy itself still sees ``s_t`` only). The network is a small MLP of its own, with its own Adam optimizer,
 fitted by regression on the weights of each rollout *after* that rollout's advantages are computed (so a rollout is
 never its own baseline; the standardization is updated after the prediction too), on the preprocessed observation
-(SB3's ``preprocess_obs``: one-hot for discrete, scaled images) and ``t``, ``G_<t`` standardized by SB3's
-``RunningMeanStd``.
+(SB3's ``preprocess_obs``: one-hot for discrete, images scaled to [0, 1] unless the policy's ``normalize_images`` is
+``False``, as the policy sees them) and ``t``, ``G_<t`` standardized by SB3's ``RunningMeanStd``.
 """
 
 from __future__ import annotations
@@ -44,13 +44,20 @@ BATCH_SIZE = 256
 CHUNK_STEPS = 1024
 
 
-def flat_observations(observations: Any, observation_space: spaces.Space) -> th.Tensor:
-    """``[T, D]`` float32: SB3's ``preprocess_obs`` of each sub-observation, flattened and concatenated."""
+def flat_observations(observations: Any, observation_space: spaces.Space, normalize_images: bool = True) -> th.Tensor:
+    """``[T, D]`` float32: SB3's ``preprocess_obs`` of each sub-observation, flattened and concatenated.
+
+    :param normalize_images: scale image observations to [0, 1], as SB3's policies do with their
+        ``normalize_images`` (pass the policy's).
+    """
     if isinstance(observation_space, spaces.Dict):
-        parts = [flat_observations(observations[key], space) for key, space in observation_space.spaces.items()]
+        parts = [
+            flat_observations(observations[key], space, normalize_images)
+            for key, space in observation_space.spaces.items()
+        ]
         return th.cat(parts, dim=1)
     tensor = th.as_tensor(np.asarray(observations))
-    processed = preprocess_obs(tensor, observation_space, normalize_images=True)
+    processed = preprocess_obs(tensor, observation_space, normalize_images=normalize_images)
     return processed.reshape(len(tensor), -1).float()
 
 
@@ -76,6 +83,8 @@ class HistoryBaseline(nn.Module):
     :param learning_rate: Adam's learning rate.
     :param n_epochs: passes over each rollout per fit.
     :param batch_size: minibatch size of the fit.
+    :param normalize_images: scale image observations to [0, 1] (:func:`flat_observations`): the policy's
+        ``normalize_images``.
     """
 
     def __init__(
@@ -85,9 +94,11 @@ class HistoryBaseline(nn.Module):
         learning_rate: float = LEARNING_RATE,
         n_epochs: int = N_EPOCHS,
         batch_size: int = BATCH_SIZE,
+        normalize_images: bool = True,
     ) -> None:
         super().__init__()
         self.observation_space = observation_space
+        self.normalize_images = normalize_images
         self.n_epochs, self.batch_size = n_epochs, batch_size
         width = _flat_dim(observation_space) + 2
         layers: list[nn.Module] = []
@@ -115,7 +126,8 @@ class HistoryBaseline(nn.Module):
         features = th.empty((n_steps, self.net[0].in_features), dtype=th.float32, device=device)
         for start in range(0, n_steps, CHUNK_STEPS):
             rows = slice(start, start + CHUNK_STEPS)
-            features[rows, :-2] = flat_observations(observation_rows(observations, rows), self.observation_space)
+            block = observation_rows(observations, rows)
+            features[rows, :-2] = flat_observations(block, self.observation_space, self.normalize_images)
         features[:, -2:] = self._history_columns(episode_step, return_so_far, update)
         return features
 

@@ -39,21 +39,29 @@ BLIND_PATIENCE_EPISODES = 96
 
 
 def episode_novelty(
-    observations: Any, observation_space: spaces.Space, episode_index: np.ndarray, n_episodes: int
+    observations: Any,
+    observation_space: spaces.Space,
+    episode_index: np.ndarray,
+    n_episodes: int,
+    normalize_images: bool = True,
 ) -> np.ndarray:
     """Each episode's novelty: the mean over its steps of ``||(x_t - m) / s||^2`` (module docstring).
 
     :param observations: ``[T, ...]`` the rollout's observations (a dict of such for a ``Dict`` space).
-    :param observation_space: their space (SB3's ``preprocess_obs`` flattens them: one-hot, scaled images).
+    :param observation_space: their space (SB3's ``preprocess_obs`` flattens them: one-hot, images scaled to
+        [0, 1] with ``normalize_images``).
     :param episode_index: ``[T]`` the episode of each step, in ``[0, n_episodes)``.
     :param n_episodes: ``N``; every episode has at least one step.
+    :param normalize_images: scale image observations as the policy does (its ``normalize_images``); the
+        standardized distance does not depend on the scale, but for rounding.
     :return: ``[N]`` float64, each ``>= 0``; a feature constant over the rollout adds nothing.
     """
     index = np.asarray(episode_index)
     n_steps = len(index)
     total: np.ndarray | None = None
     square: np.ndarray | None = None
-    for chunk in _chunks(observations, observation_space, n_steps):  # pass 1: the per-feature moments
+    flattened = (observations, observation_space, n_steps, normalize_images)
+    for chunk in _chunks(*flattened):  # pass 1: the per-feature moments
         total = chunk.sum(0) if total is None else total + chunk.sum(0)
         square = (chunk**2).sum(0) if square is None else square + (chunk**2).sum(0)
     mean = total / n_steps  # type: ignore[operator]
@@ -62,7 +70,7 @@ def episode_novelty(
     distance = np.concatenate(
         [
             (((chunk - mean)[:, varying] ** 2) / variance[varying]).sum(1)
-            for chunk in _chunks(observations, observation_space, n_steps)  # pass 2: each step's distance
+            for chunk in _chunks(*flattened)  # pass 2: each step's distance
         ]
     )
     steps = np.bincount(index, minlength=n_episodes)
@@ -80,9 +88,9 @@ def novelty_weights(novelty: np.ndarray) -> np.ndarray:
     return (novelty - novelty.mean()) / spread
 
 
-def _chunks(observations: Any, observation_space: spaces.Space, n_steps: int):
+def _chunks(observations: Any, observation_space: spaces.Space, n_steps: int, normalize_images: bool):
     """``[<=CHUNK_STEPS, D]`` float64 blocks of the flattened, preprocessed observations, in step order."""
     for start in range(0, n_steps, CHUNK_STEPS):
         block = observation_rows(observations, slice(start, min(start + CHUNK_STEPS, n_steps)))
         with th.no_grad():
-            yield flat_observations(block, observation_space).double().numpy()
+            yield flat_observations(block, observation_space, normalize_images).double().numpy()

@@ -125,7 +125,9 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     def _setup_model(self) -> None:
         super()._setup_model()
         if getattr(self, "value_baseline", False) == HISTORY:
-            self.history_baseline = HistoryBaseline(self.observation_space).to(self.device)  # type: ignore[attr-defined]
+            normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # images as the policy sees them
+            baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)  # type: ignore[attr-defined]
+            self.history_baseline = baseline.to(self.device)  # type: ignore[attr-defined]
             saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
             if saved is not None:
                 self.history_baseline.load_saved_state(saved)
