@@ -318,6 +318,25 @@ def test_save_load_keeps_the_ordergrad_arguments(cls, tmp_path) -> None:
         OrderGradPPO.load(path)
 
 
+def test_recurrent_policy_save_load_keeps_the_lstm(tmp_path) -> None:
+    # SB3's BasePolicy.save / load: sb3-contrib's recurrent policy saves no LSTM options, so the load rebuilt a
+    # 256-unit, 1-layer LSTM and failed in torch's load_state_dict (a size mismatch) for any other size.
+    model = OrderGradRecurrentPPO(
+        "MlpLstmPolicy", "CartPole-v1", n_episodes=4, policy_kwargs=dict(lstm_hidden_size=8, n_lstm_layers=2)
+    )
+    model.policy.save(tmp_path / "policy.pth")
+    loaded = OrderGradRecurrentPolicy.load(tmp_path / "policy.pth")
+    assert loaded.lstm_hidden_state_shape == (2, 1, 8) and loaded.critic_kind == "none" and loaded.lstm_critic is None
+    for a, b in zip(model.policy.state_dict().values(), loaded.state_dict().values(), strict=True):
+        th.testing.assert_close(a, b)
+    obs = np.stack([model.observation_space.sample() for _ in range(5)])
+    starts = np.ones(5, dtype=bool)
+    actions, states = model.predict(obs, episode_start=starts, deterministic=True)
+    loaded_actions, loaded_states = loaded.predict(obs, episode_start=starts, deterministic=True)
+    np.testing.assert_array_equal(loaded_actions, actions)
+    np.testing.assert_array_equal(loaded_states[0], states[0])
+
+
 def test_a_maskable_save_loads_into_sb3_contribs_maskable_ppo_and_trains(tmp_path) -> None:
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer

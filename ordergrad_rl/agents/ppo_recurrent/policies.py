@@ -52,7 +52,18 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
         super()._build(lr_schedule)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "critic": self.critic_kind}
+        """SB3's, with the LSTM's options, which sb3-contrib's policy leaves out (so ``policy.save`` then
+        ``OrderGradRecurrentPolicy.load`` rebuilt the default 256-unit LSTM and failed in ``load_state_dict``), and
+        the critic kind."""
+        return {
+            **super()._get_constructor_parameters(),
+            "lstm_hidden_size": self.lstm_output_dim,
+            "n_lstm_layers": self.lstm_hidden_state_shape[0],
+            "shared_lstm": self.shared_lstm,
+            "enable_critic_lstm": self.enable_critic_lstm,
+            "lstm_kwargs": self.lstm_kwargs,
+            "critic": self.critic_kind,
+        }
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """torch's ``load_state_dict``; ``ValueError`` naming the cause where this policy has a critic and a strict
