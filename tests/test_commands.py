@@ -304,6 +304,29 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
     np.testing.assert_allclose(entry.cdf(grid), exact.cdf(grid), atol=0.03)
 
 
+def test_read_run_takes_every_statistic_of_one_step_when_the_last_was_cut_short(tmp_path):
+    """A run that crashed while writing a profile has its last step for some keys only: compare printed their values
+    beside the step before's (a CVaR_0.05 above the CVaR_0.1) under that earlier step."""
+    from stable_baselines3.common.logger import configure
+    from torch.utils.tensorboard import SummaryWriter
+
+    from ordergrad_rl.agents import record_risk_profile
+
+    rng = np.random.default_rng(0)
+    logger = configure(str(tmp_path / "run"), ["tensorboard"])
+    returns = rng.normal(3.0, 1.0, 50)
+    record_risk_profile(logger, "eval_risk", returns)
+    logger.dump(1)
+    logger.close()
+    with SummaryWriter(str(tmp_path / "run")) as writer:  # what the crash left of step 2
+        writer.add_scalar("eval_risk/cvar_0.05", 99.0, 2)
+        writer.add_histogram("eval_risk/episode_returns", np.full(5, 99.0), 2)
+    entry = zoo_compare.read_run(tmp_path / "run")
+    assert entry.source == "TensorBoard eval_risk/* at step 1"
+    assert entry.profile == pytest.approx(risk_profile(returns), rel=1e-6)
+    assert entry.counts.sum() == 50 and entry.edges[-1] == pytest.approx(returns.max())
+
+
 def test_figure_is_named_after_the_inputs():
     """Issue 9, defect 9: both README compare examples wrote results/compare/compare.png."""
     models = [Path("results/tailrisk/models/reinforce_seed0.zip"), Path("results/tailrisk/models/ordergrad_cvar_seed0")]

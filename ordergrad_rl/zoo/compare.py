@@ -126,7 +126,7 @@ def histogram_arrays(histogram: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_run(path: Path, logdir: Path | None = None) -> Entry:
-    """The last ``eval_risk/*`` (else ``risk/*``) scalars and ``episode_returns`` histogram of a run.
+    """The last ``eval_risk/*`` (else ``risk/*``) profile and ``episode_returns`` histogram of a run, all of one step.
 
     :param logdir: the log dir the run was found below: the entry is named and grouped as TensorBoard lists it
         there, by its path below it (``env1/cvar/seed0_1``, method ``env1/cvar``); ``None``: by the run's name.
@@ -147,11 +147,16 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
     else:
         raise CommandError(f"{path} has no eval_risk/* or risk/* scalars (not a run of an OrderGrad agent?)")
 
-    def last(events: list) -> Any:
-        return max(events, key=lambda e: (e.step, e.wall_time))
+    def last(events: list, step: int) -> Any:  # the last written at ``step`` (a resumed run may log a step twice)
+        return max((e for e in events if e.step == step), key=lambda e: e.wall_time, default=None)
 
-    profile = {key: last(accumulator.Scalars(f"{prefix}/{key}")).value for key in keys if f"{prefix}/{key}" in scalars}
-    step = last(accumulator.Scalars(f"{prefix}/mean")).step
+    series = {key: accumulator.Scalars(f"{prefix}/{key}") for key in keys if f"{prefix}/{key}" in scalars}
+    # The last step of the whole profile: a run that crashed while writing one has that step for some keys only,
+    # and their last values would mix two evaluations (a CVaR_0.05 above the CVaR_0.1).
+    step = max(set.intersection(*({e.step for e in events} for events in series.values())), default=None)
+    if step is None:
+        raise CommandError(f"{path} never logged its {prefix}/* scalars at one step")
+    profile = {key: last(events, step).value for key, events in series.items()}
     # A run without evaluations gives its training batches' returns: labelled so, since they are not deployment
     # returns (stochastic actions, an earlier policy) and compare would put them beside others' evaluations.
     name = path.name if logdir is None else path.relative_to(logdir).as_posix()
@@ -161,7 +166,9 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
     entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile, group=group)
     histogram_tag = f"{prefix}/episode_returns"
     if histogram_tag in histograms:
-        entry.edges, entry.counts = histogram_arrays(last(accumulator.Histograms(histogram_tag)).histogram_value)
+        histogram = last(accumulator.Histograms(histogram_tag), step)
+        if histogram is not None:
+            entry.edges, entry.counts = histogram_arrays(histogram.histogram_value)
     return entry
 
 
