@@ -776,6 +776,16 @@ def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkey
     assert f"interrupted at {saved.num_timesteps} timesteps; model: {tmp_path / 'lava.zip'}" in out
 
 
+def test_compare_names_a_model_saved_without_zip_by_its_whole_name(saved_models, tmp_path, capsys):
+    """SB3's save adds no .zip to a name with a dot: models cvar0.1 and cvar0.2 were both rows named cvar0."""
+    for name in ("cvar0.1", "cvar0.2"):
+        (tmp_path / name).write_bytes((saved_models / "OrderGradPPO.zip").read_bytes())
+    argv = ["compare", str(tmp_path / "cvar0.1"), str(tmp_path / "cvar0.2"), "--env", "RiskyBandit-v0"]
+    assert main([*argv, "--episodes", "2", "--quiet", "--out", str(tmp_path)]) == 0
+    rows = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["cvar0.1", "cvar0.2"]
+
+
 def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, capsys):
     """compare had no --env-kwargs: a model trained with train --env-kwargs could not be compared on its env, and
     the endless-episode error told compare's user to give --env-kwargs max_episode_steps=..., which it refused."""

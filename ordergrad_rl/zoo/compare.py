@@ -75,8 +75,14 @@ def method_of(path: Path) -> str:
     ``ordergrad_cvar_seed3.zip`` -> ``ordergrad_cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``;
     ``runs/OrderGradPPO_cvar0.2@128/seed0_1`` -> ``OrderGradPPO_cvar0.2@128``.
     """
-    name = path.stem if path.suffix == ".zip" else path.name
+    name = entry_name(path)
     return strip_seed(name) or path.parent.name or name
+
+
+def entry_name(path: Path) -> str:
+    """The name of a model file without ``.zip``, or of a run or log dir: ``cvar0.2.zip`` and ``cvar0.2`` (SB3's
+    ``save`` adds no ``.zip`` to a name with a dot) -> ``cvar0.2``."""
+    return path.name.removesuffix(".zip")
 
 
 def group_of(run: Path, logdir: Path) -> str:
@@ -249,7 +255,7 @@ def load_entries(
         evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics)
         made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
-        entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
+        entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")
     training = [e.label for e in entries if e.label.endswith(" (training)")]
@@ -271,10 +277,9 @@ MAX_FIGURE_NAME = 120
 
 
 def figure_name(paths: list[Path]) -> str:
-    """``compare_<a>_vs_<b>....png`` from the command-line arguments: a model's file stem, a run's or log dir's name
-    (with its parent's name when two arguments share a name); characters other than letters, digits and ``._-``
-    become ``-``."""
-    names = [path.stem if path.suffix == ".zip" else path.name for path in paths]
+    """``compare_<a>_vs_<b>....png`` from the command-line arguments: their :func:`entry_name` (with its parent's
+    name when two arguments share a name); characters other than letters, digits and ``._-`` become ``-``."""
+    names = [entry_name(path) for path in paths]
     names = [
         f"{path.parent.name}-{name}" if names.count(name) > 1 else name for path, name in zip(paths, names, strict=True)
     ]
