@@ -200,6 +200,14 @@ def test_dashboard_command(logdir: Path, capsys: pytest.CaptureFixture) -> None:
         dashboards.write_dashboards(empty)
 
 
+def test_dashboard_prints_a_tensorboard_command_that_runs_as_pasted(tmp_path: Path, capsys) -> None:
+    """A log dir with a space: the printed ``tensorboard --logdir my runs`` gave TensorBoard two arguments."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "my runs" / "cvar" / f"seed{seed}_1", [10], [1.0], "cvar0.2", seed)
+    assert main(["dashboard", str(tmp_path / "my runs")]) == 0
+    assert f"TensorBoard: tensorboard --logdir '{tmp_path / 'my runs'}'\n" in capsys.readouterr().out
+
+
 def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest.CaptureFixture) -> None:
     """SB3's own PPO_1 and PPO_2 beside OrderGrad's runs: no mean_over_seeds run of them (it would hold an HParams
     experiment without metrics, which TensorBoard may take for the columns of the whole table)."""
