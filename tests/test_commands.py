@@ -3,6 +3,7 @@
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -334,6 +335,8 @@ def test_figure_is_named_after_the_inputs():
     assert zoo_compare.figure_name([Path("runs/tailrisk/")]) == "compare_tailrisk.png"
     same_name = [Path("a/PPO_1"), Path("b/PPO_1"), Path("my runs/x.zip")]
     assert zoo_compare.figure_name(same_name) == "compare_a-PPO_1_vs_b-PPO_1_vs_x.png"
+    deeper = [Path("exp1/runs/PPO_1"), Path("exp2/runs/PPO_1")]  # was compare_runs-PPO_1_vs_runs-PPO_1.png
+    assert zoo_compare.figure_name(deeper) == "compare_exp1-runs-PPO_1_vs_exp2-runs-PPO_1.png"
     many = [Path(f"model_{i}.zip") for i in range(40)]
     long, other = zoo_compare.figure_name(many), zoo_compare.figure_name(many[:-1] + [Path("other.zip")])
     assert len(long) == zoo_compare.MAX_FIGURE_NAME + len(".png") and long != other  # cut, then told apart by a hash
@@ -417,6 +420,11 @@ def test_runs_below_a_log_dir_are_named_and_grouped_by_their_path_below_it(tmp_p
     twice = zoo_compare.load_entries([tmp_path / "runs" / "env1", tmp_path / "runs" / "env2"], None, 1)
     labels = ["env1/cvar/seed0_1", "cvar/seed1_1", "env2/cvar/seed0_1", "mean/seed0_1"]
     assert [entry.label for entry in twice] == labels
+    # Runs of one name in log dirs of one name (exp1/runs/PPO_1, exp2/runs/PPO_1) were two rows runs/PPO_1.
+    for name in ("exp1/runs/PPO_1", "exp2/runs/PPO_1"):
+        shutil.copytree(tmp_path / "runs" / "env1" / "cvar" / "seed0_1", tmp_path / name)
+    same = zoo_compare.load_entries([tmp_path / "exp1" / "runs" / "PPO_1", tmp_path / "exp2" / "runs"], None, 1)
+    assert [entry.label for entry in same] == ["exp1/runs/PPO_1", "exp2/runs/PPO_1"]
 
 
 def test_train_run_name(tmp_path, capsys):

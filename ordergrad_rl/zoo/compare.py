@@ -264,11 +264,29 @@ def load_entries(
             f"note: {len(training)} of {len(entries)} entries have no evaluation returns; their rows, marked "
             "'(training)', describe training batches (stochastic actions, policies along the run), not deployment"
         )
-    labels = [e.label for e in entries]
-    for entry in entries:
-        if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the log dir's name
-            entry.label = f"{entry.path.parents[entry.label.count('/')].name}/{entry.label}"
+    # Runs called PPO_1 in two log dirs: rows a/PPO_1 and b/PPO_1.
+    labels = distinct_names([entry.label for entry in entries], [entry.path for entry in entries])
+    for entry, label in zip(entries, labels, strict=True):
+        entry.label = label
     return entries
+
+
+def distinct_names(names: list[str], paths: list[Path]) -> list[str]:
+    """``names`` (each naming the last parts of its path: ``PPO_1``, ``cvar/seed0_1``) with those that several paths
+    share preceded by the names of the directories above them, as few as tell them apart: ``a/PPO_1`` and
+    ``b/PPO_1``; ``exp1/runs/PPO_1`` and ``exp2/runs/PPO_1``."""
+    out = list(names)
+    for name in dict.fromkeys(name for name in names if names.count(name) > 1):
+        same = [i for i, other in enumerate(names) if other == name]
+        size = name.count("/") + 1
+        named = [name] * len(same)  # paths without more parts to tell them apart
+        for more in range(1, max(len(paths[i].parts) for i in same) - size + 1):
+            named = ["/".join((*paths[i].parts[-size - more : -size], name)) for i in same]
+            if len(set(named)) == len(named):
+                break
+        for i, label in zip(same, named, strict=True):
+            out[i] = label
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -277,12 +295,9 @@ MAX_FIGURE_NAME = 120
 
 
 def figure_name(paths: list[Path]) -> str:
-    """``compare_<a>_vs_<b>....png`` from the command-line arguments: their :func:`entry_name` (with its parent's
-    name when two arguments share a name); characters other than letters, digits and ``._-`` become ``-``."""
-    names = [entry_name(path) for path in paths]
-    names = [
-        f"{path.parent.name}-{name}" if names.count(name) > 1 else name for path, name in zip(paths, names, strict=True)
-    ]
+    """``compare_<a>_vs_<b>....png`` from the command-line arguments: their :func:`entry_name`, made
+    :func:`distinct_names` (``a-PPO_1_vs_b-PPO_1``); characters other than letters, digits and ``._-`` become ``-``."""
+    names = distinct_names([entry_name(path) for path in paths], paths)
     stem = re.sub(r"[^\w.-]+", "-", "compare_" + "_vs_".join(names))
     if len(stem) > MAX_FIGURE_NAME:
         digest = hashlib.sha1("\0".join(map(str, paths)).encode()).hexdigest()[:8]
