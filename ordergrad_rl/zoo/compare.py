@@ -224,8 +224,8 @@ def load_entries(
     A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
     an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
 
-    :raises CommandError: a model without --env, one that does not fit --env, an argument that is neither a
-        model nor a run, or nothing left to compare.
+    :raises CommandError: a model without --env, one that does not fit --env, --env without a model, an argument
+        that is neither a model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
     models = {}
@@ -236,6 +236,8 @@ def load_entries(
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
         models[path] = (file, *load_model(file), saved_statistics(file))
+    if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
+        raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     if models:
         venv = make_env(env, 1, None, env_kwargs)  # unknown ids, missing packages and arguments fail here
         for file, model, *_ in models.values():
