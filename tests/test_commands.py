@@ -427,6 +427,20 @@ def test_runs_below_a_log_dir_are_named_and_grouped_by_their_path_below_it(tmp_p
     assert [entry.label for entry in same] == ["exp1/runs/PPO_1", "exp2/runs/PPO_1"]
 
 
+def test_compare_names_the_log_dir_dot_after_the_directory(tmp_path, monkeypatch):
+    """cd runs/cvar && ordergrad-rl compare .: the figure was compare_.png and every seed a method of its own."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for seed in (0, 1):
+        with SummaryWriter(str(tmp_path / "cvar" / f"seed{seed}_1")) as writer:
+            writer.add_scalar("eval_risk/mean", 1.0, 8)
+    monkeypatch.chdir(tmp_path / "cvar")
+    assert [entry.group for entry in zoo_compare.load_entries([Path(".")], None, 1)] == ["cvar", "cvar"]
+    assert zoo_compare.figure_name([Path(".")]) == "compare_cvar.png"
+    monkeypatch.chdir(tmp_path / "cvar" / "seed0_1")
+    assert zoo_compare.figure_name([Path(".."), Path("../../other.zip")]) == "compare_cvar_vs_other.png"
+
+
 def test_train_run_name(tmp_path, capsys):
     argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip

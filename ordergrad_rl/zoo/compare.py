@@ -76,13 +76,18 @@ def method_of(path: Path) -> str:
     ``runs/OrderGradPPO_cvar0.2@128/seed0_1`` -> ``OrderGradPPO_cvar0.2@128``.
     """
     name = entry_name(path)
-    return strip_seed(name) or path.parent.name or name
+    return strip_seed(name) or name_of(path.parent) or name
 
 
 def entry_name(path: Path) -> str:
     """The name of a model file without ``.zip``, or of a run or log dir: ``cvar0.2.zip`` and ``cvar0.2`` (SB3's
     ``save`` adds no ``.zip`` to a name with a dot) -> ``cvar0.2``."""
-    return path.name.removesuffix(".zip")
+    return name_of(path).removesuffix(".zip")
+
+
+def name_of(path: Path) -> str:
+    """``path``'s name, or for ``.`` and ``..`` that of the directory they stand for (``compare .`` in a log dir)."""
+    return path.resolve().name if path.name in ("", "..") else path.name
 
 
 def group_of(run: Path, logdir: Path) -> str:
