@@ -157,6 +157,18 @@ def test_compare_and_the_dashboards_skip_what_the_dashboards_wrote(logdir: Path)
     assert sum(len(runs) for runs in dashboards.find_runs(logdir).values()) == 5
 
 
+def test_compare_of_every_entry_of_a_log_dir_skips_what_the_dashboards_wrote(logdir: Path) -> None:
+    """compare runs/* after dashboard runs: the root's layout file was taken for a saved model ("give --env") and
+    top/, holding only the mean_over_seeds of top_1 and top_2, was "a directory without TensorBoard runs"."""
+    for seed in (0, 1):
+        fake_run(logdir / f"top_{seed + 1}", [10], [1.0], "mean", seed)
+    dashboards.write_dashboards(logdir)
+    assert (logdir / "top" / "mean_over_seeds").is_dir() and list(logdir.glob("events.out.tfevents.*"))
+    runs = zoo_compare.expand(sorted(logdir.iterdir()))
+    assert len(runs) == 7 and not any(zoo_compare.is_aggregate(run) for run in runs)
+    assert zoo_compare.expand([logdir / "top"]) == {}
+
+
 def test_colour_regex_captures_each_method_longest_first(logdir: Path) -> None:
     result = dashboards.write_dashboards(logdir)
     assert "runColorGroup=regex%3A%5E%28cvar-level%7Calone%7Ccvar%29" in result.url

@@ -186,14 +186,25 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
 # ---------------------------------------------------------------------------------------------------- entries
 def expand(paths: list[Path]) -> dict[Path, Path | None]:
     """Arguments -> entries, each with the log dir it was found below (``None``: an argument itself): a log dir
-    stands for every run below it (sorted), but the aggregated runs :mod:`ordergrad_rl.zoo.dashboards` writes."""
+    stands for every run below it (sorted), but what :mod:`ordergrad_rl.zoo.dashboards` writes is left out."""
     out: dict[Path, Path | None] = {}
     for path in paths:
+        if written_by_dashboards(path):  # compare runs/* after dashboard runs
+            continue
         if path.is_dir() and not is_run(path):
             out.update(dict.fromkeys(runs_below(path), path))
         else:
             out[path] = None
     return out
+
+
+def written_by_dashboards(path: Path) -> bool:
+    """Whether ``path`` is only what :mod:`ordergrad_rl.zoo.dashboards` writes beside the runs: the layout file at a
+    log dir's root, or a directory of aggregated runs (``top/mean_over_seeds`` of the runs ``top_1`` and ``top_2``)."""
+    if path.is_file():
+        return path.name.startswith("events.out.tfevents.") and path.name.endswith(DASHBOARD_SUFFIX)
+    runs = {event.parent for event in path.rglob("events.out.tfevents.*") if is_run(event.parent)}
+    return bool(runs) and all(is_aggregate(run) for run in runs)
 
 
 def runs_below(logdir: Path) -> list[Path]:
