@@ -257,6 +257,13 @@ def test_an_aggregate_whose_method_lost_its_seeds_is_removed(logdir: Path) -> No
     assert not list(logdir.glob("events.out.tfevents.*"))  # no layout charting methods without aggregates
 
 
+def test_dashboards_of_a_method_dir_keep_the_aggregate_the_log_dir_above_has_there(logdir: Path) -> None:
+    """dashboard runs, then dashboard runs/cvar: the second call deleted runs/cvar/mean_over_seeds as stale."""
+    dashboards.write_dashboards(logdir)
+    dashboards.write_dashboards(logdir / "cvar")
+    assert (logdir / "cvar" / "mean_over_seeds").is_dir()
+
+
 def test_seeds_without_hparams_give_an_aggregate_without_hparams(tmp_path: Path) -> None:
     """SB3's PPO with RiskEvalCallback logs eval_risk/* but no HParams: its mean_over_seeds gets the mean but no
     HParams record, whose only column would be 'seeds' (TensorBoard may take one run's columns for the table)."""
