@@ -167,6 +167,9 @@ def test_compare_of_every_entry_of_a_log_dir_skips_what_the_dashboards_wrote(log
     runs = zoo_compare.expand(sorted(logdir.iterdir()))
     assert len(runs) == 7 and not any(zoo_compare.is_aggregate(run) for run in runs)
     assert zoo_compare.expand([logdir / "top"]) == {}
+    # The figure is named after the entries, not the layout file's name (which changes with every dashboard call).
+    names = "compare_alone_vs_cvar_vs_cvar-level_vs_top_1_vs_top_2.png"
+    assert zoo_compare.figure_name(sorted(logdir.iterdir())) == names
 
 
 def test_colour_regex_captures_each_method_longest_first(logdir: Path) -> None:

@@ -313,8 +313,10 @@ MAX_FIGURE_NAME = 120
 
 
 def figure_name(paths: list[Path]) -> str:
-    """``compare_<a>_vs_<b>....png`` from the command-line arguments: their :func:`entry_name`, made
-    :func:`distinct_names` (``a-PPO_1_vs_b-PPO_1``); characters other than letters, digits and ``._-`` become ``-``."""
+    """``compare_<a>_vs_<b>....png`` from the command-line arguments (but what :func:`expand` leaves out): their
+    :func:`entry_name`, made :func:`distinct_names` (``a-PPO_1_vs_b-PPO_1``); characters other than letters, digits
+    and ``._-`` become ``-``."""
+    paths = [path for path in paths if not written_by_dashboards(path)]
     names = distinct_names([entry_name(path) for path in paths], paths)
     stem = re.sub(r"[^\w.-]+", "-", "compare_" + "_vs_".join(names))
     if len(stem) > MAX_FIGURE_NAME:
