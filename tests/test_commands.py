@@ -3,6 +3,7 @@
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -304,6 +305,29 @@ def test_read_run_recovers_the_logged_profile_and_histogram(tmp_path):
     np.testing.assert_allclose(entry.cdf(grid), exact.cdf(grid), atol=0.03)
 
 
+def test_read_run_takes_every_statistic_of_one_step_when_the_last_was_cut_short(tmp_path):
+    """A run that crashed while writing a profile has its last step for some keys only: compare printed their values
+    beside the step before's (a CVaR_0.05 above the CVaR_0.1) under that earlier step."""
+    from stable_baselines3.common.logger import configure
+    from torch.utils.tensorboard import SummaryWriter
+
+    from ordergrad_rl.agents import record_risk_profile
+
+    rng = np.random.default_rng(0)
+    logger = configure(str(tmp_path / "run"), ["tensorboard"])
+    returns = rng.normal(3.0, 1.0, 50)
+    record_risk_profile(logger, "eval_risk", returns)
+    logger.dump(1)
+    logger.close()
+    with SummaryWriter(str(tmp_path / "run")) as writer:  # what the crash left of step 2
+        writer.add_scalar("eval_risk/cvar_0.05", 99.0, 2)
+        writer.add_histogram("eval_risk/episode_returns", np.full(5, 99.0), 2)
+    entry = zoo_compare.read_run(tmp_path / "run")
+    assert entry.source == "TensorBoard eval_risk/* at step 1"
+    assert entry.profile == pytest.approx(risk_profile(returns), rel=1e-6)
+    assert entry.counts.sum() == 50 and entry.edges[-1] == pytest.approx(returns.max())
+
+
 def test_figure_is_named_after_the_inputs():
     """Issue 9, defect 9: both README compare examples wrote results/compare/compare.png."""
     models = [Path("results/tailrisk/models/reinforce_seed0.zip"), Path("results/tailrisk/models/ordergrad_cvar_seed0")]
@@ -311,6 +335,8 @@ def test_figure_is_named_after_the_inputs():
     assert zoo_compare.figure_name([Path("runs/tailrisk/")]) == "compare_tailrisk.png"
     same_name = [Path("a/PPO_1"), Path("b/PPO_1"), Path("my runs/x.zip")]
     assert zoo_compare.figure_name(same_name) == "compare_a-PPO_1_vs_b-PPO_1_vs_x.png"
+    deeper = [Path("exp1/runs/PPO_1"), Path("exp2/runs/PPO_1")]  # was compare_runs-PPO_1_vs_runs-PPO_1.png
+    assert zoo_compare.figure_name(deeper) == "compare_exp1-runs-PPO_1_vs_exp2-runs-PPO_1.png"
     many = [Path(f"model_{i}.zip") for i in range(40)]
     long, other = zoo_compare.figure_name(many), zoo_compare.figure_name(many[:-1] + [Path("other.zip")])
     assert len(long) == zoo_compare.MAX_FIGURE_NAME + len(".png") and long != other  # cut, then told apart by a hash
@@ -394,6 +420,25 @@ def test_runs_below_a_log_dir_are_named_and_grouped_by_their_path_below_it(tmp_p
     twice = zoo_compare.load_entries([tmp_path / "runs" / "env1", tmp_path / "runs" / "env2"], None, 1)
     labels = ["env1/cvar/seed0_1", "cvar/seed1_1", "env2/cvar/seed0_1", "mean/seed0_1"]
     assert [entry.label for entry in twice] == labels
+    # Runs of one name in log dirs of one name (exp1/runs/PPO_1, exp2/runs/PPO_1) were two rows runs/PPO_1.
+    for name in ("exp1/runs/PPO_1", "exp2/runs/PPO_1"):
+        shutil.copytree(tmp_path / "runs" / "env1" / "cvar" / "seed0_1", tmp_path / name)
+    same = zoo_compare.load_entries([tmp_path / "exp1" / "runs" / "PPO_1", tmp_path / "exp2" / "runs"], None, 1)
+    assert [entry.label for entry in same] == ["exp1/runs/PPO_1", "exp2/runs/PPO_1"]
+
+
+def test_compare_names_the_log_dir_dot_after_the_directory(tmp_path, monkeypatch):
+    """cd runs/cvar && ordergrad-rl compare .: the figure was compare_.png and every seed a method of its own."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for seed in (0, 1):
+        with SummaryWriter(str(tmp_path / "cvar" / f"seed{seed}_1")) as writer:
+            writer.add_scalar("eval_risk/mean", 1.0, 8)
+    monkeypatch.chdir(tmp_path / "cvar")
+    assert [entry.group for entry in zoo_compare.load_entries([Path(".")], None, 1)] == ["cvar", "cvar"]
+    assert zoo_compare.figure_name([Path(".")]) == "compare_cvar.png"
+    monkeypatch.chdir(tmp_path / "cvar" / "seed0_1")
+    assert zoo_compare.figure_name([Path(".."), Path("../../other.zip")]) == "compare_cvar_vs_other.png"
 
 
 def test_train_run_name(tmp_path, capsys):
@@ -753,6 +798,16 @@ def test_train_saves_the_model_trained_so_far_on_ctrl_c(tmp_path, capsys, monkey
     assert f"interrupted at {saved.num_timesteps} timesteps; model: {tmp_path / 'lava.zip'}" in out
 
 
+def test_compare_names_a_model_saved_without_zip_by_its_whole_name(saved_models, tmp_path, capsys):
+    """SB3's save adds no .zip to a name with a dot: models cvar0.1 and cvar0.2 were both rows named cvar0."""
+    for name in ("cvar0.1", "cvar0.2"):
+        (tmp_path / name).write_bytes((saved_models / "OrderGradPPO.zip").read_bytes())
+    argv = ["compare", str(tmp_path / "cvar0.1"), str(tmp_path / "cvar0.2"), "--env", "RiskyBandit-v0"]
+    assert main([*argv, "--episodes", "2", "--quiet", "--out", str(tmp_path)]) == 0
+    rows = [line.split("|")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["cvar0.1", "cvar0.2"]
+
+
 def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, capsys):
     """compare had no --env-kwargs: a model trained with train --env-kwargs could not be compared on its env, and
     the endless-episode error told compare's user to give --env-kwargs max_episode_steps=..., which it refused."""
@@ -766,3 +821,15 @@ def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, cap
     )
     assert main(["compare", str(tmp_path), "--env-kwargs", "max_episode_steps=3"]) == 2
     assert "--env-kwargs are the arguments of --env" in capsys.readouterr().err
+
+
+def test_compare_refuses_env_without_a_model_to_evaluate(tmp_path, capsys):
+    """compare runs/ --env X --episodes 1000 printed the runs' logged numbers as if it had evaluated them on X."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "runs" / "cvar_1")) as writer:
+        writer.add_scalar("eval_risk/mean", 1.0, 8)
+    assert main(["compare", str(tmp_path / "runs"), "--env", "RiskyBandit-v0", "--out", str(tmp_path)]) == 2
+    assert "--env RiskyBandit-v0 is the env the saved models are evaluated on, and no argument is a model" in (
+        capsys.readouterr().err
+    )

@@ -157,6 +157,21 @@ def test_compare_and_the_dashboards_skip_what_the_dashboards_wrote(logdir: Path)
     assert sum(len(runs) for runs in dashboards.find_runs(logdir).values()) == 5
 
 
+def test_compare_of_every_entry_of_a_log_dir_skips_what_the_dashboards_wrote(logdir: Path) -> None:
+    """compare runs/* after dashboard runs: the root's layout file was taken for a saved model ("give --env") and
+    top/, holding only the mean_over_seeds of top_1 and top_2, was "a directory without TensorBoard runs"."""
+    for seed in (0, 1):
+        fake_run(logdir / f"top_{seed + 1}", [10], [1.0], "mean", seed)
+    dashboards.write_dashboards(logdir)
+    assert (logdir / "top" / "mean_over_seeds").is_dir() and list(logdir.glob("events.out.tfevents.*"))
+    runs = zoo_compare.expand(sorted(logdir.iterdir()))
+    assert len(runs) == 7 and not any(zoo_compare.is_aggregate(run) for run in runs)
+    assert zoo_compare.expand([logdir / "top"]) == {}
+    # The figure is named after the entries, not the layout file's name (which changes with every dashboard call).
+    names = "compare_alone_vs_cvar_vs_cvar-level_vs_top_1_vs_top_2.png"
+    assert zoo_compare.figure_name(sorted(logdir.iterdir())) == names
+
+
 def test_colour_regex_captures_each_method_longest_first(logdir: Path) -> None:
     result = dashboards.write_dashboards(logdir)
     assert "runColorGroup=regex%3A%5E%28cvar-level%7Calone%7Ccvar%29" in result.url
@@ -200,6 +215,14 @@ def test_dashboard_command(logdir: Path, capsys: pytest.CaptureFixture) -> None:
         dashboards.write_dashboards(empty)
 
 
+def test_dashboard_prints_a_tensorboard_command_that_runs_as_pasted(tmp_path: Path, capsys) -> None:
+    """A log dir with a space: the printed ``tensorboard --logdir my runs`` gave TensorBoard two arguments."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "my runs" / "cvar" / f"seed{seed}_1", [10], [1.0], "cvar0.2", seed)
+    assert main(["dashboard", str(tmp_path / "my runs")]) == 0
+    assert f"TensorBoard: tensorboard --logdir '{tmp_path / 'my runs'}'\n" in capsys.readouterr().out
+
+
 def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest.CaptureFixture) -> None:
     """SB3's own PPO_1 and PPO_2 beside OrderGrad's runs: no mean_over_seeds run of them (it would hold an HParams
     experiment without metrics, which TensorBoard may take for the columns of the whole table)."""
@@ -235,6 +258,13 @@ def test_an_aggregate_whose_method_lost_its_seeds_is_removed(logdir: Path) -> No
     shutil.rmtree(logdir / "cvar" / "seed1_1")
     assert dashboards.write_dashboards(logdir).aggregates == {} and not list(logdir.rglob("mean_over_seeds"))
     assert not list(logdir.glob("events.out.tfevents.*"))  # no layout charting methods without aggregates
+
+
+def test_dashboards_of_a_method_dir_keep_the_aggregate_the_log_dir_above_has_there(logdir: Path) -> None:
+    """dashboard runs, then dashboard runs/cvar: the second call deleted runs/cvar/mean_over_seeds as stale."""
+    dashboards.write_dashboards(logdir)
+    dashboards.write_dashboards(logdir / "cvar")
+    assert (logdir / "cvar" / "mean_over_seeds").is_dir()
 
 
 def test_seeds_without_hparams_give_an_aggregate_without_hparams(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ tailrisk --tensorboard` and `sweep` run it on the runs they write; `compare` ski
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from ordergrad_rl.common.reports import markdown_table
@@ -47,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
     dashboards = write_dashboards(args.logdir)
     rows = [[group, len(runs), aggregated(dashboards, group)] for group, runs in dashboards.groups.items()]
     print(markdown_table(["method", "runs", "aggregated run"], rows))
-    print(f"TensorBoard: tensorboard --logdir {args.logdir}")
+    print(f"TensorBoard: tensorboard --logdir {shlex.quote(str(args.logdir))}")  # a command to paste
     print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")
     return 0

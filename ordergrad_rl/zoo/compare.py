@@ -75,8 +75,19 @@ def method_of(path: Path) -> str:
     ``ordergrad_cvar_seed3.zip`` -> ``ordergrad_cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``;
     ``runs/OrderGradPPO_cvar0.2@128/seed0_1`` -> ``OrderGradPPO_cvar0.2@128``.
     """
-    name = path.stem if path.suffix == ".zip" else path.name
-    return strip_seed(name) or path.parent.name or name
+    name = entry_name(path)
+    return strip_seed(name) or name_of(path.parent) or name
+
+
+def entry_name(path: Path) -> str:
+    """The name of a model file without ``.zip``, or of a run or log dir: ``cvar0.2.zip`` and ``cvar0.2`` (SB3's
+    ``save`` adds no ``.zip`` to a name with a dot) -> ``cvar0.2``."""
+    return name_of(path).removesuffix(".zip")
+
+
+def name_of(path: Path) -> str:
+    """``path``'s name, or for ``.`` and ``..`` that of the directory they stand for (``compare .`` in a log dir)."""
+    return path.resolve().name if path.name in ("", "..") else path.name
 
 
 def group_of(run: Path, logdir: Path) -> str:
@@ -126,7 +137,7 @@ def histogram_arrays(histogram: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def read_run(path: Path, logdir: Path | None = None) -> Entry:
-    """The last ``eval_risk/*`` (else ``risk/*``) scalars and ``episode_returns`` histogram of a run.
+    """The last ``eval_risk/*`` (else ``risk/*``) profile and ``episode_returns`` histogram of a run, all of one step.
 
     :param logdir: the log dir the run was found below: the entry is named and grouped as TensorBoard lists it
         there, by its path below it (``env1/cvar/seed0_1``, method ``env1/cvar``); ``None``: by the run's name.
@@ -147,11 +158,16 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
     else:
         raise CommandError(f"{path} has no eval_risk/* or risk/* scalars (not a run of an OrderGrad agent?)")
 
-    def last(events: list) -> Any:
-        return max(events, key=lambda e: (e.step, e.wall_time))
+    def last(events: list, step: int) -> Any:  # the last written at ``step`` (a resumed run may log a step twice)
+        return max((e for e in events if e.step == step), key=lambda e: e.wall_time, default=None)
 
-    profile = {key: last(accumulator.Scalars(f"{prefix}/{key}")).value for key in keys if f"{prefix}/{key}" in scalars}
-    step = last(accumulator.Scalars(f"{prefix}/mean")).step
+    series = {key: accumulator.Scalars(f"{prefix}/{key}") for key in keys if f"{prefix}/{key}" in scalars}
+    # The last step of the whole profile: a run that crashed while writing one has that step for some keys only,
+    # and their last values would mix two evaluations (a CVaR_0.05 above the CVaR_0.1).
+    step = max(set.intersection(*({e.step for e in events} for events in series.values())), default=None)
+    if step is None:
+        raise CommandError(f"{path} never logged its {prefix}/* scalars at one step")
+    profile = {key: last(events, step).value for key, events in series.items()}
     # A run without evaluations gives its training batches' returns: labelled so, since they are not deployment
     # returns (stochastic actions, an earlier policy) and compare would put them beside others' evaluations.
     name = path.name if logdir is None else path.relative_to(logdir).as_posix()
@@ -161,21 +177,34 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
     entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile, group=group)
     histogram_tag = f"{prefix}/episode_returns"
     if histogram_tag in histograms:
-        entry.edges, entry.counts = histogram_arrays(last(accumulator.Histograms(histogram_tag)).histogram_value)
+        histogram = last(accumulator.Histograms(histogram_tag), step)
+        if histogram is not None:
+            entry.edges, entry.counts = histogram_arrays(histogram.histogram_value)
     return entry
 
 
 # ---------------------------------------------------------------------------------------------------- entries
 def expand(paths: list[Path]) -> dict[Path, Path | None]:
     """Arguments -> entries, each with the log dir it was found below (``None``: an argument itself): a log dir
-    stands for every run below it (sorted), but the aggregated runs :mod:`ordergrad_rl.zoo.dashboards` writes."""
+    stands for every run below it (sorted), but what :mod:`ordergrad_rl.zoo.dashboards` writes is left out."""
     out: dict[Path, Path | None] = {}
     for path in paths:
+        if written_by_dashboards(path):  # compare runs/* after dashboard runs
+            continue
         if path.is_dir() and not is_run(path):
             out.update(dict.fromkeys(runs_below(path), path))
         else:
             out[path] = None
     return out
+
+
+def written_by_dashboards(path: Path) -> bool:
+    """Whether ``path`` is only what :mod:`ordergrad_rl.zoo.dashboards` writes beside the runs: the layout file at a
+    log dir's root, or a directory of aggregated runs (``top/mean_over_seeds`` of the runs ``top_1`` and ``top_2``)."""
+    if path.is_file():
+        return path.name.startswith("events.out.tfevents.") and path.name.endswith(DASHBOARD_SUFFIX)
+    runs = {event.parent for event in path.rglob("events.out.tfevents.*") if is_run(event.parent)}
+    return bool(runs) and all(is_aggregate(run) for run in runs)
 
 
 def runs_below(logdir: Path) -> list[Path]:
@@ -211,8 +240,8 @@ def load_entries(
     A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
     an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
 
-    :raises CommandError: a model without --env, one that does not fit --env, an argument that is neither a
-        model nor a run, or nothing left to compare.
+    :raises CommandError: a model without --env, one that does not fit --env, --env without a model, an argument
+        that is neither a model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
     models = {}
@@ -223,6 +252,8 @@ def load_entries(
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
         models[path] = (file, *load_model(file), saved_statistics(file))
+    if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
+        raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     if models:
         venv = make_env(env, 1, None, env_kwargs)  # unknown ids, missing packages and arguments fail here
         for file, model, *_ in models.values():
@@ -242,7 +273,7 @@ def load_entries(
         evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics)
         made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
-        entries.append(Entry(file, file.stem, source, evaluation.profile(), returns=evaluation.returns))
+        entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")
     training = [e.label for e in entries if e.label.endswith(" (training)")]
@@ -251,11 +282,29 @@ def load_entries(
             f"note: {len(training)} of {len(entries)} entries have no evaluation returns; their rows, marked "
             "'(training)', describe training batches (stochastic actions, policies along the run), not deployment"
         )
-    labels = [e.label for e in entries]
-    for entry in entries:
-        if labels.count(entry.label) > 1:  # e.g. runs called PPO_1 in two log dirs: add the log dir's name
-            entry.label = f"{entry.path.parents[entry.label.count('/')].name}/{entry.label}"
+    # Runs called PPO_1 in two log dirs: rows a/PPO_1 and b/PPO_1.
+    labels = distinct_names([entry.label for entry in entries], [entry.path for entry in entries])
+    for entry, label in zip(entries, labels, strict=True):
+        entry.label = label
     return entries
+
+
+def distinct_names(names: list[str], paths: list[Path]) -> list[str]:
+    """``names`` (each naming the last parts of its path: ``PPO_1``, ``cvar/seed0_1``) with those that several paths
+    share preceded by the names of the directories above them, as few as tell them apart: ``a/PPO_1`` and
+    ``b/PPO_1``; ``exp1/runs/PPO_1`` and ``exp2/runs/PPO_1``."""
+    out = list(names)
+    for name in dict.fromkeys(name for name in names if names.count(name) > 1):
+        same = [i for i, other in enumerate(names) if other == name]
+        size = name.count("/") + 1
+        named = [name] * len(same)  # paths without more parts to tell them apart
+        for more in range(1, max(len(paths[i].parts) for i in same) - size + 1):
+            named = ["/".join((*paths[i].parts[-size - more : -size], name)) for i in same]
+            if len(set(named)) == len(named):
+                break
+        for i, label in zip(same, named, strict=True):
+            out[i] = label
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -264,13 +313,11 @@ MAX_FIGURE_NAME = 120
 
 
 def figure_name(paths: list[Path]) -> str:
-    """``compare_<a>_vs_<b>....png`` from the command-line arguments: a model's file stem, a run's or log dir's name
-    (with its parent's name when two arguments share a name); characters other than letters, digits and ``._-``
-    become ``-``."""
-    names = [path.stem if path.suffix == ".zip" else path.name for path in paths]
-    names = [
-        f"{path.parent.name}-{name}" if names.count(name) > 1 else name for path, name in zip(paths, names, strict=True)
-    ]
+    """``compare_<a>_vs_<b>....png`` from the command-line arguments (but what :func:`expand` leaves out): their
+    :func:`entry_name`, made :func:`distinct_names` (``a-PPO_1_vs_b-PPO_1``); characters other than letters, digits
+    and ``._-`` become ``-``."""
+    paths = [path for path in paths if not written_by_dashboards(path)]
+    names = distinct_names([entry_name(path) for path in paths], paths)
     stem = re.sub(r"[^\w.-]+", "-", "compare_" + "_vs_".join(names))
     if len(stem) > MAX_FIGURE_NAME:
         digest = hashlib.sha1("\0".join(map(str, paths)).encode()).hexdigest()[:8]

@@ -278,8 +278,9 @@ def write_dashboards(logdir: Path) -> Dashboards:
     aggregates = {group: runs for group, runs in data.items() if common_tags(runs)}
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
     # What an earlier call wrote for a method that gets no aggregate now (a seed deleted, runs renamed) would show
-    # the mean of runs that are gone.
-    for stale in aggregates_below(logdir) - set(paths.values()):
+    # the mean of runs that are gone. One right in the log dir is not of its methods but of the log dir itself, which
+    # a call on the dir above wrote (dashboard runs, then dashboard runs/cvar).
+    for stale in aggregates_below(logdir) - set(paths.values()) - {logdir / AGGREGATE_RUN}:
         shutil.rmtree(stale)
     tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
     write_layout(logdir, sorted(aggregates), tags)
