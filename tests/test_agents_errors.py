@@ -509,10 +509,13 @@ def test_saved_objective_is_a_readable_spec(tmp_path: Path) -> None:
     assert str(OrderGradPPO.load(path).objective) == "top2@4"
 
 
-@pytest.mark.parametrize("change", [{"objective": "cvar0.1"}, {"k": 2}])
+@pytest.mark.parametrize(
+    "change", [{"objective": "cvar0.1"}, {"k": 2}, {"objective_spec": "max@4"}, {"gcvar_alpha": 0.3}]
+)
 def test_load_refuses_to_change_the_objective(tmp_path: Path, change) -> None:
     # SB3's load sets its kwargs on the model; the saved objective_spec then won over objective= (cvar0.2@4 trained
-    # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2").
+    # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2). The saved
+    # entries objective_spec="max@4" and gcvar_alpha=0.3 (GCVaR's weights on a CVaR model) loaded and trained.
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
     with pytest.raises(ValueError, match=f"keeps the objective and the advantage mode .*; {next(iter(change))} "):

@@ -104,6 +104,10 @@ class OrderGradAlgorithmMixin:
         "entropy_plateau",
     )
 
+    #: What :meth:`load` refuses to change: the objective (its spec, ``k``, GCVaR's level) and the advantage mode the
+    #: model was saved with.
+    fixed_at_load: ClassVar[tuple[str, ...]] = ("objective", "objective_spec", "k", "gcvar_alpha", "advantage")
+
     objective: Objective | ChannelObjective
     objective_spec: str
     k: int
@@ -181,12 +185,13 @@ class OrderGradAlgorithmMixin:
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
             ``kwargs`` that the constructor refuses, ``n_envs`` without ``env`` or other than ``env``'s, ``use_sde``
             other than the saved one (the policy's layout), ``None`` for an argument of :attr:`default_when_none`
-            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the model keeps
-            the objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
+            (:meth:`refuse_none_defaults`), or a name of :attr:`fixed_at_load` among ``kwargs``: the model keeps the
+            objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
             trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load as the
-            Q-critic algorithm).
+            Q-critic algorithm; the saved ``objective_spec`` or ``gcvar_alpha`` given another value changed the
+            objective trained without a word).
         """
-        fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
+        fixed = [name for name in cls.fixed_at_load if name in kwargs]
         if fixed:
             raise ValueError(
                 f"{cls.__name__}.load keeps the objective and the advantage mode the model was saved with; "
