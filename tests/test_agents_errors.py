@@ -736,6 +736,82 @@ def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) 
     assert OrderGradPPO.load(path, baseline_lambda=0.9, value_baseline="history").baseline_lambda == 0.9
 
 
+#: Values given to load in ``custom_objects`` that it refuses as the same arguments: the objective and the advantage
+#: mode, SB3's n_steps in episodic mode, None for a constructor default, and BAD_OVERRIDES (except policy_kwargs, which
+#: custom_objects replaces as in SB3).
+BAD_CUSTOM_OBJECTS = [
+    ("objective", "max@4"),
+    ("objective_spec", "max@4"),
+    ("k", 3),
+    ("advantage", "episodic"),
+    ("n_steps", 4),
+    ("n_episodes", 2),
+    ("ent_coef", None),
+    *[(name, value) for name, value in BAD_OVERRIDES if name != "policy_kwargs"],
+]
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_custom_objects_as_the_same_arguments(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load puts custom_objects in place of the saved entries unchecked: custom_objects={"gamma": 2.0} loaded,
+    # {"n_episodes": 2} loaded with k=4, and {"objective": "max@4"} was ignored without a word (the save holds
+    # objective_spec), while load(path, gamma=2.0), n_episodes=2 and objective="max@4" are refused.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    (make() if algorithm == "q_critic" else make(objective="cvar0.5")).save(path)  # k = 2: n_episodes=2 is refused
+    refused = {*inspect.signature(cls).parameters, "objective_spec", "advantage", "n_steps"}
+    refused -= {"n_steps"} if algorithm == "q_critic" else set()  # its rollout size
+    checked = [(name, value) for name, value in BAD_CUSTOM_OBJECTS if name in refused]
+    assert len(checked) >= 12
+    for name, value in checked:
+        with pytest.raises(ValueError) as given_error:
+            cls.load(path, **{name: value})
+        with pytest.raises(ValueError) as custom_error:
+            cls.load(path, custom_objects={name: value})
+        assert str(custom_error.value) == str(given_error.value)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_converts_custom_objects_as_the_same_arguments(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set the string and the flag as they were: the first rollout failed deep inside ("'str' object has no
+    # attribute 'share'", "'bool' object has no attribute 'update'").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(objective="cvar0.5", seed=0).save(path)
+    custom = {"risk_schedule": "level:0.5", "gamma": 0.9}
+    if "entropy_plateau" in inspect.signature(cls).parameters:  # OrderGradPPO's
+        custom["entropy_plateau"] = {"p_value": 0.1}
+    given = cls.load(path, **custom)
+    model = cls.load(path, env=make().get_env(), custom_objects=custom)
+    assert (model.risk_schedule, model.gamma) == (given.risk_schedule, 0.9)
+    assert repr(getattr(model, "entropy_plateau", None)) == repr(getattr(given, "entropy_plateau", None))
+    assert cls.load(path, gamma=0.8, custom_objects={"gamma": 0.9}).gamma == 0.8  # the argument wins, as in SB3
+    model.learn(100)
+
+
+def _inference_only_load(cls: type, path: Path, env: Any) -> Any:
+    """``cls.load`` with SB3's (and rl-zoo3's) ``custom_objects`` for a save whose schedules do not unpickle."""
+    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    return cls.load(path, env=env, custom_objects=custom)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_takes_sb3s_inference_only_custom_objects_as_sb3_does(tmp_path: Path, algorithm: str) -> None:
+    # The constructor refuses clip_range=0 (it would freeze the policy): with a zero learning rate nothing trains, and
+    # SB3's usual custom_objects for a save from another Python load and train a few steps as with SB3's PPO.
+    PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32).save(tmp_path / "sb3.zip")
+    cls, make = _saved_models()[algorithm]
+    made = make(seed=0)
+    made.save(tmp_path / "model.zip")
+    for algorithm_class, path, env in [(PPO, "sb3.zip", made.get_env()), (cls, "model.zip", made.get_env())]:
+        model = _inference_only_load(algorithm_class, tmp_path / path, env)
+        before = [p.detach().clone() for p in model.policy.parameters()]
+        model.learn(64)
+        clip_range = getattr(model, "clip_range", lambda _: 0.0)  # OrderGradREINFORCE has none
+        assert (model.learning_rate, model.lr_schedule(1.0), clip_range(1.0)) == (0.0, 0.0, 0.0)
+        assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
 @pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
 def test_load_builds_an_env_id_with_the_saves_envs(tmp_path: Path, algorithm: str) -> None:
     # As the constructors take one; SB3's load failed on it ("not a Gymnasium environment ... OpenAI Gym").
