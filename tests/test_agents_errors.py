@@ -789,6 +789,19 @@ def test_load_converts_custom_objects_as_the_same_arguments(tmp_path: Path, algo
     model.learn(100)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_policy_kwargs_in_custom_objects_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load built the policy with them: net_arch="x" failed deep in torch ("empty(): argument 'size' ...").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    made = make(policy_kwargs={"activation_fn": th.nn.ReLU})
+    made.save(path)
+    with pytest.raises(ValueError, match=r"policy_kwargs\['net_arch'\] must be a list of positive layer sizes"):
+        cls.load(path, custom_objects={"policy_kwargs": {"net_arch": "x"}})
+    model = cls.load(path, custom_objects={"policy_kwargs": made.policy_kwargs})  # SB3's use: replace what won't load
+    assert model.policy_kwargs == made.policy_kwargs
+
+
 def _inference_only_load(cls: type, path: Path, env: Any) -> Any:
     """``cls.load`` with SB3's (and rl-zoo3's) ``custom_objects`` for a save whose schedules do not unpickle."""
     custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}

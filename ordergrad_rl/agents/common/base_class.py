@@ -244,7 +244,9 @@ class OrderGradAlgorithmMixin:
         arguments given to ``load``: SB3's ``custom_objects`` replace saved entries with no check, so
         ``custom_objects={"gamma": 2.0}`` set a ``gamma`` the constructor refuses, and ``{"objective": "max@4"}`` was
         ignored without a word. Where ``kwargs`` has the name too, its value wins, as in SB3. Other entries
-        (``lr_schedule`` ...) stay in ``custom_objects`` for SB3.
+        (``lr_schedule`` ...) stay in ``custom_objects`` for SB3; ``policy_kwargs`` too (SB3 builds the policy with
+        them, where ``load(path, policy_kwargs=...)`` must equal the saved ones), checked as the constructor checks
+        them (SB3's load failed deep in torch on ``{"net_arch": "x"}``).
 
         SB3's inference-only load, ``custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0,
         "clip_range": lambda _: 0.0}`` (for a save whose schedules do not unpickle in this Python), loads as in SB3:
@@ -257,6 +259,8 @@ class OrderGradAlgorithmMixin:
         arguments = cls.load_arguments()
         moved = {name: value for name, value in custom_objects.items() if name in arguments and name not in kwargs}
         rest = {name: value for name, value in custom_objects.items() if name not in arguments}
+        if "policy_kwargs" in rest:
+            check_arguments(cls.argument_checks(), policy_kwargs=rest["policy_kwargs"])
         return {**kwargs, **moved, "custom_objects": rest}
 
     @classmethod
