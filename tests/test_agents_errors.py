@@ -509,10 +509,13 @@ def test_saved_objective_is_a_readable_spec(tmp_path: Path) -> None:
     assert str(OrderGradPPO.load(path).objective) == "top2@4"
 
 
-@pytest.mark.parametrize("change", [{"objective": "cvar0.1"}, {"k": 2}])
+@pytest.mark.parametrize(
+    "change", [{"objective": "cvar0.1"}, {"k": 2}, {"objective_spec": "max@4"}, {"gcvar_alpha": 0.3}]
+)
 def test_load_refuses_to_change_the_objective(tmp_path: Path, change) -> None:
     # SB3's load sets its kwargs on the model; the saved objective_spec then won over objective= (cvar0.2@4 trained
-    # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2").
+    # on, silently), and k= failed as a damaged file ("the model's objective ... has k=4, but its k is 2). The saved
+    # entries objective_spec="max@4" and gcvar_alpha=0.3 (GCVaR's weights on a CVaR model) loaded and trained.
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8).save(path)
     with pytest.raises(ValueError, match=f"keeps the objective and the advantage mode .*; {next(iter(change))} "):
@@ -731,6 +734,95 @@ def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) 
     with pytest.raises(ValueError, match="baseline_lambda must be in"):
         OrderGradPPO.load(path, baseline_lambda=3.0, value_baseline="history")
     assert OrderGradPPO.load(path, baseline_lambda=0.9, value_baseline="history").baseline_lambda == 0.9
+
+
+#: Values given to load in ``custom_objects`` that it refuses as the same arguments: the objective and the advantage
+#: mode, SB3's n_steps in episodic mode, None for a constructor default, and BAD_OVERRIDES (except policy_kwargs, which
+#: custom_objects replaces as in SB3).
+BAD_CUSTOM_OBJECTS = [
+    ("objective", "max@4"),
+    ("objective_spec", "max@4"),
+    ("k", 3),
+    ("advantage", "episodic"),
+    ("n_steps", 4),
+    ("n_episodes", 2),
+    ("ent_coef", None),
+    *[(name, value) for name, value in BAD_OVERRIDES if name != "policy_kwargs"],
+]
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_custom_objects_as_the_same_arguments(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load puts custom_objects in place of the saved entries unchecked: custom_objects={"gamma": 2.0} loaded,
+    # {"n_episodes": 2} loaded with k=4, and {"objective": "max@4"} was ignored without a word (the save holds
+    # objective_spec), while load(path, gamma=2.0), n_episodes=2 and objective="max@4" are refused.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    (make() if algorithm == "q_critic" else make(objective="cvar0.5")).save(path)  # k = 2: n_episodes=2 is refused
+    refused = {*inspect.signature(cls).parameters, "objective_spec", "advantage", "n_steps"}
+    refused -= {"n_steps"} if algorithm == "q_critic" else set()  # its rollout size
+    checked = [(name, value) for name, value in BAD_CUSTOM_OBJECTS if name in refused]
+    assert len(checked) >= 12
+    for name, value in checked:
+        with pytest.raises(ValueError) as given_error:
+            cls.load(path, **{name: value})
+        with pytest.raises(ValueError) as custom_error:
+            cls.load(path, custom_objects={name: value})
+        assert str(custom_error.value) == str(given_error.value)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_converts_custom_objects_as_the_same_arguments(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load set the string and the flag as they were: the first rollout failed deep inside ("'str' object has no
+    # attribute 'share'", "'bool' object has no attribute 'update'").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make(objective="cvar0.5", seed=0).save(path)
+    custom = {"risk_schedule": "level:0.5", "gamma": 0.9}
+    if "entropy_plateau" in inspect.signature(cls).parameters:  # OrderGradPPO's
+        custom["entropy_plateau"] = {"p_value": 0.1}
+    given = cls.load(path, **custom)
+    model = cls.load(path, env=make().get_env(), custom_objects=custom)
+    assert (model.risk_schedule, model.gamma) == (given.risk_schedule, 0.9)
+    assert repr(getattr(model, "entropy_plateau", None)) == repr(getattr(given, "entropy_plateau", None))
+    assert cls.load(path, gamma=0.8, custom_objects={"gamma": 0.9}).gamma == 0.8  # the argument wins, as in SB3
+    model.learn(100)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_checks_policy_kwargs_in_custom_objects_as_the_constructor_does(tmp_path: Path, algorithm: str) -> None:
+    # SB3's load built the policy with them: net_arch="x" failed deep in torch ("empty(): argument 'size' ...").
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    made = make(policy_kwargs={"activation_fn": th.nn.ReLU})
+    made.save(path)
+    with pytest.raises(ValueError, match=r"policy_kwargs\['net_arch'\] must be a list of positive layer sizes"):
+        cls.load(path, custom_objects={"policy_kwargs": {"net_arch": "x"}})
+    model = cls.load(path, custom_objects={"policy_kwargs": made.policy_kwargs})  # SB3's use: replace what won't load
+    assert model.policy_kwargs == made.policy_kwargs
+
+
+def _inference_only_load(cls: type, path: Path, env: Any) -> Any:
+    """``cls.load`` with SB3's (and rl-zoo3's) ``custom_objects`` for a save whose schedules do not unpickle."""
+    custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": lambda _: 0.0}
+    return cls.load(path, env=env, custom_objects=custom)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask", "q_critic"])
+def test_load_takes_sb3s_inference_only_custom_objects_as_sb3_does(tmp_path: Path, algorithm: str) -> None:
+    # The constructor refuses clip_range=0 (it would freeze the policy): with a zero learning rate nothing trains, and
+    # SB3's usual custom_objects for a save from another Python load and train a few steps as with SB3's PPO.
+    PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32).save(tmp_path / "sb3.zip")
+    cls, make = _saved_models()[algorithm]
+    made = make(seed=0)
+    made.save(tmp_path / "model.zip")
+    for algorithm_class, path, env in [(PPO, "sb3.zip", made.get_env()), (cls, "model.zip", made.get_env())]:
+        model = _inference_only_load(algorithm_class, tmp_path / path, env)
+        before = [p.detach().clone() for p in model.policy.parameters()]
+        model.learn(64)
+        clip_range = getattr(model, "clip_range", lambda _: 0.0)  # OrderGradREINFORCE has none
+        assert (model.learning_rate, model.lr_schedule(1.0), clip_range(1.0)) == (0.0, 0.0, 0.0)
+        assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
 
 
 @pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])

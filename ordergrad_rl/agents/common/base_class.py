@@ -104,6 +104,10 @@ class OrderGradAlgorithmMixin:
         "entropy_plateau",
     )
 
+    #: What :meth:`load` refuses to change (given as an argument or in ``custom_objects``): the objective (its spec,
+    #: ``k``, GCVaR's level) and the advantage mode the model was saved with.
+    fixed_at_load: ClassVar[tuple[str, ...]] = ("objective", "objective_spec", "k", "gcvar_alpha", "advantage")
+
     objective: Objective | ChannelObjective
     objective_spec: str
     k: int
@@ -170,6 +174,8 @@ class OrderGradAlgorithmMixin:
         SB3's ``load`` sets ``kwargs`` on the model without running the constructor; here each one the constructor
         takes is checked first as the constructor checks it (:meth:`argument_checks`), so that ``load(path,
         gamma=2.0)`` raises the constructor's ``ValueError`` naming ``gamma``. Other names are set as SB3 sets them.
+        The entries of SB3's ``custom_objects`` that name the model's arguments are read as the same arguments
+        (:meth:`load_kwargs`, which the algorithms' ``load`` runs first): checked, refused and converted alike.
 
         ``None`` is refused for the arguments whose ``None`` the constructor reads as its default for the env, the
         objective and the other arguments (:attr:`default_when_none`: ``ent_coef``, ``risk_schedule``,
@@ -181,19 +187,23 @@ class OrderGradAlgorithmMixin:
         :raises ValueError: a file of another algorithm, a saved objective that is not a valid spec, a value in
             ``kwargs`` that the constructor refuses, ``n_envs`` without ``env`` or other than ``env``'s, ``use_sde``
             other than the saved one (the policy's layout), ``None`` for an argument of :attr:`default_when_none`
-            (:meth:`refuse_none_defaults`), or ``objective``, ``k`` or ``advantage`` among ``kwargs``: the model keeps
-            the objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
+            (:meth:`refuse_none_defaults`), or a name of :attr:`fixed_at_load` among ``kwargs``: the model keeps the
+            objective and the advantage mode it was saved with (SB3's load set the string as it was, and the model
             trained on as before; ``advantage="q_critic"`` on an episodic model made its next save load as the
-            Q-critic algorithm).
+            Q-critic algorithm; the saved ``objective_spec`` or ``gcvar_alpha`` given another value changed the
+            objective trained without a word).
         """
-        fixed = [name for name in ("objective", "k", "advantage") if name in kwargs]
+        fixed = [name for name in cls.fixed_at_load if name in kwargs]
         if fixed:
             raise ValueError(
                 f"{cls.__name__}.load keeps the objective and the advantage mode the model was saved with; "
-                f"{' and '.join(fixed)} cannot change at load: build a model with the new ones and copy the saved "
-                "weights with its set_parameters(path)"
+                f"{' and '.join(fixed)} cannot change at load (as an argument or in custom_objects): build a model "
+                "with the new ones and copy the saved weights with its set_parameters(path)"
             )
-        check_arguments(cls.argument_checks(), **kwargs)
+        checks = cls.argument_checks()
+        if kwargs.get("learning_rate") == 0:  # nothing trains: SB3's inference-only load (see load_kwargs)
+            checks.pop("clip_range", None)
+        check_arguments(checks, **kwargs)
         check_saved_algorithm(path, cls)
         saved = read_saved_data(path)
         if "use_sde" in kwargs and kwargs["use_sde"] != saved.get("use_sde", False):
@@ -218,6 +228,40 @@ class OrderGradAlgorithmMixin:
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+
+    @classmethod
+    def load_arguments(cls) -> set[str]:
+        """The names that :meth:`load` reads as the model's arguments, in its ``kwargs`` or its ``custom_objects``
+        (:meth:`load_kwargs`): the constructor's (except those SB3's ``load`` takes itself or compares with the
+        saved ones: ``policy``, ``env``, ``device``, ``policy_kwargs``) and :attr:`fixed_at_load`."""
+        taken_by_sb3 = {"policy", "env", "device", "policy_kwargs", "_init_setup_model"}
+        return (set(inspect.signature(cls).parameters) - taken_by_sb3) | set(cls.fixed_at_load)
+
+    @classmethod
+    def load_kwargs(cls, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` of :meth:`load` with the entries of ``custom_objects`` that name the model's arguments
+        (:meth:`load_arguments`) moved among them, so that they are checked, refused and converted as the same
+        arguments given to ``load``: SB3's ``custom_objects`` replace saved entries with no check, so
+        ``custom_objects={"gamma": 2.0}`` set a ``gamma`` the constructor refuses, and ``{"objective": "max@4"}`` was
+        ignored without a word. Where ``kwargs`` has the name too, its value wins, as in SB3. Other entries
+        (``lr_schedule`` ...) stay in ``custom_objects`` for SB3; ``policy_kwargs`` too (SB3 builds the policy with
+        them, where ``load(path, policy_kwargs=...)`` must equal the saved ones), checked as the constructor checks
+        them (SB3's load failed deep in torch on ``{"net_arch": "x"}``).
+
+        SB3's inference-only load, ``custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0,
+        "clip_range": lambda _: 0.0}`` (for a save whose schedules do not unpickle in this Python), loads as in SB3:
+        with a zero learning rate, :meth:`load` takes a zero ``clip_range`` (which the constructor refuses, as it
+        would freeze the policy).
+        """
+        custom_objects = kwargs.get("custom_objects")
+        if not isinstance(custom_objects, dict):  # None, or SB3's ValueError for another type
+            return kwargs
+        arguments = cls.load_arguments()
+        moved = {name: value for name, value in custom_objects.items() if name in arguments and name not in kwargs}
+        rest = {name: value for name, value in custom_objects.items() if name not in arguments}
+        if "policy_kwargs" in rest:
+            check_arguments(cls.argument_checks(), policy_kwargs=rest["policy_kwargs"])
+        return {**kwargs, **moved, "custom_objects": rest}
 
     @classmethod
     def refuse_none_defaults(cls, kwargs: dict[str, Any]) -> None:

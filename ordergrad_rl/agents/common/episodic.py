@@ -660,6 +660,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         cls.refuse_none_defaults(kwargs)
 
     @classmethod
+    def load_arguments(cls) -> set[str]:
+        # SB3's n_steps, refused as the constructor refuses it, and the arguments of saves from before them.
+        return super().load_arguments() | {"n_steps", *cls.saved_before}
+
+    @classmethod
     def load(
         cls: type[SelfEpisodic],
         path: Any,
@@ -679,9 +684,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         model's), except an argument whose saved value the one changed forced or now rules out: it takes the
         constructor's default for the new value (:meth:`_default_at_load`).
 
+        The entries of ``custom_objects`` that name the model's arguments are read as the same arguments
+        (:meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.load_kwargs`).
+
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
         """
+        kwargs = cls.load_kwargs(kwargs)
         cls._refuse_at_load(kwargs, env)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
         replaced = {name: saved.get(name, cls.saved_before.get(name)) for name in kwargs}

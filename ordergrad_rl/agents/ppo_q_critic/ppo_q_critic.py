@@ -363,6 +363,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
 
         :raises ValueError: as there.
         """
+        kwargs = cls.load_kwargs(kwargs)
         cls.refuse_none_defaults(kwargs)
         return super().load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
 
