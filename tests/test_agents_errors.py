@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, RiskEvalCallback
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 
@@ -160,6 +160,19 @@ def test_a_numpy_integer_seed_is_the_seed(kwargs: dict) -> None:
 def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [(OrderGradPPO, "MlpPolicy"), (OrderGradREINFORCE, "MlpPolicy"), (OrderGradRecurrentPPO, "MlpLstmPolicy")],
+)
+def test_squash_output_without_gsde_is_refused_naming_use_sde(cls: type, policy: str) -> None:
+    # SB3 squashes only gSDE's actions; its policy asserted it deep inside _setup_model, which `ordergrad-rl train
+    # --hparams "policy_kwargs=dict(squash_output=True)"` printed as an AssertionError traceback.
+    with pytest.raises(ValueError, match=r"squash_output=True needs use_sde=True"):
+        cls(policy, "Pendulum-v1", n_episodes=4, policy_kwargs={"squash_output": True})
+    model = cls(policy, "Pendulum-v1", n_episodes=4, use_sde=True, policy_kwargs={"squash_output": True})
+    assert model.policy.squash_output  # with gSDE, as in SB3
 
 
 @pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])

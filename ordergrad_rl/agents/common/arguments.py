@@ -3,7 +3,7 @@ bad argument raises a ``ValueError`` naming it instead of failing deep inside SB
 
 * :func:`check_common_arguments` (every algorithm) and :func:`check_ppo_arguments` (the PPO family);
 * the episodic sizes: :func:`default_n_episodes`, :func:`default_batch_size`, :func:`episodic_sizes`;
-* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`;
+* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`, :func:`check_squash_output`;
 * :func:`resolve_baseline_lambda` (OrderGradPPO's ``baseline_lambda``).
 """
 
@@ -323,6 +323,16 @@ def check_policy_kwargs(policy_kwargs: Any) -> None:
             raise ValueError(f"policy_kwargs keys must be argument names (str), got {key!r}")
     if "net_arch" in policy_kwargs:
         _check_net_arch(policy_kwargs["net_arch"])
+
+
+def check_squash_output(policy_kwargs: Mapping[str, Any] | None, use_sde: bool) -> None:
+    """``ValueError`` for ``policy_kwargs["squash_output"]`` without ``use_sde``: SB3 squashes only gSDE's actions
+    (its policy asserts it, deep inside the model's construction); without gSDE, actions are clipped to the bounds."""
+    if policy_kwargs and policy_kwargs.get("squash_output") and not use_sde:
+        raise ValueError(
+            "policy_kwargs squash_output=True needs use_sde=True: SB3 squashes only gSDE's actions (tanh, then "
+            "scaled to the action space's bounds); without gSDE they are clipped to the bounds"
+        )
 
 
 def _check_net_arch(net_arch: Any) -> None:

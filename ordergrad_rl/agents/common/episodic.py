@@ -41,6 +41,7 @@ from ordergrad_rl.agents.common.arguments import (
     check_buffer_kwargs,
     check_n_episodes,
     check_normalize_advantage,
+    check_squash_output,
     default_batch_size,
     default_ent_coef,
     default_entropy_plateau,
@@ -421,7 +422,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`), and the env's episode
             limit (:func:`~.env_util.episode_limit`; ``None``: none known), which the agents' other defaults read.
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
-            or ``entropy_when_tied``.
+            or ``entropy_when_tied``, or ``squash_output`` without ``use_sde``
+            (:func:`~.arguments.check_squash_output`).
         """
         check_arguments(
             untie_tail=untie_tail,
@@ -433,6 +435,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             reward_to_go=reward_to_go,
         )
         check_blind_exploration(drift_when_blind, novelty_when_blind)
+        check_squash_output(sb3_kwargs.get("policy_kwargs"), sb3_kwargs.get("use_sde", False))
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
         seed = check_seed(seed)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
