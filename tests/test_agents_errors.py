@@ -175,6 +175,32 @@ def test_squash_output_without_gsde_is_refused_naming_use_sde(cls: type, policy:
     assert model.policy.squash_output  # with gSDE, as in SB3
 
 
+@pytest.mark.parametrize(
+    ("policy_kwargs", "match"),
+    [
+        # torch's "only integer tensors of a single element can be converted to an index"
+        ({"log_std_init": "-2"}, r"policy_kwargs\['log_std_init'\] must be a number, got '-2'"),
+        ({"log_std_init": float("nan")}, r"policy_kwargs\['log_std_init'\] must be a finite number"),
+        # "'str' object is not callable": a YAML mapping's activation_fn: nn.ReLU is the text "nn.ReLU"
+        ({"activation_fn": "nn.ReLU"}, r"policy_kwargs\['activation_fn'\] must be a class or function.*'nn.ReLU'"),
+        ({"optimizer_class": "Adam"}, r"policy_kwargs\['optimizer_class'\] must be a class or function"),
+    ],
+)
+def test_policy_kwargs_that_fail_inside_torch_are_refused_naming_the_key(policy_kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, use_sde=True, policy_kwargs=policy_kwargs)
+    with pytest.raises(ValueError, match=match):
+        OrderGradRecurrentPPO("MlpLstmPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=policy_kwargs)
+
+
+def test_policy_kwargs_of_the_right_kinds_are_taken() -> None:
+    import functools
+
+    kwargs = {"log_std_init": np.float32(-2), "activation_fn": functools.partial(th.nn.LeakyReLU, 0.1)}
+    model = OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=kwargs)
+    assert model.policy.log_std.detach().tolist() == [-2.0]
+
+
 @pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
 def test_a_gymnasium_vector_env_is_refused_with_the_sb3_alternative_named(mode: str) -> None:
     # SB3 refused it with "we expect OpenAI Gym to be installed", which named neither the problem nor the fix.

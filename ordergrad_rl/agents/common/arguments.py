@@ -308,9 +308,15 @@ def check_optional_flag(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be True, False or None, got {value!r}")
 
 
+#: SB3 policy arguments that take a class (or a function that builds the object, e.g. a ``functools.partial``).
+POLICY_CLASS_ARGUMENTS = ("activation_fn", "features_extractor_class", "optimizer_class")
+
+
 def check_policy_kwargs(policy_kwargs: Any) -> None:
     """``policy_kwargs`` must be ``None`` or a dict with string keys; ``net_arch`` a list of layer sizes or a dict
-    ``pi=[...], vf=[...]`` (or SB3's older ``[dict(pi=..., vf=...)]``).
+    ``pi=[...], vf=[...]`` (or SB3's older ``[dict(pi=..., vf=...)]``); ``log_std_init`` a finite number; the
+    :data:`POLICY_CLASS_ARGUMENTS` a class or function (SB3 failed on others deep inside torch: a YAML mapping's
+    ``activation_fn: nn.ReLU`` is the text ``"nn.ReLU"``).
 
     :raises ValueError: the first problem found, naming the key.
     """
@@ -323,6 +329,14 @@ def check_policy_kwargs(policy_kwargs: Any) -> None:
             raise ValueError(f"policy_kwargs keys must be argument names (str), got {key!r}")
     if "net_arch" in policy_kwargs:
         _check_net_arch(policy_kwargs["net_arch"])
+    if "log_std_init" in policy_kwargs:
+        check_number("policy_kwargs['log_std_init']", policy_kwargs["log_std_init"])
+    for key in POLICY_CLASS_ARGUMENTS:
+        if key in policy_kwargs and not callable(policy_kwargs[key]):
+            raise ValueError(
+                f"policy_kwargs[{key!r}] must be a class or function (torch.nn.ReLU, not the text 'nn.ReLU'), got "
+                f"{policy_kwargs[key]!r}"
+            )
 
 
 def check_squash_output(policy_kwargs: Mapping[str, Any] | None, use_sde: bool) -> None:
