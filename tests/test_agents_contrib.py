@@ -445,6 +445,27 @@ def test_construction_errors(cls, kwargs: dict, message: str) -> None:
         cls(policy, "CartPole-v1", objective="mean", n_episodes=kwargs.pop("n_episodes", 4), **kwargs)
 
 
+@pytest.mark.parametrize(("name", "value"), [("gae_lambda", 0.95), ("vf_coef", 0.5), ("clip_range_vf", 0.2)])
+def test_recurrent_ppo_refuses_recurrent_ppos_critic_arguments_at_construction_and_load(
+    name: str, value: float, tmp_path
+) -> None:
+    # sb3-contrib's RecurrentPPO takes them; a RecurrentPPO script ported to OrderGradRecurrentPPO got Python's bare
+    # "unexpected keyword argument", and OrderGradRecurrentPPO.load(path, vf_coef=0.5) set a critic coefficient that
+    # nothing reads (this class trains no critic) and trained on without a word.
+    with pytest.raises(ValueError, match=f"OrderGradRecurrentPPO has no critic.*remove {name}"):
+        OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="mean", n_episodes=4, **{name: value})
+    OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", objective="mean", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradRecurrentPPO has no critic.*remove {name}"):
+        OrderGradRecurrentPPO.load(tmp_path / "og", **{name: value})
+
+
+def test_recurrent_ppo_names_the_n_episodes_for_recurrent_ppos_n_steps() -> None:
+    # RecurrentPPO(..., n_steps=128) ported got a bare TypeError, where OrderGradPPO and OrderGradREINFORCE (and this
+    # class's load) name the n_episodes that gives about as many steps.
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_steps=64 x 1 env\(s\)"):
+        OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", n_steps=64)
+
+
 def test_recurrent_ppo_takes_multidiscrete_observations() -> None:
     # SB3's PPO takes them (one-hot per component); the LSTM failed inside torch on SB3's NumPy-integer feature size.
     model = OrderGradRecurrentPPO(

@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, RiskEvalCallback
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 
@@ -160,6 +160,45 @@ def test_a_numpy_integer_seed_is_the_seed(kwargs: dict) -> None:
 def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [(OrderGradPPO, "MlpPolicy"), (OrderGradREINFORCE, "MlpPolicy"), (OrderGradRecurrentPPO, "MlpLstmPolicy")],
+)
+def test_squash_output_without_gsde_is_refused_naming_use_sde(cls: type, policy: str) -> None:
+    # SB3 squashes only gSDE's actions; its policy asserted it deep inside _setup_model, which `ordergrad-rl train
+    # --hparams "policy_kwargs=dict(squash_output=True)"` printed as an AssertionError traceback.
+    with pytest.raises(ValueError, match=r"squash_output=True needs use_sde=True"):
+        cls(policy, "Pendulum-v1", n_episodes=4, policy_kwargs={"squash_output": True})
+    model = cls(policy, "Pendulum-v1", n_episodes=4, use_sde=True, policy_kwargs={"squash_output": True})
+    assert model.policy.squash_output  # with gSDE, as in SB3
+
+
+@pytest.mark.parametrize(
+    ("policy_kwargs", "match"),
+    [
+        # torch's "only integer tensors of a single element can be converted to an index"
+        ({"log_std_init": "-2"}, r"policy_kwargs\['log_std_init'\] must be a number, got '-2'"),
+        ({"log_std_init": float("nan")}, r"policy_kwargs\['log_std_init'\] must be a finite number"),
+        # "'str' object is not callable": a YAML mapping's activation_fn: nn.ReLU is the text "nn.ReLU"
+        ({"activation_fn": "nn.ReLU"}, r"policy_kwargs\['activation_fn'\] must be a class or function.*'nn.ReLU'"),
+        ({"optimizer_class": "Adam"}, r"policy_kwargs\['optimizer_class'\] must be a class or function"),
+    ],
+)
+def test_policy_kwargs_that_fail_inside_torch_are_refused_naming_the_key(policy_kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, use_sde=True, policy_kwargs=policy_kwargs)
+    with pytest.raises(ValueError, match=match):
+        OrderGradRecurrentPPO("MlpLstmPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=policy_kwargs)
+
+
+def test_policy_kwargs_of_the_right_kinds_are_taken() -> None:
+    import functools
+
+    kwargs = {"log_std_init": np.float32(-2), "activation_fn": functools.partial(th.nn.LeakyReLU, 0.1)}
+    model = OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=4, policy_kwargs=kwargs)
+    assert model.policy.log_std.detach().tolist() == [-2.0]
 
 
 @pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])

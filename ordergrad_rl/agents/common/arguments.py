@@ -3,7 +3,7 @@ bad argument raises a ``ValueError`` naming it instead of failing deep inside SB
 
 * :func:`check_common_arguments` (every algorithm) and :func:`check_ppo_arguments` (the PPO family);
 * the episodic sizes: :func:`default_n_episodes`, :func:`default_batch_size`, :func:`episodic_sizes`;
-* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`;
+* :func:`check_advantage`, :func:`check_buffer_class`, :func:`check_policy_kwargs`, :func:`check_squash_output`;
 * :func:`resolve_baseline_lambda` (OrderGradPPO's ``baseline_lambda``).
 """
 
@@ -308,9 +308,15 @@ def check_optional_flag(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be True, False or None, got {value!r}")
 
 
+#: SB3 policy arguments that take a class (or a function that builds the object, e.g. a ``functools.partial``).
+POLICY_CLASS_ARGUMENTS = ("activation_fn", "features_extractor_class", "optimizer_class")
+
+
 def check_policy_kwargs(policy_kwargs: Any) -> None:
     """``policy_kwargs`` must be ``None`` or a dict with string keys; ``net_arch`` a list of layer sizes or a dict
-    ``pi=[...], vf=[...]`` (or SB3's older ``[dict(pi=..., vf=...)]``).
+    ``pi=[...], vf=[...]`` (or SB3's older ``[dict(pi=..., vf=...)]``); ``log_std_init`` a finite number; the
+    :data:`POLICY_CLASS_ARGUMENTS` a class or function (SB3 failed on others deep inside torch: a YAML mapping's
+    ``activation_fn: nn.ReLU`` is the text ``"nn.ReLU"``).
 
     :raises ValueError: the first problem found, naming the key.
     """
@@ -323,6 +329,24 @@ def check_policy_kwargs(policy_kwargs: Any) -> None:
             raise ValueError(f"policy_kwargs keys must be argument names (str), got {key!r}")
     if "net_arch" in policy_kwargs:
         _check_net_arch(policy_kwargs["net_arch"])
+    if "log_std_init" in policy_kwargs:
+        check_number("policy_kwargs['log_std_init']", policy_kwargs["log_std_init"])
+    for key in POLICY_CLASS_ARGUMENTS:
+        if key in policy_kwargs and not callable(policy_kwargs[key]):
+            raise ValueError(
+                f"policy_kwargs[{key!r}] must be a class or function (torch.nn.ReLU, not the text 'nn.ReLU'), got "
+                f"{policy_kwargs[key]!r}"
+            )
+
+
+def check_squash_output(policy_kwargs: Mapping[str, Any] | None, use_sde: bool) -> None:
+    """``ValueError`` for ``policy_kwargs["squash_output"]`` without ``use_sde``: SB3 squashes only gSDE's actions
+    (its policy asserts it, deep inside the model's construction); without gSDE, actions are clipped to the bounds."""
+    if policy_kwargs and policy_kwargs.get("squash_output") and not use_sde:
+        raise ValueError(
+            "policy_kwargs squash_output=True needs use_sde=True: SB3 squashes only gSDE's actions (tanh, then "
+            "scaled to the action space's bounds); without gSDE they are clipped to the bounds"
+        )
 
 
 def _check_net_arch(net_arch: Any) -> None:

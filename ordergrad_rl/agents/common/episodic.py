@@ -41,6 +41,7 @@ from ordergrad_rl.agents.common.arguments import (
     check_buffer_kwargs,
     check_n_episodes,
     check_normalize_advantage,
+    check_squash_output,
     default_batch_size,
     default_ent_coef,
     default_entropy_plateau,
@@ -87,7 +88,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untied_at,
 )
 from ordergrad_rl.agents.common.saving import VEC_NORMALIZE, read_saved_data
-from ordergrad_rl.agents.common.sb3_compat import n_steps_error
+from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
 from ordergrad_rl.common.warning_util import user_stacklevel
@@ -326,6 +327,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: (:data:`~ordergrad_rl.agents.common.novelty.BLIND_PATIENCE_EPISODES`; a class attribute so that a probe can
     #: measure another wait, ``scripts/probe_blind_patience.py``).
     blind_patience_episodes: int = BLIND_PATIENCE_EPISODES
+    #: The SB3 critic arguments of an algorithm that trains no critic, which its constructor and :meth:`load` refuse
+    #: (OrderGradREINFORCE: A2C's; OrderGradRecurrentPPO: RecurrentPPO's).
+    critic_arguments: tuple[str, ...] = ()
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
         "untie_tail": False,
@@ -418,7 +422,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :return: whether the long-episode defaults apply (:func:`~.arguments.long_episodes`), and the env's episode
             limit (:func:`~.env_util.episode_limit`; ``None``: none known), which the agents' other defaults read.
         :raises ValueError: an invalid objective, ``n_episodes``, ``batch_size``, ``risk_schedule``, ``untie_tail``
-            or ``entropy_when_tied``.
+            or ``entropy_when_tied``, or ``squash_output`` without ``use_sde``
+            (:func:`~.arguments.check_squash_output`).
         """
         check_arguments(
             untie_tail=untie_tail,
@@ -430,6 +435,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             reward_to_go=reward_to_go,
         )
         check_blind_exploration(drift_when_blind, novelty_when_blind)
+        check_squash_output(sb3_kwargs.get("policy_kwargs"), sb3_kwargs.get("use_sde", False))
         novelty_phase = check_float("novelty_phase", novelty_phase, 0.0, 1.0)
         seed = check_seed(seed)
         parsed, gcvar_alpha = parse_agent_objective(objective, k)
@@ -650,13 +656,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
         """The arguments :meth:`load` refuses among the caller's ``kwargs``: SB3's ``n_steps`` (SB3's load sets it,
-        and ``_setup_model`` would size it from ``n_episodes`` without a word) and ``None`` defaults
-        (:meth:`refuse_none_defaults`); a class refusing more extends it.
+        and ``_setup_model`` would size it from ``n_episodes`` without a word), the :attr:`critic_arguments` (SB3's
+        load sets them, and nothing reads them) and ``None`` defaults (:meth:`refuse_none_defaults`); a class refusing
+        more extends it.
 
         :raises ValueError: as the constructor for the same argument.
         """
         if "n_steps" in kwargs:
             raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
+        for name in cls.critic_arguments:
+            if name in kwargs:
+                raise critic_argument_error(cls.__name__, name)
         cls.refuse_none_defaults(kwargs)
 
     @classmethod

@@ -23,10 +23,14 @@ from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffe
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
+from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
+
+#: sb3-contrib RecurrentPPO's critic arguments, which this class refuses (in the constructor and at ``load``).
+CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
 
 
 class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
@@ -77,6 +81,11 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         :class:`~ordergrad_rl.agents.ppo_recurrent.buffers.RecurrentEpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer (``max_episode_steps``).
     :param policy_kwargs: keyword arguments of the policy.
+    :param n_steps: RecurrentPPO's rollout length, refused: a rollout is ``n_episodes`` episodes (the error names the
+        ``n_episodes`` that gives about as many steps on the env).
+    :param gae_lambda: refused (no critic).
+    :param vf_coef: refused (no critic).
+    :param clip_range_vf: refused (no critic).
     """
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
@@ -90,6 +99,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     # (1 of 5 within 1 of the optimum against 4 of 5 at 128; docs/benchmarks.md), so the sizes stay OrderGradPPO's.
     budget_sized_rollouts = True
     trains_critic = False
+    critic_arguments = CRITIC_ARGUMENTS
     rollout_buffer: RecurrentEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -127,8 +137,17 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        n_steps: None = None,
+        gae_lambda: None = None,
+        vf_coef: None = None,
+        clip_range_vf: None = None,
         _init_setup_model: bool = True,
     ) -> None:
+        if n_steps is not None:
+            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
+        for name, value in zip(CRITIC_ARGUMENTS, (gae_lambda, vf_coef, clip_range_vf), strict=True):
+            if value is not None:
+                raise critic_argument_error(type(self).__name__, name)
         check_ppo_arguments(
             learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
         )

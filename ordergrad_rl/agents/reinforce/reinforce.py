@@ -175,6 +175,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
     ranked_rollout_steps = REINFORCE_RANKED_ROLLOUT_STEPS
     trains_critic = False
+    critic_arguments = CRITIC_ARGUMENTS
     default_ranked_ent_coef = default_short_ranked_ent_coef = REINFORCE_RANKED_ENT_COEF
 
     def __init__(
@@ -248,12 +249,10 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
-        """:meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`'s refusals, and A2C's critic
-        arguments ``gae_lambda`` or ``vf_coef`` and optimizer arguments ``use_rms_prop`` or ``rms_prop_eps``, as the
-        constructor refuses them (this class trains no critic, and with the policy's optimizer)."""
-        for name in CRITIC_ARGUMENTS:
-            if name in kwargs:
-                raise critic_argument_error(cls.__name__, name)
+        """:meth:`~ordergrad_rl.agents.common.episodic.EpisodicAlgorithmMixin.load`'s refusals (A2C's critic
+        arguments ``gae_lambda`` and ``vf_coef`` among them: this class trains no critic), and A2C's optimizer
+        arguments ``use_rms_prop`` or ``rms_prop_eps``, as the constructor refuses them (it trains with the policy's
+        optimizer)."""
         for name in OPTIMIZER_ARGUMENTS:
             if name in kwargs:
                 raise optimizer_argument_error(cls.__name__, name)
