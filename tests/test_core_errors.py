@@ -120,6 +120,27 @@ def test_complex_rewards_are_refused():
         known_lstat_value(np.ones(2), np.array([0.5, 0.5 + 0j]), "max@2")
 
 
+def test_complex_returns_are_refused_where_numpy_computes():
+    """The functions computed in NumPy (GCVaR, the weighted batch, channel objectives) refuse complex returns as the
+    array core does: they dropped the imaginary part with only NumPy's ComplexWarning."""
+    from ordergrad_rl.core.channels import ChannelObjective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage, weighted_lstat_value
+
+    z = np.array([1.0, 2.0 + 1j, 3.0])
+    channels = ChannelObjective.parse({"reward": "top1@2", "cost": ("bot1@2", 0.5)})
+    calls = {
+        "returns": [lambda: gcvar_weights(z, 0.5), lambda: weighted_lstat_advantage(z, np.ones(3), "cvar0.5@2"),
+                    lambda: weighted_lstat_value(torch.tensor(z), np.ones(3), "cvar0.5@2")],
+        "weights": [lambda: weighted_lstat_value(np.ones(3), z, "cvar0.5@2")],
+        r"returns\['cost'\]": [lambda: channels.advantage_weights({"reward": np.ones(3), "cost": z})],
+    }  # fmt: skip
+    for name, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(TypeError, match=f"{name} must be real numbers, got dtype complex128"):
+                fn()
+
+
 def test_rankwise_memory_guard_names_the_memory():
     """inclusion(rankwise=True) at N = 1e5, k = 1e4 needs tens of GB: refused up front, naming the size."""
     t = OrderStatTransform(100_000, "cvar0.2@10000")

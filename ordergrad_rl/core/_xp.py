@@ -92,6 +92,15 @@ def to_host(x: Any, name: str, what: str) -> np.ndarray:
     return to_numpy(x)
 
 
+def host_float64(x: Any, name: str, what: str) -> np.ndarray:
+    """:func:`to_host` of ``x`` as a float64 NumPy array, for ``what``, a NumPy computation. Complex values raise, as
+    :func:`real_floating` refuses them (NumPy's cast dropped the imaginary part with only a warning)."""
+    values = to_host(x, name, what)
+    if np.iscomplexobj(values):
+        raise TypeError(f"{name} must be real numbers, got dtype {values.dtype}; pass the real part explicitly")
+    return np.asarray(values, dtype=np.float64)
+
+
 def real_floating(x: Any, name: str) -> tuple[Any, Array]:
     """``(xp, x)`` with ``x`` a real floating array of its own library (lists, scalars and ints become float64 NumPy /
     the library's float64 where it has one). Complex or non-numeric input raises, naming what is accepted."""
