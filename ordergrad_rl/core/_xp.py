@@ -321,7 +321,7 @@ def scale_rows(sorted_x: Array, xp: Any) -> Array | None:
     # Exponents are clipped so that the factor itself is a normal number (a subnormal top needs 2^1074).
     limit = float(info.maxexp if hasattr(info, "maxexp") else math.log2(float(info.max))) - 24.0
     exponent = xp.clip(-xp.floor(xp.log2(safe)), min=-limit, max=limit)
-    return xp.pow(xp.asarray(2.0, dtype=top.dtype), exponent)
+    return xp.pow(xp.asarray(2.0, dtype=top.dtype, device=compat.device(top)), exponent)
 
 
 def unscale(out: Array, scale: Array, xp: Any, what: str) -> Array:
