@@ -52,3 +52,15 @@ def test_outputs_stay_on_the_input_device():
                                og.known_lstat_advantage(rewards, np.ones_like(rewards), "top2@4"))):  # fmt: skip
             assert out.device == device
             np.testing.assert_array_equal(np.asarray(out.to_device(xs.Device("CPU_DEVICE"))), expected)
+
+
+def test_integer_rewards_on_a_device_without_float64():
+    """Integer rewards are computed in the float64 of their device, or its default float where it has none
+    (array-api-strict's "no_float64" device refused the cast to float64 it was given)."""
+    device = xs.Device("no_float64")
+    x = xs.asarray(TIED.astype(np.int32), device=device)
+    for out, expected in ((og.lstat_advantage(x, "top2@4"), og.lstat_advantage(TIED, "top2@4")),
+                          (og.known_lstat_value(x, xs.ones((3, 12), device=device), "max@3"),
+                           og.known_lstat_value(TIED, np.ones((3, 12)), "max@3"))):  # fmt: skip
+        assert out.device == device and out.dtype == xs.float32
+        np.testing.assert_allclose(np.asarray(out.to_device(xs.Device("CPU_DEVICE"))), expected, rtol=1e-6, atol=1e-6)

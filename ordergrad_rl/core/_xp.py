@@ -103,7 +103,8 @@ def host_float64(x: Any, name: str, what: str) -> np.ndarray:
 
 def real_floating(x: Any, name: str) -> tuple[Any, Array]:
     """``(xp, x)`` with ``x`` a real floating array of its own library (lists, scalars and ints become float64 NumPy /
-    the library's float64 where it has one). Complex or non-numeric input raises, naming what is accepted."""
+    the library's float64 where ``x``'s device has one). Complex or non-numeric input raises, naming what is
+    accepted."""
     if not compat.is_array_api_obj(x) or isinstance(x, np.generic):
         try:
             x = np.asarray(x)
@@ -121,9 +122,9 @@ def real_floating(x: Any, name: str) -> tuple[Any, Array]:
         raise TypeError(f"{name} must be real numbers, got complex dtype {x.dtype}; pass the real part explicitly")
     if xp.isdtype(x.dtype, "real floating"):
         return xp, x
-    info = xp.__array_namespace_info__()
-    floating = info.dtypes(kind="real floating")
-    dtype = floating["float64"] if "float64" in floating else info.default_dtypes()["real floating"]
+    info, device = xp.__array_namespace_info__(), compat.device(x)
+    floating = info.dtypes(kind="real floating", device=device)
+    dtype = floating["float64"] if "float64" in floating else info.default_dtypes(device=device)["real floating"]
     return xp, xp.astype(x, dtype)
 
 
