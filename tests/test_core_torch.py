@@ -160,6 +160,28 @@ def test_rankwise_with_rank_weights_is_refused():
         assert getattr(transform, quantity)(x, rankwise=True).shape == (5, 3)
 
 
+@pytest.mark.parametrize(
+    ("weights", "error", "match"),
+    [([0.5, float("nan"), 0.5], ValueError, "alpha contains NaN or inf"),
+     ([0.5, 0.0, float("inf")], ValueError, "alpha contains NaN or inf"),
+     ([0.5, 0.0, 0.5j], TypeError, "alpha must contain real numbers .*complex64")],
+)  # fmt: skip
+def test_live_weights_are_checked_as_fixed_weights_are(weights, error, match):
+    """Live rank weights (and a transform's alpha=) with NaN/inf or complex entries are refused as a fixed alpha is:
+    NaN gave NaN values and advantages silently, complex lost its imaginary part with only a warning."""
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0], dtype=torch.float64)
+    r, p = x[:4], torch.ones(4, dtype=torch.float64)
+    bad = torch.tensor(weights)
+    live = bad.clone().requires_grad_()
+    transform = OrderStatTransform(5, "top2@3")
+    calls = [lambda: lstat_value(x, live), lambda: lstat_advantage(x, live), lambda: known_lstat_value(r, p, live),
+             lambda: known_lstat_advantage(r, p, live), lambda: transform.value(x, alpha=bad),
+             lambda: transform.advantage(x, alpha=bad), lambda: transform.inclusion(x, alpha=bad)]  # fmt: skip
+    for call in calls:
+        with pytest.raises(error, match=match):
+            call()
+
+
 def test_live_weights_and_rewards_must_share_a_library():
     alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
     with pytest.raises(TypeError, match="same array library"):
