@@ -111,6 +111,15 @@ def test_overflowing_results_are_refused_not_nan():
         lstat_advantage(np.array([1.7e308, -1.7e308, 0.0]), [0.0, 2.0])
 
 
+def test_an_overflow_names_the_dtype_it_overflows():
+    """float32 tensors near their limit (3e38) were said to "overflow float64 ... (|rewards| up to ~1e308)"."""
+    x = torch.tensor([3e38, -3e38, 0.0])
+    with pytest.raises(ValueError, match=r"advantage values overflow torch.float32 \(largest value 3.4e\+38\)"):
+        lstat_advantage(x, [0.0, 2.0])
+    with pytest.raises(ValueError, match=r"^values overflow torch.float32"):
+        known_lstat_value(x, torch.ones(3), [0.0, 4.0])
+
+
 def test_complex_rewards_are_refused():
     with pytest.raises(TypeError, match="real numbers, got complex"):
         lstat_advantage(np.array([1.0, 2.0, 3.0j]), "max@2")
