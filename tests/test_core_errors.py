@@ -120,6 +120,22 @@ def test_an_overflow_names_the_dtype_it_overflows():
         known_lstat_value(x, torch.ones(3), [0.0, 4.0])
 
 
+def test_the_memory_limit_is_read_where_it_is_named(monkeypatch):
+    """Every refusal names ordergrad_rl.core.weights.RANKWISE_MAX_BYTES, but the known regime and the rank weights of a
+    large k had imported its value: setting it changed the batch regime's limit only."""
+    from ordergrad_rl import Objective
+    from ordergrad_rl.core import weights
+
+    monkeypatch.setattr(weights, "RANKWISE_MAX_BYTES", 1 << 20)  # 1 MiB
+    r, p = np.array([0.0, 1.0, 2.0]), np.ones(3)
+    with pytest.raises(ValueError, match=r"above the 0.000977 GiB limit"):
+        known_lstat_value(r, p, "cvar0.5", k=10_007)  # k rank weights and tables for 4 thresholds: 1.4 MB
+    with pytest.raises(ValueError, match=r"above the 0.000977 GiB limit"):
+        Objective.parse("cvar0.37", k=200_003)  # 1.6 MB of rank weights
+    monkeypatch.undo()
+    assert known_lstat_value(r, p, "cvar0.5", k=10_007) == pytest.approx(1 / 3, abs=1e-3)  # the lower half: 0, 0, 1
+
+
 def test_complex_rewards_are_refused():
     with pytest.raises(TypeError, match="real numbers, got complex"):
         lstat_advantage(np.array([1.0, 2.0, 3.0j]), "max@2")
