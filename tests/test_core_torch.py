@@ -188,6 +188,26 @@ def test_live_weights_and_rewards_must_share_a_library():
         lstat_value(np.zeros(6), alpha)
 
 
+def test_forward_mode_transforms_of_the_rank_weights():
+    """torch.func.jacfwd and jvp with respect to the rank weights: forward mode wraps them without requires_grad, so
+    they were taken for fixed weights and refused ("a function transform ... is tracing it"), where jacrev worked."""
+    from torch.func import jacfwd, jacrev, jvp
+
+    x = torch.randn(2, 6, dtype=torch.float64)
+    r, p = x[0], torch.ones(6, dtype=torch.float64)
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    t = OrderStatTransform(6, alpha)
+    known = known_lstat_advantage(r, p, alpha, rankwise=True)
+    for fn, expected in ((lambda a: lstat_value(x, a), t.orderstats(x)),
+                         (lambda a: lstat_advantage(r, a), t.rank_advantage(r)),
+                         (lambda a: t.advantage(r, alpha=a), t.rank_advantage(r)),
+                         (lambda a: known_lstat_advantage(r, p, a), known)):  # fmt: skip
+        torch.testing.assert_close(jacfwd(fn)(alpha), expected, atol=1e-13, rtol=0)
+        torch.testing.assert_close(jacfwd(fn)(alpha), jacrev(fn)(alpha), atol=1e-13, rtol=0)
+    value, tangent = jvp(lambda a: lstat_value(x, a), (alpha,), (torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64),))
+    torch.testing.assert_close(tangent, t.orderstats(x)[:, 0], atol=1e-13, rtol=0)
+
+
 def test_batched_groups_stay_fast_and_equal_per_group():
     """[n_groups, G] calls (grouped agents): one call over all groups equals per-group calls."""
     x = torch.randn(512, 16, dtype=torch.float64)

@@ -56,6 +56,13 @@ def is_traced(x: Array) -> bool:
     return compat.is_torch_array(x) and _is_vmapped(x)
 
 
+def is_transformed(x: Array) -> bool:
+    """True for an array that a function transform traces or differentiates: :func:`is_traced`, or a torch tensor
+    wrapped by ``torch.func`` (``grad``, ``jvp``, ``jacrev``, ``jacfwd``, ...), whose values NumPy cannot take."""
+    torch = sys.modules.get("torch")
+    return is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x))
+
+
 def _is_vmapped(x: Array) -> bool:
     functorch = sys.modules["torch"]._C._functorch
     while functorch.is_functorch_wrapped_tensor(x):
@@ -78,8 +85,7 @@ def check_concrete(x: Any, name: str, what: str) -> None:
     """Refuse an array that a function transform is tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``, ``torch.func``)
     where ``what``, a NumPy computation, needs its values: a ``TypeError`` naming ``what``, where the libraries' own
     errors name neither (torch's "Cannot access data pointer of Tensor that doesn't have storage")."""
-    torch = sys.modules.get("torch")
-    if is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x)):
+    if is_transformed(x):
         raise TypeError(
             f"{what} needs the values of {name} (it computes in NumPy), but a function transform (jax.jit, jax.vmap, "
             f"jax.grad or torch.func) is tracing it: call it outside the transform, on concrete arrays"

@@ -58,9 +58,10 @@ _RANKWISE_PER_GROUP = {"value": 0, "advantage": 3, "inclusion": 3, "leave_one_ou
 
 
 def is_live(alpha: Any) -> bool:
-    """True for rank weights that must stay arrays of their library: a torch tensor that requires grad or a JAX
-    tracer (e.g. ``jax.grad`` with respect to the weights)."""
-    return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_traced(alpha)
+    """True for rank weights that must stay arrays of their library: a torch tensor that requires grad, or an array
+    that a function transform traces or differentiates (``jax.grad``, ``torch.func.jacfwd``, ... with respect to the
+    weights)."""
+    return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_transformed(alpha)
 
 
 def check_live_alpha(alpha: Array, k: Any = None) -> int:
