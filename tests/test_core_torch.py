@@ -208,6 +208,22 @@ def test_forward_mode_transforms_of_the_rank_weights():
     torch.testing.assert_close(tangent, t.orderstats(x)[:, 0], atol=1e-13, rtol=0)
 
 
+def test_fixed_weights_as_a_tensor_inside_torch_func():
+    """A fixed alpha tensor (no requires_grad) under torch.func.grad/jacfwd with respect to the rewards: turning it into
+    an Objective raised torch's "Cannot access data pointer of Tensor that doesn't have storage"."""
+    from torch.func import grad, jacfwd
+
+    x = torch.randn(6, dtype=torch.float64)
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    t = OrderStatTransform(6, [0.2, 0.3, 0.5])
+    assert torch.equal(grad(lambda z: lstat_value(z, alpha))(x), grad(t.value)(x))
+    assert torch.equal(jacfwd(lambda z: lstat_advantage(z, alpha, detach=False))(x),
+                       jacfwd(lambda z: t.advantage(z, detach=False))(x))  # fmt: skip
+    p = torch.ones(6, dtype=torch.float64)
+    assert torch.equal(grad(lambda z: known_lstat_value(z, p, alpha))(x),
+                       grad(lambda z: known_lstat_value(z, p, [0.2, 0.3, 0.5]))(x))  # fmt: skip
+
+
 def test_batched_groups_stay_fast_and_equal_per_group():
     """[n_groups, G] calls (grouped agents): one call over all groups equals per-group calls."""
     x = torch.randn(512, 16, dtype=torch.float64)

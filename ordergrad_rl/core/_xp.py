@@ -75,7 +75,11 @@ def _is_vmapped(x: Array) -> bool:
 def to_numpy(x: Any) -> np.ndarray:
     """A NumPy copy/view of ``x`` (a host or device array of any library, a list, a scalar), without gradients."""
     if compat.is_torch_array(x):
-        return x.detach().cpu().numpy()
+        x = x.detach()
+        try:
+            return x.cpu().numpy()
+        except RuntimeError:  # a concrete tensor inside torch.func.grad/jvp: "Cannot access data pointer of Tensor ..."
+            return np.asarray(x.tolist())
     if compat.is_cupy_array(x):
         return x.get()
     return np.asarray(x)
