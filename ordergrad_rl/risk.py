@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ordergrad_rl.core._xp import to_numpy
+from ordergrad_rl.core._xp import host_float64
 
 CVAR_LEVELS: tuple[float, ...] = (0.05, 0.1, 0.2)
 QUANTILE_LEVELS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -21,12 +21,14 @@ QUANTILE_LEVELS: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 def lower_tail_mean(returns: np.ndarray, level: float) -> float:
     """Mean of the worst ``ceil(level * n)`` values (the empirical CVaR at ``level``).
 
-    :param returns: ``(n,)`` finite returns, ``n >= 1`` (any shape is flattened).
+    :param returns: ``(n,)`` finite returns, ``n >= 1`` (any shape is flattened), of any array library as in
+        :func:`risk_profile`.
     :param level: in ``(0, 1]``.
     :raises ValueError: no returns, a NaN or inf among them (``np.sort`` puts NaN last, where the tail skipped it), or
         ``level`` outside ``(0, 1]``.
+    :raises TypeError: complex returns.
     """
-    values = np.asarray(returns, dtype=np.float64).ravel()
+    values = host_float64(returns, "returns", "lower_tail_mean").ravel()
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise ValueError(f"returns must be finite numbers, at least one; got {values.size} with NaN or inf")
     if not 0.0 < level <= 1.0:
@@ -62,10 +64,7 @@ def risk_profile(
     :return: ``{"mean", "std" (population), "min", "max", "cvar_0.05", ..., "quantile_0.05", ...}`` as floats,
         the keys TensorBoard logs under ``risk/`` and ``eval_risk/``.
     """
-    values = to_numpy(returns)
-    if values.dtype.kind == "c":
-        raise TypeError(f"returns must be real numbers, got dtype {values.dtype}; pass the real part explicitly")
-    values = np.asarray(values, dtype=np.float64).ravel()
+    values = host_float64(returns, "returns", "risk_profile").ravel()
     if values.size == 0:
         raise ValueError("risk_profile needs at least one return")
     if not np.all(np.isfinite(values)):
@@ -100,7 +99,7 @@ def _weighted_profile(
     """:func:`risk_profile` of the weighted empirical distribution of ``values``."""
     from ordergrad_rl.core.weighted import check_weighted_batch
 
-    values, weights = check_weighted_batch(values, np.asarray(weights, dtype=np.float64).ravel())
+    values, weights = check_weighted_batch(values, host_float64(weights, "weights", "risk_profile").ravel())
     with np.errstate(over="ignore"):
         total = weights.sum()
     if not np.isfinite(total):  # weights near the float limit (1e308 each): their sum overflowed, every mass was 0

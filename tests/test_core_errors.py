@@ -111,6 +111,31 @@ def test_overflowing_results_are_refused_not_nan():
         lstat_advantage(np.array([1.7e308, -1.7e308, 0.0]), [0.0, 2.0])
 
 
+def test_an_overflow_names_the_dtype_it_overflows():
+    """float32 tensors near their limit (3e38) were said to "overflow float64 ... (|rewards| up to ~1e308)"."""
+    x = torch.tensor([3e38, -3e38, 0.0])
+    with pytest.raises(ValueError, match=r"advantage values overflow torch.float32 \(largest value 3.4e\+38\)"):
+        lstat_advantage(x, [0.0, 2.0])
+    with pytest.raises(ValueError, match=r"^values overflow torch.float32"):
+        known_lstat_value(x, torch.ones(3), [0.0, 4.0])
+
+
+def test_the_memory_limit_is_read_where_it_is_named(monkeypatch):
+    """Every refusal names ordergrad_rl.core.weights.RANKWISE_MAX_BYTES, but the known regime and the rank weights of a
+    large k had imported its value: setting it changed the batch regime's limit only."""
+    from ordergrad_rl import Objective
+    from ordergrad_rl.core import weights
+
+    monkeypatch.setattr(weights, "RANKWISE_MAX_BYTES", 1 << 20)  # 1 MiB
+    r, p = np.array([0.0, 1.0, 2.0]), np.ones(3)
+    with pytest.raises(ValueError, match=r"above the 0.000977 GiB limit"):
+        known_lstat_value(r, p, "cvar0.5", k=10_007)  # k rank weights and tables for 4 thresholds: 1.4 MB
+    with pytest.raises(ValueError, match=r"above the 0.000977 GiB limit"):
+        Objective.parse("cvar0.37", k=200_003)  # 1.6 MB of rank weights
+    monkeypatch.undo()
+    assert known_lstat_value(r, p, "cvar0.5", k=10_007) == pytest.approx(1 / 3, abs=1e-3)  # the lower half: 0, 0, 1
+
+
 def test_complex_rewards_are_refused():
     with pytest.raises(TypeError, match="real numbers, got complex"):
         lstat_advantage(np.array([1.0, 2.0, 3.0j]), "max@2")
@@ -118,6 +143,27 @@ def test_complex_rewards_are_refused():
         lstat_value(torch.tensor([1.0, 2.0j]), "mean")
     with pytest.raises(TypeError, match="real numbers, got complex"):
         known_lstat_value(np.ones(2), np.array([0.5, 0.5 + 0j]), "max@2")
+
+
+def test_complex_returns_are_refused_where_numpy_computes():
+    """The functions computed in NumPy (GCVaR, the weighted batch, channel objectives) refuse complex returns as the
+    array core does: they dropped the imaginary part with only NumPy's ComplexWarning."""
+    from ordergrad_rl.core.channels import ChannelObjective
+    from ordergrad_rl.core.gcvar import gcvar_weights
+    from ordergrad_rl.core.weighted import weighted_lstat_advantage, weighted_lstat_value
+
+    z = np.array([1.0, 2.0 + 1j, 3.0])
+    channels = ChannelObjective.parse({"reward": "top1@2", "cost": ("bot1@2", 0.5)})
+    calls = {
+        "returns": [lambda: gcvar_weights(z, 0.5), lambda: weighted_lstat_advantage(z, np.ones(3), "cvar0.5@2"),
+                    lambda: weighted_lstat_value(torch.tensor(z), np.ones(3), "cvar0.5@2")],
+        "weights": [lambda: weighted_lstat_value(np.ones(3), z, "cvar0.5@2")],
+        r"returns\['cost'\]": [lambda: channels.advantage_weights({"reward": np.ones(3), "cost": z})],
+    }  # fmt: skip
+    for name, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(TypeError, match=f"{name} must be real numbers, got dtype complex128"):
+                fn()
 
 
 def test_rankwise_memory_guard_names_the_memory():

@@ -160,10 +160,68 @@ def test_rankwise_with_rank_weights_is_refused():
         assert getattr(transform, quantity)(x, rankwise=True).shape == (5, 3)
 
 
+@pytest.mark.parametrize(
+    ("weights", "error", "match"),
+    [([0.5, float("nan"), 0.5], ValueError, "alpha contains NaN or inf"),
+     ([0.5, 0.0, float("inf")], ValueError, "alpha contains NaN or inf"),
+     ([0.5, 0.0, 0.5j], TypeError, "alpha must contain real numbers .*complex64")],
+)  # fmt: skip
+def test_live_weights_are_checked_as_fixed_weights_are(weights, error, match):
+    """Live rank weights (and a transform's alpha=) with NaN/inf or complex entries are refused as a fixed alpha is:
+    NaN gave NaN values and advantages silently, complex lost its imaginary part with only a warning."""
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0], dtype=torch.float64)
+    r, p = x[:4], torch.ones(4, dtype=torch.float64)
+    bad = torch.tensor(weights)
+    live = bad.clone().requires_grad_()
+    transform = OrderStatTransform(5, "top2@3")
+    calls = [lambda: lstat_value(x, live), lambda: lstat_advantage(x, live), lambda: known_lstat_value(r, p, live),
+             lambda: known_lstat_advantage(r, p, live), lambda: transform.value(x, alpha=bad),
+             lambda: transform.advantage(x, alpha=bad), lambda: transform.inclusion(x, alpha=bad)]  # fmt: skip
+    for call in calls:
+        with pytest.raises(error, match=match):
+            call()
+
+
 def test_live_weights_and_rewards_must_share_a_library():
     alpha = torch.ones(3, dtype=torch.float64, requires_grad=True)
     with pytest.raises(TypeError, match="same array library"):
         lstat_value(np.zeros(6), alpha)
+
+
+def test_forward_mode_transforms_of_the_rank_weights():
+    """torch.func.jacfwd and jvp with respect to the rank weights: forward mode wraps them without requires_grad, so
+    they were taken for fixed weights and refused ("a function transform ... is tracing it"), where jacrev worked."""
+    from torch.func import jacfwd, jacrev, jvp
+
+    x = torch.randn(2, 6, dtype=torch.float64)
+    r, p = x[0], torch.ones(6, dtype=torch.float64)
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    t = OrderStatTransform(6, alpha)
+    known = known_lstat_advantage(r, p, alpha, rankwise=True)
+    for fn, expected in ((lambda a: lstat_value(x, a), t.orderstats(x)),
+                         (lambda a: lstat_advantage(r, a), t.rank_advantage(r)),
+                         (lambda a: t.advantage(r, alpha=a), t.rank_advantage(r)),
+                         (lambda a: known_lstat_advantage(r, p, a), known)):  # fmt: skip
+        torch.testing.assert_close(jacfwd(fn)(alpha), expected, atol=1e-13, rtol=0)
+        torch.testing.assert_close(jacfwd(fn)(alpha), jacrev(fn)(alpha), atol=1e-13, rtol=0)
+    value, tangent = jvp(lambda a: lstat_value(x, a), (alpha,), (torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64),))
+    torch.testing.assert_close(tangent, t.orderstats(x)[:, 0], atol=1e-13, rtol=0)
+
+
+def test_fixed_weights_as_a_tensor_inside_torch_func():
+    """A fixed alpha tensor (no requires_grad) under torch.func.grad/jacfwd with respect to the rewards: turning it into
+    an Objective raised torch's "Cannot access data pointer of Tensor that doesn't have storage"."""
+    from torch.func import grad, jacfwd
+
+    x = torch.randn(6, dtype=torch.float64)
+    alpha = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+    t = OrderStatTransform(6, [0.2, 0.3, 0.5])
+    assert torch.equal(grad(lambda z: lstat_value(z, alpha))(x), grad(t.value)(x))
+    assert torch.equal(jacfwd(lambda z: lstat_advantage(z, alpha, detach=False))(x),
+                       jacfwd(lambda z: t.advantage(z, detach=False))(x))  # fmt: skip
+    p = torch.ones(6, dtype=torch.float64)
+    assert torch.equal(grad(lambda z: known_lstat_value(z, p, alpha))(x),
+                       grad(lambda z: known_lstat_value(z, p, [0.2, 0.3, 0.5]))(x))  # fmt: skip
 
 
 def test_batched_groups_stay_fast_and_equal_per_group():

@@ -68,6 +68,21 @@ def test_returns_of_other_array_libraries_and_bad_levels():
             risk_profile(x, quantile_levels=[np.nan], weights=weights)
 
 
+def test_lower_tail_mean_and_weights_of_other_array_libraries():
+    """lower_tail_mean and a profile's weights take what risk_profile's returns take: a torch tensor that requires grad
+    (both raised torch's RuntimeError "Can't call numpy() on Tensor that requires grad"); complex returns are refused
+    (lower_tail_mean dropped their imaginary part with a warning)."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(10.0)
+    assert lower_tail_mean(torch.tensor(x, requires_grad=True), 0.2) == lower_tail_mean(x, 0.2) == 0.5
+    weights = np.linspace(1.0, 2.0, 10)
+    assert risk_profile(x, weights=torch.tensor(weights, requires_grad=True)) == risk_profile(x, weights=weights)
+    with pytest.raises(TypeError, match="returns must be real numbers, got dtype complex128"):
+        lower_tail_mean(x + 1j, 0.2)
+    with pytest.raises(TypeError, match="weights must be real numbers, got dtype complex128"):
+        risk_profile(x, weights=weights + 0j)
+
+
 def test_a_weighted_profile_is_the_profile_of_the_weighted_distribution():
     rng = np.random.default_rng(0)
     returns = rng.normal(size=20)

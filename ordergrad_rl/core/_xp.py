@@ -56,6 +56,13 @@ def is_traced(x: Array) -> bool:
     return compat.is_torch_array(x) and _is_vmapped(x)
 
 
+def is_transformed(x: Array) -> bool:
+    """True for an array that a function transform traces or differentiates: :func:`is_traced`, or a torch tensor
+    wrapped by ``torch.func`` (``grad``, ``jvp``, ``jacrev``, ``jacfwd``, ...), whose values NumPy cannot take."""
+    torch = sys.modules.get("torch")
+    return is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x))
+
+
 def _is_vmapped(x: Array) -> bool:
     functorch = sys.modules["torch"]._C._functorch
     while functorch.is_functorch_wrapped_tensor(x):
@@ -68,7 +75,11 @@ def _is_vmapped(x: Array) -> bool:
 def to_numpy(x: Any) -> np.ndarray:
     """A NumPy copy/view of ``x`` (a host or device array of any library, a list, a scalar), without gradients."""
     if compat.is_torch_array(x):
-        return x.detach().cpu().numpy()
+        x = x.detach()
+        try:
+            return x.cpu().numpy()
+        except RuntimeError:  # a concrete tensor inside torch.func.grad/jvp: "Cannot access data pointer of Tensor ..."
+            return np.asarray(x.tolist())
     if compat.is_cupy_array(x):
         return x.get()
     return np.asarray(x)
@@ -78,8 +89,7 @@ def check_concrete(x: Any, name: str, what: str) -> None:
     """Refuse an array that a function transform is tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``, ``torch.func``)
     where ``what``, a NumPy computation, needs its values: a ``TypeError`` naming ``what``, where the libraries' own
     errors name neither (torch's "Cannot access data pointer of Tensor that doesn't have storage")."""
-    torch = sys.modules.get("torch")
-    if is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x)):
+    if is_transformed(x):
         raise TypeError(
             f"{what} needs the values of {name} (it computes in NumPy), but a function transform (jax.jit, jax.vmap, "
             f"jax.grad or torch.func) is tracing it: call it outside the transform, on concrete arrays"
@@ -92,9 +102,19 @@ def to_host(x: Any, name: str, what: str) -> np.ndarray:
     return to_numpy(x)
 
 
+def host_float64(x: Any, name: str, what: str) -> np.ndarray:
+    """:func:`to_host` of ``x`` as a float64 NumPy array, for ``what``, a NumPy computation. Complex values raise, as
+    :func:`real_floating` refuses them (NumPy's cast dropped the imaginary part with only a warning)."""
+    values = to_host(x, name, what)
+    if np.iscomplexobj(values):
+        raise TypeError(f"{name} must be real numbers, got dtype {values.dtype}; pass the real part explicitly")
+    return np.asarray(values, dtype=np.float64)
+
+
 def real_floating(x: Any, name: str) -> tuple[Any, Array]:
     """``(xp, x)`` with ``x`` a real floating array of its own library (lists, scalars and ints become float64 NumPy /
-    the library's float64 where it has one). Complex or non-numeric input raises, naming what is accepted."""
+    the library's float64 where ``x``'s device has one). Complex or non-numeric input raises, naming what is
+    accepted."""
     if not compat.is_array_api_obj(x) or isinstance(x, np.generic):
         try:
             x = np.asarray(x)
@@ -112,9 +132,9 @@ def real_floating(x: Any, name: str) -> tuple[Any, Array]:
         raise TypeError(f"{name} must be real numbers, got complex dtype {x.dtype}; pass the real part explicitly")
     if xp.isdtype(x.dtype, "real floating"):
         return xp, x
-    info = xp.__array_namespace_info__()
-    floating = info.dtypes(kind="real floating")
-    dtype = floating["float64"] if "float64" in floating else info.default_dtypes()["real floating"]
+    info, device = xp.__array_namespace_info__(), compat.device(x)
+    floating = info.dtypes(kind="real floating", device=device)
+    dtype = floating["float64"] if "float64" in floating else info.default_dtypes(device=device)["real floating"]
     return xp, xp.astype(x, dtype)
 
 
@@ -312,19 +332,16 @@ def scale_rows(sorted_x: Array, xp: Any) -> Array | None:
     # Exponents are clipped so that the factor itself is a normal number (a subnormal top needs 2^1074).
     limit = float(info.maxexp if hasattr(info, "maxexp") else math.log2(float(info.max))) - 24.0
     exponent = xp.clip(-xp.floor(xp.log2(safe)), min=-limit, max=limit)
-    return xp.pow(xp.asarray(2.0, dtype=top.dtype), exponent)
+    return xp.pow(xp.asarray(2.0, dtype=top.dtype, device=compat.device(top)), exponent)
 
 
 def unscale(out: Array, scale: Array, xp: Any, what: str) -> Array:
-    """``out / scale`` (undoing :func:`scale_rows`), refusing results that overflow float (never inf or NaN)."""
-    if compat.is_numpy_namespace(xp):
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = out / scale
-    else:
+    """``out / scale`` (undoing :func:`scale_rows`), refusing results that overflow their dtype (never inf or NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # NumPy's (and array-api-strict's) warnings: the check says it
         out = out / scale
     if not is_traced(out) and not bool(xp.all(xp.isfinite(out))):
         raise ValueError(
-            f"{what} overflow float64 for these rewards (|rewards| up to ~1e308); rescale the rewards before "
-            f"calling (every OrderGrad quantity is linear in them)"
+            f"{what} overflow {out.dtype} (largest value {float(xp.finfo(out.dtype).max):.3g}) for these rewards; "
+            f"rescale the rewards before calling (every OrderGrad quantity is linear in them)"
         )
     return out

@@ -58,9 +58,33 @@ _RANKWISE_PER_GROUP = {"value": 0, "advantage": 3, "inclusion": 3, "leave_one_ou
 
 
 def is_live(alpha: Any) -> bool:
-    """True for rank weights that must stay arrays of their library: a torch tensor that requires grad or a JAX
-    tracer (e.g. ``jax.grad`` with respect to the weights)."""
-    return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_traced(alpha)
+    """True for rank weights that must stay arrays of their library: a torch tensor that requires grad, or an array
+    that a function transform traces or differentiates (``jax.grad``, ``torch.func.jacfwd``, ... with respect to the
+    weights)."""
+    return (compat.is_torch_array(alpha) and alpha.requires_grad) or _xp.is_transformed(alpha)
+
+
+def check_live_alpha(alpha: Array, k: Any = None) -> int:
+    """The number of rank weights in ``alpha``, a live array (:func:`is_live`), after the checks of
+    :func:`check_alpha_values` and of its shape: a 1-D vector, of ``k`` entries where ``k`` is given."""
+    if alpha.ndim != 1:
+        raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(alpha.shape)}")
+    size = int(alpha.shape[0])
+    if k is not None and check_k(k) != size:
+        raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
+    check_alpha_values(alpha)
+    return size
+
+
+def check_alpha_values(alpha: Array) -> None:
+    """Refuse rank weights given as an array that are not real numbers (``TypeError``) or, where their values are
+    known, not finite (``ValueError``), as :meth:`Objective.from_weights` refuses a fixed alpha (live weights gave NaN
+    results, or lost their imaginary part with only a warning)."""
+    xp = compat.array_namespace(alpha)
+    if not xp.isdtype(alpha.dtype, ("real floating", "integral")):
+        raise TypeError(f"alpha must contain real numbers (float or int), got dtype {alpha.dtype}")
+    if not _xp.is_traced(alpha) and not bool(xp.all(xp.isfinite(alpha))):
+        raise ValueError("alpha contains NaN or inf")
 
 
 def _refuse_live(objective: Any) -> None:
@@ -182,6 +206,7 @@ class OrderStatTransform:
             raise TypeError(
                 f"alpha ({type(alpha).__name__}) and rewards ({type(x).__name__}) must come from the same array library"
             ) from None
+        check_alpha_values(alpha)
 
     def value(self, x: Array, *, alpha: Array | None = None) -> Array:
         """``v^alpha = sum_m R_(m) (W alpha)_m`` (eq. method-v-sorted), shape ``[...]``.
@@ -303,11 +328,7 @@ def _transform_and_alpha(
     n = _batch_size(rewards)
     if not is_live(objective):
         return get_transform(n, objective, k, quantity), None
-    if objective.ndim != 1:
-        raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
-    size = int(objective.shape[0])
-    if k is not None and check_k(k) != size:
-        raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
+    size = check_live_alpha(objective, k)
     # Live weights use the rankwise tables, which do not depend on alpha: any objective of that k will do.
     return get_transform(n, Objective.from_weights(np.full(size, 1.0 / size)), None, quantity), objective
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ordergrad_rl.core._xp import host, to_host
+from ordergrad_rl.core._xp import host, host_float64
 from ordergrad_rl.core.batch import lstat_advantage, lstat_value
 from ordergrad_rl.core.gcvar import gcvar_level
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
@@ -187,7 +187,7 @@ class ChannelObjective:
         if missing:
             raise ValueError(f"no episode values for the channels {missing} of {self}: got {sorted(returns)}")
         values = {
-            name: np.asarray(to_host(returns[name], f"returns[{name!r}]", f"the channel objective {self}"), np.float64)
+            name: host_float64(returns[name], f"returns[{name!r}]", f"the channel objective {self}")
             for name in self.names
         }
         shapes = {name: value.shape for name, value in values.items()}

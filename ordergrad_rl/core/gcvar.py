@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from ordergrad_rl.core._xp import host, to_host
+from ordergrad_rl.core._xp import host, host_float64
 
 _GCVAR_RE = re.compile(r"^gcvar(?P<level>\d*\.?\d+(?:e-?\d+)?)$")
 
@@ -57,9 +57,10 @@ def gcvar_weights(returns: np.ndarray, alpha: float) -> np.ndarray:
         ``(1/N) sum_i w_i grad log p_i``.
     :raises ValueError: ``returns`` not an array of finite numbers with at least one axis and a non-empty last axis,
         or ``alpha`` outside ``(0, 1]``.
-    :raises TypeError: ``returns`` traced by a function transform (the weights are computed in NumPy).
+    :raises TypeError: complex ``returns``, or ``returns`` traced by a function transform (the weights are computed
+        in NumPy).
     """
-    returns = np.asarray(to_host(returns, "returns", "gcvar_weights"), dtype=np.float64)
+    returns = host_float64(returns, "returns", "gcvar_weights")
     if returns.ndim == 0 or returns.shape[-1] == 0 or not np.isfinite(returns).all():
         raise ValueError(
             f"returns must be an array of finite numbers with a non-empty last axis, got shape {returns.shape}"

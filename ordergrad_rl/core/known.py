@@ -40,12 +40,11 @@ import array_api_compat as compat
 import numpy as np
 from scipy.special import gammaln
 
-from ordergrad_rl.core import _xp
+from ordergrad_rl.core import _xp, weights
 from ordergrad_rl.core._xp import Array
-from ordergrad_rl.core.batch import is_live
+from ordergrad_rl.core.batch import check_live_alpha, is_live
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike, check_k, resolve_objective, split_spec
 from ordergrad_rl.core.scan import scan, scan_tables
-from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 _LOG_ZERO = -1e4  # log(0) stand-in: 0 * log 0 = 0, and exp(c log 0 + moderate) = 0 for any c > 0
 
@@ -111,12 +110,7 @@ def _weights(objective: ObjectiveLike, k: Any, rows: int = 1) -> tuple[str, Any,
     vector, or a live alpha array (low to high, every rank). ``rows``: (groups x thresholds) of the tables, for the
     memory check of a large ``k``."""
     if is_live(objective):
-        if objective.ndim != 1:
-            raise ValueError(f"alpha must be a 1-D vector of rank weights, got shape {tuple(objective.shape)}")
-        size = int(objective.shape[0])
-        if k is not None and check_k(k) != size:
-            raise ValueError(f"numeric alpha has k={size} entries; cannot use k={k}")
-        return "top", objective, float(size)
+        return "top", objective, float(check_live_alpha(objective, k))
     family = _family_k(objective, k)
     if family is not None and (family[0].anchored() is not None or not family[1].is_integer()):
         # Weights at a fixed number of ranks from one end (max, top<m>, ...): only those ranks are tabulated,
@@ -150,9 +144,10 @@ def _weights(objective: ObjectiveLike, k: Any, rows: int = 1) -> tuple[str, Any,
 
 def _check_memory(needed: float, what: str) -> None:
     """Refuse, before allocating, what would need more than :data:`~ordergrad_rl.core.weights.RANKWISE_MAX_BYTES`."""
-    if needed > RANKWISE_MAX_BYTES:
+    limit = weights.RANKWISE_MAX_BYTES  # read at each call: users may change it
+    if needed > limit:
         raise ValueError(
-            f"{what} need {needed / 2**30:.1f} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+            f"{what} need {needed / 2**30:.1f} GiB, above the {limit / 2**30:.3g} GiB limit "
             "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES): lower k, or use an objective weighting a fixed number "
             "of ranks from one end (max, min, top<m>, bot<m>, rank<r>), whose cost does not grow with k"
         )

@@ -27,8 +27,8 @@ from typing import Any, Protocol, Union, runtime_checkable
 import numpy as np
 from scipy import special
 
+from ordergrad_rl.core import weights
 from ordergrad_rl.core._xp import check_concrete, to_numpy
-from ordergrad_rl.core.weights import RANKWISE_MAX_BYTES
 
 Params = tuple[float, ...]
 
@@ -519,10 +519,11 @@ def _family_weights(name: str, params: Params, k: int) -> tuple[float, ...]:
     family = _FAMILIES[name]
     if k < family.min_k(params):
         raise ValueError(f"objective {name}{_format_params(params)}@{k} needs {family.needs} (k={k})")
-    if 8 * k > RANKWISE_MAX_BYTES:  # refused before numpy fails to allocate them (or the machine swaps)
+    limit = weights.RANKWISE_MAX_BYTES  # read at each call: users may change it
+    if 8 * k > limit:  # refused before numpy fails to allocate them (or the machine swaps)
         raise ValueError(
             f"objective {name}{_format_params(params)}@{k}: its k float64 rank weights need "
-            f"{8 * k / 2**30:.3g} GiB, above the {RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit "
+            f"{8 * k / 2**30:.3g} GiB, above the {limit / 2**30:.3g} GiB limit "
             "(ordergrad_rl.core.weights.RANKWISE_MAX_BYTES); lower k (the known regime takes max, min, top<m>, "
             "bot<m> and rank<r> at any k without building their weights)"
         )

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ordergrad_rl.core._xp import host, to_host
+from ordergrad_rl.core._xp import host, host_float64
 from ordergrad_rl.core.objectives import Objective, ObjectiveLike
 
 
@@ -44,11 +44,12 @@ def check_weighted_batch(returns: Any, weights: Any, minimum: int = 1) -> tuple[
 
     :raises ValueError: shapes that differ or are not 1-D, fewer than ``minimum`` samples, non-finite returns, or
         weights that are not positive and finite.
-    :raises TypeError: arrays traced by a function transform (the weighted batch is computed in NumPy).
+    :raises TypeError: complex arrays, or arrays traced by a function transform (the weighted batch is computed in
+        NumPy).
     """
     what = "weighted_lstat_advantage / weighted_lstat_value"
-    returns = np.asarray(to_host(returns, "returns", what), dtype=np.float64)
-    weights = np.asarray(to_host(weights, "weights", what), dtype=np.float64)
+    returns = host_float64(returns, "returns", what)
+    weights = host_float64(weights, "weights", what)
     if returns.ndim != 1 or weights.shape != returns.shape:
         raise ValueError(
             f"returns and weights must be 1-D arrays of one length, got shapes {returns.shape} and {weights.shape}"

@@ -343,7 +343,7 @@ def check_table_memory(n: int, k: int, tables: float, what: str) -> None:
     if needed > RANKWISE_MAX_BYTES:
         raise ValueError(
             f"{what} needs {tables:g} N x k float64 tables (N={n}, k={k}): {needed / 2**30:.1f} GiB, above the "
-            f"{RANKWISE_MAX_BYTES / 2**30:.0f} GiB limit (ordergrad_rl.core.weights.RANKWISE_MAX_BYTES). Use the "
+            f"{RANKWISE_MAX_BYTES / 2**30:.3g} GiB limit (ordergrad_rl.core.weights.RANKWISE_MAX_BYTES). Use the "
             f"collapsed quantity (rankwise=False), which needs O(N) memory."
         )
 
