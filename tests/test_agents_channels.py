@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.logger import KVWriter, Logger
+from stable_baselines3.common.logger import HumanOutputFormat, KVWriter, Logger
 
 from ordergrad_rl.agents import ChannelObjective, OrderGradPPO, OrderGradREINFORCE
 from ordergrad_rl.agents.common.channels import InfoChannelError, InfoChannels
@@ -192,6 +194,30 @@ def test_info_channel_is_collected_logged_and_saved(tmp_path) -> None:
     loaded = OrderGradPPO.load(tmp_path / "m.zip", env=model.env)
     assert loaded.objective == model.objective and loaded.k == 4
     loaded.learn(1)
+
+
+class ViolationInfo(gym.Wrapper):
+    """Reports ``info["constraint_violation"] = 1`` every step."""
+
+    def step(self, action: Any) -> tuple:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "constraint_violation": 1.0}
+
+
+def test_a_long_channel_name_does_not_break_sb3s_stdout_table() -> None:
+    # The stdout/log table cuts keys to 36 characters and raised "Key '   constraint_violation/quantile_0.25'
+    # truncated to ... that already exists" at the first dump of a verbose model: the cut keys now skip that table.
+    objective = {"reward": "cvar0.5", "constraint_violation": ("mean", -0.1)}
+    model = OrderGradREINFORCE("MlpPolicy", ViolationInfo(gym.make("RiskyBandit-v0")), objective, n_episodes=8, seed=0)
+    stdout, capture = io.StringIO(), Capture()
+    model.set_logger(Logger(folder=None, output_formats=[HumanOutputFormat(stdout), capture]))
+    model.learn(1)
+    for key in ("quantile_0.05", "quantile_0.25", "cvar_0.05", "objective", "mean"):
+        assert capture.rows[-1][f"risk/constraint_violation/{key}"] is not None  # every other output has them all
+    table = stdout.getvalue()
+    assert "constraint_violation/mean " in table and "constraint_violation/quantile_0.5 " in table  # they fit
+    assert "constraint_violation/quantile_0.25" not in table and "..." not in table
+    assert "quantile_0.25" in table  # the reward's own risk/quantile_0.25
 
 
 def test_unknown_channel_names_the_keys_present() -> None:

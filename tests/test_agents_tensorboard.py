@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.logger import HumanOutputFormat, Logger, configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.custom_scalar import layout_pb2
-from test_agents_estimator import LONG, SHORT, RandomLengthEnv  # tests/ is on sys.path under pytest
+from test_agents_channels import Capture  # tests/ is on sys.path under pytest
+from test_agents_estimator import LONG, SHORT, RandomLengthEnv
 
 from ordergrad_rl.agents import EpisodeInfoAggregator, OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
 from ordergrad_rl.agents.common.hparams import hparam_value
@@ -154,6 +156,28 @@ def test_eval_callback_info_aggregation(tmp_path: Path) -> None:
     histogram = run.Histograms("plain_info/pair")[-1].histogram_value
     steps = unnamed.last_returns.sum()  # one info per step: its two values 1 and t
     assert histogram.num == 2 * steps and histogram.min == 1.0 and histogram.max == unnamed.last_returns.max()
+
+
+class LongInfoEnv(RandomLengthEnv):
+    """RandomLengthEnv that also reports ``info["constraint_violation_cost_total"]`` (31 characters)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "constraint_violation_cost_total": 1.0}
+
+
+def test_eval_info_with_a_long_name_does_not_break_sb3s_stdout_table() -> None:
+    # eval_info/constraint_violation_cost_total_mean and _final cut to the same text in the stdout/log table, which
+    # raised "Key ... truncated to ... that already exists" at the evaluation's dump: they now skip that table only.
+    model = OrderGradREINFORCE("MlpPolicy", RandomLengthEnv(), n_episodes=4, seed=0)
+    stdout, capture = io.StringIO(), Capture()
+    model.set_logger(Logger(folder=None, output_formats=[HumanOutputFormat(stdout), capture]))
+    callback = RiskEvalCallback(LongInfoEnv(), n_eval_episodes=2, eval_freq=None, warn=False)
+    callback.init_callback(model)
+    callback.evaluate()
+    assert capture.rows[-1]["eval_info/constraint_violation_cost_total_final"] == 1.0
+    assert capture.rows[-1]["eval_info/constraint_violation_cost_total_mean"] == 1.0
+    assert "step_final" in stdout.getvalue() and "constraint_violation" not in stdout.getvalue()
 
 
 def test_info_aggregator_skips_wrapper_and_non_numeric_entries() -> None:

@@ -56,7 +56,12 @@ from ordergrad_rl.agents.common.evaluation import (
     info_component_names,
     sample_successes,
 )
-from ordergrad_rl.agents.common.risk_logging import HISTOGRAM_EXCLUDE, record_risk_profile, write_risk_layout
+from ordergrad_rl.agents.common.risk_logging import (
+    HISTOGRAM_EXCLUDE,
+    record_risk_profile,
+    record_scalar,
+    write_risk_layout,
+)
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env
@@ -437,7 +442,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
         self.last_profile = record_risk_profile(self.logger, self.risk_prefix, returns)
         self.last_info = infos.summary()
         for key, value in self.last_info.items():
-            self.logger.record(f"{self.log_name}_info/{key}", value)
+            record_scalar(self.logger, f"{self.log_name}_info/{key}", value)
         for key, values in infos.histograms().items():
             self.logger.record(f"{self.log_name}_info/{key}", th.as_tensor(values), exclude=HISTOGRAM_EXCLUDE)
         self.last_mean_reward = self.last_profile[self.best_metric]

@@ -70,7 +70,7 @@ from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
 from ordergrad_rl.agents.common.policies import LEGACY_DEFAULT_ACTOR, POLICY_ALIASES, OrderGradPolicyMixin
-from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
+from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile, record_scalar
 from ordergrad_rl.agents.common.risk_schedules import (
     TIE_AT_VAR,
     RiskSchedule,
@@ -1642,7 +1642,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             logger.record(f"{TRAIN_PREFIX}/tie_at_var", float(np.mean([case == TIE_AT_VAR for case in cases])))
         if weights is not None:
             for name, prob in self._rollout_noise_probs.items():
-                logger.record(f"{TRAIN_PREFIX}/noise/{name}", prob)  # the sampler's q of this rollout
+                record_scalar(logger, f"{TRAIN_PREFIX}/noise/{name}", prob)  # the sampler's q of this rollout
             # Kish's effective sample size of the weighted batch, as a share of the episodes.
             logger.record(f"{TRAIN_PREFIX}/noise_ess", float(weights.sum() ** 2 / (weights.size * (weights**2).sum())))
         if scheduled or untie:
@@ -1666,7 +1666,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if channel.name != REWARD:
                 record_risk_profile(logger, f"{TRAIN_PREFIX}/{channel.name}", buffer.episode_channels[channel.name])
             value = float(np.mean(lstat_value(values[channel.name], channel.objective)))
-            logger.record(f"{TRAIN_PREFIX}/{channel.name}/objective", value)
+            record_scalar(logger, f"{TRAIN_PREFIX}/{channel.name}/objective", value)
             total += channel.weight * value
         logger.record(f"{TRAIN_PREFIX}/objective", total)
 

@@ -7,6 +7,10 @@ Tags (``<prefix>`` is ``risk`` for training batches, ``eval_risk`` for :class:`~
 * ``<prefix>/episode_returns``: histogram of the returns (TensorBoard only; not written to stdout/csv/json);
 * ``risk/objective``: the batch L-statistic value ``v^alpha`` of the training objective (training only).
 
+Tags named after the user's channels and info entries (``risk/<channel>/quantile_0.05``, ``eval_info/<key>_mean``)
+can be longer than SB3's stdout/log table shows: :func:`record_scalar` keeps such a tag out of that table (which would
+raise a ``ValueError`` on two tags cut to the same text) and writes it to the other outputs.
+
 Run names and hparams (TensorBoard's "HParams" tab): :func:`default_run_name` is the algorithm and the objective
 (``OrderGradPPO_cvar0.2@128``, then SB3 appends ``_1``, ``_2`` ...), and :func:`record_hparams` logs a run's
 arguments (objective, k, n_episodes, learning rate, ...) with the risk tags as its metrics (TensorBoard shows
@@ -27,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import HumanOutputFormat, Logger, TensorBoardOutputFormat
 
 from ordergrad_rl.agents.common.hparams import has_session_start, write_hparams
 from ordergrad_rl.risk import risk_profile
@@ -42,6 +46,26 @@ MAX_NAME_OBJECTIVE = 40
 HPARAM_METRIC_KEYS: tuple[str, ...] = ("mean", "std", "min", "cvar_0.05", "cvar_0.1", "cvar_0.2", "quantile_0.5")
 
 _CATEGORY_TITLES = {TRAIN_PREFIX: "risk (training batches)", EVAL_PREFIX: "eval_risk (evaluation)"}
+
+
+def human_exclude(logger: Logger, key: str) -> tuple[str, ...] | None:
+    """``("stdout", "log")`` if SB3's stdout/log table (a ``HumanOutputFormat`` of ``logger``) would cut ``key``,
+    else ``None``.
+
+    The table shows ``<tag>/<name>`` as ``"   <name>"`` under its tag, cut to ``max_length`` (36 by default), and
+    raises a ``ValueError`` when two keys of a dump cut to the same text (``risk/constraint_violation/quantile_0.05``
+    and ``.../quantile_0.25``): a key it would cut is kept out of it, as SB3 keeps out what it cannot show.
+    """
+    lengths = [output.max_length for output in logger.output_formats if isinstance(output, HumanOutputFormat)]
+    slash = key.find("/")
+    shown = f"   {key[slash + 1 :]}" if slash > 0 else key  # as HumanOutputFormat.write shows it
+    return ("stdout", "log") if lengths and len(shown) > min(lengths) else None
+
+
+def record_scalar(logger: Logger, key: str, value: float) -> None:
+    """``logger.record(key, value)`` for a key named after a channel or an info entry: out of the stdout/log table
+    where that would cut it (:func:`human_exclude`), in every other output."""
+    logger.record(key, value, exclude=human_exclude(logger, key))
 
 
 def record_risk_profile(
@@ -59,7 +83,7 @@ def record_risk_profile(
     """
     profile = risk_profile(returns, weights=weights)
     for key, value in profile.items():
-        logger.record(f"{prefix}/{key}", value)
+        record_scalar(logger, f"{prefix}/{key}", value)
     logger.record(
         f"{prefix}/episode_returns", th.as_tensor(np.asarray(returns, dtype=np.float64)), exclude=HISTOGRAM_EXCLUDE
     )
