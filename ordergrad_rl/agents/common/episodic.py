@@ -333,7 +333,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: measure another wait, ``scripts/probe_blind_patience.py``).
     blind_patience_episodes: int = BLIND_PATIENCE_EPISODES
     #: The SB3 critic arguments of an algorithm that trains no critic, which its constructor and :meth:`load` refuse
-    #: (OrderGradREINFORCE: A2C's; OrderGradRecurrentPPO: RecurrentPPO's).
+    #: (OrderGradREINFORCE: A2C's; OrderGradRecurrentPPO and OrderGradMaskablePPO: RecurrentPPO's and MaskablePPO's).
     critic_arguments: tuple[str, ...] = ()
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
@@ -657,6 +657,20 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.advantage = advantage
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
         self.reward_to_go = default_reward_to_go(parsed, group_size) if reward_to_go is None else bool(reward_to_go)
+
+    @classmethod
+    def _refuse_sb3_arguments(cls, env: Any, n_envs: int | None, n_steps: Any, critic_values: tuple[Any, ...]) -> None:
+        """The constructor's refusals of its SB3 parent's arguments that episodic mode has no use for: ``n_steps``
+        (the error names the ``n_episodes`` to use) and the :attr:`critic_arguments` given (not ``None``).
+
+        :param critic_values: the values of the :attr:`critic_arguments`, in their order.
+        :raises ValueError: one of them is given.
+        """
+        if n_steps is not None:
+            raise n_steps_error(cls.__name__, n_steps, env, n_envs)
+        for name, value in zip(cls.critic_arguments, critic_values, strict=True):
+            if value is not None:
+                raise critic_argument_error(cls.__name__, name)
 
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
