@@ -466,6 +466,30 @@ def test_recurrent_ppo_names_the_n_episodes_for_recurrent_ppos_n_steps() -> None
         OrderGradRecurrentPPO("MlpLstmPolicy", "CartPole-v1", n_steps=64)
 
 
+@pytest.mark.parametrize(("name", "value"), [("gae_lambda", 0.95), ("vf_coef", 0.5), ("clip_range_vf", 0.2)])
+def test_maskable_ppo_refuses_maskable_ppos_critic_arguments_at_construction_and_load(
+    name: str, value: float, tmp_path
+) -> None:
+    # sb3-contrib's MaskablePPO takes them; a MaskablePPO script ported to OrderGradMaskablePPO got Python's bare
+    # "unexpected keyword argument", and OrderGradMaskablePPO.load(path, vf_coef=0.5) set a critic coefficient that
+    # nothing reads (this class trains no critic) and trained on without a word.
+    with pytest.raises(ValueError, match=f"OrderGradMaskablePPO has no critic.*remove {name}"):
+        OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=1), objective="mean", n_episodes=4, **{name: value})
+    OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=1), objective="mean", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match=f"OrderGradMaskablePPO has no critic.*remove {name}"):
+        OrderGradMaskablePPO.load(tmp_path / "og", **{name: value})
+
+
+def test_maskable_ppo_names_the_n_episodes_for_maskable_ppos_n_steps(tmp_path) -> None:
+    # MaskablePPO(..., n_steps=128) ported got a bare TypeError, where OrderGradPPO and OrderGradREINFORCE (and this
+    # class's load) name the n_episodes that gives about as many steps.
+    with pytest.raises(ValueError, match=r"set n_episodes .*not n_steps.*n_steps=64 x 2 env\(s\)"):
+        OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=2), n_steps=64)
+    OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=1), objective="mean", n_episodes=4).save(tmp_path / "og")
+    with pytest.raises(ValueError, match="set n_episodes .*not n_steps"):
+        OrderGradMaskablePPO.load(tmp_path / "og", n_steps=64)
+
+
 def test_recurrent_ppo_takes_multidiscrete_observations() -> None:
     # SB3's PPO takes them (one-hot per component); the LSTM failed inside torch on SB3's NumPy-integer feature size.
     model = OrderGradRecurrentPPO(

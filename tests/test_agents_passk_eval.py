@@ -369,3 +369,98 @@ def test_id_options_with_an_env_passed_are_refused() -> None:
     assert PassAtKEvalCallback("TargetSum-v0").eval_env.num_envs == 64
     assert PassAtKEvalCallback("TargetSum-v0", n_eval_envs=3, seed=1).eval_env.num_envs == 3
     assert RiskEvalCallback(Coins(), n_eval_envs=1).eval_env.num_envs == 1
+
+
+class FixedStartSteps(gym.Env):
+    """Five steps from one start, whatever the seed; each step pays the action: a return is a function of the
+    actions alone (with gSDE's noise, of the exploration matrix alone). Solved when the return is positive."""
+
+    observation_space = gym.spaces.Box(0.0, 5.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.total = 0, 0.0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.total += float(action[0])
+        done = self.t >= 5
+        return (
+            np.full(1, self.t, np.float32),
+            float(action[0]),
+            done,
+            False,
+            ({"is_success": self.total > 0} if done else {}),
+        )
+
+
+def gsde_model(use_sde: bool = True):
+    from ordergrad_rl import OrderGradPPO
+
+    kwargs = {"log_std_init": -2.0}  # actions inside the bounds: each noise draw gives its own return
+    env = DummyVecEnv([FixedStartSteps] * 2)
+    return OrderGradPPO("MlpPolicy", env, "mean", n_episodes=4, use_sde=use_sde, policy_kwargs=kwargs, seed=0)
+
+
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_sampled_evaluation_of_a_gsde_policy_draws_each_episodes_noise(n_envs: int) -> None:
+    # SB3's evaluate_policy keeps one exploration matrix for every episode: from one start, all the sampled episodes
+    # of a gSDE policy returned the same value (std 0), which a risk profile took for independent draws.
+    import torch as th
+
+    from ordergrad_rl.agents.common.evaluation import evaluate_episodes
+
+    model = gsde_model()
+    dist = model.policy.action_dist
+    kept = dist.exploration_mat, dist.exploration_matrices
+    rng = th.get_rng_state()
+    venv = DummyVecEnv([FixedStartSteps] * n_envs)
+    returns, _ = evaluate_episodes(model, venv, n_eval_episodes=6, deterministic=False, return_episode_rewards=True)
+    assert len(set(returns)) == 6
+    # The policy's matrices and torch's random state are put back: an evaluation during training changes nothing.
+    assert dist.exploration_mat is kept[0] and dist.exploration_matrices is kept[1]
+    assert th.equal(th.get_rng_state(), rng)
+    result = sample_successes(model, DummyVecEnv([FixedStartSteps] * n_envs), [0], 6)
+    assert len(set(result.returns[0])) == 6
+    assert dist.exploration_mat is kept[0] and th.equal(th.get_rng_state(), rng)
+
+
+def test_greedy_and_non_gsde_evaluations_are_sb3s() -> None:
+    import torch as th
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from ordergrad_rl.agents.common.evaluation import evaluate_episodes
+
+    for model, deterministic in ((gsde_model(), True), (gsde_model(use_sde=False), False)):
+        scores = []
+        for evaluate in (evaluate_episodes, evaluate_policy):
+            th.manual_seed(3)
+            venv = DummyVecEnv([FixedStartSteps] * 2)
+            kwargs = {"n_eval_episodes": 4, "deterministic": deterministic, "return_episode_rewards": True}
+            scores.append(evaluate(model, venv, **kwargs)[0])
+        assert scores[0] == scores[1]
+
+
+def test_a_gsde_policy_samples_inside_a_policy_actor_block() -> None:
+    from ordergrad_rl.agents.common.evaluation import PolicyActor
+
+    venv = DummyVecEnv([FixedStartSteps])
+    obs = venv.reset()
+    with pytest.raises(RuntimeError, match=r"with PolicyActor\(...\) as actor"):
+        PolicyActor(gsde_model(), venv, deterministic=False).act(obs)
+    PolicyActor(gsde_model(), venv, deterministic=True).act(obs)  # greedy: nothing to draw
+
+
+def test_a_sampled_gsde_eval_callback_leaves_training_as_it_was() -> None:
+    import torch as th
+
+    params = []
+    callback = RiskEvalCallback(DummyVecEnv([FixedStartSteps]), eval_freq=10, n_eval_episodes=3, deterministic=False)
+    for with_callback in (None, callback):
+        model = gsde_model()
+        model.learn(60, callback=with_callback)
+        params.append(th.nn.utils.parameters_to_vector(model.policy.parameters()))
+    assert th.equal(params[0], params[1])
+    assert len(set(callback.last_returns)) == 3

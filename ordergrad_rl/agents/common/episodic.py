@@ -69,7 +69,12 @@ from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuil
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
-from ordergrad_rl.agents.common.policies import LEGACY_DEFAULT_ACTOR, POLICY_ALIASES, OrderGradPolicyMixin
+from ordergrad_rl.agents.common.policies import (
+    LEGACY_DEFAULT_ACTOR,
+    POLICY_ALIASES,
+    OrderGradPolicyMixin,
+    resample_episode_noise,
+)
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile, record_scalar
 from ordergrad_rl.agents.common.risk_schedules import (
     TIE_AT_VAR,
@@ -328,7 +333,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     #: measure another wait, ``scripts/probe_blind_patience.py``).
     blind_patience_episodes: int = BLIND_PATIENCE_EPISODES
     #: The SB3 critic arguments of an algorithm that trains no critic, which its constructor and :meth:`load` refuse
-    #: (OrderGradREINFORCE: A2C's; OrderGradRecurrentPPO: RecurrentPPO's).
+    #: (OrderGradREINFORCE: A2C's; OrderGradRecurrentPPO and OrderGradMaskablePPO: RecurrentPPO's and MaskablePPO's).
     critic_arguments: tuple[str, ...] = ()
     #: Arguments added after the first release, with the value a save without them was trained with (:meth:`load`).
     saved_before: dict[str, Any] = {
@@ -652,6 +657,20 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.advantage = advantage
         # Default: reward-to-go for the pooled mean; groups keep whole-episode weights (GRPO exactly, see above).
         self.reward_to_go = default_reward_to_go(parsed, group_size) if reward_to_go is None else bool(reward_to_go)
+
+    @classmethod
+    def _refuse_sb3_arguments(cls, env: Any, n_envs: int | None, n_steps: Any, critic_values: tuple[Any, ...]) -> None:
+        """The constructor's refusals of its SB3 parent's arguments that episodic mode has no use for: ``n_steps``
+        (the error names the ``n_episodes`` to use) and the :attr:`critic_arguments` given (not ``None``).
+
+        :param critic_values: the values of the :attr:`critic_arguments`, in their order.
+        :raises ValueError: one of them is given.
+        """
+        if n_steps is not None:
+            raise n_steps_error(cls.__name__, n_steps, env, n_envs)
+        for name, value in zip(cls.critic_arguments, critic_values, strict=True):
+            if value is not None:
+                raise critic_argument_error(cls.__name__, name)
 
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
@@ -1038,8 +1057,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             n_steps += 1
             self._last_obs = new_obs
             self._last_episode_starts = dones
-            if self.use_sde and dones.any():
-                self._resample_episode_noise(dones)
+            if self.use_sde and dones.any():  # each episode with its own exploration matrix
+                resample_episode_noise(self.policy, dones)
 
         rollout_buffer.finalize()
         self._end_noise(env)
@@ -1053,26 +1072,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
-
-    def _resample_episode_noise(self, dones: np.ndarray) -> None:
-        """gSDE: draw a fresh exploration matrix for each env whose episode just ended (``dones``: ``[n_envs]``).
-
-        A gSDE action's noise is a function of the state for as long as its matrix is kept, so episodes that share
-        one (SB3's ``sde_sample_freq=-1`` keeps it for the whole rollout) are not independent draws of the policy:
-        from the same start they repeat each other, and a rank-based estimate over them is not the objective's.
-        Each episode therefore starts with its own matrix; ``sde_sample_freq > 0`` also resamples every env's matrix
-        every ``sde_sample_freq`` steps of the rollout (SB3's count, from the rollout's start).
-        """
-        policy = self.policy
-        n_envs = len(dones)
-        if n_envs == 1:  # SB3 acts on a batch of one with its single exploration_mat, not the per-env matrices
-            policy.reset_noise(1)  # type: ignore[attr-defined]
-            return
-        dist = policy.action_dist  # type: ignore[attr-defined]
-        with th.no_grad():  # SB3 samples with rsample; collection needs no graph
-            fresh = dist.weights_dist.sample((n_envs,))
-            ended = th.as_tensor(dones, device=fresh.device).view(-1, 1, 1)
-            dist.exploration_matrices = th.where(ended, fresh, dist.exploration_matrices)
 
     # ------------------------------------------------------------------ noise sampler
     def _start_noise(self, env: VecEnv) -> None:

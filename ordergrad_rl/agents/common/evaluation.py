@@ -1,7 +1,8 @@
 """Evaluation of a trained policy, apart from the callbacks that run it during training (as SB3's
 ``common/evaluation.py``):
 
-* :func:`evaluate_episodes`: SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models);
+* :func:`evaluate_episodes`: SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models), each
+  sampled episode of a gSDE policy with its own exploration matrix (:func:`episode_noise`);
 * :class:`PolicyActor`: the same calls of ``predict``, step by step, for the other rollouts of a model (action masks
   of a MaskablePPO model, the LSTM state of a recurrent one);
 * :func:`policy_table`: a model's ``[S, A]`` action probabilities in each state of a tabular env, for its exact
@@ -16,7 +17,8 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.env_util import first_env_attr
 from ordergrad_rl.agents.common.groups import N_CONTEXTS, OPTIONS_RULE, GroupResetter
+from ordergrad_rl.agents.common.policies import gsde_distribution, resample_episode_noise
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.passk import pass_at_k_curve
 
@@ -47,6 +50,7 @@ __all__ = [
     "evaluate_episodes",
     "info_component_names",
     "check_action_masks",
+    "episode_noise",
     "policy_table",
     "sample_successes",
     "uses_action_masks",
@@ -68,13 +72,68 @@ def check_action_masks(model: Any, venv: VecEnv) -> None:
         )
 
 
+@contextmanager
+def episode_noise(model: Any, n_envs: int, deterministic: bool) -> Iterator[Callable[[np.ndarray], None] | None]:
+    """Evaluation episodes of a gSDE policy, each with its own exploration matrix, as in training.
+
+    SB3's ``evaluate_policy`` keeps the policy's matrices for the whole evaluation, so that its sampled episodes all
+    share one noise draw (from the same start, they repeat each other: the spread of their returns is not the
+    policy's). Inside the block, call the function yielded with the ``[n_envs]`` bools of the envs that start an
+    episode before acting in them: each gets a fresh matrix (all of them are drawn on entry). At exit the policy's
+    matrices and torch's random state are put back, so that an evaluation during training leaves training as it
+    was.
+
+    :param model: an SB3 / sb3-contrib / ordergrad-rl model.
+    :param n_envs: the number of envs evaluated in one batch.
+    :param deterministic: the greedy action is evaluated: nothing to draw.
+    :return: the redrawing function, or ``None`` (nothing to do) for a deterministic evaluation or a policy without
+        gSDE.
+    """
+    policy = getattr(model, "policy", None)
+    distribution = None if deterministic else gsde_distribution(policy)
+    if distribution is None:
+        yield None
+        return
+    kept = distribution.exploration_mat, distribution.exploration_matrices, distribution.weights_dist
+    device = th.device(policy.device)  # type: ignore[union-attr]
+    devices = [device.index if device.index is not None else th.cuda.current_device()] if device.type == "cuda" else []
+    with th.random.fork_rng(devices=devices):
+        try:
+            policy.reset_noise(n_envs)  # type: ignore[union-attr]
+            yield lambda starts: resample_episode_noise(policy, starts)
+        finally:
+            distribution.exploration_mat, distribution.exploration_matrices, distribution.weights_dist = kept
+
+
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy(model, env, **kwargs)``; for a model that :func:`uses_action_masks`, sb3-contrib's,
-    which acts with the env's ``action_masks()``."""
+    which acts with the env's ``action_masks()``. Sampled episodes (``deterministic=False``) of a gSDE policy each
+    get their own exploration matrix (:func:`episode_noise`), where ``evaluate_policy`` keeps one for all."""
     check_action_masks(model, env)
-    if uses_action_masks(model):
-        return evaluate_masked(model, env, **kwargs)
-    return evaluate_policy(model, env, **kwargs)
+    evaluate = evaluate_masked if uses_action_masks(model) else evaluate_policy
+    with episode_noise(model, env.num_envs, kwargs.get("deterministic", True)) as redraw:
+        if redraw is not None:
+            kwargs["callback"] = _redrawing_callback(kwargs.get("callback"), redraw, env.num_envs)
+        return evaluate(model, env, **kwargs)
+
+
+def _redrawing_callback(
+    callback: Callable[[dict[str, Any], dict[str, Any]], None] | None,
+    redraw: Callable[[np.ndarray], None],
+    n_envs: int,
+) -> Callable[[dict[str, Any], dict[str, Any]], None]:
+    """An ``evaluate_policy`` callback: ``callback``'s, then ``redraw`` for the env whose episode just ended (it
+    starts the next one at the next step)."""
+
+    def on_step(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        if callback is not None:
+            callback(locals_, globals_)
+        if locals_["done"]:
+            starts = np.zeros(n_envs, dtype=bool)
+            starts[locals_["i"]] = True
+            redraw(starts)
+
+    return on_step
 
 
 def policy_table(
@@ -147,7 +206,9 @@ class PolicyActor:
     reset at each new episode; a model without memory ignores both). Every rollout of a model outside
     :func:`evaluate_episodes` acts through one, so that it scores the policy that was trained.
 
-    Call :meth:`act` with each batch observation and :meth:`observe` with the ``dones`` of the step taken.
+    Call :meth:`act` with each batch observation and :meth:`observe` with the ``dones`` of the step taken. A gSDE
+    policy that samples (``deterministic=False``) acts inside ``with PolicyActor(...) as actor:``, where each episode
+    gets its own exploration matrix and the policy's are put back at the end (:func:`episode_noise`).
 
     :param model: anything with SB3's ``predict(obs, state=..., episode_start=..., deterministic=...)``.
     :param venv: the env rolled out.
@@ -163,9 +224,32 @@ class PolicyActor:
         self.use_masking = uses_action_masks(model)
         self.state: Any = None
         self.episode_start = np.ones(venv.num_envs, dtype=bool)
+        self._noise = ExitStack()
+        self._redraw: Callable[[np.ndarray], None] | None = None
+        self._samples_noise = not deterministic and gsde_distribution(getattr(model, "policy", None)) is not None
+
+    def __enter__(self) -> PolicyActor:
+        self._redraw = self._noise.enter_context(episode_noise(self.model, self.venv.num_envs, self.deterministic))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._noise.close()
+        self._redraw = None
 
     def act(self, obs: Any) -> np.ndarray:
-        """``[n_envs, ...]`` actions for the batch observation ``obs`` (``[n_envs, ...]``, or a dict of such)."""
+        """``[n_envs, ...]`` actions for the batch observation ``obs`` (``[n_envs, ...]``, or a dict of such).
+
+        :raises RuntimeError: a gSDE policy samples outside a ``with`` block (its episodes would share one
+            exploration matrix).
+        """
+        if self._samples_noise:
+            if self._redraw is None:
+                raise RuntimeError(
+                    f"{type(self.model).__name__}'s gSDE policy samples its actions: act inside "
+                    "`with PolicyActor(...) as actor:`, which gives each episode its own exploration matrix"
+                )
+            if self.episode_start.any():
+                self._redraw(self.episode_start)
         masks = {"action_masks": get_action_masks(self.venv)} if self.use_masking else {}
         actions, self.state = self.model.predict(
             obs, state=self.state, episode_start=self.episode_start, deterministic=self.deterministic, **masks
@@ -379,44 +463,43 @@ def sample_successes(
     steps = np.zeros(n_envs, dtype=np.int64)
     rewards = np.zeros(n_envs, dtype=np.float64)  # the return so far of each env's episode
     next_job = 0
-    actor = PolicyActor(model, venv, deterministic)
-
-    obs = venv.reset()
-    first = np.arange(min(n_envs, jobs.size))
-    job[first] = first
-    next_job = first.size
-    obs = resetter.reset(first, contexts[jobs[first]], obs)
-    while np.any(job >= 0):
-        obs, step_rewards, dones, infos = venv.step(actor.act(obs))
-        actor.observe(dones)
-        running = job >= 0
-        steps[running] += 1
-        rewards[running] += step_rewards[running]
-        endless = np.flatnonzero(running & ~dones & (steps >= buffers.MAX_EPISODE_STEPS))
-        if endless.size:
-            check_episode_length(int(endless[0]), int(steps[endless[0]]), buffers.MAX_EPISODE_STEPS)
-        ended = np.flatnonzero(dones & running)
-        if ended.size == 0:
-            continue
-        for i in ended:
-            if SUCCESS_KEY not in infos[i]:
-                raise ValueError(
-                    f"pass@k needs info['{SUCCESS_KEY}'] at the last step of each episode; the env's final info has "
-                    f"{sorted(infos[i])}"
-                )
-            success[job[i]] = bool(infos[i][SUCCESS_KEY])
-            lengths[job[i]] = steps[i]
-            returns[job[i]] = infos[i]["episode"]["r"] if "episode" in infos[i] else rewards[i]
-            steps[i] = 0
-            rewards[i] = 0.0
-            if on_episode is not None:
-                on_episode()
-        n_next = min(ended.size, jobs.size - next_job)
-        job[ended] = -1
-        if n_next:
-            restart = ended[:n_next]
-            job[restart] = np.arange(next_job, next_job + n_next)
-            next_job += n_next
-            obs = resetter.reset(restart, contexts[jobs[job[restart]]], obs)
+    with PolicyActor(model, venv, deterministic) as actor:
+        obs = venv.reset()
+        first = np.arange(min(n_envs, jobs.size))
+        job[first] = first
+        next_job = first.size
+        obs = resetter.reset(first, contexts[jobs[first]], obs)
+        while np.any(job >= 0):
+            obs, step_rewards, dones, infos = venv.step(actor.act(obs))
+            actor.observe(dones)
+            running = job >= 0
+            steps[running] += 1
+            rewards[running] += step_rewards[running]
+            endless = np.flatnonzero(running & ~dones & (steps >= buffers.MAX_EPISODE_STEPS))
+            if endless.size:
+                check_episode_length(int(endless[0]), int(steps[endless[0]]), buffers.MAX_EPISODE_STEPS)
+            ended = np.flatnonzero(dones & running)
+            if ended.size == 0:
+                continue
+            for i in ended:
+                if SUCCESS_KEY not in infos[i]:
+                    raise ValueError(
+                        f"pass@k needs info['{SUCCESS_KEY}'] at the last step of each episode; the env's final info "
+                        f"has {sorted(infos[i])}"
+                    )
+                success[job[i]] = bool(infos[i][SUCCESS_KEY])
+                lengths[job[i]] = steps[i]
+                returns[job[i]] = infos[i]["episode"]["r"] if "episode" in infos[i] else rewards[i]
+                steps[i] = 0
+                rewards[i] = 0.0
+                if on_episode is not None:
+                    on_episode()
+            n_next = min(ended.size, jobs.size - next_job)
+            job[ended] = -1
+            if n_next:
+                restart = ended[:n_next]
+                job[restart] = np.arange(next_job, next_job + n_next)
+                next_job += n_next
+                obs = resetter.reset(restart, contexts[jobs[job[restart]]], obs)
     shape = (contexts.size, n_samples)
     return PassAtK(contexts, success.reshape(shape), lengths.reshape(shape), returns.reshape(shape))

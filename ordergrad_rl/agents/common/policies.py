@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.distributions import Distribution, StateDependentNoiseDistribution
 from stable_baselines3.common.policies import (
     ActorCriticCnnPolicy,
     ActorCriticPolicy,
@@ -141,6 +141,39 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
             obs, _ = policy.obs_to_tensor(chunk)
             values[rows] = policy.predict_values(obs).reshape(-1).cpu().numpy()
     return values
+
+
+def gsde_distribution(policy: Any) -> StateDependentNoiseDistribution | None:
+    """The gSDE action distribution of ``policy``: an actor-critic's ``action_dist``, or its ``actor``'s (SB3's SAC);
+    ``None`` for a policy without gSDE (``use_sde=False``)."""
+    for owner in (policy, getattr(policy, "actor", None)):
+        distribution = getattr(owner, "action_dist", None)
+        if isinstance(distribution, StateDependentNoiseDistribution):
+            return distribution
+    return None
+
+
+def resample_episode_noise(policy: Any, starts: np.ndarray) -> None:
+    """gSDE: draw a fresh exploration matrix for each env that starts an episode (``starts``: ``[n_envs]`` bools,
+    ``policy.reset_noise(n_envs)`` drawn before, so that it holds one matrix per env).
+
+    A gSDE action's noise is a function of the state for as long as its matrix is kept, so episodes that share one
+    (SB3's ``sde_sample_freq=-1`` keeps it for a whole rollout, and ``evaluate_policy`` for a whole evaluation) are
+    not independent draws of the policy: from the same start they repeat each other, and a rank-based estimate or a
+    risk profile over them is not the policy's. Training and evaluation therefore start each episode with its own;
+    training's ``sde_sample_freq > 0`` also redraws every env's matrix every ``sde_sample_freq`` steps of a rollout
+    (SB3's count, from the rollout's start).
+    """
+    n_envs = len(starts)
+    if n_envs == 1:  # SB3 acts on a batch of one with its single exploration_mat, not the per-env matrices
+        policy.reset_noise(1)
+        return
+    distribution = gsde_distribution(policy)
+    assert distribution is not None, "resample_episode_noise needs a gSDE policy"
+    with th.no_grad():  # SB3 samples with rsample; acting needs no graph
+        fresh = distribution.weights_dist.sample((n_envs,))
+        started = th.as_tensor(starts, device=fresh.device).view(-1, 1, 1)
+        distribution.exploration_matrices = th.where(started, fresh, distribution.exploration_matrices)
 
 
 def check_nature_cnn_input(

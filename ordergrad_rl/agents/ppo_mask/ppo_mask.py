@@ -29,6 +29,9 @@ from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicR
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES, OrderGradMaskablePolicy
 from ordergrad_rl.core.objectives import ObjectiveLike
 
+#: sb3-contrib MaskablePPO's critic arguments, which this class refuses (in the constructor and at ``load``).
+CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
+
 SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
 
 
@@ -79,6 +82,11 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         :class:`~ordergrad_rl.agents.ppo_mask.buffers.MaskableEpisodicRolloutBuffer`.
     :param rollout_buffer_kwargs: extra keyword arguments of the buffer (``max_episode_steps``).
     :param policy_kwargs: keyword arguments of the policy.
+    :param n_steps: MaskablePPO's rollout length, refused: a rollout is ``n_episodes`` episodes (the error names the
+        ``n_episodes`` that gives about as many steps on the env).
+    :param gae_lambda: refused (no critic).
+    :param vf_coef: refused (no critic).
+    :param clip_range_vf: refused (no critic).
     """
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
@@ -92,6 +100,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
     # baseline (value_baseline): at 100k steps lava 10 of 10 seeds at the optimum against 9, the maze 8 against 1.
     budget_sized_rollouts = True
     trains_critic = False
+    critic_arguments = CRITIC_ARGUMENTS
     rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -127,8 +136,13 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        n_steps: None = None,
+        gae_lambda: None = None,
+        vf_coef: None = None,
+        clip_range_vf: None = None,
         _init_setup_model: bool = True,
     ) -> None:
+        self._refuse_sb3_arguments(env, n_envs, n_steps, (gae_lambda, vf_coef, clip_range_vf))
         check_ppo_arguments(
             learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
         )

@@ -23,7 +23,6 @@ from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffe
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
-from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
@@ -143,11 +142,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         clip_range_vf: None = None,
         _init_setup_model: bool = True,
     ) -> None:
-        if n_steps is not None:
-            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        for name, value in zip(CRITIC_ARGUMENTS, (gae_lambda, vf_coef, clip_range_vf), strict=True):
-            if value is not None:
-                raise critic_argument_error(type(self).__name__, name)
+        self._refuse_sb3_arguments(env, n_envs, n_steps, (gae_lambda, vf_coef, clip_range_vf))
         check_ppo_arguments(
             learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl
         )

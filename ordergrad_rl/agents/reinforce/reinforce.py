@@ -20,7 +20,7 @@ from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
-from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error, optimizer_argument_error
+from ordergrad_rl.agents.common.sb3_compat import optimizer_argument_error
 from ordergrad_rl.core.channels import AnyObjective
 
 #: A2C's critic arguments, which this class refuses (in the constructor and at ``load``) and leaves out of its saves.
@@ -218,11 +218,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         rms_prop_eps: None = None,
         _init_setup_model: bool = True,
     ) -> None:
-        if n_steps is not None:
-            raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
-        for name, value in zip(CRITIC_ARGUMENTS, (gae_lambda, vf_coef), strict=True):
-            if value is not None:
-                raise critic_argument_error(type(self).__name__, name)
+        self._refuse_sb3_arguments(env, n_envs, n_steps, (gae_lambda, vf_coef))
         for name, value in zip(OPTIMIZER_ARGUMENTS, (use_rms_prop, rms_prop_eps), strict=True):
             if value is not None:
                 raise optimizer_argument_error(type(self).__name__, name)
