@@ -107,3 +107,43 @@ def test_the_core_api_is_annotated_for_strict_type_checkers():
     methods = [m for name, m in vars(core.OrderStatTransform).items() if inspect.isfunction(m) and name[0] != "_"]
     missing = {f.__qualname__: unannotated(f) for f in functions + methods if unannotated(f)}
     assert not missing
+
+
+# ------------------------------------------------------------------------------------- a user's script under mypy
+#: The libraries whose modules mypy need not read for these checks (their types become ``Any``), so that a check
+#: takes seconds; SB3 and sb3-contrib are read: the agents' bases are theirs.
+UNREAD = ("torch", "gymnasium", "scipy", "transformers", "trl", "array_api_compat", "tensorboard", "pandas", "ray")
+
+
+def mypy_errors(tmp_path: Path, script: str) -> list[str]:
+    """``mypy --strict``'s errors on a user's ``script``, the package read from this checkout (its own errors off)."""
+    api = pytest.importorskip("mypy.api")
+    config = tmp_path / "mypy.ini"
+    unread = ",".join(f"{name}.*" for name in UNREAD)
+    config.write_text(
+        f"[mypy]\nstrict = True\nignore_missing_imports = True\nmypy_path = {ROOT}\n"
+        f"[mypy-ordergrad_rl.*]\nignore_errors = True\n[mypy-{unread}]\nfollow_imports = skip\n"
+    )
+    (tmp_path / "user.py").write_text(inspect.cleandoc(script) + "\n")
+    out, err, _ = api.run(
+        ["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user.py")]
+    )
+    assert not err, err
+    return [line for line in out.splitlines() if ": error:" in line]
+
+
+def test_load_types_as_the_class_it_is_called_on(tmp_path):
+    """``OrderGradPPO.load`` was typed ``OrderGradPPO | OrderGradQCriticPPO`` (a Q-critic save loads as that class),
+    so ``model: OrderGradPPO = OrderGradPPO.load(path)`` and ``OrderGradPPO.load(path).n_episodes`` failed mypy and
+    pyright; it is typed as the class it is called on, as the constructor and SB3's ``PPO.load`` are."""
+    errors = mypy_errors(
+        tmp_path,
+        """
+        from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE
+
+        model: OrderGradPPO = OrderGradPPO.load("cvar_agent")
+        print(model.n_episodes, OrderGradPPO.load("cvar_agent", env="CartPole-v1").novelty_phase)
+        reinforce: OrderGradREINFORCE = OrderGradREINFORCE.load("agent")
+        """,
+    )
+    assert not errors

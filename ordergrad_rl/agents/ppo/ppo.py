@@ -518,21 +518,23 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         return super().__new__(cls)
 
     @classmethod
-    def load(  # type: ignore[override]  # a Q-critic save loads as the OrderGradQCriticPPO it is
+    def load(  # type: ignore[override]  # SB3's keyword arguments pass through kwargs
         cls: type[SelfEpisodic],
         path: Any,
         env: GymEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
-    ) -> SelfEpisodic | OrderGradQCriticPPO:
+    ) -> SelfEpisodic:
         """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
         algorithm (``advantage="q_critic"``) loads as the :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` it is.
+        Type checkers read the class it is called on, as for the constructor (``OrderGradPPO(...,
+        advantage="q_critic")``) and SB3's ``PPO.load``: call ``OrderGradQCriticPPO.load`` for that class's type.
 
         :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
         """
         data = read_saved_data(path)
         if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
-            return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
+            return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
         return super().load(path, env=env, device=device, **kwargs)
 
     def train(self) -> None:
