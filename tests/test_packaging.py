@@ -147,3 +147,20 @@ def test_load_types_as_the_class_it_is_called_on(tmp_path):
         """,
     )
     assert not errors
+
+
+def test_contrib_agents_take_the_channel_objectives_they_run(tmp_path):
+    """OrderGradRecurrentPPO and OrderGradMaskablePPO train on a channel objective (a dict or a
+    ``ChannelObjective``, as OrderGradPPO and OrderGradREINFORCE), but their ``objective`` was typed as a single
+    objective's spec, so the README's channel objective failed a user's mypy and pyright on them."""
+    errors = mypy_errors(
+        tmp_path,
+        """
+        from ordergrad_rl import ChannelObjective, OrderGradMaskablePPO, OrderGradRecurrentPPO
+
+        channels = {"reward": "top2@4", "length": ("bot2@4", 0.4)}
+        OrderGradRecurrentPPO("MlpLstmPolicy", "TargetSum-v0", objective=channels, group_size=8)
+        OrderGradMaskablePPO("MlpPolicy", "TargetSum-v0", objective=ChannelObjective.parse(channels), group_size=8)
+        """,
+    )
+    assert not errors

@@ -27,7 +27,7 @@ from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES, OrderGradMaskablePolicy
-from ordergrad_rl.core.objectives import ObjectiveLike
+from ordergrad_rl.core.channels import AnyObjective
 
 SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
 
@@ -98,7 +98,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         self,
         policy: str | type[BasePolicy],
         env: GymEnv | str,
-        objective: ObjectiveLike = "cvar0.2",
+        objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
         n_envs: int | None = None,

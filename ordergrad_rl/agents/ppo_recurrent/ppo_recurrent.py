@@ -26,7 +26,7 @@ from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
-from ordergrad_rl.core.objectives import ObjectiveLike
+from ordergrad_rl.core.channels import AnyObjective
 
 
 class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
@@ -96,7 +96,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         self,
         policy: str | type[BasePolicy],
         env: GymEnv | str,
-        objective: ObjectiveLike = "cvar0.2",
+        objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
         n_envs: int | None = None,
