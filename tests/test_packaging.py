@@ -164,3 +164,21 @@ def test_contrib_agents_take_the_channel_objectives_they_run(tmp_path):
         """,
     )
     assert not errors
+
+
+def test_pass_at_k_ks_take_an_array(tmp_path):
+    """``PassAtKEvalCallback(ks=...)`` and ``PassAtK.curve(ks)`` take any integers ``np.asarray`` reads, and their
+    default is an array (``default_ks``), but were typed ``Sequence[int]``: ``ks=2 ** np.arange(4)`` failed mypy."""
+    errors = mypy_errors(
+        tmp_path,
+        """
+        import numpy as np
+
+        from ordergrad_rl import PassAtKEvalCallback
+
+        callback = PassAtKEvalCallback("TargetSum-v0", n_samples=8, ks=2 ** np.arange(4))
+        if callback.last_result is not None:
+            print(callback.last_result.curve(np.array([1, 8])))
+        """,
+    )
+    assert not errors

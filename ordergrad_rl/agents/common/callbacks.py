@@ -499,7 +499,7 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         eval_env: gym.Env | VecEnv | str,
         contexts: Sequence[int] | np.ndarray | None = None,
         n_samples: int = 64,
-        ks: Sequence[int] | None = None,
+        ks: Sequence[int] | np.ndarray | None = None,
         eval_freq: int | None = 10_000,
         n_eval_envs: int | None = None,
         deterministic: bool = False,
