@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
 from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
-from ordergrad_rl.agents.common.env_util import build_env, env_arguments, sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, sb3_vec_env_of
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
@@ -154,7 +154,7 @@ class OrderGradAlgorithmMixin:
     def load(
         cls: type[SelfOrderGrad],
         path: Any,
-        env: GymEnv | str | None = None,
+        env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfOrderGrad:
@@ -245,7 +245,7 @@ class OrderGradAlgorithmMixin:
     def from_sb3(
         cls: type[SelfOrderGrad],
         source: Any,
-        env: GymEnv | str | None = None,
+        env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfOrderGrad:

@@ -19,8 +19,12 @@ from ordergrad_rl.envs.sb3_vec_env import (
     native_sb3_vec_env,
 )
 
+#: An env object the agents train and evaluate on: SB3's ``GymEnv`` (a ``gym.Env`` or a ``VecEnv``) or a Gymnasium
+#: vector env, a native batch's ``gym.make_vec`` (others are refused: :func:`sb3_vec_env_of`). An env id is ``str``.
+AgentEnv = GymEnv | gym.vector.VectorEnv
 
-def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
+
+def build_env(env: AgentEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
     """The training env of an algorithm.
 
     * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has

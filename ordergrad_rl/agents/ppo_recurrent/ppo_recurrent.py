@@ -16,10 +16,11 @@ from sb3_contrib import RecurrentPPO
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffer_kwargs, check_ppo_arguments
+from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -95,7 +96,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     def __init__(
         self,
         policy: str | type[BasePolicy],
-        env: GymEnv | str,
+        env: AgentEnv | str,
         objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
