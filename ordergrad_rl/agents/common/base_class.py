@@ -18,7 +18,7 @@ import gymnasium as gym
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
@@ -327,7 +327,7 @@ class OrderGradAlgorithmMixin:
         rollout size). Nothing here."""
 
     @staticmethod
-    def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+    def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
         """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``), after a Gymnasium vector env
         is made the SB3 ``VecEnv`` the agents train on (:func:`~ordergrad_rl.agents.common.env_util.sb3_vec_env_of`:
         a native batch's face, any other refused with a ``ValueError`` naming SB3's ``make_vec_env``)."""
