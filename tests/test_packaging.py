@@ -107,3 +107,108 @@ def test_the_core_api_is_annotated_for_strict_type_checkers():
     methods = [m for name, m in vars(core.OrderStatTransform).items() if inspect.isfunction(m) and name[0] != "_"]
     missing = {f.__qualname__: unannotated(f) for f in functions + methods if unannotated(f)}
     assert not missing
+
+
+# ------------------------------------------------------------------------------------- a user's script under mypy
+#: The libraries whose modules mypy need not read for these checks (their types become ``Any``), so that a check
+#: takes seconds; SB3 and sb3-contrib are read: the agents' bases are theirs.
+UNREAD = ("torch", "scipy", "transformers", "trl", "array_api_compat", "tensorboard", "pandas", "ray")
+
+
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for the module's checks: the first reads the libraries, the others reuse what it read."""
+    pytest.importorskip("mypy.api")
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+def mypy_errors(cache: Path, tmp_path: Path, script: str) -> list[str]:
+    """``mypy --strict``'s errors on a user's ``script``, the package read from this checkout (its own errors off)."""
+    from mypy import api
+
+    config = tmp_path / "mypy.ini"
+    unread = ",".join(f"{name}.*" for name in UNREAD)
+    config.write_text(
+        f"[mypy]\nstrict = True\nignore_missing_imports = True\nmypy_path = {ROOT}\n"
+        f"[mypy-ordergrad_rl.*]\nignore_errors = True\n[mypy-{unread}]\nfollow_imports = skip\n"
+    )
+    (tmp_path / "user.py").write_text(inspect.cleandoc(script) + "\n")
+    out, err, _ = api.run(["--config-file", str(config), "--cache-dir", str(cache), str(tmp_path / "user.py")])
+    assert not err, err
+    return [line for line in out.splitlines() if ": error:" in line]
+
+
+def test_load_types_as_the_class_it_is_called_on(mypy_cache, tmp_path):
+    """``OrderGradPPO.load`` was typed ``OrderGradPPO | OrderGradQCriticPPO`` (a Q-critic save loads as that class),
+    so ``model: OrderGradPPO = OrderGradPPO.load(path)`` and ``OrderGradPPO.load(path).n_episodes`` failed mypy and
+    pyright; it is typed as the class it is called on, as the constructor and SB3's ``PPO.load`` are."""
+    errors = mypy_errors(
+        mypy_cache,
+        tmp_path,
+        """
+        from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE
+
+        model: OrderGradPPO = OrderGradPPO.load("cvar_agent")
+        print(model.n_episodes, OrderGradPPO.load("cvar_agent", env="CartPole-v1").novelty_phase)
+        reinforce: OrderGradREINFORCE = OrderGradREINFORCE.load("agent")
+        """,
+    )
+    assert not errors
+
+
+def test_contrib_agents_take_the_channel_objectives_they_run(mypy_cache, tmp_path):
+    """OrderGradRecurrentPPO and OrderGradMaskablePPO train on a channel objective (a dict or a
+    ``ChannelObjective``, as OrderGradPPO and OrderGradREINFORCE), but their ``objective`` was typed as a single
+    objective's spec, so the README's channel objective failed a user's mypy and pyright on them."""
+    errors = mypy_errors(
+        mypy_cache,
+        tmp_path,
+        """
+        from ordergrad_rl import ChannelObjective, OrderGradMaskablePPO, OrderGradRecurrentPPO
+
+        channels = {"reward": "top2@4", "length": ("bot2@4", 0.4)}
+        OrderGradRecurrentPPO("MlpLstmPolicy", "TargetSum-v0", objective=channels, group_size=8)
+        OrderGradMaskablePPO("MlpPolicy", "TargetSum-v0", objective=ChannelObjective.parse(channels), group_size=8)
+        """,
+    )
+    assert not errors
+
+
+def test_pass_at_k_ks_take_an_array(mypy_cache, tmp_path):
+    """``PassAtKEvalCallback(ks=...)`` and ``PassAtK.curve(ks)`` take any integers ``np.asarray`` reads, and their
+    default is an array (``default_ks``), but were typed ``Sequence[int]``: ``ks=2 ** np.arange(4)`` failed mypy."""
+    errors = mypy_errors(
+        mypy_cache,
+        tmp_path,
+        """
+        import numpy as np
+
+        from ordergrad_rl import PassAtKEvalCallback
+
+        callback = PassAtKEvalCallback("TargetSum-v0", n_samples=8, ks=2 ** np.arange(4))
+        if callback.last_result is not None:
+            print(callback.last_result.curve(np.array([1, 8])))
+        """,
+    )
+    assert not errors
+
+
+def test_agents_and_callbacks_take_a_native_batch_of_gym_make_vec(mypy_cache, tmp_path):
+    """The agents (constructor, ``load(path, env=...)``, ``set_env``) and the evaluation callbacks train and evaluate
+    on a native batch's ``gym.make_vec`` (the README), but their env was typed SB3's ``GymEnv | str``, which a
+    Gymnasium vector env is not: the documented call failed mypy and pyright."""
+    errors = mypy_errors(
+        mypy_cache,
+        tmp_path,
+        """
+        import gymnasium as gym
+
+        from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
+
+        model = OrderGradPPO("MlpPolicy", gym.make_vec("SyntheticTailRisk-v0", num_envs=8), objective="cvar0.2")
+        model.set_env(gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+        OrderGradREINFORCE.load("agent", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
+        RiskEvalCallback(gym.make_vec("SyntheticTailRiskDeploy-v0", num_envs=16))
+        """,
+    )
+    assert not errors

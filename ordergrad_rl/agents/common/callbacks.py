@@ -45,7 +45,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, sync_envs_norm
 
 from ordergrad_rl.agents.common import buffers
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
-from ordergrad_rl.agents.common.env_util import sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import AgentEnv, sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
     SUCCESS_KEY,
     EpisodeInfoAggregator,
@@ -69,7 +69,7 @@ from ordergrad_rl.passk import default_ks
 from ordergrad_rl.risk import risk_profile
 
 
-def as_eval_vec_env(env: gym.Env | VecEnv | str, n_envs: int, seed: int | None) -> VecEnv:
+def as_eval_vec_env(env: AgentEnv | str, n_envs: int, seed: int | None) -> VecEnv:
     """An evaluation env as a VecEnv: an id is built with ``make_sb3_vec_env(env, n_envs, seed)``, a VecEnv kept, a
     ``gym.Env`` wrapped in ``Monitor`` (unless it is one) and a ``DummyVecEnv``, a Gymnasium vector env as the agents
     take one (:func:`~ordergrad_rl.agents.common.env_util.sb3_vec_env_of`: a native batch, others refused)."""
@@ -151,7 +151,7 @@ class PeriodicEvalCallback(EventCallback):
 
     def __init__(
         self,
-        eval_env: gym.Env | VecEnv | str,
+        eval_env: AgentEnv | str,
         eval_freq: int | None,
         n_eval_envs: int | None,
         default_n_eval_envs: int,
@@ -335,7 +335,7 @@ class RiskEvalCallback(PeriodicEvalCallback):
 
     def __init__(
         self,
-        eval_env: gym.Env | VecEnv | str,
+        eval_env: AgentEnv | str,
         n_eval_episodes: int = 100,
         eval_freq: int | None = 10_000,
         deterministic: bool = True,
@@ -501,10 +501,10 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
 
     def __init__(
         self,
-        eval_env: gym.Env | VecEnv | str,
+        eval_env: AgentEnv | str,
         contexts: Sequence[int] | np.ndarray | None = None,
         n_samples: int = 64,
-        ks: Sequence[int] | None = None,
+        ks: Sequence[int] | np.ndarray | None = None,
         eval_freq: int | None = 10_000,
         n_eval_envs: int | None = None,
         deterministic: bool = False,

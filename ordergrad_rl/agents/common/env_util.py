@@ -19,8 +19,12 @@ from ordergrad_rl.envs.sb3_vec_env import (
     native_sb3_vec_env,
 )
 
+#: An env object the agents train and evaluate on: SB3's ``GymEnv`` (a ``gym.Env`` or a ``VecEnv``) or a Gymnasium
+#: vector env, a native batch's ``gym.make_vec`` (others are refused: :func:`sb3_vec_env_of`). An env id is ``str``.
+AgentEnv = GymEnv | gym.vector.VectorEnv
 
-def build_env(env: GymEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
+
+def build_env(env: AgentEnv | str, n_envs: int | None, seed: int | None, n_episodes: int | None = None) -> GymEnv:
     """The training env of an algorithm.
 
     * An env id becomes ``make_sb3_vec_env(env, n_envs, seed)``. ``n_envs=None``: ``n_episodes`` envs if the id has
@@ -74,7 +78,7 @@ def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
     )
 
 
-def rebuilt_env(env: GymEnv, n_envs: int) -> GymEnv:
+def rebuilt_env(env: AgentEnv, n_envs: int) -> AgentEnv:
     """The env that ``set_env`` and ``load`` give a model of ``n_envs`` envs: a ``gym.Env`` that :func:`build_env`
     rebuilds as a native batch becomes that batch of ``n_envs`` envs (what the constructor trained on), so the
     object the model was built from can be passed again; anything else is returned as is (SB3 wraps it and checks
@@ -90,7 +94,7 @@ def first_env_attr(venv: VecEnv, name: str) -> Any:
     return venv.get_attr(name, [0])[0] if venv.has_attr(name) else None
 
 
-def episode_limit(env: GymEnv | str) -> int | None:
+def episode_limit(env: AgentEnv | str) -> int | None:
     """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec, else of a ``TimeLimit`` wrapper
     around an env without a registered spec; a ``VecEnv``'s first env), or ``None`` when it has none or it cannot be
     read (an unknown id is left to :func:`build_env` to refuse).

@@ -19,7 +19,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -65,7 +65,7 @@ from ordergrad_rl.agents.common.checks import (
     warn_if_rewards_normalized,
 )
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
-from ordergrad_rl.agents.common.env_util import build_env, episode_limit, rebuilt_env
+from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, episode_limit, rebuilt_env
 from ordergrad_rl.agents.common.groups import GroupResetter, check_group_size
 from ordergrad_rl.agents.common.noise_sampler import NoiseSampler, sampled_events
 from ordergrad_rl.agents.common.novelty import BLIND_PATIENCE_EPISODES, episode_novelty, novelty_weights
@@ -373,7 +373,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self,
         sb3_init: Callable[..., None],
         policy: Any,
-        env: GymEnv | str,
+        env: AgentEnv | str,
         objective: AnyObjective,
         k: int | None,
         n_episodes: int | None,
@@ -697,7 +697,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def load(
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | str | None = None,
+        env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfEpisodic:
@@ -797,7 +797,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             noise_sampler = getattr(self, "noise_sampler", False)  # absent from saves before the sampler
             check_noise_sampler(noise_sampler, self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
 
-    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+    def set_env(self, env: AgentEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; a ``gym.Env`` made from an id with a native batch becomes that batch of the model's
         ``n_envs`` envs, as in the constructor (:func:`~ordergrad_rl.agents.common.env_util.rebuilt_env`). A model
         that samples its env's noise keeps its sampler for an env with the same noise events and nominal

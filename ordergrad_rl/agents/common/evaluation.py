@@ -385,7 +385,7 @@ class PassAtK:
         """``[P]`` correct episodes per context."""
         return self.success.sum(axis=1)
 
-    def curve(self, ks: Sequence[int] | None = None) -> dict[int, float]:
+    def curve(self, ks: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
         """``{k: mean over contexts of pass@k}`` (default ``k = 1, 2, 4, ... <= n``)."""
         return pass_at_k_curve(self.n_correct, self.n_samples, ks)
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 
 from ordergrad_rl.agents.common.arguments import (
     RELATIVE_RANKED_ENT_COEF,
@@ -19,6 +19,7 @@ from ordergrad_rl.agents.common.arguments import (
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
+from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_head
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
@@ -408,7 +409,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
-        env: GymEnv | str,
+        env: AgentEnv | str,
         objective: AnyObjective = DEFAULT_OBJECTIVE,
         k: int | None = None,
         n_episodes: int | None = None,
@@ -518,21 +519,23 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         return super().__new__(cls)
 
     @classmethod
-    def load(  # type: ignore[override]  # a Q-critic save loads as the OrderGradQCriticPPO it is
+    def load(  # type: ignore[override]  # SB3's keyword arguments pass through kwargs
         cls: type[SelfEpisodic],
         path: Any,
-        env: GymEnv | str | None = None,
+        env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
-    ) -> SelfEpisodic | OrderGradQCriticPPO:
+    ) -> SelfEpisodic:
         """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
         algorithm (``advantage="q_critic"``) loads as the :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` it is.
+        Type checkers read the class it is called on, as for the constructor (``OrderGradPPO(...,
+        advantage="q_critic")``) and SB3's ``PPO.load``: call ``OrderGradQCriticPPO.load`` for that class's type.
 
         :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
         """
         data = read_saved_data(path)
         if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
-            return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)
+            return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
         return super().load(path, env=env, device=device, **kwargs)
 
     def train(self) -> None:

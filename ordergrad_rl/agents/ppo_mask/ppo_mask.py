@@ -18,16 +18,17 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
+from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES, OrderGradMaskablePolicy
-from ordergrad_rl.core.objectives import ObjectiveLike
+from ordergrad_rl.core.channels import AnyObjective
 
 #: sb3-contrib MaskablePPO's critic arguments, which this class refuses (in the constructor and at ``load``).
 CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
@@ -106,8 +107,8 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
     def __init__(
         self,
         policy: str | type[BasePolicy],
-        env: GymEnv | str,
-        objective: ObjectiveLike = "cvar0.2",
+        env: AgentEnv | str,
+        objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
         n_envs: int | None = None,

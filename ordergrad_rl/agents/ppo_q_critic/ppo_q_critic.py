@@ -33,14 +33,14 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import MIN_BATCH_SIZE, check_advantage, check_arguments, check_ppo_arguments
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.checks import FiniteStepCheckVecEnv, check_finite_step
-from ordergrad_rl.agents.common.env_util import build_env
+from ordergrad_rl.agents.common.env_util import AgentEnv, build_env
 from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
@@ -225,7 +225,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     def __init__(
         self,
         policy: str | type[OrderGradPolicyMixin],
-        env: GymEnv | str,
+        env: AgentEnv | str,
         objective: ObjectiveLike = "mean",
         k: int | None = None,
         n_episodes: None = None,
@@ -355,7 +355,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     def load(  # type: ignore[override]
         cls: type[SelfQCritic],
         path: Any,
-        env: GymEnv | str | None = None,
+        env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> SelfQCritic:

@@ -16,17 +16,18 @@ from sb3_contrib import RecurrentPPO
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffer_kwargs, check_ppo_arguments
+from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
-from ordergrad_rl.core.objectives import ObjectiveLike
+from ordergrad_rl.core.channels import AnyObjective
 
 #: sb3-contrib RecurrentPPO's critic arguments, which this class refuses (in the constructor and at ``load``).
 CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
@@ -104,8 +105,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     def __init__(
         self,
         policy: str | type[BasePolicy],
-        env: GymEnv | str,
-        objective: ObjectiveLike = "cvar0.2",
+        env: AgentEnv | str,
+        objective: AnyObjective = "cvar0.2",
         k: int | None = None,
         n_episodes: int | None = None,
         n_envs: int | None = None,

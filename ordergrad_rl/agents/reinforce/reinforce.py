@@ -8,7 +8,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import Schedule
 
 from ordergrad_rl.agents.common.arguments import (
     REINFORCE_RANKED_ENT_COEF,
@@ -17,6 +17,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -181,7 +182,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
-        env: GymEnv | str,
+        env: AgentEnv | str,
         objective: AnyObjective = "mean",
         k: int | None = None,
         n_episodes: int | None = None,
