@@ -287,3 +287,16 @@ def test_gcvar_with_groups_weights_each_group_as_its_own_batch():
     returns = np.random.default_rng(0).normal(size=32)
     expected = np.concatenate([gcvar_weights(group, 0.25) for group in returns.reshape(4, 8)])
     np.testing.assert_array_equal(model.episode_weights(returns), expected)
+
+
+def test_qrdqn_cvar_takes_gym_make_vec_as_the_ordergrad_agents_do() -> None:
+    # SB3's own check refused a Gymnasium vector env with a message about OpenAI Gym; a native batch trains.
+    import gymnasium as gym
+
+    import ordergrad_rl  # noqa: F401  (registers the envs)
+
+    with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
+        QRDQNCVaR("MlpPolicy", gym.make_vec("CartPole-v1", num_envs=2))
+    model = QRDQNCVaR("MlpPolicy", gym.make_vec("TargetSum-v0", num_envs=4), learning_starts=0, seed=0)
+    assert model.n_envs == 4
+    model.learn(64)

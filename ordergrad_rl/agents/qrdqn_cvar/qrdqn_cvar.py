@@ -20,6 +20,7 @@ import math
 from numbers import Real
 from typing import Any, ClassVar, TypeVar
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from sb3_contrib import QRDQN
@@ -28,6 +29,7 @@ from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy,
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 
+from ordergrad_rl.agents.common.env_util import AgentEnv, sb3_vec_env_of
 from ordergrad_rl.common.arguments import check_int
 
 
@@ -134,12 +136,14 @@ class QRDQNCVaR(QRDQN):
         "MultiInputPolicy": CVaRQRDQNMultiInputPolicy,
     }
 
-    def __init__(self, policy: str | type[QRDQNPolicy], env: GymEnv | str, alpha: float = 0.2, **kwargs: Any) -> None:
+    def __init__(self, policy: str | type[QRDQNPolicy], env: AgentEnv | str, alpha: float = 0.2, **kwargs: Any) -> None:
         policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
         if "cvar_alpha" in policy_kwargs and policy_kwargs["cvar_alpha"] != alpha:
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
+        if isinstance(env, gym.vector.VectorEnv):  # as the OrderGrad agents take one (SB3's message is about Gym)
+            env = sb3_vec_env_of(env)
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
 
     @property
