@@ -292,6 +292,18 @@ def test_resume_refuses_runs_stored_with_other_settings(tmp_path, capsys, monkey
         assert f"--resume: the run reinforce_seed0 in {tmp_path / 'runs'} was trained with {named}" in error, error
         assert "drop --resume to train every run again" in error
     # A PPO-only option does not make a REINFORCE run another experiment: more seeds or methods only add runs.
+    trained = record_trained(monkeypatch)
+    assert main([*argv[:3], "both", *argv[4:], "--ppo-timesteps", "1000", "--resume"]) == 0
+    assert trained == ["ppo_mean", "ppo_cvar"]
+    stored = json.loads((tmp_path / "runs" / "ppo_mean_seed0.json").read_text())["config"]
+    assert stored["ppo_timesteps"] == 1000 and "updates" not in stored
+    # Without --resume every run trains again, and is stored with its new settings.
+    assert main(replaced(argv, ("--updates", "2"))) == 0
+    assert json.loads((tmp_path / "runs" / "reinforce_seed0.json").read_text())["config"]["updates"] == 2
+
+
+def record_trained(monkeypatch) -> list[str]:
+    """The methods that ``run_job`` trains from here on, in order; each job still runs."""
     trained: list[str] = []
     run_job = tr.run_job
 
@@ -300,13 +312,7 @@ def test_resume_refuses_runs_stored_with_other_settings(tmp_path, capsys, monkey
         return run_job(method, *args, **kwargs)
 
     monkeypatch.setattr(tr, "run_job", recorded)
-    assert main([*argv[:3], "both", *argv[4:], "--ppo-timesteps", "1000", "--resume"]) == 0
-    assert trained == ["ppo_mean", "ppo_cvar"]
-    stored = json.loads((tmp_path / "runs" / "ppo_mean_seed0.json").read_text())["config"]
-    assert stored["ppo_timesteps"] == 1000 and "updates" not in stored
-    # Without --resume every run trains again, and is stored with its new settings.
-    assert main(replaced(argv, ("--updates", "2"))) == 0
-    assert json.loads((tmp_path / "runs" / "reinforce_seed0.json").read_text())["config"]["updates"] == 2
+    return trained
 
 
 def replaced(argv: list[str], options: tuple[str, ...]) -> list[str]:
@@ -330,14 +336,7 @@ def test_resume_trains_again_the_runs_stored_by_other_code(tmp_path, capsys, mon
     path = tmp_path / "runs" / "reinforce_seed0.json"
     record = json.loads(path.read_text())
     assert {key: record[key] for key in ("format", "version")} == {"format": tr.RUN_FORMAT, "version": __version__}
-    trained: list[str] = []
-    run_job = tr.run_job
-
-    def recorded(method, *args, **kwargs):
-        trained.append(method)
-        return run_job(method, *args, **kwargs)
-
-    monkeypatch.setattr(tr, "run_job", recorded)
+    trained = record_trained(monkeypatch)
     without = {key: value for key, value in record.items() if key not in ("format", "version")}
     stored_by = {
         "a release that did not record its version": without,
