@@ -153,6 +153,25 @@ def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monk
         del gym.registry["OrdergradMissingPackage-v0"]
 
 
+def test_a_box2d_env_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
+    """``train --env LunarLander-v3`` without Box2D printed Gymnasium's advice (``pip install swig``, then
+    ``gymnasium[box2d]``, which builds Box2D from source) where the commands name the project's extra."""
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CartPole-v1").save(model)
+    monkeypatch.setitem(sys.modules, "Box2D", None)  # import fails as if the package were not installed
+    for name in [name for name in sys.modules if name.startswith("gymnasium.envs.box2d")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "learn", _no_work)
+    for argv in (
+        ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", "--quiet"],
+        ["evaluate", model, "--quiet"],
+    ):
+        assert main([*argv, "--env", "LunarLander-v3"]) == 2
+        err = capsys.readouterr().err
+        assert ": error: LunarLander-v3 needs the [box2d] extra (Box2D does not import" in err
+        assert err.rstrip().endswith('install it with: pip install "ordergrad-rl[box2d]"')
+
+
 def test_evaluate_names_an_episode_that_never_ends(tmp_path, monkeypatch, capsys):
     """CliffWalking-v1 has no time limit: a deterministic policy that never reaches the goal (an untrained one)
     made ``evaluate`` run forever, silently with --quiet."""

@@ -168,3 +168,14 @@ def test_run_cache_reuses_a_run_only_with_its_settings(tmp_path):
     cache.discard("a")
     assert cache.load("a", {"steps": 1, "games": ("x",)}) is None
     cache.discard("a")  # nothing stored: nothing to do
+
+
+def test_ray_jobs_without_ray_name_the_extra_before_any_output(tmp_path, monkeypatch):
+    """Without the [ray] extra, ``run_jobs(..., address=...)`` made its storage directory and a progress bar before
+    saying that Ray is missing: it says so first now."""
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # import fails as if Ray were not installed
+    monkeypatch.setattr(jobs, "progress_bar", RecordingBar)
+    BARS.clear()
+    with pytest.raises(CommandError, match=r'--address local needs the \[ray\] extra .*"ordergrad-rl\[ray\]"'):
+        jobs.run_jobs([jobs.Job("a", square, {"x": 2})], address="local", storage=tmp_path / "ray")
+    assert not (tmp_path / "ray").exists() and not BARS

@@ -88,6 +88,34 @@ def test_sdist_holds_the_package_and_no_partial_test_suite(dists):
     }
 
 
+#: ``(the newest release without it, what the package imports from it)`` of the dependencies whose oldest admitted
+#: release matters: the usage line, the README's snippets and the sb3-contrib tests pass with gymnasium 1.1.0 and
+#: stable-baselines3 2.7.0 (and sb3-contrib 2.3.0).
+NEWER_THAN = {
+    "gymnasium": ("1.0.0", "gymnasium.vector.AutoresetMode"),
+    "stable-baselines3": ("2.6.0", "stable_baselines3.common.utils.LinearSchedule"),
+}
+
+
+def test_the_dependencies_admit_no_release_without_what_the_package_imports():
+    """pyproject.toml said gymnasium>=1.0 and stable-baselines3>=2.3: where one of those was installed, pip was
+    satisfied and ``from ordergrad_rl import OrderGradPPO`` failed with ``ImportError: cannot import name
+    'AutoresetMode' from 'gymnasium.vector'`` (``'LinearSchedule'`` with SB3 2.6)."""
+    import importlib
+
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    requirements = [
+        Requirement(text) for text in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    ]
+    specifiers = {requirement.name: requirement.specifier for requirement in requirements}
+    for name, (without, needed) in NEWER_THAN.items():
+        module, _, attribute = needed.rpartition(".")
+        assert hasattr(importlib.import_module(module), attribute)  # what the package imports, in this install
+        assert not specifiers[name].contains(without), f"{name} {without} has no {needed}"
+
+
 # ---------------------------------------------------------------------------------------- as type checkers read it
 def unannotated(function: Callable[..., Any]) -> list[str]:
     """The parameters of ``function`` (``"return"`` for its result) that carry no annotation."""

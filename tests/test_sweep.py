@@ -324,6 +324,18 @@ def test_reproduction_on_ray_without_ray_names_the_extra_before_training(tmp_pat
 
 
 @pytest.mark.parametrize("name", ["tailrisk", "benchmarks", "minatar"])
+def test_reproduction_on_ray_without_ray_names_the_extra_before_any_output(name, tmp_path, monkeypatch, capsys):
+    """Without Ray, ``reproduce tailrisk --address local`` drew a progress bar at 0% and left an empty
+    ``<out>/ray/jobs_*`` directory before the error: the extra is checked with the arguments now."""
+    monkeypatch.setitem(sys.modules, "ray.tune", None)  # import fails as if Ray were not installed
+    out = tmp_path / "out"
+    assert main(["reproduce", name, "--address", "local", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ordergrad-rl reproduce {name}: error: --address local needs the [ray] extra")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["tailrisk", "benchmarks", "minatar"])
 def test_reproduction_on_ray_refuses_workers(name, tmp_path, monkeypatch, capsys):
     """``reproduce tailrisk --address local --workers 2`` ran the runs as Ray trials, as many at once as Ray had CPUs,
     and dropped --workers without a word (so did benchmarks and minatar): refused now, before any work."""

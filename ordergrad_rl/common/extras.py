@@ -6,6 +6,11 @@ import importlib
 
 from ordergrad_rl.common.errors import CommandError
 
+#: The modules an extra brings that Gymnasium's envs import (not the package itself).
+ENV_EXTRA_MODULES: dict[str, tuple[str, ...]] = {"box2d": ("Box2D", "pygame")}
+#: Gymnasium's env modules (a prefix of the registered entry point) whose envs need an extra.
+GYMNASIUM_ENV_EXTRAS: dict[str, str] = {"gymnasium.envs.box2d": "box2d"}
+
 
 def require_extra(extra: str, modules: tuple[str, ...], command: str) -> None:
     """Import ``modules`` (those ``command`` needs from the ``extra``), or say which extra to install.
@@ -23,3 +28,14 @@ def require_extra(extra: str, modules: tuple[str, ...], command: str) -> None:
                 f"{command} needs the [{extra}] extra ({module} does not import: {err}); "
                 f'install it with: pip install "ordergrad-rl[{extra}]"'
             ) from err
+
+
+def require_env_extra(entry_point: str, command: str) -> None:
+    """Import what the Gymnasium env registered with ``entry_point`` (``"module:Class"``) needs from an extra (Box2D
+    and pygame for ``LunarLander-v3``), or say which extra to install; nothing for the other envs.
+
+    :raises CommandError: with the ``pip install`` line.
+    """
+    for prefix, extra in GYMNASIUM_ENV_EXTRAS.items():
+        if entry_point.startswith(prefix):
+            require_extra(extra, ENV_EXTRA_MODULES[extra], command)

@@ -220,8 +220,6 @@ def _run_ray(
     quiet: bool,
     on_result: Callable[[str, Any], None] | None = None,
 ) -> dict[str, Any]:
-
-    require_ray(f"--address {address}")  # before importing ray: without it, the error names the extra
     import ray
 
     result_dir = storage / "results"
@@ -283,6 +281,7 @@ def run_jobs(
         raise ValueError(f"job ids must be unique, got {ids}")
     total = sum(job.weight for job in jobs)
     if address is not None:
+        require_ray(f"--address {address}")  # before any output: without Ray, the error names the extra
         if storage is not None:
             Path(storage).mkdir(parents=True, exist_ok=True)
         storage = Path(tempfile.mkdtemp(prefix="jobs_", dir=storage)).resolve()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.ray_tune import require_ray
 
 #: Standard output options, checked before any command runs: ``dest -> (flag, kind)``. ``dir``: a directory that
 #: exists or can be created; ``file``: a file path (not a directory) in such a directory; ``figure``: such a file
@@ -203,16 +204,20 @@ def add_address_argument(parser: argparse.ArgumentParser) -> None:
 
 def check_address_arguments(args: argparse.Namespace, default_workers: int | None = None) -> None:
     """Refuse ``--workers`` beside ``--address`` (:func:`add_address_argument`): the runs are then Ray Tune trials,
-    as many at once as the Ray cluster has CPUs, and the local worker count would be ignored.
+    as many at once as the Ray cluster has CPUs, and the local worker count would be ignored. With ``--address``,
+    check that Ray Tune imports, before the command writes or trains anything.
 
     :param default_workers: the command's default ``--workers`` (any other value was given).
-    :raises CommandError: both given.
+    :raises CommandError: both given, or ``--address`` without the ``[ray]`` extra.
     """
-    if args.address is not None and args.workers != default_workers:
+    if args.address is None:
+        return
+    if args.workers != default_workers:
         raise CommandError(
             f"--workers {args.workers} sizes the local worker processes, and --address {args.address} runs the runs "
             "as Ray Tune trials instead (as many at once as the Ray cluster has CPUs): drop --workers"
         )
+    require_ray(f"--address {args.address}")
 
 
 def refuse_option(parser: argparse.ArgumentParser, flag: str, reason: str) -> None:

@@ -106,7 +106,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.extras import require_extra
+from ordergrad_rl.common.extras import ENV_EXTRA_MODULES, require_extra
 from ordergrad_rl.common.jobs import Job, report_interrupted, report_progress, run_jobs
 from ordergrad_rl.common.options import (
     add_address_argument,
@@ -1061,8 +1061,9 @@ def _check(config: Config) -> None:
     """Refuse unknown names and missing extras before any work."""
     _check_names(config.tasks, config.methods)
     for name in config.tasks:
-        if TASKS[name].extra is not None:
-            require_extra(TASKS[name].extra, ("Box2D", "pygame"), f"reproduce benchmarks --tasks {name}")
+        extra = TASKS[name].extra
+        if extra is not None:
+            require_extra(extra, ENV_EXTRA_MODULES[extra], f"reproduce benchmarks --tasks {name}")
 
 
 def runs_of(config: Config) -> list[tuple[str, str, int, int]]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.extras import require_env_extra
 from ordergrad_rl.common.options import model_file
 
 
@@ -22,7 +23,8 @@ def check_env_id(env_id: str) -> None:
     """The commands' check of an env id before any work.
 
     :raises CommandError: unknown env id (with the registry's suggestion), or an env whose module needs a package
-        that is not installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it.
+        that is not installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it; the extra that brings it
+        where there is one (``LunarLander-v3``: ``[box2d]``).
     """
     import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
@@ -32,6 +34,7 @@ def check_env_id(env_id: str) -> None:
     try:
         entry_point = env_spec(env_id).entry_point
         if isinstance(entry_point, str):
+            require_env_extra(entry_point, env_id)
             load_env_creator(entry_point)
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise CommandError(f"{env_id} needs a package that is not installed: {err}") from err
