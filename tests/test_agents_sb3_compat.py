@@ -13,6 +13,7 @@ import torch as th
 from conftest import SpaceSampleEnv  # tests/ is on sys.path under pytest
 from gymnasium import spaces
 from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
@@ -532,6 +533,16 @@ def test_a_callbacks_step_locals_have_sb3_ppos_types_and_shapes(cls) -> None:
     assert seen.kinds == expected.kinds
 
 
+@pytest.mark.parametrize("cls", ALGORITHMS)
+def test_a_callbacks_step_actions_have_the_action_spaces_shape_as_in_sb3(cls) -> None:
+    # A Box(2, 2) action gave a callback self.locals["actions"] of shape (n_envs, 4), SB3's PPO (n_envs, 2, 2).
+    env = DummyVecEnv([lambda: FixedLengthEnv(3, spaces.Box(-1.0, 1.0, (2, 2), np.float32))] * 2)
+    expected, seen = _LocalsKinds(), _LocalsKinds()
+    PPO("MlpPolicy", env, n_steps=8, batch_size=16).learn(1, callback=expected)
+    cls("MlpPolicy", env, objective="mean", n_episodes=2, seed=0).learn(1, callback=seen)
+    assert seen.kinds == expected.kinds and seen.kinds["actions"][1] == (2, 2, 2)
+
+
 class _RecurrentLocals(BaseCallback):
     """sb3-contrib's recurrent step locals at the first three steps: their kinds, the starts and the actor's state."""
 
@@ -615,3 +626,44 @@ def test_a_callback_sees_the_clipped_actions_the_env_received_as_in_sb3(cls) -> 
     actions, clipped = np.concatenate(callback.actions), np.concatenate(callback.clipped)
     assert np.array_equal(clipped, np.clip(actions, space.low, space.high))
     assert np.abs(actions).max() > 0.05  # the policy's own draws leave the box: the env got them clipped
+
+
+class _StepCount(BaseCallback):
+    """Counts the collection's vectorized steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps = 0
+
+    def _on_step(self) -> bool:
+        self.steps += 1
+        return True
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy", "kwargs"),
+    [
+        (PPO, "MlpPolicy", dict(n_steps=8, batch_size=16)),
+        (OrderGradREINFORCE, "MlpPolicy", dict(n_episodes=4)),
+        (OrderGradPPO, "MlpPolicy", dict(n_episodes=4)),
+        (OrderGradPPO, "MlpPolicy", dict(n_episodes=4, policy_kwargs=dict(critic="none"))),
+        (OrderGradRecurrentPPO, "MlpLstmPolicy", dict(n_episodes=4, policy_kwargs=dict(lstm_hidden_size=8))),
+        (OrderGradMaskablePPO, "MlpPolicy", dict(n_episodes=4)),
+    ],
+)
+def test_forward_hooks_on_the_policy_fire_once_per_collection_step_as_in_sb3(cls, policy: str, kwargs) -> None:
+    # SB3's collection acts with self.policy(obs) (sb3-contrib's too), so hooks on model.policy (W&B's WandbCallback
+    # gradient_save_freq, activation statistics, quantization observers) fire at every step; the episodic agents
+    # called policy.get_distribution and no hook fired during their collection.
+    env = DummyVecEnv([lambda: ActionMasker(FixedLengthEnv(3), lambda env: np.array([True, False]))] * 2)
+    model = cls(policy, env, seed=0, **kwargs)
+    outputs: list[tuple] = []
+    inputs: list[tuple] = []
+    model.policy.register_forward_pre_hook(lambda module, args: inputs.append(args))
+    model.policy.register_forward_hook(lambda module, args, output: outputs.append(output))
+    callback = _StepCount()
+    model.learn(12, callback=callback)
+    assert callback.steps > 0 and len(inputs) == len(outputs) == callback.steps
+    assert th.is_tensor(inputs[0][0]) and inputs[0][0].shape == (2, 3)
+    actions, values, log_probs = outputs[0][:3]  # sb3-contrib's recurrent forward adds the LSTM states
+    assert actions.shape == log_probs.shape == (2,) and values.shape == (2, 1)

@@ -17,7 +17,6 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
@@ -302,8 +301,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``, ``RecurrentPPO``, ``MaskablePPO``) and construct with
-    :meth:`_init_episodic_algorithm`. Overridable hooks: :meth:`_action_distribution` (what the collector samples
-    from, and what it stores with a step), :meth:`_step_locals` (what else a step's callbacks see),
+    :meth:`_init_episodic_algorithm`. Overridable hooks: :meth:`_policy_step` (how the collector acts, and what it
+    stores with a step), :meth:`_step_locals` (what else a step's callbacks see),
     :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
     """
 
@@ -622,7 +621,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             groups), ``n_episodes`` not a multiple of ``group_size``, ``normalize_advantage="group"`` or ``"channel"``
             without groups, ``reward_to_go=True`` with a ranked or multi-channel objective or with groups, or
             ``policy_kwargs["critic"]`` inconsistent with the advantage mode (episodic mode builds SB3's value head
-            and never runs it: ``"q"`` is refused).
+            and never trains it: ``"q"`` is refused).
         """
         check_advantage(advantage, self.advantages)
         n_episodes = check_n_episodes(n_episodes)
@@ -980,7 +979,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             ``clipped_actions`` (what the env received), ``log_probs`` (a tensor, as SB3's), ``obs_tensor``,
             ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``, and the algorithm's own as sb3-contrib's
             (``action_masks``, ``lstm_states`` and ``episode_starts``; :meth:`_step_locals`); not ``values``, since
-            episodic collection does not run the value head.
+            episodic collection uses none (the policy's ``forward`` computes them, as in SB3, and they are dropped).
         :param rollout_buffer: the episodic buffer to fill.
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
@@ -1009,9 +1008,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
-                distribution, extras = self._action_distribution(obs_tensor, env)
-                actions_t = distribution.get_actions()
-                log_probs = distribution.log_prob(actions_t)  # a tensor, as SB3's callbacks read it
+                actions_t, log_probs, extras = self._policy_step(obs_tensor, env)  # log_probs: a tensor, as SB3's
             actions = actions_t.cpu().numpy()
             clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
             new_obs, rewards, dones, infos = env.step(clipped_actions)
@@ -1147,15 +1144,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         return self._group_resetter.reset(starting, self._episode_contexts[pending[starting]], new_obs)  # type: ignore
 
     # ------------------------------------------------------------------ hooks
-    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
-        """The policy's action distribution in the envs' current observations (no value head is evaluated while
-        collecting), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add
-        action masks, or carry LSTM states).
+    def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
+        """The policy's actions in the envs' current observations and their log-likelihoods, from ``self.policy(obs)``
+        as SB3's collection acts (so forward hooks on the policy fire once per step, as in SB3; the values it returns
+        are not used), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add action
+        masks, or carry LSTM states).
 
         :param obs: ``[n_envs, ...]`` observation tensor (or a dict of such).
         :param env: the training VecEnv.
+        :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
-        return self.policy.get_distribution(obs), {}  # type: ignore[attr-defined]
+        actions, _, log_probs = self.policy(obs)  # type: ignore[misc]
+        return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
         """What a step's callbacks see in ``self.locals`` besides the collector's variables and the arrays stored

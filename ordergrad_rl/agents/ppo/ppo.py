@@ -49,8 +49,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     ratio 1 (the first minibatch) its gradient is ``(1/T) sum_t w_t grad log pi = (N/T) (k/N) sum_i a_i grad log
     p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
 
-    In episodic mode no value network is evaluated or trained: the policy's value head is built as SB3 builds it
-    (so that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.common.sb3_compat`) but never run, the value
+    In episodic mode no value network is used or trained: the policy's value head is built as SB3 builds it (so
+    that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.common.sb3_compat`) but never trained, the value
     loss is a constant 0 and ``train/value_loss`` / ``train/explained_variance`` are not logged. Unlike SB3, which
     centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
     per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the

@@ -16,7 +16,6 @@ from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv
@@ -210,10 +209,18 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         self._use_masking = use_masking
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
-        """The masked distribution in the current observations, and the masks (stored with the step)."""
-        if not self._use_masking:
-            return self.policy.get_distribution(obs), {}
+    def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
+        """sb3-contrib's ``self.policy(obs, action_masks=masks)`` step (``masks`` ``None`` without masking): masked
+        actions in the current observations, and the masks (stored with the step)."""
+        masks = self._step_action_masks(env) if self._use_masking else None
+        actions, _, log_probs = self.policy(obs, action_masks=masks)  # type: ignore[misc]
+        return actions, log_probs, {} if masks is None else {ACTION_MASKS: masks}
+
+    def _step_action_masks(self, env: VecEnv) -> np.ndarray:
+        """The envs' ``action_masks()``, ``[n_envs, mask width]`` bools.
+
+        :raises ValueError: masks of the wrong size, or an env whose ``Discrete`` mask allows no action.
+        """
         masks = np.asarray(get_action_masks(env), dtype=bool)
         width = mask_width(self.action_space)
         if masks.size != env.num_envs * width:  # sb3-contrib's distribution failed on it in torch's reshape
@@ -225,7 +232,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         if self.action_space.shape == () and not masks.any(axis=1).all():  # Discrete: one row of n per env
             env_index = int(np.flatnonzero(~masks.any(axis=1))[0])
             raise ValueError(f"env {env_index}'s action_masks() allows no action at num_timesteps={self.num_timesteps}")
-        return self.policy.get_distribution(obs, masks), {ACTION_MASKS: masks}
+        return masks
 
     def train(self) -> None:
         """sb3-contrib's MaskablePPO update on the episode weights (see :func:`train_on_episode_weights`)."""

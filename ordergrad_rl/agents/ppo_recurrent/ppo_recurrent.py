@@ -14,7 +14,6 @@ import numpy as np
 import torch as th
 from sb3_contrib import RecurrentPPO
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
-from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.vec_env import VecEnv
@@ -183,12 +182,13 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
         super()._build_episodic_buffer(lstm_shape=(lstm.num_layers, lstm.hidden_size), **kwargs)
 
-    def _action_distribution(self, obs: Any, env: VecEnv) -> tuple[Distribution, dict[str, np.ndarray]]:
-        """The actor LSTM's step: its state is reset where an episode starts and carried otherwise."""
+    def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
+        """sb3-contrib's ``self.policy(obs, lstm_states, episode_starts)`` step: the actor LSTM's state is reset where
+        an episode starts and carried otherwise."""
         starts = self._episode_starts_tensor()
-        distribution, states = self.policy.get_distribution(obs, self._last_lstm_states.pi, starts)  # type: ignore
-        self._last_lstm_states = RNNStates(states, states)  # no critic LSTM in episodic mode
-        return distribution, {}
+        actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)  # type: ignore[misc]
+        self._last_lstm_states = RNNStates(states.pi, states.pi)  # no critic LSTM in episodic mode
+        return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
         """sb3-contrib's ``lstm_states`` (the ``RNNStates`` after the step's action, whose ``vf`` is its ``pi``: there

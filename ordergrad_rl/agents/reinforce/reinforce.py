@@ -58,7 +58,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
 
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (see
         :mod:`ordergrad_rl.agents.common.policies` for ``learn_log_std``, ``zero_init_action_net``) or any subclass
-        of SB3's ``ActorCriticPolicy`` (its value head is built but never run nor trained).
+        of SB3's ``ActorCriticPolicy`` (its value head is built but never trained, its values never used).
     :param env: env id (built with ``make_sb3_vec_env(env, n_envs, seed)``), ``gym.Env`` or ``VecEnv``. Episodes
         must end: one running past ``rollout_buffer_kwargs["max_episode_steps"]`` (default 100,000, or the env's own
         ``TimeLimit`` where that is longer) steps raises a ``ValueError`` (give the env a ``TimeLimit``).
