@@ -765,6 +765,26 @@ def test_load_refuses_none_where_the_constructor_reads_it_as_its_default(tmp_pat
     assert (model.seed, model.target_kl, model.tensorboard_log) == (None, None, None)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_refuses_a_saved_flag_the_class_takes_no_argument_for(tmp_path: Path, algorithm: str) -> None:
+    # saved_before names the flags of saves from earlier releases, which load reads as the model's arguments:
+    # OrderGradREINFORCE.load(path, drift_when_blind=1) (an OrderGradPPO argument) set it unchecked, and training ran
+    # the drift REINFORCE does not offer; custom_objects={"drift_when_blind": 1} likewise.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    accepted = inspect.signature(cls).parameters
+    foreign = [name for name in cls.saved_before if name not in accepted]
+    assert "sb3_default_net_arch" in foreign and ("drift_when_blind" in foreign) == (algorithm != "ppo")
+    for name in foreign:
+        message = rf"{cls.__name__}.load\(path, {name}=1\): {cls.__name__} takes no argument {name}"
+        with pytest.raises(ValueError, match=message):
+            cls.load(path, **{name: 1})
+        with pytest.raises(ValueError, match=message):
+            cls.load(path, custom_objects={name: 1})
+    assert cls.load(path, untie_tail=False).untie_tail is False  # one it takes loads as before
+
+
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:
     path = tmp_path / "model.zip"
     OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, value_baseline=False).save(path)
