@@ -102,6 +102,21 @@ def test_train_checks_a_linear_schedules_start_like_the_number(item, message, ca
 NORMALIZE_TYPES = "True or False or one of 'group', 'channel', 'running' or None"
 
 
+@pytest.mark.parametrize("algo", ["reinforce", "recurrent_ppo", "maskable_ppo"])
+def test_parse_hparams_lists_the_keys_the_algorithm_takes(algo):
+    # OrderGradREINFORCE's "valid keys" listed A2C's gae_lambda, vf_coef, use_rms_prop, rms_prop_eps and SB3's
+    # n_steps, which its constructor refuses; given anyway, they reach that refusal, which says what to set instead.
+    from ordergrad_rl.zoo.algorithms import algorithm_class
+
+    cls = algorithm_class(algo)
+    with pytest.raises(CommandError, match="valid keys: ") as err:
+        parse_hparams(["n_episode=8"], cls)
+    listed = str(err.value).split("valid keys: ")[1].split(", ")
+    assert "learning_rate" in listed and not {"n_steps", "gae_lambda", "vf_coef"} & set(listed)
+    assert not {"use_rms_prop", "rms_prop_eps", "clip_range_vf"} & set(listed)
+    assert parse_hparams(["gae_lambda=0.9"], cls) == {"gae_lambda": 0.9}  # the constructor's refusal names it
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [
