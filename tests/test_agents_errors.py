@@ -162,6 +162,18 @@ def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: st
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
+def test_sde_sample_freq_is_an_integer_as_sb3_reads_it(algorithm: str) -> None:
+    # Unchecked, 2.5 and True resampled gSDE's matrix at steps SB3's counter never meant (n % 2.5, every step) and "4"
+    # failed in the first rollout ('>' not supported between 'str' and 'int'); the CLI refused them. SB3 resamples
+    # every n > 0 steps and reads -1 (its default) and 0 alike as never.
+    _, make = _saved_models()[algorithm]
+    for value in (2.5, "4", True, -2):
+        with pytest.raises(ValueError, match=rf"sde_sample_freq must be an integer >= -1, got {value!r}"):
+            make(sde_sample_freq=value)
+    assert [make(sde_sample_freq=value).sde_sample_freq for value in (-1, 0, 4, np.int64(8))] == [-1, 0, 4, 8]
+
+
 @pytest.mark.parametrize(
     ("cls", "policy"),
     [(OrderGradPPO, "MlpPolicy"), (OrderGradREINFORCE, "MlpPolicy"), (OrderGradRecurrentPPO, "MlpLstmPolicy")],
@@ -654,6 +666,7 @@ BAD_OVERRIDES = [
     ("value_baseline", "x"),
     ("policy_kwargs", "net_arch"),
     ("rollout_buffer_kwargs", "x"),  # load failed in _setup_model ("'str' object has no attribute 'items'")
+    ("sde_sample_freq", 2.5),
 ]
 
 

@@ -439,6 +439,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             noise_sampler=noise_sampler,
             novelty_when_blind=novelty_when_blind,
             reward_to_go=reward_to_go,
+            sde_sample_freq=sb3_kwargs.get("sde_sample_freq", -1),  # absent where the SB3 class has no gSDE
         )
         check_blind_exploration(drift_when_blind, novelty_when_blind)
         check_squash_output(sb3_kwargs.get("policy_kwargs"), sb3_kwargs.get("use_sde", False))
