@@ -44,6 +44,16 @@ print("torch" in sys.modules, "matplotlib" in sys.modules, "stable_baselines3" i
     assert out == ["False", "False", "False"]
 
 
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(tmp_path):
+    # `ordergrad-rl compare ... | head` ended in a BrokenPipeError traceback: now no traceback, and the status a shell
+    # gives a command that SIGPIPE ended (141), as `ls | head`'s ls under `set -o pipefail`.
+    command = [sys.executable, "-m", "ordergrad_rl", "reproduce", "weights", "--out", str(tmp_path)]
+    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer.stdout.close()  # a reader that closes before the command prints (its table, its figures' paths)
+    assert writer.wait(timeout=120) == 141
+    assert writer.stderr.read() == ""
+
+
 # ---------------------------------------------------------------------------------------------------- --hparams
 def test_parse_hparams_literals_and_strings():
     from ordergrad_rl.agents import OrderGradPPO
