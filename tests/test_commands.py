@@ -466,6 +466,14 @@ def test_compare_names_the_log_dir_dot_after_the_directory(tmp_path, monkeypatch
     assert zoo_compare.figure_name([Path(".."), Path("../../other.zip")]) == "compare_cvar_vs_other.png"
 
 
+def test_train_prints_a_tensorboard_command_that_runs_as_pasted(tmp_path, capsys):
+    # A log dir with a space: `tensorboard --logdir my runs` gave TensorBoard two arguments (as `dashboard` did).
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "4",
+            "--timesteps", "4", "--tensorboard", str(tmp_path / "my runs"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert f"TensorBoard: tensorboard --logdir '{tmp_path / 'my runs'}'\n" in capsys.readouterr().out
+
+
 def test_train_run_name(tmp_path, capsys):
     argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
             "--timesteps", "8", "--tensorboard", str(tmp_path), "--quiet"]  # fmt: skip
