@@ -162,6 +162,18 @@ def test_reinforce_refuses_bad_arguments_at_construction(kwargs: dict, match: st
         OrderGradREINFORCE("MlpPolicy", "CartPole-v1", **kwargs)
 
 
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "q_critic"])
+def test_sde_sample_freq_is_an_integer_as_sb3_reads_it(algorithm: str) -> None:
+    # Unchecked, 2.5 and True resampled gSDE's matrix at steps SB3's counter never meant (n % 2.5, every step) and "4"
+    # failed in the first rollout ('>' not supported between 'str' and 'int'); the CLI refused them. SB3 resamples
+    # every n > 0 steps and reads -1 (its default) and 0 alike as never.
+    _, make = _saved_models()[algorithm]
+    for value in (2.5, "4", True, -2):
+        with pytest.raises(ValueError, match=rf"sde_sample_freq must be an integer >= -1, got {value!r}"):
+            make(sde_sample_freq=value)
+    assert [make(sde_sample_freq=value).sde_sample_freq for value in (-1, 0, 4, np.int64(8))] == [-1, 0, 4, 8]
+
+
 @pytest.mark.parametrize(
     ("cls", "policy"),
     [(OrderGradPPO, "MlpPolicy"), (OrderGradREINFORCE, "MlpPolicy"), (OrderGradRecurrentPPO, "MlpLstmPolicy")],
@@ -654,6 +666,7 @@ BAD_OVERRIDES = [
     ("value_baseline", "x"),
     ("policy_kwargs", "net_arch"),
     ("rollout_buffer_kwargs", "x"),  # load failed in _setup_model ("'str' object has no attribute 'items'")
+    ("sde_sample_freq", 2.5),
 ]
 
 
@@ -763,6 +776,26 @@ def test_load_refuses_none_where_the_constructor_reads_it_as_its_default(tmp_pat
             cls.load(path, **{name: None})
     model = cls.load(path, seed=None, target_kl=None, tensorboard_log=None)  # None as SB3's constructor reads it
     assert (model.seed, model.target_kl, model.tensorboard_log) == (None, None, None)
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", "reinforce", "recurrent", "mask"])
+def test_load_refuses_a_saved_flag_the_class_takes_no_argument_for(tmp_path: Path, algorithm: str) -> None:
+    # saved_before names the flags of saves from earlier releases, which load reads as the model's arguments:
+    # OrderGradREINFORCE.load(path, drift_when_blind=1) (an OrderGradPPO argument) set it unchecked, and training ran
+    # the drift REINFORCE does not offer; custom_objects={"drift_when_blind": 1} likewise.
+    cls, make = _saved_models()[algorithm]
+    path = tmp_path / "model.zip"
+    make().save(path)
+    accepted = inspect.signature(cls).parameters
+    foreign = [name for name in cls.saved_before if name not in accepted]
+    assert "sb3_default_net_arch" in foreign and ("drift_when_blind" in foreign) == (algorithm != "ppo")
+    for name in foreign:
+        message = rf"{cls.__name__}.load\(path, {name}=1\): {cls.__name__} takes no argument {name}"
+        with pytest.raises(ValueError, match=message):
+            cls.load(path, **{name: 1})
+        with pytest.raises(ValueError, match=message):
+            cls.load(path, custom_objects={name: 1})
+    assert cls.load(path, untie_tail=False).untie_tail is False  # one it takes loads as before
 
 
 def test_load_resolves_baseline_lambda_with_the_models_baseline(tmp_path: Path) -> None:

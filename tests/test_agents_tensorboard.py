@@ -360,6 +360,22 @@ def test_a_continued_run_keeps_the_hparams_record_of_its_first_learn_call(tmp_pa
     assert len(session_starts(tmp_path / "custom")) == 1
 
 
+def test_hparams_record_gsde_and_ppos_clipping(tmp_path: Path) -> None:
+    """``use_sde``, ``sde_sample_freq``, ``clip_range`` (a schedule, as SB3 keeps it) and ``target_kl`` are columns
+    of the HParams table where the algorithm has them: runs differing only in these were not told apart there."""
+    kwargs = dict(objective="cvar0.5", n_episodes=2, tensorboard_log=str(tmp_path), use_sde=True, sde_sample_freq=4)
+    ppo = OrderGradPPO("MlpPolicy", "Pendulum-v1", n_epochs=1, clip_range=lambda p: 0.3 * p, target_kl=0.02, **kwargs)
+    ppo.learn(1, tb_log_name="ppo")
+    hparams = read_hparams(read_run(tmp_path / "ppo_1"))[0]
+    expected = {"use_sde": "True", "sde_sample_freq": 4.0, "clip_range": "0.3 -> 0", "target_kl": 0.02}
+    assert expected.items() <= hparams.items()
+    # None has no TensorBoard form: left out of the table (an empty cell), as seed=None and group_size=None
+    assert hparam_value(OrderGradPPO("MlpPolicy", "Pendulum-v1", n_episodes=2).hparams()["target_kl"]) is None
+    reinforce = OrderGradREINFORCE("MlpPolicy", "Pendulum-v1", n_episodes=2).hparams()
+    assert (reinforce["use_sde"], reinforce["sde_sample_freq"]) == (False, -1)
+    assert "clip_range" not in reinforce and "target_kl" not in reinforce  # not REINFORCE's
+
+
 def test_hparams_show_a_schedule_by_its_values_at_the_start_and_the_end(tmp_path: Path) -> None:
     """A decayed ``ent_coef`` or ``learning_rate`` (SB3's callable of ``progress_remaining``) is a column of the
     HParams table, not left out: runs with and without the decay are told apart."""

@@ -44,6 +44,16 @@ print("torch" in sys.modules, "matplotlib" in sys.modules, "stable_baselines3" i
     assert out == ["False", "False", "False"]
 
 
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly(tmp_path):
+    # `ordergrad-rl compare ... | head` ended in a BrokenPipeError traceback: now no traceback, and the status a shell
+    # gives a command that SIGPIPE ended (141), as `ls | head`'s ls under `set -o pipefail`.
+    command = [sys.executable, "-m", "ordergrad_rl", "reproduce", "weights", "--out", str(tmp_path)]
+    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer.stdout.close()  # a reader that closes before the command prints (its table, its figures' paths)
+    assert writer.wait(timeout=120) == 141
+    assert writer.stderr.read() == ""
+
+
 # ---------------------------------------------------------------------------------------------------- --hparams
 def test_parse_hparams_literals_and_strings():
     from ordergrad_rl.agents import OrderGradPPO
@@ -100,6 +110,21 @@ def test_train_checks_a_linear_schedules_start_like_the_number(item, message, ca
 
 #: What OrderGradPPO's normalize_advantage annotation accepts.
 NORMALIZE_TYPES = "True or False or one of 'group', 'channel', 'running' or None"
+
+
+@pytest.mark.parametrize("algo", ["reinforce", "recurrent_ppo", "maskable_ppo"])
+def test_parse_hparams_lists_the_keys_the_algorithm_takes(algo):
+    # OrderGradREINFORCE's "valid keys" listed A2C's gae_lambda, vf_coef, use_rms_prop, rms_prop_eps and SB3's
+    # n_steps, which its constructor refuses; given anyway, they reach that refusal, which says what to set instead.
+    from ordergrad_rl.zoo.algorithms import algorithm_class
+
+    cls = algorithm_class(algo)
+    with pytest.raises(CommandError, match="valid keys: ") as err:
+        parse_hparams(["n_episode=8"], cls)
+    listed = str(err.value).split("valid keys: ")[1].split(", ")
+    assert "learning_rate" in listed and not {"n_steps", "gae_lambda", "vf_coef"} & set(listed)
+    assert not {"use_rms_prop", "rms_prop_eps", "clip_range_vf"} & set(listed)
+    assert parse_hparams(["gae_lambda=0.9"], cls) == {"gae_lambda": 0.9}  # the constructor's refusal names it
 
 
 @pytest.mark.parametrize(
@@ -439,6 +464,14 @@ def test_compare_names_the_log_dir_dot_after_the_directory(tmp_path, monkeypatch
     assert zoo_compare.figure_name([Path(".")]) == "compare_cvar.png"
     monkeypatch.chdir(tmp_path / "cvar" / "seed0_1")
     assert zoo_compare.figure_name([Path(".."), Path("../../other.zip")]) == "compare_cvar_vs_other.png"
+
+
+def test_train_prints_a_tensorboard_command_that_runs_as_pasted(tmp_path, capsys):
+    # A log dir with a space: `tensorboard --logdir my runs` gave TensorBoard two arguments (as `dashboard` did).
+    argv = ["train", "--algo", "reinforce", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "4",
+            "--timesteps", "4", "--tensorboard", str(tmp_path / "my runs"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    assert f"TensorBoard: tensorboard --logdir '{tmp_path / 'my runs'}'\n" in capsys.readouterr().out
 
 
 def test_train_run_name(tmp_path, capsys):

@@ -223,6 +223,19 @@ def test_dashboard_prints_a_tensorboard_command_that_runs_as_pasted(tmp_path: Pa
     assert f"TensorBoard: tensorboard --logdir '{tmp_path / 'my runs'}'\n" in capsys.readouterr().out
 
 
+def test_dashboard_prints_a_tensorboard_command_that_serves_at_the_address(tmp_path: Path, capsys) -> None:
+    """``--address http://host:6007`` printed ``tensorboard --logdir runs``, which serves at localhost:6006."""
+    for seed in (0, 1):
+        fake_run(tmp_path / "runs" / "cvar" / f"seed{seed}_1", [10], [1.0], "cvar0.2", seed)
+    assert main(["dashboard", str(tmp_path / "runs"), "--address", "http://host:6007/tb/"]) == 0
+    out = capsys.readouterr().out
+    assert f"TensorBoard: tensorboard --logdir {tmp_path / 'runs'} --host host --port 6007 --path_prefix /tb\n" in out
+    assert "open: http://host:6007/tb/?runColorGroup=" in out
+    assert dashboards.tensorboard_command("runs", "http://127.0.0.1:6006/") == "tensorboard --logdir runs"
+    assert main(["dashboard", str(tmp_path / "runs"), "--address", "http://host:x"]) == 2
+    assert "--address http://host:x: Port could not be cast to integer value" in capsys.readouterr().err
+
+
 def test_runs_without_risk_scalars_get_no_aggregate(logdir: Path, capsys: pytest.CaptureFixture) -> None:
     """SB3's own PPO_1 and PPO_2 beside OrderGrad's runs: no mean_over_seeds run of them (it would hold an HParams
     experiment without metrics, which TensorBoard may take for the columns of the whole table)."""

@@ -241,7 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
     returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
     ``--save``, ``--figure``) are checked before the command runs, and a ``CommandError`` raised by a command is
-    printed like a usage error (status 2) instead of a traceback; Ctrl-C returns 130, also without one.
+    printed like a usage error (status 2) instead of a traceback; Ctrl-C returns 130, also without one. A reader that
+    closes the pipe early (``ordergrad-rl compare ... | head``) ends the command quietly with status 141, the shell's
+    status of a command that ``SIGPIPE`` ended (128 + 13), as ``ls | head``'s ``ls`` under ``set -o pipefail``.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -253,9 +255,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_threads(getattr(args, "threads", DEFAULT_THREADS), getattr(args, "_one_thread", None))
         check_output_arguments(args)
         status = args._run(args)
+        sys.stdout.flush()  # a reader gone raises here, not in Python's flush at exit
     except CommandError as err:
         return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, without a traceback
         print(f"{args._prog}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout closed it: as the Python docs' note on SIGPIPE recommends, stdout
+        # goes to devnull (Python's flush at exit would fail again), without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return 0 if status is None else int(status)

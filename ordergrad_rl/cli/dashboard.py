@@ -19,11 +19,11 @@ tailrisk --tensorboard` and `sweep` run it on the runs they write; `compare` ski
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
+from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.dashboards import Dashboards, tensorboard_url, write_dashboards
+from ordergrad_rl.zoo.dashboards import Dashboards, tensorboard_command, tensorboard_url, write_dashboards
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--address",
         default="http://localhost:6006",
         metavar="URL",
-        help="where TensorBoard serves LOGDIR, for the printed address (default: %(default)s)",
+        help="where TensorBoard serves LOGDIR, for the printed command and address (default: %(default)s)",
     )
 
 
@@ -45,9 +45,13 @@ def aggregated(dashboards: Dashboards, group: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        command = tensorboard_command(args.logdir, args.address)
+    except ValueError as err:  # urllib's, on the port
+        raise CommandError(f"--address {args.address}: {err}") from None
     dashboards = write_dashboards(args.logdir)
     rows = [[group, len(runs), aggregated(dashboards, group)] for group, runs in dashboards.groups.items()]
     print(markdown_table(["method", "runs", "aggregated run"], rows))
-    print(f"TensorBoard: tensorboard --logdir {shlex.quote(str(args.logdir))}")  # a command to paste
+    print(f"TensorBoard: {command}")  # a command to paste
     print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")
     return 0

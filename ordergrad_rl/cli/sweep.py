@@ -47,7 +47,7 @@ from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
 from ordergrad_rl.sweep.trial import run_trial
-from ordergrad_rl.zoo.dashboards import write_dashboards
+from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
 
 #: The sweep's plan (its trials and resources), written before the trials run and read by --resume.
 PLAN_FILE = "sweep.json"
@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"table: {out / 'risk_table.md'}\nfigure: {figure}")
         if (out / "tensorboard").is_dir():  # (runs of a resumed sweep may have been moved away)
             dashboards = write_dashboards(out / "tensorboard")
-            print(f"TensorBoard: tensorboard --logdir {out / 'tensorboard'}\n  then open {dashboards.url}")
+            print(f"TensorBoard: {tensorboard_command(out / 'tensorboard')}\n  then open {dashboards.url}")
         if args.json is not None:
             payload = {"name": sweep["name"], "summary": summary, "trials": rows, "wall_seconds": wall}
             print(f"json: {write_json(args.json, payload)}")

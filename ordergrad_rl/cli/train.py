@@ -55,6 +55,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.dashboards import tensorboard_command
 from ordergrad_rl.zoo.models import VEC_ENVS
 from ordergrad_rl.zoo.training import (
     TrainSettings,
@@ -338,5 +339,5 @@ def run(args: argparse.Namespace) -> int:
         if statistics is not None:
             print(f"VecNormalize statistics: {statistics}")
     if args.tensorboard is not None:
-        print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: tensorboard --logdir {args.tensorboard}")
+        print(f"TensorBoard run: {model.logger.dir}\nTensorBoard: {tensorboard_command(args.tensorboard)}")
     return 0

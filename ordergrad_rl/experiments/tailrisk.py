@@ -71,7 +71,7 @@ from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, sa
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.risk import risk_profile
 from ordergrad_rl.version import __version__
-from ordergrad_rl.zoo.dashboards import write_dashboards
+from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
 from ordergrad_rl.zoo.training import remove_runs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -969,7 +969,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tensorboard is not None:
         # One aggregated run per method beside the seeds, HParams with objective and k first.
         dashboards = write_dashboards(args.tensorboard)
-        print(f"TensorBoard: tensorboard --logdir {args.tensorboard}\n  then open {dashboards.url}")
+        print(f"TensorBoard: {tensorboard_command(args.tensorboard)}\n  then open {dashboards.url}")
     if args.json is not None:
         payload = {key: value for key, value in results.items() if key != "deployments"}
         payload["paper"] = PAPER

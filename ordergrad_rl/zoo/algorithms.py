@@ -79,9 +79,17 @@ def algorithm_class(algo: str) -> type:
 
 
 def hyperparameter_names(cls: type) -> list[str]:
-    """Constructor arguments of ``cls`` that ``--hparams`` may set."""
-    names = inspect.signature(cls).parameters
+    """Constructor arguments of ``cls`` that ``--hparams`` may set: not those with their own option, nor those it
+    refuses (:func:`refused_arguments`)."""
+    names = set(inspect.signature(cls).parameters) - refused_arguments(cls)
     return sorted(name for name in names if name not in OPTION_OF and not name.startswith("_"))
+
+
+def refused_arguments(cls: type) -> set[str]:
+    """Constructor arguments of ``cls`` typed ``None``: its SB3 parent's that it has no use for (OrderGradREINFORCE's
+    ``n_steps``, ``gae_lambda``, ``vf_coef`` ...), which its constructor refuses saying what to set instead."""
+    parameters = inspect.signature(cls).parameters
+    return {name for name, parameter in parameters.items() if parameter.annotation in (None, "None")}
 
 
 def _annotation(cls: type, name: str) -> Any:
@@ -288,7 +296,7 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
             raise CommandError(f"{where}: rl-zoo3's {key} is not a hyperparameter; {ENTRY_ONLY_KEYS[key]}")
         raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
     valid = [*hyperparameter_names(cls), *options]
-    if key not in valid:
+    if key not in valid and key not in refused_arguments(cls):  # those the constructor refuses, with its reason
         raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
     expected = _expected(cls, key)
     if isinstance(value, str) and key in TEXT_MAPPINGS:  # rl-zoo3's "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"

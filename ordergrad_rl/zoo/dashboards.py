@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shlex
 import shutil
 import urllib.parse
 from collections.abc import Sequence
@@ -293,6 +294,29 @@ def color_regex(groups: Sequence[str]) -> str:
     names = sorted(groups, key=lambda name: (-len(name), name))
     # Escaped for JavaScript's RegExp, which TensorBoard uses (Python's re.escape would also escape "-" and "@").
     return "^(" + "|".join(re.sub(r"[.*+?^${}()|[\]\\]", r"\\\g<0>", name) for name in names) + ")"
+
+
+#: Where ``tensorboard --logdir DIR`` serves without ``--host`` and ``--port``: this machine, port 6006.
+TENSORBOARD_HOSTS = ("localhost", "127.0.0.1")
+TENSORBOARD_PORT = 6006
+
+
+def tensorboard_command(logdir: str | Path, address: str = "http://localhost:6006") -> str:
+    """The ``tensorboard`` command, quoted to paste in a shell, that serves ``logdir`` at ``address``: with
+    ``--host`` for a host other than this machine, ``--port`` for a port other than 6006 and ``--path_prefix`` for a
+    path (``http://host:6007/tb``: ``--host host --port 6007 --path_prefix /tb``).
+
+    :raises ValueError: an ``address`` whose port is not a number in [0, 65535].
+    """
+    parts = urllib.parse.urlsplit(address)
+    command = ["tensorboard", "--logdir", str(logdir)]
+    if parts.hostname and parts.hostname not in TENSORBOARD_HOSTS:
+        command += ["--host", parts.hostname]
+    if parts.port not in (None, TENSORBOARD_PORT):
+        command += ["--port", str(parts.port)]
+    if parts.path.rstrip("/"):
+        command += ["--path_prefix", parts.path.rstrip("/")]
+    return shlex.join(command)
 
 
 def tensorboard_url(groups: Sequence[str], address: str = "http://localhost:6006") -> str:

@@ -404,6 +404,8 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], object]] = {
     "reward_to_go": partial(check_optional_flag, "reward_to_go"),
     "novelty_phase": partial(check_float, "novelty_phase", low=0.0, high=1.0),
     "rollout_buffer_kwargs": check_buffer_kwargs,
+    # SB3 resamples gSDE's matrix every n > 0 steps, and reads its default -1 and 0 alike as never.
+    "sde_sample_freq": partial(check_int, "sde_sample_freq", minimum=-1),
 }
 
 

@@ -33,8 +33,9 @@ from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
 
 SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
 
-#: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective);
-#: schedules and other non-scalar values are left out.
+#: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective), as
+#: :func:`~ordergrad_rl.agents.common.hparams.hparam_value` gives them: a schedule by its values at the start and the
+#: end of training; ``None`` and other values without a TensorBoard form are left out.
 HPARAM_NAMES: tuple[str, ...] = (
     "k",
     "n_episodes",
@@ -51,6 +52,10 @@ HPARAM_NAMES: tuple[str, ...] = (
     "novelty_when_blind",
     "vf_coef",
     "max_grad_norm",
+    "clip_range",
+    "target_kl",
+    "use_sde",
+    "sde_sample_freq",
     "normalize_advantage",
     "reward_to_go",
     "advantage",

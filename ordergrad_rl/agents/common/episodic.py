@@ -9,6 +9,7 @@ sb3-contrib variants (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`,
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
@@ -437,6 +438,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             noise_sampler=noise_sampler,
             novelty_when_blind=novelty_when_blind,
             reward_to_go=reward_to_go,
+            sde_sample_freq=sb3_kwargs.get("sde_sample_freq", -1),  # absent where the SB3 class has no gSDE
         )
         check_blind_exploration(drift_when_blind, novelty_when_blind)
         check_squash_output(sb3_kwargs.get("policy_kwargs"), sb3_kwargs.get("use_sde", False))
@@ -675,16 +677,25 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
         """The arguments :meth:`load` refuses among the caller's ``kwargs``: SB3's ``n_steps`` (SB3's load sets it,
         and ``_setup_model`` would size it from ``n_episodes`` without a word), the :attr:`critic_arguments` (SB3's
-        load sets them, and nothing reads them) and ``None`` defaults (:meth:`refuse_none_defaults`); a class refusing
-        more extends it.
+        load sets them, and nothing reads them), the flags of :attr:`saved_before` that the constructor does not take
+        (SB3's load set them unchecked: ``OrderGradREINFORCE.load(path, drift_when_blind=1)`` trained with
+        OrderGradPPO's drift) and ``None`` defaults (:meth:`refuse_none_defaults`); a class refusing more extends it.
 
-        :raises ValueError: as the constructor for the same argument.
+        :raises ValueError: as the constructor for the same argument, or naming the flag it does not take.
         """
         if "n_steps" in kwargs:
             raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
         for name in cls.critic_arguments:
             if name in kwargs:
                 raise critic_argument_error(cls.__name__, name)
+        accepted = inspect.signature(cls).parameters
+        for name in cls.saved_before:
+            if name in kwargs and name not in accepted:
+                raise ValueError(
+                    f"{cls.__name__}.load(path, {name}={kwargs[name]!r}): {cls.__name__} takes no argument {name} "
+                    "(the model sets it, and a save from before it loads with the value it trained with); load takes "
+                    "the constructor's arguments"
+                )
         cls.refuse_none_defaults(kwargs)
 
     @classmethod

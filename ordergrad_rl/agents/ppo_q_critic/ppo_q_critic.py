@@ -277,6 +277,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
             ent_coef=ent_coef,
             normalize_advantage=normalize_advantage,
             rollout_buffer_kwargs=rollout_buffer_kwargs,
+            sde_sample_freq=sde_sample_freq,
         )
         batch_size = check_int("batch_size", MIN_BATCH_SIZE if batch_size is None else batch_size, 2)
         n_steps = DEFAULT_N_STEPS if n_steps is None else check_int("n_steps", n_steps, 1)
