@@ -872,3 +872,15 @@ def test_gym_packages_imports_the_modules_that_register_an_env_as_rl_zoo3_does(t
     assert main(["compare", str(model), "--episodes", "4", "--out", str(tmp_path), "--quiet", *own]) == 0
     assert main([*argv[:-1], "ordergrad_no_such_gym_package"]) == 2
     assert "--gym-packages: cannot import 'ordergrad_no_such_gym_package': No module named" in capsys.readouterr().err
+
+
+def test_vec_env_subproc_makes_an_env_its_workers_never_registered(third_party_package, capsys):
+    """--vec-env subproc handed its workers the id qualified by its entry point's package (ordergrad_rl here), whose
+    import does not register an id of the user's package: the forkserver workers died ('Connection reset by peer')."""
+    argv = ["train", "--algo", "reinforce", "--objective", "mean", "--n-episodes", "4", "--n-envs", "2",
+            "--timesteps", "20", "--vec-env", "subproc", "--quiet", "--env", "OrdergradThirdParty-v0",
+            "--gym-packages", third_party_package]  # fmt: skip
+    assert main(argv) == 0
+    assert "OrderGradREINFORCE on OrdergradThirdParty-v0: objective mean, 4 episodes per update on 2 envs" in (
+        capsys.readouterr().out
+    )

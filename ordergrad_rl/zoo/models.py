@@ -383,12 +383,15 @@ def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str
     """SB3's ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)``: each env
     steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``).
 
-    The workers get the id qualified by the package that registers it (``ordergrad_rl:RiskyBandit-v0``), which
-    ``gym.make`` imports first: a worker started by ``forkserver`` or ``spawn`` has not imported it.
+    The workers get the id's registration, its ``EnvSpec`` (:func:`make_from_spec`), not the id: a worker started by
+    ``forkserver`` or ``spawn`` has imported none of the modules that registered it (this package, ``--gym-packages``,
+    a ``module:EnvId-v0``'s module, the user's script), while the spec's entry point imports what the env needs.
 
     :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
         would step env by env.
     """
+    import functools
+
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -399,11 +402,19 @@ def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str
             f"--vec-env subproc: {env_id} runs all its envs as one NumPy batch in this process, faster than a "
             "process per env; use --vec-env dummy"
         )
-    entry_point = env_spec(env_id).entry_point
-    package = entry_point.split(".")[0].split(":")[0] if isinstance(entry_point, str) else None
-    if ":" not in env_id and package not in (None, "__main__"):
-        env_id = f"{package}:{env_id}"
-    return make_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
+    make = functools.partial(make_from_spec, env_spec(env_id))
+    return make_vec_env(make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
+
+
+def make_from_spec(spec: Any, **env_kwargs: Any) -> Any:
+    """``gym.make(spec, **env_kwargs)`` of a registered ``EnvSpec``, as SB3's ``make_vec_env`` makes an env id: in
+    ``render_mode="rgb_array"`` unless ``env_kwargs`` give another, or without one where the env takes none."""
+    import gymnasium as gym
+
+    try:
+        return gym.make(spec, **{"render_mode": "rgb_array", **env_kwargs})
+    except TypeError:
+        return gym.make(spec, **env_kwargs)
 
 
 def evaluate_model(
