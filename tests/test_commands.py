@@ -866,3 +866,54 @@ def test_compare_refuses_env_without_a_model_to_evaluate(tmp_path, capsys):
     assert "--env RiskyBandit-v0 is the env the saved models are evaluated on, and no argument is a model" in (
         capsys.readouterr().err
     )
+
+
+# ---------------------------------------------------------------------------------------------------- your own env
+THIRD_PARTY_PACKAGE = """
+import gymnasium as gym
+
+gym.register("OrdergradThirdParty-v0", entry_point="ordergrad_rl.envs.bandit:RiskyBanditEnv")
+"""
+
+
+@pytest.fixture
+def third_party_package(tmp_path, monkeypatch):
+    """A package of the user's own, on the path, that registers ``OrdergradThirdParty-v0`` when imported (gone from
+    the registry and the imported modules after the test)."""
+    import gymnasium as gym
+
+    package = tmp_path / "ordergrad_third_party"
+    package.mkdir()
+    (package / "__init__.py").write_text(THIRD_PARTY_PACKAGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield package.name
+    gym.registry.pop("OrdergradThirdParty-v0", None)
+    sys.modules.pop(package.name, None)
+
+
+def test_gym_packages_imports_the_modules_that_register_an_env_as_rl_zoo3_does(third_party_package, tmp_path, capsys):
+    """rl-zoo3's --gym-packages was refused by train, evaluate and compare (unrecognized arguments)."""
+    model = tmp_path / "own.zip"
+    own = ["--env", "OrdergradThirdParty-v0", "--gym-packages", third_party_package]
+    argv = ["train", "--algo", "reinforce", "--objective", "mean", "--n-episodes", "8", "--timesteps", "40",
+            "--save", str(model), "--eval-env", "OrdergradThirdParty-v0", "--eval-episodes", "4", "--quiet",
+            *own]  # fmt: skip
+    assert main(argv) == 0
+    assert "OrderGradREINFORCE on OrdergradThirdParty-v0" in capsys.readouterr().out
+    assert main(["evaluate", str(model), "--episodes", "4", "--quiet", *own]) == 0
+    assert f"model {model} on OrdergradThirdParty-v0: 4 episodes" in capsys.readouterr().out
+    assert main(["compare", str(model), "--episodes", "4", "--out", str(tmp_path), "--quiet", *own]) == 0
+    assert main([*argv[:-1], "ordergrad_no_such_gym_package"]) == 2
+    assert "--gym-packages: cannot import 'ordergrad_no_such_gym_package': No module named" in capsys.readouterr().err
+
+
+def test_vec_env_subproc_makes_an_env_its_workers_never_registered(third_party_package, capsys):
+    """--vec-env subproc handed its workers the id qualified by its entry point's package (ordergrad_rl here), whose
+    import does not register an id of the user's package: the forkserver workers died ('Connection reset by peer')."""
+    argv = ["train", "--algo", "reinforce", "--objective", "mean", "--n-episodes", "4", "--n-envs", "2",
+            "--timesteps", "20", "--vec-env", "subproc", "--quiet", "--env", "OrdergradThirdParty-v0",
+            "--gym-packages", third_party_package]  # fmt: skip
+    assert main(argv) == 0
+    assert "OrderGradREINFORCE on OrdergradThirdParty-v0: objective mean, 4 episodes per update on 2 envs" in (
+        capsys.readouterr().out
+    )

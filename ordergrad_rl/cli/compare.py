@@ -29,7 +29,15 @@ import argparse
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import add_output_arguments, file_path, parse_env_kwargs, positive_int, seed_int
+from ordergrad_rl.common.options import (
+    add_gym_packages_argument,
+    add_output_arguments,
+    file_path,
+    import_gym_packages,
+    parse_env_kwargs,
+    positive_int,
+    seed_int,
+)
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.zoo.compare import figure_name, format_table, load_entries, plot
 
@@ -46,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
     )
     parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
+    add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",
         nargs="+",
@@ -74,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read/evaluate every entry, print the table, write the figure (and JSON)."""
+    import_gym_packages(args.gym_packages)
     if args.env_kwargs and args.env is None:
         raise CommandError("--env-kwargs are the arguments of --env, which the saved models are evaluated on")
     env_kwargs = parse_env_kwargs(args.env_kwargs)

@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import file_path, parse_env_kwargs, positive_int, seed_int
+from ordergrad_rl.common.options import (
+    add_gym_packages_argument,
+    file_path,
+    import_gym_packages,
+    parse_env_kwargs,
+    positive_int,
+    seed_int,
+)
 from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation, saved_statistics
 
@@ -39,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl evaluate``."""
     parser.add_argument("model", type=Path, metavar="MODEL", help="a model saved with model.save (.zip)")
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id to evaluate on")
+    add_gym_packages_argument(parser)
     parser.add_argument(
         "--episodes", type=positive_int, default=100, metavar="E", help="episodes (default: %(default)s)"
     )
@@ -114,6 +122,7 @@ def run_pass_at_k(
 
 def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
+    import_gym_packages(args.gym_packages)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
     statistics = saved_statistics(args.model)  # VecNormalize's, as rl-zoo3's enjoy loads them

@@ -15,6 +15,8 @@ Trial keys: the options of `ordergrad-rl train` (env, algo, objective, k, n_epis
 policy, device, eval_env, eval_episodes, eval_freq, deterministic) and any other constructor argument of the
 algorithm (checked like train --hparams). Every trial is checked before any runs: each distinct model is built once,
 as train builds it. --grid key=v1,v2 adds or replaces a grid key.
+An env of your own goes in as env=module:EnvId-v0: each trial (a Ray worker) imports module first, whose
+import registers it, as gym.make reads that form.
 
 Each trial trains, then evaluates its final policy on eval_env (default: env; eval_episodes deterministic
 episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its

@@ -29,6 +29,9 @@ risk profile of every training batch (risk/*) and, with --eval-env, of determini
 named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
 (NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
 
+An env of your own: --gym-packages MODULE ... imports the modules that register it first (rl-zoo3's option), or
+--env module:EnvId-v0 imports module first, as gym.make reads it (the form for a sweep's trials, which run in other
+processes).
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
 gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
@@ -52,7 +55,15 @@ import time
 from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import file_path, model_file, parse_env_kwargs, positive_int, seed_int
+from ordergrad_rl.common.options import (
+    add_gym_packages_argument,
+    file_path,
+    import_gym_packages,
+    model_file,
+    parse_env_kwargs,
+    positive_int,
+    seed_int,
+)
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
@@ -84,6 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
     )
     parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",
         nargs="+",
@@ -256,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
     from ordergrad_rl.risk import risk_profile
 
+    import_gym_packages(args.gym_packages)
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -344,3 +345,27 @@ def parse_env_kwargs(items: list[str], option: str = "--env-kwargs") -> dict[str
             raise CommandError(f"{option}: {key} is given twice")
         out[key] = value
     return out
+
+
+def add_gym_packages_argument(parser: argparse.ArgumentParser) -> None:
+    """Add rl-zoo3's ``--gym-packages MODULE ...`` (imported by :func:`import_gym_packages`)."""
+    parser.add_argument(
+        "--gym-packages",
+        nargs="+",
+        default=[],
+        metavar="MODULE",
+        help="modules to import first, whose import registers your Gymnasium envs (rl-zoo3's option; or give the "
+        "env as module:EnvId-v0, which gym.make reads the same way)",
+    )
+
+
+def import_gym_packages(packages: Sequence[str]) -> None:
+    """Import ``packages`` (rl-zoo3's ``--gym-packages``): a package of your own registers its envs on import.
+
+    :raises CommandError: a module that does not import, named with the reason.
+    """
+    for package in packages:
+        try:
+            importlib.import_module(package)
+        except ImportError as err:
+            raise CommandError(f"--gym-packages: cannot import {package!r}: {err}") from err

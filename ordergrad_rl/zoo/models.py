@@ -22,9 +22,11 @@ from ordergrad_rl.common.options import model_file
 def check_env_id(env_id: str) -> None:
     """The commands' check of an env id before any work.
 
-    :raises CommandError: unknown env id (with the registry's suggestion), or an env whose module needs a package
-        that is not installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it; the extra that brings it
-        where there is one (``LunarLander-v3``: ``[box2d]``).
+    :raises CommandError: unknown env id (with the registry's suggestion, and for an id no import registered, how to
+        import the module that registers it; for MinAtar's ids, where ordergrad-rl's MinAtar envs are), a
+        ``module:EnvId-v0`` whose module does not import, or an env whose module needs a package that is not
+        installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it; the extra that brings it where there is
+        one (``LunarLander-v3``: ``[box2d]``).
     """
     import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
@@ -39,7 +41,38 @@ def check_env_id(env_id: str) -> None:
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise CommandError(f"{env_id} needs a package that is not installed: {err}") from err
     except gym.error.Error as err:
-        raise CommandError(f"unknown env id {env_id!r}: {err}") from err
+        raise unknown_env_error(env_id, err) from err
+
+
+def unknown_env_error(env_id: str, err: Exception) -> CommandError:
+    """The commands' error for ``env_id``, which Gymnasium's registry refused with ``err`` (``env_spec``'s own for a
+    ``module:EnvId-v0`` whose module does not import)."""
+    if isinstance(err.__cause__, ImportError):  # env_spec's, naming the module
+        return CommandError(str(err))
+    return CommandError(f"unknown env id {env_id!r}: {_unknown_env_reason(env_id, err)}")
+
+
+def _unknown_env_reason(env_id: str, err: Exception) -> str:
+    """Gymnasium's ``err`` for ``env_id``, with what to do where no imported module registered the id: Gymnasium's
+    "Have you installed the proper package for MinAtar?" misleads where MinAtar is installed (it registers its ids
+    only when asked), and an id of the user's own needs the module that registers it."""
+    import gymnasium as gym
+
+    reason = str(err)
+    if not isinstance(err, (gym.error.NameNotFound, gym.error.NamespaceNotFound)) or ":" in env_id:
+        return reason
+    if env_id.startswith("MinAtar/"):
+        return (
+            "MinAtar registers its ids only when minatar.gym.register_envs() is called, which the commands do not "
+            "do: ordergrad-rl's MinAtar envs are ordergrad_rl.envs.make_minatar_env's (float observations, seeded "
+            "resets), which 'ordergrad-rl reproduce minatar' trains (needs the [minatar] extra)"
+        )
+    if "Did you mean" in reason:  # Gymnasium's suggestion of a registered id: most likely a typo
+        return reason
+    return (
+        f"{reason} An env of your own: give its id as MODULE:{env_id} (gym.make imports MODULE first, whose import "
+        "registers it), or MODULE in --gym-packages (train, evaluate, compare)"
+    )
 
 
 def is_batched(env_id: str) -> bool:
@@ -55,7 +88,7 @@ def is_batched(env_id: str) -> bool:
     try:
         return has_native_batch(env_id)
     except gym.error.Error as err:
-        raise CommandError(f"unknown env id {env_id!r}: {err}") from err
+        raise unknown_env_error(env_id, err) from err
 
 
 def eval_n_envs(env_id: str, episodes: int) -> int:
@@ -383,12 +416,15 @@ def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str
     """SB3's ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)``: each env
     steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``).
 
-    The workers get the id qualified by the package that registers it (``ordergrad_rl:RiskyBandit-v0``), which
-    ``gym.make`` imports first: a worker started by ``forkserver`` or ``spawn`` has not imported it.
+    The workers get the id's registration, its ``EnvSpec`` (:func:`make_from_spec`), not the id: a worker started by
+    ``forkserver`` or ``spawn`` has imported none of the modules that registered it (this package, ``--gym-packages``,
+    a ``module:EnvId-v0``'s module, the user's script), while the spec's entry point imports what the env needs.
 
     :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
         would step env by env.
     """
+    import functools
+
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -399,11 +435,19 @@ def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str
             f"--vec-env subproc: {env_id} runs all its envs as one NumPy batch in this process, faster than a "
             "process per env; use --vec-env dummy"
         )
-    entry_point = env_spec(env_id).entry_point
-    package = entry_point.split(".")[0].split(":")[0] if isinstance(entry_point, str) else None
-    if ":" not in env_id and package not in (None, "__main__"):
-        env_id = f"{package}:{env_id}"
-    return make_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
+    make = functools.partial(make_from_spec, env_spec(env_id))
+    return make_vec_env(make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
+
+
+def make_from_spec(spec: Any, **env_kwargs: Any) -> Any:
+    """``gym.make(spec, **env_kwargs)`` of a registered ``EnvSpec``, as SB3's ``make_vec_env`` makes an env id: in
+    ``render_mode="rgb_array"`` unless ``env_kwargs`` give another, or without one where the env takes none."""
+    import gymnasium as gym
+
+    try:
+        return gym.make(spec, **{"render_mode": "rgb_array", **env_kwargs})
+    except TypeError:
+        return gym.make(spec, **env_kwargs)
 
 
 def evaluate_model(
