@@ -300,3 +300,19 @@ def test_qrdqn_cvar_takes_gym_make_vec_as_the_ordergrad_agents_do() -> None:
     model = QRDQNCVaR("MlpPolicy", gym.make_vec("TargetSum-v0", num_envs=4), learning_starts=0, seed=0)
     assert model.n_envs == 4
     model.learn(64)
+
+
+def test_qrdqn_cvar_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
+    # The constructor took one, but load(path, env=...) and set_env wrap their env with SB3's _wrap_env, which
+    # refused it with a message about OpenAI Gym.
+    import gymnasium as gym
+
+    import ordergrad_rl  # noqa: F401  (registers the envs)
+
+    QRDQNCVaR("MlpPolicy", gym.make_vec("TargetSum-v0", num_envs=4), seed=0).save(tmp_path / "qr.zip")
+    model = QRDQNCVaR.load(tmp_path / "qr.zip", env=gym.make_vec("TargetSum-v0", num_envs=4), learning_starts=0)
+    assert model.n_envs == 4
+    model.learn(64)
+    model.set_env(gym.make_vec("TargetSum-v0", num_envs=4))
+    with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
+        model.set_env(gym.make_vec("CartPole-v1", num_envs=4))
