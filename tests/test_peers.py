@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch as th
+from gymnasium import spaces
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, QRDQNCVaR
 from ordergrad_rl.agents.qrdqn_cvar import CVaRQRDQNPolicy, quantile_cvar
@@ -316,3 +317,24 @@ def test_qrdqn_cvar_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
     model.set_env(gym.make_vec("TargetSum-v0", num_envs=4))
     with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
         model.set_env(gym.make_vec("CartPole-v1", num_envs=4))
+
+
+@pytest.mark.parametrize(
+    ("observation_space", "action_space", "message"),
+    [
+        (spaces.Box(-1, 1, (2,)), spaces.Discrete(3, start=-1), "action space Discrete.*starts at -1"),
+        (spaces.Discrete(5, start=1), spaces.Discrete(2), "observation space Discrete.*starts at 1"),
+    ],
+)
+def test_qrdqn_cvar_refuses_spaces_that_do_not_start_at_0(observation_space, action_space, message) -> None:
+    # As sb3-contrib's QRDQN, it sent the env actions 0 .. 2 for Discrete(3, start=-1), and trained on
+    # Discrete(5, start=1) observations until the first 5 failed in torch ("Class values must be smaller than
+    # num_classes"). The OrderGrad agents refuse both before the first step.
+    import gymnasium as gym
+
+    class Env(gym.Env):
+        def __init__(self) -> None:
+            self.observation_space, self.action_space = observation_space, action_space
+
+    with pytest.raises(ValueError, match=message):
+        QRDQNCVaR("MlpPolicy", Env())

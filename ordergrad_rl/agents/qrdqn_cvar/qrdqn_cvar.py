@@ -29,6 +29,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
 from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
 from ordergrad_rl.common.arguments import check_int
 
@@ -122,6 +123,9 @@ class QRDQNCVaR(QRDQN):
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR), or a
         subclass of :class:`CVaRQRDQNPolicy` and its Cnn / MultiInput variants (not of sb3-contrib's ``QRDQNPolicy``).
     :param env: env id, ``gym.Env``, ``VecEnv`` or a native batch's ``gym.make_vec``, with a ``Discrete`` action space.
+        A ``Discrete`` / ``MultiDiscrete`` action or observation space whose ``start`` is not 0 is refused
+        (``ValueError``), as by the OrderGrad agents: QR-DQN would send actions ``0 .. n-1`` and one-hot encode
+        observations from 0.
     :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
         save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
         way, ``QRDQN.load`` of a ``QRDQNCVaR`` save keeps the saved policy class, as SB3's ``load`` does: that model
@@ -202,6 +206,8 @@ class QRDQNCVaR(QRDQN):
                 "CVaRQRDQNCnnPolicy or CVaRQRDQNMultiInputPolicy (ordergrad_rl.agents.qrdqn_cvar) rather than QR-DQN's"
             )
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
+        check_action_start(self.action_space)  # QR-DQN sends actions 0 .. n-1 and one-hot encodes from 0
+        check_observation_start(self.observation_space)
         super()._setup_model()
 
     def learn(
