@@ -176,8 +176,11 @@ def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
     QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10)).save(tmp_path / "qr.zip")
     loaded = QRDQNCVaR.load(tmp_path / "qr.zip", alpha=0.5)
     assert loaded.alpha == loaded.policy.quantile_net.cvar_alpha == loaded.policy.quantile_net_target.cvar_alpha == 0.5
-    with pytest.raises(ValueError, match="cvar_alpha must be in"):
+    # The level given to load was named as the policy option: "cvar_alpha must be in (0, 1], got 2.0".
+    with pytest.raises(ValueError, match=r"^alpha must be in \(0, 1\], got 2.0"):
         QRDQNCVaR.load(tmp_path / "qr.zip", alpha=2.0)
+    with pytest.raises(ValueError, match=r"^alpha must be in \(0, 1\], got 0"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", custom_objects={"alpha": 0})
     assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.1
 
 

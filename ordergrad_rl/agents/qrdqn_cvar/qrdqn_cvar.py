@@ -205,6 +205,7 @@ class QRDQNCVaR(QRDQN):
                 f"policy {self.policy_class.__name__} does not act on the CVaR: subclass CVaRQRDQNPolicy, "
                 "CVaRQRDQNCnnPolicy or CVaRQRDQNMultiInputPolicy (ordergrad_rl.agents.qrdqn_cvar) rather than QR-DQN's"
             )
+        _check_level("alpha", self.alpha)  # load(path, alpha=...) sets it with no check
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
         check_action_start(self.action_space)  # QR-DQN sends actions 0 .. n-1 and one-hot encodes from 0
         check_observation_start(self.observation_space)
