@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch as th
+from gymnasium import spaces
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE, QRDQNCVaR
 from ordergrad_rl.agents.qrdqn_cvar import CVaRQRDQNPolicy, quantile_cvar
@@ -175,8 +176,11 @@ def test_qrdqn_cvar_load_with_another_alpha_acts_at_it(tmp_path) -> None:
     QRDQNCVaR("MlpPolicy", "RiskyBandit-v0", alpha=0.1, policy_kwargs=dict(n_quantiles=10)).save(tmp_path / "qr.zip")
     loaded = QRDQNCVaR.load(tmp_path / "qr.zip", alpha=0.5)
     assert loaded.alpha == loaded.policy.quantile_net.cvar_alpha == loaded.policy.quantile_net_target.cvar_alpha == 0.5
-    with pytest.raises(ValueError, match="cvar_alpha must be in"):
+    # The level given to load was named as the policy option: "cvar_alpha must be in (0, 1], got 2.0".
+    with pytest.raises(ValueError, match=r"^alpha must be in \(0, 1\], got 2.0"):
         QRDQNCVaR.load(tmp_path / "qr.zip", alpha=2.0)
+    with pytest.raises(ValueError, match=r"^alpha must be in \(0, 1\], got 0"):
+        QRDQNCVaR.load(tmp_path / "qr.zip", custom_objects={"alpha": 0})
     assert QRDQNCVaR.load(tmp_path / "qr.zip").policy.quantile_net.cvar_alpha == 0.1
 
 
@@ -300,3 +304,40 @@ def test_qrdqn_cvar_takes_gym_make_vec_as_the_ordergrad_agents_do() -> None:
     model = QRDQNCVaR("MlpPolicy", gym.make_vec("TargetSum-v0", num_envs=4), learning_starts=0, seed=0)
     assert model.n_envs == 4
     model.learn(64)
+
+
+def test_qrdqn_cvar_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
+    # The constructor took one, but load(path, env=...) and set_env wrap their env with SB3's _wrap_env, which
+    # refused it with a message about OpenAI Gym.
+    import gymnasium as gym
+
+    import ordergrad_rl  # noqa: F401  (registers the envs)
+
+    QRDQNCVaR("MlpPolicy", gym.make_vec("TargetSum-v0", num_envs=4), seed=0).save(tmp_path / "qr.zip")
+    model = QRDQNCVaR.load(tmp_path / "qr.zip", env=gym.make_vec("TargetSum-v0", num_envs=4), learning_starts=0)
+    assert model.n_envs == 4
+    model.learn(64)
+    model.set_env(gym.make_vec("TargetSum-v0", num_envs=4))
+    with pytest.raises(ValueError, match=r"Gymnasium vector env \(CartPoleVectorEnv\).*make_vec_env"):
+        model.set_env(gym.make_vec("CartPole-v1", num_envs=4))
+
+
+@pytest.mark.parametrize(
+    ("observation_space", "action_space", "message"),
+    [
+        (spaces.Box(-1, 1, (2,)), spaces.Discrete(3, start=-1), "action space Discrete.*starts at -1"),
+        (spaces.Discrete(5, start=1), spaces.Discrete(2), "observation space Discrete.*starts at 1"),
+    ],
+)
+def test_qrdqn_cvar_refuses_spaces_that_do_not_start_at_0(observation_space, action_space, message) -> None:
+    # As sb3-contrib's QRDQN, it sent the env actions 0 .. 2 for Discrete(3, start=-1), and trained on
+    # Discrete(5, start=1) observations until the first 5 failed in torch ("Class values must be smaller than
+    # num_classes"). The OrderGrad agents refuse both before the first step.
+    import gymnasium as gym
+
+    class Env(gym.Env):
+        def __init__(self) -> None:
+            self.observation_space, self.action_space = observation_space, action_space
+
+    with pytest.raises(ValueError, match=message):
+        QRDQNCVaR("MlpPolicy", Env())

@@ -14,16 +14,14 @@ from collections.abc import Callable, Iterator
 from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
-import gymnasium as gym
 import torch as th
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
 from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
-from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, sb3_vec_env_of
+from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, wrap_env
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
 from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
@@ -377,12 +375,8 @@ class OrderGradAlgorithmMixin:
 
     @staticmethod
     def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
-        """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``), after a Gymnasium vector env
-        is made the SB3 ``VecEnv`` the agents train on (:func:`~ordergrad_rl.agents.common.env_util.sb3_vec_env_of`:
-        a native batch's face, any other refused with a ``ValueError`` naming SB3's ``make_vec_env``)."""
-        if isinstance(env, gym.vector.VectorEnv):
-            env = sb3_vec_env_of(env)
-        return BaseAlgorithm._wrap_env(env, verbose, monitor_wrapper)
+        """:func:`~ordergrad_rl.agents.common.env_util.wrap_env`: SB3's, taking a native batch's ``gym.make_vec``."""
+        return wrap_env(env, verbose, monitor_wrapper)
 
     def _setup_model(self) -> None:
         check_action_start(self.action_space)  # type: ignore[attr-defined]

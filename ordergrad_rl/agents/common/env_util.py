@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import TimeLimit
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -76,6 +77,15 @@ def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
         "id (with n_envs=...), a gym.Env, or an SB3 VecEnv, e.g. stable_baselines3.common.env_util.make_vec_env("
         "env_id, n_envs, env_kwargs=..., vec_env_cls=SubprocVecEnv) in place of gym.make_vec"
     )
+
+
+def wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+    """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``), after a Gymnasium vector env
+    is made the SB3 ``VecEnv`` the agents train on (:func:`sb3_vec_env_of`: a native batch's face, any other refused
+    with a ``ValueError`` naming SB3's ``make_vec_env``)."""
+    if isinstance(env, gym.vector.VectorEnv):
+        env = sb3_vec_env_of(env)
+    return BaseAlgorithm._wrap_env(env, verbose, monitor_wrapper)
 
 
 def rebuilt_env(env: AgentEnv, n_envs: int) -> AgentEnv:

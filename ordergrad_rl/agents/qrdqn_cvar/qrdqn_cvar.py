@@ -20,7 +20,6 @@ import math
 from numbers import Real
 from typing import Any, ClassVar, TypeVar
 
-import gymnasium as gym
 import numpy as np
 import torch as th
 from sb3_contrib import QRDQN
@@ -28,8 +27,10 @@ from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.env_util import AgentEnv, sb3_vec_env_of
+from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
+from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
 from ordergrad_rl.common.arguments import check_int
 
 
@@ -121,7 +122,10 @@ class QRDQNCVaR(QRDQN):
 
     :param policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` (QR-DQN's, acting on the CVaR), or a
         subclass of :class:`CVaRQRDQNPolicy` and its Cnn / MultiInput variants (not of sb3-contrib's ``QRDQNPolicy``).
-    :param env: env id, ``gym.Env`` or ``VecEnv`` with a ``Discrete`` action space.
+    :param env: env id, ``gym.Env``, ``VecEnv`` or a native batch's ``gym.make_vec``, with a ``Discrete`` action space.
+        A ``Discrete`` / ``MultiDiscrete`` action or observation space whose ``start`` is not 0 is refused
+        (``ValueError``), as by the OrderGrad agents: QR-DQN would send actions ``0 .. n-1`` and one-hot encode
+        observations from 0.
     :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
         save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
         way, ``QRDQN.load`` of a ``QRDQNCVaR`` save keeps the saved policy class, as SB3's ``load`` does: that model
@@ -142,9 +146,13 @@ class QRDQNCVaR(QRDQN):
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
-        if isinstance(env, gym.vector.VectorEnv):  # as the OrderGrad agents take one (SB3's message is about Gym)
-            env = sb3_vec_env_of(env)
         super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+
+    @staticmethod
+    def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+        """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``) taking a native batch's
+        ``gym.make_vec``, as the OrderGrad agents do (:func:`~ordergrad_rl.agents.common.env_util.wrap_env`)."""
+        return wrap_env(env, verbose, monitor_wrapper)
 
     @property
     def alpha(self) -> float:
@@ -197,7 +205,10 @@ class QRDQNCVaR(QRDQN):
                 f"policy {self.policy_class.__name__} does not act on the CVaR: subclass CVaRQRDQNPolicy, "
                 "CVaRQRDQNCnnPolicy or CVaRQRDQNMultiInputPolicy (ordergrad_rl.agents.qrdqn_cvar) rather than QR-DQN's"
             )
+        _check_level("alpha", self.alpha)  # load(path, alpha=...) sets it with no check
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
+        check_action_start(self.action_space)  # QR-DQN sends actions 0 .. n-1 and one-hot encodes from 0
+        check_observation_start(self.observation_space)
         super()._setup_model()
 
     def learn(
