@@ -46,6 +46,17 @@ def one_torch_thread():
     th.set_num_threads(threads)
 
 
+@pytest.fixture
+def minatar_registry():
+    """Gymnasium's registry of ``MinAtar/...`` ids as it was before the test (which may register them, MinAtar's
+    way or ordergrad-rl's)."""
+    before = {env_id: spec for env_id, spec in gym.registry.items() if env_id.startswith("MinAtar/")}
+    yield
+    for env_id in [env_id for env_id in gym.registry if env_id.startswith("MinAtar/")]:
+        del gym.registry[env_id]
+    gym.registry.update(before)
+
+
 def save_from_before(path: Path, old_path: Path, *keys: str) -> Path:
     """A copy of the SB3 save ``path`` at ``old_path`` whose data lacks ``keys``: a save made before those arguments
     existed."""

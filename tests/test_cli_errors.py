@@ -154,24 +154,9 @@ def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monk
 
 
 def test_an_unregistered_id_says_how_to_register_it(tmp_path, capsys):
-    """``train --env MinAtar/Breakout-v1`` answered Gymnasium's "Namespace MinAtar not found. Have you installed the
-    proper package for MinAtar?" with MinAtar installed; an id of the user's own got no word about the module that
-    registers it; a module:EnvId-v0 whose module does not import read "unknown env id ...: env id ...", twice."""
-    model = str(tmp_path / "model.zip")
-    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CartPole-v1").save(model)
+    """An id of the user's own got no word about the module that registers it; a module:EnvId-v0 whose module does
+    not import read "unknown env id ...: env id ...", twice. (MinAtar's ids: tests/test_qcritic_minatar.py.)"""
     train = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", "--quiet"]
-    minatar = "MinAtar/Breakout-v1"
-    commands = (
-        [*train, "--env", minatar],
-        [*train, "--env", "CartPole-v1", "--eval-env", minatar],
-        ["evaluate", model, "--quiet", "--env", minatar],
-        ["compare", model, "--quiet", "--out", str(tmp_path), "--env", minatar],
-    )
-    for argv in commands:
-        assert main(argv) == 2
-        err = capsys.readouterr().err
-        assert "MinAtar registers its ids only when minatar.gym.register_envs() is called" in err
-        assert "'ordergrad-rl reproduce minatar'" in err and "Have you installed" not in err
     assert main([*train, "--env", "MyOwnRisk-v0"]) == 2
     assert "An env of your own: give its id as MODULE:MyOwnRisk-v0" in capsys.readouterr().err
     assert main([*train, "--env", "CartPol-v1"]) == 2  # a typo: Gymnasium's suggestion only
@@ -180,6 +165,28 @@ def test_an_unregistered_id_says_how_to_register_it(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(
         "ordergrad-rl train: error: env id 'ordergrad_no_such_module:X-v0': cannot import 'ordergrad_no_such_module'"
     )
+
+
+@pytest.mark.usefixtures("minatar_registry")
+def test_a_minatar_id_without_the_extra_names_it(tmp_path, monkeypatch, capsys):
+    """``train --env MinAtar/Breakout-v1`` (also --eval-env, evaluate, compare) refused the id, saying that MinAtar
+    registers it only when asked; the commands now register MinAtar's ids as ordergrad-rl's MinAtar envs, and without
+    MinAtar installed they name the extra that brings it."""
+    model = str(tmp_path / "model.zip")
+    ordergrad_rl.agents.OrderGradREINFORCE("MlpPolicy", "CartPole-v1").save(model)
+    monkeypatch.setitem(sys.modules, "minatar", None)  # import minatar fails, as without the extra
+    train = ["train", "--algo", "reinforce", "--objective", "mean", "--timesteps", "10", "--quiet"]
+    minatar = "MinAtar/Breakout-v1"
+    commands = (
+        [*train, "--env", minatar],
+        [*TRAIN, "--eval-env", minatar],
+        ["evaluate", model, "--quiet", "--env", minatar],
+        ["compare", model, "--quiet", "--out", str(tmp_path), "--env", minatar],
+    )
+    for argv in commands:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "needs the [minatar] extra" in err and 'pip install "ordergrad-rl[minatar]"' in err, err
 
 
 def test_a_box2d_env_without_the_extra_names_it(tmp_path, monkeypatch, capsys):

@@ -404,6 +404,22 @@ def test_an_entry_takes_rl_zoos_policy_kwargs_text(tmp_path, capsys):
     )
 
 
+def test_policy_kwargs_text_names_the_grid_trunk(tmp_path):
+    """``--hparams "policy_kwargs=dict(features_extractor_class=GridCNN)"`` (and a file's) was refused ("'GridCNN'
+    ... is not a Python literal"): train could not give MinAtar's grids the trunk reproduce minatar trains with."""
+    from ordergrad_rl.agents import GridCNN
+    from ordergrad_rl.zoo.algorithms import parse_hparams
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text('CartPole-v1:\n  policy_kwargs: "dict(features_extractor_class=GridCNN, net_arch=[8])"\n')
+    expected = {"features_extractor_class": GridCNN, "net_arch": [8]}
+    assert load_hyperparams("ppo", "CartPole-v1", conf).kwargs["policy_kwargs"] == expected
+    cls = algorithm_class("ppo")
+    assert parse_hparams(["policy_kwargs=dict(features_extractor_class=GridCNN)"], cls) == {
+        "policy_kwargs": {"features_extractor_class": GridCNN}
+    }
+
+
 def test_a_conf_file_without_an_entry_for_the_env_is_refused(tmp_path, capsys, monkeypatch):
     """A user's --conf-file was silently ignored when it had no entry for --env (a typo, another version of the id):
     the run trained with the class defaults. rl-zoo3 refuses it ("Hyperparameters not found"); so does train, naming

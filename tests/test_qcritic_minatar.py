@@ -103,3 +103,56 @@ def test_rgb_array_frames_are_uint8() -> None:
     assert frame.dtype == np.uint8 and frame.shape == (10, 10, 3)
     np.testing.assert_array_equal(frame, np.round(env.unwrapped.render() * 255))
     assert env.metadata["render_fps"] == 20
+
+
+def _forget_minatar_ids() -> None:
+    for env_id in [env_id for env_id in gym.registry if env_id.startswith("MinAtar/")]:
+        del gym.registry[env_id]
+
+
+@pytest.mark.usefixtures("minatar_registry")  # tests/conftest.py
+def test_minatar_ids_are_registered_with_the_wrapper_once() -> None:
+    """MinAtar's ids are registered (by the commands, through env_spec) as make_minatar_env makes its envs, the
+    wrapper once; an id MinAtar registered itself stays MinAtar's, and make_minatar_env still wraps once then."""
+    import minatar.gym
+
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
+
+    chain = "<MinAtarFloatObservation<TimeLimit<OrderEnforcing<BaseEnv<MinAtar/Breakout-v1>>>>>"
+    _forget_minatar_ids()
+    assert env_spec("MinAtar/Breakout-v1").additional_wrappers == envs.minatar_spec("breakout").additional_wrappers
+    env, made = gym.make("MinAtar/Breakout-v1"), envs.make_minatar_env("breakout")
+    assert repr(env) == repr(made) == chain and env.spec == made.spec
+    assert env.observation_space == made.observation_space and env.observation_space.dtype == np.float32
+    np.testing.assert_array_equal(env.reset(seed=4)[0], made.reset(seed=4)[0])
+    assert gym.spec("MinAtar/SpaceInvaders-v0").kwargs == {"game": "space_invaders", "use_minimal_action_set": False}
+    assert repr(envs.make_minatar_env("breakout", max_episode_steps=None)) == chain.replace("TimeLimit<", "")[:-1]
+
+    _forget_minatar_ids()
+    minatar.gym.register_envs()  # a user's own registration: MinAtar's bool frames, left alone
+    assert env_spec("MinAtar/Breakout-v1").additional_wrappers == ()
+    assert gym.make("MinAtar/Breakout-v1").observation_space.dtype == bool
+    assert repr(envs.make_minatar_env("breakout")) == chain
+
+
+@pytest.mark.usefixtures("minatar_registry")
+def test_the_commands_train_and_evaluate_on_minatar_ids(tmp_path, capsys) -> None:
+    """``train --env MinAtar/Breakout-v1`` (also --eval-env, evaluate, compare) refused MinAtar's ids (MinAtar
+    registers them only when asked); they are now make_minatar_env's float-frame envs, so a model of ``train`` and
+    one trained on make_minatar_vec_env (``reproduce minatar``'s envs) evaluate and compare on the same id."""
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.cli import main
+
+    _forget_minatar_ids()
+    minatar_id = "MinAtar/Breakout-v1"
+    train = ["train", "--algo", "ppo", "--env", minatar_id, "--objective", "mean", "--timesteps", "256"]
+    train += ["--n-envs", "2", "--n-episodes", "2", "--seed", "0", "--quiet"]
+    assert main([*train, "--eval-env", minatar_id, "--eval-freq", "32", "--eval-episodes", "1"]) == 0
+    assert main([*train, "--save", str(tmp_path / "cli")]) == 0
+    script = OrderGradPPO("MlpPolicy", envs.make_minatar_vec_env("breakout", 2, seed=0), n_episodes=2, objective="mean")
+    script.save(tmp_path / "script")
+    assert OrderGradPPO.load(tmp_path / "cli.zip").observation_space == script.observation_space
+    assert main(["evaluate", str(tmp_path / "script.zip"), "--env", minatar_id, "--episodes", "2", "--quiet"]) == 0
+    models = [str(tmp_path / "cli.zip"), str(tmp_path / "script.zip")]
+    assert main(["compare", *models, "--env", minatar_id, "--episodes", "2", "--out", str(tmp_path), "--quiet"]) == 0
+    capsys.readouterr()

@@ -22,7 +22,8 @@ returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
-rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", in the file too); --hparams and the
+rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
+small grids such as MinAtar's, in the file too); --hparams and the
 options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is

@@ -6,10 +6,11 @@ import importlib
 
 from ordergrad_rl.common.errors import CommandError
 
-#: The modules an extra brings that Gymnasium's envs import (not the package itself).
-ENV_EXTRA_MODULES: dict[str, tuple[str, ...]] = {"box2d": ("Box2D", "pygame")}
-#: Gymnasium's env modules (a prefix of the registered entry point) whose envs need an extra.
-GYMNASIUM_ENV_EXTRAS: dict[str, str] = {"gymnasium.envs.box2d": "box2d"}
+#: The modules an extra brings that registered envs import (not the package itself).
+ENV_EXTRA_MODULES: dict[str, tuple[str, ...]] = {"box2d": ("Box2D", "pygame"), "minatar": ("minatar",)}
+#: Env modules (a prefix of the registered entry point) whose envs need an extra: Gymnasium's Box2D envs, and
+#: MinAtar's (``ordergrad_rl.envs.minatar.register_minatar_envs``).
+GYMNASIUM_ENV_EXTRAS: dict[str, str] = {"gymnasium.envs.box2d": "box2d", "minatar.gym": "minatar"}
 
 
 def require_extra(extra: str, modules: tuple[str, ...], command: str) -> None:
@@ -32,7 +33,8 @@ def require_extra(extra: str, modules: tuple[str, ...], command: str) -> None:
 
 def require_env_extra(entry_point: str, command: str) -> None:
     """Import what the Gymnasium env registered with ``entry_point`` (``"module:Class"``) needs from an extra (Box2D
-    and pygame for ``LunarLander-v3``), or say which extra to install; nothing for the other envs.
+    and pygame for ``LunarLander-v3``, MinAtar for ``MinAtar/Breakout-v1``), or say which extra to install; nothing
+    for the other envs.
 
     :raises CommandError: with the ``pip install`` line.
     """

@@ -1,15 +1,23 @@
 """MinAtar (Young & Tian 2019) games as Gymnasium / SB3 envs with float observations, for the Q-critic PPO.
 
 Needs the ``minatar`` package (``pip install "ordergrad-rl[minatar]"``); imported only when a factory is called.
+
+MinAtar (1.0.15) registers its ids ``MinAtar/<Game>-v0`` (full action set) and ``-v1`` (minimal action set) only
+when ``minatar.gym.register_envs()`` is called (Gymnasium 1.x no longer loads its plugin entry point), and its envs
+observe ``bool`` frames. :func:`register_minatar_envs` registers the same ids as :func:`make_minatar_env` makes them,
+with :class:`MinAtarFloatObservation` in the spec's ``additional_wrappers``; the commands and the agents call it for
+a ``MinAtar/...`` id that is not registered, and leave ids that are (MinAtar's own, after its ``register_envs()``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec, WrapperSpec
 
 from ordergrad_rl.common.arguments import check_int
 
@@ -23,13 +31,15 @@ GAMES: dict[str, str] = {
 }
 #: Safety net for evaluation and training: MinAtar's games have no time limit of their own (except Freeway).
 MAX_EPISODE_STEPS = 10_000
+#: The namespace of MinAtar's Gymnasium ids.
+NAMESPACE = "MinAtar"
 
 
 def minatar_env_id(game: str) -> str:
     """``MinAtar/<Game>-v1`` (minimal action set) for a game key of :data:`GAMES`."""
     if game not in GAMES:
         raise ValueError(f"unknown MinAtar game {game!r}; expected one of {sorted(GAMES)}")
-    return f"MinAtar/{GAMES[game]}-v1"
+    return f"{NAMESPACE}/{GAMES[game]}-v1"
 
 
 class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
@@ -73,6 +83,47 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
         return frame
 
 
+def minatar_spec(game: str, minimal_action_set: bool = True) -> EnvSpec:
+    """The spec of one MinAtar game as :func:`make_minatar_env` makes it: MinAtar's ``BaseEnv`` (entry point
+    ``minatar.gym:BaseEnv``, its kwargs) in a ``TimeLimit`` of :data:`MAX_EPISODE_STEPS` steps, without Gymnasium's
+    env checker, then :class:`MinAtarFloatObservation` (``additional_wrappers``).
+
+    :param game: key of :data:`GAMES`.
+    :param minimal_action_set: ``MinAtar/<Game>-v1`` (the game's minimal action set) or ``-v0`` (all six actions).
+    """
+    env_id = minatar_env_id(game)
+    float_frames = WrapperSpec(MinAtarFloatObservation.__name__, f"{__name__}:{MinAtarFloatObservation.__name__}", {})
+    return EnvSpec(
+        id=env_id if minimal_action_set else env_id.replace("-v1", "-v0"),
+        entry_point="minatar.gym:BaseEnv",
+        max_episode_steps=MAX_EPISODE_STEPS,
+        disable_env_checker=True,
+        kwargs=dict(game=game, use_minimal_action_set=minimal_action_set),
+        additional_wrappers=(float_frames,),
+    )
+
+
+def register_minatar_envs() -> None:
+    """Register MinAtar's ids, ``MinAtar/<Game>-v1`` (minimal action set) and ``-v0`` (all actions), as
+    :func:`make_minatar_env` makes them (:func:`minatar_spec`: float32 frames, seeded resets, a ``TimeLimit`` of
+    :data:`MAX_EPISODE_STEPS`), so that ``gym.make("MinAtar/Breakout-v1")`` and the commands give the env that
+    ``reproduce minatar`` trains on. Ids already registered (MinAtar's own ``bool`` frames, after
+    ``minatar.gym.register_envs()``) are left as they are. Imports nothing: ``gym.make`` imports MinAtar.
+    """
+    for game in GAMES:
+        for minimal_action_set in (True, False):
+            spec = minatar_spec(game, minimal_action_set)
+            if spec.id not in gym.registry:
+                gym.register(
+                    spec.id,
+                    spec.entry_point,
+                    max_episode_steps=spec.max_episode_steps,
+                    disable_env_checker=spec.disable_env_checker,
+                    kwargs=spec.kwargs,
+                    additional_wrappers=spec.additional_wrappers,
+                )
+
+
 def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEPS, **kwargs: Any):
     """One MinAtar game as a Gymnasium env with float32 observations ``Box(0, 1, (10, 10, C))``, wrapped in
     :class:`MinAtarFloatObservation` (Gymnasium's ``check_env`` passes, the env pickles, a seeded reset gives the
@@ -89,15 +140,13 @@ def make_minatar_env(game: str, max_episode_steps: int | None = MAX_EPISODE_STEP
     """
     if max_episode_steps is not None:
         check_int("max_episode_steps", max_episode_steps, 1)
+    spec = minatar_spec(game)
     try:
-        import minatar.gym as minatar_gym
+        import minatar.gym  # noqa: F401
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError('MinAtar is not installed: pip install "ordergrad-rl[minatar]"') from error
-    env_id = minatar_env_id(game)
-    if env_id not in gym.registry:
-        minatar_gym.register_envs()  # MinAtar registers its ids only when asked
-    env = gym.make(env_id, max_episode_steps=max_episode_steps, **{"disable_env_checker": True, **kwargs})
-    return MinAtarFloatObservation(env)
+    # From the spec, not the registry: the wrapper once, whoever registered the id.
+    return gym.make(dataclasses.replace(spec, max_episode_steps=max_episode_steps), **kwargs)
 
 
 def make_minatar_vec_env(game: str, n_envs: int, seed: int | None = None, **kwargs: Any):

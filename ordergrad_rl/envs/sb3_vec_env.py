@@ -19,6 +19,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from ordergrad_rl.common.arguments import check_int
+from ordergrad_rl.envs import minatar
 from ordergrad_rl.envs.native_vector import NativeVectorEnv
 from ordergrad_rl.envs.tailrisk_gym import SyntheticTailRiskVectorEnv
 
@@ -181,6 +182,10 @@ def env_spec(env_id: str) -> EnvSpec:
     imported first (its import registers the env). That form is how an env of your own reaches a process that did
     not register it: a Ray Tune trial of a sweep, a ``SubprocVecEnv`` worker.
 
+    A ``MinAtar/...`` id that no one registered is registered first as ordergrad-rl's MinAtar env
+    (:func:`~ordergrad_rl.envs.minatar.register_minatar_envs`: float32 frames), since MinAtar registers its ids only
+    when asked; an id registered already (MinAtar's own) is used as it is.
+
     :raises gymnasium.error.Error: unknown env id, or a module that does not import.
     """
     module, _, name = env_id.rpartition(":")
@@ -189,6 +194,8 @@ def env_spec(env_id: str) -> EnvSpec:
             importlib.import_module(module)
         except ImportError as err:
             raise gym.error.Error(f"env id {env_id!r}: cannot import {module!r} to register {name!r} ({err})") from err
+    if name.startswith(f"{minatar.NAMESPACE}/") and name not in gym.registry:
+        minatar.register_minatar_envs()
     return gym.spec(name)
 
 
@@ -255,12 +262,12 @@ def make_sb3_vec_env(
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
+    spec = env_spec(env_id)  # first: it registers the MinAtar ids
     asked = env_kwargs or {}
     single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None  # what the batch lacks
     vector_class = None if single_envs else native_vector_class(env_id)
     if vector_class is None:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
-    spec = env_spec(env_id)
     kwargs = {**spec.kwargs, **asked}
     checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
     if checker is not None:

@@ -238,10 +238,15 @@ def number(value: Any) -> Any:
 TEXT_MAPPINGS = ("policy_kwargs",)
 
 
+#: Classes that the text of ``policy_kwargs`` may name, and their modules: ordergrad-rl's features extractor for small
+#: grids (``features_extractor_class=GridCNN``, MinAtar's trunk in ``reproduce minatar``).
+TEXT_CLASSES: dict[str, str] = {"GridCNN": "ordergrad_rl.agents"}
+
+
 def python_text(text: str) -> Any:
     """The Python value of ``text`` as rl-zoo3's files write ``policy_kwargs`` and ``normalize``: literals,
-    ``dict(key=value, ...)`` (nested too) and torch's ``nn.<Module>`` classes (``activation_fn=nn.ReLU``). Read, not
-    run as code as rl-zoo3's ``eval`` does.
+    ``dict(key=value, ...)`` (nested too), torch's ``nn.<Module>`` classes (``activation_fn=nn.ReLU``) and the classes
+    of :data:`TEXT_CLASSES` (``features_extractor_class=GridCNN``). Read, not run as code as rl-zoo3's ``eval`` does.
 
     :raises ValueError: text that is not such a value; the message describes it (``text that is not a Python value
         (...)``, ``'RMSpropTFLike' in '...'``), to follow "got" in the caller's.
@@ -262,12 +267,14 @@ def python_text(text: str) -> Any:
             module = getattr(nn, node.attr, None)
             if isinstance(module, type) and issubclass(module, nn.Module):
                 return module
+        elif isinstance(node, ast.Name) and node.id in TEXT_CLASSES:
+            return getattr(importlib.import_module(TEXT_CLASSES[node.id]), node.id)
         try:
             return ast.literal_eval(node)
         except ValueError:
             raise ValueError(
                 f"{ast.get_source_segment(text, node)!r} in {text!r}, which is not a Python literal, "
-                "dict(key=value, ...) or torch class nn.<Name> (nn.ReLU)"
+                f"dict(key=value, ...), torch class nn.<Name> (nn.ReLU) or {' or '.join(TEXT_CLASSES)}"
             ) from None
 
     text = text.strip()

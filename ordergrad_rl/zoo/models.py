@@ -20,13 +20,14 @@ from ordergrad_rl.common.options import model_file
 
 # ---------------------------------------------------------------------------------------------------- envs
 def check_env_id(env_id: str) -> None:
-    """The commands' check of an env id before any work.
+    """The commands' check of an env id before any work. MinAtar's ids are ordergrad-rl's MinAtar envs unless
+    registered already (:func:`~ordergrad_rl.envs.minatar.register_minatar_envs`, through ``env_spec``).
 
     :raises CommandError: unknown env id (with the registry's suggestion, and for an id no import registered, how to
-        import the module that registers it; for MinAtar's ids, where ordergrad-rl's MinAtar envs are), a
-        ``module:EnvId-v0`` whose module does not import, or an env whose module needs a package that is not
-        installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it; the extra that brings it where there is
-        one (``LunarLander-v3``: ``[box2d]``).
+        import the module that registers it), a ``module:EnvId-v0`` whose module does not import, or an env whose
+        module needs a package that is not installed (MuJoCo's ``InvertedPendulum-v5``), found by importing it; the
+        extra that brings it where there is one (``LunarLander-v3``: ``[box2d]``, ``MinAtar/Breakout-v1``:
+        ``[minatar]``).
     """
     import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
@@ -53,20 +54,13 @@ def unknown_env_error(env_id: str, err: Exception) -> CommandError:
 
 
 def _unknown_env_reason(env_id: str, err: Exception) -> str:
-    """Gymnasium's ``err`` for ``env_id``, with what to do where no imported module registered the id: Gymnasium's
-    "Have you installed the proper package for MinAtar?" misleads where MinAtar is installed (it registers its ids
-    only when asked), and an id of the user's own needs the module that registers it."""
+    """Gymnasium's ``err`` for ``env_id``, with what to do where no imported module registered the id: an id of the
+    user's own needs the module that registers it."""
     import gymnasium as gym
 
     reason = str(err)
     if not isinstance(err, (gym.error.NameNotFound, gym.error.NamespaceNotFound)) or ":" in env_id:
         return reason
-    if env_id.startswith("MinAtar/"):
-        return (
-            "MinAtar registers its ids only when minatar.gym.register_envs() is called, which the commands do not "
-            "do: ordergrad-rl's MinAtar envs are ordergrad_rl.envs.make_minatar_env's (float observations, seeded "
-            "resets), which 'ordergrad-rl reproduce minatar' trains (needs the [minatar] extra)"
-        )
     if "Did you mean" in reason:  # Gymnasium's suggestion of a registered id: most likely a typo
         return reason
     return (
