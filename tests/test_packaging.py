@@ -143,72 +143,32 @@ def test_the_core_api_is_annotated_for_strict_type_checkers():
 UNREAD = ("torch", "scipy", "transformers", "trl", "array_api_compat", "tensorboard", "pandas", "ray")
 
 
-@pytest.fixture(scope="module")
-def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mypy cache for the module's checks: the first reads the libraries, the others reuse what it read."""
-    pytest.importorskip("mypy.api")
-    return tmp_path_factory.mktemp("mypy_cache")
-
-
-def mypy_errors(cache: Path, tmp_path: Path, script: str) -> list[str]:
-    """``mypy --strict``'s errors on a user's ``script``, the package read from this checkout (its own errors off)."""
-    from mypy import api
-
-    config = tmp_path / "mypy.ini"
-    unread = ",".join(f"{name}.*" for name in UNREAD)
-    config.write_text(
-        f"[mypy]\nstrict = True\nignore_missing_imports = True\nmypy_path = {ROOT}\n"
-        f"[mypy-ordergrad_rl.*]\nignore_errors = True\n[mypy-{unread}]\nfollow_imports = skip\n"
-    )
-    (tmp_path / "user.py").write_text(inspect.cleandoc(script) + "\n")
-    out, err, _ = api.run(["--config-file", str(config), "--cache-dir", str(cache), str(tmp_path / "user.py")])
-    assert not err, err
-    return [line for line in out.splitlines() if ": error:" in line]
-
-
-def test_load_types_as_the_class_it_is_called_on(mypy_cache, tmp_path):
-    """``OrderGradPPO.load`` was typed ``OrderGradPPO | OrderGradQCriticPPO`` (a Q-critic save loads as that class),
-    so ``model: OrderGradPPO = OrderGradPPO.load(path)`` and ``OrderGradPPO.load(path).n_episodes`` failed mypy and
-    pyright; it is typed as the class it is called on, as the constructor and SB3's ``PPO.load`` are."""
-    errors = mypy_errors(
-        mypy_cache,
-        tmp_path,
-        """
+#: User scripts that type-check against the public API (``mypy --strict``), each with the bug it guards against. One
+#: mypy run reads them all: reading SB3 and the package takes most of its time, which separate tests paid once per
+#: pytest-xdist worker.
+USER_SCRIPTS: dict[str, str] = {
+    # OrderGradPPO.load was typed OrderGradPPO | OrderGradQCriticPPO (a Q-critic save loads as that class), so
+    # `model: OrderGradPPO = OrderGradPPO.load(path)` and `.n_episodes` on it failed mypy and pyright; it is typed as
+    # the class it is called on, as the constructor and SB3's PPO.load are.
+    "load_types_as_its_class": """
         from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE
 
         model: OrderGradPPO = OrderGradPPO.load("cvar_agent")
         print(model.n_episodes, OrderGradPPO.load("cvar_agent", env="CartPole-v1").novelty_phase)
         reinforce: OrderGradREINFORCE = OrderGradREINFORCE.load("agent")
         """,
-    )
-    assert not errors
-
-
-def test_contrib_agents_take_the_channel_objectives_they_run(mypy_cache, tmp_path):
-    """OrderGradRecurrentPPO and OrderGradMaskablePPO train on a channel objective (a dict or a
-    ``ChannelObjective``, as OrderGradPPO and OrderGradREINFORCE), but their ``objective`` was typed as a single
-    objective's spec, so the README's channel objective failed a user's mypy and pyright on them."""
-    errors = mypy_errors(
-        mypy_cache,
-        tmp_path,
-        """
+    # OrderGradRecurrentPPO and OrderGradMaskablePPO train on a channel objective (a dict or a ChannelObjective), but
+    # their objective was typed as a single objective's spec, so the README's channel objective failed on them.
+    "contrib_agents_take_channel_objectives": """
         from ordergrad_rl import ChannelObjective, OrderGradMaskablePPO, OrderGradRecurrentPPO
 
         channels = {"reward": "top2@4", "length": ("bot2@4", 0.4)}
         OrderGradRecurrentPPO("MlpLstmPolicy", "TargetSum-v0", objective=channels, group_size=8)
         OrderGradMaskablePPO("MlpPolicy", "TargetSum-v0", objective=ChannelObjective.parse(channels), group_size=8)
         """,
-    )
-    assert not errors
-
-
-def test_pass_at_k_ks_take_an_array(mypy_cache, tmp_path):
-    """``PassAtKEvalCallback(ks=...)`` and ``PassAtK.curve(ks)`` take any integers ``np.asarray`` reads, and their
-    default is an array (``default_ks``), but were typed ``Sequence[int]``: ``ks=2 ** np.arange(4)`` failed mypy."""
-    errors = mypy_errors(
-        mypy_cache,
-        tmp_path,
-        """
+    # PassAtKEvalCallback(ks=...) and PassAtK.curve(ks) take any integers np.asarray reads, and their default is an
+    # array, but were typed Sequence[int]: ks=2 ** np.arange(4) failed mypy.
+    "pass_at_k_ks_take_an_array": """
         import numpy as np
 
         from ordergrad_rl import PassAtKEvalCallback
@@ -217,18 +177,9 @@ def test_pass_at_k_ks_take_an_array(mypy_cache, tmp_path):
         if callback.last_result is not None:
             print(callback.last_result.curve(np.array([1, 8])))
         """,
-    )
-    assert not errors
-
-
-def test_agents_and_callbacks_take_a_native_batch_of_gym_make_vec(mypy_cache, tmp_path):
-    """The agents (constructor, ``load(path, env=...)``, ``set_env``) and the evaluation callbacks train and evaluate
-    on a native batch's ``gym.make_vec`` (the README), but their env was typed SB3's ``GymEnv | str``, which a
-    Gymnasium vector env is not: the documented call failed mypy and pyright."""
-    errors = mypy_errors(
-        mypy_cache,
-        tmp_path,
-        """
+    # The agents (constructor, load(path, env=...), set_env) and the evaluation callbacks take a native batch's
+    # gym.make_vec (the README), but their env was typed SB3's GymEnv | str, which a Gymnasium vector env is not.
+    "agents_take_gym_make_vec": """
         import gymnasium as gym
 
         from ordergrad_rl import OrderGradPPO, OrderGradREINFORCE, RiskEvalCallback
@@ -238,5 +189,25 @@ def test_agents_and_callbacks_take_a_native_batch_of_gym_make_vec(mypy_cache, tm
         OrderGradREINFORCE.load("agent", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
         RiskEvalCallback(gym.make_vec("SyntheticTailRiskDeploy-v0", num_envs=16))
         """,
+}
+
+
+def test_users_scripts_type_check_against_the_public_api(tmp_path: Path) -> None:
+    """``mypy --strict`` on each of :data:`USER_SCRIPTS`, the package read from this checkout (its own errors off)."""
+    pytest.importorskip("mypy.api")
+    from mypy import api
+
+    config = tmp_path / "mypy.ini"
+    unread = ",".join(f"{name}.*" for name in UNREAD)
+    config.write_text(
+        f"[mypy]\nstrict = True\nignore_missing_imports = True\nmypy_path = {ROOT}\n"
+        f"[mypy-ordergrad_rl.*]\nignore_errors = True\n[mypy-{unread}]\nfollow_imports = skip\n"
     )
-    assert not errors
+    paths = []
+    for name, script in USER_SCRIPTS.items():
+        paths.append(tmp_path / f"{name}.py")
+        paths[-1].write_text(inspect.cleandoc(script) + "\n")
+    out, err, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), *map(str, paths)])
+    assert not err, err
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert not errors, "\n".join(errors)
