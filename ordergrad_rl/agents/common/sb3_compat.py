@@ -147,6 +147,11 @@ def n_steps_error(algorithm: str, n_steps: Any, env: Any, n_envs: int | None) ->
     )
 
 
+#: The critic arguments of SB3's PPO family (sb3-contrib's RecurrentPPO and MaskablePPO), which the episodic variants
+#: of those algorithms, training no critic, refuse in the constructor and at ``load``.
+PPO_CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
+
+
 def critic_argument_error(algorithm: str, name: str) -> ValueError:
     """The error for an SB3 critic argument (``gae_lambda``, ``vf_coef``) given to an algorithm without a critic."""
     return ValueError(

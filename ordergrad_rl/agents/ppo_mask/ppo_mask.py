@@ -25,12 +25,10 @@ from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
+from ordergrad_rl.agents.common.sb3_compat import PPO_CRITIC_ARGUMENTS
 from ordergrad_rl.agents.ppo_mask.buffers import ACTION_MASKS, MaskableEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_mask.policies import MASKABLE_POLICY_ALIASES, OrderGradMaskablePolicy
 from ordergrad_rl.core.channels import AnyObjective
-
-#: sb3-contrib MaskablePPO's critic arguments, which this class refuses (in the constructor and at ``load``).
-CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
 
 SelfOrderGradMaskablePPO = TypeVar("SelfOrderGradMaskablePPO", bound="OrderGradMaskablePPO")
 
@@ -100,7 +98,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
     # baseline (value_baseline): at 100k steps lava 10 of 10 seeds at the optimum against 9, the maze 8 against 1.
     budget_sized_rollouts = True
     trains_critic = False
-    critic_arguments = CRITIC_ARGUMENTS
+    critic_arguments = PPO_CRITIC_ARGUMENTS  # MaskablePPO's, refused (no critic)
     rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(

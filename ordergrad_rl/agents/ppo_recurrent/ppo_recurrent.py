@@ -23,13 +23,11 @@ from ordergrad_rl.agents.common.env_util import AgentEnv
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
+from ordergrad_rl.agents.common.sb3_compat import PPO_CRITIC_ARGUMENTS
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.agents.ppo_recurrent.buffers import RecurrentEpisodicRolloutBuffer
 from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES, OrderGradRecurrentPolicy
 from ordergrad_rl.core.channels import AnyObjective
-
-#: sb3-contrib RecurrentPPO's critic arguments, which this class refuses (in the constructor and at ``load``).
-CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef", "clip_range_vf")
 
 
 class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
@@ -98,7 +96,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     # (1 of 5 within 1 of the optimum against 4 of 5 at 128; docs/benchmarks.md), so the sizes stay OrderGradPPO's.
     budget_sized_rollouts = True
     trains_critic = False
-    critic_arguments = CRITIC_ARGUMENTS
+    critic_arguments = PPO_CRITIC_ARGUMENTS  # RecurrentPPO's, refused (no critic)
     rollout_buffer: RecurrentEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
