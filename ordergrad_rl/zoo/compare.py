@@ -197,11 +197,18 @@ def expand(paths: list[Path]) -> dict[Path, Path | None]:
     for path in paths:
         if written_by_dashboards(path):  # compare runs/* after dashboard runs
             continue
-        if path.is_dir() and not is_run(path):
+        if path.is_dir() and not is_run(path) and not names_a_model(path):
             out.update(dict.fromkeys(runs_below(path), path))
         else:
             out[path] = None
     return out
+
+
+def names_a_model(path: Path) -> bool:
+    """Whether the directory ``path`` names the model saved beside it, as ``evaluate`` reads it: ``models/cliff`` of
+    ``models/cliff.zip``, whose ``VecNormalize`` statistics ``train --save models/cliff`` writes in ``models/cliff/``
+    (rl-zoo3's layout), when there is no TensorBoard run below it."""
+    return Path(f"{path}.zip").is_file() and not any(path.rglob("events.out.tfevents.*"))
 
 
 def written_by_dashboards(path: Path) -> bool:
