@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.dashboards import aggregates_below, find_runs, tensorboard_url
+from ordergrad_rl.zoo.dashboards import aggregates_below, find_runs, run_prefixes, tensorboard_url
 
 #: Chromium flags for a closed network (no background connections) and no GPU.
 CHROMIUM_FLAGS = (
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         wait_until_loaded(address, expected_runs(args.logdir))
-        base, fragment = tensorboard_url(sorted(groups), address).split("#")
+        base, fragment = tensorboard_url(run_prefixes(groups, args.logdir), address).split("#")
 
         def filtered(tags: str) -> str:
             return f"{base}&{urllib.parse.urlencode({'tagFilter': tags})}#{fragment}"

@@ -841,6 +841,17 @@ def test_compare_names_a_model_saved_without_zip_by_its_whole_name(saved_models,
     assert rows[1:] == ["cvar0.1", "cvar0.2"]
 
 
+def test_compare_takes_a_model_without_zip_beside_its_statistics_as_evaluate(saved_models, tmp_path, capsys):
+    """train --save models/cliff writes models/cliff.zip and models/cliff/vecnormalize.pkl; evaluate models/cliff
+    reads the model, compare models/cliff said "models/cliff is a directory without TensorBoard runs"."""
+    (tmp_path / "cliff").mkdir()
+    (tmp_path / "cliff.zip").write_bytes((saved_models / "OrderGradPPO.zip").read_bytes())
+    argv = [str(tmp_path / "cliff"), "--env", "RiskyBandit-v0", "--episodes", "2", "--quiet"]
+    assert main(["evaluate", *argv]) == 0
+    assert main(["compare", *argv, "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    assert "cliff: OrderGradPPO, 2 deterministic episodes on RiskyBandit-v0" in capsys.readouterr().out
+
+
 def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, capsys):
     """compare had no --env-kwargs: a model trained with train --env-kwargs could not be compared on its env, and
     the endless-episode error told compare's user to give --env-kwargs max_episode_steps=..., which it refused."""

@@ -76,11 +76,47 @@ def test_mean_and_band_interpolates_on_the_seeds_steps_and_holds_a_finished_seed
         ("OrderGradPPO_cvar0.2@128_2", "OrderGradPPO_cvar0.2@128"),
         ("sweep/ppo/seed0_1", "sweep/ppo"),
         ("ppo_seed4", "ppo"),
-        ("seed0_1", "seed0_1"),
+        ("seed0_1", "logs"),  # a seed right in the log dir: the log dir's
     ],
 )
 def test_group_of_drops_the_seed_and_the_run_counter_but_keeps_the_path(tmp_path: Path, run: str, group: str) -> None:
-    assert dashboards.group_of(tmp_path / run, tmp_path) == group
+    assert dashboards.group_of(tmp_path / "logs" / run, tmp_path / "logs") == group
+
+
+def test_seeds_right_in_the_log_dir_are_one_method_as_compare_groups_them(tmp_path: Path, capsys) -> None:
+    """dashboard runs/cvar, of the seeds runs/cvar/seed0_1 and seed1_1: each seed was a method of its own (no mean
+    over seeds), where compare (and dashboard runs) took them for the seeds of cvar."""
+    logdir = tmp_path / "cvar"
+    fake_run(logdir / "seed0_1", [10, 20], [1.0, 2.0], "cvar0.2", 0)
+    fake_run(logdir / "seed1_1", [10, 20], [3.0, 6.0], "cvar0.2", 1)
+    fake_run(logdir / "OrderGradPPO_mean@4_1", [10], [0.0], "mean", 0)
+    fake_run(logdir / "OrderGradPPO_mean@4_2", [10], [1.0], "mean", 1)
+    result = dashboards.write_dashboards(logdir)
+    entries = zoo_compare.load_entries([logdir], None, 1)
+    assert {group: len(runs) for group, runs in result.groups.items()} == {"cvar": 2, "OrderGradPPO_mean@4": 2}
+    assert {entry.group for entry in entries} == set(result.groups)
+    assert result.aggregates == {
+        "cvar": logdir / "mean_over_seeds",  # where dashboard runs writes it
+        "OrderGradPPO_mean@4": logdir / "OrderGradPPO_mean@4" / "mean_over_seeds",
+    }
+    run = read(logdir / "mean_over_seeds")
+    assert curve(run, "eval_risk/cvar_0.2") == ([10, 20], [2.0, 4.0])
+    assert curve(run, "cvar/eval_risk/cvar_0.2/max") == ([10, 20], [3.0, 6.0])
+    start = metadata.parse_session_start_info_plugin_data(
+        run.PluginTagToContent(metadata.PLUGIN_NAME)[metadata.SESSION_START_INFO_TAG]
+    )
+    assert start.group_name == "mean_over_seeds"  # as TensorBoard names the run
+    # Colours as TensorBoard names the runs of runs/cvar: the seeds and their mean share one.
+    pattern = re.compile(dashboards.color_regex(dashboards.run_prefixes(result.groups, logdir)))
+    for name, method in [("seed0_1", ""), ("mean_over_seeds", ""), ("OrderGradPPO_mean@4_2", "OrderGradPPO_mean@4")]:
+        assert pattern.match(name).group(1) == method
+    assert main(["dashboard", str(logdir)]) == 0
+    assert re.search(rf"\|\s+cvar \|\s+2 \|\s+{re.escape(str(logdir / 'mean_over_seeds'))} \|", capsys.readouterr().out)
+    # The same run as dashboard on the dir above; and gone once a seed is.
+    assert dashboards.write_dashboards(tmp_path).aggregates["cvar"] == logdir / "mean_over_seeds"
+    shutil.rmtree(logdir / "seed1_1")
+    assert "cvar" not in dashboards.write_dashboards(logdir).aggregates
+    assert not (logdir / "mean_over_seeds").exists()
 
 
 def test_aggregated_runs_hold_the_mean_and_range_of_the_seeds(logdir: Path) -> None:

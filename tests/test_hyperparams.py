@@ -353,6 +353,46 @@ def test_train_normalizes_as_rl_zoo_and_evaluate_and_trained_agent_load_the_stat
         assert "was trained in VecNormalize(norm_obs=True, norm_reward=False)" in err and str(statistics) in err
 
 
+def test_models_of_an_rl_zoo_run_folder_load_the_statistics_rl_zoo_saves_there(tmp_path, capsys, monkeypatch):
+    """rl-zoo3's run folder ``logs/ppo/CartPole-v1_1`` holds ``best_model.zip`` and checkpoints beside
+    ``CartPole-v1/vecnormalize.pkl``, which its ``enjoy`` loads for all of them. ``compare`` and ``evaluate`` of
+    ``best_model.zip`` looked for ``best_model/vecnormalize.pkl`` only: an SB3 model ran on raw observations (its
+    rows differed from the same model's saved as ``CartPole-v1.zip``), an OrderGrad one was refused."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from ordergrad_rl.agents import OrderGradPPO
+    from ordergrad_rl.zoo import models
+
+    wrapped = []
+    frozen = models.frozen_vec_normalize
+    monkeypatch.setattr(models, "frozen_vec_normalize", lambda *a: wrapped.append(frozen(*a)) or wrapped[-1])
+    for algo, cls, kwargs in [("ppo", PPO, {"n_steps": 8}), ("ordergrad_ppo", OrderGradPPO, {"n_episodes": 2})]:
+        run = tmp_path / "logs" / algo / "CartPole-v1_1"
+        (run / "CartPole-v1").mkdir(parents=True)
+        venv = VecNormalize(make_vec_env("CartPole-v1", 1, seed=0), norm_reward=False)
+        venv.reset()
+        for _ in range(20):  # statistics far from the identity
+            venv.step([0])
+        model = cls("MlpPolicy", venv, seed=0, **kwargs)
+        model.save(run / "best_model")
+        venv.save(run / "CartPole-v1" / "vecnormalize.pkl")
+        assert (
+            models.saved_statistics(run / "best_model.zip", "CartPole-v1") == run / "CartPole-v1" / "vecnormalize.pkl"
+        )
+        wrapped.clear()
+        argv = [str(run / "best_model.zip"), "--env", "CartPole-v1", "--episodes", "1", "--quiet"]
+        assert main(["evaluate", *argv]) == 0, capsys.readouterr().err
+        assert main(["compare", *argv, "--out", str(tmp_path / "compare")]) == 0, capsys.readouterr().err
+        assert [normalize.obs_rms.count for normalize in wrapped] == [venv.obs_rms.count] * 2
+    # Not in a run folder of rl-zoo3: models/other.zip is not models/CartPole-v1.zip's, whose statistics are there.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "logs" / "ppo" / "CartPole-v1_1" / "CartPole-v1").rename(tmp_path / "models" / "CartPole-v1")
+    (tmp_path / "logs" / "ppo" / "CartPole-v1_1" / "best_model.zip").rename(tmp_path / "models" / "other.zip")
+    assert models.saved_statistics(tmp_path / "models" / "other.zip", "CartPole-v1") is None
+
+
 def test_normalize_on_an_env_vecnormalize_cannot_normalize_names_the_entry(tmp_path, capsys):
     conf = tmp_path / "conf.yml"
     conf.write_text("CliffWalking-v1:\n  normalize: true\n")

@@ -5,9 +5,10 @@
     ordergrad-rl compare runs/tailrisk            # every run of a TensorBoard log dir
 
 Each argument is either
-  * a saved model (.zip; every ordergrad-rl agent, Stable-Baselines3's PPO, A2C, DQN, SAC, TD3 and DDPG, and
-    sb3-contrib's RecurrentPPO, MaskablePPO, QRDQN, TQC, CrossQ, ARS and TRPO): --episodes deterministic episodes
-    on --env, the risk profile of their returns, exact quantile function and histogram; or
+  * a saved model (.zip, or its path without .zip as evaluate takes it; every ordergrad-rl agent,
+    Stable-Baselines3's PPO, A2C, DQN, SAC, TD3 and DDPG, and sb3-contrib's RecurrentPPO, MaskablePPO, QRDQN, TQC,
+    CrossQ, ARS and TRPO): --episodes deterministic episodes on --env, the risk profile of their returns, exact
+    quantile function and histogram; or
   * a TensorBoard run directory written by the OrderGrad agents: the last logged eval_risk/* scalars (the
     evaluation callback), or risk/* (training batches) if the run has no evaluations, and the last
     <same prefix>/episode_returns histogram (quantile function interpolated from its buckets). A log dir

@@ -4,8 +4,10 @@
     tensorboard --logdir runs/tailrisk        # and open the address printed by the first command
 
 The runs below LOGDIR are grouped by method (a run's path without its seed and SB3's run counter: og-cvar/seed3_1
-and og-cvar/seed4_1 -> og-cvar; OrderGradPPO_cvar0.2@128_1 and _2 -> OrderGradPPO_cvar0.2@128). For every method
-with two or more runs that log risk scalars it writes <LOGDIR>/<method>/mean_over_seeds: the mean over seeds of
+and og-cvar/seed4_1 -> og-cvar; OrderGradPPO_cvar0.2@128_1 and _2 -> OrderGradPPO_cvar0.2@128), as compare
+groups them: the seeds right in LOGDIR (runs/og-cvar/seed0_1 and seed1_1) are one method named after it. For every
+method with two or more runs that log risk scalars it writes <LOGDIR>/<method>/mean_over_seeds (for the seeds right
+in LOGDIR, <LOGDIR>/mean_over_seeds): the mean over seeds of
 the eval_risk/* and risk/* mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2 and median (and risk/objective) under
 the seeds' tags, so it is the method's row of the HParams table (the arguments its seeds share, plus seeds); and
 for CVaR_0.2 and the mean, the mean with the range of the seeds as a band under methods/* (one chart, a line per
@@ -23,7 +25,13 @@ from pathlib import Path
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.dashboards import Dashboards, tensorboard_command, tensorboard_url, write_dashboards
+from ordergrad_rl.zoo.dashboards import (
+    Dashboards,
+    run_prefixes,
+    tensorboard_command,
+    tensorboard_url,
+    write_dashboards,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
     rows = [[group, len(runs), aggregated(dashboards, group)] for group, runs in dashboards.groups.items()]
     print(markdown_table(["method", "runs", "aggregated run"], rows))
     print(f"TensorBoard: {command}")  # a command to paste
-    print(f"open: {tensorboard_url(sorted(dashboards.groups), args.address.rstrip('/'))}")
+    print(f"open: {tensorboard_url(run_prefixes(dashboards.groups, args.logdir), args.address.rstrip('/'))}")
     return 0

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     import_gym_packages(args.gym_packages)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
-    statistics = saved_statistics(args.model)  # VecNormalize's, as rl-zoo3's enjoy loads them
+    statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
     if args.pass_at_k is not None:
         return run_pass_at_k(args, model, algorithm, env_kwargs, statistics)
     if args.contexts is not None:

@@ -91,13 +91,20 @@ def name_of(path: Path) -> str:
 
 
 def group_of(run: Path, logdir: Path) -> str:
-    """The method of a run found below ``logdir``: its path below ``logdir`` without the seed and run counter
-    (``og-cvar/seed3_1`` -> ``og-cvar``, ``env1/cvar/seed0_1`` -> ``env1/cvar``)."""
+    """The method of a run found below ``logdir``: its :func:`method_dir` (``og-cvar/seed3_1`` -> ``og-cvar``,
+    ``env1/cvar/seed0_1`` -> ``env1/cvar``), or for a seed right in the log dir, :func:`method_of` it (``seed0_1`` in
+    ``runs/og-cvar`` -> ``og-cvar``, as below ``runs``)."""
+    return method_dir(run, logdir) or method_of(run)
+
+
+def method_dir(run: Path, logdir: Path) -> str:
+    """The directory below ``logdir`` of the method of a run found below it: the run's path below ``logdir`` without
+    the seed and run counter, ``""`` for a seed right in the log dir (``og-cvar/seed3_1`` -> ``og-cvar``,
+    ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``, ``seed0_1`` -> ``""``). TensorBoard's names of
+    the method's runs start with it."""
     relative = PurePosixPath(run.relative_to(logdir).as_posix())
-    stripped = strip_seed(relative.name)
-    if not stripped:
-        return str(relative.parent) if str(relative.parent) != "." else relative.name
-    return str(relative.parent / stripped)
+    directory = str(relative.parent / strip_seed(relative.name))
+    return "" if directory == "." else directory
 
 
 def strip_seed(name: str) -> str:
@@ -172,8 +179,7 @@ def read_run(path: Path, logdir: Path | None = None) -> Entry:
     # returns (stochastic actions, an earlier policy) and compare would put them beside others' evaluations.
     name = path.name if logdir is None else path.relative_to(logdir).as_posix()
     label = name if prefix == "eval_risk" else f"{name} (training)"
-    # A run right below the log dir: method_of (seed0_1 in runs/og-cvar is og-cvar's, not a method of its own).
-    group = "" if logdir is None or path.parent == logdir else group_of(path, logdir)
+    group = "" if logdir is None else group_of(path, logdir)
     entry = Entry(path, label, f"TensorBoard {prefix}/* at step {step}", profile, group=group)
     histogram_tag = f"{prefix}/episode_returns"
     if histogram_tag in histograms:
@@ -191,11 +197,18 @@ def expand(paths: list[Path]) -> dict[Path, Path | None]:
     for path in paths:
         if written_by_dashboards(path):  # compare runs/* after dashboard runs
             continue
-        if path.is_dir() and not is_run(path):
+        if path.is_dir() and not is_run(path) and not names_a_model(path):
             out.update(dict.fromkeys(runs_below(path), path))
         else:
             out[path] = None
     return out
+
+
+def names_a_model(path: Path) -> bool:
+    """Whether the directory ``path`` names the model saved beside it, as ``evaluate`` reads it: ``models/cliff`` of
+    ``models/cliff.zip``, whose ``VecNormalize`` statistics ``train --save models/cliff`` writes in ``models/cliff/``
+    (rl-zoo3's layout), when there is no TensorBoard run below it."""
+    return Path(f"{path}.zip").is_file() and not any(path.rglob("events.out.tfevents.*"))
 
 
 def written_by_dashboards(path: Path) -> bool:
@@ -251,7 +264,7 @@ def load_entries(
         file = model_path(path)  # raises if there is no such file
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (file, *load_model(file), saved_statistics(file))
+        models[path] = (file, *load_model(file), saved_statistics(file, env))
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     if models:

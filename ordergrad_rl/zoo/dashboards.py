@@ -5,9 +5,11 @@ tailrisk --tensorboard`` and ``sweep`` call it on the runs they write).
     ordergrad-rl dashboard runs/tailrisk          # then: tensorboard --logdir runs/tailrisk, and open the URL it prints
 
 The runs of a log dir are grouped by method: a run's path below the log dir without its seed and SB3's run counter
-(``og-cvar/seed3_1`` -> ``og-cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``). For every
-method with two or more runs this writes the run ``<method>/mean_over_seeds``, on the env-step grid of its seeds
-(a seed that ended earlier holds its last value):
+(``og-cvar/seed3_1`` -> ``og-cvar``; ``OrderGradPPO_cvar0.2@128_2`` -> ``OrderGradPPO_cvar0.2@128``), as
+``ordergrad-rl compare`` groups them; seeds right in the log dir are one method named after it (``seed0_1`` and
+``seed1_1`` in ``runs/og-cvar`` -> ``og-cvar``, as below ``runs``). For every method with two or more runs this
+writes the run ``<method>/mean_over_seeds`` (``<log dir>/mean_over_seeds`` for seeds right in it), on the env-step
+grid of its seeds (a seed that ended earlier holds its last value):
 
 * ``<tag>``, for the HParams metric tags of the seeds (:func:`aggregate_tags`: ``eval_risk/*`` and ``risk/*``
   mean, std, min, CVaR_0.05, CVaR_0.1, CVaR_0.2, median): the mean over seeds under the seeds' own tag, so the
@@ -37,7 +39,7 @@ import re
 import shlex
 import shutil
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, group_of, is_run, runs_below
+from ordergrad_rl.zoo.compare import AGGREGATE_RUN, DASHBOARD_SUFFIX, group_of, is_run, method_dir, runs_below
 
 #: The tags charted per method and across methods (the comparison at a glance: more would bury it in charts).
 CHART_TAGS: tuple[str, ...] = ("eval_risk/cvar_0.2", "eval_risk/mean", "risk/cvar_0.2", "risk/mean")
@@ -60,11 +62,14 @@ class RunData:
     """What the dashboards read of one run.
 
     :param group: its method (see the module docstring).
+    :param directory: its method's directory below the log dir, where the aggregated run goes (:func:`method_dir`:
+        ``""`` for seeds right in the log dir).
     :param scalars: tag -> ``(steps [n], values [n])`` of the aggregated tags, sorted by step.
     :param hparams: its HParams arguments (empty when it logged none).
     """
 
     group: str
+    directory: str
     scalars: dict[str, tuple[np.ndarray, np.ndarray]]
     hparams: dict[str, Any]
 
@@ -117,7 +122,7 @@ def read_run_data(run: Path, logdir: Path) -> RunData:
     if metadata.SESSION_START_INFO_TAG in content:
         info = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
         hparams = {name: _from_value(value) for name, value in info.hparams.items()}
-    return RunData(group_of(run, logdir), scalars, hparams)
+    return RunData(group_of(run, logdir), method_dir(run, logdir), scalars, hparams)
 
 
 def _from_value(value: Any) -> Any:
@@ -192,11 +197,11 @@ def _writer(path: Path, suffix: str = "") -> Any:
 
 
 def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
-    """Write ``<logdir>/<method>/mean_over_seeds`` for the runs of one method (replacing an earlier one)."""
+    """Write ``<logdir>/<method dir>/mean_over_seeds`` for the runs of one method (replacing an earlier one)."""
     from ordergrad_rl.agents.common.hparams import write_hparams
 
     group = runs[0].group
-    path = logdir / group / AGGREGATE_RUN
+    path = logdir / runs[0].directory / AGGREGATE_RUN
     if path.exists():
         shutil.rmtree(path)
     writer = _writer(path)
@@ -218,7 +223,7 @@ def write_aggregate(runs: Sequence[RunData], logdir: Path) -> Path:
     # RiskEvalCallback) get none: its columns would be 'seeds' alone.
     if any(run.hparams for run in runs):
         columns = {name: value for run in runs for name, value in run.hparams.items()}
-        name = f"{group}/{AGGREGATE_RUN}"
+        name = path.relative_to(logdir).as_posix()  # as TensorBoard names the run
         write_hparams(writer, shared_hparams(runs), aggregate_tags(), group_name=name, columns=columns)
     writer.close()
     return path
@@ -279,19 +284,26 @@ def write_dashboards(logdir: Path) -> Dashboards:
     aggregates = {group: runs for group, runs in data.items() if common_tags(runs)}
     paths = {group: write_aggregate(runs, logdir) for group, runs in aggregates.items()}
     # What an earlier call wrote for a method that gets no aggregate now (a seed deleted, runs renamed) would show
-    # the mean of runs that are gone. One right in the log dir is not of its methods but of the log dir itself, which
-    # a call on the dir above wrote (dashboard runs, then dashboard runs/cvar).
-    for stale in aggregates_below(logdir) - set(paths.values()) - {logdir / AGGREGATE_RUN}:
+    # the mean of runs that are gone. (One right in the log dir is of the seeds there: a call on the dir above groups
+    # them alike and writes the same run.)
+    for stale in aggregates_below(logdir) - set(paths.values()):
         shutil.rmtree(stale)
     tags = {tag for runs in aggregates.values() for run in runs for tag in run.scalars}
     write_layout(logdir, sorted(aggregates), tags)
-    return Dashboards(groups, paths, tensorboard_url(sorted(groups)))
+    return Dashboards(groups, paths, tensorboard_url(run_prefixes(groups, logdir)))
 
 
-def color_regex(groups: Sequence[str]) -> str:
-    """A run-name regex whose capture group is the method (longest names first, so ``ppo-cvar`` is not read as
-    ``ppo``)."""
-    names = sorted(groups, key=lambda name: (-len(name), name))
+def run_prefixes(groups: Mapping[str, Sequence[Path]], logdir: Path) -> list[str]:
+    """The :func:`method_dir` of the runs of ``groups`` below ``logdir``, sorted: how TensorBoard's names of each
+    method's runs start (``""`` for the seeds right in the log dir)."""
+    return sorted({method_dir(run, logdir) for runs in groups.values() for run in runs})
+
+
+def color_regex(prefixes: Sequence[str]) -> str:
+    """A run-name regex whose capture group is the method, from the :func:`run_prefixes` of the methods (longest
+    first, so ``ppo-cvar`` is not read as ``ppo``; ``""`` last, capturing nothing: the seeds right in the log dir
+    share a colour)."""
+    names = sorted(prefixes, key=lambda name: (-len(name), name))
     # Escaped for JavaScript's RegExp, which TensorBoard uses (Python's re.escape would also escape "-" and "@").
     return "^(" + "|".join(re.sub(r"[.*+?^${}()|[\]\\]", r"\\\g<0>", name) for name in names) + ")"
 
@@ -319,7 +331,7 @@ def tensorboard_command(logdir: str | Path, address: str = "http://localhost:600
     return shlex.join(command)
 
 
-def tensorboard_url(groups: Sequence[str], address: str = "http://localhost:6006") -> str:
-    """The Time Series address with the runs coloured by method."""
-    query = urllib.parse.urlencode({"runColorGroup": f"regex:{color_regex(groups)}"})
+def tensorboard_url(prefixes: Sequence[str], address: str = "http://localhost:6006") -> str:
+    """The Time Series address with the runs coloured by method (``prefixes``: the methods' :func:`run_prefixes`)."""
+    query = urllib.parse.urlencode({"runColorGroup": f"regex:{color_regex(prefixes)}"})
     return f"{address}/?{query}#timeseries"

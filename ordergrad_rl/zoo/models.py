@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -234,11 +234,14 @@ def vec_normalize_file(path: str | Path) -> Path:
     return file.with_name(f"{file.name}_{VEC_NORMALIZE_FILE}")
 
 
-def saved_statistics(path: str | Path) -> Path | None:
+def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None:
     """The ``VecNormalize`` statistics of the model saved at ``path``: :func:`vec_normalize_file`, or for a
     checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) the one it saves beside it
-    (``NAME_vecnormalize_<steps>_steps.pkl``); ``None`` where there is neither and the save records no
-    ``VecNormalize`` (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
+    (``NAME_vecnormalize_<steps>_steps.pkl``), or for a model in a run folder of rl-zoo3 (``env_id``, the env it is
+    evaluated on, names it: ``logs/ppo/CartPole-v1_1/best_model.zip``) the one rl-zoo3 saves there for every model
+    of the run and its ``enjoy`` loads (``logs/ppo/CartPole-v1_1/CartPole-v1/vecnormalize.pkl``); ``None`` where
+    there is none and the save records no ``VecNormalize``
+    (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
 
     :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, and neither file
         exists (its policy would act on raw observations, wrongly).
@@ -252,6 +255,9 @@ def saved_statistics(path: str | Path) -> Path | None:
     checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
     if checkpoint is not None:
         candidates.append(path.with_name(f"{checkpoint[1]}_vecnormalize_{checkpoint[2]}_steps.pkl"))
+    # rl-zoo3's run folder: <log folder>/<algo>/<env id>_<run>[_<uuid>]/, its statistics in <env id>/ there.
+    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
+        candidates.append(path.parent / env_id / VEC_NORMALIZE_FILE)
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
         try:

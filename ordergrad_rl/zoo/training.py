@@ -250,7 +250,7 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     kwargs = dict(hparams or {})
     if settings.n_episodes is not None:
         kwargs["n_episodes"] = settings.n_episodes
-    statistics = saved_statistics(path)
+    statistics = saved_statistics(path, settings.env)
     try:
         saved_n_envs = read_saved_data(path).get("n_envs")
         n_envs = settings.n_envs or saved_n_envs or 1
