@@ -286,6 +286,39 @@ def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
                              objective="top4@8")  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("objective", "settings", "message"),
+    [
+        ("top4@8", {}, "k < G"),
+        ("digits=top2@4 + 0.4*length=bot2@4", {}, r"channels \['length'\] are not reward functions"),
+        ("top2@4", {"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
+    ],
+)
+def test_a_refused_objective_leaves_the_users_model_without_lora_layers(tmp_path, objective, settings, message):
+    # The objective was checked after GRPOTrainer's __init__, which had already injected peft_config's LoRA layers
+    # into the model passed, in place: the model the user kept had them after the refusal.
+    _require_trl()
+    pytest.importorskip("peft", reason="peft is not installed (the [trl] extra installs it)")
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    def digits(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      report_to=[], use_cpu=True, **settings)  # fmt: skip
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    modules = [type(module) for module in model.modules()]
+    with pytest.raises(ValueError, match=message):
+        OrderGradGRPOTrainer(model, [digits], args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                             processing_class=tokenizer, peft_config=lora, objective=objective)  # fmt: skip
+    assert [type(module) for module in model.modules()] == modules
+
+
 def test_trainer_refuses_normalize_then_sum_and_evaluates_small_groups_at_the_training_k(tmp_path):
     _require_trl()
     from datasets import Dataset
