@@ -4,6 +4,8 @@ word-level tokenizer built in code (no download)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -317,6 +319,41 @@ def test_a_refused_objective_leaves_the_users_model_without_lora_layers(tmp_path
         OrderGradGRPOTrainer(model, [digits], args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
                              processing_class=tokenizer, peft_config=lora, objective=objective)  # fmt: skip
     assert [type(module) for module in model.modules()] == modules
+
+
+def test_checkpoints_and_saves_keep_the_objective_and_a_resume_with_another_warns(tmp_path):
+    # TRL's GRPOConfig fields travel in every checkpoint (training_args.bin); the objective and scale, trainer
+    # arguments, were in none: a resume that left objective= out went on with the default top2@4, silently.
+    import json
+
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import ORDERGRAD_ARGS_NAME, OrderGradGRPOTrainer
+
+    def digits(completions, **kwargs):
+        return [float(sum(ch.isdigit() for ch in c)) for c in completions]
+
+    def make(max_steps, **objective):
+        model, tokenizer = _tiny_model_and_tokenizer()
+        args = GRPOConfig(output_dir=str(tmp_path / "run"), per_device_train_batch_size=G, num_generations=G,
+                          max_steps=max_steps, max_completion_length=4, report_to=[], use_cpu=True,
+                          save_strategy="steps", save_steps=1, seed=0)  # fmt: skip
+        return OrderGradGRPOTrainer(model, [digits], args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                                    processing_class=tokenizer, **objective)  # fmt: skip
+
+    trainer = make(1, objective="cvar0.5", scale="none")
+    trainer.train()
+    trainer.save_model(str(tmp_path / "saved"))
+    expected = {"objective": "cvar0.5@4", "scale": "none"}
+    for folder in (tmp_path / "run" / "checkpoint-1", tmp_path / "saved"):
+        assert json.loads((folder / ORDERGRAD_ARGS_NAME).read_text()) == expected
+    with pytest.warns(UserWarning, match=r"trained with \{'objective': 'cvar0.5@4', 'scale': 'none'\}"):
+        make(2).train(resume_from_checkpoint=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="resuming", category=UserWarning)
+        make(2, objective="cvar0.5", scale="none").train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
 
 
 def test_trainer_refuses_normalize_then_sum_and_evaluates_small_groups_at_the_training_k(tmp_path):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
+import os
 import warnings
 from typing import Any
 
@@ -55,6 +57,9 @@ TRL_SCALES = ("group", "batch", "none")
 #: TRL's ``GRPOConfig.multi_objective_aggregation`` that sums the weighted reward functions before normalizing, the
 #: sum a plain objective ranks.
 SUM_THEN_NORMALIZE = "sum_then_normalize"
+#: The file of :class:`OrderGradGRPOTrainer`'s own arguments (``objective``, ``scale``: no ``GRPOConfig`` fields), which
+#: every checkpoint and ``save_model`` folder holds beside TRL's ``training_args.bin``.
+ORDERGRAD_ARGS_NAME = "ordergrad_args.json"
 
 
 class OrderGradGRPOTrainer(GRPOTrainer):
@@ -108,6 +113,36 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             )
         self._ordergrad_rewards: torch.Tensor | None = None
         self._bind_callbacks()
+
+    def ordergrad_arguments(self) -> dict[str, str]:
+        """The trainer's own arguments, as saved in :data:`ORDERGRAD_ARGS_NAME`: the bound objective's spec and the
+        scale."""
+        return {"objective": str(self.ordergrad_objective), "scale": self.ordergrad_scale}
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        # Trainer's _save (save_model, every checkpoint) writes the GRPOConfig as training_args.bin; the objective and
+        # scale, which are no GRPOConfig fields, go beside it.
+        super()._save(output_dir, state_dict)
+        if self.args.should_save:
+            path = os.path.join(self.args.output_dir if output_dir is None else output_dir, ORDERGRAD_ARGS_NAME)
+            with open(path, "w") as file:
+                json.dump(self.ordergrad_arguments(), file, indent=2)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
+        # TRL resumes with the GRPOConfig given, not the checkpoint's; the objective likewise, with a warning where it
+        # differs from the one the checkpoint was trained on.
+        path = os.path.join(resume_from_checkpoint, ORDERGRAD_ARGS_NAME)
+        if os.path.isfile(path):
+            with open(path) as file:
+                saved = json.load(file)
+            if saved != self.ordergrad_arguments():
+                warnings.warn(
+                    f"resuming {resume_from_checkpoint}, trained with {saved}, with {self.ordergrad_arguments()}: "
+                    "pass the checkpoint's objective and scale to OrderGradGRPOTrainer to go on training it",
+                    UserWarning,
+                    stacklevel=user_stacklevel(),
+                )
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     def add_callback(self, callback: type[TrainerCallback] | TrainerCallback) -> None:
         """``transformers``' ``add_callback``, binding a :class:`PassAtKCallback` to this trainer as the constructor
