@@ -281,10 +281,17 @@ def test_set_parameters_of_a_save_restores_the_history_baseline(cls, tmp_path):
         assert moments and all(th.equal(a, b) for a, b in zip(moments, expected, strict=True))
         for name, value in model.policy.state_dict().items():
             assert th.equal(other.policy.state_dict()[name], value), name
-    # A model without the baseline takes the policy alone, as before.
+    # A model without the baseline takes the policy alone at exact_match=False (SB3's "update only specific
+    # parameters"); at exact_match=True, the default, it refuses, as SB3's does for a name the model lacks: the
+    # trained baseline was dropped silently.
     plain = cls("MlpPolicy", "CartPole-v1", objective="cvar0.2", n_episodes=8, value_baseline=False, seed=0)
-    plain.set_parameters(tmp_path / "model.zip")
-    assert getattr(plain, "history_baseline", None) is None
+    for source in (tmp_path / "model.zip", model.get_parameters()):
+        with pytest.raises(ValueError, match="history baseline.*exact_match=False"):
+            plain.set_parameters(source)
+        plain.set_parameters(source, exact_match=False)
+        assert getattr(plain, "history_baseline", None) is None
+        for name, value in model.policy.state_dict().items():
+            assert th.equal(plain.policy.state_dict()[name], value), name
 
 
 @pytest.mark.parametrize("cls", [OrderGradPPO, OrderGradREINFORCE, OrderGradRecurrentPPO])

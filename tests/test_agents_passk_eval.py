@@ -419,12 +419,39 @@ def test_sampled_evaluation_of_a_gsde_policy_draws_each_episodes_noise(n_envs: i
     venv = DummyVecEnv([FixedStartSteps] * n_envs)
     returns, _ = evaluate_episodes(model, venv, n_eval_episodes=6, deterministic=False, return_episode_rewards=True)
     assert len(set(returns)) == 6
-    # The policy's matrices and torch's random state are put back: an evaluation during training changes nothing.
+    # The policy's matrices are put back; the matrices are drawn from torch's random state, as SB3 samples actions
+    # (the callbacks put it back: test_a_sampled_gsde_eval_callback_leaves_training_as_it_was).
     assert dist.exploration_mat is kept[0] and dist.exploration_matrices is kept[1]
-    assert th.equal(th.get_rng_state(), rng)
+    assert not th.equal(th.get_rng_state(), rng)
     result = sample_successes(model, DummyVecEnv([FixedStartSteps] * n_envs), [0], 6)
     assert len(set(result.returns[0])) == 6
-    assert dist.exploration_mat is kept[0] and th.equal(th.get_rng_state(), rng)
+    assert dist.exploration_mat is kept[0]
+
+
+def test_two_sampled_gsde_evaluations_in_a_row_draw_their_own_matrices() -> None:
+    # Each evaluation put torch's random state back at its end, so the next one drew the same matrices: from a fixed
+    # start, a second evaluate_episodes (or sample_successes) repeated the first's returns, and pooling them counted
+    # each noise draw twice. Seeding torch before each still repeats an evaluation, as SB3's sampling does.
+    import torch as th
+
+    from ordergrad_rl.agents.common.evaluation import evaluate_episodes
+
+    model = gsde_model()
+    kwargs = {"n_eval_episodes": 4, "deterministic": False, "return_episode_rewards": True}
+
+    def evaluate() -> list[float]:
+        return evaluate_episodes(model, DummyVecEnv([FixedStartSteps] * 2), **kwargs)[0]
+
+    def successes() -> list[float]:
+        return list(sample_successes(model, DummyVecEnv([FixedStartSteps] * 2), [0], 4).returns[0])
+
+    for run in (evaluate, successes):
+        first, second = run(), run()
+        assert not set(first) & set(second)
+        th.manual_seed(1)
+        seeded = run()
+        th.manual_seed(1)
+        assert run() == seeded
 
 
 def test_greedy_and_non_gsde_evaluations_are_sb3s() -> None:

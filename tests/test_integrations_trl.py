@@ -4,6 +4,8 @@ word-level tokenizer built in code (no download)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -284,6 +286,74 @@ def test_trainer_refuses_k_at_least_g_before_generating(tmp_path):
         OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
                              train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}), processing_class=tokenizer,
                              objective="top4@8")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("objective", "settings", "message"),
+    [
+        ("top4@8", {}, "k < G"),
+        ("digits=top2@4 + 0.4*length=bot2@4", {}, r"channels \['length'\] are not reward functions"),
+        ("top2@4", {"multi_objective_aggregation": "normalize_then_sum"}, "multi_objective_aggregation"),
+    ],
+)
+def test_a_refused_objective_leaves_the_users_model_without_lora_layers(tmp_path, objective, settings, message):
+    # The objective was checked after GRPOTrainer's __init__, which had already injected peft_config's LoRA layers
+    # into the model passed, in place: the model the user kept had them after the refusal.
+    _require_trl()
+    pytest.importorskip("peft", reason="peft is not installed (the [trl] extra installs it)")
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    def digits(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      report_to=[], use_cpu=True, **settings)  # fmt: skip
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    modules = [type(module) for module in model.modules()]
+    with pytest.raises(ValueError, match=message):
+        OrderGradGRPOTrainer(model, [digits], args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                             processing_class=tokenizer, peft_config=lora, objective=objective)  # fmt: skip
+    assert [type(module) for module in model.modules()] == modules
+
+
+def test_checkpoints_and_saves_keep_the_objective_and_a_resume_with_another_warns(tmp_path):
+    # TRL's GRPOConfig fields travel in every checkpoint (training_args.bin); the objective and scale, trainer
+    # arguments, were in none: a resume that left objective= out went on with the default top2@4, silently.
+    import json
+
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import ORDERGRAD_ARGS_NAME, OrderGradGRPOTrainer
+
+    def digits(completions, **kwargs):
+        return [float(sum(ch.isdigit() for ch in c)) for c in completions]
+
+    def make(max_steps, **objective):
+        model, tokenizer = _tiny_model_and_tokenizer()
+        args = GRPOConfig(output_dir=str(tmp_path / "run"), per_device_train_batch_size=G, num_generations=G,
+                          max_steps=max_steps, max_completion_length=4, report_to=[], use_cpu=True,
+                          save_strategy="steps", save_steps=1, seed=0)  # fmt: skip
+        return OrderGradGRPOTrainer(model, [digits], args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                                    processing_class=tokenizer, **objective)  # fmt: skip
+
+    trainer = make(1, objective="cvar0.5", scale="none")
+    trainer.train()
+    trainer.save_model(str(tmp_path / "saved"))
+    expected = {"objective": "cvar0.5@4", "scale": "none"}
+    for folder in (tmp_path / "run" / "checkpoint-1", tmp_path / "saved"):
+        assert json.loads((folder / ORDERGRAD_ARGS_NAME).read_text()) == expected
+    with pytest.warns(UserWarning, match=r"trained with \{'objective': 'cvar0.5@4', 'scale': 'none'\}"):
+        make(2).train(resume_from_checkpoint=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="resuming", category=UserWarning)
+        make(2, objective="cvar0.5", scale="none").train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
 
 
 def test_trainer_refuses_normalize_then_sum_and_evaluates_small_groups_at_the_training_k(tmp_path):

@@ -258,6 +258,15 @@ def test_qrdqn_cvar_alpha_is_checked() -> None:
         QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=1.5)
 
 
+def test_qrdqn_cvar_third_positional_argument_is_not_taken_as_alpha() -> None:
+    # QRDQN("MlpPolicy", env, 1e-4) sets the learning rate; QRDQNCVaR took the same call's 1e-4 as its CVaR level, and
+    # trained at QR-DQN's default learning rate on the lowest quantile alone. alpha is keyword-only now.
+    with pytest.raises(TypeError, match="positional argument"):
+        QRDQNCVaR("MlpPolicy", "CartPole-v1", 1e-4)
+    model = QRDQNCVaR("MlpPolicy", "CartPole-v1", alpha=0.5, learning_rate=1e-4)
+    assert model.alpha == 0.5 and model.learning_rate == 1e-4
+
+
 @pytest.mark.parametrize("alpha", [0.0, -0.5, 1.5, float("nan")])
 def test_quantile_cvar_refuses_a_level_outside_0_1(alpha: float) -> None:
     # quantile_cvar is public: a level <= 0 gave the minimum quantile, as a tiny level does, 1.5 failed in torch's

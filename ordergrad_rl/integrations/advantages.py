@@ -63,10 +63,13 @@ def check_group_size(group_size: Any, minimum: int = 1) -> int:
     return int(group_size)
 
 
-def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = ()) -> Objective | ChannelObjective:
+def parse_group_objective(
+    spec: Any, group_size: int, channels: Sequence[str] | None = ()
+) -> Objective | ChannelObjective:
     """The objective of ``spec`` bound to ``k = group_size // 2`` when it has none, checked before any generation.
 
-    :param channels: the reward functions' names (a channel objective may only name these).
+    :param channels: the reward functions' names (a channel objective may only name these); ``None``: not known yet,
+        a channel objective's names are not checked.
     :raises ValueError: an invalid spec, ``gcvar`` (not an L-statistic of the group), a group size below 2,
         ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function.
     """
@@ -82,8 +85,8 @@ def parse_group_objective(spec: Any, group_size: int, channels: Sequence[str] = 
                 f"objective {str(parsed)!r} has k={k}, but the leave-one-out advantage needs k < G = num_generations "
                 f"= {group_size}: raise num_generations or lower k"
             )
-    parts = parsed.channels if isinstance(parsed, ChannelObjective) else ()
-    unknown = [c.name for c in parts if c.name not in channels]
+    parts = parsed.channels if isinstance(parsed, ChannelObjective) and channels is not None else ()
+    unknown = [c.name for c in parts if c.name not in channels]  # type: ignore[operator]
     if unknown:
         raise ValueError(f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}")
     return parsed

@@ -21,6 +21,10 @@ objective's mean batch value over the groups, of the weighted reward sum or per 
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import json
+import os
 import warnings
 from typing import Any
 
@@ -29,14 +33,15 @@ import torch
 
 try:
     from transformers import Trainer, TrainerCallback
-    from trl import GRPOTrainer, is_conversational
+    from trl import GRPOConfig, GRPOTrainer, is_conversational
+    from trl.trainer.utils import get_callable_name, get_config_model_id
 except ImportError as err:  # pragma: no cover - the message names the extra
     raise ImportError(
         f'ordergrad_rl.integrations.trl needs the [trl] extra: pip install "ordergrad-rl[trl]" ({err})'
     ) from err
 
 from ordergrad_rl.common.warning_util import user_stacklevel
-from ordergrad_rl.core import ChannelObjective, lstat_value
+from ordergrad_rl.core import ChannelObjective, Objective, lstat_value
 from ordergrad_rl.integrations.advantages import (
     check_scale,
     check_weights,
@@ -49,6 +54,12 @@ from ordergrad_rl.passk import default_ks, pass_at_k_curve
 
 #: The values of TRL's ``GRPOConfig.scale_rewards`` (bools are mapped to ``"group"`` and ``"none"`` by the config).
 TRL_SCALES = ("group", "batch", "none")
+#: TRL's ``GRPOConfig.multi_objective_aggregation`` that sums the weighted reward functions before normalizing, the
+#: sum a plain objective ranks.
+SUM_THEN_NORMALIZE = "sum_then_normalize"
+#: The file of :class:`OrderGradGRPOTrainer`'s own arguments (``objective``, ``scale``: no ``GRPOConfig`` fields), which
+#: every checkpoint and ``save_model`` folder holds beside TRL's ``training_args.bin``.
+ORDERGRAD_ARGS_NAME = "ordergrad_args.json"
 
 
 class OrderGradGRPOTrainer(GRPOTrainer):
@@ -57,7 +68,8 @@ class OrderGradGRPOTrainer(GRPOTrainer):
     :param objective: an objective spec of the core (``"top2@4"``, ``"max@4"``, ``"cvar0.25@4"``, ``"mean"`` =
         GRPO's baseline), default ``k = num_generations // 2``; or per reward function, in the agents' channel
         syntax with the reward functions' names: ``"correct=top2@4 + 0.4*length=bot2@4"`` (its weights replace TRL's
-        ``reward_weights``, which it refuses). ``k < num_generations`` is checked at construction, before any
+        ``reward_weights``, which it refuses). ``k < num_generations`` is checked at construction, before
+        GRPOTrainer's ``__init__`` (which injects a ``peft_config``'s LoRA layers into the model passed) and any
         generation.
     :param scale: ``"group"``, ``"batch"``, ``"none"`` (default: ``args.scale_rewards``, TRL's option) or
         ``"channel"`` (each reward function's advantages divided by their group std before the weights, the
@@ -67,24 +79,29 @@ class OrderGradGRPOTrainer(GRPOTrainer):
     """
 
     def __init__(self, *args: Any, objective: Any = "top2@4", scale: str | None = None, **kwargs: Any) -> None:
+        # GRPOTrainer's __init__ injects a peft_config's LoRA layers into the model passed, in place: what the
+        # arguments refuse is refused before it, where they tell (the reward functions' names it gives after).
+        given = inspect.signature(GRPOTrainer.__init__).bind(self, *args, **kwargs).arguments
+        config = given.get("args")
+        _checked_arguments(
+            objective,
+            scale,
+            _config_value(config, "num_generations"),
+            _config_value(config, "multi_objective_aggregation"),
+            _config_value(config, "scale_rewards"),
+            _config_value(config, "reward_weights"),
+            _reward_func_names(given.get("reward_funcs"), given.get("environment_factory")),
+        )
         super().__init__(*args, **kwargs)
-        aggregation = getattr(self, "multi_objective_aggregation", "sum_then_normalize")  # TRL >= 1.x
-        if aggregation != "sum_then_normalize":
-            raise ValueError(
-                f"multi_objective_aggregation={aggregation!r}: a plain objective ranks the weighted sum of the reward "
-                "functions (TRL's 'sum_then_normalize'); to rank and normalize each reward function on its own, "
-                "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
-            )
-        if self.scale_rewards not in TRL_SCALES:  # TRL computes its own advantages first, and refuses it there
-            raise ValueError(
-                f"scale_rewards={self.scale_rewards!r}: GRPOConfig's scale_rewards takes {TRL_SCALES} (GRPOTrainer "
-                "raises at the first generation otherwise); OrderGrad's other scales ('channel') are "
-                "OrderGradGRPOTrainer's scale argument"
-            )
-        self.ordergrad_objective = parse_group_objective(objective, self.num_generations, self.reward_func_names)
-        self.ordergrad_scale = self.scale_rewards if scale is None else scale
-        check_scale(self.ordergrad_objective, self.ordergrad_scale, self.reward_func_names)
-        check_weights(self.ordergrad_objective, self.reward_weights.tolist(), self.reward_func_names, "reward_weights")
+        self.ordergrad_objective, self.ordergrad_scale = _checked_arguments(
+            objective,
+            scale,
+            self.num_generations,
+            getattr(self, "multi_objective_aggregation", SUM_THEN_NORMALIZE),  # TRL >= 1.x
+            self.scale_rewards,
+            self.reward_weights.tolist(),
+            self.reward_func_names,
+        )
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
         k = max(objective_ks(self.ordergrad_objective))
@@ -96,6 +113,36 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             )
         self._ordergrad_rewards: torch.Tensor | None = None
         self._bind_callbacks()
+
+    def ordergrad_arguments(self) -> dict[str, str]:
+        """The trainer's own arguments, as saved in :data:`ORDERGRAD_ARGS_NAME`: the bound objective's spec and the
+        scale."""
+        return {"objective": str(self.ordergrad_objective), "scale": self.ordergrad_scale}
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        # Trainer's _save (save_model, every checkpoint) writes the GRPOConfig as training_args.bin; the objective and
+        # scale, which are no GRPOConfig fields, go beside it.
+        super()._save(output_dir, state_dict)
+        if self.args.should_save:
+            path = os.path.join(self.args.output_dir if output_dir is None else output_dir, ORDERGRAD_ARGS_NAME)
+            with open(path, "w") as file:
+                json.dump(self.ordergrad_arguments(), file, indent=2)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
+        # TRL resumes with the GRPOConfig given, not the checkpoint's; the objective likewise, with a warning where it
+        # differs from the one the checkpoint was trained on.
+        path = os.path.join(resume_from_checkpoint, ORDERGRAD_ARGS_NAME)
+        if os.path.isfile(path):
+            with open(path) as file:
+                saved = json.load(file)
+            if saved != self.ordergrad_arguments():
+                warnings.warn(
+                    f"resuming {resume_from_checkpoint}, trained with {saved}, with {self.ordergrad_arguments()}: "
+                    "pass the checkpoint's objective and scale to OrderGradGRPOTrainer to go on training it",
+                    UserWarning,
+                    stacklevel=user_stacklevel(),
+                )
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     def add_callback(self, callback: type[TrainerCallback] | TrainerCallback) -> None:
         """``transformers``' ``add_callback``, binding a :class:`PassAtKCallback` to this trainer as the constructor
@@ -160,6 +207,64 @@ class OrderGradGRPOTrainer(GRPOTrainer):
                 metrics["risk/objective"].append(value)
         metrics["risk/adv_abs_mean"].append(float(np.abs(advantages).mean()))
         metrics["risk/frac_zero_adv"].append(float(np.mean(np.isclose(advantages, 0.0))))
+
+
+def _config_value(config: Any, name: str) -> Any:
+    """``config``'s ``name``; without a config (``args=None``), the default ``GRPOConfig``'s, which GRPOTrainer
+    builds."""
+    if config is not None:
+        return getattr(config, name, None)
+    return next((field.default for field in dataclasses.fields(GRPOConfig) if field.name == name), None)
+
+
+def _reward_func_names(reward_funcs: Any, environment_factory: Any) -> list[str] | None:
+    """The names GRPOTrainer gives ``reward_funcs`` (its ``reward_func_names``) where its arguments tell them: ``None``
+    with a reward model given by its id (GRPOTrainer loads it) or an ``environment_factory`` (its envs may add a
+    reward)."""
+    funcs = [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+    if environment_factory is not None or any(isinstance(func, str) for func in funcs):
+        return None
+    names = []
+    for func in funcs:  # as GRPOTrainer names them
+        is_model = isinstance(func, torch.nn.Module)
+        names.append(get_config_model_id(func.config).split("/")[-1] if is_model else get_callable_name(func))
+    return names
+
+
+def _checked_arguments(
+    objective: Any,
+    scale: str | None,
+    num_generations: int,
+    aggregation: str | None,
+    scale_rewards: str,
+    reward_weights: list[float] | None,
+    names: list[str] | None,
+) -> tuple[Objective | ChannelObjective, str]:
+    """:class:`OrderGradGRPOTrainer`'s ``objective`` (bound) and ``scale`` under GRPOTrainer's settings.
+
+    :param aggregation: ``multi_objective_aggregation`` (``None``: a TRL without it, which sums).
+    :param names: the reward functions' names; ``None``: not known yet, a channel objective's names and the weights
+        are not checked.
+    :raises ValueError: an objective, scale or setting that OrderGrad's advantages cannot take.
+    """
+    if aggregation not in (None, SUM_THEN_NORMALIZE):
+        raise ValueError(
+            f"multi_objective_aggregation={aggregation!r}: a plain objective ranks the weighted sum of the reward "
+            "functions (TRL's 'sum_then_normalize'); to rank and normalize each reward function on its own, "
+            "give a channel objective ('correct=top2@4 + 0.4*length=bot2@4') with scale='channel'"
+        )
+    if scale_rewards not in TRL_SCALES:  # TRL computes its own advantages first, and refuses it there
+        raise ValueError(
+            f"scale_rewards={scale_rewards!r}: GRPOConfig's scale_rewards takes {TRL_SCALES} (GRPOTrainer "
+            "raises at the first generation otherwise); OrderGrad's other scales ('channel') are "
+            "OrderGradGRPOTrainer's scale argument"
+        )
+    parsed = parse_group_objective(objective, num_generations, names)
+    scale = scale_rewards if scale is None else scale
+    check_scale(parsed, scale, () if names is None else names)
+    if names is not None:
+        check_weights(parsed, reward_weights, names, "reward_weights")
+    return parsed, scale
 
 
 def _mean_group_value(values: np.ndarray, scored: np.ndarray, objective: Any) -> float | None:

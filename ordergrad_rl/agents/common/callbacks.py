@@ -53,6 +53,7 @@ from ordergrad_rl.agents.common.evaluation import (
     all_contexts,
     check_episode_ends,
     evaluate_episodes,
+    gsde_random_state_kept,
     info_component_names,
     sample_successes,
 )
@@ -248,7 +249,8 @@ class PeriodicEvalCallback(EventCallback):
             )
         if self.model.get_vec_normalize_env() is not None:
             sync_envs_normalization(self.training_env, self.eval_env)
-        result = self._evaluate()
+        with gsde_random_state_kept(self.model):  # a gSDE policy's sampled episodes draw their matrices
+            result = self._evaluate()
         self.evaluations_timesteps.append(self.num_timesteps)
         if self.verbose >= 1:
             print(f"Eval num_timesteps={self.num_timesteps}: {self._summary()}")

@@ -51,6 +51,7 @@ __all__ = [
     "info_component_names",
     "check_action_masks",
     "episode_noise",
+    "gsde_random_state_kept",
     "policy_table",
     "sample_successes",
     "uses_action_masks",
@@ -79,9 +80,12 @@ def episode_noise(model: Any, n_envs: int, deterministic: bool) -> Iterator[Call
     SB3's ``evaluate_policy`` keeps the policy's matrices for the whole evaluation, so that its sampled episodes all
     share one noise draw (from the same start, they repeat each other: the spread of their returns is not the
     policy's). Inside the block, call the function yielded with the ``[n_envs]`` bools of the envs that start an
-    episode before acting in them: each gets a fresh matrix (all of them are drawn on entry). At exit the policy's
-    matrices and torch's random state are put back, so that an evaluation during training leaves training as it
-    was.
+    episode before acting in them: each gets a fresh matrix (all of them are drawn on entry). Training's
+    ``sde_sample_freq`` does not apply, as in SB3's ``evaluate_policy``. The matrices are drawn from torch's random
+    state, as SB3 samples any other policy's actions, so that two evaluations in a row draw different ones (seed
+    torch, e.g. ``set_random_seed``, to repeat one); the policy's matrices are put back at exit. The evaluation
+    callbacks put torch's random state back too (:func:`gsde_random_state_kept`), so that training goes on as
+    without them.
 
     :param model: an SB3 / sb3-contrib / ordergrad-rl model.
     :param n_envs: the number of envs evaluated in one batch.
@@ -95,20 +99,35 @@ def episode_noise(model: Any, n_envs: int, deterministic: bool) -> Iterator[Call
         yield None
         return
     kept = distribution.exploration_mat, distribution.exploration_matrices, distribution.weights_dist
+    try:
+        policy.reset_noise(n_envs)  # type: ignore[union-attr]
+        yield lambda starts: resample_episode_noise(policy, starts)
+    finally:
+        distribution.exploration_mat, distribution.exploration_matrices, distribution.weights_dist = kept
+
+
+@contextmanager
+def gsde_random_state_kept(model: Any) -> Iterator[None]:
+    """Torch's random state (CPU, and the policy's GPU) put back at exit where ``model``'s policy uses gSDE: the
+    evaluation callbacks evaluate inside, so that the exploration matrices a sampled evaluation draws
+    (:func:`episode_noise`), which SB3's ``evaluate_policy`` does not draw, leave training as it was. Other policies
+    sample from training's random state, as in SB3's ``EvalCallback``.
+    """
+    policy = getattr(model, "policy", None)
+    if gsde_distribution(policy) is None:
+        yield
+        return
     device = th.device(policy.device)  # type: ignore[union-attr]
     devices = [device.index if device.index is not None else th.cuda.current_device()] if device.type == "cuda" else []
     with th.random.fork_rng(devices=devices):
-        try:
-            policy.reset_noise(n_envs)  # type: ignore[union-attr]
-            yield lambda starts: resample_episode_noise(policy, starts)
-        finally:
-            distribution.exploration_mat, distribution.exploration_matrices, distribution.weights_dist = kept
+        yield
 
 
 def evaluate_episodes(model: Any, env: VecEnv, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy(model, env, **kwargs)``; for a model that :func:`uses_action_masks`, sb3-contrib's,
     which acts with the env's ``action_masks()``. Sampled episodes (``deterministic=False``) of a gSDE policy each
-    get their own exploration matrix (:func:`episode_noise`), where ``evaluate_policy`` keeps one for all."""
+    get their own exploration matrix (:func:`episode_noise`), where ``evaluate_policy`` keeps one for all; two
+    evaluations in a row draw different ones."""
     check_action_masks(model, env)
     evaluate = evaluate_masked if uses_action_masks(model) else evaluate_policy
     with episode_noise(model, env.num_envs, kwargs.get("deterministic", True)) as redraw:
@@ -208,7 +227,8 @@ class PolicyActor:
 
     Call :meth:`act` with each batch observation and :meth:`observe` with the ``dones`` of the step taken. A gSDE
     policy that samples (``deterministic=False``) acts inside ``with PolicyActor(...) as actor:``, where each episode
-    gets its own exploration matrix and the policy's are put back at the end (:func:`episode_noise`).
+    gets its own exploration matrix, drawn from torch's random state, and the policy's are put back at the end
+    (:func:`episode_noise`).
 
     :param model: anything with SB3's ``predict(obs, state=..., episode_start=..., deterministic=...)``.
     :param venv: the env rolled out.

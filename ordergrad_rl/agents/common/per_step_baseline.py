@@ -174,10 +174,13 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         """SB3's ``set_parameters``; also the history baseline (network, statistics and optimizer), where the
         parameters and this model both have one, as SB3's restores every network its algorithm trains (PPO's critic
         with its policy): from a save (a path or file object) out of its data, from a dict (``get_parameters``) out of
-        its :data:`HISTORY_PARAMETERS` entries (a dict without them, an SB3 model's, sets the policy alone)."""
+        its :data:`HISTORY_PARAMETERS` entries (a dict without them, an SB3 model's, sets the policy alone). Parameters
+        with a history baseline set into a model without one raise ``ValueError`` at ``exact_match=True``, as SB3's
+        does for a name the model lacks; ``exact_match=False`` sets the policy alone."""
         if isinstance(load_path_or_dict, dict):
             params = dict(load_path_or_dict)
             module, optimizer = (params.pop(name, None) for name in HISTORY_PARAMETERS)
+            self._check_history_parameters(module is not None or optimizer is not None, exact_match)
             super().set_parameters(params, exact_match, device)  # type: ignore[misc]
             baseline = getattr(self, "history_baseline", None)
             if baseline is not None and module is not None:
@@ -186,11 +189,22 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
                 baseline.optimizer.load_state_dict(optimizer)
             return
         data, params, _ = load_from_zip_file(load_path_or_dict, device=device)
-        super().set_parameters(params, exact_match, device)  # type: ignore[misc]
         saved = (data or {}).get("history_baseline_state")
+        self._check_history_parameters(saved is not None, exact_match)
+        super().set_parameters(params, exact_match, device)  # type: ignore[misc]
         baseline = getattr(self, "history_baseline", None)
         if saved is not None and baseline is not None:
             baseline.load_saved_state(saved)
+
+    def _check_history_parameters(self, has_history: bool, exact_match: bool) -> None:
+        """``ValueError`` for parameters with a history baseline (``has_history``) set at ``exact_match`` into a model
+        without one, which would drop the trained baseline."""
+        if exact_match and has_history and getattr(self, "history_baseline", None) is None:
+            raise ValueError(
+                "The parameters hold a history baseline (value_baseline='history') that this model, built with "
+                f"value_baseline={getattr(self, 'value_baseline', False)!r}, does not have: build it with "
+                "value_baseline='history' to restore it, or pass exact_match=False to set the policy alone"
+            )
 
     def hparams(self) -> dict[str, Any]:
         values = super().hparams()

@@ -126,12 +126,14 @@ class QRDQNCVaR(QRDQN):
         A ``Discrete`` / ``MultiDiscrete`` action or observation space whose ``start`` is not 0 is refused
         (``ValueError``), as by the OrderGrad agents: QR-DQN would send actions ``0 .. n-1`` and one-hot encode
         observations from 0.
-    :param alpha: CVaR level in ``(0, 1]``; 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
+    :param alpha: CVaR level in ``(0, 1]``, keyword-only (``QRDQN``'s third positional argument is
+        ``learning_rate``); 1 gives QR-DQN's mean-greedy policy. ``QRDQNCVaR.load`` of a ``QRDQN``
         save gives its quantile network acting on the CVaR at ``alpha`` (0.2, or the one given to ``load``). The other
         way, ``QRDQN.load`` of a ``QRDQNCVaR`` save keeps the saved policy class, as SB3's ``load`` does: that model
         acts on the CVaR at the saved level while ``QRDQN``'s update takes the mean-greedy next action. For a plain
         QR-DQN, build a ``QRDQN`` with the same ``policy_kwargs`` and call its ``set_parameters`` on the save.
-    :param kwargs: QR-DQN's arguments (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with ``n_quantiles``...).
+    :param kwargs: QR-DQN's arguments, by keyword (``learning_rate``, ``buffer_size``, ``policy_kwargs`` with
+        ``n_quantiles``...).
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -140,7 +142,9 @@ class QRDQNCVaR(QRDQN):
         "MultiInputPolicy": CVaRQRDQNMultiInputPolicy,
     }
 
-    def __init__(self, policy: str | type[QRDQNPolicy], env: AgentEnv | str, alpha: float = 0.2, **kwargs: Any) -> None:
+    def __init__(
+        self, policy: str | type[QRDQNPolicy], env: AgentEnv | str, *, alpha: float = 0.2, **kwargs: Any
+    ) -> None:
         policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
         if "cvar_alpha" in policy_kwargs and policy_kwargs["cvar_alpha"] != alpha:
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
