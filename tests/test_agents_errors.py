@@ -337,7 +337,7 @@ def test_a_rollout_that_outgrows_the_budget_warns_while_it_runs(algo: type, monk
         message
     )
     assert message.endswith("the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, "
-                            "max_episode_steps=...)) or lower n_episodes")  # fmt: skip
+                            "max_episode_steps=...)) or lower n_episodes (k < n_episodes)")  # fmt: skip
     assert model.num_timesteps == 800  # the rollout went on to its end
 
     # An env with a time limit gets the other fix; a fresh learn call counts its own budget, and a call that goes on

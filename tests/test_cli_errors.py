@@ -131,6 +131,16 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
     assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
 
 
+def test_an_action_space_the_algorithm_does_not_take_is_a_usage_error(capsys):
+    """train --algo maskable_ppo --env Hopper-v5 (Box actions, as every continuous-control env) ended in a traceback of
+    SB3's AssertionError that the algorithm takes only Discrete, MultiDiscrete and MultiBinary actions."""
+    argv = ["train", "--algo", "maskable_ppo", "--env", "Pendulum-v1", "--objective", "cvar0.2", "--timesteps", "10"]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: OrderGradMaskablePPO cannot train on Pendulum-v1: ")
+    assert "as action spaces but Box(-2.0, 2.0, (1,), float32) was provided" in err
+
+
 def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monkeypatch, capsys):
     """A registered Gymnasium id whose env module needs a package that is not installed (MuJoCo's
     InvertedPendulum-v5, flax's phys2d/CartPole-v1) ended train and evaluate in a raw traceback of the import."""

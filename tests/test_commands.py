@@ -688,6 +688,37 @@ def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsy
     assert "--env-kwargs: max_episode_steps is given twice" in capsys.readouterr().err
 
 
+def test_env_kwargs_an_env_with_kwargs_refuses_are_named_with_the_closest(monkeypatch, capsys):
+    """MuJoCo's envs take **kwargs, which they pass to MujocoEnv: --env-kwargs healthy_rewad=1 on Hopper-v5 (or
+    gym.make's max_episode_step=5) got only Gymnasium's "MujocoEnv.__init__() got an unexpected keyword argument",
+    where every other env's typo is named with the argument meant. The bases' arguments give the hint; the env still
+    refuses."""
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    class Base(gym.Env):  # as MujocoEnv: the arguments its subclasses pass on
+        observation_space, action_space = spaces.Box(-1.0, 1.0, (1,)), spaces.Discrete(2)
+
+        def __init__(self, frame_skip: int = 4) -> None:
+            self.frame_skip = frame_skip
+
+    class Hopping(Base):  # as HopperEnv
+        def __init__(self, healthy_reward: float = 1.0, **kwargs) -> None:
+            super().__init__(**kwargs)
+
+    monkeypatch.setitem(gym.registry, "Hopping-v0", gym.envs.registration.EnvSpec("Hopping-v0", entry_point=Hopping))
+    argv = ["train", "--algo", "ppo", "--env", "Hopping-v0", "--objective", "mean", "--timesteps", "1", "--quiet"]
+    for key, meant in [("healthy_rewad", "healthy_reward"), ("frame_skp", "frame_skip"),
+                       ("max_episode_step", "max_episode_steps")]:  # fmt: skip
+        assert main([*argv, "--env-kwargs", f"{key}=5"]) == 2
+        err = capsys.readouterr().err
+        assert f"--env-kwargs: cannot make Hopping-v0 with env arguments {{'{key}': 5}}: " in err
+        assert err.rstrip().endswith(f"(did you mean {meant}?)"), err
+    assert main([*argv, "--env-kwargs", "zzz=5"]) == 2
+    err = capsys.readouterr().err
+    assert "unexpected keyword argument 'zzz'" in err and "did you mean" not in err
+
+
 def test_train_checks_its_new_options_before_training(tmp_path, capsys):
     bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--timesteps", "8", "--quiet"]
     for extra, message in [

@@ -990,6 +990,28 @@ def test_few_updates_count_the_env_steps_of_every_env():
     assert model._n_updates // model.n_epochs == 4
 
 
+def test_few_updates_with_as_many_envs_as_episodes_name_fewer_envs_as_the_fix():
+    """32 HalfCheetah-v5 envs (1000-step episodes) for the default 32 episodes, halved to 16 by a learn(200_000): each
+    rollout took 32 x 1000 env steps, and the warnings told the user to lower n_episodes, which cannot shorten a
+    rollout whose envs all step until its last episode ends; fewer envs can. More episodes than envs keep the advice."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    def few_updates(n_envs: int, n_episodes: int) -> str:
+        env = make_vec_env("Pendulum-v1", n_envs=n_envs, seed=0)  # 200-step episodes, truncated only
+        with pytest.warns(UserWarning, match="leaves about .* updates") as records:
+            OrderGradPPO("MlpPolicy", env, objective="cvar0.2", n_episodes=n_episodes, n_epochs=1).learn(400)
+        (message,) = [str(r.message) for r in records if "leaves about" in str(r.message)]
+        return message
+
+    for n_envs, n_episodes in [(4, 4), (4, 2)]:
+        message = few_updates(n_envs, n_episodes)
+        assert message.endswith(
+            f"use fewer envs (all {n_envs} step until the rollout's last episode ends: fewer episodes would not "
+            "shorten it) or raise total_timesteps"
+        ), message
+    assert few_updates(2, 4).endswith("lower n_episodes (k < n_episodes) or raise total_timesteps")
+
+
 def test_more_envs_than_episodes_warn_that_the_extra_envs_store_nothing():
     """SB3's make_vec_env(n_envs=64) with a default of 16 episodes per rollout (CartPole-v1 below 128k steps): the 48
     envs beyond the first 16 start no kept episode, and 89% of the env steps of a learn(30_000) went unstored, in

@@ -344,13 +344,12 @@ def check_fits(model: Any, venv: Any, env_id: str) -> None:
 MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
 
 
-def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: str = "--env-kwargs") -> None:
-    """The keys of ``env_kwargs`` against the arguments of ``env_id``'s constructor and ``gym.make``'s
-    (:data:`MAKE_KWARGS`); an env whose constructor takes ``**kwargs`` is left to refuse its own.
-
-    :raises CommandError: a key neither takes, named with the closest argument and the list of them.
+def accepted_env_arguments(env_id: str) -> tuple[list[str], bool]:
+    """The keyword arguments ``gym.make(env_id, ...)`` takes: its constructor's and ``gym.make``'s own
+    (:data:`MAKE_KWARGS`), and whether that is all of them. A class whose ``__init__`` takes ``**kwargs`` adds the
+    arguments of its bases' ``__init__`` in MRO order up to one that takes none (MuJoCo's ``HopperEnv`` passes its
+    ``**kwargs`` to ``MujocoEnv``), which are not known to be all: such an env refuses its own.
     """
-    import difflib
     import inspect
 
     from gymnasium.envs.registration import load_env_creator
@@ -359,18 +358,45 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: 
 
     entry_point = env_spec(env_id).entry_point
     creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-    try:
-        parameters = list(inspect.signature(creator).parameters.values())
-    except (TypeError, ValueError):  # no entry point, or a signature inspect cannot read
-        return
-    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-        return
+    is_class = isinstance(creator, type)
+    inits = (
+        [cls.__dict__["__init__"] for cls in creator.__mro__ if "__init__" in cls.__dict__] if is_class else [creator]
+    )
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    accepted = [parameter.name for parameter in parameters if parameter.kind in keyword] + list(MAKE_KWARGS)
+    names: list[str] = []
+    for i, init in enumerate(inits):
+        try:
+            parameters = list(inspect.signature(init).parameters.values())[int(is_class) :]  # without self
+        except (TypeError, ValueError):  # no entry point, or a signature inspect cannot read
+            return names + list(MAKE_KWARGS), False
+        names += [
+            parameter.name for parameter in parameters if parameter.kind in keyword and parameter.name not in names
+        ]
+        if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+            return names + list(MAKE_KWARGS), i == 0
+    return names + list(MAKE_KWARGS), False
+
+
+def closest_argument(key: str, accepted: list[str]) -> str:
+    """`` (did you mean <argument>?)`` for the argument of ``accepted`` closest to ``key``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(key, accepted, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: str = "--env-kwargs") -> None:
+    """The keys of ``env_kwargs`` against the arguments of ``env_id``'s constructor and ``gym.make``'s
+    (:func:`accepted_env_arguments`); an env whose constructor takes ``**kwargs`` is left to refuse its own.
+
+    :raises CommandError: a key neither takes, named with the closest argument and the list of them.
+    """
+    accepted, complete = accepted_env_arguments(env_id)
+    if not complete:
+        return
     for key in env_kwargs or {}:
         if key not in accepted:
-            close = difflib.get_close_matches(key, accepted, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = closest_argument(key, accepted)
             raise CommandError(f"{option}: {env_id} takes no argument {key!r}{hint}; it takes {', '.join(accepted)}")
 
 
@@ -409,7 +435,13 @@ def make_env(
             return gym.make(env_id, **(env_kwargs or {}))
         return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
     except (TypeError, ValueError) as err:
-        raise CommandError(f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}") from err
+        # An env taking **kwargs refuses its own (MuJoCo's: "MujocoEnv.__init__() got an unexpected keyword argument");
+        # name the closest argument it does take, as check_env_kwargs names it for the others.
+        refused = [key for key in env_kwargs or {} if f"unexpected keyword argument {key!r}" in str(err)]
+        hint = closest_argument(refused[0], accepted_env_arguments(env_id)[0]) if refused else ""
+        raise CommandError(
+            f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}{hint}"
+        ) from err
 
 
 def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:

@@ -142,7 +142,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``;
         its ``normalize`` wraps the model's env in ``VecNormalize`` (:func:`vec_normalize_kwargs`).
     :raises CommandError: unknown env or device, bad hyperparameters, arguments the algorithm rejects, an env
-        whose spaces SB3 has no policy for, or a ``normalize`` that ``VecNormalize`` refuses for the env.
+        whose spaces SB3 has no policy for or the algorithm does not take, or a ``normalize`` that ``VecNormalize``
+        refuses for the env.
     """
     cls = algorithm_class(settings.algo)
     hparams = dict(hparams or {})
@@ -171,7 +172,9 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     except (ValueError, TypeError, KeyError) as err:
         # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
-    except NotImplementedError as err:  # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple)
+    except (NotImplementedError, AssertionError) as err:
+        # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple), or asserts the algorithm does not take
+        # (MaskablePPO's on Hopper-v5's Box actions, an action Box without bounds)
         raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
     normalize = vec_normalize_kwargs(None if entry is None else entry.normalize, model, hparams)

@@ -1487,16 +1487,28 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if episode_limit(self.env) is None:  # type: ignore[attr-defined]
             fix = (
                 "the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, max_episode_steps=...)) "
-                "or lower n_episodes"
+                f"or {self._shorter_rollout()}"
             )
         else:
-            fix = "lower n_episodes or raise total_timesteps"
+            fix = f"{self._shorter_rollout()} or raise total_timesteps"
         warnings.warn(
             f"{type(self).__name__}: the first rollout has taken {steps:,} env steps (total_timesteps left "
             f"{left:,} to this learn call), and {ended} of its {self.n_episodes} episodes have ended{pace}. "
             f"A rollout lasts until all {self.n_episodes} episodes end: {fix}",
             UserWarning,
             stacklevel=user_stacklevel(),
+        )
+
+    def _shorter_rollout(self) -> str:
+        """How the budget warnings tell the user to make a rollout take fewer env steps: fewer episodes while there are
+        more episodes than envs; else fewer envs, since every env steps until the rollout's last episode ends, so that
+        a rollout of ``n_episodes <= n_envs`` episodes of equal length takes ``n_envs`` times that length whatever
+        ``n_episodes`` is (64 CartPole-v1 envs for 16 or for 32 episodes)."""
+        if self.n_envs < self.n_episodes:
+            return "lower n_episodes (k < n_episodes)"
+        return (
+            f"use fewer envs (all {self.n_envs} step until the rollout's last episode ends: fewer episodes would not "
+            "shorten it)"
         )
 
     def _warn_after_first_rollout(self, buffer: EpisodicRolloutBuffer, taken: int) -> None:
@@ -1535,7 +1547,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
                 f"{buffer.episode_lengths.mean():.0f} steps on average{more}), so total_timesteps leaves about "
-                f"{updates:.1f} updates (fewer than {FEW_UPDATES}): lower n_episodes (k < n_episodes) or raise "
+                f"{updates:.1f} updates (fewer than {FEW_UPDATES}): {self._shorter_rollout()} or raise "
                 "total_timesteps",
                 UserWarning,
                 stacklevel=user_stacklevel(),
