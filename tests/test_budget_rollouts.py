@@ -176,3 +176,16 @@ def test_a_minibatch_given_at_load_stays_when_the_first_learn_sizes_the_rollout(
     default = OrderGradPPO.load(tmp_path / "fresh", env=usage_line().env)  # none given: the size's default
     default.learn(1_500, callback=StopAtOnce())
     assert (default.n_episodes, default.batch_size) == (16, 64)
+
+
+def test_the_halving_stops_at_the_number_of_envs():
+    # Every env steps until the rollout's last episode ends: 16 episodes on 32 envs take 32 episodes' steps and keep 16.
+    assert budget_n_episodes(32, 100_000, 500, n_envs=32) == 32
+    assert budget_n_episodes(32, 100_000, 500, n_envs=24) == 24
+    assert budget_n_episodes(256, 100_000, 30, n_envs=100) == 100  # 64 without the envs
+    assert budget_n_episodes(32, 100_000, 500, n_envs=8) == SMALL_BUDGET_N_EPISODES  # below the floor: unchanged
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model = OrderGradPPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=32, seed=0), objective="cvar0.2", seed=0)
+    model.learn(100_000, callback=StopAtOnce())
+    assert model.n_episodes == model.rollout_buffer.n_episodes == 32

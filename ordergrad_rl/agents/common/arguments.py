@@ -464,11 +464,12 @@ def sized_by_budget(objective: Objective | ChannelObjective, limit: int | None, 
     return limit is not None and group_size is None and isinstance(objective, Objective) and not objective.is_bound
 
 
-def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) -> int:
+def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None, n_envs: int = 1) -> int:
     """The episodes per rollout OrderGradPPO and the sb3-contrib variants take for their first ``learn`` call's
     ``total_timesteps`` when ``n_episodes`` was not given: ``n_episodes`` halved, not below
-    :data:`SMALL_BUDGET_N_EPISODES` (never more than ``n_episodes``; ``n_episodes`` without a known limit), until the
-    budget holds this many rollouts at the episode ``limit``:
+    :data:`SMALL_BUDGET_N_EPISODES` nor ``n_envs`` (never more than ``n_episodes``; ``n_episodes`` without a known
+    limit), until the budget holds this many rollouts at the episode ``limit``. Not below ``n_envs`` because every
+    env steps until the rollout's last episode ends: 16 episodes on 32 envs take the steps of 32 and keep half.
 
     - on long episodes (``limit`` above :data:`LONG_EPISODE_STEPS`) :data:`SMALL_BUDGET_ROLLOUTS`: with 32 episodes,
       16 below 128k steps at a limit of 500 (CartPole-v1, Acrobot-v1), below 256k at 1000 (LunarLander-v3);
@@ -479,8 +480,9 @@ def budget_n_episodes(n_episodes: int, total_timesteps: int, limit: int | None) 
         return n_episodes
     # One rule, two thresholds: long episodes' default (32) reaches the floor (16) in one halving.
     rollouts = SMALL_BUDGET_ROLLOUTS if limit > LONG_EPISODE_STEPS else SHORT_BUDGET_ROLLOUTS
-    while n_episodes > SMALL_BUDGET_N_EPISODES and total_timesteps < rollouts * n_episodes * limit:
-        n_episodes = max(n_episodes // 2, SMALL_BUDGET_N_EPISODES)
+    floor = max(SMALL_BUDGET_N_EPISODES, n_envs)
+    while n_episodes > floor and total_timesteps < rollouts * n_episodes * limit:
+        n_episodes = max(n_episodes // 2, floor)
     return n_episodes
 
 

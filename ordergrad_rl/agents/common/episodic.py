@@ -1425,7 +1425,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         ``k`` rebound to ``n_episodes // 2``; else ``n_episodes`` and ``objective`` as they are. Changes nothing."""
         if not getattr(self, "n_episodes_by_budget", False):
             return self.n_episodes, self.objective  # type: ignore[return-value]
-        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, episode_limit(self.env))  # type: ignore[attr-defined]
+        limit = episode_limit(self.env)  # type: ignore[attr-defined]
+        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, limit, self.n_envs)  # type: ignore[attr-defined]
         if n_episodes == self.n_episodes:
             return n_episodes, self.objective  # type: ignore[return-value]
         return n_episodes, self.objective.bind(n_episodes // 2)  # type: ignore[union-attr]
