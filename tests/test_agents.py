@@ -215,6 +215,19 @@ def test_a_space_sb3_cannot_build_a_policy_for_is_refused(cls, case: str, messag
         model.learn(8)
 
 
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_a_tuple_observation_space_is_refused_with_the_wrapper_that_flattens_it(cls) -> None:
+    """Blackjack-v1's ``Tuple`` observations: SB3's ``NotImplementedError`` and message, from inside its rollout
+    buffer, named the space but not the way out; the wrapper it names trains."""
+    with pytest.raises(
+        NotImplementedError,
+        match=r"Tuple\(Discrete\(32\).* observation space is not supported: .*"
+        r"FlattenObservation",
+    ):
+        cls("MlpPolicy", gym.make("Blackjack-v1"), objective="cvar0.2")
+    cls("MlpPolicy", gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), n_episodes=4).learn(8)
+
+
 def test_ppo_specific_construction_errors() -> None:
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)

@@ -48,12 +48,20 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
     num_classes"), a negative start at its first negative one. A ``MultiDiscrete([[2, 3], [2, 2]])`` failed inside
     SB3 or torch while the policy was built, a ``Box`` of shape ``()`` inside torch's ``Flatten`` at the first
     step. Refused before the first step instead.
+
+    A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
+    makes it one SB3 takes.
     """
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
             check_observation_space(space, f"{key}[{name!r}]")
         return
     flatten = "gymnasium.wrappers.FlattenObservation"
+    if isinstance(observation_space, spaces.Tuple):
+        raise NotImplementedError(
+            f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
+            "spaces, as Blackjack-v1's, becomes their one-hot codes)"
+        )
     check_multi_discrete_shape(observation_space, f"observation space{key}", flatten)
     if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
         raise ValueError(
