@@ -170,6 +170,64 @@ def test_an_observation_space_not_starting_at_0_is_refused(cls, multi: bool) -> 
         cls(policy, _ShiftedObservations(multi), objective="cvar0.2")
 
 
+class _UnflattenedSpaces(_ShiftedActions):
+    """Actions or observations of a space SB3 cannot build a policy for, as ``case`` names it."""
+
+    def __init__(self, case: str) -> None:
+        super().__init__()
+        grid = gym.spaces.MultiDiscrete([[2, 3], [2, 2]])
+        self.action_space = grid if case == "actions" else gym.spaces.Discrete(2)
+        if case == "observations":
+            self.observation_space = grid
+        elif case == "dict":
+            self.observation_space = gym.spaces.Dict({"cells": grid})
+        elif case == "scalar":
+            self.observation_space = gym.spaces.Box(-1.0, 1.0, (), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        return self.observation_space.sample(), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("actions", r"action space is a MultiDiscrete with nvec \[\[2, 3\], \[2, 2\]\] .*one-dimensional nvec only"),
+        ("observations", r"observation space is a MultiDiscrete .*one-dimensional nvec only.*FlattenObservation"),
+        ("dict", r"observation space\['cells'\] is a MultiDiscrete .*one-dimensional nvec only"),
+        ("scalar", r"observation space Box.* has shape \(\).*FlattenObservation"),
+    ],
+)
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_a_space_sb3_cannot_build_a_policy_for_is_refused(cls, case: str, message: str) -> None:
+    """SB3 (and so the agents) failed inside torch on these: a two-dimensional ``MultiDiscrete`` while building the
+    policy ("empty(): argument 'size' ... must be tuple of ints", or "The truth value of an array ... is ambiguous"),
+    a ``Box`` of shape ``()`` in torch's ``Flatten`` at the first step. Refused at construction, naming the space
+    and the wrapper that flattens it, which then trains."""
+    policy = "MultiInputPolicy" if case == "dict" else "MlpPolicy"
+    with pytest.raises(ValueError, match=message):
+        cls(policy, _UnflattenedSpaces(case), objective="cvar0.2")
+    if case in ("observations", "scalar"):
+        model = cls("MlpPolicy", gym.wrappers.FlattenObservation(_UnflattenedSpaces(case)), n_episodes=4)
+        model.learn(8)
+
+
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_a_tuple_observation_space_is_refused_with_the_wrapper_that_flattens_it(cls) -> None:
+    """Blackjack-v1's ``Tuple`` observations: SB3's ``NotImplementedError`` and message, from inside its rollout
+    buffer, named the space but not the way out; the wrapper it names trains."""
+    with pytest.raises(
+        NotImplementedError,
+        match=r"Tuple\(Discrete\(32\).* observation space is not supported: .*"
+        r"FlattenObservation",
+    ):
+        cls("MlpPolicy", gym.make("Blackjack-v1"), objective="cvar0.2")
+    cls("MlpPolicy", gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), n_episodes=4).learn(8)
+
+
 def test_ppo_specific_construction_errors() -> None:
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)

@@ -20,7 +20,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
-from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
+from ordergrad_rl.agents.common.checks import check_action_space, check_observation_space
 from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, wrap_env
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
@@ -379,8 +379,8 @@ class OrderGradAlgorithmMixin:
         return wrap_env(env, verbose, monitor_wrapper)
 
     def _setup_model(self) -> None:
-        check_action_start(self.action_space)  # type: ignore[attr-defined]
-        check_observation_start(self.observation_space)  # type: ignore[attr-defined]
+        check_action_space(self.action_space)  # type: ignore[attr-defined]
+        check_observation_space(self.observation_space)  # type: ignore[attr-defined]
         super()._setup_model()  # type: ignore[misc]
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:

@@ -1,7 +1,7 @@
 """Finite-step checks of the OrderGrad agents: a clear error at the step where an env returns a NaN or infinite
 observation or reward, instead of a failure deep inside SB3 or torch later; the action spaces SB3's policies
-would act in wrongly and the observation spaces SB3 encodes wrongly; and reward normalizations whose running scale
-changes the ranks of the returns.
+would act in wrongly and the observation spaces SB3 encodes wrongly, or either of them that SB3 cannot build a
+policy for; and reward normalizations whose running scale changes the ranks of the returns.
 """
 
 from __future__ import annotations
@@ -19,13 +19,18 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 from ordergrad_rl.common.warning_util import user_stacklevel
 
 
-def check_action_start(action_space: spaces.Space) -> None:
-    """``ValueError`` for a ``Discrete`` or ``MultiDiscrete`` action space whose ``start`` is not 0.
+def check_action_space(action_space: spaces.Space) -> None:
+    """``ValueError`` for an action space SB3's policies act in wrongly or cannot be built for: a ``Discrete`` or
+    ``MultiDiscrete`` whose ``start`` is not 0, a ``MultiDiscrete`` whose ``nvec`` has more than one dimension.
 
     SB3's categorical policies draw actions ``0 .. n-1`` whatever the space's ``start``, so an env with
     ``Discrete(3, start=-1)`` would be sent 2 for an action it does not have and never -1 (SB3's env checker only
-    warns). Refused before the first step instead.
+    warns). A ``MultiDiscrete([[2, 3], [2, 2]])`` failed inside torch while the policy was built ("empty(): argument
+    'size' ... must be tuple of ints"). Refused before the first step instead.
     """
+    check_multi_discrete_shape(
+        action_space, "action space", "a gymnasium.ActionWrapper reshaping the actions of MultiDiscrete(nvec.flatten())"
+    )
     if isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(action_space.start != 0):
         raise ValueError(
             f"the env's action space {action_space} starts at {np.asarray(action_space.start).tolist()}, but SB3's "
@@ -33,23 +38,55 @@ def check_action_start(action_space: spaces.Space) -> None:
         )
 
 
-def check_observation_start(observation_space: spaces.Space, key: str = "") -> None:
-    """``ValueError`` for a ``Discrete`` or ``MultiDiscrete`` observation space (or one inside a ``Dict``) whose
-    ``start`` is not 0.
+def check_observation_space(observation_space: spaces.Space, key: str = "") -> None:
+    """``ValueError`` for an observation space (or one inside a ``Dict``) SB3 encodes wrongly or cannot build a
+    network for: a ``Discrete`` or ``MultiDiscrete`` whose ``start`` is not 0, a ``MultiDiscrete`` whose ``nvec`` has
+    more than one dimension, a ``Box`` of shape ``()``.
 
     SB3 one-hot encodes such observations as ``0 .. n-1`` whatever the space's ``start``, so ``Discrete(5, start=1)``
     trains until the env first shows 5 and then fails inside torch ("Class values must be smaller than
-    num_classes"), a negative start at its first negative one. Refused before the first step instead.
+    num_classes"), a negative start at its first negative one. A ``MultiDiscrete([[2, 3], [2, 2]])`` failed inside
+    SB3 or torch while the policy was built, a ``Box`` of shape ``()`` inside torch's ``Flatten`` at the first
+    step. Refused before the first step instead.
+
+    A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
+    makes it one SB3 takes.
     """
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
-            check_observation_start(space, f"{key}[{name!r}]")
+            check_observation_space(space, f"{key}[{name!r}]")
         return
+    flatten = "gymnasium.wrappers.FlattenObservation"
+    if isinstance(observation_space, spaces.Tuple):
+        raise NotImplementedError(
+            f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
+            "spaces, as Blackjack-v1's, becomes their one-hot codes)"
+        )
+    check_multi_discrete_shape(observation_space, f"observation space{key}", flatten)
+    if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
+        raise ValueError(
+            f"the env's observation space{key} {observation_space} has shape (), which SB3's policies cannot "
+            f"flatten: give the observations a shape of (1,) ({flatten})"
+        )
     if isinstance(observation_space, spaces.Discrete | spaces.MultiDiscrete) and np.any(observation_space.start != 0):
         raise ValueError(
             f"the env's observation space{key} {observation_space} starts at "
             f"{np.asarray(observation_space.start).tolist()}, but SB3 one-hot encodes observations from 0: shift them "
             "to start at 0 (a gymnasium.ObservationWrapper subtracting the start)"
+        )
+
+
+def check_multi_discrete_shape(space: spaces.Space, name: str, fix: str) -> None:
+    """``ValueError`` for a ``MultiDiscrete`` ``space`` whose ``nvec`` is not one-dimensional: SB3 builds one
+    categorical per entry of a flat ``nvec`` only.
+
+    :param name: what the space is, e.g. ``"action space"``, named in the message.
+    :param fix: the wrapper that flattens it, named in the message.
+    """
+    if isinstance(space, spaces.MultiDiscrete) and space.nvec.ndim != 1:
+        raise ValueError(
+            f"the env's {name} is a MultiDiscrete with nvec {space.nvec.tolist()} of shape {space.nvec.shape}, but "
+            f"SB3's policies take a one-dimensional nvec only: flatten it ({fix})"
         )
 
 

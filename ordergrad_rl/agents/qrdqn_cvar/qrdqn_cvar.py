@@ -29,7 +29,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.checks import check_action_start, check_observation_start
+from ordergrad_rl.agents.common.checks import check_action_space, check_observation_space
 from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
 from ordergrad_rl.common.arguments import check_int
 
@@ -211,8 +211,8 @@ class QRDQNCVaR(QRDQN):
             )
         _check_level("alpha", self.alpha)  # load(path, alpha=...) sets it with no check
         self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": self.alpha}
-        check_action_start(self.action_space)  # QR-DQN sends actions 0 .. n-1 and one-hot encodes from 0
-        check_observation_start(self.observation_space)
+        check_action_space(self.action_space)  # QR-DQN sends actions 0 .. n-1 and one-hot encodes from 0
+        check_observation_space(self.observation_space)
         super()._setup_model()
 
     def learn(
