@@ -189,6 +189,14 @@ USER_SCRIPTS: dict[str, str] = {
         OrderGradREINFORCE.load("agent", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
         RiskEvalCallback(gym.make_vec("SyntheticTailRiskDeploy-v0", num_envs=16))
         """,
+    # group_advantages takes the rewards as NumPy, a torch tensor or a nested list (its docstring), but they were typed
+    # np.ndarray: a user's call with a list or a tensor failed mypy.
+    "group_advantages_take_a_list_or_a_tensor": """
+        from ordergrad_rl.integrations.advantages import group_advantages, parse_group_objective
+
+        objective = parse_group_objective("top2@4", 8)
+        print(group_advantages(objective, [[1.0], [0.0]] * 4, 8, ["correct"]))
+        """,
 }
 
 

@@ -136,7 +136,7 @@ def check_scale(objective: Objective | ChannelObjective, scale: str, names: Sequ
 
 def group_advantages(
     objective: Objective | ChannelObjective,
-    rewards: np.ndarray,
+    rewards: Any,
     group_size: int,
     names: Sequence[str],
     weights: Sequence[float] | None = None,
