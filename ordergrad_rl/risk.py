@@ -103,7 +103,7 @@ def _weighted_profile(
     with np.errstate(over="ignore"):
         total = weights.sum()
     if not np.isfinite(total):  # weights near the float limit (1e308 each): their sum overflowed, every mass was 0
-        weights = weights / weights.max()
+        weights = weights / float(weights.max())
         total = weights.sum()
     order = np.argsort(values, kind="stable")
     values, mass = values[order], weights[order] / total

@@ -28,7 +28,7 @@ def check_seed(seed: Any) -> int | None:
     """
     if seed is None:
         return None
-    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < 2**32:
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= int(seed) < 2**32:
         raise ValueError(f"seed must be None or an integer in [0, 2**32 - 1], got {seed!r}")
     return int(seed)
 
@@ -74,10 +74,10 @@ def check_schedule(name: str, value: Any, minimum: float = 0.0) -> None:
             start = value(1.0)  # as SB3 calls it when it builds the optimizer; a schedule decays from here
         except Exception:
             return  # not callable like a schedule: left to SB3, which calls it
-        if isinstance(start, Real) and not isinstance(start, bool) and not (math.isfinite(start) and start >= minimum):
+        if isinstance(start, Real) and not isinstance(start, bool) and (not math.isfinite(start) or start < minimum):
             raise ValueError(f"{name} must start at a finite number >= {minimum}, got a schedule starting at {start!r}")
         return
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ValueError(f"{name} must be a number or a schedule (callable), got {value!r}")
-    if not (math.isfinite(value) and value >= minimum):
+    if not math.isfinite(value) or value < minimum:
         raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")

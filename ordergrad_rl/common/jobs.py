@@ -334,7 +334,8 @@ class RunCache:
         if arrays is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
             partial = self.directory / f".{run_id}.{os.getpid()}.partial.npz"
-            np.savez(partial, **arrays)
+            # numpy's stub lets a name in **arrays stand for its allow_pickle flag; the names are the run's arrays.
+            np.savez(partial, **arrays)  # type: ignore[arg-type]
             partial.replace(self.directory / f"{run_id}.npz")
         return write_json(self.path(run_id), record)
 

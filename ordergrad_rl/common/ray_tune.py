@@ -176,7 +176,8 @@ def run_tune(
         )
     results = tuner.fit()
     finished, errors = [], {}
-    for result in results:
+    # A ResultGrid iterates through __getitem__ and __len__ (Ray's annotations declare no __iter__).
+    for result in results:  # type: ignore[attr-defined]
         spec = (result.config or {}).get("spec", {})  # a trial that never started has no config
         if result.error is not None:
             message = str(result.error).strip().splitlines()[-1]

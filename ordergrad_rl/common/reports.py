@@ -76,7 +76,8 @@ def format_cell(value: Any) -> str:
     """A table cell: floats with 3 significant digits, positional down to 1e-5 (``0.0000526``, like the paper's
     tables), scientific below; other values as ``str``."""
     if isinstance(value, (float, np.floating)):
-        if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):
+        # numpy's stubs type abs() of a floating[Any] as object.
+        if value != 0 and abs(value) < 1e-5 or not math.isfinite(value):  # type: ignore[operator]
             return f"{value:.2e}"
         return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
     return str(value)

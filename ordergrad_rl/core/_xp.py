@@ -59,8 +59,9 @@ def is_traced(x: Array) -> bool:
 def is_transformed(x: Array) -> bool:
     """True for an array that a function transform traces or differentiates: :func:`is_traced`, or a torch tensor
     wrapped by ``torch.func`` (``grad``, ``jvp``, ``jacrev``, ``jacfwd``, ...), whose values NumPy cannot take."""
-    torch = sys.modules.get("torch")
-    return is_traced(x) or (compat.is_torch_array(x) and torch._C._functorch.is_functorch_wrapped_tensor(x))
+    return is_traced(x) or (
+        compat.is_torch_array(x) and sys.modules["torch"]._C._functorch.is_functorch_wrapped_tensor(x)
+    )
 
 
 def _is_vmapped(x: Array) -> bool:
@@ -298,6 +299,7 @@ def stop_gradient(x: Array, xp: Any) -> Array:
 def constant(table: np.ndarray, like: Array, xp: Any, cache: dict) -> Array:
     """``table`` (float64 NumPy) as an array of ``like``'s library, dtype and device, memoized in ``cache``
     (except while JAX traces: a constant made inside a trace belongs to that trace)."""
+    key: tuple[Any, ...]
     if isinstance(like, np.ndarray):
         if like.dtype == np.float64:
             return table

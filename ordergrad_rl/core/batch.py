@@ -277,9 +277,11 @@ class OrderStatTransform:
         rs = r if scale is None else r * scale
         tables = self._array_tables(quantity, rankwise, rs, xp, alpha)
         if quantity == "advantage":
-            out = gap_scan(rs, *tables, xp, rankwise=rankwise)
+            e, u = tables
+            out = gap_scan(rs, e, u, xp, rankwise=rankwise)
         else:
-            out = scan(rs, *tables, xp, rankwise=rankwise)
+            e, f, u = tables
+            out = scan(rs, e, f, u, xp, rankwise=rankwise)
         out = _xp.tie_equalize(r, out, xp)
         what = quantity.replace("_", "-") + " values"
         if scale is not None:

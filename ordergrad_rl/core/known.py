@@ -188,6 +188,7 @@ def _known(r, p, objective: ObjectiveLike, k: Any, quantity: str, rankwise: bool
     """``quantity`` in {value, inclusion, advantage}; collapsed by the objective's weights, or rankwise."""
     if rankwise:
         obj = resolve_objective(objective, k)
+        assert obj.k is not None  # resolve_objective binds k
         end, beta, real_k = "top", None, float(obj.k)
     else:
         shape = tuple(getattr(r, "shape", np.shape(r)))

@@ -271,9 +271,13 @@ _FAMILIES: dict[str, _Family] = {
     ),
     "trimfrac": _Family(("frac", "frac"), lambda p, k: _range_mean(p[0], 1.0 - p[1], k), check=_check_trimfrac),
     # The paper authors' preset names, with their whole-rank rounding (the project's names above keep exact levels).
-    "rangelowertailmean": _Family(("frac", "frac"), lambda p, k: _authors_lower_range(*p, k), check=_check_range),
-    "rangeuppertailmean": _Family(("frac", "frac"), lambda p, k: _authors_upper_range(*p, k), check=_check_range),
-    "trimmedmeanfrac": _Family(("frac", "frac"), lambda p, k: _authors_trimmed_frac(*p, k), check=_check_range),
+    "rangelowertailmean": _Family(
+        ("frac", "frac"), lambda p, k: _authors_lower_range(p[0], p[1], k), check=_check_range
+    ),
+    "rangeuppertailmean": _Family(
+        ("frac", "frac"), lambda p, k: _authors_upper_range(p[0], p[1], k), check=_check_range
+    ),
+    "trimmedmeanfrac": _Family(("frac", "frac"), lambda p, k: _authors_trimmed_frac(p[0], p[1], k), check=_check_range),
 }
 
 # The paper's and the authors' preset names and other spellings -> canonical family.
@@ -341,11 +345,12 @@ def check_k(k: Any, *, name: str = "k") -> int:
     """``k`` as a Python int, or a ``TypeError``/``ValueError`` saying that a finite integer >= 1 is needed."""
     if isinstance(k, bool) or not isinstance(k, numbers.Real):
         raise TypeError(f"{name} must be an integer >= 1, got {k!r} of type {type(k).__name__}")
-    if not math.isfinite(k) or int(k) != k:
+    # typeshed's numbers.Real declares no __int__ (python/mypy#3186); every real number here has one.
+    if not math.isfinite(k) or int(k) != k:  # type: ignore[call-overload]
         raise ValueError(f"{name} must be a finite integer >= 1, got {k!r}")
     if k < 1:
-        raise ValueError(f"{name} must be >= 1, got {name}={int(k)}")
-    return int(k)
+        raise ValueError(f"{name} must be >= 1, got {name}={int(k)}")  # type: ignore[call-overload]
+    return int(k)  # type: ignore[call-overload]
 
 
 def real_weights(alpha: Any, name: str = "alpha") -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def scan_tables(lower, diag, upper) -> tuple:
+def scan_tables(lower, diag, upper) -> tuple[Any, Any, Any]:
     """``(E, F, U)`` such that ``scan(R, E, F, U)`` equals ``sum_{m<t} R_m L_m + R_t D_t + sum_{m>t} R_m U_m``.
 
     ``sum_{m<t} R_m L_m + R_t D_t + sum_{m>t} R_m U_m = cumsum(R (L - U))_t + R_t (D_t - L_t) + sum_m R_m U_m``.

@@ -316,6 +316,7 @@ def hypergeom_expectation(
     if route == "exact":  # X_n is deterministic: 0, or n when every item is drawn
         return np.full(M + 1, a[0]) if d == 0 else a.copy()
     if route == "poly":
+        assert poly is not None  # choose_method takes this route only with poly
         return _expectation_poly(poly, M, d)
     if route == "runs":
         return _expectation_runs(a, M, d, np.flatnonzero(a[:-1] != a[1:]))

@@ -15,7 +15,7 @@ from ordergrad_rl.envs.tabular import Outcome, TabularMDP
 MOVES: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1))
 
 
-class GridEnv(gym.Env[np.integer, np.integer]):
+class GridEnv(gym.Env[int, np.integer]):
     """A gridworld of one-character cells whose dynamics are a table of outcomes, Gymnasium's FrozenLake
     convention: ``P[state][action]`` lists the ``(probability, next_state, reward, terminated)`` outcomes.
 
@@ -25,7 +25,7 @@ class GridEnv(gym.Env[np.integer, np.integer]):
     actions are the four :data:`MOVES`. Each step draws one uniform from ``np_random``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     #: The registered time limit, the default horizon of :meth:`tabular`.
     max_episode_steps: ClassVar[int]
 
@@ -41,7 +41,8 @@ class GridEnv(gym.Env[np.integer, np.integer]):
         self.cells = "".join(layout)
         self.n_rows, self.n_cols = len(layout), len(layout[0])
         self.start_state = self.cells.index("S")
-        self.observation_space = spaces.Discrete(len(self.cells))
+        # Gymnasium types Discrete's elements np.int64; the state is an int, as in its own FrozenLake and CliffWalking.
+        self.observation_space = spaces.Discrete(len(self.cells))  # type: ignore[assignment]
         self.action_space = spaces.Discrete(len(MOVES))
         self.P = {}
         self._state = self.start_state

@@ -64,11 +64,12 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.ObservationWrapper.__init__(self, env)
         self.observation_space = spaces.Box(0.0, 1.0, env.observation_space.shape, np.float32)
-        self.metadata = {**env.metadata, "render_fps": 1000 / env.unwrapped.display_time}
+        minatar_env: Any = env.unwrapped  # MinAtar's BaseEnv: MinAtar has no type information
+        self.metadata = {**env.metadata, "render_fps": 1000 / minatar_env.display_time}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         if seed is not None:
-            minatar_env = self.unwrapped
+            minatar_env: Any = self.unwrapped
             gym.Env.reset(minatar_env, seed=seed)  # what MinAtar's reset leaves out: seeds env.np_random
             minatar_env.game.last_action = 0  # MinAtar's initial (sticky) action
         return super().reset(seed=seed, options=options)
@@ -79,7 +80,7 @@ class MinAtarFloatObservation(gym.ObservationWrapper, gym.utils.RecordConstructo
     def render(self) -> Any:
         frame = self.env.render()
         if self.render_mode == "rgb_array":
-            return np.round(frame * 255).astype(np.uint8)
+            return np.round(np.asarray(frame) * 255).astype(np.uint8)
         return frame
 
 

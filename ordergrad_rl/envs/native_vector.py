@@ -10,7 +10,7 @@ A subclass implements two hooks over the batch, :meth:`NativeVectorEnv._reset_en
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.utils.seeding import np_random
@@ -88,6 +88,11 @@ class NativeVectorEnv(VectorEnv):
     #: Step-info keys an env reports only at the last step of an episode (e.g. ``is_success``); the other step-info
     #: keys are reported at every step.
     final_step_info_keys: tuple[str, ...] = ()
+
+    if TYPE_CHECKING:
+        # The constructor each subclass defines: gym.make_vec calls a vector entry point with num_envs and the
+        # env's keyword arguments.
+        def __init__(self, num_envs: int, **kwargs: Any) -> None: ...
 
     def _init_vector(
         self,

@@ -113,10 +113,10 @@ class NativeVecEnv(VecEnv):
         ended = np.flatnonzero(done)
         if ended.size:
             final_rows = _rows({key: value for key, value in info.items() if key in final}, ended, self.num_envs)
-            for i, row in zip(ended, final_rows, strict=True):  # once per episode end
+            for i, row in zip(ended.tolist(), final_rows, strict=True):  # once per episode end
                 infos[i].update(row, terminal_observation=obs[i])
             obs, reset_info = self.vector_env._reset_envs(None, ended, None)
-            for i, row in zip(ended, _rows(reset_info, ended, self.num_envs), strict=True):
+            for i, row in zip(ended.tolist(), _rows(reset_info, ended, self.num_envs), strict=True):
                 self.reset_infos[i] = row
         return obs, reward, done, infos
 
@@ -173,8 +173,9 @@ class TailRiskVecEnv(NativeVecEnv):
     """
 
     def __init__(self, num_envs: int, **simulator_kwargs: Any) -> None:
-        super().__init__(SyntheticTailRiskVectorEnv(num_envs, **simulator_kwargs))
-        self.simulator = self.vector_env.simulator
+        vector_env = SyntheticTailRiskVectorEnv(num_envs, **simulator_kwargs)
+        super().__init__(vector_env)
+        self.simulator = vector_env.simulator
 
 
 def env_spec(env_id: str) -> EnvSpec:
@@ -206,7 +207,7 @@ def native_vector_class(env_id: str) -> type[NativeVectorEnv] | None:
     entry = spec.vector_entry_point
     if entry is None or spec.max_episode_steps is not None:
         return None
-    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    creator: object = load_env_creator(entry) if isinstance(entry, str) else entry
     return creator if isinstance(creator, type) and issubclass(creator, NativeVectorEnv) else None
 
 

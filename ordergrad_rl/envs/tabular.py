@@ -35,6 +35,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -441,11 +442,12 @@ def _csr(entries: dict[tuple[int, int], float], shape: tuple[int, int]) -> spars
 def _layers(mdp: TabularMDP) -> tuple[list[_Layer], np.ndarray]:
     """The augmented nodes reachable under any action, per time step, and the attainable returns."""
     frontier = {(int(s), 0.0) for s in np.flatnonzero(mdp.start)}
-    raw: list[tuple[list[tuple[int, float]], list[tuple[int, float, tuple[int, float] | float, bool]]]] = []
+    # Edges (row, probability, target, terminated): the target is a return if terminated, else a node (state, return).
+    raw: list[tuple[list[tuple[int, float]], list[tuple[int, float, Any, bool]]]] = []
     values: set[float] = set()
     for _ in range(mdp.horizon):
         nodes = sorted(frontier)
-        edges = []
+        edges: list[tuple[int, float, Any, bool]] = []
         frontier = set()
         for i, (s, ret) in enumerate(nodes):
             for a in range(mdp.n_actions):

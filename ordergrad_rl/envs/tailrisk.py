@@ -400,7 +400,7 @@ class TailRiskSimulator:
         return obs.copy(), reward, done, info
 
     def _scatter(
-        self, sel: np.ndarray, reward: np.ndarray, done: np.ndarray, info: dict[str, np.ndarray]
+        self, sel: slice | np.ndarray, reward: np.ndarray, done: np.ndarray, info: dict[str, np.ndarray]
     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """Expand per-stepped-env results to full ``[B, ...]`` arrays, zeros elsewhere."""
 

@@ -5,7 +5,7 @@ Both delegate every bit of dynamics to :class:`~ordergrad_rl.envs.tailrisk.TailR
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -220,8 +220,9 @@ class SyntheticTailRiskVectorEnv(NativeVectorEnv):
         self._init_vector(self.simulator.num_envs, autoreset_mode, render_mode, max_episode_steps)
 
     @property
-    def env_rngs(self) -> list[np.random.Generator]:
-        return self.simulator.rngs
+    def env_rngs(self) -> list[np.random.Generator | None]:
+        # The simulator's own list (every entry a generator), typed as the base class's: callers assign entries back.
+        return cast("list[np.random.Generator | None]", self.simulator.rngs)
 
     def _reset_envs(
         self, seed: int | list[int | None] | None, env_ids: np.ndarray | None, options: dict[str, Any] | None

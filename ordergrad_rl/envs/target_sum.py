@@ -18,7 +18,7 @@ import functools
 import inspect
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -46,13 +46,16 @@ PROMPT_LENGTH = MAX_NUMBERS + 1
 #: Observation codes: prompt slots hold token ids (0 = empty), answer slots ``N_TOKENS + token`` (0 = not written).
 N_CODES = 2 * N_TOKENS
 
+#: One token (an int) or an array of them: the token functions return the type they are given.
+_Tokens = TypeVar("_Tokens", int, np.ndarray)
 
-def number_token(value: int | np.ndarray) -> int | np.ndarray:
+
+def number_token(value: _Tokens) -> _Tokens:
     """Token id of the number ``value`` (``1 .. MAX_VALUE``)."""
     return value
 
 
-def total_token(total: int | np.ndarray) -> int | np.ndarray:
+def total_token(total: _Tokens) -> _Tokens:
     """Token id of the running total ``total`` (``1 .. MAX_TOTAL``)."""
     return MAX_VALUE + total
 

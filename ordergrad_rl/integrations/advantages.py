@@ -85,10 +85,12 @@ def parse_group_objective(
                 f"objective {str(parsed)!r} has k={k}, but the leave-one-out advantage needs k < G = num_generations "
                 f"= {group_size}: raise num_generations or lower k"
             )
-    parts = parsed.channels if isinstance(parsed, ChannelObjective) and channels is not None else ()
-    unknown = [c.name for c in parts if c.name not in channels]  # type: ignore[operator]
-    if unknown:
-        raise ValueError(f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}")
+    if isinstance(parsed, ChannelObjective) and channels is not None:
+        unknown = [c.name for c in parsed.channels if c.name not in channels]
+        if unknown:
+            raise ValueError(
+                f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}"
+            )
     return parsed
 
 
@@ -134,7 +136,7 @@ def check_scale(objective: Objective | ChannelObjective, scale: str, names: Sequ
 
 def group_advantages(
     objective: Objective | ChannelObjective,
-    rewards: np.ndarray,
+    rewards: Any,
     group_size: int,
     names: Sequence[str],
     weights: Sequence[float] | None = None,

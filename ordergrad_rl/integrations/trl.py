@@ -93,10 +93,11 @@ class OrderGradGRPOTrainer(GRPOTrainer):
             _reward_func_names(given.get("reward_funcs"), given.get("environment_factory")),
         )
         super().__init__(*args, **kwargs)
+        # TRL types num_generations (and num_generations_eval) int | None; GRPOTrainer has made both ints by now.
         self.ordergrad_objective, self.ordergrad_scale = _checked_arguments(
             objective,
             scale,
-            self.num_generations,
+            self.num_generations,  # type: ignore[arg-type]
             getattr(self, "multi_objective_aggregation", SUM_THEN_NORMALIZE),  # TRL >= 1.x
             self.scale_rewards,
             self.reward_weights.tolist(),
@@ -105,7 +106,7 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         # Evaluation measures the objective training optimizes, at its k. Groups of num_generations_eval <= k
         # (TRL allows 1) rank nothing: their advantages, which only the eval loss reads, are 0.
         k = max(objective_ks(self.ordergrad_objective))
-        if self.num_generations_eval <= k:
+        if self.num_generations_eval <= k:  # type: ignore[operator]
             warnings.warn(
                 f"num_generations_eval={self.num_generations_eval} holds no leave-one-out advantage of objective "
                 f"{str(self.ordergrad_objective)!r} (k={k}): evaluation's advantages are 0, and so is its loss",
@@ -124,7 +125,9 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         # scale, which are no GRPOConfig fields, go beside it.
         super()._save(output_dir, state_dict)
         if self.args.should_save:
-            path = os.path.join(self.args.output_dir if output_dir is None else output_dir, ORDERGRAD_ARGS_NAME)
+            # TrainingArguments types output_dir str | None, and sets it ("trainer_output" for None) after init.
+            directory = self.args.output_dir if output_dir is None else output_dir
+            path = os.path.join(directory, ORDERGRAD_ARGS_NAME)  # type: ignore[arg-type]
             with open(path, "w") as file:
                 json.dump(self.ordergrad_arguments(), file, indent=2)
 

@@ -54,7 +54,7 @@ def sample_answers(
     lengths = np.zeros(len(ids), dtype=np.int64)
     generator = th.Generator().manual_seed(seed)
     extractor = policy.pi_features_extractor
-    incremental = isinstance(extractor, TokenGRUExtractor)
+    gru = extractor if isinstance(extractor, TokenGRUExtractor) else None  # decodes the answer token by token
     for start in range(0, len(ids), batch_size):
         chunk = slice(start, min(start + batch_size, len(ids)))
         # The vector env's batch steps only the unfinished answers (no autoreset of the finished ones).
@@ -62,13 +62,15 @@ def sample_answers(
         obs = batch.reset(np.arange(batch.num_envs), ids[chunk])
         rows = np.arange(batch.num_envs)  # the unfinished answers
         with th.no_grad():
-            if incremental:
-                features, state = extractor.decode_start(th.as_tensor(obs[:, :PROMPT_LENGTH], device=policy.device))
+            if gru is not None:
+                features, state = gru.decode_start(th.as_tensor(obs[:, :PROMPT_LENGTH], device=policy.device))
             while rows.size:
-                if incremental:
+                if gru is not None:
                     logits = actor_logits(policy, features)
                 else:
-                    logits = policy.get_distribution(th.as_tensor(obs[rows], device=policy.device)).distribution.logits
+                    # SB3 types a Distribution's distribution as one or a list; TargetSum's is one Categorical.
+                    distribution = policy.get_distribution(th.as_tensor(obs[rows], device=policy.device)).distribution
+                    logits = distribution.logits  # type: ignore[union-attr]
                 actions = np.full(batch.num_envs, EOS, dtype=np.int64)
                 actions[rows] = th.multinomial(logits.softmax(dim=-1).cpu(), 1, generator=generator)[:, 0].numpy()
                 obs, reward, terminated, truncated, _ = batch.step(actions, rows)
@@ -76,11 +78,11 @@ def sample_answers(
                 success[chunk][rows[ended]] = reward[rows[ended]] > 0
                 lengths[chunk][rows[ended]] = batch.length[rows[ended]]
                 rows = rows[~ended]
-                if incremental and rows.size:
+                if gru is not None and rows.size:
                     keep = th.as_tensor(~ended, device=policy.device)
                     written = obs[rows, PROMPT_LENGTH + batch.length[rows] - 1]  # the env's code of the new token
                     state = (state[0][:, keep], state[1][keep])
-                    features, state = extractor.decode_step(state, th.as_tensor(written, device=policy.device))
+                    features, state = gru.decode_step(state, th.as_tensor(written, device=policy.device))
     return success.reshape(-1, n_samples), lengths.reshape(-1, n_samples)
 
 
