@@ -370,7 +370,8 @@ def test_the_budget_warnings_point_at_the_learn_call(algo: type, monkeypatch) ->
     assert {(record.filename, record.lineno) for record in records} == {(__file__, line)}
     with pytest.warns(UserWarning, match=r"updates \(fewer than 5\)") as records:
         algo("MlpPolicy", "CartPole-v1", n_episodes=4, k=2).learn(200)
-    assert [record.filename for record in records] == [__file__]
+    # UserWarnings only: a ResourceWarning of an object another test left open can come out of any line here (the GC)
+    assert [record.filename for record in records if issubclass(record.category, UserWarning)] == [__file__]
 
 
 def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) -> None:

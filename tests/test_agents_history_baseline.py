@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import warnings
 
 import gymnasium as gym
@@ -268,7 +269,7 @@ def test_set_parameters_of_a_save_restores_the_history_baseline(cls, tmp_path):
         model.learn(300)
     model.save(tmp_path / "model.zip")
     saved = model.history_baseline
-    for source in (tmp_path / "model.zip", str(tmp_path / "model"), open(tmp_path / "model.zip", "rb")):
+    for source in (tmp_path / "model.zip", str(tmp_path / "model"), io.BytesIO((tmp_path / "model.zip").read_bytes())):
         other = make()
         other.set_parameters(source)
         baseline = other.history_baseline

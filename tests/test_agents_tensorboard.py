@@ -465,7 +465,7 @@ def test_eval_callback_logs_the_success_rate_as_sb3(tmp_path: Path, info_keys: t
     callback = RiskEvalCallback(SuccessEnv(), n_eval_episodes=8, eval_freq=16, deterministic=False, info_keys=info_keys)
     model.learn(16, callback=callback)
     model.logger.close()
-    rates = [row["eval/success_rate"] for row in csv.DictReader(open(tmp_path / "progress.csv"))]
+    rates = [row["eval/success_rate"] for row in csv.DictReader((tmp_path / "progress.csv").read_text().splitlines())]
     assert len(callback.last_successes) == 8
     assert [float(rate) for rate in rates if rate] == [np.mean(callback.last_successes)]
     assert callback.last_successes == list(callback.last_returns == 1)
@@ -625,7 +625,7 @@ def test_train_loss_is_the_loss_the_update_minimizes(tmp_path: Path, value_basel
     )
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(16 * 3)
-    rows = [row for row in csv.DictReader(open(tmp_path / "progress.csv")) if row["train/loss"]]
+    rows = [row for row in csv.DictReader((tmp_path / "progress.csv").read_text().splitlines()) if row["train/loss"]]
     assert len(rows) == 2
     for row in rows:
         value_term = model.vf_coef * float(row["train/value_loss"]) if value_baseline is True else 0.0

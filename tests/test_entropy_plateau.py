@@ -172,7 +172,7 @@ def test_the_scale_is_logged_in_the_row_of_its_update(tmp_path):
     model._ent_coef_in_force = spy  # type: ignore[method-assign]
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(2_000, log_interval=1)
-    rows = list(csv.DictReader((tmp_path / "progress.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").read_text().splitlines()))
     # The row of update i is dumped after rollout i + 1 (SB3's order), the last update's never.
     assert rows[0]["train/ent_coef"] == rows[0]["train/entropy_scale"] == ""
     logged = np.array([[float(row["train/ent_coef"]), float(row["train/entropy_scale"])] for row in rows[1:]])

@@ -291,7 +291,7 @@ def test_risk_profile_is_of_the_monitor_returns_of_the_episodes_ended_in_the_rol
     model.set_logger(configure(str(tmp_path), ["csv"]))
     ended = _EndedReturns()
     model.learn(256, callback=ended)
-    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").read_text().splitlines()))
     assert len(rows) == len(ended.rollouts) == 2 and "risk/objective" not in rows[0]
     for row, returns in zip(rows, ended.rollouts, strict=True):
         for key, value in risk_profile(returns).items():

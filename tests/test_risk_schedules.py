@@ -158,7 +158,7 @@ def test_agent_logs_the_level_once_the_schedule_reaches_a_min_max_or_median_targ
     )
     model.set_logger(configure(str(tmp_path), ["csv"]))
     model.learn(16 * 6)
-    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    rows = list(csv.DictReader((tmp_path / "progress.csv").read_text().splitlines()))
     assert [float(row["risk/schedule"]) for row in rows][-2:] == [1.0, 1.0]
     assert [row["risk/level"] for row in rows][-2:] == [str(level_in_force(model.objective, None))] * 2
 
