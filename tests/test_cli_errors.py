@@ -142,6 +142,7 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
     err = capsys.readouterr().err
     assert err.startswith("ordergrad-rl train: error: ") and "Blackjack-v1" in err
     assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
+    assert "train makes the env in the wrappers of the env_wrapper of its --conf-file entry" in err  # the way to
 
 
 def test_an_action_space_the_algorithm_does_not_take_is_a_usage_error(capsys):
