@@ -373,6 +373,15 @@ def test_train_normalizes_as_rl_zoo_and_evaluate_and_trained_agent_load_the_stat
     assert going_on.training and not going_on.norm_reward and going_on.obs_rms.count > trained.obs_rms.count
     capsys.readouterr()
 
+    # A model without VecNormalize saved at the same path: its evaluation normalized with the statistics left there.
+    again = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8",
+             "--n-episodes", "2", "--quiet", "--conf-file", "none", "--save", str(tmp_path / "plain")]  # fmt: skip
+    assert main(again) == 0 and main([*base, "--objective", "mean", "--save", str(tmp_path / "plain")]) == 0
+    assert (tmp_path / "plain" / "vecnormalize.pkl").is_file()
+    assert main(again) == 0
+    assert not (tmp_path / "plain" / "vecnormalize.pkl").exists()
+    capsys.readouterr()
+
     statistics.unlink()  # the save records that its policy acts on normalized observations
     for command in (["evaluate", str(save), "--env", "CartPole-v1", "--quiet"], more):
         assert main(command) == 2

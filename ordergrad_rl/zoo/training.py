@@ -324,14 +324,18 @@ def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> P
     ``evaluate`` and ``--trained-agent`` load them; so too the ``env_wrapper`` its envs were made in
     (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``).
 
+    A model without ``VecNormalize`` removes the statistics an earlier model saved at ``path`` left there, which
+    ``evaluate`` would otherwise normalize its observations with.
+
     :return: the statistics' file, or ``None`` for an env without ``VecNormalize``.
     """
     model.save(path)
     save_env_wrapper(path, env_wrapper)
     normalize = model.get_vec_normalize_env()
-    if normalize is None:
-        return None
     file = vec_normalize_file(path)
+    if normalize is None:
+        file.unlink(missing_ok=True)
+        return None
     file.parent.mkdir(parents=True, exist_ok=True)
     normalize.save(str(file))
     return file
