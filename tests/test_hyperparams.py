@@ -624,6 +624,18 @@ def test_train_in_an_env_wrapper_and_evaluate_compare_and_trained_agent_make_the
     assert not (tmp_path / "models" / "blackjack" / "env_wrapper.yml").exists()  # not CartPole's wrapper
 
 
+def test_a_wrapper_that_refuses_the_env_is_a_usage_error_under_subproc_too(tmp_path, capsys):
+    """``--vec-env subproc``: a wrapper's refusal was a traceback of every worker, then ``ConnectionResetError``."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("Blackjack-v1:\n  env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_steps: -3}}]\n")
+    argv = ["train", "--algo", "ppo", "--env", "Blackjack-v1", "--objective", "cvar0.25", "--timesteps", "8",
+            "--quiet", "--conf-file", str(conf), "--vec-env", "subproc", "--n-envs", "2"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: ") and "Traceback" not in err
+    assert "conf.yml: Blackjack-v1: env_wrapper: gymnasium.wrappers.TimeLimit(max_episode_steps=-3) cannot wrap" in err
+
+
 def test_an_entrys_env_wrappers_take_keyword_arguments_innermost_first(tmp_path, capsys, monkeypatch):
     """rl-zoo3's list form, ``{path: kwargs}`` in place of a path: the first wrapper is the innermost, all outside
     the Monitor (SB3's ``make_vec_env(wrapper_class=...)``), each with its keyword arguments."""

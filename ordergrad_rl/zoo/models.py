@@ -620,7 +620,7 @@ def subproc_env(
     a ``module:EnvId-v0``'s module, the user's script), while the spec's entry point imports what the env needs.
 
     :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
-        would step env by env.
+        would step env by env; a wrapper that refuses the env (:func:`wrap_env`, tried once in this process).
     """
     import functools
 
@@ -635,6 +635,8 @@ def subproc_env(
             "process per env; use --vec-env dummy"
         )
     make = functools.partial(make_from_spec, env_spec(env_id))
+    if env_wrapper:  # a wrapper's refusal of the env here, not as a traceback of each worker
+        wrap_env(make(**(env_kwargs or {})), env_wrapper).close()
     wrapper_class = env_wrapper_class(env_wrapper)
     return make_vec_env(
         make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv, wrapper_class=wrapper_class
