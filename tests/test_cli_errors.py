@@ -92,6 +92,19 @@ def test_file_option_errors_say_what_to_give(tmp_path, monkeypatch, capsys):
     assert "ends in a separator, so it names a directory" in capsys.readouterr().err
 
 
+def test_save_takes_the_name_of_a_model_saved_with_its_folder_beside_it(tmp_path, monkeypatch, capsys):
+    """``train --save models/cart`` of a run with ``normalize`` writes ``models/cart.zip`` beside the folder
+    ``models/cart/`` (rl-zoo3's layout, the VecNormalize statistics in it): running the same command again was
+    refused ("--save models/cart is a directory"). A directory without ``<name>.zip`` beside it still is."""
+    monkeypatch.setattr(train, "run", lambda args: 0)
+    save = tmp_path / "models" / "cart"
+    save.mkdir(parents=True)
+    assert main([*TRAIN, "--save", str(save)]) == 2
+    assert "is a directory; give a file path such as" in capsys.readouterr().err
+    (tmp_path / "models" / "cart.zip").write_bytes(b"")
+    assert main([*TRAIN, "--save", str(save)]) == 0, capsys.readouterr().err
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write to read-only directories")
 def test_unwritable_directory_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(train, "run", _no_work)
@@ -129,6 +142,7 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
     err = capsys.readouterr().err
     assert err.startswith("ordergrad-rl train: error: ") and "Blackjack-v1" in err
     assert "Tuple(Discrete(32), Discrete(11), Discrete(2)) observation space is not supported" in err
+    assert "train makes the env in the wrappers of the env_wrapper of its --conf-file entry" in err  # the way to
 
 
 def test_an_action_space_the_algorithm_does_not_take_is_a_usage_error(capsys):

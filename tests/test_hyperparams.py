@@ -183,6 +183,33 @@ def test_an_entry_may_set_env_kwargs_and_the_option_wins(tmp_path, capsys, monke
         ),
         ("normalize: 1", "conf.yml: RiskyBandit-v0: normalize: expected true, false or a mapping"),
         (
+            "env_wrapper: gymnasium.wrappers.FlattenObservations",
+            "conf.yml: RiskyBandit-v0: env_wrapper: gymnasium.wrappers.FlattenObservations: gymnasium.wrappers has no "
+            "wrapper 'FlattenObservations' (did you mean FlattenObservation?)",
+        ),
+        (
+            "env_wrapper: gymnasium.wrapper.FlattenObservation",
+            "conf.yml: RiskyBandit-v0: env_wrapper: gymnasium.wrapper.FlattenObservation: cannot import "
+            "gymnasium.wrapper",
+        ),
+        ("env_wrapper: FlattenObservation", "conf.yml: RiskyBandit-v0: env_wrapper: expected the dotted path"),
+        ("env_wrapper: [3]", "conf.yml: RiskyBandit-v0: env_wrapper: expected the dotted path of a wrapper"),
+        (
+            "env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_step: 20}}]",
+            "conf.yml: RiskyBandit-v0: env_wrapper: gymnasium.wrappers.TimeLimit: got an unexpected keyword argument "
+            "'max_episode_step'",
+        ),
+        (
+            "env_wrapper: gymnasium.wrappers.TimeLimit",
+            "conf.yml: RiskyBandit-v0: env_wrapper: gymnasium.wrappers.TimeLimit: missing a required argument: "
+            "'max_episode_steps'",
+        ),
+        (
+            "env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_steps: -3}}]",
+            "conf.yml: RiskyBandit-v0: env_wrapper: gymnasium.wrappers.TimeLimit(max_episode_steps=-3) cannot wrap "
+            "RiskyBandit-v0: Expect the `max_episode_steps` to be positive",
+        ),
+        (
             "normalize_kwargs: {norm_reward: false}",
             "normalize_kwargs: rl-zoo3's normalize_kwargs is not a hyperparameter; give VecNormalize's arguments as "
             "the normalize mapping",
@@ -344,6 +371,15 @@ def test_train_normalizes_as_rl_zoo_and_evaluate_and_trained_agent_load_the_stat
     assert main(more) == 0
     going_on = loaded[-1].get_vec_normalize_env()
     assert going_on.training and not going_on.norm_reward and going_on.obs_rms.count > trained.obs_rms.count
+    capsys.readouterr()
+
+    # A model without VecNormalize saved at the same path: its evaluation normalized with the statistics left there.
+    again = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8",
+             "--n-episodes", "2", "--quiet", "--conf-file", "none", "--save", str(tmp_path / "plain")]  # fmt: skip
+    assert main(again) == 0 and main([*base, "--objective", "mean", "--save", str(tmp_path / "plain")]) == 0
+    assert (tmp_path / "plain" / "vecnormalize.pkl").is_file()
+    assert main(again) == 0
+    assert not (tmp_path / "plain" / "vecnormalize.pkl").exists()
     capsys.readouterr()
 
     statistics.unlink()  # the save records that its policy acts on normalized observations
@@ -515,3 +551,127 @@ def test_a_module_qualified_env_id_gets_its_entry(capsys):
             "--timesteps", "1", "--quiet"]  # fmt: skip
     assert main(argv) == 0
     assert "hyperparameters of ordergrad_rl:SyntheticTailRisk-v0 from" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------- env_wrapper
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("gymnasium.wrappers.FlattenObservation", (("gymnasium.wrappers.FlattenObservation", {}),)),
+        ("null", ()),
+        (
+            "[gymnasium.wrappers.FlattenObservation, {gymnasium.wrappers.TimeLimit: {max_episode_steps: 20}}]",
+            (
+                ("gymnasium.wrappers.FlattenObservation", {}),
+                ("gymnasium.wrappers.TimeLimit", {"max_episode_steps": 20}),
+            ),
+        ),
+        ("[{gymnasium.wrappers.FlattenObservation: null}]", (("gymnasium.wrappers.FlattenObservation", {}),)),
+    ],
+)
+def test_an_entry_reads_rl_zoos_env_wrapper(value, expected, tmp_path):
+    """rl-zoo3's ``env_wrapper``: a dotted path, a list of them, a one-key mapping ``{path: kwargs}`` in place of one.
+    It was refused ("rl-zoo3's env_wrapper is not supported by ordergrad-rl")."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"Blackjack-v1:\n  env_wrapper: {value}\n")
+    entry = load_hyperparams("ppo", "Blackjack-v1", conf)
+    assert entry.env_wrapper == expected and "env_wrapper" not in entry.kwargs
+
+
+def test_train_in_an_env_wrapper_and_evaluate_compare_and_trained_agent_make_their_envs_in_it(
+    tmp_path, capsys, monkeypatch
+):
+    """``train --env Blackjack-v1`` says to flatten its Tuple observations with FlattenObservation, but an entry's
+    ``env_wrapper`` was refused, so the CLI could not train on it. The wrapper now makes every env of the run, the
+    ``--eval-env`` too; ``--save`` writes it to ``<save>/env_wrapper.yml``, where ``evaluate``, ``compare`` and
+    ``-i`` (of a checkpoint too) read it. A save without a wrapper at the same path removes the file."""
+    from gymnasium.wrappers import FlattenObservation
+    from stable_baselines3.common.monitor import Monitor
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text("Blackjack-v1:\n  n_timesteps: 200\n  env_wrapper: gymnasium.wrappers.FlattenObservation\n")
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    save = tmp_path / "models" / "blackjack"
+    argv = ["train", "--algo", "ppo", "--env", "Blackjack-v1", "--objective", "cvar0.25", "--n-episodes", "16",
+            "--hparams", "n_epochs=1", "--quiet", "--conf-file", str(conf), "--save", str(save), "--save-freq", "100",
+            "--eval-env", "Blackjack-v1", "--eval-freq", "100", "--eval-episodes", "4"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "env_wrapper=['gymnasium.wrappers.FlattenObservation']" in out
+    assert "OrderGradPPO on Blackjack-v1 in FlattenObservation():" in out and "last evaluation" in out
+    env = built[-1].get_env().envs[0]
+    assert isinstance(env, FlattenObservation) and isinstance(env.env, Monitor)  # outside the Monitor, as rl-zoo3
+    assert (tmp_path / "models" / "blackjack" / "env_wrapper.yml").is_file()
+
+    checkpoint = sorted(tmp_path.glob("models/blackjack_*_steps.zip"))[0]
+    for model in (str(save), str(checkpoint)):
+        assert main(["evaluate", model, "--env", "Blackjack-v1", "--episodes", "4", "--quiet"]) == 0, (
+            capsys.readouterr().err
+        )
+    compare = ["compare", str(save), str(checkpoint), "--env", "Blackjack-v1", "--episodes", "4", "--quiet",
+               "--out", str(tmp_path / "compare")]  # fmt: skip
+    assert main(compare) == 0, capsys.readouterr().err
+    more = ["train", "--algo", "ppo", "--env", "Blackjack-v1", "--quiet", "-i", str(checkpoint), "--timesteps", "50",
+            "--save", str(tmp_path / "more")]  # fmt: skip
+    assert main(more) == 0, capsys.readouterr().err
+    assert "OrderGradPPO on Blackjack-v1 in FlattenObservation():" in capsys.readouterr().out
+    assert (tmp_path / "more" / "env_wrapper.yml").is_file()
+
+    cartpole = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8",
+                "--n-episodes", "2", "--quiet", "--conf-file", "none", "--save", str(save)]  # fmt: skip
+    assert main(cartpole) == 0
+    assert not (tmp_path / "models" / "blackjack" / "env_wrapper.yml").exists()  # not CartPole's wrapper
+
+
+def test_a_wrapper_that_refuses_the_env_is_a_usage_error_under_subproc_too(tmp_path, capsys):
+    """``--vec-env subproc``: a wrapper's refusal was a traceback of every worker, then ``ConnectionResetError``."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text("Blackjack-v1:\n  env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_steps: -3}}]\n")
+    argv = ["train", "--algo", "ppo", "--env", "Blackjack-v1", "--objective", "cvar0.25", "--timesteps", "8",
+            "--quiet", "--conf-file", str(conf), "--vec-env", "subproc", "--n-envs", "2"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordergrad-rl train: error: ") and "Traceback" not in err
+    assert "conf.yml: Blackjack-v1: env_wrapper: gymnasium.wrappers.TimeLimit(max_episode_steps=-3) cannot wrap" in err
+
+
+def test_an_entrys_env_wrappers_take_keyword_arguments_innermost_first(tmp_path, capsys, monkeypatch):
+    """rl-zoo3's list form, ``{path: kwargs}`` in place of a path: the first wrapper is the innermost, all outside
+    the Monitor (SB3's ``make_vec_env(wrapper_class=...)``), each with its keyword arguments."""
+    from gymnasium.wrappers import FlattenObservation, TimeLimit
+    from stable_baselines3.common.monitor import Monitor
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "Blackjack-v1:\n  env_wrapper:\n    - gymnasium.wrappers.FlattenObservation\n"
+        "    - gymnasium.wrappers.TimeLimit:\n        max_episode_steps: 1\n"
+    )
+    built, build = [], train.build_model
+    monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
+    argv = [
+        "train",
+        "--algo",
+        "ppo",
+        "--env",
+        "Blackjack-v1",
+        "--objective",
+        "cvar0.25",
+        "--n-episodes",
+        "16",
+        "--hparams",
+        "n_epochs=1",
+        "--quiet",
+        "--conf-file",
+        str(conf),
+        "--timesteps",
+        "32",
+        "--n-envs",
+        "2",
+    ]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "in FlattenObservation() in TimeLimit(max_episode_steps=1):" in capsys.readouterr().out
+    for env in built[-1].get_env().envs:
+        assert isinstance(env, TimeLimit) and env._max_episode_steps == 1
+        assert isinstance(env.env, FlattenObservation) and isinstance(env.env.env, Monitor)
+    assert set(built[-1].rollout_buffer.episode_lengths) == {1}  # hits ended by the limit, after one step

@@ -20,7 +20,9 @@ the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
 A model trained in VecNormalize (an entry's normalize in train's --conf-file) acts on normalized observations: its
 statistics are loaded from beside it, as rl-zoo3's enjoy does (MODEL without .zip /vecnormalize.pkl, or a
 checkpoint's NAME_vecnormalize_<steps>_steps.pkl), frozen, with raw rewards; a model that records a VecNormalize
-whose statistics are missing is refused.
+whose statistics are missing is refused. A model trained in an entry's env_wrapper acts in those wrappers (a
+FlattenObservation's flat observations): train --save writes them beside it (MODEL without .zip /env_wrapper.yml,
+for its checkpoints too), and evaluate makes the env in them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ from ordergrad_rl.common.options import (
     seed_int,
 )
 from ordergrad_rl.common.reports import markdown_table, write_json
-from ordergrad_rl.zoo.models import Evaluation, evaluate_model, load_model, pass_at_k_evaluation, saved_statistics
+from ordergrad_rl.zoo.models import (
+    EnvWrappers,
+    Evaluation,
+    evaluate_model,
+    load_model,
+    pass_at_k_evaluation,
+    saved_env_wrapper,
+    saved_statistics,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,12 +95,17 @@ def format_evaluation(evaluation: Evaluation) -> str:
 
 
 def run_pass_at_k(
-    args: argparse.Namespace, model: Any, algorithm: Any, env_kwargs: dict[str, Any], statistics: Path | None
+    args: argparse.Namespace,
+    model: Any,
+    algorithm: Any,
+    env_kwargs: dict[str, Any],
+    statistics: Path | None,
+    env_wrapper: EnvWrappers = (),
 ) -> int:
     """``--pass-at-k``: sample, print the curve and the lengths (and write the JSON)."""
     result = pass_at_k_evaluation(
         model, args.env, args.pass_at_k, args.contexts, args.deterministic, args.seed, args.quiet, env_kwargs,
-        statistics,
+        statistics, env_wrapper,
     )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     print(
@@ -126,12 +141,13 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
+    env_wrapper = saved_env_wrapper(args.model)  # the wrappers it trained in, as enjoy reads them from config.yml
     if args.pass_at_k is not None:
-        return run_pass_at_k(args, model, algorithm, env_kwargs, statistics)
+        return run_pass_at_k(args, model, algorithm, env_kwargs, statistics, env_wrapper)
     if args.contexts is not None:
         raise CommandError("--contexts is for --pass-at-k")
     evaluation = evaluate_model(
-        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics
+        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics, env_wrapper
     )
     policy = "deterministic" if args.deterministic else "stochastic"
     print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")

@@ -19,7 +19,10 @@ An entry's normalize (rl-zoo3's: true, or a mapping of VecNormalize's arguments)
 VecNormalize, and the --eval-env in one sharing its statistics (frozen, raw rewards); for a ranked objective (all
 but mean) norm_reward is off unless the mapping sets it, as a running reward scale would change the ranks of the
 returns. --save PATH writes the statistics to
-PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load.
+PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load. An entry's env_wrapper (rl-zoo3's: a
+wrapper's dotted path, a list of them, or {path: {keyword: value}} in place of one) makes every env of the run in
+those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObservation for Blackjack-v1's Tuple
+observations); --save PATH writes them to PATH/env_wrapper.yml, which evaluate, compare and --trained-agent read.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
@@ -52,6 +55,7 @@ trained so far to --save. --vec-env subproc steps the training envs in SB3's Sub
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -68,7 +72,7 @@ from ordergrad_rl.common.options import (
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
-from ordergrad_rl.zoo.models import VEC_ENVS
+from ordergrad_rl.zoo.models import VEC_ENVS, EnvWrappers, saved_env_wrapper, written_env_wrapper
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -77,9 +81,18 @@ from ordergrad_rl.zoo.training import (
     learn,
     load_trained_agent,
     save_model,
-    with_entry_env_kwargs,
+    with_entry_env,
     zoo_hyperparams,
 )
+
+
+def wrapper_names(env_wrapper: EnvWrappers) -> str:
+    """The wrappers of an ``env_wrapper``, innermost first, as the env is printed (``Blackjack-v1 in ...``):
+    ``FlattenObservation() in TimeLimit(max_episode_steps=20)``."""
+    return " in ".join(
+        f"{path.rpartition('.')[2]}({', '.join(f'{key}={value!r}' for key, value in kwargs.items())})"
+        for path, kwargs in env_wrapper
+    )
 
 
 def run_name(text: str) -> str:
@@ -275,11 +288,12 @@ def run(args: argparse.Namespace) -> int:
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     if args.trained_agent is not None:
         timesteps = args.timesteps
+        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent))
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
         entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
-        run_settings = with_entry_env_kwargs(run_settings, entry)
+        run_settings = with_entry_env(run_settings, entry)
         timesteps = args.timesteps if args.timesteps is not None else getattr(entry, "n_timesteps", None)
         if timesteps is None:
             if entry is None:
@@ -293,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
             applied |= {} if args.timesteps is not None else {"n_timesteps": timesteps}
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
+            applied |= {"env_wrapper": written_env_wrapper(entry.env_wrapper)} if entry.env_wrapper else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
@@ -300,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     if args.save_freq is not None:
-        callbacks.append(checkpoint_callback(model, args.save, args.save_freq))
+        callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
@@ -308,6 +323,8 @@ def run(args: argparse.Namespace) -> int:
         rollout = f"{n_episodes} episodes per update"
     made = run_settings.env_kwargs
     env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
+    if run_settings.env_wrapper:
+        env += f" in {wrapper_names(run_settings.env_wrapper)}"
     normalize = model.get_vec_normalize_env()
     if normalize is not None:
         env += f" in VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})"
@@ -327,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
-            save_model(model, args.save)
+            save_model(model, args.save, run_settings.env_wrapper)
             print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
         raise
     finally:  # as rl-zoo3: --vec-env subproc's workers end with the run, not with the calling process
@@ -348,7 +365,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]
         print(markdown_table(["return statistic", *columns], rows))
     if args.save is not None:
-        statistics = save_model(model, args.save)
+        statistics = save_model(model, args.save, run_settings.env_wrapper)
         print(f"model: {model_file(args.save)}")
         if statistics is not None:
             print(f"VecNormalize statistics: {statistics}")

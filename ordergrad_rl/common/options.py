@@ -140,8 +140,11 @@ def check_output_arguments(args: argparse.Namespace) -> None:
         elif kind == "figure":
             check_figure(value, flag)
         else:
-            # SB3 would write <dir>.zip beside a directory (or <dir>_2 for one with a suffix): refuse it instead.
-            check_file(value, flag, _EXAMPLE_NAMES["model"])
+            # SB3 would write <dir>.zip beside a directory (or <dir>_2 for one with a suffix): refuse it instead,
+            # unless it is the folder of the model saved there (rl-zoo3's layout: <name>.zip beside <name>/, where
+            # train writes the VecNormalize statistics), which saving again at <name> replaces.
+            if not model_file(value).is_file():
+                check_file(value, flag, _EXAMPLE_NAMES["model"])
             check_file(model_file(value), flag, _EXAMPLE_NAMES["model"])
 
 

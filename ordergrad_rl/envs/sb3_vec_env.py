@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -241,7 +241,11 @@ class NativeVecMonitor(VecMonitor):
 
 
 def make_sb3_vec_env(
-    env_id: str, n_envs: int, seed: int | None = None, env_kwargs: dict[str, Any] | None = None
+    env_id: str,
+    n_envs: int,
+    seed: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    wrapper_class: Callable[[gym.Env], gym.Env] | None = None,
 ) -> VecEnv:
     """An SB3 ``VecEnv`` of ``n_envs`` copies of a registered Gymnasium env, monitored.
 
@@ -260,15 +264,18 @@ def make_sb3_vec_env(
     :param seed: base seed, or ``None`` for random seeds.
     :param env_kwargs: keyword arguments of the env (override the registered ones), and ``gym.make``'s
         ``max_episode_steps`` and ``disable_env_checker``.
+    :param wrapper_class: SB3's ``make_vec_env`` argument: it wraps each env, outside its ``Monitor`` (rl-zoo3's
+        ``env_wrapper``). The ids with a native batch then get SB3's ``make_vec_env`` too.
     :return: the vectorized env.
     """
     check_int("n_envs", n_envs, 1)
     spec = env_spec(env_id)  # first: it registers the MinAtar ids
     asked = env_kwargs or {}
-    single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None  # what the batch lacks
+    # What the batch lacks: a time limit, frames, a gym.Wrapper.
+    single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None or wrapper_class is not None
     vector_class = None if single_envs else native_vector_class(env_id)
     if vector_class is None:
-        return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
+        return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
     kwargs = {**spec.kwargs, **asked}
     checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
     if checker is not None:

@@ -46,7 +46,7 @@ from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
     eval_callback,
-    with_entry_env_kwargs,
+    with_entry_env,
     zoo_hyperparams,
 )
 
@@ -282,7 +282,7 @@ def check_models(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
         }
         try:
             entry = zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
-            settings = with_entry_env_kwargs(settings, entry)
+            settings = with_entry_env(settings, entry)
             model = build_model(settings, hparams, entry=entry)
             eval_callback(settings, model)
         except CommandError as err:

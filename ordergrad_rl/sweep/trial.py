@@ -29,7 +29,7 @@ from ordergrad_rl.zoo.training import (
     learn,
     remove_runs,
     save_model,
-    with_entry_env_kwargs,
+    with_entry_env,
     zoo_hyperparams,
 )
 
@@ -68,7 +68,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     # Checked again (the grid was checked before any trial ran) for the values the check makes: lin_<x> schedules.
     hparams = {key: check_hparam(key, value, cls, f"sweep key {key}") for key, value in hyperparameters(trial).items()}
     entry = zoo_hyperparams(settings.algo, settings.env, settings.conf_file)
-    settings = with_entry_env_kwargs(settings, entry)
+    settings = with_entry_env(settings, entry)
     model = build_model(settings, hparams, entry=entry)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
@@ -80,7 +80,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model.logger.close()
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
-    save_model(model, model_file)  # with its VecNormalize statistics, if any (normalize in the --conf-file)
+    save_model(model, model_file, settings.env_wrapper)  # with its VecNormalize statistics and env_wrapper, if any
     row = {
         "trial_id": trial_id,
         "method": method,

@@ -49,8 +49,9 @@ OPTION_OF: dict[str, str] = {
 #: envs (the option wins; ``n_timesteps`` and ``policy`` are read by :mod:`ordergrad_rl.zoo.hyperparams`).
 ENTRY_OPTIONS = ("n_episodes", "n_envs")
 
-#: Keys of rl-zoo3's entries that are not constructor arguments: refused as hyperparameters. ``env_kwargs`` and
-#: ``normalize`` are read from a per-env file entry (:mod:`ordergrad_rl.zoo.hyperparams`), the others nowhere.
+#: Keys of rl-zoo3's entries that are not constructor arguments: refused as hyperparameters. ``env_kwargs``,
+#: ``env_wrapper`` and ``normalize`` are read from a per-env file entry (:mod:`ordergrad_rl.zoo.hyperparams`), the
+#: others nowhere.
 RL_ZOO_ONLY_KEYS = (
     "callback",
     "env_kwargs",
@@ -63,6 +64,8 @@ RL_ZOO_ONLY_KEYS = (
 #: Those of :data:`RL_ZOO_ONLY_KEYS` that a per-env file entry gives, with where to write them instead.
 ENTRY_ONLY_KEYS = {
     "env_kwargs": "give the env's arguments with train --env-kwargs",
+    "env_wrapper": "write it in the env's entry of a --conf-file (rl-zoo3's env_wrapper: a wrapper's dotted path, "
+    "or a list of them)",
     "normalize": "write it in the env's entry of a --conf-file (rl-zoo3's normalize: true, or a mapping of "
     "VecNormalize's arguments)",
     "normalize_kwargs": "give VecNormalize's arguments as the normalize mapping of the env's --conf-file entry",

@@ -17,7 +17,15 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
-from ordergrad_rl.zoo.models import check_fits, evaluate_model, load_model, make_env, model_path, saved_statistics
+from ordergrad_rl.zoo.models import (
+    check_fits,
+    evaluate_model,
+    load_model,
+    make_env,
+    model_path,
+    saved_env_wrapper,
+    saved_statistics,
+)
 
 
 @dataclass
@@ -246,7 +254,8 @@ def load_entries(
     Every model is loaded and checked against ``env`` before the first evaluation, so a bad argument fails
     before the work.
 
-    :param env: the env id the models are evaluated on (``--env``); needed only when there are models.
+    :param env: the env id the models are evaluated on (``--env``), each in the ``env_wrapper`` it trained in
+        (:func:`~ordergrad_rl.zoo.models.saved_env_wrapper`); needed only when there are models.
     :param episodes: deterministic evaluation episodes per model, on envs seeded from ``seed``.
     :param env_kwargs: the arguments of ``env`` (``--env-kwargs``: ``gym.make``'s ``max_episode_steps`` too).
 
@@ -264,13 +273,12 @@ def load_entries(
         file = model_path(path)  # raises if there is no such file
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (file, *load_model(file), saved_statistics(file, env))
+        models[path] = (file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file))
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
-    if models:
-        venv = make_env(env, 1, None, env_kwargs)  # unknown ids, missing packages and arguments fail here
-        for file, model, *_ in models.values():
-            check_fits(model, venv, f"{env} ({file})")
+    for file, model, *_, env_wrapper in models.values():  # unknown ids, missing packages and arguments fail here
+        venv = make_env(env, 1, None, env_kwargs, env_wrapper=env_wrapper)
+        check_fits(model, venv, f"{env} ({file})")
         venv.close()
     entries = []
     for path in paths:
@@ -282,8 +290,8 @@ def load_entries(
                     raise
                 print(f"note: skipping {err}")
             continue
-        file, model, algorithm, statistics = models[path]
-        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics)
+        file, model, algorithm, statistics, env_wrapper = models[path]
+        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics, env_wrapper)
         made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
         source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
         entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))

@@ -85,10 +85,112 @@ def is_batched(env_id: str) -> bool:
         raise unknown_env_error(env_id, err) from err
 
 
-def eval_n_envs(env_id: str, episodes: int) -> int:
-    """Envs for ``episodes`` evaluation episodes: all at once on a batched env, else up to 8 (fewer policy calls;
-    ``evaluate_policy`` still runs exactly ``episodes`` episodes, spread evenly)."""
-    return episodes if is_batched(env_id) else min(episodes, 8)
+def eval_n_envs(env_id: str, episodes: int, wrapped: bool = False) -> int:
+    """Envs for ``episodes`` evaluation episodes: all at once on a batched env (not ``wrapped`` in an
+    ``env_wrapper``, which makes it env by env), else up to 8 (fewer policy calls; ``evaluate_policy`` still runs
+    exactly ``episodes`` episodes, spread evenly)."""
+    return episodes if is_batched(env_id) and not wrapped else min(episodes, 8)
+
+
+# ---------------------------------------------------------------------------------------------------- env wrappers
+#: rl-zoo3's ``env_wrapper``, read (:func:`parse_env_wrapper`): the dotted path of each
+#: wrapper with its keyword arguments, innermost first (``()``: none).
+EnvWrappers = tuple[tuple[str, dict[str, Any]], ...]
+
+
+class EnvWrapperError(CommandError):
+    """A wrapper of an ``env_wrapper`` refused the env or its keyword arguments (:func:`wrap_env`)."""
+
+
+def import_wrapper(path: str) -> Any:
+    """The wrapper (a ``gym.Wrapper`` class, or a function of the env) at the dotted ``path``: the module is imported
+    and the name looked up in it, no code is evaluated.
+
+    :raises ValueError: a path without a module, a module that does not import, or a name it lacks (with the closest
+        one it has).
+    """
+    module_name, _, name = path.rpartition(".")
+    if not module_name or not name:
+        raise ValueError(f"expected the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation), got {path!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"{path}: cannot import {module_name} ({err})") from err
+    wrapper = getattr(module, name, None)
+    if not callable(wrapper):
+        raise ValueError(f"{path}: {module_name} has no wrapper {name!r}{closest_argument(name, dir(module))}")
+    return wrapper
+
+
+def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
+    """rl-zoo3's ``env_wrapper`` value -> ``((dotted path, keyword arguments), ...)``, innermost first (``()``: none).
+
+    As rl-zoo3's ``get_wrapper_class`` reads it: the dotted path of a ``gym.Wrapper`` (or of a function of the env
+    that returns one), a list of them, and a one-key mapping ``{path: {keyword: value}}`` in place of a path;
+    ``null`` for none. Each wrapper is imported (its module, then the name in it: no code is evaluated) and its
+    keywords checked against its signature here, before any env is made.
+
+    :param where: the file and entry, for the message.
+    :raises ValueError: another value, a path that does not import, or keywords the wrapper does not take.
+    """
+    import inspect
+
+    wrappers = []
+    for item in value if isinstance(value, list) else [] if value is None else [value]:
+        path, kwargs = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {})
+        kwargs = {} if kwargs is None else kwargs  # "- gymnasium.wrappers.FlattenObservation:" in YAML
+        if not isinstance(path, str) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+            raise ValueError(
+                f"{where}: expected the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation), a list of "
+                f"them, or in place of one a mapping {{path: {{keyword: value}}}}; got {item!r}"
+            )
+        try:
+            wrapper = import_wrapper(path)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from err
+        try:
+            signature = inspect.signature(wrapper)
+        except (TypeError, ValueError):  # no signature to read (a builtin): the wrapper checks its own
+            signature = None
+        if signature is not None:
+            try:  # None: the env. A keyword it does not take first, then one it needs.
+                signature.bind_partial(None, **kwargs)
+                signature.bind(None, **kwargs)
+            except TypeError as err:
+                raise ValueError(f"{where}: {path}: {err}") from err
+        wrappers.append((path, dict(kwargs)))
+    return tuple(wrappers)
+
+
+def wrap_env(env: Any, env_wrapper: EnvWrappers) -> Any:
+    """``env`` in the wrappers of ``env_wrapper``, the first innermost, as rl-zoo3's ``get_wrapper_class`` wraps it.
+
+    :raises EnvWrapperError: a wrapper that refuses the env or its keyword arguments, or needs a package that is not
+        installed.
+    """
+    import gymnasium as gym
+
+    for path, kwargs in env_wrapper:
+        try:
+            env = import_wrapper(path)(env, **kwargs)
+        except (TypeError, ValueError, AssertionError, gym.error.Error) as err:
+            arguments = ", ".join(f"{key}={value!r}" for key, value in kwargs.items())
+            name = env.spec.id if env.spec is not None else env
+            raise EnvWrapperError(f"env_wrapper: {path}({arguments}) cannot wrap {name}: {err}") from err
+    return env
+
+
+def written_env_wrapper(env_wrapper: EnvWrappers) -> list[Any]:
+    """``env_wrapper`` as an entry writes it: a list of dotted paths, ``{path: kwargs}`` for one with keywords."""
+    return [{path: kwargs} if kwargs else path for path, kwargs in env_wrapper]
+
+
+def env_wrapper_class(env_wrapper: EnvWrappers) -> Any:
+    """SB3's ``make_vec_env(..., wrapper_class=...)`` of ``env_wrapper`` (:func:`wrap_env`, picklable for
+    ``SubprocVecEnv``), or ``None`` for none."""
+    import functools
+
+    return functools.partial(wrap_env, env_wrapper=env_wrapper) if env_wrapper else None
 
 
 # ---------------------------------------------------------------------------------------------------- saved models
@@ -228,10 +330,68 @@ def vec_normalize_file(path: str | Path) -> Path:
     to a name without a suffix), in rl-zoo3's layout (``<env>.zip`` beside ``<env>/vecnormalize.pkl``):
     ``models/cliff`` -> ``models/cliff/vecnormalize.pkl``; a model file not named ``.zip`` gets
     ``<file>_vecnormalize.pkl`` beside it."""
+    return _model_side_file(path, VEC_NORMALIZE_FILE)
+
+
+def _model_side_file(path: str | Path, name: str) -> Path:
+    """The file ``name`` of the model saved at ``path``: ``models/cliff`` -> ``models/cliff/<name>``, a model file
+    not named ``.zip`` ``<file>_<name>`` (:func:`vec_normalize_file`)."""
     file = model_file(path)
     if file.suffix == ".zip":
-        return file.with_suffix("") / VEC_NORMALIZE_FILE
-    return file.with_name(f"{file.name}_{VEC_NORMALIZE_FILE}")
+        return file.with_suffix("") / name
+    return file.with_name(f"{file.name}_{name}")
+
+
+#: The file of the wrappers a model's env was made with (rl-zoo3 keeps them in its run's ``config.yml``).
+ENV_WRAPPER_FILE = "env_wrapper.yml"
+
+
+def env_wrapper_file(path: str | Path) -> Path:
+    """Where ``train`` writes the ``env_wrapper`` of the model it saves at ``path``, beside its ``VecNormalize``
+    statistics (:func:`vec_normalize_file`): ``models/cliff`` -> ``models/cliff/env_wrapper.yml``."""
+    return _model_side_file(path, ENV_WRAPPER_FILE)
+
+
+def save_env_wrapper(path: str | Path, env_wrapper: EnvWrappers) -> Path | None:
+    """Write ``env_wrapper`` (as an entry writes it: :func:`written_env_wrapper`) at :func:`env_wrapper_file` of the
+    model saved at ``path``, or, for none, remove the file an earlier model saved there left.
+
+    :return: the file, or ``None`` for no wrapper.
+    """
+    import yaml
+
+    file = env_wrapper_file(path)
+    if not env_wrapper:
+        file.unlink(missing_ok=True)
+        return None
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(yaml.safe_dump(written_env_wrapper(env_wrapper), sort_keys=False))
+    return file
+
+
+def saved_env_wrapper(path: str | Path) -> EnvWrappers:
+    """The ``env_wrapper`` the model saved at ``path`` was trained in (:func:`save_env_wrapper`), that of its run for
+    a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``); ``()`` where
+    there is none.
+
+    :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
+    """
+    import re
+
+    import yaml
+
+    path = model_path(path)
+    candidates = [env_wrapper_file(path)]
+    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
+    if checkpoint is not None:
+        candidates.append(env_wrapper_file(path.with_name(f"{checkpoint[1]}.zip")))
+    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if found is None:
+        return ()
+    try:
+        return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found))
+    except (yaml.YAMLError, ValueError) as err:
+        raise CommandError(f"{found}: {err}" if isinstance(err, yaml.YAMLError) else str(err)) from err
 
 
 def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None:
@@ -411,6 +571,7 @@ def make_env(
     env_kwargs: dict[str, Any] | None,
     option: str = "--env-kwargs",
     vec_env: str = "dummy",
+    env_wrapper: EnvWrappers = (),
 ) -> Any:
     """``make_sb3_vec_env(env_id, n_envs, seed, env_kwargs)``, or with ``n_envs=None`` the one env
     ``gym.make(env_id, **env_kwargs)``; with ``vec_env="subproc"``, SB3's ``make_vec_env(..., vec_env_cls=
@@ -418,9 +579,11 @@ def make_env(
 
     :param option: the option ``env_kwargs`` came from, named in the errors.
     :param vec_env: a name of :data:`VEC_ENVS`.
+    :param env_wrapper: rl-zoo3's ``env_wrapper``: each env in these wrappers, outside its ``Monitor``, as
+        rl-zoo3 passes them to ``make_vec_env`` (:func:`wrap_env`).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
         the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
-        NumPy batch.
+        NumPy batch; a wrapper that refuses the env.
     """
     import gymnasium as gym
 
@@ -430,10 +593,11 @@ def make_env(
     check_env_kwargs(env_id, env_kwargs, option)
     try:
         if vec_env == "subproc":
-            return subproc_env(env_id, n_envs or 1, seed, env_kwargs)
+            return subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
         if n_envs is None:
-            return gym.make(env_id, **(env_kwargs or {}))
-        return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs)
+            return wrap_env(gym.make(env_id, **(env_kwargs or {})), env_wrapper)
+        wrapper_class = env_wrapper_class(env_wrapper)
+        return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
     except (TypeError, ValueError) as err:
         # An env taking **kwargs refuses its own (MuJoCo's: "MujocoEnv.__init__() got an unexpected keyword argument");
         # name the closest argument it does take, as check_env_kwargs names it for the others.
@@ -444,16 +608,19 @@ def make_env(
         ) from err
 
 
-def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None) -> Any:
+def subproc_env(
+    env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str, Any] | None, env_wrapper: EnvWrappers = ()
+) -> Any:
     """SB3's ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)``: each env
-    steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``).
+    steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``), in ``env_wrapper``'s wrappers
+    (:func:`wrap_env`).
 
     The workers get the id's registration, its ``EnvSpec`` (:func:`make_from_spec`), not the id: a worker started by
     ``forkserver`` or ``spawn`` has imported none of the modules that registered it (this package, ``--gym-packages``,
     a ``module:EnvId-v0``'s module, the user's script), while the spec's entry point imports what the env needs.
 
     :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
-        would step env by env.
+        would step env by env; a wrapper that refuses the env (:func:`wrap_env`, tried once in this process).
     """
     import functools
 
@@ -462,13 +629,18 @@ def subproc_env(env_id: str, n_envs: int, seed: int | None, env_kwargs: dict[str
 
     from ordergrad_rl.envs.sb3_vec_env import env_spec
 
-    if is_batched(env_id) and "max_episode_steps" not in (env_kwargs or {}):
+    if is_batched(env_id) and "max_episode_steps" not in (env_kwargs or {}) and not env_wrapper:
         raise CommandError(
             f"--vec-env subproc: {env_id} runs all its envs as one NumPy batch in this process, faster than a "
             "process per env; use --vec-env dummy"
         )
     make = functools.partial(make_from_spec, env_spec(env_id))
-    return make_vec_env(make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)
+    if env_wrapper:  # a wrapper's refusal of the env here, not as a traceback of each worker
+        wrap_env(make(**(env_kwargs or {})), env_wrapper).close()
+    wrapper_class = env_wrapper_class(env_wrapper)
+    return make_vec_env(
+        make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv, wrapper_class=wrapper_class
+    )
 
 
 def make_from_spec(spec: Any, **env_kwargs: Any) -> Any:
@@ -491,11 +663,13 @@ def evaluate_model(
     quiet: bool = False,
     env_kwargs: dict[str, Any] | None = None,
     statistics: Path | None = None,
+    env_wrapper: EnvWrappers = (),
 ) -> Evaluation:
     """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
     ``evaluate_policy``).
 
     :param statistics: the ``VecNormalize`` statistics the model acts on (:func:`saved_statistics`), or ``None``.
+    :param env_wrapper: the wrappers the model trained in (:func:`saved_env_wrapper`), or ``()``.
 
     :raises CommandError: the model's observation or action space differs from the env's, or an episode has not
         ended after ``MAX_EPISODE_STEPS`` steps (SB3's ``evaluate_policy`` would wait for it forever).
@@ -512,7 +686,7 @@ def evaluate_model(
         info_component_names,
     )
 
-    venv = make_env(env_id, eval_n_envs(env_id, episodes), seed, env_kwargs)
+    venv = make_env(env_id, eval_n_envs(env_id, episodes, bool(env_wrapper)), seed, env_kwargs, env_wrapper=env_wrapper)
     check_fits(model, venv, env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)
@@ -558,9 +732,11 @@ def pass_at_k_evaluation(
     quiet: bool = False,
     env_kwargs: dict[str, Any] | None = None,
     statistics: Path | None = None,
+    env_wrapper: EnvWrappers = (),
 ) -> Any:
     """``n_samples`` episodes of ``model`` per context (:func:`ordergrad_rl.agents.sample_successes`), on the
-    ``VecNormalize`` of ``statistics`` if given (:func:`saved_statistics`).
+    ``VecNormalize`` of ``statistics`` if given (:func:`saved_statistics`), in the wrappers of ``env_wrapper``
+    (:func:`saved_env_wrapper`).
 
     Contexts: the first ``n_contexts`` of those the env declares (all by default), else reset seeds ``0 ..
     n_contexts - 1`` (:data:`DEFAULT_SEED_CONTEXTS` by default).
@@ -577,7 +753,7 @@ def pass_at_k_evaluation(
     from ordergrad_rl.agents.common.groups import N_CONTEXTS
 
     batched = is_batched(env_id)
-    venv = make_env(env_id, 1, seed, env_kwargs)
+    venv = make_env(env_id, 1, seed, env_kwargs, env_wrapper=env_wrapper)
     declared = first_env_attr(venv, N_CONTEXTS)
     if declared is not None:
         available = int(declared)
@@ -588,7 +764,8 @@ def pass_at_k_evaluation(
         contexts = np.arange(DEFAULT_SEED_CONTEXTS if n_contexts is None else n_contexts)
     total = contexts.size * n_samples
     venv.close()
-    venv = make_env(env_id, min(total, 1024) if batched else min(total, PASS_AT_K_ENVS), seed, env_kwargs)
+    n_envs = min(total, 1024) if batched and not env_wrapper else min(total, PASS_AT_K_ENVS)
+    venv = make_env(env_id, n_envs, seed, env_kwargs, env_wrapper=env_wrapper)
     check_fits(model, venv, env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)

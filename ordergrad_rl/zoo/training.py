@@ -21,11 +21,14 @@ from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
+    EnvWrapperError,
+    EnvWrappers,
     check_env_id,
     check_fits,
     frozen_vec_normalize,
     is_batched,
     make_env,
+    save_env_wrapper,
     saved_statistics,
     vec_normalize_file,
 )
@@ -56,6 +59,8 @@ class TrainSettings:
         ``{}``: none).
     :param vec_env: the training env's SB3 ``VecEnv`` (rl-zoo3's ``--vec-env``): ``"dummy"`` (the algorithm's
         envs, in this process) or ``"subproc"`` (``SubprocVecEnv``, :func:`~ordergrad_rl.zoo.models.subproc_env`).
+    :param env_wrapper: rl-zoo3's ``env_wrapper`` (the file entry's): the wrappers every env of the run, training
+        and evaluation, is made in (:func:`~ordergrad_rl.zoo.models.wrap_env`); ``()``: none.
     """
 
     algo: str
@@ -77,6 +82,7 @@ class TrainSettings:
     env_kwargs: dict[str, Any] | None = None
     eval_env_kwargs: dict[str, Any] | None = None
     vec_env: str = "dummy"
+    env_wrapper: EnvWrappers = ()
 
 
 #: The size of each seed's block of evaluation env seeds (:func:`eval_seed`).
@@ -122,13 +128,15 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
     return entry
 
 
-def with_entry_env_kwargs(settings: TrainSettings, entry: Any) -> TrainSettings:
-    """``settings`` with the ``env_kwargs`` of the env's file entry (:func:`zoo_hyperparams`) under its own: a key
-    of ``settings.env_kwargs`` (``--env-kwargs``) wins over the file's, as ``--hparams`` win over its
-    hyperparameters. The training env, and an ``--eval-env`` of the same id, are made with them."""
-    if entry is None or not entry.env_kwargs:
+def with_entry_env(settings: TrainSettings, entry: Any) -> TrainSettings:
+    """``settings`` with the env of the env's file entry (:func:`zoo_hyperparams`): its ``env_kwargs`` under its own
+    (a key of ``settings.env_kwargs``, ``--env-kwargs``, wins over the file's, as ``--hparams`` win over its
+    hyperparameters), with which the training env and an ``--eval-env`` of the same id are made, and its
+    ``env_wrapper``, in which every env of the run is made."""
+    if entry is None:
         return settings
-    return dataclasses.replace(settings, env_kwargs={**entry.env_kwargs, **(settings.env_kwargs or {})})
+    env_kwargs = {**entry.env_kwargs, **(settings.env_kwargs or {})} or settings.env_kwargs
+    return dataclasses.replace(settings, env_kwargs=env_kwargs, env_wrapper=entry.env_wrapper)
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
@@ -142,8 +150,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     :param entry: the env's entry of the hyperparameter file (:func:`zoo_hyperparams`), applied under ``hparams``;
         its ``normalize`` wraps the model's env in ``VecNormalize`` (:func:`vec_normalize_kwargs`).
     :raises CommandError: unknown env or device, bad hyperparameters, arguments the algorithm rejects, an env
-        whose spaces SB3 has no policy for or the algorithm does not take, or a ``normalize`` that ``VecNormalize``
-        refuses for the env.
+        whose spaces SB3 has no policy for or the algorithm does not take, a ``normalize`` that ``VecNormalize``
+        refuses for the env, or an ``env_wrapper`` that refuses it.
     """
     cls = algorithm_class(settings.algo)
     hparams = dict(hparams or {})
@@ -156,7 +164,10 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
     check_k_applies(settings.objective, settings.k)
     check_policy(cls, policy, settings.env, hparams.get("policy_kwargs"))
-    env = training_env(settings, hparams.get("n_envs"))
+    try:
+        env = training_env(settings, hparams.get("n_envs"))
+    except EnvWrapperError as err:  # the entry's env_wrapper: name the entry
+        raise CommandError(f"{entry.source}: {settings.env}: {err}" if entry is not None else str(err)) from err
     try:
         model = cls(
             policy,
@@ -172,9 +183,13 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     except (ValueError, TypeError, KeyError) as err:
         # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
-    except (NotImplementedError, AssertionError) as err:
-        # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple), or asserts the algorithm does not take
-        # (MaskablePPO's on Hopper-v5's Box actions, an action Box without bounds)
+    except NotImplementedError as err:  # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple)
+        raise CommandError(
+            f"{cls.__name__} cannot train on {settings.env}: {err}. train makes the env in the wrappers of the "
+            "env_wrapper of its --conf-file entry (rl-zoo3's key)"
+        ) from err
+    except AssertionError as err:
+        # Asserts the algorithm does not take (MaskablePPO's on Hopper-v5's Box actions, an action Box without bounds)
         raise CommandError(f"{cls.__name__} cannot train on {settings.env}: {err}") from err
     check_action_masks(model, settings.env)
     normalize = vec_normalize_kwargs(None if entry is None else entry.normalize, model, hparams)
@@ -215,19 +230,25 @@ def vec_normalize_kwargs(
 
 def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
     """The env the algorithm is built on: with ``vec_env="subproc"``, a ``SubprocVecEnv`` of ``n_envs`` envs (one
-    without ``n_envs``); else the env id without ``env_kwargs`` (the algorithm makes its envs from it);
-    with them, ``n_envs`` envs made with them (one without ``n_envs``), or, without ``n_envs`` on an id with a native
-    batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm steps as that batch of ``n_episodes`` envs, as
-    it does the id.
+    without ``n_envs``); else the env id without ``env_kwargs`` nor ``env_wrapper`` (the algorithm makes its envs
+    from it); with them, ``n_envs`` envs made with them (one without ``n_envs``), or, with ``env_kwargs`` only and
+    without ``n_envs`` on an id with a native batch, the one ``gym.make(env, **env_kwargs)``, which the algorithm
+    steps as that batch of ``n_episodes`` envs, as it does the id.
 
-    :raises CommandError: env arguments the env does not take (:func:`~ordergrad_rl.zoo.models.make_env`).
+    :raises CommandError: env arguments the env does not take, or a wrapper that refuses the env
+        (:func:`~ordergrad_rl.zoo.models.make_env`).
     """
+    wrapper = settings.env_wrapper
     if settings.vec_env != "dummy":
-        return make_env(settings.env, n_envs or 1, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
-    if not settings.env_kwargs:
+        return make_env(
+            settings.env, n_envs or 1, settings.seed, settings.env_kwargs, vec_env=settings.vec_env, env_wrapper=wrapper
+        )
+    if not settings.env_kwargs and not wrapper:
         return settings.env
-    batch = n_envs is None and is_batched(settings.env)
-    return make_env(settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs)
+    batch = n_envs is None and is_batched(settings.env) and not wrapper
+    return make_env(
+        settings.env, None if batch else n_envs or 1, settings.seed, settings.env_kwargs, env_wrapper=wrapper
+    )
 
 
 def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None) -> Any:
@@ -236,7 +257,8 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
 
     It is loaded by ``settings.algo``'s class on ``settings.env`` (with ``env_kwargs``) of the save's number of envs
     (``settings.n_envs`` if given), with the ``tensorboard``, ``seed``, ``device`` and ``verbose`` of ``settings``;
-    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do. A
+    ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do; its
+    envs are made in ``settings.env_wrapper`` (the save's: :func:`~ordergrad_rl.zoo.models.saved_env_wrapper`). A
     model saved with ``VecNormalize`` statistics goes on in a ``VecNormalize`` loaded from them, updating them, as
     rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`).
 
@@ -257,7 +279,10 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     try:
         saved_n_envs = read_saved_data(path).get("n_envs")
         n_envs = settings.n_envs or saved_n_envs or 1
-        env = make_env(settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env)
+        env = make_env(
+            settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env,
+            env_wrapper=settings.env_wrapper,
+        )  # fmt: skip
         if statistics is not None:
             from stable_baselines3.common.vec_env import VecNormalize
 
@@ -276,11 +301,14 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     return model
 
 
-def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
+def checkpoint_callback(model: Any, save: str | Path, save_freq: int, env_wrapper: EnvWrappers = ()) -> Any:
     """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
-    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``)."""
+    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``). The ``env_wrapper`` of the run is
+    written now, where ``evaluate`` reads it for every checkpoint (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`:
+    ``models/cvar/env_wrapper.yml``)."""
     from stable_baselines3.common.callbacks import CheckpointCallback
 
+    save_env_wrapper(save, env_wrapper)
     save = Path(save)
     name = save.name.removesuffix(".zip")
     # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do. A VecNormalize's
@@ -290,18 +318,24 @@ def checkpoint_callback(model: Any, save: str | Path, save_freq: int) -> Any:
     )
 
 
-def save_model(model: Any, path: str | Path) -> Path | None:
+def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> Path | None:
     """``model.save(path)``, and the statistics of its env's ``VecNormalize`` where it has one, as rl-zoo3 saves
     them, at :func:`~ordergrad_rl.zoo.models.vec_normalize_file` (``models/cliff/vecnormalize.pkl``), where
-    ``evaluate`` and ``--trained-agent`` load them.
+    ``evaluate`` and ``--trained-agent`` load them; so too the ``env_wrapper`` its envs were made in
+    (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``).
+
+    A model without ``VecNormalize`` removes the statistics an earlier model saved at ``path`` left there, which
+    ``evaluate`` would otherwise normalize its observations with.
 
     :return: the statistics' file, or ``None`` for an env without ``VecNormalize``.
     """
     model.save(path)
+    save_env_wrapper(path, env_wrapper)
     normalize = model.get_vec_normalize_env()
-    if normalize is None:
-        return None
     file = vec_normalize_file(path)
+    if normalize is None:
+        file.unlink(missing_ok=True)
+        return None
     file.parent.mkdir(parents=True, exist_ok=True)
     normalize.save(str(file))
     return file
@@ -406,7 +440,7 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
     """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs``, by default
     with ``env_kwargs`` if it is the training env's id (an env of another id, such as a deployment variant, keeps its
-    registered arguments).
+    registered arguments), in the run's ``env_wrapper`` (as rl-zoo3 makes its evaluation envs).
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -415,13 +449,15 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
         return None
     from ordergrad_rl.agents import RiskEvalCallback
 
-    n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) else 1
+    n_eval_envs = settings.eval_episodes if is_batched(settings.eval_env) and not settings.env_wrapper else 1
     if settings.eval_env_kwargs is None:  # the training env's arguments, as rl-zoo3 makes its evaluation env
         same = settings.eval_env == settings.env
         env_kwargs, option = (settings.env_kwargs if same else None), "--env-kwargs (--eval-env-kwargs sets its own)"
     else:
         env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
-    eval_env = make_env(settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option)
+    eval_env = make_env(
+        settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option, env_wrapper=settings.env_wrapper
+    )
     check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
     normalize = model.get_vec_normalize_env()
     if normalize is not None:  # rl-zoo3's eval env: the training statistics (synced at each evaluation), raw rewards

@@ -17,12 +17,16 @@ from __future__ import annotations
 import dataclasses
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ordergrad_rl.zoo.models import EnvWrappers
 
 #: ``--algo`` name -> the YAML file shipped for it.
 FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
 #: Keys of an entry that are not constructor arguments (rl-zoo3's names).
 N_TIMESTEPS, POLICY, ENV_KWARGS, NORMALIZE = "n_timesteps", "policy", "env_kwargs", "normalize"
+ENV_WRAPPER = "env_wrapper"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +44,9 @@ class Hyperparams:
     :param normalize: rl-zoo3's ``normalize``: ``None`` without it (or ``false``), else the keyword arguments of
         SB3's ``VecNormalize`` it gives (``{}`` for ``true``), which ``train`` wraps its env in
         (:func:`~ordergrad_rl.zoo.training.vec_normalize_kwargs`).
+    :param env_wrapper: rl-zoo3's ``env_wrapper``: ``((dotted path, keyword arguments), ...)`` of the wrappers
+        ``train`` makes every env in, innermost first (:func:`~ordergrad_rl.zoo.models.parse_env_wrapper`); ``()``
+        without it.
     """
 
     env_id: str
@@ -49,6 +56,7 @@ class Hyperparams:
     source: str
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     normalize: dict[str, Any] | None = None
+    env_wrapper: EnvWrappers = ()
 
 
 #: ``VecNormalize``'s arguments an entry's ``normalize`` may give (not ``venv`` nor ``training``).
@@ -156,6 +164,9 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     normalize = (
         parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
     )
+    from ordergrad_rl.zoo.models import parse_env_wrapper
+
+    env_wrapper = parse_env_wrapper(kwargs.pop(ENV_WRAPPER, None), f"{source}: {env_id}: {ENV_WRAPPER}")
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
@@ -173,7 +184,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         check_env_kwargs(env_id, env_kwargs, f"{source}: {env_id}: env_kwargs")
     except CommandError as err:
         raise ValueError(str(err)) from err
-    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize)
+    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize, env_wrapper)
 
 
 __all__ = ["FILES", "Hyperparams", "hyperparams_file", "load_hyperparams", "read_hyperparams_file"]
