@@ -72,7 +72,7 @@ from ordergrad_rl.common.options import (
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
-from ordergrad_rl.zoo.models import VEC_ENVS, EnvWrappers, saved_env_wrapper, written_env_wrapper
+from ordergrad_rl.zoo.models import VEC_ENVS, EnvWrappers, saved_env_wrapper, wrapper_call, written_env_wrapper
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -89,10 +89,7 @@ from ordergrad_rl.zoo.training import (
 def wrapper_names(env_wrapper: EnvWrappers) -> str:
     """The wrappers of an ``env_wrapper``, innermost first, as the env is printed (``Blackjack-v1 in ...``):
     ``FlattenObservation() in TimeLimit(max_episode_steps=20)``."""
-    return " in ".join(
-        f"{path.rpartition('.')[2]}({', '.join(f'{key}={value!r}' for key, value in kwargs.items())})"
-        for path, kwargs in env_wrapper
-    )
+    return " in ".join(wrapper_call(path.rpartition(".")[2], kwargs) for path, kwargs in env_wrapper)
 
 
 def run_name(text: str) -> str:

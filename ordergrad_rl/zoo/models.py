@@ -99,7 +99,7 @@ EnvWrappers = tuple[tuple[str, dict[str, Any]], ...]
 
 
 class EnvWrapperError(CommandError):
-    """A wrapper of an ``env_wrapper`` refused the env or its keyword arguments (:func:`wrap_env`)."""
+    """A wrapper of an ``env_wrapper`` refused the env or its keyword arguments (:func:`apply_env_wrapper`)."""
 
 
 def import_wrapper(path: str) -> Any:
@@ -162,7 +162,7 @@ def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
     return tuple(wrappers)
 
 
-def wrap_env(env: Any, env_wrapper: EnvWrappers) -> Any:
+def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:
     """``env`` in the wrappers of ``env_wrapper``, the first innermost, as rl-zoo3's ``get_wrapper_class`` wraps it.
 
     :raises EnvWrapperError: a wrapper that refuses the env or its keyword arguments, or needs a package that is not
@@ -174,10 +174,15 @@ def wrap_env(env: Any, env_wrapper: EnvWrappers) -> Any:
         try:
             env = import_wrapper(path)(env, **kwargs)
         except (TypeError, ValueError, AssertionError, gym.error.Error) as err:
-            arguments = ", ".join(f"{key}={value!r}" for key, value in kwargs.items())
             name = env.spec.id if env.spec is not None else env
-            raise EnvWrapperError(f"env_wrapper: {path}({arguments}) cannot wrap {name}: {err}") from err
+            raise EnvWrapperError(f"env_wrapper: {wrapper_call(path, kwargs)} cannot wrap {name}: {err}") from err
     return env
+
+
+def wrapper_call(path: str, kwargs: dict[str, Any]) -> str:
+    """A wrapper of an ``env_wrapper`` as messages name it, ``path`` called with its keywords:
+    ``gymnasium.wrappers.TimeLimit(max_episode_steps=20)`` (``train``'s printout passes the name alone)."""
+    return f"{path}({', '.join(f'{key}={value!r}' for key, value in kwargs.items())})"
 
 
 def written_env_wrapper(env_wrapper: EnvWrappers) -> list[Any]:
@@ -186,11 +191,11 @@ def written_env_wrapper(env_wrapper: EnvWrappers) -> list[Any]:
 
 
 def env_wrapper_class(env_wrapper: EnvWrappers) -> Any:
-    """SB3's ``make_vec_env(..., wrapper_class=...)`` of ``env_wrapper`` (:func:`wrap_env`, picklable for
+    """SB3's ``make_vec_env(..., wrapper_class=...)`` of ``env_wrapper`` (:func:`apply_env_wrapper`, picklable for
     ``SubprocVecEnv``), or ``None`` for none."""
     import functools
 
-    return functools.partial(wrap_env, env_wrapper=env_wrapper) if env_wrapper else None
+    return functools.partial(apply_env_wrapper, env_wrapper=env_wrapper) if env_wrapper else None
 
 
 # ---------------------------------------------------------------------------------------------------- saved models
@@ -580,7 +585,7 @@ def make_env(
     :param option: the option ``env_kwargs`` came from, named in the errors.
     :param vec_env: a name of :data:`VEC_ENVS`.
     :param env_wrapper: rl-zoo3's ``env_wrapper``: each env in these wrappers, outside its ``Monitor``, as
-        rl-zoo3 passes them to ``make_vec_env`` (:func:`wrap_env`).
+        rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
         the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
         NumPy batch; a wrapper that refuses the env.
@@ -595,7 +600,7 @@ def make_env(
         if vec_env == "subproc":
             return subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
         if n_envs is None:
-            return wrap_env(gym.make(env_id, **(env_kwargs or {})), env_wrapper)
+            return apply_env_wrapper(gym.make(env_id, **(env_kwargs or {})), env_wrapper)
         wrapper_class = env_wrapper_class(env_wrapper)
         return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
     except (TypeError, ValueError) as err:
@@ -613,14 +618,14 @@ def subproc_env(
 ) -> Any:
     """SB3's ``make_vec_env(env_id, n_envs, seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv)``: each env
     steps in a worker process, seeded as ``make_sb3_vec_env`` seeds it (``seed + i``), in ``env_wrapper``'s wrappers
-    (:func:`wrap_env`).
+    (:func:`apply_env_wrapper`).
 
     The workers get the id's registration, its ``EnvSpec`` (:func:`make_from_spec`), not the id: a worker started by
     ``forkserver`` or ``spawn`` has imported none of the modules that registered it (this package, ``--gym-packages``,
     a ``module:EnvId-v0``'s module, the user's script), while the spec's entry point imports what the env needs.
 
     :raises CommandError: an id that runs as one NumPy batch (:func:`is_batched`), which a subprocess per env
-        would step env by env; a wrapper that refuses the env (:func:`wrap_env`, tried once in this process).
+        would step env by env; a wrapper that refuses the env (:func:`apply_env_wrapper`, tried once in this process).
     """
     import functools
 
@@ -636,7 +641,7 @@ def subproc_env(
         )
     make = functools.partial(make_from_spec, env_spec(env_id))
     if env_wrapper:  # a wrapper's refusal of the env here, not as a traceback of each worker
-        wrap_env(make(**(env_kwargs or {})), env_wrapper).close()
+        apply_env_wrapper(make(**(env_kwargs or {})), env_wrapper).close()
     wrapper_class = env_wrapper_class(env_wrapper)
     return make_vec_env(
         make, n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=SubprocVecEnv, wrapper_class=wrapper_class

@@ -25,6 +25,7 @@ from ordergrad_rl.zoo.models import (
     EnvWrappers,
     check_env_id,
     check_fits,
+    closest_argument,
     frozen_vec_normalize,
     is_batched,
     make_env,
@@ -60,7 +61,7 @@ class TrainSettings:
     :param vec_env: the training env's SB3 ``VecEnv`` (rl-zoo3's ``--vec-env``): ``"dummy"`` (the algorithm's
         envs, in this process) or ``"subproc"`` (``SubprocVecEnv``, :func:`~ordergrad_rl.zoo.models.subproc_env`).
     :param env_wrapper: rl-zoo3's ``env_wrapper`` (the file entry's): the wrappers every env of the run, training
-        and evaluation, is made in (:func:`~ordergrad_rl.zoo.models.wrap_env`); ``()``: none.
+        and evaluation, is made in (:func:`~ordergrad_rl.zoo.models.apply_env_wrapper`); ``()``: none.
     """
 
     algo: str
@@ -109,8 +110,6 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
     :raises CommandError: unreadable or malformed file, an entry key/value the algorithm does not accept, or a
         ``conf_file`` given without an entry for ``env`` (rl-zoo3 refuses it too: the file was meant for the run).
     """
-    import difflib
-
     if conf_file is not None and str(conf_file).lower() == "none":
         return None
     try:
@@ -119,8 +118,7 @@ def zoo_hyperparams(algo: str, env: str, conf_file: str | Path | None = None) ->
     except (OSError, ValueError) as err:
         raise CommandError(f"--conf-file: {err}") from err
     if entry is None and conf_file is not None:
-        close = difflib.get_close_matches(env, entries, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = closest_argument(env, entries)
         raise CommandError(
             f"--conf-file {conf_file} has no entry for {env}{hint}; its entries: {', '.join(entries) or 'none'}. "
             "Add one, or give --conf-file none for the class defaults"
