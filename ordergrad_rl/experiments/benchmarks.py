@@ -1009,6 +1009,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     if hasattr(model, "value_baseline"):  # OrderGradPPO's per-step baseline (its default depends on the env)
         result["value_baseline"] = model.value_baseline
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
+    if hasattr(model, "critic_when_tied"):  # ... or on a discounted critic's (OrderGradPPO's default since 2026-12-07)
+        result["critic_when_tied"] = bool(model.critic_when_tied)
     if hasattr(model, "novelty_when_blind"):  # OrderGradPPO's remedy for a rollout blind to success (its default
         # since 2026-12-02)
         result["novelty_when_blind"] = bool(model.novelty_when_blind)

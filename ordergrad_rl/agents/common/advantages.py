@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from scipy.signal import lfilter
 
 from ordergrad_rl.agents.common.groups import group_normalize
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
@@ -239,6 +240,45 @@ def lambda_advantages(
         target[steps] = (1.0 - lam) * b[steps + 1] + lam * target[steps + 1]
     result = np.empty_like(target)
     result[order] = target - b
+    return result
+
+
+def gae_advantages(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    episode_index: np.ndarray,
+    bootstrap: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
+    """GAE (Schulman et al. 2016) of per-step rewards over a critic's values, as SB3's ``RolloutBuffer`` computes it,
+    for a rollout of whole episodes: ``delta_t = r_t + gamma V_{t+1} - V_t``, where ``V`` after an episode's last step
+    is its ``bootstrap`` value, and ``A_t = sum_{u>=t} (gamma lambda)^(u-t) delta_u`` within the episode.
+
+    :param rewards: ``[T]`` rewards of the stored steps.
+    :param values: ``[T]`` the critic's value of each step's state.
+    :param episode_index: ``[T]`` episode of each step (``0..E-1``); each episode's steps in time order.
+    :param bootstrap: ``[E]`` the value after each episode's last step: 0 where it terminated, an estimate of the
+        next state's value where a time limit cut it.
+    :param gamma: the critic's discount.
+    :param lam: GAE's ``lambda`` in ``[0, 1]``.
+    :return: ``[T]`` float64 advantages (the critic's targets are ``advantages + values``).
+    """
+    rewards, values = np.asarray(rewards, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    episode_index = np.asarray(episode_index)
+    order = np.argsort(episode_index, kind="stable")  # each episode's steps contiguously, in time order
+    ordered = episode_index[order]
+    last = np.r_[ordered[1:] != ordered[:-1], True]
+    following = np.r_[values[order][1:], 0.0]
+    following[last] = np.asarray(bootstrap, dtype=np.float64)[ordered[last]]
+    delta = rewards[order] + gamma * following - values[order]
+    advantages = np.empty_like(delta)
+    starts = np.flatnonzero(np.r_[True, last[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], delta.size], strict=True):
+        # A_t = delta_t + gamma lambda A_{t+1}: a first-order filter run backwards over the episode.
+        advantages[start:stop] = lfilter([1.0], [1.0, -gamma * lam], delta[start:stop][::-1])[::-1]
+    result = np.empty_like(advantages)
+    result[order] = advantages
     return result
 
 

@@ -401,6 +401,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], object]] = {
     "relative_ent_coef": partial(check_flag, "relative_ent_coef"),
     "noise_sampler": partial(check_optional_flag, "noise_sampler"),
     "novelty_when_blind": partial(check_optional_flag, "novelty_when_blind"),
+    "critic_when_tied": partial(check_optional_flag, "critic_when_tied"),
     "reward_to_go": partial(check_optional_flag, "reward_to_go"),
     "novelty_phase": partial(check_float, "novelty_phase", low=0.0, high=1.0),
     "rollout_buffer_kwargs": check_buffer_kwargs,
@@ -694,6 +695,35 @@ def default_value_baseline(
         kwargs = policy_kwargs or {}
         return kwargs.get("critic") != "none" and bool(kwargs.get("learn_log_std", True))
     return HISTORY if group_size is None else False
+
+
+def check_critic_when_tied(
+    critic_when_tied: Any, value_baseline: bool | str, policy_kwargs: Mapping[str, Any] | None
+) -> None:
+    """``ValueError`` naming ``critic_when_tied`` unless it is ``True``, ``False`` or ``None``, or for ``True`` where
+    the value head is taken (``value_baseline=True``, whose targets are the episode weights) or absent
+    (``policy_kwargs["critic"] == "none"``)."""
+    check_optional_flag("critic_when_tied", critic_when_tied)
+    if critic_when_tied and value_baseline is True:
+        raise ValueError(
+            "critic_when_tied=True fits the value head to discounted returns, which value_baseline=True regresses on "
+            "the episode weights: use one of them (value_baseline='history' is a baseline network of its own)"
+        )
+    if critic_when_tied and (policy_kwargs or {}).get("critic") == "none":
+        raise ValueError("critic_when_tied=True needs the value head: drop policy_kwargs['critic']='none'")
+
+
+def default_critic_when_tied(
+    objective: Objective | ChannelObjective, value_baseline: bool | str, policy_kwargs: Mapping[str, Any] | None
+) -> bool:
+    """OrderGradPPO's ``critic_when_tied`` when it is ``None``: on for a ranked objective (k != 1) where the value head
+    is free (not ``value_baseline=True``, not ``critic="none"``). The mean keeps its reward-to-go, per-step credit that
+    does not vanish on a rollout tied at the best.
+
+    MEASUREMENT
+    """
+    free = value_baseline is not True and (policy_kwargs or {}).get("critic") != "none"
+    return objective.k != 1 and free
 
 
 def default_reinforce_value_baseline(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar, Literal
 
 import torch as th
@@ -15,7 +16,9 @@ from ordergrad_rl.agents.common.arguments import (
     RELATIVE_RANKED_ENT_COEF,
     SHORT_RANKED_ENT_COEF,
     check_advantage,
+    check_critic_when_tied,
     check_ppo_arguments,
+    default_critic_when_tied,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
@@ -26,6 +29,7 @@ from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unuse
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import n_steps_error
+from ordergrad_rl.agents.common.tied_critic import TiedCriticMixin
 from ordergrad_rl.agents.ppo_q_critic import Q_CRITIC, OrderGradQCriticPPO
 from ordergrad_rl.core.channels import AnyObjective
 
@@ -33,7 +37,7 @@ from ordergrad_rl.core.channels import AnyObjective
 DEFAULT_OBJECTIVE = "cvar0.2"
 
 
-class OrderGradPPO(PerStepBaselineMixin, PPO):
+class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 
     ``advantage="q_critic"`` builds the Q-critic algorithm instead, :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
@@ -49,9 +53,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     ratio 1 (the first minibatch) its gradient is ``(1/T) sum_t w_t grad log pi = (N/T) (k/N) sum_i a_i grad log
     p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
 
-    In episodic mode no value network is used or trained: the policy's value head is built as SB3 builds it (so
-    that a save loads into SB3's ``PPO``, see :mod:`ordergrad_rl.agents.common.sb3_compat`) but never trained, the value
-    loss is a constant 0 and ``train/value_loss`` / ``train/explained_variance`` are not logged. Unlike SB3, which
+    In episodic mode the value head, built as SB3 builds it (so that a save loads into SB3's ``PPO``, see
+    :mod:`ordergrad_rl.agents.common.sb3_compat`), never enters the clipped-surrogate update: its value loss is a
+    constant 0. It is fitted after the update, on its own parameters, as the discounted critic of ``critic_when_tied``
+    (on by default for a ranked objective: ``train/value_loss`` and ``train/explained_variance`` log it) or regressed
+    on the episode weights as the ``value_baseline=True``; otherwise it is never trained. Unlike SB3, which
     centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
     per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the
     estimator towards long episodes).
@@ -112,8 +118,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         Q-critic mode 64 (SB3's).
     :param n_epochs: passes over the rollout per update.
     :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
-    :param gae_lambda: lambda of the Q-critic mode's lambda-returns; unused in episodic mode (see
-        ``baseline_lambda``).
+    :param gae_lambda: lambda of the Q-critic mode's lambda-returns; in episodic mode the GAE lambda of the
+        ``critic_when_tied`` critic (the baseline's is ``baseline_lambda``).
     :param clip_range: surrogate clipping parameter (or schedule).
     :param clip_range_vf: value clipping (no effect without a critic; clips ``Q(s, a)`` in Q-critic mode).
     :param normalize_advantage: episodic mode: divide the per-episode weights by their standard deviation (+1e-8;
@@ -318,6 +324,15 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         own outcome, less variance for a bias of the baseline's error (PPO's trade with ``gae_lambda``). Default
         ``None``: :data:`~ordergrad_rl.agents.common.arguments.BASELINE_LAMBDA` (0.95, SB3's ``gae_lambda``) where a
         baseline is on (see there for the measurements); a value given without a baseline raises ``ValueError``.
+    :param critic_when_tied: episodic mode: on a rollout whose episodes all return the best return seen (every
+        weight of a ranked objective zero, so no gradient: CartPole-v1 at its 500-step limit), train on the GAE
+        advantages of a discounted critic, the value head fitted after every rollout to the per-step rewards' GAE
+        returns (discount 0.99, ``gae_lambda``), as SB3's PPO sharpens a solved policy on its critic; every other
+        rollout trains as without it (:mod:`~ordergrad_rl.agents.common.tied_critic`). ``train/tied_critic`` logs 1
+        on the rollouts it trains. Default ``None``
+        (:func:`~ordergrad_rl.agents.common.arguments.default_critic_when_tied`, which gives the measurement): on for
+        a ranked objective where the value head is free (not ``value_baseline=True``, not ``critic="none"``);
+        ``True`` there raises ``ValueError``.
     :param ent_coef: entropy coefficient, or a schedule of ``progress_remaining`` (a callable, SB3's convention for
         ``learning_rate``; episodic mode evaluates it at each update, ``train/ent_coef`` logs the value). Default
         ``None``: 0.01 for a ranked objective on categorical actions (``Discrete``, ``MultiDiscrete``,
@@ -405,6 +420,8 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
     default_short_ranked_ent_coef = SHORT_RANKED_ENT_COEF
     budget_sized_rollouts = True
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+    # A save from before critic_when_tied trained tied rollouts on zero advantages.
+    saved_before = {**PerStepBaselineMixin.saved_before, "critic_when_tied": False}
 
     def __init__(
         self,
@@ -434,6 +451,7 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         novelty_phase: float = 0.0,
         value_baseline: bool | Literal["history"] | None = None,
         baseline_lambda: float | None = None,
+        critic_when_tied: bool | None = None,
         ent_coef: float | Schedule | None = None,
         entropy_when_tied: bool = False,
         relative_ent_coef: bool = False,
@@ -493,6 +511,10 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
         check_value_head(value_baseline, policy_kwargs)
         default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
+        check_critic_when_tied(critic_when_tied, self.value_baseline, policy_kwargs)
+        if critic_when_tied is None:
+            critic_when_tied = default_critic_when_tied(self.objective, self.value_baseline, policy_kwargs)
+        self.critic_when_tied = critic_when_tied
         self.relative_ent_coef = relative_ent_coef
         # The default bonus of a ranked objective, relative (SB3's load builds without an env, ent_coef still None
         # here: the save's values follow).
@@ -538,6 +560,26 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
         return super().load(path, env=env, device=device, **kwargs)
 
+    def _excluded_save_params(self) -> list[str]:
+        # Set at every rollout (the critic's targets are the rollout's size).
+        tied_critic = ["_critic_targets", "_critic_explained_variance", "_rollout_critic_trained"]
+        return [*super()._excluded_save_params(), *tied_critic]
+
+    def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
+        """... and ``critic_when_tied`` against ``value_baseline``: a saved critic that the new ``value_baseline=True``
+        takes over is the default for it (off)."""
+        super()._default_at_load(replaced)
+        if "value_baseline" in replaced and "critic_when_tied" not in replaced and self.value_baseline is True:
+            self.critic_when_tied = False
+
+    def _check_loaded_arguments(self, names: Collection[str]) -> None:
+        super()._check_loaded_arguments(names)
+        if {"critic_when_tied", "value_baseline", "policy_kwargs"} & set(names):
+            check_critic_when_tied(self.critic_when_tied, self.value_baseline, self.policy_kwargs)
+
+    def hparams(self) -> dict[str, Any]:
+        return {**super().hparams(), "critic_when_tied": self.critic_when_tied}
+
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
         update = super().train
@@ -550,6 +592,11 @@ class OrderGradPPO(PerStepBaselineMixin, PPO):
                 update()
 
         train_on_episode_weights(self, update_without_value)
+        self._fit_tied_critic()
+
+    def _compute_advantages(self) -> None:
+        super()._compute_advantages()
+        self._tied_critic_advantages()
 
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
