@@ -1,0 +1,198 @@
+"""OrderGradPPO's ``critic_when_tied``: GAE against enumeration and SB3's buffer, the critic's fit moving the critic
+alone, tied rollouts trained on the critic's advantages, everything else as without it, saves and bad values."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import RolloutBuffer
+
+from ordergrad_rl import OrderGradPPO
+from ordergrad_rl.agents.common.advantages import gae_advantages
+from ordergrad_rl.agents.common.policies import predict_values
+from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters, fit_critic
+
+
+def enumerated_gae(rewards, values, episode_index, bootstrap, gamma, lam):
+    """``A_t = sum_{u>=t} (gamma lam)^(u-t) delta_u`` term by term, the textbook sum."""
+    result = np.zeros(len(rewards))
+    for episode in np.unique(episode_index):
+        steps = np.flatnonzero(episode_index == episode)
+        for j, t in enumerate(steps):
+            for k, u in enumerate(steps[j:]):
+                following = values[steps[j + k + 1]] if j + k + 1 < len(steps) else bootstrap[episode]
+                result[t] += (gamma * lam) ** k * (rewards[u] + gamma * following - values[u])
+    return result
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gae_matches_the_enumerated_sum_with_episodes_interleaved(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 9, size=5)
+    # Steps of several envs' episodes interleave in a rollout; each episode's own steps stay in time order.
+    keys = np.concatenate([np.sort(rng.random(n)) for n in lengths])
+    episode_index = np.repeat(np.arange(5), lengths)[np.argsort(keys, kind="stable")]
+    rewards, values, bootstrap = rng.normal(size=len(keys)), rng.normal(size=len(keys)), rng.normal(size=5)
+    expected = enumerated_gae(rewards, values, episode_index, bootstrap, 0.9, 0.8)
+    mine = gae_advantages(rewards, values, episode_index, bootstrap, 0.9, 0.8)
+    np.testing.assert_allclose(mine, expected, atol=1e-12)
+
+
+def test_gae_of_terminated_episodes_is_sb3s():
+    rng = np.random.default_rng(0)
+    lengths = [3, 5, 2]
+    rewards, values = rng.normal(size=10).astype(np.float32), rng.normal(size=10).astype(np.float32)
+    episode_index = np.repeat(np.arange(3), lengths)
+    buffer = RolloutBuffer(10, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), gamma=0.97, gae_lambda=0.9)
+    starts = np.r_[True, episode_index[1:] != episode_index[:-1]]
+    for t in range(10):
+        buffer.add(np.zeros((1, 1)), np.zeros((1, 1)), rewards[t : t + 1], starts[t : t + 1], th.tensor([values[t]]),
+                   th.zeros(1))  # fmt: skip
+    buffer.compute_returns_and_advantage(th.zeros(1), dones=np.ones(1))  # the last episode terminated
+    mine = gae_advantages(rewards, values, episode_index, np.zeros(3), 0.97, 0.9)
+    np.testing.assert_allclose(mine, buffer.advantages.ravel(), rtol=1e-5, atol=1e-5)
+
+
+def model(**kwargs):
+    return OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, n_epochs=2, seed=0, **kwargs)
+
+
+def test_the_fit_moves_the_critic_alone_and_learns_its_targets():
+    agent = model()
+    policy = agent.policy
+    critic = {id(p) for p in critic_parameters(policy)}
+    assert critic and len(critic) < len(list(policy.parameters()))
+    actor = {name: p.detach().clone() for name, p in policy.named_parameters() if id(p) not in critic}
+    for p in policy.parameters():  # the PPO update leaves its last minibatch's gradients set
+        p.grad = th.ones_like(p)
+    observations = np.random.default_rng(0).normal(size=(256, 4)).astype(np.float32)
+    targets = observations @ np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
+    before = np.mean((predict_values(policy, observations) - targets) ** 2)
+    fit_critic(policy, observations, targets, n_epochs=30, batch_size=64, rng=np.random.default_rng(0))
+    after = np.mean((predict_values(policy, observations) - targets) ** 2)
+    assert after < 0.2 * before
+    for name, p in policy.named_parameters():
+        if id(p) not in critic:
+            assert th.equal(p, actor[name]), name
+            assert p not in policy.optimizer.state or not policy.optimizer.state[p], name  # no Adam moments either
+
+
+def test_an_unshared_critic_fits_its_own_features_extractor():
+    agent = model(policy_kwargs={"share_features_extractor": False})
+    extractor = {id(p) for p in agent.policy.vf_features_extractor.parameters()}
+    assert extractor <= {id(p) for p in critic_parameters(agent.policy)}
+
+
+class ReachTwo(gym.Env):
+    """Reward 1 a step; action 0 ends the episode, a 2-step limit cuts it: returns 1 or 2, so a rollout of episodes
+    that all reach the limit ties at the best return seen."""
+
+    observation_space = spaces.Box(0.0, 2.0, (1,))
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(1, self.t, dtype=np.float32), 1.0, int(action) == 0, False, {}
+
+
+def tied_rollouts(critic_when_tied):
+    """``(tied, advantages, expected)`` of each rollout of a short run on :class:`ReachTwo`: whether it trained on the
+    critic, its advantages, and the standardized GAE of the critic's values before the rollout's fit."""
+    env = gym.wrappers.TimeLimit(ReachTwo(), max_episode_steps=2)
+    agent = OrderGradPPO("MlpPolicy", env, n_episodes=4, n_epochs=2, seed=1, critic_when_tied=critic_when_tied)
+    seen = []
+    compute = agent._compute_advantages
+
+    def recorded():
+        compute()
+        buffer = agent.rollout_buffer
+        values = predict_values(agent.policy, buffer.observations)
+        episodes = range(len(buffer.episode_time_outs))
+        last = [values[np.flatnonzero(buffer.episode_index == e)[-1]] for e in episodes]
+        bootstrap = np.where(buffer.episode_time_outs, last, 0.0)  # a time-out's last value stands in for its next
+        gae = gae_advantages(buffer.rewards, values, buffer.episode_index, bootstrap, TIED_CRITIC_GAMMA, 0.95)
+        tied = agent._rollout_tied_at_best and not agent._rollout_blind
+        seen.append((tied, buffer.advantages.copy(), (gae - gae.mean()) / (gae.std() + 1e-8)))
+
+    agent._compute_advantages = recorded
+    agent.learn(400)
+    return seen
+
+
+def test_a_rollout_tied_at_the_best_trains_on_the_critics_advantages():
+    rollouts = tied_rollouts(None)
+    tied = [(advantages, expected) for is_tied, advantages, expected in rollouts if is_tied]
+    assert tied and len(tied) < len(rollouts)
+    for advantages, expected in tied:
+        np.testing.assert_allclose(advantages, expected, atol=1e-5)
+        assert np.any(advantages)
+
+
+def test_without_it_a_tied_rollout_trains_on_zero_advantages():
+    tied = [advantages for is_tied, advantages, _ in tied_rollouts(False) if is_tied]
+    assert tied and not any(np.any(advantages) for advantages in tied)
+
+
+def test_rollouts_that_rank_something_train_as_without_it():
+    actors = []
+    for flag in (True, False):
+        agent = model(critic_when_tied=flag).learn(1_000)
+        critic = {id(p) for p in critic_parameters(agent.policy)}
+        actors.append([p.detach().clone() for p in agent.policy.parameters() if id(p) not in critic])
+        assert agent.logger.name_to_value.get("train/tied_critic", 0.0) == 0.0
+    assert all(th.equal(a, b) for a, b in zip(*actors, strict=True))
+
+
+def test_it_logs_the_critic_and_a_loaded_model_fits_it_as_the_saved_one_would(tmp_path):
+    agent = model().learn(700)
+    assert {"train/value_loss", "train/explained_variance", "train/tied_critic"} <= set(agent.logger.name_to_value)
+    agent.save(tmp_path / "m")
+    loaded = OrderGradPPO.load(tmp_path / "m")
+    assert loaded.critic_when_tied and loaded.num_timesteps == agent.num_timesteps
+    loaded.set_logger(agent.logger)  # a loaded model has none before learn
+    observations = np.random.default_rng(1).normal(size=(100, 4)).astype(np.float32)
+    for each in (agent, loaded):  # one more fit of the same targets: the save kept the critic and its Adam moments,
+        # and the minibatches are drawn from the seed and the step count, as an unbroken run draws them
+        each.rollout_buffer.observations = observations
+        each._critic_targets, each._critic_explained_variance = observations.sum(axis=1), 0.0
+        each._rollout_critic_trained = False
+        each._fit_tied_critic()
+    for mine, theirs in zip(critic_parameters(agent.policy), critic_parameters(loaded.policy), strict=True):
+        assert th.equal(mine, theirs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"critic_when_tied": 1}, "critic_when_tied must be True, False or None"),
+        ({"critic_when_tied": True, "value_baseline": True}, "value_baseline=True regresses"),
+        ({"critic_when_tied": True, "policy_kwargs": {"critic": "none"}}, "needs the value head"),
+    ],
+)
+def test_bad_values_name_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        model(**kwargs)
+
+
+def test_defaults_saves_and_hparams(tmp_path):
+    assert model().critic_when_tied is True  # a ranked objective
+    assert model(objective="mean").critic_when_tied is False  # its reward-to-go keeps per-step credit
+    assert model(value_baseline=True).critic_when_tied is False  # the value head is the baseline's
+    assert model().hparams()["critic_when_tied"] is True
+    agent = model()
+    agent.save(tmp_path / "m")
+    # value_baseline=True at load takes the value head: the saved critic is switched off, not refused.
+    assert OrderGradPPO.load(tmp_path / "m", value_baseline=True).critic_when_tied is False
+    with pytest.raises(ValueError, match="value_baseline=True regresses"):
+        OrderGradPPO.load(tmp_path / "m", value_baseline=True, critic_when_tied=True)
+    del agent.critic_when_tied  # as a save of an earlier release holds none
+    agent.save(tmp_path / "old")
+    assert OrderGradPPO.load(tmp_path / "old").critic_when_tied is False  # it trained tied rollouts on zeros
