@@ -12,6 +12,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.envs import tabular
@@ -820,6 +821,18 @@ def test_bad_arguments_name_the_argument(env_id: str, kwargs: dict) -> None:
     (name,) = kwargs
     with pytest.raises(ValueError, match=name):
         gym.make(env_id, **kwargs)
+
+
+def test_the_bandit_step_terminates_without_being_truncated() -> None:
+    """The registered one-step ``TimeLimit`` made every step of ``gym.make("HeavyTailBandit-v0")``
+    ``terminated=True, truncated=True`` (and Gymnasium's checker stopped at "Environment truncates after 1 step"); the
+    episode ends in the MDP, so it is terminated only, with the limit the agents size their rollouts from kept."""
+    env = gym.make("HeavyTailBandit-v0")
+    env.reset(seed=0)
+    *_, terminated, truncated, _ = env.step(np.int64(0))
+    assert (terminated, truncated) == (True, False)
+    assert env.spec.max_episode_steps == 1 and type(gym.make(env.spec)) is type(env)
+    check_env(gym.make("HeavyTailBandit-v0"), skip_render_check=True)
 
 
 def test_registered_time_limits() -> None:

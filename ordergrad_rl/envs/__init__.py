@@ -29,6 +29,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import WrapperSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
@@ -89,6 +90,10 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "id": "HeavyTailBandit-v0",
         "entry_point": "ordergrad_rl.envs.heavy_tail_bandit:HeavyTailBanditEnv",
         "max_episode_steps": 1,
+        # Outside the one-step TimeLimit, which would report each (terminating) step as truncated too.
+        "additional_wrappers": (
+            WrapperSpec("TerminationNotTruncation", "ordergrad_rl.envs.heavy_tail_bandit:TerminationNotTruncation", {}),
+        ),
     },
     {
         "id": "RiskyShortcutNav-v0",
