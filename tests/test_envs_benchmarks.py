@@ -835,6 +835,24 @@ def test_the_bandit_step_terminates_without_being_truncated() -> None:
     check_env(gym.make("HeavyTailBandit-v0"), skip_render_check=True)
 
 
+@pytest.mark.parametrize(("env_id", "horizon"), [("HeavyTailBandit-v0", 1), ("RiskyShortcutNav-v2", 50)])
+def test_a_time_limit_past_the_envs_own_end_is_refused(env_id: str, horizon: int) -> None:
+    """``RiskyShortcutNav`` truncates at 50 steps itself: ``max_episode_steps=100`` gave 50 steps without a word.
+    Refused, naming the horizon; a shorter limit still truncates earlier, and ``-1`` leaves the env's own end."""
+    with pytest.raises(
+        ValueError,
+        match=rf"{env_id} ends every episode by step {horizon} itself, so "
+        rf"max_episode_steps={horizon + 1} would never be reached: pass max_episode_steps of at most",
+    ):
+        gym.make(env_id, max_episode_steps=horizon + 1)
+    for limit, steps in ((horizon, horizon), (-1, horizon), (max(horizon - 20, 1), max(horizon - 20, 1))):
+        env = gym.make(env_id, max_episode_steps=limit)
+        env.reset(seed=0)
+        for step in range(1, steps + 1):
+            *_, terminated, truncated, _ = env.step(np.zeros(2, np.float32) if horizon > 1 else np.int64(0))
+            assert (terminated or truncated) == (step == steps)
+
+
 def test_registered_time_limits() -> None:
     assert gym.spec("GuardedMaze-v0").max_episode_steps == GuardedMazeEnv().tabular().horizon == 40
     assert gym.spec("HeavyTailBandit-v0").max_episode_steps == 1

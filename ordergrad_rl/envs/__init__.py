@@ -29,7 +29,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import WrapperSpec
+
+from ordergrad_rl.envs.own_horizon import own_horizon
 
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
@@ -66,6 +67,10 @@ _LAZY = {
     "verify_answers": _REASONING,
 }
 
+#: RiskyShortcutNav's time limit: the env truncates at 50 steps itself (its observation carries t / 50), so a longer
+#: ``max_episode_steps`` is refused (:class:`~ordergrad_rl.envs.own_horizon.OwnHorizon`).
+_NAV_LIMIT: dict[str, Any] = {"max_episode_steps": 50, "additional_wrappers": own_horizon(50)}
+
 _SPECS: tuple[dict[str, Any], ...] = (
     {
         "id": "SyntheticTailRisk-v0",
@@ -91,26 +96,24 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "entry_point": "ordergrad_rl.envs.heavy_tail_bandit:HeavyTailBanditEnv",
         "max_episode_steps": 1,
         # Outside the one-step TimeLimit, which would report each (terminating) step as truncated too.
-        "additional_wrappers": (
-            WrapperSpec("TerminationNotTruncation", "ordergrad_rl.envs.heavy_tail_bandit:TerminationNotTruncation", {}),
-        ),
+        "additional_wrappers": own_horizon(1),
     },
     {
         "id": "RiskyShortcutNav-v0",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"sealed_edge": False},
     },
     {
         "id": "RiskyShortcutNav-v1",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"progress_reward": 10.0, "sealed_edge": False},
     },
     {
         "id": "RiskyShortcutNav-v2",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"progress_reward": 10.0},
     },
     {

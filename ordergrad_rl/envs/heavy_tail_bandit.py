@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import RecordConstructorArgs
 
 from ordergrad_rl.envs.rendering import arms_frame, check_render_mode
 from ordergrad_rl.envs.tabular import Outcome, TabularMDP
@@ -75,14 +74,15 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
     ```
 
     No arguments. The registered one-step ``TimeLimit`` (``max_episode_steps=1``, from which the agents size their
-    rollouts) sits inside :class:`TerminationNotTruncation`, so the step is ``terminated=True, truncated=False``, as
-    an episode that ends in the MDP is, not ``TimeLimit``'s ``truncated=True`` at its limit as well.
+    rollouts) sits inside :class:`~ordergrad_rl.envs.own_horizon.OwnHorizon`, so the step is ``terminated=True,
+    truncated=False``, as an episode that ends in the MDP is, not ``TimeLimit``'s ``truncated=True`` at its limit as
+    well; a longer ``max_episode_steps`` raises ``ValueError`` (the episode ends after its one step).
     ``env.unwrapped.P[0][a]`` lists the ``(probability, next_state, reward, terminated)`` outcomes and
     ``env.unwrapped.tabular()`` gives the :class:`~ordergrad_rl.envs.tabular.TabularMDP`. Each step draws one uniform.
 
     ## Version History
 
-    * v0: Initial version (its step was ``truncated=True`` as well before ``TerminationNotTruncation``; the
+    * v0: Initial version (its step was ``truncated=True`` as well before ``OwnHorizon``; the
       episodes, and SB3's ``TimeLimit.truncated``, which is ``truncated and not terminated``, are unchanged).
     """
 
@@ -131,19 +131,3 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
         if self.render_mode != "rgb_array":
             return None
         return arms_frame(len(ARMS), self._last_arm)
-
-
-class TerminationNotTruncation(gym.Wrapper[np.ndarray, np.integer, np.ndarray, np.integer], RecordConstructorArgs):
-    """``truncated=False`` on a step that terminates: Gymnasium's ``TimeLimit`` reports ``truncated=True`` at its
-    limit even when the episode terminated on that step, which, for a bandit whose every episode terminates after
-    its one step at the registered ``max_episode_steps=1``, is every step. Outside that ``TimeLimit`` (the
-    registration's ``additional_wrappers``), so the limit stays readable (``gym.spec(id).max_episode_steps``).
-    """
-
-    def __init__(self, env: gym.Env[np.ndarray, np.integer]) -> None:
-        RecordConstructorArgs.__init__(self)
-        gym.Wrapper.__init__(self, env)
-
-    def step(self, action: np.integer) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated and not terminated, info
