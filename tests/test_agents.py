@@ -234,6 +234,20 @@ def test_a_space_sb3_cannot_build_a_policy_for_is_refused(cls, case: str, messag
         model.learn(8)
 
 
+@pytest.mark.parametrize("case", ["text", "dict-sequence"])
+def test_an_env_id_without_a_fixed_shape_is_refused_naming_the_space(case: str, monkeypatch) -> None:
+    """From an env id (the commands' path) SB3's ``make_vec_env`` failed inside its ``DummyVecEnv`` ("'NoneType'
+    object is not iterable") before any check of the agents ran: ``make_sb3_vec_env`` names the space instead."""
+    env_id = f"OrdergradUnbatched{case.title().replace('-', '')}-v0"
+    monkeypatch.setitem(gym.registry, env_id, gym.envs.registration.EnvSpec(env_id, lambda: _UnflattenedSpaces(case)))
+    with pytest.raises(
+        ValueError, match=r"observation space.* is a (Text|Sequence), whose samples have no fixed shape"
+    ):
+        OrderGradPPO("MultiInputPolicy" if case.startswith("dict") else "MlpPolicy", env_id, objective="cvar0.2")
+    if case == "text":
+        assert make_sb3_vec_env(env_id, 2, wrapper_class=gym.wrappers.FlattenObservation).reset().shape == (2, 5)
+
+
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
 def test_a_tuple_observation_space_is_refused_with_the_wrapper_that_flattens_it(cls) -> None:
     """Blackjack-v1's ``Tuple`` observations: SB3's ``NotImplementedError`` and message, from inside its rollout

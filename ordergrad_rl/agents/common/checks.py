@@ -17,6 +17,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_n
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from ordergrad_rl.common.warning_util import user_stacklevel
+from ordergrad_rl.envs.sb3_vec_env import check_batched_observation_space
 
 
 def check_action_space(action_space: spaces.Space) -> None:
@@ -38,19 +39,6 @@ def check_action_space(action_space: spaces.Space) -> None:
         )
 
 
-#: The observation spaces without one fixed shape (SB3 stacks observations into ``[n_envs, *shape]`` arrays), with the
-#: way to one: Gymnasium flattens a ``Text`` into its characters' indices in the charset (a ``Box`` of ``max_length``,
-#: padded with ``len(charset)``)
-#: and a ``OneOf`` into the sub-space index and the sub-spaces' flat samples; a ``Sequence`` or ``Graph`` varies in
-#: length, which only the env's author can pad or summarize.
-UNBATCHED_SPACES: dict[type[spaces.Space], str] = {
-    spaces.Text: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of its characters' indices in the charset)",
-    spaces.OneOf: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of the sub-space index and its sample)",
-    spaces.Sequence: "pad or summarize it to a fixed shape (a gymnasium.ObservationWrapper with a Box space)",
-    spaces.Graph: "pad or summarize it to a fixed shape (a gymnasium.ObservationWrapper with a Box or Dict of Boxes)",
-}
-
-
 def check_observation_space(observation_space: spaces.Space, key: str = "") -> None:
     """``ValueError`` for an observation space (or one inside a ``Dict``) SB3 encodes wrongly or cannot build a
     network for: a ``Discrete`` or ``MultiDiscrete`` whose ``start`` is not 0, a ``MultiDiscrete`` whose ``nvec`` has
@@ -63,9 +51,10 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
     step. Refused before the first step instead.
 
     A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
-    makes it one SB3 takes. A ``Text``, ``Sequence``, ``Graph`` or ``OneOf`` (:data:`UNBATCHED_SPACES`) raises a
-    ``ValueError`` naming the way to a fixed shape: SB3's ``DummyVecEnv`` failed on them while wrapping the env
-    ("'NoneType' object is not iterable", "Unsupported structured space").
+    makes it one SB3 takes. A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
+    (:func:`~ordergrad_rl.envs.sb3_vec_env.check_batched_observation_space`) raises a ``ValueError`` naming the way to
+    a fixed shape: SB3's ``DummyVecEnv`` failed on them while wrapping the env ("'NoneType' object is not iterable",
+    "Unsupported structured space").
     """
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
@@ -77,12 +66,7 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
             f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
             "spaces, as Blackjack-v1's, becomes their one-hot codes)"
         )
-    for space_class, fix in UNBATCHED_SPACES.items():
-        if isinstance(observation_space, space_class):
-            raise ValueError(
-                f"the env's observation space{key} {observation_space} is a {space_class.__name__}, whose samples "
-                f"have no fixed shape for SB3 to stack into a batch: {fix}"
-            )
+    check_batched_observation_space(observation_space, key)
     check_multi_discrete_shape(observation_space, f"observation space{key}", flatten)
     if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
         raise ValueError(
