@@ -243,9 +243,8 @@ class NativeVecMonitor(VecMonitor):
 
 #: The observation spaces without one fixed shape (SB3 stacks observations into ``[n_envs, *shape]`` arrays), with the
 #: way to one: Gymnasium flattens a ``Text`` into its characters' indices in the charset (a ``Box`` of ``max_length``,
-#: padded with ``len(charset)``)
-#: and a ``OneOf`` into the sub-space index and the sub-spaces' flat samples; a ``Sequence`` or ``Graph`` varies in
-#: length, which only the env's author can pad or summarize.
+#: padded with ``len(charset)``) and a ``OneOf`` into the sub-space index and the sub-spaces' flat samples; a
+#: ``Sequence`` or ``Graph`` varies in length, which only the env's author can pad or summarize.
 UNBATCHED_SPACES: dict[type[spaces.Space], str] = {
     spaces.Text: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of its characters' indices in the charset)",
     spaces.OneOf: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of the sub-space index and its sample)",
@@ -271,6 +270,27 @@ def check_batched_observation_space(observation_space: spaces.Space, key: str = 
                 f"the env's observation space{key} {observation_space} is a {space_class.__name__}, whose samples "
                 f"have no fixed shape for SB3 to stack into a batch: {fix}"
             )
+
+
+def _unbatched_error(
+    env_id: str, env_kwargs: dict[str, Any], wrapper_class: Callable[[gym.Env], gym.Env] | None
+) -> ValueError | None:
+    """The ``ValueError`` of :func:`check_batched_observation_space` for one env made as SB3's ``make_vec_env`` makes
+    it (after it failed: made again on that failure only), or ``None``: its observations have a fixed shape, or it
+    cannot be made (SB3's error stands)."""
+    try:
+        env = gym.make(env_id, **env_kwargs)
+    except Exception:  # noqa: BLE001 - the env's own error, which SB3's make_vec_env raised already
+        return None
+    try:
+        check_batched_observation_space((wrapper_class or (lambda e: e))(env).observation_space)
+    except ValueError as refused:
+        return refused
+    except Exception:  # noqa: BLE001 - a wrapper that refuses the env: SB3's error stands
+        return None
+    finally:
+        env.close()
+    return None
 
 
 def make_sb3_vec_env(
@@ -311,15 +331,10 @@ def make_sb3_vec_env(
         try:
             return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
         except (TypeError, AssertionError) as error:
-            # SB3's DummyVecEnv fails inside on observations without a fixed shape: name the space instead (one env
-            # made again, on this failure only).
-            env = gym.make(env_id, **asked)
-            try:
-                check_batched_observation_space((wrapper_class or (lambda e: e))(env).observation_space)
-            except ValueError as refused:
+            # SB3's DummyVecEnv fails inside on observations without a fixed shape: name the space instead.
+            refused = _unbatched_error(env_id, asked, wrapper_class)
+            if refused is not None:
                 raise refused from error
-            finally:
-                env.close()
             raise
     kwargs = {**spec.kwargs, **asked}
     checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
