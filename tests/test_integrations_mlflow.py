@@ -18,7 +18,7 @@ from ordergrad_rl.integrations.mlflow import MLflowOutputFormat, mlflow_key
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-#: MLflow 1's metric names (``mlflow.utils.validation``), the strictest: MLflow 2 also takes colons.
+#: The metric names of older MLflow releases (``mlflow.utils.validation``), the strictest: recent ones take colons too.
 MLFLOW_NAME = re.compile(r"^[/\w.\- ]*$", re.ASCII)
 
 

@@ -15,7 +15,7 @@ SB3 logs to MLflow through a ``KVWriter`` of its logger (SB3's docs)::
     model.learn(10_000)  # inside mlflow.start_run(), or MLflow starts a run itself
 
 MLflow refuses a metric name with characters other than alphanumerics, ``_ - . /`` and spaces (``MlflowException:
-Invalid metric name``; colons since MLflow 2), and the agents' keys can hold others: ``eval_pass@k/k=5``
+Invalid metric name``; recent releases take colons too), and the agents' keys can hold others: ``eval_pass@k/k=5``
 (:class:`~ordergrad_rl.agents.common.callbacks.PassAtKEvalCallback`'s), and the keys named after an env's ``info``
 entries, its noise events or a channel objective's channels. :func:`mlflow_key` replaces each such character by ``_``,
 so ``eval_pass@k/k=5`` is logged as ``eval_pass_k/k_5``. Needs ``pip install mlflow`` (imported when the writer is
@@ -31,7 +31,7 @@ import numpy as np
 from stable_baselines3.common.logger import KVWriter
 
 #: The characters MLflow refuses in a metric name: all but the alphanumerics, underscores, dashes, periods, spaces and
-#: slashes its docs allow (``mlflow.utils.validation``; MLflow 2 allows colons too, MLflow 1 did not).
+#: slashes every MLflow release allows (``mlflow.utils.validation``; recent ones allow colons too, older ones did not).
 _REFUSED = re.compile(r"[^0-9A-Za-z_\-. /]")
 
 
