@@ -170,6 +170,17 @@ def test_an_observation_space_not_starting_at_0_is_refused(cls, multi: bool) -> 
         cls(policy, _ShiftedObservations(multi), objective="cvar0.2")
 
 
+_POINT = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+#: Observation spaces without one fixed shape, on which SB3's DummyVecEnv failed inside while wrapping the env.
+_UNBATCHED = {
+    "text": gym.spaces.Text(5),
+    "sequence": gym.spaces.Sequence(_POINT),
+    "graph": gym.spaces.Graph(_POINT, None),
+    "oneof": gym.spaces.OneOf((_POINT, gym.spaces.Discrete(2))),
+    "dict-sequence": gym.spaces.Dict({"point": _POINT, "trail": gym.spaces.Sequence(_POINT)}),
+}
+
+
 class _UnflattenedSpaces(_ShiftedActions):
     """Actions or observations of a space SB3 cannot build a policy for, as ``case`` names it."""
 
@@ -183,6 +194,8 @@ class _UnflattenedSpaces(_ShiftedActions):
             self.observation_space = gym.spaces.Dict({"cells": grid})
         elif case == "scalar":
             self.observation_space = gym.spaces.Box(-1.0, 1.0, (), np.float32)
+        elif case in _UNBATCHED:
+            self.observation_space = _UNBATCHED[case]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
@@ -199,20 +212,40 @@ class _UnflattenedSpaces(_ShiftedActions):
         ("observations", r"observation space is a MultiDiscrete .*one-dimensional nvec only.*FlattenObservation"),
         ("dict", r"observation space\['cells'\] is a MultiDiscrete .*one-dimensional nvec only"),
         ("scalar", r"observation space Box.* has shape \(\).*FlattenObservation"),
+        ("text", r"observation space Text\(1, 5, .* is a Text, .*no fixed shape.*FlattenObservation"),
+        ("sequence", r"observation space Sequence\(Box.* is a Sequence, .*no fixed shape.*pad or summarize"),
+        ("graph", r"observation space Graph\(Box.* is a Graph, .*no fixed shape.*pad or summarize"),
+        ("oneof", r"observation space OneOf\(Box.* is a OneOf, .*no fixed shape.*FlattenObservation"),
+        ("dict-sequence", r"observation space\['trail'\] Sequence\(Box.* is a Sequence"),
     ],
 )
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
 def test_a_space_sb3_cannot_build_a_policy_for_is_refused(cls, case: str, message: str) -> None:
     """SB3 (and so the agents) failed inside torch on these: a two-dimensional ``MultiDiscrete`` while building the
     policy ("empty(): argument 'size' ... must be tuple of ints", or "The truth value of an array ... is ambiguous"),
-    a ``Box`` of shape ``()`` in torch's ``Flatten`` at the first step. Refused at construction, naming the space
-    and the wrapper that flattens it, which then trains."""
-    policy = "MultiInputPolicy" if case == "dict" else "MlpPolicy"
+    a ``Box`` of shape ``()`` in torch's ``Flatten`` at the first step; inside SB3's ``DummyVecEnv`` on a space
+    without a fixed shape ("'NoneType' object is not iterable", "Unsupported structured space"). Refused at
+    construction, naming the space and the way to a fixed shape; the wrapper that flattens it then trains."""
+    policy = "MultiInputPolicy" if case in ("dict", "dict-sequence") else "MlpPolicy"
     with pytest.raises(ValueError, match=message):
         cls(policy, _UnflattenedSpaces(case), objective="cvar0.2")
-    if case in ("observations", "scalar"):
+    if case in ("observations", "scalar", "text", "oneof"):
         model = cls("MlpPolicy", gym.wrappers.FlattenObservation(_UnflattenedSpaces(case)), n_episodes=4)
         model.learn(8)
+
+
+@pytest.mark.parametrize("case", ["text", "dict-sequence"])
+def test_an_env_id_without_a_fixed_shape_is_refused_naming_the_space(case: str, monkeypatch) -> None:
+    """From an env id (the commands' path) SB3's ``make_vec_env`` failed inside its ``DummyVecEnv`` ("'NoneType'
+    object is not iterable") before any check of the agents ran: ``make_sb3_vec_env`` names the space instead."""
+    env_id = f"OrdergradUnbatched{case.title().replace('-', '')}-v0"
+    monkeypatch.setitem(gym.registry, env_id, gym.envs.registration.EnvSpec(env_id, lambda: _UnflattenedSpaces(case)))
+    with pytest.raises(
+        ValueError, match=r"observation space.* is a (Text|Sequence), whose samples have no fixed shape"
+    ):
+        OrderGradPPO("MultiInputPolicy" if case.startswith("dict") else "MlpPolicy", env_id, objective="cvar0.2")
+    if case == "text":
+        assert make_sb3_vec_env(env_id, 2, wrapper_class=gym.wrappers.FlattenObservation).reset().shape == (2, 5)
 
 
 @pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])

@@ -12,6 +12,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.envs import tabular
@@ -820,6 +821,36 @@ def test_bad_arguments_name_the_argument(env_id: str, kwargs: dict) -> None:
     (name,) = kwargs
     with pytest.raises(ValueError, match=name):
         gym.make(env_id, **kwargs)
+
+
+def test_the_bandit_step_terminates_without_being_truncated() -> None:
+    """The registered one-step ``TimeLimit`` made every step of ``gym.make("HeavyTailBandit-v0")``
+    ``terminated=True, truncated=True`` (and Gymnasium's checker stopped at "Environment truncates after 1 step"); the
+    episode ends in the MDP, so it is terminated only, with the limit the agents size their rollouts from kept."""
+    env = gym.make("HeavyTailBandit-v0")
+    env.reset(seed=0)
+    *_, terminated, truncated, _ = env.step(np.int64(0))
+    assert (terminated, truncated) == (True, False)
+    assert env.spec.max_episode_steps == 1 and type(gym.make(env.spec)) is type(env)
+    check_env(gym.make("HeavyTailBandit-v0"), skip_render_check=True)
+
+
+@pytest.mark.parametrize(("env_id", "horizon"), [("HeavyTailBandit-v0", 1), ("RiskyShortcutNav-v2", 50)])
+def test_a_time_limit_past_the_envs_own_end_is_refused(env_id: str, horizon: int) -> None:
+    """``RiskyShortcutNav`` truncates at 50 steps itself: ``max_episode_steps=100`` gave 50 steps without a word.
+    Refused, naming the horizon; a shorter limit still truncates earlier, and ``-1`` leaves the env's own end."""
+    with pytest.raises(
+        ValueError,
+        match=rf"{env_id} ends every episode by step {horizon} itself, so "
+        rf"max_episode_steps={horizon + 1} would never be reached: pass max_episode_steps of at most",
+    ):
+        gym.make(env_id, max_episode_steps=horizon + 1)
+    for limit, steps in ((horizon, horizon), (-1, horizon), (max(horizon - 20, 1), max(horizon - 20, 1))):
+        env = gym.make(env_id, max_episode_steps=limit)
+        env.reset(seed=0)
+        for step in range(1, steps + 1):
+            *_, terminated, truncated, _ = env.step(np.zeros(2, np.float32) if horizon > 1 else np.int64(0))
+            assert (terminated or truncated) == (step == steps)
 
 
 def test_registered_time_limits() -> None:

@@ -11,6 +11,7 @@ import pytest
 from ordergrad_rl.cli import main
 from ordergrad_rl.common.jobs import RunCache
 from ordergrad_rl.experiments import minatar as exp
+from ordergrad_rl.version import __version__
 
 pytest.importorskip("minatar", reason="MinAtar is not installed (pip install 'ordergrad-rl[minatar]')")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
@@ -113,6 +114,33 @@ def test_a_cached_run_is_reused_only_for_its_own_key(tmp_path: Path) -> None:
     assert cache.load("run", config.run_key("ppo_q_ent")) is None  # an ent-0 run never stands in for an ent run
     assert cache.load("run", exp.Config(ent_coef=0.01).run_key("ppo_q")) is None
     assert exp._run_id("breakout", "ppo_q_ent", 0) != exp._run_id("breakout", "ppo_q", 0)
+
+
+def test_a_run_stored_by_other_code_is_trained_again(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A stored run was reused whatever release (and so training code) had stored it, as long as its settings matched:
+    one stored by another version or run format, or before they were recorded, is trained again, named on stderr."""
+    config = exp.Config(games=("breakout",), seeds=1, method_subset=("ppo_v",))
+    trained = []
+
+    def train_run(game, method, seed, config, tensorboard_log=None):
+        trained.append(method)
+        return {"method": method, "config": config.run_key(method)}
+
+    monkeypatch.setattr(exp, "train_run", train_run)
+    cache, name = RunCache(tmp_path / "runs"), exp._run_id("breakout", "ppo_v", 0)
+    stored = {"method": "ppo_v", "config": config.run_key("ppo_v")}
+    for record, code in (
+        (stored, "a release that did not record its version"),
+        (stored | {"format": exp.RUN_FORMAT, "version": "0.0.1"}, f"ordergrad-rl 0.0.1 (run format {exp.RUN_FORMAT})"),
+        (stored | {"format": exp.RUN_FORMAT + 1, "version": __version__}, f"(run format {exp.RUN_FORMAT + 1})"),
+    ):
+        cache.save(name, record)
+        (run,) = exp.run_experiment(config, tmp_path, quiet=True)
+        assert trained == ["ppo_v"] and run["version"] == __version__ and run["format"] == exp.RUN_FORMAT
+        assert f"{name} by " in (err := capsys.readouterr().err) and err.rstrip().endswith(code)
+        trained.clear()
+    assert exp.run_experiment(config, tmp_path, quiet=True) == [cache.record(name)] and not trained  # this code's
+    assert capsys.readouterr().err == ""
 
 
 def test_a_run_trained_again_replaces_its_tensorboard_run(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.progress import available_cores, progress_bar
 from ordergrad_rl.common.ray_tune import init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
+from ordergrad_rl.version import __version__
 
 # Progress counter shared by the local workers (set by _init_worker); None when there is no one to tell.
 _COUNTER: Any = None
@@ -342,6 +343,37 @@ class RunCache:
     def discard(self, run_id: str) -> None:
         """Forget run ``run_id`` (it is being trained again)."""
         self.path(run_id).unlink(missing_ok=True)
+
+
+def code_release(run_format: int) -> dict[str, Any]:
+    """What a stored run records of the code that stored it: ``{"format": run_format, "version": __version__}``.
+
+    :param run_format: the layout of the experiment's stored runs, raised when what a run holds, or how it is read,
+        changes without a version change.
+    """
+    return {"format": run_format, "version": __version__}
+
+
+def other_code(record: dict[str, Any], run_format: int) -> str | None:
+    """The code that stored ``record``, named, where it is not this one (:func:`code_release` of ``run_format``;
+    ``None``: stored by this code). A record without a release was stored before releases were recorded."""
+    release = code_release(run_format)
+    if {key: record.get(key) for key in release} == release:
+        return None
+    if "format" not in record:
+        return "a release that did not record its version"
+    return f"ordergrad-rl {record.get('version')} (run format {record['format']})"
+
+
+def report_other_code(outdated: list[str], where: Path, run_format: int, flag: str) -> None:
+    """Say on stderr that the runs ``outdated`` (``"<id> by <code>"``, :func:`other_code`) stored in ``where`` were
+    stored by other code and are trained again (``flag``: the option that reuses stored runs); nothing if none."""
+    if outdated:
+        print(
+            f"{flag}: these runs in {where} were stored by other code than this ordergrad-rl {__version__} (run format "
+            f"{run_format}) and are trained again: {'; '.join(outdated)}",
+            file=sys.stderr,
+        )
 
 
 def report_interrupted(kept: int, where: Path) -> int:

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from ordergrad_rl.envs.own_horizon import own_horizon
+
 if TYPE_CHECKING:  # pragma: no cover
     from ordergrad_rl.envs.bandit import RiskyBanditEnv
     from ordergrad_rl.envs.guarded_maze import GuardedMazeEnv
@@ -65,6 +67,10 @@ _LAZY = {
     "verify_answers": _REASONING,
 }
 
+#: RiskyShortcutNav's time limit: the env truncates at 50 steps itself (its observation carries t / 50), so a longer
+#: ``max_episode_steps`` is refused (:class:`~ordergrad_rl.envs.own_horizon.OwnHorizon`).
+_NAV_LIMIT: dict[str, Any] = {"max_episode_steps": 50, "additional_wrappers": own_horizon(50)}
+
 _SPECS: tuple[dict[str, Any], ...] = (
     {
         "id": "SyntheticTailRisk-v0",
@@ -89,23 +95,25 @@ _SPECS: tuple[dict[str, Any], ...] = (
         "id": "HeavyTailBandit-v0",
         "entry_point": "ordergrad_rl.envs.heavy_tail_bandit:HeavyTailBanditEnv",
         "max_episode_steps": 1,
+        # Outside the one-step TimeLimit, which would report each (terminating) step as truncated too.
+        "additional_wrappers": own_horizon(1),
     },
     {
         "id": "RiskyShortcutNav-v0",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"sealed_edge": False},
     },
     {
         "id": "RiskyShortcutNav-v1",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"progress_reward": 10.0, "sealed_edge": False},
     },
     {
         "id": "RiskyShortcutNav-v2",
         "entry_point": "ordergrad_rl.envs.shortcut_nav:RiskyShortcutNavEnv",
-        "max_episode_steps": 50,
+        **_NAV_LIMIT,
         "kwargs": {"progress_reward": 10.0},
     },
     {

@@ -73,12 +73,17 @@ class HeavyTailBanditEnv(gym.Env[np.ndarray, np.integer]):
     env = gym.make("HeavyTailBandit-v0")
     ```
 
-    No arguments. ``env.unwrapped.P[0][a]`` lists the ``(probability, next_state, reward, terminated)`` outcomes and
+    No arguments. The registered one-step ``TimeLimit`` (``max_episode_steps=1``, from which the agents size their
+    rollouts) sits inside :class:`~ordergrad_rl.envs.own_horizon.OwnHorizon`, so the step is ``terminated=True,
+    truncated=False``, as an episode that ends in the MDP is, not ``TimeLimit``'s ``truncated=True`` at its limit as
+    well; a longer ``max_episode_steps`` raises ``ValueError`` (the episode ends after its one step).
+    ``env.unwrapped.P[0][a]`` lists the ``(probability, next_state, reward, terminated)`` outcomes and
     ``env.unwrapped.tabular()`` gives the :class:`~ordergrad_rl.envs.tabular.TabularMDP`. Each step draws one uniform.
 
     ## Version History
 
-    * v0: Initial version.
+    * v0: Initial version (its step was ``truncated=True`` as well before ``OwnHorizon``; the
+      episodes, and SB3's ``TimeLimit.truncated``, which is ``truncated and not terminated``, are unchanged).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 4}

@@ -13,6 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec, load_env_creator
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
@@ -240,6 +241,58 @@ class NativeVecMonitor(VecMonitor):
         self.class_attributes = dict(inspect.getmembers(self.__class__))
 
 
+#: The observation spaces without one fixed shape (SB3 stacks observations into ``[n_envs, *shape]`` arrays), with the
+#: way to one: Gymnasium flattens a ``Text`` into its characters' indices in the charset (a ``Box`` of ``max_length``,
+#: padded with ``len(charset)``) and a ``OneOf`` into the sub-space index and the sub-spaces' flat samples; a
+#: ``Sequence`` or ``Graph`` varies in length, which only the env's author can pad or summarize.
+UNBATCHED_SPACES: dict[type[spaces.Space], str] = {
+    spaces.Text: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of its characters' indices in the charset)",
+    spaces.OneOf: "flatten it (gymnasium.wrappers.FlattenObservation: a Box of the sub-space index and its sample)",
+    spaces.Sequence: "pad or summarize it to a fixed shape (a gymnasium.ObservationWrapper with a Box space)",
+    spaces.Graph: "pad or summarize it to a fixed shape (a gymnasium.ObservationWrapper with a Box or Dict of Boxes)",
+}
+
+
+def check_batched_observation_space(observation_space: spaces.Space, key: str = "") -> None:
+    """``ValueError`` for an observation space (or one inside a ``Dict``, named ``[key]``) without one fixed shape
+    (:data:`UNBATCHED_SPACES`), naming the way to one: SB3's ``VecEnv`` stacks observations into arrays of a fixed
+    shape, and its ``DummyVecEnv`` failed inside on these ("'NoneType' object is not iterable", "Unsupported
+    structured space").
+
+    :param key: where the space is, ``""`` at the top, ``"['image']"`` inside a ``Dict``.
+    """
+    if isinstance(observation_space, spaces.Dict):
+        for name, space in observation_space.spaces.items():
+            check_batched_observation_space(space, f"{key}[{name!r}]")
+    for space_class, fix in UNBATCHED_SPACES.items():
+        if isinstance(observation_space, space_class):
+            raise ValueError(
+                f"the env's observation space{key} {observation_space} is a {space_class.__name__}, whose samples "
+                f"have no fixed shape for SB3 to stack into a batch: {fix}"
+            )
+
+
+def _unbatched_error(
+    env_id: str, env_kwargs: dict[str, Any], wrapper_class: Callable[[gym.Env], gym.Env] | None
+) -> ValueError | None:
+    """The ``ValueError`` of :func:`check_batched_observation_space` for one env made as SB3's ``make_vec_env`` makes
+    it (after it failed: made again on that failure only), or ``None``: its observations have a fixed shape, or it
+    cannot be made (SB3's error stands)."""
+    try:
+        env = gym.make(env_id, **env_kwargs)
+    except Exception:  # noqa: BLE001 - the env's own error, which SB3's make_vec_env raised already
+        return None
+    try:
+        check_batched_observation_space((wrapper_class or (lambda e: e))(env).observation_space)
+    except ValueError as refused:
+        return refused
+    except Exception:  # noqa: BLE001 - a wrapper that refuses the env: SB3's error stands
+        return None
+    finally:
+        env.close()
+    return None
+
+
 def make_sb3_vec_env(
     env_id: str,
     n_envs: int,
@@ -275,7 +328,14 @@ def make_sb3_vec_env(
     single_envs = "max_episode_steps" in asked or asked.get("render_mode") is not None or wrapper_class is not None
     vector_class = None if single_envs else native_vector_class(env_id)
     if vector_class is None:
-        return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
+        try:
+            return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
+        except (TypeError, AssertionError) as error:
+            # SB3's DummyVecEnv fails inside on observations without a fixed shape: name the space instead.
+            refused = _unbatched_error(env_id, asked, wrapper_class)
+            if refused is not None:
+                raise refused from error
+            raise
     kwargs = {**spec.kwargs, **asked}
     checker = kwargs.pop("disable_env_checker", None)  # gym.make's own; the batch has no env checker to disable
     if checker is not None:

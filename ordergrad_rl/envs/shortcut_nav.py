@@ -179,7 +179,8 @@ class RiskyShortcutNavEnv(BernoulliNoiseMixin, gym.Env[np.ndarray, np.ndarray]):
     ## Episode End
 
     Terminated on reaching the goal disk or on a crash; truncated after 50 steps (the time limit is part of the env:
-    the observation carries the time).
+    the observation carries the time). ``gym.make(id, max_episode_steps=n)`` truncates earlier for ``n < 50``; a
+    longer limit raises ``ValueError`` (:class:`~ordergrad_rl.envs.own_horizon.OwnHorizon`: it was silently 50).
 
     ## Arguments
 

@@ -32,6 +32,8 @@ with CIs), ``minatar_effect_of_m.png`` (final IQM vs M, the baselines run as lin
 method), ``minatar_entropy.png`` (policy entropy over steps for each method, per game). Each run is cached as JSON
 under ``<out>/runs`` and reused by a later invocation with the same settings (the method's own entropy coefficient
 included), so an interrupted reproduction resumes and ``--methods`` subsets run one after another share one ``--out``.
+A run stored by another ordergrad-rl version or run format (:data:`RUN_FORMAT`), or by a release that did not record
+them, is trained again, named on stderr: its training code may differ from this one's.
 
 Needs the extra ``pip install "ordergrad-rl[minatar]"`` (MinAtar and rliable).
 """
@@ -50,7 +52,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_extra
-from ordergrad_rl.common.jobs import Job, RunCache, run_jobs
+from ordergrad_rl.common.jobs import Job, RunCache, code_release, other_code, report_other_code, run_jobs
 from ordergrad_rl.common.options import (
     add_address_argument,
     add_output_arguments,
@@ -277,6 +279,12 @@ def train_run(game: str, method: str, seed: int, config: Config, tensorboard_log
     )
 
 
+#: The layout of a stored run (``<out>/runs/<id>.json``): raise it when what a stored run holds, or how
+#: :func:`aggregate` reads it, changes. A stored run records it and the package version that trained it
+#: (:func:`~ordergrad_rl.common.jobs.code_release`); only the runs stored by this layout and version are reused.
+RUN_FORMAT = 1
+
+
 def _run_id(game: str, method: str, seed: int) -> str:
     """The name of a run in the cache (``<out>/runs/<id>.json``)."""
     return f"{game}_{method.replace('@', 'at')}_s{seed}"
@@ -284,7 +292,7 @@ def _run_id(game: str, method: str, seed: int) -> str:
 
 def _run_job(game: str, method: str, seed: int, config: Config, runs: Path, tensorboard_log: str | None) -> dict:
     """Train one run and cache it under ``runs`` (a job of :func:`ordergrad_rl.common.jobs.run_jobs`)."""
-    run = train_run(game, method, seed, config, tensorboard_log)
+    run = train_run(game, method, seed, config, tensorboard_log) | code_release(RUN_FORMAT)
     RunCache(runs).save(_run_id(game, method, seed), run)
     return run
 
@@ -298,20 +306,25 @@ def run_experiment(
     address: str | None = None,
 ) -> list[dict[str, Any]]:
     """All (game, method, seed) runs, cached under ``out/runs``, through :func:`ordergrad_rl.common.jobs.run_jobs`:
-    ``workers`` local processes, or Ray Tune trials on the cluster at ``address``."""
+    ``workers`` local processes, or Ray Tune trials on the cluster at ``address``. A run stored with these
+    settings by other code (:func:`~ordergrad_rl.common.jobs.other_code`) is trained again, named on stderr."""
 
     cache = RunCache(out / "runs")
-    runs, jobs = [], []
+    runs, jobs, outdated = [], [], []
     for seed in range(config.seeds):
         for game in config.games:
             for method in config.methods():
                 run_id = _run_id(game, method, seed)
                 cached = cache.load(run_id, config.run_key(method))
-                if cached is None:
+                release = None if cached is None else other_code(cached, RUN_FORMAT)
+                if release is not None:
+                    outdated.append(f"{run_id} by {release}")
+                if cached is None or release is not None:
                     kwargs = dict(game=game, method=method, seed=seed, config=config, tensorboard_log=tensorboard_log)
                     jobs.append(Job(run_id, _run_job, {**kwargs, "runs": cache.directory}))
                 else:
                     runs.append(cached)
+    report_other_code(outdated, cache.directory, RUN_FORMAT, "reproduce minatar")
     if not jobs:
         return runs
     results = run_jobs(jobs, workers, address, out / "ray", desc=f"MinAtar runs ({len(runs)} cached)", quiet=quiet)

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,7 +55,15 @@ import gymnasium as gym
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.jobs import Job, RunCache, report_interrupted, report_progress
+from ordergrad_rl.common.jobs import (
+    Job,
+    RunCache,
+    code_release,
+    other_code,
+    report_interrupted,
+    report_other_code,
+    report_progress,
+)
 from ordergrad_rl.common.jobs import run_jobs as run_grid
 from ordergrad_rl.common.options import (
     add_address_argument,
@@ -70,7 +77,6 @@ from ordergrad_rl.common.progress import available_cores, rollout_progress
 from ordergrad_rl.common.reports import markdown_table, print_checks, pyplot, save_figure, write_json
 from ordergrad_rl.envs.tailrisk import ASSET_NAMES
 from ordergrad_rl.risk import risk_profile
-from ordergrad_rl.version import __version__
 from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
 from ordergrad_rl.zoo.training import remove_runs
 
@@ -368,24 +374,10 @@ def run_settings(method: str, config: Config, tensorboard: Path | None) -> dict[
 
 #: The layout of a stored run (``<out>/runs/<id>.json`` and ``.npz``): raise it when what a stored run holds, or how
 #: :func:`load_run` reads it, changes. A stored run records it and the package version that trained it
-#: (:func:`run_release`); ``--resume`` reuses only the runs stored by this layout and version, and trains the others
-#: again, naming them on stderr: runs stored by another release, and runs stored without either (before they were
-#: recorded), whose release is unknown.
+#: (:func:`~ordergrad_rl.common.jobs.code_release`); ``--resume`` reuses only the runs stored by this layout and
+#: version, and trains the others again, naming them on stderr: runs stored by another release, and runs stored
+#: without either (before they were recorded), whose release is unknown.
 RUN_FORMAT = 1
-
-
-def run_release() -> dict[str, Any]:
-    """What a stored run records of the code that trained it: ``{"format": RUN_FORMAT, "version": __version__}``."""
-    return {"format": RUN_FORMAT, "version": __version__}
-
-
-def other_release(record: dict[str, Any]) -> str | None:
-    """The code that stored ``record``, named, where it is not this one (``None``: stored by this code)."""
-    if {key: record.get(key) for key in run_release()} == run_release():
-        return None
-    if "format" not in record:
-        return "a release that did not record its version"
-    return f"ordergrad-rl {record.get('version')} (run format {record['format']})"
 
 
 def _deployment_arrays(deployment: Deployment, prefix: str) -> dict[str, np.ndarray]:
@@ -401,7 +393,7 @@ def store_run(cache: RunCache, result: dict[str, Any], settings: dict[str, Any])
     arrays = _deployment_arrays(result["deployment"], "deployment")
     for p, deployment in result["stress"].items():
         arrays |= _deployment_arrays(deployment, f"stress{p!r}")
-    record = {key: result[key] for key in ("method", "seed", "train_seconds")} | run_release()
+    record = {key: result[key] for key in ("method", "seed", "train_seconds")} | code_release(RUN_FORMAT)
     cache.save(run_id(result["method"], result["seed"]), record | {"config": settings}, arrays)
 
 
@@ -409,12 +401,12 @@ def load_run(
     cache: RunCache, method: str, seed: int, settings: dict[str, Any], models: Path | None
 ) -> dict[str, Any] | None:
     """The :func:`run_job` result of ``method`` on ``seed`` stored in ``cache`` with ``settings``, its model in
-    ``models`` (``None``: none is stored, it was stored by other code (:func:`other_release`), or its model is not
-    there)."""
+    ``models`` (``None``: none is stored, it was stored by other code
+    (:func:`~ordergrad_rl.common.jobs.other_code`), or its model is not there)."""
     name = run_id(method, seed)
     record = cache.load(name, settings)
     model = None if models is None else models / f"{name}.zip"
-    if record is None or other_release(record) is not None or (model is not None and not model.exists()):
+    if record is None or other_code(record, RUN_FORMAT) is not None or (model is not None and not model.exists()):
         return None
     arrays = cache.arrays(name)
     return {
@@ -490,20 +482,15 @@ def run_jobs(
                     done[name] = stored
                     continue
                 record = cache.record(name)
-                release = None if record is None else other_release(record)
+                release = None if record is None else other_code(record, RUN_FORMAT)
                 if release is not None:
                     outdated.append(f"{name} by {release}")
                 else:
                     _check_stored_settings(cache, name, settings)  # not stored, stored without its model, or refused
             kwargs = {"method": method, "seed": seed, "config": config, "tensorboard": tensorboard, "models": models}
             jobs.append(Job(name, run_job, kwargs | {"runs": runs}, weight=planned_steps(method, config)))
-    if outdated:
-        print(
-            f"--resume: these runs in {cache.directory} were stored by other code than this ordergrad-rl "
-            f"{__version__} (run format {RUN_FORMAT}) and are trained again: {'; '.join(outdated)}",
-            file=sys.stderr,
-        )
     if cache is not None:
+        report_other_code(outdated, cache.directory, RUN_FORMAT, "--resume")
         for job in jobs:
             cache.discard(job.id)  # trained again: stored again once it has finished
     desc = f"training {len(jobs)} runs" + (f" ({len(done)} stored earlier)" if done else "")

@@ -17,6 +17,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_n
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from ordergrad_rl.common.warning_util import user_stacklevel
+from ordergrad_rl.envs.sb3_vec_env import check_batched_observation_space
 
 
 def check_action_space(action_space: spaces.Space) -> None:
@@ -50,7 +51,10 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
     step. Refused before the first step instead.
 
     A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
-    makes it one SB3 takes.
+    makes it one SB3 takes. A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
+    (:func:`~ordergrad_rl.envs.sb3_vec_env.check_batched_observation_space`) raises a ``ValueError`` naming the way to
+    a fixed shape: SB3's ``DummyVecEnv`` failed on them while wrapping the env ("'NoneType' object is not iterable",
+    "Unsupported structured space").
     """
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
@@ -62,6 +66,7 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
             f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
             "spaces, as Blackjack-v1's, becomes their one-hot codes)"
         )
+    check_batched_observation_space(observation_space, key)
     check_multi_discrete_shape(observation_space, f"observation space{key}", flatten)
     if isinstance(observation_space, spaces.Box) and observation_space.shape == ():
         raise ValueError(

@@ -11,6 +11,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
+from ordergrad_rl.agents.common.checks import check_observation_space
 from ordergrad_rl.envs.native_vector import NativeVectorEnv
 from ordergrad_rl.envs.sb3_vec_env import (
     env_spec,
@@ -82,9 +83,13 @@ def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
 def wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
     """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``), after a Gymnasium vector env
     is made the SB3 ``VecEnv`` the agents train on (:func:`sb3_vec_env_of`: a native batch's face, any other refused
-    with a ``ValueError`` naming SB3's ``make_vec_env``)."""
+    with a ``ValueError`` naming SB3's ``make_vec_env``). A ``gym.Env``'s observation space is checked first
+    (:func:`~ordergrad_rl.agents.common.checks.check_observation_space`): SB3's ``DummyVecEnv`` fails inside on one
+    without a fixed shape (``Text``, ``Sequence``, ``Graph``, ``OneOf``), before the constructor's checks run."""
     if isinstance(env, gym.vector.VectorEnv):
         env = sb3_vec_env_of(env)
+    if isinstance(env, gym.Env):
+        check_observation_space(env.observation_space)
     return BaseAlgorithm._wrap_env(env, verbose, monitor_wrapper)
 
 

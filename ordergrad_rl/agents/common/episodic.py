@@ -141,7 +141,8 @@ EPISODIC_PPO_PARAMS = """
         tail-risk ids, else 1 env from an id, env objects as they are).
     :param learning_rate: Adam learning rate (or schedule).
     :param n_epochs: passes over the rollout per update.
-    :param gamma: discount of the episode return, 1.0 (undiscounted) by default.
+    :param gamma: discount of the episode return ``sum_t gamma^t r_t`` (from its first step) that the objective
+        ranks, 1.0 (undiscounted) by default.
     :param clip_range: surrogate clipping parameter (or schedule).
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8), once per
         rollout (sb3-contrib's per-minibatch normalization is off); ``"running"``: by a running scale over the

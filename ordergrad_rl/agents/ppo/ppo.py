@@ -117,7 +117,9 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
         :func:`~ordergrad_rl.agents.common.arguments.default_batch_size`);
         Q-critic mode 64 (SB3's).
     :param n_epochs: passes over the rollout per update.
-    :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode.
+    :param gamma: discount; default 1.0 (undiscounted episode return) in episodic mode, 0.99 in Q-critic mode. In
+        episodic mode a ``gamma < 1`` makes the return each episode is ranked by ``sum_t gamma^t r_t``, discounted
+        from its first step (README, "gamma defaults to 1.0").
     :param gae_lambda: lambda of the Q-critic mode's lambda-returns; in episodic mode the GAE lambda of the
         ``critic_when_tied`` critic (the baseline's is ``baseline_lambda``).
     :param clip_range: surrogate clipping parameter (or schedule).

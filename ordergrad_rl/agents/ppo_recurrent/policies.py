@@ -30,8 +30,10 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
     """sb3-contrib's ``RecurrentActorCriticPolicy`` (``"MlpLstmPolicy"``) with the OrderGrad options.
 
     With ``critic="none"`` only the actor LSTM exists (the critic options ``enable_critic_lstm`` / ``shared_lstm`` are
-    set accordingly) and :meth:`evaluate_actions` runs the actor only. sb3-contrib names its feed-forward critic
-    module ``critic``, so the critic kind is ``critic_kind`` here.
+    set accordingly) and :meth:`evaluate_actions` runs the actor only. Untrained parts remain: SB3's ``value_net``,
+    and with ``share_features_extractor=False`` a second features extractor and sb3-contrib's feed-forward ``critic``
+    layer, which :meth:`forward` runs (:class:`~ordergrad_rl.agents.OrderGradRecurrentPPO`'s ``policy``).
+    sb3-contrib names its feed-forward critic module ``critic``, so the critic kind is ``critic_kind`` here.
     """
 
     policy_alias = "MlpLstmPolicy"

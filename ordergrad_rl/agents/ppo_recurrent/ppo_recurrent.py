@@ -48,7 +48,13 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         :class:`~ordergrad_rl.agents.ppo_recurrent.policies.OrderGradRecurrentPolicy` (``policy_kwargs`` as
         sb3-contrib's: ``lstm_hidden_size``, ``n_lstm_layers``, ``net_arch`` ... plus ``learn_log_std``,
         ``zero_init_action_net``). Without ``net_arch`` the actor is sb3-contrib's default: no hidden layers after
-        ``NatureCNN`` (``"CnnLstmPolicy"``), ``[64, 64]`` after the other extractors.
+        ``NatureCNN`` (``"CnnLstmPolicy"``), ``[64, 64]`` after the other extractors. ``share_features_extractor=False``
+        changes no training (there is no critic): it builds a second features extractor and sb3-contrib's
+        feed-forward ``critic`` layer, which each rollout step runs (sb3-contrib's ``forward``) and nothing trains;
+        it is kept so that a RecurrentPPO model built with it fine-tunes through ``from_sb3``, and is best left out
+        otherwise (with a ``"CnnLstmPolicy"`` the second extractor is a whole ``NatureCNN``). Every policy also holds
+        SB3's ``value_net``, unused too, kept so that the parameter initialization, and so the default training, and
+        the saves stay as they were.
     :param env: env id, ``gym.Env`` or ``VecEnv`` with episodes that end.
     :param batch_size: steps per minibatch (of whole episodes), default ``max(64, n_episodes)``.
     :param use_sde: gSDE exploration, as in SB3.

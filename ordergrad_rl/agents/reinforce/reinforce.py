@@ -76,7 +76,8 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         32 on the lava grid, the guarded maze, the point navigation and long episodes, 256 on the one-step bandit and
         on an env without a limit (the paper's 256 on the portfolio, where 32 measured worse). 256 everywhere before.
     :param learning_rate: Adam learning rate (or schedule); the paper's 3e-3 by default.
-    :param gamma: discount of the episode return ``sum_t gamma^t r_t``; 1.0 (undiscounted) by default.
+    :param gamma: discount of the episode return ``sum_t gamma^t r_t`` (from its first step) that the objective
+        ranks; 1.0 (undiscounted) by default.
     :param normalize_advantage: divide the per-episode weights by their standard deviation (+1e-8; ``"running"``: by a
         running scale over the rollouts, see :class:`~ordergrad_rl.agents.OrderGradPPO`). ``None`` (default): as
         OrderGradPPO's (:func:`~ordergrad_rl.agents.common.arguments.default_normalize_advantage`), ``"running"`` for a
