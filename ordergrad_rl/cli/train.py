@@ -35,7 +35,7 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 
 An env of your own: --gym-packages MODULE ... imports the modules that register it first (rl-zoo3's option), or
 --env module:EnvId-v0 imports module first, as gym.make reads it (the form for a sweep's trials, which run in other
-processes).
+processes); a module in the current folder imports, as with python -m rl_zoo3.train.
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
 gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
