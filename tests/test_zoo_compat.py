@@ -6,7 +6,13 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+import pytest
+
 from ordergrad_rl import cli
+from ordergrad_rl.agents.common.env_util import episode_limit
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo.models import VEC_ENVS, make_env
 
 #: A module of the user's: an env of its own, registered on import, and a wrapper.
 USER_MODULE = '''
@@ -55,3 +61,43 @@ def test_the_console_script_imports_the_users_modules_from_the_current_folder(tm
     argv += ["--env-kwargs", "max_episode_steps=5", "--timesteps", "40", "--conf-file", "none", "--quiet"]
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert sys.path[-1] == str(tmp_path)
+
+
+TIME_LIMIT = "gymnasium.wrappers.TimeLimit"
+
+
+@pytest.mark.parametrize("vec_env", VEC_ENVS)
+def test_an_env_wrappers_time_limit_ends_the_monitors_episodes(vec_env):
+    """An entry's ``env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_steps: 5}}]`` was put outside the
+    ``Monitor`` (as rl-zoo3 puts it), which never saw the truncation: no episode was recorded, and ``evaluate`` of a
+    model on CliffWalking-v1 (no limit of its own) waited forever for SB3's ``evaluate_policy`` to count one. The
+    limit is ``gym.make``'s now, inside the ``Monitor``."""
+    env_wrapper = ((TIME_LIMIT, {"max_episode_steps": 5}),)
+    venv = make_env("CliffWalking-v1", 2, 0, None, vec_env=vec_env, env_wrapper=env_wrapper)
+    venv.reset()
+    for _ in range(5):
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))  # up, into the wall: never at the goal
+    venv.close()
+    assert dones.all() and [info["episode"]["l"] for info in infos] == [5, 5]
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(1000, 500), (20, 20)])
+def test_the_episode_limit_of_a_subproc_env_is_the_one_that_applies(limit, expected):
+    """Under ``--vec-env subproc`` the agents read an env's episode limit from its spec, which the worker reports
+    (:func:`~ordergrad_rl.agents.common.env_util.episode_limit`; they size rollouts and the endless-episode bound with
+    it): an ``env_wrapper`` ``TimeLimit`` of 1000 around CartPole-v1 (500) gave 1000 where the ``DummyVecEnv``, whose
+    wrappers it sees, gives 500. Both give the limit that applies now."""
+    env_wrapper = ((TIME_LIMIT, {"max_episode_steps": limit}),)
+    limits = []
+    for vec_env in VEC_ENVS:
+        venv = make_env("CartPole-v1", 1, 0, None, vec_env=vec_env, env_wrapper=env_wrapper)
+        limits.append(episode_limit(venv))
+        venv.close()
+    assert limits == [expected, expected]
+
+
+def test_a_time_limit_the_wrapper_refuses_stays_its_usage_error():
+    """Only a ``TimeLimit`` with a positive ``max_episode_steps`` becomes ``gym.make``'s: the others keep the
+    wrapper's own refusal, naming the entry's wrapper."""
+    with pytest.raises(CommandError, match=r"TimeLimit\(max_episode_steps=-3\) cannot wrap"):
+        make_env("CliffWalking-v1", 1, 0, None, env_wrapper=((TIME_LIMIT, {"max_episode_steps": -3}),))

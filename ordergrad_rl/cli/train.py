@@ -22,7 +22,9 @@ returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load. An entry's env_wrapper (rl-zoo3's: a
 wrapper's dotted path, a list of them, or {path: {keyword: value}} in place of one) makes every env of the run in
 those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObservation for Blackjack-v1's Tuple
-observations); --save PATH writes them to PATH/env_wrapper.yml, which evaluate, compare and --trained-agent read.
+observations), but for a gymnasium.wrappers.TimeLimit, gym.make's max_episode_steps, inside it (the Monitor records
+the episodes it truncates); --save PATH writes them to PATH/env_wrapper.yml, which evaluate, compare and
+--trained-agent read.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for

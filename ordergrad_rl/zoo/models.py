@@ -190,6 +190,40 @@ def written_env_wrapper(env_wrapper: EnvWrappers) -> list[Any]:
     return [{path: kwargs} if kwargs else path for path, kwargs in env_wrapper]
 
 
+def inner_time_limits(
+    env_id: str, env_kwargs: dict[str, Any] | None, env_wrapper: EnvWrappers
+) -> tuple[dict[str, Any] | None, EnvWrappers]:
+    """``(env_kwargs, env_wrapper)`` with each ``gymnasium.wrappers.TimeLimit(max_episode_steps=N)`` of
+    ``env_wrapper`` made ``gym.make``'s ``max_episode_steps``: the smallest of the wrappers' ``N`` and the env's own
+    limit (``env_kwargs``' ``max_episode_steps``, else the registered one), the step at which the wrappers would
+    truncate. A wrapper's ``TimeLimit`` counts the env's steps as ``gym.make``'s does.
+
+    Why: rl-zoo3 (SB3's ``make_vec_env(wrapper_class=...)``) puts the ``env_wrapper`` outside the ``Monitor``, which
+    then never sees a truncation of a ``TimeLimit`` there: it records no episode, and SB3's ``evaluate_policy``, which
+    counts the ``Monitor``'s episodes, waited forever on an env without a limit of its own. ``gym.make``'s
+    ``TimeLimit`` is inside the ``Monitor``, and the env's spec, which a ``SubprocVecEnv``'s worker reports, names the
+    limit that applies (:func:`~ordergrad_rl.agents.common.env_util.episode_limit`). A ``TimeLimit`` of another class,
+    or with keywords ``TimeLimit`` refuses, stays in ``env_wrapper``.
+    """
+    from gymnasium.wrappers import TimeLimit
+
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
+
+    def limit(path: str, kwargs: dict[str, Any]) -> int | None:
+        steps = kwargs.get("max_episode_steps")
+        plain = import_wrapper(path) is TimeLimit and kwargs.keys() == {"max_episode_steps"}
+        return steps if plain and isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
+
+    limits = [steps for path, kwargs in env_wrapper if (steps := limit(path, kwargs)) is not None]
+    if not limits:
+        return env_kwargs, env_wrapper
+    own = (env_kwargs or {}).get("max_episode_steps", env_spec(env_id).max_episode_steps)
+    if isinstance(own, int) and own > 0:  # -1, None: no limit of its own
+        limits.append(own)
+    wrappers = tuple((path, kwargs) for path, kwargs in env_wrapper if limit(path, kwargs) is None)
+    return {**(env_kwargs or {}), "max_episode_steps": min(limits)}, wrappers
+
+
 def env_wrapper_class(env_wrapper: EnvWrappers) -> Any:
     """SB3's ``make_vec_env(..., wrapper_class=...)`` of ``env_wrapper`` (:func:`apply_env_wrapper`, picklable for
     ``SubprocVecEnv``), or ``None`` for none."""
@@ -585,7 +619,8 @@ def make_env(
     :param option: the option ``env_kwargs`` came from, named in the errors.
     :param vec_env: a name of :data:`VEC_ENVS`.
     :param env_wrapper: rl-zoo3's ``env_wrapper``: each env in these wrappers, outside its ``Monitor``, as
-        rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`).
+        rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`), but for a ``TimeLimit``, which becomes
+        ``gym.make``'s ``max_episode_steps``, inside it (:func:`inner_time_limits`).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
         the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
         NumPy batch; a wrapper that refuses the env.
@@ -596,6 +631,7 @@ def make_env(
 
     check_env_id(env_id)
     check_env_kwargs(env_id, env_kwargs, option)
+    env_kwargs, env_wrapper = inner_time_limits(env_id, env_kwargs, env_wrapper)
     try:
         if vec_env == "subproc":
             return subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
