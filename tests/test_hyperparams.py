@@ -174,8 +174,8 @@ def test_an_entry_may_set_env_kwargs_and_the_option_wins(tmp_path, capsys, monke
         ),
         ("learning_rte: 0.1", "conf.yml: RiskyBandit-v0: learning_rte: OrderGradREINFORCE has no hyperparameter"),
         (
-            "frame_stack: 4",
-            "conf.yml: RiskyBandit-v0: frame_stack: rl-zoo3's frame_stack is not supported by ordergrad-rl",
+            "frame_stack: 0",
+            "conf.yml: RiskyBandit-v0: frame_stack: expected the number of frames VecFrameStack stacks",
         ),
         (
             "normalize: \"{'norm_obs': True, 'clip_ob': 5}\"",
@@ -262,15 +262,15 @@ def test_conf_file_takes_rl_zoos_linear_schedules(tmp_path):
 
 def test_load_hyperparams_gives_constructor_arguments_as_the_readme_uses_them(tmp_path):
     """``cls(hp.policy, env, **hp.kwargs)`` from Python: lin_<x> is the schedule there too, and rl-zoo3's wrapper
-    keys are refused when the file is read (they were passed on, and the constructor failed on them)."""
+    keys are read apart when the file is read (they were passed on, and the constructor failed on them)."""
     conf = tmp_path / "conf.yml"
     conf.write_text("RiskyBandit-v0:\n  learning_rate: lin_0.01\n  n_episodes: 8\n")
     hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
     assert hp.kwargs["learning_rate"](0.5) == pytest.approx(0.005)
     algorithm_class("ppo")(hp.policy, "RiskyBandit-v0", objective="cvar0.25", **hp.kwargs).learn(16)
     conf.write_text("RiskyBandit-v0:\n  frame_stack: 4\n")
-    with pytest.raises(ValueError, match="frame_stack is not supported by ordergrad-rl; remove it"):
-        load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    assert hp.frame_stack == 4 and "frame_stack" not in hp.kwargs
 
 
 def test_train_uses_the_shipped_entry_by_default(capsys):

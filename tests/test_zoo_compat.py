@@ -12,7 +12,7 @@ import pytest
 from ordergrad_rl import cli
 from ordergrad_rl.agents.common.env_util import episode_limit
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.zoo.models import VEC_ENVS, make_env
+from ordergrad_rl.zoo.models import FRAME_STACK, VEC_ENVS, load_model, make_env, saved_env_wrapper
 
 #: A module of the user's: an env of its own, registered on import, and a wrapper.
 USER_MODULE = '''
@@ -101,3 +101,63 @@ def test_a_time_limit_the_wrapper_refuses_stays_its_usage_error():
     wrapper's own refusal, naming the entry's wrapper."""
     with pytest.raises(CommandError, match=r"TimeLimit\(max_episode_steps=-3\) cannot wrap"):
         make_env("CliffWalking-v1", 1, 0, None, env_wrapper=((TIME_LIMIT, {"max_episode_steps": -3}),))
+
+
+def test_an_entrys_frame_stack_and_vec_env_wrapper_make_every_env_of_the_run(tmp_path, capsys):
+    """rl-zoo3's ``frame_stack: N`` and ``vec_env_wrapper`` in a ``--conf-file`` entry were refused ("not supported
+    by ordergrad-rl; remove it"). As rl-zoo3 applies them, the ``VecEnv`` is wrapped in the ``vec_env_wrapper``,
+    then in SB3's ``VecFrameStack`` (under the ``VecNormalize`` of ``normalize``); ``--save`` remembers them in
+    ``env_wrapper.yml`` with the others, and ``evaluate``, ``compare`` and ``-i`` (here on ``--vec-env subproc``)
+    make their envs in them: the model acts on 4 stacked CartPole observations."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_timesteps: 64\n  n_episodes: 4\n  frame_stack: 4\n  normalize: true\n"
+        "  vec_env_wrapper: stable_baselines3.common.vec_env.VecCheckNan\n"
+    )
+    save = str(tmp_path / "models" / "stacked")
+    argv = ["train", "--algo", "reinforce", "--env", "CartPole-v1", "--objective", "cvar0.25", "--quiet"]
+    assert cli.main([*argv, "--conf-file", str(conf), "--save", save]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "frame_stack=4" in out and "vec_env_wrapper=['stable_baselines3.common.vec_env.VecCheckNan']" in out
+    assert "CartPole-v1 in VecCheckNan() in VecFrameStack(n_stack=4) in VecNormalize(" in out
+    model, _ = load_model(save)
+    assert model.observation_space.shape == (16,)
+    assert saved_env_wrapper(save) == (
+        ("stable_baselines3.common.vec_env.VecCheckNan", {}),
+        (FRAME_STACK, {"n_stack": 4}),
+    )
+    evaluate = ["evaluate", f"{save}.zip", "--env", "CartPole-v1", "--episodes", "2", "--quiet"]
+    assert cli.main(evaluate) == 0, capsys.readouterr().err
+    assert cli.main(["compare", f"{save}.zip", "--env", "CartPole-v1", "--episodes", "2", "--quiet"]) == 0
+    more = ["-i", f"{save}.zip", "--timesteps", "32", "--vec-env", "subproc", "--n-envs", "2"]
+    assert cli.main([*argv[:-3], "--quiet", *more]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("frame_stack: four", "frame_stack: expected the number of frames VecFrameStack stacks (a positive integer"),
+        (
+            "vec_env_wrapper: gymnasium.wrappers.FlattenObservation",
+            "vec_env_wrapper: gymnasium.wrappers.FlattenObservation is not a VecEnvWrapper: put it in env_wrapper",
+        ),
+        (
+            "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack",
+            "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack is a VecEnvWrapper: put it in vec_env_wrapper",
+        ),
+    ],
+)
+def test_rl_zoos_vec_env_keys_are_checked_naming_the_entry(lines, message, tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"CartPole-v1:\n  n_timesteps: 64\n  {lines}\n")
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main(argv) == 2
+    assert f"conf.yml: CartPole-v1: {message}" in capsys.readouterr().err
+
+
+def test_a_frame_stack_the_env_cannot_stack_is_a_usage_error(tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CliffWalking-v1:\n  n_timesteps: 64\n  frame_stack: 2\n")
+    argv = ["train", "--algo", "ppo", "--env", "CliffWalking-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main(argv) == 2
+    assert "VecFrameStack(n_stack=2) cannot wrap the envs: VecFrameStack only works with" in capsys.readouterr().err

@@ -23,8 +23,9 @@ PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load. An entr
 wrapper's dotted path, a list of them, or {path: {keyword: value}} in place of one) makes every env of the run in
 those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObservation for Blackjack-v1's Tuple
 observations), but for a gymnasium.wrappers.TimeLimit, gym.make's max_episode_steps, inside it (the Monitor records
-the episodes it truncates); --save PATH writes them to PATH/env_wrapper.yml, which evaluate, compare and
---trained-agent read.
+the episodes it truncates); its vec_env_wrapper (SB3 VecEnvWrapper classes) and frame_stack (N: SB3's
+VecFrameStack) wrap the envs' VecEnv, under VecNormalize. --save PATH writes them all to PATH/env_wrapper.yml,
+which evaluate, compare and --trained-agent read.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
@@ -307,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
             applied |= {"env_wrapper": written_env_wrapper(entry.env_wrapper)} if entry.env_wrapper else {}
+            applied |= {"vec_env_wrapper": written_env_wrapper(entry.vec_env_wrapper)} if entry.vec_env_wrapper else {}
+            applied |= {"frame_stack": entry.frame_stack} if entry.frame_stack is not None else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""

@@ -94,8 +94,13 @@ def eval_n_envs(env_id: str, episodes: int, wrapped: bool = False) -> int:
 
 # ---------------------------------------------------------------------------------------------------- env wrappers
 #: rl-zoo3's ``env_wrapper``, read (:func:`parse_env_wrapper`): the dotted path of each
-#: wrapper with its keyword arguments, innermost first (``()``: none).
+#: wrapper with its keyword arguments, innermost first (``()``: none). A run's wrappers end with those of its
+#: ``VecEnv``, SB3 ``VecEnvWrapper`` classes (rl-zoo3's ``vec_env_wrapper``, then ``frame_stack``'s
+#: ``VecFrameStack``: :func:`vec_env_wrappers`), which wrap the ``VecEnv`` of the envs in the others.
 EnvWrappers = tuple[tuple[str, dict[str, Any]], ...]
+
+#: The ``VecEnvWrapper`` of rl-zoo3's ``frame_stack: N``, as a run's wrappers hold it: ``VecFrameStack(n_stack=N)``.
+FRAME_STACK = "stable_baselines3.common.vec_env.VecFrameStack"
 
 
 class EnvWrapperError(CommandError):
@@ -122,7 +127,15 @@ def import_wrapper(path: str) -> Any:
     return wrapper
 
 
-def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
+def is_vec_env_wrapper(path: str) -> bool:
+    """Whether the wrapper at ``path`` wraps a ``VecEnv`` (an SB3 ``VecEnvWrapper`` class), not each env."""
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    wrapper = import_wrapper(path)
+    return isinstance(wrapper, type) and issubclass(wrapper, VecEnvWrapper)
+
+
+def parse_env_wrapper(value: Any, where: str, vec_env: bool | None = False) -> EnvWrappers:
     """rl-zoo3's ``env_wrapper`` value -> ``((dotted path, keyword arguments), ...)``, innermost first (``()``: none).
 
     As rl-zoo3's ``get_wrapper_class`` reads it: the dotted path of a ``gym.Wrapper`` (or of a function of the env
@@ -131,7 +144,10 @@ def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
     keywords checked against its signature here, before any env is made.
 
     :param where: the file and entry, for the message.
-    :raises ValueError: another value, a path that does not import, or keywords the wrapper does not take.
+    :param vec_env: ``True``: rl-zoo3's ``vec_env_wrapper``, each an SB3 ``VecEnvWrapper`` class; ``None``: either
+        kind (a run's wrappers, as :func:`save_env_wrapper` writes them).
+    :raises ValueError: another value, a path that does not import, keywords the wrapper does not take, or a wrapper
+        of the other kind.
     """
     import inspect
 
@@ -148,6 +164,11 @@ def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
             wrapper = import_wrapper(path)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from err
+        if vec_env is not None and is_vec_env_wrapper(path) != vec_env:
+            raise ValueError(
+                f"{where}: {path} is {'not ' if vec_env else ''}a VecEnvWrapper: "
+                + ("put it in env_wrapper" if vec_env else "put it in vec_env_wrapper (rl-zoo3's key for those)")
+            )
         try:
             signature = inspect.signature(wrapper)
         except (TypeError, ValueError):  # no signature to read (a builtin): the wrapper checks its own
@@ -177,6 +198,33 @@ def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:
             name = env.spec.id if env.spec is not None else env
             raise EnvWrapperError(f"env_wrapper: {wrapper_call(path, kwargs)} cannot wrap {name}: {err}") from err
     return env
+
+
+def vec_env_wrappers(vec_env_wrapper: EnvWrappers, frame_stack: int | None) -> EnvWrappers:
+    """The ``VecEnv``'s wrappers of a run, in the order rl-zoo3's ``ExperimentManager`` applies them: those of
+    ``vec_env_wrapper``, then ``VecFrameStack(n_stack=frame_stack)`` (none for ``None``). A ``VecNormalize`` (an
+    entry's ``normalize``) goes outside them all, over the stacked frames (rl-zoo3 stacks normalized frames)."""
+    return vec_env_wrapper + (() if frame_stack is None else ((FRAME_STACK, {"n_stack": frame_stack}),))
+
+
+def split_vec_env_wrappers(env_wrapper: EnvWrappers) -> tuple[EnvWrappers, EnvWrappers]:
+    """``(each env's wrappers, the VecEnv's)`` of a run's ``env_wrapper`` (:func:`is_vec_env_wrapper`)."""
+    vec = tuple(item for item in env_wrapper if is_vec_env_wrapper(item[0]))
+    return tuple(item for item in env_wrapper if item not in vec), vec
+
+
+def apply_vec_env_wrapper(venv: Any, vec_env_wrapper: EnvWrappers) -> Any:
+    """``venv`` in the ``VecEnvWrapper`` classes of ``vec_env_wrapper``, the first innermost.
+
+    :raises EnvWrapperError: a wrapper that refuses the ``VecEnv`` (``VecFrameStack`` of a ``Discrete`` space).
+    """
+    for path, kwargs in vec_env_wrapper:
+        try:
+            venv = import_wrapper(path)(venv, **kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            venv.close()
+            raise EnvWrapperError(f"{wrapper_call(path, kwargs)} cannot wrap the envs: {err}") from err
+    return venv
 
 
 def wrapper_call(path: str, kwargs: dict[str, Any]) -> str:
@@ -428,7 +476,7 @@ def saved_env_wrapper(path: str | Path) -> EnvWrappers:
     if found is None:
         return ()
     try:
-        return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found))
+        return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found), vec_env=None)
     except (yaml.YAMLError, ValueError) as err:
         raise CommandError(f"{found}: {err}" if isinstance(err, yaml.YAMLError) else str(err)) from err
 
@@ -620,7 +668,9 @@ def make_env(
     :param vec_env: a name of :data:`VEC_ENVS`.
     :param env_wrapper: rl-zoo3's ``env_wrapper``: each env in these wrappers, outside its ``Monitor``, as
         rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`), but for a ``TimeLimit``, which becomes
-        ``gym.make``'s ``max_episode_steps``, inside it (:func:`inner_time_limits`).
+        ``gym.make``'s ``max_episode_steps``, inside it (:func:`inner_time_limits`); its ``VecEnvWrapper`` classes
+        (``vec_env_wrapper``, ``frame_stack``: :func:`vec_env_wrappers`) wrap the ``VecEnv`` (one env's without
+        ``n_envs``).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
         the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
         NumPy batch; a wrapper that refuses the env.
@@ -632,13 +682,15 @@ def make_env(
     check_env_id(env_id)
     check_env_kwargs(env_id, env_kwargs, option)
     env_kwargs, env_wrapper = inner_time_limits(env_id, env_kwargs, env_wrapper)
+    env_wrapper, vec_env_wrapper = split_vec_env_wrappers(env_wrapper)
     try:
         if vec_env == "subproc":
-            return subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
-        if n_envs is None:
+            venv = subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
+        elif n_envs is None and not vec_env_wrapper:
             return apply_env_wrapper(gym.make(env_id, **(env_kwargs or {})), env_wrapper)
-        wrapper_class = env_wrapper_class(env_wrapper)
-        return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
+        else:
+            wrapper_class = env_wrapper_class(env_wrapper)
+            venv = make_sb3_vec_env(env_id, n_envs or 1, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
     except (TypeError, ValueError) as err:
         # An env taking **kwargs refuses its own (MuJoCo's: "MujocoEnv.__init__() got an unexpected keyword argument");
         # name the closest argument it does take, as check_env_kwargs names it for the others.
@@ -647,6 +699,7 @@ def make_env(
         raise CommandError(
             f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}{hint}"
         ) from err
+    return apply_vec_env_wrapper(venv, vec_env_wrapper)
 
 
 def subproc_env(

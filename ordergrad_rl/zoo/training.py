@@ -130,11 +130,12 @@ def with_entry_env(settings: TrainSettings, entry: Any) -> TrainSettings:
     """``settings`` with the env of the env's file entry (:func:`zoo_hyperparams`): its ``env_kwargs`` under its own
     (a key of ``settings.env_kwargs``, ``--env-kwargs``, wins over the file's, as ``--hparams`` win over its
     hyperparameters), with which the training env and an ``--eval-env`` of the same id are made, and its
-    ``env_wrapper``, in which every env of the run is made."""
+    ``env_wrapper``, in which every env of the run is made, with its ``vec_env_wrapper`` and ``frame_stack``
+    around their ``VecEnv`` (``entry.run_wrappers``)."""
     if entry is None:
         return settings
     env_kwargs = {**entry.env_kwargs, **(settings.env_kwargs or {})} or settings.env_kwargs
-    return dataclasses.replace(settings, env_kwargs=env_kwargs, env_wrapper=entry.env_wrapper)
+    return dataclasses.replace(settings, env_kwargs=env_kwargs, env_wrapper=entry.run_wrappers)
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
