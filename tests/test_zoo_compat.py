@@ -4,6 +4,7 @@ hyperparameter keys of rl-zoo3's files."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -145,6 +146,14 @@ def test_an_entrys_frame_stack_and_vec_env_wrapper_make_every_env_of_the_run(tmp
             "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack",
             "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack is a VecEnvWrapper: put it in vec_env_wrapper",
         ),
+        (
+            "callback: gymnasium.wrappers.FlattenObservation",
+            "callback: gymnasium.wrappers.FlattenObservation is not an SB3 callback (a subclass of BaseCallback)",
+        ),
+        (
+            "callback: {stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episode: 3}}",
+            "callback: stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: got an unexpected keyword",
+        ),
     ],
 )
 def test_rl_zoos_vec_env_keys_are_checked_naming_the_entry(lines, message, tmp_path, capsys):
@@ -161,3 +170,37 @@ def test_a_frame_stack_the_env_cannot_stack_is_a_usage_error(tmp_path, capsys):
     argv = ["train", "--algo", "ppo", "--env", "CliffWalking-v1", "--objective", "mean", "--conf-file", str(conf)]
     assert cli.main(argv) == 2
     assert "VecFrameStack(n_stack=2) cannot wrap the envs: VecFrameStack only works with" in capsys.readouterr().err
+
+
+def test_an_entrys_callback_trains_with_the_runs_callbacks(tmp_path, capsys):
+    """rl-zoo3's ``callback`` in a ``--conf-file`` entry was refused ("not supported by ordergrad-rl; remove it").
+    Its SB3 callbacks are made with their keywords, as rl-zoo3's ``get_callback_list`` makes them, and train with
+    the run's own: ``StopTrainingOnMaxEpisodes`` ends training after 8 episodes, long before ``n_timesteps``."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_timesteps: 100000\n  n_episodes: 4\n  callback:\n"
+        "    - stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episodes: 8}\n"
+    )
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main([*argv, "--quiet", "--eval-env", "CartPole-v1", "--eval-episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "callback=[{'stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 8}}]" in out
+    steps = int(re.search(r"trained in [\d.]+ s \((\d+) timesteps\)", out)[1])
+    assert steps < 8 * 500  # 8 CartPole episodes at most
+
+
+def test_a_sweep_trial_trains_with_its_entrys_callback(tmp_path):
+    """A sweep's trial reads the env's entry as ``train`` does: its ``callback`` trains with the trial's evaluation
+    (it was refused when the file was read)."""
+    from ordergrad_rl.sweep import grid
+    from ordergrad_rl.sweep.trial import run_trial
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_episodes: 4\n  callback:\n"
+        "    - stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episodes: 8}\n"
+    )
+    fixed = {"env": "CartPole-v1", "timesteps": 100_000, "objective": "mean", "eval_episodes": 2}
+    (trial,) = grid.SweepConfig("x", fixed=fixed | {"conf_file": str(conf), "n_epochs": 1}).trials()
+    row = run_trial(trial, "m_seed0", "m", tmp_path)
+    assert row["timesteps"] < 8 * 500 and row["profile"] is not None

@@ -25,7 +25,8 @@ those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObse
 observations), but for a gymnasium.wrappers.TimeLimit, gym.make's max_episode_steps, inside it (the Monitor records
 the episodes it truncates); its vec_env_wrapper (SB3 VecEnvWrapper classes) and frame_stack (N: SB3's
 VecFrameStack) wrap the envs' VecEnv, under VecNormalize. --save PATH writes them all to PATH/env_wrapper.yml,
-which evaluate, compare and --trained-agent read.
+which evaluate, compare and --trained-agent read. Its callback (rl-zoo3's: SB3 callback classes, in env_wrapper's
+form) trains with the run's own callbacks.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
@@ -75,7 +76,14 @@ from ordergrad_rl.common.options import (
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
-from ordergrad_rl.zoo.models import VEC_ENVS, EnvWrappers, saved_env_wrapper, wrapper_call, written_env_wrapper
+from ordergrad_rl.zoo.models import (
+    VEC_ENVS,
+    EnvWrappers,
+    make_callbacks,
+    saved_env_wrapper,
+    wrapper_call,
+    written_env_wrapper,
+)
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -286,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
+    entry = None
     if args.trained_agent is not None:
         timesteps = args.timesteps
         run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent))
@@ -310,12 +319,14 @@ def run(args: argparse.Namespace) -> int:
             applied |= {"env_wrapper": written_env_wrapper(entry.env_wrapper)} if entry.env_wrapper else {}
             applied |= {"vec_env_wrapper": written_env_wrapper(entry.vec_env_wrapper)} if entry.vec_env_wrapper else {}
             applied |= {"frame_stack": entry.frame_stack} if entry.frame_stack is not None else {}
+            applied |= {"callback": written_env_wrapper(entry.callback)} if entry.callback else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
+    callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:
         callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env

@@ -50,8 +50,8 @@ OPTION_OF: dict[str, str] = {
 ENTRY_OPTIONS = ("n_episodes", "n_envs")
 
 #: Keys of rl-zoo3's entries that are not constructor arguments: refused as hyperparameters. ``env_kwargs``,
-#: ``env_wrapper``, ``vec_env_wrapper``, ``frame_stack`` and ``normalize`` are read from a per-env file entry
-#: (:mod:`ordergrad_rl.zoo.hyperparams`), the others nowhere.
+#: ``env_wrapper``, ``vec_env_wrapper``, ``frame_stack``, ``callback`` and ``normalize`` are read from a per-env file
+#: entry (:mod:`ordergrad_rl.zoo.hyperparams`), the others nowhere.
 RL_ZOO_ONLY_KEYS = (
     "callback",
     "env_kwargs",
@@ -73,6 +73,8 @@ ENTRY_ONLY_KEYS = {
     "VecFrameStack stacks)",
     "vec_env_wrapper": "write it in the env's entry of a --conf-file (rl-zoo3's vec_env_wrapper: a VecEnvWrapper's "
     "dotted path, or a list of them)",
+    "callback": "write it in the env's entry of a --conf-file (rl-zoo3's callback: an SB3 callback's dotted path, or "
+    "a list of them)",
 }
 
 

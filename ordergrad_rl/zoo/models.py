@@ -6,7 +6,7 @@ Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the com
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -149,38 +149,88 @@ def parse_env_wrapper(value: Any, where: str, vec_env: bool | None = False) -> E
     :raises ValueError: another value, a path that does not import, keywords the wrapper does not take, or a wrapper
         of the other kind.
     """
+
+    def check_kind(path: str, wrapper: Any) -> None:
+        if vec_env is not None and is_vec_env_wrapper(path) != vec_env:
+            raise ValueError(
+                f"{path} is {'not ' if vec_env else ''}a VecEnvWrapper: "
+                + ("put it in env_wrapper" if vec_env else "put it in vec_env_wrapper (rl-zoo3's key for those)")
+            )
+
+    what = "the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation)"
+    return _dotted_calls(value, where, what, takes_env=True, check=check_kind)
+
+
+def parse_callback(value: Any, where: str) -> EnvWrappers:
+    """rl-zoo3's ``callback`` value (``get_callback_list``'s, in ``env_wrapper``'s form) -> ``((dotted path, keyword
+    arguments), ...)`` of SB3 callback classes, each imported and its keywords checked (:func:`make_callbacks`).
+
+    :raises ValueError: as :func:`parse_env_wrapper`, or a class that is not an SB3 ``BaseCallback``.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    def check_kind(path: str, callback: Any) -> None:
+        if isinstance(callback, type) and not issubclass(callback, BaseCallback):
+            raise ValueError(f"{path} is not an SB3 callback (a subclass of BaseCallback)")
+
+    what = "the dotted path of an SB3 callback (stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes)"
+    return _dotted_calls(value, where, what, takes_env=False, check=check_kind)
+
+
+def make_callbacks(callbacks: EnvWrappers) -> list[Any]:
+    """The SB3 callbacks of ``callbacks`` (:func:`parse_callback`), each called with its keywords, as rl-zoo3's
+    ``get_callback_list`` makes them.
+
+    :raises CommandError: a callback that refuses its keywords, or a function that does not return a callback.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    made = []
+    for path, kwargs in callbacks:
+        try:
+            callback = import_wrapper(path)(**kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            raise CommandError(f"callback: {wrapper_call(path, kwargs)}: {err}") from err
+        if not isinstance(callback, BaseCallback):
+            raise CommandError(f"callback: {wrapper_call(path, kwargs)} gave {callback!r}, not an SB3 callback")
+        made.append(callback)
+    return made
+
+
+def _dotted_calls(value: Any, where: str, what: str, takes_env: bool, check: Callable[[str, Any], None]) -> EnvWrappers:
+    """rl-zoo3's form of ``env_wrapper``, ``vec_env_wrapper`` and ``callback`` (``what``, a list of them, a one-key
+    mapping ``{path: {keyword: value}}`` in place of one; ``null``: none) -> ``((dotted path, keywords), ...)``,
+    each imported, ``check``-ed (``check(path, imported)`` raises a ``ValueError`` for one of another kind), and
+    its keywords bound to its signature (after the env where it ``takes_env``)."""
     import inspect
 
-    wrappers = []
+    calls = []
+    first = (None,) if takes_env else ()
     for item in value if isinstance(value, list) else [] if value is None else [value]:
         path, kwargs = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {})
         kwargs = {} if kwargs is None else kwargs  # "- gymnasium.wrappers.FlattenObservation:" in YAML
         if not isinstance(path, str) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(
-                f"{where}: expected the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation), a list of "
-                f"them, or in place of one a mapping {{path: {{keyword: value}}}}; got {item!r}"
+                f"{where}: expected {what}, a list of them, or in place of one a mapping "
+                f"{{path: {{keyword: value}}}}; got {item!r}"
             )
         try:
-            wrapper = import_wrapper(path)
+            called = import_wrapper(path)
+            check(path, called)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from err
-        if vec_env is not None and is_vec_env_wrapper(path) != vec_env:
-            raise ValueError(
-                f"{where}: {path} is {'not ' if vec_env else ''}a VecEnvWrapper: "
-                + ("put it in env_wrapper" if vec_env else "put it in vec_env_wrapper (rl-zoo3's key for those)")
-            )
         try:
-            signature = inspect.signature(wrapper)
-        except (TypeError, ValueError):  # no signature to read (a builtin): the wrapper checks its own
+            signature = inspect.signature(called)
+        except (TypeError, ValueError):  # no signature to read (a builtin): it checks its own
             signature = None
         if signature is not None:
-            try:  # None: the env. A keyword it does not take first, then one it needs.
-                signature.bind_partial(None, **kwargs)
-                signature.bind(None, **kwargs)
+            try:  # A keyword it does not take first, then one it needs.
+                signature.bind_partial(*first, **kwargs)
+                signature.bind(*first, **kwargs)
             except TypeError as err:
                 raise ValueError(f"{where}: {path}: {err}") from err
-        wrappers.append((path, dict(kwargs)))
-    return tuple(wrappers)
+        calls.append((path, dict(kwargs)))
+    return tuple(calls)
 
 
 def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
 #: Keys of an entry that are not constructor arguments (rl-zoo3's names).
 N_TIMESTEPS, POLICY, ENV_KWARGS, NORMALIZE = "n_timesteps", "policy", "env_kwargs", "normalize"
-ENV_WRAPPER, VEC_ENV_WRAPPER, FRAME_STACK = "env_wrapper", "vec_env_wrapper", "frame_stack"
+ENV_WRAPPER, VEC_ENV_WRAPPER, FRAME_STACK, CALLBACK = "env_wrapper", "vec_env_wrapper", "frame_stack", "callback"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +51,8 @@ class Hyperparams:
         the ``VecEnv`` of those envs, innermost first; ``()`` without it.
     :param frame_stack: rl-zoo3's ``frame_stack``: the frames SB3's ``VecFrameStack`` stacks around them, or
         ``None`` without it (:func:`~ordergrad_rl.zoo.models.vec_env_wrappers`).
+    :param callback: rl-zoo3's ``callback``: ``((dotted path, keyword arguments), ...)`` of the SB3 callbacks
+        ``train`` trains with, beside its own (:func:`~ordergrad_rl.zoo.models.parse_callback`); ``()`` without it.
     """
 
     env_id: str
@@ -63,6 +65,7 @@ class Hyperparams:
     env_wrapper: EnvWrappers = ()
     vec_env_wrapper: EnvWrappers = ()
     frame_stack: int | None = None
+    callback: EnvWrappers = ()
 
     @property
     def run_wrappers(self) -> EnvWrappers:
@@ -178,12 +181,13 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     normalize = (
         parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
     )
-    from ordergrad_rl.zoo.models import parse_env_wrapper
+    from ordergrad_rl.zoo.models import parse_callback, parse_env_wrapper
 
     env_wrapper = parse_env_wrapper(kwargs.pop(ENV_WRAPPER, None), f"{source}: {env_id}: {ENV_WRAPPER}")
     vec_env_wrapper = parse_env_wrapper(
         kwargs.pop(VEC_ENV_WRAPPER, None), f"{source}: {env_id}: {VEC_ENV_WRAPPER}", vec_env=True
     )
+    callback = parse_callback(kwargs.pop(CALLBACK, None), f"{source}: {env_id}: {CALLBACK}")
     frame_stack = kwargs.pop(FRAME_STACK, None)
     counts = isinstance(frame_stack, int) and not isinstance(frame_stack, bool)
     if frame_stack is not None and not (counts and frame_stack >= 1):
@@ -210,7 +214,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         raise ValueError(str(err)) from err
     return Hyperparams(
         env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize, env_wrapper, vec_env_wrapper,
-        frame_stack,
+        frame_stack, callback,
     )  # fmt: skip
 
 
