@@ -3,7 +3,9 @@ hyperparameter keys of rl-zoo3's files."""
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import re
 import sys
 
@@ -107,7 +109,8 @@ def test_a_time_limit_the_wrapper_refuses_stays_its_usage_error():
 def test_an_entrys_frame_stack_and_vec_env_wrapper_make_every_env_of_the_run(tmp_path, capsys):
     """rl-zoo3's ``frame_stack: N`` and ``vec_env_wrapper`` in a ``--conf-file`` entry were refused ("not supported
     by ordergrad-rl; remove it"). As rl-zoo3 applies them, the ``VecEnv`` is wrapped in the ``vec_env_wrapper``,
-    then in SB3's ``VecFrameStack`` (under the ``VecNormalize`` of ``normalize``); ``--save`` remembers them in
+    then in SB3's ``VecFrameStack`` (over the ``VecNormalize`` of ``normalize``, as in rl-zoo3: its statistics are of
+    one frame); ``--save`` remembers them in
     ``env_wrapper.yml`` with the others, and ``evaluate``, ``compare`` and ``-i`` (here on ``--vec-env subproc``)
     make their envs in them: the model acts on 4 stacked CartPole observations."""
     conf = tmp_path / "conf.yml"
@@ -120,9 +123,12 @@ def test_an_entrys_frame_stack_and_vec_env_wrapper_make_every_env_of_the_run(tmp
     assert cli.main([*argv, "--conf-file", str(conf), "--save", save]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "frame_stack=4" in out and "vec_env_wrapper=['stable_baselines3.common.vec_env.VecCheckNan']" in out
-    assert "CartPole-v1 in VecCheckNan() in VecFrameStack(n_stack=4) in VecNormalize(" in out
+    normalized = "VecNormalize(norm_obs=True, norm_reward=False)"
+    assert f"CartPole-v1 in VecCheckNan() in {normalized} in VecFrameStack(n_stack=4):" in out
     model, _ = load_model(save)
     assert model.observation_space.shape == (16,)
+    with open(tmp_path / "models" / "stacked" / "vecnormalize.pkl", "rb") as file:
+        assert pickle.load(file).obs_rms.mean.shape == (4,)  # one frame's statistics
     assert saved_env_wrapper(save) == (
         ("stable_baselines3.common.vec_env.VecCheckNan", {}),
         (FRAME_STACK, {"n_stack": 4}),
@@ -204,3 +210,31 @@ def test_a_sweep_trial_trains_with_its_entrys_callback(tmp_path):
     (trial,) = grid.SweepConfig("x", fixed=fixed | {"conf_file": str(conf), "n_epochs": 1}).trials()
     row = run_trial(trial, "m_seed0", "m", tmp_path)
     assert row["timesteps"] < 8 * 500 and row["profile"] is not None
+
+
+def test_a_model_of_an_rl_zoo_run_is_evaluated_in_the_wrappers_of_its_config(tmp_path, capsys):
+    """A model rl-zoo3 saved in its run folder (``logs/ppo/CartPole-v1_1/``) acts on the envs of the run's
+    ``<env id>/config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: its ``env_wrapper`` and
+    ``frame_stack`` were not read, so ``evaluate`` and ``compare`` refused the model ("does not fit": 2 stacked
+    frames of 4 against CartPole's 4), and its ``vecnormalize.pkl`` of one frame's observations would not fit a
+    ``VecNormalize`` over the stacked frames. They make their envs in them now, as rl-zoo3's ``enjoy`` does."""
+    import collections
+
+    import yaml
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    config = collections.OrderedDict(
+        [("env_wrapper", [{TIME_LIMIT: {"max_episode_steps": 20}}]), ("frame_stack", 2), ("n_envs", 1)]
+    )
+    (run / "CartPole-v1" / "config.yml").write_text(yaml.dump(config))  # as rl-zoo3's ExperimentManager saves it
+    normalize = VecNormalize(make_vec_env("CartPole-v1", 1, seed=0))  # rl-zoo3's order: stacked normalized frames
+    PPO("MlpPolicy", VecFrameStack(normalize, 2), n_steps=8).save(run / "CartPole-v1")
+    normalize.save(run / "CartPole-v1" / "vecnormalize.pkl")
+    argv = [str(run / "CartPole-v1.zip"), "--env", "CartPole-v1", "--episodes", "3", "--quiet", "--json"]
+    assert cli.main(["evaluate", *argv, str(tmp_path / "eval.json")]) == 0, capsys.readouterr().err
+    assert max(json.loads((tmp_path / "eval.json").read_text())["lengths"]) <= 20
+    assert cli.main(["compare", *argv[:-1]]) == 0, capsys.readouterr().err

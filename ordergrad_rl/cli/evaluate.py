@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
-    env_wrapper = saved_env_wrapper(args.model)  # the wrappers it trained in, as enjoy reads them from config.yml
+    env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:
         return run_pass_at_k(args, model, algorithm, env_kwargs, statistics, env_wrapper)
     if args.contexts is not None:

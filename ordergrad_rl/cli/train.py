@@ -24,9 +24,9 @@ wrapper's dotted path, a list of them, or {path: {keyword: value}} in place of o
 those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObservation for Blackjack-v1's Tuple
 observations), but for a gymnasium.wrappers.TimeLimit, gym.make's max_episode_steps, inside it (the Monitor records
 the episodes it truncates); its vec_env_wrapper (SB3 VecEnvWrapper classes) and frame_stack (N: SB3's
-VecFrameStack) wrap the envs' VecEnv, under VecNormalize. --save PATH writes them all to PATH/env_wrapper.yml,
-which evaluate, compare and --trained-agent read. Its callback (rl-zoo3's: SB3 callback classes, in env_wrapper's
-form) trains with the run's own callbacks.
+VecFrameStack, over VecNormalize as in rl-zoo3) wrap the envs' VecEnv. --save PATH writes them all to
+PATH/env_wrapper.yml, which evaluate, compare and --trained-agent read. Its callback (rl-zoo3's: SB3 callback
+classes, in env_wrapper's form) trains with the run's own callbacks.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
@@ -77,6 +77,7 @@ from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
 from ordergrad_rl.zoo.models import (
+    FRAME_STACK,
     VEC_ENVS,
     EnvWrappers,
     make_callbacks,
@@ -297,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     entry = None
     if args.trained_agent is not None:
         timesteps = args.timesteps
-        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent))
+        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent, args.env))
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
@@ -336,11 +337,15 @@ def run(args: argparse.Namespace) -> int:
         rollout = f"{n_episodes} episodes per update"
     made = run_settings.env_kwargs
     env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
-    if run_settings.env_wrapper:
-        env += f" in {wrapper_names(run_settings.env_wrapper)}"
+    # As they wrap it: the VecNormalize over the wrappers, under frame_stack's VecFrameStack (rl-zoo3's order), last.
+    inner = tuple(item for item in run_settings.env_wrapper if item[0] != FRAME_STACK)
+    parts = [env, wrapper_names(inner)] if inner else [env]
     normalize = model.get_vec_normalize_env()
     if normalize is not None:
-        env += f" in VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})"
+        parts.append(f"VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})")
+    if len(inner) < len(run_settings.env_wrapper):
+        parts.append(wrapper_names(run_settings.env_wrapper[len(inner) :]))
+    env = " in ".join(parts)
     print(
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"

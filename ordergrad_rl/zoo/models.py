@@ -253,7 +253,7 @@ def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:
 def vec_env_wrappers(vec_env_wrapper: EnvWrappers, frame_stack: int | None) -> EnvWrappers:
     """The ``VecEnv``'s wrappers of a run, in the order rl-zoo3's ``ExperimentManager`` applies them: those of
     ``vec_env_wrapper``, then ``VecFrameStack(n_stack=frame_stack)`` (none for ``None``). A ``VecNormalize`` (an
-    entry's ``normalize``) goes outside them all, over the stacked frames (rl-zoo3 stacks normalized frames)."""
+    entry's ``normalize``) goes between them, as in rl-zoo3 (:func:`under_frame_stack`)."""
     return vec_env_wrapper + (() if frame_stack is None else ((FRAME_STACK, {"n_stack": frame_stack}),))
 
 
@@ -506,10 +506,11 @@ def save_env_wrapper(path: str | Path, env_wrapper: EnvWrappers) -> Path | None:
     return file
 
 
-def saved_env_wrapper(path: str | Path) -> EnvWrappers:
+def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrappers:
     """The ``env_wrapper`` the model saved at ``path`` was trained in (:func:`save_env_wrapper`), that of its run for
-    a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``); ``()`` where
-    there is none.
+    a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``), or for a
+    model in a run folder of rl-zoo3 (named by ``env_id``, as :func:`saved_statistics` finds it) the wrappers of its
+    ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
@@ -524,7 +525,9 @@ def saved_env_wrapper(path: str | Path) -> EnvWrappers:
         candidates.append(env_wrapper_file(path.with_name(f"{checkpoint[1]}.zip")))
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
-        return ()
+        folder = rl_zoo_env_folder(path, env_id)
+        config = None if folder is None else folder / RL_ZOO_CONFIG_FILE
+        return rl_zoo_env_wrapper(config) if config is not None and config.is_file() else ()
     try:
         return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found), vec_env=None)
     except (yaml.YAMLError, ValueError) as err:
@@ -552,9 +555,9 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
     if checkpoint is not None:
         candidates.append(path.with_name(f"{checkpoint[1]}_vecnormalize_{checkpoint[2]}_steps.pkl"))
-    # rl-zoo3's run folder: <log folder>/<algo>/<env id>_<run>[_<uuid>]/, its statistics in <env id>/ there.
-    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
-        candidates.append(path.parent / env_id / VEC_NORMALIZE_FILE)
+    folder = rl_zoo_env_folder(path, env_id)
+    if folder is not None:
+        candidates.append(folder / VEC_NORMALIZE_FILE)
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
         try:
@@ -571,22 +574,107 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     return found
 
 
+#: rl-zoo3's file of a run's hyperparameters, beside its ``VecNormalize`` statistics (:func:`rl_zoo_env_folder`).
+RL_ZOO_CONFIG_FILE = "config.yml"
+
+
+def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
+    """``<run>/<env id>/`` of a model saved in a run folder of rl-zoo3, ``<log folder>/<algo>/<env id>_<run>[_<uuid>]/``
+    (``logs/ppo/CartPole-v1_1/best_model.zip``), where rl-zoo3 keeps the run's ``vecnormalize.pkl`` and
+    ``config.yml``; ``None`` for a model elsewhere, or without ``env_id`` (the env it is evaluated on) to name it."""
+    import re
+
+    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
+        return path.parent / env_id
+    return None
+
+
+def load_rl_zoo_config(text: str) -> Any:
+    """rl-zoo3's ``config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
+    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs and any other
+    Python tag as ``None`` (never run)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def ordered_dict(loader: yaml.SafeLoader, node: Any) -> dict[Any, Any]:
+        (pairs,) = loader.construct_sequence(node, deep=True)
+        return {key: value for key, value in pairs}
+
+    Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the two constructors above
+
+
+def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
+    """The wrappers a run of rl-zoo3 made its envs in, from its ``config.yml``: its ``env_wrapper``, then its
+    ``vec_env_wrapper`` and ``frame_stack`` (:func:`vec_env_wrappers`), as rl-zoo3's ``enjoy`` makes its env.
+
+    :raises CommandError: a file that is not such a mapping, or wrappers that do not import.
+    """
+    import yaml
+
+    try:
+        values = load_rl_zoo_config(config.read_text())
+    except yaml.YAMLError as err:
+        raise CommandError(f"{config}: not valid YAML ({err})") from err
+    if not isinstance(values, dict):
+        raise CommandError(f"{config}: expected rl-zoo3's mapping of a run's hyperparameters")
+    try:
+        env_wrapper = parse_env_wrapper(values.get("env_wrapper"), f"{config}: env_wrapper")
+        vec_env_wrapper = parse_env_wrapper(values.get("vec_env_wrapper"), f"{config}: vec_env_wrapper", vec_env=True)
+        frame_stack = parse_frame_stack(values.get("frame_stack"), f"{config}: frame_stack")
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    return env_wrapper + vec_env_wrappers(vec_env_wrapper, frame_stack)
+
+
+def parse_frame_stack(value: Any, where: str) -> int | None:
+    """rl-zoo3's ``frame_stack`` value: the number of frames ``VecFrameStack`` stacks, or ``None`` without it.
+
+    :raises ValueError: a value that is not a positive integer.
+    """
+    counts = isinstance(value, int) and not isinstance(value, bool)
+    if value is not None and not (counts and value >= 1):
+        raise ValueError(
+            f"{where}: expected the number of frames VecFrameStack stacks (a positive integer, as rl-zoo3 reads "
+            f"it), got {value!r}"
+        )
+    return value
+
+
+def under_frame_stack(venv: Any, normalize: Callable[[Any], Any]) -> Any:
+    """``normalize(venv)`` (a ``VecNormalize`` of ``venv``), under ``venv``'s ``VecFrameStack`` where it is one
+    (:func:`vec_env_wrappers`): ``VecFrameStack(normalize(venv.venv))``, as rl-zoo3 stacks normalized frames, so
+    that the statistics are of one frame's observations, those of an rl-zoo3 run's ``vecnormalize.pkl`` too."""
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    if isinstance(venv, VecFrameStack):  # frame_stack's, made with SB3's channel order, found again the same
+        return VecFrameStack(normalize(venv.venv), venv.stacked_obs.n_stack)
+    return normalize(venv)
+
+
 def frozen_vec_normalize(venv: Any, statistics: Any) -> Any:
     """``venv`` in the ``VecNormalize`` of ``statistics`` (a training env's ``VecNormalize``, or the file its
     ``save`` wrote) as rl-zoo3 evaluates: its settings and statistics, which evaluation does not update
-    (``training=False``), and the env's own rewards (``norm_reward=False``)."""
+    (``training=False``), and the env's own rewards (``norm_reward=False``); under a ``VecFrameStack``
+    (:func:`under_frame_stack`)."""
     import copy
 
     from stable_baselines3.common.vec_env import VecNormalize
 
-    if isinstance(statistics, VecNormalize):
-        normalize = copy.deepcopy(statistics)  # its pickled state, without its env (as VecNormalize.load reads it)
-        normalize.set_venv(venv)
-    else:
-        normalize = VecNormalize.load(str(statistics), venv)
-    normalize.training = False
-    normalize.norm_reward = False
-    return normalize
+    def frozen(inner: Any) -> Any:
+        if isinstance(statistics, VecNormalize):
+            normalize = copy.deepcopy(statistics)  # its pickled state, without its env (as VecNormalize.load reads)
+            normalize.set_venv(inner)
+        else:
+            normalize = VecNormalize.load(str(statistics), inner)
+        normalize.training = False
+        normalize.norm_reward = False
+        return normalize
+
+    return under_frame_stack(venv, frozen)
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation

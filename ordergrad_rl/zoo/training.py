@@ -31,6 +31,7 @@ from ordergrad_rl.zoo.models import (
     make_env,
     save_env_wrapper,
     saved_statistics,
+    under_frame_stack,
     vec_normalize_file,
 )
 
@@ -196,7 +197,7 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         from stable_baselines3.common.vec_env import VecNormalize
 
         try:
-            model.set_env(VecNormalize(model.get_env(), **normalize))
+            model.set_env(under_frame_stack(model.get_env(), lambda venv: VecNormalize(venv, **normalize)))
         except (ValueError, TypeError) as err:  # VecNormalize's refusal of a space it cannot normalize
             raise CommandError(f"{entry.source}: {settings.env}: normalize: {err}") from err
     return model
@@ -285,7 +286,7 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         if statistics is not None:
             from stable_baselines3.common.vec_env import VecNormalize
 
-            env = VecNormalize.load(str(statistics), env)
+            env = under_frame_stack(env, lambda venv: VecNormalize.load(str(statistics), venv))
         model = cls.load(
             path,
             env=env,

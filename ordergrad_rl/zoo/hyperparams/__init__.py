@@ -181,20 +181,14 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     normalize = (
         parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
     )
-    from ordergrad_rl.zoo.models import parse_callback, parse_env_wrapper
+    from ordergrad_rl.zoo.models import parse_callback, parse_env_wrapper, parse_frame_stack
 
     env_wrapper = parse_env_wrapper(kwargs.pop(ENV_WRAPPER, None), f"{source}: {env_id}: {ENV_WRAPPER}")
     vec_env_wrapper = parse_env_wrapper(
         kwargs.pop(VEC_ENV_WRAPPER, None), f"{source}: {env_id}: {VEC_ENV_WRAPPER}", vec_env=True
     )
     callback = parse_callback(kwargs.pop(CALLBACK, None), f"{source}: {env_id}: {CALLBACK}")
-    frame_stack = kwargs.pop(FRAME_STACK, None)
-    counts = isinstance(frame_stack, int) and not isinstance(frame_stack, bool)
-    if frame_stack is not None and not (counts and frame_stack >= 1):
-        raise ValueError(
-            f"{source}: {env_id}: {FRAME_STACK}: expected the number of frames VecFrameStack stacks (a positive "
-            f"integer, as rl-zoo3 reads it), got {frame_stack!r}"
-        )
+    frame_stack = parse_frame_stack(kwargs.pop(FRAME_STACK, None), f"{source}: {env_id}: {FRAME_STACK}")
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
