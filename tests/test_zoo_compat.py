@@ -17,7 +17,7 @@ from ordergrad_rl.agents.common.env_util import episode_limit
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.zoo.models import FRAME_STACK, VEC_ENVS, load_model, make_env, saved_env_wrapper
 
-#: A module of the user's: an env of its own, registered on import, and a wrapper.
+#: A module of the user's: an env of its own, registered on import, and a wrapper that ends its episodes.
 USER_MODULE = '''
 import gymnasium as gym
 import numpy as np
@@ -37,9 +37,17 @@ class Endless(gym.Env):
         return np.zeros(2, np.float32), 1.0, False, False, {}
 
 
-class Same(gym.ObservationWrapper):
-    def observation(self, observation):
-        return observation
+class EndsAfter3(gym.Wrapper):
+    """Truncates every episode after 3 steps (a limit of the user's own, outside the Monitor)."""
+
+    def reset(self, **kwargs):
+        self.steps = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return observation, reward, terminated, truncated or self.steps >= 3, info
 
 
 gym.register("ZooUserEndless-v0", entry_point=f"{__name__}:Endless")
@@ -238,3 +246,36 @@ def test_a_model_of_an_rl_zoo_run_is_evaluated_in_the_wrappers_of_its_config(tmp
     assert cli.main(["evaluate", *argv, str(tmp_path / "eval.json")]) == 0, capsys.readouterr().err
     assert max(json.loads((tmp_path / "eval.json").read_text())["lengths"]) <= 20
     assert cli.main(["compare", *argv[:-1]]) == 0, capsys.readouterr().err
+
+
+def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch):
+    """A wrapper of a model's ``env_wrapper`` that ends episodes (not a ``TimeLimit``: a wrapper of the user's) sits
+    outside the ``Monitor``, as in rl-zoo3, and SB3's ``evaluate_policy`` counts the ``Monitor``'s episodes only:
+    ``evaluate`` waited forever. Past the bound on an episode's length without an end the ``Monitor`` recorded, it
+    stops with a usage error naming the wrapper (the bound lowered here from 100,000 to 50)."""
+    import signal
+
+    from stable_baselines3 import PPO
+
+    from ordergrad_rl.agents.common import buffers
+    from ordergrad_rl.zoo.models import evaluate_model
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_b")
+    sys.path.append(str(tmp_path))
+    monkeypatch.setattr(buffers, "MAX_EPISODE_STEPS", 50)
+    env_wrapper = (("zoo_user_envs_b.EndsAfter3", {}),)
+    model = PPO("MlpPolicy", make_env("zoo_user_envs_b:ZooUserEndless-v0", 1, 0, None, env_wrapper=env_wrapper))
+
+    def stuck(*_):
+        raise TimeoutError("evaluate is still waiting for an episode the Monitor never records")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(30)
+    try:
+        with pytest.raises(
+            CommandError, match=r"a wrapper outside it ends them \(env_wrapper: zoo_user_envs_b\.EndsAfter3"
+        ):
+            evaluate_model(model, "zoo_user_envs_b:ZooUserEndless-v0", 2, True, quiet=True, env_wrapper=env_wrapper)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
