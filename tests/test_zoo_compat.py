@@ -279,3 +279,27 @@ def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_pat
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_rl_zoo_command_line_runs_as_pasted(capsys):
+    """rl-zoo3's ``--env-kwargs key:value``, ``-params/--hyperparams key:value``, ``-n/--n-timesteps``, ``-tb`` and
+    ``-conf`` were refused ("expects key=value items", "unrecognized arguments"); they are train's options now."""
+    argv = ["train", "--algo", "reinforce", "--env", "CliffWalking-v1", "--objective", "mean", "--quiet"]
+    argv += ["--env-kwargs", "max_episode_steps:5", "is_slippery:True", "-n", "40", "-conf", "none"]
+    argv += ["-params", "learning_rate:0.01", "policy_kwargs:dict(net_arch=[8])"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert "CliffWalking-v1 (max_episode_steps=5 is_slippery=True)" in capsys.readouterr().out
+
+
+def test_key_value_items_end_the_key_at_the_first_equals_sign_or_colon():
+    from ordergrad_rl.common.options import key_value_items
+
+    items = ["policy_kwargs:dict(net_arch=[64])", "desc=a:b", "gamma:0.9", "map_name:4x4"]
+    assert [(key, value) for key, value, _ in key_value_items(items, "--hparams")] == [
+        ("policy_kwargs", "dict(net_arch=[64])"),
+        ("desc", "a:b"),
+        ("gamma", 0.9),
+        ("map_name", "4x4"),
+    ]
+    with pytest.raises(CommandError, match=r"--hparams expects key=value items \(or rl-zoo3's key:value\), got ':3'"):
+        list(key_value_items([":3"], "--hparams"))

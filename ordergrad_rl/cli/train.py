@@ -166,6 +166,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timesteps",
+        "-n",
+        "--n-timesteps",
         type=positive_int,
         default=None,
         metavar="T",
@@ -180,13 +182,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--conf-file",
+        "-conf",
         default=None,
         metavar="PATH",
         help="per-env hyperparameter file, rl-zoo3 style, with an entry for --env (default: "
         "ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml shipped with the package, for ppo and reinforce, whose "
         "entry applies where it has one; 'none': the algorithm's defaults only)",
     )
-    parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--tensorboard", "-tb", "--tensorboard-log", type=Path, default=None, metavar="DIR", help="TensorBoard log dir"
+    )
     parser.add_argument(
         "--run-name",
         type=run_name,
@@ -229,10 +234,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--hparams",
+        "-params",
+        "--hyperparams",
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\"",
+        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\" (rl-zoo3's "
+        "key:value items too)",
     )
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2), help="SB3 verbosity (default: 0)")
