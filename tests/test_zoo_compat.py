@@ -3,11 +3,14 @@ hyperparameter keys of rl-zoo3's files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import re
+import signal
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -253,8 +256,6 @@ def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_pat
     outside the ``Monitor``, as in rl-zoo3, and SB3's ``evaluate_policy`` counts the ``Monitor``'s episodes only:
     ``evaluate`` waited forever. Past the bound on an episode's length without an end the ``Monitor`` recorded, it
     stops with a usage error naming the wrapper (the bound lowered here from 100,000 to 50)."""
-    import signal
-
     from stable_baselines3 import PPO
 
     from ordergrad_rl.agents.common import buffers
@@ -266,19 +267,45 @@ def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_pat
     env_wrapper = (("zoo_user_envs_b.EndsAfter3", {}),)
     model = PPO("MlpPolicy", make_env("zoo_user_envs_b:ZooUserEndless-v0", 1, 0, None, env_wrapper=env_wrapper))
 
-    def stuck(*_):
-        raise TimeoutError("evaluate is still waiting for an episode the Monitor never records")
+    with pytest.raises(
+        CommandError, match=r"a wrapper outside it ends them \(env_wrapper: zoo_user_envs_b\.EndsAfter3"
+    ):
+        with _stops_within(30):
+            evaluate_model(model, "zoo_user_envs_b:ZooUserEndless-v0", 2, True, quiet=True, env_wrapper=env_wrapper)
+
+
+@contextlib.contextmanager
+def _stops_within(seconds: int) -> Iterator[None]:
+    """Fail the test, not hang it, where an evaluation still waits after ``seconds`` for an episode the Monitor
+    never records."""
+
+    def stuck(*_: object) -> None:
+        raise TimeoutError("still waiting for an episode the Monitor never records")
 
     previous = signal.signal(signal.SIGALRM, stuck)
-    signal.alarm(30)
+    signal.alarm(seconds)
     try:
-        with pytest.raises(
-            CommandError, match=r"a wrapper outside it ends them \(env_wrapper: zoo_user_envs_b\.EndsAfter3"
-        ):
-            evaluate_model(model, "zoo_user_envs_b:ZooUserEndless-v0", 2, True, quiet=True, env_wrapper=env_wrapper)
+        yield
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_train_names_an_eval_env_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch, capsys):
+    """The same wrapper in a ``--conf-file`` entry's ``env_wrapper`` makes the ``--eval-env`` too: its periodic
+    evaluation (``RiskEvalCallback``) waited forever; it ends ``train`` with a usage error now."""
+    from ordergrad_rl.agents.common import buffers
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_c")
+    monkeypatch.setattr(buffers, "MAX_EPISODE_STEPS", 50)
+    (tmp_path / "conf.yml").write_text(
+        "ZooUserEndless-v0:\n  n_episodes: 4\n  env_wrapper: zoo_user_envs_c.EndsAfter3\n"
+    )
+    argv = ["train", "--algo", "reinforce", "--env", "ZooUserEndless-v0", "--gym-packages", "zoo_user_envs_c"]
+    argv += ["--objective", "mean", "--conf-file", "conf.yml", "--timesteps", "24", "--quiet"]
+    with _stops_within(30):
+        assert cli.main([*argv, "--eval-env", "ZooUserEndless-v0", "--eval-freq", "12", "--eval-episodes", "2"]) == 2
+    assert "--eval-env: the Monitor of eval env 0 has recorded no episode's end in 50 steps" in capsys.readouterr().err
 
 
 def test_an_rl_zoo_command_line_runs_as_pasted(capsys):

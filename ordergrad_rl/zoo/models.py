@@ -912,8 +912,9 @@ def evaluate_model(
     from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
     from ordergrad_rl.agents.common.evaluation import (
         EndlessEpisodeError,
+        EpisodeEndCheck,
         EpisodeInfoAggregator,
-        check_episode_ends,
+        UnrecordedEpisodeError,
         evaluate_episodes,
         info_component_names,
     )
@@ -925,10 +926,7 @@ def evaluate_model(
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
     aggregator = EpisodeInfoAggregator(venv.num_envs, names=info_component_names(venv))
-    # Steps of each env since its Monitor recorded an episode's end, the only ends evaluate_policy counts: a wrapper
-    # outside the Monitor (an env_wrapper's) that ends episodes would have it wait forever.
-    unrecorded = np.zeros(venv.num_envs, dtype=np.int64)
-    called = [wrapper_call(path, kwargs) for path, kwargs in env_wrapper]
+    ends = EpisodeEndCheck(venv.num_envs, MAX_EPISODE_STEPS)
     with tqdm(total=episodes, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
 
         def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
@@ -936,25 +934,22 @@ def evaluate_model(
             if locals_["done"]:
                 bar.update(1)
             try:
-                check_episode_ends(locals_, MAX_EPISODE_STEPS)
+                ends(locals_)
             except EndlessEpisodeError as err:
                 venv.close()
                 raise CommandError(
                     f"an episode on {env_id} has not ended after {MAX_EPISODE_STEPS:,} steps (the env has no time "
                     f"limit, or a longer one): give it one with --env-kwargs max_episode_steps=..."
                 ) from err
-            i = locals_["i"]
-            unrecorded[i] = (
-                0 if "episode" in locals_["info"] or not locals_["is_monitor_wrapped"] else unrecorded[i] + 1
-            )
-            if unrecorded[i] >= MAX_EPISODE_STEPS:
+            except UnrecordedEpisodeError as err:  # a wrapper outside the Monitor: an env_wrapper's
                 venv.close()
+                called = ", ".join(wrapper_call(path, kwargs) for path, kwargs in env_wrapper)
                 raise CommandError(
                     f"the Monitor of {env_id} has recorded no episode's end in {MAX_EPISODE_STEPS:,} steps, while "
-                    f"episodes ended: a wrapper outside it ends them (env_wrapper: {', '.join(map(str, called))}), "
-                    "and evaluation counts the Monitor's episodes only. End them inside the Monitor: a time limit as "
-                    "--env-kwargs max_episode_steps=... or a gymnasium.wrappers.TimeLimit (made gym.make's)"
-                )
+                    f"episodes ended: a wrapper outside it ends them (env_wrapper: {called}), and evaluation counts "
+                    "the Monitor's episodes only. End them inside the Monitor: a time limit as --env-kwargs "
+                    "max_episode_steps=... or a gymnasium.wrappers.TimeLimit (made gym.make's)"
+                ) from err
 
         returns, lengths = evaluate_episodes(
             model, venv, n_eval_episodes=episodes, deterministic=deterministic, return_episode_rewards=True,

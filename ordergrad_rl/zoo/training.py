@@ -427,14 +427,19 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
     """``model.learn(timesteps, **kwargs)``.
 
     :raises CommandError: the objective names an info channel the env does not report, found by the first
-        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`).
+        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), or the ``--eval-env``'s
+        ``Monitor`` records no end of the episodes a wrapper ends
+        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`).
     """
     from ordergrad_rl.agents.common.channels import InfoChannelError
+    from ordergrad_rl.agents.common.evaluation import UnrecordedEpisodeError
 
     try:
         return model.learn(timesteps, **kwargs)
     except InfoChannelError as err:  # any other error of training keeps its traceback
         raise CommandError(f"--objective {model.objective}: {err}") from err
+    except UnrecordedEpisodeError as err:  # the --eval-env's: a wrapper of the env_wrapper ends its episodes
+        raise CommandError(f"--eval-env: {err}") from err
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
