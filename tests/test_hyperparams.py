@@ -174,8 +174,8 @@ def test_an_entry_may_set_env_kwargs_and_the_option_wins(tmp_path, capsys, monke
         ),
         ("learning_rte: 0.1", "conf.yml: RiskyBandit-v0: learning_rte: OrderGradREINFORCE has no hyperparameter"),
         (
-            "frame_stack: 4",
-            "conf.yml: RiskyBandit-v0: frame_stack: rl-zoo3's frame_stack is not supported by ordergrad-rl",
+            "frame_stack: 0",
+            "conf.yml: RiskyBandit-v0: frame_stack: expected the number of frames VecFrameStack stacks",
         ),
         (
             "normalize: \"{'norm_obs': True, 'clip_ob': 5}\"",
@@ -262,15 +262,15 @@ def test_conf_file_takes_rl_zoos_linear_schedules(tmp_path):
 
 def test_load_hyperparams_gives_constructor_arguments_as_the_readme_uses_them(tmp_path):
     """``cls(hp.policy, env, **hp.kwargs)`` from Python: lin_<x> is the schedule there too, and rl-zoo3's wrapper
-    keys are refused when the file is read (they were passed on, and the constructor failed on them)."""
+    keys are read apart when the file is read (they were passed on, and the constructor failed on them)."""
     conf = tmp_path / "conf.yml"
     conf.write_text("RiskyBandit-v0:\n  learning_rate: lin_0.01\n  n_episodes: 8\n")
     hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
     assert hp.kwargs["learning_rate"](0.5) == pytest.approx(0.005)
     algorithm_class("ppo")(hp.policy, "RiskyBandit-v0", objective="cvar0.25", **hp.kwargs).learn(16)
     conf.write_text("RiskyBandit-v0:\n  frame_stack: 4\n")
-    with pytest.raises(ValueError, match="frame_stack is not supported by ordergrad-rl; remove it"):
-        load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    hp = load_hyperparams("ppo", "RiskyBandit-v0", conf)
+    assert hp.frame_stack == 4 and "frame_stack" not in hp.kwargs
 
 
 def test_train_uses_the_shipped_entry_by_default(capsys):
@@ -638,14 +638,16 @@ def test_a_wrapper_that_refuses_the_env_is_a_usage_error_under_subproc_too(tmp_p
 
 def test_an_entrys_env_wrappers_take_keyword_arguments_innermost_first(tmp_path, capsys, monkeypatch):
     """rl-zoo3's list form, ``{path: kwargs}`` in place of a path: the first wrapper is the innermost, all outside
-    the Monitor (SB3's ``make_vec_env(wrapper_class=...)``), each with its keyword arguments."""
-    from gymnasium.wrappers import FlattenObservation, TimeLimit
+    the Monitor (SB3's ``make_vec_env(wrapper_class=...)``), each with its keyword arguments; but a ``TimeLimit``,
+    which is ``gym.make``'s, inside the Monitor (tests/test_zoo_compat.py)."""
+    from gymnasium.wrappers import ClipReward, FlattenObservation, TimeLimit
     from stable_baselines3.common.monitor import Monitor
 
     conf = tmp_path / "conf.yml"
     conf.write_text(
         "Blackjack-v1:\n  env_wrapper:\n    - gymnasium.wrappers.FlattenObservation\n"
         "    - gymnasium.wrappers.TimeLimit:\n        max_episode_steps: 1\n"
+        "    - gymnasium.wrappers.ClipReward: {min_reward: -1, max_reward: 1}\n"
     )
     built, build = [], train.build_model
     monkeypatch.setattr(train, "build_model", lambda *a, **kw: built.append(build(*a, **kw)) or built[-1])
@@ -670,8 +672,12 @@ def test_an_entrys_env_wrappers_take_keyword_arguments_innermost_first(tmp_path,
         "2",
     ]
     assert main(argv) == 0, capsys.readouterr().err
-    assert "in FlattenObservation() in TimeLimit(max_episode_steps=1):" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "in FlattenObservation() in TimeLimit(max_episode_steps=1) in ClipReward(min_reward=-1, max_reward=1):" in (
+        out
+    )
     for env in built[-1].get_env().envs:
-        assert isinstance(env, TimeLimit) and env._max_episode_steps == 1
+        assert isinstance(env, ClipReward) and (env.reward(-5.0), env.reward(5.0)) == (-1, 1)
         assert isinstance(env.env, FlattenObservation) and isinstance(env.env.env, Monitor)
+        assert isinstance(env.env.env.env, TimeLimit) and env.env.env.env._max_episode_steps == 1
     assert set(built[-1].rollout_buffer.episode_lengths) == {1}  # hits ended by the limit, after one step

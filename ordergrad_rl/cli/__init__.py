@@ -235,8 +235,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_working_directory() -> None:
+    """Put the current directory on ``sys.path``, last, where it is not already (``python -m ordergrad_rl`` puts it
+    first): the installed ``ordergrad-rl`` script has only its own directory there, and the user's modules beside
+    them, which rl-zoo3 users import from the folder they run ``python -m rl_zoo3.train`` in (``--env
+    my_module:MyEnv-v0``, ``--gym-packages my_module``, an entry's ``env_wrapper: my_module.MyWrapper``), would not
+    import. Last, so that a file of theirs never hides an installed package of the same name."""
+    cwd = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == cwd for entry in sys.path):
+        sys.path.append(cwd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ordergrad-rl`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
+
+    The modules of the current directory import, as with ``python -m ordergrad_rl`` (:func:`add_working_directory`).
 
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
     returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
@@ -245,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     closes the pipe early (``ordergrad-rl compare ... | head``) ends the command quietly with status 141, the shell's
     status of a command that ``SIGPIPE`` ended (128 + 13), as ``ls | head``'s ``ls`` under ``set -o pipefail``.
     """
+    add_working_directory()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args._run is None:

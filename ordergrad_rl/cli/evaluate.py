@@ -20,9 +20,11 @@ the portfolio weights of each asset, the wealth, the maximum drawdown, ...).
 A model trained in VecNormalize (an entry's normalize in train's --conf-file) acts on normalized observations: its
 statistics are loaded from beside it, as rl-zoo3's enjoy does (MODEL without .zip /vecnormalize.pkl, or a
 checkpoint's NAME_vecnormalize_<steps>_steps.pkl), frozen, with raw rewards; a model that records a VecNormalize
-whose statistics are missing is refused. A model trained in an entry's env_wrapper acts in those wrappers (a
-FlattenObservation's flat observations): train --save writes them beside it (MODEL without .zip /env_wrapper.yml,
-for its checkpoints too), and evaluate makes the env in them.
+whose statistics are missing is refused. A model trained in an entry's env_wrapper (and vec_env_wrapper,
+frame_stack) acts in those wrappers (a FlattenObservation's flat observations, stacked frames): train --save writes
+them beside it (MODEL without .zip /env_wrapper.yml, for its checkpoints too), and evaluate makes the env in them;
+for a model in a run folder of rl-zoo3 (logs/ppo/CartPole-v1_1/best_model.zip --env CartPole-v1), those of the
+run's CartPole-v1/config.yml, as rl-zoo3's enjoy does.
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
-    env_wrapper = saved_env_wrapper(args.model)  # the wrappers it trained in, as enjoy reads them from config.yml
+    env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:
         return run_pass_at_k(args, model, algorithm, env_kwargs, statistics, env_wrapper)
     if args.contexts is not None:

@@ -22,7 +22,11 @@ returns. --save PATH writes the statistics to
 PATH/vecnormalize.pkl, which evaluate, compare and --trained-agent load. An entry's env_wrapper (rl-zoo3's: a
 wrapper's dotted path, a list of them, or {path: {keyword: value}} in place of one) makes every env of the run in
 those wrappers, outside its Monitor (env_wrapper: gymnasium.wrappers.FlattenObservation for Blackjack-v1's Tuple
-observations); --save PATH writes them to PATH/env_wrapper.yml, which evaluate, compare and --trained-agent read.
+observations), but for a gymnasium.wrappers.TimeLimit, gym.make's max_episode_steps, inside it (the Monitor records
+the episodes it truncates); its vec_env_wrapper (SB3 VecEnvWrapper classes) and frame_stack (N: SB3's
+VecFrameStack, over VecNormalize as in rl-zoo3) wrap the envs' VecEnv. --save PATH writes them all to
+PATH/env_wrapper.yml, which evaluate, compare and --trained-agent read. Its callback (rl-zoo3's: SB3 callback
+classes, in env_wrapper's form) trains with the run's own callbacks.
 Every other constructor argument of the algorithm can be set with --hparams key=value (values are Python
 literals read with ast.literal_eval; a value that is not a literal is taken as a string; policy_kwargs may be
 rl-zoo3's text, "dict(net_arch=[64, 64], activation_fn=nn.ReLU)", or "dict(features_extractor_class=GridCNN)" for
@@ -35,7 +39,7 @@ named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@
 
 An env of your own: --gym-packages MODULE ... imports the modules that register it first (rl-zoo3's option), or
 --env module:EnvId-v0 imports module first, as gym.make reads it (the form for a sweep's trials, which run in other
-processes).
+processes); a module in the current folder imports, as with python -m rl_zoo3.train.
 As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make's max_episode_steps (a TimeLimit
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
 gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
@@ -72,7 +76,15 @@ from ordergrad_rl.common.options import (
 from ordergrad_rl.common.reports import markdown_table
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
-from ordergrad_rl.zoo.models import VEC_ENVS, EnvWrappers, saved_env_wrapper, wrapper_call, written_env_wrapper
+from ordergrad_rl.zoo.models import (
+    FRAME_STACK,
+    VEC_ENVS,
+    EnvWrappers,
+    make_callbacks,
+    saved_env_wrapper,
+    wrapper_call,
+    written_env_wrapper,
+)
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -154,6 +166,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timesteps",
+        "-n",
+        "--n-timesteps",
         type=positive_int,
         default=None,
         metavar="T",
@@ -168,13 +182,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--conf-file",
+        "-conf",
         default=None,
         metavar="PATH",
         help="per-env hyperparameter file, rl-zoo3 style, with an entry for --env (default: "
         "ordergrad_rl/zoo/hyperparams/ordergrad_<algo>.yml shipped with the package, for ppo and reinforce, whose "
         "entry applies where it has one; 'none': the algorithm's defaults only)",
     )
-    parser.add_argument("--tensorboard", type=Path, default=None, metavar="DIR", help="TensorBoard log dir")
+    parser.add_argument(
+        "--tensorboard", "-tb", "--tensorboard-log", type=Path, default=None, metavar="DIR", help="TensorBoard log dir"
+    )
     parser.add_argument(
         "--run-name",
         type=run_name,
@@ -217,10 +234,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--hparams",
+        "-params",
+        "--hyperparams",
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\"",
+        help="other constructor arguments, e.g. learning_rate=0.003 \"policy_kwargs={'net_arch': []}\" (rl-zoo3's "
+        "key:value items too)",
     )
     parser.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
     parser.add_argument("--verbose", type=int, default=0, choices=(0, 1, 2), help="SB3 verbosity (default: 0)")
@@ -283,9 +303,10 @@ def run(args: argparse.Namespace) -> int:
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
+    entry = None
     if args.trained_agent is not None:
         timesteps = args.timesteps
-        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent))
+        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent, args.env))
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
@@ -305,12 +326,16 @@ def run(args: argparse.Namespace) -> int:
             applied |= {"env_kwargs": entry.env_kwargs} if entry.env_kwargs else {}
             applied |= {"normalize": entry.normalize} if entry.normalize is not None else {}
             applied |= {"env_wrapper": written_env_wrapper(entry.env_wrapper)} if entry.env_wrapper else {}
+            applied |= {"vec_env_wrapper": written_env_wrapper(entry.vec_env_wrapper)} if entry.vec_env_wrapper else {}
+            applied |= {"frame_stack": entry.frame_stack} if entry.frame_stack is not None else {}
+            applied |= {"callback": written_env_wrapper(entry.callback)} if entry.callback else {}
             listed = ", ".join(f"{key}={value}" for key, value in applied.items())
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
+    callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:
         callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
@@ -320,11 +345,15 @@ def run(args: argparse.Namespace) -> int:
         rollout = f"{n_episodes} episodes per update"
     made = run_settings.env_kwargs
     env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
-    if run_settings.env_wrapper:
-        env += f" in {wrapper_names(run_settings.env_wrapper)}"
+    # As they wrap it: the VecNormalize over the wrappers, under frame_stack's VecFrameStack (rl-zoo3's order), last.
+    inner = tuple(item for item in run_settings.env_wrapper if item[0] != FRAME_STACK)
+    parts = [env, wrapper_names(inner)] if inner else [env]
     normalize = model.get_vec_normalize_env()
     if normalize is not None:
-        env += f" in VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})"
+        parts.append(f"VecNormalize(norm_obs={normalize.norm_obs}, norm_reward={normalize.norm_reward})")
+    if len(inner) < len(run_settings.env_wrapper):
+        parts.append(wrapper_names(run_settings.env_wrapper[len(inner) :]))
+    env = " in ".join(parts)
     print(
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"

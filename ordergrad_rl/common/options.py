@@ -321,15 +321,17 @@ def positive_float(text: str) -> float:
 
 def key_value_items(items: list[str], option: str) -> Iterator[tuple[str, Any, str]]:
     """``["key=value", ...]`` (the items of ``option``) -> ``(key, ast.literal_eval(value), value)`` each, the raw
-    text as the value where it is not a literal.
+    text as the value where it is not a literal. rl-zoo3's ``key:value`` items (its ``--env-kwargs`` and
+    ``--hyperparams``) read the same: the key ends at the first ``=`` or ``:``, which no argument name holds
+    (``policy_kwargs:dict(net_arch=[64])`` is ``policy_kwargs``'s text).
 
-    :raises CommandError: an item without ``=`` or without a key.
+    :raises CommandError: an item without ``=`` or ``:``, or without a key.
     """
     for item in items:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise CommandError(f"{option} expects key=value items, got {item!r}")
+        cut = min((i for i in (item.find("="), item.find(":")) if i >= 0), default=-1)
+        key, text = item[:cut].strip(), item[cut + 1 :]
+        if cut < 0 or not key:
+            raise CommandError(f"{option} expects key=value items (or rl-zoo3's key:value), got {item!r}")
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):

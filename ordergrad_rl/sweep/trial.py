@@ -23,6 +23,7 @@ from typing import Any
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
+from ordergrad_rl.zoo.models import make_callbacks
 from ordergrad_rl.zoo.training import (
     build_model,
     eval_callback,
@@ -72,7 +73,8 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model = build_model(settings, hparams, entry=entry)
     callback = eval_callback(settings, model)
     start = time.perf_counter()
-    learn(model, trial["timesteps"], callback=callback, tb_log_name=f"{method}/{name}")
+    extra = make_callbacks(entry.callback) if entry is not None else []  # the entry's rl-zoo3 callback
+    learn(model, trial["timesteps"], callback=[callback, *extra] if extra else callback, tb_log_name=f"{method}/{name}")
     train_seconds = time.perf_counter() - start
     # The final evaluation (the callback evaluates at the end of training): the run's last eval_risk/* values.
     profile = callback.last_profile

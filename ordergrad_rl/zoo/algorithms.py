@@ -50,8 +50,8 @@ OPTION_OF: dict[str, str] = {
 ENTRY_OPTIONS = ("n_episodes", "n_envs")
 
 #: Keys of rl-zoo3's entries that are not constructor arguments: refused as hyperparameters. ``env_kwargs``,
-#: ``env_wrapper`` and ``normalize`` are read from a per-env file entry (:mod:`ordergrad_rl.zoo.hyperparams`), the
-#: others nowhere.
+#: ``env_wrapper``, ``vec_env_wrapper``, ``frame_stack``, ``callback`` and ``normalize`` are read from a per-env file
+#: entry (:mod:`ordergrad_rl.zoo.hyperparams`), the others nowhere.
 RL_ZOO_ONLY_KEYS = (
     "callback",
     "env_kwargs",
@@ -69,6 +69,12 @@ ENTRY_ONLY_KEYS = {
     "normalize": "write it in the env's entry of a --conf-file (rl-zoo3's normalize: true, or a mapping of "
     "VecNormalize's arguments)",
     "normalize_kwargs": "give VecNormalize's arguments as the normalize mapping of the env's --conf-file entry",
+    "frame_stack": "write it in the env's entry of a --conf-file (rl-zoo3's frame_stack: the number of frames "
+    "VecFrameStack stacks)",
+    "vec_env_wrapper": "write it in the env's entry of a --conf-file (rl-zoo3's vec_env_wrapper: a VecEnvWrapper's "
+    "dotted path, or a list of them)",
+    "callback": "write it in the env's entry of a --conf-file (rl-zoo3's callback: an SB3 callback's dotted path, or "
+    "a list of them)",
 }
 
 

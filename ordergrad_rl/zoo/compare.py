@@ -273,7 +273,7 @@ def load_entries(
         file = model_path(path)  # raises if there is no such file
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file))
+        models[path] = (file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file, env))
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     for file, model, *_, env_wrapper in models.values():  # unknown ids, missing packages and arguments fail here

@@ -6,7 +6,7 @@ Heavy imports (torch, Stable-Baselines3) happen inside the functions, so the com
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -94,8 +94,13 @@ def eval_n_envs(env_id: str, episodes: int, wrapped: bool = False) -> int:
 
 # ---------------------------------------------------------------------------------------------------- env wrappers
 #: rl-zoo3's ``env_wrapper``, read (:func:`parse_env_wrapper`): the dotted path of each
-#: wrapper with its keyword arguments, innermost first (``()``: none).
+#: wrapper with its keyword arguments, innermost first (``()``: none). A run's wrappers end with those of its
+#: ``VecEnv``, SB3 ``VecEnvWrapper`` classes (rl-zoo3's ``vec_env_wrapper``, then ``frame_stack``'s
+#: ``VecFrameStack``: :func:`vec_env_wrappers`), which wrap the ``VecEnv`` of the envs in the others.
 EnvWrappers = tuple[tuple[str, dict[str, Any]], ...]
+
+#: The ``VecEnvWrapper`` of rl-zoo3's ``frame_stack: N``, as a run's wrappers hold it: ``VecFrameStack(n_stack=N)``.
+FRAME_STACK = "stable_baselines3.common.vec_env.VecFrameStack"
 
 
 class EnvWrapperError(CommandError):
@@ -122,7 +127,15 @@ def import_wrapper(path: str) -> Any:
     return wrapper
 
 
-def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
+def is_vec_env_wrapper(path: str) -> bool:
+    """Whether the wrapper at ``path`` wraps a ``VecEnv`` (an SB3 ``VecEnvWrapper`` class), not each env."""
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    wrapper = import_wrapper(path)
+    return isinstance(wrapper, type) and issubclass(wrapper, VecEnvWrapper)
+
+
+def parse_env_wrapper(value: Any, where: str, vec_env: bool | None = False) -> EnvWrappers:
     """rl-zoo3's ``env_wrapper`` value -> ``((dotted path, keyword arguments), ...)``, innermost first (``()``: none).
 
     As rl-zoo3's ``get_wrapper_class`` reads it: the dotted path of a ``gym.Wrapper`` (or of a function of the env
@@ -131,35 +144,93 @@ def parse_env_wrapper(value: Any, where: str) -> EnvWrappers:
     keywords checked against its signature here, before any env is made.
 
     :param where: the file and entry, for the message.
-    :raises ValueError: another value, a path that does not import, or keywords the wrapper does not take.
+    :param vec_env: ``True``: rl-zoo3's ``vec_env_wrapper``, each an SB3 ``VecEnvWrapper`` class; ``None``: either
+        kind (a run's wrappers, as :func:`save_env_wrapper` writes them).
+    :raises ValueError: another value, a path that does not import, keywords the wrapper does not take, or a wrapper
+        of the other kind.
     """
+
+    def check_kind(path: str, wrapper: Any) -> None:
+        if vec_env is not None and is_vec_env_wrapper(path) != vec_env:
+            raise ValueError(
+                f"{path} is {'not ' if vec_env else ''}a VecEnvWrapper: "
+                + ("put it in env_wrapper" if vec_env else "put it in vec_env_wrapper (rl-zoo3's key for those)")
+            )
+
+    what = "the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation)"
+    return _dotted_calls(value, where, what, takes_env=True, check=check_kind)
+
+
+def parse_callback(value: Any, where: str) -> EnvWrappers:
+    """rl-zoo3's ``callback`` value (``get_callback_list``'s, in ``env_wrapper``'s form) -> ``((dotted path, keyword
+    arguments), ...)`` of SB3 callback classes, each imported and its keywords checked (:func:`make_callbacks`).
+
+    :raises ValueError: as :func:`parse_env_wrapper`, or a class that is not an SB3 ``BaseCallback``.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    def check_kind(path: str, callback: Any) -> None:
+        if isinstance(callback, type) and not issubclass(callback, BaseCallback):
+            raise ValueError(f"{path} is not an SB3 callback (a subclass of BaseCallback)")
+
+    what = "the dotted path of an SB3 callback (stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes)"
+    return _dotted_calls(value, where, what, takes_env=False, check=check_kind)
+
+
+def make_callbacks(callbacks: EnvWrappers) -> list[Any]:
+    """The SB3 callbacks of ``callbacks`` (:func:`parse_callback`), each called with its keywords, as rl-zoo3's
+    ``get_callback_list`` makes them.
+
+    :raises CommandError: a callback that refuses its keywords, or a function that does not return a callback.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    made = []
+    for path, kwargs in callbacks:
+        try:
+            callback = import_wrapper(path)(**kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            raise CommandError(f"callback: {wrapper_call(path, kwargs)}: {err}") from err
+        if not isinstance(callback, BaseCallback):
+            raise CommandError(f"callback: {wrapper_call(path, kwargs)} gave {callback!r}, not an SB3 callback")
+        made.append(callback)
+    return made
+
+
+def _dotted_calls(value: Any, where: str, what: str, takes_env: bool, check: Callable[[str, Any], None]) -> EnvWrappers:
+    """rl-zoo3's form of ``env_wrapper``, ``vec_env_wrapper`` and ``callback`` (``what``, a list of them, a one-key
+    mapping ``{path: {keyword: value}}`` in place of one; ``null``: none) -> ``((dotted path, keywords), ...)``,
+    each imported, ``check``-ed (``check(path, imported)`` raises a ``ValueError`` for one of another kind), and
+    its keywords bound to its signature (after the env where it ``takes_env``)."""
     import inspect
 
-    wrappers = []
+    calls = []
+    first = (None,) if takes_env else ()
     for item in value if isinstance(value, list) else [] if value is None else [value]:
         path, kwargs = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {})
         kwargs = {} if kwargs is None else kwargs  # "- gymnasium.wrappers.FlattenObservation:" in YAML
         if not isinstance(path, str) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(
-                f"{where}: expected the dotted path of a wrapper (gymnasium.wrappers.FlattenObservation), a list of "
-                f"them, or in place of one a mapping {{path: {{keyword: value}}}}; got {item!r}"
+                f"{where}: expected {what}, a list of them, or in place of one a mapping "
+                f"{{path: {{keyword: value}}}}; got {item!r}"
             )
         try:
-            wrapper = import_wrapper(path)
+            called = import_wrapper(path)
+            check(path, called)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from err
         try:
-            signature = inspect.signature(wrapper)
-        except (TypeError, ValueError):  # no signature to read (a builtin): the wrapper checks its own
+            signature = inspect.signature(called)
+        except (TypeError, ValueError):  # no signature to read (a builtin): it checks its own
             signature = None
         if signature is not None:
-            try:  # None: the env. A keyword it does not take first, then one it needs.
-                signature.bind_partial(None, **kwargs)
-                signature.bind(None, **kwargs)
+            try:  # A keyword it does not take first, then one it needs.
+                signature.bind_partial(*first, **kwargs)
+                signature.bind(*first, **kwargs)
             except TypeError as err:
                 raise ValueError(f"{where}: {path}: {err}") from err
-        wrappers.append((path, dict(kwargs)))
-    return tuple(wrappers)
+        calls.append((path, dict(kwargs)))
+    return tuple(calls)
 
 
 def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:
@@ -179,6 +250,33 @@ def apply_env_wrapper(env: Any, env_wrapper: EnvWrappers) -> Any:
     return env
 
 
+def vec_env_wrappers(vec_env_wrapper: EnvWrappers, frame_stack: int | None) -> EnvWrappers:
+    """The ``VecEnv``'s wrappers of a run, in the order rl-zoo3's ``ExperimentManager`` applies them: those of
+    ``vec_env_wrapper``, then ``VecFrameStack(n_stack=frame_stack)`` (none for ``None``). A ``VecNormalize`` (an
+    entry's ``normalize``) goes between them, as in rl-zoo3 (:func:`under_frame_stack`)."""
+    return vec_env_wrapper + (() if frame_stack is None else ((FRAME_STACK, {"n_stack": frame_stack}),))
+
+
+def split_vec_env_wrappers(env_wrapper: EnvWrappers) -> tuple[EnvWrappers, EnvWrappers]:
+    """``(each env's wrappers, the VecEnv's)`` of a run's ``env_wrapper`` (:func:`is_vec_env_wrapper`)."""
+    vec = tuple(item for item in env_wrapper if is_vec_env_wrapper(item[0]))
+    return tuple(item for item in env_wrapper if item not in vec), vec
+
+
+def apply_vec_env_wrapper(venv: Any, vec_env_wrapper: EnvWrappers) -> Any:
+    """``venv`` in the ``VecEnvWrapper`` classes of ``vec_env_wrapper``, the first innermost.
+
+    :raises EnvWrapperError: a wrapper that refuses the ``VecEnv`` (``VecFrameStack`` of a ``Discrete`` space).
+    """
+    for path, kwargs in vec_env_wrapper:
+        try:
+            venv = import_wrapper(path)(venv, **kwargs)
+        except (TypeError, ValueError, AssertionError) as err:
+            venv.close()
+            raise EnvWrapperError(f"{wrapper_call(path, kwargs)} cannot wrap the envs: {err}") from err
+    return venv
+
+
 def wrapper_call(path: str, kwargs: dict[str, Any]) -> str:
     """A wrapper of an ``env_wrapper`` as messages name it, ``path`` called with its keywords:
     ``gymnasium.wrappers.TimeLimit(max_episode_steps=20)`` (``train``'s printout passes the name alone)."""
@@ -188,6 +286,40 @@ def wrapper_call(path: str, kwargs: dict[str, Any]) -> str:
 def written_env_wrapper(env_wrapper: EnvWrappers) -> list[Any]:
     """``env_wrapper`` as an entry writes it: a list of dotted paths, ``{path: kwargs}`` for one with keywords."""
     return [{path: kwargs} if kwargs else path for path, kwargs in env_wrapper]
+
+
+def inner_time_limits(
+    env_id: str, env_kwargs: dict[str, Any] | None, env_wrapper: EnvWrappers
+) -> tuple[dict[str, Any] | None, EnvWrappers]:
+    """``(env_kwargs, env_wrapper)`` with each ``gymnasium.wrappers.TimeLimit(max_episode_steps=N)`` of
+    ``env_wrapper`` made ``gym.make``'s ``max_episode_steps``: the smallest of the wrappers' ``N`` and the env's own
+    limit (``env_kwargs``' ``max_episode_steps``, else the registered one), the step at which the wrappers would
+    truncate. A wrapper's ``TimeLimit`` counts the env's steps as ``gym.make``'s does.
+
+    Why: rl-zoo3 (SB3's ``make_vec_env(wrapper_class=...)``) puts the ``env_wrapper`` outside the ``Monitor``, which
+    then never sees a truncation of a ``TimeLimit`` there: it records no episode, and SB3's ``evaluate_policy``, which
+    counts the ``Monitor``'s episodes, waited forever on an env without a limit of its own. ``gym.make``'s
+    ``TimeLimit`` is inside the ``Monitor``, and the env's spec, which a ``SubprocVecEnv``'s worker reports, names the
+    limit that applies (:func:`~ordergrad_rl.agents.common.env_util.episode_limit`). A ``TimeLimit`` of another class,
+    or with keywords ``TimeLimit`` refuses, stays in ``env_wrapper``.
+    """
+    from gymnasium.wrappers import TimeLimit
+
+    from ordergrad_rl.envs.sb3_vec_env import env_spec
+
+    def limit(path: str, kwargs: dict[str, Any]) -> int | None:
+        steps = kwargs.get("max_episode_steps")
+        plain = import_wrapper(path) is TimeLimit and kwargs.keys() == {"max_episode_steps"}
+        return steps if plain and isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
+
+    limits = [steps for path, kwargs in env_wrapper if (steps := limit(path, kwargs)) is not None]
+    if not limits:
+        return env_kwargs, env_wrapper
+    own = (env_kwargs or {}).get("max_episode_steps", env_spec(env_id).max_episode_steps)
+    if isinstance(own, int) and own > 0:  # -1, None: no limit of its own
+        limits.append(own)
+    wrappers = tuple((path, kwargs) for path, kwargs in env_wrapper if limit(path, kwargs) is None)
+    return {**(env_kwargs or {}), "max_episode_steps": min(limits)}, wrappers
 
 
 def env_wrapper_class(env_wrapper: EnvWrappers) -> Any:
@@ -374,10 +506,11 @@ def save_env_wrapper(path: str | Path, env_wrapper: EnvWrappers) -> Path | None:
     return file
 
 
-def saved_env_wrapper(path: str | Path) -> EnvWrappers:
+def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrappers:
     """The ``env_wrapper`` the model saved at ``path`` was trained in (:func:`save_env_wrapper`), that of its run for
-    a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``); ``()`` where
-    there is none.
+    a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``), or for a
+    model in a run folder of rl-zoo3 (named by ``env_id``, as :func:`saved_statistics` finds it) the wrappers of its
+    ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
@@ -392,9 +525,11 @@ def saved_env_wrapper(path: str | Path) -> EnvWrappers:
         candidates.append(env_wrapper_file(path.with_name(f"{checkpoint[1]}.zip")))
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
-        return ()
+        folder = rl_zoo_env_folder(path, env_id)
+        config = None if folder is None else folder / RL_ZOO_CONFIG_FILE
+        return rl_zoo_env_wrapper(config) if config is not None and config.is_file() else ()
     try:
-        return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found))
+        return parse_env_wrapper(yaml.safe_load(found.read_text()), str(found), vec_env=None)
     except (yaml.YAMLError, ValueError) as err:
         raise CommandError(f"{found}: {err}" if isinstance(err, yaml.YAMLError) else str(err)) from err
 
@@ -420,9 +555,9 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
     if checkpoint is not None:
         candidates.append(path.with_name(f"{checkpoint[1]}_vecnormalize_{checkpoint[2]}_steps.pkl"))
-    # rl-zoo3's run folder: <log folder>/<algo>/<env id>_<run>[_<uuid>]/, its statistics in <env id>/ there.
-    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
-        candidates.append(path.parent / env_id / VEC_NORMALIZE_FILE)
+    folder = rl_zoo_env_folder(path, env_id)
+    if folder is not None:
+        candidates.append(folder / VEC_NORMALIZE_FILE)
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
         try:
@@ -439,22 +574,107 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     return found
 
 
+#: rl-zoo3's file of a run's hyperparameters, beside its ``VecNormalize`` statistics (:func:`rl_zoo_env_folder`).
+RL_ZOO_CONFIG_FILE = "config.yml"
+
+
+def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
+    """``<run>/<env id>/`` of a model saved in a run folder of rl-zoo3, ``<log folder>/<algo>/<env id>_<run>[_<uuid>]/``
+    (``logs/ppo/CartPole-v1_1/best_model.zip``), where rl-zoo3 keeps the run's ``vecnormalize.pkl`` and
+    ``config.yml``; ``None`` for a model elsewhere, or without ``env_id`` (the env it is evaluated on) to name it."""
+    import re
+
+    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
+        return path.parent / env_id
+    return None
+
+
+def load_rl_zoo_config(text: str) -> Any:
+    """rl-zoo3's ``config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
+    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs and any other
+    Python tag as ``None`` (never run)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def ordered_dict(loader: yaml.SafeLoader, node: Any) -> dict[Any, Any]:
+        (pairs,) = loader.construct_sequence(node, deep=True)
+        return {key: value for key, value in pairs}
+
+    Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the two constructors above
+
+
+def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
+    """The wrappers a run of rl-zoo3 made its envs in, from its ``config.yml``: its ``env_wrapper``, then its
+    ``vec_env_wrapper`` and ``frame_stack`` (:func:`vec_env_wrappers`), as rl-zoo3's ``enjoy`` makes its env.
+
+    :raises CommandError: a file that is not such a mapping, or wrappers that do not import.
+    """
+    import yaml
+
+    try:
+        values = load_rl_zoo_config(config.read_text())
+    except yaml.YAMLError as err:
+        raise CommandError(f"{config}: not valid YAML ({err})") from err
+    if not isinstance(values, dict):
+        raise CommandError(f"{config}: expected rl-zoo3's mapping of a run's hyperparameters")
+    try:
+        env_wrapper = parse_env_wrapper(values.get("env_wrapper"), f"{config}: env_wrapper")
+        vec_env_wrapper = parse_env_wrapper(values.get("vec_env_wrapper"), f"{config}: vec_env_wrapper", vec_env=True)
+        frame_stack = parse_frame_stack(values.get("frame_stack"), f"{config}: frame_stack")
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    return env_wrapper + vec_env_wrappers(vec_env_wrapper, frame_stack)
+
+
+def parse_frame_stack(value: Any, where: str) -> int | None:
+    """rl-zoo3's ``frame_stack`` value: the number of frames ``VecFrameStack`` stacks, or ``None`` without it.
+
+    :raises ValueError: a value that is not a positive integer.
+    """
+    counts = isinstance(value, int) and not isinstance(value, bool)
+    if value is not None and not (counts and value >= 1):
+        raise ValueError(
+            f"{where}: expected the number of frames VecFrameStack stacks (a positive integer, as rl-zoo3 reads "
+            f"it), got {value!r}"
+        )
+    return value
+
+
+def under_frame_stack(venv: Any, normalize: Callable[[Any], Any]) -> Any:
+    """``normalize(venv)`` (a ``VecNormalize`` of ``venv``), under ``venv``'s ``VecFrameStack`` where it is one
+    (:func:`vec_env_wrappers`): ``VecFrameStack(normalize(venv.venv))``, as rl-zoo3 stacks normalized frames, so
+    that the statistics are of one frame's observations, those of an rl-zoo3 run's ``vecnormalize.pkl`` too."""
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    if isinstance(venv, VecFrameStack):  # frame_stack's, made with SB3's channel order, found again the same
+        return VecFrameStack(normalize(venv.venv), venv.stacked_obs.n_stack)
+    return normalize(venv)
+
+
 def frozen_vec_normalize(venv: Any, statistics: Any) -> Any:
     """``venv`` in the ``VecNormalize`` of ``statistics`` (a training env's ``VecNormalize``, or the file its
     ``save`` wrote) as rl-zoo3 evaluates: its settings and statistics, which evaluation does not update
-    (``training=False``), and the env's own rewards (``norm_reward=False``)."""
+    (``training=False``), and the env's own rewards (``norm_reward=False``); under a ``VecFrameStack``
+    (:func:`under_frame_stack`)."""
     import copy
 
     from stable_baselines3.common.vec_env import VecNormalize
 
-    if isinstance(statistics, VecNormalize):
-        normalize = copy.deepcopy(statistics)  # its pickled state, without its env (as VecNormalize.load reads it)
-        normalize.set_venv(venv)
-    else:
-        normalize = VecNormalize.load(str(statistics), venv)
-    normalize.training = False
-    normalize.norm_reward = False
-    return normalize
+    def frozen(inner: Any) -> Any:
+        if isinstance(statistics, VecNormalize):
+            normalize = copy.deepcopy(statistics)  # its pickled state, without its env (as VecNormalize.load reads)
+            normalize.set_venv(inner)
+        else:
+            normalize = VecNormalize.load(str(statistics), inner)
+        normalize.training = False
+        normalize.norm_reward = False
+        return normalize
+
+    return under_frame_stack(venv, frozen)
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation
@@ -585,7 +805,10 @@ def make_env(
     :param option: the option ``env_kwargs`` came from, named in the errors.
     :param vec_env: a name of :data:`VEC_ENVS`.
     :param env_wrapper: rl-zoo3's ``env_wrapper``: each env in these wrappers, outside its ``Monitor``, as
-        rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`).
+        rl-zoo3 passes them to ``make_vec_env`` (:func:`apply_env_wrapper`), but for a ``TimeLimit``, which becomes
+        ``gym.make``'s ``max_episode_steps``, inside it (:func:`inner_time_limits`); its ``VecEnvWrapper`` classes
+        (``vec_env_wrapper``, ``frame_stack``: :func:`vec_env_wrappers`) wrap the ``VecEnv`` (one env's without
+        ``n_envs``).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
         the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
         NumPy batch; a wrapper that refuses the env.
@@ -596,13 +819,16 @@ def make_env(
 
     check_env_id(env_id)
     check_env_kwargs(env_id, env_kwargs, option)
+    env_kwargs, env_wrapper = inner_time_limits(env_id, env_kwargs, env_wrapper)
+    env_wrapper, vec_env_wrapper = split_vec_env_wrappers(env_wrapper)
     try:
         if vec_env == "subproc":
-            return subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
-        if n_envs is None:
+            venv = subproc_env(env_id, n_envs or 1, seed, env_kwargs, env_wrapper)
+        elif n_envs is None and not vec_env_wrapper:
             return apply_env_wrapper(gym.make(env_id, **(env_kwargs or {})), env_wrapper)
-        wrapper_class = env_wrapper_class(env_wrapper)
-        return make_sb3_vec_env(env_id, n_envs, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
+        else:
+            wrapper_class = env_wrapper_class(env_wrapper)
+            venv = make_sb3_vec_env(env_id, n_envs or 1, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
     except (TypeError, ValueError) as err:
         # An env taking **kwargs refuses its own (MuJoCo's: "MujocoEnv.__init__() got an unexpected keyword argument");
         # name the closest argument it does take, as check_env_kwargs names it for the others.
@@ -611,6 +837,7 @@ def make_env(
         raise CommandError(
             f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}{hint}"
         ) from err
+    return apply_vec_env_wrapper(venv, vec_env_wrapper)
 
 
 def subproc_env(
@@ -685,8 +912,9 @@ def evaluate_model(
     from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS  # training's bound on an episode
     from ordergrad_rl.agents.common.evaluation import (
         EndlessEpisodeError,
+        EpisodeEndCheck,
         EpisodeInfoAggregator,
-        check_episode_ends,
+        UnrecordedEpisodeError,
         evaluate_episodes,
         info_component_names,
     )
@@ -698,6 +926,7 @@ def evaluate_model(
     if seed is not None:
         set_random_seed(seed)  # the policy's own sampling (without --deterministic)
     aggregator = EpisodeInfoAggregator(venv.num_envs, names=info_component_names(venv))
+    ends = EpisodeEndCheck(venv.num_envs, MAX_EPISODE_STEPS)
     with tqdm(total=episodes, desc=f"episodes on {env_id}", disable=quiet, dynamic_ncols=True, leave=False) as bar:
 
         def callback(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
@@ -705,12 +934,21 @@ def evaluate_model(
             if locals_["done"]:
                 bar.update(1)
             try:
-                check_episode_ends(locals_, MAX_EPISODE_STEPS)
+                ends(locals_)
             except EndlessEpisodeError as err:
                 venv.close()
                 raise CommandError(
                     f"an episode on {env_id} has not ended after {MAX_EPISODE_STEPS:,} steps (the env has no time "
                     f"limit, or a longer one): give it one with --env-kwargs max_episode_steps=..."
+                ) from err
+            except UnrecordedEpisodeError as err:  # a wrapper outside the Monitor: an env_wrapper's
+                venv.close()
+                called = ", ".join(wrapper_call(path, kwargs) for path, kwargs in env_wrapper)
+                raise CommandError(
+                    f"the Monitor of {env_id} has recorded no episode's end in {MAX_EPISODE_STEPS:,} steps, while "
+                    f"episodes ended: a wrapper outside it ends them (env_wrapper: {called}), and evaluation counts "
+                    "the Monitor's episodes only. End them inside the Monitor: a time limit as --env-kwargs "
+                    "max_episode_steps=... or a gymnasium.wrappers.TimeLimit (made gym.make's)"
                 ) from err
 
         returns, lengths = evaluate_episodes(

@@ -31,6 +31,7 @@ from ordergrad_rl.zoo.models import (
     make_env,
     save_env_wrapper,
     saved_statistics,
+    under_frame_stack,
     vec_normalize_file,
 )
 
@@ -130,11 +131,12 @@ def with_entry_env(settings: TrainSettings, entry: Any) -> TrainSettings:
     """``settings`` with the env of the env's file entry (:func:`zoo_hyperparams`): its ``env_kwargs`` under its own
     (a key of ``settings.env_kwargs``, ``--env-kwargs``, wins over the file's, as ``--hparams`` win over its
     hyperparameters), with which the training env and an ``--eval-env`` of the same id are made, and its
-    ``env_wrapper``, in which every env of the run is made."""
+    ``env_wrapper``, in which every env of the run is made, with its ``vec_env_wrapper`` and ``frame_stack``
+    around their ``VecEnv`` (``entry.run_wrappers``)."""
     if entry is None:
         return settings
     env_kwargs = {**entry.env_kwargs, **(settings.env_kwargs or {})} or settings.env_kwargs
-    return dataclasses.replace(settings, env_kwargs=env_kwargs, env_wrapper=entry.env_wrapper)
+    return dataclasses.replace(settings, env_kwargs=env_kwargs, env_wrapper=entry.run_wrappers)
 
 
 def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, entry: Any = None) -> Any:
@@ -195,7 +197,7 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
         from stable_baselines3.common.vec_env import VecNormalize
 
         try:
-            model.set_env(VecNormalize(model.get_env(), **normalize))
+            model.set_env(under_frame_stack(model.get_env(), lambda venv: VecNormalize(venv, **normalize)))
         except (ValueError, TypeError) as err:  # VecNormalize's refusal of a space it cannot normalize
             raise CommandError(f"{entry.source}: {settings.env}: normalize: {err}") from err
     return model
@@ -284,7 +286,7 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         if statistics is not None:
             from stable_baselines3.common.vec_env import VecNormalize
 
-            env = VecNormalize.load(str(statistics), env)
+            env = under_frame_stack(env, lambda venv: VecNormalize.load(str(statistics), venv))
         model = cls.load(
             path,
             env=env,
@@ -425,14 +427,19 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
     """``model.learn(timesteps, **kwargs)``.
 
     :raises CommandError: the objective names an info channel the env does not report, found by the first
-        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`).
+        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), or the ``--eval-env``'s
+        ``Monitor`` records no end of the episodes a wrapper ends
+        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`).
     """
     from ordergrad_rl.agents.common.channels import InfoChannelError
+    from ordergrad_rl.agents.common.evaluation import UnrecordedEpisodeError
 
     try:
         return model.learn(timesteps, **kwargs)
     except InfoChannelError as err:  # any other error of training keeps its traceback
         raise CommandError(f"--objective {model.objective}: {err}") from err
+    except UnrecordedEpisodeError as err:  # the --eval-env's: a wrapper of the env_wrapper ends its episodes
+        raise CommandError(f"--eval-env: {err}") from err
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:

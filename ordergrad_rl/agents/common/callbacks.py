@@ -48,10 +48,10 @@ from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
 from ordergrad_rl.agents.common.env_util import AgentEnv, sb3_vec_env_of
 from ordergrad_rl.agents.common.evaluation import (
     SUCCESS_KEY,
+    EpisodeEndCheck,
     EpisodeInfoAggregator,
     PassAtK,
     all_contexts,
-    check_episode_ends,
     evaluate_episodes,
     gsde_random_state_kept,
     info_component_names,
@@ -292,8 +292,10 @@ class RiskEvalCallback(PeriodicEvalCallback):
     Built on SB3's ``evaluate_policy`` (sb3-contrib's masked one for MaskablePPO models; it spreads the episodes
     evenly over the eval envs, so long episodes are not under-sampled); returns are the ``Monitor`` episode returns
     (undiscounted). An episode that has not ended after training's bound (``MAX_EPISODE_STEPS``, 100,000 steps)
-    raises an :class:`~ordergrad_rl.agents.common.evaluation.EndlessEpisodeError` (``evaluate_policy`` would wait
-    for it forever). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
+    raises an :class:`~ordergrad_rl.agents.common.evaluation.EndlessEpisodeError`, and as many steps of an eval env
+    whose ``Monitor`` recorded no end while its episodes ended (a wrapper outside the ``Monitor`` ends them) an
+    :class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError` (``evaluate_policy`` would wait for them
+    forever). See the module docstring for the tags. After each evaluation ``last_returns``, ``last_profile``,
     ``last_info`` and ``last_successes`` (the episodes' final ``info["is_success"]``, if any) hold the results,
     and ``evaluations_timesteps`` / ``evaluations_returns`` / ``evaluations_lengths`` the history.
 
@@ -414,8 +416,10 @@ class RiskEvalCallback(PeriodicEvalCallback):
         infos = EpisodeInfoAggregator(self.eval_env.num_envs, self.info_keys, info_component_names(self.eval_env))
         self.last_successes = []
 
+        ends = EpisodeEndCheck(self.eval_env.num_envs, buffers.MAX_EPISODE_STEPS)  # training's bound on an episode
+
         def on_step(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
-            check_episode_ends(locals_, buffers.MAX_EPISODE_STEPS)  # training's bound on an episode
+            ends(locals_)
             # info["is_success"] at an episode's end, as SB3's EvalCallback reads it for eval/success_rate
             if locals_["done"] and locals_["info"].get(SUCCESS_KEY) is not None:
                 self.last_successes.append(bool(locals_["info"][SUCCESS_KEY]))

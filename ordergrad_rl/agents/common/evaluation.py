@@ -41,6 +41,7 @@ from ordergrad_rl.passk import pass_at_k_curve
 __all__ = [
     "SUCCESS_KEY",
     "EndlessEpisodeError",
+    "EpisodeEndCheck",
     "EpisodeInfoAggregator",
     "PassAtK",
     "PolicyActor",
@@ -55,6 +56,7 @@ __all__ = [
     "policy_table",
     "sample_successes",
     "uses_action_masks",
+    "UnrecordedEpisodeError",
 ]
 
 
@@ -206,6 +208,40 @@ def check_episode_ends(locals_: dict[str, Any], max_episode_steps: int) -> None:
     env_index = locals_["i"]
     if not locals_["done"]:
         check_episode_length(env_index, locals_["current_lengths"][env_index], max_episode_steps)
+
+
+class UnrecordedEpisodeError(ValueError):
+    """An eval env's ``Monitor`` has recorded no episode's end in the bound on an episode's length, while episodes
+    ended: a wrapper outside it ends them (rl-zoo3's ``env_wrapper`` sits there), and ``evaluate_policy``, which counts
+    the ``Monitor``'s episodes, would wait forever."""
+
+
+class EpisodeEndCheck:
+    """Part of an ``evaluate_policy`` callback, over one evaluation: :func:`check_episode_ends`, and that each eval
+    env's ``Monitor`` records an episode's end at least every ``max_episode_steps`` steps.
+
+    :param n_envs: the eval envs.
+    :param max_episode_steps: the bound on an episode's length.
+    """
+
+    def __init__(self, n_envs: int, max_episode_steps: int) -> None:
+        self.max_episode_steps = max_episode_steps
+        #: ``[n_envs]`` steps of each env since its ``Monitor`` recorded an end.
+        self.unrecorded = np.zeros(n_envs, dtype=np.int64)
+
+    def __call__(self, locals_: dict[str, Any]) -> None:
+        """:raises EndlessEpisodeError: an episode without an end (:func:`check_episode_ends`).
+        :raises UnrecordedEpisodeError: ends the ``Monitor`` did not record, for ``max_episode_steps`` steps."""
+        check_episode_ends(locals_, self.max_episode_steps)
+        i = locals_["i"]
+        recorded = "episode" in locals_["info"] or not locals_["is_monitor_wrapped"]
+        self.unrecorded[i] = 0 if recorded else self.unrecorded[i] + 1
+        if self.unrecorded[i] >= self.max_episode_steps:
+            raise UnrecordedEpisodeError(
+                f"the Monitor of eval env {i} has recorded no episode's end in {self.max_episode_steps:,} steps, while "
+                "episodes ended: a wrapper outside it ends them, and evaluation counts the Monitor's episodes only; "
+                "end them inside the Monitor (a time limit: gym.make(env_id, max_episode_steps=...))"
+            )
 
 
 def check_episode_length(env_index: int, length: int, max_episode_steps: int) -> None:

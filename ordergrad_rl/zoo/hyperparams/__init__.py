@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 FILES: dict[str, str] = {"ppo": "ordergrad_ppo.yml", "reinforce": "ordergrad_reinforce.yml"}
 #: Keys of an entry that are not constructor arguments (rl-zoo3's names).
 N_TIMESTEPS, POLICY, ENV_KWARGS, NORMALIZE = "n_timesteps", "policy", "env_kwargs", "normalize"
-ENV_WRAPPER = "env_wrapper"
+ENV_WRAPPER, VEC_ENV_WRAPPER, FRAME_STACK, CALLBACK = "env_wrapper", "vec_env_wrapper", "frame_stack", "callback"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +47,12 @@ class Hyperparams:
     :param env_wrapper: rl-zoo3's ``env_wrapper``: ``((dotted path, keyword arguments), ...)`` of the wrappers
         ``train`` makes every env in, innermost first (:func:`~ordergrad_rl.zoo.models.parse_env_wrapper`); ``()``
         without it.
+    :param vec_env_wrapper: rl-zoo3's ``vec_env_wrapper``: those of the SB3 ``VecEnvWrapper`` classes that wrap
+        the ``VecEnv`` of those envs, innermost first; ``()`` without it.
+    :param frame_stack: rl-zoo3's ``frame_stack``: the frames SB3's ``VecFrameStack`` stacks around them, or
+        ``None`` without it (:func:`~ordergrad_rl.zoo.models.vec_env_wrappers`).
+    :param callback: rl-zoo3's ``callback``: ``((dotted path, keyword arguments), ...)`` of the SB3 callbacks
+        ``train`` trains with, beside its own (:func:`~ordergrad_rl.zoo.models.parse_callback`); ``()`` without it.
     """
 
     env_id: str
@@ -57,6 +63,17 @@ class Hyperparams:
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     normalize: dict[str, Any] | None = None
     env_wrapper: EnvWrappers = ()
+    vec_env_wrapper: EnvWrappers = ()
+    frame_stack: int | None = None
+    callback: EnvWrappers = ()
+
+    @property
+    def run_wrappers(self) -> EnvWrappers:
+        """The wrappers a run of this entry makes its envs in: ``env_wrapper``'s, then the ``VecEnv``'s
+        (:func:`~ordergrad_rl.zoo.models.vec_env_wrappers`), as ``train --save`` remembers them."""
+        from ordergrad_rl.zoo.models import vec_env_wrappers
+
+        return self.env_wrapper + vec_env_wrappers(self.vec_env_wrapper, self.frame_stack)
 
 
 #: ``VecNormalize``'s arguments an entry's ``normalize`` may give (not ``venv`` nor ``training``).
@@ -164,9 +181,14 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     normalize = (
         parse_normalize(kwargs.pop(NORMALIZE), f"{source}: {env_id}: {NORMALIZE}") if NORMALIZE in kwargs else None
     )
-    from ordergrad_rl.zoo.models import parse_env_wrapper
+    from ordergrad_rl.zoo.models import parse_callback, parse_env_wrapper, parse_frame_stack
 
     env_wrapper = parse_env_wrapper(kwargs.pop(ENV_WRAPPER, None), f"{source}: {env_id}: {ENV_WRAPPER}")
+    vec_env_wrapper = parse_env_wrapper(
+        kwargs.pop(VEC_ENV_WRAPPER, None), f"{source}: {env_id}: {VEC_ENV_WRAPPER}", vec_env=True
+    )
+    callback = parse_callback(kwargs.pop(CALLBACK, None), f"{source}: {env_id}: {CALLBACK}")
+    frame_stack = parse_frame_stack(kwargs.pop(FRAME_STACK, None), f"{source}: {env_id}: {FRAME_STACK}")
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
@@ -184,7 +206,10 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
         check_env_kwargs(env_id, env_kwargs, f"{source}: {env_id}: env_kwargs")
     except CommandError as err:
         raise ValueError(str(err)) from err
-    return Hyperparams(env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize, env_wrapper)
+    return Hyperparams(
+        env_id, kwargs, n_timesteps, policy, str(source), env_kwargs, normalize, env_wrapper, vec_env_wrapper,
+        frame_stack, callback,
+    )  # fmt: skip
 
 
 __all__ = ["FILES", "Hyperparams", "hyperparams_file", "load_hyperparams", "read_hyperparams_file"]

@@ -1,0 +1,332 @@
+"""rl-zoo3 habits in ``ordergrad-rl train``, ``evaluate`` and ``compare``: the user's modules, time limits and
+hyperparameter keys of rl-zoo3's files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import re
+import signal
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from ordergrad_rl import cli
+from ordergrad_rl.agents.common.env_util import episode_limit
+from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.zoo.models import FRAME_STACK, VEC_ENVS, load_model, make_env, saved_env_wrapper
+
+#: A module of the user's: an env of its own, registered on import, and a wrapper that ends its episodes.
+USER_MODULE = '''
+import gymnasium as gym
+import numpy as np
+
+
+class Endless(gym.Env):
+    """Never ends by itself: reward 1 a step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 1.0, False, False, {}
+
+
+class EndsAfter3(gym.Wrapper):
+    """Truncates every episode after 3 steps (a limit of the user's own, outside the Monitor)."""
+
+    def reset(self, **kwargs):
+        self.steps = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return observation, reward, terminated, truncated or self.steps >= 3, info
+
+
+gym.register("ZooUserEndless-v0", entry_point=f"{__name__}:Endless")
+'''
+
+
+def _user_folder(tmp_path, monkeypatch, name: str) -> None:
+    """``tmp_path`` as the folder the command runs in, holding module ``name``, on a ``sys.path`` without it (as the
+    installed ``ordergrad-rl`` script starts)."""
+    (tmp_path / f"{name}.py").write_text(USER_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or os.curdir) != str(tmp_path)])
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def test_the_console_script_imports_the_users_modules_from_the_current_folder(tmp_path, monkeypatch, capsys):
+    """The ``ordergrad-rl`` script put only its own folder on ``sys.path``: ``--env my_module:MyEnv-v0`` failed with
+    "cannot import 'my_module'" where ``python -m ordergrad_rl`` (and rl-zoo3's ``python -m rl_zoo3.train``) import
+    it. The current folder is on ``sys.path`` now, after the installed packages."""
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_a")
+    argv = ["train", "--algo", "reinforce", "--env", "zoo_user_envs_a:ZooUserEndless-v0", "--objective", "mean"]
+    argv += ["--env-kwargs", "max_episode_steps=5", "--timesteps", "40", "--conf-file", "none", "--quiet"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert sys.path[-1] == str(tmp_path)
+
+
+TIME_LIMIT = "gymnasium.wrappers.TimeLimit"
+
+
+@pytest.mark.parametrize("vec_env", VEC_ENVS)
+def test_an_env_wrappers_time_limit_ends_the_monitors_episodes(vec_env):
+    """An entry's ``env_wrapper: [{gymnasium.wrappers.TimeLimit: {max_episode_steps: 5}}]`` was put outside the
+    ``Monitor`` (as rl-zoo3 puts it), which never saw the truncation: no episode was recorded, and ``evaluate`` of a
+    model on CliffWalking-v1 (no limit of its own) waited forever for SB3's ``evaluate_policy`` to count one. The
+    limit is ``gym.make``'s now, inside the ``Monitor``."""
+    env_wrapper = ((TIME_LIMIT, {"max_episode_steps": 5}),)
+    venv = make_env("CliffWalking-v1", 2, 0, None, vec_env=vec_env, env_wrapper=env_wrapper)
+    venv.reset()
+    for _ in range(5):
+        _, _, dones, infos = venv.step(np.zeros(2, dtype=np.int64))  # up, into the wall: never at the goal
+    venv.close()
+    assert dones.all() and [info["episode"]["l"] for info in infos] == [5, 5]
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(1000, 500), (20, 20)])
+def test_the_episode_limit_of_a_subproc_env_is_the_one_that_applies(limit, expected):
+    """Under ``--vec-env subproc`` the agents read an env's episode limit from its spec, which the worker reports
+    (:func:`~ordergrad_rl.agents.common.env_util.episode_limit`; they size rollouts and the endless-episode bound with
+    it): an ``env_wrapper`` ``TimeLimit`` of 1000 around CartPole-v1 (500) gave 1000 where the ``DummyVecEnv``, whose
+    wrappers it sees, gives 500. Both give the limit that applies now."""
+    env_wrapper = ((TIME_LIMIT, {"max_episode_steps": limit}),)
+    limits = []
+    for vec_env in VEC_ENVS:
+        venv = make_env("CartPole-v1", 1, 0, None, vec_env=vec_env, env_wrapper=env_wrapper)
+        limits.append(episode_limit(venv))
+        venv.close()
+    assert limits == [expected, expected]
+
+
+def test_a_time_limit_the_wrapper_refuses_stays_its_usage_error():
+    """Only a ``TimeLimit`` with a positive ``max_episode_steps`` becomes ``gym.make``'s: the others keep the
+    wrapper's own refusal, naming the entry's wrapper."""
+    with pytest.raises(CommandError, match=r"TimeLimit\(max_episode_steps=-3\) cannot wrap"):
+        make_env("CliffWalking-v1", 1, 0, None, env_wrapper=((TIME_LIMIT, {"max_episode_steps": -3}),))
+
+
+def test_an_entrys_frame_stack_and_vec_env_wrapper_make_every_env_of_the_run(tmp_path, capsys):
+    """rl-zoo3's ``frame_stack: N`` and ``vec_env_wrapper`` in a ``--conf-file`` entry were refused ("not supported
+    by ordergrad-rl; remove it"). As rl-zoo3 applies them, the ``VecEnv`` is wrapped in the ``vec_env_wrapper``,
+    then in SB3's ``VecFrameStack`` (over the ``VecNormalize`` of ``normalize``, as in rl-zoo3: its statistics are of
+    one frame); ``--save`` remembers them in
+    ``env_wrapper.yml`` with the others, and ``evaluate``, ``compare`` and ``-i`` (here on ``--vec-env subproc``)
+    make their envs in them: the model acts on 4 stacked CartPole observations."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_timesteps: 64\n  n_episodes: 4\n  frame_stack: 4\n  normalize: true\n"
+        "  vec_env_wrapper: stable_baselines3.common.vec_env.VecCheckNan\n"
+    )
+    save = str(tmp_path / "models" / "stacked")
+    argv = ["train", "--algo", "reinforce", "--env", "CartPole-v1", "--objective", "cvar0.25", "--quiet"]
+    assert cli.main([*argv, "--conf-file", str(conf), "--save", save]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "frame_stack=4" in out and "vec_env_wrapper=['stable_baselines3.common.vec_env.VecCheckNan']" in out
+    normalized = "VecNormalize(norm_obs=True, norm_reward=False)"
+    assert f"CartPole-v1 in VecCheckNan() in {normalized} in VecFrameStack(n_stack=4):" in out
+    model, _ = load_model(save)
+    assert model.observation_space.shape == (16,)
+    with open(tmp_path / "models" / "stacked" / "vecnormalize.pkl", "rb") as file:
+        assert pickle.load(file).obs_rms.mean.shape == (4,)  # one frame's statistics
+    assert saved_env_wrapper(save) == (
+        ("stable_baselines3.common.vec_env.VecCheckNan", {}),
+        (FRAME_STACK, {"n_stack": 4}),
+    )
+    evaluate = ["evaluate", f"{save}.zip", "--env", "CartPole-v1", "--episodes", "2", "--quiet"]
+    assert cli.main(evaluate) == 0, capsys.readouterr().err
+    assert cli.main(["compare", f"{save}.zip", "--env", "CartPole-v1", "--episodes", "2", "--quiet"]) == 0
+    more = ["-i", f"{save}.zip", "--timesteps", "32", "--vec-env", "subproc", "--n-envs", "2"]
+    assert cli.main([*argv[:-3], "--quiet", *more]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("frame_stack: four", "frame_stack: expected the number of frames VecFrameStack stacks (a positive integer"),
+        (
+            "vec_env_wrapper: gymnasium.wrappers.FlattenObservation",
+            "vec_env_wrapper: gymnasium.wrappers.FlattenObservation is not a VecEnvWrapper: put it in env_wrapper",
+        ),
+        (
+            "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack",
+            "env_wrapper: stable_baselines3.common.vec_env.VecFrameStack is a VecEnvWrapper: put it in vec_env_wrapper",
+        ),
+        (
+            "callback: gymnasium.wrappers.FlattenObservation",
+            "callback: gymnasium.wrappers.FlattenObservation is not an SB3 callback (a subclass of BaseCallback)",
+        ),
+        (
+            "callback: {stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episode: 3}}",
+            "callback: stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: got an unexpected keyword",
+        ),
+    ],
+)
+def test_rl_zoos_vec_env_keys_are_checked_naming_the_entry(lines, message, tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"CartPole-v1:\n  n_timesteps: 64\n  {lines}\n")
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main(argv) == 2
+    assert f"conf.yml: CartPole-v1: {message}" in capsys.readouterr().err
+
+
+def test_a_frame_stack_the_env_cannot_stack_is_a_usage_error(tmp_path, capsys):
+    conf = tmp_path / "conf.yml"
+    conf.write_text("CliffWalking-v1:\n  n_timesteps: 64\n  frame_stack: 2\n")
+    argv = ["train", "--algo", "ppo", "--env", "CliffWalking-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main(argv) == 2
+    assert "VecFrameStack(n_stack=2) cannot wrap the envs: VecFrameStack only works with" in capsys.readouterr().err
+
+
+def test_an_entrys_callback_trains_with_the_runs_callbacks(tmp_path, capsys):
+    """rl-zoo3's ``callback`` in a ``--conf-file`` entry was refused ("not supported by ordergrad-rl; remove it").
+    Its SB3 callbacks are made with their keywords, as rl-zoo3's ``get_callback_list`` makes them, and train with
+    the run's own: ``StopTrainingOnMaxEpisodes`` ends training after 8 episodes, long before ``n_timesteps``."""
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_timesteps: 100000\n  n_episodes: 4\n  callback:\n"
+        "    - stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episodes: 8}\n"
+    )
+    argv = ["train", "--algo", "ppo", "--env", "CartPole-v1", "--objective", "mean", "--conf-file", str(conf)]
+    assert cli.main([*argv, "--quiet", "--eval-env", "CartPole-v1", "--eval-episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "callback=[{'stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 8}}]" in out
+    steps = int(re.search(r"trained in [\d.]+ s \((\d+) timesteps\)", out)[1])
+    assert steps < 8 * 500  # 8 CartPole episodes at most
+
+
+def test_a_sweep_trial_trains_with_its_entrys_callback(tmp_path):
+    """A sweep's trial reads the env's entry as ``train`` does: its ``callback`` trains with the trial's evaluation
+    (it was refused when the file was read)."""
+    from ordergrad_rl.sweep import grid
+    from ordergrad_rl.sweep.trial import run_trial
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_episodes: 4\n  callback:\n"
+        "    - stable_baselines3.common.callbacks.StopTrainingOnMaxEpisodes: {max_episodes: 8}\n"
+    )
+    fixed = {"env": "CartPole-v1", "timesteps": 100_000, "objective": "mean", "eval_episodes": 2}
+    (trial,) = grid.SweepConfig("x", fixed=fixed | {"conf_file": str(conf), "n_epochs": 1}).trials()
+    row = run_trial(trial, "m_seed0", "m", tmp_path)
+    assert row["timesteps"] < 8 * 500 and row["profile"] is not None
+
+
+def test_a_model_of_an_rl_zoo_run_is_evaluated_in_the_wrappers_of_its_config(tmp_path, capsys):
+    """A model rl-zoo3 saved in its run folder (``logs/ppo/CartPole-v1_1/``) acts on the envs of the run's
+    ``<env id>/config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: its ``env_wrapper`` and
+    ``frame_stack`` were not read, so ``evaluate`` and ``compare`` refused the model ("does not fit": 2 stacked
+    frames of 4 against CartPole's 4), and its ``vecnormalize.pkl`` of one frame's observations would not fit a
+    ``VecNormalize`` over the stacked frames. They make their envs in them now, as rl-zoo3's ``enjoy`` does."""
+    import collections
+
+    import yaml
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    config = collections.OrderedDict(
+        [("env_wrapper", [{TIME_LIMIT: {"max_episode_steps": 20}}]), ("frame_stack", 2), ("n_envs", 1)]
+    )
+    (run / "CartPole-v1" / "config.yml").write_text(yaml.dump(config))  # as rl-zoo3's ExperimentManager saves it
+    normalize = VecNormalize(make_vec_env("CartPole-v1", 1, seed=0))  # rl-zoo3's order: stacked normalized frames
+    PPO("MlpPolicy", VecFrameStack(normalize, 2), n_steps=8).save(run / "CartPole-v1")
+    normalize.save(run / "CartPole-v1" / "vecnormalize.pkl")
+    argv = [str(run / "CartPole-v1.zip"), "--env", "CartPole-v1", "--episodes", "3", "--quiet", "--json"]
+    assert cli.main(["evaluate", *argv, str(tmp_path / "eval.json")]) == 0, capsys.readouterr().err
+    assert max(json.loads((tmp_path / "eval.json").read_text())["lengths"]) <= 20
+    assert cli.main(["compare", *argv[:-1]]) == 0, capsys.readouterr().err
+
+
+def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch):
+    """A wrapper of a model's ``env_wrapper`` that ends episodes (not a ``TimeLimit``: a wrapper of the user's) sits
+    outside the ``Monitor``, as in rl-zoo3, and SB3's ``evaluate_policy`` counts the ``Monitor``'s episodes only:
+    ``evaluate`` waited forever. Past the bound on an episode's length without an end the ``Monitor`` recorded, it
+    stops with a usage error naming the wrapper (the bound lowered here from 100,000 to 50)."""
+    from stable_baselines3 import PPO
+
+    from ordergrad_rl.agents.common import buffers
+    from ordergrad_rl.zoo.models import evaluate_model
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_b")
+    sys.path.append(str(tmp_path))
+    monkeypatch.setattr(buffers, "MAX_EPISODE_STEPS", 50)
+    env_wrapper = (("zoo_user_envs_b.EndsAfter3", {}),)
+    model = PPO("MlpPolicy", make_env("zoo_user_envs_b:ZooUserEndless-v0", 1, 0, None, env_wrapper=env_wrapper))
+
+    with pytest.raises(
+        CommandError, match=r"a wrapper outside it ends them \(env_wrapper: zoo_user_envs_b\.EndsAfter3"
+    ):
+        with _stops_within(30):
+            evaluate_model(model, "zoo_user_envs_b:ZooUserEndless-v0", 2, True, quiet=True, env_wrapper=env_wrapper)
+
+
+@contextlib.contextmanager
+def _stops_within(seconds: int) -> Iterator[None]:
+    """Fail the test, not hang it, where an evaluation still waits after ``seconds`` for an episode the Monitor
+    never records."""
+
+    def stuck(*_: object) -> None:
+        raise TimeoutError("still waiting for an episode the Monitor never records")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_train_names_an_eval_env_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch, capsys):
+    """The same wrapper in a ``--conf-file`` entry's ``env_wrapper`` makes the ``--eval-env`` too: its periodic
+    evaluation (``RiskEvalCallback``) waited forever; it ends ``train`` with a usage error now."""
+    from ordergrad_rl.agents.common import buffers
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_c")
+    monkeypatch.setattr(buffers, "MAX_EPISODE_STEPS", 50)
+    (tmp_path / "conf.yml").write_text(
+        "ZooUserEndless-v0:\n  n_episodes: 4\n  env_wrapper: zoo_user_envs_c.EndsAfter3\n"
+    )
+    argv = ["train", "--algo", "reinforce", "--env", "ZooUserEndless-v0", "--gym-packages", "zoo_user_envs_c"]
+    argv += ["--objective", "mean", "--conf-file", "conf.yml", "--timesteps", "24", "--quiet"]
+    with _stops_within(30):
+        assert cli.main([*argv, "--eval-env", "ZooUserEndless-v0", "--eval-freq", "12", "--eval-episodes", "2"]) == 2
+    assert "--eval-env: the Monitor of eval env 0 has recorded no episode's end in 50 steps" in capsys.readouterr().err
+
+
+def test_an_rl_zoo_command_line_runs_as_pasted(capsys):
+    """rl-zoo3's ``--env-kwargs key:value``, ``-params/--hyperparams key:value``, ``-n/--n-timesteps``, ``-tb`` and
+    ``-conf`` were refused ("expects key=value items", "unrecognized arguments"); they are train's options now."""
+    argv = ["train", "--algo", "reinforce", "--env", "CliffWalking-v1", "--objective", "mean", "--quiet"]
+    argv += ["--env-kwargs", "max_episode_steps:5", "is_slippery:True", "-n", "40", "-conf", "none"]
+    argv += ["-params", "learning_rate:0.01", "policy_kwargs:dict(net_arch=[8])"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert "CliffWalking-v1 (max_episode_steps=5 is_slippery=True)" in capsys.readouterr().out
+
+
+def test_key_value_items_end_the_key_at_the_first_equals_sign_or_colon():
+    from ordergrad_rl.common.options import key_value_items
+
+    items = ["policy_kwargs:dict(net_arch=[64])", "desc=a:b", "gamma:0.9", "map_name:4x4"]
+    assert [(key, value) for key, value, _ in key_value_items(items, "--hparams")] == [
+        ("policy_kwargs", "dict(net_arch=[64])"),
+        ("desc", "a:b"),
+        ("gamma", 0.9),
+        ("map_name", "4x4"),
+    ]
+    with pytest.raises(CommandError, match=r"--hparams expects key=value items \(or rl-zoo3's key:value\), got ':3'"):
+        list(key_value_items([":3"], "--hparams"))
