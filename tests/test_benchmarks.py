@@ -504,6 +504,28 @@ def test_runs_from_before_the_faster_plateau_decay_get_their_own_row():
     assert not bench.quarter_plateau_before_default(run("og-cvar-plateau-p01", 1, (0.5, 0.25)))  # sets its rule
 
 
+def test_cartpole_runs_from_before_the_tied_critic_default_get_their_own_row():
+    """CartPole-v1 runs stored before ``critic_when_tied`` (OrderGradPPO's default since 2026-12-07) trained their
+    rollouts tied at the best on zero advantages: labelled zero-tie where the method leaves it to the default; the
+    other tasks never tie a whole rollout at the best, and methods that set it or take no critic pool as before."""
+
+    def now(task, method, seed):  # CartPole's earlier rules recorded (best_tie_zeroed, entropy_by_untied_share)
+        return _run(task, method, seed, 480.0) | {"best_tie_zeroed": True, "entropy_by_untied_share": True}
+
+    def before(task, seed):
+        return {key: value for key, value in now(task, "og-cvar", seed).items() if key != "critic_when_tied"}
+
+    runs = [now("cartpole", "og-cvar", 0), before("cartpole", 1), now("cartpole", "ppo", 0)]
+    labels = sorted(bench.method_label(row) for row in bench.summarize(runs))
+    assert labels == ["og-cvar", "og-cvar zero-tie", "ppo"]
+    assert not any(bench.zero_tie_before_default(before(task, 0)) for task in ("acrobot", "lava", "lunarlander"))
+    assert bench.tie_critic_by_default("og-cvar", "cartpole") and bench.tie_critic_by_default("gcvar-level", "cartpole")
+    assert not bench.tie_critic_by_default("og-mean", "cartpole")  # the mean keeps its reward-to-go
+    assert not bench.tie_critic_by_default("og-reinforce-cvar", "cartpole")  # no critic
+    assert not bench.tie_critic_by_default("og-cvar-state", "cartpole")  # value_baseline=True takes the value head
+    assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["critic_when_tied"]
+
+
 def test_long_episode_runs_at_a_small_budget_are_labelled_by_the_size_they_took():
     """OrderGradPPO's long-episode rollout is 16 below the budget of 8 rollouts of 32 at the limit since 2026-12-05:
     runs at 100k steps stored at 32 read ``N=32``, the runs at 16 and at 300k with 32 read as the usage line."""
@@ -602,13 +624,15 @@ def _run(task, method, seed, cvar, curve=()):
     # risk_schedule no-sched where the long-episode default gives one, runs without value_baseline no-hist where the
     # short categorical episodes' default gives the history baseline, runs without noise_sampler no-sampler where the
     # env exposes its noise, runs without a scheduled ent_coef const-ent where OrderGradPPO's default schedules it,
-    # runs without entropy_plateau no-plateau where the long-episode default decays the bonus on plateaus)
+    # runs without entropy_plateau no-plateau where the long-episode default decays the bonus on plateaus, CartPole runs
+    # without critic_when_tied zero-tie where OrderGradPPO's default trains a rollout tied at the best on a critic)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
             "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0",
-            "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)"}  # fmt: skip
+            "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)",
+            "critic_when_tied": True}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

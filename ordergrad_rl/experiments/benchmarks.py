@@ -1535,6 +1535,34 @@ def plateau_by_default(method_name: str, task_name: str) -> bool:
     return default_bonus_is(METHODS[method_name], task_name, RANKED_ENT_COEF)
 
 
+def zero_tie_before_default(run: dict) -> bool:
+    """Whether a run on a task of :data:`TIE_AT_BEST_TASKS` trained a rollout tied at the best return on zero
+    advantages where its method now trains it on a discounted critic's: stored before ``critic_when_tied`` became
+    OrderGradPPO's default (2026-12-07; runs record it since), by a method left to that default
+    (:func:`tie_critic_by_default`). On the other tasks no rollout ties at the best, so their runs are the same."""
+    return (
+        run["task"] in TIE_AT_BEST_TASKS
+        and "critic_when_tied" not in run
+        and tie_critic_by_default(run["method"], run["task"])
+    )
+
+
+@functools.cache
+def tie_critic_by_default(method_name: str, task_name: str) -> bool:
+    """Whether the method trains with ``critic_when_tied`` on the task without setting it: an episodic OrderGradPPO
+    whose objective and value head get it (:func:`~ordergrad_rl.agents.common.arguments.default_critic_when_tied`)."""
+    from ordergrad_rl.agents.common.arguments import default_critic_when_tied
+
+    kwargs = episodic_kwargs(method_name, task_name, ("ordergrad_ppo",))
+    if kwargs is None or kwargs.get("critic_when_tied") is not None:
+        return False
+    objective = parsed_on_task(kwargs, task_name)[0]
+    value_baseline = kwargs.get("value_baseline")
+    if value_baseline is None:
+        value_baseline = default_baseline_on_task(method_name, task_name)
+    return default_critic_when_tied(objective, value_baseline, kwargs.get("policy_kwargs"))
+
+
 def quarter_plateau_before_default(run: dict) -> bool:
     """Whether a run decayed the bonus on plateaus over a quarter of the budget, ``entropy_plateau``'s default from
     2026-12-04 to 2026-12-06 (runs record the rule; a tenth since,
@@ -1598,6 +1626,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "const_ent": constant_bonus_before_default,
     "no_plateau": unplateaued_before_default,
     "quarter_plateau": quarter_plateau_before_default,
+    "zero_tie": zero_tie_before_default,
 }
 
 
