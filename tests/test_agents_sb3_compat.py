@@ -667,3 +667,11 @@ def test_forward_hooks_on_the_policy_fire_once_per_collection_step_as_in_sb3(cls
     assert th.is_tensor(inputs[0][0]) and inputs[0][0].shape == (2, 3)
     actions, values, log_probs = outputs[0][:3]  # sb3-contrib's recurrent forward adds the LSTM states
     assert actions.shape == log_probs.shape == (2,) and values.shape == (2, 1)
+
+
+def test_fine_tuning_from_a_file_that_is_no_model_save_names_it(ppo_model, tmp_path) -> None:
+    # A torch.save'd policy is a zip without SB3's "data": from_sb3 failed with "'NoneType' object is not
+    # subscriptable" (SB3's load_from_zip_file returns no data for it).
+    th.save(ppo_model.policy.state_dict(), tmp_path / "policy.zip")
+    with pytest.raises(ValueError, match=r"is no SB3 model's save \(it holds no data\).*model.save\(path\)"):
+        OrderGradPPO.from_sb3(tmp_path / "policy.zip", "CartPole-v1")
