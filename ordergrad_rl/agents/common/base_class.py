@@ -31,6 +31,18 @@ from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
 
 SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
 
+
+def sb3_load_options(
+    custom_objects: dict[str, Any] | None, print_system_info: bool, force_reset: bool
+) -> dict[str, Any]:
+    """SB3's own options of ``load`` (its positional order: ``load(path, env, device, custom_objects,
+    print_system_info, force_reset)``), those given other than SB3's defaults: the ``kwargs`` entries that the
+    OrderGrad algorithms' ``load`` read them from before it named them."""
+    given = {"custom_objects": custom_objects, "print_system_info": print_system_info, "force_reset": force_reset}
+    defaults = {"custom_objects": None, "print_system_info": False, "force_reset": True}
+    return {name: value for name, value in given.items() if value is not defaults[name]}
+
+
 #: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective), as
 #: :func:`~ordergrad_rl.agents.common.hparams.hparam_value` gives them: a schedule by its values at the start and the
 #: end of training; ``None`` and other values without a TensorBoard form are left out.
@@ -115,6 +127,7 @@ class OrderGradAlgorithmMixin:
     objective_spec: str
     k: int
     policy_kwargs: dict[str, Any]
+    tensorboard_log: str | None  # SB3's
 
     # ------------------------------------------------------------------ the objective
     def _set_objective(self, objective: Objective | ChannelObjective) -> None:
@@ -163,6 +176,9 @@ class OrderGradAlgorithmMixin:
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfOrderGrad:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
@@ -196,6 +212,7 @@ class OrderGradAlgorithmMixin:
             Q-critic algorithm; the saved ``objective_spec`` or ``gcvar_alpha`` given another value changed the
             objective trained without a word).
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         fixed = [name for name in cls.fixed_at_load if name in kwargs]
         if fixed:
             raise ValueError(
@@ -312,7 +329,8 @@ class OrderGradAlgorithmMixin:
         :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
         :raises ValueError: no env, a policy that is not an actor-critic, or ``policy_kwargs`` that change the actor.
         """
-        return from_sb3(cls, source, env, device=device, **kwargs)
+        # The mixin's classes are SB3 algorithms (it is mixed in front of one), which mypy cannot tell from the mixin.
+        return from_sb3(cls, source, env, device=device, **kwargs)  # type: ignore[arg-type]
 
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
@@ -398,19 +416,21 @@ class OrderGradAlgorithmMixin:
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
         parent, _, name = str(tb_log_name or self.run_name()).rpartition("/")  # SB3 formats it into the run name
-        log_dir = self.tensorboard_log  # type: ignore[has-type]
+        log_dir = self.tensorboard_log
         # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
         run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir
         with lent_attributes(self, tensorboard_log=run_dir):
-            total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
+            steps, learn_callback = super()._setup_learn(  # type: ignore[misc]
                 total_timesteps, callback, reset_num_timesteps, name, progress_bar
             )
         # The risk dashboards of training and of every evaluation callback that logs a risk profile (risk_prefix).
         prefixes = [TRAIN_PREFIX] + [f"{TRAIN_PREFIX}/{name}" for name in self._info_channels]
-        prefixes += [cb.risk_prefix for cb in _walk(callback) if isinstance(getattr(cb, "risk_prefix", None), str)]
+        prefixes += [
+            prefix for cb in _walk(learn_callback) if isinstance(prefix := getattr(cb, "risk_prefix", None), str)
+        ]
         write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
         record_hparams(self.logger, self.hparams(), prefixes)  # type: ignore[attr-defined]
-        return total_timesteps, callback
+        return steps, learn_callback
 
     def _algorithm_name(self) -> str:
         """The name in run names and hparams: the class's, or the saved name of a class saved as another."""
@@ -431,7 +451,7 @@ class OrderGradAlgorithmMixin:
         env made with arguments other than its registered ones, ``env_kwargs``: them as ``key=value`` items
         (:func:`~ordergrad_rl.agents.common.env_util.env_arguments`, what ``evaluate --env-kwargs`` takes)
         (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
-        values = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
+        values: dict[str, Any] = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
         values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
         arguments = env_arguments(self.env)  # type: ignore[attr-defined]

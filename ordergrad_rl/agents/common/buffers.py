@@ -22,7 +22,7 @@ collecting forever.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch as th
@@ -43,10 +43,14 @@ MAX_EPISODE_STEPS = 100_000
 EPISODIC_BUFFER_KEYS = ("max_episode_steps",)
 
 
+@overload
+def _rows(obs: np.ndarray, keep: np.ndarray | None) -> np.ndarray: ...
+@overload
+def _rows(obs: dict[str, np.ndarray], keep: np.ndarray | None) -> dict[str, np.ndarray]: ...
 def _rows(obs: Obs, keep: np.ndarray | None) -> Obs:
     """A copy of the kept rows (all rows if ``keep`` is None): VecEnvs may reuse their observation arrays."""
     if isinstance(obs, dict):
-        return {key: _rows(value, keep) for key, value in obs.items()}  # type: ignore[misc]
+        return {key: _rows(value, keep) for key, value in obs.items()}
     return np.array(obs) if keep is None else obs[keep]
 
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypeVar
+from types import EllipsisType
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -55,7 +57,7 @@ from ordergrad_rl.agents.common.arguments import (
     timed_box,
     timed_box_rollout_steps,
 )
-from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin, sb3_load_options
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import (
@@ -307,7 +309,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
     """
 
-    policy_aliases = POLICY_ALIASES
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
     #: What a policy given as a class must subclass: any SB3 actor-critic policy (its value head unused) or OrderGrad
     #: policy; the sb3-contrib variants need their own OrderGrad policies, which build without the critic episodic
     #: mode never trains.
@@ -367,6 +369,15 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     sde_sample_freq: int
     action_space: spaces.Space
     gamma: float
+    env: VecEnv | None
+    _current_progress_remaining: float
+    _last_obs: np.ndarray | dict[str, np.ndarray] | None
+    _last_episode_starts: np.ndarray | None
+    # Wider than SB3's: a schedule of progress_remaining, or None until the default for the action space is set
+    # (SB3's update multiplies by ent_coef: train_on_episode_weights lends it the float in force).
+    ent_coef: float | Schedule | None
+    # "group", "channel" or "running" too (SB3's bool is lent to its update by train_on_episode_weights).
+    normalize_advantage: bool | str
 
     # ------------------------------------------------------------------ construction
     def _init_episodic_algorithm(
@@ -382,7 +393,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         normalize_advantage: bool | str | None,
         reward_to_go: bool | None,
         group_size: int | None,
-        batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
+        batch_size: int | None | EllipsisType = Ellipsis,
         risk_schedule: RiskScheduleLike = None,
         long_episode_defaults: bool = False,
         untie_tail: bool = True,
@@ -465,7 +476,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         action_space = getattr(training_env, "action_space", None)  # None in SB3's load without an env
         if long_episode_defaults:  # the PPO family
             rollout_steps = timed_box_rollout_steps(rollout_steps, action_space, env_limit)
-        if batch_size is Ellipsis:
+        if isinstance(batch_size, EllipsisType):
             if n_episodes is None:
                 n_episodes = default_n_episodes(parsed, group_size, env_limit, rollout_steps)
             n_episodes = check_n_episodes(n_episodes)
@@ -517,11 +528,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # On long episodes a rollout partly tied at the best return gets the bonus in proportion to its other
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
-        env = getattr(self, "env", None)
+        vec_env: VecEnv | None = getattr(self, "env", None)
         error = check_noise_sampler(noise_sampler, self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
             # On where the env has an event to sample: not one whose every event is certain or impossible.
-            noise_sampler = error is None and bool(sampled_events(env_noise_probs(env) or {}))
+            noise_sampler = error is None and bool(sampled_events(env_noise_probs(vec_env) or {}))
         self.noise_sampler = noise_sampler
         # The sampler fits the level the risk schedule has in force (_noise_level); False in saves from before it.
         self.noise_follows_schedule = True
@@ -545,8 +556,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # after NatureCNN); False in saves from before, built with LEGACY_DEFAULT_ACTOR (_policy_build_kwargs).
         self.sb3_default_net_arch = True
         self._noise: NoiseSampler | None = None
-        if noise_sampler and env is not None:
-            self._noise = self._make_noise_sampler(env)
+        if noise_sampler and vec_env is not None:
+            self._noise = self._make_noise_sampler(vec_env)
         return long, env_limit
 
     def _noise_level(self) -> float | None:
@@ -709,6 +720,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfEpisodic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
@@ -729,6 +743,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         kwargs = cls.load_kwargs(kwargs)
         cls._refuse_at_load(kwargs, env)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
@@ -831,8 +846,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _warn_if_rewards_normalized(self) -> None:
         """:func:`~ordergrad_rl.agents.common.checks.warn_if_rewards_normalized` for the model's env where its
         objective ranks the returns (:attr:`ranks_returns`)."""
-        if getattr(self, "env", None) is not None and self.ranks_returns:
-            warn_if_rewards_normalized(self.env, self.objective_label())
+        env = getattr(self, "env", None)
+        if env is not None and self.ranks_returns:
+            warn_if_rewards_normalized(env, self.objective_label())
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
@@ -847,7 +863,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         coef = self.ent_coef  # type: ignore[has-type]
         if callable(coef):
             self.ent_coef_schedule = coef
-            self.ent_coef = float(coef(self._current_progress_remaining))  # type: ignore[attr-defined]
+            self.ent_coef = float(coef(self._current_progress_remaining))
         normalize = self.get_vec_normalize_env()  # type: ignore[attr-defined]
         if normalize is not None:
             self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
@@ -963,7 +979,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the env receives, as in SB3: actions in the space's shape; Gaussian ones unscaled (squashed policies)
         or clipped to the box."""
-        actions = actions.reshape((-1, *self.action_space.shape))
+        actions = actions.reshape((-1, *(self.action_space.shape or ())))  # None: spaces SB3 refuses
         if isinstance(self.action_space, spaces.Box):
             if self.policy.squash_output:  # type: ignore[attr-defined]
                 return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
@@ -974,7 +990,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self,
         env: VecEnv,
         callback: BaseCallback,
-        rollout_buffer: EpisodicRolloutBuffer,  # type: ignore[override]
+        rollout_buffer: RolloutBuffer | EpisodicRolloutBuffer,  # SB3 passes the model's rollout_buffer
         n_rollout_steps: int,
     ) -> bool:
         """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
@@ -991,16 +1007,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``, and the algorithm's own as sb3-contrib's
             (``action_masks``, ``lstm_states`` and ``episode_starts``; :meth:`_step_locals`); not ``values``, since
             episodic collection uses none (the policy's ``forward`` computes them, as in SB3, and they are dropped).
-        :param rollout_buffer: the episodic buffer to fill.
+        :param rollout_buffer: the episodic buffer to fill (the model's ``rollout_buffer``).
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
+        :raises TypeError: ``rollout_buffer`` is not an :class:`EpisodicRolloutBuffer`.
         """
+        if not isinstance(rollout_buffer, EpisodicRolloutBuffer):
+            raise TypeError(
+                f"{type(self).__name__} collects whole episodes into an EpisodicRolloutBuffer (its rollout_buffer), "
+                f"got a {type(rollout_buffer).__name__}"
+            )
         assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
         self.policy.set_training_mode(False)  # type: ignore[attr-defined]
         if not np.all(self._last_episode_starts):  # type: ignore[has-type]
             # Some env is inside an episode that began before this rollout: restart all envs so that each
             # env's counted episodes are the first ones it starts under the current policy.
-            self._last_obs = env.reset()
+            self._last_obs = env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs admits tuples, as SB3 ignores
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
         rollout_buffer.reset()
         self._update_risk()
@@ -1017,8 +1039,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+            obs = self._last_obs
+            assert obs is not None  # the reset's, then each step's (below)
             with th.no_grad():
-                obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
+                obs_tensor = obs_as_tensor(obs, self.device)  # type: ignore[attr-defined]
                 actions_t, log_probs, extras = self._policy_step(obs_tensor, env)  # log_probs: a tensor, as SB3's
             actions = actions_t.cpu().numpy()
             clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
@@ -1044,8 +1068,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
             if self._noise_counts is not None:
                 self._count_noise(env, infos, dones, rollout_buffer.pending_episodes)
-            kept = rollout_buffer.add(  # type: ignore[has-type]
-                self._last_obs,
+            kept = rollout_buffer.add(
+                obs,
                 actions,
                 log_probs.cpu().numpy(),
                 rewards,
@@ -1066,7 +1090,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self._last_obs = new_obs
             self._last_episode_starts = dones
             if self.use_sde and dones.any():  # each episode with its own exploration matrix
-                resample_episode_noise(self.policy, dones)
+                resample_episode_noise(self.policy, dones)  # type: ignore[attr-defined]
 
         rollout_buffer.finalize()
         self._end_noise(env)
@@ -1114,20 +1138,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _count_noise(self, env: VecEnv, infos: list[dict[str, Any]], dones: np.ndarray, pending: np.ndarray) -> None:
         """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
         buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
-        sampler, running = self._noise, self._noise_running
+        sampler, running, counts = self._noise, self._noise_running, self._noise_counts
+        assert sampler is not None and counts is not None  # counted only with the sampler on (_start_noise)
         names = getattr(sampler, "events", None)  # absent from samplers saved before the check
         for i, info in enumerate(infos):
             report = info.get(NOISE_INFO_KEY)
             if report is None:
                 continue
             for name, (draws, events) in check_noise_report(report, names).items():
-                if name in sampler.names:  # type: ignore[union-attr]
-                    running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
-        for i in np.flatnonzero(dones):
-            if pending[i] >= 0:
-                self._noise_counts[pending[i]] = running[i]  # type: ignore[index]
-            running[i] = 0.0
-            env.env_method("set_noise_probs", sampler.episode_probs(), indices=[int(i)])  # type: ignore[union-attr]
+                if name in sampler.names:
+                    running[i, sampler.names.index(name)] += (draws, events)
+        for ended in np.flatnonzero(dones):
+            if pending[ended] >= 0:
+                counts[pending[ended]] = running[ended]
+            running[ended] = 0.0
+            env.env_method("set_noise_probs", sampler.episode_probs(), indices=[int(ended)])
 
     # ------------------------------------------------------------------ groups (shared by every collection loop)
     def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
@@ -1165,7 +1190,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param env: the training VecEnv.
         :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
-        actions, _, log_probs = self.policy(obs)  # type: ignore[misc]
+        actions, _, log_probs = self.policy(obs)  # type: ignore[attr-defined]
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
@@ -1202,9 +1227,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         (``risk_schedule``) moved past a tied lower tail of this rollout's returns, or of each group's own
         (``untie_tail``, :meth:`_untie`)."""
         buffer = self.rollout_buffer
-        objective, gcvar_alpha = self._risk_in_force()
-        if self.untie_tail:
-            objective, gcvar_alpha = self._untie(objective, gcvar_alpha)
+        in_force, level = self._risk_in_force()
+        objective, gcvar_alpha = self._untie(in_force, level) if self.untie_tail else (in_force, level)
         self._rollout_risk = (objective, gcvar_alpha)
         counts = getattr(self, "_noise_counts", None)
         weights = None if counts is None else self._noise.weights(counts)  # type: ignore[union-attr]
@@ -1608,8 +1632,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :func:`~ordergrad_rl.agents.common.risk_schedules.share_tied_at_best` and ``reproduce benchmarks``
         (docs/benchmarks.md, "The entropy bonus on rollouts partly tied at the best").
         """
-        coef = self.ent_coef
-        coef = float(coef(self._current_progress_remaining) if callable(coef) else coef)
+        scheduled = self.ent_coef
+        assert scheduled is not None  # None only until the constructor sets the default for the action space
+        coef = float(scheduled(self._current_progress_remaining) if callable(scheduled) else scheduled)
         plateau = getattr(self, "entropy_plateau", None)  # absent from other algorithms and from saves before it
         if plateau is not None:
             coef *= plateau.scale
@@ -1672,8 +1697,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The level this rollout was trained at (the schedule's, moved past a tied tail); with groups untied to
             # different objectives, the mean over the groups trained at a level (a mixture has none).
             objective, gcvar_alpha = getattr(self, "_rollout_risk", None) or self._risk_in_force()
-            levels = [level_in_force(*risk) for risk in group_risks(objective, gcvar_alpha, self.n_groups)]
-            levels = [level for level in levels if level is not None]
+            in_force = [level_in_force(*risk) for risk in group_risks(objective, gcvar_alpha, self.n_groups)]
+            levels = [level for level in in_force if level is not None]
             if levels:
                 logger.record(f"{TRAIN_PREFIX}/level", levels[0] if len(set(levels)) == 1 else float(np.mean(levels)))
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)

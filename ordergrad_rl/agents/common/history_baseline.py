@@ -182,7 +182,9 @@ class HistoryBaseline(nn.Module):
     def load_saved_state(self, state: bytes | dict[str, Any]) -> None:
         """Restore :meth:`saved_state` (or the dict of tensors that saves before it hold)."""
         saved: dict[str, Any] = (
-            th.load(io.BytesIO(state), map_location=next(self.parameters()).device) if isinstance(state, bytes) else state
+            th.load(io.BytesIO(state), map_location=next(self.parameters()).device)
+            if isinstance(state, bytes)
+            else state
         )
         self.load_state_dict(saved["module"])
         self.optimizer.load_state_dict(saved["optimizer"])

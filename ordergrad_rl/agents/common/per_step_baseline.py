@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.utils import explained_variance
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
@@ -155,7 +154,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         save's data: SB3's ``save`` writes ``get_parameters()`` as the file's state dicts, which SB3's loaders restore
         name by name, so the baseline is lent away while it runs."""
         baseline = getattr(self, "history_baseline", None)
-        lent = {}
+        lent: dict[str, Any] = {}
         if baseline is not None:
             self.history_baseline_state = baseline.saved_state()
             lent["history_baseline"] = None
@@ -167,7 +166,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
 
     def set_parameters(
         self,
-        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, TensorDict],
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, Any],
         exact_match: bool = True,
         device: th.device | str = "auto",
     ) -> None:

@@ -226,7 +226,8 @@ def from_sb3(
                 f"{'data' if data is None else 'policy parameters'}): pass the file that model.save(path) writes"
             )
         policy_class, policy_kwargs = data["policy_class"], data.get("policy_kwargs", {})
-        use_sde, state = data.get("use_sde", False), params["policy"]
+        # SB3 types the loaded parameters dict[str, Tensor]: each is a module's state_dict.
+        use_sde, state = data.get("use_sde", False), params["policy"]  # type: ignore[assignment]
     if env is None:
         raise ValueError(f"{cls.__name__}.from_sb3 needs env=: the SB3 model has no env (a save holds none)")
     policies = ordergrad_policies(cls)

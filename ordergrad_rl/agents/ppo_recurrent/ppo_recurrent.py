@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import torch as th
 from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
@@ -30,7 +31,10 @@ from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES,
 from ordergrad_rl.core.channels import AnyObjective
 
 
-class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
+# ignore[misc]: the episodic mixin's ent_coef (also a schedule) and normalize_advantage (also "group", "channel",
+# "running") are wider than SB3's float and bool, which train_on_episode_weights lends SB3's update; its batch_size
+# is an int (PPO's type), sb3-contrib's int | None.
+class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):  # type: ignore[misc]
     """sb3-contrib's RecurrentPPO (LSTM policies) on OrderGrad episode weights of an order-statistic objective.
 
     Episodic mode of :class:`~ordergrad_rl.agents.OrderGradPPO` with a recurrent policy, for partially observed
@@ -86,7 +90,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     """
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES
+    policy: RecurrentActorCriticPolicy  # what sb3-contrib builds (SB3's OnPolicyAlgorithm types ActorCriticPolicy)
     # sb3-contrib's own policy classes have no critic="none" (they build and run the critic episodic mode never trains)
     episodic_policy_classes = (OrderGradRecurrentPolicy,)
     # OrderGradPPO's rollouts halved for small budgets (budget_n_episodes), measured on this class with the history
@@ -177,7 +182,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     def _build_episodic_buffer(self, **kwargs: Any) -> None:
         """The mixin's buffer with the zero states of the policy's LSTM, here and wherever the mixin rebuilds it (a
         rollout resized for the budget)."""
-        lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
+        lstm = self.policy.lstm_actor
         super()._build_episodic_buffer(lstm_shape=(lstm.num_layers, lstm.hidden_size), **kwargs)
 
     def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
@@ -185,7 +190,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
         an episode starts and carried otherwise."""
         starts = self._episode_starts_tensor()
         actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)  # type: ignore[misc]
-        self._last_lstm_states = RNNStates(states.pi, states.pi)  # no critic LSTM in episodic mode
+        # No critic LSTM in episodic mode. (sb3-contrib's RecurrentPPO sets None first, which mypy takes as the type.)
+        self._last_lstm_states = RNNStates(states.pi, states.pi)  # type: ignore[assignment]
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ordergrad_rl.common.arguments import check_int
 
 def _check_level(name: str, alpha: Any) -> None:
     """``ValueError`` naming ``name`` unless ``alpha`` is a real number (not a bool) in ``(0, 1]``."""
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < alpha <= 1.0:
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < float(alpha) <= 1.0:
         raise ValueError(f"{name} must be in (0, 1], got {alpha!r}")
 
 
@@ -103,7 +103,7 @@ class CVaRQRDQNMultiInputPolicy(_CVaRPolicyMixin, MultiInputPolicy):
 
 
 #: sb3-contrib's QR-DQN policies -> the ones acting on the CVaR (the same layout and parameters).
-CVAR_POLICIES: dict[type[QRDQNPolicy], type[QRDQNPolicy]] = {
+CVAR_POLICIES: dict[type[BasePolicy], type[BasePolicy]] = {
     QRDQNPolicy: CVaRQRDQNPolicy,
     CnnPolicy: CVaRQRDQNCnnPolicy,
     MultiInputPolicy: CVaRQRDQNMultiInputPolicy,
@@ -150,7 +150,8 @@ class QRDQNCVaR(QRDQN):
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
-        super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+        # SB3 types env GymEnv | str; _wrap_env (below) also takes a native batch's gym.make_vec.
+        super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)  # type: ignore[arg-type]
 
     @staticmethod
     def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
@@ -170,7 +171,9 @@ class QRDQNCVaR(QRDQN):
         self.__dict__["alpha"] = alpha
         if getattr(self, "policy", None) is not None:
             self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": alpha}
-            for holder in (self.policy, self.policy.quantile_net, self.policy.quantile_net_target):
+            # The CVaR policy and its CVaRQuantileNetworks (_setup_model refuses other policy classes).
+            holders: tuple[Any, ...] = (self.policy, self.policy.quantile_net, self.policy.quantile_net_target)
+            for holder in holders:
                 holder.cvar_alpha = alpha
 
     @classmethod

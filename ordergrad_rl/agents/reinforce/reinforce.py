@@ -31,7 +31,9 @@ CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef")
 OPTIMIZER_ARGUMENTS: tuple[str, ...] = ("use_rms_prop", "rms_prop_eps")
 
 
-class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
+# ignore[misc]: the episodic mixin's ent_coef (also a schedule) and normalize_advantage (also "group", "channel",
+# "running") are wider than SB3's float and bool, which train_on_episode_weights lends SB3's update.
+class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):  # type: ignore[misc]
     """REINFORCE on an order-statistic objective of the episode return (paper Sec. 3, eq. og-batch-estimator).
 
     Every update collects ``n_episodes`` complete episodes, turns their returns ``G_i`` into the OrderGrad weights
@@ -172,7 +174,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     :param _init_setup_model: build the networks at construction.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
     ranked_rollout_steps = REINFORCE_RANKED_ROLLOUT_STEPS
     trains_critic = False
