@@ -15,7 +15,9 @@ from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -127,7 +129,16 @@ class OrderGradAlgorithmMixin:
     objective_spec: str
     k: int
     policy_kwargs: dict[str, Any]
-    tensorboard_log: str | None  # SB3's
+    # Provided by SB3's BaseAlgorithm, with its types.
+    tensorboard_log: str | None
+    env: VecEnv | None
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    n_envs: int
+    device: th.device
+    seed: int | None
+    verbose: int
+    logger: Logger
 
     # ------------------------------------------------------------------ the objective
     def _set_objective(self, objective: Objective | ChannelObjective) -> None:
@@ -397,8 +408,8 @@ class OrderGradAlgorithmMixin:
         return wrap_env(env, verbose, monitor_wrapper)
 
     def _setup_model(self) -> None:
-        check_action_space(self.action_space)  # type: ignore[attr-defined]
-        check_observation_space(self.observation_space)  # type: ignore[attr-defined]
+        check_action_space(self.action_space)
+        check_observation_space(self.observation_space)
         super()._setup_model()  # type: ignore[misc]
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
@@ -428,8 +439,8 @@ class OrderGradAlgorithmMixin:
         prefixes += [
             prefix for cb in _walk(learn_callback) if isinstance(prefix := getattr(cb, "risk_prefix", None), str)
         ]
-        write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
-        record_hparams(self.logger, self.hparams(), prefixes)  # type: ignore[attr-defined]
+        write_risk_layout(self.logger, prefixes)
+        record_hparams(self.logger, self.hparams(), prefixes)
         return steps, learn_callback
 
     def _algorithm_name(self) -> str:
@@ -453,8 +464,8 @@ class OrderGradAlgorithmMixin:
         (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
         values: dict[str, Any] = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
-        values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
-        arguments = env_arguments(self.env)  # type: ignore[attr-defined]
+        values["env"] = _env_id(self.env)
+        arguments = env_arguments(self.env)
         if arguments:
             values["env_kwargs"] = " ".join(f"{key}={value!r}" for key, value in arguments.items())
         return values

@@ -56,7 +56,7 @@ def _rows(obs: Obs, keep: np.ndarray | None) -> Obs:
 
 def _concat(chunks: list[Obs]) -> Obs:
     if isinstance(chunks[0], dict):
-        return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}  # type: ignore[index]
+        return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
     return np.concatenate(chunks)  # type: ignore[arg-type]
 
 
@@ -148,7 +148,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._n_started += kept.size
 
     @property
-    def full(self) -> bool:  # type: ignore[override]
+    def full(self) -> bool:
         """True once ``N`` episodes have started and all of them have ended."""
         return self._n_started == self.n_episodes and bool(np.all(self._episode_id < 0))
 

@@ -163,13 +163,15 @@ def _time_limits(env: gym.Env) -> list[int]:
     return limits
 
 
-def env_arguments(env: GymEnv) -> dict[str, Any]:
+def env_arguments(env: GymEnv | None) -> dict[str, Any]:
     """The arguments ``env`` was made with beyond its registration (a ``VecEnv``'s first env): the ``gym.make``
     kwargs whose values differ from the registered spec's (but ``render_mode``, which SB3's ``make_vec_env`` sets
     itself, and which changes no episode), and ``max_episode_steps`` where its limit
     (:func:`episode_limit`) is not the registered one (``-1``: none, as ``gym.make`` takes it). What
     ``make_sb3_vec_env(id, n, env_kwargs=...)`` (and the commands' ``--env-kwargs``) takes to make it again; empty
-    for an env as registered, or one without a registered spec."""
+    for an env as registered, one without a registered spec, or no env (``None``)."""
+    if env is None:
+        return {}
     try:
         spec = env.spec if isinstance(env, gym.Env) else env.get_attr("spec", [0])[0]
     except Exception:  # noqa: BLE001 - an env that does not expose its spec: nothing known

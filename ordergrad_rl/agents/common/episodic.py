@@ -358,7 +358,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     }
 
     # Provided by SB3's OnPolicyAlgorithm.
-    n_envs: int
     num_timesteps: int
     rollout_buffer: EpisodicRolloutBuffer
     rollout_buffer_class: type | None
@@ -367,9 +366,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     policy_kwargs: dict[str, Any]
     use_sde: bool
     sde_sample_freq: int
-    action_space: spaces.Space
     gamma: float
-    env: VecEnv | None
     _current_progress_remaining: float
     _last_obs: np.ndarray | dict[str, np.ndarray] | None
     _last_episode_starts: np.ndarray | None
@@ -598,7 +595,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 "with a set_noise_probs(probs) method, which this one lacks (ordergrad_rl.envs.noise; "
                 "BernoulliNoiseMixin provides it); pass noise_sampler=False to train without the sampler"
             )
-        return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
+        return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type]
 
     def _noise_sampler_for(self, env: VecEnv) -> NoiseSampler | None:
         """The sampler a model that samples its env's noise uses on ``env`` where it gets another env (``set_env``,
@@ -769,7 +766,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         with warnings.catch_warnings():
             # SB3's load constructs the model with the default objective, then sets the save's: checked on it below.
             warnings.filterwarnings("ignore", message=REWARDS_NORMALIZED_WARNING)
-            model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+            model = super().load(path, env=env, device=device, **before, **kwargs)
         model._default_at_load(replaced)
         model._check_loaded_arguments(kwargs.keys())
         model._warn_if_rewards_normalized()
@@ -830,7 +827,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         :raises ValueError: as SB3's, or the model samples its env's noise and ``env`` does not expose it.
         """
-        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)  # type: ignore[attr-defined]
+        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)
         sampler = self._noise_sampler_for(venv)  # refused before the model changes
         super().set_env(venv, force_reset)  # type: ignore[misc]
         self._noise = sampler
@@ -860,7 +857,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves the statistics
         apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly, silently.
         """
-        coef = self.ent_coef  # type: ignore[has-type]
+        coef = self.ent_coef
         if callable(coef):
             self.ent_coef_schedule = coef
             self.ent_coef = float(coef(self._current_progress_remaining))
@@ -878,7 +875,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
         # or it could not be told from the OrderGrad CVaR run beside it.
         alpha = getattr(self, "gcvar_alpha", None)  # absent from saves before GCVaR
-        return super().objective_label() if alpha is None else f"gcvar{alpha:g}"  # type: ignore[misc]
+        return super().objective_label() if alpha is None else f"gcvar{alpha:g}"
 
     @property
     def n_groups(self) -> int:
@@ -936,9 +933,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.n_steps = -(-self.n_episodes // self.n_envs)
         lent = dict(rollout_buffer_kwargs=self._episodic_buffer_kwargs(), policy_kwargs=self._policy_build_kwargs())
         with lent_attributes(self, **lent):
-            super()._setup_model()  # type: ignore[misc]
+            super()._setup_model()
         # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.common.groups).
-        self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+        self._group_rng = np.random.default_rng(self.seed)
         self._group_resetter: GroupResetter | None = None
 
     def _policy_build_kwargs(self) -> dict[str, Any]:
@@ -1017,9 +1014,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"{type(self).__name__} collects whole episodes into an EpisodicRolloutBuffer (its rollout_buffer), "
                 f"got a {type(rollout_buffer).__name__}"
             )
-        assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
+        assert self._last_obs is not None, "No previous observation was provided"
         self.policy.set_training_mode(False)  # type: ignore[attr-defined]
-        if not np.all(self._last_episode_starts):  # type: ignore[has-type]
+        if not np.all(self._last_episode_starts):
             # Some env is inside an episode that began before this rollout: restart all envs so that each
             # env's counted episodes are the first ones it starts under the current policy.
             self._last_obs = env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs admits tuples, as SB3 ignores
@@ -1042,7 +1039,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             obs = self._last_obs
             assert obs is not None  # the reset's, then each step's (below)
             with th.no_grad():
-                obs_tensor = obs_as_tensor(obs, self.device)  # type: ignore[attr-defined]
+                obs_tensor = obs_as_tensor(obs, self.device)
                 actions_t, log_probs, extras = self._policy_step(obs_tensor, env)  # log_probs: a tensor, as SB3's
             actions = actions_t.cpu().numpy()
             clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
@@ -1345,7 +1342,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             waited = getattr(self, "_blind_episodes", 0)
             self._blind_episodes = waited + self.n_episodes
             acts = waited >= self.blind_patience_episodes
-        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))  # type: ignore
+        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))
         if not acts:
             return
         if novelty:
@@ -1374,10 +1371,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         scale in it (``train/entropy_scale``), from the update, so that both land in the row of its other ``train/*``
         values (SB3 dumps the logs between a rollout and its update: a value recorded with the rollout would land in
         the row before)."""
-        self.logger.record("train/ent_coef", ent_coef)  # type: ignore[attr-defined]
+        self.logger.record("train/ent_coef", ent_coef)
         plateau = getattr(self, "entropy_plateau", None)  # absent from saves before it
         if plateau is not None:
-            self.logger.record("train/entropy_scale", plateau.scale)  # type: ignore[attr-defined]
+            self.logger.record("train/entropy_scale", plateau.scale)
 
     def _explore_in_novelty_phase(self) -> None:
         """``novelty_phase``: while the env steps taken are under that share of training's total (the progress the
@@ -1396,7 +1393,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         total = getattr(self, "_total_timesteps", 0)
         acts = total > 0 and self.num_timesteps < phase * total
-        self.logger.record("train/novelty_phase", float(acts))  # type: ignore[attr-defined]
+        self.logger.record("train/novelty_phase", float(acts))
         if acts:
             self._train_on_novelty()
 
@@ -1406,7 +1403,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         episode is as novel as the others (observations constant over the rollout) nothing ranks, and the rollout
         keeps the advantages it had (a per-step baseline's terms)."""
         buffer = self.rollout_buffer
-        space = self.observation_space  # type: ignore[attr-defined]
+        space = self.observation_space
         normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # as the policy sees them
         novelty = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes, normalize_images)
         weights = novelty_weights(novelty)
@@ -1430,7 +1427,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._size_for_learn(total_timesteps)  # done already in learn; here too for loops that call _setup_learn
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
-        setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+        setup = super()._setup_learn(total_timesteps, *args, **kwargs)
         # SB3 zeroes num_timesteps unless reset_num_timesteps=False: a call that goes on from earlier steps is a
         # piece of a longer run (training in pieces, a resumed interruption), whose own budget says nothing about the
         # run's, so the budget warnings (_warn_rollout_outgrown, _warn_after_first_rollout) are told at the first call
@@ -1448,11 +1445,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :func:`~.arguments.budget_n_episodes` of ``total_timesteps`` and, for a smaller size, the objective's default
         ``k`` rebound to ``n_episodes // 2``; else ``n_episodes`` and ``objective`` as they are. Changes nothing."""
         if not getattr(self, "n_episodes_by_budget", False):
-            return self.n_episodes, self.objective  # type: ignore[return-value]
-        limit = episode_limit(self.env)  # type: ignore[attr-defined]
-        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, limit, self.n_envs)  # type: ignore[attr-defined]
+            return self.n_episodes, self.objective
+        limit = episode_limit(self.env)
+        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, limit, self.n_envs)
         if n_episodes == self.n_episodes:
-            return n_episodes, self.objective  # type: ignore[return-value]
+            return n_episodes, self.objective
         return n_episodes, self.objective.bind(n_episodes // 2)  # type: ignore[union-attr]
 
     def _size_rollout_by_budget(self, total_timesteps: int) -> None:
@@ -1478,9 +1475,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         builds it, with the episodic options (:meth:`_episodic_buffer_kwargs`) and the class's own ``kwargs``."""
         self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
             self.n_steps,
-            self.observation_space,  # type: ignore[attr-defined]
+            self.observation_space,
             self.action_space,
-            device=self.device,  # type: ignore[attr-defined]
+            device=self.device,
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,  # type: ignore[attr-defined]
             n_envs=self.n_envs,
@@ -1509,7 +1506,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if ended
             else "; none has ended yet"
         )
-        if episode_limit(self.env) is None:  # type: ignore[attr-defined]
+        if episode_limit(self.env) is None:
             fix = (
                 "the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, max_episode_steps=...)) "
                 f"or {self._shorter_rollout()}"
@@ -1670,7 +1667,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         drawn by the noise sampler is weighed by its likelihood ratios, so that these describe the policy's own
         returns, not the sampler's draws (``risk/objective`` is then the plug-in value of the weighted batch)."""
         buffer = self.rollout_buffer
-        logger = self.logger  # type: ignore[attr-defined]
+        logger = self.logger
         weights = getattr(self, "_rollout_noise_weights", None)
         record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns, weights)
         scheduled = getattr(self, "risk_schedule", None) is not None

@@ -119,14 +119,14 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         if not hasattr(self, "action_space"):
             return False
         policy_kwargs = self.baseline_rule_policy_kwargs(policy_kwargs)
-        return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)  # type: ignore[attr-defined]
+        return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)
 
     def _setup_model(self) -> None:
         super()._setup_model()
         if getattr(self, "value_baseline", False) == HISTORY:
             normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # images as the policy sees them
-            baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)  # type: ignore[attr-defined]
-            self.history_baseline = baseline.to(self.device)  # type: ignore[attr-defined]
+            baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)
+            self.history_baseline = baseline.to(self.device)
             saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
             if saved is not None:
                 self.history_baseline.load_saved_state(saved)
@@ -160,7 +160,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             lent["history_baseline"] = None
         try:
             with lent_attributes(self, **lent):
-                super().save(path, exclude, include)  # type: ignore[misc]
+                super().save(path, exclude, include)
         finally:
             self.__dict__.pop("history_baseline_state", None)
 
@@ -240,9 +240,9 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # weights all but tied: var ~ 1e-300
                 fit_quality = explained_variance(buffer.values, buffer.returns)
             if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain), inf when nearly
-                self.logger.record("train/baseline_explained_variance", float(fit_quality))  # type: ignore[attr-defined]
+                self.logger.record("train/baseline_explained_variance", float(fit_quality))
             features = history.updated(features, buffer.episode_step, so_far)
-            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))  # type: ignore[attr-defined]
+            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
         if getattr(self, "_rollout_tied_at_best", False):
             # A rollout that ranks nothing (every episode tied at the best return seen) keeps its advantages, its
             # weights, all zero: its estimate of the objective's gradient is zero. The baseline's terms, zero only in

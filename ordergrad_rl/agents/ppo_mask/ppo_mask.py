@@ -214,7 +214,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):  # type: ignore[m
         """sb3-contrib's ``self.policy(obs, action_masks=masks)`` step (``masks`` ``None`` without masking): masked
         actions in the current observations, and the masks (stored with the step)."""
         masks = self._step_action_masks(env) if self._use_masking else None
-        actions, _, log_probs = self.policy(obs, action_masks=masks)  # type: ignore[misc]
+        actions, _, log_probs = self.policy(obs, action_masks=masks)
         return actions, log_probs, {} if masks is None else {ACTION_MASKS: masks}
 
     def _step_action_masks(self, env: VecEnv) -> np.ndarray:

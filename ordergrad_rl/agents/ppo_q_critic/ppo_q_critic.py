@@ -81,7 +81,7 @@ def q_critic_advantages(
     index = actions.long().reshape(-1, 1)
     q_tilde = q.double().scatter(-1, index, returns.double().reshape(-1, 1))
     abar = known_lstat_advantage(q_tilde, probs.double(), objective)
-    return (objective.k * abar.gather(-1, index).squeeze(-1)).to(q.dtype)  # type: ignore[operator]
+    return (objective.k * abar.gather(-1, index).squeeze(-1)).to(q.dtype)
 
 
 _EPISODIC_ONLY = (
@@ -370,7 +370,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         kwargs = cls.load_kwargs(kwargs)
         cls.refuse_none_defaults(kwargs)
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
+        return super().load(path, env=env, device=device, **kwargs)
 
     @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:

@@ -189,7 +189,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):  # type: ignore
         """sb3-contrib's ``self.policy(obs, lstm_states, episode_starts)`` step: the actor LSTM's state is reset where
         an episode starts and carried otherwise."""
         starts = self._episode_starts_tensor()
-        actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)  # type: ignore[misc]
+        actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)
         # No critic LSTM in episodic mode. (sb3-contrib's RecurrentPPO sets None first, which mypy takes as the type.)
         self._last_lstm_states = RNNStates(states.pi, states.pi)  # type: ignore[assignment]
         return actions, log_probs, {}
@@ -201,7 +201,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):  # type: ignore
 
     def _episode_starts_tensor(self) -> th.Tensor:
         """``[n_envs]`` float32 tensor, 1 where the step acting on ``_last_obs`` starts an episode (sb3-contrib's)."""
-        return th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)  # type: ignore[has-type]
+        return th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)
 
     def train(self) -> None:
         """sb3-contrib's RecurrentPPO update on the episode weights (see :func:`train_on_episode_weights`)."""
