@@ -41,7 +41,7 @@ from stable_baselines3.common.policies import (
     MultiInputActorCriticPolicy,
 )
 from stable_baselines3.common.preprocessing import is_image_space_channels_first
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
@@ -238,10 +238,18 @@ class OrderGradPolicyMixin:
     """
 
     # What the mixin reads of SB3's ActorCriticPolicy (its types there).
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    features_extractor_class: type[BaseFeaturesExtractor]
+    net_arch: list[int] | dict[str, list[int]]
+    ortho_init: bool
+    share_features_extractor: bool
+    mlp_extractor: MlpExtractor
     action_net: th.nn.Module
     log_std: th.nn.Parameter
-    net_arch: list[int] | dict[str, list[int]]
     value_net: th.nn.Linear
+    optimizer_class: type[th.optim.Optimizer]
+    optimizer_kwargs: dict[str, Any]
     optimizer: th.optim.Optimizer
     #: The policy string that names the class in its algorithm (``"CnnLstmPolicy"`` ...), for messages; ``None``: the
     #: class's name.
@@ -278,7 +286,7 @@ class OrderGradPolicyMixin:
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """SB3's, after :func:`check_nature_cnn_input`."""
         policy = self.policy_alias or type(self).__name__
-        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)  # type: ignore[attr-defined]
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -289,12 +297,12 @@ class OrderGradPolicyMixin:
             # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
             # and rebuild the optimizer (still stateless) so that it holds the new layer.
             self.value_net = th.nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))  # type: ignore[attr-defined]
-            if self.ortho_init:  # type: ignore[attr-defined]
+            if self.ortho_init:
                 self.init_weights(self.value_net, gain=1)  # type: ignore[attr-defined]
-            self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
+            self.optimizer = self.optimizer_class(  # type: ignore[call-arg]  # as SB3: torch types no lr
                 self.parameters(),  # type: ignore[attr-defined]
                 lr=lr_schedule(1),
-                **self.optimizer_kwargs,  # type: ignore[attr-defined]
+                **self.optimizer_kwargs,
             )
         if self.zero_init_action_net:
             with th.no_grad():
@@ -335,12 +343,12 @@ class OrderGradPolicyMixin:
         if self.critic != "q":
             raise RuntimeError(f"q_values needs critic='q', this policy has critic={self.critic!r}")
         features = self.extract_features(obs)  # type: ignore[attr-defined]
-        if self.share_features_extractor:  # type: ignore[attr-defined]
-            latent_pi, latent_vf = self.mlp_extractor(features)  # type: ignore[attr-defined]
+        if self.share_features_extractor:
+            latent_pi, latent_vf = self.mlp_extractor(features)
         else:
             pi_features, vf_features = features
-            latent_pi = self.mlp_extractor.forward_actor(pi_features)  # type: ignore[attr-defined]
-            latent_vf = self.mlp_extractor.forward_critic(vf_features)  # type: ignore[attr-defined]
+            latent_pi = self.mlp_extractor.forward_actor(pi_features)
+            latent_vf = self.mlp_extractor.forward_critic(vf_features)
         return self.value_net(latent_vf), self._get_action_dist_from_latent(latent_pi)  # type: ignore[attr-defined]
 
     @contextmanager
@@ -370,7 +378,7 @@ class OrderGradPolicyMixin:
             self._q_records.append((q, action_probs(distribution)))
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[attr-defined]
+        actions = actions.reshape((-1, *(self.action_space.shape or ())))  # Discrete: ()
         return actions, self._state_value(q, distribution), log_prob
 
     def predict_values(self, obs: PyTorchObs) -> th.Tensor:
