@@ -208,6 +208,14 @@ USER_SCRIPTS: dict[str, str] = {
         OrderGradREINFORCE.load("agent", env=gym.make_vec("SyntheticTailRisk-v0", num_envs=8))
         RiskEvalCallback(gym.make_vec("SyntheticTailRiskDeploy-v0", num_envs=16))
         """,
+    # SB3's load(path, env, device, custom_objects, print_system_info, force_reset): the agents' load named only
+    # (path, env, device), so SB3's positional call failed mypy ("Too many arguments") and at run time.
+    "load_takes_sb3s_options_by_position": """
+        from ordergrad_rl import OrderGradPPO, OrderGradRecurrentPPO
+
+        model = OrderGradPPO.load("agent", None, "cpu", {"learning_rate": 0.0}, False, True)
+        print(model.gamma, OrderGradRecurrentPPO.load("agent", None, "cpu", None, True).gamma)
+        """,
     # group_advantages takes the rewards as NumPy, a torch tensor or a nested list (its docstring), but they were typed
     # np.ndarray: a user's call with a list or a tensor failed mypy.
     "group_advantages_take_a_list_or_a_tensor": """
