@@ -370,9 +370,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     _current_progress_remaining: float
     _last_obs: np.ndarray | dict[str, np.ndarray] | None
     _last_episode_starts: np.ndarray | None
-    # Wider than SB3's: a schedule of progress_remaining, or None until the default for the action space is set
-    # (SB3's update multiplies by ent_coef: train_on_episode_weights lends it the float in force).
-    ent_coef: float | Schedule | None
+    # Wider than SB3's: a schedule of progress_remaining too (SB3's update multiplies by ent_coef:
+    # train_on_episode_weights lends it the float in force). None only inside the constructor, until the default
+    # for the action space is set.
+    ent_coef: float | Schedule
     # "group", "channel" or "running" too (SB3's bool is lent to its update by train_on_episode_weights).
     normalize_advantage: bool | str
 
@@ -1629,9 +1630,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :func:`~ordergrad_rl.agents.common.risk_schedules.share_tied_at_best` and ``reproduce benchmarks``
         (docs/benchmarks.md, "The entropy bonus on rollouts partly tied at the best").
         """
-        scheduled = self.ent_coef
-        assert scheduled is not None  # None only until the constructor sets the default for the action space
-        coef = float(scheduled(self._current_progress_remaining) if callable(scheduled) else scheduled)
+        coef = self.ent_coef
+        coef = float(coef(self._current_progress_remaining) if callable(coef) else coef)
         plateau = getattr(self, "entropy_plateau", None)  # absent from other algorithms and from saves before it
         if plateau is not None:
             coef *= plateau.scale
