@@ -12,12 +12,10 @@ import inspect
 import os
 from collections.abc import Callable, Iterator
 from numbers import Integral
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch as th
-from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -93,7 +91,13 @@ def _env_id(env: VecEnv | None) -> str | None:
     return getattr(spec, "id", None)
 
 
-class OrderGradAlgorithmMixin:
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    from stable_baselines3.common.base_class import BaseAlgorithm as _MixedInto
+else:
+    _MixedInto = object
+
+
+class OrderGradAlgorithmMixin(_MixedInto):
     """The objective, saving, loading and logging shared by the OrderGrad algorithms; mix in front of the SB3 class.
 
     The algorithm sets its objective with :meth:`_set_objective` in ``__init__`` and calls :meth:`_restore_objective`
@@ -129,16 +133,6 @@ class OrderGradAlgorithmMixin:
     objective_spec: str
     k: int
     policy_kwargs: dict[str, Any]
-    # Provided by SB3's BaseAlgorithm, with its types.
-    tensorboard_log: str | None
-    env: VecEnv | None
-    observation_space: spaces.Space
-    action_space: spaces.Space
-    n_envs: int
-    device: th.device
-    seed: int | None
-    verbose: int
-    logger: Logger
 
     # ------------------------------------------------------------------ the objective
     def _set_objective(self, objective: Objective | ChannelObjective) -> None:
@@ -258,7 +252,7 @@ class OrderGradAlgorithmMixin:
             # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
 
     @classmethod
     def load_arguments(cls) -> set[str]:
@@ -340,12 +334,11 @@ class OrderGradAlgorithmMixin:
         :param kwargs: this class's arguments (``objective``, ``n_episodes`` ...).
         :raises ValueError: no env, a policy that is not an actor-critic, or ``policy_kwargs`` that change the actor.
         """
-        # The mixin's classes are SB3 algorithms (it is mixed in front of one), which mypy cannot tell from the mixin.
-        return from_sb3(cls, source, env, device=device, **kwargs)  # type: ignore[arg-type]
+        return from_sb3(cls, source, env, device=device, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+        return [*super()._excluded_save_params(), "objective"]
 
     # ------------------------------------------------------------------ learning and logging
     def learn(
@@ -386,10 +379,10 @@ class OrderGradAlgorithmMixin:
             raise ValueError(f"log_interval must be None or a nonzero integer, got {log_interval!r}")
         warn_if_schedules_restart(self, reset_num_timesteps)
         self._size_for_learn(total_timesteps)
-        return super().learn(  # type: ignore[misc]
+        return super().learn(  # type: ignore[safe-super]  # the SB3 class mixed into implements it
             total_timesteps=total_timesteps,
             callback=callback,
-            log_interval=log_interval,
+            log_interval=log_interval,  # type: ignore[arg-type]  # SB3 types int, reads None as never
             # The run name, as SB3's learn passes its own ("PPO"): callbacks read it in self.locals["tb_log_name"].
             # The default is made once the budget has sized the rollout (and so k).
             tb_log_name=tb_log_name or self.run_name(),
@@ -410,7 +403,7 @@ class OrderGradAlgorithmMixin:
     def _setup_model(self) -> None:
         check_action_space(self.action_space)
         check_observation_space(self.observation_space)
-        super()._setup_model()  # type: ignore[misc]
+        super()._setup_model()  # type: ignore[safe-super]  # the SB3 class mixed into implements it
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
         """SB3's progress, held at 0 once a rollout of whole episodes overshoots the budget
@@ -431,7 +424,7 @@ class OrderGradAlgorithmMixin:
         # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
         run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir
         with lent_attributes(self, tensorboard_log=run_dir):
-            steps, learn_callback = super()._setup_learn(  # type: ignore[misc]
+            steps, learn_callback = super()._setup_learn(
                 total_timesteps, callback, reset_num_timesteps, name, progress_bar
             )
         # The risk dashboards of training and of every evaluation callback that logs a risk profile (risk_prefix).

@@ -13,7 +13,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from types import EllipsisType
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -300,7 +300,13 @@ def noise_sampler_error(
     return None
 
 
-class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm as _MixedInto
+else:
+    _MixedInto = object
+
+
+class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``, ``RecurrentPPO``, ``MaskablePPO``) and construct with
@@ -357,23 +363,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "sb3_default_net_arch": False,
     }
 
-    # Provided by SB3's OnPolicyAlgorithm.
-    num_timesteps: int
-    rollout_buffer: EpisodicRolloutBuffer
-    rollout_buffer_class: type | None
-    rollout_buffer_kwargs: dict[str, Any]
-    policy_class: type
-    policy_kwargs: dict[str, Any]
-    use_sde: bool
-    sde_sample_freq: int
-    gamma: float
-    _current_progress_remaining: float
-    _last_obs: np.ndarray | dict[str, np.ndarray] | None
-    _last_episode_starts: np.ndarray | None
-    # Wider than SB3's: a schedule of progress_remaining too (SB3's update multiplies by ent_coef:
+    # Whole episodes, not SB3's RolloutBuffer (SB3's update reads it through get(), as its own).
+    rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+    rollout_buffer_class: type[EpisodicRolloutBuffer] | None  # type: ignore[assignment]
+    # Wider than SB3's float: a schedule of progress_remaining too (SB3's update multiplies by ent_coef:
     # train_on_episode_weights lends it the float in force). None only inside the constructor, until the default
     # for the action space is set.
-    ent_coef: float | Schedule
+    ent_coef: float | Schedule  # type: ignore[assignment]
     # "group", "channel" or "running" too (SB3's bool is lent to its update by train_on_episode_weights).
     normalize_advantage: bool | str
 
@@ -830,7 +826,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         """
         venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)
         sampler = self._noise_sampler_for(venv)  # refused before the model changes
-        super().set_env(venv, force_reset)  # type: ignore[misc]
+        super().set_env(venv, force_reset)
         self._noise = sampler
         self._warn_if_rewards_normalized()
 
@@ -862,11 +858,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         if callable(coef):
             self.ent_coef_schedule = coef
             self.ent_coef = float(coef(self._current_progress_remaining))
-        normalize = self.get_vec_normalize_env()  # type: ignore[attr-defined]
+        normalize = self.get_vec_normalize_env()
         if normalize is not None:
             self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
         try:
-            super().save(path, exclude, include)  # type: ignore[misc]
+            super().save(path, exclude, include)
         finally:
             self.ent_coef = coef
             self.__dict__.pop("ent_coef_schedule", None)
@@ -959,7 +955,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         :param seed: the seed; ``None`` changes nothing (SB3's convention).
         """
-        super().set_random_seed(seed)  # type: ignore[misc]
+        super().set_random_seed(seed)
         if seed is None or "_group_rng" not in self.__dict__:  # inside _setup_model
             return
         sampler = getattr(self, "_noise", None)  # absent from saves before the sampler
@@ -979,8 +975,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         or clipped to the box."""
         actions = actions.reshape((-1, *(self.action_space.shape or ())))  # None: spaces SB3 refuses
         if isinstance(self.action_space, spaces.Box):
-            if self.policy.squash_output:  # type: ignore[attr-defined]
-                return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
+            if self.policy.squash_output:
+                return self.policy.unscale_action(actions)
             return np.clip(actions, self.action_space.low, self.action_space.high)
         return actions
 
@@ -1016,7 +1012,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 f"got a {type(rollout_buffer).__name__}"
             )
         assert self._last_obs is not None, "No previous observation was provided"
-        self.policy.set_training_mode(False)  # type: ignore[attr-defined]
+        self.policy.set_training_mode(False)
         if not np.all(self._last_episode_starts):
             # Some env is inside an episode that began before this rollout: restart all envs so that each
             # env's counted episodes are the first ones it starts under the current policy.
@@ -1029,14 +1025,14 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         channels = InfoChannels(self._info_channels)
         self._start_noise(env)
         if self.use_sde:
-            self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+            self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+                self.policy.reset_noise(env.num_envs)
             obs = self._last_obs
             assert obs is not None  # the reset's, then each step's (below)
             with th.no_grad():
@@ -1082,13 +1078,13 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
-                self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
+                self._update_info_buffer([infos[i] for i in finished], dones[finished])
             new_obs = self._repose_groups(rollout_buffer, dones, new_obs)
             n_steps += 1
             self._last_obs = new_obs
             self._last_episode_starts = dones
             if self.use_sde and dones.any():  # each episode with its own exploration matrix
-                resample_episode_noise(self.policy, dones)  # type: ignore[attr-defined]
+                resample_episode_noise(self.policy, dones)
 
         rollout_buffer.finalize()
         self._end_noise(env)
@@ -1188,7 +1184,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param env: the training VecEnv.
         :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
-        actions, _, log_probs = self.policy(obs)  # type: ignore[attr-defined]
+        actions, _, log_probs = self.policy(obs)
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
@@ -1405,7 +1401,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         keeps the advantages it had (a per-step baseline's terms)."""
         buffer = self.rollout_buffer
         space = self.observation_space
-        normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # as the policy sees them
+        normalize_images = self.policy.normalize_images  # as the policy sees them
         novelty = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes, normalize_images)
         weights = novelty_weights(novelty)
         if np.any(weights):
@@ -1480,7 +1476,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             self.action_space,
             device=self.device,
             gamma=self.gamma,
-            gae_lambda=self.gae_lambda,  # type: ignore[attr-defined]
+            gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
             **kwargs,
             **self._episodic_buffer_kwargs(),

@@ -124,7 +124,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     def _setup_model(self) -> None:
         super()._setup_model()
         if getattr(self, "value_baseline", False) == HISTORY:
-            normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # images as the policy sees them
+            normalize_images = self.policy.normalize_images  # images as the policy sees them
             baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)
             self.history_baseline = baseline.to(self.device)
             saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
@@ -142,7 +142,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         that ``set_parameters`` of the dict gives the same baseline and so the same next update. A save holds them in
         its data instead (:meth:`save`). SB3's own ``set_parameters`` (``PPO``'s) takes SB3's entries only:
         ``{name: params[name] for name in ("policy", "policy.optimizer")}``."""
-        params = super().get_parameters()  # type: ignore[misc]
+        params = super().get_parameters()
         baseline = getattr(self, "history_baseline", None)
         if baseline is not None:
             params[HISTORY_PARAMETERS[0]] = baseline.state_dict()
@@ -180,7 +180,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             params = dict(load_path_or_dict)
             module, optimizer = (params.pop(name, None) for name in HISTORY_PARAMETERS)
             self._check_history_parameters(module is not None or optimizer is not None, exact_match)
-            super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+            super().set_parameters(params, exact_match, device)
             baseline = getattr(self, "history_baseline", None)
             if baseline is not None and module is not None:
                 baseline.load_state_dict(module, strict=exact_match)
@@ -190,7 +190,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         data, params, _ = load_from_zip_file(load_path_or_dict, device=device)
         saved = (data or {}).get("history_baseline_state")
         self._check_history_parameters(saved is not None, exact_match)
-        super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+        super().set_parameters(params, exact_match, device)
         baseline = getattr(self, "history_baseline", None)
         if saved is not None and baseline is not None:
             baseline.load_saved_state(saved)
@@ -225,7 +225,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         buffer = self.rollout_buffer
         buffer.returns = buffer.advantages.copy()
         if baseline is True:
-            buffer.values = predict_values(self.policy, buffer.observations)  # type: ignore[attr-defined]
+            buffer.values = predict_values(self.policy, buffer.observations)
         else:
             so_far = returns_before(
                 discounted_rewards(buffer.rewards, buffer.episode_step, self.gamma), buffer.episode_index

@@ -34,8 +34,8 @@ from ordergrad_rl.core.channels import AnyObjective
 DEFAULT_OBJECTIVE = "cvar0.2"
 
 
-# ignore[misc]: the episodic mixin's ent_coef (also a schedule) and normalize_advantage (also "group", "channel",
-# "running") are wider than SB3's float and bool, which train_on_episode_weights lends SB3's update.
+# ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
+# PPO's bool, which train_on_episode_weights lends its update.
 class OrderGradPPO(PerStepBaselineMixin, PPO):  # type: ignore[misc]
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 

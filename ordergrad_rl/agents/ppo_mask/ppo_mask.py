@@ -45,9 +45,9 @@ def mask_width(action_space: spaces.Space) -> int:
     raise ValueError(f"action masks need a Discrete, MultiDiscrete or MultiBinary action space, got {action_space}")
 
 
-# ignore[misc]: the episodic mixin's ent_coef (also a schedule) and normalize_advantage (also "group", "channel",
-# "running") are wider than SB3's float and bool, which train_on_episode_weights lends SB3's update; its batch_size
-# is an int (PPO's type), sb3-contrib's int | None.
+# ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
+# sb3-contrib's bool, which train_on_episode_weights lends its update, and its batch_size an int (PPO's type),
+# sb3-contrib's int | None.
 class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):  # type: ignore[misc]
     """sb3-contrib's MaskablePPO (invalid-action masking) on OrderGrad episode weights of an order-statistic objective.
 

@@ -31,9 +31,7 @@ CRITIC_ARGUMENTS: tuple[str, ...] = ("gae_lambda", "vf_coef")
 OPTIMIZER_ARGUMENTS: tuple[str, ...] = ("use_rms_prop", "rms_prop_eps")
 
 
-# ignore[misc]: the episodic mixin's ent_coef (also a schedule) and normalize_advantage (also "group", "channel",
-# "running") are wider than SB3's float and bool, which train_on_episode_weights lends SB3's update.
-class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):  # type: ignore[misc]
+class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     """REINFORCE on an order-statistic objective of the episode return (paper Sec. 3, eq. og-batch-estimator).
 
     Every update collects ``n_episodes`` complete episodes, turns their returns ``G_i`` into the OrderGrad weights
