@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -70,10 +70,14 @@ class CVaRQuantileNetwork(QuantileNetwork):
         return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}
 
 
-class _CVaRPolicyMixin:
-    """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    _MixedInto = QRDQNPolicy
+else:
+    _MixedInto = object
 
-    net_args: dict[str, Any]
+
+class _CVaRPolicyMixin(_MixedInto):
+    """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
 
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
         _check_level("cvar_alpha", cvar_alpha)
@@ -83,11 +87,11 @@ class _CVaRPolicyMixin:
     def make_quantile_net(self) -> CVaRQuantileNetwork:
         # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
         check_int("n_quantiles", self.net_args["n_quantiles"], 1)
-        net_args = self._update_features_extractor(self.net_args, features_extractor=None)  # type: ignore[attr-defined]
-        return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)  # type: ignore[attr-defined]
+        net_args = self._update_features_extractor(self.net_args, features_extractor=None)
+        return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}  # type: ignore[misc]
+        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}
 
 
 class CVaRQRDQNPolicy(_CVaRPolicyMixin, QRDQNPolicy):
