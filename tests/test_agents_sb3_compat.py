@@ -104,6 +104,21 @@ def test_bug3_load_accepts_the_policy_kwargs_the_model_was_built_with(cls, tmp_p
         cls.load(tmp_path / "model", policy_kwargs=dict(net_arch=[32]))
 
 
+@pytest.mark.parametrize("advantage", ["episodic_reinforce", "episodic", "q_critic"])
+def test_load_takes_sb3s_own_options_by_position_as_sb3s_load(advantage: str, tmp_path) -> None:
+    # SB3's load(path, env, device, custom_objects, print_system_info, force_reset): the OrderGrad loads named only
+    # (path, env, device), so SB3's positional call failed with "takes from 2 to 4 positional arguments".
+    if advantage == "episodic_reinforce":
+        model = OrderGradREINFORCE("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4)
+    elif advantage == "episodic":
+        model = OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean", n_episodes=4)
+    else:
+        model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_steps=16)
+    model.save(tmp_path / "model")
+    loaded = type(model).load(tmp_path / "model", None, "cpu", {"gamma": 0.9}, False, True)
+    assert type(loaded) is type(model) and loaded.gamma == 0.9 and same_actions(model, loaded, OBS)
+
+
 def test_bug3_q_critic_mode_keeps_the_users_policy_kwargs(tmp_path) -> None:
     model = OrderGradPPO("MlpPolicy", "CartPole-v1", advantage="q_critic", objective="top2@4", n_steps=16)
     assert model.policy_kwargs == {} and model.policy.critic == "q" and model.policy.value_net.out_features == 2
@@ -667,3 +682,11 @@ def test_forward_hooks_on_the_policy_fire_once_per_collection_step_as_in_sb3(cls
     assert th.is_tensor(inputs[0][0]) and inputs[0][0].shape == (2, 3)
     actions, values, log_probs = outputs[0][:3]  # sb3-contrib's recurrent forward adds the LSTM states
     assert actions.shape == log_probs.shape == (2,) and values.shape == (2, 1)
+
+
+def test_fine_tuning_from_a_file_that_is_no_model_save_names_it(ppo_model, tmp_path) -> None:
+    # A torch.save'd policy is a zip without SB3's "data": from_sb3 failed with "'NoneType' object is not
+    # subscriptable" (SB3's load_from_zip_file returns no data for it).
+    th.save(ppo_model.policy.state_dict(), tmp_path / "policy.zip")
+    with pytest.raises(ValueError, match=r"is no SB3 model's save \(it holds no data\).*model.save\(path\)"):
+        OrderGradPPO.from_sb3(tmp_path / "policy.zip", "CartPole-v1")

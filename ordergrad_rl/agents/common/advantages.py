@@ -125,9 +125,9 @@ def _ranked_weights(
         weights = gcvar_weights(values[REWARD], gcvar_alpha)  # each row is one batch
     elif importance_weights is not None:
         rho = importance_weights
-        weights = rho * objective.k * weighted_lstat_advantage(values[REWARD], rho, objective)  # type: ignore[operator]
+        weights = rho * objective.k * weighted_lstat_advantage(values[REWARD], rho, objective)
     else:
-        weights = objective.k * lstat_advantage(values[REWARD], objective)  # type: ignore[operator]
+        weights = objective.k * lstat_advantage(values[REWARD], objective)
     if normalize in ("group", "channel") and not per_channel:
         weights = group_normalize(weights)
     return weights

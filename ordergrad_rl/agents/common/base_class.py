@@ -12,7 +12,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterator
 from numbers import Integral
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
@@ -30,6 +30,18 @@ from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
 
 SelfOrderGrad = TypeVar("SelfOrderGrad", bound="OrderGradAlgorithmMixin")
+
+
+def sb3_load_options(
+    custom_objects: dict[str, Any] | None, print_system_info: bool, force_reset: bool
+) -> dict[str, Any]:
+    """SB3's own options of ``load`` (its positional order: ``load(path, env, device, custom_objects,
+    print_system_info, force_reset)``), those given other than SB3's defaults: the ``kwargs`` entries that the
+    OrderGrad algorithms' ``load`` read them from before it named them."""
+    given = {"custom_objects": custom_objects, "print_system_info": print_system_info, "force_reset": force_reset}
+    defaults = {"custom_objects": None, "print_system_info": False, "force_reset": True}
+    return {name: value for name, value in given.items() if value is not defaults[name]}
+
 
 #: Attributes logged as TensorBoard hparams when the algorithm has them (with algorithm, env and objective), as
 #: :func:`~ordergrad_rl.agents.common.hparams.hparam_value` gives them: a schedule by its values at the start and the
@@ -79,7 +91,13 @@ def _env_id(env: VecEnv | None) -> str | None:
     return getattr(spec, "id", None)
 
 
-class OrderGradAlgorithmMixin:
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    from stable_baselines3.common.base_class import BaseAlgorithm as _MixedInto
+else:
+    _MixedInto = object
+
+
+class OrderGradAlgorithmMixin(_MixedInto):
     """The objective, saving, loading and logging shared by the OrderGrad algorithms; mix in front of the SB3 class.
 
     The algorithm sets its objective with :meth:`_set_objective` in ``__init__`` and calls :meth:`_restore_objective`
@@ -163,6 +181,9 @@ class OrderGradAlgorithmMixin:
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfOrderGrad:
         """SB3's ``load``, after checking that ``path`` was saved by this algorithm (see
@@ -196,6 +217,7 @@ class OrderGradAlgorithmMixin:
             Q-critic algorithm; the saved ``objective_spec`` or ``gcvar_alpha`` given another value changed the
             objective trained without a word).
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         fixed = [name for name in cls.fixed_at_load if name in kwargs]
         if fixed:
             raise ValueError(
@@ -230,7 +252,7 @@ class OrderGradAlgorithmMixin:
             # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[misc]
+        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
 
     @classmethod
     def load_arguments(cls) -> set[str]:
@@ -316,7 +338,7 @@ class OrderGradAlgorithmMixin:
 
     def _excluded_save_params(self) -> list[str]:
         # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        return [*super()._excluded_save_params(), "objective"]  # type: ignore[misc]
+        return [*super()._excluded_save_params(), "objective"]
 
     # ------------------------------------------------------------------ learning and logging
     def learn(
@@ -357,10 +379,10 @@ class OrderGradAlgorithmMixin:
             raise ValueError(f"log_interval must be None or a nonzero integer, got {log_interval!r}")
         warn_if_schedules_restart(self, reset_num_timesteps)
         self._size_for_learn(total_timesteps)
-        return super().learn(  # type: ignore[misc]
+        return super().learn(  # type: ignore[safe-super]  # the SB3 class mixed into implements it
             total_timesteps=total_timesteps,
             callback=callback,
-            log_interval=log_interval,
+            log_interval=log_interval,  # type: ignore[arg-type]  # SB3 types int, reads None as never
             # The run name, as SB3's learn passes its own ("PPO"): callbacks read it in self.locals["tb_log_name"].
             # The default is made once the budget has sized the rollout (and so k).
             tb_log_name=tb_log_name or self.run_name(),
@@ -379,9 +401,9 @@ class OrderGradAlgorithmMixin:
         return wrap_env(env, verbose, monitor_wrapper)
 
     def _setup_model(self) -> None:
-        check_action_space(self.action_space)  # type: ignore[attr-defined]
-        check_observation_space(self.observation_space)  # type: ignore[attr-defined]
-        super()._setup_model()  # type: ignore[misc]
+        check_action_space(self.action_space)
+        check_observation_space(self.observation_space)
+        super()._setup_model()  # type: ignore[safe-super]  # the SB3 class mixed into implements it
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
         """SB3's progress, held at 0 once a rollout of whole episodes overshoots the budget
@@ -398,19 +420,21 @@ class OrderGradAlgorithmMixin:
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
         parent, _, name = str(tb_log_name or self.run_name()).rpartition("/")  # SB3 formats it into the run name
-        log_dir = self.tensorboard_log  # type: ignore[has-type]
+        log_dir = self.tensorboard_log
         # SB3 numbers runs within one directory: the parent of a "parent/name" run is the directory it numbers in.
         run_dir = os.path.join(log_dir, parent) if parent and log_dir is not None else log_dir
         with lent_attributes(self, tensorboard_log=run_dir):
-            total_timesteps, callback = super()._setup_learn(  # type: ignore[misc]
+            steps, learn_callback = super()._setup_learn(
                 total_timesteps, callback, reset_num_timesteps, name, progress_bar
             )
         # The risk dashboards of training and of every evaluation callback that logs a risk profile (risk_prefix).
         prefixes = [TRAIN_PREFIX] + [f"{TRAIN_PREFIX}/{name}" for name in self._info_channels]
-        prefixes += [cb.risk_prefix for cb in _walk(callback) if isinstance(getattr(cb, "risk_prefix", None), str)]
-        write_risk_layout(self.logger, prefixes)  # type: ignore[attr-defined]
-        record_hparams(self.logger, self.hparams(), prefixes)  # type: ignore[attr-defined]
-        return total_timesteps, callback
+        prefixes += [
+            prefix for cb in _walk(learn_callback) if isinstance(prefix := getattr(cb, "risk_prefix", None), str)
+        ]
+        write_risk_layout(self.logger, prefixes)
+        record_hparams(self.logger, self.hparams(), prefixes)
+        return steps, learn_callback
 
     def _algorithm_name(self) -> str:
         """The name in run names and hparams: the class's, or the saved name of a class saved as another."""
@@ -431,10 +455,10 @@ class OrderGradAlgorithmMixin:
         env made with arguments other than its registered ones, ``env_kwargs``: them as ``key=value`` items
         (:func:`~ordergrad_rl.agents.common.env_util.env_arguments`, what ``evaluate --env-kwargs`` takes)
         (TensorBoard shows the columns of :data:`~ordergrad_rl.agents.common.hparams.SHOWN_HPARAMS` first)."""
-        values = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
+        values: dict[str, Any] = {"objective": self.objective_label(), "algorithm": self._algorithm_name()}
         values.update({name: getattr(self, name) for name in HPARAM_NAMES if hasattr(self, name)})
-        values["env"] = _env_id(self.env)  # type: ignore[attr-defined]
-        arguments = env_arguments(self.env)  # type: ignore[attr-defined]
+        values["env"] = _env_id(self.env)
+        arguments = env_arguments(self.env)
         if arguments:
             values["env_kwargs"] = " ".join(f"{key}={value!r}" for key, value in arguments.items())
         return values

@@ -22,7 +22,7 @@ collecting forever.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch as th
@@ -43,16 +43,20 @@ MAX_EPISODE_STEPS = 100_000
 EPISODIC_BUFFER_KEYS = ("max_episode_steps",)
 
 
+@overload
+def _rows(obs: np.ndarray, keep: np.ndarray | None) -> np.ndarray: ...
+@overload
+def _rows(obs: dict[str, np.ndarray], keep: np.ndarray | None) -> dict[str, np.ndarray]: ...
 def _rows(obs: Obs, keep: np.ndarray | None) -> Obs:
     """A copy of the kept rows (all rows if ``keep`` is None): VecEnvs may reuse their observation arrays."""
     if isinstance(obs, dict):
-        return {key: _rows(value, keep) for key, value in obs.items()}  # type: ignore[misc]
+        return {key: _rows(value, keep) for key, value in obs.items()}
     return np.array(obs) if keep is None else obs[keep]
 
 
 def _concat(chunks: list[Obs]) -> Obs:
     if isinstance(chunks[0], dict):
-        return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}  # type: ignore[index]
+        return {key: np.concatenate([chunk[key] for chunk in chunks]) for key in chunks[0]}
     return np.concatenate(chunks)  # type: ignore[arg-type]
 
 
@@ -144,7 +148,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._n_started += kept.size
 
     @property
-    def full(self) -> bool:  # type: ignore[override]
+    def full(self) -> bool:
         """True once ``N`` episodes have started and all of them have ended."""
         return self._n_started == self.n_episodes and bool(np.all(self._episode_id < 0))
 

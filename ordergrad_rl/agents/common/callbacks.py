@@ -94,8 +94,8 @@ def space_fits(space: spaces.Space, expected: spaces.Space) -> bool:
             and space.keys() == expected.keys()
             and all(space_fits(space[key], expected[key]) for key in expected.keys())
         )
-    sizes = [getattr(each, "nvec", getattr(each, "n", None)) for each in (space, expected)]
-    return type(space) is type(expected) and space.shape == expected.shape and np.array_equal(*sizes)
+    size, expected_size = (np.asarray(getattr(each, "nvec", getattr(each, "n", None))) for each in (space, expected))
+    return type(space) is type(expected) and space.shape == expected.shape and np.array_equal(size, expected_size)
 
 
 def check_eval_env_fits(model: BaseAlgorithm, eval_env: VecEnv) -> None:
@@ -576,7 +576,8 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
     def _evaluations(self) -> dict[str, Any]:
         results = self.evaluations_results
         return {
-            "results": [result.returns.ravel() for result in results],
+            # sample_successes records every return (PassAtK.returns is None only in a PassAtK built by hand)
+            "results": [result.returns.ravel() for result in results if result.returns is not None],
             "ep_lengths": [result.lengths.ravel() for result in results],
             "successes": [result.success.ravel() for result in results],
             "ks": self.ks,

@@ -135,7 +135,7 @@ def _all_finite(obs: Any) -> bool:
     return all(np.asarray(a).dtype.kind not in "fc" or np.isfinite(a).all() for a in arrays)
 
 
-def finite_step_error(obs: Any, rewards: np.ndarray, where: str) -> str | None:
+def finite_step_error(obs: Any, rewards: np.ndarray | None, where: str) -> str | None:
     """A message naming the first env whose observation or reward is NaN or infinite, or ``None``.
 
     :param obs: ``[n_envs, ...]`` observations (or a dict of them), as a VecEnv returns them.

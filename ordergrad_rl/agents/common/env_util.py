@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.wrappers import TimeLimit
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.type_aliases import GymEnv
@@ -93,7 +94,11 @@ def wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> V
     return BaseAlgorithm._wrap_env(env, verbose, monitor_wrapper)
 
 
-def rebuilt_env(env: AgentEnv, n_envs: int) -> AgentEnv:
+@overload
+def rebuilt_env(env: AgentEnv, n_envs: int) -> AgentEnv: ...
+@overload
+def rebuilt_env(env: str, n_envs: int) -> str: ...
+def rebuilt_env(env: AgentEnv | str, n_envs: int) -> AgentEnv | str:
     """The env that ``set_env`` and ``load`` give a model of ``n_envs`` envs: a ``gym.Env`` that :func:`build_env`
     rebuilds as a native batch becomes that batch of ``n_envs`` envs (what the constructor trained on), so the
     object the model was built from can be passed again; anything else is returned as is (SB3 wraps it and checks
@@ -109,21 +114,24 @@ def first_env_attr(venv: VecEnv, name: str) -> Any:
     return venv.get_attr(name, [0])[0] if venv.has_attr(name) else None
 
 
-def episode_limit(env: AgentEnv | str) -> int | None:
+def episode_limit(env: AgentEnv | str | None) -> int | None:
     """The ``TimeLimit`` of ``env``'s episodes (``max_episode_steps`` of its spec, else of a ``TimeLimit`` wrapper
     around an env without a registered spec; a ``VecEnv``'s first env), or ``None`` when it has none or it cannot be
-    read (an unknown id is left to :func:`build_env` to refuse).
+    read (an unknown id is left to :func:`build_env` to refuse), or there is no env (``None``).
 
     Where the wrappers can be seen (a ``gym.Env``, a ``DummyVecEnv``'s first env), several ``TimeLimit`` wrappers
     give the smallest limit: Gymnasium truncates at whichever comes first, while the spec names the outermost.
     """
+    spec: EnvSpec | None
     try:
         if isinstance(env, str):
             spec = env_spec(env)
         elif isinstance(env, gym.Env):
             spec = env.spec
-        else:
+        elif isinstance(env, VecEnv):
             spec = env.get_attr("spec", [0])[0]
+        else:  # no env, or a Gymnasium vector env: a native batch has no TimeLimit (build_env refuses the others)
+            return None
     except Exception:  # noqa: BLE001 - any env that does not expose its spec simply has no known limit
         return None
     limit = getattr(spec, "max_episode_steps", None)
@@ -160,20 +168,22 @@ def _time_limits(env: gym.Env) -> list[int]:
     return limits
 
 
-def env_arguments(env: GymEnv) -> dict[str, Any]:
+def env_arguments(env: GymEnv | None) -> dict[str, Any]:
     """The arguments ``env`` was made with beyond its registration (a ``VecEnv``'s first env): the ``gym.make``
     kwargs whose values differ from the registered spec's (but ``render_mode``, which SB3's ``make_vec_env`` sets
     itself, and which changes no episode), and ``max_episode_steps`` where its limit
     (:func:`episode_limit`) is not the registered one (``-1``: none, as ``gym.make`` takes it). What
     ``make_sb3_vec_env(id, n, env_kwargs=...)`` (and the commands' ``--env-kwargs``) takes to make it again; empty
-    for an env as registered, or one without a registered spec."""
+    for an env as registered, one without a registered spec, or no env (``None``)."""
+    if env is None:
+        return {}
     try:
         spec = env.spec if isinstance(env, gym.Env) else env.get_attr("spec", [0])[0]
     except Exception:  # noqa: BLE001 - an env that does not expose its spec: nothing known
         return {}
-    registered = gym.registry.get(getattr(spec, "id", None))
-    if registered is None:
+    if not isinstance(spec, EnvSpec) or spec.id not in gym.registry:
         return {}
+    registered = gym.registry[spec.id]
     missing = object()
     arguments = {
         key: value

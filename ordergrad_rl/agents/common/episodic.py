@@ -12,13 +12,15 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypeVar
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -55,7 +57,7 @@ from ordergrad_rl.agents.common.arguments import (
     timed_box,
     timed_box_rollout_steps,
 )
-from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin, sb3_load_options
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import (
@@ -299,7 +301,13 @@ def noise_sampler_error(
     return None
 
 
-class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm as _MixedInto
+else:
+    _MixedInto = object
+
+
+class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     """Collection of whole episodes, OrderGrad weights and risk logging for an SB3 on-policy algorithm.
 
     Mix in front of ``OnPolicyAlgorithm`` (or ``PPO``, ``RecurrentPPO``, ``MaskablePPO``) and construct with
@@ -308,7 +316,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     :meth:`_compute_advantages` and :meth:`_record_rollout_logs`.
     """
 
-    policy_aliases = POLICY_ALIASES
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
     #: What a policy given as a class must subclass: any SB3 actor-critic policy (its value head unused) or OrderGrad
     #: policy; the sb3-contrib variants need their own OrderGrad policies, which build without the critic episodic
     #: mode never trains.
@@ -356,18 +364,15 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         "sb3_default_net_arch": False,
     }
 
-    # Provided by SB3's OnPolicyAlgorithm.
-    n_envs: int
-    num_timesteps: int
-    rollout_buffer: EpisodicRolloutBuffer
-    rollout_buffer_class: type | None
-    rollout_buffer_kwargs: dict[str, Any]
-    policy_class: type
-    policy_kwargs: dict[str, Any]
-    use_sde: bool
-    sde_sample_freq: int
-    action_space: spaces.Space
-    gamma: float
+    # Whole episodes, not SB3's RolloutBuffer (SB3's update reads it through get(), as its own).
+    rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
+    rollout_buffer_class: type[EpisodicRolloutBuffer] | None  # type: ignore[assignment]
+    # Wider than SB3's float: a schedule of progress_remaining too (SB3's update multiplies by ent_coef:
+    # train_on_episode_weights lends it the float in force). None only inside the constructor, until the default
+    # for the action space is set.
+    ent_coef: float | Schedule  # type: ignore[assignment]
+    # "group", "channel" or "running" too (SB3's bool is lent to its update by train_on_episode_weights).
+    normalize_advantage: bool | str
 
     # ------------------------------------------------------------------ construction
     def _init_episodic_algorithm(
@@ -383,7 +388,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         normalize_advantage: bool | str | None,
         reward_to_go: bool | None,
         group_size: int | None,
-        batch_size: int | None | type[Ellipsis] = Ellipsis,  # type: ignore[valid-type]
+        batch_size: int | None | EllipsisType = Ellipsis,
         risk_schedule: RiskScheduleLike = None,
         long_episode_defaults: bool = False,
         untie_tail: bool = True,
@@ -466,7 +471,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         action_space = getattr(training_env, "action_space", None)  # None in SB3's load without an env
         if long_episode_defaults:  # the PPO family
             rollout_steps = timed_box_rollout_steps(rollout_steps, action_space, env_limit)
-        if batch_size is Ellipsis:
+        if isinstance(batch_size, EllipsisType):
             if n_episodes is None:
                 n_episodes = default_n_episodes(parsed, group_size, env_limit, rollout_steps)
             n_episodes = check_n_episodes(n_episodes)
@@ -518,11 +523,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # On long episodes a rollout partly tied at the best return gets the bonus in proportion to its other
         # episodes (_ent_coef_in_force); False in saves from before it.
         self.entropy_by_untied_share = long
-        env = getattr(self, "env", None)
+        vec_env: VecEnv | None = getattr(self, "env", None)
         error = check_noise_sampler(noise_sampler, self.objective, gcvar_alpha, self.group_size, self.reward_to_go)
         if noise_sampler is None:  # SB3's load builds without an env: the save's value follows
             # On where the env has an event to sample: not one whose every event is certain or impossible.
-            noise_sampler = error is None and bool(sampled_events(env_noise_probs(env) or {}))
+            noise_sampler = error is None and bool(sampled_events(env_noise_probs(vec_env) or {}))
         self.noise_sampler = noise_sampler
         # The sampler fits the level the risk schedule has in force (_noise_level); False in saves from before it.
         self.noise_follows_schedule = True
@@ -546,8 +551,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # after NatureCNN); False in saves from before, built with LEGACY_DEFAULT_ACTOR (_policy_build_kwargs).
         self.sb3_default_net_arch = True
         self._noise: NoiseSampler | None = None
-        if noise_sampler and env is not None:
-            self._noise = self._make_noise_sampler(env)
+        if noise_sampler and vec_env is not None:
+            self._noise = self._make_noise_sampler(vec_env)
         return long, env_limit
 
     def _noise_level(self) -> float | None:
@@ -588,7 +593,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 "with a set_noise_probs(probs) method, which this one lacks (ordergrad_rl.envs.noise; "
                 "BernoulliNoiseMixin provides it); pass noise_sampler=False to train without the sampler"
             )
-        return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type, attr-defined]
+        return NoiseSampler(nominal, lower_level(self.objective), seed=self.seed)  # type: ignore[arg-type]
 
     def _noise_sampler_for(self, env: VecEnv) -> NoiseSampler | None:
         """The sampler a model that samples its env's noise uses on ``env`` where it gets another env (``set_env``,
@@ -710,6 +715,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfEpisodic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`); a save from before an argument of
@@ -730,6 +738,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :raises ValueError: SB3's ``n_steps`` among ``kwargs``, as the constructor refuses it (a rollout is
             ``n_episodes`` episodes).
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         kwargs = cls.load_kwargs(kwargs)
         cls._refuse_at_load(kwargs, env)  # the caller's, before the saved_before values and the conversions below
         saved = read_saved_data(path)  # before SB3 reads a file object to its end
@@ -755,7 +764,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         with warnings.catch_warnings():
             # SB3's load constructs the model with the default objective, then sets the save's: checked on it below.
             warnings.filterwarnings("ignore", message=REWARDS_NORMALIZED_WARNING)
-            model = super().load(path, env=env, device=device, **before, **kwargs)  # type: ignore[misc]
+            model = super().load(path, env=env, device=device, **before, **kwargs)
         model._default_at_load(replaced)
         model._check_loaded_arguments(kwargs.keys())
         model._warn_if_rewards_normalized()
@@ -816,9 +825,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         :raises ValueError: as SB3's, or the model samples its env's noise and ``env`` does not expose it.
         """
-        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)  # type: ignore[attr-defined]
+        venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)
         sampler = self._noise_sampler_for(venv)  # refused before the model changes
-        super().set_env(venv, force_reset)  # type: ignore[misc]
+        super().set_env(venv, force_reset)
         self._noise = sampler
         self._warn_if_rewards_normalized()
 
@@ -832,8 +841,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _warn_if_rewards_normalized(self) -> None:
         """:func:`~ordergrad_rl.agents.common.checks.warn_if_rewards_normalized` for the model's env where its
         objective ranks the returns (:attr:`ranks_returns`)."""
-        if getattr(self, "env", None) is not None and self.ranks_returns:
-            warn_if_rewards_normalized(self.env, self.objective_label())
+        env = getattr(self, "env", None)
+        if env is not None and self.ranks_returns:
+            warn_if_rewards_normalized(env, self.objective_label())
 
     def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
         """SB3's ``save``. A scheduled ``ent_coef`` (a callable of ``progress_remaining``, as the defaults on short
@@ -845,15 +855,15 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves the statistics
         apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly, silently.
         """
-        coef = self.ent_coef  # type: ignore[has-type]
+        coef = self.ent_coef
         if callable(coef):
             self.ent_coef_schedule = coef
-            self.ent_coef = float(coef(self._current_progress_remaining))  # type: ignore[attr-defined]
-        normalize = self.get_vec_normalize_env()  # type: ignore[attr-defined]
+            self.ent_coef = float(coef(self._current_progress_remaining))
+        normalize = self.get_vec_normalize_env()
         if normalize is not None:
             self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
         try:
-            super().save(path, exclude, include)  # type: ignore[misc]
+            super().save(path, exclude, include)
         finally:
             self.ent_coef = coef
             self.__dict__.pop("ent_coef_schedule", None)
@@ -863,7 +873,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
         # or it could not be told from the OrderGrad CVaR run beside it.
         alpha = getattr(self, "gcvar_alpha", None)  # absent from saves before GCVaR
-        return super().objective_label() if alpha is None else f"gcvar{alpha:g}"  # type: ignore[misc]
+        return super().objective_label() if alpha is None else f"gcvar{alpha:g}"
 
     @property
     def n_groups(self) -> int:
@@ -921,9 +931,9 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self.n_steps = -(-self.n_episodes // self.n_envs)
         lent = dict(rollout_buffer_kwargs=self._episodic_buffer_kwargs(), policy_kwargs=self._policy_build_kwargs())
         with lent_attributes(self, **lent):
-            super()._setup_model()  # type: ignore[misc]
+            super()._setup_model()
         # Contexts of the groups and the members' fresh dynamics streams (see ordergrad_rl.agents.common.groups).
-        self._group_rng = np.random.default_rng(self.seed)  # type: ignore[attr-defined]
+        self._group_rng = np.random.default_rng(self.seed)
         self._group_resetter: GroupResetter | None = None
 
     def _policy_build_kwargs(self) -> dict[str, Any]:
@@ -946,7 +956,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
 
         :param seed: the seed; ``None`` changes nothing (SB3's convention).
         """
-        super().set_random_seed(seed)  # type: ignore[misc]
+        super().set_random_seed(seed)
         if seed is None or "_group_rng" not in self.__dict__:  # inside _setup_model
             return
         sampler = getattr(self, "_noise", None)  # absent from saves before the sampler
@@ -964,10 +974,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the env receives, as in SB3: actions in the space's shape; Gaussian ones unscaled (squashed policies)
         or clipped to the box."""
-        actions = actions.reshape((-1, *self.action_space.shape))
+        actions = actions.reshape((-1, *(self.action_space.shape or ())))  # None: spaces SB3 refuses
         if isinstance(self.action_space, spaces.Box):
-            if self.policy.squash_output:  # type: ignore[attr-defined]
-                return self.policy.unscale_action(actions)  # type: ignore[attr-defined]
+            if self.policy.squash_output:
+                return self.policy.unscale_action(actions)
             return np.clip(actions, self.action_space.low, self.action_space.high)
         return actions
 
@@ -975,7 +985,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self,
         env: VecEnv,
         callback: BaseCallback,
-        rollout_buffer: EpisodicRolloutBuffer,  # type: ignore[override]
+        rollout_buffer: RolloutBuffer | EpisodicRolloutBuffer,  # SB3 passes the model's rollout_buffer
         n_rollout_steps: int,
     ) -> bool:
         """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
@@ -992,16 +1002,22 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             ``new_obs``, ``rewards``, ``dones``, ``infos`` and ``n_steps``, and the algorithm's own as sb3-contrib's
             (``action_masks``, ``lstm_states`` and ``episode_starts``; :meth:`_step_locals`); not ``values``, since
             episodic collection uses none (the policy's ``forward`` computes them, as in SB3, and they are dropped).
-        :param rollout_buffer: the episodic buffer to fill.
+        :param rollout_buffer: the episodic buffer to fill (the model's ``rollout_buffer``).
         :param n_rollout_steps: ignored (SB3's signature): a rollout lasts until its ``n_episodes`` episodes ended.
         :return: False if a callback stopped training (the envs are then restarted when the next rollout starts).
+        :raises TypeError: ``rollout_buffer`` is not an :class:`EpisodicRolloutBuffer`.
         """
-        assert self._last_obs is not None, "No previous observation was provided"  # type: ignore[has-type]
-        self.policy.set_training_mode(False)  # type: ignore[attr-defined]
-        if not np.all(self._last_episode_starts):  # type: ignore[has-type]
+        if not isinstance(rollout_buffer, EpisodicRolloutBuffer):
+            raise TypeError(
+                f"{type(self).__name__} collects whole episodes into an EpisodicRolloutBuffer (its rollout_buffer), "
+                f"got a {type(rollout_buffer).__name__}"
+            )
+        assert self._last_obs is not None, "No previous observation was provided"
+        self.policy.set_training_mode(False)
+        if not np.all(self._last_episode_starts):
             # Some env is inside an episode that began before this rollout: restart all envs so that each
             # env's counted episodes are the first ones it starts under the current policy.
-            self._last_obs = env.reset()
+            self._last_obs = env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs admits tuples, as SB3 ignores
             self._last_episode_starts = np.ones(env.num_envs, dtype=bool)
         rollout_buffer.reset()
         self._update_risk()
@@ -1010,16 +1026,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         channels = InfoChannels(self._info_channels)
         self._start_noise(env)
         if self.use_sde:
-            self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+            self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(env.num_envs)  # type: ignore[attr-defined]
+                self.policy.reset_noise(env.num_envs)
+            obs = self._last_obs
+            assert obs is not None  # the reset's, then each step's (below)
             with th.no_grad():
-                obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type, attr-defined]
+                obs_tensor = obs_as_tensor(obs, self.device)
                 actions_t, log_probs, extras = self._policy_step(obs_tensor, env)  # log_probs: a tensor, as SB3's
             actions = actions_t.cpu().numpy()
             clipped_actions = self._env_actions(actions)  # SB3's name: callbacks read it from self.locals
@@ -1045,8 +1063,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
                 time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
             if self._noise_counts is not None:
                 self._count_noise(env, infos, dones, rollout_buffer.pending_episodes)
-            kept = rollout_buffer.add(  # type: ignore[has-type]
-                self._last_obs,
+            kept = rollout_buffer.add(
+                obs,
                 actions,
                 log_probs.cpu().numpy(),
                 rewards,
@@ -1061,7 +1079,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             finished = np.flatnonzero(kept & dones)
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
-                self._update_info_buffer([infos[i] for i in finished], dones[finished])  # type: ignore[attr-defined]
+                self._update_info_buffer([infos[i] for i in finished], dones[finished])
             new_obs = self._repose_groups(rollout_buffer, dones, new_obs)
             n_steps += 1
             self._last_obs = new_obs
@@ -1115,20 +1133,21 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
     def _count_noise(self, env: VecEnv, infos: list[dict[str, Any]], dones: np.ndarray, pending: np.ndarray) -> None:
         """Add one vectorized step's noise reports to each env's episode; an episode that ended is stored under its
         buffer index (``pending``, before the step is added) and the env draws the probabilities of its next one."""
-        sampler, running = self._noise, self._noise_running
+        sampler, running, counts = self._noise, self._noise_running, self._noise_counts
+        assert sampler is not None and counts is not None  # counted only with the sampler on (_start_noise)
         names = getattr(sampler, "events", None)  # absent from samplers saved before the check
         for i, info in enumerate(infos):
             report = info.get(NOISE_INFO_KEY)
             if report is None:
                 continue
             for name, (draws, events) in check_noise_report(report, names).items():
-                if name in sampler.names:  # type: ignore[union-attr]
-                    running[i, sampler.names.index(name)] += (draws, events)  # type: ignore[union-attr]
-        for i in np.flatnonzero(dones):
-            if pending[i] >= 0:
-                self._noise_counts[pending[i]] = running[i]  # type: ignore[index]
-            running[i] = 0.0
-            env.env_method("set_noise_probs", sampler.episode_probs(), indices=[int(i)])  # type: ignore[union-attr]
+                if name in sampler.names:
+                    running[i, sampler.names.index(name)] += (draws, events)
+        for ended in np.flatnonzero(dones):
+            if pending[ended] >= 0:
+                counts[pending[ended]] = running[ended]
+            running[ended] = 0.0
+            env.env_method("set_noise_probs", sampler.episode_probs(), indices=[int(ended)])
 
     # ------------------------------------------------------------------ groups (shared by every collection loop)
     def _start_groups(self, env: VecEnv, buffer: EpisodicRolloutBuffer) -> None:
@@ -1166,7 +1185,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :param env: the training VecEnv.
         :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
-        actions, _, log_probs = self.policy(obs)  # type: ignore[misc]
+        actions, _, log_probs = self.policy(obs)
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
@@ -1203,9 +1222,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         (``risk_schedule``) moved past a tied lower tail of this rollout's returns, or of each group's own
         (``untie_tail``, :meth:`_untie`)."""
         buffer = self.rollout_buffer
-        objective, gcvar_alpha = self._risk_in_force()
-        if self.untie_tail:
-            objective, gcvar_alpha = self._untie(objective, gcvar_alpha)
+        in_force, level = self._risk_in_force()
+        objective, gcvar_alpha = self._untie(in_force, level) if self.untie_tail else (in_force, level)
         self._rollout_risk = (objective, gcvar_alpha)
         counts = getattr(self, "_noise_counts", None)
         weights = None if counts is None else self._noise.weights(counts)  # type: ignore[union-attr]
@@ -1322,7 +1340,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             waited = getattr(self, "_blind_episodes", 0)
             self._blind_episodes = waited + self.n_episodes
             acts = waited >= self.blind_patience_episodes
-        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))  # type: ignore
+        self.logger.record("train/blind_novelty" if novelty else "train/blind_drift", float(acts))
         if not acts:
             return
         if novelty:
@@ -1351,10 +1369,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         scale in it (``train/entropy_scale``), from the update, so that both land in the row of its other ``train/*``
         values (SB3 dumps the logs between a rollout and its update: a value recorded with the rollout would land in
         the row before)."""
-        self.logger.record("train/ent_coef", ent_coef)  # type: ignore[attr-defined]
+        self.logger.record("train/ent_coef", ent_coef)
         plateau = getattr(self, "entropy_plateau", None)  # absent from saves before it
         if plateau is not None:
-            self.logger.record("train/entropy_scale", plateau.scale)  # type: ignore[attr-defined]
+            self.logger.record("train/entropy_scale", plateau.scale)
 
     def _explore_in_novelty_phase(self) -> None:
         """``novelty_phase``: while the env steps taken are under that share of training's total (the progress the
@@ -1373,7 +1391,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             return
         total = getattr(self, "_total_timesteps", 0)
         acts = total > 0 and self.num_timesteps < phase * total
-        self.logger.record("train/novelty_phase", float(acts))  # type: ignore[attr-defined]
+        self.logger.record("train/novelty_phase", float(acts))
         if acts:
             self._train_on_novelty()
 
@@ -1383,8 +1401,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         episode is as novel as the others (observations constant over the rollout) nothing ranks, and the rollout
         keeps the advantages it had (a per-step baseline's terms)."""
         buffer = self.rollout_buffer
-        space = self.observation_space  # type: ignore[attr-defined]
-        normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # as the policy sees them
+        space = self.observation_space
+        normalize_images = self.policy.normalize_images  # as the policy sees them
         novelty = episode_novelty(buffer.observations, space, buffer.episode_index, self.n_episodes, normalize_images)
         weights = novelty_weights(novelty)
         if np.any(weights):
@@ -1407,7 +1425,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         self._size_for_learn(total_timesteps)  # done already in learn; here too for loops that call _setup_learn
         self._rollouts_this_learn = 0
         self._rollout_outgrown = False
-        setup = super()._setup_learn(total_timesteps, *args, **kwargs)  # type: ignore[misc]
+        setup = super()._setup_learn(total_timesteps, *args, **kwargs)
         # SB3 zeroes num_timesteps unless reset_num_timesteps=False: a call that goes on from earlier steps is a
         # piece of a longer run (training in pieces, a resumed interruption), whose own budget says nothing about the
         # run's, so the budget warnings (_warn_rollout_outgrown, _warn_after_first_rollout) are told at the first call
@@ -1425,11 +1443,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         :func:`~.arguments.budget_n_episodes` of ``total_timesteps`` and, for a smaller size, the objective's default
         ``k`` rebound to ``n_episodes // 2``; else ``n_episodes`` and ``objective`` as they are. Changes nothing."""
         if not getattr(self, "n_episodes_by_budget", False):
-            return self.n_episodes, self.objective  # type: ignore[return-value]
-        limit = episode_limit(self.env)  # type: ignore[attr-defined]
-        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, limit, self.n_envs)  # type: ignore[attr-defined]
+            return self.n_episodes, self.objective
+        limit = episode_limit(self.env)
+        n_episodes = budget_n_episodes(self.n_episodes, total_timesteps, limit, self.n_envs)
         if n_episodes == self.n_episodes:
-            return n_episodes, self.objective  # type: ignore[return-value]
+            return n_episodes, self.objective
         return n_episodes, self.objective.bind(n_episodes // 2)  # type: ignore[union-attr]
 
     def _size_rollout_by_budget(self, total_timesteps: int) -> None:
@@ -1455,11 +1473,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         builds it, with the episodic options (:meth:`_episodic_buffer_kwargs`) and the class's own ``kwargs``."""
         self.rollout_buffer = self.rollout_buffer_class(  # type: ignore[misc]
             self.n_steps,
-            self.observation_space,  # type: ignore[attr-defined]
+            self.observation_space,
             self.action_space,
-            device=self.device,  # type: ignore[attr-defined]
+            device=self.device,
             gamma=self.gamma,
-            gae_lambda=self.gae_lambda,  # type: ignore[attr-defined]
+            gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
             **kwargs,
             **self._episodic_buffer_kwargs(),
@@ -1486,7 +1504,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             if ended
             else "; none has ended yet"
         )
-        if episode_limit(self.env) is None:  # type: ignore[attr-defined]
+        if episode_limit(self.env) is None:
             fix = (
                 "the env has no time limit: give it one (gymnasium.wrappers.TimeLimit(env, max_episode_steps=...)) "
                 f"or {self._shorter_rollout()}"
@@ -1646,7 +1664,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
         drawn by the noise sampler is weighed by its likelihood ratios, so that these describe the policy's own
         returns, not the sampler's draws (``risk/objective`` is then the plug-in value of the weighted batch)."""
         buffer = self.rollout_buffer
-        logger = self.logger  # type: ignore[attr-defined]
+        logger = self.logger
         weights = getattr(self, "_rollout_noise_weights", None)
         record_risk_profile(logger, TRAIN_PREFIX, buffer.episode_returns, weights)
         scheduled = getattr(self, "risk_schedule", None) is not None
@@ -1673,8 +1691,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin):
             # The level this rollout was trained at (the schedule's, moved past a tied tail); with groups untied to
             # different objectives, the mean over the groups trained at a level (a mixture has none).
             objective, gcvar_alpha = getattr(self, "_rollout_risk", None) or self._risk_in_force()
-            levels = [level_in_force(*risk) for risk in group_risks(objective, gcvar_alpha, self.n_groups)]
-            levels = [level for level in levels if level is not None]
+            in_force = [level_in_force(*risk) for risk in group_risks(objective, gcvar_alpha, self.n_groups)]
+            levels = [level for level in in_force if level is not None]
             if levels:
                 logger.record(f"{TRAIN_PREFIX}/level", levels[0] if len(set(levels)) == 1 else float(np.mean(levels)))
         values = self._channel_values(buffer.episode_returns, buffer.episode_channels)

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -350,7 +350,7 @@ class EpisodeInfoAggregator:
     """
 
     def __init__(
-        self, n_envs: int, keys: Sequence[str] | None = None, names: dict[str, Sequence[str]] | None = None
+        self, n_envs: int, keys: Sequence[str] | None = None, names: Mapping[str, Sequence[str]] | None = None
     ) -> None:
         self.keys = None if keys is None else frozenset(keys)
         self.names = {key: tuple(value) for key, value in (names or {}).items()}

@@ -136,7 +136,7 @@ class GroupResetter:
         """``n`` contexts: indices in ``[0, n_contexts)`` (options rule) or reset seeds (seed rule), ``[n]`` int64."""
         if self._starts:
             self._starts = {}
-        high = self.n_contexts if self.rule == OPTIONS_RULE else _SEED_BOUND
+        high = _SEED_BOUND if self.n_contexts is None else self.n_contexts  # None: the seed rule
         return self.rng.integers(high, size=n, dtype=np.int64)
 
     def reset(self, env_ids: np.ndarray, contexts: np.ndarray, obs: Any) -> Any:
@@ -198,7 +198,7 @@ class GroupResetter:
         base = self.base
         if isinstance(base, DummyVecEnv):  # the same calls, without env_method's per-call indirections
             env = base.envs[i]
-            if self.rule == OPTIONS_RULE:
+            if self.key is not None:  # the options rule
                 obs, info = env.reset(options={self.key: context})
             else:
                 own = env.np_random
@@ -206,7 +206,7 @@ class GroupResetter:
                 env.np_random = own
             base.reset_infos[i] = info
             return obs
-        if self.rule == OPTIONS_RULE:
+        if self.key is not None:  # the options rule
             obs, info = base.env_method("reset", options={self.key: context}, indices=[i])[0]
         else:
             own = base.get_attr("np_random", indices=[i])[0]
@@ -222,7 +222,7 @@ class GroupResetter:
     def _reset_native(self, env_ids: np.ndarray, contexts: np.ndarray) -> Any:
         native = self.native
         assert native is not None
-        if self.rule == OPTIONS_RULE:
+        if self.key is not None:  # the options rule
             values = np.zeros(native.num_envs, dtype=np.int64)
             values[env_ids] = contexts
             return native.reset_envs(env_ids, options={self.key: values})

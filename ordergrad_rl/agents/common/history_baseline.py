@@ -58,6 +58,7 @@ def flat_observations(observations: Any, observation_space: spaces.Space, normal
         return th.cat(parts, dim=1)
     tensor = th.as_tensor(np.asarray(observations))
     processed = preprocess_obs(tensor, observation_space, normalize_images=normalize_images)
+    assert isinstance(processed, th.Tensor)  # SB3 returns a dict for a Dict space only, split above
     return processed.reshape(len(tensor), -1).float()
 
 
@@ -123,7 +124,7 @@ class HistoryBaseline(nn.Module):
         device = next(self.parameters()).device
         n_steps = len(episode_step)
         # Filled in place, CHUNK_STEPS rows of observations at a time: the flattened rollout is never held twice.
-        features = th.empty((n_steps, self.net[0].in_features), dtype=th.float32, device=device)
+        features = th.empty((n_steps, _flat_dim(self.observation_space) + 2), dtype=th.float32, device=device)
         for start in range(0, n_steps, CHUNK_STEPS):
             rows = slice(start, start + CHUNK_STEPS)
             block = observation_rows(observations, rows)
@@ -180,10 +181,13 @@ class HistoryBaseline(nn.Module):
 
     def load_saved_state(self, state: bytes | dict[str, Any]) -> None:
         """Restore :meth:`saved_state` (or the dict of tensors that saves before it hold)."""
-        if isinstance(state, bytes):
-            state = th.load(io.BytesIO(state), map_location=next(self.parameters()).device)
-        self.load_state_dict(state["module"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        saved: dict[str, Any] = (
+            th.load(io.BytesIO(state), map_location=next(self.parameters()).device)
+            if isinstance(state, bytes)
+            else state
+        )
+        self.load_state_dict(saved["module"])
+        self.optimizer.load_state_dict(saved["optimizer"])
 
     def get_extra_state(self) -> dict[str, Any]:
         """The running statistics of ``(t, G_<t)`` go into ``state_dict`` (and so into the model's save)."""

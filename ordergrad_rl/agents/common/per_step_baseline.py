@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.type_aliases import TensorDict
 from stable_baselines3.common.utils import explained_variance
 
 from ordergrad_rl.agents.common.advantages import discounted_rewards, lambda_advantages, returns_before
@@ -120,14 +119,14 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         if not hasattr(self, "action_space"):
             return False
         policy_kwargs = self.baseline_rule_policy_kwargs(policy_kwargs)
-        return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)  # type: ignore[attr-defined]
+        return default_value_baseline(self.objective, self.action_space, long, policy_kwargs, self.group_size, limit)
 
     def _setup_model(self) -> None:
         super()._setup_model()
         if getattr(self, "value_baseline", False) == HISTORY:
-            normalize_images = self.policy.normalize_images  # type: ignore[attr-defined]  # images as the policy sees them
-            baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)  # type: ignore[attr-defined]
-            self.history_baseline = baseline.to(self.device)  # type: ignore[attr-defined]
+            normalize_images = self.policy.normalize_images  # images as the policy sees them
+            baseline = HistoryBaseline(self.observation_space, normalize_images=normalize_images)
+            self.history_baseline = baseline.to(self.device)
             saved = self.__dict__.pop("history_baseline_state", None)  # SB3's load put the save's data here
             if saved is not None:
                 self.history_baseline.load_saved_state(saved)
@@ -143,7 +142,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         that ``set_parameters`` of the dict gives the same baseline and so the same next update. A save holds them in
         its data instead (:meth:`save`). SB3's own ``set_parameters`` (``PPO``'s) takes SB3's entries only:
         ``{name: params[name] for name in ("policy", "policy.optimizer")}``."""
-        params = super().get_parameters()  # type: ignore[misc]
+        params = super().get_parameters()
         baseline = getattr(self, "history_baseline", None)
         if baseline is not None:
             params[HISTORY_PARAMETERS[0]] = baseline.state_dict()
@@ -155,19 +154,19 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         save's data: SB3's ``save`` writes ``get_parameters()`` as the file's state dicts, which SB3's loaders restore
         name by name, so the baseline is lent away while it runs."""
         baseline = getattr(self, "history_baseline", None)
-        lent = {}
+        lent: dict[str, Any] = {}
         if baseline is not None:
             self.history_baseline_state = baseline.saved_state()
             lent["history_baseline"] = None
         try:
             with lent_attributes(self, **lent):
-                super().save(path, exclude, include)  # type: ignore[misc]
+                super().save(path, exclude, include)
         finally:
             self.__dict__.pop("history_baseline_state", None)
 
     def set_parameters(
         self,
-        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, TensorDict],
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, Any],
         exact_match: bool = True,
         device: th.device | str = "auto",
     ) -> None:
@@ -181,7 +180,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             params = dict(load_path_or_dict)
             module, optimizer = (params.pop(name, None) for name in HISTORY_PARAMETERS)
             self._check_history_parameters(module is not None or optimizer is not None, exact_match)
-            super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+            super().set_parameters(params, exact_match, device)
             baseline = getattr(self, "history_baseline", None)
             if baseline is not None and module is not None:
                 baseline.load_state_dict(module, strict=exact_match)
@@ -191,7 +190,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         data, params, _ = load_from_zip_file(load_path_or_dict, device=device)
         saved = (data or {}).get("history_baseline_state")
         self._check_history_parameters(saved is not None, exact_match)
-        super().set_parameters(params, exact_match, device)  # type: ignore[misc]
+        super().set_parameters(params, exact_match, device)
         baseline = getattr(self, "history_baseline", None)
         if saved is not None and baseline is not None:
             baseline.load_saved_state(saved)
@@ -226,7 +225,7 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
         buffer = self.rollout_buffer
         buffer.returns = buffer.advantages.copy()
         if baseline is True:
-            buffer.values = predict_values(self.policy, buffer.observations)  # type: ignore[attr-defined]
+            buffer.values = predict_values(self.policy, buffer.observations)
         else:
             so_far = returns_before(
                 discounted_rewards(buffer.rewards, buffer.episode_step, self.gamma), buffer.episode_index
@@ -241,9 +240,9 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # weights all but tied: var ~ 1e-300
                 fit_quality = explained_variance(buffer.values, buffer.returns)
             if np.isfinite(fit_quality):  # nan when every weight ties (nothing to explain), inf when nearly
-                self.logger.record("train/baseline_explained_variance", float(fit_quality))  # type: ignore[attr-defined]
+                self.logger.record("train/baseline_explained_variance", float(fit_quality))
             features = history.updated(features, buffer.episode_step, so_far)
-            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))  # type: ignore[attr-defined]
+            self.logger.record("train/baseline_loss", history.fit(features, buffer.returns))
         if getattr(self, "_rollout_tied_at_best", False):
             # A rollout that ranks nothing (every episode tied at the best return seen) keeps its advantages, its
             # weights, all zero: its estimate of the objective's gradient is zero. The baseline's terms, zero only in

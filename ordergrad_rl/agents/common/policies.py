@@ -37,11 +37,12 @@ from stable_baselines3.common.distributions import Distribution, StateDependentN
 from stable_baselines3.common.policies import (
     ActorCriticCnnPolicy,
     ActorCriticPolicy,
+    BasePolicy,
     MultiInputActorCriticPolicy,
 )
 from stable_baselines3.common.preprocessing import is_image_space_channels_first
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
-from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor, NatureCNN
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
 
@@ -89,7 +90,7 @@ def actor_only_net_arch(net_arch: list[int] | dict[str, list[int]]) -> dict[str,
 
 
 def evaluate_actions_without_value(
-    policy: ActorCriticPolicy, obs: th.Tensor, actions: th.Tensor
+    policy: ActorCriticPolicy, obs: PyTorchObs, actions: th.Tensor
 ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
     """``evaluate_actions`` of an actor-critic policy without running its value head: zero values.
 
@@ -132,13 +133,16 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
 
     :return: ``[T]`` float32 values.
     """
-    is_dict = isinstance(observations, dict)
-    size = len(next(iter(observations.values()))) if is_dict else len(observations)
+    size = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
     values = np.empty(size, dtype=np.float32)
     with th.no_grad():
         for start in range(0, size, VALUE_CHUNK):
             rows = slice(start, start + VALUE_CHUNK)
-            chunk = {key: value[rows] for key, value in observations.items()} if is_dict else observations[rows]
+            chunk = (
+                {key: value[rows] for key, value in observations.items()}
+                if isinstance(observations, dict)
+                else observations[rows]
+            )
             obs, _ = policy.obs_to_tensor(chunk)
             values[rows] = policy.predict_values(obs).reshape(-1).cpu().numpy()
     return values
@@ -201,6 +205,13 @@ def check_nature_cnn_input(
         )
 
 
+def action_probs(distribution: Distribution) -> th.Tensor:
+    """``pi(.|s)`` ``[batch, |A|]`` of a ``Discrete`` action space's distribution (the Q critic's)."""
+    categorical = distribution.distribution
+    assert isinstance(categorical, th.distributions.Categorical), "a per-action Q critic needs Discrete actions"
+    return categorical.probs
+
+
 def refuse_q_critic(kwargs: dict[str, Any], policy: str) -> None:
     """``ValueError`` if ``kwargs`` ask a policy without a per-action Q head (sb3-contrib's) for ``critic=\"q\"``."""
     if kwargs.get("critic") == "q":
@@ -226,8 +237,20 @@ class OrderGradPolicyMixin:
         orthogonal initialization).
     """
 
+    # What the mixin reads of SB3's ActorCriticPolicy (its types there).
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    features_extractor_class: type[BaseFeaturesExtractor]
+    net_arch: list[int] | dict[str, list[int]]
+    ortho_init: bool
+    share_features_extractor: bool
+    mlp_extractor: MlpExtractor
     action_net: th.nn.Module
     log_std: th.nn.Parameter
+    value_net: th.nn.Linear
+    optimizer_class: type[th.optim.Optimizer]
+    optimizer_kwargs: dict[str, Any]
+    optimizer: th.optim.Optimizer
     #: The policy string that names the class in its algorithm (``"CnnLstmPolicy"`` ...), for messages; ``None``: the
     #: class's name.
     policy_alias: str | None = None
@@ -263,23 +286,23 @@ class OrderGradPolicyMixin:
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """SB3's, after :func:`check_nature_cnn_input`."""
         policy = self.policy_alias or type(self).__name__
-        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)  # type: ignore[attr-defined]
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
         if self.critic == "none":  # SB3's constructor has resolved its default net_arch for the features extractor
-            self.net_arch = actor_only_net_arch(self.net_arch)  # type: ignore[has-type]
+            self.net_arch = actor_only_net_arch(self.net_arch)
         super()._build(lr_schedule)  # type: ignore[misc]
         if self.critic == "q":
             # SB3 built a scalar value layer: widen it to one output per action, initialized like SB3's (gain 1),
             # and rebuild the optimizer (still stateless) so that it holds the new layer.
             self.value_net = th.nn.Linear(self.mlp_extractor.latent_dim_vf, int(self.action_space.n))  # type: ignore[attr-defined]
-            if self.ortho_init:  # type: ignore[attr-defined]
+            if self.ortho_init:
                 self.init_weights(self.value_net, gain=1)  # type: ignore[attr-defined]
-            self.optimizer = self.optimizer_class(  # type: ignore[attr-defined]
+            self.optimizer = self.optimizer_class(  # type: ignore[call-arg]  # as SB3: torch types no lr
                 self.parameters(),  # type: ignore[attr-defined]
                 lr=lr_schedule(1),
-                **self.optimizer_kwargs,  # type: ignore[attr-defined]
+                **self.optimizer_kwargs,
             )
         if self.zero_init_action_net:
             with th.no_grad():
@@ -312,7 +335,7 @@ class OrderGradPolicyMixin:
             )
         return super().load_state_dict(state_dict, strict, assign)  # type: ignore[misc]
 
-    def q_values(self, obs: th.Tensor) -> tuple[th.Tensor, Distribution]:
+    def q_values(self, obs: PyTorchObs) -> tuple[th.Tensor, Distribution]:
         """``Q(s, .)`` ``[batch, |A|]`` and the action distribution ``pi(.|s)``, from one pass of the shared trunk.
 
         Only for ``critic="q"``.
@@ -320,12 +343,12 @@ class OrderGradPolicyMixin:
         if self.critic != "q":
             raise RuntimeError(f"q_values needs critic='q', this policy has critic={self.critic!r}")
         features = self.extract_features(obs)  # type: ignore[attr-defined]
-        if self.share_features_extractor:  # type: ignore[attr-defined]
-            latent_pi, latent_vf = self.mlp_extractor(features)  # type: ignore[attr-defined]
+        if self.share_features_extractor:
+            latent_pi, latent_vf = self.mlp_extractor(features)
         else:
             pi_features, vf_features = features
-            latent_pi = self.mlp_extractor.forward_actor(pi_features)  # type: ignore[attr-defined]
-            latent_vf = self.mlp_extractor.forward_critic(vf_features)  # type: ignore[attr-defined]
+            latent_pi = self.mlp_extractor.forward_actor(pi_features)
+            latent_vf = self.mlp_extractor.forward_critic(vf_features)
         return self.value_net(latent_vf), self._get_action_dist_from_latent(latent_pi)  # type: ignore[attr-defined]
 
     @contextmanager
@@ -344,7 +367,7 @@ class OrderGradPolicyMixin:
     @staticmethod
     def _state_value(q: th.Tensor, distribution: Distribution) -> th.Tensor:
         """``V(s) = sum_a pi(a|s) Q(s, a)``, shape ``[batch, 1]``."""
-        return (distribution.distribution.probs * q).sum(dim=-1, keepdim=True)  # type: ignore[attr-defined]
+        return (action_probs(distribution) * q).sum(dim=-1, keepdim=True)
 
     def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """Actions, values and log-likelihoods (SB3's contract); with a Q critic the values are ``V(s)``."""
@@ -352,19 +375,19 @@ class OrderGradPolicyMixin:
             return super().forward(obs, deterministic)  # type: ignore[misc]
         q, distribution = self.q_values(obs)
         if self._q_records is not None:
-            self._q_records.append((q, distribution.distribution.probs))  # type: ignore[attr-defined]
+            self._q_records.append((q, action_probs(distribution)))
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[attr-defined]
+        actions = actions.reshape((-1, *(self.action_space.shape or ())))  # Discrete: ()
         return actions, self._state_value(q, distribution), log_prob
 
-    def predict_values(self, obs: th.Tensor) -> th.Tensor:
+    def predict_values(self, obs: PyTorchObs) -> th.Tensor:
         """State values ``[batch, 1]``; with a Q critic ``V(s) = sum_a pi(a|s) Q(s, a)`` (SB3 bootstraps with it)."""
         if self.critic != "q":
             return super().predict_values(obs)  # type: ignore[misc]
         return self._state_value(*self.q_values(obs))
 
-    def evaluate_actions(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+    def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
         """Values, log-likelihood and entropy of ``actions`` (SB3's contract).
 
         Without a critic the values are zeros of shape ``(batch, 1)`` and the value branch is not run, so SB3's
@@ -412,7 +435,8 @@ MlpPolicy = OrderGradActorCriticPolicy
 CnnPolicy = OrderGradActorCriticCnnPolicy
 MultiInputPolicy = OrderGradMultiInputPolicy
 
-POLICY_ALIASES: dict[str, type[ActorCriticPolicy]] = {
+#: SB3's type of ``policy_aliases`` (a ``ClassVar`` of its algorithms).
+POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": OrderGradActorCriticPolicy,
     "CnnPolicy": OrderGradActorCriticCnnPolicy,
     "MultiInputPolicy": OrderGradMultiInputPolicy,

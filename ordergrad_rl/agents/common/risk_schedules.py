@@ -174,7 +174,8 @@ def parse_risk_schedule(value: RiskScheduleLike) -> RiskSchedule | None:
             fields = [float(number) for number in numbers]
         except ValueError:
             raise malformed from None
-        return RiskSchedule(kind, **dict(zip(("fraction", "mean_share"), fields, strict=False)))
+        given: dict[str, Any] = dict(zip(("fraction", "mean_share"), fields, strict=False))
+        return RiskSchedule(kind, **given)
     if isinstance(value, Mapping):
         unknown = set(value) - {"kind", "fraction", "schedule", "mean_share"}
         if unknown:
@@ -285,7 +286,7 @@ def check_risk_schedule(
     if schedule is None:
         return
     channels = objective.channels if isinstance(objective, ChannelObjective) else ()
-    if not channels and objective.name == "mean":
+    if isinstance(objective, Objective) and objective.name == "mean":
         raise ValueError(
             "risk_schedule moves a ranked objective from the mean to its target: objective='mean' has no risk to move"
         )

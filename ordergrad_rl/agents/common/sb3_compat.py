@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import math
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -29,7 +30,7 @@ import numpy as np
 import torch as th
 from gymnasium.envs.registration import EnvSpec
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -170,7 +171,7 @@ def optimizer_argument_error(algorithm: str, name: str) -> ValueError:
     )
 
 
-def copy_policy_weights(state: dict[str, th.Tensor], policy: ActorCriticPolicy) -> None:
+def copy_policy_weights(state: Mapping[str, th.Tensor], policy: BasePolicy) -> None:
     """Load an SB3 policy's ``state_dict`` into ``policy``: every entry with the same name and shape.
 
     :raises ValueError: an entry outside the critic (:data:`CRITIC_PARAMETERS`) is missing or has another shape: the
@@ -210,14 +211,23 @@ def from_sb3(
         agent's own is used.
     :raises ValueError: no env, a policy of another kind than ``cls``'s, or an actor layout that differs.
     """
+    state: dict[str, th.Tensor]
     if isinstance(source, BaseAlgorithm):
         policy_class, policy_kwargs, use_sde = source.policy_class, source.policy_kwargs, source.use_sde
         state = source.policy.state_dict()
         env = source.get_env() if env is None else env
     else:
         data, params, _ = load_from_zip_file(source, device="cpu")
+        if data is None or "policy" not in params:
+            # A zip without SB3's "data" and "policy" entries (a torch.save'd policy is a zip too): SB3 returns
+            # None or leaves the parameters out, which failed here with "'NoneType' object is not subscriptable".
+            raise ValueError(
+                f"{cls.__name__}.from_sb3: {str(source)!r} is no SB3 model's save (it holds no "
+                f"{'data' if data is None else 'policy parameters'}): pass the file that model.save(path) writes"
+            )
         policy_class, policy_kwargs = data["policy_class"], data.get("policy_kwargs", {})
-        use_sde, state = data.get("use_sde", False), params["policy"]
+        # SB3 types the loaded parameters dict[str, Tensor]: each is a module's state_dict.
+        use_sde, state = data.get("use_sde", False), params["policy"]  # type: ignore[assignment]
     if env is None:
         raise ValueError(f"{cls.__name__}.from_sb3 needs env=: the SB3 model has no env (a save holds none)")
     policies = ordergrad_policies(cls)

@@ -20,6 +20,7 @@ from ordergrad_rl.agents.common.arguments import (
     check_ppo_arguments,
     default_critic_when_tied,
 )
+from ordergrad_rl.agents.common.base_class import sb3_load_options
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.env_util import AgentEnv
@@ -37,7 +38,9 @@ from ordergrad_rl.core.channels import AnyObjective
 DEFAULT_OBJECTIVE = "cvar0.2"
 
 
-class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
+# ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
+# PPO's bool, which train_on_episode_weights lends its update.
+class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[misc]
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 
     ``advantage="q_critic"`` builds the Q-critic algorithm instead, :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
@@ -416,7 +419,9 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
     :param _init_setup_model: build the networks at construction.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
+    #: The constructor's signature, set below the class (``inspect.signature`` would read ``__new__``'s).
+    __signature__: ClassVar[inspect.Signature]
     #: ``"q_critic"`` constructs an :class:`~ordergrad_rl.agents.OrderGradQCriticPPO` (see ``__new__``).
     advantages: tuple[str, ...] = (EPISODIC, Q_CRITIC)
     default_short_ranked_ent_coef = SHORT_RANKED_ENT_COEF
@@ -543,11 +548,14 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
         return super().__new__(cls)
 
     @classmethod
-    def load(  # type: ignore[override]  # SB3's keyword arguments pass through kwargs
+    def load(
         cls: type[SelfEpisodic],
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfEpisodic:
         """SB3's ``load`` of an OrderGradPPO save (see :meth:`OrderGradAlgorithmMixin.load`); a save of the Q-critic
@@ -557,6 +565,7 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
 
         :raises ValueError: a file of another algorithm, or a saved objective that is not a valid spec.
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         data = read_saved_data(path)
         if cls is OrderGradPPO and data.get("advantage") == Q_CRITIC:
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
@@ -603,8 +612,6 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
 # (the hyperparameter parsers read them).
-OrderGradPPO.__signature__ = inspect.signature(
-    OrderGradPPO.__init__
-).replace(  # type: ignore[attr-defined]
+OrderGradPPO.__signature__ = inspect.signature(OrderGradPPO.__init__).replace(
     parameters=list(inspect.signature(OrderGradPPO.__init__).parameters.values())[1:]
 )

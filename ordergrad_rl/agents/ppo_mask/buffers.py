@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBufferSamples, MaskableRolloutBufferSamples
+from stable_baselines3.common.type_aliases import DictRolloutBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
@@ -27,5 +28,7 @@ class MaskableEpisodicRolloutBuffer(EpisodicRolloutBuffer):
         samples = super()._get_samples(batch_inds, env)
         masks = self.extras.get(ACTION_MASKS)
         action_masks = None if masks is None else self.to_torch(masks[batch_inds])
-        cls = MaskableDictRolloutBufferSamples if isinstance(self.observations, dict) else MaskableRolloutBufferSamples
-        return cls(*samples, action_masks=action_masks)  # type: ignore[arg-type]
+        # sb3-contrib types action_masks a Tensor; its MaskablePPO update takes None (no masking) as well.
+        if isinstance(samples, DictRolloutBufferSamples):
+            return MaskableDictRolloutBufferSamples(*samples, action_masks)  # type: ignore[arg-type]
+        return MaskableRolloutBufferSamples(*samples, action_masks)  # type: ignore[arg-type]

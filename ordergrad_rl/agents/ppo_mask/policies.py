@@ -8,7 +8,6 @@ They accept everything sb3-contrib's policies accept plus ``learn_log_std`` and 
 
 from __future__ import annotations
 
-import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import (
@@ -16,7 +15,8 @@ from sb3_contrib.common.maskable.policies import (
     MaskableActorCriticPolicy,
     MaskableMultiInputActorCriticPolicy,
 )
-from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, refuse_q_critic
 
@@ -34,14 +34,17 @@ class OrderGradMaskablePolicy(OrderGradPolicyMixin, MaskableActorCriticPolicy):
     forward = MaskableActorCriticPolicy.forward
     predict_values = MaskableActorCriticPolicy.predict_values
 
-    def evaluate_actions(  # type: ignore[override]
-        self, obs: th.Tensor, actions: th.Tensor, action_masks: th.Tensor | np.ndarray | None = None
+    def evaluate_actions(
+        self, obs: PyTorchObs, actions: th.Tensor, action_masks: th.Tensor | None = None
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
         """Values, log-likelihoods and entropies of ``actions`` under the masked distribution (sb3-contrib's
         contract); with ``critic="none"`` the values are zeros ``[batch, 1]`` and the value branch is not run."""
         if self.critic != "none":
-            return MaskableActorCriticPolicy.evaluate_actions(self, obs, actions, action_masks)
-        distribution = self.get_distribution(obs, action_masks)
+            # sb3-contrib types obs a Tensor; its MultiInput policy evaluates dicts of them.
+            return MaskableActorCriticPolicy.evaluate_actions(self, obs, actions, action_masks)  # type: ignore[arg-type]
+        distribution = self.get_distribution(obs)
+        if action_masks is not None:  # as sb3-contrib's evaluate_actions masks (its get_distribution types NumPy masks)
+            distribution.apply_masking(action_masks)
         log_prob = distribution.log_prob(actions)
         return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
 
@@ -58,7 +61,7 @@ class OrderGradMaskableMultiInputPolicy(OrderGradMaskablePolicy, MaskableMultiIn
     policy_alias = "MultiInputPolicy"
 
 
-MASKABLE_POLICY_ALIASES: dict[str, type[MaskableActorCriticPolicy]] = {
+MASKABLE_POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": OrderGradMaskablePolicy,
     "CnnPolicy": OrderGradMaskableCnnPolicy,
     "MultiInputPolicy": OrderGradMaskableMultiInputPolicy,

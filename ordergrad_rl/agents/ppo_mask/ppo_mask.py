@@ -45,7 +45,10 @@ def mask_width(action_space: spaces.Space) -> int:
     raise ValueError(f"action masks need a Discrete, MultiDiscrete or MultiBinary action space, got {action_space}")
 
 
-class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
+# ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
+# sb3-contrib's bool, which train_on_episode_weights lends its update, and its batch_size an int (PPO's type),
+# sb3-contrib's int | None.
+class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):  # type: ignore[misc]
     """sb3-contrib's MaskablePPO (invalid-action masking) on OrderGrad episode weights of an order-statistic objective.
 
     Episodic mode of :class:`~ordergrad_rl.agents.OrderGradPPO` for envs with a method ``action_masks()`` (``[n]``
@@ -88,7 +91,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
     """
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = MASKABLE_POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = MASKABLE_POLICY_ALIASES
     # sb3-contrib's own policy classes have no critic="none" (they build and run the critic episodic mode never trains)
     episodic_policy_classes = (OrderGradMaskablePolicy,)
     # OrderGradPPO's held-then-decayed bonus on short categorical episodes: measured on this class too (lava 5 of 5
@@ -211,7 +214,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):
         """sb3-contrib's ``self.policy(obs, action_masks=masks)`` step (``masks`` ``None`` without masking): masked
         actions in the current observations, and the masks (stored with the step)."""
         masks = self._step_action_masks(env) if self._use_masking else None
-        actions, _, log_probs = self.policy(obs, action_masks=masks)  # type: ignore[misc]
+        actions, _, log_probs = self.policy(obs, action_masks=masks)
         return actions, log_probs, {} if masks is None else {ACTION_MASKS: masks}
 
     def _step_action_masks(self, env: VecEnv) -> np.ndarray:

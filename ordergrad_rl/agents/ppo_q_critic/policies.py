@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stable_baselines3.common.policies import BasePolicy
+
 from ordergrad_rl.agents.common.policies import (
     OrderGradActorCriticCnnPolicy,
     OrderGradActorCriticPolicy,
@@ -48,7 +50,7 @@ MlpPolicy = OrderGradQActorCriticPolicy
 CnnPolicy = OrderGradQActorCriticCnnPolicy
 MultiInputPolicy = OrderGradQMultiInputPolicy
 
-Q_CRITIC_POLICY_ALIASES: dict[str, type[OrderGradActorCriticPolicy]] = {
+Q_CRITIC_POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpPolicy": OrderGradQActorCriticPolicy,
     "CnnPolicy": OrderGradQActorCriticCnnPolicy,
     "MultiInputPolicy": OrderGradQMultiInputPolicy,

@@ -32,16 +32,16 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import MIN_BATCH_SIZE, check_advantage, check_arguments, check_ppo_arguments
-from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin
+from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin, sb3_load_options
 from ordergrad_rl.agents.common.checks import FiniteStepCheckVecEnv, check_finite_step
 from ordergrad_rl.agents.common.env_util import AgentEnv, build_env
-from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin
+from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, action_probs
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.agents.ppo_q_critic.policies import Q_CRITIC_POLICIES, Q_CRITIC_POLICY_ALIASES
@@ -81,7 +81,7 @@ def q_critic_advantages(
     index = actions.long().reshape(-1, 1)
     q_tilde = q.double().scatter(-1, index, returns.double().reshape(-1, 1))
     abar = known_lstat_advantage(q_tilde, probs.double(), objective)
-    return (objective.k * abar.gather(-1, index).squeeze(-1)).to(q.dtype)  # type: ignore[operator]
+    return (objective.k * abar.gather(-1, index).squeeze(-1)).to(q.dtype)
 
 
 _EPISODIC_ONLY = (
@@ -215,7 +215,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     """
 
     saved_as = "OrderGradPPO"
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = Q_CRITIC_POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = Q_CRITIC_POLICY_ALIASES
     advantages: tuple[str, ...] = (Q_CRITIC,)
     # The constructor's defaults for None (the rollout, SB3's gamma, ent_coef 0.0); episodic mode's n_episodes and
     # reward_to_go take None only.
@@ -224,7 +224,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
 
     def __init__(
         self,
-        policy: str | type[OrderGradPolicyMixin],
+        policy: str | type[ActorCriticPolicy],
         env: AgentEnv | str,
         objective: ObjectiveLike = "mean",
         k: int | None = None,
@@ -353,20 +353,24 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         self.advantage = Q_CRITIC
 
     @classmethod
-    def load(  # type: ignore[override]
+    def load(
         cls: type[SelfQCritic],
         path: Any,
         env: AgentEnv | str | None = None,
         device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfQCritic:
         """SB3's ``load`` (see :meth:`OrderGradAlgorithmMixin.load`).
 
         :raises ValueError: as there.
         """
+        kwargs = {**kwargs, **sb3_load_options(custom_objects, print_system_info, force_reset)}
         kwargs = cls.load_kwargs(kwargs)
         cls.refuse_none_defaults(kwargs)
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
+        return super().load(path, env=env, device=device, **kwargs)
 
     @classmethod
     def argument_checks(cls) -> dict[str, Callable[[Any], object]]:
@@ -416,6 +420,12 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         return [*super()._excluded_save_params(), "_rollout_episode_returns", "_collected_q"]
 
     # ------------------------------------------------------------------ collection
+    def _q_policy(self) -> OrderGradPolicyMixin:
+        """The policy, an :class:`OrderGradPolicyMixin` with the per-action Q head (``_setup_model`` refuses other
+        classes)."""
+        assert isinstance(self.policy, OrderGradPolicyMixin)
+        return self.policy
+
     def collect_rollouts(
         self,
         env: VecEnv,
@@ -433,7 +443,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         self._rollout_episode_returns = []
         check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
         checked = FiniteStepCheckVecEnv(env, lambda: self.num_timesteps)
-        with self.policy.recording_q_values() as records:  # type: ignore[attr-defined]
+        with self._q_policy().recording_q_values() as records:
             held = _RolloutEndHeld(callback)
             if not super().collect_rollouts(checked, held, rollout_buffer, n_rollout_steps):  # type: ignore[arg-type]
                 return False
@@ -471,9 +481,9 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
                     obs: Any = {key: _flat_steps(value)[chunk] for key, value in buffer.observations.items()}
                 else:
                     obs = _flat_steps(buffer.observations)[chunk]
-                q, distribution = self.policy.q_values(obs_as_tensor(obs, self.device))  # type: ignore[attr-defined]
+                q, distribution = self._q_policy().q_values(obs_as_tensor(obs, self.device))
                 q_chunks.append(q)
-                prob_chunks.append(distribution.distribution.probs)
+                prob_chunks.append(action_probs(distribution))
         return th.cat(q_chunks), th.cat(prob_chunks)
 
     def _compute_advantages(self) -> None:

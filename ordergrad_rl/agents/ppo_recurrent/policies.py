@@ -21,6 +21,7 @@ from sb3_contrib.common.recurrent.policies import (
     RecurrentMultiInputActorCriticPolicy,
 )
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
 
 from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, refuse_q_critic
@@ -37,6 +38,8 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
     """
 
     policy_alias = "MlpLstmPolicy"
+    #: sb3-contrib's feed-forward critic module (``None`` without one), not the mixin's critic kind (a ``str``).
+    critic: Any
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Schedule, **kwargs):
         refuse_q_critic(kwargs, type(self).__name__)
@@ -81,9 +84,10 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
             )
         return super().load_state_dict(state_dict, strict, assign)
 
-    # sb3-contrib's recurrent signatures (LSTM states, episode starts), not the feed-forward ones of the mixin.
-    forward = RecurrentActorCriticPolicy.forward
-    predict_values = RecurrentActorCriticPolicy.predict_values
+    # sb3-contrib's recurrent signatures (LSTM states, episode starts), not the feed-forward ones of the mixin: they
+    # override SB3's the same way (sb3-contrib's own "type: ignore[override]").
+    forward = RecurrentActorCriticPolicy.forward  # type: ignore[assignment]
+    predict_values = RecurrentActorCriticPolicy.predict_values  # type: ignore[assignment]
 
     def evaluate_actions(  # type: ignore[override]
         self, obs: th.Tensor, actions: th.Tensor, lstm_states: RNNStates, episode_starts: th.Tensor
@@ -92,7 +96,8 @@ class OrderGradRecurrentPolicy(OrderGradPolicyMixin, RecurrentActorCriticPolicy)
         (sb3-contrib's contract); with ``critic="none"`` the values are zeros ``[n_seq * max_len, 1]``."""
         if self.critic_kind != "none":
             return RecurrentActorCriticPolicy.evaluate_actions(self, obs, actions, lstm_states, episode_starts)
-        distribution, _ = self.get_distribution(obs, lstm_states.pi, episode_starts)
+        hidden, cell = lstm_states.pi  # sb3-contrib's RNNStates types them tuple[Tensor, ...]
+        distribution, _ = self.get_distribution(obs, (hidden, cell), episode_starts)
         log_prob = distribution.log_prob(actions)
         return log_prob.new_zeros((log_prob.shape[0], 1)), log_prob, distribution.entropy()
 
@@ -110,7 +115,7 @@ class OrderGradRecurrentMultiInputPolicy(OrderGradRecurrentPolicy, RecurrentMult
     policy_alias = "MultiInputLstmPolicy"
 
 
-RECURRENT_POLICY_ALIASES: dict[str, type[RecurrentActorCriticPolicy]] = {
+RECURRENT_POLICY_ALIASES: dict[str, type[BasePolicy]] = {
     "MlpLstmPolicy": OrderGradRecurrentPolicy,
     "CnnLstmPolicy": OrderGradRecurrentCnnPolicy,
     "MultiInputLstmPolicy": OrderGradRecurrentMultiInputPolicy,

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import torch as th
 from sb3_contrib import RecurrentPPO
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import Schedule
@@ -30,7 +31,10 @@ from ordergrad_rl.agents.ppo_recurrent.policies import RECURRENT_POLICY_ALIASES,
 from ordergrad_rl.core.channels import AnyObjective
 
 
-class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
+# ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
+# sb3-contrib's bool, which train_on_episode_weights lends its update, and its batch_size an int (PPO's type),
+# sb3-contrib's int | None.
+class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):  # type: ignore[misc]
     """sb3-contrib's RecurrentPPO (LSTM policies) on OrderGrad episode weights of an order-statistic objective.
 
     Episodic mode of :class:`~ordergrad_rl.agents.OrderGradPPO` with a recurrent policy, for partially observed
@@ -92,7 +96,8 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     """
 
     __doc__ = (__doc__ or "") + EPISODIC_PPO_PARAMS
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = RECURRENT_POLICY_ALIASES
+    policy: RecurrentActorCriticPolicy  # what sb3-contrib builds (SB3's OnPolicyAlgorithm types ActorCriticPolicy)
     # sb3-contrib's own policy classes have no critic="none" (they build and run the critic episodic mode never trains)
     episodic_policy_classes = (OrderGradRecurrentPolicy,)
     # OrderGradPPO's rollouts halved for small budgets (budget_n_episodes), measured on this class with the history
@@ -183,15 +188,16 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
     def _build_episodic_buffer(self, **kwargs: Any) -> None:
         """The mixin's buffer with the zero states of the policy's LSTM, here and wherever the mixin rebuilds it (a
         rollout resized for the budget)."""
-        lstm = self.policy.lstm_actor  # type: ignore[attr-defined]
+        lstm = self.policy.lstm_actor
         super()._build_episodic_buffer(lstm_shape=(lstm.num_layers, lstm.hidden_size), **kwargs)
 
     def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
         """sb3-contrib's ``self.policy(obs, lstm_states, episode_starts)`` step: the actor LSTM's state is reset where
         an episode starts and carried otherwise."""
         starts = self._episode_starts_tensor()
-        actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)  # type: ignore[misc]
-        self._last_lstm_states = RNNStates(states.pi, states.pi)  # no critic LSTM in episodic mode
+        actions, _, log_probs, states = self.policy(obs, self._last_lstm_states, starts)
+        # No critic LSTM in episodic mode. (sb3-contrib's RecurrentPPO sets None first, which mypy takes as the type.)
+        self._last_lstm_states = RNNStates(states.pi, states.pi)  # type: ignore[assignment]
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:
@@ -201,7 +207,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):
 
     def _episode_starts_tensor(self) -> th.Tensor:
         """``[n_envs]`` float32 tensor, 1 where the step acting on ``_last_obs`` starts an episode (sb3-contrib's)."""
-        return th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)  # type: ignore[has-type]
+        return th.tensor(self._last_episode_starts, dtype=th.float32, device=self.device)
 
     def train(self) -> None:
         """sb3-contrib's RecurrentPPO update on the episode weights (see :func:`train_on_episode_weights`)."""

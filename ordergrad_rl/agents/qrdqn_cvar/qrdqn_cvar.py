@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -36,7 +36,7 @@ from ordergrad_rl.common.arguments import check_int
 
 def _check_level(name: str, alpha: Any) -> None:
     """``ValueError`` naming ``name`` unless ``alpha`` is a real number (not a bool) in ``(0, 1]``."""
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < alpha <= 1.0:
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < float(alpha) <= 1.0:
         raise ValueError(f"{name} must be in (0, 1], got {alpha!r}")
 
 
@@ -70,10 +70,14 @@ class CVaRQuantileNetwork(QuantileNetwork):
         return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}
 
 
-class _CVaRPolicyMixin:
-    """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
+if TYPE_CHECKING:  # what the mixin is mixed in front of, for type checkers (at run time the MRO puts it there)
+    _MixedInto = QRDQNPolicy
+else:
+    _MixedInto = object
 
-    net_args: dict[str, Any]
+
+class _CVaRPolicyMixin(_MixedInto):
+    """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
 
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
         _check_level("cvar_alpha", cvar_alpha)
@@ -83,11 +87,11 @@ class _CVaRPolicyMixin:
     def make_quantile_net(self) -> CVaRQuantileNetwork:
         # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
         check_int("n_quantiles", self.net_args["n_quantiles"], 1)
-        net_args = self._update_features_extractor(self.net_args, features_extractor=None)  # type: ignore[attr-defined]
-        return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)  # type: ignore[attr-defined]
+        net_args = self._update_features_extractor(self.net_args, features_extractor=None)
+        return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
-        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}  # type: ignore[misc]
+        return {**super()._get_constructor_parameters(), "cvar_alpha": self.cvar_alpha}
 
 
 class CVaRQRDQNPolicy(_CVaRPolicyMixin, QRDQNPolicy):
@@ -103,7 +107,7 @@ class CVaRQRDQNMultiInputPolicy(_CVaRPolicyMixin, MultiInputPolicy):
 
 
 #: sb3-contrib's QR-DQN policies -> the ones acting on the CVaR (the same layout and parameters).
-CVAR_POLICIES: dict[type[QRDQNPolicy], type[QRDQNPolicy]] = {
+CVAR_POLICIES: dict[type[BasePolicy], type[BasePolicy]] = {
     QRDQNPolicy: CVaRQRDQNPolicy,
     CnnPolicy: CVaRQRDQNCnnPolicy,
     MultiInputPolicy: CVaRQRDQNMultiInputPolicy,
@@ -150,7 +154,8 @@ class QRDQNCVaR(QRDQN):
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
         policy_kwargs["cvar_alpha"] = alpha
         self.alpha = alpha
-        super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)
+        # SB3 types env GymEnv | str; _wrap_env (below) also takes a native batch's gym.make_vec.
+        super().__init__(policy, env, policy_kwargs=policy_kwargs, **kwargs)  # type: ignore[arg-type]
 
     @staticmethod
     def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
@@ -170,7 +175,9 @@ class QRDQNCVaR(QRDQN):
         self.__dict__["alpha"] = alpha
         if getattr(self, "policy", None) is not None:
             self.policy_kwargs = {**self.policy_kwargs, "cvar_alpha": alpha}
-            for holder in (self.policy, self.policy.quantile_net, self.policy.quantile_net_target):
+            # The CVaR policy and its CVaRQuantileNetworks (_setup_model refuses other policy classes).
+            holders: tuple[Any, ...] = (self.policy, self.policy.quantile_net, self.policy.quantile_net_target)
+            for holder in holders:
                 holder.cvar_alpha = alpha
 
     @classmethod

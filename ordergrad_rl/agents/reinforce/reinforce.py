@@ -173,7 +173,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
     :param _init_setup_model: build the networks at construction.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES  # type: ignore[assignment]
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = POLICY_ALIASES
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
     ranked_rollout_steps = REINFORCE_RANKED_ROLLOUT_STEPS
     trains_critic = False
