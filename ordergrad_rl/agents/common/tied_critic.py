@@ -48,6 +48,7 @@ def critic_values(policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tenso
             features = policy.extract_features(obs, policy.features_extractor)
     else:
         features = policy.extract_features(obs, policy.vf_features_extractor)
+    assert isinstance(features, th.Tensor)  # one extractor's features (SB3 types the pair of both too)
     return policy.value_net(policy.mlp_extractor.forward_critic(features)).flatten()
 
 
