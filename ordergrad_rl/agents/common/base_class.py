@@ -323,8 +323,9 @@ class OrderGradAlgorithmMixin(_MixedInto):
         ``OrderGradPPO.from_sb3(ppo_model, objective="cvar0.2")`` or ``OrderGradPPO.from_sb3("ppo.zip", env,
         objective="cvar0.2")``. The agent is built with the SB3 model's policy class (SB3's ``MlpPolicy`` ...
         become the OrderGrad ones, same layout), ``policy_kwargs`` and ``use_sde``, and the whole policy is copied:
-        features extractor and actor, and the value head, which episodic mode never trains (it stays the SB3 model's,
-        a warm start if the fine-tuned model goes back to PPO); in Q-critic mode the Q head starts fresh. The
+        features extractor and actor, and the value head, which the clipped-surrogate update never trains (a warm
+        start of OrderGradPPO's ``critic_when_tied`` critic, and of the fine-tuned model if it goes back to PPO); in
+        Q-critic mode the Q head starts fresh. The
         optimizer starts fresh. SB3's own ``set_parameters`` also works when the layouts match.
 
         :param source: an SB3 on-policy model with an actor-critic policy (``PPO``, ``A2C`` ...; sb3-contrib's

@@ -9,11 +9,12 @@
   ``use_rms_prop`` / ``rms_prop_eps`` (its optimizer is the policy's, Adam by default).
 * :func:`from_sb3` (``OrderGradPPO.from_sb3``): risk fine-tuning of an SB3 model or save. The OrderGrad agent is
   built with the SB3 model's policy class and ``policy_kwargs``, so the whole policy (features extractor, actor,
-  value head) has the same layout and its weights are copied; episodic mode never trains the value head.
+  value head) has the same layout and its weights are copied; episodic mode's update never trains the value head
+  (OrderGradPPO's ``critic_when_tied`` fits it apart).
 * The other direction needs nothing here: an episodic OrderGrad save holds SB3's own policy layout and leaves out
   its episodic buffer class and ``n_steps``, so ``stable_baselines3.PPO.load(path, env=env)`` gives a working PPO
   (the OrderGrad policy's weights, SB3's ``RolloutBuffer``; the value head starts from the weights it was built or
-  copied with, since episodic mode never trains it).
+  copied with, or OrderGradPPO's ``critic_when_tied`` fitted it to).
 """
 
 from __future__ import annotations

@@ -294,7 +294,8 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
         bottom (every episode timed out, nothing better seen) it keeps them: there the noise explores (dropping them
         took Acrobot-v1 at 100k steps from -150.5 to -206.5, worst-20% greedy mean over 10 seeds, two never swinging
         up; docs/measurements/tied_rollout_baseline_probe.json). Tied at the best return seen (a solved CartPole-v1:
-        every episode at the limit) it trains on zero advantages: there the noise moves a converged policy. Measured
+        every episode at the limit) it trains on zero advantages, or on the critic's with ``critic_when_tied`` (below):
+        there the baseline's noise moves a converged policy. Measured
         (``reproduce benchmarks``, CartPole-v1, 300k steps, 10 seeds, against keeping the terms): worst-20% greedy
         mean 482.6 -> 499.4 and sampled 438.4 -> 466.4; the three runs that had collapsed (sampled 358.8, 369.8 and
         174.1, greedy 326.3 in the last) end at 500, 500 and 421.3 (greedy 493.7), while seeds 0-3 and 5 and 9 lose
