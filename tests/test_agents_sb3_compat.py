@@ -273,10 +273,14 @@ def test_fine_tuning_from_an_sb3_model(ppo_model) -> None:
     model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8, value_baseline=False)
     assert isinstance(model.policy, OrderGradActorCriticPolicy) and model.policy_kwargs == dict(net_arch=[32])
     assert same_actions(model, ppo_model, OBS)
-    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # kept, unused
+    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # kept
     assert model.policy.value_net.weight is not ppo_model.policy.value_net.weight  # a copy
     model.learn(200)
-    assert th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)  # not trained
+    # Fitted as critic_when_tied's discounted critic (a warm start from SB3's); without it, not trained.
+    assert not th.equal(model.policy.value_net.weight, ppo_model.policy.value_net.weight)
+    frozen = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8, value_baseline=False,
+                                   critic_when_tied=False).learn(200)  # fmt: skip
+    assert th.equal(frozen.policy.value_net.weight, ppo_model.policy.value_net.weight)
     # CartPole's 500-step limit: by default a ranked objective gets the history baseline; SB3's value head is kept.
     model = OrderGradPPO.from_sb3(ppo_model, objective="cvar0.25", n_episodes=8)
     assert model.value_baseline == "history"
