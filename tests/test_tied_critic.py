@@ -196,3 +196,29 @@ def test_defaults_saves_and_hparams(tmp_path):
     del agent.critic_when_tied  # as a save of an earlier release holds none
     agent.save(tmp_path / "old")
     assert OrderGradPPO.load(tmp_path / "old").critic_when_tied is False  # it trained tied rollouts on zeros
+
+
+class ReachTwoDict(gym.ObservationWrapper):
+    """:class:`ReachTwo` observed through a ``Dict`` (``MultiInputPolicy``)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = spaces.Dict({"t": env.observation_space})
+
+    def observation(self, observation):
+        return {"t": observation}
+
+
+def test_dict_observations_fit_and_train_the_critic():
+    env = ReachTwoDict(gym.wrappers.TimeLimit(ReachTwo(), max_episode_steps=2))
+    agent = OrderGradPPO("MultiInputPolicy", env, n_episodes=4, n_epochs=2, seed=1)
+    trained = []
+    fit = agent._fit_tied_critic
+
+    def recorded():
+        trained.append(agent._rollout_critic_trained)
+        fit()
+
+    agent._fit_tied_critic = recorded
+    agent.learn(400)
+    assert any(trained) and "train/value_loss" in agent.logger.name_to_value

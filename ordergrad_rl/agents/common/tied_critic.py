@@ -68,15 +68,20 @@ def fit_critic(
     """
     parameters = critic_parameters(policy)
     optimizer = policy.optimizer
-    obs = obs_as_tensor(observations, policy.device)  # type: ignore[arg-type]  # a dict of arrays too
     target = th.as_tensor(targets, dtype=th.float32, device=policy.device)
     loss = th.zeros(())
     for _ in range(n_epochs):
         permutation = rng.permutation(len(target))
         for start in range(0, len(target), batch_size):
-            rows = th.as_tensor(permutation[start : start + batch_size], device=policy.device)
-            batch = {key: value[rows] for key, value in obs.items()} if isinstance(obs, dict) else obs[rows]
-            loss = th.nn.functional.mse_loss(critic_values(policy, batch), target[rows])
+            rows = permutation[start : start + batch_size]
+            # Moved to the device a minibatch at a time, as SB3's buffer does (a rollout of images may not fit).
+            batch = (
+                {key: value[rows] for key, value in observations.items()}
+                if isinstance(observations, dict)
+                else (observations[rows])
+            )
+            obs = obs_as_tensor(batch, policy.device)  # type: ignore[arg-type]  # a dict of arrays too
+            loss = th.nn.functional.mse_loss(critic_values(policy, obs), target[th.as_tensor(rows)])
             # The actor's gradients of the PPO update are still set: cleared, so that the step moves the critic only.
             optimizer.zero_grad(set_to_none=True)
             for parameter, gradient in zip(parameters, th.autograd.grad(loss, parameters), strict=True):
@@ -110,9 +115,11 @@ class TiedCriticMixin:
             return
         buffer = self.rollout_buffer
         values = predict_values(self.policy, buffer.observations)
-        order = np.argsort(buffer.episode_index, kind="stable")
+        order = np.argsort(buffer.episode_index, kind="stable")  # each episode's steps contiguously, in time order
+        ordered = buffer.episode_index[order]
+        last = np.r_[ordered[1:] != ordered[:-1], True]
         last_step = np.zeros(len(buffer.episode_time_outs), dtype=np.float64)
-        last_step[buffer.episode_index[order]] = values[order]  # each episode's last value is written last
+        last_step[ordered[last]] = values[order][last]
         # A time-out's next state is not stored: the value of its last state stands in for it, one step apart.
         bootstrap = np.where(buffer.episode_time_outs, last_step, 0.0)
         advantages = gae_advantages(
