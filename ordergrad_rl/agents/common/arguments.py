@@ -722,7 +722,7 @@ def default_critic_when_tied(
 
     Measured (``reproduce benchmarks``, the usage line, worst-20% mean of 100 evaluation returns, greedy / sampled):
     CartPole-v1 at 100k steps over seeds 0-19 from 497.5 / 480.3 to 500.0 / 498.5 (sampled +18.2 [4.8, 42.2] paired;
-    SB3 PPO 500.0 / 500.0), every seed at 500 greedy and 18 of 20 sampled, where 5 were before; at 300k (seeds 0-2)
+    SB3 PPO 500.0 / 500.0), every seed at 500 greedy and 18 of 20 sampled, where 5 were before; at 300k (seeds 0-4)
     500.0 / 500.0 as before. It acts only where a whole rollout ties at the best return seen: no other task of the
     suite does (the lava grid's and the maze's risky paths pay more than their optima, continuous returns never
     tie), so their runs are bit for bit what they were. It costs one regression of the value head per rollout
