@@ -75,6 +75,7 @@ def test_the_fit_moves_the_critic_alone_and_learns_its_targets():
     after = np.mean((predict_values(policy, observations) - targets) ** 2)
     assert after < 0.2 * before
     for name, p in policy.named_parameters():
+        assert th.equal(p.grad, th.ones_like(p)), name  # the update's gradients, left as they were
         if id(p) not in critic:
             assert th.equal(p, actor[name]), name
             assert p not in policy.optimizer.state or not policy.optimizer.state[p], name  # no Adam moments either

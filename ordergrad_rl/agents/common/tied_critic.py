@@ -62,12 +62,15 @@ def fit_critic(
 ) -> float:
     """Regress the critic on ``targets`` (``[T]``, mean squared error) with the policy's optimizer, ``n_epochs``
     passes of shuffled minibatches of ``batch_size`` steps: only :func:`critic_parameters` get gradients, so the
-    optimizer's step leaves the actor and its optimizer state as they were.
+    optimizer's step leaves the actor and its optimizer state as they were, and every parameter's ``grad`` is left
+    as the update left it.
 
     :return: the last minibatch's loss.
     """
     parameters = critic_parameters(policy)
     optimizer = policy.optimizer
+    # The update's gradients, as SB3's train leaves them (inspected after learn, as SB3's are), set back after the fit.
+    update_gradients = [(parameter, parameter.grad) for parameter in policy.parameters()]
     target = th.as_tensor(targets, dtype=th.float32, device=policy.device)
     loss = th.zeros(())
     for _ in range(n_epochs):
@@ -82,12 +85,13 @@ def fit_critic(
             )
             obs = obs_as_tensor(batch, policy.device)  # type: ignore[arg-type]  # a dict of arrays too
             loss = th.nn.functional.mse_loss(critic_values(policy, obs), target[th.as_tensor(rows)])
-            # The actor's gradients of the PPO update are still set: cleared, so that the step moves the critic only.
+            # Every other gradient cleared, so that the step moves the critic only.
             optimizer.zero_grad(set_to_none=True)
             for parameter, gradient in zip(parameters, th.autograd.grad(loss, parameters), strict=True):
                 parameter.grad = gradient
             optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    for parameter, gradient in update_gradients:
+        parameter.grad = gradient
     return float(loss.detach())
 
 
