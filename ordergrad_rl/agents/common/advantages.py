@@ -202,6 +202,19 @@ def returns_before(rewards: np.ndarray, episode_index: np.ndarray) -> np.ndarray
     return result
 
 
+def episode_order(episode_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, last)``: the permutation that puts each episode's steps contiguously, in time order (a stable sort by
+    episode: steps of an episode are stored in time order), and ``[T]`` bools marking each episode's last step in
+    that order.
+
+    :param episode_index: ``[T]`` episode of each step.
+    """
+    episode_index = np.asarray(episode_index)
+    order = np.argsort(episode_index, kind="stable")
+    ordered = episode_index[order]
+    return order, np.r_[ordered[1:] != ordered[:-1], True]
+
+
 def lambda_advantages(
     weights: np.ndarray, baseline: np.ndarray, episode_index: np.ndarray, lam: float = 1.0
 ) -> np.ndarray:
@@ -223,10 +236,8 @@ def lambda_advantages(
     weights, baseline = np.asarray(weights, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if lam == 1.0:
         return weights - baseline
-    episode_index = np.asarray(episode_index)
-    order = np.argsort(episode_index, kind="stable")  # each episode's steps contiguously, in time order
+    order, last = episode_order(episode_index)
     w, b = weights[order], baseline[order]
-    last = np.r_[episode_index[order][1:] != episode_index[order][:-1], True]
     ends = np.flatnonzero(last)
     to_end = np.repeat(ends, np.diff(np.r_[-1, ends])) - np.arange(w.size)  # 0 at each episode's last step
     # G^lambda_T = w, G^lambda_t = (1 - lambda) b_{t+1} + lambda G^lambda_{t+1}: one vector step per distance from
@@ -265,12 +276,9 @@ def gae_advantages(
     :return: ``[T]`` float64 advantages (the critic's targets are ``advantages + values``).
     """
     rewards, values = np.asarray(rewards, dtype=np.float64), np.asarray(values, dtype=np.float64)
-    episode_index = np.asarray(episode_index)
-    order = np.argsort(episode_index, kind="stable")  # each episode's steps contiguously, in time order
-    ordered = episode_index[order]
-    last = np.r_[ordered[1:] != ordered[:-1], True]
+    order, last = episode_order(episode_index)
     following = np.r_[values[order][1:], 0.0]
-    following[last] = np.asarray(bootstrap, dtype=np.float64)[ordered[last]]
+    following[last] = np.asarray(bootstrap, dtype=np.float64)[np.asarray(episode_index)[order][last]]
     delta = rewards[order] + gamma * following - values[order]
     advantages = np.empty_like(delta)
     starts = np.flatnonzero(np.r_[True, last[:-1]])

@@ -22,7 +22,7 @@ import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 
-from ordergrad_rl.agents.common.advantages import gae_advantages
+from ordergrad_rl.agents.common.advantages import episode_order, gae_advantages
 from ordergrad_rl.agents.common.policies import predict_values
 
 #: The critic's discount: SB3 PPO's default. The episode return's own ``gamma`` (1 by default) would make the value of
@@ -119,11 +119,9 @@ class TiedCriticMixin:
             return
         buffer = self.rollout_buffer
         values = predict_values(self.policy, buffer.observations)
-        order = np.argsort(buffer.episode_index, kind="stable")  # each episode's steps contiguously, in time order
-        ordered = buffer.episode_index[order]
-        last = np.r_[ordered[1:] != ordered[:-1], True]
+        order, last = episode_order(buffer.episode_index)
         last_step = np.zeros(len(buffer.episode_time_outs), dtype=np.float64)
-        last_step[ordered[last]] = values[order][last]
+        last_step[buffer.episode_index[order][last]] = values[order][last]
         # A time-out's next state is not stored: the value of its last state stands in for it, one step apart.
         bootstrap = np.where(buffer.episode_time_outs, last_step, 0.0)
         advantages = gae_advantages(
