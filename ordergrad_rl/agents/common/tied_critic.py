@@ -90,8 +90,9 @@ def fit_critic(
             for parameter, gradient in zip(parameters, th.autograd.grad(loss, parameters), strict=True):
                 parameter.grad = gradient
             optimizer.step()
-    for parameter, gradient in update_gradients:
-        parameter.grad = gradient
+    for parameter, update_gradient in update_gradients:
+        # torch types the setter as a Tensor, the getter as Tensor | None: a None read back is set back.
+        parameter.grad = update_gradient  # type: ignore[assignment]
     return float(loss.detach())
 
 
