@@ -559,9 +559,9 @@ def run_experiment(
     }
     if config.stress:
         out["stress"] = {"p": list(STRESS_P)}
-        for method, runs in by_method.items():
+        for method, method_runs in by_method.items():
             out["stress"][method] = [
-                deployment_metrics(Deployment.concat([r["stress"][p] for r in runs])) for p in STRESS_P
+                deployment_metrics(Deployment.concat([r["stress"][p] for r in method_runs])) for p in STRESS_P
             ]
     return out
 
