@@ -211,5 +211,5 @@ def test_every_method_trains_with_the_measured_bonus_and_no_novelty(tmp_path, mo
     config = replace(quick_config(), updates=0)
     base = build_base_model(config.base_config(), seed=0)
     for method in METHODS:
-        model = train_run(method, 0, config, base)
+        model, _ = train_run(method, 0, config, base)
         assert model.ent_coef == 0.0 and model.novelty_when_blind is False, method

@@ -154,7 +154,7 @@ class _LazyParser(argparse.ArgumentParser):
         add_threads_argument(self, self._one_thread)
         self.set_defaults(_run=module.run, _prog=self.prog, _one_thread=self._one_thread)
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         self._load()
         return super().parse_known_args(args, namespace)
 

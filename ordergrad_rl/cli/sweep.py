@@ -102,11 +102,11 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     trials = config.trials()
     varying = config.varying()
     check_trials(trials, varying)
-    planned = [{"trial_id": trial_id(t, varying), "method": method_name(t, varying), "trial": t} for t in trials]
-    ids = [p["trial_id"] for p in planned]
+    ids = [trial_id(t, varying) for t in trials]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise CommandError(f"the grid repeats trials: {', '.join(duplicates)} (a value listed twice?)")
+    planned = [{"trial_id": i, "method": method_name(t, varying), "trial": t} for i, t in zip(ids, trials, strict=True)]
     return {"name": config.name, "resources": config.resources, "trials": planned}
 
 

@@ -101,7 +101,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -125,7 +125,9 @@ from ordergrad_rl.experiments.tailrisk import block_seed
 from ordergrad_rl.zoo.models import evaluate_model
 
 if TYPE_CHECKING:
+    from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
     from ordergrad_rl.core import ChannelObjective, Objective
+    from ordergrad_rl.envs.tabular import TabularMDP
 
 #: The CVaR level every task is scored on.
 ALPHA = 0.2
@@ -163,6 +165,11 @@ class Task:
     def greedy_scored_exactly(self) -> bool:
         """Whether the greedy policy is scored exactly (``exact`` or ``exact_greedy``)."""
         return self.exact or self.exact_greedy
+
+    @property
+    def optimum_threshold(self) -> float | None:
+        """``optimum - epsilon``, the greedy CVaR_0.2 of a seed at the optimum, or ``None`` where either is unknown."""
+        return None if self.optimum is None or self.epsilon is None else self.optimum - self.epsilon
 
 
 TASKS: dict[str, Task] = {
@@ -777,21 +784,22 @@ class Config:
 
 # ---------------------------------------------------------------------------------------------------- one run
 #: ``algo`` -> the agent class its runs build instead of the library's, while :func:`run_with_agent` runs a probe.
-_AGENT_OVERRIDES: dict[str, type] = {}
+_AGENT_OVERRIDES: dict[str, type[PerStepBaselineMixin]] = {}
 
 
-def episodic_algorithm(algo: str) -> type:
+def episodic_algorithm(algo: str) -> type[PerStepBaselineMixin]:
     """The agent class of an episodic ``algo`` (:data:`EPISODIC_ALGOS`)."""
     from ordergrad_rl import agents
 
     if algo in _AGENT_OVERRIDES:
         return _AGENT_OVERRIDES[algo]
-    return {
+    classes: dict[str, type[PerStepBaselineMixin]] = {
         "ordergrad_ppo": agents.OrderGradPPO,
         "ordergrad_reinforce": agents.OrderGradREINFORCE,
         "ordergrad_maskable_ppo": agents.OrderGradMaskablePPO,
         "ordergrad_recurrent_ppo": agents.OrderGradRecurrentPPO,
-    }[algo]
+    }
+    return classes[algo]
 
 
 def all_actions_valid(env: Any) -> np.ndarray:
@@ -842,6 +850,23 @@ def state_policy(model: Any, env: Any, mdp: Any, deterministic: bool) -> np.ndar
     # The suite's envs mask nothing (all_actions_valid), so a masked model's masks are all True.
     masks = np.ones((mdp.n_states, env.action_space.n), dtype=bool) if uses_action_masks(model) else None
     return policy_table(model, observations, deterministic, action_masks=masks)
+
+
+@runtime_checkable
+class TabularEnv(Protocol):
+    """An env a task scores exactly (``Task(exact=True)``): the grids' and HeavyTailBandit-v0's ``tabular()``."""
+
+    def tabular(self) -> TabularMDP: ...
+
+
+def tabular_model(env: object) -> TabularMDP:
+    """The exact model of ``env`` (its ``tabular()``).
+
+    :raises TypeError: an env without one: a task that scores it cannot be ``exact``.
+    """
+    if not isinstance(env, TabularEnv):
+        raise TypeError(f"{env} has no tabular() model: its task cannot be scored exactly (exact=True)")
+    return env.tabular()
 
 
 def exact_score(model: Any, env: Any, mdp: Any, deterministic: bool) -> tuple[float, float]:
@@ -897,7 +922,7 @@ def tree_exact(task: Task, record: dict[str, Any]) -> bool:
     task's epsilon, so that its lower end counts as the exact score (else the greedy policy is scored by Monte Carlo,
     moved into the bracket, :func:`clamp_to_tree`, and the bracket is kept in the run's record)."""
     low, high = record["greedy_bounds"]
-    return high - low <= TREE_TOLERANCE * task.epsilon
+    return high - low <= TREE_TOLERANCE * (0.0 if task.epsilon is None else task.epsilon)
 
 
 def clamp_to_tree(result: dict[str, Any]) -> None:
@@ -946,7 +971,7 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     task, method = TASKS[task_name], METHODS[method_name]
     model = build_model(method, task_name, seed)
     score_env = gym.make(task.env_id).unwrapped if task.greedy_scored_exactly and method.markov else None
-    mdp = score_env.tabular() if task.exact and score_env is not None else None
+    mdp = tabular_model(score_env) if task.exact and score_env is not None else None
     # A policy with memory on a tabular task: its greedy policy is scored at the end from the tree of its histories.
     tree_env = gym.make(task.env_id).unwrapped if task.exact and not method.markov else None
     greedy_score: Callable[[Any], tuple[float, float]] | None = None
@@ -1029,8 +1054,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
     for mode, deterministic in (("greedy", True), ("stochastic", False)):
         if deterministic and greedy_score is not None:
             cvar, mean = greedy_score(model)
-        elif deterministic and tree_scored:
-            cvar, mean = tree["greedy_bounds"][0], tree["greedy_mean_bounds"][0]  # type: ignore[index]
+        elif deterministic and tree is not None and tree_scored:
+            cvar, mean = tree["greedy_bounds"][0], tree["greedy_mean_bounds"][0]
         elif mdp is not None:
             cvar, mean = exact_score(model, score_env, mdp, deterministic)
         else:
@@ -1662,8 +1687,8 @@ def summarize(results: list[dict]) -> list[dict]:
         for mode in ("greedy", "stochastic"):
             row[mode] = interval([r[mode]["cvar"] for r in runs])
             row[f"{mode}_mean"] = float(np.mean([r[mode]["mean"] for r in runs]))
-        if task.optimum is not None:
-            threshold = task.optimum - task.epsilon  # type: ignore[operator]
+        threshold = task.optimum_threshold
+        if threshold is not None:
             row["at_optimum"] = sum(r["greedy"]["cvar"] >= threshold - 1e-9 for r in runs)
             if exact:
                 steps = [steps_to_optimum(r["curve"], threshold) for r in runs]
@@ -1847,7 +1872,9 @@ def run_seeds(job: Callable[[int], dict], seeds: Sequence[int], path: Path | Non
     return runs
 
 
-def run_with_agent(task: str, method: Method, name: str, agent: type, seed: int, timesteps: int, episodes: int) -> dict:
+def run_with_agent(
+    task: str, method: Method, name: str, agent: type[PerStepBaselineMixin], seed: int, timesteps: int, episodes: int
+) -> dict:
     """:func:`run_one` of a probe's agent: ``method`` registered as ``name`` (where it is not yet), its
     ``method.algo`` built as ``agent`` (a patched subclass of the library's class) for this run only.
 

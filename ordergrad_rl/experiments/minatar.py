@@ -172,7 +172,7 @@ def policy_kwargs() -> dict[str, Any]:
 def build_model(method: str, env, config: Config, seed: int, tensorboard_log: str | None = None):
     """PPO-V (SB3 ``PPO``), PPO-Q (each with or without the entropy bonus) or OrderGrad Top-M@K
     (``OrderGradPPO(advantage="q_critic")``) on ``env``."""
-    common = dict(
+    common: dict[str, Any] = dict(
         n_steps=config.n_steps,
         batch_size=config.batch_size,
         n_epochs=config.n_epochs,
@@ -204,6 +204,8 @@ def _recorder(max_states: int = 2048):
     """A callback recording (step, return) of finished training episodes and the policy entropy of each rollout."""
     import torch as th
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+    from stable_baselines3.common.policies import ActorCriticPolicy
 
     class CurveRecorder(BaseCallback):
         def __init__(self) -> None:
@@ -218,12 +220,17 @@ def _recorder(max_states: int = 2048):
             return True
 
         def _on_rollout_end(self) -> None:
-            obs = self.model.rollout_buffer.observations
+            # build_model's PPO and OrderGradPPO, whose categorical distribution has an entropy
+            model, policy = self.model, self.model.policy
+            assert isinstance(model, OnPolicyAlgorithm) and isinstance(policy, ActorCriticPolicy)
+            obs = model.rollout_buffer.observations
             obs = obs.reshape(-1, *obs.shape[2:])
             if obs.shape[0] > max_states:
                 obs = obs[np.linspace(0, obs.shape[0] - 1, max_states).astype(np.int64)]
             with th.no_grad():
-                entropy = self.model.policy.get_distribution(th.as_tensor(obs)).entropy().mean()
+                entropy = policy.get_distribution(th.as_tensor(obs)).entropy()
+                assert entropy is not None
+                entropy = entropy.mean()
             self.entropy.append((self.num_timesteps, float(entropy)))
 
     return CurveRecorder()

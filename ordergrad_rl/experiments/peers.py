@@ -47,6 +47,7 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.jobs import Job, report_progress, run_jobs
 from ordergrad_rl.common.options import add_output_arguments, positive_int
+from ordergrad_rl.common.progress import available_cores
 from ordergrad_rl.common.reports import interval_cell, markdown_table, pyplot, save_figure, write_json
 from ordergrad_rl.experiments import tailrisk
 from ordergrad_rl.experiments.tailrisk import DEPLOY_OFFSET, EVAL_OFFSET, Method, block_seed
@@ -246,17 +247,18 @@ def lava_outcomes(probs: np.ndarray, alpha: float = ALPHA) -> dict[str, float]:
     :return: ``{"goal", "lava", "timeout"}`` probabilities, the exact ``mean`` and ``cvar`` (level ``alpha``) of the
         return. A return is fixed by the outcome and the length L: goal 10 - L, lava -15 - L, timeout -30.
     """
-    import gymnasium as gym
+    from ordergrad_rl.envs.grid import MOVES
+    from ordergrad_rl.envs.lava_grid import RiskyLavaGridEnv
 
-    env = gym.make(LAVA_ENV).unwrapped
-    horizon = gym.spec(LAVA_ENV).max_episode_steps
+    env = RiskyLavaGridEnv()  # LAVA_ENV's defaults, and its registered time limit
+    horizon = env.max_episode_steps
     probs = np.asarray(probs, dtype=np.float64)
-    shape = (int(env.observation_space.n), int(env.action_space.n))
+    n = len(env.cells)
+    shape = (n, len(MOVES))
     if probs.shape != shape:
         raise ValueError(f"probs must have shape {shape}, got {probs.shape}")
     if not (np.all(probs >= 0) and np.allclose(probs.sum(axis=1), 1.0)):
         raise ValueError("probs must hold a probability distribution over the actions in every row")
-    n = int(env.observation_space.n)
     # move[s, a, s2]: transition probability; reward[s, a, s2] and terminal[s2] are fixed by the target cell.
     move, ends = np.zeros((n, shape[1], n)), np.zeros(n, dtype=bool)
     for state, actions in env.P.items():
@@ -350,7 +352,9 @@ def gradient_variance(
                 estimates[name].append(th.cat(flat).detach().numpy().astype(np.float64))
                 nonzero[name].append(float(np.mean(w != 0)))
 
-    decisions = int(model.get_env().get_attr("num_decisions")[0])
+    venv = model.get_env()
+    assert venv is not None  # the model built it from TRAIN_ENV
+    decisions = int(venv.get_attr("num_decisions")[0])
     model.learn(config.variance_batches * n * decisions, callback=Estimates())
     out: dict[str, Any] = {"n_episodes": n, "k": k, "batches": len(estimates["gcvar"])}
     means = {}
@@ -399,10 +403,12 @@ def variance_grid(config: Config, initial: dict[str, Any] | None = None) -> dict
         states["trained"], out["trained_deployment"] = trained_policy(config, config.variance_trained_updates)
         out["trained_updates"] = config.variance_trained_updates
     for name, state in states.items():
-        results = {}
+        results: dict[str, dict[str, Any]] = {}
         for n in sorted(config.variance_n or (config.n_episodes,)):
-            reuse = name == "initial" and initial is not None and n == initial["n_episodes"]
-            results[str(n)] = initial if reuse else gradient_variance(config, n, state)
+            if name == "initial" and initial is not None and n == initial["n_episodes"]:
+                results[str(n)] = initial  # reused
+            else:
+                results[str(n)] = gradient_variance(config, n, state)
         largest = results[str(max(config.variance_n or (config.n_episodes,)))]
         reference = largest["gcvar"]["mean_direction"] + largest["ordergrad_cvar"]["mean_direction"]
         reference = reference / np.linalg.norm(reference)
@@ -608,7 +614,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         default=None,
-        help=f"parallel training runs (default: the available cores, here {tailrisk.available_cores()})",
+        help=f"parallel training runs (default: the available cores, here {available_cores()})",
     )
     parser.add_argument(
         "--variance-n",

@@ -54,7 +54,7 @@ import argparse
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -62,6 +62,9 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_int
 from ordergrad_rl.common.progress import progress_bar
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure, write_json
+
+if TYPE_CHECKING:
+    from ordergrad_rl.agents import OrderGradPPO
 
 #: Answer tokens before truncation (``TargetSum-v0``'s default): ``L_max`` of the length reward.
 L_MAX = 16
@@ -94,7 +97,12 @@ PER_CHANNEL_METHODS = ("top2_bot2_length_w04", "grpo_length_w02")
 DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m not in PER_CHANNEL_METHODS)
 
 #: ``--normalize`` -> the agents' ``normalize_advantage``.
-NORMALIZE: dict[str, bool | str] = {"group": "group", "channel": "channel", "batch": True, "none": False}
+NORMALIZE: dict[str, bool | Literal["group", "channel"]] = {
+    "group": "group",
+    "channel": "channel",
+    "batch": True,
+    "none": False,
+}
 
 PAPER_CLAIMS = """The paper's claims (Qwen2.5-Math / Llama models on math benchmarks) to compare with:
 1. Top-2@4 beats GRPO at large k (pass@256 +0.092 on one model) and avoids GRPO's diversity collapse.
@@ -157,8 +165,13 @@ def quick_config() -> Config:
     return Config(seeds=1, updates=2, n_groups=8, batch_size=64, test_problems=10, samples=32, quick=True)
 
 
-def train_run(method: str, seed: int, config: Config, base: Any, on_update: Any = None) -> Any:
-    """Fine-tune the base model with ``method`` for ``config.updates`` updates; return the trained agent."""
+def train_run(
+    method: str, seed: int, config: Config, base: Any, on_update: Any = None
+) -> tuple[OrderGradPPO, list[dict[str, float]]]:
+    """Fine-tune the base model with ``method`` for ``config.updates`` updates.
+
+    :return: the trained agent and its training curve, one :func:`weight_diagnostics` per update.
+    """
     import torch as th
 
     from ordergrad_rl.agents import OrderGradPPO
@@ -177,13 +190,13 @@ def train_run(method: str, seed: int, config: Config, base: Any, on_update: Any 
     # the same for every method: the ranked methods' defaults have moved since (an entropy bonus, novelty on blind
     # rollouts) and the mean's have not, which would make the comparison unequal.
     load_base_policy(model, base)
-    model.train_curve = []
+    curve = []
     for _ in range(config.updates):
         model.learn(1, reset_num_timesteps=False)  # one rollout of n_episodes and one update
-        model.train_curve.append(weight_diagnostics(model))
+        curve.append(weight_diagnostics(model))
         if on_update is not None:
             on_update()
-    return model
+    return model, curve
 
 
 def weight_parts(model: Any) -> dict[str, np.ndarray]:
@@ -297,10 +310,10 @@ def run_experiment(config: Config, quiet: bool = False) -> dict[str, Any]:
         for method in config.methods:
             for seed in range(config.seeds):
                 t0 = time.perf_counter()
-                model = train_run(method, seed, config, base, on_update=lambda: bar.update(1))
+                model, curve = train_run(method, seed, config, base, on_update=lambda: bar.update(1))
                 result = evaluate(model.policy, config, base, seed=10_000 + seed)
                 result["train_seconds"] = time.perf_counter() - t0
-                result["train_curve"] = model.train_curve
+                result["train_curve"] = curve
                 runs.setdefault(method, []).append(result)
     summary["methods"], summary["differences"] = summarize_methods(runs, config.samples, summary["ks"])
     summary["wall_seconds"] = time.perf_counter() - start

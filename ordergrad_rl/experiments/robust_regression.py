@@ -25,7 +25,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from scipy import stats
@@ -130,6 +130,12 @@ class CleanTestSet:
         w, b, sd = CLEAN_LINE
         return cls.from_arrays(x, w * x + b + rng.normal(0.0, sd, n))
 
+    @overload
+    def mse(self, w: float, b: float) -> float: ...
+    @overload
+    def mse(self, w: np.ndarray, b: np.ndarray | float) -> np.ndarray: ...
+    @overload
+    def mse(self, w: float, b: np.ndarray) -> np.ndarray: ...
     def mse(self, w: np.ndarray | float, b: np.ndarray | float) -> np.ndarray | float:
         """``mean((w x + b - y)^2)`` over the test set, expanded in its moments (broadcasts over ``w``, ``b``)."""
         return (
@@ -188,7 +194,7 @@ def _train_all(
 
     :return: per method ``w``, ``b``, ``clean_mse`` of shape ``(seeds,)`` and ``curve`` of shape ``(seeds, steps + 1)``.
     """
-    out = {key: {"w": [], "b": [], "clean_mse": [], "curve": []} for key in objectives}
+    out: dict[str, dict[str, list[Any]]] = {key: {"w": [], "b": [], "clean_mse": [], "curve": []} for key in objectives}
     jobs = [(seed, key) for seed in range(config.seeds) for key in objectives]
     data = None
     for seed, key in progress(jobs, desc, quiet=quiet):

@@ -559,9 +559,9 @@ def run_experiment(
     }
     if config.stress:
         out["stress"] = {"p": list(STRESS_P)}
-        for method, runs in by_method.items():
+        for method, method_runs in by_method.items():
             out["stress"][method] = [
-                deployment_metrics(Deployment.concat([r["stress"][p] for r in runs])) for p in STRESS_P
+                deployment_metrics(Deployment.concat([r["stress"][p] for r in method_runs])) for p in STRESS_P
             ]
     return out
 
@@ -593,6 +593,12 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{100 * value:.{digits}f}%"
 
 
+def _weight_of(asset: str) -> Callable[[dict[str, Any]], float | None]:
+    """The getter of ``asset``'s weight in a method's metrics (a function per asset: a lambda in the loop would
+    read the last asset)."""
+    return lambda metrics: metrics["weights"].get(asset)
+
+
 #: (row label, getter, formatter) of the main table.
 _ROWS: tuple[tuple[str, Callable[[dict[str, Any]], float | None], Callable[[float | None], str]], ...] = (
     ("mean return E[W_T - 1]", lambda m: m["mean_return"], _pct),
@@ -600,10 +606,7 @@ _ROWS: tuple[tuple[str, Callable[[dict[str, Any]], float | None], Callable[[floa
     ("P(W_T < 0.9)", lambda m: m["below_0.9"], _pct),
     ("P(MDD > 20%)", lambda m: m["mdd_over_20"], _pct),
     ("mean MDD", lambda m: m["mean_mdd"], _pct),
-    *(
-        (f"weight {asset}", (lambda m, a=asset: m["weights"].get(a)), _pct)  # type: ignore[misc]
-        for asset in ASSET_NAMES
-    ),
+    *((f"weight {asset}", _weight_of(asset), _pct) for asset in ASSET_NAMES),
     ("p10 of log W_T", lambda m: m["p10_log_return"], lambda v: "-" if v is None else f"{v:.3f}"),
     ("daily 5% CVaR", lambda m: m["daily_cvar_5"], lambda v: _pct(v, 2)),
 )

@@ -15,12 +15,17 @@ import math
 import sys
 import types
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ordergrad_rl.common.errors import CommandError
 
 if TYPE_CHECKING:
     from stable_baselines3.common.utils import LinearSchedule
+
+    from ordergrad_rl.agents import OrderGradMaskablePPO, OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE
+
+    #: The class of an ``--algo`` (:data:`ALGOS`).
+    AlgorithmClass: TypeAlias = type[OrderGradPPO | OrderGradREINFORCE | OrderGradRecurrentPPO | OrderGradMaskablePPO]
 
 ALGOS: dict[str, str] = {
     "ppo": "OrderGradPPO",
@@ -78,7 +83,7 @@ ENTRY_ONLY_KEYS = {
 }
 
 
-def algorithm_class(algo: str) -> type:
+def algorithm_class(algo: str) -> AlgorithmClass:
     """The algorithm class of ``--algo`` (see :data:`ALGOS`).
 
     The agents (torch, SB3) are imported on first use, not with this module: the command-line parser imports the
@@ -265,8 +270,10 @@ def python_text(text: str) -> Any:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
             if not node.args and all(keyword.arg is not None for keyword in node.keywords):
                 return {keyword.arg: read(keyword.value) for keyword in node.keywords}
-        elif isinstance(node, ast.Dict) and None not in node.keys:
-            return {read(key): read(value) for key, value in zip(node.keys, node.values, strict=True)}
+        elif isinstance(node, ast.Dict):
+            keys = [key for key in node.keys if key is not None]  # None: a ``**mapping``, which literal_eval refuses
+            if len(keys) == len(node.keys):
+                return {read(key): read(value) for key, value in zip(keys, node.values, strict=True)}
         elif isinstance(node, (ast.List, ast.Tuple)):
             items = [read(item) for item in node.elts]
             return items if isinstance(node, ast.List) else tuple(items)

@@ -266,19 +266,19 @@ def load_entries(
         that is neither a model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
-    models = {}
+    models = {}  # each with --env, which a model needs
     for path in paths:
         if is_run(path):
             continue
         file = model_path(path)  # raises if there is no such file
         if env is None:
             raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file, env))
+        models[path] = (env, file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file, env))
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
-    for file, model, *_, env_wrapper in models.values():  # unknown ids, missing packages and arguments fail here
-        venv = make_env(env, 1, None, env_kwargs, env_wrapper=env_wrapper)
-        check_fits(model, venv, f"{env} ({file})")
+    for env_id, file, model, *_, env_wrapper in models.values():  # unknown ids, missing packages and arguments fail
+        venv = make_env(env_id, 1, None, env_kwargs, env_wrapper=env_wrapper)
+        check_fits(model, venv, f"{env_id} ({file})")
         venv.close()
     entries = []
     for path in paths:
@@ -290,10 +290,10 @@ def load_entries(
                     raise
                 print(f"note: skipping {err}")
             continue
-        file, model, algorithm, statistics, env_wrapper = models[path]
-        evaluation = evaluate_model(model, env, episodes, True, seed, quiet, env_kwargs, statistics, env_wrapper)
+        env_id, file, model, algorithm, statistics, env_wrapper = models[path]
+        evaluation = evaluate_model(model, env_id, episodes, True, seed, quiet, env_kwargs, statistics, env_wrapper)
         made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
-        source = f"{algorithm.name}, {episodes} deterministic episodes on {env}{made}"
+        source = f"{algorithm.name}, {episodes} deterministic episodes on {env_id}{made}"
         entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")

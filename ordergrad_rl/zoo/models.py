@@ -9,13 +9,16 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_env_extra
 from ordergrad_rl.common.options import model_file
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 
 # ---------------------------------------------------------------------------------------------------- envs
@@ -351,7 +354,7 @@ class Algorithm:
     #: own package: ``stable_baselines3.dqn.policies``); a save with such a policy is recognized by it alone.
     policy_modules: tuple[str, ...] = ()
 
-    def load_class(self) -> type:
+    def load_class(self) -> type[BaseAlgorithm]:
         return getattr(importlib.import_module(self.module), self.name)
 
     def matches(self, data: Mapping[str, Any]) -> bool:
@@ -440,7 +443,7 @@ def detect_algorithm(path: str | Path) -> Algorithm:
     raise CommandError(f"cannot tell which algorithm saved {path}; supported: {names}")
 
 
-def load_model(path: str | Path, device: str = "cpu") -> tuple[Any, Algorithm]:
+def load_model(path: str | Path, device: str = "cpu") -> tuple[BaseAlgorithm, Algorithm]:
     """Load a saved model for inference with the algorithm that saved it (see :func:`detect_algorithm`).
 
     :return: ``(model, algorithm)``.
@@ -743,16 +746,20 @@ def accepted_env_arguments(env_id: str) -> tuple[list[str], bool]:
 
     entry_point = env_spec(env_id).entry_point
     creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    if creator is None:  # no entry point (a vector-only env): only gym.make's own
+        return list(MAKE_KWARGS), False
     is_class = isinstance(creator, type)
     inits = (
-        [cls.__dict__["__init__"] for cls in creator.__mro__ if "__init__" in cls.__dict__] if is_class else [creator]
+        [vars(cls)["__init__"] for cls in creator.__mro__ if "__init__" in vars(cls)]
+        if isinstance(creator, type)
+        else [creator]
     )
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     names: list[str] = []
     for i, init in enumerate(inits):
         try:
             parameters = list(inspect.signature(init).parameters.values())[int(is_class) :]  # without self
-        except (TypeError, ValueError):  # no entry point, or a signature inspect cannot read
+        except (TypeError, ValueError):  # a signature inspect cannot read
             return names + list(MAKE_KWARGS), False
         names += [
             parameter.name for parameter in parameters if parameter.kind in keyword and parameter.name not in names

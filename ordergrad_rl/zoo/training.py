@@ -14,7 +14,7 @@ import glob
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
@@ -34,6 +34,9 @@ from ordergrad_rl.zoo.models import (
     under_frame_stack,
     vec_normalize_file,
 )
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 
 @dataclass
@@ -361,7 +364,9 @@ def check_k_applies(objective: str, k: int | None) -> None:
         )
 
 
-def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, Any] | None = None) -> None:
+def check_policy(
+    cls: type[BaseAlgorithm], policy: Any, env_id: str, policy_kwargs: dict[str, Any] | None = None
+) -> None:
     """:raises CommandError: a policy whose features extractor cannot read ``env_id``'s observations (CnnPolicy's
     NatureCNN needs images, MultiInputPolicy's CombinedExtractor a Dict space), before SB3 fails on them with an
     ``AssertionError`` or ``AttributeError``. Other policies, and unknown names, are left to the algorithm."""
@@ -377,7 +382,9 @@ def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, A
     kwargs = dict(policy_kwargs or {})
     # The default of the first class in the MRO that declares it (the episodic policies pass *args, **kwargs on).
     defaults = (
-        inspect.signature(klass.__init__).parameters.get("features_extractor_class") for klass in policy_class.__mro__
+        inspect.signature(vars(klass)["__init__"]).parameters.get("features_extractor_class")
+        for klass in policy_class.__mro__
+        if "__init__" in vars(klass)
     )
     parameter = next((p for p in defaults if p is not None), None)
     extractor = kwargs.get("features_extractor_class", None if parameter is None else parameter.default)
@@ -402,12 +409,13 @@ def check_policy(cls: type, policy: Any, env_id: str, policy_kwargs: dict[str, A
         raise CommandError(f"--policy {name} needs Dict observations; {env_id} observes {observes}: use {usable}")
 
 
-def check_action_masks(model: Any, env_id: str) -> None:
+def check_action_masks(model: BaseAlgorithm, env_id: str) -> None:
     """:raises CommandError: a MaskablePPO model on an env without ``action_masks()`` (checked before training)."""
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import is_masking_supported
 
-    if isinstance(model, MaskablePPO) and not is_masking_supported(model.get_env()):
+    env = model.get_env() if isinstance(model, MaskablePPO) else None
+    if env is not None and not is_masking_supported(env):
         raise CommandError(f"--algo maskable_ppo needs an env with an action_masks() method; {env_id} has none")
 
 
