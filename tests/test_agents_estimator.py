@@ -94,6 +94,7 @@ def test_ppo_first_minibatch_gradient_is_the_estimator_per_step() -> None:
         n_epochs=1,
         batch_size=100_000,
         risk_schedule="none",  # the target's weights from the first rollout (long episodes get "level" by default)
+        critic_when_tied=False,  # the value branch free of gradients (the tied critic's fit: tests/test_tied_critic)
         **COMMON,
     )
     model.learn(1)

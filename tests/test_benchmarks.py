@@ -526,6 +526,18 @@ def test_cartpole_runs_from_before_the_tied_critic_default_get_their_own_row():
     assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["critic_when_tied"]
 
 
+def test_cartpole_runs_of_the_critic_fitted_apart_get_their_own_row():
+    """CartPole-v1 runs stored before the tied critic was fitted in the update's minibatches (session 80) fitted it in
+    a pass of their own: labelled critic-apart; the other tasks' actors are the same either way."""
+    now = _run("cartpole", "og-cvar", 0, 500.0) | {"best_tie_zeroed": True, "entropy_by_untied_share": True}
+    apart = {key: value for key, value in now.items() if key != "critic_in_update"}
+    labels = sorted(bench.method_label(row) for row in bench.summarize([now, apart]))
+    assert labels == ["og-cvar", "og-cvar critic-apart"]
+    assert not bench.critic_fitted_apart(apart | {"task": "acrobot"})
+    assert not bench.critic_fitted_apart(apart | {"critic_when_tied": False})
+    assert bench.run_one("cartpole", "og-cvar", 0, timesteps=64, checkpoints=1, eval_episodes=2)["critic_in_update"]
+
+
 def test_long_episode_runs_at_a_small_budget_are_labelled_by_the_size_they_took():
     """OrderGradPPO's long-episode rollout is 16 below the budget of 8 rollouts of 32 at the limit since 2026-12-05:
     runs at 100k steps stored at 32 read ``N=32``, the runs at 16 and at 300k with 32 read as the usage line."""
@@ -625,14 +637,15 @@ def _run(task, method, seed, cvar, curve=()):
     # short categorical episodes' default gives the history baseline, runs without noise_sampler no-sampler where the
     # env exposes its noise, runs without a scheduled ent_coef const-ent where OrderGradPPO's default schedules it,
     # runs without entropy_plateau no-plateau where the long-episode default decays the bonus on plateaus, CartPole runs
-    # without critic_when_tied zero-tie where OrderGradPPO's default trains a rollout tied at the best on a critic)
+    # without critic_when_tied zero-tie where OrderGradPPO's default trains a rollout tied at the best on a critic,
+    # and those without critic_in_update critic-apart where it was fitted in a pass of its own)
     return {"task": task, "method": method, "seed": seed, "timesteps": 100, "seconds": 1.0,
             "greedy": {"cvar": cvar, "mean": cvar + 1}, "stochastic": {"cvar": cvar - 1, "mean": cvar},
             "curve": list(curve), "normalize_advantage": "running", "risk_schedule": "level:0.6",
             "value_baseline": "history", "noise_sampler": True, "noise_follows_schedule": True,
             "novelty_when_blind": True, "blind_patience": 96, "ent_coef": "0.01 -> 0",
             "entropy_plateau": "EntropyPlateau(window=3, p_value=0.5, decay_share=0.1)",
-            "critic_when_tied": True}  # fmt: skip
+            "critic_when_tied": True, "critic_in_update": True}  # fmt: skip
 
 
 def test_summary_counts_seeds_at_the_optimum():

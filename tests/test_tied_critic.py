@@ -1,5 +1,6 @@
-"""OrderGradPPO's ``critic_when_tied``: GAE against enumeration and SB3's buffer, the critic's fit moving the critic
-alone, tied rollouts trained on the critic's advantages, everything else as without it, saves and bad values."""
+"""OrderGradPPO's ``critic_when_tied``: GAE against enumeration and SB3's buffer, the critic fitted in the update's
+minibatches without moving the actor, tied rollouts trained on the critic's advantages, everything else as without
+it, saves and bad values."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from ordergrad_rl import OrderGradPPO
 from ordergrad_rl.agents.common.advantages import gae_advantages
 from ordergrad_rl.agents.common.policies import predict_values
-from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters, fit_critic
+from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters
 
 
 def enumerated_gae(rewards, values, episode_index, bootstrap, gamma, lam):
@@ -57,28 +58,44 @@ def test_gae_of_terminated_episodes_is_sb3s():
 
 
 def model(**kwargs):
-    return OrderGradPPO("MlpPolicy", "CartPole-v1", n_episodes=4, n_epochs=2, seed=0, **kwargs)
+    return OrderGradPPO("MlpPolicy", "CartPole-v1", **{"n_episodes": 4, "n_epochs": 2, "seed": 0, **kwargs})
 
 
-def test_the_fit_moves_the_critic_alone_and_learns_its_targets():
-    agent = model()
-    policy = agent.policy
-    critic = {id(p) for p in critic_parameters(policy)}
-    assert critic and len(critic) < len(list(policy.parameters()))
-    actor = {name: p.detach().clone() for name, p in policy.named_parameters() if id(p) not in critic}
-    for p in policy.parameters():  # the PPO update leaves its last minibatch's gradients set
-        p.grad = th.ones_like(p)
-    observations = np.random.default_rng(0).normal(size=(256, 4)).astype(np.float32)
-    targets = observations @ np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
-    before = np.mean((predict_values(policy, observations) - targets) ** 2)
-    fit_critic(policy, observations, targets, n_epochs=30, batch_size=64, rng=np.random.default_rng(0))
-    after = np.mean((predict_values(policy, observations) - targets) ** 2)
-    assert after < 0.2 * before
-    for name, p in policy.named_parameters():
-        assert th.equal(p.grad, th.ones_like(p)), name  # the update's gradients, left as they were
-        if id(p) not in critic:
-            assert th.equal(p, actor[name]), name
-            assert p not in policy.optimizer.state or not policy.optimizer.state[p], name  # no Adam moments either
+#: Targets of the critic for a test: a linear function of CartPole's observation, their gradients large enough
+#: that, clipped with the actor's to ``max_grad_norm``, they would shrink the actor's step.
+WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
+
+
+def linear_targets(agent):
+    """Replace the critic's targets of each rollout by :data:`WEIGHTS` of its observations."""
+    compute = agent._tied_critic_advantages
+
+    def replaced():
+        compute()
+        if agent._critic_targets is not None:
+            agent._critic_targets = agent.rollout_buffer.observations @ WEIGHTS
+
+    agent._tied_critic_advantages = replaced
+    return agent
+
+
+def test_the_update_fits_the_critic_and_steps_the_actor_as_without_it():
+    fitted = linear_targets(model(n_epochs=10)).learn(400)
+    observations = fitted.rollout_buffer.observations
+    targets = observations @ WEIGHTS
+    before = np.mean((predict_values(model().policy, observations) - targets) ** 2)  # the same initial critic
+    after = np.mean((predict_values(fitted.policy, observations) - targets) ** 2)
+    assert after < 0.5 * before
+    assert fitted.logger.name_to_value["train/value_loss"] > 0.0
+    unfitted = model(n_epochs=10, critic_when_tied=False).learn(400)
+    critic = {id(p) for p in critic_parameters(fitted.policy)}
+    assert critic and len(critic) < len(list(fitted.policy.parameters()))
+    for (name, mine), theirs in zip(fitted.policy.named_parameters(), unfitted.policy.parameters(), strict=True):
+        if id(mine) not in critic:  # the critic's gradients were not clipped with the actor's
+            assert th.equal(mine, theirs), name
+            assert th.equal(mine.grad, theirs.grad), name
+        else:
+            assert theirs not in unfitted.policy.optimizer.state or not unfitted.policy.optimizer.state[theirs], name
 
 
 def test_an_unshared_critic_fits_its_own_features_extractor():
@@ -158,16 +175,11 @@ def test_it_logs_the_critic_and_a_loaded_model_fits_it_as_the_saved_one_would(tm
     agent.save(tmp_path / "m")
     loaded = OrderGradPPO.load(tmp_path / "m")
     assert loaded.critic_when_tied and loaded.num_timesteps == agent.num_timesteps
-    loaded.set_logger(agent.logger)  # a loaded model has none before learn
-    observations = np.random.default_rng(1).normal(size=(100, 4)).astype(np.float32)
-    for each in (agent, loaded):  # one more fit of the same targets: the save kept the critic and its Adam moments,
-        # and the minibatches are drawn from the seed and the step count, as an unbroken run draws them
-        each.rollout_buffer.observations = observations
-        each._critic_targets, each._critic_explained_variance = observations.sum(axis=1), 0.0
-        each._rollout_critic_trained = False
-        each._fit_tied_critic()
+    # The save kept the critic and its Adam moments: a resumed run fits it on from where it was.
     for mine, theirs in zip(critic_parameters(agent.policy), critic_parameters(loaded.policy), strict=True):
         assert th.equal(mine, theirs)
+        mine_state, their_state = agent.policy.optimizer.state[mine], loaded.policy.optimizer.state[theirs]
+        assert mine_state and all(th.equal(mine_state[k], their_state[k]) for k in ("exp_avg", "exp_avg_sq"))
 
 
 @pytest.mark.parametrize(
@@ -214,12 +226,12 @@ def test_dict_observations_fit_and_train_the_critic():
     env = ReachTwoDict(gym.wrappers.TimeLimit(ReachTwo(), max_episode_steps=2))
     agent = OrderGradPPO("MultiInputPolicy", env, n_episodes=4, n_epochs=2, seed=1)
     trained = []
-    fit = agent._fit_tied_critic
+    fit = agent._critic_fitted_in_update
 
     def recorded():
         trained.append(agent._rollout_critic_trained)
-        fit()
+        return fit()
 
-    agent._fit_tied_critic = recorded
+    agent._critic_fitted_in_update = recorded
     agent.learn(400)
     assert any(trained) and "train/value_loss" in agent.logger.name_to_value

@@ -1036,6 +1036,8 @@ def run_one(task_name: str, method_name: str, seed: int, timesteps: int, checkpo
         result["best_tie_zeroed"] = True  # a rollout tied at the best return trains on zero advantages
     if hasattr(model, "critic_when_tied"):  # ... or on a discounted critic's (OrderGradPPO's default since 2026-12-07)
         result["critic_when_tied"] = bool(model.critic_when_tied)
+        # fitted in the update's minibatches (since 2026-12-07, session 80; a second pass after it before)
+        result["critic_in_update"] = True
     if hasattr(model, "novelty_when_blind"):  # OrderGradPPO's remedy for a rollout blind to success (its default
         # since 2026-12-02)
         result["novelty_when_blind"] = bool(model.novelty_when_blind)
@@ -1572,6 +1574,14 @@ def zero_tie_before_default(run: dict) -> bool:
     )
 
 
+def critic_fitted_apart(run: dict) -> bool:
+    """Whether a run on a task of :data:`TIE_AT_BEST_TASKS` trained a rollout tied at the best return on a critic
+    fitted in a pass of its own after each update, with minibatches of its own: stored before the critic was fitted
+    in the update's minibatches (``critic_in_update``, recorded since). The actor of a rollout that ranks something
+    is the same either way, so on the other tasks their runs are the same."""
+    return run["task"] in TIE_AT_BEST_TASKS and bool(run.get("critic_when_tied")) and "critic_in_update" not in run
+
+
 @functools.cache
 def tie_critic_by_default(method_name: str, task_name: str) -> bool:
     """Whether the method trains with ``critic_when_tied`` on the task without setting it: an episodic OrderGradPPO
@@ -1652,6 +1662,7 @@ STORED_BEFORE: dict[str, Callable[[dict], bool]] = {
     "no_plateau": unplateaued_before_default,
     "quarter_plateau": quarter_plateau_before_default,
     "zero_tie": zero_tie_before_default,
+    "critic_apart": critic_fitted_apart,
 }
 
 

@@ -5,25 +5,28 @@ zero and the episodic update has no gradient there. A policy that reaches a task
 500-step limit) then stops moving at whatever width it had, and a later rollout with a rare failure flips many of
 its actions (docs/benchmarks.md, "CartPole-v1 at 100k: rollouts tied at the limit"). SB3's PPO keeps sharpening
 there on its critic's per-step advantages, which are not zero: the states from which earlier rollouts failed have
-lower values. With ``critic_when_tied`` the episodic PPO does the same: the policy's value head is fitted after
-every rollout to the GAE returns of the per-step rewards (:data:`TIED_CRITIC_GAMMA`, the model's ``gae_lambda``),
-and a rollout tied at the best return seen trains on the critic's GAE advantages, standardized, in place of its
-zero weights. Every other rollout trains exactly as without it: the fit moves the critic's own parameters only
-(the value head, its hidden layers and, where it is not shared, its features extractor), with minibatches drawn
-from a generator of their own.
+lower values. With ``critic_when_tied`` the episodic PPO does the same: the policy's value head is fitted in every
+rollout's update, in its minibatches, to the GAE returns of the per-step rewards (:data:`TIED_CRITIC_GAMMA`, the
+model's ``gae_lambda``), and a rollout tied at the best return seen trains on the critic's GAE advantages,
+standardized, in place of its zero weights. Every other rollout trains exactly as without it: the fit moves the
+critic's own parameters only (the value head, its hidden layers and, where it is not shared, its features
+extractor), and its gradients are kept out of the actor's clipping (:func:`critic_fitted_in_update`).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 
 from ordergrad_rl.agents.common.advantages import episode_order, gae_advantages
 from ordergrad_rl.agents.common.policies import predict_values
+from ordergrad_rl.agents.common.utils import lent_attributes
 
 #: The critic's discount: SB3 PPO's default. The episode return's own ``gamma`` (1 by default) would make the value of
 #: a state on a time-limited task depend on the time left, which the observation does not show.
@@ -52,60 +55,63 @@ def critic_values(policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tenso
     return policy.value_net(policy.mlp_extractor.forward_critic(features)).flatten()
 
 
-def fit_critic(
-    policy: ActorCriticPolicy,
-    observations: np.ndarray | dict[str, np.ndarray],
-    targets: np.ndarray,
-    n_epochs: int,
-    batch_size: int,
-    rng: np.random.Generator,
-) -> float:
-    """Regress the critic on ``targets`` (``[T]``, mean squared error) with the policy's optimizer, ``n_epochs``
-    passes of shuffled minibatches of ``batch_size`` steps: only :func:`critic_parameters` get gradients, so the
-    optimizer's step leaves the actor and its optimizer state as they were, and every parameter's ``grad`` is left
-    as the update left it.
+def evaluate_actions_with_critic(
+    policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor], actions: th.Tensor
+) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+    """``evaluate_actions`` of the episodic update with the critic fitted in the same minibatches: the actor's terms
+    as :func:`~ordergrad_rl.agents.common.policies.evaluate_actions_without_value` gives them, and the values of
+    :func:`critic_values` (gradients to :func:`critic_parameters` only).
 
-    :return: the last minibatch's loss.
+    :return: values ``[batch, 1]``, log-likelihoods ``[batch]``, entropies ``[batch]`` (or None).
     """
-    parameters = critic_parameters(policy)
-    optimizer = policy.optimizer
-    # The update's gradients, as SB3's train leaves them (inspected after learn, as SB3's are), set back after the fit.
-    update_gradients = [(parameter, parameter.grad) for parameter in policy.parameters()]
-    target = th.as_tensor(targets, dtype=th.float32, device=policy.device)
-    loss = th.zeros(())
-    for _ in range(n_epochs):
-        permutation = rng.permutation(len(target))
-        for start in range(0, len(target), batch_size):
-            rows = permutation[start : start + batch_size]
-            # Moved to the device a minibatch at a time, as SB3's buffer does (a rollout of images may not fit).
-            batch = (
-                {key: value[rows] for key, value in observations.items()}
-                if isinstance(observations, dict)
-                else (observations[rows])
-            )
-            obs = obs_as_tensor(batch, policy.device)  # type: ignore[arg-type]  # a dict of arrays too
-            loss = th.nn.functional.mse_loss(critic_values(policy, obs), target[th.as_tensor(rows)])
-            # Every other gradient cleared, so that the step moves the critic only.
-            optimizer.zero_grad(set_to_none=True)
-            for parameter, gradient in zip(parameters, th.autograd.grad(loss, parameters), strict=True):
-                parameter.grad = gradient
-            optimizer.step()
-    for parameter, update_gradient in update_gradients:
-        # torch types the setter as a Tensor, the getter as Tensor | None: a None read back is set back.
-        parameter.grad = update_gradient  # type: ignore[assignment]
-    return float(loss.detach())
+    distribution = policy.get_distribution(obs)
+    return critic_values(policy, obs).unsqueeze(-1), distribution.log_prob(actions), distribution.entropy()
+
+
+@contextmanager
+def critic_fitted_in_update(
+    policy: ActorCriticPolicy, buffer: Any, values: np.ndarray, targets: np.ndarray
+) -> Iterator[None]:
+    """Within the block, SB3's PPO ``train`` fits the critic to ``targets`` (``[T]``) in its own minibatches, on
+    top of the episodic update, and leaves that update as it was.
+
+    Its value loss is the critic's (:func:`evaluate_actions_with_critic` against ``targets``, lent to the buffer's
+    ``returns`` with ``values``, ``[T]``, the values predicted at collection, as its ``values`` for SB3's
+    explained variance). The critic's gradients are taken out of the parameters as the backward pass accumulates
+    them and put back just before the optimizer's step: SB3's ``clip_grad_norm_`` between the two sees the actor's
+    alone, so the actor's step is bit for bit the one without a critic, and the critic's is unclipped (as a fit of
+    its own would be). One backward pass and one optimizer step per minibatch serve both, which costs a fraction of
+    a second pass over the rollout.
+    """
+    held: dict[th.nn.Parameter, th.Tensor | None] = {}
+
+    def hold(parameter: th.Tensor) -> None:
+        held[parameter] = parameter.grad  # type: ignore[index]  # registered on Parameters only
+        parameter.grad = None
+
+    def put_back(*_: Any) -> None:
+        for parameter, gradient in held.items():
+            parameter.grad = gradient  # type: ignore[assignment]  # the gradient the backward pass accumulated
+        held.clear()
+
+    handles = [parameter.register_post_accumulate_grad_hook(hold) for parameter in critic_parameters(policy)]
+    handles.append(policy.optimizer.register_step_pre_hook(put_back))
+    policy.evaluate_actions = functools.partial(evaluate_actions_with_critic, policy)  # type: ignore[method-assign]
+    try:
+        with lent_attributes(buffer, values=values, returns=targets):
+            yield
+    finally:
+        del policy.evaluate_actions
+        for handle in handles:
+            handle.remove()
 
 
 class TiedCriticMixin:
     """``critic_when_tied`` of an episodic PPO (module docstring): :meth:`_tied_critic_advantages` runs at the end of
-    the rollout's ``_compute_advantages``, :meth:`_fit_tied_critic` after its update."""
+    the rollout's ``_compute_advantages``, and its update runs in the block of :meth:`_critic_fitted_in_update`."""
 
     critic_when_tied: bool
     gae_lambda: float
-    n_epochs: int
-    batch_size: int
-    num_timesteps: int
-    seed: int | None
     policy: ActorCriticPolicy
     rollout_buffer: Any
     logger: Any
@@ -128,24 +134,21 @@ class TiedCriticMixin:
         advantages = gae_advantages(
             buffer.rewards, values, buffer.episode_index, bootstrap, TIED_CRITIC_GAMMA, self.gae_lambda
         )
+        self._critic_values = values
         self._critic_targets = (advantages + values).astype(np.float32)
-        self._critic_explained_variance = float(explained_variance(values, self._critic_targets))
         tied = getattr(self, "_rollout_tied_at_best", False) and not getattr(self, "_rollout_blind", False)
         self._rollout_critic_trained = bool(tied and getattr(self, "_rollout_noise_weights", None) is None)
         if self._rollout_critic_trained:
             buffer.advantages = ((advantages - advantages.mean()) / (advantages.std() + 1e-8)).astype(np.float32)
 
-    def _fit_tied_critic(self) -> None:
-        """After the rollout's update: fit the critic to its targets (:func:`fit_critic`, with a generator of the
-        model's seed and step count, so that a resumed run draws what an unbroken one does), and log
-        ``train/value_loss``, ``train/explained_variance`` (of the values it predicted for the rollout) and
-        ``train/tied_critic`` (1 where the rollout trained on the critic's advantages)."""
+    def _critic_fitted_in_update(self) -> AbstractContextManager[None] | None:
+        """The block in which the rollout's update also fits the critic (:func:`critic_fitted_in_update`), where
+        ``critic_when_tied`` is on; it logs ``train/tied_critic`` (1 where the rollout trained on the critic's
+        advantages), and SB3's update ``train/value_loss`` and ``train/explained_variance`` (of the values the
+        critic predicted for the rollout)."""
         targets = getattr(self, "_critic_targets", None)
         if targets is None:
-            return
-        rng = np.random.default_rng([abs(self.seed or 0), self.num_timesteps])
-        loss = fit_critic(self.policy, self.rollout_buffer.observations, targets, self.n_epochs, self.batch_size, rng)
-        self.logger.record("train/value_loss", loss)
-        self.logger.record("train/explained_variance", self._critic_explained_variance)
+            return None
         self.logger.record("train/tied_critic", float(self._rollout_critic_trained))
         self._critic_targets = None
+        return critic_fitted_in_update(self.policy, self.rollout_buffer, self._critic_values, targets)

@@ -332,10 +332,11 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
         baseline is on (see there for the measurements); a value given without a baseline raises ``ValueError``.
     :param critic_when_tied: episodic mode: on a rollout whose episodes all return the best return seen (every
         weight of a ranked objective zero, so no gradient: CartPole-v1 at its 500-step limit), train on the GAE
-        advantages of a discounted critic, the value head fitted after every rollout to the per-step rewards' GAE
-        returns (discount 0.99, ``gae_lambda``), as SB3's PPO sharpens a solved policy on its critic; every other
-        rollout trains as without it (:mod:`~ordergrad_rl.agents.common.tied_critic`). ``train/tied_critic`` logs 1
-        on the rollouts it trains. Default ``None``
+        advantages of a discounted critic, the value head fitted in every rollout's update (its minibatches,
+        ``vf_coef``) to the per-step rewards' GAE returns (discount 0.99, ``gae_lambda``), as SB3's PPO sharpens a
+        solved policy on its critic; every other rollout trains as without it
+        (:mod:`~ordergrad_rl.agents.common.tied_critic`). ``train/tied_critic`` logs 1 on the rollouts it trains,
+        ``train/value_loss`` and ``train/explained_variance`` the critic. Default ``None``
         (:func:`~ordergrad_rl.agents.common.arguments.default_critic_when_tied`, which gives the measurement): on for
         a ranked objective where the value head is free (not ``value_baseline=True``, not ``critic="none"``);
         ``True`` there raises ``ValueError``.
@@ -574,7 +575,7 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
 
     def _excluded_save_params(self) -> list[str]:
         # Set at every rollout (the critic's targets are the rollout's size).
-        tied_critic = ["_critic_targets", "_critic_explained_variance", "_rollout_critic_trained"]
+        tied_critic = ["_critic_targets", "_critic_values", "_rollout_critic_trained"]
         return [*super()._excluded_save_params(), *tied_critic]
 
     def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
@@ -599,12 +600,21 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
             train_on_episode_weights(self, update, critic=True)
             return
 
+        critic_fit = self._critic_fitted_in_update()
+        if critic_fit is not None:
+
+            def update_with_critic() -> None:
+                with critic_fit:
+                    update()
+
+            train_on_episode_weights(self, update_with_critic, critic=True)
+            return
+
         def update_without_value() -> None:
             with value_head_unused(self.policy):
                 update()
 
         train_on_episode_weights(self, update_without_value)
-        self._fit_tied_critic()
 
     def _compute_advantages(self) -> None:
         super()._compute_advantages()
