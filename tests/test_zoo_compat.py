@@ -251,6 +251,74 @@ def test_a_model_of_an_rl_zoo_run_is_evaluated_in_the_wrappers_of_its_config(tmp
     assert cli.main(["compare", *argv[:-1]]) == 0, capsys.readouterr().err
 
 
+def _rl_zoo_file(path, values: dict) -> None:
+    """``values`` as rl-zoo3's ``ExperimentManager`` writes ``config.yml`` and ``args.yml``: ``yaml.dump`` of an
+    ``OrderedDict``."""
+    import collections
+
+    import yaml
+
+    path.write_text(yaml.dump(collections.OrderedDict(values)))
+
+
+def test_a_model_of_an_rl_zoo_run_is_evaluated_on_the_env_of_its_args(tmp_path, monkeypatch, capsys):
+    """rl-zoo3 writes the run's command line to ``<env>/args.yml`` beside ``config.yml``, and its ``enjoy`` makes the
+    env with the ``env_kwargs`` of ``config.yml`` replaced by those of ``args.yml`` (its ``train --env-kwargs``).
+    Neither was read: ``evaluate`` and ``compare`` of a run's model needed ``--env``, the env's module in
+    ``--gym-packages`` and every ``--env-kwargs`` again, and ran it on the env without them (here: an env without a
+    time limit of its own, trained under ``max_episode_steps: 4``). They are read now, as ``enjoy`` reads them; a
+    key of ``--env-kwargs`` wins."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    from ordergrad_rl.zoo.models import load_rl_zoo_config
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_c")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = tmp_path / "logs" / "ppo" / "ZooUserEndless-v0_1"
+    (run / "ZooUserEndless-v0").mkdir(parents=True)
+    _rl_zoo_file(run / "ZooUserEndless-v0" / "config.yml", {"env_kwargs": {"max_episode_steps": 50}, "n_envs": 1})
+    arguments = {"algo": "ppo", "env": "ZooUserEndless-v0", "env_kwargs": {"max_episode_steps": 4}}
+    _rl_zoo_file(run / "ZooUserEndless-v0" / "args.yml", arguments | {"gym_packages": ["zoo_user_envs_c"], "seed": 0})
+    venv = make_env("zoo_user_envs_c:ZooUserEndless-v0", 1, 0, {"max_episode_steps": 4})
+    PPO("MlpPolicy", venv, n_steps=8, batch_size=8).save(run / "best_model")
+    # As in a fresh process: the env registers when args.yml's gym_packages are imported.
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
+    monkeypatch.delitem(sys.modules, "zoo_user_envs_c")
+
+    model = str(run / "best_model.zip")
+    for given, length in [([], 4), (["--env-kwargs", "max_episode_steps=6"], 6)]:
+        argv = ["evaluate", model, "--episodes", "3", "--quiet", "--json", str(tmp_path / "eval.json"), *given]
+        assert cli.main(argv) == 0, capsys.readouterr().err
+        evaluation = json.loads((tmp_path / "eval.json").read_text())
+        assert evaluation["env"] == "ZooUserEndless-v0"
+        assert evaluation["env_kwargs"] == {"max_episode_steps": length}
+        assert evaluation["lengths"] == [length] * 3
+    capsys.readouterr()
+    assert cli.main(["compare", model, "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]) == 0
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+
+    (run / "ZooUserEndless-v0" / "args.yml").unlink()  # without it, the env is the user's to name
+    assert cli.main(["evaluate", model, "--quiet"]) == 2
+    assert "give --env ID, the env to evaluate" in capsys.readouterr().err
+    # An --env-kwargs value rl-zoo3 evaluated to a tuple is written with PyYAML's Python tag.
+    assert load_rl_zoo_config("env_kwargs: {shape: !!python/tuple [3, 3]}") == {"env_kwargs": {"shape": (3, 3)}}
+
+
+def test_the_folders_of_a_namespaced_env_are_found_by_rl_zoos_name():
+    """rl-zoo3 names the folders of ``ALE/Pong-v5`` ``ALE-Pong-v5`` (``huggingface_sb3``'s ``EnvironmentName``):
+    a model of ``logs/ppo/ALE-Pong-v5_1`` was not taken for a run's model (its ``vecnormalize.pkl``, ``config.yml``
+    and ``args.yml`` were looked for in ``logs/ppo/ALE-Pong-v5_1/ALE/Pong-v5``, for a run folder ``Pong-v5_1``)."""
+    from pathlib import Path
+
+    from ordergrad_rl.zoo.models import rl_zoo_env_folder
+
+    run = Path("logs/ppo/ALE-Pong-v5_1")
+    assert rl_zoo_env_folder(run / "best_model.zip", "ALE/Pong-v5") == run / "ALE-Pong-v5"
+    assert rl_zoo_env_folder(run / "best_model.zip", "my_envs:ALE/Pong-v5") == run / "ALE-Pong-v5"
+    assert rl_zoo_env_folder(Path("logs/ppo/Pong-v5_1/best_model.zip"), "ALE/Pong-v5") is None
+
+
 def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch):
     """A wrapper of a model's ``env_wrapper`` that ends episodes (not a ``TimeLimit``: a wrapper of the user's) sits
     outside the ``Monitor``, as in rl-zoo3, and SB3's ``evaluate_policy`` counts the ``Monitor``'s episodes only:

@@ -54,7 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
     )
-    parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="env id to evaluate the saved models on (a model in a run folder of rl-zoo3: by default the env of its "
+        "args.yml)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",

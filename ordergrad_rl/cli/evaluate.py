@@ -25,6 +25,11 @@ frame_stack) acts in those wrappers (a FlattenObservation's flat observations, s
 them beside it (MODEL without .zip /env_wrapper.yml, for its checkpoints too), and evaluate makes the env in them;
 for a model in a run folder of rl-zoo3 (logs/ppo/CartPole-v1_1/best_model.zip --env CartPole-v1), those of the
 run's CartPole-v1/config.yml, as rl-zoo3's enjoy does.
+
+A model in a run folder of rl-zoo3 is evaluated on the env its run trained on, as rl-zoo3's enjoy makes it: the env
+of the run's CartPole-v1/args.yml where --env is not given (ordergrad-rl evaluate logs/ppo/CartPole-v1_1/best_model),
+with the modules of its gym_packages imported, and the env_kwargs of its config.yml, replaced by those of its
+args.yml (rl-zoo3's train --env-kwargs), under --env-kwargs (a key given wins).
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.zoo.models import (
     EnvWrappers,
     Evaluation,
+    env_label,
     evaluate_model,
     load_model,
+    model_env,
     pass_at_k_evaluation,
     saved_env_wrapper,
     saved_statistics,
@@ -57,7 +64,13 @@ from ordergrad_rl.zoo.models import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl evaluate``."""
     parser.add_argument("model", type=Path, metavar="MODEL", help="a model saved with model.save (.zip)")
-    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id to evaluate on")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="Gymnasium env id to evaluate on (required, but for a model in a run folder of rl-zoo3: the env of its "
+        "args.yml)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--episodes", type=positive_int, default=100, metavar="E", help="episodes (default: %(default)s)"
@@ -111,8 +124,8 @@ def run_pass_at_k(
     )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     print(
-        f"{algorithm.name} model {args.model} on {args.env}: {result.n_samples} samples per context, "
-        f"{len(result.contexts)} contexts, {policy} policy\n"
+        f"{algorithm.name} model {args.model} on {env_label(args.env, env_kwargs)}: {result.n_samples} samples per "
+        f"context, {len(result.contexts)} contexts, {policy} policy\n"
     )
     curve = result.curve()
     print(markdown_table(["k", "pass@k"], [[k, v] for k, v in curve.items()]))
@@ -140,8 +153,9 @@ def run_pass_at_k(
 def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
     import_gym_packages(args.gym_packages)
-    env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
+    # An rl-zoo3 run's env, its gym_packages and env_kwargs (config.yml's, args.yml's), as its enjoy reads them.
+    args.env, env_kwargs = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
     env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:
@@ -152,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics, env_wrapper
     )
     policy = "deterministic" if args.deterministic else "stochastic"
-    print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")
+    episodes = f"{args.episodes} episodes, {policy} policy"
+    print(f"{algorithm.name} model {args.model} on {env_label(args.env, env_kwargs)}: {episodes}\n")
     print(format_evaluation(evaluation))
     if args.json is not None:
         payload: dict[str, Any] = {

@@ -80,6 +80,7 @@ from ordergrad_rl.zoo.models import (
     FRAME_STACK,
     VEC_ENVS,
     EnvWrappers,
+    env_label,
     make_callbacks,
     saved_env_wrapper,
     wrapper_call,
@@ -343,8 +344,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
         n_episodes, objective = model.budget_rollout(timesteps)
         rollout = f"{n_episodes} episodes per update"
-    made = run_settings.env_kwargs
-    env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
+    env = env_label(args.env, run_settings.env_kwargs)
     # As they wrap it: the VecNormalize over the wrappers, under frame_stack's VecFrameStack (rl-zoo3's order), last.
     inner = tuple(item for item in run_settings.env_wrapper if item[0] != FRAME_STACK)
     parts = [env, wrapper_names(inner)] if inner else [env]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -576,23 +576,42 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
 
 #: rl-zoo3's file of a run's hyperparameters, beside its ``VecNormalize`` statistics (:func:`rl_zoo_env_folder`).
 RL_ZOO_CONFIG_FILE = "config.yml"
+#: rl-zoo3's file of the command-line arguments a run was trained with (its ``train``'s), beside ``config.yml``.
+RL_ZOO_ARGS_FILE = "args.yml"
+#: The name of a run folder of rl-zoo3: ``<env name>_<run id>[_<uuid>]``.
+RL_ZOO_RUN = r"_\d+(_.+)?"
+
+
+def rl_zoo_env_name(env_id: str) -> str:
+    """The name rl-zoo3 gives the folders of ``env_id`` (``huggingface_sb3``'s ``EnvironmentName``): its ``/`` as
+    ``-`` (``ALE/Pong-v5`` -> ``ALE-Pong-v5``), without the module of gym.make's ``module:EnvId-v0`` form (rl-zoo3
+    imports its ``--gym-packages`` and names the id alone)."""
+    return env_id.rpartition(":")[2].replace("/", "-")
 
 
 def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
-    """``<run>/<env id>/`` of a model saved in a run folder of rl-zoo3, ``<log folder>/<algo>/<env id>_<run>[_<uuid>]/``
-    (``logs/ppo/CartPole-v1_1/best_model.zip``), where rl-zoo3 keeps the run's ``vecnormalize.pkl`` and
-    ``config.yml``; ``None`` for a model elsewhere, or without ``env_id`` (the env it is evaluated on) to name it."""
+    """``<run>/<env name>/`` of a model saved in a run folder of rl-zoo3,
+    ``<log folder>/<algo>/<env name>_<run>[_<uuid>]/`` (``logs/ppo/CartPole-v1_1/best_model.zip``; the env name is
+    :func:`rl_zoo_env_name`'s: ``logs/ppo/ALE-Pong-v5_1/ALE-Pong-v5/``), where rl-zoo3 keeps the run's
+    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. Without ``env_id`` (the
+    env it is evaluated on), the one folder of the run that holds an ``args.yml``, as rl-zoo3's
+    ``get_trained_models`` finds a run's env."""
     import re
 
-    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
-        return path.parent / env_id
-    return None
+    if env_id is not None:
+        name = rl_zoo_env_name(env_id)
+        return path.parent / name if re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) else None
+    found = list(path.parent.glob(f"*/{RL_ZOO_ARGS_FILE}"))
+    if len(found) != 1 or not re.fullmatch(re.escape(found[0].parent.name) + RL_ZOO_RUN, path.parent.name):
+        return None
+    return found[0].parent
 
 
 def load_rl_zoo_config(text: str) -> Any:
-    """rl-zoo3's ``config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
-    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs and any other
-    Python tag as ``None`` (never run)."""
+    """rl-zoo3's ``config.yml`` or ``args.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
+    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs, a
+    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as ``None``
+    (never run)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -603,8 +622,28 @@ def load_rl_zoo_config(text: str) -> Any:
         return {key: value for key, value in pairs}
 
     Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    Loader.add_constructor(
+        "tag:yaml.org,2002:python/tuple", lambda loader, node: tuple(loader.construct_sequence(node, deep=True))
+    )
     Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
-    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the two constructors above
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the constructors above
+
+
+def read_rl_zoo_file(file: Path) -> dict[str, Any]:
+    """The mapping of rl-zoo3's ``config.yml`` or ``args.yml`` (:func:`load_rl_zoo_config`).
+
+    :raises CommandError: a file that is not valid YAML, or not a mapping.
+    """
+    import yaml
+
+    try:
+        values = load_rl_zoo_config(file.read_text())
+    except yaml.YAMLError as err:
+        raise CommandError(f"{file}: not valid YAML ({err})") from err
+    if not isinstance(values, dict):
+        held = "arguments" if file.name == RL_ZOO_ARGS_FILE else "hyperparameters"
+        raise CommandError(f"{file}: expected rl-zoo3's mapping of a run's {held}")
+    return values
 
 
 def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
@@ -613,14 +652,7 @@ def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
 
     :raises CommandError: a file that is not such a mapping, or wrappers that do not import.
     """
-    import yaml
-
-    try:
-        values = load_rl_zoo_config(config.read_text())
-    except yaml.YAMLError as err:
-        raise CommandError(f"{config}: not valid YAML ({err})") from err
-    if not isinstance(values, dict):
-        raise CommandError(f"{config}: expected rl-zoo3's mapping of a run's hyperparameters")
+    values = read_rl_zoo_file(config)
     try:
         env_wrapper = parse_env_wrapper(values.get("env_wrapper"), f"{config}: env_wrapper")
         vec_env_wrapper = parse_env_wrapper(values.get("vec_env_wrapper"), f"{config}: vec_env_wrapper", vec_env=True)
@@ -628,6 +660,57 @@ def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
     except ValueError as err:
         raise CommandError(str(err)) from err
     return env_wrapper + vec_env_wrappers(vec_env_wrapper, frame_stack)
+
+
+def env_label(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """``env_id`` with the arguments it is made with, as the commands print it: ``FrozenLake-v1 (is_slippery=True)``."""
+    if not env_kwargs:
+        return env_id
+    return f"{env_id} ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
+
+
+def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The env id and arguments the model saved at ``path`` is evaluated on: ``env_id`` and ``env_kwargs``
+    (``--env``, ``--env-kwargs``), and for a model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`) what
+    rl-zoo3's ``enjoy`` reads there, so that nothing the run was trained with is given again: the ``env`` of its
+    ``args.yml`` where ``env_id`` is ``None``, the modules of its ``gym_packages`` imported (their import registers
+    the env), and the env's arguments of its ``config.yml`` (``env_kwargs``), replaced by those of ``args.yml`` (its
+    ``train --env-kwargs``) where it has them, updated with ``env_kwargs`` (a key given wins).
+
+    :raises CommandError: no ``env_id``, and no ``args.yml`` to read the env from; a file that is not rl-zoo3's
+        mapping, an ``env_kwargs`` that is not a mapping, or a module of its ``gym_packages`` that does not import.
+    """
+    from ordergrad_rl.common.options import import_gym_packages
+
+    path = model_path(path)
+    folder = rl_zoo_env_folder(path, env_id)
+    arguments_file, config_file = (
+        (None, None) if folder is None else (folder / RL_ZOO_ARGS_FILE, folder / RL_ZOO_CONFIG_FILE)
+    )
+    arguments = read_rl_zoo_file(arguments_file) if arguments_file is not None and arguments_file.is_file() else {}
+    config = read_rl_zoo_file(config_file) if config_file is not None and config_file.is_file() else {}
+    if env_id is None:
+        env_id = arguments.get("env")
+        if not isinstance(env_id, str):
+            raise CommandError(
+                f"give --env ID, the env to evaluate {path} on (a model in a run folder of rl-zoo3, "
+                f"logs/ppo/CartPole-v1_1/, is evaluated on the env of its CartPole-v1/{RL_ZOO_ARGS_FILE})"
+            )
+    packages = arguments.get("gym_packages") or []
+    if not isinstance(packages, list) or not all(isinstance(package, str) for package in packages):
+        raise CommandError(f"{arguments_file}: gym_packages: expected a list of module names, got {packages!r}")
+    try:
+        import_gym_packages(packages)
+    except CommandError as err:
+        raise CommandError(f"{arguments_file}: {err}") from err
+    made: dict[str, Any] = {}
+    for file, values in ((config_file, config), (arguments_file, arguments)):
+        saved = values.get("env_kwargs")
+        if saved is not None and not isinstance(saved, dict):
+            raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
+        if saved is not None:  # args.yml's replace config.yml's, as in enjoy
+            made = dict(saved)
+    return env_id, made | dict(env_kwargs)
 
 
 def parse_frame_stack(value: Any, where: str) -> int | None:
