@@ -515,6 +515,7 @@ def test_train_evaluate_compare_round_trip(tmp_path, capsys):
     assert len(evaluation["returns"]) == 30 and evaluation["algorithm"] == "OrderGradREINFORCE"
     assert evaluation["profile"] == pytest.approx(risk_profile(evaluation["returns"]))
 
+    (tmp_path / "cvar" / "args.yml").unlink()  # as SB3's model.save leaves a model: no env recorded beside it
     assert main(["compare", str(model)]) == 2
     assert "give --env" in capsys.readouterr().err
     argv = ["compare", str(model), str(tb), "--env", "RiskyBandit-v0", "--episodes", "40", "--out",

@@ -305,6 +305,61 @@ def test_a_model_of_an_rl_zoo_run_is_evaluated_on_the_env_of_its_args(tmp_path, 
     assert load_rl_zoo_config("env_kwargs: {shape: !!python/tuple [3, 3]}") == {"env_kwargs": {"shape": (3, 3)}}
 
 
+def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_path, monkeypatch, capsys):
+    """``train --save`` recorded the env's wrappers and statistics beside the model, but not the env: ``evaluate`` and
+    ``compare`` needed ``--env``, ``--gym-packages`` and ``--env-kwargs`` again, and ``-i`` without ``--env-kwargs``
+    went on training on the env made without them (CliffWalking-v1 without its time limit ran into the 100,000-step
+    bound). The save writes them to ``args.yml`` (rl-zoo3's file), for its checkpoints too, which all three read: the
+    env's arguments on that env id only, under those given."""
+    import dataclasses
+
+    import gymnasium as gym
+    import yaml
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_d")
+    save = tmp_path / "models" / "endless"
+    argv = ["train", "--algo", "reinforce", "--gym-packages", "zoo_user_envs_d", "--env", "ZooUserEndless-v0"]
+    argv += ["--objective", "mean", "--n-episodes", "2", "--env-kwargs", "max_episode_steps=4", "--timesteps", "16"]
+    assert cli.main([*argv, "--save", str(save), "--save-freq", "8", "--conf-file", "none", "--quiet"]) == 0
+    assert yaml.safe_load((save / "args.yml").read_text()) == {
+        "algo": "reinforce",
+        "env": "ZooUserEndless-v0",
+        "env_kwargs": {"max_episode_steps": 4},
+        "gym_packages": ["zoo_user_envs_d"],
+        "seed": 0,
+    }
+    # As in a fresh process: the env registers when the save's gym_packages are imported.
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
+    monkeypatch.delitem(sys.modules, "zoo_user_envs_d")
+
+    def evaluated(model: str, *given: str) -> dict:
+        argv = ["evaluate", model, "--episodes", "2", "--quiet", "--json", str(tmp_path / "eval.json"), *given]
+        assert cli.main(argv) == 0, capsys.readouterr().err
+        return json.loads((tmp_path / "eval.json").read_text())
+
+    for model in (str(save), str(tmp_path / "models" / "endless_8_steps.zip")):
+        evaluation = evaluated(model)
+        assert (evaluation["env"], evaluation["env_kwargs"], evaluation["lengths"]) == (
+            "ZooUserEndless-v0",
+            {"max_episode_steps": 4},
+            [4, 4],
+        )
+    assert evaluated(str(save), "--env-kwargs", "max_episode_steps=6")["lengths"] == [6, 6]
+    # Another id is made with its own arguments: the save's are those of the env it trained on.
+    short = dataclasses.replace(gym.spec("ZooUserEndless-v0"), id="ZooUserShort-v0", max_episode_steps=3)
+    monkeypatch.setitem(gym.registry, "ZooUserShort-v0", short)
+    assert evaluated(str(save), "--env", "ZooUserShort-v0")["lengths"] == [3, 3]
+    capsys.readouterr()
+    assert cli.main(["compare", str(save), "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]) == 0
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+
+    more = tmp_path / "models" / "more"
+    argv = ["train", "--algo", "reinforce", "--env", "ZooUserEndless-v0", "-i", str(save), "--timesteps", "8"]
+    assert cli.main([*argv, "--save", str(more), "--quiet"]) == 0, capsys.readouterr().err
+    assert "OrderGradREINFORCE on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+    assert (more / "args.yml").read_text() == (save / "args.yml").read_text()
+
+
 def test_the_folders_of_a_namespaced_env_are_found_by_rl_zoos_name():
     """rl-zoo3 names the folders of ``ALE/Pong-v5`` ``ALE-Pong-v5`` (``huggingface_sb3``'s ``EnvironmentName``):
     a model of ``logs/ppo/ALE-Pong-v5_1`` was not taken for a run's model (its ``vecnormalize.pkl``, ``config.yml``

@@ -58,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--env",
         default=None,
         metavar="ID",
-        help="env id to evaluate the saved models on (a model in a run folder of rl-zoo3: by default the env of its "
-        "args.yml)",
+        help="env id to evaluate the saved models on (default: each one's, from the args.yml beside it, which train "
+        "--save and rl-zoo3 write)",
     )
     add_gym_packages_argument(parser)
     parser.add_argument(

@@ -26,10 +26,11 @@ them beside it (MODEL without .zip /env_wrapper.yml, for its checkpoints too), a
 for a model in a run folder of rl-zoo3 (logs/ppo/CartPole-v1_1/best_model.zip --env CartPole-v1), those of the
 run's CartPole-v1/config.yml, as rl-zoo3's enjoy does.
 
-A model in a run folder of rl-zoo3 is evaluated on the env its run trained on, as rl-zoo3's enjoy makes it: the env
-of the run's CartPole-v1/args.yml where --env is not given (ordergrad-rl evaluate logs/ppo/CartPole-v1_1/best_model),
-with the modules of its gym_packages imported, and the env_kwargs of its config.yml, replaced by those of its
-args.yml (rl-zoo3's train --env-kwargs), under --env-kwargs (a key given wins).
+A model is evaluated on the env its run trained on, as rl-zoo3's enjoy makes it, from the args.yml that train --save
+writes beside it (MODEL without .zip /args.yml; a checkpoint's run's), or for a model in a run folder of rl-zoo3 its
+run's CartPole-v1/args.yml: its env where --env is not given (ordergrad-rl evaluate models/cliff), with the modules
+of its gym_packages imported, and on that env id (not another, such as a deployment variant) its env_kwargs (an
+rl-zoo3 run's config.yml's, replaced by its args.yml's), under --env-kwargs (a key given wins).
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--env",
         default=None,
         metavar="ID",
-        help="Gymnasium env id to evaluate on (required, but for a model in a run folder of rl-zoo3: the env of its "
-        "args.yml)",
+        help="Gymnasium env id to evaluate on (default: the env of the args.yml beside the model, which train --save "
+        "and rl-zoo3 write)",
     )
     add_gym_packages_argument(parser)
     parser.add_argument(
@@ -86,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
-        "a model trained with train --env-kwargs shows them in TensorBoard's HParams (env_kwargs)",
+        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none), "
+        "over those of the model's args.yml",
     )
     parser.add_argument(
         "--pass-at-k", type=positive_int, default=None, metavar="N", help="pass@k curve of N samples per context"
@@ -154,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
     import_gym_packages(args.gym_packages)
     model, algorithm = load_model(args.model)
-    # An rl-zoo3 run's env, its gym_packages and env_kwargs (config.yml's, args.yml's), as its enjoy reads them.
-    args.env, env_kwargs = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
+    # Its run's env, gym_packages and env_kwargs (args.yml; an rl-zoo3 run's config.yml too), as rl-zoo3's enjoy.
+    args.env, env_kwargs, _ = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
     env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:

@@ -44,16 +44,19 @@ As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make'
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
 gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
 mapping in the --conf-file entry gives them too, under --env-kwargs (a key given wins). The HParams tab
-shows them (env_kwargs), to give evaluate the same --env-kwargs.
+shows them (env_kwargs). --save PATH writes the env's id, all its arguments and --gym-packages to PATH/args.yml (as
+rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: a model is evaluated on that env
+without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
-hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
+hyperparameters (--hparams change them), step count and env arguments (its args.yml), logging into the latest
+TensorBoard run of its name.
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
-    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
-        -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
+    ordergrad-rl train --algo ppo --env CliffWalking-v1 -i models/cliff.zip --timesteps 100000 \\
+        --save models/cliff_more --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ from ordergrad_rl.zoo.models import (
     EnvWrappers,
     env_label,
     make_callbacks,
+    model_env,
     saved_env_wrapper,
     wrapper_call,
     written_env_wrapper,
@@ -93,6 +97,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     load_trained_agent,
+    run_arguments,
     save_model,
     with_entry_env,
     zoo_hyperparams,
@@ -305,9 +310,14 @@ def run(args: argparse.Namespace) -> int:
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = None
+    gym_packages = list(args.gym_packages)
     if args.trained_agent is not None:
         timesteps = args.timesteps
-        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent, args.env))
+        # The env's arguments of its save (args.yml) under --env-kwargs, and its wrappers, as evaluate makes its env.
+        saved = model_env(args.trained_agent, args.env, run_settings.env_kwargs or {})
+        gym_packages += [package for package in saved.gym_packages if package not in gym_packages]
+        env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
+        run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
@@ -334,11 +344,12 @@ def run(args: argparse.Namespace) -> int:
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
+    arguments = run_arguments(run_settings, gym_packages)  # written beside --save: args.yml
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:
-        callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper))
+        callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper, arguments))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
@@ -370,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
-            save_model(model, args.save, run_settings.env_wrapper)
+            save_model(model, args.save, run_settings.env_wrapper, arguments)
             print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
         raise
     finally:  # as rl-zoo3: --vec-env subproc's workers end with the run, not with the calling process
@@ -391,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]
         print(markdown_table(["return statistic", *columns], rows))
     if args.save is not None:
-        statistics = save_model(model, args.save, run_settings.env_wrapper)
+        statistics = save_model(model, args.save, run_settings.env_wrapper, arguments)
         print(f"model: {model_file(args.save)}")
         if statistics is not None:
             print(f"VecNormalize statistics: {statistics}")

@@ -29,6 +29,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     remove_runs,
+    run_arguments,
     save_model,
     with_entry_env,
     zoo_hyperparams,
@@ -82,7 +83,8 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model.logger.close()
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
-    save_model(model, model_file, settings.env_wrapper)  # with its VecNormalize statistics and env_wrapper, if any
+    # With its VecNormalize statistics and env_wrapper, if any, and its env's arguments (evaluate reads them).
+    save_model(model, model_file, settings.env_wrapper, run_arguments(settings))
     row = {
         "trial_id": trial_id,
         "method": method,

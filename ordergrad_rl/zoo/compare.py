@@ -276,9 +276,9 @@ def load_entries(
         if is_run(path):
             continue
         file = model_path(path)  # raises if there is no such file
-        made = model_env(file, env, env_kwargs or {})  # an rl-zoo3 run's env and env_kwargs, as its enjoy reads them
-        statistics, env_wrapper = saved_statistics(file, made[0]), saved_env_wrapper(file, made[0])
-        models[path] = (file, *load_model(file), statistics, env_wrapper, *made)
+        made = model_env(file, env, env_kwargs or {})  # its run's env and env_kwargs, as rl-zoo3's enjoy reads them
+        statistics, env_wrapper = saved_statistics(file, made.env), saved_env_wrapper(file, made.env)
+        models[path] = (file, *load_model(file), statistics, env_wrapper, made.env, made.env_kwargs)
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     for file, model, *_, env_wrapper, env_id, made_kwargs in models.values():  # unknown ids, bad arguments fail here

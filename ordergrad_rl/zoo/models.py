@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -479,6 +479,19 @@ def _model_side_file(path: str | Path, name: str) -> Path:
     return file.with_name(f"{file.name}_{name}")
 
 
+def _saved_side_file(path: Path, name: str) -> Path | None:
+    """The file ``name`` of the model saved at ``path`` (:func:`_model_side_file`), or for a checkpoint of SB3's
+    ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) that of its run (``NAME/<name>``), where ``train`` writes
+    it once for all its checkpoints; ``None`` where neither exists."""
+    import re
+
+    candidates = [_model_side_file(path, name)]
+    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
+    if checkpoint is not None:
+        candidates.append(_model_side_file(path.with_name(f"{checkpoint[1]}.zip"), name))
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
+
+
 #: The file of the wrappers a model's env was made with (rl-zoo3 keeps them in its run's ``config.yml``).
 ENV_WRAPPER_FILE = "env_wrapper.yml"
 
@@ -514,16 +527,10 @@ def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrapper
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
-    import re
-
     import yaml
 
     path = model_path(path)
-    candidates = [env_wrapper_file(path)]
-    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
-    if checkpoint is not None:
-        candidates.append(env_wrapper_file(path.with_name(f"{checkpoint[1]}.zip")))
-    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    found = _saved_side_file(path, ENV_WRAPPER_FILE)
     if found is None:
         folder = rl_zoo_env_folder(path, env_id)
         config = None if folder is None else folder / RL_ZOO_CONFIG_FILE
@@ -669,48 +676,88 @@ def env_label(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> str:
     return f"{env_id} ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
 
 
-def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The env id and arguments the model saved at ``path`` is evaluated on: ``env_id`` and ``env_kwargs``
-    (``--env``, ``--env-kwargs``), and for a model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`) what
-    rl-zoo3's ``enjoy`` reads there, so that nothing the run was trained with is given again: the ``env`` of its
-    ``args.yml`` where ``env_id`` is ``None``, the modules of its ``gym_packages`` imported (their import registers
-    the env), and the env's arguments of its ``config.yml`` (``env_kwargs``), replaced by those of ``args.yml`` (its
-    ``train --env-kwargs``) where it has them, updated with ``env_kwargs`` (a key given wins).
+def save_run_arguments(path: str | Path, arguments: Mapping[str, Any] | None) -> Path | None:
+    """Write ``arguments`` (the env id a run trained on, its ``env_kwargs``, ``gym_packages``, ...: what
+    :func:`model_env` reads) to ``args.yml`` beside the model saved at ``path``, as rl-zoo3 writes its ``train``'s
+    arguments beside ``<env>.zip`` (``models/cliff`` -> ``models/cliff/args.yml``), or, for none, remove the file
+    an earlier model saved there left.
 
-    :raises CommandError: no ``env_id``, and no ``args.yml`` to read the env from; a file that is not rl-zoo3's
+    :return: the file, or ``None`` for no arguments.
+    """
+    import yaml
+
+    file = _model_side_file(path, RL_ZOO_ARGS_FILE)
+    if arguments is None:
+        file.unlink(missing_ok=True)
+        return None
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # yaml.dump, as rl-zoo3's: a tuple of an --env-kwargs value is written with its Python tag (load_rl_zoo_config).
+    file.write_text(yaml.dump(dict(arguments), sort_keys=True))
+    return file
+
+
+class ModelEnv(NamedTuple):
+    """The env a saved model is evaluated on (:func:`model_env`).
+
+    :param env: its id.
+    :param env_kwargs: the arguments it is made with.
+    :param gym_packages: the modules imported to register it, from the ``args.yml`` of the model's run.
+    """
+
+    env: str
+    env_kwargs: dict[str, Any]
+    gym_packages: list[str]
+
+
+def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any]) -> ModelEnv:
+    """The env id and arguments the model saved at ``path`` is evaluated on, or trained on again: ``env_id`` and
+    ``env_kwargs`` (``--env``, ``--env-kwargs``), and the ``args.yml`` of its run, as rl-zoo3's ``enjoy`` reads it,
+    so that nothing the run was trained with is given again. That file is the one ``train --save`` writes beside the
+    model (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
+    (:func:`rl_zoo_env_folder`) the run's ``<env>/args.yml``, beside its ``config.yml``.
+
+    From it: the ``env`` where ``env_id`` is ``None``, the modules of its ``gym_packages`` imported (their import
+    registers the env), and, for that env (not another id the model is evaluated on, such as a deployment variant),
+    its arguments: those of ``config.yml``'s ``env_kwargs``, replaced by those of ``args.yml`` (the ``train
+    --env-kwargs``) where it has them, as in ``enjoy``, updated with ``env_kwargs`` (a key given wins).
+
+    :raises CommandError: no ``env_id``, and no ``args.yml`` to read the env from; a file that is not such a
         mapping, an ``env_kwargs`` that is not a mapping, or a module of its ``gym_packages`` that does not import.
     """
     from ordergrad_rl.common.options import import_gym_packages
 
     path = model_path(path)
-    folder = rl_zoo_env_folder(path, env_id)
-    arguments_file, config_file = (
-        (None, None) if folder is None else (folder / RL_ZOO_ARGS_FILE, folder / RL_ZOO_CONFIG_FILE)
-    )
-    arguments = read_rl_zoo_file(arguments_file) if arguments_file is not None and arguments_file.is_file() else {}
-    config = read_rl_zoo_file(config_file) if config_file is not None and config_file.is_file() else {}
+    found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
+    if found is None:
+        folder = rl_zoo_env_folder(path, env_id)
+        found = None if folder is None or not (folder / RL_ZOO_ARGS_FILE).is_file() else folder / RL_ZOO_ARGS_FILE
+    arguments = {} if found is None else read_rl_zoo_file(found)
+    saved_env = arguments.get("env")
     if env_id is None:
-        env_id = arguments.get("env")
-        if not isinstance(env_id, str):
+        if not isinstance(saved_env, str):
             raise CommandError(
-                f"give --env ID, the env to evaluate {path} on (a model in a run folder of rl-zoo3, "
-                f"logs/ppo/CartPole-v1_1/, is evaluated on the env of its CartPole-v1/{RL_ZOO_ARGS_FILE})"
+                f"give --env ID, the env to evaluate {path} on (a model saved by train --save, or in a run folder of "
+                f"rl-zoo3, is evaluated on the env of the {RL_ZOO_ARGS_FILE} beside it)"
             )
+        env_id = saved_env
     packages = arguments.get("gym_packages") or []
     if not isinstance(packages, list) or not all(isinstance(package, str) for package in packages):
-        raise CommandError(f"{arguments_file}: gym_packages: expected a list of module names, got {packages!r}")
+        raise CommandError(f"{found}: gym_packages: expected a list of module names, got {packages!r}")
     try:
         import_gym_packages(packages)
     except CommandError as err:
-        raise CommandError(f"{arguments_file}: {err}") from err
+        raise CommandError(f"{found}: {err}") from err
     made: dict[str, Any] = {}
-    for file, values in ((config_file, config), (arguments_file, arguments)):
-        saved = values.get("env_kwargs")
-        if saved is not None and not isinstance(saved, dict):
-            raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
-        if saved is not None:  # args.yml's replace config.yml's, as in enjoy
-            made = dict(saved)
-    return env_id, made | dict(env_kwargs)
+    if found is not None and isinstance(saved_env, str) and rl_zoo_env_name(saved_env) == rl_zoo_env_name(env_id):
+        config_file = found.with_name(RL_ZOO_CONFIG_FILE)
+        config = read_rl_zoo_file(config_file) if config_file.is_file() else {}
+        for file, values in ((config_file, config), (found, arguments)):
+            saved = values.get("env_kwargs")
+            if saved is not None and not isinstance(saved, dict):
+                raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
+            if saved is not None:  # args.yml's replace config.yml's, as in enjoy
+                made = dict(saved)
+    return ModelEnv(env_id, made | dict(env_kwargs), packages)
 
 
 def parse_frame_stack(value: Any, where: str) -> int | None:

@@ -30,6 +30,7 @@ from ordergrad_rl.zoo.models import (
     is_batched,
     make_env,
     save_env_wrapper,
+    save_run_arguments,
     saved_statistics,
     under_frame_stack,
     vec_normalize_file,
@@ -301,14 +302,36 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     return model
 
 
-def checkpoint_callback(model: Any, save: str | Path, save_freq: int, env_wrapper: EnvWrappers = ()) -> Any:
+def run_arguments(settings: TrainSettings, gym_packages: list[str] | None = None) -> dict[str, Any]:
+    """What a run's save records of the env it trained on (:func:`~ordergrad_rl.zoo.models.save_run_arguments`:
+    ``models/cliff/args.yml``), in the keys of rl-zoo3's ``args.yml``: ``algo``, ``env``, ``env_kwargs`` (all those
+    the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``; ``evaluate``, ``compare``
+    and ``--trained-agent`` read them (:func:`~ordergrad_rl.zoo.models.model_env`)."""
+    return {
+        "algo": settings.algo,
+        "env": settings.env,
+        "env_kwargs": dict(settings.env_kwargs or {}),
+        "gym_packages": list(gym_packages or []),
+        "seed": settings.seed,
+    }
+
+
+def checkpoint_callback(
+    model: Any,
+    save: str | Path,
+    save_freq: int,
+    env_wrapper: EnvWrappers = (),
+    arguments: dict[str, Any] | None = None,
+) -> Any:
     """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
-    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``). The ``env_wrapper`` of the run is
-    written now, where ``evaluate`` reads it for every checkpoint (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`:
-    ``models/cvar/env_wrapper.yml``)."""
+    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``). The ``env_wrapper`` and the
+    ``arguments`` (:func:`run_arguments`) of the run are written now, where ``evaluate`` reads them for every
+    checkpoint (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cvar/env_wrapper.yml``,
+    :func:`~ordergrad_rl.zoo.models.save_run_arguments`: ``models/cvar/args.yml``)."""
     from stable_baselines3.common.callbacks import CheckpointCallback
 
     save_env_wrapper(save, env_wrapper)
+    save_run_arguments(save, arguments)
     save = Path(save)
     name = save.name.removesuffix(".zip")
     # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do. A VecNormalize's
@@ -318,11 +341,15 @@ def checkpoint_callback(model: Any, save: str | Path, save_freq: int, env_wrappe
     )
 
 
-def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> Path | None:
+def save_model(
+    model: Any, path: str | Path, env_wrapper: EnvWrappers = (), arguments: dict[str, Any] | None = None
+) -> Path | None:
     """``model.save(path)``, and the statistics of its env's ``VecNormalize`` where it has one, as rl-zoo3 saves
     them, at :func:`~ordergrad_rl.zoo.models.vec_normalize_file` (``models/cliff/vecnormalize.pkl``), where
     ``evaluate`` and ``--trained-agent`` load them; so too the ``env_wrapper`` its envs were made in
-    (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``).
+    (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``) and the ``arguments`` of
+    its run, the env and the arguments it was made with (:func:`run_arguments`;
+    :func:`~ordergrad_rl.zoo.models.save_run_arguments`: ``models/cliff/args.yml``).
 
     A model without ``VecNormalize`` removes the statistics an earlier model saved at ``path`` left there, which
     ``evaluate`` would otherwise normalize its observations with.
@@ -331,6 +358,7 @@ def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> P
     """
     model.save(path)
     save_env_wrapper(path, env_wrapper)
+    save_run_arguments(path, arguments)
     normalize = model.get_vec_normalize_env()
     file = vec_normalize_file(path)
     if normalize is None:
