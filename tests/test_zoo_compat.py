@@ -360,6 +360,19 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
     assert (more / "args.yml").read_text() == (save / "args.yml").read_text()
 
 
+def test_train_on_an_env_without_a_time_limit_names_the_option_that_gives_one(tmp_path, monkeypatch, capsys):
+    """An episode past the bound on an episode's length (100,000 steps; 20 here) ended ``train`` with the buffer's
+    ``ValueError`` and its traceback, naming ``TimeLimit`` but not the option: a usage error now, naming
+    ``--env-kwargs max_episode_steps``."""
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_e")
+    argv = ["train", "--algo", "reinforce", "--env", "zoo_user_envs_e:ZooUserEndless-v0", "--objective", "mean"]
+    argv += ["--hparams", "rollout_buffer_kwargs={'max_episode_steps': 20}", "--timesteps", "40", "--quiet"]
+    assert cli.main([*argv, "--conf-file", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "episode has run 20 steps without terminating or being truncated" in err
+    assert "the time limit is --env-kwargs max_episode_steps=N" in err
+
+
 def test_the_folders_of_a_namespaced_env_are_found_by_rl_zoos_name():
     """rl-zoo3 names the folders of ``ALE/Pong-v5`` ``ALE-Pong-v5`` (``huggingface_sb3``'s ``EnvironmentName``):
     a model of ``logs/ppo/ALE-Pong-v5_1`` was not taken for a run's model (its ``vecnormalize.pkl``, ``config.yml``

@@ -455,10 +455,13 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
     """``model.learn(timesteps, **kwargs)``.
 
     :raises CommandError: the objective names an info channel the env does not report, found by the first
-        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), or the ``--eval-env``'s
+        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), the ``--eval-env``'s
         ``Monitor`` records no end of the episodes a wrapper ends
-        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`).
+        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`), or an episode of the env or the
+        ``--eval-env`` does not end within the bound on an episode's length
+        (:class:`~ordergrad_rl.agents.common.buffers.EndlessEpisodeError`).
     """
+    from ordergrad_rl.agents.common.buffers import EndlessEpisodeError
     from ordergrad_rl.agents.common.channels import InfoChannelError
     from ordergrad_rl.agents.common.evaluation import UnrecordedEpisodeError
 
@@ -468,6 +471,12 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
         raise CommandError(f"--objective {model.objective}: {err}") from err
     except UnrecordedEpisodeError as err:  # the --eval-env's: a wrapper of the env_wrapper ends its episodes
         raise CommandError(f"--eval-env: {err}") from err
+    except EndlessEpisodeError as err:  # an env without a time limit: the options that give it one
+        raise CommandError(
+            f"{err}. On the command line the time limit is --env-kwargs max_episode_steps=N (--eval-env-kwargs for "
+            "an --eval-env of another id), and a longer bound --hparams "
+            "\"rollout_buffer_kwargs={'max_episode_steps': N}\""
+        ) from err
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:
