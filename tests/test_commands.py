@@ -895,18 +895,21 @@ def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, cap
     assert "RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in (
         capsys.readouterr().err
     )
-    assert main(["compare", str(tmp_path), "--env-kwargs", "max_episode_steps=3"]) == 2
-    assert "--env-kwargs are the arguments of --env" in capsys.readouterr().err
 
 
 def test_compare_refuses_env_without_a_model_to_evaluate(tmp_path, capsys):
-    """compare runs/ --env X --episodes 1000 printed the runs' logged numbers as if it had evaluated them on X."""
+    """compare runs/ --env X --episodes 1000 printed the runs' logged numbers as if it had evaluated them on X (and
+    --env-kwargs, which apply to the models' envs, without --env too)."""
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(tmp_path / "runs" / "cvar_1")) as writer:
         writer.add_scalar("eval_risk/mean", 1.0, 8)
     assert main(["compare", str(tmp_path / "runs"), "--env", "RiskyBandit-v0", "--out", str(tmp_path)]) == 2
     assert "--env RiskyBandit-v0 is the env the saved models are evaluated on, and no argument is a model" in (
+        capsys.readouterr().err
+    )
+    assert main(["compare", str(tmp_path / "runs"), "--env-kwargs", "max_episode_steps=3"]) == 2
+    assert "--env-kwargs are the arguments of the env the saved models are evaluated on, and no argument" in (
         capsys.readouterr().err
     )
 

@@ -350,8 +350,11 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
     monkeypatch.setitem(gym.registry, "ZooUserShort-v0", short)
     assert evaluated(str(save), "--env", "ZooUserShort-v0")["lengths"] == [3, 3]
     capsys.readouterr()
-    assert cli.main(["compare", str(save), "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]) == 0
+    argv = ["compare", str(save), "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]
+    assert cli.main(argv) == 0
     assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+    assert cli.main([*argv, "--env-kwargs", "max_episode_steps=6"]) == 0  # over the save's, without --env too
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=6)" in capsys.readouterr().out
 
     more = tmp_path / "models" / "more"
     argv = ["train", "--algo", "reinforce", "--env", "ZooUserEndless-v0", "-i", str(save), "--timesteps", "8"]

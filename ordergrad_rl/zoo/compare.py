@@ -267,7 +267,8 @@ def load_entries(
     A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
     an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
 
-    :raises CommandError: a model without --env, one that does not fit --env, --env without a model, an argument
+    :raises CommandError: a model without --env (nor the env of its run's ``args.yml``), one that does not fit its
+        env, --env or --env-kwargs without a model, an argument
         that is neither a model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
@@ -281,6 +282,10 @@ def load_entries(
         models[path] = (file, *load_model(file), statistics, env_wrapper, made.env, made.env_kwargs)
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
+    if env_kwargs and not models:
+        raise CommandError(
+            "--env-kwargs are the arguments of the env the saved models are evaluated on, and no argument is a model"
+        )
     for file, model, *_, env_wrapper, env_id, made_kwargs in models.values():  # unknown ids, bad arguments fail here
         venv = make_env(env_id, 1, None, made_kwargs, env_wrapper=env_wrapper)
         check_fits(model, venv, f"{env_id} ({file})")
