@@ -172,32 +172,6 @@ def test_ray_jobs_read_and_write_relative_paths_in_the_callers_directory(tmp_pat
 
 #: The installed ``ordergrad-rl`` console script: its own folder on ``sys.path``, not the one it runs in.
 CONSOLE_SCRIPT = "import sys\nfrom ordergrad_rl.cli import main\nsys.exit(main())\n"
-#: A module of the user's, beside which they run the sweep: an env of its own, which a trial's worker makes.
-USER_ENVS = '''
-import os
-
-import gymnasium as gym
-import numpy as np
-
-
-class Pole(gym.Env):
-    """Two steps of reward 1 (its worker's process id in the info)."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(2, np.float32), 1.0, self.t >= 2, False, {"pid": os.getpid()}
-
-
-gym.register("SweepUserPole-v0", entry_point=f"{__name__}:Pole")
-'''
 
 
 @pytest.mark.slow
@@ -205,20 +179,24 @@ def test_a_sweep_trains_an_env_of_a_module_in_the_folder_it_runs_in(tmp_path):
     """``env: my_envs:MyEnv-v0`` with ``my_envs.py`` in the folder the sweep runs in, from the console script (whose
     ``sys.path`` holds its own folder, and the current one only as ``main`` appends it): the trial's Ray worker,
     another process started in Tune's trial directory, imports the module too (Ray's driver gives its workers its
-    current folder, as for ``python my_script.py``), trains and evaluates the env."""
+    current folder, as for ``python my_script.py``), trains and evaluates the env, made with the trial's
+    ``env_kwargs``."""
     import os
+
+    from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
 
     import ordergrad_rl
 
     folder = tmp_path / "user"
     folder.mkdir()
-    (folder / "sweep_user_envs.py").write_text(USER_ENVS)
+    (folder / "sweep_user_envs.py").write_text(USER_MODULE)  # ZooUserEndless-v0: reward 1 a step, no end
     script = tmp_path / "bin" / "ordergrad-rl"
     script.parent.mkdir()
     script.write_text(CONSOLE_SCRIPT)
     package_root = str(Path(ordergrad_rl.__file__).resolve().parents[1])  # this checkout, not another install
     environ = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    grid = ["env=sweep_user_envs:SweepUserPole-v0", "algo=reinforce", "objective=mean", "n_episodes=4", "seed=0"]
+    grid = ["env=sweep_user_envs:ZooUserEndless-v0", "env_kwargs={max_episode_steps: 2}", "algo=reinforce"]
+    grid += ["objective=mean", "n_episodes=4"]
     out = tmp_path / "sweep"
     argv = [sys.executable, str(script), "sweep", "--grid", *grid, "timesteps=16", "eval_episodes=2"]
     driver = subprocess.Popen(
