@@ -363,6 +363,41 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "note"),
+    [
+        ([*TRAIN, "--objectve", "cvar0.2"], "--objectve: did you mean --objective?"),
+        ([*TRAIN, "-f", "logs/"], "-f: rl-zoo3's log folder: train --save PATH saves the model"),
+        (["evaluate", "m.zip", "--load-best"], "--load-best: give evaluate the model's file"),
+        (["reproduce", "weights", "--outt", "x"], "--outt: did you mean --out?"),
+    ],
+)
+def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(argv, note, capsys):
+    """argparse's top parser reported it: "ordergrad-rl: error: unrecognized arguments: --objectve cvar0.2" under
+    the usage of ordergrad-rl itself, not the command's, and without the option meant (rl-zoo3's -f logs/ alike).
+    The command reports it now, with its usage, and names the option meant or rl-zoo3's equivalent."""
+    command = " ".join(argv[:2] if argv[0] == "reproduce" else argv[:1])
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: ordergrad-rl {command} ")
+    assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
+
+
+def test_rl_zoos_num_threads_is_threads(monkeypatch):
+    """rl-zoo3's --num-threads N (-1: torch's default) was an unrecognized argument; it is --threads's spelling."""
+    from ordergrad_rl import cli
+
+    args, _ = cli.build_parser().parse_known_args(["evaluate", "m.zip", "--num-threads", "-1"])
+    assert args.threads == -1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cli.set_threads(args.threads)  # torch's default: nothing set
+    assert "OMP_NUM_THREADS" not in os.environ
+    with pytest.raises(cli.CommandError, match="--threads must be >= 0"):
+        cli.set_threads(-2)
+
+
 def test_reasoning_quick_refuses_sizes_it_would_drop(tmp_path, capsys):
     assert main(["reproduce", "reasoning", "--quick", "--updates", "180", "--out", str(tmp_path)]) == 2
     assert "--quick sets its own sizes" in capsys.readouterr().err
