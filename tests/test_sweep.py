@@ -247,6 +247,27 @@ def test_resume_keeps_the_resources_the_sweep_started_with(tmp_path, monkeypatch
     assert "4 CPUs and 0 GPUs per trial" in capsys.readouterr().out
 
 
+def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkeypatch, capsys):
+    """A sweep planned before ``env_kwargs`` became a trial key has trials without it: ``--resume`` with its config
+    refused them ("the trials differ"), though they are the same trials."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
+    monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    plan = tmp_path / sweep_command.PLAN_FILE
+    saved = json.loads(plan.read_text())
+    for entry in saved["trials"]:
+        del entry["trial"]["env_kwargs"]
+    plan.write_text(json.dumps(saved))
+    assert main([*argv, "--resume"]) == 0, capsys.readouterr().err
+    assert main([*argv[:2], "env=CartPole-v1", *argv[3:], "--resume"]) == 2  # another sweep: refused as before
+    assert "--resume: the trials differ" in capsys.readouterr().err
+
+
 def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
     """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
     pytest.importorskip("ray.tune", reason="needs the [ray] extra")

@@ -47,7 +47,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
 from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
-from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
+from ordergrad_rl.sweep.grid import RUN_KEYS, check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
 from ordergrad_rl.sweep.trial import run_trial
 from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
@@ -122,7 +122,7 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
     saved = json.loads(path.read_text())
     if args.config is not None or args.grid:
         given = json.loads(json.dumps(plan(args)))
-        if given["trials"] != saved["trials"]:
+        if with_defaults(given["trials"]) != with_defaults(saved["trials"]):
             raise CommandError(f"--resume: the trials differ from those of the sweep in {args.out}")
         resources = given["resources"]
     else:
@@ -135,6 +135,12 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
             "in another --out"
         )
     return saved
+
+
+def with_defaults(planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The planned trials with every trial key's default where they lack it: a plan saved before a key was added
+    (``env_kwargs``) is the same sweep as today's of the same config."""
+    return [entry | {"trial": RUN_KEYS | entry["trial"]} for entry in planned]
 
 
 def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[str, float]:
