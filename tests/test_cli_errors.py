@@ -305,6 +305,8 @@ def test_robust_regression_settings_are_checked_first(options, message, tmp_path
         ["reproduce", "diagnostics", "--quick", "--reps", "1"],  # no standard error (crashed plotting the work)
         ["reproduce", "robust-regression", "--lr", "nan"],
         ["reproduce", "robust-regression", "--lr", "-0.1"],
+        # named "resources: gpu must be a number >= 0", not the option given:
+        ["sweep", "--grid", "env=RiskyBandit-v0", "--gpus-per-trial", "-1"],
     ],
 )
 def test_numbers_argparse_can_check_are_usage_errors(argv, capsys):

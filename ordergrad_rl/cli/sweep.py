@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
+from ordergrad_rl.common.options import add_output_arguments, non_negative_float, positive_float, positive_int
 from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import RUN_KEYS, check_resources, check_trials, load_config, method_name, trial_id
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cpus-per-trial", type=positive_float, default=None, metavar="C", help="override resources: cpu"
     )
     parser.add_argument(
-        "--gpus-per-trial", type=float, default=None, metavar="G", help="override resources: gpu (>= 0)"
+        "--gpus-per-trial", type=non_negative_float, default=None, metavar="G", help="override resources: gpu (>= 0)"
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the sweep in --out: run its failed and unfinished trials"

@@ -319,6 +319,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (a trial's GPUs)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
 def key_value_items(items: list[str], option: str) -> Iterator[tuple[str, Any, str]]:
     """``["key=value", ...]`` (the items of ``option``) -> ``(key, ast.literal_eval(value), value)`` each, the raw
     text as the value where it is not a literal. rl-zoo3's ``key:value`` items (its ``--env-kwargs`` and
