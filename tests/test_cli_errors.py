@@ -387,6 +387,34 @@ def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(arg
     assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
 
 
+def test_a_warning_of_a_command_is_printed_as_its_errors_are(monkeypatch, capsys):
+    """Python printed ``/usr/bin/ordergrad-rl:8: UserWarning: <message>`` and then the console script's line
+    ``sys.exit(main())``, which said nothing to a command's user; a command's warning reads as its errors do now, and
+    Python's format is back once the command ends (main may run inside a user's program)."""
+    import warnings
+
+    def run(args):
+        warnings.warn("fewer than 5 updates", UserWarning, stacklevel=2)
+        warnings.warn("an old option", DeprecationWarning, stacklevel=2)
+
+    monkeypatch.setattr(evaluate, "run", run)
+
+    def show(message, category, filename, lineno, file=None, line=None):  # as Python's, which pytest replaces
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    formatwarning = warnings.formatwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        assert main(["evaluate", "m.zip"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "ordergrad-rl evaluate: warning: fewer than 5 updates\n"
+        "ordergrad-rl evaluate: warning (DeprecationWarning): an old option\n"
+    )
+    assert warnings.formatwarning is formatwarning
+
+
 def test_rl_zoos_num_threads_is_threads(monkeypatch):
     """rl-zoo3's --num-threads N (-1: torch's default) was an unrecognized argument; it is --threads's spelling."""
     from ordergrad_rl import cli

@@ -27,7 +27,8 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -293,6 +294,21 @@ def add_working_directory() -> None:
         sys.path.append(cwd)
 
 
+def command_warning(prog: str) -> Callable[..., str]:
+    """``warnings.formatwarning`` for a command: a warning printed as its errors are, ``ordergrad-rl train: warning:
+    <message>`` (a category other than ``UserWarning`` named), not Python's ``<file>:<line>: UserWarning: <message>``
+    followed by the line of the console script that called ``main`` (``sys.exit(main())``), which told a command's
+    user nothing."""
+
+    def formatwarning(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
+        kind = "warning" if category is UserWarning else f"warning ({category.__name__})"
+        return f"{prog}: {kind}: {message}\n"
+
+    return formatwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ordergrad-rl`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
 
@@ -301,7 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
     returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
     ``--save``, ``--figure``) are checked before the command runs, and a ``CommandError`` raised by a command is
-    printed like a usage error (status 2) instead of a traceback; Ctrl-C returns 130, also without one. A reader that
+    printed like a usage error (status 2) instead of a traceback, and a warning as ``<command>: warning: <message>``
+    (:func:`command_warning`); Ctrl-C returns 130, also without one. A reader that
     closes the pipe early (``ordergrad-rl compare ... | head``) ends the command quietly with status 141, the shell's
     status of a command that ``SIGPIPE`` ended (128 + 13), as ``ls | head``'s ``ls`` under ``set -o pipefail``.
     """
@@ -309,19 +326,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's usage and name, and what to give instead, not the top parser's bare message
-        command = getattr(args, "_parser", parser)
-        command.error(unrecognized_arguments(unknown, command))
+        command_parser = getattr(args, "_parser", parser)
+        command_parser.error(unrecognized_arguments(unknown, command_parser))
     if args._run is None:
         args._parser.print_help(sys.stderr)
         return 2
 
+    command = args._prog.removeprefix(f"{parser.prog} ")
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = command_warning(args._prog)  # restored below: main may run inside a user's program
     try:
         set_threads(getattr(args, "threads", DEFAULT_THREADS), getattr(args, "_one_thread", None))
         check_output_arguments(args)
         status = args._run(args)
         sys.stdout.flush()  # a reader gone raises here, not in Python's flush at exit
     except CommandError as err:
-        return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
+        return report_error(command, err)
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, without a traceback
         print(f"{args._prog}: interrupted", file=sys.stderr)
         return 130
@@ -329,4 +349,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # goes to devnull (Python's flush at exit would fail again), without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        warnings.formatwarning = formatwarning
     return 0 if status is None else int(status)
