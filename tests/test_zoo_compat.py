@@ -376,6 +376,30 @@ def test_train_on_an_env_without_a_time_limit_names_the_option_that_gives_one(tm
     assert "the time limit is --env-kwargs max_episode_steps=N" in err
 
 
+@pytest.mark.parametrize(
+    ("normalize", "refused"),
+    [(True, True), ("{'norm_obs': True, 'norm_reward': False}", True), ("dict(norm_obs=False)", False), (False, False)],
+)
+def test_an_rl_zoo_model_whose_run_normalized_its_observations_needs_their_statistics(
+    normalize, refused, tmp_path, capsys
+):
+    """An SB3 save records no ``VecNormalize``; its rl-zoo3 run's ``config.yml`` does (``normalize``). Without the
+    run's ``vecnormalize.pkl``, ``evaluate`` ran the policy on raw observations, as rl-zoo3's ``enjoy`` does, and
+    printed a table of a policy that never acts so; it is refused now, as an OrderGrad save recording one is."""
+    from stable_baselines3 import PPO
+
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    _rl_zoo_file(run / "CartPole-v1" / "config.yml", {"normalize": normalize, "n_envs": 1})
+    PPO("MlpPolicy", "CartPole-v1", n_steps=8, batch_size=8).save(run / "best_model")
+    status = cli.main(["evaluate", str(run / "best_model.zip"), "--env", "CartPole-v1", "--episodes", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == (2 if refused else 0), err
+    if refused:
+        assert f"was trained in VecNormalize (normalize: {normalize!r} in {run / 'CartPole-v1' / 'config.yml'})" in err
+        assert f"they are not at {run / 'CartPole-v1' / 'vecnormalize.pkl'}, where rl-zoo3 saves them" in err
+
+
 def test_the_folders_of_a_namespaced_env_are_found_by_rl_zoos_name():
     """rl-zoo3 names the folders of ``ALE/Pong-v5`` ``ALE-Pong-v5`` (``huggingface_sb3``'s ``EnvironmentName``):
     a model of ``logs/ppo/ALE-Pong-v5_1`` was not taken for a run's model (its ``vecnormalize.pkl``, ``config.yml``

@@ -550,8 +550,9 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     there is none and the save records no ``VecNormalize``
     (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
 
-    :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, and neither file
-        exists (its policy would act on raw observations, wrongly).
+    :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, or for an SB3 model
+        of an rl-zoo3 run its ``config.yml``'s ``normalize`` does, and none of the files exists (its policy would act
+        on raw observations, wrongly).
     """
     import re
 
@@ -567,6 +568,8 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
         candidates.append(folder / VEC_NORMALIZE_FILE)
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
+        if folder is not None:  # an SB3 save records no VecNormalize: its rl-zoo3 run's config.yml says so
+            _check_rl_zoo_normalize(path, folder)
         try:
             record = saved_vec_normalize(read_saved_data(path))
         except ValueError as err:
@@ -579,6 +582,27 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
                 "them there)"
             )
     return found
+
+
+def _check_rl_zoo_normalize(path: Path, folder: Path) -> None:
+    """:raises CommandError: the ``config.yml`` of the rl-zoo3 run ``folder`` of the model saved at ``path`` has a
+    ``normalize`` of the observations, whose statistics are missing from ``folder`` (rl-zoo3's ``enjoy`` would run
+    the policy on raw observations, wrongly)."""
+    from ordergrad_rl.zoo.hyperparams import parse_normalize
+
+    config = folder / RL_ZOO_CONFIG_FILE
+    if not config.is_file():
+        return
+    value = read_rl_zoo_file(config).get("normalize")
+    try:
+        normalize = None if value is None else parse_normalize(value, f"{config}: normalize")
+    except ValueError as err:
+        raise CommandError(str(err)) from err
+    if normalize is not None and normalize.get("norm_obs", True):
+        raise CommandError(
+            f"{path} was trained in VecNormalize (normalize: {value!r} in {config}), whose statistics its policy "
+            f"acts on: they are not at {folder / VEC_NORMALIZE_FILE}, where rl-zoo3 saves them"
+        )
 
 
 #: rl-zoo3's file of a run's hyperparameters, beside its ``VecNormalize`` statistics (:func:`rl_zoo_env_folder`).
