@@ -368,10 +368,10 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
 @pytest.mark.parametrize(
     ("argv", "note"),
     [
-        ([*TRAIN, "--objectve", "cvar0.2"], "--objectve: did you mean --objective?"),
+        ([*TRAIN, "--objectve", "cvar0.2"], "--objectve (did you mean --objective?)"),
         ([*TRAIN, "-f", "logs/"], "-f: rl-zoo3's log folder: train --save PATH saves the model"),
         (["evaluate", "m.zip", "--load-best"], "--load-best: give evaluate the model's file"),
-        (["reproduce", "weights", "--outt", "x"], "--outt: did you mean --out?"),
+        (["reproduce", "weights", "--outt", "x"], "--outt (did you mean --out?)"),
     ],
 )
 def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(argv, note, capsys):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from ordergrad_rl.common.errors import CommandError, report_error
-from ordergrad_rl.common.options import check_output_arguments
+from ordergrad_rl.common.options import check_output_arguments, closest_argument
 from ordergrad_rl.version import __version__
 
 
@@ -231,8 +231,6 @@ RL_ZOO_OPTIONS: dict[str, str] = {
 def unrecognized_arguments(arguments: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """argparse's message for ``arguments`` that ``parser`` does not take, with what to give instead of each option:
     for one of rl-zoo3's (:data:`RL_ZOO_OPTIONS`) its equivalent, else the closest option of the command."""
-    import difflib
-
     # argparse keeps a parser's options in this list (it has no public accessor); those hidden from --help are options
     # other commands take, which this one refuses with its reason (refuse_option).
     actions = [action for action in parser._actions if action.help is not argparse.SUPPRESS]
@@ -242,11 +240,11 @@ def unrecognized_arguments(arguments: Sequence[str], parser: argparse.ArgumentPa
         flag = argument.partition("=")[0]
         if not flag.startswith("-") or flag.lstrip("-").replace(".", "", 1).isdigit():  # a value, or a number
             continue
-        close = difflib.get_close_matches(flag, options, n=1)
+        hint = closest_argument(flag, options)
         if flag in RL_ZOO_OPTIONS:
             notes.append(f"{flag}: {RL_ZOO_OPTIONS[flag]}")
-        elif close:
-            notes.append(f"{flag}: did you mean {close[0]}?")
+        elif hint:
+            notes.append(f"{flag}{hint}")
     return f"unrecognized arguments: {' '.join(arguments)}" + "".join(f". {note}" for note in notes)
 
 

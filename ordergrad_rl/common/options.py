@@ -319,6 +319,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def closest_argument(key: str, accepted: list[str]) -> str:
+    """`` (did you mean <argument>?)`` for the argument of ``accepted`` closest to ``key``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(key, accepted, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0 (a trial's GPUs)."""
     value = float(text)

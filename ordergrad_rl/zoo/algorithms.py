@@ -18,6 +18,7 @@ import typing
 from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import closest_argument
 
 if TYPE_CHECKING:
     from stable_baselines3.common.utils import LinearSchedule
@@ -314,8 +315,6 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
         raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
     valid = [*hyperparameter_names(cls), *options]
     if key not in valid and key not in refused_arguments(cls):  # those the constructor refuses, with its reason
-        from ordergrad_rl.zoo.models import closest_argument
-
         hint = closest_argument(key, valid)  # "seeds" in a sweep: seed, one of its options
         raise CommandError(
             f"{where}: {cls.__name__} has no hyperparameter {key!r}{hint}; valid keys: {', '.join(valid)}"

@@ -15,7 +15,7 @@ import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_env_extra
-from ordergrad_rl.common.options import model_file
+from ordergrad_rl.common.options import closest_argument, model_file
 
 
 # ---------------------------------------------------------------------------------------------------- envs
@@ -588,17 +588,17 @@ def _check_rl_zoo_normalize(path: Path, folder: Path) -> None:
     """:raises CommandError: the ``config.yml`` of the rl-zoo3 run ``folder`` of the model saved at ``path`` has a
     ``normalize`` of the observations, whose statistics are missing from ``folder`` (rl-zoo3's ``enjoy`` would run
     the policy on raw observations, wrongly)."""
-    from ordergrad_rl.zoo.hyperparams import parse_normalize
+    from ordergrad_rl.zoo.algorithms import python_text
 
     config = folder / RL_ZOO_CONFIG_FILE
     if not config.is_file():
         return
     value = read_rl_zoo_file(config).get("normalize")
-    try:
-        normalize = None if value is None else parse_normalize(value, f"{config}: normalize")
+    try:  # true, or VecNormalize's arguments: a mapping or its text, as rl-zoo3 writes them (parse_normalize)
+        normalize = python_text(value) if isinstance(value, str) else value
     except ValueError as err:
-        raise CommandError(str(err)) from err
-    if normalize is not None and normalize.get("norm_obs", True):
+        raise CommandError(f"{config}: normalize: expected true, false or VecNormalize's arguments, got {err}") from err
+    if normalize is True or (isinstance(normalize, dict) and normalize.get("norm_obs", True)):
         raise CommandError(
             f"{path} was trained in VecNormalize (normalize: {value!r} in {config}), whose statistics its policy "
             f"acts on: they are not at {folder / VEC_NORMALIZE_FILE}, where rl-zoo3 saves them"
@@ -914,14 +914,6 @@ def accepted_env_arguments(env_id: str) -> tuple[list[str], bool]:
         if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
             return names + list(MAKE_KWARGS), i == 0
     return names + list(MAKE_KWARGS), False
-
-
-def closest_argument(key: str, accepted: list[str]) -> str:
-    """`` (did you mean <argument>?)`` for the argument of ``accepted`` closest to ``key``, or ``""``."""
-    import difflib
-
-    close = difflib.get_close_matches(key, accepted, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: str = "--env-kwargs") -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import check_device
+from ordergrad_rl.common.options import check_device, closest_argument
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
@@ -25,7 +25,6 @@ from ordergrad_rl.zoo.models import (
     EnvWrappers,
     check_env_id,
     check_fits,
-    closest_argument,
     frozen_vec_normalize,
     is_batched,
     make_env,
