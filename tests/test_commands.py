@@ -736,15 +736,16 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------- going on
 def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
     """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,
-    hyperparameters and num_timesteps, logging into the same TensorBoard run; --hparams change hyperparameters."""
+    hyperparameters and num_timesteps, logging into the same TensorBoard run, that of its --run-name too (it logged
+    into a new OrderGradPPO_cvar0.25@4_0 beside lava/seed0_1); --hparams change hyperparameters."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from ordergrad_rl.agents import OrderGradPPO
 
     base = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--tensorboard", str(tmp_path), "--quiet",
             "--env-kwargs", "max_episode_steps=10"]  # fmt: skip
-    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80",
-                 "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
+    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80", "--run-name",
+                 "lava/seed0", "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
     first = OrderGradPPO.load(tmp_path / "first.zip")
     argv = [*base, "-i", str(tmp_path / "first.zip"), "--timesteps", "80", "--hparams", "learning_rate=0.01",
             "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
@@ -755,6 +756,7 @@ def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, cap
     assert more.num_timesteps >= first.num_timesteps + 80 and more.objective_spec == first.objective_spec
     assert (more.n_episodes, more.n_epochs, more.learning_rate) == (8, 1, 0.01)
     (run,) = {p.parent for p in tmp_path.rglob("events.out.tfevents.*")}  # one run, logged by both commands
+    assert run == tmp_path / "lava" / "seed0_1"
     accumulator = EventAccumulator(str(run))
     accumulator.Reload()
     steps = [event.step for event in accumulator.Scalars("risk/mean")]

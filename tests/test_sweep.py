@@ -337,6 +337,7 @@ def test_a_trials_env_kwargs_make_its_envs_and_name_its_method(tmp_path):
     assert row["profile"]["max"] <= 5 and max(returns) <= 5  # CartPole's reward of 1 a step, for 5 steps at most
     saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
     assert saved["env_kwargs"] == {"max_episode_steps": 5}
+    assert saved["run_name"] == "m/seed0"  # its TensorBoard run, which train -i goes on logging into
 
 
 def test_risk_table_is_the_mean_and_t_interval_over_seeds():

@@ -326,6 +326,7 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
         "env": "ZooUserEndless-v0",
         "env_kwargs": {"max_episode_steps": 4},
         "gym_packages": ["zoo_user_envs_d"],
+        "run_name": None,
         "seed": 0,
     }
     # As in a fresh process: the env registers when the save's gym_packages are imported.

@@ -49,7 +49,7 @@ rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: 
 without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
 hyperparameters (--hparams change them), step count and env arguments (its args.yml), logging into the latest
-TensorBoard run of its name.
+TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
@@ -86,6 +86,9 @@ from ordergrad_rl.zoo.models import (
     env_label,
     make_callbacks,
     model_env,
+    model_path,
+    read_rl_zoo_file,
+    run_arguments_file,
     saved_env_wrapper,
     wrapper_call,
     written_env_wrapper,
@@ -116,6 +119,22 @@ def run_name(text: str) -> str:
     if text.startswith("/") or any(part in ("", ".", "..") for part in parts):
         raise argparse.ArgumentTypeError(f"expected a name or group/name (a relative path without '..'), got {text!r}")
     return text
+
+
+def saved_run_name(path: Path, env_id: str) -> str | None:
+    """The ``--run-name`` of the run that saved the model at ``path`` (its ``args.yml``), or ``None``: the algorithm's
+    name, or a save without one.
+
+    :raises CommandError: a ``run_name`` that :func:`run_name` refuses.
+    """
+    file = run_arguments_file(model_path(path), env_id)
+    name = None if file is None else read_rl_zoo_file(file).get("run_name")
+    if name is None:
+        return None
+    try:
+        return run_name(str(name))
+    except argparse.ArgumentTypeError as err:
+        raise CommandError(f"{file}: run_name: {err}") from err
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -310,12 +329,13 @@ def run(args: argparse.Namespace) -> int:
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = None
-    gym_packages = list(args.gym_packages)
+    gym_packages, tb_log_name = list(args.gym_packages), args.run_name
     if args.trained_agent is not None:
         timesteps = args.timesteps
         # The env's arguments of its save (args.yml) under --env-kwargs, and its wrappers, as evaluate makes its env.
         saved = model_env(args.trained_agent, args.env, run_settings.env_kwargs or {})
         gym_packages += [package for package in saved.gym_packages if package not in gym_packages]
+        tb_log_name = tb_log_name or saved_run_name(args.trained_agent, args.env)  # its TensorBoard run goes on
         env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
         run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
@@ -344,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
-    arguments = run_arguments(run_settings, gym_packages)  # written beside --save: args.yml
+    arguments = run_arguments(run_settings, gym_packages, tb_log_name)  # written beside --save: args.yml
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
@@ -375,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
             model,
             timesteps,
             callback=callbacks or None,
-            tb_log_name=args.run_name,
+            tb_log_name=tb_log_name,
             reset_num_timesteps=args.trained_agent is None,
             progress_bar=not args.quiet,
         )

@@ -720,6 +720,18 @@ def save_run_arguments(path: str | Path, arguments: Mapping[str, Any] | None) ->
     return file
 
 
+def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
+    """The ``args.yml`` of the run of the model saved at ``path``: the one ``train --save`` writes beside it
+    (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
+    (:func:`rl_zoo_env_folder`, of ``env_id``) the run's ``<env>/args.yml``; ``None`` where there is none."""
+    found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
+    if found is None:
+        folder = rl_zoo_env_folder(path, env_id)
+        if folder is not None and (folder / RL_ZOO_ARGS_FILE).is_file():
+            return folder / RL_ZOO_ARGS_FILE
+    return found
+
+
 class ModelEnv(NamedTuple):
     """The env a saved model is evaluated on (:func:`model_env`).
 
@@ -751,10 +763,7 @@ def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any
     from ordergrad_rl.common.options import import_gym_packages
 
     path = model_path(path)
-    found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
-    if found is None:
-        folder = rl_zoo_env_folder(path, env_id)
-        found = None if folder is None or not (folder / RL_ZOO_ARGS_FILE).is_file() else folder / RL_ZOO_ARGS_FILE
+    found = run_arguments_file(path, env_id)
     arguments = {} if found is None else read_rl_zoo_file(found)
     saved_env = arguments.get("env")
     if env_id is None:

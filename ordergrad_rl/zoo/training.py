@@ -301,16 +301,21 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     return model
 
 
-def run_arguments(settings: TrainSettings, gym_packages: list[str] | None = None) -> dict[str, Any]:
+def run_arguments(
+    settings: TrainSettings, gym_packages: list[str] | None = None, run_name: str | None = None
+) -> dict[str, Any]:
     """What a run's save records of the env it trained on (:func:`~ordergrad_rl.zoo.models.save_run_arguments`:
     ``models/cliff/args.yml``), in the keys of rl-zoo3's ``args.yml``: ``algo``, ``env``, ``env_kwargs`` (all those
-    the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``; ``evaluate``, ``compare``
-    and ``--trained-agent`` read them (:func:`~ordergrad_rl.zoo.models.model_env`)."""
+    the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``, which ``evaluate``,
+    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`), and ``run_name``, the
+    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into.
+    """
     return {
         "algo": settings.algo,
         "env": settings.env,
         "env_kwargs": dict(settings.env_kwargs or {}),
         "gym_packages": list(gym_packages or []),
+        "run_name": run_name,
         "seed": settings.seed,
     }
 
