@@ -747,8 +747,9 @@ def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, cap
     assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80", "--run-name",
                  "lava/seed0", "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
     first = OrderGradPPO.load(tmp_path / "first.zip")
-    argv = [*base, "-i", str(tmp_path / "first.zip"), "--timesteps", "80", "--hparams", "learning_rate=0.01",
-            "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
+    # rl-zoo3's -i needs --algo and --env again; the save has them (--algo and --env given are checked against it).
+    argv = ["train", "--tensorboard", str(tmp_path), "--quiet", "-i", str(tmp_path / "first.zip"), "--timesteps",
+            "80", "--hparams", "learning_rate=0.01", "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"going on from {tmp_path / 'first.zip'} at {first.num_timesteps} timesteps" in out
@@ -780,6 +781,15 @@ def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, cap
         assert err.startswith("ordergrad-rl train: error: ") and message in err
     assert main([*bandit[:-1], str(tmp_path / "none.zip"), "--timesteps", "8"]) == 2
     assert "no saved model at" in capsys.readouterr().err
+    # Without -i, --algo and --env are required (argparse required them even with -i, whose save has them).
+    assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "8"]) == 2
+    assert "give --env (without --trained-agent, whose save has them)" in capsys.readouterr().err
+    for name, message in [
+        ("PPO", "was saved by PPO, which train does not train: it trains OrderGradPPO, "),
+        ("OrderGradPPO", "give --env: no args.yml beside --trained-agent"),  # SB3's model.save: no env recorded
+    ]:
+        assert main(["train", "-i", str(saved_models / f"{name}.zip"), "--timesteps", "8", "--quiet"]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):

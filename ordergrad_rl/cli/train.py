@@ -47,16 +47,15 @@ mapping in the --conf-file entry gives them too, under --env-kwargs (a key given
 shows them (env_kwargs). --save PATH writes the env's id, all its arguments and --gym-packages to PATH/args.yml (as
 rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: a model is evaluated on that env
 without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
---trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
-hyperparameters (--hparams change them), step count and env arguments (its args.yml), logging into the latest
-TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
+--trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its algorithm, objective,
+hyperparameters (--hparams change them), step count and env (its args.yml; --algo and --env need not be given),
+logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
-    ordergrad-rl train --algo ppo --env CliffWalking-v1 -i models/cliff.zip --timesteps 100000 \\
-        --save models/cliff_more --tensorboard runs/
+    ordergrad-rl train -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -83,6 +82,7 @@ from ordergrad_rl.zoo.models import (
     FRAME_STACK,
     VEC_ENVS,
     EnvWrappers,
+    detect_algorithm,
     env_label,
     make_callbacks,
     model_env,
@@ -140,9 +140,18 @@ def saved_run_name(path: Path, env_id: str) -> str | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
     parser.add_argument(
-        "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        "--algo",
+        default=None,
+        choices=sorted(ALGOS),
+        help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        + " (required; with --trained-agent, the algorithm that saved it)",
     )
-    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="Gymnasium env id (required; with --trained-agent, the env of the args.yml train --save wrote beside it)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",
@@ -298,9 +307,37 @@ def settings(args: argparse.Namespace) -> TrainSettings:
     )
 
 
+def trained_agent_defaults(args: argparse.Namespace) -> None:
+    """``--algo`` and ``--env`` of a ``--trained-agent`` where they are not given: the algorithm that saved it, and
+    the env of its run's ``args.yml`` (which ``train --save`` writes beside it, as rl-zoo3 does).
+
+    :raises CommandError: a save of an algorithm ``train`` does not train, or no ``args.yml`` naming the env.
+    """
+    if args.algo is None:
+        algorithm = detect_algorithm(args.trained_agent)
+        names = {name: key for key, name in ALGOS.items()}
+        if algorithm.name not in names:
+            raise CommandError(
+                f"--trained-agent {args.trained_agent} was saved by {algorithm.name}, which train does not train: "
+                f"it trains {', '.join(ALGOS.values())}"
+            )
+        args.algo = names[algorithm.name]
+    if args.env is None:
+        file = run_arguments_file(model_path(args.trained_agent))
+        env = None if file is None else read_rl_zoo_file(file).get("env")
+        if not isinstance(env, str):
+            raise CommandError(
+                f"give --env: no args.yml beside --trained-agent {args.trained_agent} names the env it trained on"
+            )
+        args.env = env
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
     if args.trained_agent is None:
+        missing = [option for option, value in (("--algo", args.algo), ("--env", args.env)) if value is None]
+        if missing:
+            raise CommandError(f"give {' and '.join(missing)} (without --trained-agent, whose save has them)")
         if args.objective is None:
             raise CommandError("give --objective (the objective of the episode return: mean, cvar0.2, max@8, ...)")
     else:
@@ -325,6 +362,8 @@ def run(args: argparse.Namespace) -> int:
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
+    if args.trained_agent is not None:
+        trained_agent_defaults(args)
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
