@@ -258,6 +258,7 @@ def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkey
     monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
     argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
     assert main(argv) == 0
+    assert "sweep sweep: 1 trial, 1 method, 1 CPU and 0 GPUs per trial" in capsys.readouterr().out  # "1 trials"
     plan = tmp_path / sweep_command.PLAN_FILE
     saved = json.loads(plan.read_text())
     for entry in saved["trials"]:

@@ -154,6 +154,11 @@ def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[
     return resources
 
 
+def counted(number: int, noun: str) -> str:
+    """``"1 trial"``, ``"4 trials"``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def describe_resources(resources: dict[str, float]) -> str:
     """``"2 CPUs and 0 GPUs per trial"``."""
     return f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
@@ -185,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     trials = sweep["trials"]
     resources = sweep["resources"]
     print(
-        f"sweep {sweep['name']}: {len(trials)} trials, {len(dict.fromkeys(t['method'] for t in trials))} methods, "
+        f"sweep {sweep['name']}: {counted(len(trials), 'trial')}, "
+        f"{counted(len(dict.fromkeys(t['method'] for t in trials)), 'method')}, "
         f"{describe_resources(resources)}"
         f"{'' if args.address is None else f', Ray cluster {args.address}'}; output in {out}"
     )
