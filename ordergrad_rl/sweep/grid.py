@@ -241,7 +241,8 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             raise CommandError(
                 f"env_kwargs must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
             )
-        check_env_kwargs(str(trial["env"]), env_kwargs, "env_kwargs")
+        if env_kwargs:
+            check_env_kwargs(str(trial["env"]), env_kwargs, "env_kwargs")
         try:
             objective = Objective.parse(trial["objective"], trial["k"])
         except (TypeError, ValueError) as err:
