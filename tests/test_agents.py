@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Any
 
@@ -232,6 +233,45 @@ def test_a_space_sb3_cannot_build_a_policy_for_is_refused(cls, case: str, messag
     if case in ("observations", "scalar", "text", "oneof"):
         model = cls("MlpPolicy", gym.wrappers.FlattenObservation(_UnflattenedSpaces(case)), n_episodes=4)
         model.learn(8)
+
+
+class _UnsupportedActions(_ShiftedActions):
+    """Actions of a space no SB3 policy acts in (one step episodes)."""
+
+    def __init__(self, action_space: gym.spaces.Space) -> None:
+        super().__init__()
+        self.action_space = action_space
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [
+        gym.spaces.Text(5),
+        gym.spaces.Sequence(gym.spaces.Discrete(2)),
+        gym.spaces.Graph(_POINT, None),
+        gym.spaces.OneOf((gym.spaces.Discrete(2), _POINT)),
+        gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3))),
+        gym.spaces.Dict({"move": gym.spaces.Discrete(2)}),
+    ],
+    ids=lambda space: type(space).__name__,
+)
+@pytest.mark.parametrize("cls", [OrderGradREINFORCE, OrderGradPPO])
+def test_an_action_space_no_policy_acts_in_is_refused_naming_it(cls, action_space) -> None:
+    """SB3's constructor refused these with a bare ``AssertionError`` ("The algorithm only supports (<class
+    'gymnasium.spaces.box.Box'>, ...) as action spaces"), as the observation spaces of these kinds are refused with
+    a ``ValueError``: the action spaces are too now, naming the space, the ones SB3 acts in and the way there; from a
+    ``VecEnv`` too."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    name = type(action_space).__name__
+    message = (
+        rf"action space {re.escape(str(action_space))} is a {name}, which SB3's policies cannot act in: they act in "
+        r"Box, Discrete, MultiDiscrete or MultiBinary action spaces\. .*gymnasium\.ActionWrapper"
+    )
+    with pytest.raises(ValueError, match=message):
+        cls("MlpPolicy", _UnsupportedActions(action_space), objective="cvar0.2")
+    with pytest.raises(ValueError, match=message):
+        cls("MlpPolicy", DummyVecEnv([lambda: _UnsupportedActions(action_space)]), objective="cvar0.2")
 
 
 @pytest.mark.parametrize("case", ["text", "dict-sequence"])

@@ -134,7 +134,7 @@ def test_threads_is_refused_where_runs_use_one_thread_whatever_it_says(command, 
     assert main([*command, "--threads", "0"]) == 2
     assert build_parser().parse_args([*command, "--threads", "1"]).threads == 1
     text = " ".join(_help(command, capsys).split())
-    assert hint in text.partition("--threads N only 1: ")[2]
+    assert hint in text.partition("--threads N, --num-threads N only 1: ")[2]  # rl-zoo3's spelling beside it
 
 
 def test_ctrl_c_returns_130_without_a_traceback(capsys, monkeypatch):

@@ -305,6 +305,8 @@ def test_robust_regression_settings_are_checked_first(options, message, tmp_path
         ["reproduce", "diagnostics", "--quick", "--reps", "1"],  # no standard error (crashed plotting the work)
         ["reproduce", "robust-regression", "--lr", "nan"],
         ["reproduce", "robust-regression", "--lr", "-0.1"],
+        # named "resources: gpu must be a number >= 0", not the option given:
+        ["sweep", "--grid", "env=RiskyBandit-v0", "--gpus-per-trial", "-1"],
     ],
 )
 def test_numbers_argparse_can_check_are_usage_errors(argv, capsys):
@@ -361,6 +363,69 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
     assert (
         "--seeds does not apply here: diagnostics is one Monte-Carlo run: its seed is --seed" in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "note"),
+    [
+        ([*TRAIN, "--objectve", "cvar0.2"], "--objectve (did you mean --objective?)"),
+        ([*TRAIN, "-f", "logs/"], "-f: rl-zoo3's log folder: train --save PATH saves the model"),
+        (["evaluate", "m.zip", "--load-best"], "--load-best: give evaluate the model's file"),
+        (["reproduce", "weights", "--outt", "x"], "--outt (did you mean --out?)"),
+    ],
+)
+def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(argv, note, capsys):
+    """argparse's top parser reported it: "ordergrad-rl: error: unrecognized arguments: --objectve cvar0.2" under
+    the usage of ordergrad-rl itself, not the command's, and without the option meant (rl-zoo3's -f logs/ alike).
+    The command reports it now, with its usage, and names the option meant or rl-zoo3's equivalent."""
+    command = " ".join(argv[:2] if argv[0] == "reproduce" else argv[:1])
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: ordergrad-rl {command} ")
+    assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
+
+
+def test_a_warning_of_a_command_is_printed_as_its_errors_are(monkeypatch, capsys):
+    """Python printed ``/usr/bin/ordergrad-rl:8: UserWarning: <message>`` and then the console script's line
+    ``sys.exit(main())``, which said nothing to a command's user; a command's warning reads as its errors do now, and
+    Python's format is back once the command ends (main may run inside a user's program)."""
+    import warnings
+
+    def run(args):
+        warnings.warn("fewer than 5 updates", UserWarning, stacklevel=2)
+        warnings.warn("an old option", DeprecationWarning, stacklevel=2)
+
+    monkeypatch.setattr(evaluate, "run", run)
+
+    def show(message, category, filename, lineno, file=None, line=None):  # as Python's, which pytest replaces
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    formatwarning = warnings.formatwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        assert main(["evaluate", "m.zip"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "ordergrad-rl evaluate: warning: fewer than 5 updates\n"
+        "ordergrad-rl evaluate: warning (DeprecationWarning): an old option\n"
+    )
+    assert warnings.formatwarning is formatwarning
+
+
+def test_rl_zoos_num_threads_is_threads(monkeypatch):
+    """rl-zoo3's --num-threads N (-1: torch's default) was an unrecognized argument; it is --threads's spelling."""
+    from ordergrad_rl import cli
+
+    args, _ = cli.build_parser().parse_known_args(["evaluate", "m.zip", "--num-threads", "-1"])
+    assert args.threads == -1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cli.set_threads(args.threads)  # torch's default: nothing set
+    assert "OMP_NUM_THREADS" not in os.environ
+    with pytest.raises(cli.CommandError, match="--threads must be >= 0"):
+        cli.set_threads(-2)
 
 
 def test_reasoning_quick_refuses_sizes_it_would_drop(tmp_path, capsys):

@@ -515,6 +515,7 @@ def test_train_evaluate_compare_round_trip(tmp_path, capsys):
     assert len(evaluation["returns"]) == 30 and evaluation["algorithm"] == "OrderGradREINFORCE"
     assert evaluation["profile"] == pytest.approx(risk_profile(evaluation["returns"]))
 
+    (tmp_path / "cvar" / "args.yml").unlink()  # as SB3's model.save leaves a model: no env recorded beside it
     assert main(["compare", str(model)]) == 2
     assert "give --env" in capsys.readouterr().err
     argv = ["compare", str(model), str(tb), "--env", "RiskyBandit-v0", "--episodes", "40", "--out",
@@ -735,18 +736,20 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------- going on
 def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
     """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,
-    hyperparameters and num_timesteps, logging into the same TensorBoard run; --hparams change hyperparameters."""
+    hyperparameters and num_timesteps, logging into the same TensorBoard run, that of its --run-name too (it logged
+    into a new OrderGradPPO_cvar0.25@4_0 beside lava/seed0_1); --hparams change hyperparameters."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from ordergrad_rl.agents import OrderGradPPO
 
     base = ["train", "--algo", "ppo", "--env", "RiskyLavaGrid-v0", "--tensorboard", str(tmp_path), "--quiet",
             "--env-kwargs", "max_episode_steps=10"]  # fmt: skip
-    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80",
-                 "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
+    assert main([*base, "--objective", "cvar0.25", "--n-episodes", "8", "--timesteps", "80", "--run-name",
+                 "lava/seed0", "--hparams", "n_epochs=1", "--save", str(tmp_path / "first")]) == 0  # fmt: skip
     first = OrderGradPPO.load(tmp_path / "first.zip")
-    argv = [*base, "-i", str(tmp_path / "first.zip"), "--timesteps", "80", "--hparams", "learning_rate=0.01",
-            "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
+    # rl-zoo3's -i needs --algo and --env again; the save has them (--algo and --env given are checked against it).
+    argv = ["train", "--tensorboard", str(tmp_path), "--quiet", "-i", str(tmp_path / "first.zip"), "--timesteps",
+            "80", "--hparams", "learning_rate=0.01", "--save", str(tmp_path / "more"), "--save-freq", "40"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"going on from {tmp_path / 'first.zip'} at {first.num_timesteps} timesteps" in out
@@ -754,6 +757,7 @@ def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, cap
     assert more.num_timesteps >= first.num_timesteps + 80 and more.objective_spec == first.objective_spec
     assert (more.n_episodes, more.n_epochs, more.learning_rate) == (8, 1, 0.01)
     (run,) = {p.parent for p in tmp_path.rglob("events.out.tfevents.*")}  # one run, logged by both commands
+    assert run == tmp_path / "lava" / "seed0_1"
     accumulator = EventAccumulator(str(run))
     accumulator.Reload()
     steps = [event.step for event in accumulator.Scalars("risk/mean")]
@@ -777,6 +781,15 @@ def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, cap
         assert err.startswith("ordergrad-rl train: error: ") and message in err
     assert main([*bandit[:-1], str(tmp_path / "none.zip"), "--timesteps", "8"]) == 2
     assert "no saved model at" in capsys.readouterr().err
+    # Without -i, --algo and --env are required (argparse required them even with -i, whose save has them).
+    assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "8"]) == 2
+    assert "give --env (without --trained-agent, whose save has them)" in capsys.readouterr().err
+    for name, message in [
+        ("PPO", "was saved by PPO, which train does not train: it trains OrderGradPPO, "),
+        ("OrderGradPPO", "give --env: no args.yml beside --trained-agent"),  # SB3's model.save: no env recorded
+    ]:
+        assert main(["train", "-i", str(saved_models / f"{name}.zip"), "--timesteps", "8", "--quiet"]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_train_save_freq_saves_checkpoints_beside_the_model(tmp_path, capsys):
@@ -894,18 +907,21 @@ def test_compare_takes_the_env_kwargs_evaluate_takes(saved_models, tmp_path, cap
     assert "RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)" in (
         capsys.readouterr().err
     )
-    assert main(["compare", str(tmp_path), "--env-kwargs", "max_episode_steps=3"]) == 2
-    assert "--env-kwargs are the arguments of --env" in capsys.readouterr().err
 
 
 def test_compare_refuses_env_without_a_model_to_evaluate(tmp_path, capsys):
-    """compare runs/ --env X --episodes 1000 printed the runs' logged numbers as if it had evaluated them on X."""
+    """compare runs/ --env X --episodes 1000 printed the runs' logged numbers as if it had evaluated them on X (and
+    --env-kwargs, which apply to the models' envs, without --env too)."""
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(tmp_path / "runs" / "cvar_1")) as writer:
         writer.add_scalar("eval_risk/mean", 1.0, 8)
     assert main(["compare", str(tmp_path / "runs"), "--env", "RiskyBandit-v0", "--out", str(tmp_path)]) == 2
     assert "--env RiskyBandit-v0 is the env the saved models are evaluated on, and no argument is a model" in (
+        capsys.readouterr().err
+    )
+    assert main(["compare", str(tmp_path / "runs"), "--env-kwargs", "max_episode_steps=3"]) == 2
+    assert "--env-kwargs are the arguments of the env the saved models are evaluated on, and no argument" in (
         capsys.readouterr().err
     )
 

@@ -93,6 +93,14 @@ def test_grid_option_reads_yaml_lists():
         ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "cvar2"}, "objective 'cvar2'"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "objective": "max@8", "n_episodes": 8}, "needs k < n_episodes"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "learning_rat": 0.1}, "has no hyperparameter 'learning_rat'"),
+        # A trial key misspelt was named as a hyperparameter, among valid keys that left the trial keys out:
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "seeds": 1}, "'seeds' (did you mean seed?); valid keys: "),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "timestep": 8}, "'timestep' (did you mean timesteps?)"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "env_kwargs": 5}, "env_kwargs must be a mapping"),
+        (
+            {"env": "CliffWalking-v1", "timesteps": 8, "env_kwargs": {"is_slipery": True}},
+            "env_kwargs: CliffWalking-v1 takes no argument 'is_slipery' (did you mean is_slippery?)",
+        ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
         # What train refuses before training, not only once a Ray worker builds the model:
         ({"env": "RiskyBandit-v0", "timesteps": 8, "policy": "FooPolicy"}, "trial OrderGradPPO_mean: OrderGradPPO: "),
@@ -239,6 +247,28 @@ def test_resume_keeps_the_resources_the_sweep_started_with(tmp_path, monkeypatch
     assert "4 CPUs and 0 GPUs per trial" in capsys.readouterr().out
 
 
+def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkeypatch, capsys):
+    """A sweep planned before ``env_kwargs`` became a trial key has trials without it: ``--resume`` with its config
+    refused them ("the trials differ"), though they are the same trials."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
+    monkeypatch.setattr(sweep_command, "run_tune", lambda *args, **kwargs: TuneOutcome([], {}, interrupted=False))
+    argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    assert "sweep sweep: 1 trial, 1 method, 1 CPU and 0 GPUs per trial" in capsys.readouterr().out  # "1 trials"
+    plan = tmp_path / sweep_command.PLAN_FILE
+    saved = json.loads(plan.read_text())
+    for entry in saved["trials"]:
+        del entry["trial"]["env_kwargs"]
+    plan.write_text(json.dumps(saved))
+    assert main([*argv, "--resume"]) == 0, capsys.readouterr().err
+    assert main([*argv[:2], "env=CartPole-v1", *argv[3:], "--resume"]) == 2  # another sweep: refused as before
+    assert "--resume: the trials differ" in capsys.readouterr().err
+
+
 def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
     """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
     pytest.importorskip("ray.tune", reason="needs the [ray] extra")
@@ -285,6 +315,30 @@ def test_one_trial_writes_its_model_run_and_row(tmp_path):
     again = run_trial(trial | {"eval_episodes": 8}, "m_seed3", "m", tmp_path)
     assert len(json.loads((tmp_path / "trials" / "m_seed3.json").read_text())["returns"]) == 8
     assert again["eval"]["episodes"] == 8 and not list((tmp_path / "trials").glob(".*"))  # no partial rows left
+
+
+def test_a_trials_env_kwargs_make_its_envs_and_name_its_method(tmp_path):
+    """A sweep had no way to give the env's arguments but a conf_file entry: ``env_kwargs`` was refused ("rl-zoo3's
+    env_kwargs is not a hyperparameter; give the env's arguments with train --env-kwargs", an option a sweep does
+    not have). It is a trial key, a mapping as ``train --env-kwargs`` gives it (``gym.make``'s ``max_episode_steps``
+    too), making the training and the evaluation envs and recorded beside the model; varied, it names the methods
+    by its items."""
+    import yaml
+
+    config = grid.load_config(None, ["env_kwargs={max_episode_steps: 5},{max_episode_steps: 7}"])
+    config.fixed = {"env": "CartPole-v1", "timesteps": 16, "algo": "reinforce", "n_episodes": 2, "eval_episodes": 3}
+    trials, varying = config.trials(), config.varying()
+    grid.check_trials(trials, varying)
+    assert [grid.method_name(trial, varying) for trial in trials] == [
+        "OrderGradREINFORCE_mean_max_episode_steps=5",
+        "OrderGradREINFORCE_mean_max_episode_steps=7",
+    ]
+    row = run_trial(trials[0], "m_seed0", "m", tmp_path)
+    returns = json.loads((tmp_path / "trials" / "m_seed0.json").read_text())["returns"]
+    assert row["profile"]["max"] <= 5 and max(returns) <= 5  # CartPole's reward of 1 a step, for 5 steps at most
+    saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
+    assert saved["env_kwargs"] == {"max_episode_steps": 5}
+    assert saved["run_name"] == "m/seed0"  # its TensorBoard run, which train -i goes on logging into
 
 
 def test_risk_table_is_the_mean_and_t_interval_over_seeds():

@@ -168,3 +168,48 @@ def test_ray_jobs_read_and_write_relative_paths_in_the_callers_directory(tmp_pat
     jobs = [Job("copy", shutil.copyfile, {"src": "a.txt", "dst": "b.txt"})]
     assert run_jobs(jobs, address="local", storage=Path("out") / "ray", quiet=True) == {"copy": "b.txt"}
     assert (tmp_path / "b.txt").read_text() == "a"
+
+
+#: The installed ``ordergrad-rl`` console script: its own folder on ``sys.path``, not the one it runs in.
+CONSOLE_SCRIPT = "import sys\nfrom ordergrad_rl.cli import main\nsys.exit(main())\n"
+
+
+@pytest.mark.slow
+def test_a_sweep_trains_an_env_of_a_module_in_the_folder_it_runs_in(tmp_path):
+    """``env: my_envs:MyEnv-v0`` with ``my_envs.py`` in the folder the sweep runs in, from the console script (whose
+    ``sys.path`` holds its own folder, and the current one only as ``main`` appends it): the trial's Ray worker,
+    another process started in Tune's trial directory, imports the module too (Ray's driver gives its workers its
+    current folder, as for ``python my_script.py``), trains and evaluates the env, made with the trial's
+    ``env_kwargs``."""
+    import os
+
+    from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
+
+    import ordergrad_rl
+
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / "sweep_user_envs.py").write_text(USER_MODULE)  # ZooUserEndless-v0: reward 1 a step, no end
+    script = tmp_path / "bin" / "ordergrad-rl"
+    script.parent.mkdir()
+    script.write_text(CONSOLE_SCRIPT)
+    package_root = str(Path(ordergrad_rl.__file__).resolve().parents[1])  # this checkout, not another install
+    environ = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    grid = ["env=sweep_user_envs:ZooUserEndless-v0", "env_kwargs={max_episode_steps: 2}", "algo=reinforce"]
+    grid += ["objective=mean", "n_episodes=4"]
+    out = tmp_path / "sweep"
+    argv = [sys.executable, str(script), "sweep", "--grid", *grid, "timesteps=16", "eval_episodes=2"]
+    driver = subprocess.Popen(
+        [*argv, "--out", str(out), "--num-cpus", "1", "--quiet"],
+        cwd=folder,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stdout, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 0, stderr
+    assert "1 of 1 trials finished" in stdout
+    (row,) = (json.loads(content) for content in rows(out).values())
+    assert row["node"] is not None and row["pid"] != driver.pid  # trained in a Ray worker
+    assert row["returns"] == [2.0, 2.0]

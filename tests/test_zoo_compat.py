@@ -251,6 +251,170 @@ def test_a_model_of_an_rl_zoo_run_is_evaluated_in_the_wrappers_of_its_config(tmp
     assert cli.main(["compare", *argv[:-1]]) == 0, capsys.readouterr().err
 
 
+def _rl_zoo_file(path, values: dict) -> None:
+    """``values`` as rl-zoo3's ``ExperimentManager`` writes ``config.yml`` and ``args.yml``: ``yaml.dump`` of an
+    ``OrderedDict``."""
+    import collections
+
+    import yaml
+
+    path.write_text(yaml.dump(collections.OrderedDict(values)))
+
+
+def test_a_model_of_an_rl_zoo_run_is_evaluated_on_the_env_of_its_args(tmp_path, monkeypatch, capsys):
+    """rl-zoo3 writes the run's command line to ``<env>/args.yml`` beside ``config.yml``, and its ``enjoy`` makes the
+    env with the ``env_kwargs`` of ``config.yml`` replaced by those of ``args.yml`` (its ``train --env-kwargs``).
+    Neither was read: ``evaluate`` and ``compare`` of a run's model needed ``--env``, the env's module in
+    ``--gym-packages`` and every ``--env-kwargs`` again, and ran it on the env without them (here: an env without a
+    time limit of its own, trained under ``max_episode_steps: 4``). They are read now, as ``enjoy`` reads them; a
+    key of ``--env-kwargs`` wins."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    from ordergrad_rl.zoo.models import load_rl_zoo_config
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_c")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = tmp_path / "logs" / "ppo" / "ZooUserEndless-v0_1"
+    (run / "ZooUserEndless-v0").mkdir(parents=True)
+    _rl_zoo_file(run / "ZooUserEndless-v0" / "config.yml", {"env_kwargs": {"max_episode_steps": 50}, "n_envs": 1})
+    arguments = {"algo": "ppo", "env": "ZooUserEndless-v0", "env_kwargs": {"max_episode_steps": 4}}
+    _rl_zoo_file(run / "ZooUserEndless-v0" / "args.yml", arguments | {"gym_packages": ["zoo_user_envs_c"], "seed": 0})
+    venv = make_env("zoo_user_envs_c:ZooUserEndless-v0", 1, 0, {"max_episode_steps": 4})
+    PPO("MlpPolicy", venv, n_steps=8, batch_size=8).save(run / "best_model")
+    # As in a fresh process: the env registers when args.yml's gym_packages are imported.
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
+    monkeypatch.delitem(sys.modules, "zoo_user_envs_c")
+
+    model = str(run / "best_model.zip")
+    for given, length in [([], 4), (["--env-kwargs", "max_episode_steps=6"], 6)]:
+        argv = ["evaluate", model, "--episodes", "3", "--quiet", "--json", str(tmp_path / "eval.json"), *given]
+        assert cli.main(argv) == 0, capsys.readouterr().err
+        evaluation = json.loads((tmp_path / "eval.json").read_text())
+        assert evaluation["env"] == "ZooUserEndless-v0"
+        assert evaluation["env_kwargs"] == {"max_episode_steps": length}
+        assert evaluation["lengths"] == [length] * 3
+    capsys.readouterr()
+    assert cli.main(["compare", model, "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]) == 0
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+
+    (run / "ZooUserEndless-v0" / "args.yml").unlink()  # without it, the env is the user's to name
+    assert cli.main(["evaluate", model, "--quiet"]) == 2
+    assert "give --env ID, the env to evaluate" in capsys.readouterr().err
+    # An --env-kwargs value rl-zoo3 evaluated to a tuple is written with PyYAML's Python tag.
+    assert load_rl_zoo_config("env_kwargs: {shape: !!python/tuple [3, 3]}") == {"env_kwargs": {"shape": (3, 3)}}
+
+
+def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_path, monkeypatch, capsys):
+    """``train --save`` recorded the env's wrappers and statistics beside the model, but not the env: ``evaluate`` and
+    ``compare`` needed ``--env``, ``--gym-packages`` and ``--env-kwargs`` again, and ``-i`` without ``--env-kwargs``
+    went on training on the env made without them (CliffWalking-v1 without its time limit ran into the 100,000-step
+    bound). The save writes them to ``args.yml`` (rl-zoo3's file), for its checkpoints too, which all three read: the
+    env's arguments on that env id only, under those given."""
+    import dataclasses
+
+    import gymnasium as gym
+    import yaml
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_d")
+    save = tmp_path / "models" / "endless"
+    argv = ["train", "--algo", "reinforce", "--gym-packages", "zoo_user_envs_d", "--env", "ZooUserEndless-v0"]
+    argv += ["--objective", "mean", "--n-episodes", "2", "--env-kwargs", "max_episode_steps=4", "--timesteps", "16"]
+    assert cli.main([*argv, "--save", str(save), "--save-freq", "8", "--conf-file", "none", "--quiet"]) == 0
+    assert yaml.safe_load((save / "args.yml").read_text()) == {
+        "algo": "reinforce",
+        "env": "ZooUserEndless-v0",
+        "env_kwargs": {"max_episode_steps": 4},
+        "gym_packages": ["zoo_user_envs_d"],
+        "run_name": None,
+        "seed": 0,
+    }
+    # As in a fresh process: the env registers when the save's gym_packages are imported.
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
+    monkeypatch.delitem(sys.modules, "zoo_user_envs_d")
+
+    def evaluated(model: str, *given: str) -> dict:
+        argv = ["evaluate", model, "--episodes", "2", "--quiet", "--json", str(tmp_path / "eval.json"), *given]
+        assert cli.main(argv) == 0, capsys.readouterr().err
+        return json.loads((tmp_path / "eval.json").read_text())
+
+    for model in (str(save), str(tmp_path / "models" / "endless_8_steps.zip")):
+        evaluation = evaluated(model)
+        assert (evaluation["env"], evaluation["env_kwargs"], evaluation["lengths"]) == (
+            "ZooUserEndless-v0",
+            {"max_episode_steps": 4},
+            [4, 4],
+        )
+    assert evaluated(str(save), "--env-kwargs", "max_episode_steps=6")["lengths"] == [6, 6]
+    # Another id is made with its own arguments: the save's are those of the env it trained on.
+    short = dataclasses.replace(gym.spec("ZooUserEndless-v0"), id="ZooUserShort-v0", max_episode_steps=3)
+    monkeypatch.setitem(gym.registry, "ZooUserShort-v0", short)
+    assert evaluated(str(save), "--env", "ZooUserShort-v0")["lengths"] == [3, 3]
+    capsys.readouterr()
+    argv = ["compare", str(save), "--episodes", "2", "--quiet", "--out", str(tmp_path / "compare")]
+    assert cli.main(argv) == 0
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+    assert cli.main([*argv, "--env-kwargs", "max_episode_steps=6"]) == 0  # over the save's, without --env too
+    assert "2 deterministic episodes on ZooUserEndless-v0 (max_episode_steps=6)" in capsys.readouterr().out
+
+    more = tmp_path / "models" / "more"
+    argv = ["train", "--algo", "reinforce", "--env", "ZooUserEndless-v0", "-i", str(save), "--timesteps", "8"]
+    assert cli.main([*argv, "--save", str(more), "--quiet"]) == 0, capsys.readouterr().err
+    assert "OrderGradREINFORCE on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
+    assert (more / "args.yml").read_text() == (save / "args.yml").read_text()
+
+
+def test_train_on_an_env_without_a_time_limit_names_the_option_that_gives_one(tmp_path, monkeypatch, capsys):
+    """An episode past the bound on an episode's length (100,000 steps; 20 here) ended ``train`` with the buffer's
+    ``ValueError`` and its traceback, naming ``TimeLimit`` but not the option: a usage error now, naming
+    ``--env-kwargs max_episode_steps``."""
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_e")
+    argv = ["train", "--algo", "reinforce", "--env", "zoo_user_envs_e:ZooUserEndless-v0", "--objective", "mean"]
+    argv += ["--hparams", "rollout_buffer_kwargs={'max_episode_steps': 20}", "--timesteps", "40", "--quiet"]
+    assert cli.main([*argv, "--conf-file", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "episode has run 20 steps without terminating or being truncated" in err
+    assert "the time limit is --env-kwargs max_episode_steps=N" in err
+
+
+@pytest.mark.parametrize(
+    ("normalize", "refused"),
+    [(True, True), ("{'norm_obs': True, 'norm_reward': False}", True), ("dict(norm_obs=False)", False), (False, False)],
+)
+def test_an_rl_zoo_model_whose_run_normalized_its_observations_needs_their_statistics(
+    normalize, refused, tmp_path, capsys
+):
+    """An SB3 save records no ``VecNormalize``; its rl-zoo3 run's ``config.yml`` does (``normalize``). Without the
+    run's ``vecnormalize.pkl``, ``evaluate`` ran the policy on raw observations, as rl-zoo3's ``enjoy`` does, and
+    printed a table of a policy that never acts so; it is refused now, as an OrderGrad save recording one is."""
+    from stable_baselines3 import PPO
+
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    _rl_zoo_file(run / "CartPole-v1" / "config.yml", {"normalize": normalize, "n_envs": 1})
+    PPO("MlpPolicy", "CartPole-v1", n_steps=8, batch_size=8).save(run / "best_model")
+    status = cli.main(["evaluate", str(run / "best_model.zip"), "--env", "CartPole-v1", "--episodes", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == (2 if refused else 0), err
+    if refused:
+        assert f"was trained in VecNormalize (normalize: {normalize!r} in {run / 'CartPole-v1' / 'config.yml'})" in err
+        assert f"they are not at {run / 'CartPole-v1' / 'vecnormalize.pkl'}, where rl-zoo3 saves them" in err
+
+
+def test_the_folders_of_a_namespaced_env_are_found_by_rl_zoos_name():
+    """rl-zoo3 names the folders of ``ALE/Pong-v5`` ``ALE-Pong-v5`` (``huggingface_sb3``'s ``EnvironmentName``):
+    a model of ``logs/ppo/ALE-Pong-v5_1`` was not taken for a run's model (its ``vecnormalize.pkl``, ``config.yml``
+    and ``args.yml`` were looked for in ``logs/ppo/ALE-Pong-v5_1/ALE/Pong-v5``, for a run folder ``Pong-v5_1``)."""
+    from pathlib import Path
+
+    from ordergrad_rl.zoo.models import rl_zoo_env_folder
+
+    run = Path("logs/ppo/ALE-Pong-v5_1")
+    assert rl_zoo_env_folder(run / "best_model.zip", "ALE/Pong-v5") == run / "ALE-Pong-v5"
+    assert rl_zoo_env_folder(run / "best_model.zip", "my_envs:ALE/Pong-v5") == run / "ALE-Pong-v5"
+    assert rl_zoo_env_folder(Path("logs/ppo/Pong-v5_1/best_model.zip"), "ALE/Pong-v5") is None
+
+
 def test_evaluate_names_a_wrapper_that_ends_episodes_outside_the_monitor(tmp_path, monkeypatch):
     """A wrapper of a model's ``env_wrapper`` that ends episodes (not a ``TimeLimit``: a wrapper of the user's) sits
     outside the ``Monitor``, as in rl-zoo3, and SB3's ``evaluate_policy`` counts the ``Monitor``'s episodes only:

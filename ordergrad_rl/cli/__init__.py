@@ -27,12 +27,13 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
 from ordergrad_rl.common.errors import CommandError, report_error
-from ordergrad_rl.common.options import check_output_arguments
+from ordergrad_rl.common.options import check_output_arguments, closest_argument
 from ordergrad_rl.version import __version__
 
 
@@ -152,7 +153,7 @@ class _LazyParser(argparse.ArgumentParser):
             self.description = module.__doc__.strip()
         module.add_arguments(self)
         add_threads_argument(self, self._one_thread)
-        self.set_defaults(_run=module.run, _prog=self.prog, _one_thread=self._one_thread)
+        self.set_defaults(_run=module.run, _prog=self.prog, _one_thread=self._one_thread, _parser=self)
 
     def parse_known_args(self, args=None, namespace=None):
         self._load()
@@ -171,13 +172,15 @@ DEFAULT_THREADS = 1
 
 
 def add_threads_argument(parser: argparse.ArgumentParser, one_thread: str | None = None) -> None:
-    """Add ``--threads N`` (every command has it; ``one_thread``: see :class:`Command`)."""
+    """Add ``--threads N``, also rl-zoo3's ``--num-threads N`` (every command has it; ``one_thread``: see
+    :class:`Command`)."""
     text = (
-        "torch threads of this process (default: %(default)s, fastest for small policies and on a busy machine; 0: "
-        "torch's default, one per core). Results of a seed can differ with the thread count"
+        "torch threads of this process (default: %(default)s, fastest for small policies and on a busy machine; 0, "
+        "or rl-zoo3's -1: torch's default, one per core). Results of a seed can differ with the thread count"
     )
     parser.add_argument(
         "--threads",
+        "--num-threads",
         type=int,
         default=DEFAULT_THREADS,
         metavar="N",
@@ -186,13 +189,17 @@ def add_threads_argument(parser: argparse.ArgumentParser, one_thread: str | None
 
 
 def set_threads(threads: int, one_thread: str | None = None) -> None:
-    """Use ``threads`` torch threads (0: torch's default), in this process and in the processes it starts.
+    """Use ``threads`` torch threads (0, or rl-zoo3's ``--num-threads -1``: torch's default), in this process and in
+    the processes it starts.
 
     :param one_thread: the reason, for a command whose runs use one thread whatever ``threads`` is, to refuse
         other values (see :class:`Command`).
     """
-    if threads < 0:
-        raise CommandError(f"--threads must be >= 0, got {threads}")
+    if threads < -1:
+        raise CommandError(
+            f"--threads must be >= 0 (or -1, as rl-zoo3's --num-threads: torch's default), got {threads}"
+        )
+    threads = max(threads, 0)
     if one_thread is not None and threads != DEFAULT_THREADS:
         raise CommandError(f"--threads {threads} would change nothing: {one_thread}")
     if threads == 0:
@@ -200,6 +207,45 @@ def set_threads(threads: int, one_thread: str | None = None) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)  # read by torch when it is first imported, here or in workers
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
+
+
+#: rl-zoo3's options (of its ``train`` and ``enjoy``) that the commands do not take, with what to give instead.
+RL_ZOO_OPTIONS: dict[str, str] = {
+    **dict.fromkeys(
+        ("-f", "--log-folder", "--folder"),
+        "rl-zoo3's log folder: train --save PATH saves the model (PATH.zip, with PATH/args.yml and "
+        "PATH/vecnormalize.pkl beside it, rl-zoo3's layout) and --tensorboard DIR its run; evaluate and compare take "
+        "a model's file, one of an rl-zoo3 run folder too",
+    ),
+    **dict.fromkeys(
+        ("--exp-id", "--load-best", "--load-checkpoint", "--load-last-checkpoint"),
+        "give evaluate the model's file (logs/ppo/CartPole-v1_1/best_model.zip, rl_model_<steps>_steps.zip)",
+    ),
+    **dict.fromkeys(("-P", "--progress"), "the progress bar is on by default (--quiet hides it)"),
+    **dict.fromkeys(("-optimize", "--optimize-hyperparameters"), "ordergrad-rl sweep runs a grid of trials"),
+    **dict.fromkeys(("-uuid", "--uuid"), "--run-name NAME names the TensorBoard run"),
+    "--stochastic": "evaluate samples its actions unless --deterministic",
+}
+
+
+def unrecognized_arguments(arguments: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's message for ``arguments`` that ``parser`` does not take, with what to give instead of each option:
+    for one of rl-zoo3's (:data:`RL_ZOO_OPTIONS`) its equivalent, else the closest option of the command."""
+    # argparse keeps a parser's options in this list (it has no public accessor); those hidden from --help are options
+    # other commands take, which this one refuses with its reason (refuse_option).
+    actions = [action for action in parser._actions if action.help is not argparse.SUPPRESS]
+    options = [option for action in actions for option in action.option_strings if option.startswith("--")]
+    notes = []
+    for argument in arguments:
+        flag = argument.partition("=")[0]
+        if not flag.startswith("-") or flag.lstrip("-").replace(".", "", 1).isdigit():  # a value, or a number
+            continue
+        hint = closest_argument(flag, options)
+        if flag in RL_ZOO_OPTIONS:
+            notes.append(f"{flag}: {RL_ZOO_OPTIONS[flag]}")
+        elif hint:
+            notes.append(f"{flag}{hint}")
+    return f"unrecognized arguments: {' '.join(arguments)}" + "".join(f". {note}" for note in notes)
 
 
 def _add_command(subparsers: argparse._SubParsersAction, name: str, command: Command) -> None:
@@ -246,6 +292,21 @@ def add_working_directory() -> None:
         sys.path.append(cwd)
 
 
+def command_warning(prog: str) -> Callable[..., str]:
+    """``warnings.formatwarning`` for a command: a warning printed as its errors are, ``ordergrad-rl train: warning:
+    <message>`` (a category other than ``UserWarning`` named), not Python's ``<file>:<line>: UserWarning: <message>``
+    followed by the line of the console script that called ``main`` (``sys.exit(main())``), which told a command's
+    user nothing."""
+
+    def formatwarning(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
+        kind = "warning" if category is UserWarning else f"warning ({category.__name__})"
+        return f"{prog}: {kind}: {message}\n"
+
+    return formatwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ordergrad-rl`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
 
@@ -254,24 +315,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     A group given without a sub-command (``ordergrad-rl`` or ``ordergrad-rl reproduce``) prints its help and
     returns 2, like a usage error. The standard output options (``--out``, ``--json``, ``--tensorboard``,
     ``--save``, ``--figure``) are checked before the command runs, and a ``CommandError`` raised by a command is
-    printed like a usage error (status 2) instead of a traceback; Ctrl-C returns 130, also without one. A reader that
+    printed like a usage error (status 2) instead of a traceback, and a warning as ``<command>: warning: <message>``
+    (:func:`command_warning`); Ctrl-C returns 130, also without one. A reader that
     closes the pipe early (``ordergrad-rl compare ... | head``) ends the command quietly with status 141, the shell's
     status of a command that ``SIGPIPE`` ended (128 + 13), as ``ls | head``'s ``ls`` under ``set -o pipefail``.
     """
     add_working_directory()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's usage and name, and what to give instead, not the top parser's bare message
+        command_parser = getattr(args, "_parser", parser)
+        command_parser.error(unrecognized_arguments(unknown, command_parser))
     if args._run is None:
         args._parser.print_help(sys.stderr)
         return 2
 
+    command = args._prog.removeprefix(f"{parser.prog} ")
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = command_warning(args._prog)  # restored below: main may run inside a user's program
     try:
         set_threads(getattr(args, "threads", DEFAULT_THREADS), getattr(args, "_one_thread", None))
         check_output_arguments(args)
         status = args._run(args)
         sys.stdout.flush()  # a reader gone raises here, not in Python's flush at exit
     except CommandError as err:
-        return report_error(args._prog.removeprefix(f"{parser.prog} "), err)
+        return report_error(command, err)
     except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, without a traceback
         print(f"{args._prog}: interrupted", file=sys.stderr)
         return 130
@@ -279,4 +347,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # goes to devnull (Python's flush at exit would fail again), without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        warnings.formatwarning = formatwarning
     return 0 if status is None else int(status)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import (
     add_gym_packages_argument,
     add_output_arguments,
@@ -54,14 +53,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "entries", type=Path, nargs="+", metavar="MODEL_OR_RUN", help="saved models and/or TensorBoard run dirs"
     )
-    parser.add_argument("--env", default=None, metavar="ID", help="env id to evaluate the saved models on")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="env id to evaluate the saved models on (default: each one's, from the args.yml beside it, which train "
+        "--save and rl-zoo3 write)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="arguments of --env (Python literals or text), and gym.make's max_episode_steps, as evaluate takes them",
+        help="arguments of the models' env (Python literals or text), and gym.make's max_episode_steps, as evaluate "
+        "takes them, over those of each model's args.yml",
     )
     parser.add_argument(
         "--episodes",
@@ -85,8 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read/evaluate every entry, print the table, write the figure (and JSON)."""
     import_gym_packages(args.gym_packages)
-    if args.env_kwargs and args.env is None:
-        raise CommandError("--env-kwargs are the arguments of --env, which the saved models are evaluated on")
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     entries = load_entries(args.entries, args.env, args.episodes, args.seed, args.quiet, env_kwargs)
     for entry in entries:

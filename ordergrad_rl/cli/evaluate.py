@@ -25,6 +25,12 @@ frame_stack) acts in those wrappers (a FlattenObservation's flat observations, s
 them beside it (MODEL without .zip /env_wrapper.yml, for its checkpoints too), and evaluate makes the env in them;
 for a model in a run folder of rl-zoo3 (logs/ppo/CartPole-v1_1/best_model.zip --env CartPole-v1), those of the
 run's CartPole-v1/config.yml, as rl-zoo3's enjoy does.
+
+A model is evaluated on the env its run trained on, as rl-zoo3's enjoy makes it, from the args.yml that train --save
+writes beside it (MODEL without .zip /args.yml; a checkpoint's run's), or for a model in a run folder of rl-zoo3 its
+run's CartPole-v1/args.yml: its env where --env is not given (ordergrad-rl evaluate models/cliff), with the modules
+of its gym_packages imported, and on that env id (not another, such as a deployment variant) its env_kwargs (an
+rl-zoo3 run's config.yml's, replaced by its args.yml's), under --env-kwargs (a key given wins).
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ from ordergrad_rl.common.reports import markdown_table, write_json
 from ordergrad_rl.zoo.models import (
     EnvWrappers,
     Evaluation,
+    env_label,
     evaluate_model,
     load_model,
+    model_env,
     pass_at_k_evaluation,
     saved_env_wrapper,
     saved_statistics,
@@ -57,7 +65,13 @@ from ordergrad_rl.zoo.models import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl evaluate``."""
     parser.add_argument("model", type=Path, metavar="MODEL", help="a model saved with model.save (.zip)")
-    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id to evaluate on")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="Gymnasium env id to evaluate on (default: the env of the args.yml beside the model, which train --save "
+        "and rl-zoo3 write)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--episodes", type=positive_int, default=100, metavar="E", help="episodes (default: %(default)s)"
@@ -73,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none); "
-        "a model trained with train --env-kwargs shows them in TensorBoard's HParams (env_kwargs)",
+        help="env arguments (Python literals or text), and gym.make's max_episode_steps (a TimeLimit; -1: none), "
+        "over those of the model's args.yml",
     )
     parser.add_argument(
         "--pass-at-k", type=positive_int, default=None, metavar="N", help="pass@k curve of N samples per context"
@@ -111,8 +125,8 @@ def run_pass_at_k(
     )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     print(
-        f"{algorithm.name} model {args.model} on {args.env}: {result.n_samples} samples per context, "
-        f"{len(result.contexts)} contexts, {policy} policy\n"
+        f"{algorithm.name} model {args.model} on {env_label(args.env, env_kwargs)}: {result.n_samples} samples per "
+        f"context, {len(result.contexts)} contexts, {policy} policy\n"
     )
     curve = result.curve()
     print(markdown_table(["k", "pass@k"], [[k, v] for k, v in curve.items()]))
@@ -140,8 +154,9 @@ def run_pass_at_k(
 def run(args: argparse.Namespace) -> int:
     """Load, evaluate, print the tables (and write the JSON)."""
     import_gym_packages(args.gym_packages)
-    env_kwargs = parse_env_kwargs(args.env_kwargs)
     model, algorithm = load_model(args.model)
+    # Its run's env, gym_packages and env_kwargs (args.yml; an rl-zoo3 run's config.yml too), as rl-zoo3's enjoy.
+    args.env, env_kwargs, _ = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
     env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:
@@ -152,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
         model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics, env_wrapper
     )
     policy = "deterministic" if args.deterministic else "stochastic"
-    print(f"{algorithm.name} model {args.model} on {args.env}: {args.episodes} episodes, {policy} policy\n")
+    episodes = f"{args.episodes} episodes, {policy} policy"
+    print(f"{algorithm.name} model {args.model} on {env_label(args.env, env_kwargs)}: {episodes}\n")
     print(format_evaluation(evaluation))
     if args.json is not None:
         payload: dict[str, Any] = {

@@ -11,10 +11,11 @@ The config (YAML) has a grid (every combination is a trial), fixed values and pe
     fixed: {env: SyntheticTailRisk-v0, algo: ppo, timesteps: 100000, eval_env: SyntheticTailRiskDeploy-v0}
     resources: {cpu: 1, gpu: 0}
 
-Trial keys: the options of `ordergrad-rl train` (env, algo, objective, k, n_episodes, n_envs, seed, timesteps,
-policy, device, eval_env, eval_episodes, eval_freq, deterministic) and any other constructor argument of the
-algorithm (checked like train --hparams). Every trial is checked before any runs: each distinct model is built once,
-as train builds it. --grid key=v1,v2 adds or replaces a grid key.
+Trial keys: the options of `ordergrad-rl train` (env, env_kwargs, algo, objective, k, n_episodes, n_envs, seed,
+timesteps, policy, device, eval_env, eval_episodes, eval_freq, deterministic, conf_file; env_kwargs is a mapping of
+the env's arguments, fixed: {env_kwargs: {max_episode_steps: 100}}, or --grid "env_kwargs={max_episode_steps: 100}")
+and any other constructor argument of the algorithm (checked like train --hparams). Every trial is checked before
+any runs: each distinct model is built once, as train builds it. --grid key=v1,v2 adds or replaces a grid key.
 An env of your own goes in as env=module:EnvId-v0: each trial (a Ray worker) imports module first, whose
 import registers it, as gym.make reads that form.
 
@@ -43,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import add_output_arguments, positive_float, positive_int
+from ordergrad_rl.common.options import add_output_arguments, non_negative_float, positive_float, positive_int
 from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
 from ordergrad_rl.common.reports import write_json
-from ordergrad_rl.sweep.grid import check_resources, check_trials, load_config, method_name, trial_id
+from ordergrad_rl.sweep.grid import RUN_KEYS, check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
 from ordergrad_rl.sweep.trial import run_trial
 from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cpus-per-trial", type=positive_float, default=None, metavar="C", help="override resources: cpu"
     )
     parser.add_argument(
-        "--gpus-per-trial", type=float, default=None, metavar="G", help="override resources: gpu (>= 0)"
+        "--gpus-per-trial", type=non_negative_float, default=None, metavar="G", help="override resources: gpu (>= 0)"
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the sweep in --out: run its failed and unfinished trials"
@@ -121,7 +122,7 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
     saved = json.loads(path.read_text())
     if args.config is not None or args.grid:
         given = json.loads(json.dumps(plan(args)))
-        if given["trials"] != saved["trials"]:
+        if with_defaults(given["trials"]) != with_defaults(saved["trials"]):
             raise CommandError(f"--resume: the trials differ from those of the sweep in {args.out}")
         resources = given["resources"]
     else:
@@ -136,6 +137,12 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
     return saved
 
 
+def with_defaults(planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The planned trials with every trial key's default where they lack it: a plan saved before a key was added
+    (``env_kwargs``) is the same sweep as today's of the same config."""
+    return [entry | {"trial": RUN_KEYS | entry["trial"]} for entry in planned]
+
+
 def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[str, float]:
     """``resources`` with ``--cpus-per-trial`` and ``--gpus-per-trial`` applied, checked.
 
@@ -145,6 +152,11 @@ def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[
     resources = resources | {key: value for key, value in overrides.items() if value is not None}
     check_resources(resources)
     return resources
+
+
+def counted(number: int, noun: str) -> str:
+    """``"1 trial"``, ``"4 trials"``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def describe_resources(resources: dict[str, float]) -> str:
@@ -178,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     trials = sweep["trials"]
     resources = sweep["resources"]
     print(
-        f"sweep {sweep['name']}: {len(trials)} trials, {len(dict.fromkeys(t['method'] for t in trials))} methods, "
+        f"sweep {sweep['name']}: {counted(len(trials), 'trial')}, "
+        f"{counted(len(dict.fromkeys(t['method'] for t in trials)), 'method')}, "
         f"{describe_resources(resources)}"
         f"{'' if args.address is None else f', Ray cluster {args.address}'}; output in {out}"
     )

@@ -44,16 +44,18 @@ As in rl-zoo3: --env-kwargs KEY=VALUE ... are the env's arguments, and gym.make'
 for an env without one, or another limit); they make an --eval-env of the same id too, unless --eval-env-kwargs
 gives its own (nothing after it: none; an --eval-env of another id takes only --eval-env-kwargs); an env_kwargs
 mapping in the --conf-file entry gives them too, under --env-kwargs (a key given wins). The HParams tab
-shows them (env_kwargs), to give evaluate the same --env-kwargs.
---trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its objective,
-hyperparameters (--hparams change them) and step count, logging into the latest TensorBoard run of its name.
+shows them (env_kwargs). --save PATH writes the env's id, all its arguments and --gym-packages to PATH/args.yml (as
+rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: a model is evaluated on that env
+without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
+--trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its algorithm, objective,
+hyperparameters (--hparams change them), step count and env (its args.yml; --algo and --env need not be given),
+logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
     ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
         --objective cvar0.2 --timesteps 200000 --save models/cliff --save-freq 50000 --tensorboard runs/
-    ordergrad-rl train --algo ppo --env CliffWalking-v1 --env-kwargs is_slippery=True max_episode_steps=100 \\
-        -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
+    ordergrad-rl train -i models/cliff.zip --timesteps 100000 --save models/cliff_more --tensorboard runs/
 """
 
 from __future__ import annotations
@@ -80,7 +82,13 @@ from ordergrad_rl.zoo.models import (
     FRAME_STACK,
     VEC_ENVS,
     EnvWrappers,
+    detect_algorithm,
+    env_label,
     make_callbacks,
+    model_env,
+    model_path,
+    read_rl_zoo_file,
+    run_arguments_file,
     saved_env_wrapper,
     wrapper_call,
     written_env_wrapper,
@@ -92,6 +100,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     load_trained_agent,
+    run_arguments,
     save_model,
     with_entry_env,
     zoo_hyperparams,
@@ -112,12 +121,37 @@ def run_name(text: str) -> str:
     return text
 
 
+def saved_run_name(path: Path, env_id: str) -> str | None:
+    """The ``--run-name`` of the run that saved the model at ``path`` (its ``args.yml``), or ``None``: the algorithm's
+    name, or a save without one.
+
+    :raises CommandError: a ``run_name`` that :func:`run_name` refuses.
+    """
+    file = run_arguments_file(model_path(path), env_id)
+    name = None if file is None else read_rl_zoo_file(file).get("run_name")
+    if name is None:
+        return None
+    try:
+        return run_name(str(name))
+    except argparse.ArgumentTypeError as err:
+        raise CommandError(f"{file}: run_name: {err}") from err
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
     parser.add_argument(
-        "--algo", required=True, choices=sorted(ALGOS), help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        "--algo",
+        default=None,
+        choices=sorted(ALGOS),
+        help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        + " (required; with --trained-agent, the algorithm that saved it)",
     )
-    parser.add_argument("--env", required=True, metavar="ID", help="Gymnasium env id")
+    parser.add_argument(
+        "--env",
+        default=None,
+        metavar="ID",
+        help="Gymnasium env id (required; with --trained-agent, the env of the args.yml train --save wrote beside it)",
+    )
     add_gym_packages_argument(parser)
     parser.add_argument(
         "--env-kwargs",
@@ -273,9 +307,37 @@ def settings(args: argparse.Namespace) -> TrainSettings:
     )
 
 
+def trained_agent_defaults(args: argparse.Namespace) -> None:
+    """``--algo`` and ``--env`` of a ``--trained-agent`` where they are not given: the algorithm that saved it, and
+    the env of its run's ``args.yml`` (which ``train --save`` writes beside it, as rl-zoo3 does).
+
+    :raises CommandError: a save of an algorithm ``train`` does not train, or no ``args.yml`` naming the env.
+    """
+    if args.algo is None:
+        algorithm = detect_algorithm(args.trained_agent)
+        names = {name: key for key, name in ALGOS.items()}
+        if algorithm.name not in names:
+            raise CommandError(
+                f"--trained-agent {args.trained_agent} was saved by {algorithm.name}, which train does not train: "
+                f"it trains {', '.join(ALGOS.values())}"
+            )
+        args.algo = names[algorithm.name]
+    if args.env is None:
+        file = run_arguments_file(model_path(args.trained_agent))
+        env = None if file is None else read_rl_zoo_file(file).get("env")
+        if not isinstance(env, str):
+            raise CommandError(
+                f"give --env: no args.yml beside --trained-agent {args.trained_agent} names the env it trained on"
+            )
+        args.env = env
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
     if args.trained_agent is None:
+        missing = [option for option, value in (("--algo", args.algo), ("--env", args.env)) if value is None]
+        if missing:
+            raise CommandError(f"give {' and '.join(missing)} (without --trained-agent, whose save has them)")
         if args.objective is None:
             raise CommandError("give --objective (the objective of the episode return: mean, cvar0.2, max@8, ...)")
     else:
@@ -300,13 +362,21 @@ def run(args: argparse.Namespace) -> int:
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
+    if args.trained_agent is not None:
+        trained_agent_defaults(args)
     check_arguments(args)
     run_settings = settings(args)
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = None
+    gym_packages, tb_log_name = list(args.gym_packages), args.run_name
     if args.trained_agent is not None:
         timesteps = args.timesteps
-        run_settings = dataclasses.replace(run_settings, env_wrapper=saved_env_wrapper(args.trained_agent, args.env))
+        # The env's arguments of its save (args.yml) under --env-kwargs, and its wrappers, as evaluate makes its env.
+        saved = model_env(args.trained_agent, args.env, run_settings.env_kwargs or {})
+        gym_packages += [package for package in saved.gym_packages if package not in gym_packages]
+        tb_log_name = tb_log_name or saved_run_name(args.trained_agent, args.env)  # its TensorBoard run goes on
+        env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
+        run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
     else:
@@ -333,18 +403,18 @@ def run(args: argparse.Namespace) -> int:
             replaced = ", ".join(f"{key}={given[key]}" for key in entry.kwargs if key in given)
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
+    arguments = run_arguments(run_settings, gym_packages, tb_log_name)  # written beside --save: args.yml
     callback = eval_callback(run_settings, model)
     callbacks = [cb for cb in (callback,) if cb is not None]
     callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:
-        callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper))
+        callbacks.append(checkpoint_callback(model, args.save, args.save_freq, run_settings.env_wrapper, arguments))
     if model.n_episodes is None:  # the Q-critic mode: SB3's rollouts of n_steps per env
         objective, rollout = model.objective, f"{model.n_steps} steps per env per update"
     else:  # the sizes learn(timesteps) trains with: a small first budget can halve a default n_episodes
         n_episodes, objective = model.budget_rollout(timesteps)
         rollout = f"{n_episodes} episodes per update"
-    made = run_settings.env_kwargs
-    env = args.env if not made else f"{args.env} ({' '.join(f'{key}={value!r}' for key, value in made.items())})"
+    env = env_label(args.env, run_settings.env_kwargs)
     # As they wrap it: the VecNormalize over the wrappers, under frame_stack's VecFrameStack (rl-zoo3's order), last.
     inner = tuple(item for item in run_settings.env_wrapper if item[0] != FRAME_STACK)
     parts = [env, wrapper_names(inner)] if inner else [env]
@@ -364,13 +434,13 @@ def run(args: argparse.Namespace) -> int:
             model,
             timesteps,
             callback=callbacks or None,
-            tb_log_name=args.run_name,
+            tb_log_name=tb_log_name,
             reset_num_timesteps=args.trained_agent is None,
             progress_bar=not args.quiet,
         )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
-            save_model(model, args.save, run_settings.env_wrapper)
+            save_model(model, args.save, run_settings.env_wrapper, arguments)
             print(f"\ninterrupted at {model.num_timesteps} timesteps; model: {model_file(args.save)} (--trained-agent)")
         raise
     finally:  # as rl-zoo3: --vec-env subproc's workers end with the run, not with the calling process
@@ -391,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]
         print(markdown_table(["return statistic", *columns], rows))
     if args.save is not None:
-        statistics = save_model(model, args.save, run_settings.env_wrapper)
+        statistics = save_model(model, args.save, run_settings.env_wrapper, arguments)
         print(f"model: {model_file(args.save)}")
         if statistics is not None:
             print(f"VecNormalize statistics: {statistics}")

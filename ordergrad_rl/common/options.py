@@ -319,6 +319,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def closest_argument(key: str, accepted: list[str]) -> str:
+    """`` (did you mean <argument>?)`` for the argument of ``accepted`` closest to ``key``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(key, accepted, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (a trial's GPUs)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
 def key_value_items(items: list[str], option: str) -> Iterator[tuple[str, Any, str]]:
     """``["key=value", ...]`` (the items of ``option``) -> ``(key, ast.literal_eval(value), value)`` each, the raw
     text as the value where it is not a literal. rl-zoo3's ``key:value`` items (its ``--env-kwargs`` and

@@ -15,9 +15,11 @@ A config file::
       eval_episodes: 256
     resources: {cpu: 1, gpu: 0}    # per trial (Ray Tune's resource request)
 
-Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``algo``, ``objective``, ``k``,
-``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``, ``eval_episodes``,
-``eval_freq``, ``deterministic``, ``conf_file``); every other key is a constructor argument of the algorithm,
+Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``env_kwargs``, ``algo``,
+``objective``, ``k``, ``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``,
+``eval_episodes``, ``eval_freq``, ``deterministic``, ``conf_file``; ``env_kwargs`` is a mapping, the env's arguments
+as ``train --env-kwargs`` gives them, ``gym.make``'s ``max_episode_steps`` too, and makes an ``eval_env`` of the
+same id too); every other key is a constructor argument of the algorithm,
 checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
 under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
 directory the sweep starts in, with an entry for the trial's env) or ``none``. A grid value may be a single value
@@ -41,7 +43,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, number
-from ordergrad_rl.zoo.models import check_env_id
+from ordergrad_rl.zoo.models import check_env_id, check_env_kwargs
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -54,6 +56,7 @@ from ordergrad_rl.zoo.training import (
 #: or, for ``eval_env``, the training env).
 RUN_KEYS: dict[str, Any] = {
     "env": None,
+    "env_kwargs": None,
     "algo": "ppo",
     "objective": "mean",
     "k": None,
@@ -231,6 +234,15 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             if env_id is not None and env_id not in checked_envs:
                 check_env_id(str(env_id))  # unknown ids and missing packages fail here
                 checked_envs.add(env_id)
+        env_kwargs = trial["env_kwargs"]
+        if env_kwargs is not None and (
+            not isinstance(env_kwargs, dict) or not all(isinstance(name, str) for name in env_kwargs)
+        ):
+            raise CommandError(
+                f"env_kwargs must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
+            )
+        if env_kwargs:
+            check_env_kwargs(str(trial["env"]), env_kwargs, "env_kwargs")
         try:
             objective = Objective.parse(trial["objective"], trial["k"])
         except (TypeError, ValueError) as err:
@@ -240,7 +252,7 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             raise CommandError(f"objective {str(objective)!r} needs k < n_episodes, got n_episodes={n_episodes}")
         cls = algorithm_class(trial["algo"])
         for key, value in hyperparameters(trial).items():
-            check_hparam(key, value, cls, f"sweep key {key}")
+            check_hparam(key, value, cls, f"sweep key {key}", options=tuple(RUN_KEYS))
         if trial.get("risk_schedule") is not None:
             # Imported here: the agents package pulls in torch, which the sweep's parser does not need.
             from ordergrad_rl.agents.common.risk_schedules import check_risk_schedule, parse_risk_schedule
@@ -301,11 +313,16 @@ def _slug(text: str) -> str:
 
 def method_name(trial: dict[str, Any], varying: Sequence[str]) -> str:
     """The method of a trial as a file name: the algorithm, the objective (with ``k`` when given), then
-    ``key=value`` for every other ``varying`` key: ``OrderGradPPO_cvar0.2_learning_rate=0.001``."""
+    ``key=value`` for every other ``varying`` key (``OrderGradPPO_cvar0.2_learning_rate=0.001``), the items of a
+    mapping each (``env_kwargs``'s: ``OrderGradPPO_mean_max_episode_steps=100``)."""
 
     objective = str(trial["objective"]) + (f"@{trial['k']}" if trial["k"] is not None else "")
     parts = [ALGOS[trial["algo"]], objective]
-    parts += [f"{key}={trial[key]}" for key in varying if key not in ("algo", "objective", "k")]
+    for key in varying:
+        if key not in ("algo", "objective", "k"):
+            value = trial[key]
+            items = value.items() if isinstance(value, dict) and value else [(key, value)]
+            parts += [f"{name}={item}" for name, item in items]
     name = _slug("_".join(map(str, parts)))
     if len(name) > MAX_METHOD_NAME:
         name = f"{name[: MAX_METHOD_NAME - 9]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"

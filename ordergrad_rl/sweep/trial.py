@@ -29,6 +29,7 @@ from ordergrad_rl.zoo.training import (
     eval_callback,
     learn,
     remove_runs,
+    run_arguments,
     save_model,
     with_entry_env,
     zoo_hyperparams,
@@ -74,7 +75,8 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     callback = eval_callback(settings, model)
     start = time.perf_counter()
     extra = make_callbacks(entry.callback) if entry is not None else []  # the entry's rl-zoo3 callback
-    learn(model, trial["timesteps"], callback=[callback, *extra] if extra else callback, tb_log_name=f"{method}/{name}")
+    run_name = f"{method}/{name}"
+    learn(model, trial["timesteps"], callback=[callback, *extra] if extra else callback, tb_log_name=run_name)
     train_seconds = time.perf_counter() - start
     # The final evaluation (the callback evaluates at the end of training): the run's last eval_risk/* values.
     profile = callback.last_profile
@@ -82,7 +84,8 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model.logger.close()
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
-    save_model(model, model_file, settings.env_wrapper)  # with its VecNormalize statistics and env_wrapper, if any
+    # With its VecNormalize statistics and env_wrapper, if any, and its env's arguments (evaluate reads them).
+    save_model(model, model_file, settings.env_wrapper, run_arguments(settings, run_name=run_name))
     row = {
         "trial_id": trial_id,
         "method": method,

@@ -18,6 +18,7 @@ import typing
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ordergrad_rl.common.errors import CommandError
+from ordergrad_rl.common.options import closest_argument
 
 if TYPE_CHECKING:
     from stable_baselines3.common.utils import LinearSchedule
@@ -309,7 +310,8 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
 
     :param where: how the user wrote it, for the message (``--hparams lr=x``, ``sweep.yaml: learning_rate``).
     :param raw: ``value`` is command-line text that is not a Python literal (said so in the message).
-    :param options: keys with their own option that are accepted here too (:data:`ENTRY_OPTIONS` in a file).
+    :param options: keys with their own option that are accepted here too (:data:`ENTRY_OPTIONS` in a file, a
+        sweep's trial keys), listed with the valid keys.
     :raises CommandError: a key with its own option, a key ``cls`` does not accept, or a value of the wrong type.
     """
     if key in OPTION_OF and key not in options:
@@ -320,7 +322,10 @@ def check_hparam(key: str, value: Any, cls: type, where: str, raw: bool = False,
         raise CommandError(f"{where}: rl-zoo3's {key} is not supported by ordergrad-rl; remove it")
     valid = [*hyperparameter_names(cls), *options]
     if key not in valid and key not in refused_arguments(cls):  # those the constructor refuses, with its reason
-        raise CommandError(f"{where}: {cls.__name__} has no hyperparameter {key!r}; valid keys: {', '.join(valid)}")
+        hint = closest_argument(key, valid)  # "seeds" in a sweep: seed, one of its options
+        raise CommandError(
+            f"{where}: {cls.__name__} has no hyperparameter {key!r}{hint}; valid keys: {', '.join(valid)}"
+        )
     expected = _expected(cls, key)
     if isinstance(value, str) and key in TEXT_MAPPINGS:  # rl-zoo3's "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"
         try:

@@ -19,9 +19,11 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
 from ordergrad_rl.zoo.models import (
     check_fits,
+    env_label,
     evaluate_model,
     load_model,
     make_env,
+    model_env,
     model_path,
     saved_env_wrapper,
     saved_statistics,
@@ -255,29 +257,37 @@ def load_entries(
     before the work.
 
     :param env: the env id the models are evaluated on (``--env``), each in the ``env_wrapper`` it trained in
-        (:func:`~ordergrad_rl.zoo.models.saved_env_wrapper`); needed only when there are models.
+        (:func:`~ordergrad_rl.zoo.models.saved_env_wrapper`); needed only when there are models, but for models in
+        run folders of rl-zoo3, each evaluated on the env of its run's ``args.yml``, with the ``env_kwargs`` of its
+        run (:func:`~ordergrad_rl.zoo.models.model_env`).
     :param episodes: deterministic evaluation episodes per model, on envs seeded from ``seed``.
-    :param env_kwargs: the arguments of ``env`` (``--env-kwargs``: ``gym.make``'s ``max_episode_steps`` too).
+    :param env_kwargs: the arguments of ``env`` (``--env-kwargs``: ``gym.make``'s ``max_episode_steps`` too), over
+        those of an rl-zoo3 run.
 
     A run found below a log dir that is not an OrderGrad agent's (no ``eval_risk/*`` or ``risk/*`` scalars, e.g.
     an SB3 ``PPO_2`` beside them) is skipped with a note; one given as an argument is an error.
 
-    :raises CommandError: a model without --env, one that does not fit --env, --env without a model, an argument
+    :raises CommandError: a model without --env (nor the env of its run's ``args.yml``), one that does not fit its
+        env, --env or --env-kwargs without a model, an argument
         that is neither a model nor a run, or nothing left to compare.
     """
     paths = expand(arguments)
-    models = {}  # each with --env, which a model needs
+    models = {}
     for path in paths:
         if is_run(path):
             continue
         file = model_path(path)  # raises if there is no such file
-        if env is None:
-            raise CommandError(f"{path} is a saved model: give --env to evaluate it on")
-        models[path] = (env, file, *load_model(file), saved_statistics(file, env), saved_env_wrapper(file, env))
+        made = model_env(file, env, env_kwargs or {})  # its run's env and env_kwargs, as rl-zoo3's enjoy reads them
+        statistics, env_wrapper = saved_statistics(file, made.env), saved_env_wrapper(file, made.env)
+        models[path] = (file, *load_model(file), statistics, env_wrapper, made.env, made.env_kwargs)
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
-    for env_id, file, model, *_, env_wrapper in models.values():  # unknown ids, missing packages and arguments fail
-        venv = make_env(env_id, 1, None, env_kwargs, env_wrapper=env_wrapper)
+    if env_kwargs and not models:
+        raise CommandError(
+            "--env-kwargs are the arguments of the env the saved models are evaluated on, and no argument is a model"
+        )
+    for file, model, *_, env_wrapper, env_id, made_kwargs in models.values():  # unknown ids, bad arguments fail here
+        venv = make_env(env_id, 1, None, made_kwargs, env_wrapper=env_wrapper)
         check_fits(model, venv, f"{env_id} ({file})")
         venv.close()
     entries = []
@@ -290,10 +300,9 @@ def load_entries(
                     raise
                 print(f"note: skipping {err}")
             continue
-        env_id, file, model, algorithm, statistics, env_wrapper = models[path]
-        evaluation = evaluate_model(model, env_id, episodes, True, seed, quiet, env_kwargs, statistics, env_wrapper)
-        made = "" if not env_kwargs else f" ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
-        source = f"{algorithm.name}, {episodes} deterministic episodes on {env_id}{made}"
+        file, model, algorithm, statistics, env_wrapper, env_id, made_kwargs = models[path]
+        evaluation = evaluate_model(model, env_id, episodes, True, seed, quiet, made_kwargs, statistics, env_wrapper)
+        source = f"{algorithm.name}, {episodes} deterministic episodes on {env_label(env_id, made_kwargs)}"
         entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")

@@ -8,14 +8,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.extras import require_env_extra
-from ordergrad_rl.common.options import model_file
+from ordergrad_rl.common.options import closest_argument, model_file
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -482,6 +482,19 @@ def _model_side_file(path: str | Path, name: str) -> Path:
     return file.with_name(f"{file.name}_{name}")
 
 
+def _saved_side_file(path: Path, name: str) -> Path | None:
+    """The file ``name`` of the model saved at ``path`` (:func:`_model_side_file`), or for a checkpoint of SB3's
+    ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) that of its run (``NAME/<name>``), where ``train`` writes
+    it once for all its checkpoints; ``None`` where neither exists."""
+    import re
+
+    candidates = [_model_side_file(path, name)]
+    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
+    if checkpoint is not None:
+        candidates.append(_model_side_file(path.with_name(f"{checkpoint[1]}.zip"), name))
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
+
+
 #: The file of the wrappers a model's env was made with (rl-zoo3 keeps them in its run's ``config.yml``).
 ENV_WRAPPER_FILE = "env_wrapper.yml"
 
@@ -517,16 +530,10 @@ def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrapper
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
-    import re
-
     import yaml
 
     path = model_path(path)
-    candidates = [env_wrapper_file(path)]
-    checkpoint = re.fullmatch(r"(.+)_(\d+)_steps", path.name.removesuffix(".zip"))
-    if checkpoint is not None:
-        candidates.append(env_wrapper_file(path.with_name(f"{checkpoint[1]}.zip")))
-    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    found = _saved_side_file(path, ENV_WRAPPER_FILE)
     if found is None:
         folder = rl_zoo_env_folder(path, env_id)
         config = None if folder is None else folder / RL_ZOO_CONFIG_FILE
@@ -546,8 +553,9 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     there is none and the save records no ``VecNormalize``
     (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
 
-    :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, and neither file
-        exists (its policy would act on raw observations, wrongly).
+    :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, or for an SB3 model
+        of an rl-zoo3 run its ``config.yml``'s ``normalize`` does, and none of the files exists (its policy would act
+        on raw observations, wrongly).
     """
     import re
 
@@ -563,6 +571,8 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
         candidates.append(folder / VEC_NORMALIZE_FILE)
     found = next((candidate for candidate in candidates if candidate.is_file()), None)
     if found is None:
+        if folder is not None:  # an SB3 save records no VecNormalize: its rl-zoo3 run's config.yml says so
+            _check_rl_zoo_normalize(path, folder)
         try:
             record = saved_vec_normalize(read_saved_data(path))
         except ValueError as err:
@@ -577,25 +587,65 @@ def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None
     return found
 
 
+def _check_rl_zoo_normalize(path: Path, folder: Path) -> None:
+    """:raises CommandError: the ``config.yml`` of the rl-zoo3 run ``folder`` of the model saved at ``path`` has a
+    ``normalize`` of the observations, whose statistics are missing from ``folder`` (rl-zoo3's ``enjoy`` would run
+    the policy on raw observations, wrongly)."""
+    from ordergrad_rl.zoo.algorithms import python_text
+
+    config = folder / RL_ZOO_CONFIG_FILE
+    if not config.is_file():
+        return
+    value = read_rl_zoo_file(config).get("normalize")
+    try:  # true, or VecNormalize's arguments: a mapping or its text, as rl-zoo3 writes them (parse_normalize)
+        normalize = python_text(value) if isinstance(value, str) else value
+    except ValueError as err:
+        raise CommandError(f"{config}: normalize: expected true, false or VecNormalize's arguments, got {err}") from err
+    if normalize is True or (isinstance(normalize, dict) and normalize.get("norm_obs", True)):
+        raise CommandError(
+            f"{path} was trained in VecNormalize (normalize: {value!r} in {config}), whose statistics its policy "
+            f"acts on: they are not at {folder / VEC_NORMALIZE_FILE}, where rl-zoo3 saves them"
+        )
+
+
 #: rl-zoo3's file of a run's hyperparameters, beside its ``VecNormalize`` statistics (:func:`rl_zoo_env_folder`).
 RL_ZOO_CONFIG_FILE = "config.yml"
+#: rl-zoo3's file of the command-line arguments a run was trained with (its ``train``'s), beside ``config.yml``.
+RL_ZOO_ARGS_FILE = "args.yml"
+#: The name of a run folder of rl-zoo3: ``<env name>_<run id>[_<uuid>]``.
+RL_ZOO_RUN = r"_\d+(_.+)?"
+
+
+def rl_zoo_env_name(env_id: str) -> str:
+    """The name rl-zoo3 gives the folders of ``env_id`` (``huggingface_sb3``'s ``EnvironmentName``): its ``/`` as
+    ``-`` (``ALE/Pong-v5`` -> ``ALE-Pong-v5``), without the module of gym.make's ``module:EnvId-v0`` form (rl-zoo3
+    imports its ``--gym-packages`` and names the id alone)."""
+    return env_id.rpartition(":")[2].replace("/", "-")
 
 
 def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
-    """``<run>/<env id>/`` of a model saved in a run folder of rl-zoo3, ``<log folder>/<algo>/<env id>_<run>[_<uuid>]/``
-    (``logs/ppo/CartPole-v1_1/best_model.zip``), where rl-zoo3 keeps the run's ``vecnormalize.pkl`` and
-    ``config.yml``; ``None`` for a model elsewhere, or without ``env_id`` (the env it is evaluated on) to name it."""
+    """``<run>/<env name>/`` of a model saved in a run folder of rl-zoo3,
+    ``<log folder>/<algo>/<env name>_<run>[_<uuid>]/`` (``logs/ppo/CartPole-v1_1/best_model.zip``; the env name is
+    :func:`rl_zoo_env_name`'s: ``logs/ppo/ALE-Pong-v5_1/ALE-Pong-v5/``), where rl-zoo3 keeps the run's
+    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. Without ``env_id`` (the
+    env it is evaluated on), the one folder of the run that holds an ``args.yml``, as rl-zoo3's
+    ``get_trained_models`` finds a run's env."""
     import re
 
-    if env_id is not None and re.fullmatch(rf"{re.escape(PurePosixPath(env_id).name)}_\d+(_.+)?", path.parent.name):
-        return path.parent / env_id
-    return None
+    if env_id is not None:
+        name = rl_zoo_env_name(env_id)
+        return path.parent / name if re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) else None
+    found = list(path.parent.glob(f"*/{RL_ZOO_ARGS_FILE}"))
+    if len(found) != 1 or not re.fullmatch(re.escape(found[0].parent.name) + RL_ZOO_RUN, path.parent.name):
+        return None
+    return found[0].parent
 
 
 def load_rl_zoo_config(text: str) -> Any:
-    """rl-zoo3's ``config.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
-    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs and any other
-    Python tag as ``None`` (never run)."""
+    """rl-zoo3's ``config.yml`` or ``args.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
+    ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs, a
+    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as ``None``
+    (never run)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -606,8 +656,28 @@ def load_rl_zoo_config(text: str) -> Any:
         return {key: value for key, value in pairs}
 
     Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    Loader.add_constructor(
+        "tag:yaml.org,2002:python/tuple", lambda loader, node: tuple(loader.construct_sequence(node, deep=True))
+    )
     Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
-    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the two constructors above
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the constructors above
+
+
+def read_rl_zoo_file(file: Path) -> dict[str, Any]:
+    """The mapping of rl-zoo3's ``config.yml`` or ``args.yml`` (:func:`load_rl_zoo_config`).
+
+    :raises CommandError: a file that is not valid YAML, or not a mapping.
+    """
+    import yaml
+
+    try:
+        values = load_rl_zoo_config(file.read_text())
+    except yaml.YAMLError as err:
+        raise CommandError(f"{file}: not valid YAML ({err})") from err
+    if not isinstance(values, dict):
+        held = "arguments" if file.name == RL_ZOO_ARGS_FILE else "hyperparameters"
+        raise CommandError(f"{file}: expected rl-zoo3's mapping of a run's {held}")
+    return values
 
 
 def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
@@ -616,14 +686,7 @@ def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
 
     :raises CommandError: a file that is not such a mapping, or wrappers that do not import.
     """
-    import yaml
-
-    try:
-        values = load_rl_zoo_config(config.read_text())
-    except yaml.YAMLError as err:
-        raise CommandError(f"{config}: not valid YAML ({err})") from err
-    if not isinstance(values, dict):
-        raise CommandError(f"{config}: expected rl-zoo3's mapping of a run's hyperparameters")
+    values = read_rl_zoo_file(config)
     try:
         env_wrapper = parse_env_wrapper(values.get("env_wrapper"), f"{config}: env_wrapper")
         vec_env_wrapper = parse_env_wrapper(values.get("vec_env_wrapper"), f"{config}: vec_env_wrapper", vec_env=True)
@@ -631,6 +694,106 @@ def rl_zoo_env_wrapper(config: Path) -> EnvWrappers:
     except ValueError as err:
         raise CommandError(str(err)) from err
     return env_wrapper + vec_env_wrappers(vec_env_wrapper, frame_stack)
+
+
+def env_label(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> str:
+    """``env_id`` with the arguments it is made with, as the commands print it: ``FrozenLake-v1 (is_slippery=True)``."""
+    if not env_kwargs:
+        return env_id
+    return f"{env_id} ({' '.join(f'{key}={value!r}' for key, value in env_kwargs.items())})"
+
+
+def save_run_arguments(path: str | Path, arguments: Mapping[str, Any] | None) -> Path | None:
+    """Write ``arguments`` (the env id a run trained on, its ``env_kwargs``, ``gym_packages``, ...: what
+    :func:`model_env` reads) to ``args.yml`` beside the model saved at ``path``, as rl-zoo3 writes its ``train``'s
+    arguments beside ``<env>.zip`` (``models/cliff`` -> ``models/cliff/args.yml``), or, for none, remove the file
+    an earlier model saved there left.
+
+    :return: the file, or ``None`` for no arguments.
+    """
+    import yaml
+
+    file = _model_side_file(path, RL_ZOO_ARGS_FILE)
+    if arguments is None:
+        file.unlink(missing_ok=True)
+        return None
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # yaml.dump, as rl-zoo3's: a tuple of an --env-kwargs value is written with its Python tag (load_rl_zoo_config).
+    file.write_text(yaml.dump(dict(arguments), sort_keys=True))
+    return file
+
+
+def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
+    """The ``args.yml`` of the run of the model saved at ``path``: the one ``train --save`` writes beside it
+    (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
+    (:func:`rl_zoo_env_folder`, of ``env_id``) the run's ``<env>/args.yml``; ``None`` where there is none."""
+    found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
+    if found is None:
+        folder = rl_zoo_env_folder(path, env_id)
+        if folder is not None and (folder / RL_ZOO_ARGS_FILE).is_file():
+            return folder / RL_ZOO_ARGS_FILE
+    return found
+
+
+class ModelEnv(NamedTuple):
+    """The env a saved model is evaluated on (:func:`model_env`).
+
+    :param env: its id.
+    :param env_kwargs: the arguments it is made with.
+    :param gym_packages: the modules imported to register it, from the ``args.yml`` of the model's run.
+    """
+
+    env: str
+    env_kwargs: dict[str, Any]
+    gym_packages: list[str]
+
+
+def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any]) -> ModelEnv:
+    """The env id and arguments the model saved at ``path`` is evaluated on, or trained on again: ``env_id`` and
+    ``env_kwargs`` (``--env``, ``--env-kwargs``), and the ``args.yml`` of its run, as rl-zoo3's ``enjoy`` reads it,
+    so that nothing the run was trained with is given again. That file is the one ``train --save`` writes beside the
+    model (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
+    (:func:`rl_zoo_env_folder`) the run's ``<env>/args.yml``, beside its ``config.yml``.
+
+    From it: the ``env`` where ``env_id`` is ``None``, the modules of its ``gym_packages`` imported (their import
+    registers the env), and, for that env (not another id the model is evaluated on, such as a deployment variant),
+    its arguments: those of ``config.yml``'s ``env_kwargs``, replaced by those of ``args.yml`` (the ``train
+    --env-kwargs``) where it has them, as in ``enjoy``, updated with ``env_kwargs`` (a key given wins).
+
+    :raises CommandError: no ``env_id``, and no ``args.yml`` to read the env from; a file that is not such a
+        mapping, an ``env_kwargs`` that is not a mapping, or a module of its ``gym_packages`` that does not import.
+    """
+    from ordergrad_rl.common.options import import_gym_packages
+
+    path = model_path(path)
+    found = run_arguments_file(path, env_id)
+    arguments = {} if found is None else read_rl_zoo_file(found)
+    saved_env = arguments.get("env")
+    if env_id is None:
+        if not isinstance(saved_env, str):
+            raise CommandError(
+                f"give --env ID, the env to evaluate {path} on (a model saved by train --save, or in a run folder of "
+                f"rl-zoo3, is evaluated on the env of the {RL_ZOO_ARGS_FILE} beside it)"
+            )
+        env_id = saved_env
+    packages = arguments.get("gym_packages") or []
+    if not isinstance(packages, list) or not all(isinstance(package, str) for package in packages):
+        raise CommandError(f"{found}: gym_packages: expected a list of module names, got {packages!r}")
+    try:
+        import_gym_packages(packages)
+    except CommandError as err:
+        raise CommandError(f"{found}: {err}") from err
+    made: dict[str, Any] = {}
+    if found is not None and isinstance(saved_env, str) and rl_zoo_env_name(saved_env) == rl_zoo_env_name(env_id):
+        config_file = found.with_name(RL_ZOO_CONFIG_FILE)
+        config = read_rl_zoo_file(config_file) if config_file.is_file() else {}
+        for file, values in ((config_file, config), (found, arguments)):
+            saved = values.get("env_kwargs")
+            if saved is not None and not isinstance(saved, dict):
+                raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
+            if saved is not None:  # args.yml's replace config.yml's, as in enjoy
+                made = dict(saved)
+    return ModelEnv(env_id, made | dict(env_kwargs), packages)
 
 
 def parse_frame_stack(value: Any, where: str) -> int | None:
@@ -767,14 +930,6 @@ def accepted_env_arguments(env_id: str) -> tuple[list[str], bool]:
         if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
             return names + list(MAKE_KWARGS), i == 0
     return names + list(MAKE_KWARGS), False
-
-
-def closest_argument(key: str, accepted: list[str]) -> str:
-    """`` (did you mean <argument>?)`` for the argument of ``accepted`` closest to ``key``, or ``""``."""
-    import difflib
-
-    close = difflib.get_close_matches(key, accepted, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: str = "--env-kwargs") -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import check_device
+from ordergrad_rl.common.options import check_device, closest_argument
 from ordergrad_rl.zoo.algorithms import algorithm_class
 from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
@@ -25,11 +25,11 @@ from ordergrad_rl.zoo.models import (
     EnvWrappers,
     check_env_id,
     check_fits,
-    closest_argument,
     frozen_vec_normalize,
     is_batched,
     make_env,
     save_env_wrapper,
+    save_run_arguments,
     saved_statistics,
     under_frame_stack,
     vec_normalize_file,
@@ -304,14 +304,41 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     return model
 
 
-def checkpoint_callback(model: Any, save: str | Path, save_freq: int, env_wrapper: EnvWrappers = ()) -> Any:
+def run_arguments(
+    settings: TrainSettings, gym_packages: list[str] | None = None, run_name: str | None = None
+) -> dict[str, Any]:
+    """What a run's save records of the env it trained on (:func:`~ordergrad_rl.zoo.models.save_run_arguments`:
+    ``models/cliff/args.yml``), in the keys of rl-zoo3's ``args.yml``: ``algo``, ``env``, ``env_kwargs`` (all those
+    the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``, which ``evaluate``,
+    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`), and ``run_name``, the
+    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into.
+    """
+    return {
+        "algo": settings.algo,
+        "env": settings.env,
+        "env_kwargs": dict(settings.env_kwargs or {}),
+        "gym_packages": list(gym_packages or []),
+        "run_name": run_name,
+        "seed": settings.seed,
+    }
+
+
+def checkpoint_callback(
+    model: Any,
+    save: str | Path,
+    save_freq: int,
+    env_wrapper: EnvWrappers = (),
+    arguments: dict[str, Any] | None = None,
+) -> Any:
     """rl-zoo3's ``--save-freq``: SB3's ``CheckpointCallback`` saving ``model`` every ``save_freq`` env steps beside
-    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``). The ``env_wrapper`` of the run is
-    written now, where ``evaluate`` reads it for every checkpoint (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`:
-    ``models/cvar/env_wrapper.yml``)."""
+    ``save`` (``models/cvar`` -> ``models/cvar_<num_timesteps>_steps.zip``). The ``env_wrapper`` and the
+    ``arguments`` (:func:`run_arguments`) of the run are written now, where ``evaluate`` reads them for every
+    checkpoint (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cvar/env_wrapper.yml``,
+    :func:`~ordergrad_rl.zoo.models.save_run_arguments`: ``models/cvar/args.yml``)."""
     from stable_baselines3.common.callbacks import CheckpointCallback
 
     save_env_wrapper(save, env_wrapper)
+    save_run_arguments(save, arguments)
     save = Path(save)
     name = save.name.removesuffix(".zip")
     # The callback counts vectorized steps (n_envs env steps each), as SB3's and rl-zoo3's do. A VecNormalize's
@@ -321,11 +348,15 @@ def checkpoint_callback(model: Any, save: str | Path, save_freq: int, env_wrappe
     )
 
 
-def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> Path | None:
+def save_model(
+    model: Any, path: str | Path, env_wrapper: EnvWrappers = (), arguments: dict[str, Any] | None = None
+) -> Path | None:
     """``model.save(path)``, and the statistics of its env's ``VecNormalize`` where it has one, as rl-zoo3 saves
     them, at :func:`~ordergrad_rl.zoo.models.vec_normalize_file` (``models/cliff/vecnormalize.pkl``), where
     ``evaluate`` and ``--trained-agent`` load them; so too the ``env_wrapper`` its envs were made in
-    (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``).
+    (:func:`~ordergrad_rl.zoo.models.save_env_wrapper`: ``models/cliff/env_wrapper.yml``) and the ``arguments`` of
+    its run, the env and the arguments it was made with (:func:`run_arguments`;
+    :func:`~ordergrad_rl.zoo.models.save_run_arguments`: ``models/cliff/args.yml``).
 
     A model without ``VecNormalize`` removes the statistics an earlier model saved at ``path`` left there, which
     ``evaluate`` would otherwise normalize its observations with.
@@ -334,6 +365,7 @@ def save_model(model: Any, path: str | Path, env_wrapper: EnvWrappers = ()) -> P
     """
     model.save(path)
     save_env_wrapper(path, env_wrapper)
+    save_run_arguments(path, arguments)
     normalize = model.get_vec_normalize_env()
     file = vec_normalize_file(path)
     if normalize is None:
@@ -435,10 +467,13 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
     """``model.learn(timesteps, **kwargs)``.
 
     :raises CommandError: the objective names an info channel the env does not report, found by the first
-        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), or the ``--eval-env``'s
+        rollout (:class:`~ordergrad_rl.agents.common.channels.InfoChannelError`), the ``--eval-env``'s
         ``Monitor`` records no end of the episodes a wrapper ends
-        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`).
+        (:class:`~ordergrad_rl.agents.common.evaluation.UnrecordedEpisodeError`), or an episode of the env or the
+        ``--eval-env`` does not end within the bound on an episode's length
+        (:class:`~ordergrad_rl.agents.common.buffers.EndlessEpisodeError`).
     """
+    from ordergrad_rl.agents.common.buffers import EndlessEpisodeError
     from ordergrad_rl.agents.common.channels import InfoChannelError
     from ordergrad_rl.agents.common.evaluation import UnrecordedEpisodeError
 
@@ -448,6 +483,12 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
         raise CommandError(f"--objective {model.objective}: {err}") from err
     except UnrecordedEpisodeError as err:  # the --eval-env's: a wrapper of the env_wrapper ends its episodes
         raise CommandError(f"--eval-env: {err}") from err
+    except EndlessEpisodeError as err:  # an env without a time limit: the options that give it one
+        raise CommandError(
+            f"{err}. On the command line the time limit is --env-kwargs max_episode_steps=N (--eval-env-kwargs for "
+            "an --eval-env of another id), and a longer bound --hparams "
+            "\"rollout_buffer_kwargs={'max_episode_steps': N}\""
+        ) from err
 
 
 def eval_callback(settings: TrainSettings, model: Any) -> Any:

@@ -43,6 +43,12 @@ MAX_EPISODE_STEPS = 100_000
 EPISODIC_BUFFER_KEYS = ("max_episode_steps",)
 
 
+class EndlessEpisodeError(ValueError):
+    """An episode (of a rollout: :meth:`EpisodicRolloutBuffer.add`, or of an evaluation:
+    :func:`~ordergrad_rl.agents.common.evaluation.check_episode_length`) has run past the bound on an episode's length
+    without ending: the env has no time limit, or a longer one."""
+
+
 @overload
 def _rows(obs: np.ndarray, keep: np.ndarray | None) -> np.ndarray: ...
 @overload
@@ -221,7 +227,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._episode_step = np.where(dones, 0, self._episode_step + 1)
         endless = np.flatnonzero(keep & (self._episode_step >= self.max_episode_steps))
         if endless.size:
-            raise ValueError(
+            raise EndlessEpisodeError(
                 f"env {int(endless[0])}'s episode has run {self.max_episode_steps:,} steps without terminating or "
                 "being truncated: episodic OrderGrad needs complete episodes. Give the env a time limit "
                 "(gymnasium.wrappers.TimeLimit(env, max_episode_steps=...), or max_episode_steps= when registering "

@@ -39,6 +39,40 @@ def check_action_space(action_space: spaces.Space) -> None:
         )
 
 
+#: The action spaces SB3's policies act in (``make_proba_distribution``'s): every algorithm's supported action spaces
+#: are among them (MaskablePPO's and QR-DQN's are fewer; SB3 checks those).
+POLICY_ACTION_SPACES: tuple[type[spaces.Space], ...] = (
+    spaces.Box,
+    spaces.Discrete,
+    spaces.MultiDiscrete,
+    spaces.MultiBinary,
+)
+
+
+def check_policy_action_space(action_space: spaces.Space) -> None:
+    """``ValueError`` for an action space that no SB3 policy acts in (``Text``, ``Sequence``, ``Graph``, ``OneOf``,
+    ``Tuple``, ``Dict``, ...), naming the space and the ones SB3 acts in (:data:`POLICY_ACTION_SPACES`).
+
+    SB3's constructor refused them with a bare ``AssertionError`` ("The algorithm only supports (<class ...>, ...)"),
+    after the env was wrapped; observation spaces of these kinds are refused with a ``ValueError`` naming the fix
+    (:func:`check_observation_space`), and the action spaces now are too, before SB3's constructor runs.
+    """
+    if isinstance(action_space, POLICY_ACTION_SPACES):
+        return
+    *first, last = (space.__name__ for space in POLICY_ACTION_SPACES)
+    names = f"{', '.join(first)} or {last}"
+    text = (
+        "; for a Text, a MultiDiscrete of character indices in its charset, [len(charset)] * max_length"
+        if isinstance(action_space, spaces.Text)
+        else ""
+    )
+    raise ValueError(
+        f"the env's action space {action_space} is a {type(action_space).__name__}, which SB3's policies cannot act "
+        f"in: they act in {names} action spaces. Give the agent one of those and turn its actions into the env's "
+        f"(a gymnasium.ActionWrapper whose action_space is one{text})"
+    )
+
+
 def check_observation_space(observation_space: spaces.Space, key: str = "") -> None:
     """``ValueError`` for an observation space (or one inside a ``Dict``) SB3 encodes wrongly or cannot build a
     network for: a ``Discrete`` or ``MultiDiscrete`` whose ``start`` is not 0, a ``MultiDiscrete`` whose ``nvec`` has

@@ -12,7 +12,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.checks import check_observation_space
+from ordergrad_rl.agents.common.checks import check_observation_space, check_policy_action_space
 from ordergrad_rl.envs.native_vector import NativeVectorEnv
 from ordergrad_rl.envs.sb3_vec_env import (
     env_spec,
@@ -86,11 +86,14 @@ def wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> V
     is made the SB3 ``VecEnv`` the agents train on (:func:`sb3_vec_env_of`: a native batch's face, any other refused
     with a ``ValueError`` naming SB3's ``make_vec_env``). A ``gym.Env``'s observation space is checked first
     (:func:`~ordergrad_rl.agents.common.checks.check_observation_space`): SB3's ``DummyVecEnv`` fails inside on one
-    without a fixed shape (``Text``, ``Sequence``, ``Graph``, ``OneOf``), before the constructor's checks run."""
+    without a fixed shape (``Text``, ``Sequence``, ``Graph``, ``OneOf``), before the constructor's checks run. An action
+    space no SB3 policy acts in is refused too (:func:`~ordergrad_rl.agents.common.checks.check_policy_action_space`),
+    before SB3's constructor asserts it."""
     if isinstance(env, gym.vector.VectorEnv):
         env = sb3_vec_env_of(env)
     if isinstance(env, gym.Env):
         check_observation_space(env.observation_space)
+    check_policy_action_space(env.action_space)  # before SB3's constructor asserts it (an AssertionError)
     return BaseAlgorithm._wrap_env(env, verbose, monitor_wrapper)
 
 

@@ -32,6 +32,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common import buffers
+from ordergrad_rl.agents.common.buffers import EndlessEpisodeError
 from ordergrad_rl.agents.common.env_util import first_env_attr
 from ordergrad_rl.agents.common.groups import N_CONTEXTS, OPTIONS_RULE, GroupResetter
 from ordergrad_rl.agents.common.policies import gsde_distribution, resample_episode_noise
@@ -192,10 +193,6 @@ def policy_table(
     with th.no_grad():
         distribution = model.policy.get_distribution(obs, **masked)
     return distribution.distribution.probs.cpu().numpy().astype(np.float64)
-
-
-class EndlessEpisodeError(ValueError):
-    """An evaluation episode has run past the bound on an episode's length without ending."""
 
 
 def check_episode_ends(locals_: dict[str, Any], max_episode_steps: int) -> None:
