@@ -721,13 +721,16 @@ def default_critic_when_tied(
     does not vanish on a rollout tied at the best.
 
     Measured (``reproduce benchmarks``, the usage line, worst-20% mean of 100 evaluation returns, greedy / sampled):
-    CartPole-v1 at 100k steps over seeds 0-19 from 497.5 / 480.3 to 500.0 / 498.5 (sampled +18.2 [4.8, 42.2] paired;
-    SB3 PPO 500.0 / 500.0), every seed at 500 greedy and 18 of 20 sampled, where 5 were before; at 300k (seeds 0-4)
-    500.0 / 500.0 as before. It acts only where a whole rollout ties at the best return seen: no other task of the
-    suite does (the lava grid's and the maze's risky paths pay more than their optima, continuous returns never
-    tie), so their runs are bit for bit what they were. It costs one regression of the value head per rollout, on
-    every task: the usage line on CartPole-v1 at 1.24x SB3 PPO's wall time per step against 1.05x without it
-    (``scripts/bench_agents.py``). docs/benchmarks.md, "A discounted critic on rollouts tied at the best".
+    CartPole-v1 at 100k steps over seeds 0-19 from 497.5 / 480.3 to 500.0 / 498.5 with the critic fitted in a pass
+    of its own (sampled +18.2 [4.8, 42.2] paired; SB3 PPO 500.0 / 500.0), 500.0 / 494.7 fitted in the update's
+    minibatches as now (-3.8 [-9.5, 0.0] against the pass of its own, only the minibatches' order differs); at 300k
+    (seeds 0-4) 500.0 / 500.0 and 500.0 / 499.6. It acts only where a whole rollout ties at the best return seen:
+    no other task of the suite does (the lava grid's and the maze's risky paths pay more than their optima,
+    continuous returns never tie), so their runs are bit for bit what they were. It costs the critic's forward,
+    backward and Adam step in each minibatch of the update, on every task: the usage line on CartPole-v1 at 1.21x
+    SB3 PPO's wall time per step, about 0.12x more than without it (``scripts/bench_agents.py``).
+    docs/benchmarks.md, "A discounted critic on rollouts tied at the best" and "The tied critic fitted in the
+    update's minibatches".
     """
     free = value_baseline is not True and (policy_kwargs or {}).get("critic") != "none"
     return objective.k != 1 and free
