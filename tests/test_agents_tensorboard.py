@@ -612,7 +612,8 @@ def test_evaluate_on_a_model_without_a_logger_names_set_logger() -> None:
 def test_train_loss_is_the_loss_the_update_minimizes(tmp_path: Path, value_baseline: str | bool) -> None:
     # One minibatch per update (16 one-step episodes, batch_size=16, one epoch): SB3's train/loss, the last
     # minibatch's, is then its policy loss plus the entropy and value terms, which train/ logs as means. The history
-    # baseline leaves the value head untrained: train/loss once held 0.5 * mean(weight^2) of a value loss against it.
+    # baseline leaves the value head to the tied critic (critic_when_tied, fitted in the update: its value term) or
+    # untrained: train/loss once held 0.5 * mean(weight^2) of a value loss against the untrained head.
     model = OrderGradPPO(
         "MlpPolicy",
         "RiskyBandit-v0",
@@ -628,7 +629,8 @@ def test_train_loss_is_the_loss_the_update_minimizes(tmp_path: Path, value_basel
     rows = [row for row in csv.DictReader((tmp_path / "progress.csv").read_text().splitlines()) if row["train/loss"]]
     assert len(rows) == 2
     for row in rows:
-        value_term = model.vf_coef * float(row["train/value_loss"]) if value_baseline is True else 0.0
+        critic = value_baseline is True or model.critic_when_tied
+        value_term = model.vf_coef * float(row["train/value_loss"]) if critic else 0.0
         expected = float(row["train/policy_gradient_loss"]) + float(row["train/ent_coef"]) * float(
             row["train/entropy_loss"]
         )
