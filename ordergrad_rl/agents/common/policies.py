@@ -15,8 +15,8 @@
 Episodic mode trains any SB3 ``ActorCriticPolicy`` (these classes, or a user's subclass of SB3's) on whole-episode
 weights: the value head is built as SB3 builds it, so a save loads into SB3's ``PPO``, but the update never trains
 it nor uses its values (:func:`evaluate_actions_without_value`, :func:`value_head_unused`; the collection acts
-through ``forward`` as SB3's does, which computes them, and drops them). OrderGradPPO fits it apart, as the
-critic of ``critic_when_tied`` (:mod:`ordergrad_rl.agents.common.tied_critic`) or the ``value_baseline=True``.
+through ``forward`` as SB3's does, which computes them, and drops them). OrderGradPPO fits it in its own ways, as
+the critic of ``critic_when_tied`` (:mod:`ordergrad_rl.agents.common.tied_critic`) or the ``value_baseline=True``.
 
 The paper's portfolio protocol (linear policy, zero-initialized output, fixed logit noise sigma = 0.35)::
 
@@ -225,7 +225,7 @@ class OrderGradPolicyMixin:
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
     :param critic: ``"value"`` (SB3's value head; episodic mode's update never trains it nor uses its values, see
-        :func:`value_head_unused`: OrderGradPPO fits it apart), ``"none"`` (older episodic saves, and
+        :func:`value_head_unused`: OrderGradPPO fits it in its own ways), ``"none"`` (older episodic saves, and
         OrderGradRecurrentPPO's episodic mode: ``evaluate_actions`` returns zero values and the value branch's
         ``net_arch`` is forced to ``vf=[]``; the actor's is SB3's default for the features extractor where
         ``net_arch`` is not given: none after ``NatureCNN``, ``[64, 64]`` after the others) or ``"q"`` (``Discrete``

@@ -57,10 +57,10 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
     p(tau_i)`` for a minibatch of all ``T`` steps: the unbiased estimator, scaled per step as in SB3.
 
     In episodic mode the value head, built as SB3 builds it (so that a save loads into SB3's ``PPO``, see
-    :mod:`ordergrad_rl.agents.common.sb3_compat`), never enters the clipped-surrogate update: its value loss is a
-    constant 0. It is fitted after the update, on its own parameters, as the discounted critic of ``critic_when_tied``
-    (on by default for a ranked objective: ``train/value_loss`` and ``train/explained_variance`` log it) or regressed
-    on the episode weights as the ``value_baseline=True``; otherwise it is never trained. Unlike SB3, which
+    :mod:`ordergrad_rl.agents.common.sb3_compat`), never enters the clipped surrogate. It is fitted in the update's
+    minibatches, on its own parameters, as the discounted critic of ``critic_when_tied`` (on by default for a ranked
+    objective: ``train/value_loss`` and ``train/explained_variance`` log it), or regressed on the episode weights as
+    the ``value_baseline=True``; otherwise its value loss is a constant 0 and it is never trained. Unlike SB3, which
     centres and rescales the advantages of every minibatch of *steps*, ``normalize_advantage`` divides the
     per-*episode* weights by their standard deviation once per rollout (centring over steps would bias the
     estimator towards long episodes).
@@ -594,27 +594,21 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
         return {**super().hparams(), "critic_when_tied": self.critic_when_tied}
 
     def train(self) -> None:
-        """SB3's PPO update on the episode weights; the value head runs only as the ``value_baseline=True``."""
+        """SB3's PPO update on the episode weights; the value head runs in it only as the ``value_baseline=True`` or
+        the ``critic_when_tied`` critic."""
         update = super().train
         if getattr(self, "value_baseline", False) is True:
             train_on_episode_weights(self, update, critic=True)
             return
 
         critic_fit = self._critic_fitted_in_update()
-        if critic_fit is not None:
+        block = value_head_unused(self.policy) if critic_fit is None else critic_fit
 
-            def update_with_critic() -> None:
-                with critic_fit:
-                    update()
-
-            train_on_episode_weights(self, update_with_critic, critic=True)
-            return
-
-        def update_without_value() -> None:
-            with value_head_unused(self.policy):
+        def episodic_update() -> None:
+            with block:
                 update()
 
-        train_on_episode_weights(self, update_without_value)
+        train_on_episode_weights(self, episodic_update, critic=critic_fit is not None)
 
     def _compute_advantages(self) -> None:
         super()._compute_advantages()
