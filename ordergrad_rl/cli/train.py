@@ -86,9 +86,7 @@ from ordergrad_rl.zoo.models import (
     env_label,
     make_callbacks,
     model_env,
-    model_path,
-    read_rl_zoo_file,
-    run_arguments_file,
+    run_argument,
     saved_env_wrapper,
     wrapper_call,
     written_env_wrapper,
@@ -127,8 +125,7 @@ def saved_run_name(path: Path, env_id: str) -> str | None:
 
     :raises CommandError: a ``run_name`` that :func:`run_name` refuses.
     """
-    file = run_arguments_file(model_path(path), env_id)
-    name = None if file is None else read_rl_zoo_file(file).get("run_name")
+    name, file = run_argument(path, "run_name", env_id)
     if name is None:
         return None
     try:
@@ -323,8 +320,7 @@ def trained_agent_defaults(args: argparse.Namespace) -> None:
             )
         args.algo = names[algorithm.name]
     if args.env is None:
-        file = run_arguments_file(model_path(args.trained_agent))
-        env = None if file is None else read_rl_zoo_file(file).get("env")
+        env, _ = run_argument(args.trained_agent, "env")
         if not isinstance(env, str):
             raise CommandError(
                 f"give --env: no args.yml beside --trained-agent {args.trained_agent} names the env it trained on"

@@ -735,6 +735,13 @@ def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
     return found
 
 
+def run_argument(path: str | Path, name: str, env_id: str | None = None) -> tuple[Any, Path | None]:
+    """``(value, file)``: the entry ``name`` of the ``args.yml`` of the run of the model saved at ``path``
+    (:func:`run_arguments_file`) and that file, or ``(None, None)`` where there is none."""
+    file = run_arguments_file(model_path(path), env_id)
+    return (None, None) if file is None else (read_rl_zoo_file(file).get(name), file)
+
+
 class ModelEnv(NamedTuple):
     """The env a saved model is evaluated on (:func:`model_env`).
 
