@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNorm
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, RiskEvalCallback
 from ordergrad_rl.agents.common import episodic
-from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EpisodicRolloutBuffer
+from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EndlessEpisodeError, EpisodicRolloutBuffer
 
 
 class LongEpisodeEnv(gym.Env):
@@ -310,6 +310,33 @@ def test_an_env_whose_time_limit_exceeds_the_bound_gets_its_whole_episodes(algo:
     assert algo(
         "MlpPolicy", gym.wrappers.TimeLimit(EndlessEnv(), 500), n_episodes=4
     ).rollout_buffer.max_episode_steps == (MAX_EPISODE_STEPS)
+
+
+@pytest.mark.parametrize(
+    ("n_episodes", "ends", "raises_at"),
+    [
+        (2, {0: [2]}, 4),  # env 0's episode ends at step 2 (its next is not kept), env 1's reaches the bound at 4
+        (3, {0: [1, 2, 3], 1: [4]}, None),  # env 1's kept episode ends on its 4th step: at the bound, not past it
+        (1, {0: [4]}, None),  # env 1's episode is not kept (one episode per rollout): not bounded
+    ],
+)
+def test_buffer_bounds_each_kept_episode_exactly(n_episodes: int, ends: dict, raises_at: int | None) -> None:
+    """The bound on an episode's length (4 steps here) holds for the kept episodes only, at the step it is reached,
+    across steps where other envs' episodes end and start (add() tracks the longest kept episode between them)."""
+    buffer = EpisodicRolloutBuffer(
+        1, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), "cpu", n_envs=2, n_episodes=n_episodes, max_episode_steps=4
+    )
+    zeros = np.zeros(2)
+    for step in range(1, 9):
+        dones = np.array([step in ends.get(env, []) for env in (0, 1)])
+        if step == raises_at:
+            with pytest.raises(EndlessEpisodeError, match="env 1's episode has run 4 steps"):
+                buffer.add(zeros[:, None], zeros, zeros, np.ones(2), dones)
+            return
+        buffer.add(zeros[:, None], zeros, zeros, np.ones(2), dones)
+        if buffer.full:
+            break
+    assert raises_at is None
 
 
 def test_buffer_counts_the_ended_episodes_and_their_steps() -> None:

@@ -1058,9 +1058,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
 
             channel_values = channels.step(infos)
             # Truncated, not terminated (SB3's info key); read only where an episode ended, not per env and step.
-            time_outs = np.zeros(len(dones), dtype=bool)
-            for i in np.flatnonzero(dones):
-                time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
+            ended = np.flatnonzero(dones)
+            time_outs = None
+            if ended.size:
+                time_outs = np.zeros(len(dones), dtype=bool)
+                for i in ended:
+                    time_outs[i] = bool(infos[i].get("TimeLimit.truncated", False))
             if self._noise_counts is not None:
                 self._count_noise(env, infos, dones, rollout_buffer.pending_episodes)
             kept = rollout_buffer.add(
@@ -1076,7 +1079,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             if self.num_timesteps >= outgrown_at:
                 self._warn_rollout_outgrown(rollout_buffer, rollout_start)
                 outgrown_at = np.inf
-            finished = np.flatnonzero(kept & dones)
+            finished = np.flatnonzero(kept & dones) if ended.size else ended
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
                 self._update_info_buffer([infos[i] for i in finished], dones[finished])
