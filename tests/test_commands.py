@@ -834,6 +834,41 @@ def test_train_vec_env_subproc_trains_as_dummy_does(tmp_path, capsys):
     assert "--vec-env subproc: SyntheticTailRisk-v0 runs all its envs as one NumPy batch" in capsys.readouterr().err
 
 
+def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsys):
+    """-i kept the saved run's --algo, --env, --env-kwargs and --run-name, but went on without its --eval-env and in
+    DummyVecEnv, whatever the run had. args.yml records them now (rl-zoo3's keys, and eval_env), and -i goes on with
+    them unless they are given; --eval-env none turns the evaluation off."""
+    import yaml
+
+    first = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-envs", "2",
+             "--timesteps", "16", "--vec-env", "subproc", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs",
+             "max_episode_steps=5", "--eval-freq", "8", "--eval-episodes", "3", "--quiet"]  # fmt: skip
+    assert main([*first, "--save", str(tmp_path / "first")]) == 0
+    kept = {"eval_env": "RiskyBandit-v0", "eval_env_kwargs": {"max_episode_steps": 5}, "eval_episodes": 3,
+            "eval_freq": 8, "vec_env": "subproc"}  # fmt: skip
+    assert yaml.safe_load((tmp_path / "first" / "args.yml").read_text()).items() >= kept.items()
+    capsys.readouterr()
+    more = ["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "16", "--quiet"]
+    assert main([*more, "--save", str(tmp_path / "more")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "at 16 timesteps, with its run's --vec-env subproc --eval-env RiskyBandit-v0 --eval-freq 8 --eval-episodes 3 "
+        "--eval-env-kwargs max_episode_steps=5\n"
+    ) in out
+    assert "last evaluation (RiskyBandit-v0)" in out
+    assert yaml.safe_load((tmp_path / "more" / "args.yml").read_text()).items() >= kept.items()
+    # The command line wins: another VecEnv, eval env arguments, or no evaluation.
+    given = ["--vec-env", "dummy", "--eval-env-kwargs", "max_episode_steps=2", "--eval-episodes", "4"]
+    assert main([*more, *given, "--save", str(tmp_path / "given")]) == 0
+    changed = {**kept, "vec_env": "dummy", "eval_env_kwargs": {"max_episode_steps": 2}, "eval_episodes": 4}
+    assert yaml.safe_load((tmp_path / "given" / "args.yml").read_text()).items() >= changed.items()
+    capsys.readouterr()
+    assert main([*more, "--eval-env", "none", "--vec-env", "dummy", "--save", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "last evaluation" not in out and "with its run's" not in out
+    assert yaml.safe_load((tmp_path / "none" / "args.yml").read_text())["eval_env"] is None
+
+
 def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):
     """--vec-env subproc's workers (and the eval env) are closed when the run ends, as rl-zoo3 closes them: a
     notebook calling main() again and again kept every run's worker processes until it exited."""

@@ -325,9 +325,14 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
         "algo": "reinforce",
         "env": "ZooUserEndless-v0",
         "env_kwargs": {"max_episode_steps": 4},
+        "eval_env": None,
+        "eval_env_kwargs": None,
+        "eval_episodes": 100,
+        "eval_freq": 10_000,
         "gym_packages": ["zoo_user_envs_d"],
         "run_name": None,
         "seed": 0,
+        "vec_env": "dummy",
     }
     # As in a fresh process: the env registers when the save's gym_packages are imported.
     monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")

@@ -49,7 +49,9 @@ rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: 
 without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its algorithm, objective,
 hyperparameters (--hparams change them), step count and env (its args.yml; --algo and --env need not be given),
-logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
+logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given),
+evaluating on its --eval-env (--eval-env-kwargs, --eval-freq, --eval-episodes) and in its --vec-env, unless they are
+given (--eval-env none: no evaluation).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
@@ -63,7 +65,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import (
@@ -119,6 +123,13 @@ def run_name(text: str) -> str:
     return text
 
 
+def option_text(value: Any) -> str:
+    """An option's value as it is typed: a mapping of env arguments as ``KEY=VALUE`` items."""
+    if isinstance(value, dict):
+        return " ".join(f"{key}={item!r}" for key, item in value.items())
+    return str(value)
+
+
 def saved_run_name(path: Path, env_id: str) -> str | None:
     """The ``--run-name`` of the run that saved the model at ``path`` (its ``args.yml``), or ``None``: the algorithm's
     name, or a save without one.
@@ -161,9 +172,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vec-env",
         choices=VEC_ENVS,
-        default="dummy",
+        default=None,
         help="the training env's SB3 VecEnv (rl-zoo3's option): dummy (DummyVecEnv, or the native batch of the "
-        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: %(default)s)",
+        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: dummy, with "
+        "--trained-agent its run's)",
     )
     parser.add_argument(
         "--objective",
@@ -245,7 +257,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="F",
         help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default: none)",
     )
-    parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
+    parser.add_argument(
+        "--eval-env",
+        default=None,
+        metavar="ID",
+        help="also evaluate periodically on this env id (with --trained-agent, default: its run's; none: no "
+        "evaluation)",
+    )
     parser.add_argument(
         "--eval-env-kwargs",
         nargs="*",
@@ -256,12 +274,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--eval-freq",
         type=positive_int,
-        default=10_000,
+        default=None,
         metavar="F",
-        help="evaluate every F env steps (default: %(default)s)",
+        help=f"evaluate every F env steps (default: {TrainSettings.eval_freq}, with --trained-agent its run's)",
     )
     parser.add_argument(
-        "--eval-episodes", type=positive_int, default=100, metavar="E", help="episodes per evaluation (default: 100)"
+        "--eval-episodes",
+        type=positive_int,
+        default=None,
+        metavar="E",
+        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent its run's)",
     )
     parser.add_argument(
         "--hparams",
@@ -279,7 +301,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace) -> TrainSettings:
-    """The training run the options describe."""
+    """The training run the options describe (:class:`TrainSettings`' defaults for the options not given)."""
+    given = {name: getattr(args, name) for name in ("eval_freq", "eval_episodes", "vec_env")}
     return TrainSettings(
         algo=args.algo,
         env=args.env,
@@ -291,17 +314,55 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         policy=args.policy,
         tensorboard=args.tensorboard,
         eval_env=args.eval_env,
-        eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes,
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
-        vec_env=args.vec_env,
         env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
         eval_env_kwargs=None
         if args.eval_env_kwargs is None
         else parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs"),
+        **{name: value for name, value in given.items() if value is not None},
     )
+
+
+#: The options a ``--trained-agent`` keeps from its run's ``args.yml`` where they are not given (as ``--algo``,
+#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key, rl-zoo3's, with what its value must be.
+KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "vec_env": (lambda value: value in VEC_ENVS, f"one of {', '.join(VEC_ENVS)}"),
+    "eval_env": (lambda value: isinstance(value, str), "an env id"),
+    "eval_freq": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
+    "eval_episodes": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
+}
+
+
+def kept_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :data:`KEPT_OPTIONS` a ``--trained-agent``'s run was trained with (its ``args.yml``), set on
+    ``args`` where not given: a continued run evaluates on its ``--eval-env`` (with its ``--eval-env-kwargs``,
+    unless another ``--eval-env`` or ``--eval-env-kwargs`` is given), as often, and steps its envs in its
+    ``--vec-env``, as the run did.
+
+    :return: those kept, by key, with the ``eval_env_kwargs`` of a kept ``--eval-env`` (a mapping, which
+        :func:`settings` does not read from ``args``) where the file records them.
+    :raises CommandError: a value that is not one the option takes, naming the file and the key.
+    """
+    kept: dict[str, Any] = {}
+    for name, (valid, expected) in KEPT_OPTIONS.items():
+        if getattr(args, name) is not None:  # given: the command line wins
+            continue
+        value, file = run_argument(args.trained_agent, name, args.env)
+        if value is None:
+            continue
+        if not valid(value):
+            raise CommandError(f"{file}: {name}: expected {expected}, got {value!r}")
+        setattr(args, name, value)
+        kept[name] = value
+    if "eval_env" in kept and args.eval_env_kwargs is None:
+        kwargs, file = run_argument(args.trained_agent, "eval_env_kwargs", args.env)
+        if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(key, str) for key in kwargs)):
+            raise CommandError(f"{file}: eval_env_kwargs: expected a mapping of the env's arguments, got {kwargs!r}")
+        if kwargs is not None:
+            kept["eval_env_kwargs"] = kwargs
+    return kept
 
 
 def trained_agent_defaults(args: argparse.Namespace) -> None:
@@ -358,10 +419,16 @@ def run(args: argparse.Namespace) -> int:
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
+    kept: dict[str, Any] = {}
     if args.trained_agent is not None:
         trained_agent_defaults(args)
+        kept = kept_options(args)
+    if args.eval_env is not None and args.eval_env.lower() == "none":  # no evaluation, a --trained-agent's neither
+        args.eval_env = None
     check_arguments(args)
     run_settings = settings(args)
+    if "eval_env_kwargs" in kept:
+        run_settings = dataclasses.replace(run_settings, eval_env_kwargs=kept["eval_env_kwargs"])
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = None
     gym_packages, tb_log_name = list(args.gym_packages), args.run_name
@@ -374,7 +441,10 @@ def run(args: argparse.Namespace) -> int:
         env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
         run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
         model = load_trained_agent(run_settings, args.trained_agent, hparams)
-        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
+        shown = {name: value for name, value in kept.items() if run_settings.eval_env or not name.startswith("eval")}
+        options = " ".join(f"--{name.replace('_', '-')} {option_text(value)}" for name, value in shown.items())
+        options = f", with its run's {options}" if shown else ""
+        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps{options}")
     else:
         entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
         run_settings = with_entry_env(run_settings, entry)
@@ -451,7 +521,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
     if callback is not None and callback.last_returns is not None:
-        columns[f"last evaluation ({args.eval_env})"] = callback.last_profile
+        columns[f"last evaluation ({run_settings.eval_env})"] = callback.last_profile
     if columns:
         keys = list(next(iter(columns.values())))
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]

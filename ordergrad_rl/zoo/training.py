@@ -310,16 +310,23 @@ def run_arguments(
     """What a run's save records of the env it trained on (:func:`~ordergrad_rl.zoo.models.save_run_arguments`:
     ``models/cliff/args.yml``), in the keys of rl-zoo3's ``args.yml``: ``algo``, ``env``, ``env_kwargs`` (all those
     the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``, which ``evaluate``,
-    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`), and ``run_name``, the
-    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into.
+    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`); ``run_name``, the
+    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into;
+    and ``vec_env``, ``eval_env`` (``None``: none), ``eval_env_kwargs`` (``None``: those of ``env`` for the same
+    id), ``eval_freq`` and ``eval_episodes``, which ``--trained-agent`` goes on with.
     """
     return {
         "algo": settings.algo,
         "env": settings.env,
         "env_kwargs": dict(settings.env_kwargs or {}),
+        "eval_env": settings.eval_env,
+        "eval_env_kwargs": None if settings.eval_env_kwargs is None else dict(settings.eval_env_kwargs),
+        "eval_episodes": settings.eval_episodes,
+        "eval_freq": settings.eval_freq,
         "gym_packages": list(gym_packages or []),
         "run_name": run_name,
         "seed": settings.seed,
+        "vec_env": settings.vec_env,
     }
 
 
