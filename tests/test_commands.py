@@ -689,6 +689,32 @@ def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsy
     assert "--env-kwargs: max_episode_steps is given twice" in capsys.readouterr().err
 
 
+def test_an_env_argument_value_the_env_looks_up_in_vain_is_a_usage_error(capsys):
+    """FrozenLake-v1 looks its map_name up in its maps: --env-kwargs map_name=7x7 ended train (evaluate, compare) with
+    the KeyError's traceback; it is named as the other refusals of an argument are. Without arguments, an env's own
+    KeyError keeps its traceback."""
+    import gymnasium as gym
+
+    argv = ["train", "--algo", "ppo", "--env", "FrozenLake-v1", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--env-kwargs", "map_name=7x7"]) == 2
+    err = capsys.readouterr().err
+    assert "--env-kwargs: cannot make FrozenLake-v1 with env arguments {'map_name': '7x7'}: KeyError '7x7'" in err
+
+    class Broken(gym.Env):
+        def __init__(self) -> None:
+            raise KeyError("a bug of the env's")
+
+    from ordergrad_rl.zoo.models import make_env
+
+    spec = gym.envs.registration.EnvSpec("BrokenKeys-v0", entry_point=Broken)
+    gym.registry["BrokenKeys-v0"] = spec
+    try:
+        with pytest.raises(KeyError, match="a bug of the env's"):
+            make_env("BrokenKeys-v0", 1, 0, None)
+    finally:
+        del gym.registry["BrokenKeys-v0"]
+
+
 def test_env_kwargs_an_env_with_kwargs_refuses_are_named_with_the_closest(monkeypatch, capsys):
     """MuJoCo's envs take **kwargs, which they pass to MujocoEnv: --env-kwargs healthy_rewad=1 on Hopper-v5 (or
     gym.make's max_episode_step=5) got only Gymnasium's "MujocoEnv.__init__() got an unexpected keyword argument",
@@ -867,6 +893,17 @@ def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsy
     out = capsys.readouterr().out
     assert "last evaluation" not in out and "with its run's" not in out
     assert yaml.safe_load((tmp_path / "none" / "args.yml").read_text())["eval_env"] is None
+    # What the file gives that cannot be used is named with the file, not as an option the user did not give.
+    arguments = tmp_path / "first" / "args.yml"
+    text = arguments.read_text()
+    arguments.write_text(text.replace("max_episode_steps: 5", "max_episode_step: 5"))
+    assert main(more) == 2
+    assert f"{arguments}: eval_env_kwargs: RiskyBandit-v0 takes no argument 'max_episode_step'" in (
+        capsys.readouterr().err
+    )
+    arguments.write_text(text.replace("vec_env: subproc", "vec_env: forkserver"))
+    assert main(more) == 2
+    assert f"{arguments}: vec_env: expected one of dummy, subproc, got 'forkserver'" in capsys.readouterr().err
 
 
 def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):

@@ -440,11 +440,11 @@ def run(args: argparse.Namespace) -> int:
         tb_log_name = tb_log_name or saved_run_name(args.trained_agent, args.env)  # its TensorBoard run goes on
         env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
         run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
-        model = load_trained_agent(run_settings, args.trained_agent, hparams)
+        model = load_trained_agent(run_settings, args.trained_agent, hparams, saved.option)
         shown = {name: value for name, value in kept.items() if run_settings.eval_env or not name.startswith("eval")}
-        options = " ".join(f"--{name.replace('_', '-')} {option_text(value)}" for name, value in shown.items())
-        options = f", with its run's {options}" if shown else ""
-        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps{options}")
+        kept_text = " ".join(f"--{name.replace('_', '-')} {option_text(value)}" for name, value in shown.items())
+        kept_text = f", with its run's {kept_text}" if shown else ""
+        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps{kept_text}")
     else:
         entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
         run_settings = with_entry_env(run_settings, entry)
@@ -470,7 +470,10 @@ def run(args: argparse.Namespace) -> int:
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     arguments = run_arguments(run_settings, gym_packages, tb_log_name)  # written beside --save: args.yml
-    callback = eval_callback(run_settings, model)
+    eval_option = "--eval-env-kwargs"
+    if "eval_env_kwargs" in kept:  # its args.yml's, as errors name them
+        eval_option = f"{run_argument(args.trained_agent, 'eval_env_kwargs', args.env)[1]}: eval_env_kwargs"
+    callback = eval_callback(run_settings, model, eval_option)
     callbacks = [cb for cb in (callback,) if cb is not None]
     callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:

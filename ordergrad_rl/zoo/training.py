@@ -254,7 +254,9 @@ def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
     )
 
 
-def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None) -> Any:
+def load_trained_agent(
+    settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None, option: str = "--env-kwargs"
+) -> Any:
     """rl-zoo3's ``--trained-agent``: the model saved at ``path``, to go on training (``learn(...,
     reset_num_timesteps=False)``) with the objective, hyperparameters and ``num_timesteps`` it was saved with.
 
@@ -263,7 +265,8 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do; its
     envs are made in ``settings.env_wrapper`` (the save's: :func:`~ordergrad_rl.zoo.models.saved_env_wrapper`). A
     model saved with ``VecNormalize`` statistics goes on in a ``VecNormalize`` loaded from them, updating them, as
-    rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`).
+    rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`). ``option`` names where ``env_kwargs`` come
+    from in the errors about them (:attr:`~ordergrad_rl.zoo.models.ModelEnv.option`: the save's ``args.yml``).
 
     :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's,
         hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one), or a save that
@@ -283,7 +286,7 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         saved_n_envs = read_saved_data(path).get("n_envs")
         n_envs = settings.n_envs or saved_n_envs or 1
         env = make_env(
-            settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env,
+            settings.env, n_envs, settings.seed, settings.env_kwargs, option, vec_env=settings.vec_env,
             env_wrapper=settings.env_wrapper,
         )  # fmt: skip
         if statistics is not None:
@@ -498,10 +501,11 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
         ) from err
 
 
-def eval_callback(settings: TrainSettings, model: Any) -> Any:
-    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs``, by default
-    with ``env_kwargs`` if it is the training env's id (an env of another id, such as a deployment variant, keeps its
-    registered arguments), in the run's ``env_wrapper`` (as rl-zoo3 makes its evaluation envs).
+def eval_callback(settings: TrainSettings, model: Any, option: str = "--eval-env-kwargs") -> Any:
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs`` (from
+    ``option``, named in the errors about them: a ``--trained-agent``'s ``args.yml``), by default with ``env_kwargs``
+    if it is the training env's id (an env of another id, such as a deployment variant, keeps its registered
+    arguments), in the run's ``env_wrapper`` (as rl-zoo3 makes its evaluation envs).
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -515,7 +519,7 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
         same = settings.eval_env == settings.env
         env_kwargs, option = (settings.env_kwargs if same else None), "--env-kwargs (--eval-env-kwargs sets its own)"
     else:
-        env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
+        env_kwargs = settings.eval_env_kwargs
     eval_env = make_env(
         settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option, env_wrapper=settings.env_wrapper
     )
