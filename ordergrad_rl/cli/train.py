@@ -441,7 +441,11 @@ def run(args: argparse.Namespace) -> int:
         env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
         run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
         model = load_trained_agent(run_settings, args.trained_agent, hparams, saved.option)
-        shown = {name: value for name, value in kept.items() if run_settings.eval_env or not name.startswith("eval")}
+        shown = {  # those that change something: not a default, nor an evaluation's without its env
+            name: value
+            for name, value in kept.items()
+            if value != getattr(TrainSettings, name) and (run_settings.eval_env or not name.startswith("eval"))
+        }
         kept_text = " ".join(f"--{name.replace('_', '-')} {option_text(value)}" for name, value in shown.items())
         kept_text = f", with its run's {kept_text}" if shown else ""
         print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps{kept_text}")
