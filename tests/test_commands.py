@@ -759,6 +759,24 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_a_policy_name_the_algorithm_lacks_is_named_with_its_policies(tmp_path, capsys):
+    """--policy MlpPolcy (or an entry's policy: MlpLstmPolicy for ppo) got SB3's "OrderGradPPO: Policy MlpPolcy
+    unknown": the option or the entry is named, with the policy meant and the algorithm's policies."""
+    argv = ["train", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--algo", "ppo", "--policy", "MlpPolcy"]) == 2
+    assert (
+        "--policy: OrderGradPPO has no policy 'MlpPolcy' (did you mean MlpPolicy?); its policies: MlpPolicy, "
+        "CnnPolicy, MultiInputPolicy"
+    ) in capsys.readouterr().err
+    assert main([*argv, "--algo", "recurrent_ppo", "--policy", "MlpPolicy"]) == 2
+    assert "OrderGradRecurrentPPO has no policy 'MlpPolicy' (did you mean MlpLstmPolicy?)" in capsys.readouterr().err
+    (tmp_path / "conf.yml").write_text("CartPole-v1:\n  policy: MlpLstmPolicy\n")
+    assert main([*argv, "--algo", "ppo", "--conf-file", str(tmp_path / "conf.yml")]) == 2
+    assert f"{tmp_path / 'conf.yml'}: CartPole-v1: policy: OrderGradPPO has no policy 'MlpLstmPolicy'" in (
+        capsys.readouterr().err
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- going on
 def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
     """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,

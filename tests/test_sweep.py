@@ -103,7 +103,10 @@ def test_grid_option_reads_yaml_lists():
         ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
         # What train refuses before training, not only once a Ray worker builds the model:
-        ({"env": "RiskyBandit-v0", "timesteps": 8, "policy": "FooPolicy"}, "trial OrderGradPPO_mean: OrderGradPPO: "),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "policy": "MlpPolcy"},
+            "sweep key policy: OrderGradPPO has no policy 'MlpPolcy' (did you mean MlpPolicy?); its policies: ",
+        ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "deterministic": "maybe"}, "deterministic must be true or false"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "device": "bogus"}, "'bogus' is not a torch device"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "eval_env": "CartPole-v1"}, "does not fit --eval-env CartPole-v1"),
@@ -267,6 +270,25 @@ def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkey
     assert main([*argv, "--resume"]) == 0, capsys.readouterr().err
     assert main([*argv[:2], "env=CartPole-v1", *argv[3:], "--resume"]) == 2  # another sweep: refused as before
     assert "--resume: the trials differ" in capsys.readouterr().err
+
+
+def test_a_trials_policy_defaults_to_trains_and_an_earlier_plan_resumes(tmp_path):
+    """A trial's policy defaulted to MlpPolicy, not train's (the entry's, else the algorithm's first): a sweep of
+    recurrent_ppo failed on every trial ("Policy MlpPolicy unknown") unless it named MlpLstmPolicy, and an entry's
+    policy gave way to MlpPolicy. A plan saved with the old default is still the same sweep for --resume."""
+    from ordergrad_rl.agents import OrderGradRecurrentPPO
+
+    fixed = {"env": "RiskyBandit-v0", "timesteps": 1, "algo": "recurrent_ppo", "n_episodes": 4, "eval_episodes": 1}
+    (trial,) = grid.SweepConfig("x", fixed=fixed).trials()
+    grid.check_trials([trial])
+    run_trial(trial, "m_seed0", "m", tmp_path)
+    model = OrderGradRecurrentPPO.load(tmp_path / "models" / "m_seed0.zip")
+    assert model.policy_class is OrderGradRecurrentPPO.policy_aliases["MlpLstmPolicy"]
+    new = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": None}}
+    old = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": "MlpPolicy"}}
+    assert sweep_command.with_defaults([new]) == sweep_command.with_defaults([old])
+    cnn = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": "CnnPolicy"}}
+    assert sweep_command.with_defaults([new]) != sweep_command.with_defaults([cnn])
 
 
 def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):

@@ -42,7 +42,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, number
+from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, check_policy_name, number
 from ordergrad_rl.zoo.models import check_env_id, check_env_kwargs
 from ordergrad_rl.zoo.training import (
     TrainSettings,
@@ -53,7 +53,8 @@ from ordergrad_rl.zoo.training import (
 )
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
-#: or, for ``eval_env``, the training env).
+#: or, for ``eval_env``, the training env; for ``policy``, as ``train``'s: the conf-file entry's, else the algorithm's
+#: first, MlpLstmPolicy for recurrent_ppo).
 RUN_KEYS: dict[str, Any] = {
     "env": None,
     "env_kwargs": None,
@@ -64,7 +65,7 @@ RUN_KEYS: dict[str, Any] = {
     "n_envs": None,
     "seed": 0,
     "timesteps": None,
-    "policy": "MlpPolicy",
+    "policy": None,
     "device": "cpu",
     "eval_env": None,
     "eval_episodes": 100,
@@ -251,6 +252,8 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
         if n_episodes is not None and objective.k is not None and objective.k >= n_episodes:
             raise CommandError(f"objective {str(objective)!r} needs k < n_episodes, got n_episodes={n_episodes}")
         cls = algorithm_class(trial["algo"])
+        if trial.get("policy") is not None:
+            check_policy_name(cls, trial["policy"], "sweep key policy")
         for key, value in hyperparameters(trial).items():
             check_hparam(key, value, cls, f"sweep key {key}", options=tuple(RUN_KEYS))
         if trial.get("risk_schedule") is not None:

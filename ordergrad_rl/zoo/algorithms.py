@@ -93,6 +93,18 @@ def algorithm_class(algo: str) -> AlgorithmClass:
     return getattr(importlib.import_module("ordergrad_rl.agents"), ALGOS[algo])
 
 
+def check_policy_name(cls: type, policy: Any, where: str) -> None:
+    """:raises CommandError: a policy name that is not one of ``cls``'s (``policy_aliases``), naming ``where`` it
+    came from (``--policy``, an entry's ``policy``, a sweep key), the closest name and all of them; SB3's constructor
+    said only "Policy Foo unknown". A policy class is left to the algorithm."""
+    names = list(cls.policy_aliases)  # type: ignore[attr-defined]
+    if isinstance(policy, str) and policy not in names:
+        raise CommandError(
+            f"{where}: {cls.__name__} has no policy {policy!r}{closest_argument(policy, names)}; its policies: "
+            f"{', '.join(names)}"
+        )
+
+
 def hyperparameter_names(cls: type) -> list[str]:
     """Constructor arguments of ``cls`` that ``--hparams`` may set: not those with their own option, nor those it
     refuses (:func:`refused_arguments`)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device, closest_argument
-from ordergrad_rl.zoo.algorithms import algorithm_class
+from ordergrad_rl.zoo.algorithms import algorithm_class, check_policy_name
 from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
     EnvWrapperError,
@@ -162,6 +162,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     check_device(settings.device)
     if entry is not None:
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
+    if settings.policy is not None:  # an entry's is checked where it is read
+        check_policy_name(cls, settings.policy, "--policy")
     policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
