@@ -110,7 +110,10 @@ REPRODUCTIONS: dict[str, Command] = {
 
 #: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.
 COMMANDS: dict[str, Command | Group] = {
-    "train": Command("ordergrad_rl.cli.train", "train an OrderGrad agent (ppo or reinforce) on an objective"),
+    "train": Command(
+        "ordergrad_rl.cli.train",
+        "train an OrderGrad agent (ppo, reinforce, recurrent_ppo, maskable_ppo) on an objective",
+    ),
     "evaluate": Command("ordergrad_rl.cli.evaluate", "risk profile of a saved model's episode returns"),
     "compare": Command(
         "ordergrad_rl.cli.compare", "side-by-side risk table and return distributions of models and runs"
@@ -228,6 +231,20 @@ RL_ZOO_OPTIONS: dict[str, str] = {
 }
 
 
+#: rl-zoo3's commands (``python -m rl_zoo3.<name>``) that ``ordergrad-rl`` has under another name, with what to run.
+RL_ZOO_COMMANDS: dict[str, str] = {
+    "enjoy": "rl-zoo3's enjoy runs a saved model's episodes: ordergrad-rl evaluate MODEL (--episodes N, "
+    "--deterministic; on the env of the args.yml beside it, or --env ID)",
+}
+
+
+def unknown_command(name: str) -> str:
+    """argparse's message for a command ``ordergrad-rl`` does not have, with the command meant: rl-zoo3's under its
+    name here (:data:`RL_ZOO_COMMANDS`), else the closest one."""
+    note = f". {name}: {RL_ZOO_COMMANDS[name]}" if name in RL_ZOO_COMMANDS else closest_argument(name, list(COMMANDS))
+    return f"argument <command>: invalid choice: {name!r} (choose from {', '.join(COMMANDS)}){note}"
+
+
 def unrecognized_arguments(arguments: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """argparse's message for ``arguments`` that ``parser`` does not take, with what to give instead of each option:
     for one of rl-zoo3's (:data:`RL_ZOO_OPTIONS`) its equivalent, else the closest option of the command."""
@@ -322,6 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     add_working_directory()
     parser = build_parser()
+    first = next(iter(sys.argv[1:] if argv is None else argv), "-")
+    if not first.startswith("-") and first not in COMMANDS:  # argparse's message, with the command meant
+        parser.error(unknown_command(first))
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's usage and name, and what to give instead, not the top parser's bare message
         command_parser = getattr(args, "_parser", parser)
