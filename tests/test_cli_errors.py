@@ -147,12 +147,16 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
 
 def test_an_action_space_the_algorithm_does_not_take_is_a_usage_error(capsys):
     """train --algo maskable_ppo --env Hopper-v5 (Box actions, as every continuous-control env) ended in a traceback of
-    SB3's AssertionError that the algorithm takes only Discrete, MultiDiscrete and MultiBinary actions."""
+    SB3's AssertionError that the algorithm takes only Discrete, MultiDiscrete and MultiBinary actions; then in SB3's
+    bare message; the agent's own refusal now, naming the space, MaskablePPO's and the agents that act in it."""
     argv = ["train", "--algo", "maskable_ppo", "--env", "Pendulum-v1", "--objective", "cvar0.2", "--timesteps", "10"]
     assert main([*argv, "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ordergrad-rl train: error: OrderGradMaskablePPO cannot train on Pendulum-v1: ")
-    assert "as action spaces but Box(-2.0, 2.0, (1,), float32) was provided" in err
+    assert err.startswith(
+        "ordergrad-rl train: error: OrderGradMaskablePPO: the env's action space Box(-2.0, 2.0, (1,), float32) is a "
+        "Box, which OrderGradMaskablePPO does not act in: it acts in Discrete, MultiDiscrete or MultiBinary action "
+        "spaces only. OrderGradPPO, OrderGradREINFORCE and OrderGradRecurrentPPO act in Box"
+    )
 
 
 def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monkeypatch, capsys):
@@ -332,6 +336,35 @@ def test_bad_device_is_named(monkeypatch, capsys):
     monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
     assert main([*TRAIN, "--device", "bogus"]) == 2
     assert "--device 'bogus' is not a torch device" in capsys.readouterr().err
+
+
+def test_a_device_torch_cannot_use_here_is_named(monkeypatch, capsys):
+    """--device mps on a machine without it ended train with torch's traceback ("PyTorch is not linked with support
+    for mps devices"), a CUDA index past the machine's devices failed inside the model's constructor ("invalid
+    device ordinal"), and --device cuda on a machine without CUDA trained on the CPU without a word (SB3's fallback):
+    refused naming --device, or warned. A sweep's driver checks the string only (a trial may run on another node)."""
+    import torch as th
+
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.common.options import check_device
+
+    monkeypatch.setattr(th, "empty", lambda *args, device=None: (_ for _ in ()).throw(RuntimeError("no mps. more")))
+    with pytest.raises(CommandError, match=r"--device mps: torch cannot use it here \(no mps\); give cpu, cuda"):
+        check_device("mps")
+    assert check_device("mps", here=False) == "mps"
+    monkeypatch.setattr(th.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(th.cuda, "device_count", lambda: 2)
+    with pytest.raises(CommandError, match=r"--device cuda:2: this machine has 2 CUDA device\(s\), cuda:0 .. cuda:1"):
+        check_device("cuda:2")
+    assert check_device("cuda:1") == "cuda:1"
+    monkeypatch.setattr(th.cuda, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="--device cuda: torch finds no CUDA device here, so SB3 trains on the CPU"):
+        check_device("cuda")
+    monkeypatch.undo()
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
+    if not th.backends.mps.is_available():
+        assert main([*TRAIN, "--device", "mps"]) == 2
+        assert "error: --device mps: torch cannot use it here (" in capsys.readouterr().err
 
 
 def test_eval_env_with_other_spaces_fails_before_training(monkeypatch, capsys):

@@ -229,7 +229,7 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             raise CommandError(f"seed must be an integer >= 0, got {trial['seed']!r}")
         if not isinstance(trial["deterministic"], bool):
             raise CommandError(f"deterministic must be true or false, got {trial['deterministic']!r}")
-        check_device(str(trial["device"]))
+        check_device(str(trial["device"]), here=False)  # a trial may run on another node's GPU
         for key in ("env", "eval_env"):
             env_id = trial[key]
             if env_id is not None and env_id not in checked_envs:
