@@ -405,6 +405,12 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
         ([*TRAIN, "-f", "logs/"], "-f: rl-zoo3's log folder: train --save PATH saves the model"),
         (["evaluate", "m.zip", "--load-best"], "--load-best: give evaluate the model's file"),
         (["reproduce", "weights", "--outt", "x"], "--outt (did you mean --out?)"),
+        # rl-zoo3's options got the closest of ours, which meant something else (--track: --threads?):
+        ([*TRAIN, "--track"], "--track: Weights & Biases is not built in: train --tensorboard DIR logs the run"),
+        ([*TRAIN, "--n-eval-envs", "2"], "--n-eval-envs: train evaluates its --eval-env on one env, or all"),
+        ([*TRAIN, "--n-trials", "9"], "--n-trials: ordergrad-rl sweep runs a grid of trials"),
+        (["evaluate", "m.zip", "-n", "9"], "-n: evaluate and compare run --episodes E episodes"),
+        (["evaluate", "m.zip", "--no-render"], "--no-render: evaluate does not render"),
     ],
 )
 def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(argv, note, capsys):
@@ -418,6 +424,21 @@ def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(arg
     err = capsys.readouterr().err
     assert err.startswith(f"usage: ordergrad-rl {command} ")
     assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
+
+
+def test_rl_zoos_minus_one_frequencies_are_none(capsys):
+    """rl-zoo3's --eval-freq -1 (no evaluation) and --save-freq -1 (no checkpoints) were refused ("expected an integer
+    >= 1"), so an rl-zoo3 command line with them did not run as pasted; -1 is none now, and with an --eval-env to
+    evaluate on a contradiction."""
+    assert main([*TRAIN, "--eval-freq", "-1", "--save-freq", "-1", "--quiet"]) == 0
+    assert "last evaluation" not in capsys.readouterr().out
+    assert main([*TRAIN, "--eval-freq", "-1", "--eval-env", "RiskyBandit-v0"]) == 2
+    assert "--eval-freq -1 (rl-zoo3's: no evaluation) and --eval-env RiskyBandit-v0: give one" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main([*TRAIN, "--eval-freq", "0"])
+    assert "argument --eval-freq: expected an integer >= 1 (or rl-zoo3's -1: none), got 0" in capsys.readouterr().err
 
 
 def test_a_warning_of_a_command_is_printed_as_its_errors_are(monkeypatch, capsys):

@@ -911,6 +911,8 @@ def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsy
     out = capsys.readouterr().out
     assert "last evaluation" not in out and "with its run's" not in out
     assert yaml.safe_load((tmp_path / "none" / "args.yml").read_text())["eval_env"] is None
+    assert main([*more, "--eval-freq", "-1", "--vec-env", "dummy"]) == 0  # rl-zoo3's "no evaluation" alike
+    assert "last evaluation" not in capsys.readouterr().out
     assert main(["train", "-i", str(tmp_path / "none.zip"), "--timesteps", "16", "--quiet"]) == 0
     assert "with its run's" not in capsys.readouterr().out  # its defaults (dummy) change nothing: not listed
     # What the file gives that cannot be used is named with the file, not as an option the user did not give.

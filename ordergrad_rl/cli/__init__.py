@@ -225,9 +225,43 @@ RL_ZOO_OPTIONS: dict[str, str] = {
         "give evaluate the model's file (logs/ppo/CartPole-v1_1/best_model.zip, rl_model_<steps>_steps.zip)",
     ),
     **dict.fromkeys(("-P", "--progress"), "the progress bar is on by default (--quiet hides it)"),
-    **dict.fromkeys(("-optimize", "--optimize-hyperparameters"), "ordergrad-rl sweep runs a grid of trials"),
+    **dict.fromkeys(
+        (
+            "-optimize",
+            "--optimize-hyperparameters",
+            "--n-trials",
+            "--max-total-trials",
+            "--n-jobs",
+            "--sampler",
+            "--pruner",
+            "--n-startup-trials",
+            "--n-evaluations",
+            "--storage",
+            "--study-name",
+            "--optimization-log-path",
+            "--no-optim-plots",
+        ),
+        "ordergrad-rl sweep runs a grid of trials (rl-zoo3's Optuna search)",
+    ),  # fmt: skip
     **dict.fromkeys(("-uuid", "--uuid"), "--run-name NAME names the TensorBoard run"),
+    **dict.fromkeys(
+        ("--track", "--wandb-project-name", "--wandb-entity", "-tags", "--wandb-tags"),
+        "Weights & Biases is not built in: train --tensorboard DIR logs the run, which wandb.init(sync_tensorboard="
+        "True) uploads",
+    ),
+    "--n-eval-envs": "train evaluates its --eval-env on one env, or all --eval-episodes at once on an id that runs as "
+    "one NumPy batch",
+    "--log-interval": "every update logs its risk profile (risk/*) with --tensorboard DIR",
+    "--save-replay-buffer": "the agents are on-policy: they keep no replay buffer",
+    "--truncate-last-trajectory": "the agents are on-policy: -i goes on with whole episodes, no replay buffer",
     "--stochastic": "evaluate samples its actions unless --deterministic",
+    "--no-render": "evaluate does not render: it runs the episodes and prints their risk profile",
+    "--norm-reward": "evaluate reports the env's own rewards (a saved VecNormalize normalizes the observations only)",
+    "--reward-log": "evaluate --json PATH writes each episode's return and length",
+    "--custom-objects": "evaluate loads any saved model for inference (its schedules replaced)",
+    **dict.fromkeys(("-n", "--n-timesteps"), "evaluate and compare run --episodes E episodes (rl-zoo3's enjoy: steps)"),
+    "--n-envs": "evaluate and compare choose their envs (all --episodes at once on an id that runs as one NumPy batch, "
+    "else up to 8); train takes --n-envs",
 }
 
 

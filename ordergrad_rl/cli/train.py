@@ -73,6 +73,7 @@ from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import (
     add_gym_packages_argument,
     file_path,
+    frequency_int,
     import_gym_packages,
     model_file,
     parse_env_kwargs,
@@ -252,10 +253,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--save-freq",
-        type=positive_int,
+        type=frequency_int,
         default=None,
         metavar="F",
-        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default: none)",
+        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default, or "
+        "rl-zoo3's -1: none)",
     )
     parser.add_argument(
         "--eval-env",
@@ -273,10 +275,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--eval-freq",
-        type=positive_int,
+        type=frequency_int,
         default=None,
         metavar="F",
-        help=f"evaluate every F env steps (default: {TrainSettings.eval_freq}, with --trained-agent its run's)",
+        help=f"evaluate every F env steps (default: {TrainSettings.eval_freq}, with --trained-agent its run's; "
+        "rl-zoo3's -1: no evaluation, as --eval-env none)",
     )
     parser.add_argument(
         "--eval-episodes",
@@ -389,6 +392,20 @@ def trained_agent_defaults(args: argparse.Namespace) -> None:
         args.env = env
 
 
+def rl_zoo_none(args: argparse.Namespace) -> None:
+    """rl-zoo3's ``--eval-freq -1`` (no evaluation: ``--eval-env none``, a ``--trained-agent``'s run's too) and
+    ``--save-freq -1`` (no checkpoints: as without it), read into ``args``.
+
+    :raises CommandError: ``--eval-freq -1`` with an ``--eval-env`` to evaluate on.
+    """
+    if args.eval_freq == -1:
+        if args.eval_env is not None and args.eval_env.lower() != "none":
+            raise CommandError(f"--eval-freq -1 (rl-zoo3's: no evaluation) and --eval-env {args.eval_env}: give one")
+        args.eval_env, args.eval_freq = "none", None
+    if args.save_freq == -1:
+        args.save_freq = None
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
     if args.trained_agent is None:
@@ -419,6 +436,7 @@ def run(args: argparse.Namespace) -> int:
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
+    rl_zoo_none(args)
     kept: dict[str, Any] = {}
     if args.trained_agent is not None:
         trained_agent_defaults(args)

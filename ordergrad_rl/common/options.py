@@ -320,6 +320,17 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
+def frequency_int(text: str) -> int:
+    """argparse type of ``--eval-freq`` and ``--save-freq``: an integer >= 1, or rl-zoo3's negative value for "none",
+    returned as -1 (``train`` then evaluates or saves no checkpoint), so that rl-zoo3's command lines run as pasted."""
+    value = int(text)
+    if value < 0:
+        return -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (or rl-zoo3's -1: none), got {text}")
+    return value
+
+
 def sample_size_int(text: str) -> int:
     """argparse type of a number of repeats a standard deviation or standard error is computed from: an integer
     >= 2 (one repeat has none)."""
