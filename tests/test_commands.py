@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -808,6 +809,22 @@ def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, cap
     assert min(steps) <= first.num_timesteps < max(steps) == more.num_timesteps
     checkpoints = sorted(tmp_path.glob("more_*_steps.zip"))
     assert checkpoints and all(first.num_timesteps < int(p.stem.split("_")[1]) for p in checkpoints)
+
+
+def test_train_trained_agent_says_in_its_words_that_its_schedules_start_again(tmp_path, capsys):
+    """Every -i of a run that ran to its end printed the agents' warning about learn(reset_num_timesteps=False), whose
+    advice (one learn call, a callback) is for a Python program: the command says it in its own words, once."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+            "--timesteps", "16", "--quiet", "--hparams", "learning_rate=lin_0.001"]  # fmt: skip
+    assert main([*argv, "--save", str(tmp_path / "first")]) == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "16", "--quiet"]) == 0
+    texts = [str(warning.message) for warning in caught]
+    (said,) = [text for text in texts if text.startswith("--trained-agent: ")]
+    assert said.startswith("--trained-agent: its run took its schedules (learning_rate, ")
+    assert "over these 16 timesteps they go from progress_remaining 0.5 to 0 again" in said
+    assert not [text for text in texts if "after a learn call that ran to its end" in text]
 
 
 def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, capsys):

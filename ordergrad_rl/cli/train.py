@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -406,6 +407,24 @@ def rl_zoo_none(args: argparse.Namespace) -> None:
         args.save_freq = None
 
 
+def warn_if_restarting(model: Any, reset_num_timesteps: bool, timesteps: int) -> None:
+    """Warn, in the command's words, where a ``--trained-agent`` that ran to its end starts its schedules again over
+    these ``timesteps`` (the agents' :class:`~ordergrad_rl.agents.common.progress.ScheduleRestartWarning` says it in
+    ``learn``'s, whose advice is a Python program's)."""
+    from ordergrad_rl.agents.common.progress import restarting_schedules
+
+    names = restarting_schedules(model, reset_num_timesteps)
+    if names:
+        start = 1 - model.num_timesteps / (model.num_timesteps + timesteps)
+        warnings.warn(
+            f"--trained-agent: its run took its schedules ({', '.join(names)}) to their end (progress_remaining 0); "
+            f"over these {timesteps} timesteps they go from progress_remaining {start:.3g} to 0 again, as SB3's "
+            "learn(reset_num_timesteps=False) runs rl-zoo3's -i. A run that Ctrl-C stopped goes on under its own "
+            "schedules: give --timesteps the steps it had left",
+            stacklevel=2,
+        )
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """:raises CommandError: options that do not go together (before any model is built)."""
     if args.trained_agent is None:
@@ -432,7 +451,9 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build (or load), train (with a progress bar), print the last risk profiles, save."""
-    # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
+    # Imported here, not at the top: risk pulls in the estimators (scipy), the agents torch, and `train --help` stays
+    # fast.
+    from ordergrad_rl.agents.common.progress import ScheduleRestartWarning
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
@@ -519,16 +540,19 @@ def run(args: argparse.Namespace) -> int:
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
+    warn_if_restarting(model, args.trained_agent is None, timesteps)
     start = time.perf_counter()
     try:
-        learn(
-            model,
-            timesteps,
-            callback=callbacks or None,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=args.trained_agent is None,
-            progress_bar=not args.quiet,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ScheduleRestartWarning)  # warn_if_restarting's, in the command's words
+            learn(
+                model,
+                timesteps,
+                callback=callbacks or None,
+                tb_log_name=tb_log_name,
+                reset_num_timesteps=args.trained_agent is None,
+                progress_bar=not args.quiet,
+            )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
             save_model(model, args.save, run_settings.env_wrapper, arguments)
