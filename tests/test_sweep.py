@@ -102,6 +102,11 @@ def test_grid_option_reads_yaml_lists():
             "env_kwargs: CliffWalking-v1 takes no argument 'is_slipery' (did you mean is_slippery?)",
         ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "vec_env": "forkserver"}, "vec_env must be one of dummy, subproc"),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "eval_env_kwargs": {"max_episode_step": 3}},
+            "eval_env_kwargs: RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)",
+        ),
         # What train refuses before training, not only once a Ray worker builds the model:
         (
             {"env": "RiskyBandit-v0", "timesteps": 8, "policy": "MlpPolcy"},
@@ -361,6 +366,21 @@ def test_a_trials_env_kwargs_make_its_envs_and_name_its_method(tmp_path):
     saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
     assert saved["env_kwargs"] == {"max_episode_steps": 5}
     assert saved["run_name"] == "m/seed0"  # its TensorBoard run, which train -i goes on logging into
+
+
+def test_a_trials_vec_env_and_eval_env_kwargs_are_trains(tmp_path):
+    """vec_env and eval_env_kwargs, train's --vec-env and --eval-env-kwargs, were refused as hyperparameters the
+    algorithm lacks ("did you mean eval_env?"), though the sweep's keys are train's options."""
+    import yaml
+
+    fixed = {"env": "CartPole-v1", "timesteps": 16, "algo": "reinforce", "n_episodes": 2, "n_envs": 1}
+    fixed |= {"eval_episodes": 3, "vec_env": "subproc", "eval_env_kwargs": {"max_episode_steps": 4}}
+    (trial,) = grid.SweepConfig("x", fixed=fixed).trials()
+    run_trial(trial, "m_seed0", "m", tmp_path)
+    returns = json.loads((tmp_path / "trials" / "m_seed0.json").read_text())["returns"]
+    assert len(returns) == 3 and max(returns) <= 4  # CartPole's reward of 1 a step, for 4 steps at most
+    saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
+    assert (saved["vec_env"], saved["eval_env_kwargs"]) == ("subproc", {"max_episode_steps": 4})
 
 
 def test_risk_table_is_the_mean_and_t_interval_over_seeds():

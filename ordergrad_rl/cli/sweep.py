@@ -12,8 +12,9 @@ The config (YAML) has a grid (every combination is a trial), fixed values and pe
     resources: {cpu: 1, gpu: 0}
 
 Trial keys: the options of `ordergrad-rl train` (env, env_kwargs, algo, objective, k, n_episodes, n_envs, seed,
-timesteps, policy, device, eval_env, eval_episodes, eval_freq, deterministic, conf_file; env_kwargs is a mapping of
-the env's arguments, fixed: {env_kwargs: {max_episode_steps: 100}}, or --grid "env_kwargs={max_episode_steps: 100}")
+timesteps, policy, device, eval_env, eval_episodes, eval_freq, deterministic, conf_file, vec_env, eval_env_kwargs;
+env_kwargs is a mapping of the env's arguments, fixed: {env_kwargs: {max_episode_steps: 100}}, or --grid
+"env_kwargs={max_episode_steps: 100}")
 and any other constructor argument of the algorithm (checked like train --hparams). Every trial is checked before
 any runs: each distinct model is built once, as train builds it. --grid key=v1,v2 adds or replaces a grid key.
 An env of your own goes in as env=module:EnvId-v0: each trial (a Ray worker) imports module first, whose

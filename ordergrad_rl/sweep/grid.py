@@ -17,13 +17,13 @@ A config file::
 
 Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``env_kwargs``, ``algo``,
 ``objective``, ``k``, ``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``,
-``eval_episodes``, ``eval_freq``, ``deterministic``, ``conf_file``; ``env_kwargs`` is a mapping, the env's arguments
-as ``train --env-kwargs`` gives them, ``gym.make``'s ``max_episode_steps`` too, and makes an ``eval_env`` of the
-same id too); every other key is a constructor argument of the algorithm,
-checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
-under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
-directory the sweep starts in, with an entry for the trial's env) or ``none``. A grid value may be a single value
-(not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
+``eval_episodes``, ``eval_freq``, ``deterministic``, ``conf_file``, ``vec_env``, ``eval_env_kwargs``; ``env_kwargs``
+is a mapping, the env's arguments as ``train --env-kwargs`` gives them, ``gym.make``'s ``max_episode_steps`` too, and
+makes an ``eval_env`` of the same id too, unless ``eval_env_kwargs`` gives its own); every other key is a
+constructor argument of the algorithm, checked like ``train --hparams``. As in ``train``, the env's entry of the
+per-env hyperparameter file is applied under the trial's own keys: the file shipped for ``algo`` unless ``conf_file``
+names another (a path, read from the directory the sweep starts in, with an entry for the trial's env) or ``none``.
+A grid value may be a single value (not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
 
 The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
 method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
@@ -43,7 +43,7 @@ from typing import Any
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
 from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, check_policy_name, number
-from ordergrad_rl.zoo.models import check_env_id, check_env_kwargs
+from ordergrad_rl.zoo.models import VEC_ENVS, check_env_id, check_env_kwargs
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -72,6 +72,8 @@ RUN_KEYS: dict[str, Any] = {
     "eval_freq": None,
     "deterministic": True,
     "conf_file": None,
+    "vec_env": "dummy",
+    "eval_env_kwargs": None,
 }
 #: Keys every trial must have.
 REQUIRED_KEYS: tuple[str, ...] = ("env", "timesteps")
@@ -235,15 +237,18 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             if env_id is not None and env_id not in checked_envs:
                 check_env_id(str(env_id))  # unknown ids and missing packages fail here
                 checked_envs.add(env_id)
-        env_kwargs = trial["env_kwargs"]
-        if env_kwargs is not None and (
-            not isinstance(env_kwargs, dict) or not all(isinstance(name, str) for name in env_kwargs)
-        ):
-            raise CommandError(
-                f"env_kwargs must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
-            )
-        if env_kwargs:
-            check_env_kwargs(str(trial["env"]), env_kwargs, "env_kwargs")
+        if trial["vec_env"] not in VEC_ENVS:
+            raise CommandError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {trial['vec_env']!r}")
+        for key, env_id in (("env_kwargs", trial["env"]), ("eval_env_kwargs", trial["eval_env"] or trial["env"])):
+            env_kwargs = trial[key]
+            if env_kwargs is not None and (
+                not isinstance(env_kwargs, dict) or not all(isinstance(name, str) for name in env_kwargs)
+            ):
+                raise CommandError(
+                    f"{key} must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
+                )
+            if env_kwargs:
+                check_env_kwargs(str(env_id), env_kwargs, key)
         try:
             objective = Objective.parse(trial["objective"], trial["k"])
         except (TypeError, ValueError) as err:
