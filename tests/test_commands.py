@@ -918,7 +918,10 @@ def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsy
     ) in out
     assert "last evaluation (RiskyBandit-v0)" in out
     assert yaml.safe_load((tmp_path / "more" / "args.yml").read_text()).items() >= kept.items()
-    # The command line wins: another VecEnv, eval env arguments, or no evaluation.
+    # Its --eval-env given again keeps its arguments; the command line wins: another VecEnv, eval env arguments, or
+    # no evaluation.
+    assert main([*more, "--eval-env", "RiskyBandit-v0", "--vec-env", "dummy"]) == 0
+    assert "--eval-episodes 3 --eval-env-kwargs max_episode_steps=5\n" in capsys.readouterr().out
     given = ["--vec-env", "dummy", "--eval-env-kwargs", "max_episode_steps=2", "--eval-episodes", "4"]
     assert main([*more, *given, "--save", str(tmp_path / "given")]) == 0
     changed = {**kept, "vec_env": "dummy", "eval_env_kwargs": {"max_episode_steps": 2}, "eval_episodes": 4}

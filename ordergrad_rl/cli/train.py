@@ -345,8 +345,8 @@ def kept_options(args: argparse.Namespace) -> dict[str, Any]:
     unless another ``--eval-env`` or ``--eval-env-kwargs`` is given), as often, and steps its envs in its
     ``--vec-env``, as the run did.
 
-    :return: those kept, by key, with the ``eval_env_kwargs`` of a kept ``--eval-env`` (a mapping, which
-        :func:`settings` does not read from ``args``) where the file records them.
+    :return: those kept, by key, with the ``eval_env_kwargs`` of its ``--eval-env``, kept or given again (a mapping,
+        which :func:`settings` does not read from ``args``), where the file records them.
     :raises CommandError: a value that is not one the option takes, naming the file and the key.
     """
     kept: dict[str, Any] = {}
@@ -360,7 +360,9 @@ def kept_options(args: argparse.Namespace) -> dict[str, Any]:
             raise CommandError(f"{file}: {name}: expected {expected}, got {value!r}")
         setattr(args, name, value)
         kept[name] = value
-    if "eval_env" in kept and args.eval_env_kwargs is None:
+    saved_eval_env, _ = run_argument(args.trained_agent, "eval_env", args.env)
+    if args.eval_env is not None and args.eval_env == saved_eval_env and args.eval_env_kwargs is None:
+        # The arguments of its --eval-env, kept or given again.
         kwargs, file = run_argument(args.trained_agent, "eval_env_kwargs", args.env)
         if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(key, str) for key in kwargs)):
             raise CommandError(f"{file}: eval_env_kwargs: expected a mapping of the env's arguments, got {kwargs!r}")
