@@ -332,6 +332,22 @@ def test_compare_checks_every_model_before_evaluating_any(tmp_path, monkeypatch,
     assert f"error: the model does not fit CartPole-v1 ({model}): Observation spaces" in capsys.readouterr().err
 
 
+def test_a_directory_given_as_a_model_names_the_models_in_it(tmp_path, capsys):
+    """rl-zoo3's enjoy finds a run folder's model (-f logs --exp-id 1); evaluate logs/ppo/CartPole-v1_1 said only "no
+    saved model at ...": the folder's models are named."""
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    run = tmp_path / "logs" / "ppo" / "RiskyBandit-v0_1"
+    run.mkdir(parents=True)
+    assert main(["evaluate", str(run), "--quiet"]) == 2
+    assert f"error: no saved model at {run}: a directory; it holds no model (.zip)" in capsys.readouterr().err
+    OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4).save(run / "best_model")
+    assert main(["evaluate", str(run), "--quiet"]) == 2
+    assert f"error: no saved model at {run}: a directory; give one of its models: best_model.zip" in (
+        capsys.readouterr().err
+    )
+
+
 def test_bad_device_is_named(monkeypatch, capsys):
     monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
     assert main([*TRAIN, "--device", "bogus"]) == 2

@@ -415,12 +415,16 @@ ALGORITHMS: tuple[Algorithm, ...] = (
 def model_path(path: str | Path) -> Path:
     """The zip file of a saved model, accepting the path without ``.zip`` as SB3's ``load`` does.
 
-    :raises CommandError: no such file.
+    :raises CommandError: no such file; for a directory (an rl-zoo3 run folder, a TensorBoard run), the models in it.
     """
     path = Path(path)
     for candidate in (path, path.with_name(path.name + ".zip")):
         if candidate.is_file():
             return candidate
+    if path.is_dir():  # rl-zoo3's enjoy finds a run folder's model itself (-f logs --exp-id 1): name them
+        models = sorted(file.name for file in path.glob("*.zip"))
+        held = f"give one of its models: {', '.join(models)}" if models else "it holds no model (.zip)"
+        raise CommandError(f"no saved model at {path}: a directory; {held}")
     raise CommandError(f"no saved model at {path}")
 
 
