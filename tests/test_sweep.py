@@ -103,6 +103,11 @@ def test_grid_option_reads_yaml_lists():
         ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "vec_env": "forkserver"}, "vec_env must be one of dummy, subproc"),
+        # --grid "env_kwargs={max_episode_steps:5}": YAML's key 'max_episode_steps:5', without a value
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "env_kwargs": {"max_episode_steps:5": None}},
+            "(YAML reads {max_episode_steps:5} as that key: write {max_episode_steps: 5}, a space after the colon)",
+        ),
         (
             {"env": "RiskyBandit-v0", "timesteps": 8, "eval_env_kwargs": {"max_episode_step": 3}},
             "eval_env_kwargs: RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)",

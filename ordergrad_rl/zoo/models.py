@@ -963,6 +963,9 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: 
     for key in env_kwargs or {}:
         if key not in accepted:
             hint = closest_argument(key, accepted)
+            if ":" in key:  # YAML's {max_episode_steps:100} (a sweep's --grid, a file) is that key, without a value
+                name, _, value = key.partition(":")
+                hint = f" (YAML reads {{{key}}} as that key: write {{{name}: {value}}}, a space after the colon)"
             raise CommandError(f"{option}: {env_id} takes no argument {key!r}{hint}; it takes {', '.join(accepted)}")
 
 
