@@ -442,6 +442,13 @@ def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(arg
     assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
 
 
+def test_rl_zoos_algo_name_of_recurrent_ppo_trains_it(capsys):
+    """rl-zoo3's --algo ppo_lstm (sb3-contrib's RecurrentPPO) was an invalid choice; it is recurrent_ppo."""
+    argv = ["train", "--algo", "ppo_lstm", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "8"]
+    assert main([*argv, "--n-episodes", "4", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("OrderGradRecurrentPPO on RiskyBandit-v0: ")
+
+
 def test_rl_zoos_minus_one_frequencies_are_none(capsys):
     """rl-zoo3's --eval-freq -1 (no evaluation) and --save-freq -1 (no checkpoints) were refused ("expected an integer
     >= 1"), so an rl-zoo3 command line with them did not run as pasted; -1 is none now, and with an --eval-env to

@@ -82,7 +82,7 @@ from ordergrad_rl.common.options import (
     seed_int,
 )
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.algorithms import ALGOS, RL_ZOO_ALGOS, algo_name, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
 from ordergrad_rl.zoo.models import (
     FRAME_STACK,
@@ -149,11 +149,13 @@ def saved_run_name(path: Path, env_id: str) -> str | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
+    rl_zoo = {key: name for name, key in RL_ZOO_ALGOS.items()}
     parser.add_argument(
         "--algo",
         default=None,
+        type=algo_name,
         choices=sorted(ALGOS),
-        help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        help=", ".join(f"{k}{f' (rl-zoo3: {rl_zoo[k]})' if k in rl_zoo else ''}: {v}" for k, v in ALGOS.items())
         + " (required; with --trained-agent, the algorithm that saved it)",
     )
     parser.add_argument(

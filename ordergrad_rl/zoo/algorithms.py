@@ -34,6 +34,14 @@ ALGOS: dict[str, str] = {
     "recurrent_ppo": "OrderGradRecurrentPPO",
     "maskable_ppo": "OrderGradMaskablePPO",
 }
+#: rl-zoo3's names of :data:`ALGOS`' keys (its ``--algo ppo_lstm`` is sb3-contrib's RecurrentPPO).
+RL_ZOO_ALGOS: dict[str, str] = {"ppo_lstm": "recurrent_ppo"}
+
+
+def algo_name(text: str) -> str:
+    """argparse type of ``--algo``: a key of :data:`ALGOS`, or rl-zoo3's name of one (:data:`RL_ZOO_ALGOS`), which
+    argparse's ``choices`` then check."""
+    return RL_ZOO_ALGOS.get(text, text)
 
 
 #: Constructor arguments that have their own option.
