@@ -827,6 +827,18 @@ def test_train_trained_agent_says_in_its_words_that_its_schedules_start_again(tm
     assert not [text for text in texts if "after a learn call that ran to its end" in text]
 
 
+def test_train_save_into_a_new_folder_says_nothing_of_it(tmp_path):
+    """--save models/new/bandit printed SB3's "warning: Path 'models/new' does not exist. Will create it." on every
+    first save into a folder: the command creates it (its check of --save said it can)."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "4",
+            "--timesteps", "8", "--quiet", "--save", str(tmp_path / "models" / "new" / "bandit")]  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    assert not [warning for warning in caught if "does not exist" in str(warning.message)]
+    assert (tmp_path / "models" / "new" / "bandit.zip").is_file()
+
+
 def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, capsys):
     model = str(saved_models / "OrderGradPPO.zip")
     bandit = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--quiet", "-i", model]

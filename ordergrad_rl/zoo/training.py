@@ -375,6 +375,7 @@ def save_model(
 
     :return: the statistics' file, or ``None`` for an env without ``VecNormalize``.
     """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # else SB3 warns "Path ... does not exist. Will create it"
     model.save(path)
     save_env_wrapper(path, env_wrapper)
     save_run_arguments(path, arguments)
