@@ -332,7 +332,7 @@ def settings(args: argparse.Namespace) -> TrainSettings:
 
 
 #: The options a ``--trained-agent`` keeps from its run's ``args.yml`` where they are not given (as ``--algo``,
-#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key, rl-zoo3's, with what its value must be.
+#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key (rl-zoo3's, and ``eval_env``) with what its value must be.
 KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "vec_env": (lambda value: value in VEC_ENVS, f"one of {', '.join(VEC_ENVS)}"),
     "eval_env": (lambda value: isinstance(value, str), "an env id"),
