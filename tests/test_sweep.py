@@ -294,6 +294,8 @@ def test_a_trials_policy_defaults_to_trains_and_an_earlier_plan_resumes(tmp_path
     run_trial(trial, "m_seed0", "m", tmp_path)
     model = OrderGradRecurrentPPO.load(tmp_path / "models" / "m_seed0.zip")
     assert model.policy_class is OrderGradRecurrentPPO.policy_aliases["MlpLstmPolicy"]
+    # rl-zoo3's name of the algorithm, as train --algo takes it (it was "algo must be one of ...").
+    assert grid.SweepConfig("x", fixed=fixed | {"algo": "ppo_lstm"}).trials() == [trial]
     new = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": None}}
     old = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": "MlpPolicy"}}
     assert sweep_command.with_defaults([new]) == sweep_command.with_defaults([old])

@@ -42,7 +42,7 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, check_policy_name, number
+from ordergrad_rl.zoo.algorithms import ALGOS, algo_name, algorithm_class, check_hparam, check_policy_name, number
 from ordergrad_rl.zoo.models import VEC_ENVS, check_env_id, check_env_kwargs
 from ordergrad_rl.zoo.training import (
     TrainSettings,
@@ -105,6 +105,8 @@ class SweepConfig:
         trials = []
         for values in itertools.product(*(self.grid[key] for key in keys)):
             trial = RUN_KEYS | self.fixed | dict(zip(keys, values, strict=True))
+            if isinstance(trial["algo"], str):  # rl-zoo3's ppo_lstm is recurrent_ppo, as in train --algo
+                trial["algo"] = algo_name(trial["algo"])
             conf_file = trial["conf_file"]
             if conf_file is not None and str(conf_file).lower() != "none":
                 trial["conf_file"] = str(Path(conf_file).resolve())  # a Ray worker runs in another directory
