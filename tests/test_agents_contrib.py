@@ -554,3 +554,18 @@ def test_the_contrib_variants_bonus_on_short_episodes(cls) -> None:
     long_env = ActionMasker(gym.make("CartPole-v1"), lambda env: np.ones(env.action_space.n, dtype=bool))
     long = cls(policy, long_env, objective="cvar0.2", n_episodes=4)
     assert long.ent_coef == RANKED_ENT_COEF
+
+
+def test_maskable_ppo_refuses_box_actions_at_construction_naming_the_spaces_it_acts_in() -> None:
+    """sb3-contrib's MaskablePPO asserted its action spaces inside SB3's constructor (a bare ``AssertionError``,
+    "The algorithm only supports (<class ...>, ...)"): a ``ValueError`` names the space, those MaskablePPO acts in and
+    the agents that act in a ``Box``; from an id and a ``VecEnv`` alike (``train --algo maskable_ppo``:
+    test_cli_errors)."""
+    message = (
+        r"action space Box\(-2\.0, 2\.0, \(1,\), float32\) is a Box, which OrderGradMaskablePPO does not act in: it "
+        r"acts in Discrete, MultiDiscrete or MultiBinary action spaces only\. OrderGradPPO, OrderGradREINFORCE and "
+        r"OrderGradRecurrentPPO act in Box"
+    )
+    for env in ("Pendulum-v1", make_vec_env("Pendulum-v1", n_envs=2)):
+        with pytest.raises(ValueError, match=message):
+            OrderGradMaskablePPO("MlpPolicy", env)

@@ -51,6 +51,23 @@ def test_unknown_command_is_a_usage_error(capsys):
     assert "invalid choice" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("command", "note"),
+    [
+        ("enjoy", ". enjoy: rl-zoo3's enjoy runs a saved model's episodes: ordergrad-rl evaluate MODEL"),
+        ("evalute", " (did you mean evaluate?)"),
+    ],
+)
+def test_an_unknown_command_names_the_one_meant(command, note, capsys):
+    """rl-zoo3's users type enjoy, which argparse refused without a word of evaluate; a typo got no suggestion."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, "model.zip"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: argument <command>: invalid choice: {command!r} (choose from train, evaluate, " in err
+    assert note in err
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])

@@ -147,12 +147,16 @@ def test_an_observation_space_sb3_has_no_policy_for_is_a_usage_error(algo, monke
 
 def test_an_action_space_the_algorithm_does_not_take_is_a_usage_error(capsys):
     """train --algo maskable_ppo --env Hopper-v5 (Box actions, as every continuous-control env) ended in a traceback of
-    SB3's AssertionError that the algorithm takes only Discrete, MultiDiscrete and MultiBinary actions."""
+    SB3's AssertionError that the algorithm takes only Discrete, MultiDiscrete and MultiBinary actions; then in SB3's
+    bare message; the agent's own refusal now, naming the space, MaskablePPO's and the agents that act in it."""
     argv = ["train", "--algo", "maskable_ppo", "--env", "Pendulum-v1", "--objective", "cvar0.2", "--timesteps", "10"]
     assert main([*argv, "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ordergrad-rl train: error: OrderGradMaskablePPO cannot train on Pendulum-v1: ")
-    assert "as action spaces but Box(-2.0, 2.0, (1,), float32) was provided" in err
+    assert err.startswith(
+        "ordergrad-rl train: error: OrderGradMaskablePPO: the env's action space Box(-2.0, 2.0, (1,), float32) is a "
+        "Box, which OrderGradMaskablePPO does not act in: it acts in Discrete, MultiDiscrete or MultiBinary action "
+        "spaces only. OrderGradPPO, OrderGradREINFORCE and OrderGradRecurrentPPO act in Box"
+    )
 
 
 def test_an_env_whose_package_is_missing_is_named_before_the_work(tmp_path, monkeypatch, capsys):
@@ -328,10 +332,55 @@ def test_compare_checks_every_model_before_evaluating_any(tmp_path, monkeypatch,
     assert f"error: the model does not fit CartPole-v1 ({model}): Observation spaces" in capsys.readouterr().err
 
 
+def test_a_directory_given_as_a_model_names_the_models_in_it(tmp_path, capsys):
+    """rl-zoo3's enjoy finds a run folder's model (-f logs --exp-id 1); evaluate logs/ppo/CartPole-v1_1 said only "no
+    saved model at ...": the folder's models are named."""
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    run = tmp_path / "logs" / "ppo" / "RiskyBandit-v0_1"
+    run.mkdir(parents=True)
+    assert main(["evaluate", str(run), "--quiet"]) == 2
+    assert f"error: no saved model at {run}: a directory; it holds no model (.zip)" in capsys.readouterr().err
+    OrderGradREINFORCE("MlpPolicy", "RiskyBandit-v0", n_episodes=4).save(run / "best_model")
+    assert main(["evaluate", str(run), "--quiet"]) == 2
+    assert f"error: no saved model at {run}: a directory; give one of its models: best_model.zip" in (
+        capsys.readouterr().err
+    )
+
+
 def test_bad_device_is_named(monkeypatch, capsys):
     monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
     assert main([*TRAIN, "--device", "bogus"]) == 2
     assert "--device 'bogus' is not a torch device" in capsys.readouterr().err
+
+
+def test_a_device_torch_cannot_use_here_is_named(monkeypatch, capsys):
+    """--device mps on a machine without it ended train with torch's traceback ("PyTorch is not linked with support
+    for mps devices"), a CUDA index past the machine's devices failed inside the model's constructor ("invalid
+    device ordinal"), and --device cuda on a machine without CUDA trained on the CPU without a word (SB3's fallback):
+    refused naming --device, or warned. A sweep's driver checks the string only (a trial may run on another node)."""
+    import torch as th
+
+    from ordergrad_rl.common.errors import CommandError
+    from ordergrad_rl.common.options import check_device
+
+    monkeypatch.setattr(th, "empty", lambda *args, device=None: (_ for _ in ()).throw(RuntimeError("no mps. more")))
+    with pytest.raises(CommandError, match=r"--device mps: torch cannot use it here \(no mps\); give cpu, cuda"):
+        check_device("mps")
+    assert check_device("mps", here=False) == "mps"
+    monkeypatch.setattr(th.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(th.cuda, "device_count", lambda: 2)
+    with pytest.raises(CommandError, match=r"--device cuda:2: this machine has 2 CUDA device\(s\), cuda:0 .. cuda:1"):
+        check_device("cuda:2")
+    assert check_device("cuda:1") == "cuda:1"
+    monkeypatch.setattr(th.cuda, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="--device cuda: torch finds no CUDA device here, so SB3 trains on the CPU"):
+        check_device("cuda")
+    monkeypatch.undo()
+    monkeypatch.setattr(ordergrad_rl.agents.OrderGradREINFORCE, "__init__", _no_work)
+    if not th.backends.mps.is_available():
+        assert main([*TRAIN, "--device", "mps"]) == 2
+        assert "error: --device mps: torch cannot use it here (" in capsys.readouterr().err
 
 
 def test_eval_env_with_other_spaces_fails_before_training(monkeypatch, capsys):
@@ -372,6 +421,12 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
         ([*TRAIN, "-f", "logs/"], "-f: rl-zoo3's log folder: train --save PATH saves the model"),
         (["evaluate", "m.zip", "--load-best"], "--load-best: give evaluate the model's file"),
         (["reproduce", "weights", "--outt", "x"], "--outt (did you mean --out?)"),
+        # rl-zoo3's options got the closest of ours, which meant something else (--track: --threads?):
+        ([*TRAIN, "--track"], "--track: Weights & Biases is not built in: train --tensorboard DIR logs the run"),
+        ([*TRAIN, "--n-eval-envs", "2"], "--n-eval-envs: train evaluates its --eval-env on one env, or all"),
+        ([*TRAIN, "--n-trials", "9"], "--n-trials: ordergrad-rl sweep runs a grid of trials"),
+        (["evaluate", "m.zip", "-n", "9"], "-n: evaluate and compare run --episodes E episodes"),
+        (["evaluate", "m.zip", "--no-render"], "--no-render: evaluate does not render"),
     ],
 )
 def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(argv, note, capsys):
@@ -385,6 +440,28 @@ def test_an_unknown_option_is_named_by_its_command_with_what_to_give_instead(arg
     err = capsys.readouterr().err
     assert err.startswith(f"usage: ordergrad-rl {command} ")
     assert f"ordergrad-rl {command}: error: unrecognized arguments: " in err and note in err
+
+
+def test_rl_zoos_algo_name_of_recurrent_ppo_trains_it(capsys):
+    """rl-zoo3's --algo ppo_lstm (sb3-contrib's RecurrentPPO) was an invalid choice; it is recurrent_ppo."""
+    argv = ["train", "--algo", "ppo_lstm", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "8"]
+    assert main([*argv, "--n-episodes", "4", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("OrderGradRecurrentPPO on RiskyBandit-v0: ")
+
+
+def test_rl_zoos_minus_one_frequencies_are_none(capsys):
+    """rl-zoo3's --eval-freq -1 (no evaluation) and --save-freq -1 (no checkpoints) were refused ("expected an integer
+    >= 1"), so an rl-zoo3 command line with them did not run as pasted; -1 is none now, and with an --eval-env to
+    evaluate on a contradiction."""
+    assert main([*TRAIN, "--eval-freq", "-1", "--save-freq", "-1", "--quiet"]) == 0
+    assert "last evaluation" not in capsys.readouterr().out
+    assert main([*TRAIN, "--eval-freq", "-1", "--eval-env", "RiskyBandit-v0"]) == 2
+    assert "--eval-freq -1 (rl-zoo3's: no evaluation) and --eval-env RiskyBandit-v0: give one" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main([*TRAIN, "--eval-freq", "0"])
+    assert "argument --eval-freq: expected an integer >= 1 (or rl-zoo3's -1: none), got 0" in capsys.readouterr().err
 
 
 def test_a_warning_of_a_command_is_printed_as_its_errors_are(monkeypatch, capsys):

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -689,6 +690,32 @@ def test_env_kwargs_the_env_does_not_take_are_named(command, saved_models, capsy
     assert "--env-kwargs: max_episode_steps is given twice" in capsys.readouterr().err
 
 
+def test_an_env_argument_value_the_env_looks_up_in_vain_is_a_usage_error(capsys):
+    """FrozenLake-v1 looks its map_name up in its maps: --env-kwargs map_name=7x7 ended train (evaluate, compare) with
+    the KeyError's traceback; it is named as the other refusals of an argument are. Without arguments, an env's own
+    KeyError keeps its traceback."""
+    import gymnasium as gym
+
+    argv = ["train", "--algo", "ppo", "--env", "FrozenLake-v1", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--env-kwargs", "map_name=7x7"]) == 2
+    err = capsys.readouterr().err
+    assert "--env-kwargs: cannot make FrozenLake-v1 with env arguments {'map_name': '7x7'}: KeyError '7x7'" in err
+
+    class Broken(gym.Env):
+        def __init__(self) -> None:
+            raise KeyError("a bug of the env's")
+
+    from ordergrad_rl.zoo.models import make_env
+
+    spec = gym.envs.registration.EnvSpec("BrokenKeys-v0", entry_point=Broken)
+    gym.registry["BrokenKeys-v0"] = spec
+    try:
+        with pytest.raises(KeyError, match="a bug of the env's"):
+            make_env("BrokenKeys-v0", 1, 0, None)
+    finally:
+        del gym.registry["BrokenKeys-v0"]
+
+
 def test_env_kwargs_an_env_with_kwargs_refuses_are_named_with_the_closest(monkeypatch, capsys):
     """MuJoCo's envs take **kwargs, which they pass to MujocoEnv: --env-kwargs healthy_rewad=1 on Hopper-v5 (or
     gym.make's max_episode_step=5) got only Gymnasium's "MujocoEnv.__init__() got an unexpected keyword argument",
@@ -733,6 +760,24 @@ def test_train_checks_its_new_options_before_training(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_a_policy_name_the_algorithm_lacks_is_named_with_its_policies(tmp_path, capsys):
+    """--policy MlpPolcy (or an entry's policy: MlpLstmPolicy for ppo) got SB3's "OrderGradPPO: Policy MlpPolcy
+    unknown": the option or the entry is named, with the policy meant and the algorithm's policies."""
+    argv = ["train", "--env", "CartPole-v1", "--objective", "mean", "--timesteps", "8", "--quiet"]
+    assert main([*argv, "--algo", "ppo", "--policy", "MlpPolcy"]) == 2
+    assert (
+        "--policy: OrderGradPPO has no policy 'MlpPolcy' (did you mean MlpPolicy?); its policies: MlpPolicy, "
+        "CnnPolicy, MultiInputPolicy"
+    ) in capsys.readouterr().err
+    assert main([*argv, "--algo", "recurrent_ppo", "--policy", "MlpPolicy"]) == 2
+    assert "OrderGradRecurrentPPO has no policy 'MlpPolicy' (did you mean MlpLstmPolicy?)" in capsys.readouterr().err
+    (tmp_path / "conf.yml").write_text("CartPole-v1:\n  policy: MlpLstmPolicy\n")
+    assert main([*argv, "--algo", "ppo", "--conf-file", str(tmp_path / "conf.yml")]) == 2
+    assert f"{tmp_path / 'conf.yml'}: CartPole-v1: policy: OrderGradPPO has no policy 'MlpLstmPolicy'" in (
+        capsys.readouterr().err
+    )
+
+
 # ---------------------------------------------------------------------------------------------------- going on
 def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, capsys):
     """rl-zoo3's -i/--trained-agent: the saved model trains --timesteps more steps, keeping its objective,
@@ -764,6 +809,34 @@ def test_train_goes_on_from_a_trained_agent_in_its_tensorboard_run(tmp_path, cap
     assert min(steps) <= first.num_timesteps < max(steps) == more.num_timesteps
     checkpoints = sorted(tmp_path.glob("more_*_steps.zip"))
     assert checkpoints and all(first.num_timesteps < int(p.stem.split("_")[1]) for p in checkpoints)
+
+
+def test_train_trained_agent_says_in_its_words_that_its_schedules_start_again(tmp_path, capsys):
+    """Every -i of a run that ran to its end printed the agents' warning about learn(reset_num_timesteps=False), whose
+    advice (one learn call, a callback) is for a Python program: the command says it in its own words, once."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "cvar0.25", "--n-episodes", "8",
+            "--timesteps", "16", "--quiet", "--hparams", "learning_rate=lin_0.001"]  # fmt: skip
+    assert main([*argv, "--save", str(tmp_path / "first")]) == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "16", "--quiet"]) == 0
+    texts = [str(warning.message) for warning in caught]
+    (said,) = [text for text in texts if text.startswith("--trained-agent: ")]
+    assert said.startswith("--trained-agent: its run took its schedules (learning_rate, ")
+    assert "over these 16 timesteps they go from progress_remaining 0.5 to 0 again" in said
+    assert not [text for text in texts if "after a learn call that ran to its end" in text]
+
+
+def test_train_save_into_a_new_folder_says_nothing_of_it(tmp_path):
+    """--save models/new/bandit printed SB3's "warning: Path 'models/new' does not exist. Will create it." on every
+    first save into a folder: the command creates it (its check of --save said it can)."""
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "4",
+            "--timesteps", "8", "--quiet", "--save", str(tmp_path / "models" / "new" / "bandit")]  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    assert not [warning for warning in caught if "does not exist" in str(warning.message)]
+    assert (tmp_path / "models" / "new" / "bandit.zip").is_file()
 
 
 def test_train_trained_agent_errors_are_usage_errors(tmp_path, saved_models, capsys):
@@ -832,6 +905,59 @@ def test_train_vec_env_subproc_trains_as_dummy_does(tmp_path, capsys):
     assert main(["train", "--algo", "ppo", "--env", "SyntheticTailRisk-v0", "--objective", "mean", "--timesteps", "8",
                  "--vec-env", "subproc", "--quiet"]) == 2  # fmt: skip
     assert "--vec-env subproc: SyntheticTailRisk-v0 runs all its envs as one NumPy batch" in capsys.readouterr().err
+
+
+def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsys):
+    """-i kept the saved run's --algo, --env, --env-kwargs and --run-name, but went on without its --eval-env and in
+    DummyVecEnv, whatever the run had. args.yml records them now (rl-zoo3's keys, and eval_env), and -i goes on with
+    them unless they are given; --eval-env none turns the evaluation off."""
+    import yaml
+
+    first = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-envs", "2",
+             "--timesteps", "16", "--vec-env", "subproc", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs",
+             "max_episode_steps=5", "--eval-freq", "8", "--eval-episodes", "3", "--quiet"]  # fmt: skip
+    assert main([*first, "--save", str(tmp_path / "first")]) == 0
+    kept = {"eval_env": "RiskyBandit-v0", "eval_env_kwargs": {"max_episode_steps": 5}, "eval_episodes": 3,
+            "eval_freq": 8, "vec_env": "subproc"}  # fmt: skip
+    assert yaml.safe_load((tmp_path / "first" / "args.yml").read_text()).items() >= kept.items()
+    capsys.readouterr()
+    more = ["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "16", "--quiet"]
+    assert main([*more, "--save", str(tmp_path / "more")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "at 16 timesteps, with its run's --vec-env subproc --eval-env RiskyBandit-v0 --eval-freq 8 --eval-episodes 3 "
+        "--eval-env-kwargs max_episode_steps=5\n"
+    ) in out
+    assert "last evaluation (RiskyBandit-v0)" in out
+    assert yaml.safe_load((tmp_path / "more" / "args.yml").read_text()).items() >= kept.items()
+    # Its --eval-env given again keeps its arguments; the command line wins: another VecEnv, eval env arguments, or
+    # no evaluation.
+    assert main([*more, "--eval-env", "RiskyBandit-v0", "--vec-env", "dummy"]) == 0
+    assert "--eval-episodes 3 --eval-env-kwargs max_episode_steps=5\n" in capsys.readouterr().out
+    given = ["--vec-env", "dummy", "--eval-env-kwargs", "max_episode_steps=2", "--eval-episodes", "4"]
+    assert main([*more, *given, "--save", str(tmp_path / "given")]) == 0
+    changed = {**kept, "vec_env": "dummy", "eval_env_kwargs": {"max_episode_steps": 2}, "eval_episodes": 4}
+    assert yaml.safe_load((tmp_path / "given" / "args.yml").read_text()).items() >= changed.items()
+    capsys.readouterr()
+    assert main([*more, "--eval-env", "none", "--vec-env", "dummy", "--save", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "last evaluation" not in out and "with its run's" not in out
+    assert yaml.safe_load((tmp_path / "none" / "args.yml").read_text())["eval_env"] is None
+    assert main([*more, "--eval-freq", "-1", "--vec-env", "dummy"]) == 0  # rl-zoo3's "no evaluation" alike
+    assert "last evaluation" not in capsys.readouterr().out
+    assert main(["train", "-i", str(tmp_path / "none.zip"), "--timesteps", "16", "--quiet"]) == 0
+    assert "with its run's" not in capsys.readouterr().out  # its defaults (dummy) change nothing: not listed
+    # What the file gives that cannot be used is named with the file, not as an option the user did not give.
+    arguments = tmp_path / "first" / "args.yml"
+    text = arguments.read_text()
+    arguments.write_text(text.replace("max_episode_steps: 5", "max_episode_step: 5"))
+    assert main(more) == 2
+    assert f"{arguments}: eval_env_kwargs: RiskyBandit-v0 takes no argument 'max_episode_step'" in (
+        capsys.readouterr().err
+    )
+    arguments.write_text(text.replace("vec_env: subproc", "vec_env: forkserver"))
+    assert main(more) == 2
+    assert f"{arguments}: vec_env: expected one of dummy, subproc, got 'forkserver'" in capsys.readouterr().err
 
 
 def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):

@@ -331,6 +331,31 @@ def test_qrdqn_cvar_load_and_set_env_take_a_native_make_vec(tmp_path) -> None:
         model.set_env(gym.make_vec("CartPole-v1", num_envs=4))
 
 
+@pytest.mark.parametrize("action_space", [spaces.Box(-1, 1, (2,)), spaces.MultiDiscrete([2, 3])], ids=str)
+def test_qrdqn_cvar_refuses_actions_other_than_discrete_naming_them(action_space) -> None:
+    """sb3-contrib's QRDQN asserted its ``Discrete`` actions inside SB3's constructor (a bare ``AssertionError``):
+    a ``ValueError`` names the space, QR-DQN's and the agents that act in it; from a ``VecEnv`` and an id too."""
+    import re
+
+    import gymnasium as gym
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    class Env(gym.Env):
+        def __init__(self) -> None:
+            self.observation_space, self.action_space = spaces.Box(-1, 1, (2,)), action_space
+
+    name = type(action_space).__name__
+    message = (
+        rf"action space {re.escape(str(action_space))} is a {name}, which QRDQNCVaR \(QR-DQN\) does not act in: it "
+        r"acts in Discrete action spaces only\. OrderGradPPO, OrderGradREINFORCE and OrderGradRecurrentPPO act in"
+    )
+    for env in (Env(), DummyVecEnv([Env])):
+        with pytest.raises(ValueError, match=message):
+            QRDQNCVaR("MlpPolicy", env)
+    with pytest.raises(ValueError, match="Box.*which QRDQNCVaR"):
+        QRDQNCVaR("MlpPolicy", "Pendulum-v1")
+
+
 @pytest.mark.parametrize(
     ("observation_space", "action_space", "message"),
     [

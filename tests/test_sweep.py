@@ -102,8 +102,21 @@ def test_grid_option_reads_yaml_lists():
             "env_kwargs: CliffWalking-v1 takes no argument 'is_slipery' (did you mean is_slippery?)",
         ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "n_epochs": "four"}, "sweep key n_epochs: OrderGradPPO's n_epochs"),
+        ({"env": "RiskyBandit-v0", "timesteps": 8, "vec_env": "forkserver"}, "vec_env must be one of dummy, subproc"),
+        # --grid "env_kwargs={max_episode_steps:5}": YAML's key 'max_episode_steps:5', without a value
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "env_kwargs": {"max_episode_steps:5": None}},
+            "(YAML reads {max_episode_steps:5} as that key: write {max_episode_steps: 5}, a space after the colon)",
+        ),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "eval_env_kwargs": {"max_episode_step": 3}},
+            "eval_env_kwargs: RiskyBandit-v0 takes no argument 'max_episode_step' (did you mean max_episode_steps?)",
+        ),
         # What train refuses before training, not only once a Ray worker builds the model:
-        ({"env": "RiskyBandit-v0", "timesteps": 8, "policy": "FooPolicy"}, "trial OrderGradPPO_mean: OrderGradPPO: "),
+        (
+            {"env": "RiskyBandit-v0", "timesteps": 8, "policy": "MlpPolcy"},
+            "sweep key policy: OrderGradPPO has no policy 'MlpPolcy' (did you mean MlpPolicy?); its policies: ",
+        ),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "deterministic": "maybe"}, "deterministic must be true or false"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "device": "bogus"}, "'bogus' is not a torch device"),
         ({"env": "RiskyBandit-v0", "timesteps": 8, "eval_env": "CartPole-v1"}, "does not fit --eval-env CartPole-v1"),
@@ -269,6 +282,27 @@ def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkey
     assert "--resume: the trials differ" in capsys.readouterr().err
 
 
+def test_a_trials_policy_defaults_to_trains_and_an_earlier_plan_resumes(tmp_path):
+    """A trial's policy defaulted to MlpPolicy, not train's (the entry's, else the algorithm's first): a sweep of
+    recurrent_ppo failed on every trial ("Policy MlpPolicy unknown") unless it named MlpLstmPolicy, and an entry's
+    policy gave way to MlpPolicy. A plan saved with the old default is still the same sweep for --resume."""
+    from ordergrad_rl.agents import OrderGradRecurrentPPO
+
+    fixed = {"env": "RiskyBandit-v0", "timesteps": 1, "algo": "recurrent_ppo", "n_episodes": 4, "eval_episodes": 1}
+    (trial,) = grid.SweepConfig("x", fixed=fixed).trials()
+    grid.check_trials([trial])
+    run_trial(trial, "m_seed0", "m", tmp_path)
+    model = OrderGradRecurrentPPO.load(tmp_path / "models" / "m_seed0.zip")
+    assert model.policy_class is OrderGradRecurrentPPO.policy_aliases["MlpLstmPolicy"]
+    # rl-zoo3's name of the algorithm, as train --algo takes it (it was "algo must be one of ...").
+    assert grid.SweepConfig("x", fixed=fixed | {"algo": "ppo_lstm"}).trials() == [trial]
+    new = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": None}}
+    old = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": "MlpPolicy"}}
+    assert sweep_command.with_defaults([new]) == sweep_command.with_defaults([old])
+    cnn = {"trial_id": "a", "method": "a", "trial": {"env": "RiskyBandit-v0", "policy": "CnnPolicy"}}
+    assert sweep_command.with_defaults([new]) != sweep_command.with_defaults([cnn])
+
+
 def test_num_cpus_with_an_address_is_refused_before_any_work(tmp_path, capsys):
     """ray.init refuses num_cpus for an existing cluster; the sweep ignored --num-cpus there."""
     pytest.importorskip("ray.tune", reason="needs the [ray] extra")
@@ -339,6 +373,21 @@ def test_a_trials_env_kwargs_make_its_envs_and_name_its_method(tmp_path):
     saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
     assert saved["env_kwargs"] == {"max_episode_steps": 5}
     assert saved["run_name"] == "m/seed0"  # its TensorBoard run, which train -i goes on logging into
+
+
+def test_a_trials_vec_env_and_eval_env_kwargs_are_trains(tmp_path):
+    """vec_env and eval_env_kwargs, train's --vec-env and --eval-env-kwargs, were refused as hyperparameters the
+    algorithm lacks ("did you mean eval_env?"), though the sweep's keys are train's options."""
+    import yaml
+
+    fixed = {"env": "CartPole-v1", "timesteps": 16, "algo": "reinforce", "n_episodes": 2, "n_envs": 1}
+    fixed |= {"eval_episodes": 3, "vec_env": "subproc", "eval_env_kwargs": {"max_episode_steps": 4}}
+    (trial,) = grid.SweepConfig("x", fixed=fixed).trials()
+    run_trial(trial, "m_seed0", "m", tmp_path)
+    returns = json.loads((tmp_path / "trials" / "m_seed0.json").read_text())["returns"]
+    assert len(returns) == 3 and max(returns) <= 4  # CartPole's reward of 1 a step, for 4 steps at most
+    saved = yaml.safe_load((tmp_path / "models" / "m_seed0" / "args.yml").read_text())
+    assert (saved["vec_env"], saved["eval_env_kwargs"]) == ("subproc", {"max_episode_steps": 4})
 
 
 def test_risk_table_is_the_mean_and_t_interval_over_seeds():

@@ -325,9 +325,14 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
         "algo": "reinforce",
         "env": "ZooUserEndless-v0",
         "env_kwargs": {"max_episode_steps": 4},
+        "eval_env": None,
+        "eval_env_kwargs": None,
+        "eval_episodes": 100,
+        "eval_freq": 10_000,
         "gym_packages": ["zoo_user_envs_d"],
         "run_name": None,
         "seed": 0,
+        "vec_env": "dummy",
     }
     # As in a fresh process: the env registers when the save's gym_packages are imported.
     monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
@@ -362,6 +367,33 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
     assert cli.main([*argv, "--save", str(more), "--quiet"]) == 0, capsys.readouterr().err
     assert "OrderGradREINFORCE on ZooUserEndless-v0 (max_episode_steps=4)" in capsys.readouterr().out
     assert (more / "args.yml").read_text() == (save / "args.yml").read_text()
+
+
+def test_env_arguments_of_a_saved_run_that_the_env_refuses_name_its_args_yml(tmp_path, capsys):
+    """A key or value of a save's args.yml that the env refuses (an older env's argument, a hand edit) was reported
+    by evaluate, compare and train -i as "--env-kwargs: ...", an option the user had not given; the file is named,
+    and what --env-kwargs gives is still named as its own."""
+    argv = ["train", "--algo", "ppo", "--env", "FrozenLake-v1", "--env-kwargs", "map_name=4x4", "--objective", "mean"]
+    save = tmp_path / "lake"
+    assert cli.main([*argv, "--timesteps", "8", "--save", str(save), "--conf-file", "none", "--quiet"]) == 0
+    arguments = save / "args.yml"
+    refusals = [
+        ("map_nam: 4x4", "FrozenLake-v1 takes no argument 'map_nam' (did you mean map_name?)"),
+        ("map_name: 9x9", "cannot make FrozenLake-v1 with env arguments {'map_name': '9x9'"),
+    ]
+    for bad, refusal in refusals:
+        arguments.write_text(arguments.read_text().replace("map_name: 4x4", bad).replace("map_nam: 4x4", bad))
+        for command in (["evaluate", str(save), "--episodes", "1"], ["compare", str(save), "--episodes", "1"],
+                        ["train", "-i", str(save), "--timesteps", "8"]):  # fmt: skip
+            assert cli.main([*command, "--quiet"]) == 2
+            assert f"error: {arguments}: env_kwargs: {refusal}" in capsys.readouterr().err
+        assert cli.main(["evaluate", str(save), "--quiet", "--env-kwargs", "is_slippery=False"]) == 2
+        assert f"error: {arguments}: env_kwargs under --env-kwargs: {refusal}" in capsys.readouterr().err
+    assert cli.main(["evaluate", str(save), "--quiet", "--episodes", "1", "--env-kwargs", "map_name=4x4"]) == 0
+    assert cli.main(["evaluate", str(save), "--quiet", "--env-kwargs", "map_name=7x7"]) == 2
+    assert "error: --env-kwargs: cannot make FrozenLake-v1 with env arguments {'map_name': '7x7'}" in (
+        capsys.readouterr().err
+    )
 
 
 def test_train_on_an_env_without_a_time_limit_names_the_option_that_gives_one(tmp_path, monkeypatch, capsys):

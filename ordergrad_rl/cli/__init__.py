@@ -110,7 +110,10 @@ REPRODUCTIONS: dict[str, Command] = {
 
 #: ``ordergrad-rl <name>``: a :class:`Command` or a :class:`Group`.
 COMMANDS: dict[str, Command | Group] = {
-    "train": Command("ordergrad_rl.cli.train", "train an OrderGrad agent (ppo or reinforce) on an objective"),
+    "train": Command(
+        "ordergrad_rl.cli.train",
+        "train an OrderGrad agent (ppo, reinforce, recurrent_ppo, maskable_ppo) on an objective",
+    ),
     "evaluate": Command("ordergrad_rl.cli.evaluate", "risk profile of a saved model's episode returns"),
     "compare": Command(
         "ordergrad_rl.cli.compare", "side-by-side risk table and return distributions of models and runs"
@@ -222,10 +225,58 @@ RL_ZOO_OPTIONS: dict[str, str] = {
         "give evaluate the model's file (logs/ppo/CartPole-v1_1/best_model.zip, rl_model_<steps>_steps.zip)",
     ),
     **dict.fromkeys(("-P", "--progress"), "the progress bar is on by default (--quiet hides it)"),
-    **dict.fromkeys(("-optimize", "--optimize-hyperparameters"), "ordergrad-rl sweep runs a grid of trials"),
+    **dict.fromkeys(
+        (
+            "-optimize",
+            "--optimize-hyperparameters",
+            "--n-trials",
+            "--max-total-trials",
+            "--n-jobs",
+            "--sampler",
+            "--pruner",
+            "--n-startup-trials",
+            "--n-evaluations",
+            "--storage",
+            "--study-name",
+            "--optimization-log-path",
+            "--no-optim-plots",
+        ),
+        "ordergrad-rl sweep runs a grid of trials (rl-zoo3's Optuna search)",
+    ),  # fmt: skip
     **dict.fromkeys(("-uuid", "--uuid"), "--run-name NAME names the TensorBoard run"),
+    **dict.fromkeys(
+        ("--track", "--wandb-project-name", "--wandb-entity", "-tags", "--wandb-tags"),
+        "Weights & Biases is not built in: train --tensorboard DIR logs the run, which wandb.init(sync_tensorboard="
+        "True) uploads",
+    ),
+    "--n-eval-envs": "train evaluates its --eval-env on one env, or all --eval-episodes at once on an id that runs as "
+    "one NumPy batch",
+    "--log-interval": "every update logs its risk profile (risk/*) with --tensorboard DIR",
+    "--save-replay-buffer": "the agents are on-policy: they keep no replay buffer",
+    "--truncate-last-trajectory": "the agents are on-policy: -i goes on with whole episodes, no replay buffer",
     "--stochastic": "evaluate samples its actions unless --deterministic",
+    "--no-render": "evaluate does not render: it runs the episodes and prints their risk profile",
+    "--norm-reward": "evaluate reports the env's own rewards (a saved VecNormalize normalizes the observations only)",
+    "--reward-log": "evaluate --json PATH writes each episode's return and length",
+    "--custom-objects": "evaluate loads any saved model for inference (its schedules replaced)",
+    **dict.fromkeys(("-n", "--n-timesteps"), "evaluate and compare run --episodes E episodes (rl-zoo3's enjoy: steps)"),
+    "--n-envs": "evaluate and compare choose their envs (all --episodes at once on an id that runs as one NumPy batch, "
+    "else up to 8); train takes --n-envs",
 }
+
+
+#: rl-zoo3's commands (``python -m rl_zoo3.<name>``) that ``ordergrad-rl`` has under another name, with what to run.
+RL_ZOO_COMMANDS: dict[str, str] = {
+    "enjoy": "rl-zoo3's enjoy runs a saved model's episodes: ordergrad-rl evaluate MODEL (--episodes N, "
+    "--deterministic; on the env of the args.yml beside it, or --env ID)",
+}
+
+
+def unknown_command(name: str) -> str:
+    """argparse's message for a command ``ordergrad-rl`` does not have, with the command meant: rl-zoo3's under its
+    name here (:data:`RL_ZOO_COMMANDS`), else the closest one."""
+    note = f". {name}: {RL_ZOO_COMMANDS[name]}" if name in RL_ZOO_COMMANDS else closest_argument(name, list(COMMANDS))
+    return f"argument <command>: invalid choice: {name!r} (choose from {', '.join(COMMANDS)}){note}"
 
 
 def unrecognized_arguments(arguments: Sequence[str], parser: argparse.ArgumentParser) -> str:
@@ -322,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     add_working_directory()
     parser = build_parser()
+    first = next(iter(sys.argv[1:] if argv is None else argv), "-")
+    if not first.startswith("-") and first not in COMMANDS:  # argparse's message, with the command meant
+        parser.error(unknown_command(first))
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # the command's usage and name, and what to give instead, not the top parser's bare message
         command_parser = getattr(args, "_parser", parser)

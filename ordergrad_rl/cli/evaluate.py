@@ -117,11 +117,13 @@ def run_pass_at_k(
     env_kwargs: dict[str, Any],
     statistics: Path | None,
     env_wrapper: EnvWrappers = (),
+    option: str = "--env-kwargs",
 ) -> int:
-    """``--pass-at-k``: sample, print the curve and the lengths (and write the JSON)."""
+    """``--pass-at-k``: sample, print the curve and the lengths (and write the JSON); ``option`` names where
+    ``env_kwargs`` come from in the errors about them (:attr:`~ordergrad_rl.zoo.models.ModelEnv.option`)."""
     result = pass_at_k_evaluation(
         model, args.env, args.pass_at_k, args.contexts, args.deterministic, args.seed, args.quiet, env_kwargs,
-        statistics, env_wrapper,
+        statistics, env_wrapper, option,
     )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     print(
@@ -156,16 +158,18 @@ def run(args: argparse.Namespace) -> int:
     import_gym_packages(args.gym_packages)
     model, algorithm = load_model(args.model)
     # Its run's env, gym_packages and env_kwargs (args.yml; an rl-zoo3 run's config.yml too), as rl-zoo3's enjoy.
-    args.env, env_kwargs, _ = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
+    made = model_env(args.model, args.env, parse_env_kwargs(args.env_kwargs))
+    args.env, env_kwargs = made.env, made.env_kwargs
     statistics = saved_statistics(args.model, args.env)  # VecNormalize's, as rl-zoo3's enjoy loads them
     env_wrapper = saved_env_wrapper(args.model, args.env)  # the wrappers it trained in, as enjoy reads config.yml
     if args.pass_at_k is not None:
-        return run_pass_at_k(args, model, algorithm, env_kwargs, statistics, env_wrapper)
+        return run_pass_at_k(args, model, algorithm, env_kwargs, statistics, env_wrapper, made.option)
     if args.contexts is not None:
         raise CommandError("--contexts is for --pass-at-k")
     evaluation = evaluate_model(
-        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics, env_wrapper
-    )
+        model, args.env, args.episodes, args.deterministic, args.seed, args.quiet, env_kwargs, statistics, env_wrapper,
+        made.option,
+    )  # fmt: skip
     policy = "deterministic" if args.deterministic else "stochastic"
     episodes = f"{args.episodes} episodes, {policy} policy"
     print(f"{algorithm.name} model {args.model} on {env_label(args.env, env_kwargs)}: {episodes}\n")

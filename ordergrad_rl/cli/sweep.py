@@ -12,8 +12,9 @@ The config (YAML) has a grid (every combination is a trial), fixed values and pe
     resources: {cpu: 1, gpu: 0}
 
 Trial keys: the options of `ordergrad-rl train` (env, env_kwargs, algo, objective, k, n_episodes, n_envs, seed,
-timesteps, policy, device, eval_env, eval_episodes, eval_freq, deterministic, conf_file; env_kwargs is a mapping of
-the env's arguments, fixed: {env_kwargs: {max_episode_steps: 100}}, or --grid "env_kwargs={max_episode_steps: 100}")
+timesteps, policy, device, eval_env, eval_episodes, eval_freq, deterministic, conf_file, vec_env, eval_env_kwargs;
+env_kwargs is a mapping of the env's arguments, fixed: {env_kwargs: {max_episode_steps: 100}}, or --grid
+"env_kwargs={max_episode_steps: 100}")
 and any other constructor argument of the algorithm (checked like train --hparams). Every trial is checked before
 any runs: each distinct model is built once, as train builds it. --grid key=v1,v2 adds or replaces a grid key.
 An env of your own goes in as env=module:EnvId-v0: each trial (a Ray worker) imports module first, whose
@@ -137,10 +138,18 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
     return saved
 
 
+#: A trial's ``policy`` in the plans saved before its default became ``train``'s (``None``: the entry's, else the
+#: algorithm's first): ``MlpPolicy``, which the algorithms of those sweeps had first.
+SAVED_POLICY_DEFAULT = "MlpPolicy"
+
+
 def with_defaults(planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The planned trials with every trial key's default where they lack it: a plan saved before a key was added
-    (``env_kwargs``) is the same sweep as today's of the same config."""
-    return [entry | {"trial": RUN_KEYS | entry["trial"]} for entry in planned]
+    """The planned trials with every trial key's default where they lack it, and the ``policy`` of the saved plans
+    where it is the default: a plan saved before a key was added (``env_kwargs``), or before the policy's default
+    became ``train``'s (:data:`SAVED_POLICY_DEFAULT`), is the same sweep as today's of the same config."""
+    trials = [RUN_KEYS | entry["trial"] for entry in planned]
+    trials = [trial | {"policy": trial["policy"] or SAVED_POLICY_DEFAULT} for trial in trials]
+    return [entry | {"trial": trial} for entry, trial in zip(planned, trials, strict=True)]
 
 
 def resources_of(args: argparse.Namespace, resources: dict[str, float]) -> dict[str, float]:

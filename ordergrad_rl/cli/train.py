@@ -49,7 +49,9 @@ rl-zoo3 writes its args.yml), which evaluate, compare and --trained-agent read: 
 without --env, and on that env id with those arguments, under --env-kwargs (a key given wins).
 --trained-agent PATH (-i) goes on training a saved model for --timesteps more steps, with its algorithm, objective,
 hyperparameters (--hparams change them), step count and env (its args.yml; --algo and --env need not be given),
-logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given).
+logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given),
+evaluating on its --eval-env (--eval-env-kwargs, --eval-freq, --eval-episodes) and in its --vec-env, unless they are
+given (--eval-env none: no evaluation).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
@@ -63,12 +65,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import (
     add_gym_packages_argument,
     file_path,
+    frequency_int,
     import_gym_packages,
     model_file,
     parse_env_kwargs,
@@ -76,7 +82,7 @@ from ordergrad_rl.common.options import (
     seed_int,
 )
 from ordergrad_rl.common.reports import markdown_table
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, parse_hparams
+from ordergrad_rl.zoo.algorithms import ALGOS, RL_ZOO_ALGOS, algo_name, algorithm_class, parse_hparams
 from ordergrad_rl.zoo.dashboards import tensorboard_command
 from ordergrad_rl.zoo.models import (
     FRAME_STACK,
@@ -119,6 +125,13 @@ def run_name(text: str) -> str:
     return text
 
 
+def option_text(value: Any) -> str:
+    """An option's value as it is typed: a mapping of env arguments as ``KEY=VALUE`` items."""
+    if isinstance(value, dict):
+        return " ".join(f"{key}={item!r}" for key, item in value.items())
+    return str(value)
+
+
 def saved_run_name(path: Path, env_id: str) -> str | None:
     """The ``--run-name`` of the run that saved the model at ``path`` (its ``args.yml``), or ``None``: the algorithm's
     name, or a save without one.
@@ -136,11 +149,13 @@ def saved_run_name(path: Path, env_id: str) -> str | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ordergrad-rl train``."""
+    rl_zoo = {key: name for name, key in RL_ZOO_ALGOS.items()}
     parser.add_argument(
         "--algo",
         default=None,
+        type=algo_name,
         choices=sorted(ALGOS),
-        help=", ".join(f"{k}: {v}" for k, v in ALGOS.items())
+        help=", ".join(f"{k}{f' (rl-zoo3: {rl_zoo[k]})' if k in rl_zoo else ''}: {v}" for k, v in ALGOS.items())
         + " (required; with --trained-agent, the algorithm that saved it)",
     )
     parser.add_argument(
@@ -161,9 +176,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vec-env",
         choices=VEC_ENVS,
-        default="dummy",
+        default=None,
         help="the training env's SB3 VecEnv (rl-zoo3's option): dummy (DummyVecEnv, or the native batch of the "
-        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: %(default)s)",
+        "tail-risk and TargetSum ids) or subproc (SubprocVecEnv: a process per env; default: dummy, with "
+        "--trained-agent its run's)",
     )
     parser.add_argument(
         "--objective",
@@ -240,12 +256,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--save-freq",
-        type=positive_int,
+        type=frequency_int,
         default=None,
         metavar="F",
-        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default: none)",
+        help="also save a checkpoint every F env steps, beside --save: PATH_<steps>_steps.zip (default, or "
+        "rl-zoo3's -1: none)",
     )
-    parser.add_argument("--eval-env", default=None, metavar="ID", help="also evaluate periodically on this env id")
+    parser.add_argument(
+        "--eval-env",
+        default=None,
+        metavar="ID",
+        help="also evaluate periodically on this env id (with --trained-agent, default: its run's; none: no "
+        "evaluation)",
+    )
     parser.add_argument(
         "--eval-env-kwargs",
         nargs="*",
@@ -255,13 +278,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--eval-freq",
-        type=positive_int,
-        default=10_000,
+        type=frequency_int,
+        default=None,
         metavar="F",
-        help="evaluate every F env steps (default: %(default)s)",
+        help=f"evaluate every F env steps (default: {TrainSettings.eval_freq}, with --trained-agent its run's; "
+        "rl-zoo3's -1: no evaluation, as --eval-env none)",
     )
     parser.add_argument(
-        "--eval-episodes", type=positive_int, default=100, metavar="E", help="episodes per evaluation (default: 100)"
+        "--eval-episodes",
+        type=positive_int,
+        default=None,
+        metavar="E",
+        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent its run's)",
     )
     parser.add_argument(
         "--hparams",
@@ -279,7 +307,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace) -> TrainSettings:
-    """The training run the options describe."""
+    """The training run the options describe (:class:`TrainSettings`' defaults for the options not given)."""
+    given = {name: getattr(args, name) for name in ("eval_freq", "eval_episodes", "vec_env")}
     return TrainSettings(
         algo=args.algo,
         env=args.env,
@@ -291,17 +320,57 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         policy=args.policy,
         tensorboard=args.tensorboard,
         eval_env=args.eval_env,
-        eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes,
         device=args.device,
         verbose=args.verbose,
         conf_file=args.conf_file,
-        vec_env=args.vec_env,
         env_kwargs=parse_env_kwargs(args.env_kwargs) or None,
         eval_env_kwargs=None
         if args.eval_env_kwargs is None
         else parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs"),
+        **{name: value for name, value in given.items() if value is not None},
     )
+
+
+#: The options a ``--trained-agent`` keeps from its run's ``args.yml`` where they are not given (as ``--algo``,
+#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key (rl-zoo3's, and ``eval_env``) with what its value must be.
+KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "vec_env": (lambda value: value in VEC_ENVS, f"one of {', '.join(VEC_ENVS)}"),
+    "eval_env": (lambda value: isinstance(value, str), "an env id"),
+    "eval_freq": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
+    "eval_episodes": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
+}
+
+
+def kept_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :data:`KEPT_OPTIONS` a ``--trained-agent``'s run was trained with (its ``args.yml``), set on
+    ``args`` where not given: a continued run evaluates on its ``--eval-env`` (with its ``--eval-env-kwargs``,
+    unless another ``--eval-env`` or ``--eval-env-kwargs`` is given), as often, and steps its envs in its
+    ``--vec-env``, as the run did.
+
+    :return: those kept, by key, with the ``eval_env_kwargs`` of its ``--eval-env``, kept or given again (a mapping,
+        which :func:`settings` does not read from ``args``), where the file records them.
+    :raises CommandError: a value that is not one the option takes, naming the file and the key.
+    """
+    kept: dict[str, Any] = {}
+    for name, (valid, expected) in KEPT_OPTIONS.items():
+        if getattr(args, name) is not None:  # given: the command line wins
+            continue
+        value, file = run_argument(args.trained_agent, name, args.env)
+        if value is None:
+            continue
+        if not valid(value):
+            raise CommandError(f"{file}: {name}: expected {expected}, got {value!r}")
+        setattr(args, name, value)
+        kept[name] = value
+    saved_eval_env, _ = run_argument(args.trained_agent, "eval_env", args.env)
+    if args.eval_env is not None and args.eval_env == saved_eval_env and args.eval_env_kwargs is None:
+        # The arguments of its --eval-env, kept or given again.
+        kwargs, file = run_argument(args.trained_agent, "eval_env_kwargs", args.env)
+        if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(key, str) for key in kwargs)):
+            raise CommandError(f"{file}: eval_env_kwargs: expected a mapping of the env's arguments, got {kwargs!r}")
+        if kwargs is not None:
+            kept["eval_env_kwargs"] = kwargs
+    return kept
 
 
 def trained_agent_defaults(args: argparse.Namespace) -> None:
@@ -326,6 +395,38 @@ def trained_agent_defaults(args: argparse.Namespace) -> None:
                 f"give --env: no args.yml beside --trained-agent {args.trained_agent} names the env it trained on"
             )
         args.env = env
+
+
+def rl_zoo_none(args: argparse.Namespace) -> None:
+    """rl-zoo3's ``--eval-freq -1`` (no evaluation: ``--eval-env none``, a ``--trained-agent``'s run's too) and
+    ``--save-freq -1`` (no checkpoints: as without it), read into ``args``.
+
+    :raises CommandError: ``--eval-freq -1`` with an ``--eval-env`` to evaluate on.
+    """
+    if args.eval_freq == -1:
+        if args.eval_env is not None and args.eval_env.lower() != "none":
+            raise CommandError(f"--eval-freq -1 (rl-zoo3's: no evaluation) and --eval-env {args.eval_env}: give one")
+        args.eval_env, args.eval_freq = "none", None
+    if args.save_freq == -1:
+        args.save_freq = None
+
+
+def warn_if_restarting(model: Any, reset_num_timesteps: bool, timesteps: int) -> None:
+    """Warn, in the command's words, where a ``--trained-agent`` that ran to its end starts its schedules again over
+    these ``timesteps`` (the agents' :class:`~ordergrad_rl.agents.common.progress.ScheduleRestartWarning` says it in
+    ``learn``'s, whose advice is a Python program's)."""
+    from ordergrad_rl.agents.common.progress import restarting_schedules
+
+    names = restarting_schedules(model, reset_num_timesteps)
+    if names:
+        start = 1 - model.num_timesteps / (model.num_timesteps + timesteps)
+        warnings.warn(
+            f"--trained-agent: its run took its schedules ({', '.join(names)}) to their end (progress_remaining 0); "
+            f"over these {timesteps} timesteps they go from progress_remaining {start:.3g} to 0 again, as SB3's "
+            "learn(reset_num_timesteps=False) runs rl-zoo3's -i. A run that Ctrl-C stopped goes on under its own "
+            "schedules: give --timesteps the steps it had left",
+            stacklevel=2,
+        )
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -354,14 +455,23 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build (or load), train (with a progress bar), print the last risk profiles, save."""
-    # Imported here, not at the top: risk pulls in the estimators (scipy), and `train --help` stays fast.
+    # Imported here, not at the top: risk pulls in the estimators (scipy), the agents torch, and `train --help` stays
+    # fast.
+    from ordergrad_rl.agents.common.progress import ScheduleRestartWarning
     from ordergrad_rl.risk import risk_profile
 
     import_gym_packages(args.gym_packages)
+    rl_zoo_none(args)
+    kept: dict[str, Any] = {}
     if args.trained_agent is not None:
         trained_agent_defaults(args)
+        kept = kept_options(args)
+    if args.eval_env is not None and args.eval_env.lower() == "none":  # no evaluation, a --trained-agent's neither
+        args.eval_env = None
     check_arguments(args)
     run_settings = settings(args)
+    if "eval_env_kwargs" in kept:
+        run_settings = dataclasses.replace(run_settings, eval_env_kwargs=kept["eval_env_kwargs"])
     hparams = parse_hparams(args.hparams, algorithm_class(args.algo))
     entry = None
     gym_packages, tb_log_name = list(args.gym_packages), args.run_name
@@ -373,8 +483,15 @@ def run(args: argparse.Namespace) -> int:
         tb_log_name = tb_log_name or saved_run_name(args.trained_agent, args.env)  # its TensorBoard run goes on
         env_wrapper = saved_env_wrapper(args.trained_agent, args.env)
         run_settings = dataclasses.replace(run_settings, env_kwargs=saved.env_kwargs or None, env_wrapper=env_wrapper)
-        model = load_trained_agent(run_settings, args.trained_agent, hparams)
-        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps")
+        model = load_trained_agent(run_settings, args.trained_agent, hparams, saved.option)
+        shown = {  # those that change something: not a default, nor an evaluation's without its env
+            name: value
+            for name, value in kept.items()
+            if value != getattr(TrainSettings, name) and (run_settings.eval_env or not name.startswith("eval"))
+        }
+        kept_text = " ".join(f"--{name.replace('_', '-')} {option_text(value)}" for name, value in shown.items())
+        kept_text = f", with its run's {kept_text}" if shown else ""
+        print(f"going on from {args.trained_agent} at {model.num_timesteps} timesteps{kept_text}")
     else:
         entry = zoo_hyperparams(args.algo, args.env, args.conf_file)
         run_settings = with_entry_env(run_settings, entry)
@@ -400,7 +517,10 @@ def run(args: argparse.Namespace) -> int:
             replaced = f"; instead of the file's, --hparams and the options give {replaced}" if replaced else ""
             print(f"hyperparameters of {args.env} from {entry.source}: {listed}{replaced}")
     arguments = run_arguments(run_settings, gym_packages, tb_log_name)  # written beside --save: args.yml
-    callback = eval_callback(run_settings, model)
+    eval_option = "--eval-env-kwargs"
+    if "eval_env_kwargs" in kept:  # its args.yml's, as errors name them
+        eval_option = f"{run_argument(args.trained_agent, 'eval_env_kwargs', args.env)[1]}: eval_env_kwargs"
+    callback = eval_callback(run_settings, model, eval_option)
     callbacks = [cb for cb in (callback,) if cb is not None]
     callbacks += make_callbacks(entry.callback) if entry is not None else []  # rl-zoo3's, after ours
     if args.save_freq is not None:
@@ -424,16 +544,19 @@ def run(args: argparse.Namespace) -> int:
         f"{type(model).__name__} on {env}: objective {objective}, {rollout} "
         f"on {model.n_envs} env{'s' if model.n_envs > 1 else ''}, {timesteps} timesteps"
     )
+    warn_if_restarting(model, args.trained_agent is None, timesteps)
     start = time.perf_counter()
     try:
-        learn(
-            model,
-            timesteps,
-            callback=callbacks or None,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=args.trained_agent is None,
-            progress_bar=not args.quiet,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ScheduleRestartWarning)  # warn_if_restarting's, in the command's words
+            learn(
+                model,
+                timesteps,
+                callback=callbacks or None,
+                tb_log_name=tb_log_name,
+                reset_num_timesteps=args.trained_agent is None,
+                progress_bar=not args.quiet,
+            )
     except KeyboardInterrupt:  # Ctrl-C: as rl-zoo3, the model trained so far is saved (main returns 130)
         if args.save is not None:
             save_model(model, args.save, run_settings.env_wrapper, arguments)
@@ -451,7 +574,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         columns = {"last training batch": risk_profile(model.rollout_buffer.episode_returns)}
     if callback is not None and callback.last_returns is not None:
-        columns[f"last evaluation ({args.eval_env})"] = callback.last_profile
+        columns[f"last evaluation ({run_settings.eval_env})"] = callback.last_profile
     if columns:
         keys = list(next(iter(columns.values())))
         rows = [[key, *(c[key] for c in columns.values())] for key in keys]

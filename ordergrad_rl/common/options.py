@@ -160,19 +160,42 @@ def parser_check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespa
         parser.error(str(err))
 
 
-def check_device(device: str) -> str:
-    """``device`` if torch (or SB3, for ``"auto"``) accepts it as a device string.
+def check_device(device: str, here: bool = True) -> str:
+    """``device`` if torch (or SB3, for ``"auto"``) accepts it as a device string, and, ``here`` (where the model
+    trains; a sweep's driver checks the string only), torch can use it: a CUDA device this machine has, any other
+    type one torch can put a tensor on. A CUDA device on a machine without any gets a warning: SB3 trains on the
+    CPU then, as with ``"auto"``.
 
-    :raises CommandError: naming ``--device``.
+    :raises CommandError: naming ``--device``: not a device string, a CUDA index past this machine's devices
+        (torch failed inside the model's constructor: "invalid device ordinal"), or a device torch cannot use here
+        (``mps`` elsewhere than on a Mac: a traceback of "PyTorch is not linked with support for mps devices").
     """
     if device == "auto":
         return device
+    import warnings
+
     import torch as th
 
     try:
-        th.device(device)
+        parsed = th.device(device)
     except (RuntimeError, TypeError, ValueError) as err:
         raise CommandError(f"--device {device!r} is not a torch device (e.g. cpu, cuda, cuda:1, mps, auto)") from err
+    if not here or parsed.type == "cpu":
+        return device
+    if parsed.type == "cuda":
+        count = th.cuda.device_count() if th.cuda.is_available() else 0
+        if not count:  # SB3's get_device: the CPU, without a word
+            warnings.warn(f"--device {device}: torch finds no CUDA device here, so SB3 trains on the CPU", stacklevel=2)
+        elif parsed.index is not None and parsed.index >= count:
+            raise CommandError(
+                f"--device {device}: this machine has {count} CUDA device(s), cuda:0 .. cuda:{count - 1}"
+            )
+        return device
+    try:
+        th.empty(1, device=parsed)
+    except (RuntimeError, AssertionError) as err:
+        reason = str(err).split(". ", 1)[0].rstrip(".")  # the first sentence: torch lists every backend after it
+        raise CommandError(f"--device {device}: torch cannot use it here ({reason}); give cpu, cuda or auto") from err
     return device
 
 
@@ -295,6 +318,17 @@ def file_path(text: str) -> Path:
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     return _int_at_least(text, 1)
+
+
+def frequency_int(text: str) -> int:
+    """argparse type of ``--eval-freq`` and ``--save-freq``: an integer >= 1, or rl-zoo3's negative value for "none",
+    returned as -1 (``train`` then evaluates or saves no checkpoint), so that rl-zoo3's command lines run as pasted."""
+    value = int(text)
+    if value < 0:
+        return -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (or rl-zoo3's -1: none), got {text}")
+    return value
 
 
 def sample_size_int(text: str) -> int:

@@ -17,13 +17,13 @@ A config file::
 
 Trial keys are the options of ``ordergrad-rl train`` (:data:`RUN_KEYS`: ``env``, ``env_kwargs``, ``algo``,
 ``objective``, ``k``, ``n_episodes``, ``n_envs``, ``seed``, ``timesteps``, ``policy``, ``device``, ``eval_env``,
-``eval_episodes``, ``eval_freq``, ``deterministic``, ``conf_file``; ``env_kwargs`` is a mapping, the env's arguments
-as ``train --env-kwargs`` gives them, ``gym.make``'s ``max_episode_steps`` too, and makes an ``eval_env`` of the
-same id too); every other key is a constructor argument of the algorithm,
-checked like ``train --hparams``. As in ``train``, the env's entry of the per-env hyperparameter file is applied
-under the trial's own keys: the file shipped for ``algo`` unless ``conf_file`` names another (a path, read from the
-directory the sweep starts in, with an entry for the trial's env) or ``none``. A grid value may be a single value
-(not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
+``eval_episodes``, ``eval_freq``, ``deterministic``, ``conf_file``, ``vec_env``, ``eval_env_kwargs``; ``env_kwargs``
+is a mapping, the env's arguments as ``train --env-kwargs`` gives them, ``gym.make``'s ``max_episode_steps`` too, and
+makes an ``eval_env`` of the same id too, unless ``eval_env_kwargs`` gives its own); every other key is a
+constructor argument of the algorithm, checked like ``train --hparams``. As in ``train``, the env's entry of the
+per-env hyperparameter file is applied under the trial's own keys: the file shipped for ``algo`` unless ``conf_file``
+names another (a path, read from the directory the sweep starts in, with an entry for the trial's env) or ``none``.
+A grid value may be a single value (not a list). Numbers written ``3e-4`` (which YAML 1.1 reads as text) are numbers.
 
 The *method* of a trial is everything but its seed: trials that differ only in their seed are the seeds of one
 method, summarized together (mean and confidence interval over seeds) and drawn in one colour.
@@ -42,8 +42,8 @@ from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device
-from ordergrad_rl.zoo.algorithms import ALGOS, algorithm_class, check_hparam, number
-from ordergrad_rl.zoo.models import check_env_id, check_env_kwargs
+from ordergrad_rl.zoo.algorithms import ALGOS, algo_name, algorithm_class, check_hparam, check_policy_name, number
+from ordergrad_rl.zoo.models import VEC_ENVS, check_env_id, check_env_kwargs
 from ordergrad_rl.zoo.training import (
     TrainSettings,
     build_model,
@@ -53,7 +53,8 @@ from ordergrad_rl.zoo.training import (
 )
 
 #: Options of a trial that are not constructor arguments, with their defaults (``None``: the algorithm's default
-#: or, for ``eval_env``, the training env).
+#: or, for ``eval_env``, the training env; for ``policy``, as ``train``'s: the conf-file entry's, else the algorithm's
+#: first, MlpLstmPolicy for recurrent_ppo).
 RUN_KEYS: dict[str, Any] = {
     "env": None,
     "env_kwargs": None,
@@ -64,13 +65,15 @@ RUN_KEYS: dict[str, Any] = {
     "n_envs": None,
     "seed": 0,
     "timesteps": None,
-    "policy": "MlpPolicy",
+    "policy": None,
     "device": "cpu",
     "eval_env": None,
     "eval_episodes": 100,
     "eval_freq": None,
     "deterministic": True,
     "conf_file": None,
+    "vec_env": "dummy",
+    "eval_env_kwargs": None,
 }
 #: Keys every trial must have.
 REQUIRED_KEYS: tuple[str, ...] = ("env", "timesteps")
@@ -102,6 +105,8 @@ class SweepConfig:
         trials = []
         for values in itertools.product(*(self.grid[key] for key in keys)):
             trial = RUN_KEYS | self.fixed | dict(zip(keys, values, strict=True))
+            if isinstance(trial["algo"], str):  # rl-zoo3's ppo_lstm is recurrent_ppo, as in train --algo
+                trial["algo"] = algo_name(trial["algo"])
             conf_file = trial["conf_file"]
             if conf_file is not None and str(conf_file).lower() != "none":
                 trial["conf_file"] = str(Path(conf_file).resolve())  # a Ray worker runs in another directory
@@ -228,21 +233,24 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
             raise CommandError(f"seed must be an integer >= 0, got {trial['seed']!r}")
         if not isinstance(trial["deterministic"], bool):
             raise CommandError(f"deterministic must be true or false, got {trial['deterministic']!r}")
-        check_device(str(trial["device"]))
+        check_device(str(trial["device"]), here=False)  # a trial may run on another node's GPU
         for key in ("env", "eval_env"):
             env_id = trial[key]
             if env_id is not None and env_id not in checked_envs:
                 check_env_id(str(env_id))  # unknown ids and missing packages fail here
                 checked_envs.add(env_id)
-        env_kwargs = trial["env_kwargs"]
-        if env_kwargs is not None and (
-            not isinstance(env_kwargs, dict) or not all(isinstance(name, str) for name in env_kwargs)
-        ):
-            raise CommandError(
-                f"env_kwargs must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
-            )
-        if env_kwargs:
-            check_env_kwargs(str(trial["env"]), env_kwargs, "env_kwargs")
+        if trial["vec_env"] not in VEC_ENVS:
+            raise CommandError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {trial['vec_env']!r}")
+        for key, env_id in (("env_kwargs", trial["env"]), ("eval_env_kwargs", trial["eval_env"] or trial["env"])):
+            env_kwargs = trial[key]
+            if env_kwargs is not None and (
+                not isinstance(env_kwargs, dict) or not all(isinstance(name, str) for name in env_kwargs)
+            ):
+                raise CommandError(
+                    f"{key} must be a mapping of the env's arguments ({{max_episode_steps: 100}}), got {env_kwargs!r}"
+                )
+            if env_kwargs:
+                check_env_kwargs(str(env_id), env_kwargs, key)
         try:
             objective = Objective.parse(trial["objective"], trial["k"])
         except (TypeError, ValueError) as err:
@@ -251,6 +259,8 @@ def check_trials(trials: list[dict[str, Any]], varying: Sequence[str] = ()) -> N
         if n_episodes is not None and objective.k is not None and objective.k >= n_episodes:
             raise CommandError(f"objective {str(objective)!r} needs k < n_episodes, got n_episodes={n_episodes}")
         cls = algorithm_class(trial["algo"])
+        if trial.get("policy") is not None:
+            check_policy_name(cls, trial["policy"], "sweep key policy")
         for key, value in hyperparameters(trial).items():
             check_hparam(key, value, cls, f"sweep key {key}", options=tuple(RUN_KEYS))
         if trial.get("risk_schedule") is not None:

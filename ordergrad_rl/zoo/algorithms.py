@@ -34,6 +34,14 @@ ALGOS: dict[str, str] = {
     "recurrent_ppo": "OrderGradRecurrentPPO",
     "maskable_ppo": "OrderGradMaskablePPO",
 }
+#: rl-zoo3's names of :data:`ALGOS`' keys (its ``--algo ppo_lstm`` is sb3-contrib's RecurrentPPO).
+RL_ZOO_ALGOS: dict[str, str] = {"ppo_lstm": "recurrent_ppo"}
+
+
+def algo_name(text: str) -> str:
+    """argparse type of ``--algo``: a key of :data:`ALGOS`, or rl-zoo3's name of one (:data:`RL_ZOO_ALGOS`), which
+    argparse's ``choices`` then check."""
+    return RL_ZOO_ALGOS.get(text, text)
 
 
 #: Constructor arguments that have their own option.
@@ -91,6 +99,18 @@ def algorithm_class(algo: str) -> AlgorithmClass:
     registry for ``--algo``'s choices, and ``ordergrad-rl train --help`` stays fast.
     """
     return getattr(importlib.import_module("ordergrad_rl.agents"), ALGOS[algo])
+
+
+def check_policy_name(cls: type, policy: Any, where: str) -> None:
+    """:raises CommandError: a policy name that is not one of ``cls``'s (``policy_aliases``), naming ``where`` it
+    came from (``--policy``, an entry's ``policy``, a sweep key), the closest name and all of them; SB3's constructor
+    said only "Policy Foo unknown". A policy class is left to the algorithm."""
+    names = list(cls.policy_aliases)  # type: ignore[attr-defined]
+    if isinstance(policy, str) and policy not in names:
+        raise CommandError(
+            f"{where}: {cls.__name__} has no policy {policy!r}{closest_argument(policy, names)}; its policies: "
+            f"{', '.join(names)}"
+        )
 
 
 def hyperparameter_names(cls: type) -> list[str]:

@@ -279,16 +279,16 @@ def load_entries(
         file = model_path(path)  # raises if there is no such file
         made = model_env(file, env, env_kwargs or {})  # its run's env and env_kwargs, as rl-zoo3's enjoy reads them
         statistics, env_wrapper = saved_statistics(file, made.env), saved_env_wrapper(file, made.env)
-        models[path] = (file, *load_model(file), statistics, env_wrapper, made.env, made.env_kwargs)
+        models[path] = (file, *load_model(file), statistics, env_wrapper, made)
     if env is not None and not models:  # a run's numbers are those it logged: --env would change nothing
         raise CommandError(f"--env {env} is the env the saved models are evaluated on, and no argument is a model")
     if env_kwargs and not models:
         raise CommandError(
             "--env-kwargs are the arguments of the env the saved models are evaluated on, and no argument is a model"
         )
-    for file, model, *_, env_wrapper, env_id, made_kwargs in models.values():  # unknown ids, bad arguments fail here
-        venv = make_env(env_id, 1, None, made_kwargs, env_wrapper=env_wrapper)
-        check_fits(model, venv, f"{env_id} ({file})")
+    for file, model, *_, env_wrapper, made in models.values():  # unknown ids, bad arguments fail here
+        venv = make_env(made.env, 1, None, made.env_kwargs, made.option, env_wrapper=env_wrapper)
+        check_fits(model, venv, f"{made.env} ({file})")
         venv.close()
     entries = []
     for path in paths:
@@ -300,9 +300,11 @@ def load_entries(
                     raise
                 print(f"note: skipping {err}")
             continue
-        file, model, algorithm, statistics, env_wrapper, env_id, made_kwargs = models[path]
-        evaluation = evaluate_model(model, env_id, episodes, True, seed, quiet, made_kwargs, statistics, env_wrapper)
-        source = f"{algorithm.name}, {episodes} deterministic episodes on {env_label(env_id, made_kwargs)}"
+        file, model, algorithm, statistics, env_wrapper, made = models[path]
+        evaluation = evaluate_model(
+            model, made.env, episodes, True, seed, quiet, made.env_kwargs, statistics, env_wrapper, made.option
+        )
+        source = f"{algorithm.name}, {episodes} deterministic episodes on {env_label(made.env, made.env_kwargs)}"
         entries.append(Entry(file, entry_name(file), source, evaluation.profile(), returns=evaluation.returns))
     if not entries:
         raise CommandError("nothing to compare: no run below the arguments has eval_risk/* or risk/* scalars")

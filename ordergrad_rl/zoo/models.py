@@ -415,12 +415,16 @@ ALGORITHMS: tuple[Algorithm, ...] = (
 def model_path(path: str | Path) -> Path:
     """The zip file of a saved model, accepting the path without ``.zip`` as SB3's ``load`` does.
 
-    :raises CommandError: no such file.
+    :raises CommandError: no such file; for a directory (an rl-zoo3 run folder, a TensorBoard run), the models in it.
     """
     path = Path(path)
     for candidate in (path, path.with_name(path.name + ".zip")):
         if candidate.is_file():
             return candidate
+    if path.is_dir():  # rl-zoo3's enjoy finds a run folder's model itself (-f logs --exp-id 1): name them
+        models = sorted(file.name for file in path.glob("*.zip"))
+        held = f"give one of its models: {', '.join(models)}" if models else "it holds no model (.zip)"
+        raise CommandError(f"no saved model at {path}: a directory; {held}")
     raise CommandError(f"no saved model at {path}")
 
 
@@ -748,11 +752,15 @@ class ModelEnv(NamedTuple):
     :param env: its id.
     :param env_kwargs: the arguments it is made with.
     :param gym_packages: the modules imported to register it, from the ``args.yml`` of the model's run.
+    :param option: where its arguments come from, as the errors about them name it (:func:`make_env`'s
+        ``option``): ``--env-kwargs``, or the file of the run's arguments (``models/cliff/args.yml: env_kwargs``)
+        where it gives some, which a user fixes there (a key given with ``--env-kwargs`` replaces its value).
     """
 
     env: str
     env_kwargs: dict[str, Any]
     gym_packages: list[str]
+    option: str = "--env-kwargs"
 
 
 def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any]) -> ModelEnv:
@@ -791,6 +799,7 @@ def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any
     except CommandError as err:
         raise CommandError(f"{found}: {err}") from err
     made: dict[str, Any] = {}
+    source = None
     if found is not None and isinstance(saved_env, str) and rl_zoo_env_name(saved_env) == rl_zoo_env_name(env_id):
         config_file = found.with_name(RL_ZOO_CONFIG_FILE)
         config = read_rl_zoo_file(config_file) if config_file.is_file() else {}
@@ -799,8 +808,11 @@ def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any
             if saved is not None and not isinstance(saved, dict):
                 raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
             if saved is not None:  # args.yml's replace config.yml's, as in enjoy
-                made = dict(saved)
-    return ModelEnv(env_id, made | dict(env_kwargs), packages)
+                made, source = dict(saved), file
+    option = "--env-kwargs"
+    if any(key not in env_kwargs for key in made):  # the file gives some: a bad one is fixed there
+        option = f"{source}: env_kwargs" + (" under --env-kwargs" if env_kwargs else "")
+    return ModelEnv(env_id, made | dict(env_kwargs), packages, option)
 
 
 def parse_frame_stack(value: Any, where: str) -> int | None:
@@ -951,6 +963,9 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any] | None, option: 
     for key in env_kwargs or {}:
         if key not in accepted:
             hint = closest_argument(key, accepted)
+            if ":" in key:  # YAML's {max_episode_steps:100} (a sweep's --grid, a file) is that key, without a value
+                name, _, value = key.partition(":")
+                hint = f" (YAML reads {{{key}}} as that key: write {{{name}: {value}}}, a space after the colon)"
             raise CommandError(f"{option}: {env_id} takes no argument {key!r}{hint}; it takes {', '.join(accepted)}")
 
 
@@ -979,7 +994,8 @@ def make_env(
         (``vec_env_wrapper``, ``frame_stack``: :func:`vec_env_wrappers`) wrap the ``VecEnv`` (one env's without
         ``n_envs``).
     :raises CommandError: unknown env id, a package the env needs missing (:func:`check_env_id`), or env arguments
-        the env refuses (:func:`check_env_kwargs`, then the env's own errors); ``"subproc"`` for an env run as one
+        the env refuses (:func:`check_env_kwargs`, then the env's own ``TypeError``, ``ValueError``, and with
+        arguments its ``KeyError`` or ``AssertionError``); ``"subproc"`` for an env run as one
         NumPy batch; a wrapper that refuses the env.
     """
     import gymnasium as gym
@@ -998,13 +1014,17 @@ def make_env(
         else:
             wrapper_class = env_wrapper_class(env_wrapper)
             venv = make_sb3_vec_env(env_id, n_envs or 1, seed=seed, env_kwargs=env_kwargs, wrapper_class=wrapper_class)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, KeyError, AssertionError) as err:
+        if isinstance(err, KeyError | AssertionError) and not env_kwargs:
+            raise  # not a refusal of the arguments: the env's own failure, with its traceback
         # An env taking **kwargs refuses its own (MuJoCo's: "MujocoEnv.__init__() got an unexpected keyword argument");
         # name the closest argument it does take, as check_env_kwargs names it for the others.
         refused = [key for key in env_kwargs or {} if f"unexpected keyword argument {key!r}" in str(err)]
         hint = closest_argument(refused[0], accepted_env_arguments(env_id)[0]) if refused else ""
+        # A value the env looks up or asserts (FrozenLake-v1's map_name=7x7: KeyError '7x7'), named as such.
+        reason = f"{type(err).__name__} {err}" if isinstance(err, KeyError | AssertionError) else str(err)
         raise CommandError(
-            f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {err}{hint}"
+            f"{option}: cannot make {env_id} with env arguments {env_kwargs or {}}: {reason}{hint}"
         ) from err
     return apply_vec_env_wrapper(venv, vec_env_wrapper)
 
@@ -1065,12 +1085,15 @@ def evaluate_model(
     env_kwargs: dict[str, Any] | None = None,
     statistics: Path | None = None,
     env_wrapper: EnvWrappers = (),
+    option: str = "--env-kwargs",
 ) -> Evaluation:
     """Run ``episodes`` episodes of ``model`` on ``make_sb3_vec_env(env_id, ..., seed, env_kwargs)`` (SB3's
     ``evaluate_policy``).
 
     :param statistics: the ``VecNormalize`` statistics the model acts on (:func:`saved_statistics`), or ``None``.
     :param env_wrapper: the wrappers the model trained in (:func:`saved_env_wrapper`), or ``()``.
+    :param option: where ``env_kwargs`` come from, named in the errors about them (:func:`make_env`,
+        :attr:`ModelEnv.option`).
 
     :raises CommandError: the model's observation or action space differs from the env's, or an episode has not
         ended after ``MAX_EPISODE_STEPS`` steps (SB3's ``evaluate_policy`` would wait for it forever).
@@ -1088,7 +1111,8 @@ def evaluate_model(
         info_component_names,
     )
 
-    venv = make_env(env_id, eval_n_envs(env_id, episodes, bool(env_wrapper)), seed, env_kwargs, env_wrapper=env_wrapper)
+    n_envs = eval_n_envs(env_id, episodes, bool(env_wrapper))
+    venv = make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper)
     check_fits(model, venv, env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)
@@ -1145,10 +1169,11 @@ def pass_at_k_evaluation(
     env_kwargs: dict[str, Any] | None = None,
     statistics: Path | None = None,
     env_wrapper: EnvWrappers = (),
+    option: str = "--env-kwargs",
 ) -> Any:
     """``n_samples`` episodes of ``model`` per context (:func:`ordergrad_rl.agents.sample_successes`), on the
     ``VecNormalize`` of ``statistics`` if given (:func:`saved_statistics`), in the wrappers of ``env_wrapper``
-    (:func:`saved_env_wrapper`).
+    (:func:`saved_env_wrapper`), made with ``env_kwargs`` (from ``option``, named in the errors about them).
 
     Contexts: the first ``n_contexts`` of those the env declares (all by default), else reset seeds ``0 ..
     n_contexts - 1`` (:data:`DEFAULT_SEED_CONTEXTS` by default).
@@ -1165,7 +1190,7 @@ def pass_at_k_evaluation(
     from ordergrad_rl.agents.common.groups import N_CONTEXTS
 
     batched = is_batched(env_id)
-    venv = make_env(env_id, 1, seed, env_kwargs, env_wrapper=env_wrapper)
+    venv = make_env(env_id, 1, seed, env_kwargs, option, env_wrapper=env_wrapper)
     declared = first_env_attr(venv, N_CONTEXTS)
     if declared is not None:
         available = int(declared)
@@ -1177,7 +1202,7 @@ def pass_at_k_evaluation(
     total = contexts.size * n_samples
     venv.close()
     n_envs = min(total, 1024) if batched and not env_wrapper else min(total, PASS_AT_K_ENVS)
-    venv = make_env(env_id, n_envs, seed, env_kwargs, env_wrapper=env_wrapper)
+    venv = make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper)
     check_fits(model, venv, env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)

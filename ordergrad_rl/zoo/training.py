@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.options import check_device, closest_argument
-from ordergrad_rl.zoo.algorithms import algorithm_class
+from ordergrad_rl.zoo.algorithms import algorithm_class, check_policy_name
 from ordergrad_rl.zoo.hyperparams import load_hyperparams, read_hyperparams_file
 from ordergrad_rl.zoo.models import (
     EnvWrapperError,
@@ -162,6 +162,8 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
     check_device(settings.device)
     if entry is not None:
         hparams = {**entry.kwargs, **hparams}  # --hparams win over the file
+    if settings.policy is not None:  # an entry's is checked where it is read
+        check_policy_name(cls, settings.policy, "--policy")
     policy = settings.policy or (entry.policy if entry is not None else next(iter(cls.policy_aliases)))
     given = {"n_episodes": settings.n_episodes, "n_envs": settings.n_envs}
     hparams = {**hparams, **{key: value for key, value in given.items() if value is not None}}  # options win
@@ -254,7 +256,9 @@ def training_env(settings: TrainSettings, n_envs: int | None) -> Any:
     )
 
 
-def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None) -> Any:
+def load_trained_agent(
+    settings: TrainSettings, path: str | Path, hparams: dict[str, Any] | None = None, option: str = "--env-kwargs"
+) -> Any:
     """rl-zoo3's ``--trained-agent``: the model saved at ``path``, to go on training (``learn(...,
     reset_num_timesteps=False)``) with the objective, hyperparameters and ``num_timesteps`` it was saved with.
 
@@ -263,7 +267,8 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
     ``hparams`` (and ``settings.n_episodes``) change the saved values, as SB3's ``load`` keyword arguments do; its
     envs are made in ``settings.env_wrapper`` (the save's: :func:`~ordergrad_rl.zoo.models.saved_env_wrapper`). A
     model saved with ``VecNormalize`` statistics goes on in a ``VecNormalize`` loaded from them, updating them, as
-    rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`).
+    rl-zoo3's does (:func:`~ordergrad_rl.zoo.models.saved_statistics`). ``option`` names where ``env_kwargs`` come
+    from in the errors about them (:attr:`~ordergrad_rl.zoo.models.ModelEnv.option`: the save's ``args.yml``).
 
     :raises CommandError: no such file, a save of another algorithm, an env whose spaces differ from the model's,
         hyperparameters the algorithm refuses at load (``k``: the objective stays the saved one), or a save that
@@ -283,7 +288,7 @@ def load_trained_agent(settings: TrainSettings, path: str | Path, hparams: dict[
         saved_n_envs = read_saved_data(path).get("n_envs")
         n_envs = settings.n_envs or saved_n_envs or 1
         env = make_env(
-            settings.env, n_envs, settings.seed, settings.env_kwargs, vec_env=settings.vec_env,
+            settings.env, n_envs, settings.seed, settings.env_kwargs, option, vec_env=settings.vec_env,
             env_wrapper=settings.env_wrapper,
         )  # fmt: skip
         if statistics is not None:
@@ -310,16 +315,23 @@ def run_arguments(
     """What a run's save records of the env it trained on (:func:`~ordergrad_rl.zoo.models.save_run_arguments`:
     ``models/cliff/args.yml``), in the keys of rl-zoo3's ``args.yml``: ``algo``, ``env``, ``env_kwargs`` (all those
     the env was made with: an entry's and ``--env-kwargs``), ``gym_packages`` and ``seed``, which ``evaluate``,
-    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`), and ``run_name``, the
-    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into.
+    ``compare`` and ``--trained-agent`` read (:func:`~ordergrad_rl.zoo.models.model_env`); ``run_name``, the
+    ``--run-name`` of its TensorBoard run (``None``: the algorithm's), which ``--trained-agent`` goes on logging into;
+    and ``vec_env``, ``eval_env`` (``None``: none), ``eval_env_kwargs`` (``None``: those of ``env`` for the same
+    id), ``eval_freq`` and ``eval_episodes``, which ``--trained-agent`` goes on with.
     """
     return {
         "algo": settings.algo,
         "env": settings.env,
         "env_kwargs": dict(settings.env_kwargs or {}),
+        "eval_env": settings.eval_env,
+        "eval_env_kwargs": None if settings.eval_env_kwargs is None else dict(settings.eval_env_kwargs),
+        "eval_episodes": settings.eval_episodes,
+        "eval_freq": settings.eval_freq,
         "gym_packages": list(gym_packages or []),
         "run_name": run_name,
         "seed": settings.seed,
+        "vec_env": settings.vec_env,
     }
 
 
@@ -363,6 +375,7 @@ def save_model(
 
     :return: the statistics' file, or ``None`` for an env without ``VecNormalize``.
     """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # else SB3 warns "Path ... does not exist. Will create it"
     model.save(path)
     save_env_wrapper(path, env_wrapper)
     save_run_arguments(path, arguments)
@@ -491,10 +504,11 @@ def learn(model: Any, timesteps: int, **kwargs: Any) -> Any:
         ) from err
 
 
-def eval_callback(settings: TrainSettings, model: Any) -> Any:
-    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs``, by default
-    with ``env_kwargs`` if it is the training env's id (an env of another id, such as a deployment variant, keeps its
-    registered arguments), in the run's ``env_wrapper`` (as rl-zoo3 makes its evaluation envs).
+def eval_callback(settings: TrainSettings, model: Any, option: str = "--eval-env-kwargs") -> Any:
+    """The ``RiskEvalCallback`` of ``--eval-env``, or ``None``. The env is made with ``eval_env_kwargs`` (from
+    ``option``, named in the errors about them: a ``--trained-agent``'s ``args.yml``), by default with ``env_kwargs``
+    if it is the training env's id (an env of another id, such as a deployment variant, keeps its registered
+    arguments), in the run's ``env_wrapper`` (as rl-zoo3 makes its evaluation envs).
 
     :raises CommandError: unknown id, or an env whose spaces differ from the model's (checked now, not at the
         first evaluation).
@@ -508,7 +522,7 @@ def eval_callback(settings: TrainSettings, model: Any) -> Any:
         same = settings.eval_env == settings.env
         env_kwargs, option = (settings.env_kwargs if same else None), "--env-kwargs (--eval-env-kwargs sets its own)"
     else:
-        env_kwargs, option = settings.eval_env_kwargs, "--eval-env-kwargs"
+        env_kwargs = settings.eval_env_kwargs
     eval_env = make_env(
         settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option, env_wrapper=settings.env_wrapper
     )

@@ -59,8 +59,7 @@ def check_policy_action_space(action_space: spaces.Space) -> None:
     """
     if isinstance(action_space, POLICY_ACTION_SPACES):
         return
-    *first, last = (space.__name__ for space in POLICY_ACTION_SPACES)
-    names = f"{', '.join(first)} or {last}"
+    names = space_names(POLICY_ACTION_SPACES)
     text = (
         "; for a Text, a MultiDiscrete of character indices in its charset, [len(charset)] * max_length"
         if isinstance(action_space, spaces.Text)
@@ -71,6 +70,32 @@ def check_policy_action_space(action_space: spaces.Space) -> None:
         f"in: they act in {names} action spaces. Give the agent one of those and turn its actions into the env's "
         f"(a gymnasium.ActionWrapper whose action_space is one{text})"
     )
+
+
+def check_algorithm_action_space(
+    action_space: spaces.Space | None, supported: tuple[type[spaces.Space], ...], algorithm: str
+) -> None:
+    """``ValueError`` for an action space SB3's policies act in (:data:`POLICY_ACTION_SPACES`) but ``algorithm`` does
+    not (the ``supported`` spaces it passes SB3's constructor: MaskablePPO's ``Discrete``, ``MultiDiscrete`` and
+    ``MultiBinary``, QR-DQN's ``Discrete``), naming the space, those it acts in and the agents for the others.
+
+    SB3's constructor refused them with a bare ``AssertionError`` ("The algorithm only supports (<class ...>, ...)").
+    ``None`` (no env yet: SB3's ``load``) and the spaces no policy acts in are left to
+    :func:`check_policy_action_space`, whose message names the wrapper that fixes them.
+    """
+    if not isinstance(action_space, POLICY_ACTION_SPACES) or isinstance(action_space, supported):
+        return
+    raise ValueError(
+        f"the env's action space {action_space} is a {type(action_space).__name__}, which {algorithm} does not act "
+        f"in: it acts in {space_names(supported)} action spaces only. OrderGradPPO, OrderGradREINFORCE and "
+        f"OrderGradRecurrentPPO act in {space_names(POLICY_ACTION_SPACES)} action spaces"
+    )
+
+
+def space_names(kinds: tuple[type[spaces.Space], ...]) -> str:
+    """The names of the space classes ``kinds``, as messages list them: ``Discrete, MultiDiscrete or MultiBinary``."""
+    *first, last = (kind.__name__ for kind in kinds)
+    return f"{', '.join(first)} or {last}" if first else last
 
 
 def check_observation_space(observation_space: spaces.Space, key: str = "") -> None:

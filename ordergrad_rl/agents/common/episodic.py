@@ -61,7 +61,9 @@ from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin, sb3_l
 from ordergrad_rl.agents.common.buffers import EPISODIC_BUFFER_KEYS, MAX_EPISODE_STEPS, EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.channels import InfoChannels
 from ordergrad_rl.agents.common.checks import (
+    POLICY_ACTION_SPACES,
     REWARDS_NORMALIZED_WARNING,
+    check_algorithm_action_space,
     check_finite_step,
     check_step_returns,
     warn_if_rewards_normalized,
@@ -323,6 +325,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     episodic_policy_classes: tuple[type, ...] = (ActorCriticPolicy, OrderGradPolicyMixin)
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
+    #: The action spaces the algorithm acts in, refused by name at construction
+    #: (:func:`~ordergrad_rl.agents.common.checks.check_algorithm_action_space`; OrderGradMaskablePPO's are
+    #: MaskablePPO's), where SB3's constructor asserted them.
+    supported_action_spaces: tuple[type[spaces.Space], ...] = POLICY_ACTION_SPACES
     #: The most steps a ranked rollout holds at the env's episode limit when ``n_episodes`` is ``None``
     #: (:func:`~.arguments.ranked_n_episodes`): the PPO family's :data:`~.arguments.RANKED_ROLLOUT_STEPS` (OrderGradPPO
     #: and the sb3-contrib variants), OrderGradREINFORCE's :data:`~.arguments.REINFORCE_RANKED_ROLLOUT_STEPS`.
@@ -469,6 +475,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         first_guess = n_episodes or default_n_episodes(parsed, group_size, env_limit, rollout_steps)
         training_env = build_env(env, n_envs, seed, first_guess)
         action_space = getattr(training_env, "action_space", None)  # None in SB3's load without an env
+        check_algorithm_action_space(action_space, self.supported_action_spaces, type(self).__name__)
         if long_episode_defaults:  # the PPO family
             rollout_steps = timed_box_rollout_steps(rollout_steps, action_space, env_limit)
         if isinstance(batch_size, EllipsisType):

@@ -57,17 +57,28 @@ def schedules_in_force(model: Any) -> list[str]:
     return names
 
 
-def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool) -> None:
-    """Warn when ``model.learn(..., reset_num_timesteps=False)`` follows a ``learn`` call that ran to its end while
-    a schedule is in force (:func:`schedules_in_force`): the schedules start again instead of going on.
+class ScheduleRestartWarning(UserWarning):
+    """:func:`warn_if_schedules_restart`'s: a category of its own, which a caller that says it its own way (``train
+    --trained-agent``) filters."""
 
-    Call it before SB3's ``learn`` updates ``_total_timesteps``. A model whose last call stopped early (a callback's
-    ``False``) resumes its schedules where they were, and a fresh model has nothing to restart: neither warns.
-    """
+
+def restarting_schedules(model: Any, reset_num_timesteps: bool) -> list[str]:
+    """The schedules in force (:func:`schedules_in_force`) that ``model.learn(..., reset_num_timesteps)`` starts
+    again: all of them after a ``learn`` call that ran to its end, with ``reset_num_timesteps=False``; none otherwise
+    (a model whose last call stopped early, a callback's ``False``, resumes its schedules where they were, and a fresh
+    model has nothing to restart). Read before SB3's ``learn`` updates ``_total_timesteps``."""
     num_timesteps = getattr(model, "num_timesteps", 0)
     if reset_num_timesteps or num_timesteps == 0 or num_timesteps < getattr(model, "_total_timesteps", 0):
-        return
-    names = schedules_in_force(model)
+        return []
+    return schedules_in_force(model)
+
+
+def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool) -> None:
+    """Warn (:class:`ScheduleRestartWarning`) when ``model.learn(..., reset_num_timesteps=False)`` follows a
+    ``learn`` call that ran to its end while a schedule is in force (:func:`restarting_schedules`): the schedules
+    start again instead of going on. Call it before SB3's ``learn`` updates ``_total_timesteps``.
+    """
+    names = restarting_schedules(model, reset_num_timesteps)
     if not names:
         return
     # The text is the same on every call of a loop, so that Python's warning filter shows it once.
@@ -78,6 +89,6 @@ def warn_if_schedules_restart(model: Any, reset_num_timesteps: bool) -> None:
         "pieces under one schedule, make one learn call with the whole budget and run what comes between the "
         "pieces in a callback (EvalCallback, CheckpointCallback, a callback whose _on_step returns False to stop); "
         "to resume an interrupted call, pass the steps that remain",
-        UserWarning,
+        ScheduleRestartWarning,
         stacklevel=user_stacklevel(),
     )

@@ -102,6 +102,7 @@ class OrderGradMaskablePPO(PerStepBaselineMixin, MaskablePPO):  # type: ignore[m
     budget_sized_rollouts = True
     trains_critic = False
     critic_arguments = PPO_CRITIC_ARGUMENTS  # MaskablePPO's, refused (no critic)
+    supported_action_spaces = (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # MaskablePPO's
     rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from sb3_contrib import QRDQN
 from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
@@ -29,7 +30,11 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from ordergrad_rl.agents.common.checks import check_action_space, check_observation_space
+from ordergrad_rl.agents.common.checks import (
+    check_action_space,
+    check_algorithm_action_space,
+    check_observation_space,
+)
 from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
 from ordergrad_rl.common.arguments import check_int
 
@@ -160,8 +165,15 @@ class QRDQNCVaR(QRDQN):
     @staticmethod
     def _wrap_env(env: AgentEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
         """SB3's ``_wrap_env`` (of the constructor, ``load(path, env)`` and ``set_env``) taking a native batch's
-        ``gym.make_vec``, as the OrderGrad agents do (:func:`~ordergrad_rl.agents.common.env_util.wrap_env`)."""
-        return wrap_env(env, verbose, monitor_wrapper)
+        ``gym.make_vec``, as the OrderGrad agents do (:func:`~ordergrad_rl.agents.common.env_util.wrap_env`).
+
+        :raises ValueError: an action space other than QR-DQN's ``Discrete``, named
+            (:func:`~ordergrad_rl.agents.common.checks.check_algorithm_action_space`), where SB3's constructor
+            asserted it.
+        """
+        venv = wrap_env(env, verbose, monitor_wrapper)
+        check_algorithm_action_space(venv.action_space, (spaces.Discrete,), "QRDQNCVaR (QR-DQN)")
+        return venv
 
     @property
     def alpha(self) -> float:

@@ -192,13 +192,14 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     # Checked and converted as `train` does (lin_<x> to a schedule; keys the constructor lacks, or rl-zoo3's wrapper
     # keys, refused), so that ``cls(hp.policy, env_id, **hp.kwargs)`` works from Python as the README shows.
     from ordergrad_rl.common.errors import CommandError
-    from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam, number
+    from ordergrad_rl.zoo.algorithms import ENTRY_OPTIONS, algorithm_class, check_hparam, check_policy_name, number
     from ordergrad_rl.zoo.models import check_env_kwargs
 
     cls = algorithm_class(algo)
     if policy is None:  # as train without --policy: the algorithm's first (recurrent_ppo has no "MlpPolicy")
         policy = next(iter(cls.policy_aliases))
     try:
+        check_policy_name(cls, policy, f"{source}: {env_id}: policy")
         for key, value in kwargs.items():  # 3e-4, which YAML 1.1 reads as text, is the number (as in a sweep)
             kwargs[key] = check_hparam(key, number(value), cls, f"{source}: {env_id}: {key}", options=ENTRY_OPTIONS)
         if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
