@@ -20,7 +20,8 @@
    fixed noise) and the projection to 750 updates and to the reproduction (5 seeds x 2 methods x 750 updates,
    target <= 10 minutes), against the cost of the 4096 environment steps alone (random actions).
 
-Best of ``--repeats`` runs (the least noisy location statistic); machines are noisy, the ratios are the figures.
+Best of ``--repeats`` runs (the least noisy location statistic), the runs compared taking turns; machines are noisy,
+the ratios are the figures.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import argparse
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import gymnasium as gym
@@ -59,16 +60,24 @@ PAPER_POLICY = dict(
 )
 
 
-def best_run(make: Callable[[], Callable[[], object]], repeats: int) -> tuple[float, object]:
-    """Best wall time of ``repeats`` runs, each on a freshly built model (construction is not timed), and what that
-    run returned."""
-    runs = []
+def best_runs(makes: Sequence[Callable[[], Callable[[], object]]], repeats: int) -> list[tuple[float, object]]:
+    """Each run's best wall time of ``repeats``, each on a freshly built model (construction is not timed), and what
+    that run returned. The runs take turns (round ``r`` times every run once): a machine that slows down for a while
+    slows all of them, not only the ones timed then, so their ratios hold (timed one after the other, the usage
+    line's ratio to SB3 PPO moved between 0.84 and 1.25 on one busy machine)."""
+    runs: list[list[tuple[float, object]]] = [[] for _ in makes]
     for _ in range(repeats):
-        run = make()
-        start = time.perf_counter()
-        result = run()
-        runs.append((time.perf_counter() - start, result))
-    return min(runs, key=lambda timed: timed[0])
+        for timed, make in zip(runs, makes, strict=True):
+            run = make()
+            start = time.perf_counter()
+            result = run()
+            timed.append((time.perf_counter() - start, result))
+    return [min(timed, key=lambda run: run[0]) for timed in runs]
+
+
+def best_run(make: Callable[[], Callable[[], object]], repeats: int) -> tuple[float, object]:
+    """Best wall time of ``repeats`` runs of one kind, and what that run returned (:func:`best_runs`)."""
+    return best_runs([make], repeats)[0]
 
 
 def best_time(make: Callable[[], Callable[[], object]], repeats: int) -> float:
@@ -159,23 +168,32 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     steps = args.cartpole_steps
     print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")
-    sb3 = best_run(lambda: cartpole_run(PPO, steps, 0), args.repeats)
+    # The mean at its defaults, and the usage line: cvar0.2 at its long-episode defaults (32 episodes per update,
+    # the history baseline and its network, the level schedule), what a user who writes only the objective runs.
+    labels = ("OrderGradPPO mean", "OrderGradPPO cvar0.2 (the usage line)")
+    sb3, *ours = best_runs(
+        [partial(cartpole_run, PPO, steps, 0)]
+        + [partial(cartpole_run, OrderGradPPO, steps, 0, objective=objective) for objective in ("mean", "cvar0.2")],
+        args.repeats,
+    )
     header = f"{'':<52} {'time':>10}  {'ratio':>7}  {'env steps':>9}  {'per step':>8}"
     print(header)
     steps_row("SB3 PPO (baseline)", sb3, sb3)
-    # The mean at its defaults, and the usage line: cvar0.2 at its long-episode defaults (32 episodes per update,
-    # the history baseline and its network, the level schedule), what a user who writes only the objective runs.
-    for label, objective in (("OrderGradPPO mean", "mean"), ("OrderGradPPO cvar0.2 (the usage line)", "cvar0.2")):
-        run = lambda objective=objective: cartpole_run(OrderGradPPO, steps, 0, objective=objective)  # noqa: E731
-        steps_row(label, best_run(run, args.repeats), sb3, "target <= 1.10")  # per env step
+    for label, run in zip(labels, ours, strict=True):
+        steps_row(label, run, sb3, "target <= 1.10")  # per env step
     print()
 
     steps = args.contrib_steps
     print(f"sb3-contrib on CartPole-v1, defaults, {steps} env steps on one env, best of {args.repeats}")
     print(header)
     for name, base_cls, cls, policy, kwargs, masked in CONTRIB:
-        base = best_run(partial(cartpole_run, base_cls, steps, 0, policy, masked), args.repeats)
-        ours = best_run(partial(cartpole_run, cls, steps, 0, policy, masked, **kwargs), args.repeats)
+        base, ours = best_runs(
+            [
+                partial(cartpole_run, base_cls, steps, 0, policy, masked),
+                partial(cartpole_run, cls, steps, 0, policy, masked, **kwargs),
+            ],
+            args.repeats,
+        )
         steps_row(f"{name} (baseline)", base, base)
         steps_row(f"{cls.__name__} {kwargs.get('objective', '')}".rstrip(), ours, base)
     print()
@@ -187,9 +205,11 @@ def main(argv: list[str] | None = None) -> None:
         f"best of {args.repeats}"
     )
 
-    sb3 = best_time(lambda: ppo_run(PPO, args.updates, 0, n_steps=EPISODE_STEPS, **ppo_kwargs), args.repeats)
-    ours = best_time(
-        lambda: ppo_run(OrderGradPPO, args.updates, 0, objective="cvar0.2", n_episodes=N_ENVS, **ppo_kwargs),
+    (sb3, _), (ours, _) = best_runs(
+        [
+            partial(ppo_run, PPO, args.updates, 0, n_steps=EPISODE_STEPS, **ppo_kwargs),
+            partial(ppo_run, OrderGradPPO, args.updates, 0, objective="cvar0.2", n_episodes=N_ENVS, **ppo_kwargs),
+        ],
         args.repeats,
     )
     print(f"\n{'measurement':<52} {'time':>10}  {'ratio':>7}")

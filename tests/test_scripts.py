@@ -3,7 +3,6 @@ fixed script at its smallest setting."""
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import sys
@@ -181,13 +180,15 @@ def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_basel
     script = load("bench_agents")
     runs = []
 
-    def best_run(make, repeats):
-        runs.append(make)
-        return 1.0, 100  # nothing built or trained
+    def best_runs(makes, repeats):
+        runs.extend(makes)
+        return [(1.0, 100)] * len(makes)  # nothing built or trained
 
-    monkeypatch.setattr(script, "best_run", best_run)
+    monkeypatch.setattr(script, "best_runs", best_runs)
     script.main(["--quick"])
-    timed = [(run.args[0].__name__, run.args[4]) for run in runs if isinstance(run, functools.partial)]
+    # Section 1's runs: cartpole_run(cls, steps, seed, policy, masked, ...); section 0 passes no policy.
+    contrib = [run for run in runs if getattr(run, "func", None) is script.cartpole_run and len(run.args) == 5]
+    timed = [(run.args[0].__name__, run.args[4]) for run in contrib]
     assert timed == [
         ("RecurrentPPO", False),
         ("OrderGradRecurrentPPO", False),
@@ -198,6 +199,20 @@ def test_bench_agents_times_each_contrib_algorithm_against_its_sb3_contrib_basel
     ]
     out = capsys.readouterr().out
     assert "MaskablePPO (baseline)" in out and "OrderGradMaskablePPO cvar0.2" in out
+
+
+def test_bench_agents_times_the_runs_it_compares_in_turns():
+    """A machine that slows down for a while slows every run compared, not the ones timed then: runs take turns."""
+    script = load("bench_agents")
+    order: list[str] = []
+
+    def make(name: str):
+        order.append(f"build {name}")
+        return lambda: order.append(f"run {name}") or name
+
+    best = script.best_runs([lambda: make("sb3"), lambda: make("ours")], repeats=2)
+    assert order == ["build sb3", "run sb3", "build ours", "run ours"] * 2
+    assert [result for _, result in best] == ["sb3", "ours"]
 
 
 def test_bench_agents_silences_only_the_expected_few_updates_warnings():
