@@ -1,7 +1,7 @@
 """Benchmark of the agents, each against a baseline timed in the same run.
 
     python scripts/bench_agents.py [--cartpole-steps 20000] [--contrib-steps 2048] [--updates 10] [--repeats 3]
-                                   [--threads 1] [--quick]
+                                   [--threads 1] [--sections 0 1 2 3] [--quick]
 
 0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
    ``OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean")`` and the usage line ``objective="cvar0.2"``, each
@@ -117,6 +117,10 @@ def cartpole_run(
     return lambda: model.learn(steps).num_timesteps
 
 
+#: The header of sections 0 and 1's tables (:func:`steps_row`).
+HEADER = f"{'':<52} {'time':>10}  {'ratio':>7}  {'env steps':>9}  {'per step':>8}"
+
+
 def steps_row(label: str, run: tuple[float, int], baseline: tuple[float, int], target: str = "") -> None:
     """One line of sections 0 and 1: the wall time of ``run`` (``(seconds, env steps)``), its ratio to
     ``baseline``'s and the ratio per env step taken (each algorithm rounds the budget up differently)."""
@@ -144,28 +148,8 @@ def env_steps_only(updates: int, seed: int) -> Callable[[], object]:
     return run
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cartpole-steps", type=positive_int, default=20_000, help="env steps per timed CartPole run")
-    parser.add_argument(
-        "--contrib-steps", type=positive_int, default=2048, help="env steps per timed sb3-contrib CartPole run"
-    )
-    parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
-    parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
-    parser.add_argument("--repeats", type=positive_int, default=3)
-    parser.add_argument("--n-epochs", type=positive_int, default=10)
-    parser.add_argument("--batch-size", type=positive_int, default=256)
-    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
-    quick = {
-        "cartpole_steps": 500,
-        "contrib_steps": 128,
-        "updates": 1,
-        "reinforce_updates": 1,
-        "repeats": 1,
-        "n_epochs": 1,
-    }
-    args = parse_quick_args(parser, argv, quick)
-    torch.set_num_threads(args.threads)
+def cartpole_section(args: argparse.Namespace) -> None:
+    """Section 0: SB3 PPO vs OrderGradPPO's mean and the usage line on CartPole-v1."""
     steps = args.cartpole_steps
     print(f"CartPole-v1, defaults, {steps} env steps on one env, torch threads={args.threads}, best of {args.repeats}")
     # The mean at its defaults, and the usage line: cvar0.2 at its long-episode defaults (32 episodes per update,
@@ -176,16 +160,17 @@ def main(argv: list[str] | None = None) -> None:
         + [partial(cartpole_run, OrderGradPPO, steps, 0, objective=objective) for objective in ("mean", "cvar0.2")],
         args.repeats,
     )
-    header = f"{'':<52} {'time':>10}  {'ratio':>7}  {'env steps':>9}  {'per step':>8}"
-    print(header)
+    print(HEADER)
     steps_row("SB3 PPO (baseline)", sb3, sb3)
     for label, run in zip(labels, ours, strict=True):
         steps_row(label, run, sb3, "target <= 1.10")  # per env step
-    print()
 
+
+def contrib_section(args: argparse.Namespace) -> None:
+    """Section 1: sb3-contrib's algorithms vs their OrderGrad variants on CartPole-v1."""
     steps = args.contrib_steps
     print(f"sb3-contrib on CartPole-v1, defaults, {steps} env steps on one env, best of {args.repeats}")
-    print(header)
+    print(HEADER)
     for name, base_cls, cls, policy, kwargs, masked in CONTRIB:
         base, ours = best_runs(
             [
@@ -196,8 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         steps_row(f"{name} (baseline)", base, base)
         steps_row(f"{cls.__name__} {kwargs.get('objective', '')}".rstrip(), ours, base)
-    print()
 
+
+def portfolio_ppo_section(args: argparse.Namespace) -> None:
+    """Section 2: OrderGradPPO vs SB3 PPO with the same rollout on the portfolio."""
     ppo_kwargs = dict(n_epochs=args.n_epochs, batch_size=args.batch_size)
     print(
         f"{ENV_ID}: {N_ENVS} envs x {EPISODE_STEPS} steps = {ROLLOUT_STEPS} steps per rollout, "
@@ -216,6 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'SB3 PPO, ' + str(args.updates) + ' updates (baseline)':<52} {sb3:9.3f}s  {1.0:7.2f}")
     print(f"{'OrderGradPPO cvar0.2, same':<52} {ours:9.3f}s  {ours / sb3:7.2f}   target <= 1.10")
 
+
+def reinforce_section(args: argparse.Namespace) -> None:
+    """Section 3: OrderGradREINFORCE's update at the paper's size against the env steps alone."""
     n = args.reinforce_updates
     env_only = best_time(lambda: env_steps_only(n, 1), args.repeats) / n
 
@@ -233,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         return lambda: model.learn(n * ROLLOUT_STEPS)
 
-    print(f"\nOrderGradREINFORCE at the paper's size ({N_ENVS} episodes x {EPISODE_STEPS} decisions, linear policy)")
+    print(f"OrderGradREINFORCE at the paper's size ({N_ENVS} episodes x {EPISODE_STEPS} decisions, linear policy)")
     print(f"{'env steps alone, per rollout (baseline)':<52} {env_only * 1e3:9.2f}ms  {1.0:7.2f}")
     per_update = {}
     for objective in ("mean", "cvar0.2@128"):
@@ -244,6 +234,41 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'750 updates (projected, slower objective)':<52} {750 * worst:9.1f}s")
     total = 5 * sum(750 * t for t in per_update.values())
     print(f"{'5 seeds x 2 methods x 750 updates (projected)':<52} {total:9.1f}s   target <= 600 s")
+
+
+#: The sections, by number (``--sections``).
+SECTIONS = (cartpole_section, contrib_section, portfolio_ppo_section, reinforce_section)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cartpole-steps", type=positive_int, default=20_000, help="env steps per timed CartPole run")
+    parser.add_argument(
+        "--contrib-steps", type=positive_int, default=2048, help="env steps per timed sb3-contrib CartPole run"
+    )
+    parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
+    parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--n-epochs", type=positive_int, default=10)
+    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
+    parser.add_argument(
+        "--sections", type=int, nargs="+", choices=range(4), default=[0, 1, 2, 3], help="the sections to run (0-3)"
+    )
+    quick = {
+        "cartpole_steps": 500,
+        "contrib_steps": 128,
+        "updates": 1,
+        "reinforce_updates": 1,
+        "repeats": 1,
+        "n_epochs": 1,
+    }
+    args = parse_quick_args(parser, argv, quick)
+    torch.set_num_threads(args.threads)
+    for i, section in enumerate(SECTIONS):
+        if i in args.sections:
+            section(args)
+            print()
 
 
 if __name__ == "__main__":
