@@ -907,6 +907,25 @@ def test_train_vec_env_subproc_trains_as_dummy_does(tmp_path, capsys):
     assert "--vec-env subproc: SyntheticTailRisk-v0 runs all its envs as one NumPy batch" in capsys.readouterr().err
 
 
+def test_train_trained_agent_keeps_its_runs_seed(tmp_path, capsys):
+    """-i reseeded every continued run with --seed's default 0: runs of seeds 1, 2, 3 went on drawing the same env
+    streams. It keeps the seed of its run's args.yml now, unless --seed is given."""
+    import yaml
+
+    first = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--timesteps", "16"]
+    assert main([*first, "--seed", "3", "--quiet", "--save", str(tmp_path / "first")]) == 0
+    capsys.readouterr()
+    more = ["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "16", "--quiet"]
+    assert main([*more, "--save", str(tmp_path / "more")]) == 0
+    assert "with its run's --seed 3\n" in capsys.readouterr().out
+    assert yaml.safe_load((tmp_path / "more" / "args.yml").read_text())["seed"] == 3
+    assert main([*more, "--seed", "5", "--save", str(tmp_path / "given")]) == 0
+    assert "with its run's" not in capsys.readouterr().out
+    assert yaml.safe_load((tmp_path / "given" / "args.yml").read_text())["seed"] == 5
+    assert main([*first, "--quiet", "--save", str(tmp_path / "default")]) == 0  # a new run: seed 0
+    assert yaml.safe_load((tmp_path / "default" / "args.yml").read_text())["seed"] == 0
+
+
 def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsys):
     """-i kept the saved run's --algo, --env, --env-kwargs and --run-name, but went on without its --eval-env and in
     DummyVecEnv, whatever the run had. args.yml records them now (rl-zoo3's keys, and eval_env), and -i goes on with

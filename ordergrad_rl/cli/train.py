@@ -220,7 +220,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="T",
         help="env steps to train for (default: the n_timesteps of the env's --conf-file entry; required without one)",
     )
-    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--seed", type=seed_int, default=None, help="random seed (default: 0; with -i, the seed of its run's args.yml)"
+    )
     parser.add_argument(
         "--policy",
         default=None,
@@ -308,7 +310,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings(args: argparse.Namespace) -> TrainSettings:
     """The training run the options describe (:class:`TrainSettings`' defaults for the options not given)."""
-    given = {name: getattr(args, name) for name in ("eval_freq", "eval_episodes", "vec_env")}
+    given = {name: getattr(args, name) for name in ("eval_freq", "eval_episodes", "vec_env", "seed")}
     return TrainSettings(
         algo=args.algo,
         env=args.env,
@@ -316,7 +318,6 @@ def settings(args: argparse.Namespace) -> TrainSettings:
         k=args.k,
         n_episodes=args.n_episodes,
         n_envs=args.n_envs,
-        seed=args.seed,
         policy=args.policy,
         tensorboard=args.tensorboard,
         eval_env=args.eval_env,
@@ -338,6 +339,8 @@ KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "eval_env": (lambda value: isinstance(value, str), "an env id"),
     "eval_freq": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
     "eval_episodes": (lambda value: type(value) is int and value >= 1, "an integer >= 1"),
+    # Its own seed, not 0: continued runs of several seeds would otherwise all draw seed 0's env streams.
+    "seed": (lambda value: type(value) is int and value >= 0, "an integer >= 0"),
 }
 
 
