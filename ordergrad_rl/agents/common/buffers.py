@@ -157,7 +157,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         # What add() reads at every step, recomputed only here, where episodes start or stop being kept: the envs
         # in a kept episode, how many, and the longest of their episodes so far (for the bound on its length).
         self._keep = self._episode_id >= 0
-        self._n_keep = np.count_nonzero(self._keep)
+        self._n_keep = int(np.count_nonzero(self._keep))
         self._longest = max(self._episode_step[self._keep].tolist(), default=0)
 
     @property
