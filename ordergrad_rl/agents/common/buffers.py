@@ -144,6 +144,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._n_started = 0
         self._time_outs = np.zeros(self.n_episodes, dtype=bool)
         self._start_episodes(np.ones(self.n_envs, dtype=bool))
+        self._kept_changed()
         self.generator_ready = False
 
     def _start_episodes(self, starting: np.ndarray) -> None:
@@ -154,8 +155,11 @@ class EpisodicRolloutBuffer(BaseBuffer):
         self._episode_id[envs] = -1
         self._episode_id[kept] = self._n_started + np.arange(kept.size)
         self._n_started += kept.size
-        # What add() reads at every step, recomputed only here, where episodes start or stop being kept: the envs
-        # in a kept episode, how many, and the longest of their episodes so far (for the bound on its length).
+
+    def _kept_changed(self) -> None:
+        """Recompute what :meth:`add` reads at every step, after episodes started (:meth:`_start_episodes`, which a
+        subclass may replace): the envs in a kept episode, how many, and the longest of their episodes so far (for
+        the bound on an episode's length)."""
         self._keep = self._episode_id >= 0
         self._n_keep = int(np.count_nonzero(self._keep))
         self._longest = max(self._episode_step[self._keep].tolist(), default=0)
@@ -248,6 +252,7 @@ class EpisodicRolloutBuffer(BaseBuffer):
                 "it); if its episodes really are longer, raise rollout_buffer_kwargs['max_episode_steps']"
             )
         self._start_episodes(dones)  # the envs whose episode ended start their next one
+        self._kept_changed()
         return keep
 
     def finalize(self) -> None:
