@@ -26,7 +26,8 @@ import inspect
 import json
 import os
 import warnings
-from typing import Any
+from collections import deque
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -166,8 +167,12 @@ class OrderGradGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):  # type: ignore[override]
         output = super()._generate_and_score_completions(inputs)
+        # TRL's attributes are typed loosely; all three are set by now (the model at __init__, the rewards by
+        # _calculate_rewards just above, num_generations_eval as `args.num_generations_eval or num_generations`).
+        assert self.model is not None and self._ordergrad_rewards is not None
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        assert group_size is not None
         objective = self.ordergrad_objective
         rewards = self._ordergrad_rewards.detach().float().cpu().numpy()
         advantages = group_advantages(
@@ -186,7 +191,8 @@ class OrderGradGRPOTrainer(GRPOTrainer):
         self._log_risk(mode, objective, rewards, advantages, group_size)
         # TRL's completions table (log_completions: the printed sample, completions_<step>.parquet, wandb/trackio)
         # has just received its own advantages of every process's completions: it shows OrderGrad's instead.
-        logged = self._logs["advantages"]
+        # TRL's deque(maxlen=generation_batch_size) (a list in some releases), typed there as a Collection.
+        logged = cast("deque[float]", self._logs["advantages"])
         for _ in range(min(len(logged), len(advantages))):
             logged.pop()
         logged.extend(advantages.tolist())
