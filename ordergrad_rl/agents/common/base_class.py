@@ -20,11 +20,20 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
-from ordergrad_rl.agents.common.checks import check_action_space, check_observation_space
+from ordergrad_rl.agents.common.checks import (
+    check_action_space,
+    check_observation_space,
+    warn_if_normalization_missing,
+)
 from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, wrap_env
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
-from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
+from ordergrad_rl.agents.common.saving import (
+    algorithm_family,
+    check_saved_algorithm,
+    read_saved_data,
+    saved_vec_normalize,
+)
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
@@ -252,7 +261,9 @@ class OrderGradAlgorithmMixin(_MixedInto):
             # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
+        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
+        warn_if_normalization_missing(model.get_env(), saved_vec_normalize(saved))
+        return model
 
     @classmethod
     def load_arguments(cls) -> set[str]:

@@ -189,6 +189,23 @@ def warn_if_rewards_normalized(venv: VecEnv, objective: str) -> None:
     )
 
 
+def warn_if_normalization_missing(venv: VecEnv | None, saved: Mapping[str, bool] | None) -> None:
+    """``UserWarning`` where a model whose save records a ``VecNormalize`` of the observations (``saved``:
+    :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`) is given ``venv`` without one: its policy then acts
+    and trains on raw observations, silently (SB3 saves the statistics apart, and its ``load`` says nothing). No
+    env (``None``), a save without the record, or one of a ``VecNormalize`` of the rewards only: nothing to say.
+    """
+    if venv is None or not saved or not saved.get("norm_obs") or unwrap_vec_normalize(venv) is not None:
+        return
+    warnings.warn(
+        "the model was saved acting on observations normalized by VecNormalize, and its env has no VecNormalize: "
+        "its policy acts (and trains) on raw observations. Wrap the env in the statistics saved beside the model, "
+        "VecNormalize.load(path, venv) (set its training=False to evaluate), and pass that env",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _finite(array: Any) -> bool:
     """Whether every entry of ``array`` is finite (integer and boolean arrays always are).
 
