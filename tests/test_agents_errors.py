@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, QRDQNCVaR, RiskEvalCallback
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EndlessEpisodeError, EpisodicRolloutBuffer
 
@@ -1054,17 +1054,40 @@ def test_cnn_policy_names_a_grid_too_small_for_nature_cnn(mode: dict[str, Any], 
         (ordergrad_rl.OrderGradRecurrentPPO, "CnnLstmPolicy"),
         (ordergrad_rl.OrderGradMaskablePPO, "CnnPolicy"),
         (OrderGradPPO, "MlpPolicy"),
+        (QRDQNCVaR, "CnnPolicy"),
     ],
 )
 def test_a_grid_too_small_for_nature_cnn_names_the_policy_chosen(cls: type, policy: str) -> None:
-    """The error said "CnnPolicy's NatureCNN" for every policy, CnnLstmPolicy's too."""
+    """The error said "CnnPolicy's NatureCNN" for every policy, CnnLstmPolicy's too; QRDQNCVaR failed inside torch
+    ("Kernel size can't be greater than actual input size")."""
     from stable_baselines3.common.envs import FakeImageEnv
     from stable_baselines3.common.torch_layers import NatureCNN
 
     env = FakeImageEnv(action_dim=3, screen_height=10, screen_width=10, n_channels=4, discrete=True)
     policy_kwargs = dict(features_extractor_class=NatureCNN) if policy == "MlpPolicy" else None
+    sizes = {} if cls is QRDQNCVaR else {"n_episodes": 2}
     with pytest.raises(ValueError, match=rf"^{policy}'s NatureCNN \(SB3's\) needs images of at least 36x36"):
-        cls(policy, env, n_episodes=2, policy_kwargs=policy_kwargs)
+        cls(policy, env, policy_kwargs=policy_kwargs, **sizes)
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [
+        (OrderGradPPO, "MultiInputPolicy"),
+        (OrderGradREINFORCE, "MultiInputPolicy"),
+        (ordergrad_rl.OrderGradRecurrentPPO, "MultiInputLstmPolicy"),
+        (ordergrad_rl.OrderGradMaskablePPO, "MultiInputPolicy"),
+        (QRDQNCVaR, "MultiInputPolicy"),
+    ],
+)
+def test_multi_input_policy_on_observations_without_a_dict_names_the_policy_to_use(cls: type, policy: str) -> None:
+    """MultiInputPolicy on a Box observation space failed inside SB3's CombinedExtractor with "'Box' object has no
+    attribute 'spaces'" (as SB3's PPO does), naming neither the Dict it needs nor the policy that fits."""
+    first = next(iter(cls.policy_aliases))
+    with pytest.raises(
+        ValueError, match=rf"^{policy}'s CombinedExtractor \(SB3's\) needs Dict observations, got Box\(.*use {first}"
+    ):
+        cls(policy, LongEpisodeEnv(3), **({} if cls is QRDQNCVaR else {"n_episodes": 2}))
 
 
 @pytest.mark.parametrize("log_interval", [0, 2.5, True])

@@ -42,7 +42,7 @@ from stable_baselines3.common.policies import (
     MultiInputActorCriticPolicy,
 )
 from stable_baselines3.common.preprocessing import is_image_space_channels_first
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor, MlpExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
@@ -206,6 +206,29 @@ def check_nature_cnn_input(
         )
 
 
+def check_combined_extractor_input(
+    extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
+) -> None:
+    """``ValueError`` if ``extractor_class`` is SB3's ``CombinedExtractor`` (``MultiInputPolicy``'s) and the
+    observations are no ``Dict``: it failed inside SB3 with "'Box' object has no attribute 'spaces'" (as SB3's own
+    algorithms do), naming neither the ``Dict`` it reads nor the policy that reads the space.
+
+    :param policy: the policy the message names (``"MultiInputLstmPolicy"`` ...); its ``Mlp`` and ``Cnn`` siblings are
+        the ones named as the fix.
+    """
+    if not (isinstance(extractor_class, type) and issubclass(extractor_class, CombinedExtractor)):
+        return
+    if isinstance(observation_space, spaces.Dict):
+        return
+    mlp, cnn = (
+        policy.replace("MultiInput", kind) if "MultiInput" in policy else f"{kind}Policy" for kind in ("Mlp", "Cnn")
+    )
+    raise ValueError(
+        f"{policy}'s CombinedExtractor (SB3's) needs Dict observations, got {observation_space}: use {mlp} "
+        f"({cnn} for images)"
+    )
+
+
 def action_probs(distribution: Distribution) -> th.Tensor:
     """``pi(.|s)`` ``[batch, |A|]`` of a ``Discrete`` action space's distribution (the Q critic's)."""
     categorical = distribution.distribution
@@ -285,9 +308,10 @@ class OrderGradPolicyMixin:
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
-        """SB3's, after :func:`check_nature_cnn_input`."""
+        """SB3's, after :func:`check_nature_cnn_input` and :func:`check_combined_extractor_input`."""
         policy = self.policy_alias or type(self).__name__
         check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)
+        check_combined_extractor_input(self.features_extractor_class, self.observation_space, policy)
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:
