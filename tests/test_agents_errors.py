@@ -1090,6 +1090,38 @@ def test_multi_input_policy_on_observations_without_a_dict_names_the_policy_to_u
         cls(policy, LongEpisodeEnv(3), **({} if cls is QRDQNCVaR else {"n_episodes": 2}))
 
 
+class DictObservationEnv(LongEpisodeEnv):
+    """LongEpisodeEnv observing a Dict."""
+
+    observation_space = spaces.Dict({"pos": spaces.Box(-1.0, 1.0, (2,), np.float32), "flag": spaces.Discrete(2)})
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"pos": np.zeros(2, np.float32), "flag": 0}, {}
+
+    def step(self, action):
+        _, reward, terminated, truncated, info = super().step(action)
+        return {"pos": np.zeros(2, np.float32), "flag": 1}, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy", "name", "fix"),
+    [
+        (ordergrad_rl.OrderGradRecurrentPPO, "MlpLstmPolicy", "MlpLstmPolicy", "MultiInputLstmPolicy"),
+        (OrderGradPPO, ordergrad_rl.agents.OrderGradActorCriticPolicy, "MlpPolicy", "MultiInputPolicy"),
+    ],
+)
+def test_a_policy_that_flattens_a_dict_observation_names_the_multi_input_one(cls, policy, name, fix) -> None:
+    """SB3 refuses the names "MlpPolicy" and "CnnPolicy" on a Dict space; OrderGradRecurrentPPO("MlpLstmPolicy", env)
+    (as sb3-contrib's RecurrentPPO) or a policy class was built, and learn failed inside torch's Flatten at the first
+    step with "'dict' object has no attribute 'flatten'"."""
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name}'s FlattenExtractor \(SB3's\) does not read Dict observations, got Dict\(.*use {fix}$",
+    ):
+        cls(policy, DictObservationEnv(3), n_episodes=2)
+
+
 @pytest.mark.parametrize("log_interval", [0, 2.5, True])
 def test_learn_refuses_a_log_interval_that_is_no_count_of_rollouts_before_collecting(log_interval) -> None:
     # SB3's learn divides the iteration by it after the first rollout: log_interval=0 (meaning "no logs", which is

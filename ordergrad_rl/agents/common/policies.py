@@ -42,7 +42,13 @@ from stable_baselines3.common.policies import (
     MultiInputActorCriticPolicy,
 )
 from stable_baselines3.common.preprocessing import is_image_space_channels_first
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor, MlpExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    MlpExtractor,
+    NatureCNN,
+)
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
@@ -209,24 +215,41 @@ def check_nature_cnn_input(
 def check_combined_extractor_input(
     extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
 ) -> None:
-    """``ValueError`` if ``extractor_class`` is SB3's ``CombinedExtractor`` (``MultiInputPolicy``'s) and the
-    observations are no ``Dict``: it failed inside SB3 with "'Box' object has no attribute 'spaces'" (as SB3's own
-    algorithms do), naming neither the ``Dict`` it reads nor the policy that reads the space.
+    """``ValueError`` where SB3's ``CombinedExtractor`` (``MultiInputPolicy``'s) and ``Dict`` observations do not
+    meet: the extractor on observations that are no ``Dict`` failed inside SB3 with "'Box' object has no attribute
+    'spaces'" (as SB3's own algorithms do); SB3's ``FlattenExtractor`` or ``NatureCNN`` on a ``Dict`` failed inside
+    torch at the first step ("'dict' object has no attribute 'flatten'": SB3 refuses only the names ``"MlpPolicy"``
+    and ``"CnnPolicy"``, so ``MlpLstmPolicy`` or a policy class were built). Neither named the policy that reads the
+    space. Other extractors (a user's may read a ``Dict``) are left alone.
 
-    :param policy: the policy the message names (``"MultiInputLstmPolicy"`` ...); its ``Mlp`` and ``Cnn`` siblings are
-        the ones named as the fix.
+    :param policy: the policy the message names (``"MultiInputLstmPolicy"`` ...); its ``Mlp``, ``Cnn`` and
+        ``MultiInput`` siblings are the ones named as the fix.
     """
-    if not (isinstance(extractor_class, type) and issubclass(extractor_class, CombinedExtractor)):
+    if not isinstance(extractor_class, type):
         return
-    if isinstance(observation_space, spaces.Dict):
-        return
-    mlp, cnn = (
-        policy.replace("MultiInput", kind) if "MultiInput" in policy else f"{kind}Policy" for kind in ("Mlp", "Cnn")
-    )
-    raise ValueError(
-        f"{policy}'s CombinedExtractor (SB3's) needs Dict observations, got {observation_space}: use {mlp} "
-        f"({cnn} for images)"
-    )
+    combined = issubclass(extractor_class, CombinedExtractor)
+    is_dict = isinstance(observation_space, spaces.Dict)
+    if combined and not is_dict:
+        mlp, cnn = (sibling_policy(policy, kind) for kind in ("Mlp", "Cnn"))
+        raise ValueError(
+            f"{policy}'s CombinedExtractor (SB3's) needs Dict observations, got {observation_space}: use {mlp} "
+            f"({cnn} for images)"
+        )
+    if is_dict and issubclass(extractor_class, FlattenExtractor | NatureCNN):
+        raise ValueError(
+            f"{policy}'s {extractor_class.__name__} (SB3's) does not read Dict observations, got {observation_space}: "
+            f"use {sibling_policy(policy, 'MultiInput')}"
+        )
+
+
+def sibling_policy(policy: str, kind: str) -> str:
+    """The policy name of ``kind`` (``"Mlp"``, ``"Cnn"``, ``"MultiInput"``) in ``policy``'s family:
+    ``sibling_policy("MlpLstmPolicy", "MultiInput")`` is ``"MultiInputLstmPolicy"``; ``"<kind>Policy"`` for a name
+    outside the three (a class's)."""
+    for prefix in ("MultiInput", "Mlp", "Cnn"):
+        if policy.startswith(prefix) and policy.endswith("Policy"):
+            return kind + policy[len(prefix) :]
+    return f"{kind}Policy"
 
 
 def action_probs(distribution: Distribution) -> th.Tensor:
