@@ -1122,6 +1122,29 @@ def test_a_policy_that_flattens_a_dict_observation_names_the_multi_input_one(cls
         cls(policy, DictObservationEnv(3), n_episodes=2)
 
 
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [
+        (OrderGradPPO, "MlpPolicy"),
+        (OrderGradREINFORCE, "MlpPolicy"),
+        (ordergrad_rl.OrderGradRecurrentPPO, "MlpLstmPolicy"),
+        (ordergrad_rl.OrderGradMaskablePPO, "MlpPolicy"),
+        (ordergrad_rl.agents.OrderGradQCriticPPO, "MlpPolicy"),
+        (QRDQNCVaR, "MlpPolicy"),
+    ],
+)
+def test_a_constructor_without_an_env_names_load_and_set_env(cls: type, policy: str, tmp_path: Path) -> None:
+    """cls(policy, env=None) failed inside with "'OrderGradPPO' object has no attribute 'n_envs'" (SB3's PPO: "...
+    no attribute 'observation_space'"). A model without an env comes from load, which still builds one without."""
+    name = cls.__name__
+    with pytest.raises(ValueError, match=rf"^{name}\(policy, env=None\): .*needs an env .*{name}\.load\(path\)"):
+        cls(policy, None)
+    cls(policy, LongEpisodeEnv(3)).save(tmp_path / "model")
+    loaded = cls.load(tmp_path / "model")
+    assert loaded.get_env() is None
+    loaded.set_env(LongEpisodeEnv(3))
+
+
 @pytest.mark.parametrize("log_interval", [0, 2.5, True])
 def test_learn_refuses_a_log_interval_that_is_no_count_of_rollouts_before_collecting(log_interval) -> None:
     # SB3's learn divides the iteration by it after the first rollout: log_interval=0 (meaning "no logs", which is

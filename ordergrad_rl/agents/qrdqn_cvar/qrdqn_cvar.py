@@ -35,7 +35,7 @@ from ordergrad_rl.agents.common.checks import (
     check_algorithm_action_space,
     check_observation_space,
 )
-from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
+from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given, wrap_env
 from ordergrad_rl.agents.common.policies import check_combined_extractor_input, check_nature_cnn_input
 from ordergrad_rl.common.arguments import check_int
 
@@ -165,6 +165,7 @@ class QRDQNCVaR(QRDQN):
     def __init__(
         self, policy: str | type[QRDQNPolicy], env: AgentEnv | str, *, alpha: float = 0.2, **kwargs: Any
     ) -> None:
+        check_env_given(type(self).__name__, env, kwargs.get("_init_setup_model", True))
         policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
         if "cvar_alpha" in policy_kwargs and policy_kwargs["cvar_alpha"] != alpha:
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
