@@ -24,7 +24,7 @@ from ordergrad_rl.zoo.models import (
     EnvWrapperError,
     EnvWrappers,
     check_env_id,
-    check_fits,
+    fitted_env,
     frozen_vec_normalize,
     is_batched,
     make_env,
@@ -581,7 +581,7 @@ def eval_callback(settings: TrainSettings, model: Any, option: str = "--eval-env
     eval_env = make_env(
         settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option, env_wrapper=settings.env_wrapper
     )
-    check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
+    eval_env = fitted_env(model, eval_env, f"--eval-env {settings.eval_env}")
     normalize = model.get_vec_normalize_env()
     if normalize is not None:  # rl-zoo3's eval env: the training statistics (synced at each evaluation), raw rewards
         eval_env = frozen_vec_normalize(eval_env, normalize)
