@@ -110,16 +110,25 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
     step. Refused before the first step instead.
 
     A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
-    makes it one SB3 takes. A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
+    makes it one SB3 takes; so does a ``Dict`` or ``Tuple`` inside a ``Dict``, naming its key (SB3's "Nested
+    observation spaces are not supported" named neither). A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
     (:func:`~ordergrad_rl.envs.sb3_vec_env.check_batched_observation_space`) raises a ``ValueError`` naming the way to
     a fixed shape: SB3's ``DummyVecEnv`` failed on them while wrapping the env ("'NoneType' object is not iterable",
     "Unsupported structured space").
     """
+    flatten = "gymnasium.wrappers.FlattenObservation"
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
+            if isinstance(space, spaces.Dict | spaces.Tuple):
+                # SB3's message names neither the key nor a way out.
+                raise NotImplementedError(
+                    f"the env's observation space{key}[{name!r}] {space} is a {type(space).__name__} inside a Dict: "
+                    "SB3 does not support nested observation spaces. Give its entries keys of their own in the outer "
+                    "Dict (a gymnasium.ObservationWrapper), or flatten the whole observation to one Box "
+                    f"({flatten})"
+                )
             check_observation_space(space, f"{key}[{name!r}]")
         return
-    flatten = "gymnasium.wrappers.FlattenObservation"
     if isinstance(observation_space, spaces.Tuple):
         raise NotImplementedError(
             f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
