@@ -529,6 +529,18 @@ def test_non_finite_env_output_in_q_critic_mode() -> None:
         model.learn(100)
 
 
+@pytest.mark.parametrize("where", ["obs", "reward"])
+def test_non_finite_env_output_in_qrdqn_cvar(where: str) -> None:
+    """QRDQNCVaR (as sb3-contrib's QR-DQN) trained on a NaN or infinite reward or observation without a word: its
+    weights became NaN, and the greedy action of NaN quantiles was action 0 from then on."""
+    envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv(where, np.inf, at=3)]
+    model = QRDQNCVaR("MlpPolicy", DummyVecEnv(envs), learning_starts=2, seed=0)
+    what = "an observation with" if where == "obs" else "the reward"
+    with pytest.raises(ValueError, match=rf"env 1 returned {what} .*at num_timesteps=6"):
+        model.learn(100)
+    assert all(th.isfinite(parameter).all() for parameter in model.policy.parameters())
+
+
 class MisshapenStepVecEnv(VecEnvWrapper):
     """A custom VecEnv breaking the VecEnv contract in one of its step's returns."""
 

@@ -26,13 +26,18 @@ from gymnasium import spaces
 from sb3_contrib import QRDQN
 from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, TrainFreq
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.checks import (
+    FiniteStepCheckVecEnv,
     check_action_space,
     check_algorithm_action_space,
+    check_finite_step,
     check_observation_space,
 )
 from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given, wrap_env
@@ -266,6 +271,34 @@ class QRDQNCVaR(QRDQN):
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: ActionNoise | None = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """SB3's off-policy collection, on ``env`` whose every step is checked first
+        (:class:`~ordergrad_rl.agents.common.checks.FiniteStepCheckVecEnv`, as the other agents check theirs): QR-DQN
+        stored a NaN or infinite reward or observation in its replay buffer, its weights became NaN, and it went on
+        acting on NaN quantiles (action 0) without a word.
+
+        :raises ValueError: a step's observation or reward is not finite, or the VecEnv's step is misshapen.
+        """
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
+        checked: FiniteStepCheckVecEnv | None = getattr(self, "_checked_env", None)
+        if checked is None or checked.venv is not env:  # one wrapper per env: collect_rollouts runs every train_freq
+            checked = self._checked_env = FiniteStepCheckVecEnv(env, lambda: self.num_timesteps)
+        return super().collect_rollouts(
+            checked, callback, train_freq, replay_buffer, action_noise, learning_starts, log_interval
+        )
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_checked_env"]
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""
