@@ -487,7 +487,10 @@ def check_policy_reads_dict(
     if isinstance(env, str):
         from ordergrad_rl.envs import make_sb3_vec_env
 
-        venv = make_sb3_vec_env(env, 1)
+        try:
+            venv = make_sb3_vec_env(env, 1)
+        except Exception:  # noqa: BLE001 - the constructor's own error is the one to report
+            return
         space = venv.observation_space
         venv.close()
     else:

@@ -212,7 +212,7 @@ def check_nature_cnn_input(
         )
 
 
-def check_combined_extractor_input(
+def check_extractor_reads_dict(
     extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
 ) -> None:
     """``ValueError`` where SB3's ``CombinedExtractor`` (``MultiInputPolicy``'s) and ``Dict`` observations do not
@@ -331,10 +331,10 @@ class OrderGradPolicyMixin:
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
-        """SB3's, after :func:`check_nature_cnn_input` and :func:`check_combined_extractor_input`."""
+        """SB3's, after :func:`check_nature_cnn_input` and :func:`check_extractor_reads_dict`."""
         policy = self.policy_alias or type(self).__name__
         check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)
-        check_combined_extractor_input(self.features_extractor_class, self.observation_space, policy)
+        check_extractor_reads_dict(self.features_extractor_class, self.observation_space, policy)
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:

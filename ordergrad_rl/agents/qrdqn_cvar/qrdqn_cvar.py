@@ -41,7 +41,7 @@ from ordergrad_rl.agents.common.checks import (
     check_observation_space,
 )
 from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given, wrap_env
-from ordergrad_rl.agents.common.policies import check_combined_extractor_input, check_nature_cnn_input
+from ordergrad_rl.agents.common.policies import check_extractor_reads_dict, check_nature_cnn_input
 from ordergrad_rl.common.arguments import check_int
 
 
@@ -90,20 +90,20 @@ else:
 class _CVaRPolicyMixin(_MixedInto):
     """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
 
+    #: The policy string that names the class in QRDQNCVaR (``"CnnPolicy"`` ...), for messages.
+    policy_alias: ClassVar[str] = "MlpPolicy"
+
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
         _check_level("cvar_alpha", cvar_alpha)
         self.cvar_alpha = cvar_alpha  # read by make_quantile_net, which the parent constructor calls
         super().__init__(*args, **kwargs)
-
-    #: The policy string that names the class in QRDQNCVaR (``"CnnPolicy"`` ...), for messages.
-    policy_alias: ClassVar[str] = "MlpPolicy"
 
     def make_quantile_net(self) -> CVaRQuantileNetwork:
         # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
         check_int("n_quantiles", self.net_args["n_quantiles"], 1)
         # Before the features extractor is built: SB3's fail inside on a space they cannot read.
         check_nature_cnn_input(self.features_extractor_class, self.observation_space, self.policy_alias)
-        check_combined_extractor_input(self.features_extractor_class, self.observation_space, self.policy_alias)
+        check_extractor_reads_dict(self.features_extractor_class, self.observation_space, self.policy_alias)
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
         return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)
 
