@@ -484,6 +484,7 @@ def check_policy_reads_dict(
     extractor = features_extractor_class(cls, policy, policy_kwargs)
     if extractor is None or issubclass(extractor, CombinedExtractor):
         return
+    space: Any = getattr(env, "observation_space", None)
     if isinstance(env, str):
         from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -493,8 +494,6 @@ def check_policy_reads_dict(
             return
         space = venv.observation_space
         venv.close()
-    else:
-        space = getattr(env, "observation_space", None)
     if not isinstance(space, spaces.Dict):
         return
     readers = [
