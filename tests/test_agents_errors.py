@@ -486,30 +486,35 @@ def test_a_save_records_the_vecnormalize_its_policy_acts_on(tmp_path: Path) -> N
     assert saved_vec_normalize(read_saved_data(tmp_path / "raw.zip")) is None
 
 
-def test_load_or_set_env_without_the_saved_vecnormalize_warns(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "sizes", [dict(objective="cvar0.5", n_episodes=8), dict(objective="top2@4", advantage="q_critic", n_steps=8)]
+)
+def test_load_or_set_env_without_the_saved_vecnormalize_warns(sizes: dict[str, Any], tmp_path: Path) -> None:
     """A model saved acting on VecNormalize's observations, loaded (or given with set_env after a load without an
     env) an env without VecNormalize acted and trained on raw observations without a word, as in SB3; its save
     records the VecNormalize, so it warns at the user's line, naming VecNormalize.load. With the statistics, or for
-    a VecNormalize of the rewards only, nothing is said."""
+    a VecNormalize of the rewards only, nothing is said. The Q-critic PPO's save did not record it."""
     normalized = VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False)
-    OrderGradPPO("MlpPolicy", normalized, objective="cvar0.5", n_episodes=8).save(tmp_path / "normalized")
+    model = OrderGradPPO("MlpPolicy", normalized, **sizes)
+    cls = type(model)
+    model.save(tmp_path / "normalized")
     normalized.save(tmp_path / "vecnormalize.pkl")
     rewards_only = VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_obs=False, norm_reward=False)
-    OrderGradPPO("MlpPolicy", rewards_only, objective="cvar0.5", n_episodes=8).save(tmp_path / "rewards_only")
+    OrderGradPPO("MlpPolicy", rewards_only, **sizes).save(tmp_path / "rewards_only")
     message = r"normalized by VecNormalize.* raw observations.*VecNormalize\.load"
     with pytest.warns(UserWarning, match=message) as records:
-        OrderGradPPO.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
+        cls.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
     assert [record.filename for record in records] == [__file__]
-    unset = OrderGradPPO.load(tmp_path / "normalized")
+    unset = cls.load(tmp_path / "normalized")
     with pytest.warns(UserWarning, match=message) as records:
         unset.set_env(DummyVecEnv([LongEpisodeEnv]))
     assert [record.filename for record in records] == [__file__]
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*raw observations")
         statistics = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), DummyVecEnv([LongEpisodeEnv]))
-        OrderGradPPO.load(tmp_path / "normalized", env=statistics).set_env(statistics)
-        OrderGradPPO.load(tmp_path / "normalized")  # no env yet: set_env checks it
-        OrderGradPPO.load(tmp_path / "rewards_only", env=DummyVecEnv([LongEpisodeEnv]))
+        cls.load(tmp_path / "normalized", env=statistics).set_env(statistics)
+        cls.load(tmp_path / "normalized")  # no env yet: set_env checks it
+        cls.load(tmp_path / "rewards_only", env=DummyVecEnv([LongEpisodeEnv]))
 
 
 @pytest.mark.parametrize("where", ["obs", "reward"])

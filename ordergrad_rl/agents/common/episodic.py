@@ -66,7 +66,6 @@ from ordergrad_rl.agents.common.checks import (
     check_algorithm_action_space,
     check_finite_step,
     check_step_returns,
-    warn_if_normalization_missing,
     warn_if_rewards_normalized,
 )
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau, make_entropy_plateau
@@ -97,7 +96,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untie_case,
     untied_at,
 )
-from ordergrad_rl.agents.common.saving import VEC_NORMALIZE, read_saved_data, saved_vec_normalize
+from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
@@ -831,9 +830,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         that samples its env's noise keeps its sampler for an env with the same noise events and nominal
         probabilities, and starts a new one for an env with others (:meth:`_noise_sampler_for`).
 
-        A model loaded from a save that records a ``VecNormalize`` of the observations warns when ``env`` has none
-        (:func:`~ordergrad_rl.agents.common.checks.warn_if_normalization_missing`), as ``load`` does.
-
         :raises ValueError: as SB3's, or the model samples its env's noise and ``env`` does not expose it.
         """
         venv = self._wrap_env(rebuilt_env(env, self.n_envs), self.verbose)
@@ -841,7 +837,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         super().set_env(venv, force_reset)
         self._noise = sampler
         self._warn_if_rewards_normalized()
-        warn_if_normalization_missing(self.env, getattr(self, "_saved_vec_normalize", None))
 
     @property
     def ranks_returns(self) -> bool:
@@ -862,24 +857,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         categorical episodes and OrderGradREINFORCE's are) is saved as ``ent_coef_schedule``, and ``ent_coef`` as
         the coefficient in force: SB3's ``PPO.load`` / ``A2C.load`` of the save multiply their loss by
         ``ent_coef``, so a callable there crashed their first update. ``load`` puts the schedule back.
-
-        A model whose env is wrapped in ``VecNormalize`` records it (``vec_normalize``: its ``norm_obs`` and
-        ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves the statistics
-        apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly, silently.
+        The model's ``VecNormalize`` is recorded as every OrderGrad algorithm records it
+        (:meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.save`).
         """
         coef = self.ent_coef
         if callable(coef):
             self.ent_coef_schedule = coef
             self.ent_coef = float(coef(self._current_progress_remaining))
-        normalize = self.get_vec_normalize_env()
-        if normalize is not None:
-            self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
         try:
             super().save(path, exclude, include)
         finally:
             self.ent_coef = coef
             self.__dict__.pop("ent_coef_schedule", None)
-            self.__dict__.pop(VEC_NORMALIZE, None)
 
     def objective_label(self) -> str:
         # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
@@ -902,7 +891,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         excluded += ["_rollout_floors"]
         excluded += ["_rollout_blind"]
         excluded += ["_noise_running"]
-        excluded += ["_saved_vec_normalize"]  # the loaded save's record; save writes the env's own
         excluded += ["_rollout_noise_weights", "_rollout_noise_probs"]
         # Derived in _setup_model (episodes per env) or the class default: left out, SB3's PPO.load of the file gets
         # its own n_steps and RolloutBuffer and trains (see ordergrad_rl.agents.common.sb3_compat).
@@ -914,10 +902,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     def _setup_model(self) -> None:
         self._restore_objective()
         schedule = self.__dict__.pop("ent_coef_schedule", None)  # SB3's load put the save's data here (save)
-        # A record of the saved model's env, not of this one's (save); kept apart for set_env's check of a model
-        # loaded without an env (load checks the env it is given).
-        self._saved_vec_normalize = saved_vec_normalize(self.__dict__)
-        self.__dict__.pop(VEC_NORMALIZE, None)
         if schedule is not None:
             self.ent_coef = schedule
         # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load
