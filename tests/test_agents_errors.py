@@ -1087,15 +1087,21 @@ def test_a_grid_too_small_for_nature_cnn_names_the_policy_chosen(cls: type, poli
         cls(policy, env, policy_kwargs=policy_kwargs, **sizes)
 
 
+#: Every agent class with its policy names' family infix (``"Lstm"``: ``MlpLstmPolicy`` ...), for the tests of
+#: what every constructor refuses.
+AGENTS = [
+    (OrderGradPPO, ""),
+    (OrderGradREINFORCE, ""),
+    (ordergrad_rl.OrderGradRecurrentPPO, "Lstm"),
+    (ordergrad_rl.OrderGradMaskablePPO, ""),
+    (ordergrad_rl.agents.OrderGradQCriticPPO, ""),
+    (QRDQNCVaR, ""),
+]
+
+
 @pytest.mark.parametrize(
     ("cls", "policy"),
-    [
-        (OrderGradPPO, "MultiInputPolicy"),
-        (OrderGradREINFORCE, "MultiInputPolicy"),
-        (ordergrad_rl.OrderGradRecurrentPPO, "MultiInputLstmPolicy"),
-        (ordergrad_rl.OrderGradMaskablePPO, "MultiInputPolicy"),
-        (QRDQNCVaR, "MultiInputPolicy"),
-    ],
+    [(cls, f"MultiInput{infix}Policy") for cls, infix in AGENTS if cls is not ordergrad_rl.agents.OrderGradQCriticPPO],
 )
 def test_multi_input_policy_on_observations_without_a_dict_names_the_policy_to_use(cls: type, policy: str) -> None:
     """MultiInputPolicy on a Box observation space failed inside SB3's CombinedExtractor with "'Box' object has no
@@ -1139,17 +1145,7 @@ def test_a_policy_that_flattens_a_dict_observation_names_the_multi_input_one(cls
         cls(policy, DictObservationEnv(3), n_episodes=2)
 
 
-@pytest.mark.parametrize(
-    ("cls", "policy"),
-    [
-        (OrderGradPPO, "MlpPolicy"),
-        (OrderGradREINFORCE, "MlpPolicy"),
-        (ordergrad_rl.OrderGradRecurrentPPO, "MlpLstmPolicy"),
-        (ordergrad_rl.OrderGradMaskablePPO, "MlpPolicy"),
-        (ordergrad_rl.agents.OrderGradQCriticPPO, "MlpPolicy"),
-        (QRDQNCVaR, "MlpPolicy"),
-    ],
-)
+@pytest.mark.parametrize(("cls", "policy"), [(cls, f"Mlp{infix}Policy") for cls, infix in AGENTS])
 def test_a_constructor_without_an_env_names_load_and_set_env(cls: type, policy: str, tmp_path: Path) -> None:
     """cls(policy, env=None) failed inside with "'OrderGradPPO' object has no attribute 'n_envs'" (SB3's PPO: "...
     no attribute 'observation_space'"). A model without an env comes from load, which still builds one without."""
