@@ -527,6 +527,17 @@ def test_non_finite_env_output_names_env_and_step(where: str, bad: float) -> Non
         model.learn(100)
 
 
+def test_a_reward_beyond_float32_names_the_float32_rewards_of_sb3s_vec_env() -> None:
+    """A finite reward of 1e39 reached the agent as inf (SB3's DummyVecEnv holds rewards as float32), and the error
+    said the env returned inf, which it never did."""
+    model = OrderGradREINFORCE("MlpPolicy", BadValueEnv("reward", 1e39, at=2), n_episodes=4)
+    with pytest.raises(
+        ValueError,
+        match=r"env 0 returned the reward inf .*finite and within \+-3\.4e\+38 \(float32, as SB3's DummyVecEnv",
+    ):
+        model.learn(100)
+
+
 def test_non_finite_env_output_in_q_critic_mode() -> None:
     envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv("obs", np.nan, at=2)]
     model = OrderGradPPO("MlpPolicy", DummyVecEnv(envs), advantage="q_critic", objective="top2@4", n_steps=8)

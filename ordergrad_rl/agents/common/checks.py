@@ -228,6 +228,10 @@ def _all_finite(obs: Any) -> bool:
     return all(map(_finite, obs.values() if isinstance(obs, Mapping) else (obs,)))
 
 
+#: The largest float32: a larger reward becomes inf in SB3's ``DummyVecEnv``, which holds rewards as float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def finite_step_error(obs: Any, rewards: np.ndarray | None, where: str) -> str | None:
     """A message naming the first env whose observation or reward is NaN or infinite, or ``None``.
 
@@ -241,7 +245,14 @@ def finite_step_error(obs: Any, rewards: np.ndarray | None, where: str) -> str |
         bad = np.flatnonzero(~np.isfinite(np.asarray(rewards, dtype=np.float64)))
         if bad.size:
             i = int(bad[0])
-            return f"env {i} returned the reward {float(rewards[i])} {where}: rewards must be finite"
+            reward = float(rewards[i])
+            # A finite reward past float32's range arrives as inf from SB3's DummyVecEnv, which holds them as float32.
+            beyond = (
+                ""
+                if np.isnan(reward)
+                else f" and within +-{FLOAT32_MAX:.1e} (float32, as SB3's DummyVecEnv holds them)"
+            )
+            return f"env {i} returned the reward {reward} {where}: rewards must be finite{beyond}"
     for key, array in obs.items() if isinstance(obs, Mapping) else [(None, obs)]:
         array = np.asarray(array)
         if array.dtype.kind not in "fc":
