@@ -1098,6 +1098,36 @@ def test_a_grid_too_small_for_nature_cnn_names_the_policy_chosen(cls: type, poli
         cls(policy, env, policy_kwargs=policy_kwargs, **sizes)
 
 
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [(OrderGradPPO, "CnnPolicy"), (ordergrad_rl.OrderGradRecurrentPPO, "CnnLstmPolicy"), (QRDQNCVaR, "CnnPolicy")],
+)
+def test_channel_last_float_images_name_the_transposition_nature_cnn_needs(cls: type, policy: str) -> None:
+    """Float images of shape (36, 36, 3) with normalize_images=False (SB3's advice for images already scaled) are not
+    transposed by SB3 (its VecTransposeImage takes uint8 images only), and NatureCNN read 36 channels of 36x3 images:
+    torch's "Kernel size can't be greater than actual input size", as in SB3's PPO. Channel-first ones train."""
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    def scaled(channel_first: bool) -> gym.Env:
+        env = FakeImageEnv(action_dim=2, screen_height=36, screen_width=36, n_channels=3, discrete=True)
+        shape = (3, 36, 36) if channel_first else (36, 36, 3)
+        order = (2, 0, 1) if channel_first else (0, 1, 2)
+        space = spaces.Box(0.0, 1.0, shape, np.float32)
+        return gym.wrappers.TransformObservation(
+            env, lambda obs: (obs / 255).astype(np.float32).transpose(order), space
+        )
+
+    sizes = {} if cls is QRDQNCVaR else {"n_episodes": 2}
+    kwargs = dict(policy_kwargs=dict(normalize_images=False), **sizes)
+    with pytest.raises(
+        ValueError,
+        match=rf"^{policy}'s NatureCNN \(SB3's\) reads the first axis as the channels .*\(36, 36, 3\) .*channel-last"
+        r".*transpose them to \(3, 36, 36\)",
+    ):
+        cls(policy, scaled(channel_first=False), **kwargs)
+    cls(policy, scaled(channel_first=True), **kwargs)
+
+
 #: Every agent class with its policy names' family infix (``"Lstm"``: ``MlpLstmPolicy`` ...), for the tests of
 #: what every constructor refuses.
 AGENTS = [

@@ -194,7 +194,9 @@ def check_nature_cnn_input(
     """``ValueError`` if ``extractor_class`` is SB3's ``NatureCNN`` and the observations are 3-D grids with a side
     under :data:`NATURE_CNN_MIN_SIDE` (MinAtar's 10x10xC): torch's "kernel size can't be greater than actual input
     size", or for float grids SB3's assertion that they are no images, named neither the size nor the extractor that
-    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks.
+    fits (:class:`~ordergrad_rl.agents.GridCNN`); or channel-last images that reach the policy so (SB3 transposes
+    uint8 ones only: float images with ``normalize_images=False``), whose first axis ``NatureCNN`` reads as the
+    channels, failing in torch as above. Other spaces are left to ``NatureCNN``'s own checks.
 
     :param policy: the policy the message names (``"CnnLstmPolicy"`` ...).
     """
@@ -203,12 +205,23 @@ def check_nature_cnn_input(
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
         return
     shape = observation_space.shape
-    sides = shape[1:] if is_image_space_channels_first(observation_space) else shape[:2]
+    channel_first = is_image_space_channels_first(observation_space)
+    sides = shape[1:] if channel_first else shape[:2]
     if min(sides) < NATURE_CNN_MIN_SIDE:
         raise ValueError(
             f"{policy}'s NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
             f"observations of shape {shape}: for small grids such as MinAtar's use "
             "policy_kwargs=dict(features_extractor_class=GridCNN) (from ordergrad_rl.agents)"
+        )
+    if not channel_first:
+        # SB3's VecTransposeImage puts uint8 images channel-first before the policy sees them; other dtypes (float
+        # images with normalize_images=False, SB3's advice for scaled ones) reach NatureCNN as they are.
+        raise ValueError(
+            f"{policy}'s NatureCNN (SB3's) reads the first axis as the channels (C, H, W), and the observations of "
+            f"shape {shape} ({observation_space.dtype}) are channel-last, which SB3 transposes for uint8 images only: "
+            f"transpose them to {(shape[2], shape[0], shape[1])} (a gymnasium.ObservationWrapper returning "
+            "np.transpose(obs, (2, 0, 1))); SB3 reads images other than uint8 in [0, 255] with "
+            "policy_kwargs=dict(normalize_images=False)"
         )
 
 
