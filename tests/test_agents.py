@@ -301,6 +301,26 @@ def test_a_tuple_observation_space_is_refused_with_the_wrapper_that_flattens_it(
     cls("MlpPolicy", gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), n_episodes=4).learn(8)
 
 
+@pytest.mark.parametrize(
+    ("inner", "kind"),
+    [
+        (gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3))), "Tuple"),
+        (gym.spaces.Dict({"speed": _POINT}), "Dict"),
+    ],
+)
+def test_a_space_nested_in_a_dict_is_refused_naming_its_key(inner: gym.spaces.Space, kind: str) -> None:
+    """A Tuple inside a Dict got the message of a Tuple observation space, without its key or the word that it is
+    nested; a Dict inside a Dict SB3's "Nested observation spaces are not supported", without its key either."""
+    env = _UnflattenedSpaces("none")
+    env.observation_space = gym.spaces.Dict({"point": _POINT, "inner": inner})
+    message = (
+        rf"^the env's observation space\['inner'\] {re.escape(str(inner))} is a {kind} inside a Dict: SB3 does not "
+        r"support nested observation spaces\. .*FlattenObservation"
+    )
+    with pytest.raises(NotImplementedError, match=message):
+        OrderGradPPO("MultiInputPolicy", env, objective="cvar0.2")
+
+
 def test_ppo_specific_construction_errors() -> None:
     with pytest.raises(ValueError, match="not n_steps"):
         OrderGradPPO("MlpPolicy", "CartPole-v1", n_steps=128)

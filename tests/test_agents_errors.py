@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper, VecNormalize
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
-from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, RiskEvalCallback
+from ordergrad_rl.agents import OrderGradPPO, OrderGradRecurrentPPO, OrderGradREINFORCE, QRDQNCVaR, RiskEvalCallback
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.buffers import MAX_EPISODE_STEPS, EndlessEpisodeError, EpisodicRolloutBuffer
 
@@ -479,10 +479,42 @@ def test_a_save_records_the_vecnormalize_its_policy_acts_on(tmp_path: Path) -> N
     model.save(tmp_path / "normalized")
     assert saved_vec_normalize(read_saved_data(tmp_path / "normalized.zip")) == {"norm_obs": True, "norm_reward": False}
     assert "vec_normalize" not in vars(model)
-    loaded = OrderGradPPO.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
+    with pytest.warns(UserWarning, match="raw observations"):
+        loaded = OrderGradPPO.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
     assert "vec_normalize" not in vars(loaded)
     loaded.save(tmp_path / "raw")
     assert saved_vec_normalize(read_saved_data(tmp_path / "raw.zip")) is None
+
+
+@pytest.mark.parametrize(
+    "sizes", [dict(objective="cvar0.5", n_episodes=8), dict(objective="top2@4", advantage="q_critic", n_steps=8)]
+)
+def test_load_or_set_env_without_the_saved_vecnormalize_warns(sizes: dict[str, Any], tmp_path: Path) -> None:
+    """A model saved acting on VecNormalize's observations, loaded (or given with set_env after a load without an
+    env) an env without VecNormalize acted and trained on raw observations without a word, as in SB3; its save
+    records the VecNormalize, so it warns at the user's line, naming VecNormalize.load. With the statistics, or for
+    a VecNormalize of the rewards only, nothing is said. The Q-critic PPO's save did not record it."""
+    normalized = VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_reward=False)
+    model = OrderGradPPO("MlpPolicy", normalized, **sizes)
+    cls = type(model)
+    model.save(tmp_path / "normalized")
+    normalized.save(tmp_path / "vecnormalize.pkl")
+    rewards_only = VecNormalize(DummyVecEnv([LongEpisodeEnv]), norm_obs=False, norm_reward=False)
+    OrderGradPPO("MlpPolicy", rewards_only, **sizes).save(tmp_path / "rewards_only")
+    message = r"normalized by VecNormalize.* raw observations.*VecNormalize\.load"
+    with pytest.warns(UserWarning, match=message) as records:
+        cls.load(tmp_path / "normalized", env=DummyVecEnv([LongEpisodeEnv]))
+    assert [record.filename for record in records] == [__file__]
+    unset = cls.load(tmp_path / "normalized")
+    with pytest.warns(UserWarning, match=message) as records:
+        unset.set_env(DummyVecEnv([LongEpisodeEnv]))
+    assert [record.filename for record in records] == [__file__]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*raw observations")
+        statistics = VecNormalize.load(str(tmp_path / "vecnormalize.pkl"), DummyVecEnv([LongEpisodeEnv]))
+        cls.load(tmp_path / "normalized", env=statistics).set_env(statistics)
+        cls.load(tmp_path / "normalized")  # no env yet: set_env checks it
+        cls.load(tmp_path / "rewards_only", env=DummyVecEnv([LongEpisodeEnv]))
 
 
 @pytest.mark.parametrize("where", ["obs", "reward"])
@@ -495,11 +527,34 @@ def test_non_finite_env_output_names_env_and_step(where: str, bad: float) -> Non
         model.learn(100)
 
 
+def test_a_reward_beyond_float32_names_the_float32_rewards_of_sb3s_vec_env() -> None:
+    """A finite reward of 1e39 reached the agent as inf (SB3's DummyVecEnv holds rewards as float32), and the error
+    said the env returned inf, which it never did."""
+    model = OrderGradREINFORCE("MlpPolicy", BadValueEnv("reward", 1e39, at=2), n_episodes=4)
+    with pytest.raises(
+        ValueError,
+        match=r"env 0 returned the reward inf .*finite and within \+-3\.4e\+38 \(float32, as SB3's DummyVecEnv",
+    ):
+        model.learn(100)
+
+
 def test_non_finite_env_output_in_q_critic_mode() -> None:
     envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv("obs", np.nan, at=2)]
     model = OrderGradPPO("MlpPolicy", DummyVecEnv(envs), advantage="q_critic", objective="top2@4", n_steps=8)
     with pytest.raises(ValueError, match=r"env 1 returned an observation with nan .*at num_timesteps=4"):
         model.learn(100)
+
+
+@pytest.mark.parametrize("where", ["obs", "reward"])
+def test_non_finite_env_output_in_qrdqn_cvar(where: str) -> None:
+    """QRDQNCVaR (as sb3-contrib's QR-DQN) trained on a NaN or infinite reward or observation without a word: its
+    weights became NaN, and the greedy action of NaN quantiles was action 0 from then on."""
+    envs = [lambda: BadValueEnv("none"), lambda: BadValueEnv(where, np.inf, at=3)]
+    model = QRDQNCVaR("MlpPolicy", DummyVecEnv(envs), learning_starts=2, seed=0)
+    what = "an observation with" if where == "obs" else "the reward"
+    with pytest.raises(ValueError, match=rf"env 1 returned {what} .*at num_timesteps=6"):
+        model.learn(100)
+    assert all(th.isfinite(parameter).all() for parameter in model.policy.parameters())
 
 
 class MisshapenStepVecEnv(VecEnvWrapper):
@@ -1027,17 +1082,121 @@ def test_cnn_policy_names_a_grid_too_small_for_nature_cnn(mode: dict[str, Any], 
         (ordergrad_rl.OrderGradRecurrentPPO, "CnnLstmPolicy"),
         (ordergrad_rl.OrderGradMaskablePPO, "CnnPolicy"),
         (OrderGradPPO, "MlpPolicy"),
+        (QRDQNCVaR, "CnnPolicy"),
     ],
 )
 def test_a_grid_too_small_for_nature_cnn_names_the_policy_chosen(cls: type, policy: str) -> None:
-    """The error said "CnnPolicy's NatureCNN" for every policy, CnnLstmPolicy's too."""
+    """The error said "CnnPolicy's NatureCNN" for every policy, CnnLstmPolicy's too; QRDQNCVaR failed inside torch
+    ("Kernel size can't be greater than actual input size")."""
     from stable_baselines3.common.envs import FakeImageEnv
     from stable_baselines3.common.torch_layers import NatureCNN
 
     env = FakeImageEnv(action_dim=3, screen_height=10, screen_width=10, n_channels=4, discrete=True)
     policy_kwargs = dict(features_extractor_class=NatureCNN) if policy == "MlpPolicy" else None
+    sizes = {} if cls is QRDQNCVaR else {"n_episodes": 2}
     with pytest.raises(ValueError, match=rf"^{policy}'s NatureCNN \(SB3's\) needs images of at least 36x36"):
-        cls(policy, env, n_episodes=2, policy_kwargs=policy_kwargs)
+        cls(policy, env, policy_kwargs=policy_kwargs, **sizes)
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [(OrderGradPPO, "CnnPolicy"), (ordergrad_rl.OrderGradRecurrentPPO, "CnnLstmPolicy"), (QRDQNCVaR, "CnnPolicy")],
+)
+def test_channel_last_float_images_name_the_transposition_nature_cnn_needs(cls: type, policy: str) -> None:
+    """Float images of shape (36, 36, 3) with normalize_images=False (SB3's advice for images already scaled) are not
+    transposed by SB3 (its VecTransposeImage takes uint8 images only), and NatureCNN read 36 channels of 36x3 images:
+    torch's "Kernel size can't be greater than actual input size", as in SB3's PPO. Channel-first ones train."""
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    def scaled(channel_first: bool) -> gym.Env:
+        env = FakeImageEnv(action_dim=2, screen_height=36, screen_width=36, n_channels=3, discrete=True)
+        shape = (3, 36, 36) if channel_first else (36, 36, 3)
+        order = (2, 0, 1) if channel_first else (0, 1, 2)
+        space = spaces.Box(0.0, 1.0, shape, np.float32)
+        return gym.wrappers.TransformObservation(
+            env, lambda obs: (obs / 255).astype(np.float32).transpose(order), space
+        )
+
+    sizes = {} if cls is QRDQNCVaR else {"n_episodes": 2}
+    kwargs = dict(policy_kwargs=dict(normalize_images=False), **sizes)
+    with pytest.raises(
+        ValueError,
+        match=rf"^{policy}'s NatureCNN \(SB3's\) reads the first axis as the channels .*\(36, 36, 3\) .*channel-last"
+        r".*transpose them to \(3, 36, 36\)",
+    ):
+        cls(policy, scaled(channel_first=False), **kwargs)
+    cls(policy, scaled(channel_first=True), **kwargs)
+
+
+#: Every agent class with its policy names' family infix (``"Lstm"``: ``MlpLstmPolicy`` ...), for the tests of
+#: what every constructor refuses.
+AGENTS = [
+    (OrderGradPPO, ""),
+    (OrderGradREINFORCE, ""),
+    (ordergrad_rl.OrderGradRecurrentPPO, "Lstm"),
+    (ordergrad_rl.OrderGradMaskablePPO, ""),
+    (ordergrad_rl.agents.OrderGradQCriticPPO, ""),
+    (QRDQNCVaR, ""),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy"),
+    [(cls, f"MultiInput{infix}Policy") for cls, infix in AGENTS if cls is not ordergrad_rl.agents.OrderGradQCriticPPO],
+)
+def test_multi_input_policy_on_observations_without_a_dict_names_the_policy_to_use(cls: type, policy: str) -> None:
+    """MultiInputPolicy on a Box observation space failed inside SB3's CombinedExtractor with "'Box' object has no
+    attribute 'spaces'" (as SB3's PPO does), naming neither the Dict it needs nor the policy that fits."""
+    first = next(iter(cls.policy_aliases))
+    with pytest.raises(
+        ValueError, match=rf"^{policy}'s CombinedExtractor \(SB3's\) needs Dict observations, got Box\(.*use {first}"
+    ):
+        cls(policy, LongEpisodeEnv(3), **({} if cls is QRDQNCVaR else {"n_episodes": 2}))
+
+
+class DictObservationEnv(LongEpisodeEnv):
+    """LongEpisodeEnv observing a Dict."""
+
+    observation_space = spaces.Dict({"pos": spaces.Box(-1.0, 1.0, (2,), np.float32), "flag": spaces.Discrete(2)})
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"pos": np.zeros(2, np.float32), "flag": 0}, {}
+
+    def step(self, action):
+        _, reward, terminated, truncated, info = super().step(action)
+        return {"pos": np.zeros(2, np.float32), "flag": 1}, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(
+    ("cls", "policy", "name", "fix"),
+    [
+        (ordergrad_rl.OrderGradRecurrentPPO, "MlpLstmPolicy", "MlpLstmPolicy", "MultiInputLstmPolicy"),
+        (OrderGradPPO, ordergrad_rl.agents.OrderGradActorCriticPolicy, "MlpPolicy", "MultiInputPolicy"),
+    ],
+)
+def test_a_policy_that_flattens_a_dict_observation_names_the_multi_input_one(cls, policy, name, fix) -> None:
+    """SB3 refuses the names "MlpPolicy" and "CnnPolicy" on a Dict space; OrderGradRecurrentPPO("MlpLstmPolicy", env)
+    (as sb3-contrib's RecurrentPPO) or a policy class was built, and learn failed inside torch's Flatten at the first
+    step with "'dict' object has no attribute 'flatten'"."""
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name}'s FlattenExtractor \(SB3's\) does not read Dict observations, got Dict\(.*use {fix}$",
+    ):
+        cls(policy, DictObservationEnv(3), n_episodes=2)
+
+
+@pytest.mark.parametrize(("cls", "policy"), [(cls, f"Mlp{infix}Policy") for cls, infix in AGENTS])
+def test_a_constructor_without_an_env_names_load_and_set_env(cls: type, policy: str, tmp_path: Path) -> None:
+    """cls(policy, env=None) failed inside with "'OrderGradPPO' object has no attribute 'n_envs'" (SB3's PPO: "...
+    no attribute 'observation_space'"). A model without an env comes from load, which still builds one without."""
+    name = cls.__name__
+    with pytest.raises(ValueError, match=rf"^{name}\(policy, env=None\): .*needs an env .*{name}\.load\(path\)"):
+        cls(policy, None)
+    cls(policy, LongEpisodeEnv(3)).save(tmp_path / "model")
+    loaded = cls.load(tmp_path / "model")
+    assert loaded.get_env() is None
+    loaded.set_env(LongEpisodeEnv(3))
 
 
 @pytest.mark.parametrize("log_interval", [0, 2.5, True])

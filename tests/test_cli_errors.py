@@ -7,7 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
+from gymnasium import spaces
 
 import ordergrad_rl.agents
 from ordergrad_rl.cli import REPRODUCTIONS, compare, evaluate, main, train
@@ -130,6 +133,57 @@ def test_a_policy_that_cannot_read_the_observations_is_named_before_training(opt
     assert main(["train", "--algo", "ppo", "--objective", "mean", "--timesteps", "10", *options]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"ordergrad-rl train: error: {message}") and "observes" in err and "use MlpPolicy" in err
+
+
+class DictObservationEnv(gym.Env):
+    """One step, observing a Dict."""
+
+    observation_space = spaces.Dict({"pos": spaces.Box(-1.0, 1.0, (2,), np.float32), "flag": spaces.Discrete(2)})
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), float(action), True, False, {}
+
+
+@pytest.mark.parametrize(
+    ("algo", "options", "message"),
+    [
+        (
+            "ppo",
+            [],
+            "OrdergradDictObs-v0 observes a Dict, Dict('flag': Discrete(2), 'pos': Box(-1.0, 1.0, (2,), float32)), "
+            "which MlpPolicy (the default policy) does not read: give --policy MultiInputPolicy",
+        ),
+        (
+            "recurrent_ppo",
+            [],
+            "which MlpLstmPolicy (the default policy) does not read: give --policy MultiInputLstmPolicy",
+        ),
+        (
+            "reinforce",
+            ["--policy", "MlpPolicy"],
+            "--policy MlpPolicy does not read Dict observations; OrdergradDictObs-v0 observes Dict(",
+        ),
+    ],
+)
+def test_a_dict_observation_space_names_the_policy_option_that_reads_it(algo, options, message, monkeypatch, capsys):
+    """train --env <an env observing a Dict> without --policy got SB3's "You must use `MultiInputPolicy` when working
+    with dict observation space, not MlpPolicy", with nothing on how to ask for it: MlpPolicy is the command's
+    default policy, and the way is --policy MultiInputPolicy."""
+    gym.register("OrdergradDictObs-v0", entry_point=DictObservationEnv, max_episode_steps=1)
+    monkeypatch.setattr(algorithm_class(algo), "learn", _no_work)
+    try:
+        argv = ["train", "--algo", algo, "--env", "OrdergradDictObs-v0", "--objective", "mean", "--timesteps", "10"]
+        assert main([*argv, *options, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("ordergrad-rl train: error: ") and message in err, err
+        assert err.rstrip().endswith("MultiInputPolicy" if algo != "recurrent_ppo" else "MultiInputLstmPolicy"), err
+    finally:
+        del gym.registry["OrdergradDictObs-v0"]
 
 
 @pytest.mark.parametrize("algo", ["ppo", "reinforce", "recurrent_ppo"])

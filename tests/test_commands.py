@@ -1120,3 +1120,37 @@ def test_vec_env_subproc_makes_an_env_its_workers_never_registered(third_party_p
     assert "OrderGradREINFORCE on OrdergradThirdParty-v0: objective mean, 4 episodes per update on 2 envs" in (
         capsys.readouterr().out
     )
+
+
+@pytest.fixture
+def image_env_id():
+    """``OrdergradFakeImage-v0``: SB3's FakeImageEnv of 36x36x1 channel-last images (the smallest NatureCNN reads),
+    discrete actions, 4-step episodes (gone from the registry after the test)."""
+    import gymnasium as gym
+    from stable_baselines3.common.envs import FakeImageEnv
+
+    kwargs = dict(screen_height=36, screen_width=36, n_channels=1, discrete=True)
+    gym.register("OrdergradFakeImage-v0", entry_point=FakeImageEnv, kwargs=kwargs, max_episode_steps=4)
+    yield "OrdergradFakeImage-v0"
+    gym.registry.pop("OrdergradFakeImage-v0", None)
+
+
+def test_a_cnn_model_of_channel_last_images_is_evaluated_as_it_trained(image_env_id, tmp_path, capsys):
+    """SB3's algorithms train a CnnPolicy on channel-last images through the VecTransposeImage they put around the
+    env, so the model observes (1, 36, 36): evaluate, compare and train's --eval-env made the env without it and
+    refused the model ("the model does not fit ...: Observation spaces do not match: Box(0, 255, (1, 36, 36), uint8)
+    != Box(0, 255, (36, 36, 1), uint8)"). They wrap their envs as SB3 does (rl-zoo3's enjoy loads the model on its
+    env, which SB3's load wraps)."""
+    model = tmp_path / "cnn.zip"
+    env = ["--env", image_env_id]
+    argv = ["train", "--algo", "ppo", "--policy", "CnnPolicy", "--objective", "cvar0.5", "--n-episodes", "4",
+            "--timesteps", "16", "--save", str(model), "--eval-env", image_env_id, "--eval-episodes", "2",
+            "--eval-freq", "8", "--quiet", *env]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    assert main(["evaluate", str(model), "--episodes", "2", "--quiet", *env]) == 0, capsys.readouterr().err
+    assert f"model {model} on {image_env_id}: 2 episodes" in capsys.readouterr().out
+    assert main(["compare", str(model), "--episodes", "2", "--out", str(tmp_path), "--quiet", *env]) == 0, (
+        capsys.readouterr().err
+    )
+    assert main(["evaluate", str(model), "--pass-at-k", "2", "--contexts", "2", "--quiet", *env]) == 2
+    assert "is_success" in capsys.readouterr().err  # past the spaces: FakeImageEnv reports no success

@@ -18,9 +18,9 @@ import numpy as np
 from ordergrad_rl.common.errors import CommandError
 from ordergrad_rl.common.reports import markdown_table, pyplot, save_figure
 from ordergrad_rl.zoo.models import (
-    check_fits,
     env_label,
     evaluate_model,
+    fitted_env,
     load_model,
     make_env,
     model_env,
@@ -288,8 +288,7 @@ def load_entries(
         )
     for file, model, *_, env_wrapper, made in models.values():  # unknown ids, bad arguments fail here
         venv = make_env(made.env, 1, None, made.env_kwargs, made.option, env_wrapper=env_wrapper)
-        check_fits(model, venv, f"{made.env} ({file})")
-        venv.close()
+        fitted_env(model, venv, f"{made.env} ({file})").close()
     entries = []
     for path in paths:
         if path not in models:

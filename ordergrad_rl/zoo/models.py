@@ -893,21 +893,26 @@ class Evaluation:
         return [(name, mean, final) for name, (mean, final) in rows.items()]
 
 
-def check_fits(model: Any, venv: Any, env_id: str) -> None:
-    """SB3's ``check_for_correct_spaces`` of ``model`` on ``venv`` (made from ``env_id``), and the env's action
-    masks for a model that acts with them.
+def fitted_env(model: Any, venv: Any, env_id: str) -> Any:
+    """``venv`` (made from ``env_id``) as SB3's algorithms step it, checked against ``model``: in the
+    ``VecTransposeImage`` that SB3's ``_wrap_env`` puts around channel-last images (what a ``CnnPolicy`` model trained
+    on observes, and what SB3's ``load(path, env)`` gives it, so rl-zoo3's enjoy), then SB3's
+    ``check_for_correct_spaces`` and the env's action masks for a model that acts with them.
 
     :raises CommandError: the observation or action spaces differ, or a MaskablePPO model meets an env without masks.
     """
+    from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.utils import check_for_correct_spaces
 
     from ordergrad_rl.agents.common.evaluation import check_action_masks
 
+    venv = BaseAlgorithm._wrap_env(venv, verbose=0, monitor_wrapper=False)  # a VecEnv: only the transposition
     try:
         check_for_correct_spaces(venv, model.observation_space, model.action_space)
         check_action_masks(model, venv)
     except ValueError as err:
         raise CommandError(f"the model does not fit {env_id}: {err}") from err
+    return venv
 
 
 #: ``gym.make``'s own keyword arguments, which ``--env-kwargs`` passes on with the env's.
@@ -1112,8 +1117,7 @@ def evaluate_model(
     )
 
     n_envs = eval_n_envs(env_id, episodes, bool(env_wrapper))
-    venv = make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper)
-    check_fits(model, venv, env_id)
+    venv = fitted_env(model, make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper), env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)
     if seed is not None:
@@ -1202,8 +1206,7 @@ def pass_at_k_evaluation(
     total = contexts.size * n_samples
     venv.close()
     n_envs = min(total, 1024) if batched and not env_wrapper else min(total, PASS_AT_K_ENVS)
-    venv = make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper)
-    check_fits(model, venv, env_id)
+    venv = fitted_env(model, make_env(env_id, n_envs, seed, env_kwargs, option, env_wrapper=env_wrapper), env_id)
     if statistics is not None:
         venv = frozen_vec_normalize(venv, statistics)
     if seed is not None:

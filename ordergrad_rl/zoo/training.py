@@ -24,7 +24,7 @@ from ordergrad_rl.zoo.models import (
     EnvWrapperError,
     EnvWrappers,
     check_env_id,
-    check_fits,
+    fitted_env,
     frozen_vec_normalize,
     is_batched,
     make_env,
@@ -186,6 +186,9 @@ def build_model(settings: TrainSettings, hparams: dict[str, Any] | None = None, 
             **hparams,
         )
     except (ValueError, TypeError, KeyError) as err:
+        if isinstance(err, ValueError):  # SB3's "You must use `MultiInputPolicy`": named as the command line asks
+            origin = "--policy" if settings.policy is not None else "default" if entry is None else entry.source
+            check_policy_reads_dict(cls, policy, env, settings.env, origin, hparams.get("policy_kwargs"))
         # Objective specs, k >= N, hparam values the algorithm refuses, policy names ...
         raise CommandError(f"{cls.__name__}: {err}") from err
     except NotImplementedError as err:  # SB3's refusal of a space it has no policy for (Blackjack-v1's Tuple)
@@ -415,25 +418,13 @@ def check_policy(
     """:raises CommandError: a policy whose features extractor cannot read ``env_id``'s observations (CnnPolicy's
     NatureCNN needs images, MultiInputPolicy's CombinedExtractor a Dict space), before SB3 fails on them with an
     ``AssertionError`` or ``AttributeError``. Other policies, and unknown names, are left to the algorithm."""
-    import inspect
-
     from gymnasium import spaces
     from stable_baselines3.common.preprocessing import is_image_space
     from stable_baselines3.common.torch_layers import CombinedExtractor, NatureCNN
 
-    policy_class = cls.policy_aliases.get(policy) if isinstance(policy, str) else policy
-    if not isinstance(policy_class, type):
-        return
     kwargs = dict(policy_kwargs or {})
-    # The default of the first class in the MRO that declares it (the episodic policies pass *args, **kwargs on).
-    defaults = (
-        inspect.signature(vars(klass)["__init__"]).parameters.get("features_extractor_class")
-        for klass in policy_class.__mro__
-        if "__init__" in vars(klass)
-    )
-    parameter = next((p for p in defaults if p is not None), None)
-    extractor = kwargs.get("features_extractor_class", None if parameter is None else parameter.default)
-    if not (isinstance(extractor, type) and issubclass(extractor, (NatureCNN, CombinedExtractor))):
+    extractor = features_extractor_class(cls, policy, kwargs)
+    if extractor is None or not issubclass(extractor, (NatureCNN, CombinedExtractor)):
         return
     from ordergrad_rl.envs import make_sb3_vec_env
 
@@ -452,6 +443,72 @@ def check_policy(
             )
     elif not isinstance(space, spaces.Dict):
         raise CommandError(f"--policy {name} needs Dict observations; {env_id} observes {observes}: use {usable}")
+
+
+def features_extractor_class(
+    cls: type[BaseAlgorithm], policy: Any, policy_kwargs: dict[str, Any] | None = None
+) -> type | None:
+    """The features extractor class ``policy`` (a name of ``cls``'s ``policy_aliases`` or a class) builds with
+    ``policy_kwargs``: theirs, else the default of the first class in the policy's MRO that declares one (the episodic
+    policies pass ``*args, **kwargs`` on); ``None`` for an unknown name."""
+    import inspect
+
+    policy_class = cls.policy_aliases.get(policy) if isinstance(policy, str) else policy
+    if not isinstance(policy_class, type):
+        return None
+    defaults = (
+        inspect.signature(vars(klass)["__init__"]).parameters.get("features_extractor_class")
+        for klass in policy_class.__mro__
+        if "__init__" in vars(klass)
+    )
+    parameter = next((p for p in defaults if p is not None), None)
+    extractor = (policy_kwargs or {}).get("features_extractor_class", None if parameter is None else parameter.default)
+    return extractor if isinstance(extractor, type) else None
+
+
+def check_policy_reads_dict(
+    cls: type[BaseAlgorithm], policy: Any, env: Any, env_id: str, origin: str, policy_kwargs: dict[str, Any] | None
+) -> None:
+    """:raises CommandError: ``env`` observes a ``Dict`` and ``policy``'s features extractor is not
+    ``MultiInputPolicy``'s ``CombinedExtractor``: SB3's constructor refused it saying "You must use
+    `MultiInputPolicy`", not how to ask for it on the command line, where ``MlpPolicy`` is the default policy. Run
+    where the constructor failed, so the env id is made only then.
+
+    :param env: the training env (:func:`training_env`): an env object, or ``env_id`` (made with one env to read its
+        observation space).
+    :param origin: where the policy comes from, for the message: ``"--policy"``, the entry's file, or ``"default"``.
+    """
+    from gymnasium import spaces
+    from stable_baselines3.common.torch_layers import CombinedExtractor
+
+    extractor = features_extractor_class(cls, policy, policy_kwargs)
+    if extractor is None or issubclass(extractor, CombinedExtractor):
+        return
+    space: Any = getattr(env, "observation_space", None)
+    if isinstance(env, str):
+        from ordergrad_rl.envs import make_sb3_vec_env
+
+        try:
+            venv = make_sb3_vec_env(env, 1)
+        except Exception:  # noqa: BLE001 - the constructor's own error is the one to report
+            return
+        space = venv.observation_space
+        venv.close()
+    if not isinstance(space, spaces.Dict):
+        return
+    readers = [
+        name
+        for name in cls.policy_aliases
+        if (e := features_extractor_class(cls, name)) and issubclass(e, CombinedExtractor)
+    ]
+    fix = f"--policy {readers[0]}" if readers else "a policy with a features extractor for Dict observations"
+    name = getattr(policy, "__name__", policy)
+    if origin == "default":
+        raise CommandError(
+            f"{env_id} observes a Dict, {space}, which {name} (the default policy) does not read: give {fix}"
+        )
+    where = "--policy" if origin == "--policy" else f"{origin}: policy"
+    raise CommandError(f"{where} {name} does not read Dict observations; {env_id} observes {space}: give {fix}")
 
 
 def check_action_masks(model: BaseAlgorithm, env_id: str) -> None:
@@ -526,7 +583,7 @@ def eval_callback(settings: TrainSettings, model: Any, option: str = "--eval-env
     eval_env = make_env(
         settings.eval_env, n_eval_envs, eval_seed(settings.seed), env_kwargs, option, env_wrapper=settings.env_wrapper
     )
-    check_fits(model, eval_env, f"--eval-env {settings.eval_env}")
+    eval_env = fitted_env(model, eval_env, f"--eval-env {settings.eval_env}")
     normalize = model.get_vec_normalize_env()
     if normalize is not None:  # rl-zoo3's eval env: the training statistics (synced at each evaluation), raw rewards
         eval_env = frozen_vec_normalize(eval_env, normalize)

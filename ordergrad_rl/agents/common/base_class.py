@@ -20,11 +20,21 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import ARGUMENT_CHECKS, check_arguments
-from ordergrad_rl.agents.common.checks import check_action_space, check_observation_space
+from ordergrad_rl.agents.common.checks import (
+    check_action_space,
+    check_observation_space,
+    warn_if_normalization_missing,
+)
 from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, env_arguments, wrap_env
 from ordergrad_rl.agents.common.progress import clamped_progress_remaining, warn_if_schedules_restart
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, default_run_name, record_hparams, write_risk_layout
-from ordergrad_rl.agents.common.saving import algorithm_family, check_saved_algorithm, read_saved_data
+from ordergrad_rl.agents.common.saving import (
+    VEC_NORMALIZE,
+    algorithm_family,
+    check_saved_algorithm,
+    read_saved_data,
+    saved_vec_normalize,
+)
 from ordergrad_rl.agents.common.sb3_compat import from_sb3
 from ordergrad_rl.agents.common.utils import lent_attributes
 from ordergrad_rl.core import ChannelObjective, Objective, parse_objective
@@ -252,7 +262,9 @@ class OrderGradAlgorithmMixin(_MixedInto):
             # the save's, and its seed; an env object is checked against the n_envs given, as in the constructor
             n_envs = n_envs if given_n_envs else saved.get("n_envs")
             env = build_env(env, n_envs, kwargs.get("seed", saved.get("seed")))  # type: ignore[arg-type]
-        return super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
+        model = super().load(path, env=env, device=device, **kwargs)  # type: ignore[arg-type]  # SB3 types env GymEnv; _wrap_env takes a native batch
+        warn_if_normalization_missing(model.get_env(), saved_vec_normalize(saved))
+        return model
 
     @classmethod
     def load_arguments(cls) -> set[str]:
@@ -337,9 +349,30 @@ class OrderGradAlgorithmMixin(_MixedInto):
         """
         return from_sb3(cls, source, env, device=device, **kwargs)
 
+    def save(self, path: Any, exclude: Any = None, include: Any = None) -> None:
+        """SB3's ``save``. A model whose env is wrapped in ``VecNormalize`` records it (``vec_normalize``: its
+        ``norm_obs`` and ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves
+        the statistics apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly,
+        silently; ``load`` and ``set_env`` warn of an env without them, ``evaluate`` refuses it."""
+        normalize = self.get_vec_normalize_env()
+        if normalize is not None:
+            self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
+        try:
+            super().save(path, exclude, include)  # type: ignore[safe-super]  # the SB3 class mixed into implements it
+        finally:
+            self.__dict__.pop(VEC_NORMALIZE, None)
+
+    def set_env(self, env: Any, force_reset: bool = True) -> None:
+        """SB3's ``set_env``; a model loaded from a save that records a ``VecNormalize`` of the observations warns
+        when ``env`` has none (:func:`~ordergrad_rl.agents.common.checks.warn_if_normalization_missing`), as
+        :meth:`load` does."""
+        super().set_env(env, force_reset)  # type: ignore[safe-super]  # the SB3 class mixed into implements it
+        warn_if_normalization_missing(self.env, getattr(self, "_saved_vec_normalize", None))
+
     def _excluded_save_params(self) -> list[str]:
-        # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout.
-        return [*super()._excluded_save_params(), "objective"]
+        # The objective is saved as its spec string (objective_spec): readable, and independent of the class layout;
+        # the loaded save's VecNormalize record is its env's, and save writes this model's own.
+        return [*super()._excluded_save_params(), "objective", "_saved_vec_normalize"]
 
     # ------------------------------------------------------------------ learning and logging
     def learn(
@@ -402,6 +435,10 @@ class OrderGradAlgorithmMixin(_MixedInto):
         return wrap_env(env, verbose, monitor_wrapper)
 
     def _setup_model(self) -> None:
+        # A record of the saved model's env, not of this one's (save); kept apart for set_env's check of a model
+        # loaded without an env (load checks the env it is given).
+        self._saved_vec_normalize = saved_vec_normalize(self.__dict__)
+        self.__dict__.pop(VEC_NORMALIZE, None)
         check_action_space(self.action_space)
         check_observation_space(self.observation_space)
         super()._setup_model()  # type: ignore[safe-super]  # the SB3 class mixed into implements it

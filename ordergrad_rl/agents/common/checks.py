@@ -110,16 +110,25 @@ def check_observation_space(observation_space: spaces.Space, key: str = "") -> N
     step. Refused before the first step instead.
 
     A ``Tuple`` (``Blackjack-v1``'s) raises SB3's ``NotImplementedError``, with its message, plus the wrapper that
-    makes it one SB3 takes. A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
+    makes it one SB3 takes; so does a ``Dict`` or ``Tuple`` inside a ``Dict``, naming its key (SB3's "Nested
+    observation spaces are not supported" named neither). A ``Text``, ``Sequence``, ``Graph`` or ``OneOf``
     (:func:`~ordergrad_rl.envs.sb3_vec_env.check_batched_observation_space`) raises a ``ValueError`` naming the way to
     a fixed shape: SB3's ``DummyVecEnv`` failed on them while wrapping the env ("'NoneType' object is not iterable",
     "Unsupported structured space").
     """
+    flatten = "gymnasium.wrappers.FlattenObservation"
     if isinstance(observation_space, spaces.Dict):
         for name, space in observation_space.spaces.items():
+            if isinstance(space, spaces.Dict | spaces.Tuple):
+                # SB3's message names neither the key nor a way out.
+                raise NotImplementedError(
+                    f"the env's observation space{key}[{name!r}] {space} is a {type(space).__name__} inside a Dict: "
+                    "SB3 does not support nested observation spaces. Give its entries keys of their own in the outer "
+                    "Dict (a gymnasium.ObservationWrapper), or flatten the whole observation to one Box "
+                    f"({flatten})"
+                )
             check_observation_space(space, f"{key}[{name!r}]")
         return
-    flatten = "gymnasium.wrappers.FlattenObservation"
     if isinstance(observation_space, spaces.Tuple):
         raise NotImplementedError(
             f"{observation_space} observation space is not supported: flatten it ({flatten}; a Tuple of Discrete "
@@ -189,6 +198,23 @@ def warn_if_rewards_normalized(venv: VecEnv, objective: str) -> None:
     )
 
 
+def warn_if_normalization_missing(venv: VecEnv | None, saved: Mapping[str, bool] | None) -> None:
+    """``UserWarning`` where a model whose save records a ``VecNormalize`` of the observations (``saved``:
+    :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`) is given ``venv`` without one: its policy then acts
+    and trains on raw observations, silently (SB3 saves the statistics apart, and its ``load`` says nothing). No
+    env (``None``), a save without the record, or one of a ``VecNormalize`` of the rewards only: nothing to say.
+    """
+    if venv is None or not saved or not saved.get("norm_obs") or unwrap_vec_normalize(venv) is not None:
+        return
+    warnings.warn(
+        "the model was saved acting on observations normalized by VecNormalize, and its env has no VecNormalize: "
+        "its policy acts (and trains) on raw observations. Wrap the env in the statistics saved beside the model, "
+        "VecNormalize.load(path, venv) (set its training=False to evaluate), and pass that env",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _finite(array: Any) -> bool:
     """Whether every entry of ``array`` is finite (integer and boolean arrays always are).
 
@@ -200,6 +226,10 @@ def _finite(array: Any) -> bool:
 
 def _all_finite(obs: Any) -> bool:
     return all(map(_finite, obs.values() if isinstance(obs, Mapping) else (obs,)))
+
+
+#: The largest float32: a larger reward becomes inf in SB3's ``DummyVecEnv``, which holds rewards as float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def finite_step_error(obs: Any, rewards: np.ndarray | None, where: str) -> str | None:
@@ -215,7 +245,14 @@ def finite_step_error(obs: Any, rewards: np.ndarray | None, where: str) -> str |
         bad = np.flatnonzero(~np.isfinite(np.asarray(rewards, dtype=np.float64)))
         if bad.size:
             i = int(bad[0])
-            return f"env {i} returned the reward {float(rewards[i])} {where}: rewards must be finite"
+            reward = float(rewards[i])
+            # A finite reward past float32's range arrives as inf from SB3's DummyVecEnv, which holds them as float32.
+            beyond = (
+                ""
+                if np.isnan(reward)
+                else f" and within +-{FLOAT32_MAX:.1e} (float32, as SB3's DummyVecEnv holds them)"
+            )
+            return f"env {i} returned the reward {reward} {where}: rewards must be finite{beyond}"
     for key, array in obs.items() if isinstance(obs, Mapping) else [(None, obs)]:
         array = np.asarray(array)
         if array.dtype.kind not in "fc":

@@ -64,6 +64,22 @@ def build_env(env: AgentEnv | str, n_envs: int | None, seed: int | None, n_episo
     return env
 
 
+def check_env_given(algorithm: str, env: Any, init_setup_model: bool) -> None:
+    """``ValueError`` for a constructor given ``env=None`` that builds its model (``_init_setup_model``): the policy
+    is built for the env's spaces, and SB3's constructor failed later inside on an attribute of the missing env
+    (``'PPO' object has no attribute 'observation_space'``; the OrderGrad defaults on ``n_envs`` or
+    ``action_space``). SB3's ``load`` builds without an env and without the model, which stays allowed.
+
+    :param algorithm: the class name, in the message.
+    """
+    if env is None and init_setup_model:
+        raise ValueError(
+            f"{algorithm}(policy, env=None): the policy is built for the env's spaces, so the constructor needs an env "
+            "(an env id, a gymnasium.Env or a VecEnv); a model without one comes from "
+            f"{algorithm}.load(path), and set_env(env) gives it one"
+        )
+
+
 def sb3_vec_env_of(env: gym.vector.VectorEnv) -> VecEnv:
     """The SB3 ``VecEnv`` that trains on a Gymnasium vector env: a native batch (``gym.make_vec`` of the tail-risk and
     TargetSum ids, unwrapped) gets its SB3 face (:func:`~ordergrad_rl.envs.sb3_vec_env.native_sb3_vec_env`).

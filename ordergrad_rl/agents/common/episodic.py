@@ -96,7 +96,7 @@ from ordergrad_rl.agents.common.risk_schedules import (
     untie_case,
     untied_at,
 )
-from ordergrad_rl.agents.common.saving import VEC_NORMALIZE, read_saved_data
+from ordergrad_rl.agents.common.saving import read_saved_data
 from ordergrad_rl.agents.common.sb3_compat import critic_argument_error, n_steps_error
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
 from ordergrad_rl.common.arguments import check_float, check_seed
@@ -857,24 +857,18 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         categorical episodes and OrderGradREINFORCE's are) is saved as ``ent_coef_schedule``, and ``ent_coef`` as
         the coefficient in force: SB3's ``PPO.load`` / ``A2C.load`` of the save multiply their loss by
         ``ent_coef``, so a callable there crashed their first update. ``load`` puts the schedule back.
-
-        A model whose env is wrapped in ``VecNormalize`` records it (``vec_normalize``: its ``norm_obs`` and
-        ``norm_reward``; :func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`): SB3 saves the statistics
-        apart (``VecNormalize.save``), and a policy acting on raw observations without them acts wrongly, silently.
+        The model's ``VecNormalize`` is recorded as every OrderGrad algorithm records it
+        (:meth:`~ordergrad_rl.agents.common.base_class.OrderGradAlgorithmMixin.save`).
         """
         coef = self.ent_coef
         if callable(coef):
             self.ent_coef_schedule = coef
             self.ent_coef = float(coef(self._current_progress_remaining))
-        normalize = self.get_vec_normalize_env()
-        if normalize is not None:
-            self.__dict__[VEC_NORMALIZE] = {"norm_obs": normalize.norm_obs, "norm_reward": normalize.norm_reward}
         try:
             super().save(path, exclude, include)
         finally:
             self.ent_coef = coef
             self.__dict__.pop("ent_coef_schedule", None)
-            self.__dict__.pop(VEC_NORMALIZE, None)
 
     def objective_label(self) -> str:
         # GCVaR trains at objective_spec cvar<a>@k (what risk/objective logs): its run name and hparams say gcvar<a>,
@@ -908,7 +902,6 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     def _setup_model(self) -> None:
         self._restore_objective()
         schedule = self.__dict__.pop("ent_coef_schedule", None)  # SB3's load put the save's data here (save)
-        self.__dict__.pop(VEC_NORMALIZE, None)  # a record of the saved model's env, not of this one's (save)
         if schedule is not None:
             self.ent_coef = schedule
         # Buffer options SB3's RolloutBuffer does not take are kept apart (and saved apart), so that SB3's PPO.load

@@ -42,7 +42,13 @@ from stable_baselines3.common.policies import (
     MultiInputActorCriticPolicy,
 )
 from stable_baselines3.common.preprocessing import is_image_space_channels_first
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor, NatureCNN
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    MlpExtractor,
+    NatureCNN,
+)
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 
 from ordergrad_rl.agents.common.sb3_compat import CRITIC_PARAMETERS
@@ -188,7 +194,9 @@ def check_nature_cnn_input(
     """``ValueError`` if ``extractor_class`` is SB3's ``NatureCNN`` and the observations are 3-D grids with a side
     under :data:`NATURE_CNN_MIN_SIDE` (MinAtar's 10x10xC): torch's "kernel size can't be greater than actual input
     size", or for float grids SB3's assertion that they are no images, named neither the size nor the extractor that
-    fits (:class:`~ordergrad_rl.agents.GridCNN`). Other spaces are left to ``NatureCNN``'s own checks.
+    fits (:class:`~ordergrad_rl.agents.GridCNN`); or channel-last images that reach the policy so (SB3 transposes
+    uint8 ones only: float images with ``normalize_images=False``), whose first axis ``NatureCNN`` reads as the
+    channels, failing in torch as above. Other spaces are left to ``NatureCNN``'s own checks.
 
     :param policy: the policy the message names (``"CnnLstmPolicy"`` ...).
     """
@@ -197,13 +205,64 @@ def check_nature_cnn_input(
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 3:
         return
     shape = observation_space.shape
-    sides = shape[1:] if is_image_space_channels_first(observation_space) else shape[:2]
+    channel_first = is_image_space_channels_first(observation_space)
+    sides = shape[1:] if channel_first else shape[:2]
     if min(sides) < NATURE_CNN_MIN_SIDE:
         raise ValueError(
             f"{policy}'s NatureCNN (SB3's) needs images of at least {NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE}, got "
             f"observations of shape {shape}: for small grids such as MinAtar's use "
             "policy_kwargs=dict(features_extractor_class=GridCNN) (from ordergrad_rl.agents)"
         )
+    if not channel_first:
+        # SB3's VecTransposeImage puts uint8 images channel-first before the policy sees them; other dtypes (float
+        # images with normalize_images=False, SB3's advice for scaled ones) reach NatureCNN as they are.
+        raise ValueError(
+            f"{policy}'s NatureCNN (SB3's) reads the first axis as the channels (C, H, W), and the observations of "
+            f"shape {shape} ({observation_space.dtype}) are channel-last, which SB3 transposes for uint8 images only: "
+            f"transpose them to {(shape[2], shape[0], shape[1])} (a gymnasium.ObservationWrapper returning "
+            "np.transpose(obs, (2, 0, 1))); SB3 reads images other than uint8 in [0, 255] with "
+            "policy_kwargs=dict(normalize_images=False)"
+        )
+
+
+def check_extractor_reads_dict(
+    extractor_class: type[BaseFeaturesExtractor], observation_space: spaces.Space, policy: str
+) -> None:
+    """``ValueError`` where SB3's ``CombinedExtractor`` (``MultiInputPolicy``'s) and ``Dict`` observations do not
+    meet: the extractor on observations that are no ``Dict`` failed inside SB3 with "'Box' object has no attribute
+    'spaces'" (as SB3's own algorithms do); SB3's ``FlattenExtractor`` or ``NatureCNN`` on a ``Dict`` failed inside
+    torch at the first step ("'dict' object has no attribute 'flatten'": SB3 refuses only the names ``"MlpPolicy"``
+    and ``"CnnPolicy"``, so ``MlpLstmPolicy`` or a policy class were built). Neither named the policy that reads the
+    space. Other extractors (a user's may read a ``Dict``) are left alone.
+
+    :param policy: the policy the message names (``"MultiInputLstmPolicy"`` ...); its ``Mlp``, ``Cnn`` and
+        ``MultiInput`` siblings are the ones named as the fix.
+    """
+    if not isinstance(extractor_class, type):
+        return
+    combined = issubclass(extractor_class, CombinedExtractor)
+    is_dict = isinstance(observation_space, spaces.Dict)
+    if combined and not is_dict:
+        mlp, cnn = (sibling_policy(policy, kind) for kind in ("Mlp", "Cnn"))
+        raise ValueError(
+            f"{policy}'s CombinedExtractor (SB3's) needs Dict observations, got {observation_space}: use {mlp} "
+            f"({cnn} for images)"
+        )
+    if is_dict and issubclass(extractor_class, FlattenExtractor | NatureCNN):
+        raise ValueError(
+            f"{policy}'s {extractor_class.__name__} (SB3's) does not read Dict observations, got {observation_space}: "
+            f"use {sibling_policy(policy, 'MultiInput')}"
+        )
+
+
+def sibling_policy(policy: str, kind: str) -> str:
+    """The policy name of ``kind`` (``"Mlp"``, ``"Cnn"``, ``"MultiInput"``) in ``policy``'s family:
+    ``sibling_policy("MlpLstmPolicy", "MultiInput")`` is ``"MultiInputLstmPolicy"``; ``"<kind>Policy"`` for a name
+    outside the three (a class's)."""
+    for prefix in ("MultiInput", "Mlp", "Cnn"):
+        if policy.startswith(prefix) and policy.endswith("Policy"):
+            return kind + policy[len(prefix) :]
+    return f"{kind}Policy"
 
 
 def action_probs(distribution: Distribution) -> th.Tensor:
@@ -285,9 +344,10 @@ class OrderGradPolicyMixin:
         super().__init__(observation_space, action_space, lr_schedule, **kwargs)  # type: ignore[call-arg]
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
-        """SB3's, after :func:`check_nature_cnn_input`."""
+        """SB3's, after :func:`check_nature_cnn_input` and :func:`check_extractor_reads_dict`."""
         policy = self.policy_alias or type(self).__name__
         check_nature_cnn_input(self.features_extractor_class, self.observation_space, policy)
+        check_extractor_reads_dict(self.features_extractor_class, self.observation_space, policy)
         return super().make_features_extractor()  # type: ignore[misc]
 
     def _build(self, lr_schedule: Schedule) -> None:

@@ -23,7 +23,7 @@ from ordergrad_rl.agents.common.arguments import (
 from ordergrad_rl.agents.common.base_class import sb3_load_options
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
-from ordergrad_rl.agents.common.env_util import AgentEnv
+from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_head
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
@@ -480,6 +480,7 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
+        check_env_given(type(self).__name__, env, _init_setup_model)
         check_advantage(advantage, self.advantages)
         if advantage == Q_CRITIC:  # OrderGradPPO(...) builds an OrderGradQCriticPPO (__new__); a subclass cannot
             raise ValueError(

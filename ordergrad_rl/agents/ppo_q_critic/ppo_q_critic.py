@@ -40,7 +40,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from ordergrad_rl.agents.common.arguments import MIN_BATCH_SIZE, check_advantage, check_arguments, check_ppo_arguments
 from ordergrad_rl.agents.common.base_class import OrderGradAlgorithmMixin, sb3_load_options
 from ordergrad_rl.agents.common.checks import FiniteStepCheckVecEnv, check_finite_step
-from ordergrad_rl.agents.common.env_util import AgentEnv, build_env
+from ordergrad_rl.agents.common.env_util import AgentEnv, build_env, check_env_given
 from ordergrad_rl.agents.common.policies import OrderGradPolicyMixin, action_probs
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile
 from ordergrad_rl.agents.common.utils import lent_attributes, pop_record
@@ -258,6 +258,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
+        check_env_given(type(self).__name__, env, _init_setup_model)
         check_advantage(advantage, self.advantages)
         check_ppo_arguments(
             learning_rate,

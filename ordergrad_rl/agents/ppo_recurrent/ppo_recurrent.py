@@ -20,7 +20,7 @@ from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.arguments import check_buffer_class, check_buffer_kwargs, check_ppo_arguments
-from ordergrad_rl.agents.common.env_util import AgentEnv
+from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS, train_on_episode_weights
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -151,6 +151,7 @@ class OrderGradRecurrentPPO(PerStepBaselineMixin, RecurrentPPO):  # type: ignore
         clip_range_vf: None = None,
         _init_setup_model: bool = True,
     ) -> None:
+        check_env_given(type(self).__name__, env, _init_setup_model)
         self._refuse_sb3_arguments(env, n_envs, n_steps, (gae_lambda, vf_coef, clip_range_vf))
         check_ppo_arguments(
             learning_rate, gamma, ent_coef, max_grad_norm, policy_kwargs, n_epochs, clip_range, target_kl

@@ -26,16 +26,22 @@ from gymnasium import spaces
 from sb3_contrib import QRDQN
 from sb3_contrib.common.utils import quantile_huber_loss
 from sb3_contrib.qrdqn.policies import CnnPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, TrainFreq
 from stable_baselines3.common.vec_env import VecEnv
 
 from ordergrad_rl.agents.common.checks import (
+    FiniteStepCheckVecEnv,
     check_action_space,
     check_algorithm_action_space,
+    check_finite_step,
     check_observation_space,
 )
-from ordergrad_rl.agents.common.env_util import AgentEnv, wrap_env
+from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given, wrap_env
+from ordergrad_rl.agents.common.policies import check_extractor_reads_dict, check_nature_cnn_input
 from ordergrad_rl.common.arguments import check_int
 
 
@@ -84,6 +90,9 @@ else:
 class _CVaRPolicyMixin(_MixedInto):
     """A QR-DQN policy whose quantile networks are :class:`CVaRQuantileNetwork` (policy option ``cvar_alpha``)."""
 
+    #: The policy string that names the class in QRDQNCVaR (``"CnnPolicy"`` ...), for messages.
+    policy_alias: ClassVar[str] = "MlpPolicy"
+
     def __init__(self, *args: Any, cvar_alpha: float = 0.2, **kwargs: Any) -> None:
         _check_level("cvar_alpha", cvar_alpha)
         self.cvar_alpha = cvar_alpha  # read by make_quantile_net, which the parent constructor calls
@@ -92,6 +101,9 @@ class _CVaRPolicyMixin(_MixedInto):
     def make_quantile_net(self) -> CVaRQuantileNetwork:
         # QR-DQN's own policy takes any n_quantiles and fails in torch: 0 at the first forward pass, 2.5 in nn.Linear.
         check_int("n_quantiles", self.net_args["n_quantiles"], 1)
+        # Before the features extractor is built: SB3's fail inside on a space they cannot read.
+        check_nature_cnn_input(self.features_extractor_class, self.observation_space, self.policy_alias)
+        check_extractor_reads_dict(self.features_extractor_class, self.observation_space, self.policy_alias)
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
         return CVaRQuantileNetwork(cvar_alpha=self.cvar_alpha, **net_args).to(self.device)
 
@@ -106,9 +118,13 @@ class CVaRQRDQNPolicy(_CVaRPolicyMixin, QRDQNPolicy):
 class CVaRQRDQNCnnPolicy(_CVaRPolicyMixin, CnnPolicy):
     """QR-DQN's ``CnnPolicy`` acting on the CVaR of its quantiles."""
 
+    policy_alias = "CnnPolicy"
+
 
 class CVaRQRDQNMultiInputPolicy(_CVaRPolicyMixin, MultiInputPolicy):
     """QR-DQN's ``MultiInputPolicy`` acting on the CVaR of its quantiles."""
+
+    policy_alias = "MultiInputPolicy"
 
 
 #: sb3-contrib's QR-DQN policies -> the ones acting on the CVaR (the same layout and parameters).
@@ -154,6 +170,7 @@ class QRDQNCVaR(QRDQN):
     def __init__(
         self, policy: str | type[QRDQNPolicy], env: AgentEnv | str, *, alpha: float = 0.2, **kwargs: Any
     ) -> None:
+        check_env_given(type(self).__name__, env, kwargs.get("_init_setup_model", True))
         policy_kwargs = dict(kwargs.pop("policy_kwargs", None) or {})
         if "cvar_alpha" in policy_kwargs and policy_kwargs["cvar_alpha"] != alpha:
             raise ValueError(f"alpha={alpha} and policy_kwargs['cvar_alpha']={policy_kwargs['cvar_alpha']} differ")
@@ -254,6 +271,34 @@ class QRDQNCVaR(QRDQN):
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: ActionNoise | None = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """SB3's off-policy collection, on ``env`` whose every step is checked first
+        (:class:`~ordergrad_rl.agents.common.checks.FiniteStepCheckVecEnv`, as the other agents check theirs): QR-DQN
+        stored a NaN or infinite reward or observation in its replay buffer, its weights became NaN, and it went on
+        acting on NaN quantiles (action 0) without a word.
+
+        :raises ValueError: a step's observation or reward is not finite, or the VecEnv's step is misshapen.
+        """
+        check_finite_step(self._last_obs, None, "at the start of a rollout (the reset observation)")
+        checked: FiniteStepCheckVecEnv | None = getattr(self, "_checked_env", None)
+        if checked is None or checked.venv is not env:  # one wrapper per env: collect_rollouts runs every train_freq
+            checked = self._checked_env = FiniteStepCheckVecEnv(env, lambda: self.num_timesteps)
+        return super().collect_rollouts(
+            checked, callback, train_freq, replay_buffer, action_noise, learning_starts, log_interval
+        )
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_checked_env"]
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         """QR-DQN's update (sb3-contrib's ``QRDQN.train``) with the CVaR-greedy next action in the target."""

@@ -17,7 +17,7 @@ from ordergrad_rl.agents.common.arguments import (
     default_reinforce_value_baseline,
 )
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
-from ordergrad_rl.agents.common.env_util import AgentEnv
+from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, evaluate_actions_without_value
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
@@ -220,6 +220,7 @@ class OrderGradREINFORCE(PerStepBaselineMixin, OnPolicyAlgorithm):
         rms_prop_eps: None = None,
         _init_setup_model: bool = True,
     ) -> None:
+        check_env_given(type(self).__name__, env, _init_setup_model)
         self._refuse_sb3_arguments(env, n_envs, n_steps, (gae_lambda, vf_coef))
         for name, value in zip(OPTIMIZER_ARGUMENTS, (use_rms_prop, rms_prop_eps), strict=True):
             if value is not None:
