@@ -100,9 +100,70 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "mountaincarcontinuous": ("MountainCarContinuous-v0", {}),
     "lunarlandercontinuous": ("LunarLander-v3", {"continuous": True}),
     "frozenlake8x8": ("FrozenLake-v1", {"map_name": "8x8", "is_slippery": True}),
+    "taxi": ("Taxi-v4", {"is_rainy": True}),
+    "rareevent": ("OutsideRareEventGrid-v0", {}),
 }
 #: The tasks with a transition table (``env.unwrapped.P``): scored exactly, and solved with ``--exact``.
-TABULAR = ("cliffwalking", "frozenlake8x8")
+TABULAR = ("cliffwalking", "frozenlake8x8", "taxi", "rareevent")
+
+
+class RareEventGrid(gym.Env[int, int]):
+    """A 5 x 8 gridworld made for this probe (not one of the project's envs): the start at row 2, column 0, the goal
+    at row 2, column 7 (+10, terminal). Columns 3 and 4 of rows 1-3 are a band where each entered cell has a rare
+    costly event (probability 0.03: -20, terminal); rows 0 and 4 go round it, 4 steps longer. Every step pays -0.5,
+    and a move goes its way with probability 0.9 and to either side with 0.05 each (a move off the grid stays). The
+    straight path is mean-optimal and the way round CVaR_0.2-optimal (``--exact``). Toy-text style: ``P`` and
+    ``initial_state_distrib`` give the transition table."""
+
+    ROWS, COLS, START, GOAL = 5, 8, (2, 0), (2, 7)
+    EVENT_PROB, EVENT_REWARD, GOAL_REWARD, STEP_REWARD, SLIP = 0.03, -20.0, 10.0, -0.5, 0.05
+    MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))  # up, right, down, left
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Discrete(self.ROWS * self.COLS)
+        self.action_space = gym.spaces.Discrete(4)
+        self.initial_state_distrib = np.zeros(self.ROWS * self.COLS)
+        self.initial_state_distrib[self._state(*self.START)] = 1.0
+        self.P: dict[int, dict[int, list[tuple[float, int, float, bool]]]] = {
+            self._state(r, c): {a: self._outcomes(r, c, a) for a in range(4)}
+            for r in range(self.ROWS)
+            for c in range(self.COLS)
+        }
+        self.s = self._state(*self.START)
+
+    def _state(self, row: int, col: int) -> int:
+        return row * self.COLS + col
+
+    def _outcomes(self, row: int, col: int, action: int) -> list[tuple[float, int, float, bool]]:
+        if (row, col) == self.GOAL:
+            return [(1.0, self._state(row, col), 0.0, True)]
+        outcomes = []
+        for way, prob in ((action, 1 - 2 * self.SLIP), ((action + 1) % 4, self.SLIP), ((action + 3) % 4, self.SLIP)):
+            r = min(max(row + self.MOVES[way][0], 0), self.ROWS - 1)
+            c = min(max(col + self.MOVES[way][1], 0), self.COLS - 1)
+            entered = (r, c) != (row, col)
+            if (r, c) == self.GOAL:
+                outcomes.append((prob, self._state(r, c), self.STEP_REWARD + self.GOAL_REWARD, True))
+            elif entered and 1 <= r <= 3 and c in (3, 4):
+                outcomes.append((prob * self.EVENT_PROB, self._state(r, c), self.STEP_REWARD + self.EVENT_REWARD, True))
+                outcomes.append((prob * (1 - self.EVENT_PROB), self._state(r, c), self.STEP_REWARD, False))
+            else:
+                outcomes.append((prob, self._state(r, c), self.STEP_REWARD, False))
+        return outcomes
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.s = self._state(*self.START)
+        return self.s, {}
+
+    def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
+        outcomes = self.P[self.s][int(action)]
+        i = self.np_random.choice(len(outcomes), p=[prob for prob, *_ in outcomes])
+        _, self.s, reward, terminated = outcomes[i]
+        return self.s, reward, terminated, False, {}
+
+
+gym.register("OutsideRareEventGrid-v0", entry_point=RareEventGrid, max_episode_steps=50)
 
 
 def make_env(limit: int, task: str = "cliffwalking") -> gym.Env:

@@ -111,3 +111,32 @@ def test_a_scheduled_bonus_is_recorded_by_its_name(tmp_path):
 def test_quick_refuses_the_sizes_it_sets():
     with pytest.raises(SystemExit):
         load("outside_probe").main(["--quick", "--episodes", "50"])
+
+
+def test_rare_event_grid_table_by_hand():
+    """A few entries of the probe's own gridworld, written out by hand from its description."""
+    grid = load("outside_probe").RareEventGrid()
+    state = grid._state
+    # From the start, right: on its way with 0.9, slipping up or down with 0.05 each; every step pays -0.5.
+    assert sorted(grid.P[state(2, 0)][1]) == sorted(
+        [(0.9, state(2, 1), -0.5, False), (0.05, state(1, 0), -0.5, False), (0.05, state(3, 0), -0.5, False)]
+    )
+    # Into the band (column 3): the event with probability 0.03 of each entry, -20 more and terminal.
+    into_band = [o for o in grid.P[state(2, 2)][1] if o[1] == state(2, 3)]
+    assert into_band == [(pytest.approx(0.9 * 0.03), state(2, 3), -20.5, True), (0.9 * 0.97, state(2, 3), -0.5, False)]
+    # A move off the grid stays and draws no event; the goal pays 10 and ends the episode.
+    assert (0.9, state(0, 0), -0.5, False) in grid.P[state(0, 0)][0]
+    assert (0.9, state(2, 7), 9.5, True) in grid.P[state(2, 6)][1]
+    for rows in grid.P.values():
+        for outcomes in rows.values():
+            assert sum(prob for prob, *_ in outcomes) == pytest.approx(1.0)
+
+
+def test_rare_event_grid_straight_path_is_mean_optimal_and_risky():
+    """The exact optima: the mean-optimal policy takes the band (a worse CVaR_0.2 than going round by row 0)."""
+    script = load("outside_probe")
+    mdp = script.tabular_mdp(50, "rareevent")
+    value, policy = mean_optimum(mdp)
+    straight = return_distribution(mdp, policy[0])
+    assert straight.mean() == pytest.approx(value)
+    assert straight.cvar(0.2) < 0 < script.exact(50, "rareevent")["cvar_optimum"]
