@@ -1,0 +1,153 @@
+"""The README's and docs' references resolve: links and anchors, repository paths, the docstrings'
+cross-references and the ``python scripts/...`` command lines they quote."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PACKAGE = ROOT / "ordergrad_rl"
+
+
+def prose(path: Path) -> str:
+    """The Markdown of ``path`` without its fenced code blocks (a ``# comment`` there is no heading)."""
+    return re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped (word characters, ``-`` and spaces kept),
+    spaces to ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives the headings of ``path`` (a repeated heading gets ``-1``, ``-2`` ...)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(r"^#+ (.*)$", prose(path), flags=re.M):
+        anchor = github_anchor(heading)
+        count = seen.get(anchor, 0)
+        seen[anchor] = count + 1
+        found.add(anchor if count == 0 else f"{anchor}-{count}")
+    return found
+
+
+def local_links(path: Path) -> list[str]:
+    """The relative link targets ``[text](target)`` of ``path``'s prose (web and mail links left out)."""
+    return [link for link in re.findall(r"\]\(([^)\s]+)\)", prose(path)) if not re.match(r"\w+:", link)]
+
+
+def test_the_checks_see_the_links():
+    """A change of the link syntax that the regexes miss would make the other tests pass on nothing."""
+    readme = local_links(ROOT / "README.md")
+    assert "#objectives" in readme and "docs/benchmarks.md" in readme
+    assert "objectives" in anchors(ROOT / "README.md")
+    assert "high-yield-tail-risk-portfolio-paper-fig-tailrisk-toy-table-tailrisk-toy-metrics" in anchors(DOCS[0])
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_relative_links_and_their_anchors_resolve(path: Path):
+    broken = []
+    for link in local_links(path):
+        target, _, fragment = link.partition("#")
+        file = (path.parent / target).resolve() if target else path
+        if not file.exists():
+            broken.append(f"{link}: no file {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
+        elif fragment and file.suffix == ".md" and fragment not in anchors(file):
+            broken.append(f"{link}: no heading of {file.name} has the anchor #{fragment}")
+    assert not broken, f"{path.name}: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_repository_paths_named_in_backticks_exist(path: Path):
+    """``scripts/x.py``, ``docs/...``, ``tests/...`` and ``ordergrad_rl/...`` paths quoted in the prose."""
+    pattern = r"(?<![\w./-])((?:scripts|docs|tests|ordergrad_rl)/[\w./-]*\w)"
+    named = {match for span in re.findall(r"`([^`]*)`", prose(path)) for match in re.findall(pattern, span)}
+    named = {name for name in named if "*" not in name and "<" not in name}
+    missing = sorted(name for name in named if not (ROOT / name).exists())
+    assert not missing, f"{path.name} names paths that do not exist: {missing}"
+
+
+# ------------------------------------------------------------------------------------------- docstring references
+def resolve(dotted: str) -> Any:
+    """The object a dotted ``ordergrad_rl...`` name refers to: the longest importable module, then attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ModuleNotFoundError(dotted)
+
+
+def test_docstring_cross_references_resolve():
+    """Every fully qualified ``ordergrad_rl....`` name in the package's docstrings and comments (Sphinx roles,
+    ``~`` or not, and double-backticked names) is importable: ``zoo/models.py`` named
+    ``ordergrad_rl.agents.saving.saved_algorithm`` and ``ordergrad_rl.agents.passk_eval.PassAtK``, paths of the
+    0.1.0 layout that no longer exist (``agents/common/`` holds both since)."""
+    names: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for name in re.findall(r"(?:`~?|``)(ordergrad_rl(?:\.\w+)+)`", path.read_text(encoding="utf-8")):
+            names.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+    assert len(names) > 100, "the pattern finds the references"
+    broken = []
+    for name, files in sorted(names.items()):
+        try:
+            resolve(name)
+        except (ImportError, AttributeError):
+            broken.append(f"{name} (in {', '.join(sorted(files))})")
+    assert not broken, broken
+
+
+# ------------------------------------------------------------------------------------------------ script commands
+class _Parsed(Exception):
+    """Raised in place of running a script once its command line parsed."""
+
+
+def script_commands() -> list[tuple[str, str, str]]:
+    """``(document, script, arguments)`` of every ``python scripts/<name>.py ...`` quoted in backticks, but those
+    with placeholders (``--task T``, ``...``, ``[--option]``) that are no command line as written."""
+    commands = set()
+    for path in DOCS:
+        for span in re.findall(r"`([^`]*)`", path.read_text(encoding="utf-8"), flags=re.S):
+            match = re.fullmatch(r"python scripts/(\w+)\.py(.*)", " ".join(span.split()))
+            if match and not re.search(r"\.\.\.|\b[A-Z]\b|[\[{<]", match.group(2)):
+                commands.add((path.name, match.group(1), match.group(2).strip()))
+    return sorted(commands)
+
+
+def test_script_commands_are_found():
+    assert ("README.md", "bench_agents", "--repeats 2") in script_commands()
+
+
+@pytest.mark.parametrize("document, name, arguments", script_commands())
+def test_script_commands_in_the_docs_parse(document, name, arguments, monkeypatch):
+    """The options a quoted measurement command passes are the script's: each parses, and nothing runs."""
+    argv = shlex.split(arguments)
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_and_stop(self, args=None, namespace=None):
+        original(self, args, namespace)  # SystemExit(2) naming the option a script does not take
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_and_stop)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    try:
+        script = load_script(name)
+    except ModuleNotFoundError as err:
+        pytest.skip(f"needs {err.name}")
+    with pytest.raises(_Parsed):
+        script.main(argv) if script.main.__code__.co_argcount else script.main()
