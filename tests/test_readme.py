@@ -202,3 +202,12 @@ def test_coming_from_sb3_names_learns_log_interval():
         f"Its default is {default}, as SB3's ``PPO`` has it; SB3's ``A2C``, whose rollouts are 5 steps, has {a2c}"
         in docstring
     )
+
+
+def test_performance_quotes_the_accuracy_tables_worst_entry():
+    """The Performance section quoted the accuracy as "<= 2.3e-13" where the accuracy table it points to has
+    2.2e-13 as its worst entry (winsor10000): the two quote one measurement and must agree."""
+    table = [line for line in section("How it is computed").splitlines() if line.startswith("| `")]
+    worst = max(float(value) for line in table for value in re.findall(r"\d\.\de-\d+", line.split("|")[3]))
+    quoted = re.search(r"worst advantage entry <= (\S+) of the largest", " ".join(section("Performance").split()))
+    assert quoted and float(quoted.group(1)) == worst
