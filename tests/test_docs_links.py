@@ -122,7 +122,7 @@ def script_commands() -> list[tuple[str, str, str]]:
     with placeholders (``--task T``, ``...``, ``[--option]``) that are no command line as written."""
     commands = set()
     for path in DOCS:
-        for span in re.findall(r"`([^`]*)`", path.read_text(encoding="utf-8"), flags=re.S):
+        for span in re.findall(r"`([^`]*)`", prose(path), flags=re.S):
             match = re.fullmatch(r"python scripts/(\w+)\.py(.*)", " ".join(span.split()))
             if match and not re.search(r"\.\.\.|\b[A-Z]\b|[\[{<]", match.group(2)):
                 commands.add((path.name, match.group(1), match.group(2).strip()))
@@ -151,3 +151,46 @@ def test_script_commands_in_the_docs_parse(document, name, arguments, monkeypatc
         pytest.skip(f"needs {err.name}")
     with pytest.raises(_Parsed):
         script.main(argv) if script.main.__code__.co_argcount else script.main()
+
+
+# ---------------------------------------------------------------------------------------------- ordergrad-rl lines
+#: What argparse says of a fragment quoted in prose (```ordergrad-rl evaluate```, ```train --eval-env```).
+FRAGMENT = re.compile(r"the following arguments are required|expected one argument")
+
+
+def cli_commands() -> list[tuple[str, str, bool]]:
+    """``(document, command, in_prose)`` of every ``ordergrad-rl ...`` line of the bash blocks and of backticks
+    in the prose, but synopses (``[...]``, ``{a,b}``, ``...``, placeholders such as ``N``)."""
+    commands = set()
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        lines = [(" ".join(span.split()), True) for span in re.findall(r"`([^`]*)`", prose(path), flags=re.S)]
+        for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.M | re.S):
+            lines += [
+                (" ".join(line.split(" #")[0].split()), False) for line in block.replace("\\\n", " ").splitlines()
+            ]
+        for line, in_prose in lines:
+            if line.startswith("ordergrad-rl ") and not re.search(r"\.\.\.|…|[\[{<]|\b[A-Z]\b", line):
+                commands.add((path.name, line, in_prose))
+    return sorted(commands)
+
+
+def test_cli_commands_are_found():
+    commands = cli_commands()
+    assert ("README.md", "ordergrad-rl reproduce benchmarks --quick", False) in commands
+    assert len(commands) > 30
+
+
+@pytest.mark.parametrize("document, command, in_prose", cli_commands())
+def test_cli_commands_in_the_docs_parse(document, command, in_prose, capsys):
+    """Every quoted ``ordergrad-rl`` command line names a command and options it takes (parsed, not run: the
+    README's runnable examples run in ``test_readme.py``). A fragment in the prose may leave out a value or the
+    model, never name an option or a choice that does not exist."""
+    from ordergrad_rl import cli
+
+    try:
+        cli.build_parser().parse_args(shlex.split(command)[1:])
+    except SystemExit as exit_info:
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        if not (in_prose and FRAGMENT.search(error)):
+            pytest.fail(f"{document}: `{command}`: {error} (exit {exit_info.code})")
