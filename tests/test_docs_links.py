@@ -93,6 +93,10 @@ def resolve(dotted: str) -> Any:
     raise ModuleNotFoundError(dotted)
 
 
+#: A fully qualified name of the package, as the docs quote them.
+DOTTED = r"(?<![\w/])(ordergrad_rl(?:\.\w+)+)"
+
+
 def test_docstring_cross_references_resolve():
     """Every fully qualified ``ordergrad_rl....`` name in the package's docstrings and comments (Sphinx roles,
     ``~`` or not, and double-backticked names) is importable: ``zoo/models.py`` named
@@ -194,3 +198,16 @@ def test_cli_commands_in_the_docs_parse(document, command, in_prose, capsys):
         error = capsys.readouterr().err.strip().splitlines()[-1]
         if not (in_prose and FRAGMENT.search(error)):
             pytest.fail(f"{document}: `{command}`: {error} (exit {exit_info.code})")
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_dotted_names_in_the_docs_resolve(path: Path):
+    """``ordergrad_rl.x.y`` names quoted in the prose import: a module moved or renamed shows here."""
+    names = {name for span in re.findall(r"`([^`]*)`", prose(path)) for name in re.findall(DOTTED, span)}
+    broken = []
+    for name in sorted(names):
+        try:
+            resolve(name)
+        except (ImportError, AttributeError):
+            broken.append(name)
+    assert not broken, f"{path.name}: {broken}"
