@@ -211,3 +211,35 @@ def test_dotted_names_in_the_docs_resolve(path: Path):
         except (ImportError, AttributeError):
             broken.append(name)
     assert not broken, f"{path.name}: {broken}"
+
+
+def help_examples() -> list[tuple[str, str]]:
+    """``(prog, command)`` of the ``ordergrad-rl ...`` example lines of every command's ``--help`` text."""
+    from ordergrad_rl import cli
+
+    examples, parsers = [], [cli.build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        parser.format_help()  # loads a lazy command's options and description
+        text = f"{parser.description or ''}\n{parser.epilog or ''}".replace("\\\n", " ")
+        for line in re.findall(r"^ {4,}(ordergrad-rl .*)$", text, flags=re.M):  # the indented examples
+            line = " ".join(line.split(" #")[0].split())
+            if not re.search(r"\.\.\.|…|[\[{<]|\b[A-Z]\b", line):
+                examples.append((parser.prog, line))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += list(action.choices.values())
+    return sorted(set(examples))
+
+
+def test_help_examples_parse(capsys):
+    """The examples the commands' ``--help`` texts show run as pasted, as far as parsing goes."""
+    from ordergrad_rl import cli
+
+    examples = help_examples()
+    assert any(prog == "ordergrad-rl train" for prog, _ in examples)
+    for prog, command in examples:
+        try:
+            cli.build_parser().parse_args(shlex.split(command)[1:])
+        except SystemExit:
+            pytest.fail(f"{prog} --help: `{command}`: {capsys.readouterr().err.strip().splitlines()[-1]}")
