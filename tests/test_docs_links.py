@@ -243,3 +243,51 @@ def test_help_examples_parse(capsys):
             cli.build_parser().parse_args(shlex.split(command)[1:])
         except SystemExit:
             pytest.fail(f"{prog} --help: `{command}`: {capsys.readouterr().err.strip().splitlines()[-1]}")
+
+
+# ------------------------------------------------------------------------------------------------ public docstrings
+def public_callables() -> list[tuple[str, Any]]:
+    """``(name, function)`` of ``ordergrad_rl.__all__``: its functions, its classes and their public methods
+    defined in the package (``help(OrderGradPPO)`` shows these)."""
+    import inspect
+
+    import ordergrad_rl
+
+    found = []
+    for name in ordergrad_rl.__all__:
+        obj = getattr(ordergrad_rl, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            found.append((name, obj))
+        if inspect.isclass(obj):
+            for attribute in dir(obj):
+                member = inspect.getattr_static(obj, attribute)
+                function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+                if (
+                    not attribute.startswith("_")
+                    and inspect.isfunction(function)
+                    and function.__module__.startswith("ordergrad_rl")
+                ):
+                    found.append((f"{name}.{attribute}", function))
+    return found
+
+
+def test_public_docstrings_document_exactly_their_parameters():
+    """A public docstring that lists ``:param:`` lists every parameter, and none that does not exist:
+    ``OrderStatTransform.value`` left out its rewards ``x``, ``ChannelObjective.parse`` its ``spec`` and
+    ``ChannelObjective.advantage_weights`` its ``normalize``."""
+    import inspect
+
+    wrong = []
+    for name, function in public_callables():
+        documented = {found.lstrip("*") for found in re.findall(r":param (\*{0,2}\w+):", function.__doc__ or "")}
+        if not documented:
+            continue
+        parameters = inspect.signature(function).parameters.values()
+        named = {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} - {"self", "cls"}
+        variadic = {p.name for p in parameters if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        missing = {name for name in named - documented if not name.startswith("_")}  # a dataclass's private fields
+        unknown = documented - named - variadic
+        if missing or unknown:
+            wrong.append(f"{name}: undocumented {sorted(missing)}, not parameters {sorted(unknown)}")
+    assert len(public_callables()) > 50
+    assert not wrong, wrong

@@ -213,6 +213,7 @@ class OrderStatTransform:
 
         Differentiable for torch and JAX inputs: the gradient is the reparameterization estimator (App. E.2).
 
+        :param x: rewards, shape ``[..., N]`` (NumPy, PyTorch, JAX or CuPy; leading axes are independent groups).
         :param alpha: optional rank weights replacing the objective's (a live array of ``x``'s library, length
             ``k``): the value is then differentiable with respect to them too.
         """
