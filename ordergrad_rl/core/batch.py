@@ -307,6 +307,9 @@ def get_transform(
 ) -> OrderStatTransform:
     """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use).
 
+    :param n: the batch size ``N``.
+    :param objective: a spec, an :class:`~ordergrad_rl.core.Objective` or numeric rank weights.
+    :param k: order-statistic size when the objective has no ``@K``.
     :param quantity: what the caller will compute (``"value"`` or ``"advantage"``): ``k`` is checked against ``N``
         for it before any weights are built.
     """
