@@ -202,3 +202,22 @@ def test_coming_from_sb3_names_learns_log_interval():
         f"Its default is {default}, as SB3's ``PPO`` has it; SB3's ``A2C``, whose rollouts are 5 steps, has {a2c}"
         in docstring
     )
+
+
+def test_performance_quotes_the_accuracy_tables_worst_entry():
+    """The Performance section quoted the accuracy as "<= 2.3e-13" where the accuracy table it points to has
+    2.2e-13 as its worst entry (winsor10000): the two quote one measurement and must agree."""
+    table = [line for line in section("How it is computed").splitlines() if line.startswith("| `")]
+    worst = max(float(value) for line in table for value in re.findall(r"\d\.\de-\d+", line.split("|")[3]))
+    quoted = re.search(r"worst advantage entry <= (\S+) of the largest", " ".join(section("Performance").split()))
+    assert quoted and float(quoted.group(1)) == worst
+
+
+def test_performance_gives_the_latest_usage_line_timing_the_other_sections_quote():
+    """Performance ended on an earlier reading of the usage line at 0.94x SB3 PPO per env step on CartPole-v1 while
+    the benchmark goals and the tied-critic bullet quoted that evening's 1.05-1.19x (docs/benchmarks.md, "A leaner
+    episodic collection loop", the script timing its runs in turns): the section read as if the target were met."""
+    text = " ".join(README.read_text().split())
+    quoted = set(re.findall(r"(\d\.\d\d-\d\.\d\dx) SB3 PPO", text))
+    assert len(quoted) == 1, quoted  # one figure wherever the README quotes it
+    assert next(iter(quoted)) in " ".join(section("Performance").split())

@@ -213,6 +213,7 @@ class OrderStatTransform:
 
         Differentiable for torch and JAX inputs: the gradient is the reparameterization estimator (App. E.2).
 
+        :param x: rewards, shape ``[..., N]`` (NumPy, PyTorch, JAX or CuPy; leading axes are independent groups).
         :param alpha: optional rank weights replacing the objective's (a live array of ``x``'s library, length
             ``k``): the value is then differentiable with respect to them too.
         """
@@ -306,6 +307,9 @@ def get_transform(
 ) -> OrderStatTransform:
     """The cached :class:`OrderStatTransform` for ``(n, objective, k)`` (tables are built on first use).
 
+    :param n: the batch size ``N``.
+    :param objective: a spec, an :class:`~ordergrad_rl.core.Objective` or numeric rank weights.
+    :param k: order-statistic size when the objective has no ``@K``.
     :param quantity: what the caller will compute (``"value"`` or ``"advantage"``): ``k`` is checked against ``N``
         for it before any weights are built.
     """

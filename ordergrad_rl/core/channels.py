@@ -100,6 +100,10 @@ class ChannelObjective:
         """A dict or a channel string as a :class:`ChannelObjective` (a plain :class:`Objective` when it is the
         reward channel alone at weight 1); any other spec goes to :meth:`Objective.parse`.
 
+        :param spec: a mapping of channel name to objective (a spec or an :class:`Objective`) or ``(objective, weight)``
+            (``{"reward": "top2@4", "length": ("bot2@4", 0.4)}``), its string
+            (``"reward=top2@4 + 0.4*length=bot2@4"``), a :class:`ChannelObjective`, or any spec of
+            :meth:`Objective.parse`.
         :param k: order-statistic size of the channels whose objective has no ``@K`` (a default: channels that fix
             their ``k`` keep it).
         :raises ValueError: no channel, a malformed term, a repeated or badly named channel, a non-finite weight, or an
@@ -224,6 +228,8 @@ class ChannelObjective:
         :meth:`channel_weights`; ``normalize`` as there).
 
         :param returns: channel name -> ``[..., N]`` episode values (groups on the leading axes).
+        :param normalize: applied to each channel's ``k_c a_c`` before its weight, as in :meth:`channel_weights`;
+            ``None``: none.
         """
         parts = self.channel_weights(returns, normalize)
         if not parts:

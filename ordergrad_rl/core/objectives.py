@@ -675,6 +675,8 @@ def resolve_objective(
 ) -> Objective:
     """Parse ``objective`` and make sure it is bound (raise a clear error if no ``k`` is known).
 
+    :param objective: a spec, an :class:`Objective` or numeric rank weights.
+    :param k: order-statistic size when the objective has no ``@K`` (it must agree with ``@K`` if both are given).
     :param check: called with the final ``k`` before the weights are built (e.g. to refuse ``k > N`` without
         first allocating ``k`` weights).
     """

@@ -64,6 +64,7 @@ def check_noise_report(report: Any, names: Collection[str] | None = None) -> Map
     """A step's ``info["noise"]`` (``{name: (draws, events)}``), checked: it is read at every step of a rollout,
     so this costs a few comparisons per event reported.
 
+    :param report: the step's ``info["noise"]``.
     :param names: the env's event names (its ``noise_probs``), or ``None`` to take any.
     :raises ValueError: not a mapping, an entry that is not a pair of counts ``0 <= events <= draws``, or an event
         that is not one of ``names``.

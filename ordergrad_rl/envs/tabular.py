@@ -160,7 +160,10 @@ class TabularMDP:
     ) -> TabularMDP:
         """From a FrozenLake-style table ``outcomes[s][a] = [(probability, next_state, reward, terminated), ...]``.
 
+        :param outcomes: ``outcomes[s][a]``: the list of ``(probability, next_state, reward, terminated)`` of taking
+            action ``a`` in state ``s`` (Gymnasium's toy-text ``env.unwrapped.P``).
         :param start: a start state or a start distribution ``[S]``.
+        :param horizon: the time limit in steps (the env's ``TimeLimit``).
         :raises ValueError: see :class:`TabularMDP`; also a next state that is not an integer, a start state that is
             not a state, or a state with another number of actions than state 0.
         """
@@ -367,6 +370,7 @@ def _as_policy(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> PolicyFn:
 def propagate(mdp: TabularMDP, policy: np.ndarray | PolicyFn) -> tuple[ReturnDistribution, np.ndarray]:
     """Forward propagation of (state, accumulated return) under ``policy`` within the time limit.
 
+    :param mdp: the finite MDP (:class:`TabularMDP`).
     :param policy: ``[S]`` actions, ``[S, A]`` action probabilities, or a callable ``(t, s, return) -> [A]``.
     :return: the return distribution and the expected number of visits of each state ``[S]`` (decisions taken there).
     """
@@ -554,6 +558,7 @@ def cvar_optimum(mdp: TabularMDP, alpha: float, allowed: np.ndarray | None = Non
     """The CVaR_alpha-optimal value over all history-dependent (randomized) policies and an optimal deterministic
     policy of (time, state, accumulated return) (Bauerle and Ott, 2011; see the module docstring).
 
+    :param mdp: the finite MDP (:class:`TabularMDP`).
     :param alpha: the CVaR level in (0, 1].
     :param allowed: optional ``[S, A]`` bool mask of the actions the policy may take in each state (default all).
     """
@@ -574,6 +579,8 @@ def best_stationary_cvar(
     the relaxed optimum visits most; when the relaxed optimum visits no free state, it is itself a stationary policy
     and the node is solved. Nodes whose bound does not exceed the incumbent (by more than 1e-9) are pruned.
 
+    :param mdp: the finite MDP (:class:`TabularMDP`).
+    :param alpha: the CVaR level in (0, 1].
     :param initial: candidate policies ``[S]`` (actions) whose best is the first incumbent (e.g. a known safe path).
     :param max_nodes: the search stops after this many bound evaluations; the result then carries the largest
         open bound as ``upper`` (``exact`` is False).
@@ -642,6 +649,7 @@ def one_state_switches(mdp: TabularMDP, policy: np.ndarray, alpha: float) -> lis
     gradient, proportional to ``1 - pi``, no longer moves it. States the policy never visits are skipped: their
     action does not change the return distribution.
 
+    :param mdp: the finite MDP (:class:`TabularMDP`).
     :param policy: ``[S]`` actions.
     :param alpha: the CVaR level in (0, 1].
     :return: ``(state, action, CVaR_alpha after the change)`` for every change that raises it by more than 1e-9,

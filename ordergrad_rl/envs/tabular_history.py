@@ -86,6 +86,7 @@ def history_return_distribution(
     """The return law of the deterministic history-dependent policy ``act`` on ``mdp``, histories of probability
     below ``min_prob`` cut (see the module docstring).
 
+    :param mdp: the finite MDP (:class:`~ordergrad_rl.envs.tabular.TabularMDP`).
     :param act: the policy, batched over live histories (:data:`HistoryAct`).
     :param take: selects the memory of some histories (:data:`TakeMemory`).
     :param min_prob: a history whose probability falls below this is cut, its mass bounded; 0 enumerates every

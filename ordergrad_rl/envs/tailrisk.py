@@ -251,6 +251,8 @@ class TailRiskSimulator:
 
         :param seed: ``None`` keeps the generators; an int gives env ``i`` the seed ``seed + i``; a
             sequence of length ``B`` gives env ``i`` the seed ``seed[i]`` (``None`` entries keep it).
+        :param env_ids: integer indices of the envs to re-seed (default: all); the others keep their generators
+            (``i`` in ``seed + i`` and ``seed[i]`` still counts over all ``B`` envs).
         """
         reseed(self.rngs, seed, self._rows if env_ids is None else env_ids)
 

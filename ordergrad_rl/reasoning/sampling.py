@@ -98,9 +98,13 @@ def evaluate_pass_at_k(
 ) -> dict[str, Any]:
     """pass@k of ``policy`` on a TargetSum split, and the lengths of its right and wrong answers.
 
+    :param policy: an SB3 actor-critic policy for ``TargetSum-v0`` observations (e.g. ``model.policy``).
     :param n_samples: answers per problem (the paper uses 1024).
+    :param split: the problem split (``"train"`` or ``"test"``).
     :param problem_ids: problems to evaluate (default: the whole split).
     :param ks: subset sizes (default ``1, 2, 4, ..., <= n_samples``).
+    :param env_kwargs: other ``TargetSum-v0`` arguments (problem set, ``max_answer_length``).
+    :param seed: seed of the token sampling (a local torch generator: the global one is untouched).
     :return: JSON-ready dict: ``pass_at_k`` (``{k: mean over problems}``), ``n_correct`` (per problem),
         ``mean_length_correct``, ``mean_length_incorrect`` (tokens), ``length_counts_correct`` and
         ``length_counts_incorrect`` (answers of each length ``0 .. max_answer_length``), ``n_samples``.

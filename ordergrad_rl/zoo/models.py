@@ -338,7 +338,7 @@ def env_wrapper_class(env_wrapper: EnvWrappers) -> Any:
 class Algorithm:
     """How to recognize a saved model of an algorithm from the attributes stored in its zip's ``data`` file.
 
-    ordergrad-rl's episodic algorithms are recognized by :func:`ordergrad_rl.agents.saving.saved_algorithm`; the
+    ordergrad-rl's episodic algorithms are recognized by :func:`ordergrad_rl.agents.common.saving.saved_algorithm`; the
     others (SB3's, and the QRDQNCVaR peer) by the attributes they save.
     """
 
@@ -1182,7 +1182,7 @@ def pass_at_k_evaluation(
     Contexts: the first ``n_contexts`` of those the env declares (all by default), else reset seeds ``0 ..
     n_contexts - 1`` (:data:`DEFAULT_SEED_CONTEXTS` by default).
 
-    :return: a :class:`~ordergrad_rl.agents.passk_eval.PassAtK`.
+    :return: a :class:`~ordergrad_rl.agents.common.evaluation.PassAtK`.
     :raises CommandError: spaces that do not fit, more contexts than the env has, or episodes without
         ``info["is_success"]``.
     """

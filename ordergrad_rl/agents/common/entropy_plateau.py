@@ -96,6 +96,7 @@ class EntropyPlateau:
     def update(self, returns: np.ndarray, blind: bool, num_timesteps: int, total_timesteps: int) -> float:
         """Take a rollout's ``[N]`` episode returns and return the scale its update's bonus takes.
 
+        :param returns: the rollout's ``[N]`` episode returns.
         :param blind: the rollout is blind to success (every return tied, nothing else seen in training).
         :param num_timesteps: the run's env steps after the rollout (the rollout's own: the change since the last
             call).

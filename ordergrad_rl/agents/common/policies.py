@@ -283,6 +283,9 @@ class OrderGradPolicyMixin:
 
     Mixed in front of ``ActorCriticPolicy`` or one of its subclasses; all other arguments pass through unchanged.
 
+    :param observation_space: as in SB3's ``ActorCriticPolicy``.
+    :param action_space: as in SB3's ``ActorCriticPolicy``.
+    :param lr_schedule: as in SB3's ``ActorCriticPolicy``.
     :param critic: ``"value"`` (SB3's value head; episodic mode's update never trains it nor uses its values, see
         :func:`value_head_unused`: OrderGradPPO fits it in its own ways), ``"none"`` (older episodic saves, and
         OrderGradRecurrentPPO's episodic mode: ``evaluate_actions`` returns zero values and the value branch's
