@@ -1,4 +1,4 @@
-"""The usage line on tasks outside the suite: slippery CliffWalking-v1 and FrozenLake 8x8, Pendulum-v1, MountainCar.
+"""The usage line on tasks outside the suite: CliffWalking, FrozenLake 8x8, Pendulum, MountainCar, Taxi and more.
 
     python scripts/outside_probe.py [--task cliffwalking|pendulum|mountaincar|...] [--methods METHOD ...] [--seeds 0]
                                     [--steps 100000] [--limit 100] [--episodes 500] [--exact] [--json out.json]
@@ -29,9 +29,14 @@ a rollout blind to success until the first one (``novelty_when_blind``; ``og-cva
 (LunarLander-v3 with ``continuous=True``, ``--limit 1000``): long episodes with continuous actions, the action cost in
 the return.
 
+``--task rareevent``: :class:`RareEventGrid`, a gridworld made for this probe (a band across the short path where
+each entered cell has a rare costly event; mean-optimal straight through, CVaR_0.2-optimal round it; ``--limit 50``).
+``--task taxi``: Gymnasium's Taxi-v4 with ``is_rainy=True`` (a move goes its way with probability 0.8 and to either
+side with 0.1 each; ``--limit 200``, its registered limit). Both are tabular and scored exactly.
+
 ``--task frozenlake8x8``: Gymnasium's slippery 8x8 FrozenLake (``--limit 200``, FrozenLake8x8-v1's): the goal pays 1,
 every failure (a hole, or the time limit) 0, so CVaR_0.2 is ``max(0, (p - 0.8) / 0.2)`` for a success rate ``p``:
-0 for every policy that fails more than 20% of the time. On the tabular tasks (cliffwalking and frozenlake8x8) each
+0 for every policy that fails more than 20% of the time. On the tabular tasks (:data:`TABULAR`) each
 run is also scored exactly (``greedy_exact`` and ``sampled_exact``, CVaR_0.2; ``greedy_exact_mean``): the policy's
 action probabilities in every state, propagated forward (:func:`exact_scores`); ``--exact`` adds the task's optima.
 
