@@ -58,6 +58,7 @@ from stable_baselines3 import PPO
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.common.provenance import run_provenance
+from ordergrad_rl.envs.grid import MOVES, GridEnv
 from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
 from ordergrad_rl.experiments.benchmarks import exact_score, late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
@@ -112,63 +113,45 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
 TABULAR = ("cliffwalking", "frozenlake8x8", "taxi", "rareevent")
 
 
-class RareEventGrid(gym.Env[int, int]):
+class RareEventGrid(GridEnv):
     """A 5 x 8 gridworld made for this probe (not one of the project's envs): the start at row 2, column 0, the goal
-    at row 2, column 7 (+10, terminal). Columns 3 and 4 of rows 1-3 are a band where each entered cell has a rare
-    costly event (probability 0.03: -20, terminal); rows 0 and 4 go round it, 4 steps longer. Every step pays -0.5,
-    and a move goes its way with probability 0.9 and to either side with 0.05 each (a move off the grid stays). The
-    straight path is mean-optimal and the way round CVaR_0.2-optimal (``--exact``). Toy-text style: ``P`` and
-    ``initial_state_distrib`` give the transition table."""
+    at row 2, column 7 (+10, terminal). Columns 3 and 4 of rows 1-3 (``E``) are a band where each entered cell has a
+    rare costly event (probability 0.03: -20, terminal); rows 0 and 4 go round it, 4 steps longer. Every step pays
+    -0.5, and a move goes its way with probability 0.9 and to either side with 0.05 each (a move off the grid stays).
+    The straight path is mean-optimal and the way round CVaR_0.2-optimal (``--exact``). The project's
+    :class:`~ordergrad_rl.envs.grid.GridEnv` steps it from its table ``P``."""
 
-    ROWS, COLS, START, GOAL = 5, 8, (2, 0), (2, 7)
+    LAYOUT = ("........", "...EE...", "S..EE..G", "...EE...", "........")
     EVENT_PROB, EVENT_REWARD, GOAL_REWARD, STEP_REWARD, SLIP = 0.03, -20.0, 10.0, -0.5, 0.05
-    MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))  # up, right, down, left
+    max_episode_steps = 50
 
     def __init__(self) -> None:
-        self.observation_space = gym.spaces.Discrete(self.ROWS * self.COLS)
-        self.action_space = gym.spaces.Discrete(4)
-        self.initial_state_distrib = np.zeros(self.ROWS * self.COLS)
-        self.initial_state_distrib[self._state(*self.START)] = 1.0
-        self.P: dict[int, dict[int, list[tuple[float, int, float, bool]]]] = {
-            self._state(r, c): {a: self._outcomes(r, c, a) for a in range(4)}
-            for r in range(self.ROWS)
-            for c in range(self.COLS)
-        }
-        self.s = self._state(*self.START)
+        self._init_grid(self.LAYOUT, None)
+        for state, cell in enumerate(self.cells):
+            self.P[state] = {action: self._outcome_list(state, cell, action) for action in range(len(MOVES))}
 
-    def _state(self, row: int, col: int) -> int:
-        return row * self.COLS + col
+    @property
+    def initial_state_distrib(self) -> np.ndarray:
+        """``[S]`` the start distribution, under Gymnasium's toy-text name (:func:`tabular_mdp` reads it)."""
+        return np.eye(len(self.cells))[self.start_state]
 
-    def _outcomes(self, row: int, col: int, action: int) -> list[tuple[float, int, float, bool]]:
-        if (row, col) == self.GOAL:
-            return [(1.0, self._state(row, col), 0.0, True)]
+    def _outcome_list(self, state: int, cell: str, action: int) -> list[tuple[float, int, float, bool]]:
+        if cell == "G":
+            return [(1.0, state, 0.0, True)]
         outcomes = []
         for way, prob in ((action, 1 - 2 * self.SLIP), ((action + 1) % 4, self.SLIP), ((action + 3) % 4, self.SLIP)):
-            r = min(max(row + self.MOVES[way][0], 0), self.ROWS - 1)
-            c = min(max(col + self.MOVES[way][1], 0), self.COLS - 1)
-            entered = (r, c) != (row, col)
-            if (r, c) == self.GOAL:
-                outcomes.append((prob, self._state(r, c), self.STEP_REWARD + self.GOAL_REWARD, True))
-            elif entered and 1 <= r <= 3 and c in (3, 4):
-                outcomes.append((prob * self.EVENT_PROB, self._state(r, c), self.STEP_REWARD + self.EVENT_REWARD, True))
-                outcomes.append((prob * (1 - self.EVENT_PROB), self._state(r, c), self.STEP_REWARD, False))
+            target = self._move(state, way)
+            if self.cells[target] == "G":
+                outcomes.append((prob, target, self.STEP_REWARD + self.GOAL_REWARD, True))
+            elif self.cells[target] == "E" and target != state:
+                outcomes.append((prob * self.EVENT_PROB, target, self.STEP_REWARD + self.EVENT_REWARD, True))
+                outcomes.append((prob * (1 - self.EVENT_PROB), target, self.STEP_REWARD, False))
             else:
-                outcomes.append((prob, self._state(r, c), self.STEP_REWARD, False))
+                outcomes.append((prob, target, self.STEP_REWARD, False))
         return outcomes
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.s = self._state(*self.START)
-        return self.s, {}
 
-    def step(self, action: int) -> tuple[int, float, bool, bool, dict[str, Any]]:
-        outcomes = self.P[self.s][int(action)]
-        i = self.np_random.choice(len(outcomes), p=[prob for prob, *_ in outcomes])
-        _, self.s, reward, terminated = outcomes[i]
-        return self.s, reward, terminated, False, {}
-
-
-gym.register("OutsideRareEventGrid-v0", entry_point=RareEventGrid, max_episode_steps=50)
+gym.register("OutsideRareEventGrid-v0", entry_point=RareEventGrid, max_episode_steps=RareEventGrid.max_episode_steps)
 
 
 def make_env(limit: int, task: str = "cliffwalking") -> gym.Env:

@@ -116,7 +116,10 @@ def test_quick_refuses_the_sizes_it_sets():
 def test_rare_event_grid_table_by_hand():
     """A few entries of the probe's own gridworld, written out by hand from its description."""
     grid = load("outside_probe").RareEventGrid()
-    state = grid._state
+
+    def state(row, col):
+        return row * 8 + col
+
     # From the start, right: on its way with 0.9, slipping up or down with 0.05 each; every step pays -0.5.
     assert sorted(grid.P[state(2, 0)][1]) == sorted(
         [(0.9, state(2, 1), -0.5, False), (0.05, state(1, 0), -0.5, False), (0.05, state(3, 0), -0.5, False)]

@@ -72,6 +72,14 @@ class GridEnv(gym.Env[int, np.integer]):
         _, self._state, reward, self._done = outcomes[pick]
         return self._state, reward, self._done, False, info
 
+    def _move(self, state: int, move: int) -> int:
+        """The cell that ``move`` (an index of :data:`MOVES`) leads to from ``state``; a move off the grid stays."""
+        row, col = divmod(state, self.n_cols)
+        d_row, d_col = MOVES[move]
+        row = min(max(row + d_row, 0), self.n_rows - 1)
+        col = min(max(col + d_col, 0), self.n_cols - 1)
+        return row * self.n_cols + col
+
     def _outcomes(self, state: int, action: int) -> list[Outcome]:
         """The outcomes a step draws from (hook: :attr:`P`'s, or those of changed noise probabilities)."""
         return self.P[state][action]

@@ -147,10 +147,3 @@ class RiskyLavaGridEnv(GridEnv):
                     (prob, nxt, step_reward + bonus.get(self.cells[nxt], 0.0), self.cells[nxt] in bonus)
                     for nxt, prob in probs.items()
                 ]
-
-    def _move(self, state: int, move: int) -> int:
-        row, col = divmod(state, self.n_cols)
-        d_row, d_col = MOVES[move]
-        row = min(max(row + d_row, 0), self.n_rows - 1)
-        col = min(max(col + d_col, 0), self.n_cols - 1)
-        return row * self.n_cols + col
