@@ -426,11 +426,7 @@ def check_policy(
     extractor = features_extractor_class(cls, policy, kwargs)
     if extractor is None or not issubclass(extractor, (NatureCNN, CombinedExtractor)):
         return
-    from ordergrad_rl.envs import make_sb3_vec_env
-
-    venv = make_sb3_vec_env(env_id, 1)  # only for these policies: the default ones never pay for an extra env
-    space = venv.observation_space
-    venv.close()
+    space = observation_space_of(env_id)  # only for these policies: the default ones never pay for an extra env
     name = getattr(policy, "__name__", policy)
     usable = next(iter(cls.policy_aliases))
     observes = f"a {space.dtype} Box of shape {space.shape}" if isinstance(space, spaces.Box) else str(space)
@@ -443,6 +439,16 @@ def check_policy(
             )
     elif not isinstance(space, spaces.Dict):
         raise CommandError(f"--policy {name} needs Dict observations; {env_id} observes {observes}: use {usable}")
+
+
+def observation_space_of(env_id: str) -> Any:
+    """The observation space of ``env_id``, read from one env made for it and closed."""
+    from ordergrad_rl.envs import make_sb3_vec_env
+
+    venv = make_sb3_vec_env(env_id, 1)
+    space = venv.observation_space
+    venv.close()
+    return space
 
 
 def features_extractor_class(
@@ -486,14 +492,10 @@ def check_policy_reads_dict(
         return
     space: Any = getattr(env, "observation_space", None)
     if isinstance(env, str):
-        from ordergrad_rl.envs import make_sb3_vec_env
-
         try:
-            venv = make_sb3_vec_env(env, 1)
+            space = observation_space_of(env)
         except Exception:  # noqa: BLE001 - the constructor's own error is the one to report
             return
-        space = venv.observation_space
-        venv.close()
     if not isinstance(space, spaces.Dict):
         return
     readers = [
