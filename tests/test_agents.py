@@ -453,8 +453,8 @@ def test_episodic_mode_never_trains_the_value_head(cls, policy) -> None:
     calls = []
     model.policy.value_net.register_forward_hook(lambda *args: calls.append(1))
     model.learn(200)
-    # Collection acts through policy(obs), as SB3's does (forward hooks fire), which runs the value head once per
-    # step; its values are dropped, and the update neither evaluates ...
+    # With a hook on it, collection acts through policy(obs), as SB3's does (forward hooks fire), which runs the value
+    # head once per step; its values are dropped, and the update neither evaluates ...
     assert len(calls) == model.num_timesteps
     assert all(th.equal(a, b) for a, b in zip(before, value_branch, strict=True))  # ... nor trains it
     assert not th.equal(actor_before, model.policy.action_net.weight)  # while the actor trains

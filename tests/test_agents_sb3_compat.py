@@ -31,6 +31,7 @@ from ordergrad_rl.agents import (
     OrderGradRecurrentPPO,
     OrderGradREINFORCE,
 )
+from ordergrad_rl.agents.common.policies import act_without_critic, forward_observed
 
 ALGORITHMS = [OrderGradREINFORCE, OrderGradPPO]
 
@@ -694,3 +695,94 @@ def test_fine_tuning_from_a_file_that_is_no_model_save_names_it(ppo_model, tmp_p
     th.save(ppo_model.policy.state_dict(), tmp_path / "policy.zip")
     with pytest.raises(ValueError, match=r"is no SB3 model's save \(it holds no data\).*model.save\(path\)"):
         OrderGradPPO.from_sb3(tmp_path / "policy.zip", "CartPole-v1")
+
+
+class ActionSpaceEnv(gym.Env):
+    """Five-step episodes of Box(3) observations under any action space, rewarded by the action's sum."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+
+    def __init__(self, action_space: spaces.Space) -> None:
+        self.action_space = action_space
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observation(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._observation(), float(np.sum(action)), self.t >= 5, False, {}
+
+    def _observation(self) -> np.ndarray:
+        return self.np_random.uniform(-1.0, 1.0, 3).astype(np.float32)  # seeded with the env, unlike space.sample()
+
+
+class ForwardPolicy(ActorCriticPolicy):
+    """A user's policy with a forward of its own (which the collection must call)."""
+
+    def forward(self, obs, deterministic=False):
+        self.calls = getattr(self, "calls", 0) + 1
+        return super().forward(obs, deterministic)
+
+
+@pytest.mark.parametrize(
+    ("action_space", "kwargs"),
+    [
+        (spaces.Discrete(3), {}),
+        (spaces.Box(-1.0, 1.0, (2,), np.float32), {}),
+        (spaces.Box(-1.0, 1.0, (2,), np.float32), dict(use_sde=True)),
+        (spaces.MultiDiscrete([2, 3]), {}),
+        (spaces.MultiBinary(3), {}),
+    ],
+)
+def test_collection_acts_through_the_actor_alone_bit_for_bit_unless_forward_is_observed(action_space, kwargs) -> None:
+    # Without a hook, the episodic collection skips the value head (act_without_critic); a no-op forward hook puts it
+    # back on policy(obs). Both must draw the same actions from the same random stream, so train the same parameters.
+    def trained(hooked: bool) -> OrderGradPPO:
+        env = DummyVecEnv([lambda: ActionSpaceEnv(action_space)] * 2)
+        model = OrderGradPPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0, **kwargs)
+        if hooked:
+            model.policy.register_forward_hook(lambda module, args, output: None)
+        return model.learn(40)
+
+    plain, hooked = trained(False), trained(True)
+    assert plain._forward_observed is False and hooked._forward_observed is True
+    state, hooked_state = plain.policy.state_dict(), hooked.policy.state_dict()
+    assert all(th.equal(state[name], hooked_state[name]) for name in state)
+    assert not th.equal(
+        state["action_net.weight"], OrderGradPPO("MlpPolicy", plain.env, seed=0).policy.action_net.weight
+    )
+
+
+def test_act_without_critic_gives_forwards_actions_and_log_probs() -> None:
+    model = OrderGradPPO(
+        "MultiInputPolicy", SpaceSampleEnv(spaces.Dict(a=spaces.Box(-1, 1, (2,)), b=spaces.Discrete(3)))
+    )
+    obs, _ = model.policy.obs_to_tensor(model.observation_space.sample())
+    th.manual_seed(3)
+    actions, _, log_probs = model.policy(obs)
+    th.manual_seed(3)
+    fast_actions, fast_log_probs = act_without_critic(model.policy, obs)
+    assert th.equal(actions, fast_actions) and th.equal(log_probs, fast_log_probs)
+    assert fast_actions.shape == (1,) and fast_log_probs.shape == (1,)
+
+
+def test_forward_observed_by_hooks_anywhere_a_forward_of_its_own_or_the_q_critic() -> None:
+    policy = OrderGradPPO("MlpPolicy", "CartPole-v1").policy
+    assert not forward_observed(policy)
+    handle = policy.mlp_extractor.policy_net.register_forward_pre_hook(lambda module, args: None)
+    assert forward_observed(policy)  # on a submodule too (wandb.watch hooks every module)
+    handle.remove()
+    handle = th.nn.modules.module.register_module_forward_hook(lambda module, args, output: None)
+    assert forward_observed(policy)  # a global hook
+    handle.remove()
+    assert not forward_observed(policy)
+    assert forward_observed(OrderGradPPO(ForwardPolicy, "CartPole-v1").policy)
+    assert forward_observed(OrderGradPPO("MlpPolicy", "CartPole-v1", objective="top5@10", advantage="q_critic").policy)
+
+
+def test_a_policy_with_a_forward_of_its_own_is_called_at_every_collection_step() -> None:
+    model = OrderGradPPO(ForwardPolicy, "CartPole-v1", n_episodes=2, seed=0).learn(10)
+    assert model.policy.calls == model.num_timesteps

@@ -77,6 +77,8 @@ from ordergrad_rl.agents.common.policies import (
     LEGACY_DEFAULT_ACTOR,
     POLICY_ALIASES,
     OrderGradPolicyMixin,
+    act_without_critic,
+    forward_observed,
     resample_episode_noise,
 )
 from ordergrad_rl.agents.common.risk_logging import TRAIN_PREFIX, record_risk_profile, record_scalar
@@ -1028,6 +1030,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
+        self._forward_observed = forward_observed(self.policy)  # after the callbacks' start, which may add hooks
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
@@ -1180,15 +1183,19 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     # ------------------------------------------------------------------ hooks
     def _policy_step(self, obs: Any, env: VecEnv) -> tuple[th.Tensor, th.Tensor, dict[str, np.ndarray]]:
         """The policy's actions in the envs' current observations and their log-likelihoods, from ``self.policy(obs)``
-        as SB3's collection acts (so forward hooks on the policy fire once per step, as in SB3; the values it returns
-        are not used), and per-env arrays the buffer stores with the step (hook: sb3-contrib's algorithms add action
-        masks, or carry LSTM states).
+        as SB3's collection acts where a hook or the policy's class could tell (so forward hooks on the policy fire
+        once per step, as in SB3; the values it returns are not used), else the same actions from the actor alone
+        (:func:`~ordergrad_rl.agents.common.policies.act_without_critic`); and per-env arrays the buffer stores with
+        the step (hook: sb3-contrib's algorithms add action masks, or carry LSTM states).
 
         :param obs: ``[n_envs, ...]`` observation tensor (or a dict of such).
         :param env: the training VecEnv.
         :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
-        actions, _, log_probs = self.policy(obs)
+        if getattr(self, "_forward_observed", True):
+            actions, _, log_probs = self.policy(obs)
+        else:
+            actions, log_probs = act_without_critic(self.policy, obs)
         return actions, log_probs, {}
 
     def _step_locals(self) -> dict[str, Any]:

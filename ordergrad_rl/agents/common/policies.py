@@ -15,7 +15,8 @@
 Episodic mode trains any SB3 ``ActorCriticPolicy`` (these classes, or a user's subclass of SB3's) on whole-episode
 weights: the value head is built as SB3 builds it, so a save loads into SB3's ``PPO``, but the update never trains
 it nor uses its values (:func:`evaluate_actions_without_value`, :func:`value_head_unused`; the collection acts
-through ``forward`` as SB3's does, which computes them, and drops them). OrderGradPPO fits it in its own ways, as
+through ``forward`` as SB3's does where a hook or a subclass could tell, and through the actor alone otherwise:
+:func:`forward_observed`). OrderGradPPO fits it in its own ways, as
 the critic of ``critic_when_tied`` (:mod:`ordergrad_rl.agents.common.tied_critic`) or the ``value_baseline=True``.
 
 The paper's portfolio protocol (linear policy, zero-initialized output, fixed logit noise sigma = 0.35)::
@@ -128,6 +129,42 @@ def value_head_unused(policy: ActorCriticPolicy) -> Iterator[None]:
         yield
     finally:
         del policy.evaluate_actions
+
+
+def forward_observed(policy: BasePolicy) -> bool:
+    """Whether something could tell ``policy(obs)`` from :func:`act_without_critic`: a forward hook or pre-hook on
+    the policy or any of its modules (W&B's ``wandb.watch``, activation statistics, quantization observers), a global
+    one (``torch.nn.modules.module.register_module_forward_hook``), a ``forward`` of the policy's own class (a user's
+    subclass, sb3-contrib's), or the Q critic's (whose ``forward`` can record its Q-values).
+
+    The episodic collector reads it at each rollout's start; a hook registered in the middle of a rollout fires from
+    the next one.
+    """
+    if type(policy).forward not in (ActorCriticPolicy.forward, OrderGradPolicyMixin.forward):
+        return True
+    if getattr(policy, "critic", "value") == "q":
+        return True
+    hooks = th.nn.modules.module
+    if getattr(hooks, "_global_forward_hooks", None) or getattr(hooks, "_global_forward_pre_hooks", None):
+        return True
+    return any(module._forward_hooks or module._forward_pre_hooks for module in policy.modules())
+
+
+def act_without_critic(
+    policy: ActorCriticPolicy, obs: PyTorchObs, deterministic: bool = False
+) -> tuple[th.Tensor, th.Tensor]:
+    """The actions and log-likelihoods of SB3's ``policy.forward(obs)``, bit for bit (the same operations on the
+    same random stream), without its value head: the episodic collection drops the values, and on CartPole-v1 the
+    critic branch took 6% of the usage line's wall time (scripts/bench_agents.py, section 0). Only where
+    :func:`forward_observed` is False.
+
+    :param obs: observations ``[n_envs, *obs_shape]`` (or a dict of such), as tensors.
+    :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``.
+    """
+    distribution = policy.get_distribution(obs)
+    actions = distribution.get_actions(deterministic=deterministic)
+    log_prob = distribution.log_prob(actions)
+    return actions.reshape((-1, *(policy.action_space.shape or ()))), log_prob
 
 
 #: Observations per forward pass of :func:`predict_values` (bounds the memory of a long rollout's pass).
