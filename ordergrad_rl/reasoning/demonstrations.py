@@ -33,8 +33,8 @@ class StudentConfig:
     """The simulated student's weaknesses (see the module docstring).
 
     The defaults were chosen, before any RL run, so that the base model imitating the student on the default problem
-    set has the paper's base-model profile on the test split (measured: pass@1 0.139, pass@256 0.890, wrong answers
-    2.7x longer than right ones; ``scripts/measure_base_model.py``).
+    set has the paper's base-model profile on the test split (measured: pass@1 0.139, pass@256 0.882, wrong answers
+    2.7x longer than right ones; ``scripts/measure_base_model.py``, 2026-12-07).
 
     :param skill: probability of a search step that keeps the target reachable.
     :param slip_base: slip probability of a running total near 0.
