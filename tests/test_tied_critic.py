@@ -164,8 +164,9 @@ CRITIC_POLICIES = {
 
 
 def critic_policy(name: str, seed: int = 0):
-    """The policy of :data:`CRITIC_POLICIES` ``name`` (``Discrete(3)`` actions, ``Box(2)`` for the Gaussian), a batch
-    of 6 observations and actions, and a loss of the three outputs as SB3's PPO weighs them."""
+    """The policy of :data:`CRITIC_POLICIES` ``name`` (``Discrete(3)`` actions, ``Box(2)`` for the Gaussian), built
+    from ``seed`` (a twin of the same seed has the same parameters), and a batch of 6 observations (tensors, a dict
+    of them for ``Dict``) and actions drawn from the spaces."""
     cls, observation_space, kwargs = CRITIC_POLICIES[name]
     action_space = spaces.Box(-1, 1, (2,)) if "Gaussian" in name else spaces.Discrete(3)
     th.manual_seed(seed)
