@@ -1,7 +1,8 @@
 """Benchmark of the agents, each against a baseline timed in the same run.
 
     python scripts/bench_agents.py [--cartpole-steps 20000] [--contrib-steps 2048] [--updates 10] [--repeats 3]
-                                   [--threads 1] [--sections 0 1 2 3] [--quick]
+                                   [--image-steps 4096] [--image-n-steps 2048] [--threads 1]
+                                   [--sections 0 1 2 3 4] [--quick]
 
 0. CartPole-v1, both at their defaults: SB3's ``PPO("MlpPolicy", "CartPole-v1")`` vs
    ``OrderGradPPO("MlpPolicy", "CartPole-v1", objective="mean")`` and the usage line ``objective="cvar0.2"``, each
@@ -19,6 +20,12 @@
 3. One OrderGradREINFORCE update at the paper's portfolio size (256 episodes x 16 decisions, linear policy with
    fixed noise) and the projection to 750 updates and to the reproduction (5 seeds x 2 methods x 750 updates,
    target <= 10 minutes), against the cost of the 4096 environment steps alone (random actions).
+4. Image observations, ``CnnPolicy`` (SB3's ``NatureCNN``): SB3's ``PPO("CnnPolicy", env)`` vs the usage line
+   ``OrderGradPPO("CnnPolicy", env, objective="cvar0.2")``, each ``learn`` of ``--image-steps`` env steps on one env at
+   its defaults (SB3's rollout ``--image-n-steps``, its default 2048), on ``RiskyLavaGrid-v0`` seen as its rendered
+   48x80 RGB frames (:func:`image_env`, Gymnasium's ``AddRenderObservation``). Wall time per env step, as in 0: the
+   usage line fits its tied critic in the update's minibatches, where a shared extractor's second forward (for the
+   critic's values) cost a second CNN pass per minibatch until 2026-12-07 (no target yet).
 
 Best of ``--repeats`` runs (the least noisy location statistic), the runs compared taking turns; machines are noisy,
 the ratios are the figures.
@@ -36,6 +43,7 @@ from functools import partial
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium.wrappers import AddRenderObservation
 from sb3_contrib import QRDQN, MaskablePPO, RecurrentPPO
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
@@ -236,8 +244,44 @@ def reinforce_section(args: argparse.Namespace) -> None:
     print(f"{'5 seeds x 2 methods x 750 updates (projected)':<52} {total:9.1f}s   target <= 600 s")
 
 
+#: Section 4's env: rendered frames of the lava grid (``uint8 [48, 80, 3]``, 16-pixel cells), small images that SB3's
+#: ``NatureCNN`` reads (its smallest side is 36), with the grid's 30-step time limit.
+IMAGE_ENV_ID = "RiskyLavaGrid-v0"
+
+
+def image_env() -> gym.Env:
+    """:data:`IMAGE_ENV_ID` observed as its ``rgb_array`` frames alone (Gymnasium's ``AddRenderObservation``)."""
+    return AddRenderObservation(gym.make(IMAGE_ENV_ID, render_mode="rgb_array"), render_only=True)
+
+
+def image_run(cls: type, steps: int, seed: int, **kwargs: object) -> Callable[[], int]:
+    """``learn(steps)`` of a fresh ``CnnPolicy`` model on one :func:`image_env`; the run returns the env steps it took
+    (each algorithm rounds ``steps`` up, as in :func:`cartpole_run`)."""
+    model = cls("CnnPolicy", image_env(), seed=seed, device="cpu", **kwargs)
+    return lambda: model.learn(steps).num_timesteps
+
+
+def image_section(args: argparse.Namespace) -> None:
+    """Section 4: SB3 PPO vs the usage line with ``CnnPolicy`` on image observations."""
+    steps = args.image_steps
+    print(
+        f"{IMAGE_ENV_ID} as 48x80 RGB frames, CnnPolicy, defaults (SB3 n_steps={args.image_n_steps}), {steps} env "
+        f"steps on one env, torch threads={args.threads}, best of {args.repeats}"
+    )
+    sb3, ours = best_runs(
+        [
+            partial(image_run, PPO, steps, 0, n_steps=args.image_n_steps),
+            partial(image_run, OrderGradPPO, steps, 0, objective="cvar0.2"),
+        ],
+        args.repeats,
+    )
+    print(HEADER)
+    steps_row("SB3 PPO CnnPolicy (baseline)", sb3, sb3)
+    steps_row("OrderGradPPO CnnPolicy cvar0.2 (the usage line)", ours, sb3)
+
+
 #: The sections, by number (``--sections``).
-SECTIONS = (cartpole_section, contrib_section, portfolio_ppo_section, reinforce_section)
+SECTIONS = (cartpole_section, contrib_section, portfolio_ppo_section, reinforce_section, image_section)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -248,12 +292,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--updates", type=positive_int, default=10, help="rollouts + updates per timed PPO run")
     parser.add_argument("--reinforce-updates", type=positive_int, default=50, help="updates per timed REINFORCE run")
+    parser.add_argument("--image-steps", type=positive_int, default=4096, help="env steps per timed image run")
+    parser.add_argument(
+        "--image-n-steps", type=positive_int, default=2048, help="SB3 PPO's rollout in the image runs (its default)"
+    )
     parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--n-epochs", type=positive_int, default=10)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (1: one core per run)")
     parser.add_argument(
-        "--sections", type=int, nargs="+", choices=range(4), default=[0, 1, 2, 3], help="the sections to run (0-3)"
+        "--sections",
+        type=int,
+        nargs="+",
+        choices=range(len(SECTIONS)),
+        default=list(range(len(SECTIONS))),
+        help=f"the sections to run (0-{len(SECTIONS) - 1})",
     )
     quick = {
         "cartpole_steps": 500,
@@ -262,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
         "reinforce_updates": 1,
         "repeats": 1,
         "n_epochs": 1,
+        "image_steps": 64,
+        "image_n_steps": 64,
     }
     args = parse_quick_args(parser, argv, quick)
     torch.set_num_threads(args.threads)

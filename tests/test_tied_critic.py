@@ -10,11 +10,12 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.preprocessing import preprocess_obs
 
 from ordergrad_rl import OrderGradPPO
 from ordergrad_rl.agents.common.advantages import gae_advantages
-from ordergrad_rl.agents.common.policies import predict_values
-from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters
+from ordergrad_rl.agents.common.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, predict_values
+from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters, evaluate_actions_with_critic
 
 
 def enumerated_gae(rewards, values, episode_index, bootstrap, gamma, lam):
@@ -98,10 +99,132 @@ def test_the_update_fits_the_critic_and_steps_the_actor_as_without_it():
             assert theirs not in unfitted.policy.optimizer.state or not unfitted.policy.optimizer.state[theirs], name
 
 
+#: Images NatureCNN reads (its smallest side), channel-first as SB3's VecTransposeImage gives them.
+IMAGE = spaces.Box(0, 255, (1, 36, 36), np.uint8)
+
+
+class Frames(gym.Env):
+    """:class:`ReachTwo` seen as frames of :data:`IMAGE` (every pixel ``100 t``): ``CnnPolicy``'s NatureCNN."""
+
+    observation_space = IMAGE
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(IMAGE.shape, np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(IMAGE.shape, 100 * self.t, np.uint8), 1.0, int(action) == 0, False, {}
+
+
 def test_an_unshared_critic_fits_its_own_features_extractor():
-    agent = model(policy_kwargs={"share_features_extractor": False})
+    """``share_features_extractor=False`` failed at the first update (an ``AssertionError``: SB3's ``extract_features``
+    returns both extractors' features there, with a warning that the extractor passed is ignored)."""
+    env = gym.wrappers.TimeLimit(Frames(), max_episode_steps=2)
+    agent = OrderGradPPO(
+        "CnnPolicy", env, n_episodes=4, n_epochs=1, seed=1, policy_kwargs={"share_features_extractor": False}
+    )
+    assert agent.critic_when_tied
     extractor = {id(p) for p in agent.policy.vf_features_extractor.parameters()}
-    assert extractor <= {id(p) for p in critic_parameters(agent.policy)}
+    assert extractor and extractor <= {id(p) for p in critic_parameters(agent.policy)}
+    before = [p.detach().clone() for p in agent.policy.vf_features_extractor.parameters()]
+    agent.learn(40)
+    after = list(agent.policy.vf_features_extractor.parameters())
+    assert not all(th.equal(a, b) for a, b in zip(before, after, strict=True))  # the fit moved the critic's own
+
+
+def reference_evaluate_actions(policy, obs, actions):
+    """What the critic's ``evaluate_actions`` computed before it read a shared extractor's features once: SB3's
+    ``get_distribution``, and the critic's values from a second pass of the shared extractor without gradients (from
+    the critic's own extractor where it is not shared)."""
+    distribution = policy.get_distribution(obs)
+    preprocessed = preprocess_obs(obs, policy.observation_space, normalize_images=policy.normalize_images)
+    if policy.share_features_extractor:
+        with th.no_grad():
+            features = policy.features_extractor(preprocessed)
+    else:
+        features = policy.vf_features_extractor(preprocessed)
+    values = policy.value_net(policy.mlp_extractor.forward_critic(features))
+    return values, distribution.log_prob(actions), distribution.entropy()
+
+
+#: (policy class, observation space, policy_kwargs) of the critic's evaluate_actions tests.
+CRITIC_POLICIES = {
+    "shared CNN": (CnnPolicy, IMAGE, {}),
+    "separate CNNs": (CnnPolicy, IMAGE, {"share_features_extractor": False}),
+    "Dict, image and vector": (
+        MultiInputPolicy,
+        spaces.Dict({"image": IMAGE, "vector": spaces.Box(-1, 1, (3,))}),
+        {},
+    ),
+    "shared MLP, Gaussian": (MlpPolicy, spaces.Box(-1, 1, (3,)), {"net_arch": [8]}),
+}
+
+
+def critic_policy(name: str, seed: int = 0):
+    """The policy of :data:`CRITIC_POLICIES` ``name`` (``Discrete(3)`` actions, ``Box(2)`` for the Gaussian), built
+    from ``seed`` (a twin of the same seed has the same parameters), and a batch of 6 observations (tensors, a dict
+    of them for ``Dict``) and actions drawn from the spaces."""
+    cls, observation_space, kwargs = CRITIC_POLICIES[name]
+    action_space = spaces.Box(-1, 1, (2,)) if "Gaussian" in name else spaces.Discrete(3)
+    th.manual_seed(seed)
+    policy = cls(observation_space, action_space, lambda _: 3e-4, **kwargs)
+    observation_space.seed(seed)
+    action_space.seed(seed)
+    samples = [observation_space.sample() for _ in range(6)]
+    if isinstance(observation_space, spaces.Dict):
+        obs = {key: th.as_tensor(np.stack([sample[key] for sample in samples])) for key in observation_space.spaces}
+    else:
+        obs = th.as_tensor(np.stack(samples))
+    actions = th.as_tensor(np.stack([action_space.sample() for _ in range(6)]))
+    return policy, obs, actions
+
+
+def ppo_loss(values, log_prob, entropy):
+    """A loss of the three outputs with SB3's PPO terms: the weighted log-likelihoods, the entropy bonus and the
+    value loss (targets 1), so that every parameter that takes a gradient there takes one here."""
+    weights = th.linspace(-1.0, 1.0, len(log_prob))
+    return -(weights * log_prob).mean() - 0.01 * entropy.mean() + 0.5 * (values.flatten() - 1.0).square().mean()
+
+
+@pytest.mark.parametrize("name", list(CRITIC_POLICIES))
+def test_the_critics_evaluate_actions_is_the_reference_to_the_bit(name, one_torch_thread):
+    """Values, log-likelihoods, entropies and every parameter's gradient exactly (``torch.equal``) those of
+    :func:`reference_evaluate_actions` on a twin policy."""
+    policy, obs, actions = critic_policy(name)
+    twin, _, _ = critic_policy(name)
+    policy.set_training_mode(True)
+    twin.set_training_mode(True)
+    mine = evaluate_actions_with_critic(policy, obs, actions)
+    reference = reference_evaluate_actions(twin, obs, actions)
+    assert mine[0].shape == (6, 1)
+    for output, expected in zip(mine, reference, strict=True):
+        assert th.equal(output, expected)
+    ppo_loss(*mine).backward()
+    ppo_loss(*reference).backward()
+    for (label, parameter), expected in zip(policy.named_parameters(), twin.parameters(), strict=True):
+        if parameter.grad is None:
+            assert expected.grad is None, label
+        else:
+            assert th.equal(parameter.grad, expected.grad), label
+    if name != "shared MLP, Gaussian":  # the extractors took gradients (MLP's Flatten has no parameters)
+        assert all(p.grad is not None for p in policy.features_extractor.parameters())
+
+
+@pytest.mark.parametrize("name", ["shared CNN", "separate CNNs", "Dict, image and vector"])
+def test_the_critics_evaluate_actions_runs_each_extractor_once(name, one_torch_thread):
+    """A shared extractor ran twice per minibatch (again without gradients, for the critic's values): a second CNN
+    forward. Now each extractor reads the batch once, as in SB3's ``evaluate_actions``."""
+    policy, obs, actions = critic_policy(name)
+    calls = []
+    extractors = {policy.pi_features_extractor, policy.vf_features_extractor}
+    handles = [extractor.register_forward_hook(lambda module, *_: calls.append(module)) for extractor in extractors]
+    evaluate_actions_with_critic(policy, obs, actions)
+    for handle in handles:
+        handle.remove()
+    assert sorted(map(id, calls)) == sorted(map(id, extractors))
 
 
 class ReachTwo(gym.Env):

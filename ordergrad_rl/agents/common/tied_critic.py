@@ -44,28 +44,34 @@ def critic_parameters(policy: ActorCriticPolicy) -> list[th.nn.Parameter]:
     return [parameter for module in modules if module is not None for parameter in module.parameters()]
 
 
-def critic_values(policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
-    """``V(s)`` ``[batch]`` of observations as tensors, with gradients to :func:`critic_parameters` only."""
-    if policy.share_features_extractor:
-        with th.no_grad():
-            features = policy.extract_features(obs, policy.features_extractor)
-    else:
-        features = policy.extract_features(obs, policy.vf_features_extractor)
-    assert isinstance(features, th.Tensor)  # one extractor's features (SB3 types the pair of both too)
-    return policy.value_net(policy.mlp_extractor.forward_critic(features)).flatten()
-
-
 def evaluate_actions_with_critic(
     policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor], actions: th.Tensor
 ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
     """``evaluate_actions`` of the episodic update with the critic fitted in the same minibatches: the actor's terms
-    as :func:`~ordergrad_rl.agents.common.policies.evaluate_actions_without_value` gives them, and the values of
-    :func:`critic_values` (gradients to :func:`critic_parameters` only).
+    as :func:`~ordergrad_rl.agents.common.policies.evaluate_actions_without_value` gives them (SB3's
+    ``get_distribution``), and the critic's values ``V(s)``, with gradients to :func:`critic_parameters` only.
 
+    A shared features extractor runs once, as in SB3's ``evaluate_actions``: the actor's terms backpropagate into it,
+    and the critic reads its features detached, the values (and every gradient) bit for bit those of a second pass
+    without gradients, which cost a second forward of the extractor (a CNN's) per minibatch (an extractor with
+    dropout or batch norm now draws its masks, or updates its statistics, once per minibatch, as in SB3's update).
+    Separate extractors (``share_features_extractor=False``, which failed here at the first update until 2026-12-07)
+    each read the observations once: the actor's, and the critic's own (``vf_features_extractor``, one of
+    :func:`critic_parameters`).
+
+    :param obs: observations ``[batch, *obs_shape]`` (or a dict of such), as tensors.
+    :param actions: actions ``[batch, *action_shape]``.
     :return: values ``[batch, 1]``, log-likelihoods ``[batch]``, entropies ``[batch]`` (or None).
     """
-    distribution = policy.get_distribution(obs)
-    return critic_values(policy, obs).unsqueeze(-1), distribution.log_prob(actions), distribution.entropy()
+    if policy.share_features_extractor:
+        features = policy.extract_features(obs, policy.features_extractor)
+        assert isinstance(features, th.Tensor)  # the shared extractor's (SB3 types the pair of separate ones too)
+        distribution = policy._get_action_dist_from_latent(policy.mlp_extractor.forward_actor(features))
+        values = policy.value_net(policy.mlp_extractor.forward_critic(features.detach()))
+    else:
+        distribution = policy.get_distribution(obs)
+        values = policy.predict_values(obs)  # SB3's: the critic's own extractor, value branch and head
+    return values, distribution.log_prob(actions), distribution.entropy()
 
 
 @contextmanager
