@@ -216,10 +216,12 @@ def test_maskable_gradient_is_the_estimator_on_a_fixed_batch() -> None:
         "CartPole-v1", n_envs=2, seed=5, wrapper_class=ActionMasker,
         wrapper_kwargs=dict(action_mask_fn=lambda env: np.array([True, True])),
     )  # fmt: skip
-    # Whole-episode weights (the history baseline's per-step terms: tests/test_contrib_defaults.py).
+    # Whole-episode weights (the history baseline's per-step terms: tests/test_contrib_defaults.py), the value branch
+    # free of gradients (the tied critic's fit: tests/test_tied_critic.py).
     model = OrderGradMaskablePPO(
-        "MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, value_baseline=False, **COMMON
-    )
+        "MlpPolicy", venv, objective="top2@5", n_epochs=1, batch_size=100_000, value_baseline=False,
+        critic_when_tied=False, **COMMON,
+    )  # fmt: skip
     model.learn(1)
     assert_loss_gradient(model, hand_ascent(model, episode_log_probs(model, replay=False)))
 
@@ -349,6 +351,9 @@ def test_a_maskable_save_loads_into_sb3_contribs_maskable_ppo_and_trains(tmp_pat
     contrib = MaskablePPO.load(tmp_path / "model.zip", env=masked_bandit(n_envs=2), n_steps=16, n_epochs=1)
     contrib.learn(32)  # its own masking buffer: the saved episodic one failed MaskablePPO's masking check
     assert type(contrib.rollout_buffer) is MaskableRolloutBuffer
+    # It fits its critic as a new MaskablePPO does: the save held vf_coef=0 and gae_lambda=1, the values a class
+    # without a critic passed sb3-contrib, and MaskablePPO trained on an unfitted critic's advantages.
+    assert (contrib.vf_coef, contrib.gae_lambda) == (0.5, 0.95)
     assert OrderGradMaskablePPO.load(tmp_path / "model.zip").rollout_buffer_class is MaskableEpisodicRolloutBuffer
 
 
@@ -472,11 +477,12 @@ def test_maskable_ppo_refuses_maskable_ppos_critic_arguments_at_construction_and
 ) -> None:
     # sb3-contrib's MaskablePPO takes them; a MaskablePPO script ported to OrderGradMaskablePPO got Python's bare
     # "unexpected keyword argument", and OrderGradMaskablePPO.load(path, vf_coef=0.5) set a critic coefficient that
-    # nothing reads (this class trains no critic) and trained on without a word.
-    with pytest.raises(ValueError, match=f"OrderGradMaskablePPO has no critic.*remove {name}"):
+    # nothing reads and trained on without a word. The only critic, critic_when_tied's, has OrderGradPPO's defaults.
+    refused = f"OrderGradMaskablePPO takes no {name}: .*critic_when_tied.*OrderGradPPO's defaults.*remove {name}"
+    with pytest.raises(ValueError, match=refused):
         OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=1), objective="mean", n_episodes=4, **{name: value})
     OrderGradMaskablePPO("MlpPolicy", masked_bandit(n_envs=1), objective="mean", n_episodes=4).save(tmp_path / "og")
-    with pytest.raises(ValueError, match=f"OrderGradMaskablePPO has no critic.*remove {name}"):
+    with pytest.raises(ValueError, match=refused):
         OrderGradMaskablePPO.load(tmp_path / "og", **{name: value})
 
 

@@ -126,6 +126,10 @@ def test_parse_hparams_lists_the_keys_the_algorithm_takes(algo):
     assert "learning_rate" in listed and not {"n_steps", "gae_lambda", "vf_coef"} & set(listed)
     assert not {"use_rms_prop", "rms_prop_eps", "clip_range_vf"} & set(listed)
     assert parse_hparams(["gae_lambda=0.9"], cls) == {"gae_lambda": 0.9}  # the constructor's refusal names it
+    # OrderGradPPO's critic on rollouts tied at the best return, OrderGradMaskablePPO's too
+    assert ("critic_when_tied" in listed) is (algo == "maskable_ppo")
+    if algo == "maskable_ppo":
+        assert parse_hparams(["critic_when_tied=False"], cls) == {"critic_when_tied": False}
 
 
 @pytest.mark.parametrize(

@@ -325,7 +325,10 @@ def test_greedy_trace_checks_json_before_training(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------- probe_* (benchmarks' probes)
-PROBES = ["probe_blind_patience", "probe_level_sized_rollouts", "probe_nav_novelty_phase", "probe_return_pool"]
+PROBES = [
+    "probe_blind_patience", "probe_level_sized_rollouts", "probe_nav_novelty_phase", "probe_return_pool",
+    "measure_mask_tied_critic",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PROBES)
@@ -341,6 +344,18 @@ def test_probes_refuse_bad_arguments_before_training(name, argv, option, tmp_pat
         load(name).main(["--seeds", "0", "--timesteps", "1", *(arg.format(tmp=tmp_path) for arg in argv)])
     assert exit_info.value.code == 2
     assert option in capsys.readouterr().err
+
+
+def test_measure_mask_tied_critic_scores_a_masked_model_on_masked_evaluation_envs():
+    from tqdm.auto import tqdm
+
+    with tqdm(disable=True) as bar:
+        run = load("measure_mask_tied_critic").run(0, True, 200, 2, bar)
+    assert run["critic_when_tied"] is True and run["timesteps"] >= 200
+    assert 0 <= run["tied_at_best"] <= run["rollouts"] and run["rollouts"] >= 1
+    assert {mode: sorted(run[mode]) for mode in ("greedy", "stochastic")} == {
+        "greedy": ["cvar", "mean"], "stochastic": ["cvar", "mean"]
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------- measure_schedule_portfolio

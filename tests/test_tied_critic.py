@@ -1,21 +1,32 @@
-"""OrderGradPPO's ``critic_when_tied``: GAE against enumeration and SB3's buffer, the critic fitted in the update's
-minibatches without moving the actor, tied rollouts trained on the critic's advantages, everything else as without
-it, saves and bad values."""
+"""``critic_when_tied`` of OrderGradPPO and OrderGradMaskablePPO: GAE against enumeration and SB3's buffer, the critic
+fitted in the update's minibatches without moving the actor (under the steps' action masks), tied rollouts trained on
+the critic's advantages, everything else as without it, saves and bad values."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.preprocessing import preprocess_obs
 
-from ordergrad_rl import OrderGradPPO
+from ordergrad_rl import OrderGradMaskablePPO, OrderGradPPO
 from ordergrad_rl.agents.common.advantages import gae_advantages
 from ordergrad_rl.agents.common.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, predict_values
-from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAMMA, critic_parameters, evaluate_actions_with_critic
+from ordergrad_rl.agents.common.tied_critic import (
+    TIED_CRITIC_GAE_LAMBDA,
+    TIED_CRITIC_GAMMA,
+    TIED_CRITIC_VF_COEF,
+    critic_fitted_in_update,
+    critic_parameters,
+    evaluate_actions_with_critic,
+)
 
 
 def enumerated_gae(rewards, values, episode_index, bootstrap, gamma, lam):
@@ -244,11 +255,16 @@ class ReachTwo(gym.Env):
         return np.full(1, self.t, dtype=np.float32), 1.0, int(action) == 0, False, {}
 
 
-def tied_rollouts(critic_when_tied):
-    """``(tied, advantages, expected)`` of each rollout of a short run on :class:`ReachTwo`: whether it trained on the
-    critic, its advantages, and the standardized GAE of the critic's values before the rollout's fit."""
+def reach_two_model(critic_when_tied):
     env = gym.wrappers.TimeLimit(ReachTwo(), max_episode_steps=2)
-    agent = OrderGradPPO("MlpPolicy", env, n_episodes=4, n_epochs=2, seed=1, critic_when_tied=critic_when_tied)
+    return OrderGradPPO("MlpPolicy", env, n_episodes=4, n_epochs=2, seed=1, critic_when_tied=critic_when_tied)
+
+
+def tied_rollouts(critic_when_tied, build=reach_two_model):
+    """``(tied, advantages, expected)`` of each rollout of a short run on :class:`ReachTwo` (the model ``build``
+    gives): whether it trained on the critic, its advantages, and the standardized GAE of the critic's values before
+    the rollout's fit."""
+    agent = build(critic_when_tied)
     seen = []
     compute = agent._compute_advantages
 
@@ -358,3 +374,96 @@ def test_dict_observations_fit_and_train_the_critic():
     agent._critic_fitted_in_update = recorded
     agent.learn(400)
     assert any(trained) and "train/value_loss" in agent.logger.name_to_value
+
+
+# ------------------------------------------------------------------------------------------- OrderGradMaskablePPO
+class MaskedReachTwo(ReachTwo):
+    """:class:`ReachTwo` with a third action that its mask never allows (it would end the episode at 0)."""
+
+    action_space = spaces.Discrete(3)
+
+    def step(self, action):
+        if int(action) == 2:
+            raise AssertionError("a masked action was taken")
+        return super().step(action)
+
+    def action_masks(self):
+        return np.array([True, True, False])
+
+
+def masked_reach_two():
+    return gym.wrappers.TimeLimit(MaskedReachTwo(), max_episode_steps=2)
+
+
+def masked_model(critic_when_tied=None, env=None, **kwargs):
+    env = masked_reach_two() if env is None else env
+    return OrderGradMaskablePPO(
+        "MlpPolicy", env, n_episodes=4, n_epochs=2, seed=1, critic_when_tied=critic_when_tied, **kwargs
+    )
+
+
+def test_a_masked_rollout_tied_at_the_best_trains_on_the_critics_advantages():
+    # OrderGradMaskablePPO had no critic_when_tied: a rollout whose episodes all reached the limit trained on zero
+    # advantages (no gradient), as OrderGradPPO's did before the option.
+    rollouts = tied_rollouts(None, masked_model)
+    tied = [(advantages, expected) for is_tied, advantages, expected in rollouts if is_tied]
+    assert tied and len(tied) < len(rollouts)
+    for advantages, expected in tied:
+        np.testing.assert_allclose(advantages, expected, atol=1e-5)
+        assert np.any(advantages)
+    assert not any(np.any(a) for is_tied, a, _ in tied_rollouts(False, masked_model) if is_tied)
+
+
+def test_the_critics_update_evaluates_the_actions_under_their_masks():
+    agent = masked_model(critic_when_tied=True)
+    policy = agent.policy
+    obs = th.tensor([[0.0], [1.0], [1.0]])
+    actions = th.tensor([0, 1, 0])
+    masks = th.tensor([[True, True, False], [True, True, False], [True, False, True]])
+    theirs = MaskableActorCriticPolicy.evaluate_actions(policy, obs, actions, action_masks=masks)
+    unmasked = MaskableActorCriticPolicy.evaluate_actions(policy, obs, actions)
+    buffer = SimpleNamespace(values=None, returns=None)
+    with critic_fitted_in_update(policy, buffer, np.zeros(3), np.ones(3)):
+        mine = policy.evaluate_actions(obs, actions, action_masks=masks)
+    for name, a, b, c in zip(("values", "log_prob", "entropy"), mine, theirs, unmasked, strict=True):
+        assert th.allclose(a, b, atol=1e-6), name
+        if name != "values":  # the masks change the distribution: a masked action gets probability 0
+            assert not th.allclose(a, c, atol=1e-3), name
+
+
+def test_masked_rollouts_that_rank_something_train_as_without_it():
+    actors = []
+    for flag in (True, False):
+        bandit = ActionMasker(gym.make("RiskyBandit-v0"), lambda env: np.array([True, True, False]))
+        # Every step clipped (max_grad_norm): its norm over the gradients, the critic's held out, is the actor's.
+        agent = OrderGradMaskablePPO("MlpPolicy", bandit, n_episodes=8, n_epochs=4, seed=0, max_grad_norm=1e-3,
+                                     critic_when_tied=flag).learn(40)  # fmt: skip
+        critic = {id(p) for p in critic_parameters(agent.policy)}
+        actors.append([p.detach().clone() for p in agent.policy.parameters() if id(p) not in critic])
+        assert agent.logger.name_to_value.get("train/tied_critic", 0.0) == 0.0
+        assert ("train/value_loss" in agent.logger.name_to_value) is flag  # the critic is fitted with the option
+    assert all(th.equal(a, b) for a, b in zip(*actors, strict=True))
+
+
+def test_the_masked_models_critic_is_saved_logged_and_off_in_saves_from_before_it(tmp_path):
+    agent = masked_model(critic_when_tied=True).learn(300)
+    assert agent.logger.name_to_value["train/tied_critic"] in (0.0, 1.0)
+    assert agent.hparams()["critic_when_tied"] is True
+    agent.save(tmp_path / "m")
+    loaded = OrderGradMaskablePPO.load(tmp_path / "m", env=masked_reach_two())
+    assert loaded.critic_when_tied is True
+    for mine, theirs in zip(critic_parameters(agent.policy), critic_parameters(loaded.policy), strict=True):
+        assert th.equal(mine, theirs)
+    with pytest.raises(ValueError, match="critic_when_tied must be True, False or None"):
+        masked_model(critic_when_tied="yes")
+    # A save of an earlier release has no critic_when_tied, and the gae_lambda=1 and vf_coef=0 of a class without a
+    # critic: it trains on as it did, and load(..., critic_when_tied=True) fits the critic as a new model would.
+    del agent.critic_when_tied
+    agent.gae_lambda, agent.vf_coef = 1.0, 0.0
+    agent.save(tmp_path / "old")
+    assert OrderGradMaskablePPO.load(tmp_path / "old").critic_when_tied is False
+    resumed = OrderGradMaskablePPO.load(tmp_path / "old", env=masked_reach_two(), critic_when_tied=True)
+    assert (resumed.gae_lambda, resumed.vf_coef) == (TIED_CRITIC_GAE_LAMBDA, TIED_CRITIC_VF_COEF)
+    before = [p.detach().clone() for p in critic_parameters(resumed.policy)]
+    resumed.learn(100, reset_num_timesteps=False)
+    assert not all(th.equal(a, b) for a, b in zip(before, critic_parameters(resumed.policy), strict=True))

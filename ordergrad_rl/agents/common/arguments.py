@@ -716,9 +716,10 @@ def check_critic_when_tied(
 def default_critic_when_tied(
     objective: Objective | ChannelObjective, value_baseline: bool | str, policy_kwargs: Mapping[str, Any] | None
 ) -> bool:
-    """OrderGradPPO's ``critic_when_tied`` when it is ``None``: on for a ranked objective (k != 1) where the value head
-    is free (not ``value_baseline=True``, not ``critic="none"``). The mean keeps its reward-to-go, per-step credit that
-    does not vanish on a rollout tied at the best.
+    """OrderGradPPO's and OrderGradMaskablePPO's ``critic_when_tied`` when it is ``None``: on for a ranked objective
+    (k != 1) where the value head is free (not ``value_baseline=True``, not ``critic="none"``). The mean keeps its
+    reward-to-go, per-step credit that does not vanish on a rollout tied at the best. OrderGradMaskablePPO's measured
+    the same way: docs/benchmarks.md, "The tied critic in OrderGradMaskablePPO".
 
     Measured (``reproduce benchmarks``, the usage line, worst-20% mean of 100 evaluation returns, greedy / sampled):
     CartPole-v1 at 100k steps over seeds 0-19 from 497.5 / 480.3 to 500.0 / 498.5 with the critic fitted in a pass

@@ -675,6 +675,11 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         self.reward_to_go = default_reward_to_go(parsed, group_size) if reward_to_go is None else bool(reward_to_go)
 
     @classmethod
+    def critic_argument_error(cls, name: str) -> ValueError:
+        """The refusal of ``name``, one of the :attr:`critic_arguments` (:func:`~.sb3_compat.critic_argument_error`)."""
+        return critic_argument_error(cls.__name__, name)
+
+    @classmethod
     def _refuse_sb3_arguments(cls, env: Any, n_envs: int | None, n_steps: Any, critic_values: tuple[Any, ...]) -> None:
         """The constructor's refusals of its SB3 parent's arguments that episodic mode has no use for: ``n_steps``
         (the error names the ``n_episodes`` to use) and the :attr:`critic_arguments` given (not ``None``).
@@ -686,7 +691,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             raise n_steps_error(cls.__name__, n_steps, env, n_envs)
         for name, value in zip(cls.critic_arguments, critic_values, strict=True):
             if value is not None:
-                raise critic_argument_error(cls.__name__, name)
+                raise cls.critic_argument_error(name)
 
     @classmethod
     def _refuse_at_load(cls, kwargs: dict[str, Any], env: Any) -> None:
@@ -702,7 +707,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             raise n_steps_error(cls.__name__, kwargs["n_steps"], env, None)
         for name in cls.critic_arguments:
             if name in kwargs:
-                raise critic_argument_error(cls.__name__, name)
+                raise cls.critic_argument_error(name)
         accepted = inspect.signature(cls).parameters
         for name in cls.saved_before:
             if name in kwargs and name not in accepted:

@@ -37,14 +37,14 @@ HISTORY_PARAMETERS = ("history_baseline", "history_baseline.optimizer")
 
 def check_value_baseline(value_baseline: Any, algorithm: str | None = None) -> None:
     """``ValueError`` naming the values ``value_baseline`` takes (``True``, ``False``, ``"history"``, ``None``); with
-    the name of an ``algorithm`` that trains no critic (OrderGradREINFORCE and the sb3-contrib variants), also for
-    ``True``, which regresses the value head."""
+    the name of an ``algorithm`` that fits no critic to the episode weights (OrderGradREINFORCE and the sb3-contrib
+    variants), also for ``True``, which regresses the value head."""
     if value_baseline is not None and not isinstance(value_baseline, bool) and value_baseline != HISTORY:
         raise ValueError(f"value_baseline must be True, False, 'history' or None, got {value_baseline!r}")
     if algorithm is not None and value_baseline is True:
         raise ValueError(
-            f"value_baseline=True regresses the policy's value head, which {algorithm} does not train "
-            "(no critic): use value_baseline='history', a baseline network of its own"
+            f"value_baseline=True regresses the policy's value head, which {algorithm} does not fit to the episode "
+            "weights: use value_baseline='history', a baseline network of its own"
         )
 
 
@@ -65,7 +65,8 @@ class PerStepBaselineMixin(EpisodicAlgorithmMixin):
     # constructor that SB3's load runs would give the default of the env at hand).
     saved_before = {**EpisodicAlgorithmMixin.saved_before, "baseline_lambda": 1.0, "value_baseline": False}
     #: Whether the algorithm's update regresses the policy's value head (``value_baseline=True``'s ``V(s)``):
-    #: OrderGradPPO's does; OrderGradREINFORCE and the sb3-contrib variants train no critic, and refuse ``True``
+    #: OrderGradPPO's does; OrderGradREINFORCE and the sb3-contrib variants do not (OrderGradMaskablePPO fits the value
+    #: head only as ``critic_when_tied``'s discounted critic), and refuse ``True``
     #: (:meth:`_check_value_baseline`).
     trains_critic: bool = True
 

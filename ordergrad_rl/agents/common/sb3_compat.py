@@ -5,16 +5,17 @@
   ``n_episodes`` that gives about as many steps on the user's env, measured from its first episodes
   (:func:`suggest_n_episodes`).
 * :func:`critic_argument_error`: ``OrderGradREINFORCE`` has no critic, so A2C's ``gae_lambda`` / ``vf_coef`` are
-  refused with the reason instead of a bare ``TypeError``; :func:`optimizer_argument_error` does the same for A2C's
+  refused with the reason instead of a bare ``TypeError`` (:func:`tied_critic_argument_error`: OrderGradMaskablePPO's
+  only critic is ``critic_when_tied``'s); :func:`optimizer_argument_error` does the same for A2C's
   ``use_rms_prop`` / ``rms_prop_eps`` (its optimizer is the policy's, Adam by default).
 * :func:`from_sb3` (``OrderGradPPO.from_sb3``): risk fine-tuning of an SB3 model or save. The OrderGrad agent is
   built with the SB3 model's policy class and ``policy_kwargs``, so the whole policy (features extractor, actor,
   value head) has the same layout and its weights are copied; episodic mode's update never trains the value head
-  (OrderGradPPO's ``critic_when_tied`` fits it apart).
+  (``critic_when_tied`` fits it apart).
 * The other direction needs nothing here: an episodic OrderGrad save holds SB3's own policy layout and leaves out
   its episodic buffer class and ``n_steps``, so ``stable_baselines3.PPO.load(path, env=env)`` gives a working PPO
   (the OrderGrad policy's weights, SB3's ``RolloutBuffer``; the value head starts from the weights it was built or
-  copied with, or OrderGradPPO's ``critic_when_tied`` fitted it to).
+  copied with, or ``critic_when_tied`` fitted it to).
 """
 
 from __future__ import annotations
@@ -159,6 +160,16 @@ def critic_argument_error(algorithm: str, name: str) -> ValueError:
     return ValueError(
         f"{algorithm} has no critic: its advantages are OrderGrad weights of whole-episode returns, so there is no "
         f"value function for {name} to act on; remove {name} (episodic mode: set n_episodes, the episodes per update)"
+    )
+
+
+def tied_critic_argument_error(algorithm: str, name: str) -> ValueError:
+    """The error for an SB3 critic argument given to an algorithm whose only critic is ``critic_when_tied``'s, fitted
+    with OrderGradPPO's defaults (OrderGradMaskablePPO)."""
+    return ValueError(
+        f"{algorithm} takes no {name}: its advantages are OrderGrad weights of whole-episode returns, and the critic "
+        "that critic_when_tied fits for the rollouts tied at the best return uses OrderGradPPO's defaults "
+        f"(gae_lambda=0.95, vf_coef=0.5, no clip_range_vf); remove {name} (OrderGradPPO takes it)"
     )
 
 

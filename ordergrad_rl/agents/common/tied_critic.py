@@ -1,4 +1,5 @@
-"""A discounted critic for the rollouts that rank nothing: OrderGradPPO's ``critic_when_tied``.
+"""A discounted critic for the rollouts that rank nothing: ``critic_when_tied`` of OrderGradPPO and
+OrderGradMaskablePPO.
 
 A rollout whose episodes all return the best return seen ties every rank, so every weight of an L-statistic is
 zero and the episodic update has no gradient there. A policy that reaches a task's best return (CartPole-v1's
@@ -16,21 +17,28 @@ extractor), and its gradients are kept out of the actor's clipping (:func:`criti
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from ordergrad_rl.agents.common.advantages import episode_order, gae_advantages
+from ordergrad_rl.agents.common.arguments import check_critic_when_tied, default_critic_when_tied
+from ordergrad_rl.agents.common.episodic import train_on_episode_weights
+from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin
 from ordergrad_rl.agents.common.policies import predict_values
 from ordergrad_rl.agents.common.utils import lent_attributes
 
 #: The critic's discount: SB3 PPO's default. The episode return's own ``gamma`` (1 by default) would make the value of
 #: a state on a time-limited task depend on the time left, which the observation does not show.
 TIED_CRITIC_GAMMA = 0.99
+#: The critic's GAE lambda and value-loss coefficient in OrderGradMaskablePPO, which takes neither (they are
+#: OrderGradPPO's defaults for its ``gae_lambda`` and ``vf_coef``, SB3's).
+TIED_CRITIC_GAE_LAMBDA = 0.95
+TIED_CRITIC_VF_COEF = 0.5
 
 
 def critic_parameters(policy: ActorCriticPolicy) -> list[th.nn.Parameter]:
@@ -45,7 +53,10 @@ def critic_parameters(policy: ActorCriticPolicy) -> list[th.nn.Parameter]:
 
 
 def evaluate_actions_with_critic(
-    policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor], actions: th.Tensor
+    policy: ActorCriticPolicy,
+    obs: th.Tensor | dict[str, th.Tensor],
+    actions: th.Tensor,
+    action_masks: th.Tensor | None = None,
 ) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
     """``evaluate_actions`` of the episodic update with the critic fitted in the same minibatches: the actor's terms
     as :func:`~ordergrad_rl.agents.common.policies.evaluate_actions_without_value` gives them (SB3's
@@ -61,22 +72,27 @@ def evaluate_actions_with_critic(
 
     :param obs: observations ``[batch, *obs_shape]`` (or a dict of such), as tensors.
     :param actions: actions ``[batch, *action_shape]``.
+    :param action_masks: ``[batch, mask width]`` of sb3-contrib's MaskablePPO update (``None``: no masking), applied
+        as its maskable policies' ``get_distribution`` applies them: a masked action keeps probability 0 in the update.
     :return: values ``[batch, 1]``, log-likelihoods ``[batch]``, entropies ``[batch]`` (or None).
     """
     if policy.share_features_extractor:
         features = policy.extract_features(obs, policy.features_extractor)
         assert isinstance(features, th.Tensor)  # the shared extractor's (SB3 types the pair of separate ones too)
         distribution = policy._get_action_dist_from_latent(policy.mlp_extractor.forward_actor(features))
+        if action_masks is not None:  # sb3-contrib's MaskableDistribution (SB3's policies take no masks)
+            distribution.apply_masking(action_masks)  # type: ignore[attr-defined]
         values = policy.value_net(policy.mlp_extractor.forward_critic(features.detach()))
     else:
-        distribution = policy.get_distribution(obs)
+        masks = {} if action_masks is None else {"action_masks": action_masks}
+        distribution = policy.get_distribution(obs, **masks)
         values = policy.predict_values(obs)  # SB3's: the critic's own extractor, value branch and head
     return values, distribution.log_prob(actions), distribution.entropy()
 
 
 @contextmanager
 def critic_fitted_in_update(
-    policy: ActorCriticPolicy, buffer: Any, values: np.ndarray, targets: np.ndarray
+    policy: ActorCriticPolicy, buffer: Any, values: np.ndarray, targets: np.ndarray, held_as_zeros: bool = False
 ) -> Iterator[None]:
     """Within the block, SB3's PPO ``train`` fits the critic to ``targets`` (``[T]``) in its own minibatches, on
     top of the episodic update, and leaves that update as it was.
@@ -89,12 +105,19 @@ def critic_fitted_in_update(
     critic, and the critic's is unclipped (as a fit of its own would be). One backward pass and one optimizer step
     per minibatch serve both, which spares a second pass's own overhead (on CartPole-v1 the update with the critic
     takes 1.27 s more per 20k steps than without it, against 1.73 s with a pass of its own).
+
+    :param held_as_zeros: the critic's parameters hold zero gradients while theirs are out, not ``None``: where the
+        update without the critic runs the value branch at ``vf_coef=0`` (OrderGradMaskablePPO: sb3-contrib's
+        ``evaluate_actions``), its ``clip_grad_norm_`` takes the norm over their zero gradients too, and a norm over
+        another list of tensors can differ in the last bit (the order of the sum), which the actor's step then
+        carries (``None`` where the value branch does not run without the critic: OrderGradPPO's
+        ``value_head_unused``).
     """
     held: dict[th.nn.Parameter, th.Tensor | None] = {}
 
     def hold(parameter: th.Tensor) -> None:
         held[parameter] = parameter.grad  # type: ignore[index]  # registered on Parameters only
-        parameter.grad = None
+        parameter.grad = th.zeros_like(parameter) if held_as_zeros else None
 
     def put_back(*_: Any) -> None:
         for parameter, gradient in held.items():
@@ -113,15 +136,72 @@ def critic_fitted_in_update(
             handle.remove()
 
 
-class TiedCriticMixin:
-    """``critic_when_tied`` of an episodic PPO (module docstring): :meth:`_tied_critic_advantages` runs at the end of
-    the rollout's ``_compute_advantages``, and its update runs in the block of :meth:`_critic_fitted_in_update`."""
+class TiedCriticMixin(PerStepBaselineMixin):
+    """``critic_when_tied`` of an episodic PPO (module docstring; OrderGradPPO and OrderGradMaskablePPO mix it in front
+    of their SB3 class): :meth:`_tied_critic_advantages` runs at the end of the rollout's ``_compute_advantages``, and
+    :meth:`_train_on_weights` runs the update in the block of :meth:`_critic_fitted_in_update`. The class sets
+    ``critic_when_tied`` in its constructor (:meth:`_init_critic_when_tied`)."""
+
+    # A save from before critic_when_tied trained tied rollouts on zero advantages.
+    saved_before = {**PerStepBaselineMixin.saved_before, "critic_when_tied": False}
+
+    #: Whether the class's update without the critic runs the value branch at ``vf_coef=0`` (zero gradients), so
+    #: that the critic's are held out as zeros (:func:`critic_fitted_in_update`): OrderGradMaskablePPO's does.
+    critic_held_as_zeros: ClassVar[bool] = False
 
     critic_when_tied: bool
     gae_lambda: float
     policy: ActorCriticPolicy
     rollout_buffer: Any
-    logger: Any
+
+    def _init_critic_when_tied(self, critic_when_tied: bool | None, policy_kwargs: dict[str, Any] | None) -> None:
+        """Set ``critic_when_tied`` after ``value_baseline`` (``None``: :func:`default_critic_when_tied`).
+
+        :raises ValueError: as :func:`check_critic_when_tied`.
+        """
+        check_critic_when_tied(critic_when_tied, self.value_baseline, policy_kwargs)
+        if critic_when_tied is None:
+            critic_when_tied = default_critic_when_tied(self.objective, self.value_baseline, policy_kwargs)
+        self.critic_when_tied = critic_when_tied
+
+    def _excluded_save_params(self) -> list[str]:
+        # Set at every rollout (the critic's targets are the rollout's size).
+        tied_critic = ["_critic_targets", "_critic_values", "_rollout_critic_trained"]
+        return [*super()._excluded_save_params(), *tied_critic]
+
+    def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
+        """... and ``critic_when_tied`` against ``value_baseline``: a saved critic that the new ``value_baseline=True``
+        takes over is the default for it (off)."""
+        super()._default_at_load(replaced)
+        if "value_baseline" in replaced and "critic_when_tied" not in replaced and self.value_baseline is True:
+            self.critic_when_tied = False
+
+    def _check_loaded_arguments(self, names: Collection[str]) -> None:
+        super()._check_loaded_arguments(names)
+        if {"critic_when_tied", "value_baseline", "policy_kwargs"} & set(names):
+            check_critic_when_tied(self.critic_when_tied, self.value_baseline, self.policy_kwargs)
+
+    def hparams(self) -> dict[str, Any]:
+        return {**super().hparams(), "critic_when_tied": self.critic_when_tied}
+
+    def _compute_advantages(self) -> None:
+        super()._compute_advantages()
+        self._tied_critic_advantages()
+
+    def _train_on_weights(
+        self, update: Callable[[], None], without_critic: AbstractContextManager[None] | None = None
+    ) -> None:
+        """The SB3 (sb3-contrib) PPO ``update`` on the episode weights (:func:`train_on_episode_weights`), in the
+        block of :meth:`_critic_fitted_in_update` where the critic is fitted, else in ``without_critic`` (none:
+        the update as it is)."""
+        critic_fit = self._critic_fitted_in_update()
+        block = critic_fit if critic_fit is not None else without_critic or nullcontext()
+
+        def episodic_update() -> None:
+            with block:
+                update()
+
+        train_on_episode_weights(self, episodic_update, critic=critic_fit is not None)
 
     def _tied_critic_advantages(self) -> None:
         """The critic's GAE targets of this rollout (its values predicted before the rollout is fitted, as SB3's
@@ -158,4 +238,6 @@ class TiedCriticMixin:
             return None
         self.logger.record("train/tied_critic", float(self._rollout_critic_trained))
         self._critic_targets = None
-        return critic_fitted_in_update(self.policy, self.rollout_buffer, self._critic_values, targets)
+        return critic_fitted_in_update(
+            self.policy, self.rollout_buffer, self._critic_values, targets, self.critic_held_as_zeros
+        )

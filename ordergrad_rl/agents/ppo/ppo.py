@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Collection, Mapping
 from typing import Any, ClassVar, Literal
 
 import torch as th
@@ -16,16 +15,14 @@ from ordergrad_rl.agents.common.arguments import (
     RELATIVE_RANKED_ENT_COEF,
     SHORT_RANKED_ENT_COEF,
     check_advantage,
-    check_critic_when_tied,
     check_ppo_arguments,
-    default_critic_when_tied,
 )
 from ordergrad_rl.agents.common.base_class import sb3_load_options
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.entropy_plateau import EntropyPlateau
 from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
-from ordergrad_rl.agents.common.per_step_baseline import PerStepBaselineMixin, check_value_head
+from ordergrad_rl.agents.common.per_step_baseline import check_value_head
 from ordergrad_rl.agents.common.policies import POLICY_ALIASES, value_head_unused
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.saving import read_saved_data
@@ -40,7 +37,7 @@ DEFAULT_OBJECTIVE = "cvar0.2"
 
 # ignore[misc]: the episodic mixin's normalize_advantage (also "group", "channel", "running") is wider than
 # PPO's bool, which train_on_episode_weights lends its update.
-class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[misc]
+class OrderGradPPO(TiedCriticMixin, PPO):  # type: ignore[misc]
     """PPO whose advantages are OrderGrad weights of an order-statistic objective.
 
     ``advantage="q_critic"`` builds the Q-critic algorithm instead, :class:`~ordergrad_rl.agents.OrderGradQCriticPPO`
@@ -429,8 +426,6 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
     default_short_ranked_ent_coef = SHORT_RANKED_ENT_COEF
     budget_sized_rollouts = True
     rollout_buffer: EpisodicRolloutBuffer  # type: ignore[assignment]
-    # A save from before critic_when_tied trained tied rollouts on zero advantages.
-    saved_before = {**PerStepBaselineMixin.saved_before, "critic_when_tied": False}
 
     def __init__(
         self,
@@ -521,10 +516,7 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
         check_value_head(value_baseline, policy_kwargs)
         default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
-        check_critic_when_tied(critic_when_tied, self.value_baseline, policy_kwargs)
-        if critic_when_tied is None:
-            critic_when_tied = default_critic_when_tied(self.objective, self.value_baseline, policy_kwargs)
-        self.critic_when_tied = critic_when_tied
+        self._init_critic_when_tied(critic_when_tied, policy_kwargs)
         self.relative_ent_coef = relative_ent_coef
         # The default bonus of a ranked objective, relative (SB3's load builds without an env, ent_coef still None
         # here: the save's values follow).
@@ -574,46 +566,13 @@ class OrderGradPPO(TiedCriticMixin, PerStepBaselineMixin, PPO):  # type: ignore[
             return OrderGradQCriticPPO.load(path, env=env, device=device, **kwargs)  # type: ignore[return-value]
         return super().load(path, env=env, device=device, **kwargs)
 
-    def _excluded_save_params(self) -> list[str]:
-        # Set at every rollout (the critic's targets are the rollout's size).
-        tied_critic = ["_critic_targets", "_critic_values", "_rollout_critic_trained"]
-        return [*super()._excluded_save_params(), *tied_critic]
-
-    def _default_at_load(self, replaced: Mapping[str, Any]) -> None:
-        """... and ``critic_when_tied`` against ``value_baseline``: a saved critic that the new ``value_baseline=True``
-        takes over is the default for it (off)."""
-        super()._default_at_load(replaced)
-        if "value_baseline" in replaced and "critic_when_tied" not in replaced and self.value_baseline is True:
-            self.critic_when_tied = False
-
-    def _check_loaded_arguments(self, names: Collection[str]) -> None:
-        super()._check_loaded_arguments(names)
-        if {"critic_when_tied", "value_baseline", "policy_kwargs"} & set(names):
-            check_critic_when_tied(self.critic_when_tied, self.value_baseline, self.policy_kwargs)
-
-    def hparams(self) -> dict[str, Any]:
-        return {**super().hparams(), "critic_when_tied": self.critic_when_tied}
-
     def train(self) -> None:
         """SB3's PPO update on the episode weights; the value head runs in it only as the ``value_baseline=True`` or
         the ``critic_when_tied`` critic."""
-        update = super().train
         if getattr(self, "value_baseline", False) is True:
-            train_on_episode_weights(self, update, critic=True)
+            train_on_episode_weights(self, super().train, critic=True)
             return
-
-        critic_fit = self._critic_fitted_in_update()
-        block = value_head_unused(self.policy) if critic_fit is None else critic_fit
-
-        def episodic_update() -> None:
-            with block:
-                update()
-
-        train_on_episode_weights(self, episodic_update, critic=critic_fit is not None)
-
-    def _compute_advantages(self) -> None:
-        super()._compute_advantages()
-        self._tied_critic_advantages()
+        self._train_on_weights(super().train, value_head_unused(self.policy))
 
 
 # inspect.signature(OrderGradPPO) would read __new__'s (*args, **kwargs); the constructor's arguments are __init__'s
