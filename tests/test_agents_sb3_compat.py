@@ -786,3 +786,27 @@ def test_forward_observed_by_hooks_anywhere_a_forward_of_its_own_or_the_q_critic
 def test_a_policy_with_a_forward_of_its_own_is_called_at_every_collection_step() -> None:
     model = OrderGradPPO(ForwardPolicy, "CartPole-v1", n_episodes=2, seed=0).learn(10)
     assert model.policy.calls == model.num_timesteps
+
+
+@pytest.mark.parametrize(
+    ("action_space", "mask", "masked"),
+    [
+        (spaces.Discrete(3), [True, False, True], (0, 1)),
+        (spaces.MultiDiscrete([2, 3]), [True, True, False, True, True], (1, 0)),
+    ],
+)
+def test_maskable_collection_acts_through_the_masked_actor_alone_bit_for_bit(action_space, mask, masked) -> None:
+    # sb3-contrib's maskable forward is plain too: without a hook the collector draws from the masked actor alone.
+    def trained(hooked: bool) -> OrderGradMaskablePPO:
+        env = DummyVecEnv([lambda: ActionMasker(ActionSpaceEnv(action_space), lambda env: np.array(mask))] * 2)
+        model = OrderGradMaskablePPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0)
+        if hooked:
+            model.policy.register_forward_hook(lambda module, args, output: None)
+        return model.learn(40)
+
+    plain, hooked = trained(False), trained(True)
+    assert plain._forward_observed is False and hooked._forward_observed is True
+    state, hooked_state = plain.policy.state_dict(), hooked.policy.state_dict()
+    assert all(th.equal(state[name], hooked_state[name]) for name in state)
+    column, value = masked  # the (sub-)action the mask forbids is never drawn
+    assert (plain.rollout_buffer.actions[:, column] != value).all()

@@ -325,6 +325,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
     #: policy; the sb3-contrib variants need their own OrderGrad policies, which build without the critic episodic
     #: mode never trains.
     episodic_policy_classes: tuple[type, ...] = (ActorCriticPolicy, OrderGradPolicyMixin)
+    #: Policy ``forward`` functions besides SB3's that the collector may replace by the actor alone when nothing
+    #: observes them (:func:`~ordergrad_rl.agents.common.policies.forward_observed`; OrderGradMaskablePPO's is
+    #: sb3-contrib's maskable one).
+    _plain_forwards: ClassVar[tuple[Any, ...]] = ()
     #: Advantage modes of the algorithm.
     advantages: tuple[str, ...] = (EPISODIC,)
     #: The action spaces the algorithm acts in, refused by name at construction
@@ -1035,7 +1039,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
-        self._forward_observed = forward_observed(self.policy)  # after the callbacks' start, which may add hooks
+        # After the callbacks' start, which may add hooks.
+        self._forward_observed = forward_observed(self.policy, self._plain_forwards)
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()

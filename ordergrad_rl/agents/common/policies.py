@@ -131,7 +131,7 @@ def value_head_unused(policy: ActorCriticPolicy) -> Iterator[None]:
         del policy.evaluate_actions
 
 
-def forward_observed(policy: BasePolicy) -> bool:
+def forward_observed(policy: BasePolicy, plain_forwards: tuple[Any, ...] = ()) -> bool:
     """Whether something could tell ``policy(obs)`` from :func:`act_without_critic`: a forward hook or pre-hook on
     the policy or any of its modules (W&B's ``wandb.watch``, activation statistics, quantization observers), a global
     one (``torch.nn.modules.module.register_module_forward_hook``), a ``forward`` of the policy's own class (a user's
@@ -139,8 +139,11 @@ def forward_observed(policy: BasePolicy) -> bool:
 
     The episodic collector reads it at each rollout's start; a hook registered in the middle of a rollout fires from
     the next one.
+
+    :param plain_forwards: other ``forward`` functions that compute nothing but the actions, values and
+        log-likelihoods (sb3-contrib's ``MaskableActorCriticPolicy.forward``), besides SB3's and the OrderGrad mixin's.
     """
-    if type(policy).forward not in (ActorCriticPolicy.forward, OrderGradPolicyMixin.forward):
+    if type(policy).forward not in (ActorCriticPolicy.forward, OrderGradPolicyMixin.forward, *plain_forwards):
         return True
     if getattr(policy, "critic", "value") == "q":
         return True
@@ -151,7 +154,7 @@ def forward_observed(policy: BasePolicy) -> bool:
 
 
 def act_without_critic(
-    policy: ActorCriticPolicy, obs: PyTorchObs, deterministic: bool = False
+    policy: ActorCriticPolicy, obs: PyTorchObs, deterministic: bool = False, action_masks: np.ndarray | None = None
 ) -> tuple[th.Tensor, th.Tensor]:
     """The actions and log-likelihoods of SB3's ``policy.forward(obs)``, bit for bit (the same operations on the
     same random stream), without its value head: the episodic collection drops the values, and on CartPole-v1 the
@@ -159,9 +162,11 @@ def act_without_critic(
     :func:`forward_observed` is False.
 
     :param obs: observations ``[n_envs, *obs_shape]`` (or a dict of such), as tensors.
+    :param action_masks: ``[n_envs, mask width]`` for sb3-contrib's maskable policies (``None``: not passed).
     :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``.
     """
-    distribution = policy.get_distribution(obs)
+    masks = {} if action_masks is None else {"action_masks": action_masks}  # SB3's policies take no masks
+    distribution = policy.get_distribution(obs, **masks)
     actions = distribution.get_actions(deterministic=deterministic)
     log_prob = distribution.log_prob(actions)
     return actions.reshape((-1, *(policy.action_space.shape or ()))), log_prob

@@ -16,6 +16,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
@@ -25,6 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS
+from ordergrad_rl.agents.common.policies import act_without_critic
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.sb3_compat import PPO_CRITIC_ARGUMENTS, tied_critic_argument_error
 from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAE_LAMBDA, TIED_CRITIC_VF_COEF, TiedCriticMixin
@@ -119,6 +121,9 @@ class OrderGradMaskablePPO(TiedCriticMixin, MaskablePPO):  # type: ignore[misc]
     critic_held_as_zeros = True
     critic_arguments = PPO_CRITIC_ARGUMENTS  # MaskablePPO's, refused (the tied critic's are OrderGradPPO's defaults)
     supported_action_spaces = (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)  # MaskablePPO's
+    # sb3-contrib's maskable forward computes nothing but the actions, values and log-likelihoods: the collector may
+    # act through the actor alone where nothing observes it.
+    _plain_forwards = (MaskableActorCriticPolicy.forward,)
     rollout_buffer: MaskableEpisodicRolloutBuffer  # type: ignore[assignment]
 
     def __init__(
@@ -245,7 +250,10 @@ class OrderGradMaskablePPO(TiedCriticMixin, MaskablePPO):  # type: ignore[misc]
         """sb3-contrib's ``self.policy(obs, action_masks=masks)`` step (``masks`` ``None`` without masking): masked
         actions in the current observations, and the masks (stored with the step)."""
         masks = self._step_action_masks(env) if self._use_masking else None
-        actions, _, log_probs = self.policy(obs, action_masks=masks)
+        if self._forward_observed:
+            actions, _, log_probs = self.policy(obs, action_masks=masks)
+        else:  # the same actions without the value head (the base class's rule)
+            actions, log_probs = act_without_critic(self.policy, obs, action_masks=masks)
         return actions, log_probs, {} if masks is None else {ACTION_MASKS: masks}
 
     def _step_action_masks(self, env: VecEnv) -> np.ndarray:
