@@ -727,6 +727,20 @@ class ForwardPolicy(ActorCriticPolicy):
         return super().forward(obs, deterministic)
 
 
+def trained_with_and_without_a_hook(make_model) -> OrderGradPPO:
+    """``make_model()`` trained for 40 steps without and with a no-op forward hook on its policy, which puts the
+    episodic collection back on ``policy(obs)``: both must draw the same actions from the same random stream, so
+    train the same parameters bit for bit. Returns the run without the hook."""
+    plain = make_model().learn(40)  # each built just before it learns: the seed sets torch's global generator
+    hooked = make_model()
+    hooked.policy.register_forward_hook(lambda module, args, output: None)
+    hooked.learn(40)
+    assert plain._forward_observed is False and hooked._forward_observed is True
+    state, hooked_state = plain.policy.state_dict(), hooked.policy.state_dict()
+    assert all(th.equal(state[name], hooked_state[name]) for name in state)
+    return plain
+
+
 @pytest.mark.parametrize(
     ("action_space", "kwargs"),
     [
@@ -738,22 +752,13 @@ class ForwardPolicy(ActorCriticPolicy):
     ],
 )
 def test_collection_acts_through_the_actor_alone_bit_for_bit_unless_forward_is_observed(action_space, kwargs) -> None:
-    # Without a hook, the episodic collection skips the value head (act_without_critic); a no-op forward hook puts it
-    # back on policy(obs). Both must draw the same actions from the same random stream, so train the same parameters.
-    def trained(hooked: bool) -> OrderGradPPO:
+    # Without a hook, the episodic collection skips the value head (act_without_critic).
+    def make_model() -> OrderGradPPO:
         env = DummyVecEnv([lambda: ActionSpaceEnv(action_space)] * 2)
-        model = OrderGradPPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0, **kwargs)
-        if hooked:
-            model.policy.register_forward_hook(lambda module, args, output: None)
-        return model.learn(40)
+        return OrderGradPPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0, **kwargs)
 
-    plain, hooked = trained(False), trained(True)
-    assert plain._forward_observed is False and hooked._forward_observed is True
-    state, hooked_state = plain.policy.state_dict(), hooked.policy.state_dict()
-    assert all(th.equal(state[name], hooked_state[name]) for name in state)
-    assert not th.equal(
-        state["action_net.weight"], OrderGradPPO("MlpPolicy", plain.env, seed=0).policy.action_net.weight
-    )
+    plain = trained_with_and_without_a_hook(make_model)
+    assert not th.equal(plain.policy.action_net.weight, make_model().policy.action_net.weight)  # it trained
 
 
 def test_act_without_critic_gives_forwards_actions_and_log_probs() -> None:
@@ -797,16 +802,10 @@ def test_a_policy_with_a_forward_of_its_own_is_called_at_every_collection_step()
 )
 def test_maskable_collection_acts_through_the_masked_actor_alone_bit_for_bit(action_space, mask, masked) -> None:
     # sb3-contrib's maskable forward is plain too: without a hook the collector draws from the masked actor alone.
-    def trained(hooked: bool) -> OrderGradMaskablePPO:
+    def make_model() -> OrderGradMaskablePPO:
         env = DummyVecEnv([lambda: ActionMasker(ActionSpaceEnv(action_space), lambda env: np.array(mask))] * 2)
-        model = OrderGradMaskablePPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0)
-        if hooked:
-            model.policy.register_forward_hook(lambda module, args, output: None)
-        return model.learn(40)
+        return OrderGradMaskablePPO("MlpPolicy", env, objective="cvar0.5", n_episodes=4, n_epochs=2, seed=0)
 
-    plain, hooked = trained(False), trained(True)
-    assert plain._forward_observed is False and hooked._forward_observed is True
-    state, hooked_state = plain.policy.state_dict(), hooked.policy.state_dict()
-    assert all(th.equal(state[name], hooked_state[name]) for name in state)
+    plain = trained_with_and_without_a_hook(make_model)
     column, value = masked  # the (sub-)action the mask forbids is never drawn
     assert (plain.rollout_buffer.actions[:, column] != value).all()
