@@ -22,28 +22,16 @@ import time
 from typing import Any
 
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
 from tqdm.auto import tqdm
 
 from ordergrad_rl.common.options import parser_check_outputs
+from ordergrad_rl.common.progress import rollout_progress
 from ordergrad_rl.experiments import benchmarks as bench
 from ordergrad_rl.zoo.models import evaluate_model
 
 TASK = "cartpole"
 #: Every action valid in the evaluation envs too: sb3-contrib's ActionMasker, as build_model wraps the training env.
 MASKER = (("sb3_contrib.common.wrappers.ActionMasker", {"action_mask_fn": bench.all_actions_valid}),)
-
-
-class Progress(BaseCallback):
-    """Advances ``bar`` by the env steps done."""
-
-    def __init__(self, bar: Any) -> None:
-        super().__init__()
-        self.bar = bar
-
-    def _on_step(self) -> bool:
-        self.bar.update(self.training_env.num_envs)
-        return True
 
 
 def run(seed: int, critic_when_tied: bool, timesteps: int, episodes: int, bar: Any) -> dict[str, Any]:
@@ -61,7 +49,7 @@ def run(seed: int, critic_when_tied: bool, timesteps: int, episodes: int, bar: A
 
     model._compute_advantages = counted
     start = time.perf_counter()
-    model.learn(timesteps, callback=Progress(bar))
+    model.learn(timesteps, callback=rollout_progress(timesteps, bar.update))
     result: dict[str, Any] = {
         "task": TASK,
         "method": "og-mask-cvar",
