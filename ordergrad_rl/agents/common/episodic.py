@@ -1202,11 +1202,17 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         :param env: the training VecEnv.
         :return: actions ``[n_envs, *action_shape]``, log-likelihoods ``[n_envs]``, the arrays to store.
         """
+        return (*self._act(obs), {})
+
+    def _act(self, obs: Any, **policy_kwargs: Any) -> tuple[th.Tensor, th.Tensor]:
+        """Actions ``[n_envs, *action_shape]`` and log-likelihoods ``[n_envs]``: ``self.policy(obs, **policy_kwargs)``
+        where something observes it (:func:`~ordergrad_rl.agents.common.policies.forward_observed`, read at the
+        rollout's start), else the same draws from the actor alone (``policy_kwargs``: sb3-contrib's
+        ``action_masks``)."""
         if getattr(self, "_forward_observed", True):
-            actions, _, log_probs = self.policy(obs)
-        else:
-            actions, log_probs = act_without_critic(self.policy, obs)
-        return actions, log_probs, {}
+            actions, _, log_probs = self.policy(obs, **policy_kwargs)
+            return actions, log_probs
+        return act_without_critic(self.policy, obs, **policy_kwargs)
 
     def _step_locals(self) -> dict[str, Any]:
         """What a step's callbacks see in ``self.locals`` besides the collector's variables and the arrays stored

@@ -26,7 +26,6 @@ from stable_baselines3.common.vec_env import VecEnv
 from ordergrad_rl.agents.common.arguments import SHORT_RANKED_ENT_COEF, check_buffer_class, check_ppo_arguments
 from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC_PPO_PARAMS
-from ordergrad_rl.agents.common.policies import act_without_critic
 from ordergrad_rl.agents.common.risk_schedules import RiskScheduleLike
 from ordergrad_rl.agents.common.sb3_compat import PPO_CRITIC_ARGUMENTS, tied_critic_argument_error
 from ordergrad_rl.agents.common.tied_critic import TIED_CRITIC_GAE_LAMBDA, TIED_CRITIC_VF_COEF, TiedCriticMixin
@@ -250,10 +249,7 @@ class OrderGradMaskablePPO(TiedCriticMixin, MaskablePPO):  # type: ignore[misc]
         """sb3-contrib's ``self.policy(obs, action_masks=masks)`` step (``masks`` ``None`` without masking): masked
         actions in the current observations, and the masks (stored with the step)."""
         masks = self._step_action_masks(env) if self._use_masking else None
-        if self._forward_observed:
-            actions, _, log_probs = self.policy(obs, action_masks=masks)
-        else:  # the same actions without the value head (the base class's rule)
-            actions, log_probs = act_without_critic(self.policy, obs, action_masks=masks)
+        actions, log_probs = self._act(obs, action_masks=masks)
         return actions, log_probs, {} if masks is None else {ACTION_MASKS: masks}
 
     def _step_action_masks(self, env: VecEnv) -> np.ndarray:
