@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from conftest import save_from_before
 
 from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 
@@ -138,10 +139,9 @@ def test_saved_and_loaded(tmp_path) -> None:
 
 
 def test_a_save_from_before_loads_with_it_off(tmp_path) -> None:
-    model = model_on_box()
-    del model.log_std_step  # as a save from before the option holds no entry
-    model.save(tmp_path / "old")
-    assert OrderGradPPO.load(tmp_path / "old").log_std_step is None
+    model_on_box(log_std_step=DELTA).save(tmp_path / "model.zip")
+    old = save_from_before(tmp_path / "model.zip", tmp_path / "old.zip", "log_std_step")
+    assert OrderGradPPO.load(old).log_std_step is None
 
 
 def test_hparams_record_it() -> None:
