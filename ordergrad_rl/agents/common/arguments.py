@@ -296,7 +296,10 @@ def check_log_std_step(log_std_step: Any) -> float | None:
     """
     if log_std_step is None:
         return None
-    value = check_float("log_std_step", log_std_step, 0.0)
+    try:
+        value = check_float("log_std_step", log_std_step, 0.0)
+    except ValueError:
+        value = 0.0
     if value == 0.0:
         raise ValueError(
             "log_std_step must be None (off) or a finite number > 0 (the largest change of each log-std per update, "
