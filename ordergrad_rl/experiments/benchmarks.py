@@ -46,6 +46,7 @@ runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovel
 usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty),
 ``og-cvar-nosched-novphase-std05`` (the latter with the Gaussian's std starting at 0.5), ``og-cvar-stdfit`` (the
 usage line with its Gaussian log-std fitted outside the clipped surrogate, ``log_std_step=log(1.2)``),
+``og-cvar-nosched-novphase-stdfit`` (``og-cvar-nosched-novphase`` with the same),
 ``og-reinforce-nosched-novphase`` (OrderGradREINFORCE's usage line the same way, without its schedule) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
@@ -534,6 +535,13 @@ METHODS: dict[str, Method] = {
         "ordergrad_ppo",
         {**CVAR, "log_std_step": STD_FIT_STEP},
         "coral",
+    ),
+    # ... and on the navigation's detour configuration, whose greedy detours are refined as fast as the std shrinks.
+    "og-cvar-nosched-novphase-stdfit": Method(
+        "usage line, no schedule, novelty phase 15%, log-std fitted outside the clip",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, "novelty_phase": 0.15, "log_std_step": STD_FIT_STEP},
+        "tomato",
     ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),
