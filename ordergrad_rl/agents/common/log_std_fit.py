@@ -3,10 +3,11 @@
 A diagonal Gaussian policy learns its spread from the steps whose action lies far from the mean: the likelihood-ratio
 gradient of ``log N(a; mu, sigma)`` with respect to ``log sigma`` is ``(a - mu)^2 / sigma^2 - 1`` per dimension, large
 only where ``|a - mu|`` is. Those are the steps whose ratios ``pi / pi_old`` leave PPO's clip range first when the
-mean moves, and a clipped step gives no gradient at all, so the clipped surrogate mutes the std's update: on the
+mean moves, and a clipped step gives no gradient at all, so the clipped surrogate can mute the std's update: on the
 portfolio the exact gradient w.r.t. ``log sigma`` at the trained policy was -0.0107 +- 0.0048 per update and the change
-PPO's update made -0.0003 +- 0.0008 (issue 9); the table in docs/benchmarks.md ("The log-std fitted outside the clip")
-measures it on MountainCarContinuous-v0 and the point navigation.
+PPO's update made -0.0003 +- 0.0008 (issue 9). At the usage line's settings on MountainCarContinuous-v0 and the point
+navigation it is not muted (every update moves the log-std the gradient's way there, or Adam's step count bounds the
+move): docs/benchmarks.md, "The log-std fitted outside the clip".
 
 :func:`fit_log_std` fits the log-std on its own after the clipped pass: ``n_epochs`` passes over the rollout's
 minibatches of the unclipped importance-weighted surrogate ``-A_t exp(l_sigma - l_old)``, where ``l_sigma = log N(a_t;
