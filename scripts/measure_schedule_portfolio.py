@@ -5,7 +5,7 @@ tailrisk`` (256 deterministic paths of SyntheticTailRiskDeploy-v0 on the reprodu
 
     python scripts/measure_schedule_portfolio.py [--agent {ppo,reinforce}] [--seeds 8] [--first-seed 0]
         [--schedules none level] [--n-episodes N] [--value-baseline [{state,history,none}]] [--baseline-lambda L]
-        [--normalize-advantage {true,false,running}] [--novelty-phase F]
+        [--normalize-advantage {true,false,running}] [--novelty-phase F] [--log-std-step DELTA]
 
 Prints the profitable share P(W_T > 1) per seed and pooled over seeds, for each schedule (the same seeds).
 """
@@ -33,6 +33,7 @@ def build(args: argparse.Namespace, schedule: str, seed: int) -> Any:
         risk_schedule=None if schedule == "none" else schedule, n_episodes=args.n_episodes,
         value_baseline={None: None, "state": True, "none": False}.get(args.value_baseline, args.value_baseline),
         baseline_lambda=args.baseline_lambda, normalize_advantage=normalize, novelty_phase=args.novelty_phase,
+        **({} if args.log_std_step is None else {"log_std_step": args.log_std_step}),
     )  # fmt: skip
 
 
@@ -64,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--novelty-phase", type=float, default=0.0,
         help="the share of training whose rollouts train on their episodes' novelty (default: %(default)s, none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--log-std-step", type=float, default=None,
+        help="OrderGradPPO's log_std_step: fit the Gaussian's log-std outside the clip, within this bound per update "
+        "(default: off)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

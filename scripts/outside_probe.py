@@ -60,7 +60,7 @@ from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.common.provenance import run_provenance
 from ordergrad_rl.envs.grid import MOVES, GridEnv
 from ordergrad_rl.envs.tabular import TabularMDP, cvar_optimum, mean_optimum
-from ordergrad_rl.experiments.benchmarks import exact_score, late_linear_ent_coef
+from ordergrad_rl.experiments.benchmarks import STD_FIT_STEP, exact_score, late_linear_ent_coef
 from ordergrad_rl.risk import lower_tail_mean
 
 ALPHA = 0.2
@@ -79,7 +79,9 @@ ALPHA = 0.2
 #: usage line's own bonus on short categorical episodes since 2026-12-03 (CliffWalking), so ``og-cvar-n16`` has it
 #: there too since, and the stored ``og-cvar-n16`` runs had the constant 0.01. ``og-cvar-plateau-quarter``: the usage
 #: line on long episodes before 2026-12-06, its bonus decayed on the returns' plateaus over a quarter of the budget
-#: (a tenth since).
+#: (a tenth since). ``og-cvar-stdfit``: the usage line with its Gaussian log-std fitted outside the clipped surrogate
+#: within ``log(1 + clip_range)`` per update (``log_std_step``; docs/benchmarks.md, "The log-std fitted outside the
+#: clip").
 METHODS: dict[str, dict[str, Any]] = {
     "ppo": {},
     "og-cvar": {"objective": "cvar0.2"},
@@ -97,6 +99,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "og-cvar-entlate": {"objective": "cvar0.2", "ent_coef": late_linear_ent_coef},
     "og-cvar-plateau-quarter": {"objective": "cvar0.2", "entropy_plateau": {"decay_share": 0.25}},
     "og-cvar-plateau": {"objective": "cvar0.2", "entropy_plateau": True},
+    "og-cvar-stdfit": {"objective": "cvar0.2", "log_std_step": STD_FIT_STEP},
 }
 #: task name -> the Gymnasium id and keyword arguments of its env (``max_episode_steps`` comes from ``--limit``).
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -44,7 +44,9 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovelty`` (the usage line with
 ``novelty_when_blind=False``: the same as those, rerun), ``og-cvar-novphase`` and ``og-cvar-nosched-novphase`` (the
 usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty),
-``og-cvar-nosched-novphase-std05`` (the latter with the Gaussian's std starting at 0.5),
+``og-cvar-nosched-novphase-std05`` (the latter with the Gaussian's std starting at 0.5), ``og-cvar-stdfit`` (the
+usage line with its Gaussian log-std fitted outside the clipped surrogate, ``log_std_step=log(1.2)``),
+``og-cvar-nosched-novphase-stdfit`` (``og-cvar-nosched-novphase`` with the same),
 ``og-reinforce-nosched-novphase`` (OrderGradREINFORCE's usage line the same way, without its schedule) and
 ``og-cvar-n32-baseline`` (with the value baseline), ``gcvar-level`` (GCVaR's weights with the level schedule: CeSoR
 without its sampler, in the same PPO), ``og-reinforce-cvar`` (OrderGradREINFORCE at its defaults), ``og-mask-cvar`` and
@@ -328,6 +330,9 @@ REINFORCE0 = {
     "risk_schedule": "none",
     "value_baseline": False,
 }
+#: ``log_std_step`` of ``og-cvar-stdfit``: ``log(1 + clip_range)`` at SB3's ``clip_range=0.2``, the log-std move the
+#: clip allows nominally (:mod:`~ordergrad_rl.agents.common.log_std_fit`), chosen before it was measured.
+STD_FIT_STEP = math.log(1.2)
 #: Likewise the variants with a per-step baseline were measured before ``baseline_lambda`` (at lambda = 1).
 LAMBDA1 = {"baseline_lambda": 1.0}
 #: And the variants with the entropy bonus before ``entropy_when_tied`` (the bonus on every rollout).
@@ -522,6 +527,21 @@ METHODS: dict[str, Method] = {
         "ordergrad_ppo",
         {**CVAR_UNSCHEDULED, "novelty_phase": 0.15, "policy_kwargs": {"log_std_init": math.log(0.5)}},
         "darkolivegreen",
+    ),
+    # The usage line with its Gaussian log-std fitted outside PPO's clipped surrogate, within log(1 + clip_range) per
+    # update (log_std_step; docs/benchmarks.md, "The log-std fitted outside the clip").
+    "og-cvar-stdfit": Method(
+        "usage line, log-std fitted outside the clip",
+        "ordergrad_ppo",
+        {**CVAR, "log_std_step": STD_FIT_STEP},
+        "coral",
+    ),
+    # ... and on the navigation's detour configuration, whose greedy detours are refined as fast as the std shrinks.
+    "og-cvar-nosched-novphase-stdfit": Method(
+        "usage line, no schedule, novelty phase 15%, log-std fitted outside the clip",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, "novelty_phase": 0.15, "log_std_step": STD_FIT_STEP},
+        "tomato",
     ),
     # The usage line with fewer episodes per update on short episodes (more updates per budget).
     "og-cvar-n64": Method("N=64 episodes per update", "ordergrad_ppo", {**CVAR_UNSCHEDULED, "n_episodes": 64}, "teal"),

@@ -289,6 +289,25 @@ def check_normalize_advantage(normalize_advantage: Any) -> None:
         )
 
 
+def check_log_std_step(log_std_step: Any) -> float | None:
+    """``log_std_step`` as a ``float``, or ``None`` (off).
+
+    :raises ValueError: naming ``log_std_step`` unless it is ``None`` or a finite number > 0.
+    """
+    if log_std_step is None:
+        return None
+    try:
+        value = check_float("log_std_step", log_std_step, 0.0)
+    except ValueError:
+        value = 0.0
+    if value == 0.0:
+        raise ValueError(
+            "log_std_step must be None (off) or a finite number > 0 (the largest change of each log-std per update, "
+            f"e.g. math.log(1 + clip_range)), got {log_std_step!r}"
+        )
+    return value
+
+
 def check_batch_size(batch_size: Any) -> None:
     """``ValueError`` unless ``batch_size`` is ``None`` (the algorithm's default) or an integer >= 2: a 1-step
     minibatch has no spread to normalize or clip against."""
@@ -404,6 +423,7 @@ ARGUMENT_CHECKS: dict[str, Callable[[Any], object]] = {
     "critic_when_tied": partial(check_optional_flag, "critic_when_tied"),
     "reward_to_go": partial(check_optional_flag, "reward_to_go"),
     "novelty_phase": partial(check_float, "novelty_phase", low=0.0, high=1.0),
+    "log_std_step": check_log_std_step,
     "rollout_buffer_kwargs": check_buffer_kwargs,
     # SB3 resamples gSDE's matrix every n > 0 steps, and reads its default -1 and 0 alike as never.
     "sde_sample_freq": partial(check_int, "sde_sample_freq", minimum=-1),

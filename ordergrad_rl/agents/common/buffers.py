@@ -305,16 +305,25 @@ class EpisodicRolloutBuffer(BaseBuffer):
 
         :param batch_size: steps per minibatch; ``None`` yields the whole rollout once, in storage order.
         """
+        for rows in self.minibatch_indices(batch_size):
+            yield self._get_samples(rows)
+
+    def minibatch_indices(self, batch_size: int | None = None) -> Generator[np.ndarray, None, None]:
+        """The step indices of :meth:`get`'s minibatches (``[batch_size]`` each, the last one may be smaller), for an
+        update that reads per-step arrays of its own beside the buffer's (OrderGradPPO's ``log_std_step`` fit).
+
+        :param batch_size: steps per minibatch; ``None`` yields every step once, in storage order.
+        """
         if not self.generator_ready:
             raise RuntimeError("call finalize() before get()")
         n_steps = self.pos
         if batch_size is None or batch_size >= n_steps:
-            yield self._get_samples(np.arange(n_steps))
+            yield np.arange(n_steps)
             return
         # NumPy's global generator, as SB3's RolloutBuffer: seeded by the algorithm's set_random_seed.
         indices = np.random.permutation(n_steps)  # noqa: NPY002
         for start in range(0, n_steps, batch_size):
-            yield self._get_samples(indices[start : start + batch_size])
+            yield indices[start : start + batch_size]
 
     def _get_samples(  # type: ignore[override]
         self, batch_inds: np.ndarray, env: VecNormalize | None = None

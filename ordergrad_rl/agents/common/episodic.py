@@ -368,6 +368,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         "drift_when_blind": False,
         "noise_follows_schedule": False,
         "relative_ent_coef": False,
+        # OrderGradPPO's: a save from before it trained the log-std in the clipped surrogate.
+        "log_std_step": None,
         "novelty_when_blind": False,
         "novelty_phase": 0.0,
         "entropy_plateau": None,

@@ -28,7 +28,7 @@ The paper's portfolio protocol (linear policy, zero-initialized output, fixed lo
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -176,14 +176,18 @@ def act_without_critic(
 VALUE_CHUNK = 8192
 
 
-def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-    """``policy.predict_values`` of a rollout's stored observations (``[T, ...]`` or a dict of them), without
-    gradients, in chunks of :data:`VALUE_CHUNK`.
+def forward_in_chunks(
+    policy: BasePolicy,
+    observations: np.ndarray | dict[str, np.ndarray],
+    forward: Callable[[PyTorchObs], th.Tensor],
+) -> th.Tensor:
+    """``forward`` of a rollout's stored observations (``[T, ...]`` or a dict of them) through ``policy``'s
+    ``obs_to_tensor``, without gradients, in chunks of :data:`VALUE_CHUNK` (bounds the memory of a long rollout).
 
-    :return: ``[T]`` float32 values.
+    :return: ``[T, ...]`` the chunks' outputs, concatenated on the policy's device.
     """
     size = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
-    values = np.empty(size, dtype=np.float32)
+    outputs = []
     with th.no_grad():
         for start in range(0, size, VALUE_CHUNK):
             rows = slice(start, start + VALUE_CHUNK)
@@ -193,8 +197,18 @@ def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[st
                 else observations[rows]
             )
             obs, _ = policy.obs_to_tensor(chunk)
-            values[rows] = policy.predict_values(obs).reshape(-1).cpu().numpy()
-    return values
+            outputs.append(forward(obs))
+    return th.cat(outputs)
+
+
+def predict_values(policy: ActorCriticPolicy, observations: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+    """``policy.predict_values`` of a rollout's stored observations (``[T, ...]`` or a dict of them), without
+    gradients, in chunks of :data:`VALUE_CHUNK`.
+
+    :return: ``[T]`` float32 values.
+    """
+    values = forward_in_chunks(policy, observations, policy.predict_values)
+    return values.reshape(-1).cpu().numpy().astype(np.float32, copy=False)
 
 
 def gsde_distribution(policy: Any) -> StateDependentNoiseDistribution | None:
