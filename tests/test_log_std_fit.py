@@ -147,3 +147,10 @@ def test_a_save_from_before_loads_with_it_off(tmp_path) -> None:
 def test_hparams_record_it() -> None:
     assert model_on_box(log_std_step=DELTA).hparams()["log_std_step"] == DELTA
     assert model_on_box().hparams()["log_std_step"] == "none"
+
+
+def test_a_frozen_log_std_is_refused_not_trained() -> None:
+    # learn_log_std=False keeps the noise at log_std_init: the fit would train it (and its requires_grad was switched
+    # back on after the clipped pass), so the two are refused together, by name.
+    with pytest.raises(ValueError, match="learn_log_std"):
+        model_on_box(log_std_step=DELTA, policy_kwargs={"learn_log_std": False})

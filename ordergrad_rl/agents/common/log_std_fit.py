@@ -52,7 +52,7 @@ def check_log_std_space(log_std_step: float | None, action_space: spaces.Space |
 
 def check_log_std_policy(log_std_step: float | None, policy: Any) -> None:
     """``ValueError`` where ``log_std_step`` is on and the built ``policy`` has no diagonal Gaussian with a ``log_std``
-    parameter (a custom policy's distribution, or gSDE's).
+    parameter (a custom policy's distribution, or gSDE's), or keeps it fixed (``learn_log_std=False``).
     """
     if log_std_step is None:
         return
@@ -63,6 +63,12 @@ def check_log_std_policy(log_std_step: float | None, policy: Any) -> None:
         raise ValueError(
             f"log_std_step needs a policy with SB3's DiagGaussianDistribution and its log_std parameter; this policy's "
             f"distribution is {type(distribution).__name__}: pass log_std_step=None"
+        )
+    if not policy.log_std.requires_grad:
+        # learn_log_std=False: the noise stays at log_std_init by the user's choice, and the fit would train it.
+        raise ValueError(
+            "log_std_step fits the log-std, which policy_kwargs['learn_log_std']=False keeps fixed at log_std_init: "
+            "pass one of them, not both"
         )
 
 
