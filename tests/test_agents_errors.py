@@ -420,6 +420,31 @@ def test_an_env_without_a_time_limit_is_named_within_the_floor_of_steps() -> Non
     assert model.num_timesteps == 10_001
 
 
+class NeverEnds(gym.Env):
+    """An env with no time limit whose episodes never end: a misconfiguration the collection can only see by waiting."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.zeros(2, np.float32), 1.0, False, False, {}
+
+
+def test_an_endless_env_is_named_at_the_floor_of_steps_whatever_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget far above the floor (learn(1_000_000)), an env without a time limit none of whose episodes has
+    ended hears so at OUTGROWN_ROLLOUT_STEPS, not only at the error's MAX_EPISODE_STEPS (100,000 steps: minutes on a
+    slow env). A rollout whose episodes do end is not warned about before its budget (no warning for long episodes)."""
+    monkeypatch.setattr(episodic, "OUTGROWN_ROLLOUT_STEPS", 300)
+    model = OrderGradPPO("MlpPolicy", NeverEnds(), objective="cvar0.2", n_episodes=4, seed=0)
+    with pytest.warns(UserWarning, match=r"has taken 300 env steps.*0 of its 4 episodes have ended; none has ended"):
+        model.learn(1_000_000, callback=StopAt(301))
+    assert model.num_timesteps == 301
+
+
 def test_endless_episode_default_bound_is_documented() -> None:
     assert MAX_EPISODE_STEPS == 100_000
     assert "max_episode_steps" in OrderGradPPO.__doc__ and "max_episode_steps" in OrderGradREINFORCE.__doc__

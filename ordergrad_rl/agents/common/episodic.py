@@ -1046,6 +1046,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
+        endless_at = self._endless_rollout_at()
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
@@ -1093,7 +1094,12 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             )
             if self.num_timesteps >= outgrown_at:
                 self._warn_rollout_outgrown(rollout_buffer, rollout_start)
-                outgrown_at = np.inf
+                outgrown_at = endless_at = np.inf
+            elif self.num_timesteps >= endless_at:
+                if rollout_buffer.ended_episodes[0] == 0:
+                    self._warn_rollout_outgrown(rollout_buffer, rollout_start)
+                    outgrown_at = np.inf
+                endless_at = np.inf
             finished = np.flatnonzero(kept & dones) if ended.size else ended
             if finished.size:
                 # rollout/ep_rew_mean and ep_len_mean describe the collected episodes only.
@@ -1518,6 +1524,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             return np.inf
         left = getattr(self, "_total_timesteps", 0) - self.num_timesteps
         return self.num_timesteps + max(left, OUTGROWN_ROLLOUT_STEPS)
+
+    def _endless_rollout_at(self) -> float:
+        """The ``num_timesteps`` at which the rollout starting now, the first of its ``learn`` call, on an env without a
+        time limit, is told that none of its episodes has ended (:data:`OUTGROWN_ROLLOUT_STEPS` in): an endless env,
+        which a large budget would otherwise leave silent until ``EndlessEpisodeError`` at 100,000 steps (minutes on
+        a slow env). ``inf`` otherwise: an env with a limit ends its episodes, and long episodes that end are the
+        budget warning's (:meth:`_outgrown_rollout_at`)."""
+        if self._outgrown_rollout_at() == np.inf or episode_limit(self.env) is not None:
+            return np.inf
+        return self.num_timesteps + OUTGROWN_ROLLOUT_STEPS
 
     def _warn_rollout_outgrown(self, buffer: EpisodicRolloutBuffer, rollout_start: int) -> None:
         """Warn, while the first rollout (begun at ``num_timesteps == rollout_start``) is still collecting, that it
