@@ -237,6 +237,7 @@ def test_runs_from_before_the_schedule_default_get_their_own_row():
         "og-cvar-novelty",
         "og-cvar-nonovelty",
         "og-cvar-novphase",
+        "og-cvar-stdfit",
         "og-mask-cvar",  # the sb3-contrib variants take the long-episode defaults too
         "og-mask-cvar-entlate",
         "og-recurrent-cvar",
