@@ -25,38 +25,32 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.distributions import DiagGaussianDistribution
+from stable_baselines3.common.distributions import DiagGaussianDistribution, StateDependentNoiseDistribution
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from ordergrad_rl.agents.common.buffers import EpisodicRolloutBuffer
 from ordergrad_rl.agents.common.policies import forward_in_chunks
 
 
-def check_log_std_space(log_std_step: float | None, action_space: spaces.Space | None, use_sde: bool) -> None:
-    """``ValueError`` where ``log_std_step`` is on for a policy without a state-independent Gaussian log-std: an action
-    space other than ``Box`` (``None``: not known yet, as in SB3's load, which checks the built policy instead,
-    :func:`check_log_std_policy`) or gSDE, whose log-std scales a noise matrix of the features."""
-    if log_std_step is None:
-        return
-    if use_sde:
-        raise ValueError(
-            "log_std_step needs SB3's diagonal Gaussian (DiagGaussianDistribution); with use_sde=True the log-std "
-            "scales gSDE's noise matrix: pass use_sde=False or log_std_step=None"
-        )
-    if action_space is not None and not isinstance(action_space, spaces.Box):
-        raise ValueError(
-            f"log_std_step fits a Gaussian policy's log-std, on Box actions only; this env's actions are "
-            f"{type(action_space).__name__}: pass log_std_step=None"
-        )
-
-
 def check_log_std_policy(log_std_step: float | None, policy: Any) -> None:
-    """``ValueError`` where ``log_std_step`` is on and the built ``policy`` has no diagonal Gaussian with a ``log_std``
-    parameter (a custom policy's distribution, or gSDE's), or keeps it fixed (``learn_log_std=False``).
+    """``ValueError`` where ``log_std_step`` is on and the built ``policy`` has no state-independent diagonal Gaussian
+    to fit: actions other than ``Box``, gSDE (whose log-std scales a noise matrix of the features), a custom
+    distribution, or a log-std kept fixed (``learn_log_std=False``). Run where the policy is built, at construction and
+    at SB3's load alike.
     """
     if log_std_step is None:
         return
     distribution = getattr(policy, "action_dist", None)
+    if isinstance(distribution, StateDependentNoiseDistribution):
+        raise ValueError(
+            "log_std_step needs SB3's diagonal Gaussian (DiagGaussianDistribution); with use_sde=True the log-std "
+            "scales gSDE's noise matrix: pass use_sde=False or log_std_step=None"
+        )
+    if not isinstance(policy.action_space, spaces.Box):
+        raise ValueError(
+            f"log_std_step fits a Gaussian policy's log-std, on Box actions only; this env's actions are "
+            f"{type(policy.action_space).__name__}: pass log_std_step=None"
+        )
     if not isinstance(distribution, DiagGaussianDistribution) or not isinstance(
         getattr(policy, "log_std", None), th.nn.Parameter
     ):

@@ -26,7 +26,6 @@ from ordergrad_rl.agents.common.env_util import AgentEnv, check_env_given
 from ordergrad_rl.agents.common.episodic import EPISODIC, SelfEpisodic, train_on_episode_weights
 from ordergrad_rl.agents.common.log_std_fit import (
     check_log_std_policy,
-    check_log_std_space,
     fit_log_std,
     log_std_bound_share,
     rollout_means,
@@ -524,7 +523,8 @@ class OrderGradPPO(TiedCriticMixin, PPO):  # type: ignore[misc]
         if n_steps is not None:
             raise n_steps_error(type(self).__name__, n_steps, env, n_envs)
         self._check_value_baseline(value_baseline)
-        log_std_step = check_log_std_step(log_std_step)
+        # Before SB3's constructor, whose _setup_model checks it against the policy it builds (as at load).
+        self.log_std_step = check_log_std_step(log_std_step)
         long, limit = self._init_episodic_algorithm(
             super().__init__, policy, env, objective, k, n_episodes, n_envs, seed, normalize_advantage, reward_to_go,
             group_size, risk_schedule=risk_schedule, untie_tail=untie_tail, entropy_when_tied=entropy_when_tied,
@@ -540,8 +540,6 @@ class OrderGradPPO(TiedCriticMixin, PPO):  # type: ignore[misc]
             target_kl=target_kl, stats_window_size=stats_window_size, tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs, verbose=verbose, device=device,
         )  # fmt: skip
-        check_log_std_space(log_std_step, getattr(self, "action_space", None), use_sde)
-        self.log_std_step = log_std_step
         check_value_head(value_baseline, policy_kwargs)
         default = self._default_value_baseline(long, policy_kwargs, limit)
         self._init_value_baseline(value_baseline, baseline_lambda, default)
@@ -601,7 +599,7 @@ class OrderGradPPO(TiedCriticMixin, PPO):  # type: ignore[misc]
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        # Here, where SB3's load builds the policy too: a log_std_step given to load, or a custom policy's distribution.
+        # Where the policy is built, at construction and at SB3's load (a log_std_step given to load).
         check_log_std_policy(getattr(self, "log_std_step", None), self.policy)  # absent from saves before it
 
     def train(self) -> None:
