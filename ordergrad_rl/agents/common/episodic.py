@@ -1046,7 +1046,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
 
         n_steps = 0
         rollout_start, outgrown_at = self.num_timesteps, self._outgrown_rollout_at()
-        endless_at = self._endless_rollout_at()
+        endless_at = self._endless_rollout_at(outgrown_at)
         while not rollout_buffer.full:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
@@ -1525,13 +1525,16 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
         left = getattr(self, "_total_timesteps", 0) - self.num_timesteps
         return self.num_timesteps + max(left, OUTGROWN_ROLLOUT_STEPS)
 
-    def _endless_rollout_at(self) -> float:
+    def _endless_rollout_at(self, outgrown_at: float) -> float:
         """The ``num_timesteps`` at which the rollout starting now, the first of its ``learn`` call, on an env without a
         time limit, is told that none of its episodes has ended (:data:`OUTGROWN_ROLLOUT_STEPS` in): an endless env,
         which a large budget would otherwise leave silent until ``EndlessEpisodeError`` at 100,000 steps (minutes on
         a slow env). ``inf`` otherwise: an env with a limit ends its episodes, and long episodes that end are the
-        budget warning's (:meth:`_outgrown_rollout_at`)."""
-        if self._outgrown_rollout_at() == np.inf or episode_limit(self.env) is not None:
+        budget warning's.
+
+        :param outgrown_at: the rollout's :meth:`_outgrown_rollout_at` (``inf``: not the first rollout of the call).
+        """
+        if outgrown_at == np.inf or episode_limit(self.env) is not None:
             return np.inf
         return self.num_timesteps + OUTGROWN_ROLLOUT_STEPS
 
