@@ -1,7 +1,7 @@
 """How much of the log-std's gradient PPO's clipped update passes on: the usage line on a continuous task, per update.
 
     python scripts/measure_log_std_muting.py [--env MountainCarContinuous-v0] [--seed 0] [--steps 100000]
-                                             [--log-std-step DELTA] [--json out.json]
+                                             [--log-std-step DELTA] [--json out.json] [--quick]
 
 At the start of every update (the rollout collected, its advantages set) this records, per action dimension:
 
@@ -12,21 +12,27 @@ At the start of every update (the rollout collected, its advantages set) this re
   fit outside the clip, OrderGradPPO's ``log_std_step``).
 
 The usage line is ``OrderGradPPO("MlpPolicy", env, objective="cvar0.2", seed=seed)``; ``--log-std-step`` adds the
-option. docs/benchmarks.md ("The log-std fitted outside the clip") tabulates the output.
+option. docs/benchmarks.md ("The log-std fitted outside the clip") tabulates the output. One torch thread.
+``--quick`` (CI): 2,000 steps.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch as th
+from tqdm.auto import tqdm
 
 import ordergrad_rl  # noqa: F401  (registers the envs)
 from ordergrad_rl.agents import OrderGradPPO
+from ordergrad_rl.common.options import parser_check_outputs, positive_int, seed_int
+from ordergrad_rl.common.progress import rollout_progress
+from ordergrad_rl.common.reports import write_json
 
 
 class MutingProbe(OrderGradPPO):
@@ -57,19 +63,24 @@ class MutingProbe(OrderGradPPO):
         )
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="MountainCarContinuous-v0")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--seed", type=seed_int, default=0)
+    parser.add_argument("--steps", type=positive_int, default=100_000)
     parser.add_argument("--log-std-step", type=float, default=None)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="2,000 steps (CI)")
+    args = parser.parse_args(argv)
+    parser_check_outputs(parser, args)  # --json: before the training, not after it
+    steps = 2_000 if args.quick else args.steps
+    th.set_num_threads(1)
     model = MutingProbe(
         "MlpPolicy", gym.make(args.env), objective="cvar0.2", seed=args.seed, log_std_step=args.log_std_step
     )
     model.records = []
-    model.learn(args.steps)
+    with tqdm(total=steps, unit="step", desc=f"{args.env}, seed {args.seed}") as bar:
+        model.learn(steps, callback=rollout_progress(steps, bar.update))
     for record in model.records:
         print(
             f"{record['num_timesteps']:>8} std {record['std']} gradient {record['gradient']} change "
@@ -77,8 +88,8 @@ def main() -> None:
             flush=True,
         )
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump({**vars(args), "records": model.records}, file, indent=1)
+        write_json(args.json, {**vars(args), "json": str(args.json), "records": model.records})
+    return model.records
 
 
 if __name__ == "__main__":

@@ -358,6 +358,13 @@ def test_measure_mask_tied_critic_scores_a_masked_model_on_masked_evaluation_env
     }  # fmt: skip
 
 
+def test_measure_log_std_muting_records_every_update(tmp_path):
+    out = tmp_path / "muting.json"
+    records = load("measure_log_std_muting").main(["--env", "RiskyShortcutNav-v2", "--quick", "--json", str(out)])
+    assert records and all(len(record["gradient"]) == len(record["change"]) == 2 for record in records)
+    assert json.loads(out.read_text())["records"] == records
+
+
 # ----------------------------------------------------------------------------------------- measure_schedule_portfolio
 @pytest.mark.parametrize(
     ("argv", "message"),
