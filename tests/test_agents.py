@@ -954,6 +954,31 @@ def test_a_subprocess_vec_env_reads_the_nested_time_limit_that_a_dummy_vec_env_r
         venv.close()
 
 
+def test_a_vec_env_whose_env_is_wrapped_does_not_answer_keeps_its_specs_limit() -> None:
+    """A VecEnv of one's own may refuse anything but a wrapper class, or say yes to every class: the spec's limit."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    class Refusing(SubprocVecEnv):
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            if not isinstance(wrapper_class, type):
+                raise TypeError("a wrapper class")
+            return super().env_is_wrapped(wrapper_class, indices)
+
+    class YesToAll(SubprocVecEnv):
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            return [True] * len(self._get_indices(indices))
+
+    for cls in (Refusing, YesToAll):
+        venv = cls([lambda: gym.wrappers.TimeLimit(gym.make("CartPole-v1"), 1000)] * 2, start_method="fork")
+        try:
+            assert episode_limit(venv) == 1000  # not 1 (yes to every TimeLimitAtMost)
+            venv.reset()  # the workers are alive
+        finally:
+            venv.close()
+
+
 def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:
     """gymnasium.wrappers.TimeLimit(env, n) around an env made without gym.make has no spec to read it from."""
     from stable_baselines3.common.monitor import Monitor

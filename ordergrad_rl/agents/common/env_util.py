@@ -180,14 +180,14 @@ def _worker_time_limit(venv: VecEnv, outermost: int) -> int:
     where the wrappers are (a ``SubprocVecEnv``'s worker) with ``env_is_wrapped(TimeLimitAtMost(n))``: one call where
     the outermost truncates first, a bisection (about ``log2(outermost)`` calls) where one inside it is smaller
     (``TimeLimit(gym.make("CartPole-v1"), 1000)``: 500). ``outermost`` where ``env_is_wrapped`` does not answer (a
-    native batch has no wrappers, a ``VecEnv`` of one's own may not take it)."""
+    native batch has no wrappers, a ``VecEnv`` of one's own may not take it, or say yes to every class)."""
 
     def at_most(steps: int) -> bool:
         # ignore[arg-type]: SB3 types a wrapper class; is_wrapped asks it with isinstance (TimeLimitAtMost's doc).
         return bool(venv.env_is_wrapped(TimeLimitAtMost(steps), [0])[0])  # type: ignore[arg-type]
 
     try:
-        if not at_most(outermost - 1):
+        if not at_most(outermost - 1) or at_most(0):  # no TimeLimit has 0 steps: a yes to anything is no answer
             return outermost
         low, high = 1, outermost - 1  # the smallest limit is in [low, high]
         while low < high:
