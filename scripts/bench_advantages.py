@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from functools import partial
 
 import numpy as np
 import torch
@@ -81,10 +82,12 @@ def main(argv: list[str] | None = None) -> None:
     values = {"reward": rng.normal(size=(GROUPS, G)), "length": rng.integers(1, 20, size=(GROUPS, G)).astype(float)}
     channels = parse_objective(CHANNELS)
     top2, bot2 = Objective.parse("top2@4"), Objective.parse("bot2@4")
+    k_top, k_bot = top2.k, bot2.k
+    assert k_top is not None and k_bot is not None  # both @4
 
     def by_hand() -> np.ndarray:
-        reward = top2.k * lstat_advantage(values["reward"], top2)
-        return (reward + 0.4 * bot2.k * lstat_advantage(values["length"], bot2)).reshape(-1)
+        reward = k_top * lstat_advantage(values["reward"], top2)
+        return (reward + 0.4 * k_bot * lstat_advantage(values["length"], bot2)).reshape(-1)
 
     np.testing.assert_allclose(episode_weights(channels, values, False), by_hand(), rtol=1e-12, atol=1e-12)
     hand = best_time(by_hand, repeats)
@@ -98,8 +101,8 @@ def main(argv: list[str] | None = None) -> None:
         weights = episode_weights(cvar, reward, False, GCVAR_LEVEL)
         np.testing.assert_allclose(weights, gcvar_by_hand(batch, GCVAR_LEVEL), rtol=0, atol=1e-12)
         shape = "x".join(map(str, batch.shape))
-        vectorized = best_time(lambda batch=batch: gcvar_by_hand(batch, GCVAR_LEVEL), repeats)
-        gcvar = best_time(lambda reward=reward: episode_weights(cvar, reward, False, GCVAR_LEVEL), repeats)
+        vectorized = best_time(partial(gcvar_by_hand, batch, GCVAR_LEVEL), repeats)
+        gcvar = best_time(partial(episode_weights, cvar, reward, False, GCVAR_LEVEL), repeats)
         base = f"np.partition {shape}"
         ratio_row(f"GCVaR weights np.partition, {label} {shape} (baseline)", vectorized, vectorized, base)
         ratio_row(f"episode_weights gcvar{GCVAR_LEVEL}, {label} {shape}", gcvar, vectorized, base)

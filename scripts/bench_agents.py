@@ -39,15 +39,19 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium import spaces
 from gymnasium.wrappers import AddRenderObservation
 from sb3_contrib import QRDQN, MaskablePPO, RecurrentPPO
 from sb3_contrib.common.wrappers import ActionMasker
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.type_aliases import GymEnv
 
 from ordergrad_rl.agents import (
     OrderGradMaskablePPO,
@@ -67,13 +71,16 @@ PAPER_POLICY = dict(
     net_arch=dict(pi=[], vf=[]), zero_init_action_net=True, log_std_init=math.log(0.35), learn_log_std=False
 )
 
+#: What a timed run returns.
+Result = TypeVar("Result")
 
-def best_runs(makes: Sequence[Callable[[], Callable[[], object]]], repeats: int) -> list[tuple[float, object]]:
+
+def best_runs(makes: Sequence[Callable[[], Callable[[], Result]]], repeats: int) -> list[tuple[float, Result]]:
     """Each run's best wall time of ``repeats``, each on a freshly built model (construction is not timed), and what
     that run returned. The runs take turns (round ``r`` times every run once): a machine that slows down for a while
     slows all of them, not only the ones timed then, so their ratios hold (timed one after the other, the usage
     line's ratio to SB3 PPO moved between 0.84 and 1.25 on one busy machine)."""
-    runs: list[list[tuple[float, object]]] = [[] for _ in makes]
+    runs: list[list[tuple[float, Result]]] = [[] for _ in makes]
     for _ in range(repeats):
         for timed, make in zip(runs, makes, strict=True):
             run = make()
@@ -83,7 +90,7 @@ def best_runs(makes: Sequence[Callable[[], Callable[[], object]]], repeats: int)
     return [min(timed, key=lambda run: run[0]) for timed in runs]
 
 
-def best_run(make: Callable[[], Callable[[], object]], repeats: int) -> tuple[float, object]:
+def best_run(make: Callable[[], Callable[[], Result]], repeats: int) -> tuple[float, Result]:
     """Best wall time of ``repeats`` runs of one kind, and what that run returned (:func:`best_runs`)."""
     return best_runs([make], repeats)[0]
 
@@ -94,7 +101,7 @@ def best_time(make: Callable[[], Callable[[], object]], repeats: int) -> float:
 
 
 #: Section 1: (baseline label, baseline class, OrderGrad class, policy, OrderGrad's arguments, action masks).
-CONTRIB = (
+CONTRIB: tuple[tuple[str, type[BaseAlgorithm], type[BaseAlgorithm], str, dict[str, object], bool], ...] = (
     ("RecurrentPPO", RecurrentPPO, OrderGradRecurrentPPO, "MlpLstmPolicy", {"objective": "cvar0.2"}, False),
     ("MaskablePPO", MaskablePPO, OrderGradMaskablePPO, "MlpPolicy", {"objective": "cvar0.2"}, True),
     ("QRDQN", QRDQN, QRDQNCVaR, "MlpPolicy", {}, False),
@@ -109,7 +116,7 @@ FEW_UPDATES_WARNING = r"OrderGrad\w+: the first rollout took .* \(fewer than 5\)
 
 def every_action(env: gym.Env) -> np.ndarray:
     """The action mask that allows every action (the maskable algorithms need one)."""
-    return np.ones(env.action_space.n, dtype=bool)
+    return np.ones(cast(spaces.Discrete, env.action_space).n, dtype=bool)  # CartPole-v1's
 
 
 def cartpole_run(
@@ -118,9 +125,9 @@ def cartpole_run(
     """``learn(steps)`` on a fresh model; the run returns the env steps it took (``num_timesteps``): SB3's PPO
     rounds ``steps`` up to whole rollouts of 2048 steps, the episodic agents to whole episodes. ``masked``: one
     CartPole-v1 env with an :class:`ActionMasker` that allows every action."""
-    env = "CartPole-v1"
+    env: GymEnv | str = "CartPole-v1"
     if masked:
-        env = make_vec_env(env, seed=seed, wrapper_class=ActionMasker, wrapper_kwargs={"action_mask_fn": every_action})
+        env = make_vec_env("CartPole-v1", seed=seed, wrapper_class=partial(ActionMasker, action_mask_fn=every_action))
     model = cls(policy, env, seed=seed, device="cpu", **kwargs)
     return lambda: model.learn(steps).num_timesteps
 
@@ -235,7 +242,7 @@ def reinforce_section(args: argparse.Namespace) -> None:
     print(f"{'env steps alone, per rollout (baseline)':<52} {env_only * 1e3:9.2f}ms  {1.0:7.2f}")
     per_update = {}
     for objective in ("mean", "cvar0.2@128"):
-        per_update[objective] = best_time(lambda objective=objective: reinforce(objective), args.repeats) / n
+        per_update[objective] = best_time(partial(reinforce, objective), args.repeats) / n
         label = f"one update, {objective}"
         print(f"{label:<52} {per_update[objective] * 1e3:9.2f}ms  {per_update[objective] / env_only:7.2f}")
     worst = max(per_update.values())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ def time_advantage_step(model) -> None:
     model._compute_advantages = timed
 
 
-def timed_learn(method: str, config: Config, updates: int, seed: int) -> tuple[float, object]:
+def timed_learn(method: str, config: Config, updates: int, seed: int) -> tuple[float, Any]:
     """Wall time of ``updates`` rollouts + updates on a freshly built model (one warm-up update not timed)."""
     model = build_model(method, make_minatar_vec_env("breakout", config.n_envs, seed=seed), config, seed)
     if method != "ppo_v":

@@ -23,6 +23,7 @@ Machines are noisy: the ratios are the figures to compare.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
@@ -35,6 +36,7 @@ from ordergrad_rl.agents.common.risk_logging import record_risk_profile
 from ordergrad_rl.common.options import parse_quick_args, positive_int
 from ordergrad_rl.common.reports import best_time, ratio_header, ratio_row
 from ordergrad_rl.envs.tabular import cvar_optimum, mean_optimum, propagate
+from ordergrad_rl.experiments.benchmarks import tabular_model
 from ordergrad_rl.passk import default_ks, pass_at_k_curve
 from ordergrad_rl.risk import risk_profile
 
@@ -85,15 +87,15 @@ def main(argv: list[str] | None = None) -> None:
     ratio_row(f"pass_at_k_curve, {PROBLEMS} problems, n={SAMPLES}", ours, codex, base)
 
     for env_id in TABULAR_ENVS[:1] if args.skip_maze else TABULAR_ENVS:
-        mdp = gym.make(env_id).unwrapped.tabular()
+        mdp = tabular_model(gym.make(env_id).unwrapped)
         uniform = np.full((mdp.n_states, mdp.n_actions), 1.0 / mdp.n_actions)
-        mean_dp = best_time(lambda mdp=mdp: mean_optimum(mdp), repeats)
+        mean_dp = best_time(partial(mean_optimum, mdp), repeats)
         base = "value iteration"
         ratio_row(f"mean_optimum, {env_id} (baseline)", mean_dp, mean_dp, base)
-        exact = best_time(lambda mdp=mdp, uniform=uniform: propagate(mdp, uniform), max(1, repeats // 10))
+        exact = best_time(partial(propagate, mdp, uniform), max(1, repeats // 10))
         ratio_row(f"propagate uniform policy, {env_id}", exact, mean_dp, base)
         if env_id == TABULAR_ENVS[0]:
-            optimum = best_time(lambda mdp=mdp: cvar_optimum(mdp, 0.2), max(1, repeats // 10))
+            optimum = best_time(partial(cvar_optimum, mdp, 0.2), max(1, repeats // 10))
             ratio_row(f"cvar_optimum 0.2, {env_id}", optimum, mean_dp, base)
 
 

@@ -29,7 +29,7 @@ import argparse
 import math
 import time
 
-import mpmath
+import mpmath  # type: ignore[import-untyped]  # no type information
 import numpy as np
 from mpmath import mp, mpf
 
@@ -48,6 +48,12 @@ OBJECTIVES = [
 REWARDS = {"normal": lambda z: z, "lognormal": lambda z: np.exp(2.0 * z), "offset": lambda z: 1e6 + z}
 
 
+def bound_k(obj: Objective) -> int:
+    """``obj.k``, which every objective here has (``--k`` binds it)."""
+    assert obj.k is not None, f"{obj} is not bound to a k"
+    return obj.k
+
+
 def falling(a: int, i: int) -> int:
     return math.perm(a, i) if a >= 0 else 0
 
@@ -55,7 +61,7 @@ def falling(a: int, i: int) -> int:
 # ------------------------------------------------------------------------------------------ exact kernels (mpmath)
 def poly_coefficients(obj: Objective) -> list[mpf]:
     """Exact falling-factorial coefficients of alpha in x = j - 1 for gmd and the L-moments."""
-    k = obj.k
+    k = bound_k(obj)
     if obj.name == "gmd":
         r, factor = 2, 2
     else:
@@ -161,7 +167,7 @@ def kernel(obj: Objective, alpha: list[mpf], M: int, d: int, shift: int) -> list
 # ------------------------------------------------------------------------------------------ reference advantages
 def reference_paper(obj: Objective, rewards: np.ndarray) -> list[mpf]:
     """``a_t = sum_{m<t} R_m L_m + R_t B_t + sum_{m>t} R_m U_m`` in sorted order (App. F.4)."""
-    n, k = rewards.size, obj.k
+    n, k = rewards.size, bound_k(obj)
     r = [mpf(float(v)) for v in np.sort(rewards)]
     alpha = [mpf(float(v)) for v in obj.weights]
     scale = mpf(k - 1) / (n - 1)
@@ -184,7 +190,7 @@ def reference_paper(obj: Objective, rewards: np.ndarray) -> list[mpf]:
 
 def reference_gap(obj: Objective, rewards: np.ndarray) -> list[mpf]:
     """The gap form with one kernel ``K_l = E[alpha[X]]``, ``X ~ Hypergeom(N-2, l-1, k-1)``."""
-    n, k = rewards.size, obj.k
+    n, k = rewards.size, bound_k(obj)
     r = [mpf(float(v)) for v in np.sort(rewards)]
     gap_kernel = kernel(obj, [mpf(float(v)) for v in obj.weights], n - 2, k - 1, 0)
     g = [gap_kernel[i] * (r[i + 1] - r[i]) for i in range(n - 1)]
@@ -222,7 +228,7 @@ def main() -> None:
         changes = int(np.count_nonzero(alpha[:-1] != alpha[1:]))
         dense = obj.polynomial is None and changes > 8  # the reference's route: rows for many changes
         # the route the implementation took for the advantages' table (M = N-2, d = k-1)
-        route = weights.choose_method(alpha, args.n - 2, obj.k - 1, "auto", obj.polynomial)
+        route = weights.choose_method(alpha, args.n - 2, bound_k(obj) - 1, "auto", obj.polynomial)
         start = time.perf_counter()
         reference = reference_gap(obj, rewards) if dense else reference_paper(obj, rewards)
         ref_time = time.perf_counter() - start

@@ -110,6 +110,7 @@ def switch_rows(mdp: TabularMDP, probabilities: np.ndarray, alpha: float = 0.2) 
 def summarize(task_name: str, rows: list[dict[str, Any]], mdp: TabularMDP) -> float:
     """Print the trace's table, its last third and the final greedy policy's one-state changes; the late share."""
     task = bench.TASKS[task_name]
+    assert task.optimum is not None and task.epsilon is not None  # every exact task has them
     every = max(1, len(rows) // 20)
     print(markdown_table(["env steps", "greedy CVaR_0.2", "stochastic CVaR_0.2"],
                          [[r["timesteps"], r["greedy"], r["stochastic"]] for r in rows[::every]]))  # fmt: skip
@@ -169,7 +170,7 @@ def read_trace(path: Path) -> tuple[dict[str, Any], TabularMDP]:
         raise ValueError(f"{path} is not {what}: expected an object with task, method, seed and rows")
     if payload["task"] not in exact:
         raise ValueError(f"{path}: task {payload['task']!r} is not one of the exact tasks {', '.join(exact)}")
-    mdp = gym.make(bench.TASKS[payload["task"]].env_id).unwrapped.tabular()
+    mdp = bench.tabular_model(gym.make(bench.TASKS[payload["task"]].env_id).unwrapped)
     shape = (mdp.n_states, mdp.n_actions)
     rows = payload["rows"]
     if not isinstance(rows, list) or not rows or not all(_is_row(row, shape) for row in rows):

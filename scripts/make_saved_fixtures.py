@@ -20,6 +20,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -33,7 +34,7 @@ from ordergrad_rl.common.options import parser_check_outputs
 ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 ENV_ID = "CartPole-v1"
 N_OBS = 32
-COMMON = dict(n_episodes=8, seed=0, policy_kwargs=dict(net_arch=[8]))
+COMMON: dict[str, Any] = dict(n_episodes=8, seed=0, policy_kwargs=dict(net_arch=[8]))
 
 
 def masked_cartpole() -> gym.Env:
@@ -58,6 +59,7 @@ def predictions(model, observations: np.ndarray) -> dict[str, list]:
     """Deterministic actions and the action probabilities of each observation (the recurrent policy from a zero
     state, one step)."""
     obs = th.as_tensor(observations)
+    dist: Any  # SB3's CategoricalDistribution (its torch distribution's probs)
     with th.no_grad():
         if isinstance(model, OrderGradRecurrentPPO):
             actions, _ = model.predict(observations, episode_start=np.ones(len(observations), bool), deterministic=True)

@@ -43,7 +43,7 @@ def advantage_scales(env: str, steps: int, seed: int) -> np.ndarray:
 
     def train_and_record() -> None:
         buffer = model.rollout_buffer
-        weights = rollout_episode_weights(buffer, model.value_baseline)
+        weights = rollout_episode_weights(buffer, bool(model.value_baseline))  # "history" is a baseline too
         rows.append((root_mean_square(weights), root_mean_square(buffer.advantages)))
         train()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -37,7 +37,7 @@ class CountingBuffer(EpisodicRolloutBuffer):
     vector_steps = 0
     stored: np.ndarray | None = None
 
-    def add(self, *args: Any, **kwargs: Any) -> np.ndarray:
+    def add(self, *args: Any, **kwargs: Any) -> np.ndarray:  # type: ignore[override]  # as EpisodicRolloutBuffer's
         # The collector passes the optional arrays (time_outs, channels, extras) by keyword.
         keep = super().add(*args, **kwargs)
         self.vector_steps += 1
@@ -87,7 +87,8 @@ def measure(
     start = time.perf_counter()
     model.learn(10**9, callback=StopAfter(rollouts))
     seconds = time.perf_counter() - start
-    rb = model.rollout_buffer
+    rb = cast(CountingBuffer, model.rollout_buffer)  # buffer is one of the CountingBuffer classes
+    assert rb.stored is not None  # it counted the rollouts' steps
     per_env = 1 - rb.stored / rb.vector_steps
     return {
         "N": model.n_episodes,

@@ -154,7 +154,12 @@ class RareEventGrid(GridEnv):
         return outcomes
 
 
-gym.register("OutsideRareEventGrid-v0", entry_point=RareEventGrid, max_episode_steps=RareEventGrid.max_episode_steps)
+gym.register(
+    "OutsideRareEventGrid-v0",
+    # ignore[arg-type]: Gymnasium types an entry point taking keyword arguments; gym.make passes this one none.
+    entry_point=RareEventGrid,  # type: ignore[arg-type]
+    max_episode_steps=RareEventGrid.max_episode_steps,
+)
 
 
 def make_env(limit: int, task: str = "cliffwalking") -> gym.Env:
@@ -214,7 +219,7 @@ def tabular_mdp(limit: int, task: str = "cliffwalking") -> TabularMDP:
     """The ``task``'s transition table (``env.unwrapped.P``) as a :class:`TabularMDP` with horizon ``limit``."""
     if task not in TABULAR:
         raise ValueError(f"{task} has no transition table: exact values need one of {TABULAR}")
-    env = make_env(limit, task).unwrapped
+    env: Any = make_env(limit, task).unwrapped  # a toy-text env's P and initial_state_distrib
     return TabularMDP.from_outcomes(env.P, env.initial_state_distrib, limit)
 
 

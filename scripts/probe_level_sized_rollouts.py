@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common.arguments import LONG_RANKED_N_EPISODES, MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import level_in_force
 from ordergrad_rl.common.options import parser_check_outputs
+from ordergrad_rl.core import Objective
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: The probe's method name, registered for its runs.
@@ -52,7 +53,7 @@ class LevelSizedPPO(OrderGradPPO):
         level = level_in_force(self._objective_in_force, self._gcvar_in_force)
         n = rollout_episodes(level, level_in_force(self.objective, getattr(self, "gcvar_alpha", None)))
         self.n_episodes = rollout_buffer.n_episodes = n
-        self._set_objective(self.objective.bind(n // 2))  # Objective.bind rebinds a bound objective
+        self._set_objective(cast(Objective, self.objective).bind(n // 2))  # Objective.bind rebinds a bound objective
         self.logger.record("rollout/n_episodes", n)
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 

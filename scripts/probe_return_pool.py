@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.arguments import MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import share_tied_at_best
 from ordergrad_rl.common.options import parser_check_outputs
+from ordergrad_rl.core import Objective
 from ordergrad_rl.experiments import benchmarks as bench
 
 #: Returns of earlier rollouts each rollout is ranked against, by default: with 16 new episodes, the usage line's
@@ -78,7 +79,7 @@ class ReturnPoolPPO(OrderGradPPO):
 
     def collect_rollouts(self, env: Any, callback: Any, rollout_buffer: Any, n_rollout_steps: int) -> bool:
         # Bound before the rollout: the schedule's objective in force is built from the bound target.
-        self._set_objective(self.objective.bind((self.n_episodes + len(self._pool_returns)) // 2))
+        self._set_objective(cast(Objective, self.objective).bind((self.n_episodes + len(self._pool_returns)) // 2))
         self.logger.record("rollout/pooled_returns", len(self._pool_returns))
         return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 

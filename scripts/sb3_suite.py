@@ -85,7 +85,8 @@ def n_episodes_for(n_steps: int, env: Any) -> int:
 def _swapped_class(stock: type, ordergrad: type) -> type:
     """A subclass of ``ordergrad`` named like ``stock`` that takes ``stock``'s arguments (positional ones by
     ``stock``'s order) and translates ``n_steps`` to ``n_episodes``."""
-    signature = inspect.signature(stock.__init__)
+    # ignore[misc] (here and below): the classes' own __init__ is what is read, wrapped and swapped, on purpose.
+    signature = inspect.signature(stock.__init__)  # type: ignore[misc]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         _record(stock.__name__)
@@ -94,7 +95,7 @@ def _swapped_class(stock: type, ordergrad: type) -> type:
             kwargs.pop("self")
         if kwargs.get("n_steps") is not None:
             kwargs["n_episodes"] = n_episodes_for(kwargs.pop("n_steps"), kwargs.get("env"))
-        ordergrad.__init__(self, **kwargs)
+        ordergrad.__init__(self, **kwargs)  # type: ignore[misc]
 
     return type(stock.__name__, (ordergrad,), {"__init__": __init__, "__module__": "sb3_suite"})
 
@@ -112,7 +113,7 @@ def _record(name: str) -> None:
 
 def _recording_init(cls: type) -> None:
     """Record ``cls``'s constructions (``load`` constructs too) without changing the class."""
-    original = cls.__init__
+    original = cls.__init__  # type: ignore[misc]
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -120,7 +121,7 @@ def _recording_init(cls: type) -> None:
             _record(cls.__name__)
         original(self, *args, **kwargs)
 
-    cls.__init__ = __init__
+    cls.__init__ = __init__  # type: ignore[misc]
 
 
 def pytest_configure(config: Any) -> None:
@@ -138,8 +139,8 @@ def pytest_configure(config: Any) -> None:
         from ordergrad_rl.agents import OrderGradPPO, OrderGradREINFORCE
 
         torch.set_num_threads(1)
-        stable_baselines3.PPO = _swapped_class(stable_baselines3.PPO, OrderGradPPO)
-        stable_baselines3.A2C = _swapped_class(stable_baselines3.A2C, OrderGradREINFORCE)
+        stable_baselines3.PPO = _swapped_class(stable_baselines3.PPO, OrderGradPPO)  # type: ignore[misc,assignment]
+        stable_baselines3.A2C = _swapped_class(stable_baselines3.A2C, OrderGradREINFORCE)  # type: ignore[misc,assignment]
     else:
         raise ValueError(f"SB3_SUITE_MODE must be 'stock' or 'swapped', got {mode!r}")
     if mode == "stock":
@@ -154,7 +155,8 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         return
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    kept, dropped = [], []
+    kept: list[Any] = []
+    dropped: list[Any] = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         classes = [v for v in params.values() if isinstance(v, type) and issubclass(v, BaseAlgorithm)]

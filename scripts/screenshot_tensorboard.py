@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--settle-ms", type=int, default=15_000, help="time each page gets to draw its charts")
     args = parser.parse_args(argv)
     try:  # after parsing: --help works without Playwright, an optional tool of this script only
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import sync_playwright  # type: ignore[import-not-found]  # optional
     except ImportError:
         raise SystemExit("needs Playwright: pip install playwright (no 'playwright install' needed)") from None
     if shutil.which(args.chromium) is None and not Path(args.chromium).exists():

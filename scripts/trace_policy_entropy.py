@@ -59,13 +59,14 @@ class EntropyTrace(BaseCallback):
     def _on_rollout_end(self) -> None:
         if not self._observations:
             return
+        model: Any = self.model  # SB3's PPO or an OrderGrad agent: an actor-critic policy and ent_coef
         with th.no_grad():
-            entropy = self.model.policy.get_distribution(th.cat(self._observations)).entropy()
+            entropy = model.policy.get_distribution(th.cat(self._observations)).entropy()
         # The coefficient this rollout's update takes: the episodic agents' rule (a schedule, tied rollouts), SB3's
         # constant otherwise.
-        in_force = getattr(self.model, "_ent_coef_in_force", None)
-        coef = in_force() if in_force is not None else self.model.ent_coef
-        self.rows.append({"timesteps": int(self.model.num_timesteps), "entropy": float(entropy.mean()),
+        in_force = getattr(model, "_ent_coef_in_force", None)
+        coef = in_force() if in_force is not None else model.ent_coef
+        self.rows.append({"timesteps": int(model.num_timesteps), "entropy": float(entropy.mean()),
                           "mean_return": float(np.mean(self._returns)) if self._returns else None,
                           "episodes": len(self._returns), "ent_coef": float(coef)})  # fmt: skip
 

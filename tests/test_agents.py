@@ -905,6 +905,80 @@ def test_episode_limit_of_nested_time_limits_is_the_one_that_truncates_first() -
     assert repr(model.ent_coef) == repr(expected.ent_coef)  # held, then decayed (a constant 0.01 on long ones)
 
 
+class _SubclassedTimeLimit(gym.wrappers.TimeLimit):
+    """A TimeLimit of another class (``train --env-wrapper`` keeps such one outside the Monitor)."""
+
+
+def test_a_subprocess_vec_env_reads_the_nested_time_limit_that_a_dummy_vec_env_reads() -> None:
+    """A SubprocVecEnv's wrappers are in its workers: the spec it reports names the outermost TimeLimit (1000 around
+    CartPole-v1's 500), which was read as the limit, where a DummyVecEnv of the same envs gave 500."""
+    from functools import partial
+
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+    from ordergrad_rl.envs.bandit import RiskyBanditEnv
+
+    def limits(env_id, wrapper_class) -> list[int | None]:
+        read = []
+        for vec_env_cls in (DummyVecEnv, SubprocVecEnv):
+            kwargs = {"start_method": "fork"} if vec_env_cls is SubprocVecEnv else None
+            venv = make_vec_env(env_id, 2, vec_env_cls=vec_env_cls, vec_env_kwargs=kwargs, wrapper_class=wrapper_class)
+            try:
+                read.append(episode_limit(venv))
+                venv.reset()  # the workers are alive
+            finally:
+                venv.close()
+        return read
+
+    assert limits("CartPole-v1", partial(gym.wrappers.TimeLimit, max_episode_steps=1000)) == [500, 500]
+    assert limits("CartPole-v1", partial(_SubclassedTimeLimit, max_episode_steps=1000)) == [500, 500]
+    assert limits("CartPole-v1", partial(gym.wrappers.TimeLimit, max_episode_steps=77)) == [77, 77]  # the outer one
+    assert limits("CartPole-v1", None) == [500, 500]
+    # An unregistered env (no spec): the outermost TimeLimit's _max_episode_steps, then the workers' smallest.
+    unregistered = lambda: gym.wrappers.TimeLimit(gym.wrappers.TimeLimit(RiskyBanditEnv(), 3), 300)  # noqa: E731
+    assert limits(unregistered, None) == [3, 3]
+    # The defaults read it: 50-step episodes in a TimeLimit of 1000 take the short-episode defaults (128 episodes).
+    venv = make_vec_env(
+        "CartPole-v1",
+        2,
+        vec_env_cls=SubprocVecEnv,
+        vec_env_kwargs={"start_method": "fork"},
+        env_kwargs={"max_episode_steps": 50},
+        wrapper_class=partial(gym.wrappers.TimeLimit, max_episode_steps=1000),
+    )
+    try:
+        assert OrderGradPPO("MlpPolicy", venv, objective="cvar0.2").n_episodes == 128  # 32 by the outer limit
+    finally:
+        venv.close()
+
+
+def test_a_vec_env_whose_env_is_wrapped_does_not_answer_keeps_its_specs_limit() -> None:
+    """A VecEnv of one's own may refuse anything but a wrapper class, or say yes to every class: the spec's limit."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from ordergrad_rl.agents.common.env_util import episode_limit
+
+    class Refusing(SubprocVecEnv):
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            if not isinstance(wrapper_class, type):
+                raise TypeError("a wrapper class")
+            return super().env_is_wrapped(wrapper_class, indices)
+
+    class YesToAll(SubprocVecEnv):
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            return [True] * len(self._get_indices(indices))
+
+    for cls in (Refusing, YesToAll):
+        venv = cls([lambda: gym.wrappers.TimeLimit(gym.make("CartPole-v1"), 1000)] * 2, start_method="fork")
+        try:
+            assert episode_limit(venv) == 1000  # not 1 (yes to every TimeLimitAtMost)
+            venv.reset()  # the workers are alive
+        finally:
+            venv.close()
+
+
 def test_episode_limit_reads_a_time_limit_wrapped_around_an_unregistered_env() -> None:
     """gymnasium.wrappers.TimeLimit(env, n) around an env made without gym.make has no spec to read it from."""
     from stable_baselines3.common.monitor import Monitor

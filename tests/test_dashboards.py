@@ -74,6 +74,7 @@ def test_mean_and_band_interpolates_on_the_seeds_steps_and_holds_a_finished_seed
     [
         ("og-cvar/seed3_1", "og-cvar"),
         ("OrderGradPPO_cvar0.2@128_2", "OrderGradPPO_cvar0.2@128"),
+        ("OrderGradPPO_top5@10_qcritic_1", "OrderGradPPO_top5@10_qcritic"),  # OrderGradPPO(advantage="q_critic")
         ("sweep/ppo/seed0_1", "sweep/ppo"),
         ("ppo_seed4", "ppo"),
         ("seed0_1", "logs"),  # a seed right in the log dir: the log dir's

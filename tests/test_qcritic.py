@@ -25,6 +25,7 @@ from ordergrad_rl.agents import (
 )
 from ordergrad_rl.core import Objective, known_lstat_advantage
 from ordergrad_rl.risk import risk_profile
+from ordergrad_rl.zoo.compare import group_of
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -296,6 +297,20 @@ def test_risk_profile_is_of_the_monitor_returns_of_the_episodes_ended_in_the_rol
     for row, returns in zip(rows, ended.rollouts, strict=True):
         for key, value in risk_profile(returns).items():
             np.testing.assert_allclose(float(row[f"risk/{key}"]), value, rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:.*fewer than 5")  # the 1-step bandit
+def test_default_run_name_says_q_critic_beside_the_episodic_runs_of_the_objective(tmp_path) -> None:
+    # Both were OrderGradPPO_top2@4_1/_2: compare and the dashboards took the two estimators for seeds of one method.
+    kwargs = dict(objective="top2@4", n_envs=2, seed=0, tensorboard_log=str(tmp_path))
+    episodic = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", n_episodes=8, batch_size=8, n_epochs=1, **kwargs)
+    episodic.learn(8)
+    q = OrderGradPPO("MlpPolicy", "RiskyBandit-v0", advantage="q_critic", n_steps=8, batch_size=16, **kwargs)
+    q.learn(16)
+    assert q.run_name() == "OrderGradPPO_top2@4_qcritic" and episodic.run_name() == "OrderGradPPO_top2@4"
+    runs = sorted(path for path in tmp_path.iterdir())
+    assert [run.name for run in runs] == ["OrderGradPPO_top2@4_1", "OrderGradPPO_top2@4_qcritic_1"]
+    assert [group_of(run, tmp_path) for run in runs] == ["OrderGradPPO_top2@4", "OrderGradPPO_top2@4_qcritic"]
 
 
 class _AtRolloutEnd(BaseCallback):

@@ -34,8 +34,9 @@ small grids such as MinAtar's, in the file too); --hparams and the
 options win over the file. TensorBoard logs the
 risk profile of every training batch (risk/*) and, with --eval-env, of deterministic evaluation episodes
 (eval_risk/*, eval_info/*), and the run's arguments with its final risk values in the HParams tab. The run is
-named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1), or --run-name NAME
-(NAME_1; "method/seed0" puts the run in the subdirectory "method", grouping the runs of one method).
+named after the algorithm and the objective (<tensorboard>/OrderGradPPO_cvar0.2@128_1; with --hparams
+advantage=q_critic, OrderGradPPO_top9@10_qcritic_1), or --run-name NAME (NAME_1; "method/seed0" puts the run
+in the subdirectory "method", grouping the runs of one method).
 
 An env of your own: --gym-packages MODULE ... imports the modules that register it first (rl-zoo3's option), or
 --env module:EnvId-v0 imports module first, as gym.make reads it (the form for a sweep's trials, which run in other
@@ -246,7 +247,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=run_name,
         default=None,
         metavar="NAME",
-        help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128); "
+        help="TensorBoard run name (default: algorithm and objective, e.g. OrderGradPPO_cvar0.2@128, and _qcritic "
+        "for advantage=q_critic); "
         "'group/name' writes the run into the subdirectory 'group'",
     )
     parser.add_argument(

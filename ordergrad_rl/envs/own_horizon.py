@@ -8,7 +8,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.envs.registration import WrapperSpec
 from gymnasium.utils import RecordConstructorArgs
-from gymnasium.wrappers import TimeLimit
+
+from ordergrad_rl.envs.time_limits import time_limits
 
 
 class OwnHorizon(gym.Wrapper, RecordConstructorArgs):
@@ -29,16 +30,14 @@ class OwnHorizon(gym.Wrapper, RecordConstructorArgs):
     def __init__(self, env: gym.Env, horizon: int) -> None:
         RecordConstructorArgs.__init__(self, horizon=horizon)
         gym.Wrapper.__init__(self, env)
-        inner: gym.Env = env
-        while isinstance(inner, gym.Wrapper):
-            if isinstance(inner, TimeLimit) and inner._max_episode_steps > horizon:
-                name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-                raise ValueError(
-                    f"{name} ends every episode by step {horizon} itself, so max_episode_steps="
-                    f"{inner._max_episode_steps} would never be reached: pass max_episode_steps of at most {horizon} "
-                    "(or -1 for the env's own end)"
-                )
-            inner = inner.env
+        longer = [steps for steps in time_limits(env) if steps > horizon]
+        if longer:
+            name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+            raise ValueError(
+                f"{name} ends every episode by step {horizon} itself, so max_episode_steps="
+                f"{longer[0]} would never be reached: pass max_episode_steps of at most {horizon} "
+                "(or -1 for the env's own end)"
+            )
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)

@@ -304,7 +304,8 @@ def inner_time_limits(
     counts the ``Monitor``'s episodes, waited forever on an env without a limit of its own. ``gym.make``'s
     ``TimeLimit`` is inside the ``Monitor``, and the env's spec, which a ``SubprocVecEnv``'s worker reports, names the
     limit that applies (:func:`~ordergrad_rl.agents.common.env_util.episode_limit`). A ``TimeLimit`` of another class,
-    or with keywords ``TimeLimit`` refuses, stays in ``env_wrapper``.
+    or with keywords ``TimeLimit`` refuses, stays in ``env_wrapper`` (the agents read the smaller limit in the
+    workers then).
     """
     from gymnasium.wrappers import TimeLimit
 

@@ -117,6 +117,10 @@ class OrderGradAlgorithmMixin(_MixedInto):
     #: The algorithm name a save records (``ordergrad_algorithm``) and ``load`` checks; ``None``: the class's own
     #: (:func:`~ordergrad_rl.agents.common.saving.algorithm_family`).
     saved_as: ClassVar[str | None] = None
+    #: The advantage estimator that default run names end in, for an estimator other than the algorithm's default
+    #: one (``OrderGradPPO(advantage="q_critic")``: ``OrderGradPPO_top5@10_qcritic``, beside the episodic
+    #: ``OrderGradPPO_top5@10``, so TensorBoard, ``compare`` and the dashboards keep the two apart); ``None``: none.
+    run_name_estimator: ClassVar[str | None] = None
     #: The constructor arguments whose ``None`` the constructor resolves to a default of the env, the objective and
     #: the other arguments (``ent_coef=None``: 0.01 for a ranked objective on categorical actions ...), which
     #: :meth:`load` refuses: it builds no env and chooses no default again (those the class takes).
@@ -484,8 +488,9 @@ class OrderGradAlgorithmMixin(_MixedInto):
         return self.objective_spec
 
     def run_name(self) -> str:
-        """Default TensorBoard run name: the algorithm and the objective, ``OrderGradPPO_cvar0.2@128``."""
-        return default_run_name(self._algorithm_name(), self.objective_label())
+        """Default TensorBoard run name: the algorithm and the objective, ``OrderGradPPO_cvar0.2@128``, then
+        :attr:`run_name_estimator` where the class sets one (``OrderGradPPO_top5@10_qcritic``)."""
+        return default_run_name(self._algorithm_name(), self.objective_label(), self.run_name_estimator)
 
     def hparams(self) -> dict[str, Any]:
         """The arguments logged to TensorBoard's HParams dashboard: objective, algorithm, k, n_episodes, the

@@ -21,6 +21,7 @@ from ordergrad_rl.envs.sb3_vec_env import (
     native_batch_spec,
     native_sb3_vec_env,
 )
+from ordergrad_rl.envs.time_limits import TimeLimitAtMost, time_limits
 
 #: An env object the agents train and evaluate on: SB3's ``GymEnv`` (a ``gym.Env`` or a ``VecEnv``) or a Gymnasium
 #: vector env, a native batch's ``gym.make_vec`` (others are refused: :func:`sb3_vec_env_of`). An env id is ``str``.
@@ -138,8 +139,9 @@ def episode_limit(env: AgentEnv | str | None) -> int | None:
     around an env without a registered spec; a ``VecEnv``'s first env), or ``None`` when it has none or it cannot be
     read (an unknown id is left to :func:`build_env` to refuse), or there is no env (``None``).
 
-    Where the wrappers can be seen (a ``gym.Env``, a ``DummyVecEnv``'s first env), several ``TimeLimit`` wrappers
-    give the smallest limit: Gymnasium truncates at whichever comes first, while the spec names the outermost.
+    Several ``TimeLimit`` wrappers give the smallest limit: Gymnasium truncates at whichever comes first, while the
+    spec names the outermost. A ``gym.Env``'s or a ``DummyVecEnv``'s wrappers are read here, a ``SubprocVecEnv``'s
+    in its worker (:func:`_worker_time_limit`), so both read the same limit.
     """
     spec: EnvSpec | None
     try:
@@ -156,18 +158,44 @@ def episode_limit(env: AgentEnv | str | None) -> int | None:
     limit = getattr(spec, "max_episode_steps", None)
     first = env if isinstance(env, gym.Env) else _first_local_env(env) if isinstance(env, VecEnv) else None
     if first is not None:
-        limits = _time_limits(first)
+        limits = time_limits(first)
         if limits:
             limit = min(limits)
-    elif limit is None and isinstance(env, VecEnv):
-        # gymnasium.wrappers.TimeLimit(env, n) around an unregistered env leaves its spec None.
-        try:
-            if env.env_is_wrapped(TimeLimit, [0])[0]:
-                # Asked first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
-                limit = env.get_attr("_max_episode_steps", [0])[0]
-        except Exception:  # noqa: BLE001 - no TimeLimit in the wrapper chain
-            return None
+    elif isinstance(env, VecEnv):
+        if limit is None:
+            # gymnasium.wrappers.TimeLimit(env, n) around an unregistered env leaves its spec None.
+            try:
+                if env.env_is_wrapped(TimeLimit, [0])[0]:
+                    # Asked first: a SubprocVecEnv's worker dies on a get_attr of a missing attribute.
+                    limit = env.get_attr("_max_episode_steps", [0])[0]
+            except Exception:  # noqa: BLE001 - no TimeLimit in the wrapper chain
+                return None
+        if isinstance(limit, int | np.integer) and limit > 1:
+            limit = _worker_time_limit(env, int(limit))
     return int(limit) if isinstance(limit, int | np.integer) and limit > 0 else None
+
+
+def _worker_time_limit(venv: VecEnv, outermost: int) -> int:
+    """The smallest ``TimeLimit`` of ``venv``'s first env whose outermost one (its spec's) is ``outermost``, asked
+    where the wrappers are (a ``SubprocVecEnv``'s worker) with ``env_is_wrapped(TimeLimitAtMost(n))``: one call where
+    the outermost truncates first, a bisection (about ``log2(outermost)`` calls) where one inside it is smaller
+    (``TimeLimit(gym.make("CartPole-v1"), 1000)``: 500). ``outermost`` where ``env_is_wrapped`` does not answer (a
+    native batch has no wrappers, a ``VecEnv`` of one's own may not take it, or say yes to every class)."""
+
+    def at_most(steps: int) -> bool:
+        # ignore[arg-type]: SB3 types a wrapper class; is_wrapped asks it with isinstance (TimeLimitAtMost's doc).
+        return bool(venv.env_is_wrapped(TimeLimitAtMost(steps), [0])[0])  # type: ignore[arg-type]
+
+    try:
+        if not at_most(outermost - 1) or at_most(0):  # no TimeLimit has 0 steps: a yes to anything is no answer
+            return outermost
+        low, high = 1, outermost - 1  # the smallest limit is in [low, high]
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if at_most(middle) else (middle + 1, high)
+        return low
+    except Exception:  # noqa: BLE001 - an env_is_wrapped that takes wrapper classes only: the spec's limit
+        return outermost
 
 
 def _first_local_env(venv: VecEnv) -> gym.Env | None:
@@ -175,16 +203,6 @@ def _first_local_env(venv: VecEnv) -> gym.Env | None:
     ``VecEnvWrapper``), or ``None`` (a ``SubprocVecEnv``, a native batch)."""
     envs = getattr(venv.unwrapped, "envs", None)
     return envs[0] if isinstance(envs, list | tuple) and envs and isinstance(envs[0], gym.Env) else None
-
-
-def _time_limits(env: gym.Env) -> list[int]:
-    """``max_episode_steps`` of every ``TimeLimit`` in ``env``'s wrapper chain, outermost first."""
-    limits = []
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, TimeLimit):
-            limits.append(env._max_episode_steps)
-        env = env.env
-    return limits
 
 
 def env_arguments(env: GymEnv | None) -> dict[str, Any]:

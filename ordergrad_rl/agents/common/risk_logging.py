@@ -12,7 +12,8 @@ can be longer than SB3's stdout/log table shows: :func:`record_scalar` keeps suc
 raise a ``ValueError`` on two tags cut to the same text) and writes it to the other outputs.
 
 Run names and hparams (TensorBoard's "HParams" tab): :func:`default_run_name` is the algorithm and the objective
-(``OrderGradPPO_cvar0.2@128``, then SB3 appends ``_1``, ``_2`` ...), and :func:`record_hparams` logs a run's
+(``OrderGradPPO_cvar0.2@128``, then SB3 appends ``_1``, ``_2`` ...; the Q-critic estimator's runs end in
+``_qcritic``), and :func:`record_hparams` logs a run's
 arguments (objective, k, n_episodes, learning rate, ...) with the risk tags as its metrics (TensorBoard shows
 their last values), with objective, k, algorithm, risk_schedule and n_episodes the columns shown by default.
 
@@ -128,16 +129,22 @@ def write_risk_layout(logger: Logger, prefixes: Iterable[str] = (TRAIN_PREFIX, E
     return written
 
 
-def default_run_name(algorithm: str, objective: str) -> str:
-    """``<algorithm>_<objective>`` as a file name: ``OrderGradPPO_cvar0.2@128``.
+def default_run_name(algorithm: str, objective: str, estimator: str | None = None) -> str:
+    """``<algorithm>_<objective>`` as a file name: ``OrderGradPPO_cvar0.2@128``; with an ``estimator``,
+    ``<algorithm>_<objective>_<estimator>``: ``OrderGradPPO_top5@10_qcritic``.
 
     Characters other than letters, digits and ``.@-`` become ``-`` (``alpha[0.1,0.9]`` -> ``alpha-0.1-0.9-``);
     objectives longer than :data:`MAX_NAME_OBJECTIVE` are cut and end in a hash of the whole spec.
     """
-    text = re.sub(r"[^\w.@-]+", "-", objective)
+    text = _name_part(objective)
     if len(text) > MAX_NAME_OBJECTIVE:
         text = f"{text[: MAX_NAME_OBJECTIVE - 9]}-{hashlib.sha1(objective.encode()).hexdigest()[:8]}"
-    return f"{algorithm}_{text}"
+    return f"{algorithm}_{text}" + (f"_{_name_part(estimator)}" if estimator else "")
+
+
+def _name_part(text: str) -> str:
+    """``text`` as part of a file name: characters other than letters, digits and ``.@-`` become ``-``."""
+    return re.sub(r"[^\w.@-]+", "-", text)
 
 
 def hparam_metrics(prefixes: Iterable[str]) -> list[str]:

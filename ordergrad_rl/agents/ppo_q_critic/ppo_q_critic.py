@@ -215,6 +215,7 @@ class OrderGradQCriticPPO(OrderGradAlgorithmMixin, PPO):
     """
 
     saved_as = "OrderGradPPO"
+    run_name_estimator = "qcritic"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = Q_CRITIC_POLICY_ALIASES
     advantages: tuple[str, ...] = (Q_CRITIC,)
     # The constructor's defaults for None (the rollout, SB3's gamma, ent_coef 0.0); episodic mode's n_episodes and
