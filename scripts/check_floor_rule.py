@@ -19,9 +19,11 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from unittest.mock import patch
 
 from ordergrad_rl.agents.common import episodic
 from ordergrad_rl.agents.common.risk_schedules import level_in_force, untied
+from ordergrad_rl.agents.common.risk_schedules import untie_case as case_of
 from ordergrad_rl.common.options import parser_check_outputs, positive_int, seed_int
 from ordergrad_rl.experiments import benchmarks as bench
 
@@ -30,7 +32,6 @@ from ordergrad_rl.experiments import benchmarks as bench
 def counted(stats: dict[str, int]) -> Iterator[None]:
     """Count, in ``stats``, the rollouts that decide a tie, those at the floor and those the floor changes, while
     the agents decide as usual (with the rule)."""
-    case_of = episodic.untie_case
 
     def untie_case(
         objective: Any, gcvar_alpha: Any, returns: Any, time_outs: Any, at_var: bool = True, floor: bool = False
@@ -43,11 +44,8 @@ def counted(stats: dict[str, int]) -> Iterator[None]:
         stats["rollouts_changed"] += with_rule != case_of(*ties, False) or levels[0] != levels[1]
         return with_rule
 
-    episodic.untie_case = untie_case
-    try:
+    with patch.object(episodic, "untie_case", untie_case):
         yield
-    finally:
-        episodic.untie_case = case_of
 
 
 def check(task: str, method: str, seed: int, timesteps: int, episodes: int) -> dict[str, Any]:

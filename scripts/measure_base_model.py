@@ -16,6 +16,8 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
+from unittest.mock import patch
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -34,16 +36,12 @@ def sampler_speed(policy, n_problems: int = 20, n: int = 256) -> dict[str, float
     ids = np.arange(n_problems)
     rates = {}
     for name in ("incremental", "re-reading"):
-        original = sampling.TokenGRUExtractor
-        # ignore[misc, assignment]: the class is swapped on purpose, for the generic path of sample_answers.
-        if name == "re-reading":
-            sampling.TokenGRUExtractor = type("NotAGru", (), {})  # type: ignore[misc,assignment]
-        try:
+        # The class is swapped on purpose for the re-reading run: sample_answers then takes its generic path.
+        swap = patch.object(sampling, "TokenGRUExtractor", type("NotAGru", (), {}))
+        with swap if name == "re-reading" else nullcontext():
             start = time.perf_counter()
             sample_answers(policy, ids, n, seed=1)
             rates[name] = n_problems * n / (time.perf_counter() - start)
-        finally:
-            sampling.TokenGRUExtractor = original  # type: ignore[misc]
     return rates
 
 

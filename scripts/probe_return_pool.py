@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from contextlib import nullcontext
 from typing import Any, cast
+from unittest.mock import patch
 
 import numpy as np
 
 from ordergrad_rl.agents import OrderGradPPO
 from ordergrad_rl.agents.common import episodic
+from ordergrad_rl.agents.common.advantages import compute_episodic_advantages
 from ordergrad_rl.agents.common.arguments import MEAN_N_EPISODES
 from ordergrad_rl.agents.common.risk_schedules import share_tied_at_best
 from ordergrad_rl.common.options import parser_check_outputs
@@ -91,15 +94,17 @@ class ReturnPoolPPO(OrderGradPPO):
         # holds the rollout's own episodes (0..N-1): the pool's episodes rank but get no gradient.
         buffer.episode_returns = pooled(returns, self._pool_returns)
         buffer.episode_time_outs = pooled(time_outs, self._pool_time_outs)
-        original = episodic.compute_episodic_advantages
-        if self.center:
-            # Centred before the per-step baseline sees them (the library's step is patched for this call only).
-            episodic.compute_episodic_advantages = lambda *a, **kw: centered(original(*a, **kw), buffer.episode_index)
+        # Centred before the per-step baseline sees them (the library's step is patched for this call only).
+        centring = patch.object(
+            episodic,
+            "compute_episodic_advantages",
+            lambda *a, **kw: centered(compute_episodic_advantages(*a, **kw), buffer.episode_index),
+        )
         try:
-            super()._compute_advantages()
+            with centring if self.center else nullcontext():
+                super()._compute_advantages()
         finally:
             buffer.episode_returns, buffer.episode_time_outs = returns, time_outs
-            episodic.compute_episodic_advantages = original
         # Ranked in the pool, a rollout of 16 episodes at CartPole-v1's 500-step limit gets equal nonzero weights
         # (noise around a zero-mean score) and, with a failure pooled, the bonus that flattens a solved policy.
         self._rollout_tied_share = share_tied_at_best(returns, seen)

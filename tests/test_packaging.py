@@ -231,19 +231,21 @@ USER_SCRIPTS: dict[str, str] = {
 
 def test_users_scripts_type_check_against_the_public_api(tmp_path: Path) -> None:
     """``mypy --strict`` on each of :data:`USER_SCRIPTS`, the package read from this checkout, and in the same run
-    mypy's default check of the whole package, as ``mypy ordergrad_rl`` checks it: one error there fails the test."""
+    mypy's default check of the whole package and of ``scripts/``, as ``mypy ordergrad_rl scripts`` checks them: one
+    error there fails the test."""
     pytest.importorskip("mypy.api")
     from mypy import api
 
     config = tmp_path / "mypy.ini"
     unread = ",".join(f"{name}.*" for name in UNREAD)
+    scripts = ",".join(path.stem for path in (ROOT / "scripts").glob("*.py"))
     not_strict = "".join(f"{flag} = False\n" for flag in STRICT_FLAGS)
     config.write_text(
         f"[mypy]\nstrict = True\nignore_missing_imports = True\nmypy_path = {ROOT}\n"
-        f"[mypy-ordergrad_rl.*]\n{not_strict}"
+        f"[mypy-ordergrad_rl.*,{scripts}]\n{not_strict}"
         f"[mypy-{unread}]\nfollow_imports = skip\n"
     )
-    paths = [ROOT / "ordergrad_rl"]
+    paths = [ROOT / "ordergrad_rl", *sorted((ROOT / "scripts").glob("*.py"))]
     for name, script in USER_SCRIPTS.items():
         paths.append(tmp_path / f"{name}.py")
         paths[-1].write_text(inspect.cleandoc(script) + "\n")
