@@ -645,11 +645,44 @@ def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
     return found[0].parent
 
 
+class PythonObject(NamedTuple):
+    """A value of rl-zoo3's ``config.yml`` or ``args.yml`` that PyYAML wrote with a Python tag (a NumPy scalar, a
+    class), which :func:`load_rl_zoo_config` does not construct: PyYAML's unsafe loader, which rl-zoo3 reads them
+    with, would run code to.
+
+    :param tag: its tag, ``!!python/object/apply:numpy._core.multiarray.scalar``.
+    """
+
+    tag: str
+
+    def __repr__(self) -> str:
+        return f"<a Python object ({self.tag}), not read>"
+
+
+def check_read_env_kwargs(env_kwargs: Mapping[str, Any], where: str, option: str) -> None:
+    """:raises CommandError: a value of ``env_kwargs`` (read from ``where``, an rl-zoo3 file and its entry) that is,
+    or holds, a :class:`PythonObject`, which the env would get as that placeholder, named with ``option``, which
+    gives it instead."""
+
+    def unread(value: Any) -> PythonObject | None:
+        if isinstance(value, PythonObject):
+            return value
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+        return next((found for item in items if (found := unread(item)) is not None), None)
+
+    for key, value in env_kwargs.items():
+        if (found := unread(value)) is not None:
+            raise CommandError(
+                f"{where}: {key}: a Python object ({found.tag}), which is not read (PyYAML's unsafe loader, rl-zoo3's, "
+                f"would run code to construct it): give its value with {option} {key}=VALUE"
+            )
+
+
 def load_rl_zoo_config(text: str) -> Any:
     """rl-zoo3's ``config.yml`` or ``args.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
     ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs, a
-    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as ``None``
-    (never run)."""
+    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as a
+    :class:`PythonObject` naming it (never run)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -663,7 +696,9 @@ def load_rl_zoo_config(text: str) -> Any:
     Loader.add_constructor(
         "tag:yaml.org,2002:python/tuple", lambda loader, node: tuple(loader.construct_sequence(node, deep=True))
     )
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    Loader.add_multi_constructor(
+        "tag:yaml.org,2002:python/", lambda loader, suffix, node: PythonObject(f"!!python/{suffix}")
+    )
     return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the constructors above
 
 
@@ -741,9 +776,25 @@ def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
 
 def run_argument(path: str | Path, name: str, env_id: str | None = None) -> tuple[Any, Path | None]:
     """``(value, file)``: the entry ``name`` of the ``args.yml`` of the run of the model saved at ``path``
-    (:func:`run_arguments_file`) and that file, or ``(None, None)`` where there is none."""
+    (:func:`run_arguments_file`) and that file, or ``(None, None)`` where there is none.
+
+    rl-zoo3's ``args.yml`` (its ``train``'s arguments) has no ``eval_env``: its runs evaluate on their ``env`` every
+    ``eval_freq`` steps (with ``eval_env_kwargs``, else ``env_kwargs``), none for an ``eval_freq`` of ``-1`` (or
+    ``0``). Its entries read as ``train --save`` writes them: ``eval_env`` its ``env``, or ``None`` without
+    evaluation, whose ``eval_freq`` is then ``None`` too.
+    """
     file = run_arguments_file(model_path(path), env_id)
-    return (None, None) if file is None else (read_rl_zoo_file(file).get(name), file)
+    if file is None:
+        return None, None
+    values = read_rl_zoo_file(file)
+    if "eval_env" not in values and "eval_freq" in values:  # rl-zoo3's: it evaluated on its env, or never
+        freq = values["eval_freq"]
+        evaluates = type(freq) is int and freq > 0
+        values = values | {
+            "eval_env": values.get("env") if evaluates else None,
+            "eval_freq": freq if evaluates else None,
+        }
+    return values.get(name), file
 
 
 class ModelEnv(NamedTuple):
@@ -809,6 +860,10 @@ def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any
                 raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
             if saved is not None:  # args.yml's replace config.yml's, as in enjoy
                 made, source = dict(saved), file
+    # A value the file's reader did not construct, unless --env-kwargs gives it.
+    check_read_env_kwargs(
+        {key: made[key] for key in made if key not in env_kwargs}, f"{source}: env_kwargs", "--env-kwargs"
+    )
     option = "--env-kwargs"
     if any(key not in env_kwargs for key in made):  # the file gives some: a bad one is fixed there
         option = f"{source}: env_kwargs" + (" under --env-kwargs" if env_kwargs else "")
