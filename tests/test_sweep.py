@@ -509,6 +509,12 @@ def test_a_sweeps_gym_packages_go_to_its_trials_and_their_ray_workers(tmp_path, 
     monkeypatch.delitem(sys.modules, "sweep_user_envs_h")
     assert main(["sweep", "--resume", *out]) == 0  # the plan's modules imported again: the env is known
     assert specs[1]["kwargs"]["gym_packages"] == ["sweep_user_envs_h", "json"] and shipped[1] == shipped[0]
+    assert main(["sweep", "--resume", "--gym-packages", "csv", *out]) == 0  # more modules: the plan keeps them
+    assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["gym_packages"] == [
+        "sweep_user_envs_h",
+        "json",
+        "csv",
+    ]
     assert main(["sweep", "--gym-packages", "no_such_module", "--grid", *grid, "--out", str(tmp_path / "x")]) == 2
     assert "--gym-packages: cannot import 'no_such_module'" in capsys.readouterr().err
     # ordergrad_rl itself is not shipped: every worker has it, to run its trials.

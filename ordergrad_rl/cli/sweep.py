@@ -222,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
     started = experiment_dir(out / "ray").exists()
     if args.resume:
         sweep = resumed_plan(args)
+        if args.gym_packages:  # kept with the plan's, for the next --resume
+            write_json(out / PLAN_FILE, sweep)
     else:
         sweep = plan(args)
         if (out / PLAN_FILE).exists():
