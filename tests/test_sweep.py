@@ -542,3 +542,21 @@ def test_a_trial_imports_its_gym_packages_and_its_save_names_them(tmp_path, monk
     assert row["profile"]["mean"] == 2.0
     saved = yaml.safe_load((tmp_path / "out" / "models" / "t" / "args.yml").read_text())
     assert saved["gym_packages"] == ["sweep_user_envs_j"]
+
+
+def test_the_modules_shipped_to_ray_workers_are_those_not_installed(tmp_path, monkeypatch):
+    """Ray's ``py_modules`` takes a ``.py`` file or a package's folder: a module of the user's (a namespace package's
+    one folder too, found once though ``sys.path`` names it twice), not an installed or built-in one, nor a name that
+    does not import (its import reports it)."""
+    from ordergrad_rl.common.ray_tune import shipped_modules
+
+    (tmp_path / "ship_module.py").write_text("")
+    (tmp_path / "ship_package").mkdir()
+    (tmp_path / "ship_package" / "__init__.py").write_text("")
+    (tmp_path / "ship_namespace").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path / "." / "ship_package" / ".."))
+    names = ["ship_module", "ship_package.sub", "ship_namespace.sub", "ship_package", "json", "sys", "yaml", "nope"]
+    assert shipped_modules(names) == [
+        str(tmp_path / name) for name in ("ship_module.py", "ship_package", "ship_namespace")
+    ]

@@ -92,12 +92,18 @@ def shipped_modules(names: Sequence[str]) -> list[str]:
             spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             continue
-        if spec is None or not spec.has_location or spec.origin is None:  # built-in, frozen, namespace package
+        if spec is None:
             continue
-        # A package's folder (Ray ships a folder or a single .py file), else the module's file.
-        locations = list(spec.submodule_search_locations or [])
-        path = Path(locations[0]) if len(locations) == 1 else Path(spec.origin)
-        if not any(path.resolve().is_relative_to(root) for root in installed):
+        # A package's folder (a namespace package's one folder too: Ray ships a folder or a single .py file), else
+        # the module's file; none for a built-in or frozen module, or a package of several folders.
+        locations = list(dict.fromkeys(os.path.realpath(folder) for folder in spec.submodule_search_locations or []))
+        if len(locations) == 1:
+            path = Path(locations[0])
+        elif not locations and spec.has_location and spec.origin is not None:
+            path = Path(os.path.realpath(spec.origin))
+        else:
+            continue
+        if not any(path.is_relative_to(root) for root in installed):
             paths.append(str(path))
     return paths
 
