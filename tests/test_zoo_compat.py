@@ -595,3 +595,35 @@ def test_an_env_argument_rl_zoo_wrote_as_a_python_object_is_named_not_read_as_no
     argv = ["evaluate", model, "--episodes", "1", "--quiet", "--json", str(tmp_path / "e.json")]
     assert cli.main([*argv, "--env-kwargs", "is_slippery=True"]) == 0, capsys.readouterr().err
     assert json.loads((tmp_path / "e.json").read_text())["env_kwargs"] == {"map_name": "4x4", "is_slippery": True}
+
+
+def test_a_model_of_an_rl_zoo_run_evaluated_on_another_env_keeps_its_runs_wrappers_and_statistics(
+    tmp_path, monkeypatch, capsys
+):
+    """The files of an rl-zoo3 run (``logs/ppo/CartPole-v1_1/CartPole-v1/``: ``config.yml``, ``vecnormalize.pkl``,
+    ``args.yml``) were looked up under the env the model is evaluated on: ``evaluate best_model.zip --env`` of another
+    id (a variant of the env, as a deployment check) found none, so the model was refused as not fitting the env (its
+    ``frame_stack`` not applied) or, an SB3 model recording no ``VecNormalize``, run on raw observations. They are
+    the run's, whatever the env: its folder is the one whose name the run folder's starts with."""
+    import dataclasses
+
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    short = dataclasses.replace(gym.spec("CartPole-v1"), id="ZooCartPoleShort-v0", max_episode_steps=7)
+    monkeypatch.setitem(gym.registry, "ZooCartPoleShort-v0", short)
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    _rl_zoo_file(run / "CartPole-v1" / "config.yml", {"frame_stack": 2, "n_envs": 1, "normalize": True})
+    _rl_zoo_file(run / "CartPole-v1" / "args.yml", RL_ZOO_ARGS)
+    normalize = VecNormalize(make_vec_env("CartPole-v1", 1, seed=0))
+    PPO("MlpPolicy", VecFrameStack(normalize, 2), n_steps=8).save(run / "best_model")
+    normalize.save(run / "CartPole-v1" / "vecnormalize.pkl")
+    argv = ["evaluate", str(run / "best_model.zip"), "--env", "ZooCartPoleShort-v0", "--episodes", "2", "--quiet"]
+    assert cli.main([*argv, "--json", str(tmp_path / "e.json")]) == 0, capsys.readouterr().err
+    assert max(json.loads((tmp_path / "e.json").read_text())["lengths"]) <= 7
+    (run / "CartPole-v1" / "vecnormalize.pkl").unlink()
+    assert cli.main(argv) == 2
+    assert "was trained in VecNormalize (normalize: True in" in capsys.readouterr().err

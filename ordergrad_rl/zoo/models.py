@@ -529,8 +529,8 @@ def save_env_wrapper(path: str | Path, env_wrapper: EnvWrappers) -> Path | None:
 def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrappers:
     """The ``env_wrapper`` the model saved at ``path`` was trained in (:func:`save_env_wrapper`), that of its run for
     a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``), or for a
-    model in a run folder of rl-zoo3 (named by ``env_id``, as :func:`saved_statistics` finds it) the wrappers of its
-    ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
+    model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`, as :func:`saved_statistics` finds it) the wrappers of
+    its ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
@@ -551,10 +551,10 @@ def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrapper
 def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None:
     """The ``VecNormalize`` statistics of the model saved at ``path``: :func:`vec_normalize_file`, or for a
     checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) the one it saves beside it
-    (``NAME_vecnormalize_<steps>_steps.pkl``), or for a model in a run folder of rl-zoo3 (``env_id``, the env it is
-    evaluated on, names it: ``logs/ppo/CartPole-v1_1/best_model.zip``) the one rl-zoo3 saves there for every model
-    of the run and its ``enjoy`` loads (``logs/ppo/CartPole-v1_1/CartPole-v1/vecnormalize.pkl``); ``None`` where
-    there is none and the save records no ``VecNormalize``
+    (``NAME_vecnormalize_<steps>_steps.pkl``), or for a model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`,
+    whatever ``env_id`` it is evaluated on: ``logs/ppo/CartPole-v1_1/best_model.zip``) the one rl-zoo3 saves there
+    for every model of the run and its ``enjoy`` loads (``logs/ppo/CartPole-v1_1/CartPole-v1/vecnormalize.pkl``);
+    ``None`` where there is none and the save records no ``VecNormalize``
     (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
 
     :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, or for an SB3 model
@@ -631,18 +631,24 @@ def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
     """``<run>/<env name>/`` of a model saved in a run folder of rl-zoo3,
     ``<log folder>/<algo>/<env name>_<run>[_<uuid>]/`` (``logs/ppo/CartPole-v1_1/best_model.zip``; the env name is
     :func:`rl_zoo_env_name`'s: ``logs/ppo/ALE-Pong-v5_1/ALE-Pong-v5/``), where rl-zoo3 keeps the run's
-    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. Without ``env_id`` (the
-    env it is evaluated on), the one folder of the run that holds an ``args.yml``, as rl-zoo3's
-    ``get_trained_models`` finds a run's env."""
+    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. That of ``env_id`` (the
+    env it is evaluated on) where the run is named for it, else (no ``env_id``, or another env than the run's, such
+    as a variant of it) the one folder of the run that holds one of those files, whose name the run's starts with,
+    as rl-zoo3's ``get_trained_models`` finds a run's env: they are the run's, whatever env the model runs on."""
     import re
 
-    if env_id is not None:
-        name = rl_zoo_env_name(env_id)
-        return path.parent / name if re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) else None
-    found = list(path.parent.glob(f"*/{RL_ZOO_ARGS_FILE}"))
-    if len(found) != 1 or not re.fullmatch(re.escape(found[0].parent.name) + RL_ZOO_RUN, path.parent.name):
-        return None
-    return found[0].parent
+    def named_for(name: str) -> bool:
+        return re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) is not None
+
+    if env_id is not None and named_for(rl_zoo_env_name(env_id)):
+        return path.parent / rl_zoo_env_name(env_id)
+    files = (RL_ZOO_ARGS_FILE, RL_ZOO_CONFIG_FILE, VEC_NORMALIZE_FILE)
+    found = [
+        folder
+        for folder in (path.parent.iterdir() if path.parent.is_dir() else ())
+        if named_for(folder.name) and folder.is_dir() and any((folder / file).is_file() for file in files)
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 class PythonObject(NamedTuple):
@@ -765,7 +771,7 @@ def save_run_arguments(path: str | Path, arguments: Mapping[str, Any] | None) ->
 def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
     """The ``args.yml`` of the run of the model saved at ``path``: the one ``train --save`` writes beside it
     (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
-    (:func:`rl_zoo_env_folder`, of ``env_id``) the run's ``<env>/args.yml``; ``None`` where there is none."""
+    (:func:`rl_zoo_env_folder`) the run's ``<env>/args.yml``; ``None`` where there is none."""
     found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
     if found is None:
         folder = rl_zoo_env_folder(path, env_id)
