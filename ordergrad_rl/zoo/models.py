@@ -651,7 +651,8 @@ def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-class PythonObject(NamedTuple):
+@dataclass(frozen=True)
+class PythonObject:
     """A value of rl-zoo3's ``config.yml`` or ``args.yml`` that PyYAML wrote with a Python tag (a NumPy scalar, a
     class), which :func:`load_rl_zoo_config` does not construct: PyYAML's unsafe loader, which rl-zoo3 reads them
     with, would run code to.
