@@ -642,6 +642,8 @@ def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
 
     if env_id is not None and named_for(rl_zoo_env_name(env_id)):
         return path.parent / rl_zoo_env_name(env_id)
+    if re.search(RL_ZOO_RUN, path.parent.name) is None:  # not a run folder (models/): its entries are not listed
+        return None
     files = (RL_ZOO_ARGS_FILE, RL_ZOO_CONFIG_FILE, VEC_NORMALIZE_FILE)
     found = [
         folder
