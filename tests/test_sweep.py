@@ -472,3 +472,91 @@ def test_a_trial_applies_the_envs_hyperparameter_entry_as_train_does(tmp_path):
     assert trial["conf_file"] == str(Path("missing.yml").resolve())  # read where the sweep starts, not in a worker
     with pytest.raises(CommandError, match="--conf-file"):
         grid.check_trials([trial])
+
+
+def test_a_sweeps_gym_packages_go_to_its_trials_and_their_ray_workers(tmp_path, monkeypatch, capsys):
+    """``sweep --gym-packages`` (rl-zoo3's option, which ``train`` takes) was refused: each trial imports them (in
+    its Ray worker), those that are not installed packages are shipped to the workers as Ray's ``py_modules``, with
+    a ``module:EnvId-v0``'s module, and the plan keeps them for ``--resume``."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    import gymnasium as gym
+    from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
+
+    from ordergrad_rl.common.ray_tune import TuneOutcome
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for name in ("sweep_user_envs_h", "sweep_user_envs_i"):
+        (folder / f"{name}.py").write_text(USER_MODULE)
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0", raising=False)
+    shipped, specs = [], []
+    monkeypatch.setattr(sweep_command, "init_ray", lambda *args, py_modules=(), **kwargs: shipped.append(py_modules))
+    monkeypatch.setattr(sweep_command, "check_trials_fit", lambda *args: None)  # no Ray instance to ask
+    monkeypatch.setattr(
+        sweep_command, "run_tune", lambda _, given, *args, **kwargs: specs.extend(given) or TuneOutcome([], {}, False)
+    )
+    grid = ["env=ZooUserEndless-v0", "eval_env=sweep_user_envs_i:ZooUserEndless-v0", "timesteps=8", "algo=reinforce"]
+    out = ["--out", str(tmp_path / "sweep"), "--quiet"]
+    # json: installed (the standard library), imported in the workers but not shipped.
+    assert main(["sweep", "--gym-packages", "sweep_user_envs_h", "json", "--grid", *grid, *out]) == 0
+    (spec,) = specs
+    assert spec["kwargs"]["gym_packages"] == ["sweep_user_envs_h", "json"]
+    assert shipped == [[str(folder / "sweep_user_envs_h.py"), str(folder / "sweep_user_envs_i.py")]]
+    (tmp_path / "sweep" / "ray").mkdir()  # the fake Tune wrote no state: --resume runs every trial afresh
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0")
+    monkeypatch.delitem(sys.modules, "sweep_user_envs_h")
+    assert main(["sweep", "--resume", *out]) == 0  # the plan's modules imported again: the env is known
+    assert specs[1]["kwargs"]["gym_packages"] == ["sweep_user_envs_h", "json"] and shipped[1] == shipped[0]
+    assert main(["sweep", "--resume", "--gym-packages", "csv", *out]) == 0  # more modules: the plan keeps them
+    assert json.loads((tmp_path / "sweep" / "sweep.json").read_text())["gym_packages"] == [
+        "sweep_user_envs_h",
+        "json",
+        "csv",
+    ]
+    assert main(["sweep", "--gym-packages", "no_such_module", "--grid", *grid, "--out", str(tmp_path / "x")]) == 2
+    assert "--gym-packages: cannot import 'no_such_module'" in capsys.readouterr().err
+    # ordergrad_rl itself is not shipped: every worker has it, to run its trials.
+    planned = {
+        "trials": [{"trial": {"env": "ordergrad_rl:RiskyBandit-v0"}}],
+        "gym_packages": ["ordergrad_rl.envs", "m"],
+    }
+    assert sweep_command.worker_modules(planned) == ["m"]
+
+
+def test_a_trial_imports_its_gym_packages_and_its_save_names_them(tmp_path, monkeypatch):
+    """A trial runs in a Ray worker, which has not imported the driver's ``--gym-packages``: it imports them, and
+    records them in its model's ``args.yml``, whose env ``evaluate`` then makes without ``--gym-packages``."""
+    import gymnasium as gym
+    import yaml
+    from test_zoo_compat import USER_MODULE
+
+    (tmp_path / "sweep_user_envs_j.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "sweep_user_envs_j", raising=False)
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0", raising=False)
+    fixed = {"env": "ZooUserEndless-v0", "env_kwargs": {"max_episode_steps": 2}, "timesteps": 8, "algo": "reinforce"}
+    (trial,) = grid.SweepConfig("x", fixed=fixed | {"n_episodes": 4, "eval_episodes": 2}).trials()
+    row = run_trial(trial, "t", "m", tmp_path / "out", gym_packages=["sweep_user_envs_j"])
+    assert row["profile"]["mean"] == 2.0
+    saved = yaml.safe_load((tmp_path / "out" / "models" / "t" / "args.yml").read_text())
+    assert saved["gym_packages"] == ["sweep_user_envs_j"]
+
+
+def test_the_modules_shipped_to_ray_workers_are_those_not_installed(tmp_path, monkeypatch):
+    """Ray's ``py_modules`` takes a ``.py`` file or a package's folder: a module of the user's (a namespace package's
+    one folder too, found once though ``sys.path`` names it twice), not an installed or built-in one, nor a name that
+    does not import (its import reports it)."""
+    from ordergrad_rl.common.ray_tune import shipped_modules
+
+    (tmp_path / "ship_module.py").write_text("")
+    (tmp_path / "ship_package").mkdir()
+    (tmp_path / "ship_package" / "__init__.py").write_text("")
+    (tmp_path / "ship_namespace").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path / "." / "ship_package" / ".."))
+    names = ["ship_module", "ship_package.sub", "ship_namespace.sub", "ship_package", "json", "sys", "yaml", "nope"]
+    assert shipped_modules(names) == [
+        str(tmp_path / name) for name in ("ship_module.py", "ship_package", "ship_namespace")
+    ]

@@ -6,6 +6,7 @@ Skipped without the ``[ray]`` extra. The sweep runs in subprocesses (as a user r
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -181,7 +182,6 @@ def test_a_sweep_trains_an_env_of_a_module_in_the_folder_it_runs_in(tmp_path):
     another process started in Tune's trial directory, imports the module too (Ray's driver gives its workers its
     current folder, as for ``python my_script.py``), trains and evaluates the env, made with the trial's
     ``env_kwargs``."""
-    import os
 
     from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
 
@@ -213,3 +213,41 @@ def test_a_sweep_trains_an_env_of_a_module_in_the_folder_it_runs_in(tmp_path):
     (row,) = (json.loads(content) for content in rows(out).values())
     assert row["node"] is not None and row["pid"] != driver.pid  # trained in a Ray worker
     assert row["returns"] == [2.0, 2.0]
+
+
+@pytest.mark.slow
+def test_a_sweeps_gym_packages_register_its_env_in_every_ray_worker(tmp_path, monkeypatch, capsys):
+    """rl-zoo3's ``--gym-packages my_envs`` (``train``, ``evaluate`` and ``compare`` take it) was refused by ``sweep``
+    ("unrecognized arguments"); imported in the driver only, the trials' Ray workers (other processes, in Tune's trial
+    directories) would not have the env registered. The modules are imported in every trial, and those that are no
+    installed package are shipped to the workers (Ray's ``runtime_env`` ``py_modules``): here the module is on the
+    driver's ``sys.path`` only (as on a cluster's other nodes, neither the current folder nor ``PYTHONPATH`` has it),
+    on a real local Ray instance (not Ray's local mode)."""
+    import gymnasium as gym
+    import yaml
+    from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
+
+    from ordergrad_rl import cli
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "sweep_user_envs_g.py").write_text(USER_MODULE)  # ZooUserEndless-v0: reward 1 a step, no end
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.chdir(tmp_path)  # not the module's folder
+    package_root = str(Path(cli.__file__).resolve().parents[2])  # the workers' ordergrad_rl: this checkout's
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0", raising=False)
+    monkeypatch.delitem(sys.modules, "sweep_user_envs_g", raising=False)
+    grid = ["env=ZooUserEndless-v0", "env_kwargs={max_episode_steps: 2}", "algo=reinforce", "objective=mean"]
+    grid += ["n_episodes=4", "timesteps=16", "eval_episodes=2"]
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--gym-packages", "sweep_user_envs_g", "--grid", *grid, "--out", str(out), "--num-cpus", "1"]
+    assert cli.main([*argv, "--quiet"]) == 0, capsys.readouterr().err
+    assert "1 of 1 trials finished" in capsys.readouterr().out
+    (name,) = rows(out)
+    row = json.loads(rows(out)[name])
+    assert row["node"] is not None and row["pid"] != os.getpid()  # trained in a Ray worker
+    assert row["returns"] == [2.0, 2.0]
+    # The model's args.yml names the module, which evaluate imports.
+    assert yaml.safe_load((out / "models" / name / "args.yml").read_text())["gym_packages"] == ["sweep_user_envs_g"]
+    assert json.loads((out / "sweep.json").read_text())["gym_packages"] == ["sweep_user_envs_g"]

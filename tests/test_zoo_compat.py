@@ -526,3 +526,104 @@ def test_key_value_items_end_the_key_at_the_first_equals_sign_or_colon():
     ]
     with pytest.raises(CommandError, match=r"--hparams expects key=value items \(or rl-zoo3's key:value\), got ':3'"):
         list(key_value_items([":3"], "--hparams"))
+
+
+#: Entries of the ``args.yml`` rl-zoo3's ``train`` writes (its argparse namespace, keys sorted), with its defaults.
+RL_ZOO_ARGS = {
+    "algo": "ppo", "conf_file": None, "device": "auto", "env": "CartPole-v1", "env_kwargs": None,
+    "eval_env_kwargs": None, "eval_episodes": 5, "eval_freq": 25000, "gym_packages": [], "hyperparams": None,
+    "log_folder": "logs", "n_eval_envs": 1, "n_timesteps": -1, "save_freq": -1, "seed": 2081930462,
+    "tensorboard_log": "", "trained_agent": "", "uuid": False, "vec_env": "dummy", "verbose": 1,
+}  # fmt: skip
+
+
+def test_trained_agent_of_an_rl_zoo_run_evaluates_as_that_run_did(tmp_path, monkeypatch, capsys):
+    """rl-zoo3's ``args.yml`` has no ``eval_env``: its runs evaluate on their env every ``eval_freq`` steps, made with
+    ``eval_env_kwargs`` (else ``env_kwargs``), and ``--eval-freq -1`` is none. ``-i`` of a model in such a run refused
+    its ``eval_freq: -1`` ("expected an integer >= 1, got -1"), and with ``--eval-env`` of the run's env made it
+    without the run's ``eval_env_kwargs``. It goes on evaluating as the run did now, with them."""
+    from ordergrad_rl.agents import OrderGradREINFORCE
+
+    _user_folder(tmp_path, monkeypatch, "zoo_user_envs_k")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = tmp_path / "logs" / "reinforce" / "ZooUserEndless-v0_1"
+    (run / "ZooUserEndless-v0").mkdir(parents=True)
+    model = run / "ZooUserEndless-v0.zip"
+    venv = make_env("zoo_user_envs_k:ZooUserEndless-v0", 1, 0, {"max_episode_steps": 2})
+    OrderGradREINFORCE("MlpPolicy", venv, objective="mean", n_episodes=2).save(model)
+    arguments = RL_ZOO_ARGS | {"env": "ZooUserEndless-v0", "gym_packages": ["zoo_user_envs_k"], "eval_episodes": 2}
+    arguments |= {"env_kwargs": {"max_episode_steps": 2}, "eval_env_kwargs": {"max_episode_steps": 3}}
+
+    def went_on(eval_freq: int, *given: str) -> str:
+        _rl_zoo_file(run / "ZooUserEndless-v0" / "args.yml", arguments | {"eval_freq": eval_freq})
+        assert cli.main(["train", "-i", str(model), "--timesteps", "8", *given]) == 0, capsys.readouterr().err
+        return capsys.readouterr().out
+
+    out = went_on(-1)
+    assert "with its run's --seed 2081930462\n" in out and "last evaluation" not in out
+    out = went_on(4)
+    assert "--eval-env ZooUserEndless-v0 --eval-freq 4 --eval-episodes 2" in out
+    assert re.search(r"\|\s+mean \|\s+2 \|\s+3 \|", out), out  # trained on 2 steps an episode, evaluated on 3
+    assert re.search(r"\|\s+mean \|\s+2 \|\s+5 \|", went_on(4, "--eval-env-kwargs", "max_episode_steps=5"))
+    assert "last evaluation" not in went_on(4, "--eval-env", "none")
+    # A value PyYAML wrote with a Python tag is named as not read (PythonObject), not passed on as a placeholder.
+    arguments["eval_env_kwargs"] = {"max_episode_steps": np.int64(3)}
+    _rl_zoo_file(run / "ZooUserEndless-v0" / "args.yml", arguments | {"eval_freq": 4})
+    assert cli.main(["train", "-i", str(model), "--timesteps", "8"]) == 2
+    assert "args.yml: eval_env_kwargs: max_episode_steps: a Python object (!!python/object/apply:numpy" in (
+        capsys.readouterr().err
+    )
+
+
+def test_an_env_argument_rl_zoo_wrote_as_a_python_object_is_named_not_read_as_none(tmp_path, capsys):
+    """PyYAML writes an ``env_kwargs`` value that is a Python object (a NumPy scalar an ``--env-kwargs`` expression
+    or a Python ``-conf`` file gave) with a Python tag, which rl-zoo3's ``enjoy`` reads with the unsafe loader. Read
+    safely, it was ``None``: the model was evaluated on ``FrozenLake-v1 (is_slippery=None)``, a lake that does not
+    slip. The value is named as not read, with the option that gives it, which wins over the file."""
+    from stable_baselines3 import PPO
+
+    run = tmp_path / "logs" / "ppo" / "FrozenLake-v1_1"
+    (run / "FrozenLake-v1").mkdir(parents=True)
+    arguments = RL_ZOO_ARGS | {"env": "FrozenLake-v1", "env_kwargs": {"map_name": "4x4", "is_slippery": np.True_}}
+    _rl_zoo_file(run / "FrozenLake-v1" / "args.yml", arguments)
+    PPO("MlpPolicy", make_env("FrozenLake-v1", 1, 0, {"map_name": "4x4"}), n_steps=8, batch_size=8).save(run / "m")
+    model = str(run / "m.zip")
+    assert cli.main(["evaluate", model, "--episodes", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {run / 'FrozenLake-v1' / 'args.yml'}: env_kwargs: is_slippery: a Python object" in err
+    assert "(!!python/object/apply:numpy" in err and "give its value with --env-kwargs is_slippery=VALUE" in err
+    argv = ["evaluate", model, "--episodes", "1", "--quiet", "--json", str(tmp_path / "e.json")]
+    assert cli.main([*argv, "--env-kwargs", "is_slippery=True"]) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "e.json").read_text())["env_kwargs"] == {"map_name": "4x4", "is_slippery": True}
+
+
+def test_a_model_of_an_rl_zoo_run_evaluated_on_another_env_keeps_its_runs_wrappers_and_statistics(
+    tmp_path, monkeypatch, capsys
+):
+    """The files of an rl-zoo3 run (``logs/ppo/CartPole-v1_1/CartPole-v1/``: ``config.yml``, ``vecnormalize.pkl``,
+    ``args.yml``) were looked up under the env the model is evaluated on: ``evaluate best_model.zip --env`` of another
+    id (a variant of the env, as a deployment check) found none, so the model was refused as not fitting the env (its
+    ``frame_stack`` not applied) or, an SB3 model recording no ``VecNormalize``, run on raw observations. They are
+    the run's, whatever the env: its folder is the one whose name the run folder's starts with."""
+    import dataclasses
+
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    short = dataclasses.replace(gym.spec("CartPole-v1"), id="ZooCartPoleShort-v0", max_episode_steps=7)
+    monkeypatch.setitem(gym.registry, "ZooCartPoleShort-v0", short)
+    run = tmp_path / "logs" / "ppo" / "CartPole-v1_1"
+    (run / "CartPole-v1").mkdir(parents=True)
+    _rl_zoo_file(run / "CartPole-v1" / "config.yml", {"frame_stack": 2, "n_envs": 1, "normalize": True})
+    _rl_zoo_file(run / "CartPole-v1" / "args.yml", RL_ZOO_ARGS)
+    normalize = VecNormalize(make_vec_env("CartPole-v1", 1, seed=0))
+    PPO("MlpPolicy", VecFrameStack(normalize, 2), n_steps=8).save(run / "best_model")
+    normalize.save(run / "CartPole-v1" / "vecnormalize.pkl")
+    argv = ["evaluate", str(run / "best_model.zip"), "--env", "ZooCartPoleShort-v0", "--episodes", "2", "--quiet"]
+    assert cli.main([*argv, "--json", str(tmp_path / "e.json")]) == 0, capsys.readouterr().err
+    assert max(json.loads((tmp_path / "e.json").read_text())["lengths"]) <= 7
+    (run / "CartPole-v1" / "vecnormalize.pkl").unlink()
+    assert cli.main(argv) == 2
+    assert "was trained in VecNormalize (normalize: True in" in capsys.readouterr().err

@@ -17,8 +17,10 @@ env_kwargs is a mapping of the env's arguments, fixed: {env_kwargs: {max_episode
 "env_kwargs={max_episode_steps: 100}")
 and any other constructor argument of the algorithm (checked like train --hparams). Every trial is checked before
 any runs: each distinct model is built once, as train builds it. --grid key=v1,v2 adds or replaces a grid key.
-An env of your own goes in as env=module:EnvId-v0: each trial (a Ray worker) imports module first, whose
-import registers it, as gym.make reads that form.
+An env of your own: --gym-packages MODULE ... (rl-zoo3's option, kept for --resume) are imported first, and again
+in each trial (a Ray worker), whose import registers it; or give it as env=module:EnvId-v0, which gym.make imports.
+These modules, where they are not installed packages (my_envs.py in your folder), are shipped to every Ray worker
+(Ray's runtime_env py_modules).
 
 Each trial trains, then evaluates its final policy on eval_env (default: env; eval_episodes deterministic
 episodes), and writes under --out: models/<trial>.zip, tensorboard/<method>/seed<s>_1 (the run's HParams carry its
@@ -45,8 +47,22 @@ from pathlib import Path
 from typing import Any
 
 from ordergrad_rl.common.errors import CommandError
-from ordergrad_rl.common.options import add_output_arguments, non_negative_float, positive_float, positive_int
-from ordergrad_rl.common.ray_tune import check_trials_fit, experiment_dir, init_ray, require_ray, run_tune
+from ordergrad_rl.common.options import (
+    add_gym_packages_argument,
+    add_output_arguments,
+    import_gym_packages,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
+from ordergrad_rl.common.ray_tune import (
+    check_trials_fit,
+    experiment_dir,
+    init_ray,
+    require_ray,
+    run_tune,
+    shipped_modules,
+)
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import RUN_KEYS, check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
@@ -87,6 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume", action="store_true", help="continue the sweep in --out: run its failed and unfinished trials"
     )
     parser.add_argument("--quiet", action="store_true", help="no Tune status tables")
+    add_gym_packages_argument(parser)
     add_output_arguments(parser, "sweep")
 
 
@@ -109,7 +126,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
     if duplicates:
         raise CommandError(f"the grid repeats trials: {', '.join(duplicates)} (a value listed twice?)")
     planned = [{"trial_id": i, "method": method_name(t, varying), "trial": t} for i, t in zip(ids, trials, strict=True)]
-    return {"name": config.name, "resources": config.resources, "trials": planned}
+    return {"name": config.name, "resources": config.resources, "trials": planned, "gym_packages": args.gym_packages}
 
 
 def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
@@ -121,6 +138,9 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
     if not path.exists():
         raise CommandError(f"nothing to resume: {path} does not exist")
     saved = json.loads(path.read_text())
+    # Its --gym-packages (a plan saved before they were kept has none), with those given now: they register the envs.
+    saved["gym_packages"] = list(dict.fromkeys([*saved.get("gym_packages", []), *args.gym_packages]))
+    import_gym_packages(saved["gym_packages"])
     if args.config is not None or args.grid:
         given = json.loads(json.dumps(plan(args)))
         if with_defaults(given["trials"]) != with_defaults(saved["trials"]):
@@ -173,6 +193,18 @@ def describe_resources(resources: dict[str, float]) -> str:
     return f"{resources['cpu']:g} CPU{'s' if resources['cpu'] != 1 else ''} and {resources['gpu']:g} GPUs per trial"
 
 
+def worker_modules(sweep: dict[str, Any]) -> list[str]:
+    """The modules a sweep's trials import in their Ray workers: its ``--gym-packages``, and the module of each
+    ``module:EnvId-v0`` env id (``env``, ``eval_env``), which ``gym.make`` imports; not this package's
+    (``ordergrad_rl:RiskyBandit-v0``), which every worker has to run its trials."""
+    ids = [trial["trial"].get(key) for trial in sweep["trials"] for key in ("env", "eval_env")]
+    modules = [
+        *sweep.get("gym_packages", []),
+        *(env.partition(":")[0] for env in ids if isinstance(env, str) and ":" in env),
+    ]
+    return [module for module in modules if module.partition(".")[0] != __name__.partition(".")[0]]
+
+
 def run(args: argparse.Namespace) -> int:
     """Plan, run the trials on Ray Tune, print the risk table, write the figure (and JSON)."""
 
@@ -183,12 +215,15 @@ def run(args: argparse.Namespace) -> int:
             f"--num-cpus sizes a local Ray instance; the cluster at --address {args.address} has the CPUs its "
             "nodes were started with (ray start --num-cpus): drop --num-cpus"
         )
+    import_gym_packages(args.gym_packages)  # the trials are checked here, on the envs they register
     out = args.out.resolve()
     # The plan is written before Ray starts, so a sweep that failed before Tune ran (a bad --address, Ctrl-C during
     # Ray's start-up) leaves a plan without Tune state: no trial ran, so it may be run again, or resumed from the top.
     started = experiment_dir(out / "ray").exists()
     if args.resume:
         sweep = resumed_plan(args)
+        if args.gym_packages:  # kept with the plan's, for the next --resume
+            write_json(out / PLAN_FILE, sweep)
     else:
         sweep = plan(args)
         if (out / PLAN_FILE).exists():
@@ -198,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         write_json(out / PLAN_FILE, sweep)
     trials = sweep["trials"]
     resources = sweep["resources"]
+    packages = sweep.get("gym_packages", [])
     print(
         f"sweep {sweep['name']}: {counted(len(trials), 'trial')}, "
         f"{counted(len(dict.fromkeys(t['method'] for t in trials)), 'method')}, "
@@ -207,13 +243,13 @@ def run(args: argparse.Namespace) -> int:
     specs = [
         {
             "trial_id": t["trial_id"],
-            "kwargs": {**t, "out": str(out), "threads": max(1, int(resources["cpu"]))},
+            "kwargs": {**t, "out": str(out), "threads": max(1, int(resources["cpu"])), "gym_packages": packages},
         }
         for t in trials
     ]
     import ray
 
-    init_ray(args.address, args.num_cpus, quiet=args.quiet)
+    init_ray(args.address, args.num_cpus, quiet=args.quiet, py_modules=shipped_modules(worker_modules(sweep)))
     start = time.perf_counter()
     try:
         if args.address is None:  # (a cluster may add nodes: there Tune warns and waits)

@@ -52,7 +52,8 @@ without --env, and on that env id with those arguments, under --env-kwargs (a ke
 hyperparameters (--hparams change them), step count and env (its args.yml; --algo and --env need not be given),
 logging into the latest TensorBoard run of its name (its --run-name, from its args.yml, unless --run-name is given),
 evaluating on its --eval-env (--eval-env-kwargs, --eval-freq, --eval-episodes) and in its --vec-env, unless they are
-given (--eval-env none: no evaluation).
+given (--eval-env none: no evaluation); a model in an rl-zoo3 run folder evaluates as that run did, on its env every
+eval_freq steps with its eval_env_kwargs (--eval-freq -1: never).
 --save-freq F saves a checkpoint every F env steps beside --save (PATH_<steps>_steps.zip); Ctrl-C saves the model
 trained so far to --save. --vec-env subproc steps the training envs in SB3's SubprocVecEnv (same seeds).
 
@@ -89,6 +90,7 @@ from ordergrad_rl.zoo.models import (
     FRAME_STACK,
     VEC_ENVS,
     EnvWrappers,
+    check_read_env_kwargs,
     detect_algorithm,
     env_label,
     make_callbacks,
@@ -335,7 +337,8 @@ def settings(args: argparse.Namespace) -> TrainSettings:
 
 
 #: The options a ``--trained-agent`` keeps from its run's ``args.yml`` where they are not given (as ``--algo``,
-#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key (rl-zoo3's, and ``eval_env``) with what its value must be.
+#: ``--env``, ``--env-kwargs`` and ``--run-name``): each key (rl-zoo3's, and ``eval_env``, which an rl-zoo3 run's file
+#: gives as :func:`~ordergrad_rl.zoo.models.run_argument` reads it) with what its value must be.
 KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "vec_env": (lambda value: value in VEC_ENVS, f"one of {', '.join(VEC_ENVS)}"),
     "eval_env": (lambda value: isinstance(value, str), "an env id"),
@@ -373,6 +376,7 @@ def kept_options(args: argparse.Namespace) -> dict[str, Any]:
         kwargs, file = run_argument(args.trained_agent, "eval_env_kwargs", args.env)
         if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(key, str) for key in kwargs)):
             raise CommandError(f"{file}: eval_env_kwargs: expected a mapping of the env's arguments, got {kwargs!r}")
+        check_read_env_kwargs(kwargs or {}, f"{file}: eval_env_kwargs", "--eval-env-kwargs")
         if kwargs is not None:
             kept["eval_env_kwargs"] = kwargs
     return kept

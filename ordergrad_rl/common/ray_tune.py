@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,15 @@ def require_ray(command: str) -> None:
     require_extra("ray", ("ray.tune",), command)
 
 
-def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: bool = False) -> Any:
+def init_ray(
+    address: str | None = None, num_cpus: int | None = None, quiet: bool = False, py_modules: Sequence[str] = ()
+) -> Any:
     """Connect to the cluster at ``address`` (``"auto"``: the one ``ray start`` made on this machine;
     ``HOST:PORT``: a head node), or start a new local Ray instance with ``num_cpus`` CPUs (default: the cores this
     process may use).
 
+    :param py_modules: paths of modules (a ``.py`` file or a package's folder) that Ray ships to every worker and
+        puts on its ``sys.path`` (the job's ``runtime_env``, Ray's ``py_modules``): :func:`shipped_modules`.
     :return: Ray's context (call ``ray.shutdown()`` when done).
     :raises CommandError: no cluster at ``address``.
     """
@@ -50,6 +54,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
     import ray
 
     level = logging.WARNING if quiet else logging.INFO  # ray.init's own default is INFO ("Started a local Ray ...")
+    runtime_env = {"py_modules": list(py_modules)} if py_modules else None
     try:
         if address is None:
             # "local": a new instance even if `ray start` runs on this machine (that one is used with --address).
@@ -59,10 +64,48 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, quiet: boo
                 include_dashboard=False,
                 log_to_driver=not quiet,
                 logging_level=level,
+                runtime_env=runtime_env,
             )
-        return ray.init(address=address, log_to_driver=not quiet, logging_level=level)
+        return ray.init(address=address, log_to_driver=not quiet, logging_level=level, runtime_env=runtime_env)
     except ConnectionError as err:
         raise CommandError(f"no Ray cluster at --address {address}: {err}") from err
+
+
+def shipped_modules(names: Sequence[str]) -> list[str]:
+    """The paths of the modules ``names`` (dotted names: a submodule's top-level package) that Ray's workers may
+    lack: those outside the installed packages and the standard library (a ``my_envs.py`` of the user's folder, a
+    folder on ``PYTHONPATH``), for :func:`init_ray`'s ``py_modules``. Ray puts the driver's current folder on its
+    workers' ``sys.path``, a path that the other nodes of a cluster lack, and nothing else of the driver's.
+
+    A name that does not import is left to the import that reports it (``--gym-packages``'s).
+    """
+    import importlib.util
+    import site
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[key] for key in ("purelib", "platlib", "stdlib", "platstdlib")}
+    roots |= {*site.getsitepackages(), site.getusersitepackages()}
+    installed = [Path(root).resolve() for root in roots]
+    paths: list[str] = []
+    for top in dict.fromkeys(name.partition(".")[0] for name in names):
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        # A package's folder (a namespace package's one folder too: Ray ships a folder or a single .py file), else
+        # the module's file; none for a built-in or frozen module, or a package of several folders.
+        locations = list(dict.fromkeys(os.path.realpath(folder) for folder in spec.submodule_search_locations or []))
+        if len(locations) == 1:
+            path = Path(locations[0])
+        elif not locations and spec.has_location and spec.origin is not None:
+            path = Path(os.path.realpath(spec.origin))
+        else:
+            continue
+        if not any(path.is_relative_to(root) for root in installed):
+            paths.append(str(path))
+    return paths
 
 
 def check_trials_fit(resources: dict[str, float], where: str) -> None:

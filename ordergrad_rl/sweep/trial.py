@@ -17,9 +17,11 @@ import json
 import os
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ordergrad_rl.common.options import import_gym_packages
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import hyperparameters, train_settings
 from ordergrad_rl.zoo.algorithms import algorithm_class, check_hparam
@@ -41,7 +43,14 @@ def row_path(out: Path, trial_id: str) -> Path:
     return out / "trials" / f"{trial_id}.json"
 
 
-def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str, threads: int = 1) -> dict[str, Any]:
+def run_trial(
+    trial: dict[str, Any],
+    trial_id: str,
+    method: str,
+    out: Path | str,
+    threads: int = 1,
+    gym_packages: Sequence[str] = (),
+) -> dict[str, Any]:
     """Train the trial, evaluate the final policy, save the model and write the JSON row.
 
     The evaluation runs ``eval_episodes`` episodes of ``eval_env`` (default: the training env), deterministic
@@ -52,6 +61,9 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     :param method: the trial's method (TensorBoard parent directory).
     :param out: the sweep's directory.
     :param threads: torch threads (the trial's CPUs).
+    :param gym_packages: modules imported first, whose import registers the envs (the sweep's ``--gym-packages``:
+        imported in the trial's process, a Ray worker, which has not imported the driver's), recorded in the model's
+        ``args.yml`` for ``evaluate``.
     :return: the row: ``trial_id``, ``method``, ``trial``, ``profile`` (risk profile of the evaluation returns),
         ``timesteps``, ``train_seconds``, ``host``, ``node`` (the Ray node id when run by Ray), ``model``, ``run``.
     """
@@ -62,6 +74,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     if finished is not None:
         return finished
     torch.set_num_threads(max(1, int(threads)))
+    import_gym_packages(gym_packages)
     tensorboard = out / "tensorboard" / method
     name = f"seed{trial['seed']}"
     remove_runs(tensorboard, name)  # an interrupted attempt of this trial: start its run afresh
@@ -85,7 +98,7 @@ def run_trial(trial: dict[str, Any], trial_id: str, method: str, out: Path | str
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
     # With its VecNormalize statistics and env_wrapper, if any, and its env's arguments (evaluate reads them).
-    save_model(model, model_file, settings.env_wrapper, run_arguments(settings, run_name=run_name))
+    save_model(model, model_file, settings.env_wrapper, run_arguments(settings, list(gym_packages), run_name))
     row = {
         "trial_id": trial_id,
         "method": method,

@@ -530,8 +530,8 @@ def save_env_wrapper(path: str | Path, env_wrapper: EnvWrappers) -> Path | None:
 def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrappers:
     """The ``env_wrapper`` the model saved at ``path`` was trained in (:func:`save_env_wrapper`), that of its run for
     a checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``: ``NAME/env_wrapper.yml``), or for a
-    model in a run folder of rl-zoo3 (named by ``env_id``, as :func:`saved_statistics` finds it) the wrappers of its
-    ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
+    model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`, as :func:`saved_statistics` finds it) the wrappers of
+    its ``config.yml`` (:func:`rl_zoo_env_wrapper`); ``()`` where there is none.
 
     :raises CommandError: a file that is not such a list, or names a wrapper that does not import.
     """
@@ -552,10 +552,10 @@ def saved_env_wrapper(path: str | Path, env_id: str | None = None) -> EnvWrapper
 def saved_statistics(path: str | Path, env_id: str | None = None) -> Path | None:
     """The ``VecNormalize`` statistics of the model saved at ``path``: :func:`vec_normalize_file`, or for a
     checkpoint of SB3's ``CheckpointCallback`` (``NAME_<steps>_steps.zip``) the one it saves beside it
-    (``NAME_vecnormalize_<steps>_steps.pkl``), or for a model in a run folder of rl-zoo3 (``env_id``, the env it is
-    evaluated on, names it: ``logs/ppo/CartPole-v1_1/best_model.zip``) the one rl-zoo3 saves there for every model
-    of the run and its ``enjoy`` loads (``logs/ppo/CartPole-v1_1/CartPole-v1/vecnormalize.pkl``); ``None`` where
-    there is none and the save records no ``VecNormalize``
+    (``NAME_vecnormalize_<steps>_steps.pkl``), or for a model in a run folder of rl-zoo3 (:func:`rl_zoo_env_folder`,
+    whatever ``env_id`` it is evaluated on: ``logs/ppo/CartPole-v1_1/best_model.zip``) the one rl-zoo3 saves there
+    for every model of the run and its ``enjoy`` loads (``logs/ppo/CartPole-v1_1/CartPole-v1/vecnormalize.pkl``);
+    ``None`` where there is none and the save records no ``VecNormalize``
     (:func:`~ordergrad_rl.agents.common.saving.saved_vec_normalize`).
 
     :raises CommandError: the save records that its model acts on ``VecNormalize``'s statistics, or for an SB3 model
@@ -632,25 +632,67 @@ def rl_zoo_env_folder(path: Path, env_id: str | None) -> Path | None:
     """``<run>/<env name>/`` of a model saved in a run folder of rl-zoo3,
     ``<log folder>/<algo>/<env name>_<run>[_<uuid>]/`` (``logs/ppo/CartPole-v1_1/best_model.zip``; the env name is
     :func:`rl_zoo_env_name`'s: ``logs/ppo/ALE-Pong-v5_1/ALE-Pong-v5/``), where rl-zoo3 keeps the run's
-    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. Without ``env_id`` (the
-    env it is evaluated on), the one folder of the run that holds an ``args.yml``, as rl-zoo3's
-    ``get_trained_models`` finds a run's env."""
+    ``vecnormalize.pkl``, ``config.yml`` and ``args.yml``; ``None`` for a model elsewhere. That of ``env_id`` (the
+    env it is evaluated on) where the run is named for it, else (no ``env_id``, or another env than the run's, such
+    as a variant of it) the one folder of the run that holds one of those files, whose name the run's starts with,
+    as rl-zoo3's ``get_trained_models`` finds a run's env: they are the run's, whatever env the model runs on."""
     import re
 
-    if env_id is not None:
-        name = rl_zoo_env_name(env_id)
-        return path.parent / name if re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) else None
-    found = list(path.parent.glob(f"*/{RL_ZOO_ARGS_FILE}"))
-    if len(found) != 1 or not re.fullmatch(re.escape(found[0].parent.name) + RL_ZOO_RUN, path.parent.name):
+    def named_for(name: str) -> bool:
+        return re.fullmatch(re.escape(name) + RL_ZOO_RUN, path.parent.name) is not None
+
+    if env_id is not None and named_for(rl_zoo_env_name(env_id)):
+        return path.parent / rl_zoo_env_name(env_id)
+    if re.search(RL_ZOO_RUN, path.parent.name) is None:  # not a run folder (models/): its entries are not listed
         return None
-    return found[0].parent
+    files = (RL_ZOO_ARGS_FILE, RL_ZOO_CONFIG_FILE, VEC_NORMALIZE_FILE)
+    found = [
+        folder
+        for folder in (path.parent.iterdir() if path.parent.is_dir() else ())
+        if named_for(folder.name) and folder.is_dir() and any((folder / file).is_file() for file in files)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class PythonObject:
+    """A value of rl-zoo3's ``config.yml`` or ``args.yml`` that PyYAML wrote with a Python tag (a NumPy scalar, a
+    class), which :func:`load_rl_zoo_config` does not construct: PyYAML's unsafe loader, which rl-zoo3 reads them
+    with, would run code to.
+
+    :param tag: its tag, ``!!python/object/apply:numpy._core.multiarray.scalar``.
+    """
+
+    tag: str
+
+    def __repr__(self) -> str:
+        return f"<a Python object ({self.tag}), not read>"
+
+
+def check_read_env_kwargs(env_kwargs: Mapping[str, Any], where: str, option: str) -> None:
+    """:raises CommandError: a value of ``env_kwargs`` (read from ``where``, an rl-zoo3 file and its entry) that is,
+    or holds, a :class:`PythonObject`, which the env would get as that placeholder, named with ``option``, which
+    gives it instead."""
+
+    def unread(value: Any) -> PythonObject | None:
+        if isinstance(value, PythonObject):
+            return value
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+        return next((found for item in items if (found := unread(item)) is not None), None)
+
+    for key, value in env_kwargs.items():
+        if (found := unread(value)) is not None:
+            raise CommandError(
+                f"{where}: {key}: a Python object ({found.tag}), which is not read (PyYAML's unsafe loader, rl-zoo3's, "
+                f"would run code to construct it): give its value with {option} {key}=VALUE"
+            )
 
 
 def load_rl_zoo_config(text: str) -> Any:
     """rl-zoo3's ``config.yml`` or ``args.yml``, which ``yaml.dump`` wrote from an ``OrderedDict``: read with PyYAML's
     ``SafeLoader``, its ``!!python/object/apply:collections.OrderedDict`` as the mapping of its pairs, a
-    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as ``None``
-    (never run)."""
+    ``!!python/tuple`` (a tuple of an ``--env-kwargs`` value) as the tuple, and any other Python tag as a
+    :class:`PythonObject` naming it (never run)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -664,7 +706,9 @@ def load_rl_zoo_config(text: str) -> Any:
     Loader.add_constructor(
         "tag:yaml.org,2002:python/tuple", lambda loader, node: tuple(loader.construct_sequence(node, deep=True))
     )
-    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    Loader.add_multi_constructor(
+        "tag:yaml.org,2002:python/", lambda loader, suffix, node: PythonObject(f"!!python/{suffix}")
+    )
     return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader, with the constructors above
 
 
@@ -731,7 +775,7 @@ def save_run_arguments(path: str | Path, arguments: Mapping[str, Any] | None) ->
 def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
     """The ``args.yml`` of the run of the model saved at ``path``: the one ``train --save`` writes beside it
     (:func:`save_run_arguments`; a checkpoint's is its run's), or for a model in a run folder of rl-zoo3
-    (:func:`rl_zoo_env_folder`, of ``env_id``) the run's ``<env>/args.yml``; ``None`` where there is none."""
+    (:func:`rl_zoo_env_folder`) the run's ``<env>/args.yml``; ``None`` where there is none."""
     found = _saved_side_file(path, RL_ZOO_ARGS_FILE)
     if found is None:
         folder = rl_zoo_env_folder(path, env_id)
@@ -742,9 +786,25 @@ def run_arguments_file(path: Path, env_id: str | None = None) -> Path | None:
 
 def run_argument(path: str | Path, name: str, env_id: str | None = None) -> tuple[Any, Path | None]:
     """``(value, file)``: the entry ``name`` of the ``args.yml`` of the run of the model saved at ``path``
-    (:func:`run_arguments_file`) and that file, or ``(None, None)`` where there is none."""
+    (:func:`run_arguments_file`) and that file, or ``(None, None)`` where there is none.
+
+    rl-zoo3's ``args.yml`` (its ``train``'s arguments) has no ``eval_env``: its runs evaluate on their ``env`` every
+    ``eval_freq`` steps (with ``eval_env_kwargs``, else ``env_kwargs``), none for an ``eval_freq`` of ``-1`` (or
+    ``0``). Its entries read as ``train --save`` writes them: ``eval_env`` its ``env``, or ``None`` without
+    evaluation, whose ``eval_freq`` is then ``None`` too.
+    """
     file = run_arguments_file(model_path(path), env_id)
-    return (None, None) if file is None else (read_rl_zoo_file(file).get(name), file)
+    if file is None:
+        return None, None
+    values = read_rl_zoo_file(file)
+    if "eval_env" not in values and "eval_freq" in values:  # rl-zoo3's: it evaluated on its env, or never
+        freq = values["eval_freq"]
+        evaluates = type(freq) is int and freq > 0
+        values = values | {
+            "eval_env": values.get("env") if evaluates else None,
+            "eval_freq": freq if evaluates else None,
+        }
+    return values.get(name), file
 
 
 class ModelEnv(NamedTuple):
@@ -810,6 +870,10 @@ def model_env(path: str | Path, env_id: str | None, env_kwargs: Mapping[str, Any
                 raise CommandError(f"{file}: env_kwargs: expected a mapping of the env's arguments, got {saved!r}")
             if saved is not None:  # args.yml's replace config.yml's, as in enjoy
                 made, source = dict(saved), file
+    # A value the file's reader did not construct, unless --env-kwargs gives it.
+    check_read_env_kwargs(
+        {key: made[key] for key in made if key not in env_kwargs}, f"{source}: env_kwargs", "--env-kwargs"
+    )
     option = "--env-kwargs"
     if any(key not in env_kwargs for key in made):  # the file gives some: a bad one is fixed there
         option = f"{source}: env_kwargs" + (" under --env-kwargs" if env_kwargs else "")
