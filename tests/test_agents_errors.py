@@ -406,9 +406,27 @@ def test_a_rollout_within_the_budget_does_not_warn_while_it_runs(monkeypatch) ->
     model = OrderGradPPO("MlpPolicy", DummyVecEnv([LongEpisodeEnv]), n_episodes=4, k=2)
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
-        model.learn(2000)  # rollouts of 800 steps: about 2.5 updates
+        model.learn(2000)  # rollouts of 800 steps: 3 updates
     (message,) = rollout_warnings(records)
     assert "the first rollout took 800 env steps" in message  # the few-updates warning, after the rollout
+
+
+def test_the_few_updates_warning_counts_the_updates_learn_runs() -> None:
+    """SB3's learn collects rollouts while num_timesteps < total_timesteps, the last one whole: a budget of 4.5
+    rollouts trains 5 times. The warning divided the budget by the first rollout's steps and said "about 4.5 updates
+    (fewer than 5)" (the README's TargetSum-v0 command: 4.9 of 4,096-step rollouts, for 5 updates)."""
+
+    def learned(total_timesteps: int) -> tuple[OrderGradPPO, list[str]]:
+        model = OrderGradPPO("MlpPolicy", DummyVecEnv([lambda: LongEpisodeEnv(100)]), n_episodes=2, k=1, n_epochs=1)
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always")
+            model.learn(total_timesteps)  # rollouts of 200 steps
+        return model, rollout_warnings(records)
+
+    model, messages = learned(900)
+    assert model.num_timesteps == 1000 and not messages  # 5 updates
+    model, (message,) = learned(800)
+    assert model.num_timesteps == 800 and "leaves about 4 updates (fewer than 5)" in message
 
 
 def test_an_env_without_a_time_limit_is_named_within_the_floor_of_steps() -> None:

@@ -477,7 +477,7 @@ def test_diagnostics_refuses_seeds_and_says_why(capsys):
         (["reproduce", "weights", "--outt", "x"], "--outt (did you mean --out?)"),
         # rl-zoo3's options got the closest of ours, which meant something else (--track: --threads?):
         ([*TRAIN, "--track"], "--track: Weights & Biases is not built in: train --tensorboard DIR logs the run"),
-        ([*TRAIN, "--n-eval-envs", "2"], "--n-eval-envs: train evaluates its --eval-env on one env, or all"),
+        ([*TRAIN, "--n-eval-envs", "2"], "--n-eval-envs: train evaluates its --eval-env on up to 8 envs, as evaluate"),
         ([*TRAIN, "--n-trials", "9"], "--n-trials: ordergrad-rl sweep runs a grid of trials"),
         (["evaluate", "m.zip", "-n", "9"], "-n: evaluate and compare run --episodes E episodes"),
         (["evaluate", "m.zip", "--no-render"], "--no-render: evaluate does not render"),

@@ -983,6 +983,44 @@ def test_train_trained_agent_keeps_its_runs_eval_env_and_vec_env(tmp_path, capsy
     assert f"{arguments}: vec_env: expected one of dummy, subproc, got 'forkserver'" in capsys.readouterr().err
 
 
+def test_train_evaluates_long_episodes_on_several_envs_as_often_as_they_cost():
+    """--eval-env evaluated 100 episodes every 10,000 steps on one env, whatever the episodes' length: on
+    MountainCarContinuous-v0's 999-step episodes 10 evaluation steps per training step, one policy call each (97 s of
+    a 30,000-step run beside 16 s of training). It evaluates on evaluate's envs (up to 8) and, by default, every
+    eval_episodes * the episode limit steps where that is more than 10,000; a frequency given is obeyed, and short
+    episodes keep 10,000."""
+    from ordergrad_rl.zoo.training import TrainSettings, build_model, eval_callback
+
+    def evaluation(env: str, **given) -> tuple[int, int]:
+        settings = TrainSettings("ppo", env, "cvar0.2", n_episodes=4, eval_env=env, **given)
+        model = build_model(settings)
+        callback = eval_callback(settings, model)
+        return callback.eval_env.num_envs, callback.eval_freq * model.n_envs
+
+    assert evaluation("MountainCarContinuous-v0") == (8, 99_900)
+    assert evaluation("MountainCarContinuous-v0", eval_episodes=5) == (5, 10_000)
+    assert evaluation("MountainCarContinuous-v0", eval_freq=10_000) == (8, 10_000)
+    assert evaluation("RiskyLavaGrid-v0") == (8, 10_000)  # 30-step episodes
+    assert evaluation("SyntheticTailRisk-v0") == (100, 10_000)  # a native batch: all at once, as before
+
+
+def test_train_records_the_eval_freq_it_evaluated_at(tmp_path, capsys):
+    """The default frequency depends on the eval env's episode limit: train says which it evaluates at, and
+    args.yml records it, which -i goes on with."""
+    import yaml
+
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "2",
+            "--timesteps", "2", "--eval-env", "RiskyBandit-v0", "--eval-env-kwargs", "max_episode_steps=300",
+            "--eval-episodes", "50", "--quiet", "--save", str(tmp_path / "first")]  # fmt: skip
+    assert main(argv) == 0
+    assert "evaluating 50 episodes of RiskyBandit-v0 every 15000 steps and at the end, on 8 envs\n" in (
+        capsys.readouterr().out
+    )
+    assert yaml.safe_load((tmp_path / "first" / "args.yml").read_text())["eval_freq"] == 15_000
+    assert main(["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "2", "--quiet"]) == 0
+    assert "--eval-freq 15000" in capsys.readouterr().out
+
+
 def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):
     """--vec-env subproc's workers (and the eval env) are closed when the run ends, as rl-zoo3 closes them: a
     notebook calling main() again and again kept every run's worker processes until it exited."""

@@ -328,7 +328,7 @@ def test_a_saved_model_keeps_its_env_for_evaluate_compare_and_trained_agent(tmp_
         "eval_env": None,
         "eval_env_kwargs": None,
         "eval_episodes": 100,
-        "eval_freq": 10_000,
+        "eval_freq": None,  # no --eval-env: the default, which an -i --eval-env derives from its episode limit
         "gym_packages": ["zoo_user_envs_d"],
         "run_name": None,
         "seed": 0,

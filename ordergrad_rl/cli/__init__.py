@@ -249,8 +249,8 @@ RL_ZOO_OPTIONS: dict[str, str] = {
         "Weights & Biases is not built in: train --tensorboard DIR logs the run, which wandb.init(sync_tensorboard="
         "True) uploads",
     ),
-    "--n-eval-envs": "train evaluates its --eval-env on one env, or all --eval-episodes at once on an id that runs as "
-    "one NumPy batch",
+    "--n-eval-envs": "train evaluates its --eval-env on up to 8 envs, as evaluate does, or all --eval-episodes at "
+    "once on an id that runs as one NumPy batch",
     "--log-interval": "every update logs its risk profile (risk/*) with --tensorboard DIR",
     "--save-replay-buffer": "the agents are on-policy: they keep no replay buffer",
     "--truncate-last-trajectory": "the agents are on-policy: -i goes on with whole episodes, no replay buffer",

@@ -310,7 +310,10 @@ class RiskEvalCallback(PeriodicEvalCallback):
         :func:`as_eval_vec_env`).
     :param n_eval_episodes: episodes per evaluation.
     :param eval_freq: evaluate every ``eval_freq`` calls of the callback (vectorized steps, as ``EvalCallback``);
-        ``None`` disables periodic evaluation (call :meth:`evaluate` yourself).
+        ``None`` disables periodic evaluation (call :meth:`evaluate` yourself). The default, 10,000, is
+        ``EvalCallback``'s, which this callback replaces as it is; at it, 100 episodes of 1,000 steps take 10 eval env
+        steps per training step, so on long episodes give a larger one (``ordergrad-rl train`` evaluates every
+        ``n_eval_episodes`` times the episode limit steps where that is more).
     :param deterministic: act with the mean action / most likely action (the paper's deployment protocol).
     :param n_eval_envs: number of envs built when ``eval_env`` is an id; an env passed has its own (a different
         number is refused). ``None``: on an id with a native batch (the tail-risk and TargetSum ids,

@@ -1602,7 +1602,10 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             return
         steps = max(1, taken, stored)
         budget = getattr(self, "_total_timesteps", 0) - self.num_timesteps + steps
-        updates = max(1.0, budget / steps)  # the first rollout is always trained on
+        # SB3's learn collects rollouts while num_timesteps < total_timesteps, the last one whole: a budget of 4.9
+        # such rollouts trains 5 times (it said "about 4.9 updates (fewer than 5)" of the README's TargetSum-v0
+        # command, whose 20,000 steps train 5 rollouts of 4,096). The first rollout is always trained on.
+        updates = max(1, -(-budget // steps))
         if budget > 0 and updates < FEW_UPDATES:
             unstored = steps - stored
             more = (
@@ -1614,7 +1617,7 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
                 f"{buffer.episode_lengths.mean():.0f} steps on average{more}), so total_timesteps leaves about "
-                f"{updates:.1f} updates (fewer than {FEW_UPDATES}): {self._shorter_rollout()} or raise "
+                f"{updates} updates (fewer than {FEW_UPDATES}): {self._shorter_rollout()} or raise "
                 "total_timesteps",
                 UserWarning,
                 stacklevel=user_stacklevel(),
