@@ -44,7 +44,8 @@ same with ``drift_when_blind=True``), ``og-cvar-drift`` (the usage line with ``d
 runs on Acrobot-v1 stored before are labelled ``no-novelty``), ``og-cvar-nonovelty`` (the usage line with
 ``novelty_when_blind=False``: the same as those, rerun), ``og-cvar-novphase`` and ``og-cvar-nosched-novphase`` (the
 usage line, with or without its schedule, with ``novelty_phase=0.15``: its first 15% trains on novelty),
-``og-cvar-nosched-novphase-std05`` (the latter with the Gaussian's std starting at 0.5), ``og-cvar-stdfit`` (the
+``og-cvar-nosched-novphase-std05`` (the latter with the Gaussian's std starting at 0.5),
+``og-cvar-nosched-novphase-lr1e3`` (``og-cvar-nosched-novphase`` with a learning rate of 1e-3), ``og-cvar-stdfit`` (the
 usage line with its Gaussian log-std fitted outside the clipped surrogate, ``log_std_step=log(1.2)``),
 ``og-cvar-nosched-novphase-stdfit`` (``og-cvar-nosched-novphase`` with the same),
 ``og-reinforce-nosched-novphase`` (OrderGradREINFORCE's usage line the same way, without its schedule) and
@@ -527,6 +528,14 @@ METHODS: dict[str, Method] = {
         "ordergrad_ppo",
         {**CVAR_UNSCHEDULED, "novelty_phase": 0.15, "policy_kwargs": {"log_std_init": math.log(0.5)}},
         "darkolivegreen",
+    ),
+    # ... and with a learning rate of 1e-3 (SB3's 3e-4 otherwise): whether the detours' slow refinement, about a step
+    # per 30k env steps, is the optimizer's step size.
+    "og-cvar-nosched-novphase-lr1e3": Method(
+        "usage line, no schedule, novelty phase 15%, learning rate 1e-3",
+        "ordergrad_ppo",
+        {**CVAR_UNSCHEDULED, "novelty_phase": 0.15, "learning_rate": 1e-3},
+        "yellowgreen",
     ),
     # The usage line with its Gaussian log-std fitted outside PPO's clipped surrogate, within log(1 + clip_range) per
     # update (log_std_step; docs/benchmarks.md, "The log-std fitted outside the clip").
