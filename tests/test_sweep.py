@@ -560,3 +560,19 @@ def test_the_modules_shipped_to_ray_workers_are_those_not_installed(tmp_path, mo
     assert shipped_modules(names) == [
         str(tmp_path / name) for name in ("ship_module.py", "ship_package", "ship_namespace")
     ]
+
+
+def test_a_compiled_module_of_the_users_is_not_shipped_to_ray_workers(tmp_path, monkeypatch):
+    """Ray's ``py_modules`` refuses, in ``ray.init``, anything but a folder, a ``.py`` file or a wheel ("py_modules
+    entry must be a .py file, a directory, or a .whl file"): sweep --gym-packages of a compiled module of the user's
+    (``my_envs.cpython-311-x86_64-linux-gnu.so``, a sourceless ``.pyc``) stopped there, with Ray's traceback. Such a
+    module is left to the nodes, as an installed one is."""
+    import importlib.machinery
+
+    from ordergrad_rl.common.ray_tune import shipped_modules
+
+    (tmp_path / f"ship_compiled{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    (tmp_path / "ship_sourceless.pyc").write_bytes(b"")
+    (tmp_path / "ship_source.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert shipped_modules(["ship_compiled", "ship_sourceless", "ship_source"]) == [str(tmp_path / "ship_source.py")]
