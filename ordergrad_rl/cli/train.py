@@ -293,14 +293,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"evaluate every F env steps (default: {EVAL_FREQ}, or --eval-episodes times the --eval-env's episode "
         "limit where that is more, so evaluating never steps more than training did: 99900 on "
         "MountainCarContinuous-v0, where 10000 took 97 s beside 16 s of training at 30000 steps; with "
-        "--trained-agent its run's; rl-zoo3's -1: no evaluation, as --eval-env none)",
+        "--trained-agent that of its run, if it evaluated; rl-zoo3's -1: no evaluation, as --eval-env none)",
     )
     parser.add_argument(
         "--eval-episodes",
         type=positive_int,
         default=None,
         metavar="E",
-        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent its run's)",
+        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent those of its "
+        "run, if it evaluated)",
     )
     parser.add_argument(
         "--hparams",
