@@ -427,6 +427,8 @@ def test_the_few_updates_warning_counts_the_updates_learn_runs() -> None:
     assert model.num_timesteps == 1000 and not messages  # 5 updates
     model, (message,) = learned(800)
     assert model.num_timesteps == 800 and "leaves about 4 updates (fewer than 5)" in message
+    model, (message,) = learned(100)  # one rollout: "about 1 updates" read as a typo
+    assert model.num_timesteps == 200 and "leaves about 1 update (fewer than 5)" in message
 
 
 def test_an_env_without_a_time_limit_is_named_within_the_floor_of_steps() -> None:

@@ -1021,6 +1021,30 @@ def test_train_records_the_eval_freq_it_evaluated_at(tmp_path, capsys):
     assert "--eval-freq 15000" in capsys.readouterr().out
 
 
+def test_train_trained_agent_of_a_run_without_evaluation_takes_the_default_eval_freq(tmp_path, capsys):
+    """An args.yml written before the default frequency followed the episode limit records eval_freq: 10000 (then
+    every run's default) also for a run without --eval-env; -i --eval-env of such a run evaluated every 10,000 steps
+    as "its run's", not at the default of its eval env's episodes. A run that evaluated keeps its frequency."""
+    import yaml
+
+    argv = ["train", "--algo", "ppo", "--env", "RiskyBandit-v0", "--objective", "mean", "--n-episodes", "2",
+            "--timesteps", "2", "--quiet", "--save", str(tmp_path / "first")]  # fmt: skip
+    assert main(argv) == 0
+    arguments = tmp_path / "first" / "args.yml"
+    saved = yaml.safe_load(arguments.read_text())
+    assert saved["eval_env"] is None
+    arguments.write_text(yaml.safe_dump(saved | {"eval_freq": 10_000}))  # as written before 2026-12-07
+    capsys.readouterr()
+    more = ["train", "-i", str(tmp_path / "first.zip"), "--timesteps", "2", "--quiet", "--eval-env", "RiskyBandit-v0",
+            "--eval-env-kwargs", "max_episode_steps=300", "--eval-episodes", "50"]  # fmt: skip
+    assert main(more) == 0
+    out = capsys.readouterr().out
+    assert "every 15000 steps" in out and "--eval-freq" not in out
+    arguments.write_text(yaml.safe_dump(saved | {"eval_env": "RiskyBandit-v0", "eval_freq": 10_000}))
+    assert main(more) == 0
+    assert "with its run's --eval-freq 10000" in capsys.readouterr().out
+
+
 def test_train_closes_its_envs_as_rl_zoo3_does(monkeypatch):
     """--vec-env subproc's workers (and the eval env) are closed when the run ends, as rl-zoo3 closes them: a
     notebook calling main() again and again kept every run's worker processes until it exited."""

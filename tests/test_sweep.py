@@ -272,7 +272,7 @@ def test_resume_takes_a_plan_saved_before_a_trial_key_was_added(tmp_path, monkey
     argv = ["sweep", "--grid", "env=RiskyBandit-v0", "timesteps=8", "--out", str(tmp_path), "--quiet"]
     assert main(argv) == 0
     assert "sweep sweep: 1 trial, 1 method, 1 CPU and 0 GPUs per trial" in capsys.readouterr().out  # "1 trials"
-    plan = tmp_path / sweep_command.PLAN_FILE
+    plan = tmp_path / "sweep.json"
     saved = json.loads(plan.read_text())
     for entry in saved["trials"]:
         del entry["trial"]["env_kwargs"]
@@ -544,6 +544,44 @@ def test_a_trial_imports_its_gym_packages_and_its_save_names_them(tmp_path, monk
     assert saved["gym_packages"] == ["sweep_user_envs_j"]
 
 
+def test_a_trial_imports_the_gym_packages_its_plan_gained_on_resume(tmp_path, monkeypatch):
+    """Ray Tune resumes a trial with the arguments it was first given, so the modules that ``sweep --resume
+    --gym-packages M`` adds to the plan never reached the resumed trials (shipped to their workers, imported in the
+    driver, not in the trial: its env unknown there). A trial imports the plan's modules too."""
+    import gymnasium as gym
+    from test_zoo_compat import USER_MODULE  # tests/ is on sys.path under pytest
+
+    (tmp_path / "sweep_user_envs_k.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "sweep_user_envs_k", raising=False)
+    monkeypatch.delitem(gym.registry, "ZooUserEndless-v0", raising=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / sweep_command.PLAN_FILE).write_text(json.dumps({"trials": [], "gym_packages": ["sweep_user_envs_k"]}))
+    fixed = {"env": "ZooUserEndless-v0", "env_kwargs": {"max_episode_steps": 2}, "timesteps": 8, "algo": "reinforce"}
+    (trial,) = grid.SweepConfig("x", fixed=fixed | {"n_episodes": 4, "eval_episodes": 2}).trials()
+    row = run_trial(trial, "t", "m", out, gym_packages=["json"])  # the arguments Tune kept from the first run
+    assert row["profile"]["mean"] == 2.0
+    import yaml
+
+    saved = yaml.safe_load((out / "models" / "t" / "args.yml").read_text())
+    assert saved["gym_packages"] == ["json", "sweep_user_envs_k"]
+
+
+def test_sweep_resume_names_the_plans_gym_packages_that_do_not_import(tmp_path, capsys):
+    """--resume imports the plan's --gym-packages: where one does not import (resumed from another folder), the error
+    said "--gym-packages: cannot import ..." of an option not given; it names the plan and where to resume."""
+    pytest.importorskip("ray.tune", reason="needs the [ray] extra")
+    out = tmp_path / "sweep"
+    out.mkdir()
+    plan = {"name": "x", "resources": {"cpu": 1, "gpu": 0}, "trials": [], "gym_packages": ["sweep_gone_envs"]}
+    (out / sweep_command.PLAN_FILE).write_text(json.dumps(plan))
+    assert main(["sweep", "--resume", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume: --gym-packages: cannot import 'sweep_gone_envs'" in err
+    assert f"the sweep in {out} was planned with --gym-packages sweep_gone_envs, which its trials import" in err
+
+
 def test_the_modules_shipped_to_ray_workers_are_those_not_installed(tmp_path, monkeypatch):
     """Ray's ``py_modules`` takes a ``.py`` file or a package's folder: a module of the user's (a namespace package's
     one folder too, found once though ``sys.path`` names it twice), not an installed or built-in one, nor a name that
@@ -560,3 +598,19 @@ def test_the_modules_shipped_to_ray_workers_are_those_not_installed(tmp_path, mo
     assert shipped_modules(names) == [
         str(tmp_path / name) for name in ("ship_module.py", "ship_package", "ship_namespace")
     ]
+
+
+def test_a_compiled_module_of_the_users_is_not_shipped_to_ray_workers(tmp_path, monkeypatch):
+    """Ray's ``py_modules`` refuses, in ``ray.init``, anything but a folder, a ``.py`` file or a wheel ("py_modules
+    entry must be a .py file, a directory, or a .whl file"): sweep --gym-packages of a compiled module of the user's
+    (``my_envs.cpython-311-x86_64-linux-gnu.so``, a sourceless ``.pyc``) stopped there, with Ray's traceback. Such a
+    module is left to the nodes, as an installed one is."""
+    import importlib.machinery
+
+    from ordergrad_rl.common.ray_tune import shipped_modules
+
+    (tmp_path / f"ship_compiled{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    (tmp_path / "ship_sourceless.pyc").write_bytes(b"")
+    (tmp_path / "ship_source.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert shipped_modules(["ship_compiled", "ship_sourceless", "ship_source"]) == [str(tmp_path / "ship_source.py")]

@@ -66,11 +66,8 @@ from ordergrad_rl.common.ray_tune import (
 from ordergrad_rl.common.reports import write_json
 from ordergrad_rl.sweep.grid import RUN_KEYS, check_resources, check_trials, load_config, method_name, trial_id
 from ordergrad_rl.sweep.table import format_risk_table, plot_sweep, read_rows, summarize
-from ordergrad_rl.sweep.trial import run_trial
+from ordergrad_rl.sweep.trial import PLAN_FILE, run_trial
 from ordergrad_rl.zoo.dashboards import tensorboard_command, write_dashboards
-
-#: The sweep's plan (its trials and resources), written before the trials run and read by --resume.
-PLAN_FILE = "sweep.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -139,8 +136,15 @@ def resumed_plan(args: argparse.Namespace) -> dict[str, Any]:
         raise CommandError(f"nothing to resume: {path} does not exist")
     saved = json.loads(path.read_text())
     # Its --gym-packages (a plan saved before they were kept has none), with those given now: they register the envs.
-    saved["gym_packages"] = list(dict.fromkeys([*saved.get("gym_packages", []), *args.gym_packages]))
-    import_gym_packages(saved["gym_packages"])
+    planned = saved.get("gym_packages", [])
+    try:
+        import_gym_packages(planned)
+    except CommandError as err:  # not given now: say where they come from
+        raise CommandError(
+            f"--resume: {err}; the sweep in {args.out} was planned with --gym-packages {' '.join(planned)}, which its "
+            "trials import: resume it where they import (the folder it ran in, or with their folder on PYTHONPATH)"
+        ) from err
+    saved["gym_packages"] = list(dict.fromkeys([*planned, *args.gym_packages]))
     if args.config is not None or args.grid:
         given = json.loads(json.dumps(plan(args)))
         if with_defaults(given["trials"]) != with_defaults(saved["trials"]):

@@ -293,14 +293,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"evaluate every F env steps (default: {EVAL_FREQ}, or --eval-episodes times the --eval-env's episode "
         "limit where that is more, so evaluating never steps more than training did: 99900 on "
         "MountainCarContinuous-v0, where 10000 took 97 s beside 16 s of training at 30000 steps; with "
-        "--trained-agent its run's; rl-zoo3's -1: no evaluation, as --eval-env none)",
+        "--trained-agent that of its run, if it evaluated; rl-zoo3's -1: no evaluation, as --eval-env none)",
     )
     parser.add_argument(
         "--eval-episodes",
         type=positive_int,
         default=None,
         metavar="E",
-        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent its run's)",
+        help=f"episodes per evaluation (default: {TrainSettings.eval_episodes}, with --trained-agent those of its "
+        "run, if it evaluated)",
     )
     parser.add_argument(
         "--hparams",
@@ -353,6 +354,10 @@ KEPT_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "seed": (lambda value: type(value) is int and value >= 0, "an integer >= 0"),
 }
 
+#: The options of :data:`KEPT_OPTIONS` that set the run's evaluation, kept only from a run that evaluated (its
+#: ``eval_env`` is not ``None``).
+EVALUATION_OPTIONS = ("eval_freq", "eval_episodes")
+
 
 def kept_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of :data:`KEPT_OPTIONS` a ``--trained-agent``'s run was trained with (its ``args.yml``), set on
@@ -365,8 +370,13 @@ def kept_options(args: argparse.Namespace) -> dict[str, Any]:
     :raises CommandError: a value that is not one the option takes, naming the file and the key.
     """
     kept: dict[str, Any] = {}
+    saved_eval_env, _ = run_argument(args.trained_agent, "eval_env", args.env)
     for name, (valid, expected) in KEPT_OPTIONS.items():
         if getattr(args, name) is not None:  # given: the command line wins
+            continue
+        if name in EVALUATION_OPTIONS and saved_eval_env is None:
+            # A run that did not evaluate has no frequency to go on with: an args.yml written before 2026-12-07
+            # records the then default 10,000 all the same, which an -i --eval-env would take for the run's.
             continue
         value, file = run_argument(args.trained_agent, name, args.env)
         if value is None:
@@ -375,7 +385,6 @@ def kept_options(args: argparse.Namespace) -> dict[str, Any]:
             raise CommandError(f"{file}: {name}: expected {expected}, got {value!r}")
         setattr(args, name, value)
         kept[name] = value
-    saved_eval_env, _ = run_argument(args.trained_agent, "eval_env", args.env)
     if args.eval_env is not None and args.eval_env == saved_eval_env and args.eval_env_kwargs is None:
         # The arguments of its --eval-env, kept or given again.
         kwargs, file = run_argument(args.trained_agent, "eval_env_kwargs", args.env)

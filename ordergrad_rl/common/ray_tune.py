@@ -77,7 +77,9 @@ def shipped_modules(names: Sequence[str]) -> list[str]:
     folder on ``PYTHONPATH``), for :func:`init_ray`'s ``py_modules``. Ray puts the driver's current folder on its
     workers' ``sys.path``, a path that the other nodes of a cluster lack, and nothing else of the driver's.
 
-    A name that does not import is left to the import that reports it (``--gym-packages``'s).
+    A name that does not import is left to the import that reports it (``--gym-packages``'s), and a module that is
+    neither a ``.py`` file nor a package's folder (a compiled extension), which Ray does not ship, to the nodes' own
+    installation.
     """
     import importlib.util
     import site
@@ -103,7 +105,10 @@ def shipped_modules(names: Sequence[str]) -> list[str]:
             path = Path(os.path.realpath(spec.origin))
         else:
             continue
-        if not any(path.is_relative_to(root) for root in installed):
+        # Ray ships a folder or a .py file and refuses anything else in ray.init (a compiled my_envs.so, a sourceless
+        # .pyc): such a module, like an installed one, must be on every node.
+        shippable = path.is_dir() or path.suffix == ".py"
+        if shippable and not any(path.is_relative_to(root) for root in installed):
             paths.append(str(path))
     return paths
 

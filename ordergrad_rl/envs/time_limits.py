@@ -27,8 +27,9 @@ class TimeLimitAtMost:
 
     SB3's ``is_wrapped`` tests every wrapper of the chain with ``isinstance(wrapper, wrapper_class)``, which calls
     ``wrapper_class.__instancecheck__``, and a ``SubprocVecEnv`` runs it in its worker: of SB3's ``VecEnv`` calls, the
-    one that sees the wrappers below the outermost (``get_attr`` reads the outermost wrapper that has the attribute,
-    and ``env_method`` calls only the env's own methods).
+    one that sees the wrappers below the outermost (``get_attr`` and ``env_method`` read the attribute or method of
+    the outermost wrapper that has it, with Gymnasium's ``get_wrapper_attr``: an inner ``TimeLimit``'s
+    ``_max_episode_steps`` is hidden by the outer one's).
 
     :param steps: the largest limit that answers yes.
     """

@@ -37,6 +37,18 @@ from ordergrad_rl.zoo.training import (
     zoo_hyperparams,
 )
 
+#: The sweep's plan (its trials, resources and ``--gym-packages``), written in its directory before the trials run
+#: and read by ``--resume`` and by each trial (:func:`planned_gym_packages`).
+PLAN_FILE = "sweep.json"
+
+
+def planned_gym_packages(out: Path) -> list[str]:
+    """The ``--gym-packages`` of the plan in the sweep's directory ``out`` (:data:`PLAN_FILE`), ``[]`` where there is
+    none (a trial run on its own). A trial reads them there because Ray Tune resumes a trial with the arguments it
+    was first given: modules a ``--resume --gym-packages`` adds reach its trials through the plan only."""
+    path = out / PLAN_FILE
+    return list(json.loads(path.read_text()).get("gym_packages", [])) if path.is_file() else []
+
 
 def row_path(out: Path, trial_id: str) -> Path:
     """Where the JSON row of a trial goes."""
@@ -62,8 +74,8 @@ def run_trial(
     :param out: the sweep's directory.
     :param threads: torch threads (the trial's CPUs).
     :param gym_packages: modules imported first, whose import registers the envs (the sweep's ``--gym-packages``:
-        imported in the trial's process, a Ray worker, which has not imported the driver's), recorded in the model's
-        ``args.yml`` for ``evaluate``.
+        imported in the trial's process, a Ray worker, which has not imported the driver's), with those of the plan
+        in ``out`` (:func:`planned_gym_packages`), recorded in the model's ``args.yml`` for ``evaluate``.
     :return: the row: ``trial_id``, ``method``, ``trial``, ``profile`` (risk profile of the evaluation returns),
         ``timesteps``, ``train_seconds``, ``host``, ``node`` (the Ray node id when run by Ray), ``model``, ``run``.
     """
@@ -74,6 +86,7 @@ def run_trial(
     if finished is not None:
         return finished
     torch.set_num_threads(max(1, int(threads)))
+    gym_packages = list(dict.fromkeys([*gym_packages, *planned_gym_packages(out)]))
     import_gym_packages(gym_packages)
     tensorboard = out / "tensorboard" / method
     name = f"seed{trial['seed']}"
@@ -98,7 +111,7 @@ def run_trial(
     model_file = out / "models" / f"{trial_id}.zip"
     model_file.parent.mkdir(parents=True, exist_ok=True)
     # With its VecNormalize statistics and env_wrapper, if any, and its env's arguments (evaluate reads them).
-    save_model(model, model_file, settings.env_wrapper, run_arguments(settings, list(gym_packages), run_name))
+    save_model(model, model_file, settings.env_wrapper, run_arguments(settings, gym_packages, run_name))
     row = {
         "trial_id": trial_id,
         "method": method,

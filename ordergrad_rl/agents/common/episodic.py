@@ -1617,8 +1617,8 @@ class EpisodicAlgorithmMixin(OrderGradAlgorithmMixin, _MixedInto):
             warnings.warn(
                 f"{type(self).__name__}: the first rollout took {steps} env steps ({self.n_episodes} episodes of "
                 f"{buffer.episode_lengths.mean():.0f} steps on average{more}), so total_timesteps leaves about "
-                f"{updates} updates (fewer than {FEW_UPDATES}): {self._shorter_rollout()} or raise "
-                "total_timesteps",
+                f"{updates} update{'s' if updates != 1 else ''} (fewer than {FEW_UPDATES}): "
+                f"{self._shorter_rollout()} or raise total_timesteps",
                 UserWarning,
                 stacklevel=user_stacklevel(),
             )
