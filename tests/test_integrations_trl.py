@@ -670,3 +670,42 @@ def test_lora_through_peft_config_trains_as_trls_grpo_and_saves_the_adapter(tmp_
         expected = loaded(ids).logits
         merged = ordergrad.model.merge_and_unload()
         np.testing.assert_allclose(merged(ids).logits.numpy(), expected.numpy(), atol=1e-5)
+
+
+def test_pass_at_k_callback_samples_the_models_whole_distribution():
+    """``generate`` filled the unset ``top_k`` with transformers' default of 50 (and took a pretrained model's
+    ``generation_config``: its top_k, top_p, repetition_penalty), so pass@k was that of the truncated distribution,
+    not of the policy GRPOTrainer samples (``top_k=0``, ``top_p=1``); a completion outside the 50 likeliest first
+    tokens never counted."""
+    _require_trl()
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from ordergrad_rl.integrations.trl import PassAtKCallback
+
+    words = ["<pad>", "<eos>", "<unk>", *[f"w{i}" for i in range(197)]]  # a vocabulary well above 50 tokens
+    vocab = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    vocab.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=vocab, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         pad_token_id=0, eos_token_id=1))  # fmt: skip
+    model.generation_config.top_p = 0.5  # as a pretrained model's generation_config.json may set
+    prompt = "w1 w2"
+    with torch.no_grad():
+        logits = model(**tokenizer(prompt, return_tensors="pt")).logits[0, -1]
+    likeliest = set(logits.topk(50).indices.tolist())
+
+    def unlikely(p, completion):  # the first token is outside the 50 likeliest, as about 3/4 of the samples are
+        first = completion.split()[:1]
+        return bool(first) and tokenizer.convert_tokens_to_ids(first[0]) not in likeliest
+
+    torch.manual_seed(0)
+    curve = PassAtKCallback([prompt], unlikely, n_samples=32, ks=[1], max_new_tokens=1).evaluate(model, tokenizer)
+    assert curve[1] > 0.4
+    truncated = PassAtKCallback([prompt], unlikely, n_samples=32, ks=[1], max_new_tokens=1,
+                                generation_kwargs={"top_k": 50})  # fmt: skip
+    assert truncated.evaluate(model, tokenizer) == {1: 0.0}  # the run's own sampling settings, when asked
+    with pytest.raises(ValueError, match=r"generation_kwargs \['do_sample'\] are PassAtKCallback's own"):
+        PassAtKCallback([prompt], unlikely, generation_kwargs={"do_sample": False})

@@ -305,7 +305,12 @@ class PassAtKCallback(TrainerCallback):
     :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
     :param max_new_tokens: completion length limit.
-    :param temperature: sampling temperature (``> 0``).
+    :param temperature: sampling temperature (``> 0``). The completions are drawn from the model's whole distribution
+        at this temperature, as ``GRPOTrainer`` samples by default (``top_k=0``, ``top_p=1``, no repetition
+        penalty), whatever the model's ``generation_config`` sets (``generate`` would fill an unset ``top_k`` with
+        50, and a pretrained model's config may truncate further).
+    :param generation_kwargs: other ``generate`` arguments, over those (``{"top_p": 0.95}`` to evaluate with the
+        ``top_p`` a run trains with, as ``GRPOConfig.generation_kwargs`` does for TRL's sampling).
     :param trainer: the ``transformers.Trainer`` (TRL's trainers included) whose log reports the curve.
     """
 
@@ -319,6 +324,7 @@ class PassAtKCallback(TrainerCallback):
         max_new_tokens: int = 32,
         temperature: float = 1.0,
         trainer: Trainer | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
     ) -> None:
         # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
         if not prompts:
@@ -347,7 +353,15 @@ class PassAtKCallback(TrainerCallback):
         pass_at_k_curve(np.zeros(1, dtype=np.int64), n_samples, self.ks)  # ks of no integers, or none, refused now
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
+        own = {"do_sample", "temperature", "max_new_tokens", "num_return_sequences", "pad_token_id"}
+        if set(generation_kwargs or ()) & own:
+            raise ValueError(
+                f"generation_kwargs {sorted(set(generation_kwargs or ()) & own)} are PassAtKCallback's own: give "
+                "temperature, max_new_tokens or n_samples instead"
+            )
         self.temperature = temperature
+        # GRPOTrainer's sampling of the policy (GRPOConfig's defaults), not generate's: pass@k is the policy's.
+        self.generation_kwargs = {"top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, **(generation_kwargs or {})}
         self.trainer = trainer
         self.history: list[tuple[int, dict[int, float]]] = []
 
@@ -373,6 +387,7 @@ class PassAtKCallback(TrainerCallback):
                     max_new_tokens=self.max_new_tokens,
                     num_return_sequences=self.n_samples,
                     pad_token_id=tokenizer.pad_token_id,
+                    **self.generation_kwargs,
                 )
                 completions = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
                 correct.append(sum(bool(self.is_correct(prompt, c)) for c in completions))
