@@ -51,7 +51,7 @@ from ordergrad_rl.integrations.advantages import (
     parse_group_objective,
     scored_completions,
 )
-from ordergrad_rl.passk import default_ks, pass_at_k_curve
+from ordergrad_rl.passk import checked_ks, pass_at_k_curve
 
 #: The values of TRL's ``GRPOConfig.scale_rewards`` (bools are mapped to ``"group"`` and ``"none"`` by the config).
 TRL_SCALES = ("group", "batch", "none")
@@ -302,7 +302,8 @@ class PassAtKCallback(TrainerCallback):
         prompt, as ``GRPOTrainer`` renders them (a tokenizer without one is refused when training begins).
     :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
-    :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
+    :param ks: the ``k`` of the curve, integers in ``[1, n_samples]`` (kept sorted); default ``1, 2, 4, ... <=
+        n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
     :param max_new_tokens: completion length limit.
     :param temperature: sampling temperature (``> 0``). The completions are drawn from the model's whole distribution
@@ -347,10 +348,7 @@ class PassAtKCallback(TrainerCallback):
         self.prompts = list(prompts)
         self.is_correct = is_correct
         self.n_samples = n_samples
-        self.ks = default_ks(n_samples) if ks is None else np.asarray(ks)
-        if np.any(self.ks > n_samples) or np.any(self.ks < 1):
-            raise ValueError(f"ks must be in [1, n_samples={n_samples}], got {list(self.ks)}")
-        pass_at_k_curve(np.zeros(1, dtype=np.int64), n_samples, self.ks)  # ks of no integers, or none, refused now
+        self.ks = checked_ks(ks, n_samples)
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
         own = {"do_sample", "temperature", "max_new_tokens", "num_return_sequences", "pad_token_id"}
