@@ -709,3 +709,30 @@ def test_pass_at_k_callback_samples_the_models_whole_distribution():
     assert truncated.evaluate(model, tokenizer) == {1: 0.0}  # the run's own sampling settings, when asked
     with pytest.raises(ValueError, match=r"generation_kwargs \['do_sample'\] are PassAtKCallback's own"):
         PassAtKCallback([prompt], unlikely, generation_kwargs={"do_sample": False})
+
+
+@pytest.mark.parametrize(
+    ("spec", "weights"),
+    [("top2@4", [0, 0, 0.5, 0.5]), ("max@4", [0, 0, 0, 1]), ("cvar0.25@4", [1, 0, 0, 0]), ("median@3", [0, 1, 0])],
+)
+def test_advantages_are_the_papers_estimator_by_enumerating_every_subset(spec, weights):
+    """On a hand-made batch (ties, an unscorable completion), unscaled: completion i's advantage is k times the mean
+    objective value of the k-subsets of its group holding it minus that of those without it (the leave-one-out
+    baseline), each subset's value its sorted rewards times the objective's weights; TRL's loss averages it over
+    the completions, the subset average of the score function estimator of the objective's gradient."""
+    import itertools
+
+    rewards = np.array([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0], [3.0, 1.0, 2.0, 2.0, np.nan, 0.5]]).reshape(-1, 1)
+    objective = parse_group_objective(spec, 6, ["correct"])
+    out = group_advantages(objective, rewards, 6, ["correct"], scale="none").reshape(2, 6)
+    k = len(weights)
+    for group, values in enumerate(rewards.reshape(2, 6)):
+        scored = [i for i in range(6) if not np.isnan(values[i])]
+        value = {s: np.sort(values[list(s)]) @ weights for s in itertools.combinations(scored, k)}
+        for i in range(6):
+            if i not in scored:  # no function scored it: left out of the ranking, advantage 0
+                assert out[group, i] == 0.0
+                continue
+            with_i = np.mean([v for s, v in value.items() if i in s])
+            without_i = np.mean([v for s, v in value.items() if i not in s])
+            assert out[group, i] == pytest.approx(k * (with_i - without_i), abs=1e-12)
