@@ -736,3 +736,30 @@ def test_advantages_are_the_papers_estimator_by_enumerating_every_subset(spec, w
             with_i = np.mean([v for s, v in value.items() if i in s])
             without_i = np.mean([v for s, v in value.items() if i not in s])
             assert out[group, i] == pytest.approx(k * (with_i - without_i), abs=1e-12)
+
+
+def test_a_channel_objective_refuses_a_name_that_several_reward_functions_share(tmp_path):
+    """TRL names a reward function by its function (a functools.partial by the function it wraps): two partials of
+    one scorer are both ``scorer``, and ``"scorer=top2@4"`` ranked the first alone, the second silently not trained
+    on."""
+    _require_trl()
+    import functools
+
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    def scorer(completions, scale=1.0, **kwargs):
+        return [scale * len(c) for c in completions]
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      report_to=[], use_cpu=True)  # fmt: skip
+    funcs = [functools.partial(scorer, scale=1.0), functools.partial(scorer, scale=-1.0)]
+    with pytest.raises(ValueError, match=r"reward functions 0 and 1 are both named 'scorer'"):
+        OrderGradGRPOTrainer(model, funcs, args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                             processing_class=tokenizer, objective="scorer=top2@4")  # fmt: skip
+    # a plain objective ranks their sum
+    OrderGradGRPOTrainer(model, funcs, args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                         processing_class=tokenizer, objective="top2@4")  # fmt: skip

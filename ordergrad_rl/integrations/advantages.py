@@ -71,7 +71,8 @@ def parse_group_objective(
     :param channels: the reward functions' names (a channel objective may only name these); ``None``: not known yet,
         a channel objective's names are not checked.
     :raises ValueError: an invalid spec, ``gcvar`` (not an L-statistic of the group), a group size below 2,
-        ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function.
+        ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function or
+        the name of several.
     """
     group_size = check_group_size(group_size, minimum=2)
     parsed, gcvar = parse_agent_objective(spec)
@@ -91,6 +92,15 @@ def parse_group_objective(
             raise ValueError(
                 f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}"
             )
+        for c in parsed.channels:  # a channel is told by name: one shared by several functions is ambiguous
+            same = [i for i, name in enumerate(channels) if name == c.name]
+            if len(same) > 1:
+                raise ValueError(
+                    f"reward functions {' and '.join(map(str, same))} are both named {c.name!r}, which the channel "
+                    f"objective {str(parsed)!r} names: give each a name of its own (TRL names a function by its "
+                    "__name__, a functools.partial by the function it wraps: a def per function, or a callable "
+                    "object with a __name__ attribute)"
+                )
     return parsed
 
 
