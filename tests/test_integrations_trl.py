@@ -763,3 +763,48 @@ def test_a_channel_objective_refuses_a_name_that_several_reward_functions_share(
     # a plain objective ranks their sum
     OrderGradGRPOTrainer(model, funcs, args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
                          processing_class=tokenizer, objective="top2@4")  # fmt: skip
+
+
+def test_pass_at_k_callback_renders_conversations_with_the_runs_chat_template_kwargs(tmp_path):
+    """GRPOTrainer renders a conversational prompt with GRPOConfig.chat_template_kwargs (Qwen3's
+    ``{"enable_thinking": False}``, say); the callback rendered the held-out ones without them, so pass@k measured
+    prompts that training never saw."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}{% if answer %}={% endif %}"
+    conversation = [{"role": "user", "content": "sum 1 + 2"}]
+    rendered = []
+    render = tokenizer.apply_chat_template
+
+    def spy(*args, **kwargs):
+        rendered.append(kwargs.get("answer"))
+        return render(*args, **kwargs)
+
+    tokenizer.apply_chat_template = spy
+    callback = PassAtKCallback([conversation], lambda p, c: True, n_samples=2, max_new_tokens=2)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=2, report_to=[], use_cpu=True, save_strategy="no",
+                      chat_template_kwargs={"answer": True})  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": [conversation] * 2}),
+                                   processing_class=tokenizer, objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    assert len(callback.history) == 1 and len(rendered) >= 2  # the trainer's prompts and the callback's
+    assert rendered == [True] * len(rendered)
+    # evaluate, called by hand, takes them too
+    torch.manual_seed(1)
+    seen = []
+    PassAtKCallback([conversation], lambda p, c: seen.append(c), n_samples=4, max_new_tokens=3).evaluate(
+        model, tokenizer, chat_template_kwargs={"answer": True}
+    )
+    torch.manual_seed(1)
+    text = []
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: text.append(c), n_samples=4, max_new_tokens=3).evaluate(
+        model, tokenizer
+    )
+    assert seen == text

@@ -299,7 +299,8 @@ class PassAtKCallback(TrainerCallback):
 
     :param prompts: the held-out prompts: text, or conversations (lists of ``{"role": ..., "content": ...}``
         messages, as in a conversational dataset), which the tokenizer's chat template renders with the generation
-        prompt, as ``GRPOTrainer`` renders them (a tokenizer without one is refused when training begins).
+        prompt and the run's ``chat_template_kwargs``, as ``GRPOTrainer`` renders them (a tokenizer without one is
+        refused when training begins).
     :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
     :param ks: the ``k`` of the curve, integers in ``[1, n_samples]`` (kept sorted); default ``1, 2, 4, ... <=
@@ -364,8 +365,14 @@ class PassAtKCallback(TrainerCallback):
         self.history: list[tuple[int, dict[int, float]]] = []
 
     @torch.no_grad()
-    def evaluate(self, model: Any, tokenizer: Any) -> dict[int, float]:
-        """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``."""
+    def evaluate(
+        self, model: Any, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None
+    ) -> dict[int, float]:
+        """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``.
+
+        :param chat_template_kwargs: the chat template's variables for conversational prompts (during training, the
+            run's ``GRPOConfig.chat_template_kwargs``, as ``GRPOTrainer`` renders its prompts).
+        """
         was_training = model.training
         model.eval()
         correct = []
@@ -375,7 +382,12 @@ class PassAtKCallback(TrainerCallback):
                     encoded = tokenizer(prompt, return_tensors="pt")
                 else:  # rendered as GRPOTrainer renders a conversational prompt
                     encoded = tokenizer.apply_chat_template(
-                        prompt, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+                        prompt,
+                        add_generation_prompt=True,
+                        tokenize=True,
+                        return_dict=True,
+                        return_tensors="pt",
+                        **(chat_template_kwargs or {}),
                     )
                 encoded = encoded.to(model.device)
                 out = model.generate(
@@ -393,10 +405,11 @@ class PassAtKCallback(TrainerCallback):
             model.train(was_training)
         return pass_at_k_curve(np.asarray(correct), self.n_samples, self.ks)
 
-    def _log(self, state: Any, model: Any, tokenizer: Any) -> None:
+    def _log(self, args: Any, state: Any, model: Any, tokenizer: Any) -> None:
         if self.history and self.history[-1][0] == state.global_step:
             return
-        curve = self.evaluate(model, tokenizer)
+        # GRPOConfig's; another Trainer's arguments have none
+        curve = self.evaluate(model, tokenizer, getattr(args, "chat_template_kwargs", None))
         self.history.append((state.global_step, curve))
         logs = {f"eval_pass@k/k={k}": v for k, v in curve.items()}
         if self.trainer is None:
@@ -428,7 +441,7 @@ class PassAtKCallback(TrainerCallback):
         # The last step is evaluated here, before on_train_end, where the reporting callbacks close their writers.
         last = state.global_step == state.max_steps
         if last or (self.eval_steps is not None and state.global_step % self.eval_steps == 0):
-            self._log(state, model, processing_class)
+            self._log(args, state, model, processing_class)
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
-        self._log(state, model, processing_class)
+        self._log(args, state, model, processing_class)
