@@ -800,7 +800,7 @@ def test_pass_at_k_callback_renders_conversations_with_the_runs_chat_template_kw
     torch.manual_seed(1)
     seen = []
     PassAtKCallback([conversation], lambda p, c: seen.append(c), n_samples=4, max_new_tokens=3).evaluate(
-        model, tokenizer, chat_template_kwargs={"answer": True}
+        model, tokenizer, GRPOConfig(output_dir=str(tmp_path), chat_template_kwargs={"answer": True}, use_cpu=True)
     )
     torch.manual_seed(1)
     text = []
@@ -808,3 +808,36 @@ def test_pass_at_k_callback_renders_conversations_with_the_runs_chat_template_kw
         model, tokenizer
     )
     assert seen == text
+
+
+def test_pass_at_k_callback_samples_completions_as_long_as_the_run_does(tmp_path):
+    """``max_new_tokens`` defaulted to 32 whatever the run's ``max_completion_length`` (TRL's default: 512): a model
+    that reasons for a few hundred tokens was cut off at 32, and its pass@k was near 0. By default it is the run's
+    length now."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    limits = []
+    generate = model.generate
+
+    def spy(*args, **kwargs):
+        if "num_return_sequences" in kwargs:  # the callback's (GRPOTrainer passes a GenerationConfig)
+            limits.append(kwargs["max_new_tokens"])
+        return generate(*args, **kwargs)
+
+    model.generate = spy
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=40, report_to=[], use_cpu=True, save_strategy="no")  # fmt: skip
+    callback = PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2)
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 ="] * 2}),
+                                   processing_class=tokenizer, objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    assert limits == [40]
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2, max_new_tokens=5).evaluate(model, tokenizer, args)
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2).evaluate(model, tokenizer)
+    assert limits == [40, 5, 512]  # given, it is the limit; without a run, GRPOConfig's default

@@ -306,7 +306,9 @@ class PassAtKCallback(TrainerCallback):
     :param ks: the ``k`` of the curve, integers in ``[1, n_samples]`` (kept sorted); default ``1, 2, 4, ... <=
         n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
-    :param max_new_tokens: completion length limit.
+    :param max_new_tokens: completion length limit; ``None``: the run's ``GRPOConfig.max_completion_length``, the
+        length training samples (for another trainer, or :meth:`evaluate` without ``args``, ``GRPOConfig``'s
+        default).
     :param temperature: sampling temperature (``> 0``). The completions are drawn from the model's whole distribution
         at this temperature, as ``GRPOTrainer`` samples by default (``top_k=0``, ``top_p=1``, no repetition
         penalty), whatever the model's ``generation_config`` sets (``generate`` would fill an unset ``top_k`` with
@@ -323,7 +325,7 @@ class PassAtKCallback(TrainerCallback):
         n_samples: int = 16,
         ks: Any = None,
         eval_steps: int | None = None,
-        max_new_tokens: int = 32,
+        max_new_tokens: int | None = None,
         temperature: float = 1.0,
         trainer: Trainer | None = None,
         generation_kwargs: dict[str, Any] | None = None,
@@ -338,9 +340,11 @@ class PassAtKCallback(TrainerCallback):
                     f"prompts must be text or conversations (lists of {{'role': ..., 'content': ...}} messages, a "
                     f"conversational dataset's prompts), got {prompt!r}"
                 )
-        sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
+        sizes = {"n_samples": n_samples}
         if eval_steps is not None:  # None: only at the end of training
             sizes["eval_steps"] = eval_steps
+        if max_new_tokens is not None:  # None: the run's max_completion_length
+            sizes["max_new_tokens"] = max_new_tokens
         for name, value in sizes.items():
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -365,14 +369,16 @@ class PassAtKCallback(TrainerCallback):
         self.history: list[tuple[int, dict[int, float]]] = []
 
     @torch.no_grad()
-    def evaluate(
-        self, model: Any, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None
-    ) -> dict[int, float]:
+    def evaluate(self, model: Any, tokenizer: Any, args: Any = None) -> dict[int, float]:
         """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``.
 
-        :param chat_template_kwargs: the chat template's variables for conversational prompts (during training, the
-            run's ``GRPOConfig.chat_template_kwargs``, as ``GRPOTrainer`` renders its prompts).
+        :param args: the run's ``GRPOConfig`` (during training, the trainer's): conversational prompts are rendered
+            with its ``chat_template_kwargs``, as ``GRPOTrainer`` renders its own, and completions are as long as its
+            ``max_completion_length`` unless ``max_new_tokens`` was given; ``None``: ``GRPOConfig``'s defaults.
         """
+        chat_template_kwargs = getattr(args, "chat_template_kwargs", None) or {}  # another Trainer's args have none
+        max_new_tokens = self.max_new_tokens or getattr(args, "max_completion_length", None)
+        max_new_tokens = max_new_tokens or _config_value(None, "max_completion_length")
         was_training = model.training
         model.eval()
         correct = []
@@ -387,14 +393,14 @@ class PassAtKCallback(TrainerCallback):
                         tokenize=True,
                         return_dict=True,
                         return_tensors="pt",
-                        **(chat_template_kwargs or {}),
+                        **chat_template_kwargs,
                     )
                 encoded = encoded.to(model.device)
                 out = model.generate(
                     **encoded,
                     do_sample=True,
                     temperature=self.temperature,
-                    max_new_tokens=self.max_new_tokens,
+                    max_new_tokens=max_new_tokens,
                     num_return_sequences=self.n_samples,
                     pad_token_id=tokenizer.pad_token_id,
                     **self.generation_kwargs,
@@ -408,8 +414,7 @@ class PassAtKCallback(TrainerCallback):
     def _log(self, args: Any, state: Any, model: Any, tokenizer: Any) -> None:
         if self.history and self.history[-1][0] == state.global_step:
             return
-        # GRPOConfig's; another Trainer's arguments have none
-        curve = self.evaluate(model, tokenizer, getattr(args, "chat_template_kwargs", None))
+        curve = self.evaluate(model, tokenizer, args)
         self.history.append((state.global_step, curve))
         logs = {f"eval_pass@k/k={k}": v for k, v in curve.items()}
         if self.trainer is None:
