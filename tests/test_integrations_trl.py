@@ -841,3 +841,18 @@ def test_pass_at_k_callback_samples_completions_as_long_as_the_run_does(tmp_path
     PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2, max_new_tokens=5).evaluate(model, tokenizer, args)
     PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2).evaluate(model, tokenizer)
     assert limits == [40, 5, 512]  # given, it is the limit; without a run, GRPOConfig's default
+
+
+def test_a_reward_function_named_reward_is_a_channel_of_its_own():
+    """The agents read a lone ``reward=`` channel as the plain objective of the env's reward; with a TRL reward
+    function named ``reward`` beside others, ``"reward=top2@4"`` ranked the weighted sum of every function instead
+    of that function."""
+    rewards = _rewards()
+    for spec in ("reward=top2@4", {"reward": "top2@4"}):
+        objective = parse_group_objective(spec, G, ["reward", "length"])
+        out = group_advantages(objective, rewards, G, ["reward", "length"], scale="none")
+        expected = 4 * lstat_advantage(rewards[:, 0].reshape(-1, G), "top2@4")
+        np.testing.assert_allclose(out, expected.reshape(-1), atol=1e-12)
+    # the only reward function, or none named so: the plain objective, as for the agents
+    assert str(parse_group_objective("reward=top2@4", G, ["reward"])) == "top2@4"
+    assert str(parse_group_objective("reward=top2@4", G, ["correct", "length"])) == "top2@4"

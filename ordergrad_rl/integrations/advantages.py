@@ -19,14 +19,14 @@ baseline: the mean of the group's other completions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import array_api_compat
 import numpy as np
 
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
-from ordergrad_rl.core.channels import parse_agent_objective
+from ordergrad_rl.core.channels import Channel, parse_agent_objective
 
 SCALES = ("group", "batch", "channel", "none")
 #: TRL's epsilon in ``(R - mean) / (std + eps)``.
@@ -78,6 +78,13 @@ def parse_group_objective(
     parsed, gcvar = parse_agent_objective(spec)
     if gcvar is not None:
         raise ValueError(f"objective {spec!r}: GCVaR's weights are not available here; use 'cvar{gcvar}'")
+    names_reward = isinstance(spec, Mapping) or (isinstance(spec, str) and "=" in spec)
+    several = channels is not None and len(channels) > 1 and "reward" in channels
+    if isinstance(parsed, Objective) and names_reward and several:
+        # The agents read a lone "reward=" channel as the plain objective of the env's reward (and so does this
+        # with no reward function named so); here "reward" names one of several functions: its channel alone, not
+        # their weighted sum.
+        parsed = ChannelObjective((Channel("reward", parsed),))
     if not parsed.is_bound:
         parsed = parsed.bind(group_size // 2) if isinstance(parsed, Objective) else parsed.bind_default(group_size // 2)
     for k in objective_ks(parsed):
