@@ -74,7 +74,7 @@ def checked_ks(ks: Any, n: int) -> np.ndarray:
     first run (mid-training): ``ks`` sorted and without repeats, as :func:`pass_at_k_curve` orders its curve, or
     :func:`default_ks` of ``n`` for ``None``.
 
-    :param ks: subset sizes, integers in ``[1, n]``, or ``None``.
+    :param ks: subset sizes, integers in ``[1, n]`` (a sequence, or one), or ``None``.
     :param n: samples per problem.
     :return: int64 ``[len(ks)]``.
     :raises TypeError: non-integer dtypes (bool, object, strings).
@@ -83,7 +83,7 @@ def checked_ks(ks: Any, n: int) -> np.ndarray:
     """
     if ks is None:
         return default_ks(n)
-    counts = _as_counts("ks", ks, 1)
+    counts = np.atleast_1d(_as_counts("ks", ks, 1))  # a single k too
     if counts.ndim != 1:
         raise ValueError(f"ks must be a 1-D sequence of integers, got shape {counts.shape}")
     if counts.size == 0:
