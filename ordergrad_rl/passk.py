@@ -69,6 +69,30 @@ def default_ks(n: int) -> np.ndarray:
     return 2 ** np.arange(int(np.log2(n)) + 1)
 
 
+def checked_ks(ks: Any, n: int) -> np.ndarray:
+    """The ``k`` of a curve of ``n`` samples per problem, checked when an evaluation is set up rather than at its
+    first run (mid-training): ``ks`` sorted and without repeats, as :func:`pass_at_k_curve` orders its curve, or
+    :func:`default_ks` of ``n`` for ``None``.
+
+    :param ks: subset sizes, integers in ``[1, n]`` (a sequence, or one), or ``None``.
+    :param n: samples per problem.
+    :return: int64 ``[len(ks)]``.
+    :raises TypeError: non-integer dtypes (bool, object, strings).
+    :raises ValueError: non-integer values, an empty ``ks``, one of more than one dimension, a ``k`` outside
+        ``[1, n]``.
+    """
+    if ks is None:
+        return default_ks(n)
+    counts = np.atleast_1d(_as_counts("ks", ks, 1))  # a single k too
+    if counts.ndim != 1:
+        raise ValueError(f"ks must be a 1-D sequence of integers, got shape {counts.shape}")
+    if counts.size == 0:
+        raise ValueError("ks is empty")
+    if np.any(counts > n):
+        raise ValueError(f"ks must be in [1, n_samples={n}], got {counts.tolist()}")
+    return np.unique(counts)
+
+
 def pass_at_k_curve(n_correct: Any, n: Any, ks: Any = None) -> dict[int, float]:
     """Mean pass@k over problems for each ``k`` of ``ks`` (the paper's task-average pass@k curve).
 

@@ -491,3 +491,31 @@ def test_a_sampled_gsde_eval_callback_leaves_training_as_it_was() -> None:
         params.append(th.nn.utils.parameters_to_vector(model.policy.parameters()))
     assert th.equal(params[0], params[1])
     assert len(set(callback.last_returns)) == 3
+
+
+def test_ks_in_any_order_label_the_curve_in_evaluations_npz(tmp_path) -> None:
+    """ks=[4, 1] was stored as given in evaluations.npz while each row of pass_at_k ran over the sorted k (pass@1
+    under the label 4); and ks of no integers (1.5, '2') were taken, to fail at the first evaluation, mid-training."""
+    model = model_on(Coins)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = PassAtKEvalCallback(
+        tunable_env(), contexts=[0, 2], n_samples=4, ks=[4, 1, 4], eval_freq=None, log_path=str(tmp_path / "logs")
+    )
+    callback.init_callback(model)
+    Tunable.rate = 0.5
+    try:
+        curve = callback.evaluate()
+    finally:
+        Tunable.rate = 0.0
+    with np.load(tmp_path / "logs" / "evaluations.npz") as saved:
+        labelled = dict(zip(saved["ks"].tolist(), saved["pass_at_k"][-1].tolist(), strict=True))
+    assert labelled == curve and curve[1] < curve[4]
+    for bad, error, message in [
+        ([1.5], ValueError, "ks must be integers, got non-integer values"),
+        (["2"], TypeError, "ks must be integers, got dtype"),
+        ([], ValueError, "ks is empty"),
+        ([[1, 2]], ValueError, r"ks must be a 1-D sequence"),
+        ([8], ValueError, r"ks must be in \[1, n_samples=4\]"),
+    ]:
+        with pytest.raises(error, match=message):
+            PassAtKEvalCallback(DummyVecEnv([Coins]), n_samples=4, ks=bad)

@@ -670,3 +670,189 @@ def test_lora_through_peft_config_trains_as_trls_grpo_and_saves_the_adapter(tmp_
         expected = loaded(ids).logits
         merged = ordergrad.model.merge_and_unload()
         np.testing.assert_allclose(merged(ids).logits.numpy(), expected.numpy(), atol=1e-5)
+
+
+def test_pass_at_k_callback_samples_the_models_whole_distribution():
+    """``generate`` filled the unset ``top_k`` with transformers' default of 50 (and took a pretrained model's
+    ``generation_config``: its top_k, top_p, repetition_penalty), so pass@k was that of the truncated distribution,
+    not of the policy GRPOTrainer samples (``top_k=0``, ``top_p=1``); a completion outside the 50 likeliest first
+    tokens never counted."""
+    _require_trl()
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from ordergrad_rl.integrations.trl import PassAtKCallback
+
+    words = ["<pad>", "<eos>", "<unk>", *[f"w{i}" for i in range(197)]]  # a vocabulary well above 50 tokens
+    vocab = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    vocab.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=vocab, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         pad_token_id=0, eos_token_id=1))  # fmt: skip
+    model.generation_config.top_p = 0.5  # as a pretrained model's generation_config.json may set
+    prompt = "w1 w2"
+    with torch.no_grad():
+        logits = model(**tokenizer(prompt, return_tensors="pt")).logits[0, -1]
+    likeliest = set(logits.topk(50).indices.tolist())
+
+    def unlikely(p, completion):  # the first token is outside the 50 likeliest, as about 3/4 of the samples are
+        first = completion.split()[:1]
+        return bool(first) and tokenizer.convert_tokens_to_ids(first[0]) not in likeliest
+
+    torch.manual_seed(0)
+    curve = PassAtKCallback([prompt], unlikely, n_samples=32, ks=[1], max_new_tokens=1).evaluate(model, tokenizer)
+    assert curve[1] > 0.4
+    truncated = PassAtKCallback([prompt], unlikely, n_samples=32, ks=[1], max_new_tokens=1,
+                                generation_kwargs={"top_k": 50})  # fmt: skip
+    assert truncated.evaluate(model, tokenizer) == {1: 0.0}  # the run's own sampling settings, when asked
+    with pytest.raises(ValueError, match=r"generation_kwargs \['do_sample'\] are PassAtKCallback's own"):
+        PassAtKCallback([prompt], unlikely, generation_kwargs={"do_sample": False})
+
+
+@pytest.mark.parametrize(
+    ("spec", "weights"),
+    [("top2@4", [0, 0, 0.5, 0.5]), ("max@4", [0, 0, 0, 1]), ("cvar0.25@4", [1, 0, 0, 0]), ("median@3", [0, 1, 0])],
+)
+def test_advantages_are_the_papers_estimator_by_enumerating_every_subset(spec, weights):
+    """On a hand-made batch (ties, an unscorable completion), unscaled: completion i's advantage is k times the mean
+    objective value of the k-subsets of its group holding it minus that of those without it (the leave-one-out
+    baseline), each subset's value its sorted rewards times the objective's weights; TRL's loss averages it over
+    the completions, the subset average of the score function estimator of the objective's gradient."""
+    import itertools
+
+    rewards = np.array([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0], [3.0, 1.0, 2.0, 2.0, np.nan, 0.5]]).reshape(-1, 1)
+    objective = parse_group_objective(spec, 6, ["correct"])
+    out = group_advantages(objective, rewards, 6, ["correct"], scale="none").reshape(2, 6)
+    k = len(weights)
+    for group, values in enumerate(rewards.reshape(2, 6)):
+        scored = [i for i in range(6) if not np.isnan(values[i])]
+        value = {s: np.sort(values[list(s)]) @ weights for s in itertools.combinations(scored, k)}
+        for i in range(6):
+            if i not in scored:  # no function scored it: left out of the ranking, advantage 0
+                assert out[group, i] == 0.0
+                continue
+            with_i = np.mean([v for s, v in value.items() if i in s])
+            without_i = np.mean([v for s, v in value.items() if i not in s])
+            assert out[group, i] == pytest.approx(k * (with_i - without_i), abs=1e-12)
+
+
+def test_a_channel_objective_refuses_a_name_that_several_reward_functions_share(tmp_path):
+    """TRL names a reward function by its function (a functools.partial by the function it wraps): two partials of
+    one scorer are both ``scorer``, and ``"scorer=top2@4"`` ranked the first alone, the second silently not trained
+    on."""
+    _require_trl()
+    import functools
+
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer
+
+    def scorer(completions, scale=1.0, **kwargs):
+        return [scale * len(c) for c in completions]
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      report_to=[], use_cpu=True)  # fmt: skip
+    funcs = [functools.partial(scorer, scale=1.0), functools.partial(scorer, scale=-1.0)]
+    with pytest.raises(ValueError, match=r"reward functions 0 and 1 are both named 'scorer'"):
+        OrderGradGRPOTrainer(model, funcs, args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                             processing_class=tokenizer, objective="scorer=top2@4")  # fmt: skip
+    # a plain objective ranks their sum
+    OrderGradGRPOTrainer(model, funcs, args, train_dataset=Dataset.from_dict({"prompt": ["1 ="] * 4}),
+                         processing_class=tokenizer, objective="top2@4")  # fmt: skip
+
+
+def test_pass_at_k_callback_renders_conversations_with_the_runs_chat_template_kwargs(tmp_path):
+    """GRPOTrainer renders a conversational prompt with GRPOConfig.chat_template_kwargs (Qwen3's
+    ``{"enable_thinking": False}``, say); the callback rendered the held-out ones without them, so pass@k measured
+    prompts that training never saw."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}{% if answer %}={% endif %}"
+    conversation = [{"role": "user", "content": "sum 1 + 2"}]
+    rendered = []
+    render = tokenizer.apply_chat_template
+
+    def spy(*args, **kwargs):
+        rendered.append(kwargs.get("answer"))
+        return render(*args, **kwargs)
+
+    tokenizer.apply_chat_template = spy
+    callback = PassAtKCallback([conversation], lambda p, c: True, n_samples=2, max_new_tokens=2)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=2, report_to=[], use_cpu=True, save_strategy="no",
+                      chat_template_kwargs={"answer": True})  # fmt: skip
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": [conversation] * 2}),
+                                   processing_class=tokenizer, objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    assert len(callback.history) == 1 and len(rendered) >= 2  # the trainer's prompts and the callback's
+    assert rendered == [True] * len(rendered)
+    # evaluate, called by hand, takes them too
+    torch.manual_seed(1)
+    seen = []
+    PassAtKCallback([conversation], lambda p, c: seen.append(c), n_samples=4, max_new_tokens=3).evaluate(
+        model, tokenizer, GRPOConfig(output_dir=str(tmp_path), chat_template_kwargs={"answer": True}, use_cpu=True)
+    )
+    torch.manual_seed(1)
+    text = []
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: text.append(c), n_samples=4, max_new_tokens=3).evaluate(
+        model, tokenizer
+    )
+    assert seen == text
+
+
+def test_pass_at_k_callback_samples_completions_as_long_as_the_run_does(tmp_path):
+    """``max_new_tokens`` defaulted to 32 whatever the run's ``max_completion_length`` (TRL's default: 512): a model
+    that reasons for a few hundred tokens was cut off at 32, and its pass@k was near 0. By default it is the run's
+    length now."""
+    _require_trl()
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from ordergrad_rl.integrations.trl import OrderGradGRPOTrainer, PassAtKCallback
+
+    model, tokenizer = _tiny_model_and_tokenizer()
+    limits = []
+    generate = model.generate
+
+    def spy(*args, **kwargs):
+        if "num_return_sequences" in kwargs:  # the callback's (GRPOTrainer passes a GenerationConfig)
+            limits.append(kwargs["max_new_tokens"])
+        return generate(*args, **kwargs)
+
+    model.generate = spy
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=G, num_generations=G, max_steps=1,
+                      max_completion_length=40, report_to=[], use_cpu=True, save_strategy="no")  # fmt: skip
+    callback = PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2)
+    trainer = OrderGradGRPOTrainer(model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+                                   train_dataset=Dataset.from_dict({"prompt": ["sum 1 + 2 ="] * 2}),
+                                   processing_class=tokenizer, objective="top2@4", callbacks=[callback])  # fmt: skip
+    trainer.train()
+    assert limits == [40]
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2, max_new_tokens=5).evaluate(model, tokenizer, args)
+    PassAtKCallback(["sum 1 + 2 ="], lambda p, c: True, n_samples=2).evaluate(model, tokenizer)
+    assert limits == [40, 5, 512]  # given, it is the limit; without a run, GRPOConfig's default
+
+
+def test_a_reward_function_named_reward_is_a_channel_of_its_own():
+    """The agents read a lone ``reward=`` channel as the plain objective of the env's reward; with a TRL reward
+    function named ``reward`` beside others, ``"reward=top2@4"`` ranked the weighted sum of every function instead
+    of that function."""
+    rewards = _rewards()
+    for spec in ("reward=top2@4", {"reward": "top2@4"}):
+        objective = parse_group_objective(spec, G, ["reward", "length"])
+        out = group_advantages(objective, rewards, G, ["reward", "length"], scale="none")
+        expected = 4 * lstat_advantage(rewards[:, 0].reshape(-1, G), "top2@4")
+        np.testing.assert_allclose(out, expected.reshape(-1), atol=1e-12)
+    # the only reward function, or none named so: the plain objective, as for the agents
+    assert str(parse_group_objective("reward=top2@4", G, ["reward"])) == "top2@4"
+    assert str(parse_group_objective("reward=top2@4", G, ["correct", "length"])) == "top2@4"

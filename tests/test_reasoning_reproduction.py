@@ -213,3 +213,23 @@ def test_every_method_trains_with_the_measured_bonus_and_no_novelty(tmp_path, mo
     for method in METHODS:
         model, _ = train_run(method, 0, config, base)
         assert model.ent_coef == 0.0 and model.novelty_when_blind is False, method
+
+
+def test_a_run_of_single_updates_does_not_tell_the_user_to_raise_total_timesteps(tmp_path, monkeypatch) -> None:
+    # train_run trains by learn(1), one rollout and one update each, by design: the agent's few-updates warning at the
+    # first call told every method of `reproduce reasoning` (9 times with --quick) to raise a total_timesteps that no
+    # option of the command sets.
+    import warnings
+    from dataclasses import replace
+
+    from ordergrad_rl.experiments.reasoning import quick_config, train_run
+    from ordergrad_rl.reasoning import build_base_model
+
+    monkeypatch.setenv("ORDERGRAD_RL_CACHE", str(tmp_path / "cache"))
+    config = replace(quick_config(), updates=2)
+    base = build_base_model(config.base_config(), seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, curve = train_run("grpo", 0, config, base)
+    assert len(curve) == 2
+    assert [str(w.message) for w in caught if "total_timesteps" in str(w.message)] == []

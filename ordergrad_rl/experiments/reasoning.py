@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -191,11 +192,15 @@ def train_run(
     # rollouts) and the mean's have not, which would make the comparison unequal.
     load_base_policy(model, base)
     curve = []
-    for _ in range(config.updates):
-        model.learn(1, reset_num_timesteps=False)  # one rollout of n_episodes and one update
-        curve.append(weight_diagnostics(model))
-        if on_update is not None:
-            on_update()
+    with warnings.catch_warnings():
+        # learn(1) is one update by design: the agent's few-updates warning at the first call would tell every run
+        # to raise a total_timesteps that no option of the command sets.
+        warnings.filterwarnings("ignore", message=r".* so total_timesteps leaves about", category=UserWarning)
+        for _ in range(config.updates):
+            model.learn(1, reset_num_timesteps=False)  # one rollout of n_episodes and one update
+            curve.append(weight_diagnostics(model))
+            if on_update is not None:
+                on_update()
     return model, curve
 
 

@@ -19,14 +19,14 @@ baseline: the mean of the group's other completions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import array_api_compat
 import numpy as np
 
 from ordergrad_rl.core import ChannelObjective, Objective, lstat_advantage
-from ordergrad_rl.core.channels import parse_agent_objective
+from ordergrad_rl.core.channels import Channel, parse_agent_objective
 
 SCALES = ("group", "batch", "channel", "none")
 #: TRL's epsilon in ``(R - mean) / (std + eps)``.
@@ -71,12 +71,20 @@ def parse_group_objective(
     :param channels: the reward functions' names (a channel objective may only name these); ``None``: not known yet,
         a channel objective's names are not checked.
     :raises ValueError: an invalid spec, ``gcvar`` (not an L-statistic of the group), a group size below 2,
-        ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function.
+        ``k >= group_size`` (the leave-one-out advantage needs ``k < G``), or a channel that is no reward function or
+        the name of several.
     """
     group_size = check_group_size(group_size, minimum=2)
     parsed, gcvar = parse_agent_objective(spec)
     if gcvar is not None:
         raise ValueError(f"objective {spec!r}: GCVaR's weights are not available here; use 'cvar{gcvar}'")
+    names_reward = isinstance(spec, Mapping) or (isinstance(spec, str) and "=" in spec)
+    several = channels is not None and len(channels) > 1 and "reward" in channels
+    if isinstance(parsed, Objective) and names_reward and several:
+        # The agents read a lone "reward=" channel as the plain objective of the env's reward (and so does this
+        # with no reward function named so); here "reward" names one of several functions: its channel alone, not
+        # their weighted sum.
+        parsed = ChannelObjective((Channel("reward", parsed),))
     if not parsed.is_bound:
         parsed = parsed.bind(group_size // 2) if isinstance(parsed, Objective) else parsed.bind_default(group_size // 2)
     for k in objective_ks(parsed):
@@ -91,6 +99,15 @@ def parse_group_objective(
             raise ValueError(
                 f"objective channels {unknown} are not reward functions; reward functions: {list(channels)}"
             )
+        for c in parsed.channels:  # a channel is told by name: one shared by several functions is ambiguous
+            same = [i for i, name in enumerate(channels) if name == c.name]
+            if len(same) > 1:
+                raise ValueError(
+                    f"reward functions {' and '.join(map(str, same))} are both named {c.name!r}, which the channel "
+                    f"objective {str(parsed)!r} names: give each a name of its own (TRL names a function by its "
+                    "__name__, a functools.partial by the function it wraps: a def per function, or a callable "
+                    "object with a __name__ attribute)"
+                )
     return parsed
 
 

@@ -51,7 +51,7 @@ from ordergrad_rl.integrations.advantages import (
     parse_group_objective,
     scored_completions,
 )
-from ordergrad_rl.passk import default_ks, pass_at_k_curve
+from ordergrad_rl.passk import checked_ks, pass_at_k_curve
 
 #: The values of TRL's ``GRPOConfig.scale_rewards`` (bools are mapped to ``"group"`` and ``"none"`` by the config).
 TRL_SCALES = ("group", "batch", "none")
@@ -299,13 +299,22 @@ class PassAtKCallback(TrainerCallback):
 
     :param prompts: the held-out prompts: text, or conversations (lists of ``{"role": ..., "content": ...}``
         messages, as in a conversational dataset), which the tokenizer's chat template renders with the generation
-        prompt, as ``GRPOTrainer`` renders them (a tokenizer without one is refused when training begins).
+        prompt and the run's ``chat_template_kwargs``, as ``GRPOTrainer`` renders them (a tokenizer without one is
+        refused when training begins).
     :param is_correct: ``(prompt, completion) -> bool``, with the prompt as given and the completion's text.
     :param n_samples: completions per prompt (``n`` of the estimator).
-    :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
+    :param ks: the ``k`` of the curve, integers in ``[1, n_samples]`` (kept sorted); default ``1, 2, 4, ... <=
+        n_samples``.
     :param eval_steps: evaluate every ``eval_steps`` optimizer steps (``None``: only at the end).
-    :param max_new_tokens: completion length limit.
-    :param temperature: sampling temperature (``> 0``).
+    :param max_new_tokens: completion length limit; ``None``: the run's ``GRPOConfig.max_completion_length``, the
+        length training samples (for another trainer, or :meth:`evaluate` without ``args``, ``GRPOConfig``'s
+        default).
+    :param temperature: sampling temperature (``> 0``). The completions are drawn from the model's whole distribution
+        at this temperature, as ``GRPOTrainer`` samples by default (``top_k=0``, ``top_p=1``, no repetition
+        penalty), whatever the model's ``generation_config`` sets (``generate`` would fill an unset ``top_k`` with
+        50, and a pretrained model's config may truncate further).
+    :param generation_kwargs: other ``generate`` arguments, over those (``{"top_p": 0.95}`` to evaluate with the
+        ``top_p`` a run trains with, as ``GRPOConfig.generation_kwargs`` does for TRL's sampling).
     :param trainer: the ``transformers.Trainer`` (TRL's trainers included) whose log reports the curve.
     """
 
@@ -316,9 +325,10 @@ class PassAtKCallback(TrainerCallback):
         n_samples: int = 16,
         ks: Any = None,
         eval_steps: int | None = None,
-        max_new_tokens: int = 32,
+        max_new_tokens: int | None = None,
         temperature: float = 1.0,
         trainer: Trainer | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
     ) -> None:
         # Checked here: generate refuses them (a temperature of 0, say) only at the first evaluation, mid-training
         if not prompts:
@@ -330,9 +340,11 @@ class PassAtKCallback(TrainerCallback):
                     f"prompts must be text or conversations (lists of {{'role': ..., 'content': ...}} messages, a "
                     f"conversational dataset's prompts), got {prompt!r}"
                 )
-        sizes = {"n_samples": n_samples, "max_new_tokens": max_new_tokens}
+        sizes = {"n_samples": n_samples}
         if eval_steps is not None:  # None: only at the end of training
             sizes["eval_steps"] = eval_steps
+        if max_new_tokens is not None:  # None: the run's max_completion_length
+            sizes["max_new_tokens"] = max_new_tokens
         for name, value in sizes.items():
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -341,19 +353,32 @@ class PassAtKCallback(TrainerCallback):
         self.prompts = list(prompts)
         self.is_correct = is_correct
         self.n_samples = n_samples
-        self.ks = default_ks(n_samples) if ks is None else np.asarray(ks)
-        if np.any(self.ks > n_samples) or np.any(self.ks < 1):
-            raise ValueError(f"ks must be in [1, n_samples={n_samples}], got {list(self.ks)}")
-        pass_at_k_curve(np.zeros(1, dtype=np.int64), n_samples, self.ks)  # ks of no integers, or none, refused now
+        self.ks = checked_ks(ks, n_samples)
         self.eval_steps = eval_steps
         self.max_new_tokens = max_new_tokens
+        own = {"do_sample", "temperature", "max_new_tokens", "num_return_sequences", "pad_token_id"}
+        if set(generation_kwargs or ()) & own:
+            raise ValueError(
+                f"generation_kwargs {sorted(set(generation_kwargs or ()) & own)} are PassAtKCallback's own: give "
+                "temperature, max_new_tokens or n_samples instead"
+            )
         self.temperature = temperature
+        # GRPOTrainer's sampling of the policy (GRPOConfig's defaults), not generate's: pass@k is the policy's.
+        self.generation_kwargs = {"top_k": 0, "top_p": 1.0, "repetition_penalty": 1.0, **(generation_kwargs or {})}
         self.trainer = trainer
         self.history: list[tuple[int, dict[int, float]]] = []
 
     @torch.no_grad()
-    def evaluate(self, model: Any, tokenizer: Any) -> dict[int, float]:
-        """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``."""
+    def evaluate(self, model: Any, tokenizer: Any, args: Any = None) -> dict[int, float]:
+        """The pass@k curve of ``model`` now: ``{k: mean over prompts of pass@k}``.
+
+        :param args: the run's ``GRPOConfig`` (during training, the trainer's): conversational prompts are rendered
+            with its ``chat_template_kwargs``, as ``GRPOTrainer`` renders its own, and completions are as long as its
+            ``max_completion_length`` unless ``max_new_tokens`` was given; ``None``: ``GRPOConfig``'s defaults.
+        """
+        chat_template_kwargs = getattr(args, "chat_template_kwargs", None) or {}  # another Trainer's args have none
+        max_new_tokens = self.max_new_tokens or getattr(args, "max_completion_length", None)
+        max_new_tokens = max_new_tokens or _config_value(None, "max_completion_length")
         was_training = model.training
         model.eval()
         correct = []
@@ -363,16 +388,22 @@ class PassAtKCallback(TrainerCallback):
                     encoded = tokenizer(prompt, return_tensors="pt")
                 else:  # rendered as GRPOTrainer renders a conversational prompt
                     encoded = tokenizer.apply_chat_template(
-                        prompt, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+                        prompt,
+                        add_generation_prompt=True,
+                        tokenize=True,
+                        return_dict=True,
+                        return_tensors="pt",
+                        **chat_template_kwargs,
                     )
                 encoded = encoded.to(model.device)
                 out = model.generate(
                     **encoded,
                     do_sample=True,
                     temperature=self.temperature,
-                    max_new_tokens=self.max_new_tokens,
+                    max_new_tokens=max_new_tokens,
                     num_return_sequences=self.n_samples,
                     pad_token_id=tokenizer.pad_token_id,
+                    **self.generation_kwargs,
                 )
                 completions = tokenizer.batch_decode(out[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
                 correct.append(sum(bool(self.is_correct(prompt, c)) for c in completions))
@@ -380,10 +411,10 @@ class PassAtKCallback(TrainerCallback):
             model.train(was_training)
         return pass_at_k_curve(np.asarray(correct), self.n_samples, self.ks)
 
-    def _log(self, state: Any, model: Any, tokenizer: Any) -> None:
+    def _log(self, args: Any, state: Any, model: Any, tokenizer: Any) -> None:
         if self.history and self.history[-1][0] == state.global_step:
             return
-        curve = self.evaluate(model, tokenizer)
+        curve = self.evaluate(model, tokenizer, args)
         self.history.append((state.global_step, curve))
         logs = {f"eval_pass@k/k={k}": v for k, v in curve.items()}
         if self.trainer is None:
@@ -415,7 +446,7 @@ class PassAtKCallback(TrainerCallback):
         # The last step is evaluated here, before on_train_end, where the reporting callbacks close their writers.
         last = state.global_step == state.max_steps
         if last or (self.eval_steps is not None and state.global_step % self.eval_steps == 0):
-            self._log(state, model, processing_class)
+            self._log(args, state, model, processing_class)
 
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):  # type: ignore[override]
-        self._log(state, model, processing_class)
+        self._log(args, state, model, processing_class)

@@ -66,7 +66,7 @@ from ordergrad_rl.agents.common.risk_logging import (
 from ordergrad_rl.common.arguments import check_int
 from ordergrad_rl.common.warning_util import user_stacklevel
 from ordergrad_rl.envs.sb3_vec_env import has_native_batch, make_sb3_vec_env
-from ordergrad_rl.passk import default_ks
+from ordergrad_rl.passk import checked_ks
 from ordergrad_rl.risk import risk_profile
 
 
@@ -488,7 +488,8 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
     :param contexts: context indices (envs with ``context_key``/``n_contexts``, e.g. TargetSum's problems) or reset
         seeds (other envs); ``None``: every context the env declares.
     :param n_samples: episodes per context (the paper uses 1024).
-    :param ks: the ``k`` of the curve; default ``1, 2, 4, ... <= n_samples``.
+    :param ks: the ``k`` of the curve, integers in ``[1, n_samples]`` (kept sorted); default ``1, 2, 4, ... <=
+        n_samples``.
     :param eval_freq: evaluate every ``eval_freq`` calls (vectorized steps, as SB3's ``EvalCallback``); ``None``:
         only when :meth:`evaluate` is called.
     :param n_eval_envs: envs built when ``eval_env`` is an id (``None``: 64); an env passed has its own (a different
@@ -527,9 +528,8 @@ class PassAtKEvalCallback(PeriodicEvalCallback):
         best_metric: str = "pass@1",
     ) -> None:
         self.n_samples = check_int("n_samples", n_samples, 1)
-        self.ks = default_ks(self.n_samples) if ks is None else np.asarray(ks)
-        if self.ks.ndim != 1 or self.ks.size == 0 or np.any(self.ks < 1) or np.any(self.ks > self.n_samples):
-            raise ValueError(f"ks must be a non-empty sequence of integers in [1, n_samples={n_samples}], got {ks!r}")
+        # sorted, as the curve: evaluations.npz labels each pass_at_k column with them
+        self.ks = checked_ks(ks, self.n_samples)
         match = re.fullmatch(r"pass@([1-9][0-9]*)", best_metric) if isinstance(best_metric, str) else None
         if match is None or int(match[1]) > self.n_samples:
             raise ValueError(
