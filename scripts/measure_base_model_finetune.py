@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 from collections.abc import Sequence
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -24,10 +25,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch as th  # noqa: E402
 
-from ordergrad_rl.common.options import positive_int  # noqa: E402
+from ordergrad_rl.common.options import parser_check_outputs, positive_int  # noqa: E402
 
 #: The settings ``reproduce reasoning`` pins (beside its lr 3e-4 and clip range 0.2, the agent's defaults).
-REPRODUCTION = {"n_epochs": 4, "batch_size": 64, "ent_coef": 0.0, "novelty_when_blind": False}
+REPRODUCTION: dict[str, Any] = {"n_epochs": 4, "batch_size": 64, "ent_coef": 0.0, "novelty_when_blind": False}
 KS = [1, 8, 32]
 
 
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.samples < max(KS):
         parser.error(f"--samples must be >= {max(KS)} (pass@{max(KS)} needs that many answers)")
+    parser_check_outputs(parser, args)  # --json: before the training runs, not after them
 
     from ordergrad_rl import OrderGradPPO
     from ordergrad_rl.passk import pass_at_k_curve
@@ -52,21 +54,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         success, _ = sample_answers(policy, np.arange(100), args.samples, split="test", seed=1)
         return pass_at_k_curve(success.sum(axis=1), args.samples, KS)
 
-    results: dict[str, object] = {"base": curve(base.policy), "defaults": [], "reproduction": []}
-    print(f"base model: {results['base']}")
+    base_curve = curve(base.policy)
+    results: dict[str, list[dict[int, float]]] = {"defaults": [], "reproduction": []}
+    print(f"base model: {base_curve}")
     for seed in range(args.seeds):
-        for name, settings in (("defaults", {}), ("reproduction", REPRODUCTION)):
+        runs: tuple[tuple[str, dict[str, Any]], ...] = (("defaults", {}), ("reproduction", REPRODUCTION))
+        for name, settings in runs:
             model = OrderGradPPO("MlpPolicy", "TargetSum-v0", policy_kwargs=base.policy_kwargs, group_size=8,
                                  n_episodes=256, normalize_advantage="group", objective="top2@4", seed=seed,
                                  **settings)  # fmt: skip
             load_base_policy(model, base)
             model.learn(args.timesteps)
             measured = curve(model.policy)
-            results[name].append(measured)  # type: ignore[union-attr]
+            results[name].append(measured)
             print(f"seed {seed}, {name}: {measured}", flush=True)
     if args.json:
         with open(args.json, "w") as file:
-            json.dump({"config": vars(args), "reproduction_settings": REPRODUCTION, **results}, file, indent=2)
+            record = {"config": vars(args), "reproduction_settings": REPRODUCTION, "base": base_curve, **results}
+            json.dump(record, file, indent=2)
     return 0
 
 

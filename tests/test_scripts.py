@@ -127,6 +127,14 @@ def test_measure_base_model_refuses_bad_arguments_before_building(argv, capsys):
     assert argv[0] in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv", [["--samples", "8"], ["--json", "."], ["--seeds", "0"]])
+def test_measure_base_model_finetune_refuses_bad_arguments_before_training(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load("measure_base_model_finetune").main(argv)
+    assert exit_info.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------------ the benches
 @pytest.mark.parametrize(
     ("name", "argv"),
