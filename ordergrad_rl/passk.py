@@ -81,16 +81,27 @@ def checked_ks(ks: Any, n: int) -> np.ndarray:
     :raises ValueError: non-integer values, an empty ``ks``, one of more than one dimension, a ``k`` outside
         ``[1, n]``.
     """
-    if ks is None:
-        return default_ks(n)
-    counts = np.atleast_1d(_as_counts("ks", ks, 1))  # a single k too
-    if counts.ndim != 1:
-        raise ValueError(f"ks must be a 1-D sequence of integers, got shape {counts.shape}")
-    if counts.size == 0:
-        raise ValueError("ks is empty")
+    if ks is not None and np.ndim(ks) > 1:
+        raise ValueError(f"ks must be a 1-D sequence of integers, got shape {np.shape(ks)}")
+    counts = _curve_ks(ks, n)
     if np.any(counts > n):
         raise ValueError(f"ks must be in [1, n_samples={n}], got {counts.tolist()}")
-    return np.unique(counts)
+    return counts
+
+
+def _curve_ks(ks: Any, n: int) -> np.ndarray:
+    """``ks`` (one ``k`` or any array of them) in the order of the curve, sorted and without repeats, or
+    :func:`default_ks` of ``n`` for ``None``.
+
+    :raises TypeError: non-integer dtypes.
+    :raises ValueError: non-integer values, a ``k`` below 1, an empty ``ks``.
+    """
+    if ks is None:
+        return default_ks(n)
+    counts = np.unique(_as_counts("ks", ks, 1))  # flattened
+    if counts.size == 0:
+        raise ValueError("ks is empty")
+    return counts
 
 
 def pass_at_k_curve(n_correct: Any, n: Any, ks: Any = None) -> dict[int, float]:
@@ -106,8 +117,6 @@ def pass_at_k_curve(n_correct: Any, n: Any, ks: Any = None) -> dict[int, float]:
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"n_correct must be a non-empty 1-D array (one count per problem), got shape {c.shape}")
     n_ = _as_counts("n", n, 1)
-    ks_ = default_ks(int(n_.min())) if ks is None else np.unique(_as_counts("ks", ks, 1).ravel())
-    if ks_.size == 0:
-        raise ValueError("ks is empty")
+    ks_ = _curve_ks(ks, int(n_.min()))
     table = pass_at_k(c[:, None], n_[..., None] if n_.ndim else n_, ks_[None, :])
     return {int(k): float(value) for k, value in zip(ks_, table.mean(axis=0), strict=True)}
